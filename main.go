@@ -1,0 +1,284 @@
+// Command readings is the Sensor Readings Service: an HTTP API that stores
+// time-stamped sensor readings in PostgreSQL and serves them back.
+//
+//	readings [serve]   serve the API (the default)
+//	readings migrate   apply the database migrations and exit
+//	readings admin …   create organizations, users and tokens
+//
+// Every setting is a flag whose default comes from the environment; run
+// `readings serve -h` for the list.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sensorreadings/readings/server"
+	"github.com/sensorreadings/readings/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(os.Stderr, "readings: %v\n", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	command := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		command, args = args[0], args[1:]
+	}
+	switch command {
+	case "serve":
+		return serve(ctx, args, getenv, stderr)
+	case "migrate":
+		return migrate(ctx, args, getenv, stderr)
+	case "admin":
+		return admin(ctx, args, getenv, stdout, stderr)
+	}
+	return fmt.Errorf("unknown command %q: use serve, migrate or admin", command)
+}
+
+// config is the service's configuration: flags whose defaults come from the
+// environment, so that both `-addr :9090` and `LISTEN_ADDR=:9090` work.
+type config struct {
+	addr            string
+	databaseURL     string
+	logFormat       string
+	logLevel        string
+	migrate         bool
+	maxBatch        int
+	maxBodyBytes    int64
+	dbMaxConns      int
+	shutdownTimeout time.Duration
+}
+
+func (c *config) register(fs *flag.FlagSet, e *env) {
+	fs.StringVar(&c.addr, "addr", e.string("LISTEN_ADDR", "127.0.0.1:8080"), "address to listen on `host:port` (LISTEN_ADDR)")
+	fs.StringVar(&c.databaseURL, "database-url", e.string("DATABASE_URL", ""), "PostgreSQL `url` (DATABASE_URL)")
+	fs.StringVar(&c.logFormat, "log-format", e.string("LOG_FORMAT", "text"), "log format, text or json (LOG_FORMAT)")
+	fs.StringVar(&c.logLevel, "log-level", e.string("LOG_LEVEL", "info"), "log level: debug, info, warn or error (LOG_LEVEL)")
+	fs.BoolVar(&c.migrate, "migrate", e.bool("MIGRATE_ON_START", true), "apply pending migrations at start (MIGRATE_ON_START)")
+	fs.IntVar(&c.maxBatch, "max-batch", e.int("MAX_BATCH", 10000), "most readings in one POST (MAX_BATCH)")
+	fs.Int64Var(&c.maxBodyBytes, "max-body", int64(e.int("MAX_BODY_BYTES", 16<<20)), "most bytes in one request body (MAX_BODY_BYTES)")
+	fs.IntVar(&c.dbMaxConns, "db-max-conns", e.int("DB_MAX_CONNS", 0), "most database connections; 0 is max(4, CPUs) (DB_MAX_CONNS)")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", e.duration("SHUTDOWN_TIMEOUT", 20*time.Second), "how long in-flight requests may finish after SIGTERM (SHUTDOWN_TIMEOUT)")
+}
+
+func (c *config) validate() error {
+	var errs []error
+	if c.databaseURL == "" {
+		errs = append(errs, errors.New("DATABASE_URL (or -database-url) is required; `make run` starts a private database for you"))
+	}
+	if c.logFormat != "text" && c.logFormat != "json" {
+		errs = append(errs, fmt.Errorf("log format %q is neither text nor json", c.logFormat))
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		errs = append(errs, fmt.Errorf("log level %q: %w", c.logLevel, err))
+	}
+	if c.maxBatch < 1 {
+		errs = append(errs, fmt.Errorf("max batch %d must be at least 1", c.maxBatch))
+	}
+	if c.maxBodyBytes < 1024 {
+		errs = append(errs, fmt.Errorf("max body %d must be at least 1024 bytes", c.maxBodyBytes))
+	}
+	if c.dbMaxConns < 0 || c.dbMaxConns > 1000 {
+		errs = append(errs, fmt.Errorf("db max conns %d must be from 0 to 1000", c.dbMaxConns))
+	}
+	return errors.Join(errs...)
+}
+
+// logValue lists the settings for the start-up log, with the database
+// password masked.
+func (c *config) logValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("addr", c.addr),
+		slog.String("database_url", redactURL(c.databaseURL)),
+		slog.String("log_format", c.logFormat),
+		slog.String("log_level", c.logLevel),
+		slog.Bool("migrate", c.migrate),
+		slog.Int("max_batch", c.maxBatch),
+		slog.Int64("max_body_bytes", c.maxBodyBytes),
+		slog.Int("db_max_conns", c.dbMaxConns),
+		slog.Duration("shutdown_timeout", c.shutdownTimeout),
+	)
+}
+
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable)"
+	}
+	return u.Redacted()
+}
+
+func parseConfig(name string, args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("readings "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c config
+	e := &env{getenv: getenv}
+	c.register(fs, e)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return &c, errors.Join(errors.Join(e.errs...), c.validate())
+}
+
+func newLogger(c *config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.logLevel)) // validated
+	opts := &slog.HandlerOptions{Level: level}
+	if c.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	c, err := parseConfig("serve", args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log := newLogger(c, stderr)
+	log.Info("starting", "config", c.logValue())
+
+	pool, err := store.Open(ctx, c.databaseURL, store.PoolConfig{MaxConns: int32(c.dbMaxConns)})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if c.migrate {
+		if err := store.Migrate(ctx, pool, log); err != nil {
+			return err
+		}
+	}
+	db := store.New(pool)
+	if err := db.LogStorageMode(ctx, log); err != nil {
+		return err
+	}
+	srv, err := server.New(db, log, server.Config{MaxBatch: c.maxBatch, MaxBodyBytes: c.maxBodyBytes})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return err
+	}
+	httpServer := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute, // a 16 MiB batch over a slow uplink
+		WriteTimeout:      2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- httpServer.Serve(ln) }()
+
+	// Token use is recorded until the server has stopped, then flushed.
+	recordCtx, stopRecording := context.WithCancel(context.WithoutCancel(ctx))
+	recorded := make(chan struct{})
+	go func() {
+		srv.RecordTokenUse(recordCtx, 30*time.Second)
+		close(recorded)
+	}()
+	defer func() {
+		stopRecording()
+		<-recorded
+	}()
+
+	log.Info("listening", "url", "http://"+ln.Addr().String())
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "timeout", c.shutdownTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.shutdownTimeout)
+	defer cancel()
+	if err := httpServer.Shutdown(shutdownCtx); err != nil {
+		httpServer.Close()
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func migrate(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	c, err := parseConfig("migrate", args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log := newLogger(c, stderr)
+	pool, err := store.Open(ctx, c.databaseURL, store.PoolConfig{})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := store.Migrate(ctx, pool, log); err != nil {
+		return err
+	}
+	return store.New(pool).LogStorageMode(ctx, log)
+}
+
+// env reads flag defaults from the environment and remembers the values it
+// could not parse, so that LOG_LEVEL=loud is an error, not a silent default.
+type env struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (e *env) string(key, fallback string) string {
+	if v := e.getenv(key); v != "" {
+		return v
+	}
+	return fallback
+}
+
+func (e *env) int(key string, fallback int) int {
+	return parseEnv(e, key, fallback, "a whole number", strconv.Atoi)
+}
+
+func (e *env) bool(key string, fallback bool) bool {
+	return parseEnv(e, key, fallback, "true or false", strconv.ParseBool)
+}
+
+func (e *env) duration(key string, fallback time.Duration) time.Duration {
+	return parseEnv(e, key, fallback, "a duration such as 30s", time.ParseDuration)
+}
+
+func parseEnv[T any](e *env, key string, fallback T, want string, parse func(string) (T, error)) T {
+	raw := e.getenv(key)
+	if raw == "" {
+		return fallback
+	}
+	v, err := parse(raw)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q is not %s", key, raw, want))
+		return fallback
+	}
+	return v
+}

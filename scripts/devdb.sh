@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# The private PostgreSQL cluster that `make run` and `make test` use when no
+# database is given: the machine's PostgreSQL binaries (installed with apt-get
+# when missing and running as root, or Homebrew on a Mac), a cluster of its
+# own on a free loopback port, kept between runs.
+#
+#   scripts/devdb.sh start     start it (creating it first) and print its URL
+#   scripts/devdb.sh url       print the URL of the running cluster
+#   scripts/devdb.sh stop      stop it
+#   scripts/devdb.sh restart   restart it (the chaos scripts use this)
+#   scripts/devdb.sh destroy   stop it and delete its data
+#
+# Only the URL goes to stdout; everything else goes to stderr.
+#
+# PostgreSQL refuses to run as root, so as root the cluster runs as the
+# postgres user, in a directory that user can reach: a checkout under /root is
+# not, so the cluster lives under /var/tmp, keyed by the checkout's path, and
+# .data/pg links to it. As any other user it lives in .data/pg itself.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+mkdir -p "$root/.data"
+
+if [ "$(id -u)" = 0 ]; then
+  key=$(printf '%s' "$root" | sha256sum | cut -c1-12)
+  cluster="/var/tmp/readings-pg-$key"
+  lockfile="/var/tmp/readings-pg-$key.lock"
+  as_postgres() { (cd / && runuser -u postgres -- "$@"); }
+else
+  cluster="$root/.data/pg"
+  lockfile="$root/.data/pg.lock"
+  as_postgres() { "$@"; }
+fi
+data="$cluster/data"
+
+say() { printf 'devdb: %s\n' "$*" >&2; }
+
+# Concurrent test packages all ask for the cluster at once; they take turns.
+lock() {
+  if command -v flock >/dev/null; then
+    exec 9>"$lockfile"
+    flock 9
+  fi
+}
+
+find_bindir() {
+  local dir
+  for dir in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r) \
+    $(ls -d /opt/homebrew/opt/postgresql@*/bin /usr/local/opt/postgresql@*/bin 2>/dev/null | sort -V -r); do
+    if [ -x "$dir/initdb" ] && [ -x "$dir/pg_ctl" ]; then
+      echo "$dir"
+      return
+    fi
+  done
+  if command -v initdb >/dev/null && command -v pg_ctl >/dev/null; then
+    dirname "$(command -v initdb)"
+  fi
+}
+
+install_postgres() {
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    say "PostgreSQL is not installed; installing Debian's postgresql package"
+    export DEBIAN_FRONTEND=noninteractive
+    if ! apt-get install -y -q postgresql >&2; then
+      apt-get update -q >&2
+      apt-get install -y -q postgresql >&2
+    fi
+  elif command -v brew >/dev/null; then
+    say "PostgreSQL is not installed; installing it with Homebrew"
+    brew install postgresql@16 >&2
+  else
+    say "PostgreSQL server binaries (initdb, pg_ctl) are not installed."
+    say "Install your system's postgresql package, or set DATABASE_URL."
+    exit 1
+  fi
+}
+
+bindir=$(find_bindir)
+if [ -z "$bindir" ]; then
+  install_postgres
+  bindir=$(find_bindir)
+  [ -n "$bindir" ] || { say "PostgreSQL was installed but initdb cannot be found"; exit 1; }
+fi
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+free_port() {
+  local port=$((20000 + $(printf '%s' "$root" | cksum | cut -d' ' -f1) % 20000))
+  while port_in_use "$port"; do
+    port=$((port + 1))
+  done
+  echo "$port"
+}
+
+port() { cat "$cluster/port"; }
+
+url() { echo "postgres://postgres@127.0.0.1:$(port)/readings?sslmode=disable"; }
+
+running() { [ -f "$data/PG_VERSION" ] && as_postgres "$bindir/pg_ctl" -D "$data" status >/dev/null 2>&1; }
+
+init_cluster() {
+  say "creating a PostgreSQL cluster in $cluster"
+  mkdir -p "$cluster"
+  if [ "$(id -u)" = 0 ]; then
+    chown postgres: "$cluster"
+    ln -sfn "$cluster" "$root/.data/pg"
+  fi
+  as_postgres "$bindir/initdb" -D "$data" -U postgres --auth=trust -E UTF8 --no-locale >&2
+  free_port >"$cluster/port"
+  # Loopback only, a socket directory of its own, and room for the test
+  # packages that run in parallel, each with a pool of its own.
+  cat >>"$data/postgresql.conf" <<EOF
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$cluster'
+max_connections = 300
+shared_buffers = 256MB
+max_wal_size = 4GB
+EOF
+}
+
+start() {
+  lock
+  [ -f "$data/PG_VERSION" ] || init_cluster
+  if ! running; then
+    if port_in_use "$(port)"; then
+      say "port $(port) is taken; moving to another"
+      free_port >"$cluster/port"
+    fi
+    say "starting PostgreSQL on 127.0.0.1:$(port)"
+    as_postgres "$bindir/pg_ctl" -D "$data" -l "$cluster/postgresql.log" -o "-p $(port)" -w -t 60 start >&2 9>&-
+  fi
+  if [ -z "$(as_postgres "$bindir/psql" -h 127.0.0.1 -p "$(port)" -U postgres -d postgres -tAc \
+    "SELECT 1 FROM pg_database WHERE datname = 'readings'")" ]; then
+    as_postgres "$bindir/createdb" -h 127.0.0.1 -p "$(port)" -U postgres readings
+  fi
+  url
+}
+
+case "${1:-start}" in
+  start) start ;;
+  url) running && url || { say "not running; run scripts/devdb.sh start"; exit 1; } ;;
+  stop) lock; ! running || as_postgres "$bindir/pg_ctl" -D "$data" -m fast -w stop >&2 ;;
+  restart) lock; as_postgres "$bindir/pg_ctl" -D "$data" -l "$cluster/postgresql.log" -o "-p $(port)" -m fast -w restart >&2 9>&- ;;
+  destroy)
+    lock
+    ! running || as_postgres "$bindir/pg_ctl" -D "$data" -m fast -w stop >&2
+    rm -rf "$cluster" "$root/.data/pg"
+    ;;
+  *) say "usage: $0 start|url|stop|restart|destroy"; exit 2 ;;
+esac

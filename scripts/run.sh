@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# `make run`: serve on 127.0.0.1:8080 against DATABASE_URL, or against the
+# private cluster of scripts/devdb.sh when none is given. On an empty
+# database it creates a demo organization, owner and project, and it always
+# prints a working token and what to try with it.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+bin="$root/bin/readings"
+
+if [ -z "${DATABASE_URL:-}" ]; then
+  DATABASE_URL=$("$root/scripts/devdb.sh" start)
+  export DATABASE_URL
+fi
+addr=${LISTEN_ADDR:-127.0.0.1:8080}
+base="http://$addr"
+
+"$bin" migrate
+if demo=$("$bin" admin demo); then
+  field() { sed -E "s/.*\"$1\":(\"([^\"]*)\"|([0-9]+)).*/\2\3/" <<<"$demo"; }
+  token=$(field token) org=$(field org_id) project=$(field project_id)
+  cat <<MSG
+
+  Sensor Readings Service: $base
+  API reference: $base/docs    Spec: $base/api/v1/openapi.yaml
+
+  Try it (the demo owner's token; keep it secret):
+
+    export TOKEN=$token
+    curl -s -H "Authorization: Bearer \$TOKEN" $base/api/v1/me
+    curl -s -H "Authorization: Bearer \$TOKEN" -H 'Content-Type: application/json' \\
+      -d '{"name": "PZ-01"}' $base/api/v1/org/$org/proj/$project/sensors
+    curl -s -H "Authorization: Bearer \$TOKEN" -H 'Content-Type: application/json' \\
+      -d '[{"datetime": "2024-05-01T12:00:00Z", "inputs": {"1": 2803.5, "2": 11.2}}]' \\
+      $base/api/v1/org/$org/proj/$project/readings/<sensor id from above>
+    curl -s -H "Authorization: Bearer \$TOKEN" "$base/api/v1/org/$org/proj/$project/readings/<sensor id>"
+
+MSG
+else
+  echo "make run: no demo token (see above); create one with: $bin admin token create --email you@example.com" >&2
+fi
+exec "$bin" serve

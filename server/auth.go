@@ -1,0 +1,140 @@
+package server
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/store"
+)
+
+type principalKey struct{}
+
+// principalOf returns who the request's token speaks for. Operations that
+// are not public only run after authenticate has put it there.
+func principalOf(ctx context.Context) store.Principal {
+	p, _ := ctx.Value(principalKey{}).(store.Principal)
+	return p
+}
+
+// authenticate enforces each operation's x-required-role, the one place
+// where permissions are decided: no token or a bad one is 401; a user who is
+// not a member of the path's organization gets 404, as if it did not exist;
+// a member whose role is too low gets 403 naming the role needed.
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		op := s.ops.lookup(c)
+		if op == nil || op.needs.public {
+			return next(c)
+		}
+		secret, err := bearerToken(c.Request().Header.Get(echo.HeaderAuthorization))
+		if err != nil {
+			return err
+		}
+		var orgID int64
+		if op.needs.role != "" {
+			orgID, err = strconv.ParseInt(c.Param("org_id"), 10, 64)
+			if err != nil || orgID < 1 {
+				return errOrgNotFound
+			}
+		}
+		ctx := c.Request().Context()
+		p, err := s.store.Authenticate(ctx, secret, orgID)
+		if err != nil {
+			return err
+		}
+		s.tokenUse.record(p.TokenID)
+		if op.needs.role != "" {
+			if p.Role == "" {
+				return errOrgNotFound
+			}
+			if !p.Role.AtLeast(op.needs.role) {
+				return apperr.Errorf(apperr.Forbidden, "%s needs the %s role in this organization; yours is %s", op.id, op.needs.role, p.Role)
+			}
+		}
+		c.SetRequest(c.Request().WithContext(context.WithValue(ctx, principalKey{}, p)))
+		return next(c)
+	}
+}
+
+var errOrgNotFound = apperr.Errorf(apperr.NotFound, "organization not found")
+
+// bearerToken returns the token of an Authorization header. Tokens are
+// checked for shape before any database work, so garbage costs nothing.
+func bearerToken(header string) (string, error) {
+	if header == "" {
+		return "", apperr.Errorf(apperr.Unauthorized, "a bearer token is required: send Authorization: Bearer <token>")
+	}
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", apperr.Errorf(apperr.Unauthorized, "the Authorization header must be Bearer <token>")
+	}
+	token = strings.TrimSpace(token)
+	if !store.WellFormedToken(token) {
+		return "", apperr.Errorf(apperr.Unauthorized, "the token is not valid")
+	}
+	return token, nil
+}
+
+// tokenUse collects the tokens used since the last flush, so that
+// last_used_at costs one UPDATE per interval instead of a write per request.
+type tokenUse struct {
+	mu   sync.Mutex
+	used map[int64]struct{}
+}
+
+func (u *tokenUse) record(tokenID int64) {
+	u.mu.Lock()
+	if u.used == nil {
+		u.used = make(map[int64]struct{})
+	}
+	u.used[tokenID] = struct{}{}
+	u.mu.Unlock()
+}
+
+func (u *tokenUse) take() []int64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	ids := make([]int64, 0, len(u.used))
+	for id := range u.used {
+		ids = append(ids, id)
+	}
+	u.used = nil
+	return ids
+}
+
+// FlushTokenUse writes when the tokens used since the last flush were used.
+func (s *Server) FlushTokenUse(ctx context.Context) error {
+	ids := s.tokenUse.take()
+	if len(ids) == 0 {
+		return nil
+	}
+	return s.store.TouchTokens(ctx, ids, time.Now())
+}
+
+// RecordTokenUse flushes token use every interval until ctx ends, then once
+// more, so that a clean shutdown loses none.
+func (s *Server) RecordTokenUse(ctx context.Context, interval time.Duration) {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ticker.C:
+		case <-ctx.Done():
+			flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := s.FlushTokenUse(flushCtx); err != nil {
+				s.log.Warn("record token use", "err", err)
+			}
+			return
+		}
+		if err := s.FlushTokenUse(ctx); err != nil {
+			s.log.Warn("record token use", "err", err)
+		}
+	}
+}

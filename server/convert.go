@@ -1,0 +1,96 @@
+package server
+
+import (
+	"strconv"
+
+	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/store"
+)
+
+// The defaults of the spec's paging parameters.
+const defaultPageLimit = 100
+
+// page reads the limit and cursor of a list operation. A cursor is the last
+// id of the previous page.
+func page(limit *int, cursor *string) (after int64, n int, err error) {
+	n = defaultPageLimit
+	if limit != nil {
+		n = *limit
+	}
+	if cursor != nil {
+		after, err = strconv.ParseInt(*cursor, 10, 64)
+		if err != nil || after < 0 {
+			return 0, 0, apperr.Errorf(apperr.Invalid, "cursor %q is not one this service gave; pass next_cursor as it came", *cursor)
+		}
+	}
+	return after, n, nil
+}
+
+// nextCursor is the cursor after lastID when more follow, else nil.
+func nextCursor(more bool, lastID int64) *string {
+	if !more {
+		return nil
+	}
+	c := strconv.FormatInt(lastID, 10)
+	return &c
+}
+
+func toUser(u store.User) gen.User {
+	return gen.User{Id: u.ID, Email: u.Email, Name: u.Name, CreatedAt: u.CreatedAt}
+}
+
+func toMember(m store.Member) gen.Member {
+	return gen.Member{UserId: m.UserID, Email: m.Email, Name: m.Name, Role: gen.Role(m.Role), CreatedAt: m.CreatedAt}
+}
+
+func toToken(t store.Token) gen.Token {
+	return gen.Token{
+		Id:         t.ID,
+		Name:       t.Name,
+		Prefix:     t.Prefix,
+		CreatedAt:  t.CreatedAt,
+		LastUsedAt: t.LastUsedAt,
+		ExpiresAt:  t.ExpiresAt,
+		RevokedAt:  t.RevokedAt,
+	}
+}
+
+func toProject(p store.Project) gen.Project {
+	return gen.Project{
+		Id:          p.ID,
+		OrgId:       p.OrgID,
+		Name:        p.Name,
+		Description: p.Description,
+		State:       gen.ProjectState(p.State),
+		CreatedAt:   p.CreatedAt,
+		UpdatedAt:   p.UpdatedAt,
+	}
+}
+
+func toSensor(s store.Sensor) gen.Sensor {
+	return gen.Sensor{
+		Id:          s.ID,
+		ProjectId:   s.ProjectID,
+		Name:        s.Name,
+		Description: s.Description,
+		CreatedAt:   s.CreatedAt,
+		UpdatedAt:   s.UpdatedAt,
+	}
+}
+
+func mapSlice[T, U any](in []T, f func(T) U) []U {
+	out := make([]U, len(in))
+	for i, v := range in {
+		out[i] = f(v)
+	}
+	return out
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

@@ -1,0 +1,305 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/openapi"
+	"github.com/sensorreadings/readings/server"
+	"github.com/sensorreadings/readings/store"
+	"github.com/sensorreadings/readings/store/storetest"
+)
+
+// env is the real service on a fresh database, served over HTTP.
+type env struct {
+	t    *testing.T
+	pool *pgxpool.Pool
+	db   *store.DB
+	srv  *server.Server
+	url  string
+	logs *syncBuffer
+	spec *openapi3.T
+}
+
+// defaultConfig is the service's configuration in tests: its real defaults.
+func defaultConfig() server.Config {
+	return server.Config{MaxBatch: 10000, MaxBodyBytes: 16 << 20}
+}
+
+func newEnv(t *testing.T) *env {
+	return newEnvWith(t, defaultConfig(), nil)
+}
+
+// newEnvWith serves st when it is not nil (a store with a fault injected),
+// else the real store.
+func newEnvWith(t *testing.T, cfg server.Config, wrap func(*store.DB) server.Store) *env {
+	t.Helper()
+	pool := storetest.NewPool(t)
+	db := store.New(pool)
+	var st server.Store = db
+	if wrap != nil {
+		st = wrap(db)
+	}
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	srv, err := server.New(st, log, cfg)
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	spec, err := openapi.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Servers = openapi3.Servers{{URL: ts.URL}}
+	return &env{t: t, pool: pool, db: db, srv: srv, url: ts.URL, logs: logs, spec: spec}
+}
+
+// client returns a generated client that sends token (none when empty) and
+// checks every response against the spec, error responses included, so
+// that the service cannot drift from its contract unnoticed.
+func (e *env) client(token string) *gen.ClientWithResponses {
+	e.t.Helper()
+	opts := []gen.ClientOption{gen.WithHTTPClient(e.httpClient())}
+	if token != "" {
+		opts = append(opts, gen.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+			req.Header.Set("Authorization", "Bearer "+token)
+			return nil
+		}))
+	}
+	c, err := gen.NewClientWithResponses(e.url, opts...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+func (e *env) httpClient() *http.Client {
+	router, err := gorillamux.NewRouter(e.spec)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return &http.Client{Transport: &validatingTransport{t: e.t, router: router}}
+}
+
+// validatingTransport fails the test on any response the spec does not
+// describe: an undocumented status, a body that breaks its schema.
+type validatingTransport struct {
+	t      *testing.T
+	router routers.Router
+}
+
+func (v *validatingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	res.Body = io.NopCloser(bytes.NewReader(body))
+	route, params, err := v.router.FindRoute(req)
+	if err != nil {
+		return res, nil // a path outside the spec; the test checks what it expects
+	}
+	input := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{
+			Request: req, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+		},
+		Status:  res.StatusCode,
+		Header:  res.Header,
+		Body:    io.NopCloser(bytes.NewReader(body)),
+		Options: &openapi3filter.Options{IncludeResponseStatus: true},
+	}
+	if err := openapi3filter.ValidateResponse(req.Context(), input); err != nil {
+		v.t.Errorf("%s %s answered %d, which the spec does not describe: %v\nbody: %s",
+			req.Method, req.URL, res.StatusCode, err, truncate(body, 500))
+	}
+	return res, nil
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}
+
+// tenant is an organization with a member of each role, a project and a
+// sensor in it.
+type tenant struct {
+	orgID     int64
+	projectID int64
+	sensorID  int64
+	userIDs   map[store.Role]int64
+	tokens    map[store.Role]string
+}
+
+func (e *env) newTenant(name string) tenant {
+	e.t.Helper()
+	ctx := context.Background()
+	org, err := e.db.CreateOrg(ctx, name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	tn := tenant{orgID: org.ID, userIDs: map[store.Role]int64{}, tokens: map[store.Role]string{}}
+	for _, role := range []store.Role{store.Viewer, store.Editor, store.Admin, store.Owner} {
+		user, err := e.db.EnsureUser(ctx, fmt.Sprintf("%s-%d@%s.example.com", role, org.ID, strings.ToLower(strings.ReplaceAll(name, " ", "-"))), string(role))
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if err := e.db.SetMembership(ctx, org.ID, user.ID, role); err != nil {
+			e.t.Fatal(err)
+		}
+		_, secret, err := e.db.CreateToken(ctx, user.ID, "test", nil)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		tn.userIDs[role], tn.tokens[role] = user.ID, secret
+	}
+	project, err := e.db.CreateProject(ctx, org.ID, name+" project", "")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	sensor, err := e.db.CreateSensor(ctx, org.ID, project.ID, name+" sensor", "")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	tn.projectID, tn.sensorID = project.ID, sensor.ID
+	return tn
+}
+
+// owner returns a client of the tenant's owner.
+func (e *env) owner(tn tenant) *gen.ClientWithResponses { return e.client(tn.tokens[store.Owner]) }
+
+// do sends a raw request, for what the generated client cannot send
+// (malformed bodies, wrong content types), still checked against the spec.
+func (e *env) do(token, method, path, contentType string, body io.Reader) (*http.Response, []byte) {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.url+path, body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	res, err := e.httpClient().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return res, b
+}
+
+// wantError checks that a response is the JSON error with status and code.
+func wantError(t *testing.T, status int, body []byte, wantStatus int, wantCode string) gen.Error {
+	t.Helper()
+	if status != wantStatus {
+		t.Fatalf("status %d, want %d; body %s", status, wantStatus, body)
+	}
+	var e gen.Error
+	if err := json.Unmarshal(body, &e); err != nil {
+		t.Fatalf("error body %q is not JSON: %v", body, err)
+	}
+	if e.Code != wantCode || e.Message == "" {
+		t.Fatalf("error %+v, want code %q and a message", e, wantCode)
+	}
+	return e
+}
+
+// syncBuffer collects the logs of a server serving concurrent requests.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func readingsPath(tn tenant) string {
+	return fmt.Sprintf("/api/v1/org/%d/proj/%d/readings/%d", tn.orgID, tn.projectID, tn.sensorID)
+}
+
+// linkParams reads the rel="next" Link of a response into the parameters
+// of the next call. It fails on a parameter the spec does not define.
+func linkParams(t *testing.T, header http.Header) (*gen.ListReadingsParams, bool) {
+	t.Helper()
+	link := header.Get("Link")
+	if link == "" {
+		return nil, false
+	}
+	target, rel, ok := strings.Cut(link, ">; ")
+	if !ok || rel != `rel="next"` || !strings.HasPrefix(target, "<") {
+		t.Fatalf("Link %q is not <url>; rel=\"next\"", link)
+	}
+	u, err := url.Parse(strings.TrimPrefix(target, "<"))
+	if err != nil {
+		t.Fatalf("Link %q: %v", link, err)
+	}
+	var p gen.ListReadingsParams
+	for key, values := range u.Query() {
+		v := values[0]
+		switch key {
+		case "datetime__gte", "datetime__gt", "datetime__lte", "datetime__lt":
+			tm, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				t.Fatalf("Link %q: %s: %v", link, key, err)
+			}
+			*map[string]**time.Time{
+				"datetime__gte": &p.DatetimeGte, "datetime__gt": &p.DatetimeGt,
+				"datetime__lte": &p.DatetimeLte, "datetime__lt": &p.DatetimeLt,
+			}[key] = &tm
+		case "limit":
+			var n int
+			fmt.Sscan(v, &n)
+			p.Limit = &n
+		case "order":
+			o := gen.ListReadingsParamsOrder(v)
+			p.Order = &o
+		case "outputs":
+			b := v == "true"
+			p.Outputs = &b
+		default:
+			t.Fatalf("Link %q has parameter %q, which listReadings does not define", link, key)
+		}
+	}
+	return &p, true
+}

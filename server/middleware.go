@@ -1,0 +1,111 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+const requestIDKey = "request_id"
+
+// A client's own X-Request-ID is kept when it is short and plain, so that
+// it can be logged as it is.
+var clientRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+// requestIDs gives every request an id, the client's X-Request-ID when it
+// sent a usable one, and echoes it in the response.
+func (s *Server) requestIDs(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id := c.Request().Header.Get(echo.HeaderXRequestID)
+		if !clientRequestID.MatchString(id) {
+			var b [8]byte
+			rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		c.Set(requestIDKey, id)
+		c.Response().Header().Set(echo.HeaderXRequestID, id)
+		return next(c)
+	}
+}
+
+func requestID(c echo.Context) string {
+	id, _ := c.Get(requestIDKey).(string)
+	return id
+}
+
+// accessLog writes one line per request, at a level that follows the
+// status. It hands errors to the error handler first, so the status it logs
+// is the one sent. Headers are not logged: they carry tokens.
+func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		if err := next(c); err != nil {
+			c.Error(err)
+		}
+		req, res := c.Request(), c.Response()
+		operation := c.Path()
+		if op := s.ops.lookup(c); op != nil {
+			operation = op.id
+		}
+		s.log.LogAttrs(req.Context(), logLevel(res.Status), "request",
+			slog.String("request_id", requestID(c)),
+			slog.String("method", req.Method),
+			slog.String("path", req.URL.Path),
+			slog.String("operation", operation),
+			slog.Int("status", res.Status),
+			slog.Int64("bytes", res.Size),
+			slog.Duration("duration", time.Since(start)),
+			slog.String("remote", c.RealIP()),
+		)
+		return nil
+	}
+}
+
+// recoverPanics turns a panic into an internal error with its stack, which
+// the error handler logs; the client sees only the request id.
+func recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+			}
+		}()
+		return next(c)
+	}
+}
+
+// secureHeaders stops browsers from sniffing a JSON error into HTML, and
+// caches from keeping per-user answers.
+func secureHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set(echo.HeaderCacheControl, "no-store")
+		return next(c)
+	}
+}
+
+// bodyLimit refuses a body over max bytes: at once when Content-Length says
+// so, else when reading reaches max+1, before the rest is read.
+func bodyLimit(max int64) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			if req.ContentLength > max {
+				return bodyTooLarge(max)
+			}
+			req.Body = http.MaxBytesReader(c.Response(), req.Body, max)
+			return next(c)
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/labstack/echo/v4"
+
+	"github.com/sensorreadings/readings/store"
+)
+
+// requirement is who may call an operation: public (anyone), user (any valid
+// token) or a member of the path's organization with at least a role.
+type requirement struct {
+	public bool
+	role   store.Role // empty for public and user
+}
+
+func parseRequirement(s string) (requirement, error) {
+	switch s {
+	case "public":
+		return requirement{public: true}, nil
+	case "user":
+		return requirement{}, nil
+	}
+	if role := store.Role(s); role.Valid() {
+		return requirement{role: role}, nil
+	}
+	return requirement{}, fmt.Errorf("x-required-role %q is none of public, user, viewer, editor, admin, owner", s)
+}
+
+// operation is what the spec says of one of its operations.
+type operation struct {
+	id    string
+	needs requirement
+	route *routers.Route
+}
+
+// operations finds an operation by Echo's method and route path.
+type operations map[string]*operation
+
+func routeKey(method, echoPath string) string { return method + " " + echoPath }
+
+// loadOperations reads every operation of the spec with the role it
+// requires. A missing or unknown x-required-role is an error, so that no
+// operation is served before someone decides who may call it.
+func loadOperations(spec *openapi3.T) (operations, error) {
+	ops := operations{}
+	for path, item := range spec.Paths.Map() {
+		for method, op := range item.Operations() {
+			declared, _ := op.Extensions["x-required-role"].(string)
+			needs, err := parseRequirement(declared)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s (%s): %w", method, path, op.OperationID, err)
+			}
+			if needs.role != "" && !strings.Contains(path, "{org_id}") {
+				return nil, fmt.Errorf("%s %s (%s): role %s needs an {org_id} in the path", method, path, op.OperationID, needs.role)
+			}
+			if needs.public != (op.Security != nil && len(*op.Security) == 0) {
+				return nil, fmt.Errorf("%s %s (%s): public operations, and only they, have security: []", method, path, op.OperationID)
+			}
+			ops[routeKey(method, echoPath(path))] = &operation{
+				id:    op.OperationID,
+				needs: needs,
+				route: &routers.Route{Spec: spec, Path: path, PathItem: item, Method: method, Operation: op},
+			}
+		}
+	}
+	return ops, nil
+}
+
+// echoPath turns /org/{org_id} into Echo's /org/:org_id.
+func echoPath(specPath string) string {
+	return strings.NewReplacer("{", ":", "}", "").Replace(specPath)
+}
+
+// lookup returns the operation Echo routed c to, or nil for routes outside
+// the spec (404s, 405s, /metrics).
+func (ops operations) lookup(c echo.Context) *operation {
+	method := c.Request().Method
+	if method == http.MethodHead {
+		method = http.MethodGet
+	}
+	return ops[routeKey(method, c.Path())]
+}

@@ -1,0 +1,55 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/sensorreadings/readings/gen"
+)
+
+// GetMe returns the caller and their memberships.
+func (s *Server) GetMe(ctx context.Context, _ gen.GetMeRequestObject) (gen.GetMeResponseObject, error) {
+	user, memberships, err := s.store.Me(ctx, principalOf(ctx).UserID)
+	if err != nil {
+		return nil, err
+	}
+	out := gen.GetMe200JSONResponse{User: toUser(user), Memberships: make([]gen.Membership, len(memberships))}
+	for i, m := range memberships {
+		out.Memberships[i] = gen.Membership{OrgId: m.OrgID, OrgName: m.OrgName, Role: gen.Role(m.Role)}
+	}
+	return out, nil
+}
+
+// ListTokens returns the caller's tokens without their secrets.
+func (s *Server) ListTokens(ctx context.Context, _ gen.ListTokensRequestObject) (gen.ListTokensResponseObject, error) {
+	tokens, err := s.store.ListTokens(ctx, principalOf(ctx).UserID)
+	if err != nil {
+		return nil, err
+	}
+	return gen.ListTokens200JSONResponse(mapSlice(tokens, toToken)), nil
+}
+
+// CreateToken issues a token to the caller and shows its secret, once.
+func (s *Server) CreateToken(ctx context.Context, req gen.CreateTokenRequestObject) (gen.CreateTokenResponseObject, error) {
+	var expiresAt *time.Time
+	if days := req.Body.ExpiresInDays; days != nil {
+		t := time.Now().Add(time.Duration(*days) * 24 * time.Hour)
+		expiresAt = &t
+	}
+	token, secret, err := s.store.CreateToken(ctx, principalOf(ctx).UserID, req.Body.Name, expiresAt)
+	if err != nil {
+		return nil, err
+	}
+	t := toToken(token)
+	return gen.CreateToken201JSONResponse{
+		Id: t.Id, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, Token: secret,
+	}, nil
+}
+
+// RevokeToken revokes one of the caller's tokens.
+func (s *Server) RevokeToken(ctx context.Context, req gen.RevokeTokenRequestObject) (gen.RevokeTokenResponseObject, error) {
+	if err := s.store.RevokeToken(ctx, principalOf(ctx).UserID, req.TokenId); err != nil {
+		return nil, err
+	}
+	return gen.RevokeToken204Response{}, nil
+}

@@ -1,0 +1,281 @@
+package server
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/store"
+)
+
+// The defaults of the readings GET's parameters, as the spec states them.
+const defaultReadingsLimit = 1000
+
+// PostReadings stores a batch of readings, all or none. The body was
+// checked while it streamed in (decodeReadingBatch), so converting it
+// cannot fail.
+func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestObject) (gen.PostReadingsResponseObject, error) {
+	if req.Body == nil || len(*req.Body) == 0 {
+		return nil, apperr.Errorf(apperr.Invalid, "the body must be a non-empty JSON array of readings")
+	}
+	readings := toStoreReadings(*req.Body)
+	if err := s.store.InsertReadings(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), readings); err != nil {
+		return nil, err
+	}
+	return gen.PostReadings200JSONResponse("OK"), nil
+}
+
+// toStoreReadings turns the decoded batch into readings with their inputs
+// sorted by id, all sharing two backing arrays.
+func toStoreReadings(batch []gen.ReadingInput) []store.Reading {
+	total := 0
+	for _, in := range batch {
+		total += len(in.Inputs)
+	}
+	ids := make([]int64, 0, total)
+	values := make([]float64, 0, total)
+	readings := make([]store.Reading, len(batch))
+	for i, in := range batch {
+		start := len(ids)
+		for key, v := range in.Inputs {
+			id, _ := parseInputID(key) // checked by decodeReadingBatch
+			ids = append(ids, id)
+			values = append(values, v)
+		}
+		r := store.Reading{Time: in.Datetime, InputIDs: ids[start:len(ids):len(ids)], Values: values[start:len(values):len(values)]}
+		sortInputs(r)
+		readings[i] = r
+	}
+	return readings
+}
+
+// sortInputs orders a reading's inputs by id, keeping ids and values paired.
+func sortInputs(r store.Reading) {
+	if slices.IsSorted(r.InputIDs) {
+		return
+	}
+	type pair struct {
+		id int64
+		v  float64
+	}
+	pairs := make([]pair, len(r.InputIDs))
+	for i := range pairs {
+		pairs[i] = pair{r.InputIDs[i], r.Values[i]}
+	}
+	slices.SortFunc(pairs, func(a, b pair) int { return cmp.Compare(a.id, b.id) })
+	for i, p := range pairs {
+		r.InputIDs[i], r.Values[i] = p.id, p.v
+	}
+}
+
+// ListReadings returns a page of a sensor's readings. The page is encoded
+// straight from the rows as they arrive, without building a value per
+// reading; the Link to the next page is known once the page is full.
+func (s *Server) ListReadings(ctx context.Context, req gen.ListReadingsRequestObject) (gen.ListReadingsResponseObject, error) {
+	key := sensorKey(req.OrgId, req.ProjId, req.SensorId)
+	q, err := readingQuery(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	sensor, err := s.store.GetSensor(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	page := newReadingsPage(sensor.ID)
+	var last time.Time
+	if q.From.After(q.To) {
+		return page.finish(""), nil
+	}
+	err = s.store.ListReadings(ctx, sensor, q, func(r *store.Reading) error {
+		page.add(r)
+		last = r.Time
+		return nil
+	})
+	if err != nil {
+		page.release()
+		return nil, err
+	}
+	next := ""
+	if page.count == q.Limit {
+		next = nextPageLink(key, req.Params, last)
+	}
+	return page.finish(next), nil
+}
+
+// readingQuery turns the parameters into inclusive bounds to the
+// microsecond. Readings are stored to the microsecond, so "after t" is "at
+// or after t's next microsecond", which lets one SQL statement serve every
+// combination of bounds.
+func readingQuery(p gen.ListReadingsParams) (store.ReadingQuery, error) {
+	q := store.ReadingQuery{From: store.MinTime, To: store.MaxTime, Limit: defaultReadingsLimit}
+	if p.DatetimeGte != nil {
+		q.From = latest(q.From, ceilMicro(*p.DatetimeGte))
+	}
+	if p.DatetimeGt != nil {
+		q.From = latest(q.From, p.DatetimeGt.Truncate(time.Microsecond).Add(time.Microsecond))
+	}
+	if p.DatetimeLte != nil {
+		q.To = earliest(q.To, p.DatetimeLte.Truncate(time.Microsecond))
+	}
+	if p.DatetimeLt != nil {
+		q.To = earliest(q.To, ceilMicro(*p.DatetimeLt).Add(-time.Microsecond))
+	}
+	if p.Limit != nil {
+		q.Limit = *p.Limit
+	}
+	if p.Offset != nil {
+		q.Offset = *p.Offset
+	}
+	q.Desc = p.Order != nil && *p.Order == gen.Desc
+	return q, nil
+}
+
+func ceilMicro(t time.Time) time.Time {
+	if f := t.Truncate(time.Microsecond); !f.Equal(t) {
+		return f.Add(time.Microsecond)
+	}
+	return t
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// nextPageLink is the Link header of a full page: the same query from just
+// past the last reading, without offset, which applied to the first page.
+func nextPageLink(key store.SensorKey, p gen.ListReadingsParams, last time.Time) string {
+	if p.Order != nil && *p.Order == gen.Desc {
+		p.DatetimeLt = &last
+	} else {
+		p.DatetimeGt = &last
+	}
+	v := url.Values{}
+	for name, t := range map[string]*time.Time{
+		"datetime__gte": p.DatetimeGte, "datetime__gt": p.DatetimeGt,
+		"datetime__lte": p.DatetimeLte, "datetime__lt": p.DatetimeLt,
+	} {
+		if t != nil {
+			v.Set(name, formatExact(*t))
+		}
+	}
+	if p.Limit != nil {
+		v.Set("limit", strconv.Itoa(*p.Limit))
+	}
+	if p.Order != nil {
+		v.Set("order", string(*p.Order))
+	}
+	if p.Outputs != nil {
+		v.Set("outputs", strconv.FormatBool(*p.Outputs))
+	}
+	return fmt.Sprintf(`</api/v1/org/%d/proj/%d/readings/%d?%s>; rel="next"`,
+		key.OrgID, key.ProjectID, key.SensorID, v.Encode())
+}
+
+// readingsPage is a page of readings encoded as JSON while the rows arrive.
+type readingsPage struct {
+	buf      *bytes.Buffer
+	sensorID int64
+	count    int
+	link     string
+}
+
+var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func newReadingsPage(sensorID int64) *readingsPage {
+	buf := pageBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	buf.WriteByte('[')
+	return &readingsPage{buf: buf, sensorID: sensorID}
+}
+
+// add appends one reading:
+// {"id":"12-1714564800000000","datetime":"…","inputs":{"101":2803.5}}
+func (p *readingsPage) add(r *store.Reading) {
+	b := p.buf.AvailableBuffer()
+	if p.count > 0 {
+		b = append(b, ',')
+	}
+	b = append(b, `{"id":"`...)
+	b = strconv.AppendInt(b, p.sensorID, 10)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, r.Time.UnixMicro(), 10)
+	b = append(b, `","datetime":"`...)
+	b = appendDatetime(b, r.Time)
+	b = append(b, `","inputs":{`...)
+	for i, id := range r.InputIDs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = strconv.AppendInt(b, id, 10)
+		b = append(b, `":`...)
+		b = appendNumber(b, r.Values[i])
+	}
+	b = append(b, "}}"...)
+	p.buf.Write(b)
+	p.count++
+}
+
+func (p *readingsPage) finish(link string) *readingsPage {
+	p.buf.WriteString("]\n")
+	p.link = link
+	return p
+}
+
+func (p *readingsPage) release() {
+	if p.buf.Cap() <= 4<<20 {
+		pageBuffers.Put(p.buf)
+	}
+	p.buf = nil
+}
+
+func (p *readingsPage) VisitListReadingsResponse(w http.ResponseWriter) error {
+	defer p.release()
+	w.Header().Set("Content-Type", "application/json")
+	if p.link != "" {
+		w.Header().Set("Link", p.link)
+	}
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(p.buf.Bytes())
+	return err
+}
+
+// appendNumber appends f as encoding/json writes a float64 (the ES6
+// shortest form): exponents only below 1e-6 and from 1e21.
+func appendNumber(b []byte, f float64) []byte {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}

@@ -1,0 +1,523 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/server"
+	"github.com/sensorreadings/readings/store"
+)
+
+func at(t *testing.T, s string) time.Time {
+	t.Helper()
+	tm, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tm
+}
+
+func reading(t *testing.T, datetime string, inputs gen.Values) gen.ReadingInput {
+	return gen.ReadingInput{Datetime: at(t, datetime), Inputs: inputs}
+}
+
+// post stores readings and fails the test unless they are accepted.
+func post(t *testing.T, c *gen.ClientWithResponses, tn tenant, batch ...gen.ReadingInput) {
+	t.Helper()
+	res, err := c.PostReadingsWithResponse(context.Background(), tn.orgID, tn.projectID, tn.sensorID, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode() != http.StatusOK || string(bytes.TrimSpace(res.Body)) != `"OK"` {
+		t.Fatalf("POST readings: %d %s, want 200 \"OK\"", res.StatusCode(), res.Body)
+	}
+}
+
+// list gets one page of readings and fails the test unless it is a 200.
+func list(t *testing.T, c *gen.ClientWithResponses, tn tenant, p gen.ListReadingsParams) ([]gen.Reading, http.Header) {
+	t.Helper()
+	res, err := c.ListReadingsWithResponse(context.Background(), tn.orgID, tn.projectID, tn.sensorID, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode() != http.StatusOK {
+		t.Fatalf("GET readings: %d %s", res.StatusCode(), res.Body)
+	}
+	return *res.JSON200, res.HTTPResponse.Header
+}
+
+func TestReadingsRoundTrip(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	c := e.client(tn.tokens[store.Editor])
+
+	post(t, c, tn,
+		reading(t, "2024-05-01T12:00:00.123456Z", gen.Values{"2": 1.5, "1": -2e-7}),
+		reading(t, "2024-05-01T14:00:01+02:00", gen.Values{"9223372036854775807": 1e21}),
+	)
+	// The raw body shows the datetime format exactly: UTC, three digits.
+	_, body := e.do(tn.tokens[store.Viewer], "GET", readingsPath(tn), "", nil)
+	want := fmt.Sprintf(`[{"id":"%[1]d-1714564800123456","datetime":"2024-05-01T12:00:00.123Z","inputs":{"1":-2e-7,"2":1.5}},`+
+		`{"id":"%[1]d-1714564801000000","datetime":"2024-05-01T12:00:01.000Z","inputs":{"9223372036854775807":1e+21}}]`, tn.sensorID)
+	if got := string(bytes.TrimSpace(body)); got != want {
+		t.Errorf("GET readings =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestReadingsOverwrite(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	c := e.client(tn.tokens[store.Editor])
+
+	post(t, c, tn,
+		reading(t, "2024-05-01T12:00:00.000001Z", gen.Values{"1": 1, "2": 2}),
+		reading(t, "2024-05-01T12:00:00.000002Z", gen.Values{"1": 10}),
+	)
+	before, _ := list(t, c, tn, gen.ListReadingsParams{})
+	// Equal to the microsecond, written with an offset: replaces the first
+	// reading's inputs (all of them: input 2 goes) and keeps its id.
+	post(t, c, tn, reading(t, "2024-05-01T13:00:00.000001+01:00", gen.Values{"1": 100}))
+	after, _ := list(t, c, tn, gen.ListReadingsParams{})
+
+	if len(after) != 2 {
+		t.Fatalf("%d readings after the overwrite, want 2: %+v", len(after), after)
+	}
+	if after[0].Id != before[0].Id {
+		t.Errorf("overwritten reading's id = %q, want %q (kept)", after[0].Id, before[0].Id)
+	}
+	if got, want := after[0].Inputs, (gen.Values{"1": 100}); !equalValues(got, want) {
+		t.Errorf("overwritten inputs = %v, want %v", got, want)
+	}
+	if got, want := after[1].Inputs, (gen.Values{"1": 10}); !equalValues(got, want) {
+		t.Errorf("reading one microsecond later = %v, want %v (untouched)", got, want)
+	}
+}
+
+func TestReadingsDuplicateInBatchLaterWins(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	c := e.client(tn.tokens[store.Editor])
+
+	post(t, c, tn, reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 0}))
+	post(t, c, tn,
+		reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1}),
+		reading(t, "2024-05-01T11:00:00Z", gen.Values{"1": 2}),
+		reading(t, "2024-05-01T14:00:00+02:00", gen.Values{"1": 3}), // the same instant as the first
+	)
+	got, _ := list(t, c, tn, gen.ListReadingsParams{})
+	if len(got) != 2 || got[0].Inputs["1"] != 2 || got[1].Inputs["1"] != 3 {
+		t.Errorf("readings = %+v, want 11:00 → 2 and 12:00 → 3", got)
+	}
+}
+
+func TestReadingsPostIsAtomic(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	token := tn.tokens[store.Editor]
+
+	var batch strings.Builder
+	batch.WriteString("[")
+	for i := range 5 {
+		fmt.Fprintf(&batch, `{"datetime":"2024-05-01T12:00:0%dZ","inputs":{"1":%d}},`, i, i)
+	}
+	batch.WriteString(`{"datetime":"2024-05-01T12:00:06","inputs":{"1":6}}]`)
+
+	res, body := e.do(token, "POST", readingsPath(tn), "application/json", strings.NewReader(batch.String()))
+	got := wantError(t, res.StatusCode, body, http.StatusBadRequest, "invalid")
+	if !strings.Contains(got.Message, "element 5") || !strings.Contains(got.Message, "no zone") {
+		t.Errorf("message %q should name element 5 and the missing zone", got.Message)
+	}
+	if got.Details == nil || (*got.Details)["index"] != float64(5) {
+		t.Errorf("details %v, want index 5", got.Details)
+	}
+	if n := countReadings(t, e); n != 0 {
+		t.Errorf("%d readings stored from a rejected batch, want 0", n)
+	}
+}
+
+func countReadings(t *testing.T, e *env) int {
+	t.Helper()
+	var n int
+	if err := e.pool.QueryRow(context.Background(), "SELECT count(*) FROM readings").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestReadingsBadBodies(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	token := tn.tokens[store.Editor]
+
+	for _, tc := range []struct {
+		name, body, wantInMessage string
+	}{
+		{"NotJSON", `[{"datetime":`, "cut short"},
+		{"Object", `{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1}}`, "JSON array"},
+		{"Empty", `[]`, "empty"},
+		{"Null", `null`, "JSON array"},
+		{"ElementNotObject", `[1]`, "JSON object"},
+		{"UnknownField", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1},"id":"7"}]`, `"id" is not allowed`},
+		{"OutputsField", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1},"outputs":{}}]`, `"outputs" is not allowed`},
+		{"CaseVariant", `[{"Datetime":"2024-05-01T12:00:00Z","inputs":{"1":1}}]`, `"Datetime" is not allowed`},
+		{"DuplicateField", `[{"datetime":"2024-05-01T12:00:00Z","datetime":"2024-05-01T12:00:01Z","inputs":{"1":1}}]`, "twice"},
+		{"DuplicateInput", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1,"1":2}}]`, "twice"},
+		{"NoDatetime", `[{"inputs":{"1":1}}]`, "datetime is missing"},
+		{"NoInputs", `[{"datetime":"2024-05-01T12:00:00Z"}]`, "inputs is missing"},
+		{"EmptyInputs", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{}}]`, "inputs is empty"},
+		{"NoZone", `[{"datetime":"2024-05-01T12:00:00","inputs":{"1":1}}]`, "no zone"},
+		{"SevenDigits", `[{"datetime":"2024-05-01T12:00:00.1234567Z","inputs":{"1":1}}]`, "7 fractional digits"},
+		{"DatetimeNumber", `[{"datetime":1714564800,"inputs":{"1":1}}]`, "must be a string"},
+		{"LeadingZeroID", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"01":1}}]`, `"01" is not an input id`},
+		{"ZeroID", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"0":1}}]`, `"0" is not an input id`},
+		{"NegativeID", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"-1":1}}]`, `"-1" is not an input id`},
+		{"NameID", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"temp":1}}]`, `"temp" is not an input id`},
+		{"OverflowID", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"9223372036854775808":1}}]`, "is not an input id"},
+		{"StringValue", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":"1.5"}}]`, "must be a number"},
+		{"NaNString", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":"NaN"}}]`, "must be a number"},
+		{"NullValue", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":null}}]`, "must be a number"},
+		{"HugeValue", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1e400}}]`, "beyond a 64-bit float"},
+		{"TrailingData", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1}}] []`, "nothing after it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, body := e.do(token, "POST", readingsPath(tn), "application/json", strings.NewReader(tc.body))
+			got := wantError(t, res.StatusCode, body, http.StatusBadRequest, "invalid")
+			if !strings.Contains(got.Message, tc.wantInMessage) {
+				t.Errorf("message %q, want it to say %q", got.Message, tc.wantInMessage)
+			}
+		})
+	}
+	if n := countReadings(t, e); n != 0 {
+		t.Errorf("%d readings stored from rejected bodies, want 0", n)
+	}
+}
+
+func TestReadingsLimitBounds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	c := e.client(tn.tokens[store.Editor])
+	batch := make([]gen.ReadingInput, 1001)
+	base := at(t, "2024-05-01T00:00:00Z")
+	for i := range batch {
+		batch[i] = gen.ReadingInput{Datetime: base.Add(time.Duration(i) * time.Second), Inputs: gen.Values{"1": float64(i)}}
+	}
+	post(t, c, tn, batch...)
+
+	for _, tc := range []struct {
+		limit  *int
+		status int
+		count  int
+	}{
+		{nil, 200, 1000},
+		{ptr(1), 200, 1},
+		{ptr(1000), 200, 1000},
+		{ptr(0), 400, 0},
+		{ptr(-1), 400, 0},
+		{ptr(1001), 400, 0},
+	} {
+		t.Run(fmt.Sprint(deref(tc.limit)), func(t *testing.T) {
+			res, err := c.ListReadingsWithResponse(context.Background(), tn.orgID, tn.projectID, tn.sensorID, &gen.ListReadingsParams{Limit: tc.limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.status != 200 {
+				got := wantError(t, res.StatusCode(), res.Body, tc.status, "invalid")
+				if !strings.Contains(got.Message, "1 to 1000") {
+					t.Errorf("message %q should say the allowed range, 1 to 1000", got.Message)
+				}
+				return
+			}
+			if res.StatusCode() != 200 || len(*res.JSON200) != tc.count {
+				t.Fatalf("status %d with %d readings, want 200 with %d", res.StatusCode(), len(deref(res.JSON200)), tc.count)
+			}
+		})
+	}
+	res, body := e.do(tn.tokens[store.Viewer], "GET", readingsPath(tn)+"?limit=ten", "", nil)
+	wantError(t, res.StatusCode, body, 400, "invalid")
+}
+
+func TestReadingsFilters(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	c := e.client(tn.tokens[store.Editor])
+	// Readings at 10:00, 11:00, …, 15:00, plus one a microsecond past 12:00.
+	var batch []gen.ReadingInput
+	for h := 10; h <= 15; h++ {
+		batch = append(batch, reading(t, fmt.Sprintf("2024-05-01T%02d:00:00Z", h), gen.Values{"1": float64(h)}))
+	}
+	batch = append(batch, reading(t, "2024-05-01T12:00:00.000001Z", gen.Values{"1": 12.5}))
+	post(t, c, tn, batch...)
+
+	tm := func(s string) *time.Time { v := at(t, s); return &v }
+	for _, tc := range []struct {
+		name string
+		p    gen.ListReadingsParams
+		want []float64
+	}{
+		{"None", gen.ListReadingsParams{}, []float64{10, 11, 12, 12.5, 13, 14, 15}},
+		{"Gte", gen.ListReadingsParams{DatetimeGte: tm("2024-05-01T12:00:00Z")}, []float64{12, 12.5, 13, 14, 15}},
+		{"Gt", gen.ListReadingsParams{DatetimeGt: tm("2024-05-01T12:00:00Z")}, []float64{12.5, 13, 14, 15}},
+		{"Lte", gen.ListReadingsParams{DatetimeLte: tm("2024-05-01T12:00:00Z")}, []float64{10, 11, 12}},
+		{"Lt", gen.ListReadingsParams{DatetimeLt: tm("2024-05-01T12:00:00.000001Z")}, []float64{10, 11, 12}},
+		{"GteLt", gen.ListReadingsParams{DatetimeGte: tm("2024-05-01T11:00:00Z"), DatetimeLt: tm("2024-05-01T13:00:00Z")}, []float64{11, 12, 12.5}},
+		{"GtLte", gen.ListReadingsParams{DatetimeGt: tm("2024-05-01T11:00:00Z"), DatetimeLte: tm("2024-05-01T13:00:00Z")}, []float64{12, 12.5, 13}},
+		{"AllFour", gen.ListReadingsParams{DatetimeGte: tm("2024-05-01T10:30:00Z"), DatetimeGt: tm("2024-05-01T11:00:00Z"), DatetimeLte: tm("2024-05-01T14:00:00Z"), DatetimeLt: tm("2024-05-01T14:00:00Z")}, []float64{12, 12.5, 13}},
+		{"Offset", gen.ListReadingsParams{DatetimeGte: tm("2024-05-01T13:00:00+02:00")}, []float64{11, 12, 12.5, 13, 14, 15}},
+		{"Empty", gen.ListReadingsParams{DatetimeGt: tm("2024-05-01T14:00:00Z"), DatetimeLt: tm("2024-05-01T15:00:00Z")}, nil},
+		{"Crossed", gen.ListReadingsParams{DatetimeGte: tm("2024-05-01T15:00:00Z"), DatetimeLte: tm("2024-05-01T10:00:00Z")}, nil},
+		{"Desc", gen.ListReadingsParams{Order: ptr(gen.Desc)}, []float64{15, 14, 13, 12.5, 12, 11, 10}},
+		{"Latest", gen.ListReadingsParams{Order: ptr(gen.Desc), Limit: ptr(1)}, []float64{15}},
+		{"DescLt", gen.ListReadingsParams{Order: ptr(gen.Desc), DatetimeLt: tm("2024-05-01T12:00:00.000001Z"), Limit: ptr(2)}, []float64{12, 11}},
+		{"AscOffset", gen.ListReadingsParams{Offset: ptr(int64(2)), Limit: ptr(2)}, []float64{12, 12.5}},
+		{"DescOffset", gen.ListReadingsParams{Order: ptr(gen.Desc), Offset: ptr(int64(5))}, []float64{11, 10}},
+		{"OffsetPastEnd", gen.ListReadingsParams{Offset: ptr(int64(100))}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _ := list(t, c, tn, tc.p)
+			var values []float64
+			for _, r := range got {
+				values = append(values, r.Inputs["1"])
+			}
+			if fmt.Sprint(values) != fmt.Sprint(tc.want) {
+				t.Errorf("readings %v, want %v", values, tc.want)
+			}
+		})
+	}
+
+	for _, query := range []string{
+		"datetime__gte=yesterday",
+		"datetime__gt=2024-05-01",
+		"datetime__lte=2024-05-01T12:00:00",
+		"datetime__lt=2024-13-01T00:00:00Z",
+		"order=sideways",
+		"offset=-1",
+		"offset=1.5",
+		"outputs=maybe",
+	} {
+		t.Run(query, func(t *testing.T) {
+			res, body := e.do(tn.tokens[store.Viewer], "GET", readingsPath(tn)+"?"+query, "", nil)
+			wantError(t, res.StatusCode, body, 400, "invalid")
+		})
+	}
+}
+
+// TestReadingsLinkPaging follows rel="next" through 2,500 readings, some a
+// microsecond apart (the same millisecond on the wire), in both orders.
+func TestReadingsLinkPaging(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	c := e.client(tn.tokens[store.Editor])
+	const total = 2500
+	base := at(t, "2024-01-01T00:00:00Z")
+	batch := make([]gen.ReadingInput, total)
+	for i := range batch {
+		// Pairs of readings one microsecond apart.
+		offset := time.Duration(i/2)*time.Second + time.Duration(i%2)*time.Microsecond
+		batch[i] = gen.ReadingInput{Datetime: base.Add(offset), Inputs: gen.Values{"1": float64(i)}}
+	}
+	post(t, c, tn, batch...)
+
+	for _, tc := range []struct {
+		name  string
+		first gen.ListReadingsParams
+		want  func(i int) float64 // the value of the i-th reading returned
+		count int
+	}{
+		{"Asc", gen.ListReadingsParams{Limit: ptr(999)}, func(i int) float64 { return float64(i) }, total},
+		{"Desc", gen.ListReadingsParams{Order: ptr(gen.Desc), Limit: ptr(1000)}, func(i int) float64 { return float64(total - 1 - i) }, total},
+		{"Bounded", gen.ListReadingsParams{
+			DatetimeGte: ptr(base.Add(100 * time.Second)), DatetimeLt: ptr(base.Add(1100 * time.Second)), Limit: ptr(300), Outputs: ptr(false),
+		}, func(i int) float64 { return float64(200 + i) }, 2000},
+		{"Offset", gen.ListReadingsParams{Offset: ptr(int64(10)), Limit: ptr(1000)}, func(i int) float64 { return float64(10 + i) }, total - 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, pages, seen := &tc.first, 0, 0
+			for {
+				got, header := list(t, c, tn, *p)
+				pages++
+				for _, r := range got {
+					if want := tc.want(seen); r.Inputs["1"] != want {
+						t.Fatalf("page %d: reading %d has value %v, want %v", pages, seen, r.Inputs["1"], want)
+					}
+					seen++
+				}
+				next, ok := linkParams(t, header)
+				if !ok {
+					break
+				}
+				if next.Outputs == nil != (tc.first.Outputs == nil) || next.DatetimeGte == nil != (tc.first.DatetimeGte == nil) {
+					t.Errorf("Link %q dropped a parameter of the first request", header.Get("Link"))
+				}
+				p = next
+			}
+			if seen != tc.count {
+				t.Errorf("followed %d pages to %d readings, want %d", pages, seen, tc.count)
+			}
+		})
+	}
+}
+
+func TestReadingsAcrossTenants(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	acme := e.newTenant("Acme")
+	globex := e.newTenant("Globex")
+	c := e.client(acme.tokens[store.Owner])
+	post(t, e.client(globex.tokens[store.Editor]), globex, reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1}))
+
+	// Acme's owner names Globex's sensor through Acme's org and project, and
+	// through a second Acme project: never found.
+	other, err := e.db.CreateProject(context.Background(), acme.orgID, "second", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name                 string
+		org, project, sensor int64
+	}{
+		{"OtherOrgsSensor", acme.orgID, acme.projectID, globex.sensorID},
+		{"OtherOrgsProject", acme.orgID, globex.projectID, globex.sensorID},
+		{"OtherProjectOfSameOrg", acme.orgID, other.ID, acme.sensorID},
+		{"NoSuchSensor", acme.orgID, acme.projectID, 999999},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			get, err := c.ListReadingsWithResponse(context.Background(), tc.org, tc.project, tc.sensor, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantError(t, get.StatusCode(), get.Body, 404, "not_found")
+			postRes, err := c.PostReadingsWithResponse(context.Background(), tc.org, tc.project, tc.sensor,
+				[]gen.ReadingInput{reading(t, "2024-05-01T13:00:00Z", gen.Values{"1": 2})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantError(t, postRes.StatusCode(), postRes.Body, 404, "not_found")
+		})
+	}
+	if n := countReadings(t, e); n != 1 {
+		t.Errorf("%d readings, want Globex's 1", n)
+	}
+}
+
+func TestReadingsArchivedProject(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	admin := e.client(tn.tokens[store.Admin])
+	ctx := context.Background()
+	post(t, admin, tn, reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1}))
+
+	archive, err := admin.ProjectActionWithResponse(ctx, tn.orgID, tn.projectID, gen.ProjectAction{Action: gen.Archive})
+	if err != nil || archive.StatusCode() != 200 || archive.JSON200.State != gen.Archived {
+		t.Fatalf("archive: %v %s", err, archive.Body)
+	}
+	res, err := admin.PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, []gen.ReadingInput{reading(t, "2024-05-01T13:00:00Z", gen.Values{"1": 2})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := wantError(t, res.StatusCode(), res.Body, 409, "conflict")
+	if !strings.Contains(got.Message, "archived") {
+		t.Errorf("message %q should say the project is archived", got.Message)
+	}
+	if readings, _ := list(t, admin, tn, gen.ListReadingsParams{}); len(readings) != 1 {
+		t.Errorf("an archived project serves %d readings, want its 1", len(readings))
+	}
+
+	restore, err := admin.ProjectActionWithResponse(ctx, tn.orgID, tn.projectID, gen.ProjectAction{Action: gen.Restore})
+	if err != nil || restore.StatusCode() != 200 || restore.JSON200.State != gen.Active {
+		t.Fatalf("restore: %v %s", err, restore.Body)
+	}
+	post(t, admin, tn, reading(t, "2024-05-01T13:00:00Z", gen.Values{"1": 2}))
+}
+
+func TestReadingsTooLarge(t *testing.T) {
+	t.Parallel()
+	cfg := server.Config{MaxBatch: 10, MaxBodyBytes: 4096}
+	e := newEnvWith(t, cfg, nil)
+	tn := e.newTenant("Acme")
+	token := tn.tokens[store.Editor]
+
+	batchOf := func(n int) string {
+		var b strings.Builder
+		b.WriteString("[")
+		for i := range n {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `{"datetime":"2024-05-01T12:00:%02dZ","inputs":{"1":%d}}`, i, i)
+		}
+		b.WriteString("]")
+		return b.String()
+	}
+	t.Run("Batch", func(t *testing.T) {
+		res, body := e.do(token, "POST", readingsPath(tn), "application/json", strings.NewReader(batchOf(11)))
+		got := wantError(t, res.StatusCode, body, 413, "too_large")
+		if !strings.Contains(got.Message, "at most 10 readings") {
+			t.Errorf("message %q should say the limit of 10 readings", got.Message)
+		}
+	})
+	t.Run("BatchAtLimit", func(t *testing.T) {
+		res, body := e.do(token, "POST", readingsPath(tn), "application/json", strings.NewReader(batchOf(10)))
+		if res.StatusCode != 200 {
+			t.Fatalf("a batch of exactly 10: %d %s", res.StatusCode, body)
+		}
+	})
+	big := `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1}}` + strings.Repeat(" ", 5000) + "]"
+	t.Run("Body", func(t *testing.T) {
+		res, body := e.do(token, "POST", readingsPath(tn), "application/json", strings.NewReader(big))
+		got := wantError(t, res.StatusCode, body, 413, "too_large")
+		if !strings.Contains(got.Message, "4 KiB") {
+			t.Errorf("message %q should say the limit, 4 KiB", got.Message)
+		}
+	})
+	t.Run("BodyWithoutLength", func(t *testing.T) {
+		// A chunked body has no Content-Length: the limit holds while reading.
+		res, body := e.do(token, "POST", readingsPath(tn), "application/json", io.MultiReader(strings.NewReader(big)))
+		wantError(t, res.StatusCode, body, 413, "too_large")
+	})
+	t.Run("OtherOperations", func(t *testing.T) {
+		res, body := e.do(tn.tokens[store.Owner], "POST", fmt.Sprintf("/api/v1/org/%d/projects", tn.orgID), "application/json",
+			strings.NewReader(`{"name":"x","description":"`+strings.Repeat("y", 5000)+`"}`))
+		wantError(t, res.StatusCode, body, 413, "too_large")
+	})
+	if n := countReadings(t, e); n != 10 {
+		t.Errorf("%d readings stored, want the 10 of the batch at the limit", n)
+	}
+}
+
+func equalValues(a, b gen.Values) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

@@ -1,0 +1,104 @@
+// Package server serves the API of openapi/openapi.yaml over HTTP: Echo,
+// middleware and the strict handlers oapi-codegen asks for. Handlers only
+// translate between the generated types and the store's.
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/openapi"
+	"github.com/sensorreadings/readings/store"
+)
+
+// Store is what the server needs of the database.
+type Store interface {
+	Ping(ctx context.Context) error
+	Readiness(ctx context.Context) (store.Readiness, error)
+
+	Authenticate(ctx context.Context, secret string, orgID int64) (store.Principal, error)
+	TouchTokens(ctx context.Context, ids []int64, at time.Time) error
+	Me(ctx context.Context, userID int64) (store.User, []store.Membership, error)
+	ListTokens(ctx context.Context, userID int64) ([]store.Token, error)
+	CreateToken(ctx context.Context, userID int64, name string, expiresAt *time.Time) (store.Token, string, error)
+	RevokeToken(ctx context.Context, userID, tokenID int64) error
+	ListMembers(ctx context.Context, orgID int64) ([]store.Member, error)
+	AddMember(ctx context.Context, orgID int64, email, name string, role store.Role) (store.Member, error)
+	UpdateMember(ctx context.Context, orgID, userID int64, role store.Role) (store.Member, error)
+	RemoveMember(ctx context.Context, orgID, userID int64) error
+
+	ListProjects(ctx context.Context, orgID, after int64, limit int) ([]store.Project, bool, error)
+	CreateProject(ctx context.Context, orgID int64, name, description string) (store.Project, error)
+	GetProject(ctx context.Context, orgID, projectID int64) (store.Project, error)
+	UpdateProject(ctx context.Context, orgID, projectID int64, patch store.ProjectPatch) (store.Project, error)
+	DeleteProject(ctx context.Context, orgID, projectID int64) error
+
+	ListSensors(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Sensor, bool, error)
+	CreateSensor(ctx context.Context, orgID, projectID int64, name, description string) (store.Sensor, error)
+	GetSensor(ctx context.Context, key store.SensorKey) (store.Sensor, error)
+	UpdateSensor(ctx context.Context, key store.SensorKey, patch store.SensorPatch) (store.Sensor, error)
+	DeleteSensor(ctx context.Context, key store.SensorKey) error
+
+	InsertReadings(ctx context.Context, key store.SensorKey, readings []store.Reading) error
+	ListReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, fn func(*store.Reading) error) error
+}
+
+// Config holds the limits a deployment may change.
+type Config struct {
+	MaxBatch     int   // readings in one POST
+	MaxBodyBytes int64 // bytes in one request body
+}
+
+// Server is the API's HTTP handler.
+type Server struct {
+	store    Store
+	log      *slog.Logger
+	cfg      Config
+	ops      operations
+	echo     *echo.Echo
+	tokenUse tokenUse
+}
+
+var _ gen.StrictServerInterface = (*Server)(nil)
+
+// New returns the server for st. It fails when the embedded spec leaves an
+// operation without a decision on who may call it.
+func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
+	spec, err := openapi.Load()
+	if err != nil {
+		return nil, fmt.Errorf("load spec: %w", err)
+	}
+	ops, err := loadOperations(spec)
+	if err != nil {
+		return nil, fmt.Errorf("load spec: %w", err)
+	}
+	s := &Server{store: st, log: log, cfg: cfg, ops: ops}
+
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = s.handleError
+	e.JSONSerializer = jsonSerializer{maxBatch: cfg.MaxBatch}
+	e.Use(
+		s.requestIDs,
+		s.accessLog,
+		recoverPanics,
+		secureHeaders,
+		bodyLimit(cfg.MaxBodyBytes),
+		s.authenticate,
+		s.validateRequest,
+	)
+	gen.RegisterHandlers(e, gen.NewStrictHandler(s, nil))
+	s.echo = e
+	return s, nil
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.echo.ServeHTTP(w, r)
+}

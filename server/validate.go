@@ -1,0 +1,114 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"mime"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/labstack/echo/v4"
+
+	"github.com/sensorreadings/readings/apperr"
+)
+
+// streamedBodies are the operations whose bodies are checked while they
+// stream (decodeReadingBatch) instead of by the spec validator, which would
+// build a tree of a whole 16 MiB batch first and cost more than storing it.
+var streamedBodies = map[string]bool{"postReadings": true}
+
+// validateRequest checks each request against its operation in the spec:
+// parameters, their types and ranges, and the body's schema. The spec is the
+// contract, so it is also the validator.
+func (s *Server) validateRequest(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		op := s.ops.lookup(c)
+		if op == nil {
+			return next(c)
+		}
+		req := c.Request()
+		if body := op.route.Operation.RequestBody; body != nil && req.ContentLength != 0 {
+			mediaType, _, _ := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
+			if body.Value.Content.Get(mediaType) == nil {
+				return echo.ErrUnsupportedMediaType
+			}
+		}
+		params := make(map[string]string, len(c.ParamNames()))
+		for i, name := range c.ParamNames() {
+			params[name] = c.ParamValues()[i]
+		}
+		input := &openapi3filter.RequestValidationInput{
+			Request:    req,
+			PathParams: params,
+			Route:      op.route,
+			Options: &openapi3filter.Options{
+				ExcludeRequestBody:  streamedBodies[op.id],
+				AuthenticationFunc:  openapi3filter.NoopAuthenticationFunc,
+				SkipSettingDefaults: true, // handlers apply defaults; the Link header repeats only what was sent
+			},
+		}
+		if err := openapi3filter.ValidateRequest(req.Context(), input); err != nil {
+			return requestError(err)
+		}
+		return next(c)
+	}
+}
+
+// requestError turns the validator's error into a sentence that names the
+// parameter or body field and what the spec allows.
+func requestError(err error) error {
+	reqErr, ok := errors.AsType[*openapi3filter.RequestError](err)
+	if !ok {
+		return apperr.Wrap(apperr.Invalid, err, "the request does not match the API: %v", err)
+	}
+	if tooBig := bodyError(reqErr.Err); apperr.CodeOf(tooBig) == apperr.TooLarge {
+		return tooBig
+	}
+	schemaErr, _ := errors.AsType[*openapi3.SchemaError](reqErr.Err)
+	if p := reqErr.Parameter; p != nil {
+		reason := reqErr.Reason
+		if schemaErr != nil {
+			reason = schemaErr.Reason
+		} else if reqErr.Err != nil {
+			reason = reqErr.Err.Error()
+		}
+		if allowed := allowedRange(p.Schema); allowed != "" {
+			reason += "; " + allowed
+		}
+		return &apperr.Error{
+			Code:    apperr.Invalid,
+			Message: fmt.Sprintf("%s parameter %q: %s", p.In, p.Name, reason),
+			Details: map[string]any{"parameter": p.Name},
+		}
+	}
+	if errors.Is(reqErr.Err, openapi3filter.ErrInvalidRequired) {
+		return apperr.Errorf(apperr.Invalid, "a JSON body is required")
+	}
+	if schemaErr != nil {
+		field := "/" + strings.Join(schemaErr.JSONPointer(), "/")
+		return &apperr.Error{
+			Code:    apperr.Invalid,
+			Message: fmt.Sprintf("body field %q: %s", field, schemaErr.Reason),
+			Details: map[string]any{"field": field},
+		}
+	}
+	return apperr.Wrap(apperr.Invalid, err, "the body does not match the API: %s", reqErr.Reason)
+}
+
+// allowedRange says what values a numeric schema allows, or "".
+func allowedRange(ref *openapi3.SchemaRef) string {
+	if ref == nil || ref.Value == nil {
+		return ""
+	}
+	s := ref.Value
+	switch {
+	case s.Min != nil && s.Max != nil:
+		return fmt.Sprintf("allowed: %v to %v", *s.Min, *s.Max)
+	case s.Min != nil:
+		return fmt.Sprintf("allowed: %v or more", *s.Min)
+	case len(s.Enum) > 0:
+		return fmt.Sprintf("allowed: %v", s.Enum)
+	}
+	return ""
+}

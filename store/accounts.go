@@ -1,0 +1,361 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"math/big"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sensorreadings/readings/apperr"
+)
+
+// Role is a member's permission level. Each role includes the ones before it.
+type Role string
+
+// The roles, lowest first.
+const (
+	Viewer Role = "viewer"
+	Editor Role = "editor"
+	Admin  Role = "admin"
+	Owner  Role = "owner"
+)
+
+var roleRank = map[Role]int{Viewer: 1, Editor: 2, Admin: 3, Owner: 4}
+
+// Valid tells whether r is one of the roles.
+func (r Role) Valid() bool { return roleRank[r] > 0 }
+
+// AtLeast tells whether r includes need. The empty role includes nothing.
+func (r Role) AtLeast(need Role) bool { return roleRank[r] > 0 && roleRank[r] >= roleRank[need] }
+
+// Org is an organization.
+type Org struct {
+	ID        int64     `db:"id"`
+	Name      string    `db:"name"`
+	CreatedAt time.Time `db:"created_at"`
+}
+
+// User is a person or a machine that holds tokens.
+type User struct {
+	ID        int64     `db:"id"`
+	Email     string    `db:"email"`
+	Name      string    `db:"name"`
+	CreatedAt time.Time `db:"created_at"`
+}
+
+// Membership is a user's role in an organization.
+type Membership struct {
+	OrgID   int64  `db:"org_id"`
+	OrgName string `db:"org_name"`
+	Role    Role   `db:"role"`
+}
+
+// Member is a user as a member of one organization.
+type Member struct {
+	UserID    int64     `db:"user_id"`
+	Email     string    `db:"email"`
+	Name      string    `db:"name"`
+	Role      Role      `db:"role"`
+	CreatedAt time.Time `db:"created_at"`
+}
+
+// Token is an API token without its secret.
+type Token struct {
+	ID         int64      `db:"id"`
+	UserID     int64      `db:"user_id"`
+	Name       string     `db:"name"`
+	Prefix     string     `db:"prefix"`
+	CreatedAt  time.Time  `db:"created_at"`
+	LastUsedAt *time.Time `db:"last_used_at"`
+	ExpiresAt  *time.Time `db:"expires_at"`
+	RevokedAt  *time.Time `db:"revoked_at"`
+}
+
+// Principal is who a request's token speaks for.
+type Principal struct {
+	UserID      int64
+	TokenID     int64
+	TokenPrefix string
+	Role        Role // in the organization asked about; empty when not a member
+}
+
+// A token is "rdg_" and 32 random bytes in base62, always 43 characters.
+const (
+	tokenScheme    = "rdg_"
+	tokenBodyLen   = 43
+	tokenPrefixLen = len(tokenScheme) + 6
+)
+
+var tokenPattern = regexp.MustCompile(`^rdg_[0-9A-Za-z]{43}$`)
+
+// WellFormedToken tells whether s has the shape of a token, so that garbage
+// is refused without a database round trip.
+func WellFormedToken(s string) bool { return tokenPattern.MatchString(s) }
+
+func newTokenSecret() (secret, prefix string) {
+	var random [32]byte
+	rand.Read(random[:]) // never fails: crypto/rand crashes the program rather than return weak bytes
+	body := new(big.Int).SetBytes(random[:]).Text(62)
+	secret = tokenScheme + strings.Repeat("0", tokenBodyLen-len(body)) + body
+	return secret, secret[:tokenPrefixLen]
+}
+
+func tokenHash(secret string) []byte {
+	sum := sha256.Sum256([]byte(secret))
+	return sum[:]
+}
+
+const authenticateSQL = `
+SELECT t.id, t.user_id, t.prefix, m.role,
+       t.revoked_at IS NOT NULL AS revoked,
+       coalesce(t.expires_at <= now(), false) AS expired
+FROM api_tokens t
+LEFT JOIN memberships m ON m.user_id = t.user_id AND m.org_id = $2
+WHERE t.secret_hash = $1`
+
+// Authenticate returns who secret speaks for, with their role in orgID (0 for
+// no organization). It returns Unauthorized for an unknown, revoked or
+// expired token.
+func (db *DB) Authenticate(ctx context.Context, secret string, orgID int64) (Principal, error) {
+	var (
+		p                Principal
+		role             *string
+		revoked, expired bool
+	)
+	err := db.pool.QueryRow(ctx, authenticateSQL, tokenHash(secret), orgID).
+		Scan(&p.TokenID, &p.UserID, &p.TokenPrefix, &role, &revoked, &expired)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return Principal{}, apperr.Errorf(apperr.Unauthorized, "the token is not valid")
+	case err != nil:
+		return Principal{}, dbError("authenticate", err)
+	case revoked:
+		return Principal{}, apperr.Errorf(apperr.Unauthorized, "the token %s… has been revoked", p.TokenPrefix)
+	case expired:
+		return Principal{}, apperr.Errorf(apperr.Unauthorized, "the token %s… has expired", p.TokenPrefix)
+	}
+	if role != nil {
+		p.Role = Role(*role)
+	}
+	return p, nil
+}
+
+const touchTokensSQL = `
+UPDATE api_tokens SET last_used_at = $2
+WHERE id = ANY($1) AND (last_used_at IS NULL OR last_used_at < $2)`
+
+// TouchTokens records that the tokens were used at. The server calls it in
+// batches, so that a request costs no write.
+func (db *DB) TouchTokens(ctx context.Context, ids []int64, at time.Time) error {
+	_, err := db.pool.Exec(ctx, touchTokensSQL, ids, at)
+	return dbError("touch tokens", err)
+}
+
+// CreateOrg creates an organization.
+func (db *DB) CreateOrg(ctx context.Context, name string) (Org, error) {
+	rows, _ := db.pool.Query(ctx, `INSERT INTO organizations (name) VALUES ($1) RETURNING id, name, created_at`, name)
+	org, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Org])
+	return org, dbError("create organization", err)
+}
+
+const ensureUserSQL = `
+WITH existing AS (SELECT id, email, name, created_at FROM users WHERE lower(email) = lower($1)),
+inserted AS (
+    INSERT INTO users (email, name) SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM existing)
+    ON CONFLICT DO NOTHING
+    RETURNING id, email, name, created_at)
+SELECT id, email, name, created_at FROM existing UNION ALL SELECT id, email, name, created_at FROM inserted`
+
+// EnsureUser returns the user with email, creating them with name when there
+// is none. Emails compare case-insensitively.
+func (db *DB) EnsureUser(ctx context.Context, email, name string) (User, error) {
+	return ensureUser(ctx, db.pool, email, name)
+}
+
+func ensureUser(ctx context.Context, q querier, email, name string) (User, error) {
+	// Two requests adding the same new email race on the unique index; the
+	// loser's insert does nothing and the retry finds the winner's row.
+	for range 2 {
+		rows, _ := q.Query(ctx, ensureUserSQL, email, name)
+		user, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[User])
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return user, dbError("ensure user", err)
+		}
+	}
+	return User{}, apperr.Errorf(apperr.Conflict, "user %q is being created by another request; retry", email)
+}
+
+// UserByEmail returns the user with email. It returns NotFound.
+func (db *DB) UserByEmail(ctx context.Context, email string) (User, error) {
+	rows, _ := db.pool.Query(ctx, `SELECT id, email, name, created_at FROM users WHERE lower(email) = lower($1)`, email)
+	user, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[User])
+	return user, notFound("user by email", err, "user")
+}
+
+// SetMembership makes userID a member of orgID with role, or changes their
+// role. It does not guard the last owner; the admin CLI uses it.
+func (db *DB) SetMembership(ctx context.Context, orgID, userID int64, role Role) error {
+	_, err := db.pool.Exec(ctx, `
+INSERT INTO memberships (org_id, user_id, role) VALUES ($1, $2, $3)
+ON CONFLICT (org_id, user_id) DO UPDATE SET role = EXCLUDED.role`, orgID, userID, role)
+	return dbError("set membership", err)
+}
+
+// Me returns the user and their memberships.
+func (db *DB) Me(ctx context.Context, userID int64) (User, []Membership, error) {
+	rows, _ := db.pool.Query(ctx, `SELECT id, email, name, created_at FROM users WHERE id = $1`, userID)
+	user, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[User])
+	if err != nil {
+		return User{}, nil, notFound("me", err, "user")
+	}
+	rows, _ = db.pool.Query(ctx, `
+SELECT m.org_id, o.name AS org_name, m.role
+FROM memberships m JOIN organizations o ON o.id = m.org_id
+WHERE m.user_id = $1 ORDER BY m.org_id`, userID)
+	memberships, err := pgx.CollectRows(rows, pgx.RowToStructByName[Membership])
+	return user, memberships, dbError("memberships", err)
+}
+
+const tokenColumns = `id, user_id, name, prefix, created_at, last_used_at, expires_at, revoked_at`
+
+// ListTokens returns the user's tokens, newest first.
+func (db *DB) ListTokens(ctx context.Context, userID int64) ([]Token, error) {
+	rows, _ := db.pool.Query(ctx, `SELECT `+tokenColumns+` FROM api_tokens WHERE user_id = $1 ORDER BY id DESC`, userID)
+	tokens, err := pgx.CollectRows(rows, pgx.RowToStructByName[Token])
+	return tokens, dbError("list tokens", err)
+}
+
+// CreateToken issues a token for userID and returns it with its secret,
+// which is not stored and cannot be shown again. expiresAt may be nil.
+func (db *DB) CreateToken(ctx context.Context, userID int64, name string, expiresAt *time.Time) (Token, string, error) {
+	secret, prefix := newTokenSecret()
+	rows, _ := db.pool.Query(ctx, `
+INSERT INTO api_tokens (user_id, name, secret_hash, prefix, expires_at) VALUES ($1, $2, $3, $4, $5)
+RETURNING `+tokenColumns, userID, name, tokenHash(secret), prefix, expiresAt)
+	token, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Token])
+	if err != nil {
+		return Token{}, "", dbError("create token", err)
+	}
+	return token, secret, nil
+}
+
+// RevokeToken revokes the token tokenID of userID (any user's when userID is
+// 0, for the admin CLI). Revoking a revoked token changes nothing. It
+// returns NotFound.
+func (db *DB) RevokeToken(ctx context.Context, userID, tokenID int64) error {
+	tag, err := db.pool.Exec(ctx, `
+UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now())
+WHERE id = $1 AND ($2 = 0 OR user_id = $2)`, tokenID, userID)
+	if err != nil {
+		return dbError("revoke token", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return apperr.Errorf(apperr.NotFound, "token not found")
+	}
+	return nil
+}
+
+const memberColumns = `m.user_id, u.email, u.name, m.role, m.created_at`
+
+// ListMembers returns the organization's members ordered by user id.
+func (db *DB) ListMembers(ctx context.Context, orgID int64) ([]Member, error) {
+	rows, _ := db.pool.Query(ctx, `
+SELECT `+memberColumns+` FROM memberships m JOIN users u ON u.id = m.user_id
+WHERE m.org_id = $1 ORDER BY m.user_id`, orgID)
+	members, err := pgx.CollectRows(rows, pgx.RowToStructByName[Member])
+	return members, dbError("list members", err)
+}
+
+// AddMember makes the user with email a member of orgID, creating the user
+// when there is none. It returns Conflict when they are a member already.
+func (db *DB) AddMember(ctx context.Context, orgID int64, email, name string, role Role) (Member, error) {
+	var member Member
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		user, err := ensureUser(ctx, tx, email, name)
+		if err != nil {
+			return err
+		}
+		rows, _ := tx.Query(ctx, `
+WITH m AS (
+    INSERT INTO memberships (org_id, user_id, role) VALUES ($1, $2, $3)
+    ON CONFLICT DO NOTHING
+    RETURNING user_id, role, created_at)
+SELECT `+memberColumns+` FROM m JOIN users u ON u.id = m.user_id`, orgID, user.ID, role)
+		member, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Member])
+		if errors.Is(err, pgx.ErrNoRows) {
+			return apperr.Errorf(apperr.Conflict, "%s is a member already; change their role instead", user.Email)
+		}
+		return err
+	})
+	return member, dbError("add member", err)
+}
+
+// UpdateMember sets the role of member userID of orgID. It returns NotFound,
+// and Conflict when it would leave the organization without an owner.
+func (db *DB) UpdateMember(ctx context.Context, orgID, userID int64, role Role) (Member, error) {
+	var member Member
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if err := keepAnOwner(ctx, tx, orgID, userID, role != Owner); err != nil {
+			return err
+		}
+		rows, _ := tx.Query(ctx, `
+WITH m AS (
+    UPDATE memberships SET role = $3 WHERE org_id = $1 AND user_id = $2
+    RETURNING user_id, role, created_at)
+SELECT `+memberColumns+` FROM m JOIN users u ON u.id = m.user_id`, orgID, userID, role)
+		var err error
+		member, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Member])
+		return err
+	})
+	return member, notFound("update member", err, "member")
+}
+
+// RemoveMember removes member userID from orgID. It returns NotFound, and
+// Conflict for the last owner.
+func (db *DB) RemoveMember(ctx context.Context, orgID, userID int64) error {
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if err := keepAnOwner(ctx, tx, orgID, userID, true); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM memberships WHERE org_id = $1 AND user_id = $2`, orgID, userID)
+		return err
+	})
+	return dbError("remove member", err)
+}
+
+// keepAnOwner refuses, when losing is true, to take the owner role from the
+// org's last owner userID. Locking every owner row makes two owners who
+// demote each other at once take turns, so the second sees the first's
+// change and is refused.
+func keepAnOwner(ctx context.Context, tx pgx.Tx, orgID, userID int64, losing bool) error {
+	var role Role
+	err := tx.QueryRow(ctx, `SELECT role FROM memberships WHERE org_id = $1 AND user_id = $2 FOR UPDATE`, orgID, userID).Scan(&role)
+	if err != nil {
+		return notFound("member", err, "member")
+	}
+	if role != Owner || !losing {
+		return nil
+	}
+	rows, _ := tx.Query(ctx, `SELECT user_id FROM memberships WHERE org_id = $1 AND role = 'owner' FOR UPDATE`, orgID)
+	owners, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return err
+	}
+	if len(owners) <= 1 {
+		return apperr.Errorf(apperr.Conflict, "user %d is the organization's last owner; make another member owner first", userID)
+	}
+	return nil
+}
+
+// Empty tells whether the database holds no organization yet.
+func (db *DB) Empty(ctx context.Context) (bool, error) {
+	var exists bool
+	err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM organizations)`).Scan(&exists)
+	return !exists, dbError("empty", err)
+}

@@ -1,0 +1,185 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sensorreadings/readings/apperr"
+)
+
+// Reading is a sensor's inputs at one instant: InputIDs[i] had Values[i].
+type Reading struct {
+	Time     time.Time
+	InputIDs []int64
+	Values   []float64
+}
+
+// ReadingQuery selects a page of a sensor's readings.
+type ReadingQuery struct {
+	From, To time.Time // inclusive bounds, to the microsecond
+	Desc     bool      // newest first
+	Limit    int
+	Offset   int64
+}
+
+// The instants a reading can have: RFC 3339's four-digit years.
+var (
+	MinTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+)
+
+const lockSensorSQL = `
+SELECT p.state FROM sensors s JOIN projects p ON p.id = s.project_id
+WHERE s.id = $3 AND s.project_id = $2 AND p.org_id = $1
+FOR KEY SHARE OF s`
+
+// InsertReadings stores readings of the sensor in one transaction: all of
+// them or none. A reading at the instant of a stored one replaces its
+// inputs; of two readings at one instant in readings, the later wins. It
+// returns NotFound, and Conflict when the sensor's project is archived.
+func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Reading) error {
+	readings = lastPerInstant(readings)
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		// The key-share lock stands in for a foreign key, checked once per
+		// batch instead of once per row: the sensor cannot be deleted, and
+		// its readings with it, until this batch is in.
+		var state ProjectState
+		err := tx.QueryRow(ctx, lockSensorSQL, key.OrgID, key.ProjectID, key.SensorID).Scan(&state)
+		if err != nil {
+			return notFound("lock sensor", err, "sensor")
+		}
+		if state == Archived {
+			return apperr.Errorf(apperr.Conflict, "project %d is archived; restore it before posting readings", key.ProjectID)
+		}
+		return insertReadings(ctx, tx, key.SensorID, readings)
+	})
+	return dbError("insert readings", err)
+}
+
+var readingColumns = []string{"sensor_id", "datetime", "input_ids", "vals"}
+
+const (
+	createIncomingSQL = `CREATE TEMP TABLE readings_incoming (LIKE readings) ON COMMIT DROP`
+	upsertIncomingSQL = `
+INSERT INTO readings (sensor_id, datetime, input_ids, vals)
+SELECT sensor_id, datetime, input_ids, vals FROM readings_incoming
+ON CONFLICT (sensor_id, datetime) DO UPDATE SET input_ids = EXCLUDED.input_ids, vals = EXCLUDED.vals`
+)
+
+// insertReadings tries the fast path first: new readings, the common case,
+// go straight in with COPY, as fast as PostgreSQL ingests. Only when one of
+// them exists already does the batch pay for conflict handling: COPY into a
+// temporary table, then one INSERT … ON CONFLICT DO UPDATE. The savepoint
+// lets the batch start over without losing the transaction or its lock.
+func insertReadings(ctx context.Context, tx pgx.Tx, sensorID int64, readings []Reading) error {
+	savepoint, err := tx.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = savepoint.CopyFrom(ctx, pgx.Identifier{"readings"}, readingColumns, newReadingRows(sensorID, readings))
+	if err == nil {
+		return savepoint.Commit(ctx)
+	}
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); !ok || pgErr.Code != "23505" {
+		return err
+	}
+	if err := savepoint.Rollback(ctx); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, createIncomingSQL); err != nil {
+		return err
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"readings_incoming"}, readingColumns, newReadingRows(sensorID, readings)); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, upsertIncomingSQL)
+	return err
+}
+
+// lastPerInstant orders readings by time and keeps, of those at one
+// instant, the one that came last. ON CONFLICT DO UPDATE may touch a row
+// only once per statement, and the rule is that the later reading wins.
+func lastPerInstant(readings []Reading) []Reading {
+	ordered := true
+	for i := 1; i < len(readings) && ordered; i++ {
+		ordered = readings[i-1].Time.Before(readings[i].Time)
+	}
+	if ordered {
+		return readings
+	}
+	readings = slices.Clone(readings)
+	slices.SortStableFunc(readings, func(a, b Reading) int { return a.Time.Compare(b.Time) })
+	kept := readings[:0]
+	for i, r := range readings {
+		if i+1 < len(readings) && readings[i+1].Time.Equal(r.Time) {
+			continue
+		}
+		kept = append(kept, r)
+	}
+	return kept
+}
+
+// readingRows feeds COPY without a slice of values per row.
+type readingRows struct {
+	sensorID int64
+	readings []Reading
+	next     int
+	row      [4]any
+}
+
+func newReadingRows(sensorID int64, readings []Reading) *readingRows {
+	return &readingRows{sensorID: sensorID, readings: readings}
+}
+
+func (r *readingRows) Next() bool {
+	r.next++
+	return r.next <= len(r.readings)
+}
+
+func (r *readingRows) Values() ([]any, error) {
+	reading := &r.readings[r.next-1]
+	r.row = [4]any{r.sensorID, reading.Time, reading.InputIDs, reading.Values}
+	return r.row[:], nil
+}
+
+func (r *readingRows) Err() error { return nil }
+
+const (
+	listReadingsAscSQL = `
+SELECT datetime, input_ids, vals FROM readings
+WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3
+ORDER BY datetime LIMIT $4 OFFSET $5`
+	listReadingsDescSQL = `
+SELECT datetime, input_ids, vals FROM readings
+WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3
+ORDER BY datetime DESC LIMIT $4 OFFSET $5`
+)
+
+// ListReadings calls fn with each reading of sensor that q selects, in
+// order, as the rows arrive. fn must not keep the Reading it is given.
+func (db *DB) ListReadings(ctx context.Context, sensor Sensor, q ReadingQuery, fn func(*Reading) error) error {
+	query := listReadingsAscSQL
+	if q.Desc {
+		query = listReadingsDescSQL
+	}
+	rows, err := db.pool.Query(ctx, query, sensor.ID, q.From, q.To, q.Limit, q.Offset)
+	if err != nil {
+		return dbError("list readings", err)
+	}
+	defer rows.Close()
+	var reading Reading
+	for rows.Next() {
+		if err := rows.Scan(&reading.Time, &reading.InputIDs, &reading.Values); err != nil {
+			return dbError("list readings", err)
+		}
+		if err := fn(&reading); err != nil {
+			return err
+		}
+	}
+	return dbError("list readings", rows.Err())
+}

@@ -1,0 +1,183 @@
+// Package storetest gives tests a fresh, migrated PostgreSQL database of
+// their own, on a real server: TEST_DATABASE_URL when it is set; else a
+// TimescaleDB container when a Docker engine answers; else the private
+// cluster of scripts/devdb.sh, which it starts. There is no mock and no
+// skip: without a database the test fails and says why.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/testcontainers/testcontainers-go"
+	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
+
+	"github.com/sensorreadings/readings/store"
+)
+
+// TimescaleImage is the image tests run against where Docker is available,
+// the same database the docker-compose file deploys.
+const TimescaleImage = "timescale/timescaledb:2.17.2-pg16"
+
+var server = sync.OnceValues(findServer)
+
+// NewDatabase creates an empty database, migrated to the latest version,
+// and returns its URL. It is dropped when the test ends.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	serverURL, err := server()
+	if err != nil {
+		t.Fatalf("no PostgreSQL for tests: %v", err)
+	}
+	ctx := context.Background()
+	name := "test_" + randomHex(8)
+	admin, err := pgx.Connect(ctx, serverURL)
+	if err != nil {
+		t.Fatalf("connect to the test server: %v", err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), serverURL)
+		if err != nil {
+			t.Errorf("drop test database %s: %v", name, err)
+			return
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop test database %s: %v", name, err)
+		}
+	})
+
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		t.Fatalf("test server url: %v", err)
+	}
+	u.Path = "/" + name
+	dbURL := u.String()
+	pool, err := store.Open(ctx, dbURL, store.PoolConfig{MaxConns: 2})
+	if err != nil {
+		t.Fatalf("open test database: %v", err)
+	}
+	defer pool.Close()
+	if err := store.Migrate(ctx, pool, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatalf("migrate test database: %v", err)
+	}
+	return dbURL
+}
+
+// NewPool returns a pool on a fresh, migrated database, closed when the
+// test ends.
+func NewPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	pool, err := store.Open(context.Background(), NewDatabase(t), store.PoolConfig{})
+	if err != nil {
+		t.Fatalf("open test database: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func findServer() (string, error) {
+	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
+		return u, nil
+	}
+	ctx := context.Background()
+	if dockerAnswers(ctx) {
+		return startContainer(ctx)
+	}
+	return startDevCluster(ctx)
+}
+
+// dockerAnswers tells, within seconds, whether a Docker engine runs. A
+// docker client without an engine makes testcontainers panic or wait, so
+// both are bounded here.
+func dockerAnswers(ctx context.Context) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	provider, err := testcontainers.NewDockerProvider()
+	if err != nil {
+		return false
+	}
+	defer provider.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return provider.Health(ctx) == nil
+}
+
+// startContainer runs TimescaleDB for this test process; testcontainers'
+// reaper removes it when the process ends.
+func startContainer(ctx context.Context) (string, error) {
+	c, err := tcpostgres.Run(ctx, TimescaleImage,
+		tcpostgres.WithDatabase("postgres"),
+		tcpostgres.WithUsername("postgres"),
+		tcpostgres.WithPassword("postgres"),
+		tcpostgres.BasicWaitStrategies(),
+	)
+	if err != nil {
+		return "", fmt.Errorf("start %s: %w", TimescaleImage, err)
+	}
+	return c.ConnectionString(ctx, "sslmode=disable")
+}
+
+// startDevCluster starts the private cluster of scripts/devdb.sh, or finds
+// it running, and returns its URL.
+func startDevCluster(ctx context.Context) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute) // may install PostgreSQL
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "scripts", "devdb.sh"), "start")
+	cmd.Stdout = &stdout
+	cmd.Stderr = io.MultiWriter(&stderr, os.Stderr)
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("scripts/devdb.sh start: %w: %s", err, stderr.String())
+	}
+	return string(bytes.TrimSpace(stdout.Bytes())), nil
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the test's directory")
+		}
+		dir = parent
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
