@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sensorreadings/readings/store"
+	"github.com/sensorreadings/readings/store/storetest"
+)
+
+func envOf(vars map[string]string) func(string) string {
+	return func(key string) string { return vars[key] }
+}
+
+func TestParseConfig(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		check   func(*config) bool
+		wantErr string
+	}{
+		{name: "Defaults", env: map[string]string{"DATABASE_URL": "postgres://x"},
+			check: func(c *config) bool {
+				return c.addr == "127.0.0.1:8080" && c.maxBatch == 10000 && c.maxBodyBytes == 16<<20 && c.migrate && c.logFormat == "text"
+			}},
+		{name: "FromEnv", env: map[string]string{"DATABASE_URL": "postgres://x", "LISTEN_ADDR": ":9090", "MAX_BATCH": "50", "MIGRATE_ON_START": "false", "SHUTDOWN_TIMEOUT": "3s"},
+			check: func(c *config) bool {
+				return c.addr == ":9090" && c.maxBatch == 50 && !c.migrate && c.shutdownTimeout == 3*time.Second
+			}},
+		{name: "FlagBeatsEnv", args: []string{"-addr", ":7070"}, env: map[string]string{"DATABASE_URL": "postgres://x", "LISTEN_ADDR": ":9090"},
+			check: func(c *config) bool { return c.addr == ":7070" }},
+		{name: "NoDatabase", wantErr: "DATABASE_URL"},
+		{name: "BadEnvNumber", env: map[string]string{"DATABASE_URL": "postgres://x", "MAX_BATCH": "lots"}, wantErr: `MAX_BATCH="lots"`},
+		{name: "BadEnvBool", env: map[string]string{"DATABASE_URL": "postgres://x", "MIGRATE_ON_START": "perhaps"}, wantErr: "MIGRATE_ON_START"},
+		{name: "BadLogFormat", env: map[string]string{"DATABASE_URL": "postgres://x", "LOG_FORMAT": "xml"}, wantErr: "log format"},
+		{name: "BadLogLevel", env: map[string]string{"DATABASE_URL": "postgres://x"}, args: []string{"-log-level", "loud"}, wantErr: "log level"},
+		{name: "ZeroBatch", env: map[string]string{"DATABASE_URL": "postgres://x"}, args: []string{"-max-batch", "0"}, wantErr: "max batch"},
+		{name: "StrayArgument", env: map[string]string{"DATABASE_URL": "postgres://x"}, args: []string{"extra"}, wantErr: "unexpected"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := parseConfig("serve", tt.args, envOf(tt.env), new(bytes.Buffer))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parseConfig error = %v, want one mentioning %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !tt.check(c) {
+				t.Fatalf("parseConfig = %+v, %v", c, err)
+			}
+		})
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	if got := redactURL("postgres://app:s3cret@db:5432/readings"); strings.Contains(got, "s3cret") {
+		t.Errorf("redactURL shows the password: %s", got)
+	}
+}
+
+// admin runs `readings admin args…` and decodes its one JSON object.
+func runAdmin(t *testing.T, databaseURL string, args ...string) (map[string]any, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), append([]string{"admin"}, args...), envOf(map[string]string{"DATABASE_URL": databaseURL}), &stdout, &stderr)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("admin %v printed %q, not one JSON object: %v", args, stdout.String(), err)
+	}
+	if strings.Count(strings.TrimSpace(stdout.String()), "\n") != 0 {
+		t.Errorf("admin %v printed more than one line: %q", args, stdout.String())
+	}
+	return out, nil
+}
+
+func TestAdmin(t *testing.T) {
+	t.Parallel()
+	url := storetest.NewDatabase(t)
+	ctx := context.Background()
+	pool, err := store.Open(ctx, url, store.PoolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	db := store.New(pool)
+
+	boot, err := runAdmin(t, url, "bootstrap", "--org", "Acme", "--email", "ada@example.com", "--name", "Ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	orgID := int64(boot["org_id"].(float64))
+	p, err := db.Authenticate(ctx, boot["token"].(string), orgID)
+	if err != nil || p.Role != store.Owner {
+		t.Fatalf("the bootstrap token authenticates as %+v, %v; want the org's owner", p, err)
+	}
+
+	org := strconv.FormatInt(orgID, 10)
+
+	t.Run("UserAdd", func(t *testing.T) {
+		added, err := runAdmin(t, url, "user", "add", "--org-id", org, "--email", "grace@example.com", "--role", "editor")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := db.Authenticate(ctx, added["token"].(string), orgID)
+		if err != nil || p.Role != store.Editor || p.UserID != int64(added["user_id"].(float64)) {
+			t.Fatalf("the new user's token authenticates as %+v, %v; want an editor", p, err)
+		}
+		// Again, with another role: the same user, the role changed.
+		again, err := runAdmin(t, url, "user", "add", "--org-id", org, "--email", "GRACE@example.com", "--role", "admin")
+		if err != nil || again["user_id"] != added["user_id"] {
+			t.Fatalf("adding a known user: %v %v, want the same user", again, err)
+		}
+		if p, _ := db.Authenticate(ctx, again["token"].(string), orgID); p.Role != store.Admin {
+			t.Errorf("role after the second add = %s, want admin", p.Role)
+		}
+	})
+
+	t.Run("TokenCreateAndRevoke", func(t *testing.T) {
+		created, err := runAdmin(t, url, "token", "create", "--email", "ada@example.com", "--name", "ci", "--expires-in", "1h")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens, err := db.ListTokens(ctx, p.UserID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tokens[0].Name != "ci" || tokens[0].ExpiresAt == nil || time.Until(*tokens[0].ExpiresAt) > time.Hour {
+			t.Errorf("token %+v, want ci expiring within the hour", tokens[0])
+		}
+		id := strconv.FormatInt(int64(created["token_id"].(float64)), 10)
+		revoked, err := runAdmin(t, url, "token", "revoke", "--token-id", id)
+		if err != nil || revoked["revoked"] != true {
+			t.Fatalf("revoke: %v %v", revoked, err)
+		}
+		if _, err := db.Authenticate(ctx, created["token"].(string), 0); err == nil {
+			t.Error("a revoked token still authenticates")
+		}
+	})
+
+	for _, tt := range []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"Unknown", []string{"frobnicate"}, "unknown admin command"},
+		{"MissingFlags", []string{"bootstrap", "--org", "X"}, "--email"},
+		{"BadRole", []string{"user", "add", "--org-id", org, "--email", "x@example.com", "--role", "god"}, "role"},
+		{"NoSuchOrg", []string{"user", "add", "--org-id", "999999", "--email", "x@example.com", "--role", "viewer"}, "does not exist"},
+		{"NoSuchUser", []string{"token", "create", "--email", "nobody@example.com"}, "not found"},
+		{"NoSuchToken", []string{"token", "revoke", "--token-id", "999999"}, "not found"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := runAdmin(t, url, tt.args...); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("admin %v: %v, want an error mentioning %s", tt.args, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestAdminDemo is what `make run` does on every start: a demo on an empty
+// database, a fresh token for the demo owner after that, and nothing on a
+// database that holds someone's data.
+func TestAdminDemo(t *testing.T) {
+	t.Parallel()
+	url := storetest.NewDatabase(t)
+	first, err := runAdmin(t, url, "demo")
+	if err != nil || first["created"] != true || first["project_id"] == nil {
+		t.Fatalf("first demo: %v %v", first, err)
+	}
+	second, err := runAdmin(t, url, "demo")
+	if err != nil || second["created"] != false || second["org_id"] != first["org_id"] || second["token"] == first["token"] {
+		t.Fatalf("second demo: %v %v, want a new token for the same demo", second, err)
+	}
+
+	other := storetest.NewDatabase(t)
+	if _, err := runAdmin(t, other, "bootstrap", "--org", "Real", "--email", "real@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runAdmin(t, other, "demo"); err == nil {
+		t.Errorf("demo on a database with other data = %v, want a refusal", out)
+	}
+}

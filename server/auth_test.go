@@ -1,0 +1,584 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/store"
+)
+
+// identity is one way of calling an operation in the matrix.
+type identity struct {
+	name string
+	// token returns the Authorization header for a call on f.
+	header func(e *env, f matrixFixture) string
+	// role is the caller's role in the fixture's organization; empty for
+	// callers without a valid token or from another organization.
+	role  store.Role
+	valid bool // the token is valid (a user exists behind it)
+}
+
+var identities = []identity{
+	{name: "NoHeader", header: func(*env, matrixFixture) string { return "" }},
+	{name: "Garbage", header: func(*env, matrixFixture) string { return "Bearer not-a-token" }},
+	{name: "Unknown", header: func(*env, matrixFixture) string { return "Bearer rdg_" + strings.Repeat("A", 43) }},
+	{name: "Revoked", header: func(_ *env, f matrixFixture) string { return "Bearer " + f.revoked }},
+	{name: "Expired", header: func(_ *env, f matrixFixture) string { return "Bearer " + f.expired }},
+	{name: "OtherOrgOwner", valid: true, header: func(_ *env, f matrixFixture) string { return "Bearer " + f.other.tokens[store.Owner] }},
+	{name: "Viewer", valid: true, role: store.Viewer, header: roleHeader(store.Viewer)},
+	{name: "Editor", valid: true, role: store.Editor, header: roleHeader(store.Editor)},
+	{name: "Admin", valid: true, role: store.Admin, header: roleHeader(store.Admin)},
+	{name: "Owner", valid: true, role: store.Owner, header: roleHeader(store.Owner)},
+}
+
+func roleHeader(role store.Role) func(*env, matrixFixture) string {
+	return func(_ *env, f matrixFixture) string { return "Bearer " + f.tenant.tokens[role] }
+}
+
+// matrixFixture is what one call of the matrix runs against, made afresh
+// for each call so that a DELETE cannot spoil the next call.
+type matrixFixture struct {
+	tenant   tenant // the organization named in the path
+	other    tenant // another organization, whose data must never show
+	target   int64  // a member the member operations act on
+	revoked  string // a revoked token of the tenant's owner
+	expired  string // an expired token of the tenant's owner
+	tokenIDs map[string]int64
+}
+
+func (e *env) newMatrixFixture(t *testing.T, n int) matrixFixture {
+	ctx := context.Background()
+	f := matrixFixture{
+		tenant:   e.newTenant(fmt.Sprintf("ALPHA-%d", n)),
+		other:    e.newTenant(fmt.Sprintf("BRAVO-%d", n)),
+		tokenIDs: map[string]int64{},
+	}
+	owner := f.tenant.userIDs[store.Owner]
+	revoked, secret, err := e.db.CreateToken(ctx, owner, "revoked", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.RevokeToken(ctx, owner, revoked.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.revoked = secret
+	past := time.Now().Add(-time.Minute)
+	if _, f.expired, err = e.db.CreateToken(ctx, owner, "expired", &past); err != nil {
+		t.Fatal(err)
+	}
+	target, err := e.db.EnsureUser(ctx, fmt.Sprintf("target-%d@example.com", n), "Target")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.SetMembership(ctx, f.tenant.orgID, target.ID, store.Viewer); err != nil {
+		t.Fatal(err)
+	}
+	f.target = target.ID
+	// A spare token of each user, for the operations on /me/tokens/{id}.
+	for _, tn := range []tenant{f.tenant, f.other} {
+		for role, userID := range tn.userIDs {
+			tok, _, err := e.db.CreateToken(ctx, userID, "spare", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.tokenIDs[tn.tokens[role]] = tok.ID
+		}
+	}
+	return f
+}
+
+// pathParam gives each path parameter of the spec its value in a fixture.
+// A parameter missing here fails the matrix: a new one needs a decision.
+func pathParam(t *testing.T, f matrixFixture, name, callerToken string) string {
+	switch name {
+	case "org_id":
+		return strconv.FormatInt(f.tenant.orgID, 10)
+	case "proj_id", "project_id":
+		return strconv.FormatInt(f.tenant.projectID, 10)
+	case "sensor_id":
+		return strconv.FormatInt(f.tenant.sensorID, 10)
+	case "user_id":
+		return strconv.FormatInt(f.target, 10)
+	case "token_id":
+		if id, ok := f.tokenIDs[callerToken]; ok {
+			return strconv.FormatInt(id, 10)
+		}
+		return "1"
+	}
+	t.Fatalf("the matrix has no value for path parameter %q; add it to pathParam", name)
+	return ""
+}
+
+// TestAuthMatrix calls every operation in the spec as every identity and
+// checks the status each gets: 401 without a valid token, 404 from another
+// organization, 403 below the operation's x-required-role, 2xx otherwise.
+// It reads the operations from the embedded spec, so a new operation joins
+// the matrix by itself. It also checks that no call returns the other
+// organization's data, and that refused calls change nothing.
+func TestAuthMatrix(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	type op struct {
+		method, path string
+		operation    *openapi3.Operation
+	}
+	var ops []op
+	for path, item := range e.spec.Paths.Map() {
+		for method, operation := range item.Operations() {
+			ops = append(ops, op{method, path, operation})
+		}
+	}
+	slices.SortFunc(ops, func(a, b op) int { return strings.Compare(a.operation.OperationID, b.operation.OperationID) })
+	if len(ops) < 20 {
+		t.Fatalf("the spec has %d operations; the matrix expects the whole API", len(ops))
+	}
+
+	n := 0
+	for _, o := range ops {
+		required, _ := o.operation.Extensions["x-required-role"].(string)
+		if required == "" {
+			t.Errorf("%s has no x-required-role", o.operation.OperationID)
+			continue
+		}
+		if !strings.Contains(o.operation.Description, "Required role: `"+required+"`") {
+			t.Errorf("%s: its description must name its role: Required role: `%s`.", o.operation.OperationID, required)
+		}
+		for _, id := range identities {
+			n++
+			t.Run(o.operation.OperationID+"/"+id.name, func(t *testing.T) {
+				f := e.newMatrixFixture(t, n)
+				header := id.header(e, f)
+				callerToken := strings.TrimPrefix(header, "Bearer ")
+				want := expectedStatus(required, id)
+
+				// The organizations whose data this caller must neither see
+				// nor change: the other one for the tenant's members, the
+				// tenant for the other's owner, both for a caller without a
+				// valid token.
+				foreign := map[string]int64{"ALPHA-": f.tenant.orgID, "BRAVO-": f.other.orgID}
+				if id.valid {
+					delete(foreign, map[bool]string{true: "ALPHA-", false: "BRAVO-"}[id.role != ""])
+				}
+				before := map[string]string{}
+				for marker, orgID := range foreign {
+					before[marker] = e.snapshot(t, orgID)
+				}
+				beforeTenant := e.snapshot(t, f.tenant.orgID)
+
+				status, body := e.callExample(t, o.method, o.path, o.operation, f, header, callerToken)
+
+				switch {
+				case want == 200 && (status < 200 || status > 299):
+					t.Fatalf("%s as %s: %d %s, want 2xx", o.operation.OperationID, id.name, status, body)
+				case want != 200 && status != want:
+					t.Fatalf("%s as %s: %d %s, want %d", o.operation.OperationID, id.name, status, body, want)
+				}
+				for marker, orgID := range foreign {
+					if bytes.Contains(body, []byte(marker)) {
+						t.Errorf("%s as %s returned data of an organization it is not in: %s", o.operation.OperationID, id.name, body)
+					}
+					if e.snapshot(t, orgID) != before[marker] {
+						t.Errorf("%s as %s changed an organization it is not in", o.operation.OperationID, id.name)
+					}
+				}
+				if want != 200 {
+					wantError(t, status, body, want, map[int]string{401: "unauthorized", 403: "forbidden", 404: "not_found"}[want])
+					if e.snapshot(t, f.tenant.orgID) != beforeTenant {
+						t.Errorf("%s as %s was refused but changed the organization", o.operation.OperationID, id.name)
+					}
+				}
+			})
+		}
+	}
+}
+
+// expectedStatus is the matrix's rule: 200 stands for any 2xx.
+func expectedStatus(required string, id identity) int {
+	switch {
+	case required == "public":
+		return 200
+	case !id.valid:
+		return 401
+	case required == "user":
+		return 200
+	case id.role == "":
+		return 404
+	case !id.role.AtLeast(store.Role(required)):
+		return 403
+	}
+	return 200
+}
+
+// callExample calls an operation with its path filled from the fixture, its
+// required query parameters and its body taken from the spec's examples.
+func (e *env) callExample(t *testing.T, method, path string, op *openapi3.Operation, f matrixFixture, header, callerToken string) (int, []byte) {
+	t.Helper()
+	for _, name := range pathParamNames(path) {
+		path = strings.Replace(path, "{"+name+"}", pathParam(t, f, name, callerToken), 1)
+	}
+	var query []string
+	for _, p := range op.Parameters {
+		if p.Value.In == "query" && p.Value.Required {
+			if p.Value.Example == nil {
+				t.Fatalf("%s: required parameter %s has no example for the matrix to send", op.OperationID, p.Value.Name)
+			}
+			query = append(query, fmt.Sprintf("%s=%v", p.Value.Name, p.Value.Example))
+		}
+	}
+	if len(query) > 0 {
+		path += "?" + strings.Join(query, "&")
+	}
+	var body io.Reader
+	contentType := ""
+	if op.RequestBody != nil {
+		media := op.RequestBody.Value.Content.Get("application/json")
+		if media == nil || media.Example == nil {
+			t.Fatalf("%s: its request body has no application/json example for the matrix to send", op.OperationID)
+		}
+		b, err := json.Marshal(media.Example)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, contentType = bytes.NewReader(b), "application/json"
+	}
+	req, err := http.NewRequest(method, e.url+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if header != "" {
+		req.Header.Set("Authorization", header)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	res, err := e.httpClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode == http.StatusUnauthorized && !strings.HasPrefix(res.Header.Get("WWW-Authenticate"), "Bearer") {
+		t.Errorf("401 without WWW-Authenticate: Bearer (got %q)", res.Header.Get("WWW-Authenticate"))
+	}
+	return res.StatusCode, b
+}
+
+func pathParamNames(path string) []string {
+	var names []string
+	for rest := path; ; {
+		_, after, ok := strings.Cut(rest, "{")
+		if !ok {
+			return names
+		}
+		name, tail, _ := strings.Cut(after, "}")
+		names = append(names, name)
+		rest = tail
+	}
+}
+
+// snapshot is a digest of everything an organization owns, to tell whether
+// a call changed it.
+func (e *env) snapshot(t *testing.T, orgID int64) string {
+	t.Helper()
+	var dump string
+	err := e.pool.QueryRow(context.Background(), `
+SELECT concat_ws('|',
+  (SELECT string_agg(concat_ws(',', id, name, description, state, updated_at), ';' ORDER BY id) FROM projects WHERE org_id = $1),
+  (SELECT string_agg(concat_ws(',', s.id, s.name, s.description, s.updated_at), ';' ORDER BY s.id)
+     FROM sensors s JOIN projects p ON p.id = s.project_id WHERE p.org_id = $1),
+  (SELECT string_agg(concat_ws(',', r.sensor_id, r.datetime, r.input_ids, r.vals), ';' ORDER BY r.sensor_id, r.datetime)
+     FROM readings r JOIN sensors s ON s.id = r.sensor_id JOIN projects p ON p.id = s.project_id WHERE p.org_id = $1),
+  (SELECT string_agg(concat_ws(',', user_id, role), ';' ORDER BY user_id) FROM memberships WHERE org_id = $1),
+  (SELECT string_agg(concat_ws(',', t.id, t.revoked_at, t.expires_at), ';' ORDER BY t.id)
+     FROM api_tokens t JOIN memberships m ON m.user_id = t.user_id WHERE m.org_id = $1))`, orgID).Scan(&dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(dump))
+	return fmt.Sprintf("%x", sum)
+}
+
+func TestTokenLifecycle(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	ctx := context.Background()
+	owner := e.owner(tn)
+
+	created, err := owner.CreateTokenWithResponse(ctx, gen.TokenCreate{Name: "datalogger", ExpiresInDays: ptr(30)})
+	if err != nil || created.StatusCode() != 201 {
+		t.Fatalf("create token: %v %s", err, created.Body)
+	}
+	secret := created.JSON201.Token
+	if !strings.HasPrefix(secret, "rdg_") || len(secret) != 47 {
+		t.Errorf("token %q is not rdg_ and 43 characters", secret)
+	}
+	if !strings.HasPrefix(secret, created.JSON201.Prefix) {
+		t.Errorf("prefix %q does not start the secret", created.JSON201.Prefix)
+	}
+	if d := time.Until(*created.JSON201.ExpiresAt); d < 29*24*time.Hour || d > 31*24*time.Hour {
+		t.Errorf("expires in %v, want 30 days", d)
+	}
+
+	t.Run("OnlyTheHashIsStored", func(t *testing.T) {
+		sum := sha256.Sum256([]byte(secret))
+		var hashed, plain int
+		err := e.pool.QueryRow(ctx, `
+SELECT count(*) FILTER (WHERE secret_hash = $1),
+       count(*) FILTER (WHERE position($2 IN concat_ws(',', name, prefix, encode(secret_hash, 'escape'))) > 0)
+FROM api_tokens`, sum[:], secret).Scan(&hashed, &plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hashed != 1 || plain != 0 {
+			t.Errorf("%d rows hold the SHA-256 and %d the secret; want 1 and 0", hashed, plain)
+		}
+	})
+
+	logger := e.client(secret)
+	me, err := logger.GetMeWithResponse(ctx)
+	if err != nil || me.StatusCode() != 200 || me.JSON200.User.Id != tn.userIDs[store.Owner] {
+		t.Fatalf("GET /me with the new token: %v %s", err, me.Body)
+	}
+
+	t.Run("ListShowsNoSecret", func(t *testing.T) {
+		res, err := owner.ListTokensWithResponse(ctx)
+		if err != nil || res.StatusCode() != 200 {
+			t.Fatalf("list tokens: %v %s", err, res.Body)
+		}
+		if bytes.Contains(res.Body, []byte(secret)) {
+			t.Error("the token list shows a secret")
+		}
+		if len(*res.JSON200) != 2 || (*res.JSON200)[0].Id != created.JSON201.Id {
+			t.Errorf("tokens %+v, want the new one first and the fixture's", *res.JSON200)
+		}
+	})
+
+	t.Run("LastUsedIsBatched", func(t *testing.T) {
+		var lastUsed *time.Time
+		query := `SELECT last_used_at FROM api_tokens WHERE id = $1`
+		if err := e.pool.QueryRow(ctx, query, created.JSON201.Id).Scan(&lastUsed); err != nil {
+			t.Fatal(err)
+		}
+		if lastUsed != nil {
+			t.Errorf("last_used_at = %v before a flush; a request must not write it", lastUsed)
+		}
+		if err := e.srv.FlushTokenUse(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.pool.QueryRow(ctx, query, created.JSON201.Id).Scan(&lastUsed); err != nil {
+			t.Fatal(err)
+		}
+		if lastUsed == nil || time.Since(*lastUsed) > time.Minute {
+			t.Errorf("last_used_at = %v after a flush, want about now", lastUsed)
+		}
+	})
+
+	t.Run("RevocationTakesEffectAtOnce", func(t *testing.T) {
+		revoke, err := owner.RevokeTokenWithResponse(ctx, created.JSON201.Id)
+		if err != nil || revoke.StatusCode() != 204 {
+			t.Fatalf("revoke: %v %s", err, revoke.Body)
+		}
+		res, err := logger.GetMeWithResponse(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := wantError(t, res.StatusCode(), res.Body, 401, "unauthorized")
+		if !strings.Contains(got.Message, "revoked") {
+			t.Errorf("message %q should say the token is revoked", got.Message)
+		}
+		if again, _ := owner.RevokeTokenWithResponse(ctx, created.JSON201.Id); again.StatusCode() != 204 {
+			t.Errorf("revoking twice: %d, want 204", again.StatusCode())
+		}
+	})
+
+	t.Run("ExpiryTakesEffectAtOnce", func(t *testing.T) {
+		tok, secret, err := e.db.CreateToken(ctx, tn.userIDs[store.Viewer], "short", ptr(time.Now().Add(time.Hour)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := e.client(secret)
+		if res, _ := c.GetMeWithResponse(ctx); res.StatusCode() != 200 {
+			t.Fatalf("before expiry: %d", res.StatusCode())
+		}
+		if _, err := e.pool.Exec(ctx, `UPDATE api_tokens SET expires_at = now() - interval '1 second' WHERE id = $1`, tok.ID); err != nil {
+			t.Fatal(err)
+		}
+		res, _ := c.GetMeWithResponse(ctx)
+		got := wantError(t, res.StatusCode(), res.Body, 401, "unauthorized")
+		if !strings.Contains(got.Message, "expired") {
+			t.Errorf("message %q should say the token has expired", got.Message)
+		}
+	})
+
+	t.Run("AnotherUsersToken", func(t *testing.T) {
+		viewerTokens, err := e.db.ListTokens(ctx, tn.userIDs[store.Viewer])
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, _ := owner.RevokeTokenWithResponse(ctx, viewerTokens[0].ID)
+		wantError(t, res.StatusCode(), res.Body, 404, "not_found")
+	})
+}
+
+func TestTokensNeverLogged(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	lookalike := "rdg_" + strings.Repeat("Z", 43)
+	for _, header := range []string{"Bearer " + tn.tokens[store.Owner], "Bearer " + lookalike, "Bearer garbage-token-value", "Basic dXNlcjpwYXNz"} {
+		req, _ := http.NewRequest("GET", fmt.Sprintf("%s/api/v1/org/%d/projects", e.url, tn.orgID), nil)
+		req.Header.Set("Authorization", header)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		secret := strings.TrimPrefix(strings.TrimPrefix(header, "Bearer "), "Basic ")
+		if bytes.Contains(body, []byte(secret)) {
+			t.Errorf("the response to %q shows the token: %s", header, body)
+		}
+	}
+	logs := e.logs.String()
+	if !strings.Contains(logs, `"msg":"request"`) {
+		t.Fatalf("no access log captured; the check below would prove nothing:\n%s", logs)
+	}
+	for _, secret := range []string{tn.tokens[store.Owner], lookalike, "garbage-token-value", "dXNlcjpwYXNz"} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("the logs contain the token %s…", secret[:8])
+		}
+	}
+}
+
+func TestMembers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	ctx := context.Background()
+	owner := e.owner(tn)
+
+	added, err := owner.AddMemberWithResponse(ctx, tn.orgID, gen.MemberCreate{Email: "Grace@Example.com", Name: ptr("Grace"), Role: gen.Editor})
+	if err != nil || added.StatusCode() != 201 {
+		t.Fatalf("add member: %v %s", err, added.Body)
+	}
+	grace := added.JSON201.UserId
+
+	t.Run("AddTwice", func(t *testing.T) {
+		res, _ := owner.AddMemberWithResponse(ctx, tn.orgID, gen.MemberCreate{Email: "grace@example.COM", Role: gen.Viewer})
+		wantError(t, res.StatusCode(), res.Body, 409, "conflict")
+	})
+	t.Run("KnownUserJoinsAnotherOrg", func(t *testing.T) {
+		other := e.newTenant("Globex")
+		res, err := e.owner(other).AddMemberWithResponse(ctx, other.orgID, gen.MemberCreate{Email: "grace@example.com", Role: gen.Viewer})
+		if err != nil || res.StatusCode() != 201 || res.JSON201.UserId != grace || res.JSON201.Name != "Grace" {
+			t.Fatalf("add a known user elsewhere: %v %s", err, res.Body)
+		}
+	})
+	t.Run("BadRole", func(t *testing.T) {
+		res, body := e.do(tn.tokens[store.Owner], "POST", fmt.Sprintf("/api/v1/org/%d/members", tn.orgID), "application/json",
+			strings.NewReader(`{"email":"x@example.com","role":"superuser"}`))
+		wantError(t, res.StatusCode, body, 400, "invalid")
+	})
+	t.Run("BadEmail", func(t *testing.T) {
+		res, body := e.do(tn.tokens[store.Owner], "POST", fmt.Sprintf("/api/v1/org/%d/members", tn.orgID), "application/json",
+			strings.NewReader(`{"email":"not an email","role":"viewer"}`))
+		wantError(t, res.StatusCode, body, 400, "invalid")
+	})
+	t.Run("Promote", func(t *testing.T) {
+		res, err := owner.UpdateMemberWithResponse(ctx, tn.orgID, grace, gen.MemberUpdate{Role: gen.Owner})
+		if err != nil || res.StatusCode() != 200 || res.JSON200.Role != gen.Owner {
+			t.Fatalf("promote: %v %s", err, res.Body)
+		}
+	})
+	t.Run("NotAMember", func(t *testing.T) {
+		res, _ := owner.UpdateMemberWithResponse(ctx, tn.orgID, 999999, gen.MemberUpdate{Role: gen.Viewer})
+		wantError(t, res.StatusCode(), res.Body, 404, "not_found")
+	})
+
+	// Two owners now. They demote each other at the same moment: one must
+	// stay an owner.
+	t.Run("LastOwnerRace", func(t *testing.T) {
+		_, graceSecret, err := e.db.CreateToken(ctx, grace, "grace", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		results := make(chan int, 2)
+		demote := func(c *gen.ClientWithResponses, who int64) {
+			res, err := c.UpdateMemberWithResponse(ctx, tn.orgID, who, gen.MemberUpdate{Role: gen.Admin})
+			if err != nil {
+				results <- 0
+				return
+			}
+			results <- res.StatusCode()
+		}
+		go demote(owner, grace)
+		go demote(e.client(graceSecret), tn.userIDs[store.Owner])
+		got := []int{<-results, <-results}
+		slices.Sort(got)
+		if fmt.Sprint(got) != "[200 409]" && fmt.Sprint(got) != "[200 403]" {
+			t.Errorf("statuses %v, want one demotion to succeed and the other refused", got)
+		}
+		members, err := e.db.ListMembers(ctx, tn.orgID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owners := 0
+		for _, m := range members {
+			if m.Role == store.Owner {
+				owners++
+			}
+		}
+		if owners != 1 {
+			t.Errorf("%d owners after the race, want 1", owners)
+		}
+	})
+
+	t.Run("LastOwnerCannotLeave", func(t *testing.T) {
+		members, _ := e.db.ListMembers(ctx, tn.orgID)
+		var last int64
+		for _, m := range members {
+			if m.Role == store.Owner {
+				last = m.UserID
+			}
+		}
+		_, secret, err := e.db.CreateToken(ctx, last, "last owner", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := e.client(secret)
+		res, _ := c.RemoveMemberWithResponse(ctx, tn.orgID, last)
+		got := wantError(t, res.StatusCode(), res.Body, 409, "conflict")
+		if !strings.Contains(got.Message, "last owner") {
+			t.Errorf("message %q should say it is the last owner", got.Message)
+		}
+		demote, _ := c.UpdateMemberWithResponse(ctx, tn.orgID, last, gen.MemberUpdate{Role: gen.Viewer})
+		wantError(t, demote.StatusCode(), demote.Body, 409, "conflict")
+		remove, _ := c.RemoveMemberWithResponse(ctx, tn.orgID, tn.userIDs[store.Viewer])
+		if remove.StatusCode() != 204 {
+			t.Errorf("remove a viewer: %d %s", remove.StatusCode(), remove.Body)
+		}
+		list, _ := c.ListMembersWithResponse(ctx, tn.orgID)
+		for _, m := range *list.JSON200 {
+			if m.UserId == tn.userIDs[store.Viewer] {
+				t.Error("the removed viewer is still listed")
+			}
+		}
+	})
+}
