@@ -7,6 +7,7 @@ replace github.com/Azure/go-ansiterm => github.com/Azure/go-ansiterm v0.0.0-2025
 tool github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
 
 require (
+	github.com/expr-lang/expr v1.17.8
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/go-json-experiment/json v1.27.2
 	github.com/jackc/pgx/v5 v5.12.0

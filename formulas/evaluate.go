@@ -1,0 +1,135 @@
+package formulas
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Evaluator computes a Program's outputs one reading at a time, reusing its
+// memory: it allocates once, never per reading or per output. It is not safe
+// for concurrent use.
+//
+// For each reading: Reset, SetInput and SetConstant for the values the
+// reading has, Run, then Output for each output.
+type Evaluator struct {
+	p       *Program
+	slots   []float64
+	present bitset
+}
+
+// NewEvaluator returns an Evaluator of p.
+func (p *Program) NewEvaluator() *Evaluator {
+	return &Evaluator{
+		p:       p,
+		slots:   make([]float64, p.nInputs+p.nConstants+p.nOutputs),
+		present: newBitset(p.words),
+	}
+}
+
+// Reset forgets the previous reading's values.
+func (e *Evaluator) Reset() { e.present.clear() }
+
+// SetInput gives input i (in Spec order) its value in this reading.
+func (e *Evaluator) SetInput(i int, v float64) {
+	e.slots[i] = v
+	e.present.set(i)
+}
+
+// SetConstant gives constant j (in Spec order) its value for this reading.
+func (e *Evaluator) SetConstant(j int, v float64) {
+	e.slots[e.p.nInputs+j] = v
+	e.present.set(e.p.nInputs + j)
+}
+
+// Run computes the outputs in dependency order. An output whose formula
+// needs an input, constant or output the reading lacks, or whose value is
+// NaN or infinite, has no value.
+func (e *Evaluator) Run() {
+	for i := range e.p.steps {
+		s := &e.p.steps[i]
+		if !e.present.covers(s.needs) {
+			continue
+		}
+		v := s.eval(e.slots)
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		e.slots[s.slot] = v
+		e.present.set(s.slot)
+	}
+}
+
+// Output returns output k's (in Spec order) value, and whether it has one.
+func (e *Evaluator) Output(k int) (float64, bool) {
+	slot := e.p.nInputs + e.p.nConstants + k
+	return e.slots[slot], e.present.has(slot)
+}
+
+// Outputs is the number of outputs.
+func (p *Program) Outputs() int { return p.nOutputs }
+
+// bitset is a set of slot indexes; one word covers 64 slots.
+type bitset []uint64
+
+func newBitset(words int) bitset { return make(bitset, words) }
+
+func (b bitset) set(i int)      { b[i/64] |= 1 << (i % 64) }
+func (b bitset) has(i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
+func (b bitset) clear()         { clear(b) }
+
+// covers tells whether b holds every element of need.
+func (b bitset) covers(need bitset) bool {
+	for i, w := range need {
+		if w&^b[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Dated is a constant's value from an instant on.
+type Dated struct {
+	From  time.Time
+	Value float64
+}
+
+// Factor is a constant's values through time: dated values for periods, an
+// undated value, and the blueprint's default.
+type Factor struct {
+	dated    []Dated // by From, ascending
+	fallback float64
+	has      bool
+}
+
+// NewFactor returns the factor of dated values (in any order), the undated
+// value and the default, either of which may be nil.
+func NewFactor(dated []Dated, value, def *float64) Factor {
+	f := Factor{dated: slices.SortedFunc(slices.Values(dated), func(a, b Dated) int { return a.From.Compare(b.From) })}
+	switch {
+	case value != nil:
+		f.fallback, f.has = *value, true
+	case def != nil:
+		f.fallback, f.has = *def, true
+	}
+	return f
+}
+
+// At returns the value in force at t: the latest dated value from at or
+// before t, else the undated value, else the default. A factor without any
+// has no value.
+func (f Factor) At(t time.Time) (float64, bool) {
+	if len(f.dated) > 0 {
+		// The first dated value that starts after t; the one before it is in force.
+		i, _ := slices.BinarySearchFunc(f.dated, t, func(d Dated, t time.Time) int {
+			if d.From.After(t) {
+				return 1
+			}
+			return -1
+		})
+		if i > 0 {
+			return f.dated[i-1].Value, true
+		}
+	}
+	return f.fallback, f.has
+}
