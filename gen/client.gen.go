@@ -136,6 +136,80 @@ type ClientInterface interface {
 	// Corresponds with DELETE /api/v1/me/tokens/{token_id} (the `RevokeToken` operationId).
 	RevokeToken(ctx context.Context, tokenId TokenId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListBlueprints List blueprints
+	//
+	// The organization's blueprints ordered by id, paged like projects. Required role: `viewer`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/blueprints (the `ListBlueprints` operationId).
+	ListBlueprints(ctx context.Context, orgId OrgId, params *ListBlueprintsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateBlueprintWithBody Create a blueprint
+	//
+	// Creates a blueprint: inputs, constants with optional defaults, and
+	// output formulas that may use the inputs, the constants and the other
+	// outputs. Keys are identifiers, unique within the blueprint. Every
+	// formula is checked; a syntax error, an unknown name, a cycle between
+	// outputs, a result that is not a number or a formula over 1,000
+	// characters is a 400 naming the output, and nothing is saved.
+	// Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/blueprints (the `CreateBlueprint` operationId).
+	CreateBlueprintWithBody(ctx context.Context, orgId OrgId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateBlueprint Create a blueprint
+	//
+	// Creates a blueprint: inputs, constants with optional defaults, and
+	// output formulas that may use the inputs, the constants and the other
+	// outputs. Keys are identifiers, unique within the blueprint. Every
+	// formula is checked; a syntax error, an unknown name, a cycle between
+	// outputs, a result that is not a number or a formula over 1,000
+	// characters is a 400 naming the output, and nothing is saved.
+	// Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/blueprints (the `CreateBlueprint` operationId).
+	CreateBlueprint(ctx context.Context, orgId OrgId, body CreateBlueprintJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteBlueprint Delete a blueprint
+	//
+	// Deletes the blueprint. Sensors using it keep their instance, IDs and
+	// formulas; they no longer show a `blueprint_id`. Required role: `admin`.
+	//
+	// Corresponds with DELETE /api/v1/org/{org_id}/blueprints/{blueprint_id} (the `DeleteBlueprint` operationId).
+	DeleteBlueprint(ctx context.Context, orgId OrgId, blueprintId BlueprintId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetBlueprint Get a blueprint
+	//
+	// The blueprint. Required role: `viewer`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/blueprints/{blueprint_id} (the `GetBlueprint` operationId).
+	GetBlueprint(ctx context.Context, orgId OrgId, blueprintId BlueprintId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateBlueprintWithBody Replace a blueprint
+	//
+	// Replaces the blueprint with the body, checked as on creation.
+	// Sensors already using it keep their own copy: only sensors that use
+	// it from now on get the new version. Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/blueprints/{blueprint_id} (the `UpdateBlueprint` operationId).
+	UpdateBlueprintWithBody(ctx context.Context, orgId OrgId, blueprintId BlueprintId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateBlueprint Replace a blueprint
+	//
+	// Replaces the blueprint with the body, checked as on creation.
+	// Sensors already using it keep their own copy: only sensors that use
+	// it from now on get the new version. Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/blueprints/{blueprint_id} (the `UpdateBlueprint` operationId).
+	UpdateBlueprint(ctx context.Context, orgId OrgId, blueprintId BlueprintId, body UpdateBlueprintJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListMembers Members of an organization
 	//
 	// Every member with their role, ordered by user id. Required role: `owner`.
@@ -275,8 +349,16 @@ type ClientInterface interface {
 	//
 	// `order=desc&limit=1` is the latest reading.
 	//
-	// **Outputs.** With `outputs=true` each reading carries `outputs`,
-	// computed from the sensor's formulas. Required role: `viewer`.
+	// **Outputs.** With `outputs=true` each reading carries `outputs`:
+	// the values of the sensor's output formulas, keyed by output ID,
+	// computed now from the stored inputs, the constants and the dated
+	// calibrations in force at the reading's datetime. Outputs are never
+	// stored, so an edited formula applies to every past reading. An
+	// output is left out of a reading when its formula names an input the
+	// reading lacks, a constant with no value at that datetime or another
+	// output left out, or when its value is not a finite number (a
+	// division by zero, say). A sensor without a blueprint has no outputs:
+	// the object is empty. Required role: `viewer`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id} (the `ListReadings` operationId).
 	ListReadings(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *ListReadingsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -297,6 +379,9 @@ type ClientInterface interface {
 	//   service's `-max-batch` and `-max-body` settings); beyond either,
 	//   413 naming the limit.
 	// - A sensor of an archived project answers 409.
+	// - A sensor with a blueprint instance accepts only that instance's
+	//   input IDs; any other ID is a 400 that names it, and nothing of the
+	//   batch is stored. A sensor without one accepts any input ID.
 	//
 	// Required role: `editor`.
 	//
@@ -321,6 +406,9 @@ type ClientInterface interface {
 	//   service's `-max-batch` and `-max-body` settings); beyond either,
 	//   413 naming the limit.
 	// - A sensor of an archived project answers 409.
+	// - A sensor with a blueprint instance accepts only that instance's
+	//   input IDs; any other ID is a 400 that names it, and nothing of the
+	//   batch is stored. A sensor without one accepts any input ID.
 	//
 	// Required role: `editor`.
 	//
@@ -339,7 +427,13 @@ type ClientInterface interface {
 
 	// CreateSensorWithBody Create a sensor
 	//
-	// Creates a sensor in the project. Required role: `admin`.
+	// Creates a sensor in the project. With `blueprint_id`, the sensor gets
+	// an instance of that blueprint of the same organization: its inputs
+	// and outputs get numeric IDs of their own, unique in the service, and
+	// `constants` override the blueprint's defaults, as in
+	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+	// The instance keeps its own copy of the formulas: editing the
+	// blueprint later does not change it. Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -348,7 +442,13 @@ type ClientInterface interface {
 
 	// CreateSensor Create a sensor
 	//
-	// Creates a sensor in the project. Required role: `admin`.
+	// Creates a sensor in the project. With `blueprint_id`, the sensor gets
+	// an instance of that blueprint of the same organization: its inputs
+	// and outputs get numeric IDs of their own, unique in the service, and
+	// `constants` override the blueprint's defaults, as in
+	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+	// The instance keeps its own copy of the formulas: editing the
+	// blueprint later does not change it. Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -373,7 +473,11 @@ type ClientInterface interface {
 	// UpdateSensorWithBody Update a sensor
 	//
 	// Updates the fields present in the body; absent fields keep their
-	// values. Required role: `admin`.
+	// values. A `blueprint_id` other than the sensor's makes a new instance
+	// with new IDs; when the sensor has readings that answers 409, since
+	// their input IDs would lose their meaning. The sensor's own
+	// `blueprint_id` keeps the instance and its IDs and applies `constants`.
+	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -383,12 +487,76 @@ type ClientInterface interface {
 	// UpdateSensor Update a sensor
 	//
 	// Updates the fields present in the body; absent fields keep their
-	// values. Required role: `admin`.
+	// values. A `blueprint_id` other than the sensor's makes a new instance
+	// with new IDs; when the sensor has readings that answers 409, since
+	// their input IDs would lose their meaning. The sensor's own
+	// `blueprint_id` keeps the instance and its IDs and applies `constants`.
+	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id} (the `UpdateSensor` operationId).
 	UpdateSensor(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateSensorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateCalibrationsWithBody Set dated values of a sensor's constants
+	//
+	// Sets the dated values of the named constants, replacing the ones
+	// they had (an empty list removes them); constants not named keep
+	// theirs. For each reading a constant takes the value of its latest
+	// dated entry whose `from` is at or before the reading's datetime,
+	// else its undated value, else the blueprint's default; an output that
+	// needs a constant with no value at all is left out. A sensor without
+	// a blueprint answers 409. Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/calibrations (the `UpdateCalibrations` operationId).
+	UpdateCalibrationsWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateCalibrations Set dated values of a sensor's constants
+	//
+	// Sets the dated values of the named constants, replacing the ones
+	// they had (an empty list removes them); constants not named keep
+	// theirs. For each reading a constant takes the value of its latest
+	// dated entry whose `from` is at or before the reading's datetime,
+	// else its undated value, else the blueprint's default; an output that
+	// needs a constant with no value at all is left out. A sensor without
+	// a blueprint answers 409. Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/calibrations (the `UpdateCalibrations` operationId).
+	UpdateCalibrations(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateCalibrationsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateFormulasWithBody Edit a sensor's formulas and constants
+	//
+	// Edits the formulas of the named outputs and the undated values of
+	// the named constants of the sensor's instance, in place: IDs stay.
+	// Outputs and constants not named keep theirs. Every formula of the
+	// result is checked as for a blueprint; an error names the output and
+	// nothing is saved. Outputs are computed on read, so the next GET
+	// shows every past reading through the new formulas. A sensor without
+	// a blueprint answers 409. Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas (the `UpdateFormulas` operationId).
+	UpdateFormulasWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateFormulas Edit a sensor's formulas and constants
+	//
+	// Edits the formulas of the named outputs and the undated values of
+	// the named constants of the sensor's instance, in place: IDs stay.
+	// Outputs and constants not named keep theirs. Every formula of the
+	// result is checked as for a blueprint; an error names the output and
+	// nothing is saved. Outputs are computed on read, so the next GET
+	// shows every past reading through the new formulas. A sensor without
+	// a blueprint answers 409. Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas (the `UpdateFormulas` operationId).
+	UpdateFormulas(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateFormulasJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListProjects List projects
 	//
@@ -530,6 +698,150 @@ func (c *Client) CreateToken(ctx context.Context, body CreateTokenJSONRequestBod
 // Corresponds with DELETE /api/v1/me/tokens/{token_id} (the `RevokeToken` operationId).
 func (c *Client) RevokeToken(ctx context.Context, tokenId TokenId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRevokeTokenRequest(c.Server, tokenId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListBlueprints List blueprints
+//
+// The organization's blueprints ordered by id, paged like projects. Required role: `viewer`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/blueprints (the `ListBlueprints` operationId).
+func (c *Client) ListBlueprints(ctx context.Context, orgId OrgId, params *ListBlueprintsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListBlueprintsRequest(c.Server, orgId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateBlueprintWithBody Create a blueprint
+//
+// Creates a blueprint: inputs, constants with optional defaults, and
+// output formulas that may use the inputs, the constants and the other
+// outputs. Keys are identifiers, unique within the blueprint. Every
+// formula is checked; a syntax error, an unknown name, a cycle between
+// outputs, a result that is not a number or a formula over 1,000
+// characters is a 400 naming the output, and nothing is saved.
+// Required role: `admin`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/org/{org_id}/blueprints (the `CreateBlueprint` operationId).
+func (c *Client) CreateBlueprintWithBody(ctx context.Context, orgId OrgId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateBlueprintRequestWithBody(c.Server, orgId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateBlueprint Create a blueprint
+//
+// Creates a blueprint: inputs, constants with optional defaults, and
+// output formulas that may use the inputs, the constants and the other
+// outputs. Keys are identifiers, unique within the blueprint. Every
+// formula is checked; a syntax error, an unknown name, a cycle between
+// outputs, a result that is not a number or a formula over 1,000
+// characters is a 400 naming the output, and nothing is saved.
+// Required role: `admin`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/org/{org_id}/blueprints (the `CreateBlueprint` operationId).
+func (c *Client) CreateBlueprint(ctx context.Context, orgId OrgId, body CreateBlueprintJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateBlueprintRequest(c.Server, orgId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteBlueprint Delete a blueprint
+//
+// Deletes the blueprint. Sensors using it keep their instance, IDs and
+// formulas; they no longer show a `blueprint_id`. Required role: `admin`.
+//
+// Corresponds with DELETE /api/v1/org/{org_id}/blueprints/{blueprint_id} (the `DeleteBlueprint` operationId).
+func (c *Client) DeleteBlueprint(ctx context.Context, orgId OrgId, blueprintId BlueprintId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteBlueprintRequest(c.Server, orgId, blueprintId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetBlueprint Get a blueprint
+//
+// The blueprint. Required role: `viewer`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/blueprints/{blueprint_id} (the `GetBlueprint` operationId).
+func (c *Client) GetBlueprint(ctx context.Context, orgId OrgId, blueprintId BlueprintId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBlueprintRequest(c.Server, orgId, blueprintId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateBlueprintWithBody Replace a blueprint
+//
+// Replaces the blueprint with the body, checked as on creation.
+// Sensors already using it keep their own copy: only sensors that use
+// it from now on get the new version. Required role: `admin`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/blueprints/{blueprint_id} (the `UpdateBlueprint` operationId).
+func (c *Client) UpdateBlueprintWithBody(ctx context.Context, orgId OrgId, blueprintId BlueprintId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateBlueprintRequestWithBody(c.Server, orgId, blueprintId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateBlueprint Replace a blueprint
+//
+// Replaces the blueprint with the body, checked as on creation.
+// Sensors already using it keep their own copy: only sensors that use
+// it from now on get the new version. Required role: `admin`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/blueprints/{blueprint_id} (the `UpdateBlueprint` operationId).
+func (c *Client) UpdateBlueprint(ctx context.Context, orgId OrgId, blueprintId BlueprintId, body UpdateBlueprintJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateBlueprintRequest(c.Server, orgId, blueprintId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -799,8 +1111,16 @@ func (c *Client) UpdateProject(ctx context.Context, orgId OrgId, projId ProjId, 
 //
 // `order=desc&limit=1` is the latest reading.
 //
-// **Outputs.** With `outputs=true` each reading carries `outputs`,
-// computed from the sensor's formulas. Required role: `viewer`.
+// **Outputs.** With `outputs=true` each reading carries `outputs`:
+// the values of the sensor's output formulas, keyed by output ID,
+// computed now from the stored inputs, the constants and the dated
+// calibrations in force at the reading's datetime. Outputs are never
+// stored, so an edited formula applies to every past reading. An
+// output is left out of a reading when its formula names an input the
+// reading lacks, a constant with no value at that datetime or another
+// output left out, or when its value is not a finite number (a
+// division by zero, say). A sensor without a blueprint has no outputs:
+// the object is empty. Required role: `viewer`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id} (the `ListReadings` operationId).
 func (c *Client) ListReadings(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *ListReadingsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -831,6 +1151,9 @@ func (c *Client) ListReadings(ctx context.Context, orgId OrgId, projId ProjId, s
 //     service's `-max-batch` and `-max-body` settings); beyond either,
 //     413 naming the limit.
 //   - A sensor of an archived project answers 409.
+//   - A sensor with a blueprint instance accepts only that instance's
+//     input IDs; any other ID is a 400 that names it, and nothing of the
+//     batch is stored. A sensor without one accepts any input ID.
 //
 // Required role: `editor`.
 //
@@ -865,6 +1188,9 @@ func (c *Client) PostReadingsWithBody(ctx context.Context, orgId OrgId, projId P
 //     service's `-max-batch` and `-max-body` settings); beyond either,
 //     413 naming the limit.
 //   - A sensor of an archived project answers 409.
+//   - A sensor with a blueprint instance accepts only that instance's
+//     input IDs; any other ID is a 400 that names it, and nothing of the
+//     batch is stored. A sensor without one accepts any input ID.
 //
 // Required role: `editor`.
 //
@@ -903,7 +1229,13 @@ func (c *Client) ListSensors(ctx context.Context, orgId OrgId, projId ProjId, pa
 
 // CreateSensorWithBody Create a sensor
 //
-// Creates a sensor in the project. Required role: `admin`.
+// Creates a sensor in the project. With `blueprint_id`, the sensor gets
+// an instance of that blueprint of the same organization: its inputs
+// and outputs get numeric IDs of their own, unique in the service, and
+// `constants` override the blueprint's defaults, as in
+// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+// The instance keeps its own copy of the formulas: editing the
+// blueprint later does not change it. Required role: `admin`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -922,7 +1254,13 @@ func (c *Client) CreateSensorWithBody(ctx context.Context, orgId OrgId, projId P
 
 // CreateSensor Create a sensor
 //
-// Creates a sensor in the project. Required role: `admin`.
+// Creates a sensor in the project. With `blueprint_id`, the sensor gets
+// an instance of that blueprint of the same organization: its inputs
+// and outputs get numeric IDs of their own, unique in the service, and
+// `constants` override the blueprint's defaults, as in
+// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+// The instance keeps its own copy of the formulas: editing the
+// blueprint later does not change it. Required role: `admin`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -977,7 +1315,11 @@ func (c *Client) GetSensor(ctx context.Context, orgId OrgId, projId ProjId, sens
 // UpdateSensorWithBody Update a sensor
 //
 // Updates the fields present in the body; absent fields keep their
-// values. Required role: `admin`.
+// values. A `blueprint_id` other than the sensor's makes a new instance
+// with new IDs; when the sensor has readings that answers 409, since
+// their input IDs would lose their meaning. The sensor's own
+// `blueprint_id` keeps the instance and its IDs and applies `constants`.
+// Required role: `admin`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -997,13 +1339,117 @@ func (c *Client) UpdateSensorWithBody(ctx context.Context, orgId OrgId, projId P
 // UpdateSensor Update a sensor
 //
 // Updates the fields present in the body; absent fields keep their
-// values. Required role: `admin`.
+// values. A `blueprint_id` other than the sensor's makes a new instance
+// with new IDs; when the sensor has readings that answers 409, since
+// their input IDs would lose their meaning. The sensor's own
+// `blueprint_id` keeps the instance and its IDs and applies `constants`.
+// Required role: `admin`.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id} (the `UpdateSensor` operationId).
 func (c *Client) UpdateSensor(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateSensorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateSensorRequest(c.Server, orgId, projId, sensorId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateCalibrationsWithBody Set dated values of a sensor's constants
+//
+// Sets the dated values of the named constants, replacing the ones
+// they had (an empty list removes them); constants not named keep
+// theirs. For each reading a constant takes the value of its latest
+// dated entry whose `from` is at or before the reading's datetime,
+// else its undated value, else the blueprint's default; an output that
+// needs a constant with no value at all is left out. A sensor without
+// a blueprint answers 409. Required role: `admin`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/calibrations (the `UpdateCalibrations` operationId).
+func (c *Client) UpdateCalibrationsWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateCalibrationsRequestWithBody(c.Server, orgId, projId, sensorId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateCalibrations Set dated values of a sensor's constants
+//
+// Sets the dated values of the named constants, replacing the ones
+// they had (an empty list removes them); constants not named keep
+// theirs. For each reading a constant takes the value of its latest
+// dated entry whose `from` is at or before the reading's datetime,
+// else its undated value, else the blueprint's default; an output that
+// needs a constant with no value at all is left out. A sensor without
+// a blueprint answers 409. Required role: `admin`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/calibrations (the `UpdateCalibrations` operationId).
+func (c *Client) UpdateCalibrations(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateCalibrationsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateCalibrationsRequest(c.Server, orgId, projId, sensorId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateFormulasWithBody Edit a sensor's formulas and constants
+//
+// Edits the formulas of the named outputs and the undated values of
+// the named constants of the sensor's instance, in place: IDs stay.
+// Outputs and constants not named keep theirs. Every formula of the
+// result is checked as for a blueprint; an error names the output and
+// nothing is saved. Outputs are computed on read, so the next GET
+// shows every past reading through the new formulas. A sensor without
+// a blueprint answers 409. Required role: `admin`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas (the `UpdateFormulas` operationId).
+func (c *Client) UpdateFormulasWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateFormulasRequestWithBody(c.Server, orgId, projId, sensorId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateFormulas Edit a sensor's formulas and constants
+//
+// Edits the formulas of the named outputs and the undated values of
+// the named constants of the sensor's instance, in place: IDs stay.
+// Outputs and constants not named keep theirs. Every formula of the
+// result is checked as for a blueprint; an error names the output and
+// nothing is saved. Outputs are computed on read, so the next GET
+// shows every past reading through the new formulas. A sensor without
+// a blueprint answers 409. Required role: `admin`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas (the `UpdateFormulas` operationId).
+func (c *Client) UpdateFormulas(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateFormulasJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateFormulasRequest(c.Server, orgId, projId, sensorId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1251,6 +1697,262 @@ func NewRevokeTokenRequest(server string, tokenId TokenId) (*http.Request, error
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewListBlueprintsRequest constructs an http.Request for the ListBlueprints method
+func NewListBlueprintsRequest(server string, orgId OrgId, params *ListBlueprintsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/blueprints", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateBlueprintRequest calls the generic CreateBlueprint builder with application/json body
+func NewCreateBlueprintRequest(server string, orgId OrgId, body CreateBlueprintJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateBlueprintRequestWithBody(server, orgId, "application/json", bodyReader)
+}
+
+// NewCreateBlueprintRequestWithBody constructs an http.Request for the CreateBlueprint method, with any body, and a specified content type
+func NewCreateBlueprintRequestWithBody(server string, orgId OrgId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/blueprints", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteBlueprintRequest constructs an http.Request for the DeleteBlueprint method
+func NewDeleteBlueprintRequest(server string, orgId OrgId, blueprintId BlueprintId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "blueprint_id", blueprintId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/blueprints/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetBlueprintRequest constructs an http.Request for the GetBlueprint method
+func NewGetBlueprintRequest(server string, orgId OrgId, blueprintId BlueprintId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "blueprint_id", blueprintId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/blueprints/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateBlueprintRequest calls the generic UpdateBlueprint builder with application/json body
+func NewUpdateBlueprintRequest(server string, orgId OrgId, blueprintId BlueprintId, body UpdateBlueprintJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateBlueprintRequestWithBody(server, orgId, blueprintId, "application/json", bodyReader)
+}
+
+// NewUpdateBlueprintRequestWithBody constructs an http.Request for the UpdateBlueprint method, with any body, and a specified content type
+func NewUpdateBlueprintRequestWithBody(server string, orgId OrgId, blueprintId BlueprintId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "blueprint_id", blueprintId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/blueprints/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -2132,6 +2834,128 @@ func NewUpdateSensorRequestWithBody(server string, orgId OrgId, projId ProjId, s
 	return req, nil
 }
 
+// NewUpdateCalibrationsRequest calls the generic UpdateCalibrations builder with application/json body
+func NewUpdateCalibrationsRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateCalibrationsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateCalibrationsRequestWithBody(server, orgId, projId, sensorId, "application/json", bodyReader)
+}
+
+// NewUpdateCalibrationsRequestWithBody constructs an http.Request for the UpdateCalibrations method, with any body, and a specified content type
+func NewUpdateCalibrationsRequestWithBody(server string, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/calibrations", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewUpdateFormulasRequest calls the generic UpdateFormulas builder with application/json body
+func NewUpdateFormulasRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateFormulasJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateFormulasRequestWithBody(server, orgId, projId, sensorId, "application/json", bodyReader)
+}
+
+// NewUpdateFormulasRequestWithBody constructs an http.Request for the UpdateFormulas method, with any body, and a specified content type
+func NewUpdateFormulasRequestWithBody(server string, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/formulas", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListProjectsRequest constructs an http.Request for the ListProjects method
 func NewListProjectsRequest(server string, orgId OrgId, params *ListProjectsParams) (*http.Request, error) {
 	var err error
@@ -2443,6 +3267,86 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /api/v1/me/tokens/{token_id} (the `RevokeToken` operationId).
 	RevokeTokenWithResponse(ctx context.Context, tokenId TokenId, reqEditors ...RequestEditorFn) (*RevokeTokenResponse, error)
 
+	// ListBlueprintsWithResponse List blueprints
+	//
+	// The organization's blueprints ordered by id, paged like projects. Required role: `viewer`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/blueprints (the `ListBlueprints` operationId).
+	ListBlueprintsWithResponse(ctx context.Context, orgId OrgId, params *ListBlueprintsParams, reqEditors ...RequestEditorFn) (*ListBlueprintsResponse, error)
+
+	// CreateBlueprintWithBodyWithResponse Create a blueprint
+	//
+	// Creates a blueprint: inputs, constants with optional defaults, and
+	// output formulas that may use the inputs, the constants and the other
+	// outputs. Keys are identifiers, unique within the blueprint. Every
+	// formula is checked; a syntax error, an unknown name, a cycle between
+	// outputs, a result that is not a number or a formula over 1,000
+	// characters is a 400 naming the output, and nothing is saved.
+	// Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/blueprints (the `CreateBlueprint` operationId).
+	CreateBlueprintWithBodyWithResponse(ctx context.Context, orgId OrgId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateBlueprintResponse, error)
+
+	// CreateBlueprintWithResponse Create a blueprint
+	//
+	// Creates a blueprint: inputs, constants with optional defaults, and
+	// output formulas that may use the inputs, the constants and the other
+	// outputs. Keys are identifiers, unique within the blueprint. Every
+	// formula is checked; a syntax error, an unknown name, a cycle between
+	// outputs, a result that is not a number or a formula over 1,000
+	// characters is a 400 naming the output, and nothing is saved.
+	// Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/blueprints (the `CreateBlueprint` operationId).
+	CreateBlueprintWithResponse(ctx context.Context, orgId OrgId, body CreateBlueprintJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateBlueprintResponse, error)
+
+	// DeleteBlueprintWithResponse Delete a blueprint
+	//
+	// Deletes the blueprint. Sensors using it keep their instance, IDs and
+	// formulas; they no longer show a `blueprint_id`. Required role: `admin`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/org/{org_id}/blueprints/{blueprint_id} (the `DeleteBlueprint` operationId).
+	DeleteBlueprintWithResponse(ctx context.Context, orgId OrgId, blueprintId BlueprintId, reqEditors ...RequestEditorFn) (*DeleteBlueprintResponse, error)
+
+	// GetBlueprintWithResponse Get a blueprint
+	//
+	// The blueprint. Required role: `viewer`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/blueprints/{blueprint_id} (the `GetBlueprint` operationId).
+	GetBlueprintWithResponse(ctx context.Context, orgId OrgId, blueprintId BlueprintId, reqEditors ...RequestEditorFn) (*GetBlueprintResponse, error)
+
+	// UpdateBlueprintWithBodyWithResponse Replace a blueprint
+	//
+	// Replaces the blueprint with the body, checked as on creation.
+	// Sensors already using it keep their own copy: only sensors that use
+	// it from now on get the new version. Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/blueprints/{blueprint_id} (the `UpdateBlueprint` operationId).
+	UpdateBlueprintWithBodyWithResponse(ctx context.Context, orgId OrgId, blueprintId BlueprintId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateBlueprintResponse, error)
+
+	// UpdateBlueprintWithResponse Replace a blueprint
+	//
+	// Replaces the blueprint with the body, checked as on creation.
+	// Sensors already using it keep their own copy: only sensors that use
+	// it from now on get the new version. Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/blueprints/{blueprint_id} (the `UpdateBlueprint` operationId).
+	UpdateBlueprintWithResponse(ctx context.Context, orgId OrgId, blueprintId BlueprintId, body UpdateBlueprintJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateBlueprintResponse, error)
+
 	// ListMembersWithResponse Members of an organization
 	//
 	// Every member with their role, ordered by user id. Required role: `owner`.
@@ -2590,8 +3494,16 @@ type ClientWithResponsesInterface interface {
 	//
 	// `order=desc&limit=1` is the latest reading.
 	//
-	// **Outputs.** With `outputs=true` each reading carries `outputs`,
-	// computed from the sensor's formulas. Required role: `viewer`.
+	// **Outputs.** With `outputs=true` each reading carries `outputs`:
+	// the values of the sensor's output formulas, keyed by output ID,
+	// computed now from the stored inputs, the constants and the dated
+	// calibrations in force at the reading's datetime. Outputs are never
+	// stored, so an edited formula applies to every past reading. An
+	// output is left out of a reading when its formula names an input the
+	// reading lacks, a constant with no value at that datetime or another
+	// output left out, or when its value is not a finite number (a
+	// division by zero, say). A sensor without a blueprint has no outputs:
+	// the object is empty. Required role: `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2614,6 +3526,9 @@ type ClientWithResponsesInterface interface {
 	//   service's `-max-batch` and `-max-body` settings); beyond either,
 	//   413 naming the limit.
 	// - A sensor of an archived project answers 409.
+	// - A sensor with a blueprint instance accepts only that instance's
+	//   input IDs; any other ID is a 400 that names it, and nothing of the
+	//   batch is stored. A sensor without one accepts any input ID.
 	//
 	// Required role: `editor`.
 	//
@@ -2638,6 +3553,9 @@ type ClientWithResponsesInterface interface {
 	//   service's `-max-batch` and `-max-body` settings); beyond either,
 	//   413 naming the limit.
 	// - A sensor of an archived project answers 409.
+	// - A sensor with a blueprint instance accepts only that instance's
+	//   input IDs; any other ID is a 400 that names it, and nothing of the
+	//   batch is stored. A sensor without one accepts any input ID.
 	//
 	// Required role: `editor`.
 	//
@@ -2658,7 +3576,13 @@ type ClientWithResponsesInterface interface {
 
 	// CreateSensorWithBodyWithResponse Create a sensor
 	//
-	// Creates a sensor in the project. Required role: `admin`.
+	// Creates a sensor in the project. With `blueprint_id`, the sensor gets
+	// an instance of that blueprint of the same organization: its inputs
+	// and outputs get numeric IDs of their own, unique in the service, and
+	// `constants` override the blueprint's defaults, as in
+	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+	// The instance keeps its own copy of the formulas: editing the
+	// blueprint later does not change it. Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2667,7 +3591,13 @@ type ClientWithResponsesInterface interface {
 
 	// CreateSensorWithResponse Create a sensor
 	//
-	// Creates a sensor in the project. Required role: `admin`.
+	// Creates a sensor in the project. With `blueprint_id`, the sensor gets
+	// an instance of that blueprint of the same organization: its inputs
+	// and outputs get numeric IDs of their own, unique in the service, and
+	// `constants` override the blueprint's defaults, as in
+	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+	// The instance keeps its own copy of the formulas: editing the
+	// blueprint later does not change it. Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2696,7 +3626,11 @@ type ClientWithResponsesInterface interface {
 	// UpdateSensorWithBodyWithResponse Update a sensor
 	//
 	// Updates the fields present in the body; absent fields keep their
-	// values. Required role: `admin`.
+	// values. A `blueprint_id` other than the sensor's makes a new instance
+	// with new IDs; when the sensor has readings that answers 409, since
+	// their input IDs would lose their meaning. The sensor's own
+	// `blueprint_id` keeps the instance and its IDs and applies `constants`.
+	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2706,12 +3640,76 @@ type ClientWithResponsesInterface interface {
 	// UpdateSensorWithResponse Update a sensor
 	//
 	// Updates the fields present in the body; absent fields keep their
-	// values. Required role: `admin`.
+	// values. A `blueprint_id` other than the sensor's makes a new instance
+	// with new IDs; when the sensor has readings that answers 409, since
+	// their input IDs would lose their meaning. The sensor's own
+	// `blueprint_id` keeps the instance and its IDs and applies `constants`.
+	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id} (the `UpdateSensor` operationId).
 	UpdateSensorWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateSensorJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSensorResponse, error)
+
+	// UpdateCalibrationsWithBodyWithResponse Set dated values of a sensor's constants
+	//
+	// Sets the dated values of the named constants, replacing the ones
+	// they had (an empty list removes them); constants not named keep
+	// theirs. For each reading a constant takes the value of its latest
+	// dated entry whose `from` is at or before the reading's datetime,
+	// else its undated value, else the blueprint's default; an output that
+	// needs a constant with no value at all is left out. A sensor without
+	// a blueprint answers 409. Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/calibrations (the `UpdateCalibrations` operationId).
+	UpdateCalibrationsWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCalibrationsResponse, error)
+
+	// UpdateCalibrationsWithResponse Set dated values of a sensor's constants
+	//
+	// Sets the dated values of the named constants, replacing the ones
+	// they had (an empty list removes them); constants not named keep
+	// theirs. For each reading a constant takes the value of its latest
+	// dated entry whose `from` is at or before the reading's datetime,
+	// else its undated value, else the blueprint's default; an output that
+	// needs a constant with no value at all is left out. A sensor without
+	// a blueprint answers 409. Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/calibrations (the `UpdateCalibrations` operationId).
+	UpdateCalibrationsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateCalibrationsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCalibrationsResponse, error)
+
+	// UpdateFormulasWithBodyWithResponse Edit a sensor's formulas and constants
+	//
+	// Edits the formulas of the named outputs and the undated values of
+	// the named constants of the sensor's instance, in place: IDs stay.
+	// Outputs and constants not named keep theirs. Every formula of the
+	// result is checked as for a blueprint; an error names the output and
+	// nothing is saved. Outputs are computed on read, so the next GET
+	// shows every past reading through the new formulas. A sensor without
+	// a blueprint answers 409. Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas (the `UpdateFormulas` operationId).
+	UpdateFormulasWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateFormulasResponse, error)
+
+	// UpdateFormulasWithResponse Edit a sensor's formulas and constants
+	//
+	// Edits the formulas of the named outputs and the undated values of
+	// the named constants of the sensor's instance, in place: IDs stay.
+	// Outputs and constants not named keep theirs. Every formula of the
+	// result is checked as for a blueprint; an error names the output and
+	// nothing is saved. Outputs are computed on read, so the next GET
+	// shows every past reading through the new formulas. A sensor without
+	// a blueprint answers 409. Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas (the `UpdateFormulas` operationId).
+	UpdateFormulasWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateFormulasJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateFormulasResponse, error)
 
 	// ListProjectsWithResponse List projects
 	//
@@ -3157,6 +4155,596 @@ func (r RevokeTokenResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RevokeTokenResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListBlueprintsResponse401Headers the declared response headers of an HTTP 401 response for ListBlueprints
+type ListBlueprintsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListBlueprintsResponse429Headers the declared response headers of an HTTP 429 response for ListBlueprints
+type ListBlueprintsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListBlueprintsResponse503Headers the declared response headers of an HTTP 503 response for ListBlueprints
+type ListBlueprintsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListBlueprintsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BlueprintPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListBlueprintsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListBlueprintsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListBlueprintsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListBlueprintsResponse) GetJSON200() *BlueprintPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListBlueprintsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListBlueprintsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListBlueprintsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListBlueprintsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListBlueprintsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListBlueprintsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListBlueprintsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListBlueprintsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListBlueprintsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListBlueprintsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListBlueprintsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateBlueprintResponse401Headers the declared response headers of an HTTP 401 response for CreateBlueprint
+type CreateBlueprintResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateBlueprintResponse429Headers the declared response headers of an HTTP 429 response for CreateBlueprint
+type CreateBlueprintResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CreateBlueprintResponse503Headers the declared response headers of an HTTP 503 response for CreateBlueprint
+type CreateBlueprintResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreateBlueprintResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Blueprint
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateBlueprintResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateBlueprintResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateBlueprintResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateBlueprintResponse) GetJSON201() *Blueprint {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateBlueprintResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateBlueprintResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateBlueprintResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateBlueprintResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateBlueprintResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateBlueprintResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateBlueprintResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateBlueprintResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateBlueprintResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateBlueprintResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateBlueprintResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateBlueprintResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateBlueprintResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateBlueprintResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteBlueprintResponse401Headers the declared response headers of an HTTP 401 response for DeleteBlueprint
+type DeleteBlueprintResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DeleteBlueprintResponse429Headers the declared response headers of an HTTP 429 response for DeleteBlueprint
+type DeleteBlueprintResponse429Headers struct {
+	RetryAfter *int
+}
+
+// DeleteBlueprintResponse503Headers the declared response headers of an HTTP 503 response for DeleteBlueprint
+type DeleteBlueprintResponse503Headers struct {
+	RetryAfter *int
+}
+
+type DeleteBlueprintResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteBlueprintResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteBlueprintResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteBlueprintResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteBlueprintResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteBlueprintResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteBlueprintResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteBlueprintResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteBlueprintResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteBlueprintResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteBlueprintResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteBlueprintResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteBlueprintResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteBlueprintResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteBlueprintResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetBlueprintResponse401Headers the declared response headers of an HTTP 401 response for GetBlueprint
+type GetBlueprintResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetBlueprintResponse429Headers the declared response headers of an HTTP 429 response for GetBlueprint
+type GetBlueprintResponse429Headers struct {
+	RetryAfter *int
+}
+
+// GetBlueprintResponse503Headers the declared response headers of an HTTP 503 response for GetBlueprint
+type GetBlueprintResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetBlueprintResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Blueprint
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetBlueprintResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetBlueprintResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetBlueprintResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetBlueprintResponse) GetJSON200() *Blueprint {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetBlueprintResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetBlueprintResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetBlueprintResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetBlueprintResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetBlueprintResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetBlueprintResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetBlueprintResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBlueprintResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBlueprintResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBlueprintResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBlueprintResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateBlueprintResponse401Headers the declared response headers of an HTTP 401 response for UpdateBlueprint
+type UpdateBlueprintResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// UpdateBlueprintResponse429Headers the declared response headers of an HTTP 429 response for UpdateBlueprint
+type UpdateBlueprintResponse429Headers struct {
+	RetryAfter *int
+}
+
+// UpdateBlueprintResponse503Headers the declared response headers of an HTTP 503 response for UpdateBlueprint
+type UpdateBlueprintResponse503Headers struct {
+	RetryAfter *int
+}
+
+type UpdateBlueprintResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Blueprint
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateBlueprintResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateBlueprintResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateBlueprintResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateBlueprintResponse) GetJSON200() *Blueprint {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateBlueprintResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateBlueprintResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateBlueprintResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateBlueprintResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateBlueprintResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateBlueprintResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateBlueprintResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateBlueprintResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateBlueprintResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateBlueprintResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateBlueprintResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateBlueprintResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateBlueprintResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateBlueprintResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -4947,6 +6535,270 @@ func (r UpdateSensorResponse) ContentType() string {
 	return ""
 }
 
+// UpdateCalibrationsResponse401Headers the declared response headers of an HTTP 401 response for UpdateCalibrations
+type UpdateCalibrationsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// UpdateCalibrationsResponse429Headers the declared response headers of an HTTP 429 response for UpdateCalibrations
+type UpdateCalibrationsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// UpdateCalibrationsResponse503Headers the declared response headers of an HTTP 503 response for UpdateCalibrations
+type UpdateCalibrationsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type UpdateCalibrationsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Sensor
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateCalibrationsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateCalibrationsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateCalibrationsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateCalibrationsResponse) GetJSON200() *Sensor {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateCalibrationsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateCalibrationsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateCalibrationsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateCalibrationsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateCalibrationsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateCalibrationsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateCalibrationsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateCalibrationsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateCalibrationsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateCalibrationsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateCalibrationsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateCalibrationsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateCalibrationsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateCalibrationsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateFormulasResponse401Headers the declared response headers of an HTTP 401 response for UpdateFormulas
+type UpdateFormulasResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// UpdateFormulasResponse429Headers the declared response headers of an HTTP 429 response for UpdateFormulas
+type UpdateFormulasResponse429Headers struct {
+	RetryAfter *int
+}
+
+// UpdateFormulasResponse503Headers the declared response headers of an HTTP 503 response for UpdateFormulas
+type UpdateFormulasResponse503Headers struct {
+	RetryAfter *int
+}
+
+type UpdateFormulasResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Sensor
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateFormulasResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateFormulasResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateFormulasResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateFormulasResponse) GetJSON200() *Sensor {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateFormulasResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateFormulasResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateFormulasResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateFormulasResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateFormulasResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateFormulasResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateFormulasResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateFormulasResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateFormulasResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateFormulasResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateFormulasResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateFormulasResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateFormulasResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateFormulasResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListProjectsResponse401Headers the declared response headers of an HTTP 401 response for ListProjects
 type ListProjectsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -5486,6 +7338,128 @@ func (c *ClientWithResponses) RevokeTokenWithResponse(ctx context.Context, token
 	return ParseRevokeTokenResponse(rsp)
 }
 
+// ListBlueprintsWithResponse List blueprints
+//
+// The organization's blueprints ordered by id, paged like projects. Required role: `viewer`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/blueprints (the `ListBlueprints` operationId).
+func (c *ClientWithResponses) ListBlueprintsWithResponse(ctx context.Context, orgId OrgId, params *ListBlueprintsParams, reqEditors ...RequestEditorFn) (*ListBlueprintsResponse, error) {
+	rsp, err := c.ListBlueprints(ctx, orgId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListBlueprintsResponse(rsp)
+}
+
+// CreateBlueprintWithBodyWithResponse Create a blueprint
+//
+// Creates a blueprint: inputs, constants with optional defaults, and
+// output formulas that may use the inputs, the constants and the other
+// outputs. Keys are identifiers, unique within the blueprint. Every
+// formula is checked; a syntax error, an unknown name, a cycle between
+// outputs, a result that is not a number or a formula over 1,000
+// characters is a 400 naming the output, and nothing is saved.
+// Required role: `admin`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/org/{org_id}/blueprints (the `CreateBlueprint` operationId).
+func (c *ClientWithResponses) CreateBlueprintWithBodyWithResponse(ctx context.Context, orgId OrgId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateBlueprintResponse, error) {
+	rsp, err := c.CreateBlueprintWithBody(ctx, orgId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateBlueprintResponse(rsp)
+}
+
+// CreateBlueprintWithResponse Create a blueprint
+//
+// Creates a blueprint: inputs, constants with optional defaults, and
+// output formulas that may use the inputs, the constants and the other
+// outputs. Keys are identifiers, unique within the blueprint. Every
+// formula is checked; a syntax error, an unknown name, a cycle between
+// outputs, a result that is not a number or a formula over 1,000
+// characters is a 400 naming the output, and nothing is saved.
+// Required role: `admin`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/org/{org_id}/blueprints (the `CreateBlueprint` operationId).
+func (c *ClientWithResponses) CreateBlueprintWithResponse(ctx context.Context, orgId OrgId, body CreateBlueprintJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateBlueprintResponse, error) {
+	rsp, err := c.CreateBlueprint(ctx, orgId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateBlueprintResponse(rsp)
+}
+
+// DeleteBlueprintWithResponse Delete a blueprint
+//
+// Deletes the blueprint. Sensors using it keep their instance, IDs and
+// formulas; they no longer show a `blueprint_id`. Required role: `admin`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/org/{org_id}/blueprints/{blueprint_id} (the `DeleteBlueprint` operationId).
+func (c *ClientWithResponses) DeleteBlueprintWithResponse(ctx context.Context, orgId OrgId, blueprintId BlueprintId, reqEditors ...RequestEditorFn) (*DeleteBlueprintResponse, error) {
+	rsp, err := c.DeleteBlueprint(ctx, orgId, blueprintId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteBlueprintResponse(rsp)
+}
+
+// GetBlueprintWithResponse Get a blueprint
+//
+// The blueprint. Required role: `viewer`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/blueprints/{blueprint_id} (the `GetBlueprint` operationId).
+func (c *ClientWithResponses) GetBlueprintWithResponse(ctx context.Context, orgId OrgId, blueprintId BlueprintId, reqEditors ...RequestEditorFn) (*GetBlueprintResponse, error) {
+	rsp, err := c.GetBlueprint(ctx, orgId, blueprintId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBlueprintResponse(rsp)
+}
+
+// UpdateBlueprintWithBodyWithResponse Replace a blueprint
+//
+// Replaces the blueprint with the body, checked as on creation.
+// Sensors already using it keep their own copy: only sensors that use
+// it from now on get the new version. Required role: `admin`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/blueprints/{blueprint_id} (the `UpdateBlueprint` operationId).
+func (c *ClientWithResponses) UpdateBlueprintWithBodyWithResponse(ctx context.Context, orgId OrgId, blueprintId BlueprintId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateBlueprintResponse, error) {
+	rsp, err := c.UpdateBlueprintWithBody(ctx, orgId, blueprintId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateBlueprintResponse(rsp)
+}
+
+// UpdateBlueprintWithResponse Replace a blueprint
+//
+// Replaces the blueprint with the body, checked as on creation.
+// Sensors already using it keep their own copy: only sensors that use
+// it from now on get the new version. Required role: `admin`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/blueprints/{blueprint_id} (the `UpdateBlueprint` operationId).
+func (c *ClientWithResponses) UpdateBlueprintWithResponse(ctx context.Context, orgId OrgId, blueprintId BlueprintId, body UpdateBlueprintJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateBlueprintResponse, error) {
+	rsp, err := c.UpdateBlueprint(ctx, orgId, blueprintId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateBlueprintResponse(rsp)
+}
+
 // ListMembersWithResponse Members of an organization
 //
 // Every member with their role, ordered by user id. Required role: `owner`.
@@ -5705,8 +7679,16 @@ func (c *ClientWithResponses) UpdateProjectWithResponse(ctx context.Context, org
 //
 // `order=desc&limit=1` is the latest reading.
 //
-// **Outputs.** With `outputs=true` each reading carries `outputs`,
-// computed from the sensor's formulas. Required role: `viewer`.
+// **Outputs.** With `outputs=true` each reading carries `outputs`:
+// the values of the sensor's output formulas, keyed by output ID,
+// computed now from the stored inputs, the constants and the dated
+// calibrations in force at the reading's datetime. Outputs are never
+// stored, so an edited formula applies to every past reading. An
+// output is left out of a reading when its formula names an input the
+// reading lacks, a constant with no value at that datetime or another
+// output left out, or when its value is not a finite number (a
+// division by zero, say). A sensor without a blueprint has no outputs:
+// the object is empty. Required role: `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -5735,6 +7717,9 @@ func (c *ClientWithResponses) ListReadingsWithResponse(ctx context.Context, orgI
 //     service's `-max-batch` and `-max-body` settings); beyond either,
 //     413 naming the limit.
 //   - A sensor of an archived project answers 409.
+//   - A sensor with a blueprint instance accepts only that instance's
+//     input IDs; any other ID is a 400 that names it, and nothing of the
+//     batch is stored. A sensor without one accepts any input ID.
 //
 // Required role: `editor`.
 //
@@ -5765,6 +7750,9 @@ func (c *ClientWithResponses) PostReadingsWithBodyWithResponse(ctx context.Conte
 //     service's `-max-batch` and `-max-body` settings); beyond either,
 //     413 naming the limit.
 //   - A sensor of an archived project answers 409.
+//   - A sensor with a blueprint instance accepts only that instance's
+//     input IDs; any other ID is a 400 that names it, and nothing of the
+//     batch is stored. A sensor without one accepts any input ID.
 //
 // Required role: `editor`.
 //
@@ -5797,7 +7785,13 @@ func (c *ClientWithResponses) ListSensorsWithResponse(ctx context.Context, orgId
 
 // CreateSensorWithBodyWithResponse Create a sensor
 //
-// Creates a sensor in the project. Required role: `admin`.
+// Creates a sensor in the project. With `blueprint_id`, the sensor gets
+// an instance of that blueprint of the same organization: its inputs
+// and outputs get numeric IDs of their own, unique in the service, and
+// `constants` override the blueprint's defaults, as in
+// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+// The instance keeps its own copy of the formulas: editing the
+// blueprint later does not change it. Required role: `admin`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5812,7 +7806,13 @@ func (c *ClientWithResponses) CreateSensorWithBodyWithResponse(ctx context.Conte
 
 // CreateSensorWithResponse Create a sensor
 //
-// Creates a sensor in the project. Required role: `admin`.
+// Creates a sensor in the project. With `blueprint_id`, the sensor gets
+// an instance of that blueprint of the same organization: its inputs
+// and outputs get numeric IDs of their own, unique in the service, and
+// `constants` override the blueprint's defaults, as in
+// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+// The instance keeps its own copy of the formulas: editing the
+// blueprint later does not change it. Required role: `admin`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5859,7 +7859,11 @@ func (c *ClientWithResponses) GetSensorWithResponse(ctx context.Context, orgId O
 // UpdateSensorWithBodyWithResponse Update a sensor
 //
 // Updates the fields present in the body; absent fields keep their
-// values. Required role: `admin`.
+// values. A `blueprint_id` other than the sensor's makes a new instance
+// with new IDs; when the sensor has readings that answers 409, since
+// their input IDs would lose their meaning. The sensor's own
+// `blueprint_id` keeps the instance and its IDs and applies `constants`.
+// Required role: `admin`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5875,7 +7879,11 @@ func (c *ClientWithResponses) UpdateSensorWithBodyWithResponse(ctx context.Conte
 // UpdateSensorWithResponse Update a sensor
 //
 // Updates the fields present in the body; absent fields keep their
-// values. Required role: `admin`.
+// values. A `blueprint_id` other than the sensor's makes a new instance
+// with new IDs; when the sensor has readings that answers 409, since
+// their input IDs would lose their meaning. The sensor's own
+// `blueprint_id` keeps the instance and its IDs and applies `constants`.
+// Required role: `admin`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5886,6 +7894,90 @@ func (c *ClientWithResponses) UpdateSensorWithResponse(ctx context.Context, orgI
 		return nil, err
 	}
 	return ParseUpdateSensorResponse(rsp)
+}
+
+// UpdateCalibrationsWithBodyWithResponse Set dated values of a sensor's constants
+//
+// Sets the dated values of the named constants, replacing the ones
+// they had (an empty list removes them); constants not named keep
+// theirs. For each reading a constant takes the value of its latest
+// dated entry whose `from` is at or before the reading's datetime,
+// else its undated value, else the blueprint's default; an output that
+// needs a constant with no value at all is left out. A sensor without
+// a blueprint answers 409. Required role: `admin`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/calibrations (the `UpdateCalibrations` operationId).
+func (c *ClientWithResponses) UpdateCalibrationsWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCalibrationsResponse, error) {
+	rsp, err := c.UpdateCalibrationsWithBody(ctx, orgId, projId, sensorId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateCalibrationsResponse(rsp)
+}
+
+// UpdateCalibrationsWithResponse Set dated values of a sensor's constants
+//
+// Sets the dated values of the named constants, replacing the ones
+// they had (an empty list removes them); constants not named keep
+// theirs. For each reading a constant takes the value of its latest
+// dated entry whose `from` is at or before the reading's datetime,
+// else its undated value, else the blueprint's default; an output that
+// needs a constant with no value at all is left out. A sensor without
+// a blueprint answers 409. Required role: `admin`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/calibrations (the `UpdateCalibrations` operationId).
+func (c *ClientWithResponses) UpdateCalibrationsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateCalibrationsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCalibrationsResponse, error) {
+	rsp, err := c.UpdateCalibrations(ctx, orgId, projId, sensorId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateCalibrationsResponse(rsp)
+}
+
+// UpdateFormulasWithBodyWithResponse Edit a sensor's formulas and constants
+//
+// Edits the formulas of the named outputs and the undated values of
+// the named constants of the sensor's instance, in place: IDs stay.
+// Outputs and constants not named keep theirs. Every formula of the
+// result is checked as for a blueprint; an error names the output and
+// nothing is saved. Outputs are computed on read, so the next GET
+// shows every past reading through the new formulas. A sensor without
+// a blueprint answers 409. Required role: `admin`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas (the `UpdateFormulas` operationId).
+func (c *ClientWithResponses) UpdateFormulasWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateFormulasResponse, error) {
+	rsp, err := c.UpdateFormulasWithBody(ctx, orgId, projId, sensorId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateFormulasResponse(rsp)
+}
+
+// UpdateFormulasWithResponse Edit a sensor's formulas and constants
+//
+// Edits the formulas of the named outputs and the undated values of
+// the named constants of the sensor's instance, in place: IDs stay.
+// Outputs and constants not named keep theirs. Every formula of the
+// result is checked as for a blueprint; an error names the output and
+// nothing is saved. Outputs are computed on read, so the next GET
+// shows every past reading through the new formulas. A sensor without
+// a blueprint answers 409. Required role: `admin`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas (the `UpdateFormulas` operationId).
+func (c *ClientWithResponses) UpdateFormulasWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateFormulasJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateFormulasResponse, error) {
+	rsp, err := c.UpdateFormulas(ctx, orgId, projId, sensorId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateFormulasResponse(rsp)
 }
 
 // ListProjectsWithResponse List projects
@@ -6351,6 +8443,584 @@ func ParseRevokeTokenResponse(rsp *http.Response) (*RevokeTokenResponse, error) 
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RevokeTokenResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListBlueprintsResponse parses an HTTP response from a ListBlueprintsWithResponse call
+func ParseListBlueprintsResponse(rsp *http.Response) (*ListBlueprintsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListBlueprintsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BlueprintPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListBlueprintsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListBlueprintsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListBlueprintsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateBlueprintResponse parses an HTTP response from a CreateBlueprintWithResponse call
+func ParseCreateBlueprintResponse(rsp *http.Response) (*CreateBlueprintResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateBlueprintResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Blueprint
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateBlueprintResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateBlueprintResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateBlueprintResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteBlueprintResponse parses an HTTP response from a DeleteBlueprintWithResponse call
+func ParseDeleteBlueprintResponse(rsp *http.Response) (*DeleteBlueprintResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteBlueprintResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteBlueprintResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteBlueprintResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteBlueprintResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetBlueprintResponse parses an HTTP response from a GetBlueprintWithResponse call
+func ParseGetBlueprintResponse(rsp *http.Response) (*GetBlueprintResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBlueprintResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Blueprint
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetBlueprintResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetBlueprintResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetBlueprintResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateBlueprintResponse parses an HTTP response from a UpdateBlueprintWithResponse call
+func ParseUpdateBlueprintResponse(rsp *http.Response) (*UpdateBlueprintResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateBlueprintResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Blueprint
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateBlueprintResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateBlueprintResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateBlueprintResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -8102,6 +10772,264 @@ func ParseUpdateSensorResponse(rsp *http.Response) (*UpdateSensorResponse, error
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers UpdateSensorResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateCalibrationsResponse parses an HTTP response from a UpdateCalibrationsWithResponse call
+func ParseUpdateCalibrationsResponse(rsp *http.Response) (*UpdateCalibrationsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateCalibrationsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Sensor
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateCalibrationsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateCalibrationsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateCalibrationsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateFormulasResponse parses an HTTP response from a UpdateFormulasWithResponse call
+func ParseUpdateFormulasResponse(rsp *http.Response) (*UpdateFormulasResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateFormulasResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Sensor
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateFormulasResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateFormulasResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateFormulasResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -142,6 +142,78 @@ func (e ListReadingsParamsOrder) Valid() bool {
 	}
 }
 
+// Blueprint defines model for Blueprint.
+type Blueprint struct {
+	Constants   []BlueprintConstant `json:"constants"`
+	CreatedAt   time.Time           `json:"created_at"`
+	Description string              `json:"description"`
+	Id          int64               `json:"id"`
+	Inputs      []BlueprintInput    `json:"inputs"`
+	Name        string              `json:"name"`
+	OrgId       int64               `json:"org_id"`
+	Outputs     []BlueprintOutput   `json:"outputs"`
+	UpdatedAt   time.Time           `json:"updated_at"`
+}
+
+// BlueprintConstant defines model for BlueprintConstant.
+type BlueprintConstant struct {
+	Default *float64 `json:"default,omitempty"`
+
+	// Key An identifier, unique within the blueprint; formulas name values by it.
+	Key  Key     `json:"key"`
+	Name string  `json:"name"`
+	Unit *string `json:"unit,omitempty"`
+}
+
+// BlueprintInput defines model for BlueprintInput.
+type BlueprintInput struct {
+	// Key An identifier, unique within the blueprint; formulas name values by it.
+	Key  Key     `json:"key"`
+	Name string  `json:"name"`
+	Unit *string `json:"unit,omitempty"`
+}
+
+// BlueprintOutput defines model for BlueprintOutput.
+type BlueprintOutput struct {
+	// Formula See the README's formula language.
+	Formula string `json:"formula"`
+
+	// Key An identifier, unique within the blueprint; formulas name values by it.
+	Key  Key     `json:"key"`
+	Name string  `json:"name"`
+	Unit *string `json:"unit,omitempty"`
+}
+
+// BlueprintPage defines model for BlueprintPage.
+type BlueprintPage struct {
+	Items []Blueprint `json:"items"`
+
+	// NextCursor Present when there may be more; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// BlueprintWrite defines model for BlueprintWrite.
+type BlueprintWrite struct {
+	Constants   *[]BlueprintConstant `json:"constants,omitempty"`
+	Description *string              `json:"description,omitempty"`
+	Inputs      []BlueprintInput     `json:"inputs"`
+	Name        string               `json:"name"`
+	Outputs     []BlueprintOutput    `json:"outputs"`
+}
+
+// Calibration defines model for Calibration.
+type Calibration struct {
+	// From From this instant on (RFC 3339 with a zone, at most six fractional digits).
+	From  time.Time `json:"from"`
+	Value float64   `json:"value"`
+}
+
+// CalibrationsUpdate The dated values of each named constant, replacing its previous ones.
+type CalibrationsUpdate map[string][]Calibration
+
+// ConstantValues Undated values of constants, by key.
+type ConstantValues map[string]float64
+
 // Error defines model for Error.
 type Error struct {
 	// Code A machine-readable code: `invalid`, `unauthorized`, `forbidden`,
@@ -162,6 +234,15 @@ type Error struct {
 	Message string `json:"message"`
 }
 
+// FormulasUpdate defines model for FormulasUpdate.
+type FormulasUpdate struct {
+	// Constants Undated values of constants, by key.
+	Constants *ConstantValues `json:"constants,omitempty"`
+
+	// Outputs New formulas, by output key.
+	Outputs *map[string]string `json:"outputs,omitempty"`
+}
+
 // Health defines model for Health.
 type Health struct {
 	Status HealthStatus `json:"status"`
@@ -169,6 +250,38 @@ type Health struct {
 
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
+
+// InstanceConstant defines model for InstanceConstant.
+type InstanceConstant struct {
+	// Default The blueprint's default, when it has one.
+	Default *float64 `json:"default,omitempty"`
+	Key     string   `json:"key"`
+	Name    string   `json:"name"`
+	Unit    string   `json:"unit"`
+
+	// Value The sensor's own undated value, when set.
+	Value *float64 `json:"value,omitempty"`
+}
+
+// InstanceInput defines model for InstanceInput.
+type InstanceInput struct {
+	Id   int64  `json:"id"`
+	Key  string `json:"key"`
+	Name string `json:"name"`
+	Unit string `json:"unit"`
+}
+
+// InstanceOutput defines model for InstanceOutput.
+type InstanceOutput struct {
+	Formula string `json:"formula"`
+	Id      int64  `json:"id"`
+	Key     string `json:"key"`
+	Name    string `json:"name"`
+	Unit    string `json:"unit"`
+}
+
+// Key An identifier, unique within the blueprint; formulas name values by it.
+type Key = string
 
 // Me defines model for Me.
 type Me struct {
@@ -309,18 +422,41 @@ type Role string
 
 // Sensor defines model for Sensor.
 type Sensor struct {
-	CreatedAt   time.Time `json:"created_at"`
-	Description string    `json:"description"`
-	Id          int64     `json:"id"`
-	Name        string    `json:"name"`
-	ProjectId   int64     `json:"project_id"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	// BlueprintId The blueprint the sensor's instance came from; absent when it has none or the blueprint was deleted since.
+	BlueprintId *int64 `json:"blueprint_id,omitempty"`
+
+	// Calibrations Dated values of constants, by key, oldest first.
+	Calibrations        map[string][]Calibration `json:"calibrations"`
+	ConstantDefinitions []InstanceConstant       `json:"constant_definitions"`
+
+	// Constants The undated value in force of each constant that has one (its own value, else the default).
+	Constants   map[string]float64 `json:"constants"`
+	CreatedAt   time.Time          `json:"created_at"`
+	Description string             `json:"description"`
+
+	// FormulasVersion Goes up with every change of the instance's formulas, constants or calibrations.
+	FormulasVersion int64 `json:"formulas_version"`
+	Id              int64 `json:"id"`
+
+	// Inputs The instance's inputs, with the IDs readings use.
+	Inputs []InstanceInput `json:"inputs"`
+	Name   string          `json:"name"`
+
+	// Outputs The instance's outputs, with the IDs readings' `outputs` use.
+	Outputs   []InstanceOutput `json:"outputs"`
+	ProjectId int64            `json:"project_id"`
+	UpdatedAt time.Time        `json:"updated_at"`
 }
 
 // SensorCreate defines model for SensorCreate.
 type SensorCreate struct {
-	Description *string `json:"description,omitempty"`
-	Name        string  `json:"name"`
+	// BlueprintId A blueprint of the organization to make an instance of.
+	BlueprintId *int64 `json:"blueprint_id,omitempty"`
+
+	// Constants Undated values of constants, by key.
+	Constants   *ConstantValues `json:"constants,omitempty"`
+	Description *string         `json:"description,omitempty"`
+	Name        string          `json:"name"`
 }
 
 // SensorPage defines model for SensorPage.
@@ -333,8 +469,12 @@ type SensorPage struct {
 
 // SensorUpdate defines model for SensorUpdate.
 type SensorUpdate struct {
-	Description *string `json:"description,omitempty"`
-	Name        *string `json:"name,omitempty"`
+	BlueprintId *int64 `json:"blueprint_id,omitempty"`
+
+	// Constants Undated values of constants, by key.
+	Constants   *ConstantValues `json:"constants,omitempty"`
+	Description *string         `json:"description,omitempty"`
+	Name        *string         `json:"name,omitempty"`
 }
 
 // Token defines model for Token.
@@ -343,7 +483,7 @@ type Token struct {
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	Id        int64      `json:"id"`
 
-	// LastUsedAt Updated at most once a minute.
+	// LastUsedAt When the token was last used, recorded every 30 seconds.
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 	Name       string     `json:"name"`
 
@@ -365,7 +505,7 @@ type TokenCreated struct {
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	Id        int64      `json:"id"`
 
-	// LastUsedAt Updated at most once a minute.
+	// LastUsedAt When the token was last used, recorded every 30 seconds.
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 	Name       string     `json:"name"`
 
@@ -389,6 +529,9 @@ type User struct {
 //
 // Example: {"101":2803.5,"102":11.2}
 type Values map[string]float64
+
+// BlueprintId defines model for BlueprintId.
+type BlueprintId = int64
 
 // Cursor defines model for Cursor.
 type Cursor = string
@@ -444,6 +587,15 @@ type Unauthorized = Error
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = Error
 
+// ListBlueprintsParams defines parameters for ListBlueprints.
+type ListBlueprintsParams struct {
+	// Limit The most items in a page.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListReadingsParams defines parameters for ListReadings.
 type ListReadingsParams struct {
 	// DatetimeGte Only readings at or after this instant (RFC 3339 with a zone).
@@ -495,6 +647,12 @@ type ListProjectsParams struct {
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = TokenCreate
 
+// CreateBlueprintJSONRequestBody defines body for CreateBlueprint for application/json ContentType.
+type CreateBlueprintJSONRequestBody = BlueprintWrite
+
+// UpdateBlueprintJSONRequestBody defines body for UpdateBlueprint for application/json ContentType.
+type UpdateBlueprintJSONRequestBody = BlueprintWrite
+
 // AddMemberJSONRequestBody defines body for AddMember for application/json ContentType.
 type AddMemberJSONRequestBody = MemberCreate
 
@@ -516,6 +674,12 @@ type CreateSensorJSONRequestBody = SensorCreate
 // UpdateSensorJSONRequestBody defines body for UpdateSensor for application/json ContentType.
 type UpdateSensorJSONRequestBody = SensorUpdate
 
+// UpdateCalibrationsJSONRequestBody defines body for UpdateCalibrations for application/json ContentType.
+type UpdateCalibrationsJSONRequestBody = CalibrationsUpdate
+
+// UpdateFormulasJSONRequestBody defines body for UpdateFormulas for application/json ContentType.
+type UpdateFormulasJSONRequestBody = FormulasUpdate
+
 // CreateProjectJSONRequestBody defines body for CreateProject for application/json ContentType.
 type CreateProjectJSONRequestBody = ProjectCreate
 
@@ -533,6 +697,21 @@ type ServerInterface interface {
 	// RevokeToken Revoke an API token
 	// (DELETE /api/v1/me/tokens/{token_id})
 	RevokeToken(ctx echo.Context, tokenId TokenId) error
+	// ListBlueprints List blueprints
+	// (GET /api/v1/org/{org_id}/blueprints)
+	ListBlueprints(ctx echo.Context, orgId OrgId, params ListBlueprintsParams) error
+	// CreateBlueprint Create a blueprint
+	// (POST /api/v1/org/{org_id}/blueprints)
+	CreateBlueprint(ctx echo.Context, orgId OrgId) error
+	// DeleteBlueprint Delete a blueprint
+	// (DELETE /api/v1/org/{org_id}/blueprints/{blueprint_id})
+	DeleteBlueprint(ctx echo.Context, orgId OrgId, blueprintId BlueprintId) error
+	// GetBlueprint Get a blueprint
+	// (GET /api/v1/org/{org_id}/blueprints/{blueprint_id})
+	GetBlueprint(ctx echo.Context, orgId OrgId, blueprintId BlueprintId) error
+	// UpdateBlueprint Replace a blueprint
+	// (PUT /api/v1/org/{org_id}/blueprints/{blueprint_id})
+	UpdateBlueprint(ctx echo.Context, orgId OrgId, blueprintId BlueprintId) error
 	// ListMembers Members of an organization
 	// (GET /api/v1/org/{org_id}/members)
 	ListMembers(ctx echo.Context, orgId OrgId) error
@@ -578,6 +757,12 @@ type ServerInterface interface {
 	// UpdateSensor Update a sensor
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id})
 	UpdateSensor(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// UpdateCalibrations Set dated values of a sensor's constants
+	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/calibrations)
+	UpdateCalibrations(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// UpdateFormulas Edit a sensor's formulas and constants
+	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas)
+	UpdateFormulas(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
 	// ListProjects List projects
 	// (GET /api/v1/org/{org_id}/projects)
 	ListProjects(ctx echo.Context, orgId OrgId, params ListProjectsParams) error
@@ -640,6 +825,126 @@ func (w *ServerInterfaceWrapper) RevokeToken(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RevokeToken(ctx, tokenId)
+	return err
+}
+
+// ListBlueprints converts echo context to params.
+func (w *ServerInterfaceWrapper) ListBlueprints(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListBlueprintsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListBlueprints(ctx, orgId, params)
+	return err
+}
+
+// CreateBlueprint converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateBlueprint(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateBlueprint(ctx, orgId)
+	return err
+}
+
+// DeleteBlueprint converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteBlueprint(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "blueprint_id" -------------
+	var blueprintId BlueprintId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "blueprint_id", ctx.Param("blueprint_id"), &blueprintId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter blueprint_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteBlueprint(ctx, orgId, blueprintId)
+	return err
+}
+
+// GetBlueprint converts echo context to params.
+func (w *ServerInterfaceWrapper) GetBlueprint(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "blueprint_id" -------------
+	var blueprintId BlueprintId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "blueprint_id", ctx.Param("blueprint_id"), &blueprintId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter blueprint_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetBlueprint(ctx, orgId, blueprintId)
+	return err
+}
+
+// UpdateBlueprint converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateBlueprint(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "blueprint_id" -------------
+	var blueprintId BlueprintId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "blueprint_id", ctx.Param("blueprint_id"), &blueprintId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter blueprint_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateBlueprint(ctx, orgId, blueprintId)
 	return err
 }
 
@@ -1101,6 +1406,70 @@ func (w *ServerInterfaceWrapper) UpdateSensor(ctx echo.Context) error {
 	return err
 }
 
+// UpdateCalibrations converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateCalibrations(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateCalibrations(ctx, orgId, projId, sensorId)
+	return err
+}
+
+// UpdateFormulas converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateFormulas(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateFormulas(ctx, orgId, projId, sensorId)
+	return err
+}
+
 // ListProjects converts echo context to params.
 func (w *ServerInterfaceWrapper) ListProjects(ctx echo.Context) error {
 	var err error
@@ -1260,6 +1629,13 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id", wrapper.DeleteSensor, options.OperationMiddlewares["deleteSensor"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id", wrapper.GetSensor, options.OperationMiddlewares["getSensor"]...)
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id", wrapper.UpdateSensor, options.OperationMiddlewares["updateSensor"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/blueprints", wrapper.ListBlueprints, options.OperationMiddlewares["listBlueprints"]...)
+	router.POST(options.BaseURL+"/api/v1/org/:org_id/blueprints", wrapper.CreateBlueprint, options.OperationMiddlewares["createBlueprint"]...)
+	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/blueprints/:blueprint_id", wrapper.DeleteBlueprint, options.OperationMiddlewares["deleteBlueprint"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/blueprints/:blueprint_id", wrapper.GetBlueprint, options.OperationMiddlewares["getBlueprint"]...)
+	router.PUT(options.BaseURL+"/api/v1/org/:org_id/blueprints/:blueprint_id", wrapper.UpdateBlueprint, options.OperationMiddlewares["updateBlueprint"]...)
+	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/formulas", wrapper.UpdateFormulas, options.OperationMiddlewares["updateFormulas"]...)
+	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/calibrations", wrapper.UpdateCalibrations, options.OperationMiddlewares["updateCalibrations"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings/:sensor_id", wrapper.ListReadings, options.OperationMiddlewares["listReadings"]...)
 	router.POST(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings/:sensor_id", wrapper.PostReadings, options.OperationMiddlewares["postReadings"]...)
 
@@ -1704,6 +2080,739 @@ func (response RevokeToken500JSONResponse) VisitRevokeTokenResponse(w http.Respo
 type RevokeToken503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response RevokeToken503JSONResponse) VisitRevokeTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBlueprintsRequestObject struct {
+	OrgId  OrgId `json:"org_id"`
+	Params ListBlueprintsParams
+}
+
+type ListBlueprintsResponseObject interface {
+	VisitListBlueprintsResponse(w http.ResponseWriter) error
+}
+
+type ListBlueprints200JSONResponse BlueprintPage
+
+func (response ListBlueprints200JSONResponse) VisitListBlueprintsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBlueprints400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListBlueprints400JSONResponse) VisitListBlueprintsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBlueprints401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListBlueprints401JSONResponse) VisitListBlueprintsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBlueprints403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListBlueprints403JSONResponse) VisitListBlueprintsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBlueprints404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListBlueprints404JSONResponse) VisitListBlueprintsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBlueprints429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListBlueprints429JSONResponse) VisitListBlueprintsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBlueprints500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListBlueprints500JSONResponse) VisitListBlueprintsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBlueprints503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListBlueprints503JSONResponse) VisitListBlueprintsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBlueprintRequestObject struct {
+	OrgId OrgId `json:"org_id"`
+	Body  *CreateBlueprintJSONRequestBody
+}
+
+type CreateBlueprintResponseObject interface {
+	VisitCreateBlueprintResponse(w http.ResponseWriter) error
+}
+
+type CreateBlueprint201JSONResponse Blueprint
+
+func (response CreateBlueprint201JSONResponse) VisitCreateBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBlueprint400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateBlueprint400JSONResponse) VisitCreateBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBlueprint401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateBlueprint401JSONResponse) VisitCreateBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBlueprint403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateBlueprint403JSONResponse) VisitCreateBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBlueprint404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateBlueprint404JSONResponse) VisitCreateBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBlueprint409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateBlueprint409JSONResponse) VisitCreateBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBlueprint413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateBlueprint413JSONResponse) VisitCreateBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBlueprint415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateBlueprint415JSONResponse) VisitCreateBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBlueprint429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateBlueprint429JSONResponse) VisitCreateBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBlueprint500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateBlueprint500JSONResponse) VisitCreateBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateBlueprint503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateBlueprint503JSONResponse) VisitCreateBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteBlueprintRequestObject struct {
+	OrgId       OrgId       `json:"org_id"`
+	BlueprintId BlueprintId `json:"blueprint_id"`
+}
+
+type DeleteBlueprintResponseObject interface {
+	VisitDeleteBlueprintResponse(w http.ResponseWriter) error
+}
+
+type DeleteBlueprint204Response struct {
+}
+
+func (response DeleteBlueprint204Response) VisitDeleteBlueprintResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteBlueprint400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteBlueprint400JSONResponse) VisitDeleteBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteBlueprint401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteBlueprint401JSONResponse) VisitDeleteBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteBlueprint403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteBlueprint403JSONResponse) VisitDeleteBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteBlueprint404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteBlueprint404JSONResponse) VisitDeleteBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteBlueprint429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteBlueprint429JSONResponse) VisitDeleteBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteBlueprint500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteBlueprint500JSONResponse) VisitDeleteBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteBlueprint503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteBlueprint503JSONResponse) VisitDeleteBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBlueprintRequestObject struct {
+	OrgId       OrgId       `json:"org_id"`
+	BlueprintId BlueprintId `json:"blueprint_id"`
+}
+
+type GetBlueprintResponseObject interface {
+	VisitGetBlueprintResponse(w http.ResponseWriter) error
+}
+
+type GetBlueprint200JSONResponse Blueprint
+
+func (response GetBlueprint200JSONResponse) VisitGetBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBlueprint400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetBlueprint400JSONResponse) VisitGetBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBlueprint401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetBlueprint401JSONResponse) VisitGetBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBlueprint403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetBlueprint403JSONResponse) VisitGetBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBlueprint404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetBlueprint404JSONResponse) VisitGetBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBlueprint429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetBlueprint429JSONResponse) VisitGetBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBlueprint500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetBlueprint500JSONResponse) VisitGetBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBlueprint503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetBlueprint503JSONResponse) VisitGetBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBlueprintRequestObject struct {
+	OrgId       OrgId       `json:"org_id"`
+	BlueprintId BlueprintId `json:"blueprint_id"`
+	Body        *UpdateBlueprintJSONRequestBody
+}
+
+type UpdateBlueprintResponseObject interface {
+	VisitUpdateBlueprintResponse(w http.ResponseWriter) error
+}
+
+type UpdateBlueprint200JSONResponse Blueprint
+
+func (response UpdateBlueprint200JSONResponse) VisitUpdateBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBlueprint400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateBlueprint400JSONResponse) VisitUpdateBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBlueprint401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateBlueprint401JSONResponse) VisitUpdateBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBlueprint403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateBlueprint403JSONResponse) VisitUpdateBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBlueprint404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateBlueprint404JSONResponse) VisitUpdateBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBlueprint409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateBlueprint409JSONResponse) VisitUpdateBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBlueprint413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateBlueprint413JSONResponse) VisitUpdateBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBlueprint415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateBlueprint415JSONResponse) VisitUpdateBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBlueprint429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateBlueprint429JSONResponse) VisitUpdateBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBlueprint500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateBlueprint500JSONResponse) VisitUpdateBlueprintResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBlueprint503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateBlueprint503JSONResponse) VisitUpdateBlueprintResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -3952,6 +5061,358 @@ func (response UpdateSensor503JSONResponse) VisitUpdateSensorResponse(w http.Res
 	return err
 }
 
+type UpdateCalibrationsRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+	Body     *UpdateCalibrationsJSONRequestBody
+}
+
+type UpdateCalibrationsResponseObject interface {
+	VisitUpdateCalibrationsResponse(w http.ResponseWriter) error
+}
+
+type UpdateCalibrations200JSONResponse Sensor
+
+func (response UpdateCalibrations200JSONResponse) VisitUpdateCalibrationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCalibrations400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateCalibrations400JSONResponse) VisitUpdateCalibrationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCalibrations401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateCalibrations401JSONResponse) VisitUpdateCalibrationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCalibrations403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateCalibrations403JSONResponse) VisitUpdateCalibrationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCalibrations404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateCalibrations404JSONResponse) VisitUpdateCalibrationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCalibrations409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateCalibrations409JSONResponse) VisitUpdateCalibrationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCalibrations413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateCalibrations413JSONResponse) VisitUpdateCalibrationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCalibrations415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateCalibrations415JSONResponse) VisitUpdateCalibrationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCalibrations429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateCalibrations429JSONResponse) VisitUpdateCalibrationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCalibrations500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateCalibrations500JSONResponse) VisitUpdateCalibrationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateCalibrations503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateCalibrations503JSONResponse) VisitUpdateCalibrationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateFormulasRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+	Body     *UpdateFormulasJSONRequestBody
+}
+
+type UpdateFormulasResponseObject interface {
+	VisitUpdateFormulasResponse(w http.ResponseWriter) error
+}
+
+type UpdateFormulas200JSONResponse Sensor
+
+func (response UpdateFormulas200JSONResponse) VisitUpdateFormulasResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateFormulas400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateFormulas400JSONResponse) VisitUpdateFormulasResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateFormulas401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateFormulas401JSONResponse) VisitUpdateFormulasResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateFormulas403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateFormulas403JSONResponse) VisitUpdateFormulasResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateFormulas404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateFormulas404JSONResponse) VisitUpdateFormulasResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateFormulas409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateFormulas409JSONResponse) VisitUpdateFormulasResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateFormulas413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateFormulas413JSONResponse) VisitUpdateFormulasResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateFormulas415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateFormulas415JSONResponse) VisitUpdateFormulasResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateFormulas429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateFormulas429JSONResponse) VisitUpdateFormulasResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateFormulas500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateFormulas500JSONResponse) VisitUpdateFormulasResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateFormulas503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateFormulas503JSONResponse) VisitUpdateFormulasResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListProjectsRequestObject struct {
 	OrgId  OrgId `json:"org_id"`
 	Params ListProjectsParams
@@ -4473,6 +5934,21 @@ type StrictServerInterface interface {
 	// RevokeToken Revoke an API token
 	// (DELETE /api/v1/me/tokens/{token_id})
 	RevokeToken(ctx context.Context, request RevokeTokenRequestObject) (RevokeTokenResponseObject, error)
+	// ListBlueprints List blueprints
+	// (GET /api/v1/org/{org_id}/blueprints)
+	ListBlueprints(ctx context.Context, request ListBlueprintsRequestObject) (ListBlueprintsResponseObject, error)
+	// CreateBlueprint Create a blueprint
+	// (POST /api/v1/org/{org_id}/blueprints)
+	CreateBlueprint(ctx context.Context, request CreateBlueprintRequestObject) (CreateBlueprintResponseObject, error)
+	// DeleteBlueprint Delete a blueprint
+	// (DELETE /api/v1/org/{org_id}/blueprints/{blueprint_id})
+	DeleteBlueprint(ctx context.Context, request DeleteBlueprintRequestObject) (DeleteBlueprintResponseObject, error)
+	// GetBlueprint Get a blueprint
+	// (GET /api/v1/org/{org_id}/blueprints/{blueprint_id})
+	GetBlueprint(ctx context.Context, request GetBlueprintRequestObject) (GetBlueprintResponseObject, error)
+	// UpdateBlueprint Replace a blueprint
+	// (PUT /api/v1/org/{org_id}/blueprints/{blueprint_id})
+	UpdateBlueprint(ctx context.Context, request UpdateBlueprintRequestObject) (UpdateBlueprintResponseObject, error)
 	// ListMembers Members of an organization
 	// (GET /api/v1/org/{org_id}/members)
 	ListMembers(ctx context.Context, request ListMembersRequestObject) (ListMembersResponseObject, error)
@@ -4518,6 +5994,12 @@ type StrictServerInterface interface {
 	// UpdateSensor Update a sensor
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id})
 	UpdateSensor(ctx context.Context, request UpdateSensorRequestObject) (UpdateSensorResponseObject, error)
+	// UpdateCalibrations Set dated values of a sensor's constants
+	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/calibrations)
+	UpdateCalibrations(ctx context.Context, request UpdateCalibrationsRequestObject) (UpdateCalibrationsResponseObject, error)
+	// UpdateFormulas Edit a sensor's formulas and constants
+	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas)
+	UpdateFormulas(ctx context.Context, request UpdateFormulasRequestObject) (UpdateFormulasResponseObject, error)
 	// ListProjects List projects
 	// (GET /api/v1/org/{org_id}/projects)
 	ListProjects(ctx context.Context, request ListProjectsRequestObject) (ListProjectsResponseObject, error)
@@ -4658,6 +6140,181 @@ func (sh *strictHandler) RevokeToken(ctx echo.Context, tokenId TokenId) error {
 		return err
 	} else if validResponse, ok := response.(RevokeTokenResponseObject); ok {
 		return validResponse.VisitRevokeTokenResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListBlueprints operation middleware
+func (sh *strictHandler) ListBlueprints(ctx echo.Context, orgId OrgId, params ListBlueprintsParams) error {
+	var request ListBlueprintsRequestObject
+
+	request.OrgId = orgId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListBlueprints(ctx.Request().Context(), request.(ListBlueprintsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListBlueprints")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListBlueprintsResponseObject); ok {
+		return validResponse.VisitListBlueprintsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateBlueprint operation middleware
+func (sh *strictHandler) CreateBlueprint(ctx echo.Context, orgId OrgId) error {
+	var request CreateBlueprintRequestObject
+
+	request.OrgId = orgId
+
+	var body CreateBlueprintJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateBlueprint(ctx.Request().Context(), request.(CreateBlueprintRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateBlueprint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateBlueprintResponseObject); ok {
+		return validResponse.VisitCreateBlueprintResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteBlueprint operation middleware
+func (sh *strictHandler) DeleteBlueprint(ctx echo.Context, orgId OrgId, blueprintId BlueprintId) error {
+	var request DeleteBlueprintRequestObject
+
+	request.OrgId = orgId
+	request.BlueprintId = blueprintId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteBlueprint(ctx.Request().Context(), request.(DeleteBlueprintRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteBlueprint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteBlueprintResponseObject); ok {
+		return validResponse.VisitDeleteBlueprintResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetBlueprint operation middleware
+func (sh *strictHandler) GetBlueprint(ctx echo.Context, orgId OrgId, blueprintId BlueprintId) error {
+	var request GetBlueprintRequestObject
+
+	request.OrgId = orgId
+	request.BlueprintId = blueprintId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetBlueprint(ctx.Request().Context(), request.(GetBlueprintRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetBlueprint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetBlueprintResponseObject); ok {
+		return validResponse.VisitGetBlueprintResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateBlueprint operation middleware
+func (sh *strictHandler) UpdateBlueprint(ctx echo.Context, orgId OrgId, blueprintId BlueprintId) error {
+	var request UpdateBlueprintRequestObject
+
+	request.OrgId = orgId
+	request.BlueprintId = blueprintId
+
+	var body UpdateBlueprintJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateBlueprint(ctx.Request().Context(), request.(UpdateBlueprintRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateBlueprint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateBlueprintResponseObject); ok {
+		return validResponse.VisitUpdateBlueprintResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -5214,6 +6871,106 @@ func (sh *strictHandler) UpdateSensor(ctx echo.Context, orgId OrgId, projId Proj
 		return err
 	} else if validResponse, ok := response.(UpdateSensorResponseObject); ok {
 		return validResponse.VisitUpdateSensorResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateCalibrations operation middleware
+func (sh *strictHandler) UpdateCalibrations(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
+	var request UpdateCalibrationsRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+
+	var body UpdateCalibrationsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateCalibrations(ctx.Request().Context(), request.(UpdateCalibrationsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateCalibrations")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateCalibrationsResponseObject); ok {
+		return validResponse.VisitUpdateCalibrationsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateFormulas operation middleware
+func (sh *strictHandler) UpdateFormulas(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
+	var request UpdateFormulasRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+
+	var body UpdateFormulasJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateFormulas(ctx.Request().Context(), request.(UpdateFormulasRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateFormulas")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateFormulasResponseObject); ok {
+		return validResponse.VisitUpdateFormulasResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -102,14 +102,19 @@ func (e *env) newMatrixFixture(t *testing.T, n int) matrixFixture {
 
 // pathParam gives each path parameter of the spec its value in a fixture.
 // A parameter missing here fails the matrix: a new one needs a decision.
-func pathParam(t *testing.T, f matrixFixture, name, callerToken string) string {
+func pathParam(t *testing.T, f matrixFixture, operationID, name, callerToken string) string {
 	switch name {
 	case "org_id":
 		return strconv.FormatInt(f.tenant.orgID, 10)
 	case "proj_id", "project_id":
 		return strconv.FormatInt(f.tenant.projectID, 10)
 	case "sensor_id":
+		if operationID == "updateFormulas" || operationID == "updateCalibrations" {
+			return strconv.FormatInt(f.tenant.instanceID, 10) // these need a sensor with a blueprint
+		}
 		return strconv.FormatInt(f.tenant.sensorID, 10)
+	case "blueprint_id":
+		return strconv.FormatInt(f.tenant.blueprintID, 10)
 	case "user_id":
 		return strconv.FormatInt(f.target, 10)
 	case "token_id":
@@ -227,7 +232,7 @@ func expectedStatus(required string, id identity) int {
 func (e *env) callExample(t *testing.T, method, path string, op *openapi3.Operation, f matrixFixture, header, callerToken string) (int, []byte) {
 	t.Helper()
 	for _, name := range pathParamNames(path) {
-		path = strings.Replace(path, "{"+name+"}", pathParam(t, f, name, callerToken), 1)
+		path = strings.Replace(path, "{"+name+"}", pathParam(t, f, op.OperationID, name, callerToken), 1)
 	}
 	var query []string
 	for _, p := range op.Parameters {

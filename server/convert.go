@@ -69,14 +69,49 @@ func toProject(p store.Project) gen.Project {
 }
 
 func toSensor(s store.Sensor) gen.Sensor {
-	return gen.Sensor{
-		Id:          s.ID,
-		ProjectId:   s.ProjectID,
-		Name:        s.Name,
-		Description: s.Description,
-		CreatedAt:   s.CreatedAt,
-		UpdatedAt:   s.UpdatedAt,
+	out := gen.Sensor{
+		Id:                  s.ID,
+		ProjectId:           s.ProjectID,
+		Name:                s.Name,
+		Description:         s.Description,
+		CreatedAt:           s.CreatedAt,
+		UpdatedAt:           s.UpdatedAt,
+		BlueprintId:         s.BlueprintID,
+		Inputs:              []gen.InstanceInput{},
+		Outputs:             []gen.InstanceOutput{},
+		Constants:           map[string]float64{},
+		ConstantDefinitions: []gen.InstanceConstant{},
+		Calibrations:        map[string][]gen.Calibration{},
 	}
+	inst := s.Instance
+	if inst == nil {
+		return out
+	}
+	out.FormulasVersion = inst.Version
+	for _, in := range inst.Inputs {
+		out.Inputs = append(out.Inputs, gen.InstanceInput{Id: in.ID, Key: in.Key, Name: in.Name, Unit: in.Unit})
+	}
+	for _, o := range inst.Outputs {
+		out.Outputs = append(out.Outputs, gen.InstanceOutput{Id: o.ID, Key: o.Key, Name: o.Name, Unit: o.Unit, Formula: o.Formula})
+	}
+	for _, c := range inst.Constants {
+		out.ConstantDefinitions = append(out.ConstantDefinitions,
+			gen.InstanceConstant{Key: c.Key, Name: c.Name, Unit: c.Unit, Default: c.Default, Value: c.Value})
+		switch {
+		case c.Value != nil:
+			out.Constants[c.Key] = *c.Value
+		case c.Default != nil:
+			out.Constants[c.Key] = *c.Default
+		}
+		if len(c.Calibrations) > 0 {
+			dated := make([]gen.Calibration, len(c.Calibrations))
+			for i, cal := range c.Calibrations {
+				dated[i] = gen.Calibration{From: cal.From, Value: cal.Value}
+			}
+			out.Calibrations[c.Key] = dated
+		}
+	}
+	return out
 }
 
 func mapSlice[T, U any](in []T, f func(T) U) []U {

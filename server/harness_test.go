@@ -37,6 +37,8 @@ type env struct {
 	url  string
 	logs *syncBuffer
 	spec *openapi3.T
+	// validated sends requests and checks the responses against the spec.
+	validated *http.Client
 }
 
 // defaultConfig is the service's configuration in tests: its real defaults.
@@ -71,7 +73,12 @@ func newEnvWith(t *testing.T, cfg server.Config, wrap func(*store.DB) server.Sto
 		t.Fatal(err)
 	}
 	spec.Servers = openapi3.Servers{{URL: ts.URL}}
-	return &env{t: t, pool: pool, db: db, srv: srv, url: ts.URL, logs: logs, spec: spec}
+	router, err := gorillamux.NewRouter(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	validated := &http.Client{Transport: &validatingTransport{t: t, router: router}}
+	return &env{t: t, pool: pool, db: db, srv: srv, url: ts.URL, logs: logs, spec: spec, validated: validated}
 }
 
 // client returns a generated client that sends token (none when empty) and
@@ -93,13 +100,7 @@ func (e *env) client(token string) *gen.ClientWithResponses {
 	return c
 }
 
-func (e *env) httpClient() *http.Client {
-	router, err := gorillamux.NewRouter(e.spec)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return &http.Client{Transport: &validatingTransport{t: e.t, router: router}}
-}
+func (e *env) httpClient() *http.Client { return e.validated }
 
 // validatingTransport fails the test on any response the spec does not
 // describe: an undocumented status, a body that breaks its schema.
@@ -150,11 +151,33 @@ func truncate(b []byte, n int) string {
 // tenant is an organization with a member of each role, a project and a
 // sensor in it.
 type tenant struct {
-	orgID     int64
-	projectID int64
-	sensorID  int64
-	userIDs   map[store.Role]int64
-	tokens    map[store.Role]string
+	orgID       int64
+	projectID   int64
+	sensorID    int64 // without a blueprint
+	blueprintID int64 // the piezometer
+	instanceID  int64 // a sensor using the piezometer
+	userIDs     map[store.Role]int64
+	tokens      map[store.Role]string
+}
+
+// piezometer is the blueprint of the README's worked example.
+func piezometer() store.Blueprint {
+	g, r0 := 0.1, 0.0
+	return store.Blueprint{
+		Name: "Vibrating-wire piezometer",
+		Inputs: []store.BlueprintInput{
+			{Key: "freq", Name: "Frequency", Unit: "Hz"},
+			{Key: "temp", Name: "Temperature", Unit: "degC"},
+		},
+		Constants: []store.BlueprintConstant{
+			{Key: "G", Name: "Gauge factor", Unit: "kPa/digit", Default: &g},
+			{Key: "R0", Name: "Zero reading", Unit: "digit", Default: &r0},
+		},
+		Outputs: []store.BlueprintOutput{
+			{Key: "digits", Name: "Digits", Unit: "digit", Formula: "freq^2 / 1000"},
+			{Key: "pressure", Name: "Pressure", Unit: "kPa", Formula: "G * (R0 - digits)"},
+		},
+	}
 }
 
 func (e *env) newTenant(name string) tenant {
@@ -183,11 +206,24 @@ func (e *env) newTenant(name string) tenant {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	sensor, err := e.db.CreateSensor(ctx, org.ID, project.ID, name+" sensor", "")
+	sensor, err := e.db.CreateSensor(ctx, org.ID, project.ID, name+" sensor", "", nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	tn.projectID, tn.sensorID = project.ID, sensor.ID
+	blueprint, err := e.db.CreateBlueprint(ctx, org.ID, piezometer())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	inst, err := blueprint.Instantiate(nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	instance, err := e.db.CreateSensor(ctx, org.ID, project.ID, name+" piezometer", "",
+		&store.Attachment{BlueprintID: blueprint.ID, Instance: inst})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	tn.projectID, tn.sensorID, tn.blueprintID, tn.instanceID = project.ID, sensor.ID, blueprint.ID, instance.ID
 	return tn
 }
 

@@ -129,8 +129,8 @@ func TestSensors(t *testing.T) {
 	s := *created.JSON201
 
 	list, _ := admin.ListSensorsWithResponse(ctx, tn.orgID, tn.projectID, nil)
-	if list.StatusCode() != 200 || len(list.JSON200.Items) != 2 {
-		t.Fatalf("list: %d %s, want the fixture's sensor and the new one", list.StatusCode(), list.Body)
+	if list.StatusCode() != 200 || len(list.JSON200.Items) != 3 {
+		t.Fatalf("list: %d %s, want the fixture's two sensors and the new one", list.StatusCode(), list.Body)
 	}
 	updated, _ := admin.UpdateSensorWithResponse(ctx, tn.orgID, tn.projectID, s.Id, gen.SensorUpdate{Name: ptr("PZ-02b")})
 	if updated.StatusCode() != 200 || updated.JSON200.Name != "PZ-02b" || updated.JSON200.Description != s.Description {
@@ -163,7 +163,7 @@ func TestDeleteCascadesToReadings(t *testing.T) {
 	for _, tn := range []tenant{acme, globex} {
 		post(t, e.client(tn.tokens[store.Editor]), tn, reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1}))
 	}
-	second, err := e.db.CreateSensor(ctx, acme.orgID, acme.projectID, "second", "")
+	second, err := e.db.CreateSensor(ctx, acme.orgID, acme.projectID, "second", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

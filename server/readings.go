@@ -92,6 +92,9 @@ func (s *Server) ListReadings(ctx context.Context, req gen.ListReadingsRequestOb
 		return nil, err
 	}
 	page := newReadingsPage(sensor.ID)
+	if p := req.Params.Outputs; p != nil && *p {
+		page.outputs = s.newOutputsWriter(sensor)
+	}
 	var last time.Time
 	if q.From.After(q.To) {
 		return page.finish(""), nil
@@ -195,6 +198,7 @@ func nextPageLink(key store.SensorKey, p gen.ListReadingsParams, last time.Time)
 type readingsPage struct {
 	buf      *bytes.Buffer
 	sensorID int64
+	outputs  *outputsWriter // nil unless outputs=true
 	count    int
 	link     string
 }
@@ -209,7 +213,7 @@ func newReadingsPage(sensorID int64) *readingsPage {
 }
 
 // add appends one reading:
-// {"id":"12-1714564800000000","datetime":"…","inputs":{"101":2803.5}}
+// {"id":"12-1714564800000000","datetime":"…","inputs":{"101":2803.5},"outputs":{…}}
 func (p *readingsPage) add(r *store.Reading) {
 	b := p.buf.AvailableBuffer()
 	if p.count > 0 {
@@ -231,7 +235,11 @@ func (p *readingsPage) add(r *store.Reading) {
 		b = append(b, `":`...)
 		b = appendNumber(b, r.Values[i])
 	}
-	b = append(b, "}}"...)
+	b = append(b, '}')
+	if p.outputs != nil {
+		b = p.outputs.appendOutputs(b, r)
+	}
+	b = append(b, '}')
 	p.buf.Write(b)
 	p.count++
 }

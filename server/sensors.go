@@ -2,7 +2,11 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"time"
 
+	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/formulas"
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/store"
 )
@@ -28,16 +32,44 @@ func (s *Server) ListSensors(ctx context.Context, req gen.ListSensorsRequestObje
 	return out, nil
 }
 
-// CreateSensor creates a sensor in the project.
+// CreateSensor creates a sensor in the project, with an instance of a
+// blueprint when the body names one.
 func (s *Server) CreateSensor(ctx context.Context, req gen.CreateSensorRequestObject) (gen.CreateSensorResponseObject, error) {
-	sensor, err := s.store.CreateSensor(ctx, req.OrgId, req.ProjId, req.Body.Name, deref(req.Body.Description))
+	var attach *store.Attachment
+	switch {
+	case req.Body.BlueprintId != nil:
+		a, err := s.attachment(ctx, req.OrgId, *req.Body.BlueprintId, deref(req.Body.Constants))
+		if err != nil {
+			return nil, err
+		}
+		attach = &a
+	case req.Body.Constants != nil:
+		return nil, apperr.Errorf(apperr.Invalid, "constants need a blueprint_id: a sensor without a blueprint has none")
+	}
+	sensor, err := s.store.CreateSensor(ctx, req.OrgId, req.ProjId, req.Body.Name, deref(req.Body.Description), attach)
 	if err != nil {
 		return nil, err
 	}
 	return gen.CreateSensor201JSONResponse(toSensor(sensor)), nil
 }
 
-// GetSensor returns a sensor.
+// attachment makes a new instance of blueprint id of the organization.
+func (s *Server) attachment(ctx context.Context, orgID, blueprintID int64, constants map[string]float64) (store.Attachment, error) {
+	b, err := s.store.GetBlueprint(ctx, orgID, blueprintID)
+	if apperr.CodeOf(err) == apperr.NotFound {
+		return store.Attachment{}, apperr.Errorf(apperr.Invalid, "blueprint_id %d is not a blueprint of this organization", blueprintID)
+	}
+	if err != nil {
+		return store.Attachment{}, err
+	}
+	inst, err := b.Instantiate(constants)
+	if err != nil {
+		return store.Attachment{}, err
+	}
+	return store.Attachment{BlueprintID: b.ID, Instance: inst}, nil
+}
+
+// GetSensor returns a sensor: its formulas setup, with every id.
 func (s *Server) GetSensor(ctx context.Context, req gen.GetSensorRequestObject) (gen.GetSensorResponseObject, error) {
 	sensor, err := s.store.GetSensor(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
 	if err != nil {
@@ -46,14 +78,111 @@ func (s *Server) GetSensor(ctx context.Context, req gen.GetSensorRequestObject) 
 	return gen.GetSensor200JSONResponse(toSensor(sensor)), nil
 }
 
-// UpdateSensor changes the fields the body names.
+// UpdateSensor changes the fields the body names. A blueprint other than
+// the sensor's makes a new instance; the sensor's own keeps its instance and
+// applies the constants.
 func (s *Server) UpdateSensor(ctx context.Context, req gen.UpdateSensorRequestObject) (gen.UpdateSensorResponseObject, error) {
+	key := sensorKey(req.OrgId, req.ProjId, req.SensorId)
 	patch := store.SensorPatch{Name: req.Body.Name, Description: req.Body.Description}
-	sensor, err := s.store.UpdateSensor(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), patch)
+	if req.Body.BlueprintId != nil || req.Body.Constants != nil {
+		current, err := s.store.GetSensor(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		newBlueprint := req.Body.BlueprintId != nil &&
+			(current.BlueprintID == nil || *current.BlueprintID != *req.Body.BlueprintId)
+		switch {
+		case newBlueprint:
+			a, err := s.attachment(ctx, req.OrgId, *req.Body.BlueprintId, deref(req.Body.Constants))
+			if err != nil {
+				return nil, err
+			}
+			patch.Attach = &a
+		case current.Instance == nil:
+			return nil, apperr.Errorf(apperr.Invalid, "constants need a blueprint_id: the sensor has no blueprint")
+		default:
+			inst := current.Instance.Clone()
+			if err := inst.SetConstants(deref(req.Body.Constants)); err != nil {
+				return nil, err
+			}
+			patch.Instance = &inst
+		}
+	}
+	sensor, err := s.store.UpdateSensor(ctx, key, patch)
 	if err != nil {
 		return nil, err
 	}
 	return gen.UpdateSensor200JSONResponse(toSensor(sensor)), nil
+}
+
+// UpdateFormulas edits the formulas and constants of the sensor's instance,
+// in place, after checking every formula of the result.
+func (s *Server) UpdateFormulas(ctx context.Context, req gen.UpdateFormulasRequestObject) (gen.UpdateFormulasResponseObject, error) {
+	sensor, err := s.editInstance(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), func(inst *store.Instance) error {
+		if err := inst.SetFormulas(deref(req.Body.Outputs)); err != nil {
+			return err
+		}
+		return inst.SetConstants(deref(req.Body.Constants))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return gen.UpdateFormulas200JSONResponse(toSensor(sensor)), nil
+}
+
+// UpdateCalibrations sets the dated values of the named constants.
+func (s *Server) UpdateCalibrations(ctx context.Context, req gen.UpdateCalibrationsRequestObject) (gen.UpdateCalibrationsResponseObject, error) {
+	calibrations := make(map[string][]store.Calibration, len(*req.Body))
+	for key, dated := range *req.Body {
+		for _, c := range dated {
+			if err := checkInstant(c.From); err != nil {
+				return nil, apperr.Errorf(apperr.Invalid, "constant %q: from %v", key, err)
+			}
+			calibrations[key] = append(calibrations[key], store.Calibration{From: c.From.UTC(), Value: c.Value})
+		}
+		if calibrations[key] == nil {
+			calibrations[key] = []store.Calibration{}
+		}
+	}
+	sensor, err := s.editInstance(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), func(inst *store.Instance) error {
+		return inst.SetCalibrations(calibrations)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return gen.UpdateCalibrations200JSONResponse(toSensor(sensor)), nil
+}
+
+// editInstance applies edit to a copy of the sensor's instance, checks the
+// formulas of the result and saves it, unless it changed meanwhile.
+func (s *Server) editInstance(ctx context.Context, key store.SensorKey, edit func(*store.Instance) error) (store.Sensor, error) {
+	current, err := s.store.GetSensor(ctx, key)
+	if err != nil {
+		return store.Sensor{}, err
+	}
+	if current.Instance == nil {
+		return store.Sensor{}, apperr.Errorf(apperr.Conflict, "sensor %d has no blueprint, so no formulas; give it a blueprint_id first", key.SensorID)
+	}
+	inst := current.Instance.Clone()
+	if err := edit(&inst); err != nil {
+		return store.Sensor{}, err
+	}
+	if _, err := formulas.Compile(instanceSpec(&inst)); err != nil {
+		return store.Sensor{}, err
+	}
+	return s.store.UpdateSensor(ctx, key, store.SensorPatch{Instance: &inst})
+}
+
+// checkInstant refuses what a reading's datetime could not be: more than
+// microseconds, or outside years 1 to 9999.
+func checkInstant(t time.Time) error {
+	switch {
+	case t.Nanosecond()%1000 != 0:
+		return fmt.Errorf("%s has more than six fractional digits", t.Format(time.RFC3339Nano))
+	case t.Before(store.MinTime) || t.After(store.MaxTime):
+		return fmt.Errorf("%s is outside 0001-01-01 to 9999-12-31", t.Format(time.RFC3339Nano))
+	}
+	return nil
 }
 
 // DeleteSensor deletes a sensor and its readings.

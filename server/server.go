@@ -39,8 +39,14 @@ type Store interface {
 	UpdateProject(ctx context.Context, orgID, projectID int64, patch store.ProjectPatch) (store.Project, error)
 	DeleteProject(ctx context.Context, orgID, projectID int64) error
 
+	ListBlueprints(ctx context.Context, orgID, after int64, limit int) ([]store.Blueprint, bool, error)
+	CreateBlueprint(ctx context.Context, orgID int64, b store.Blueprint) (store.Blueprint, error)
+	GetBlueprint(ctx context.Context, orgID, id int64) (store.Blueprint, error)
+	UpdateBlueprint(ctx context.Context, orgID, id int64, b store.Blueprint) (store.Blueprint, error)
+	DeleteBlueprint(ctx context.Context, orgID, id int64) error
+
 	ListSensors(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Sensor, bool, error)
-	CreateSensor(ctx context.Context, orgID, projectID int64, name, description string) (store.Sensor, error)
+	CreateSensor(ctx context.Context, orgID, projectID int64, name, description string, attach *store.Attachment) (store.Sensor, error)
 	GetSensor(ctx context.Context, key store.SensorKey) (store.Sensor, error)
 	UpdateSensor(ctx context.Context, key store.SensorKey, patch store.SensorPatch) (store.Sensor, error)
 	DeleteSensor(ctx context.Context, key store.SensorKey) error
@@ -63,6 +69,7 @@ type Server struct {
 	ops      operations
 	echo     *echo.Echo
 	tokenUse tokenUse
+	programs programCache
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)

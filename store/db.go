@@ -89,3 +89,12 @@ func notFound(op string, err error, what string) error {
 	}
 	return dbError(op, err)
 }
+
+// pageOf trims rows, fetched with a LIMIT of limit+1, to limit, and says
+// whether there were more: one query tells both.
+func pageOf[T any](rows []T, limit int) ([]T, bool) {
+	if len(rows) > limit {
+		return rows[:limit], true
+	}
+	return rows, false
+}

@@ -47,10 +47,8 @@ WHERE org_id = $1 AND id > $2 ORDER BY id LIMIT $3`, orgID, after, limit+1)
 	if err != nil {
 		return nil, false, dbError("list projects", err)
 	}
-	if len(projects) > limit {
-		return projects[:limit], true, nil
-	}
-	return projects, false, nil
+	projects, more := pageOf(projects, limit)
+	return projects, more, nil
 }
 
 // CreateProject creates an active project in orgID.

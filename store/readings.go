@@ -34,29 +34,35 @@ var (
 )
 
 const lockSensorSQL = `
-SELECT p.state FROM sensors s JOIN projects p ON p.id = s.project_id
+SELECT p.state, s.instance FROM sensors s JOIN projects p ON p.id = s.project_id
 WHERE s.id = $3 AND s.project_id = $2 AND p.org_id = $1
-FOR KEY SHARE OF s`
+FOR SHARE OF s`
 
 // InsertReadings stores readings of the sensor in one transaction: all of
 // them or none. A reading at the instant of a stored one replaces its
 // inputs; of two readings at one instant in readings, the later wins. It
-// returns NotFound, and Conflict when the sensor's project is archived.
+// returns NotFound; Invalid, naming the reading, for an input id that is not
+// one of the sensor's instance; and Conflict when its project is archived.
 func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Reading) error {
-	readings = lastPerInstant(readings)
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		// The key-share lock stands in for a foreign key, checked once per
-		// batch instead of once per row: the sensor cannot be deleted, and
-		// its readings with it, until this batch is in.
-		var state ProjectState
-		err := tx.QueryRow(ctx, lockSensorSQL, key.OrgID, key.ProjectID, key.SensorID).Scan(&state)
+		// The share lock stands in for a foreign key, checked once per batch
+		// instead of once per row: the sensor cannot be deleted, with its
+		// readings, nor get a new instance until this batch is in.
+		var (
+			state ProjectState
+			inst  *Instance
+		)
+		err := tx.QueryRow(ctx, lockSensorSQL, key.OrgID, key.ProjectID, key.SensorID).Scan(&state, &inst)
 		if err != nil {
 			return notFound("lock sensor", err, "sensor")
 		}
 		if state == Archived {
 			return apperr.Errorf(apperr.Conflict, "project %d is archived; restore it before posting readings", key.ProjectID)
 		}
-		return insertReadings(ctx, tx, key.SensorID, readings)
+		if err := inst.checkInputs(readings); err != nil {
+			return err
+		}
+		return insertReadings(ctx, tx, key.SensorID, lastPerInstant(readings))
 	})
 	return dbError("insert readings", err)
 }

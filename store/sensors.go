@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sensorreadings/readings/apperr"
 )
 
 // SensorKey names a sensor by the path that leads to it. A sensor is only
@@ -15,23 +17,36 @@ type SensorKey struct {
 	SensorID  int64
 }
 
-// Sensor owns readings.
+// Sensor owns readings, and, when it uses a blueprint, an instance of it.
 type Sensor struct {
 	ID          int64     `db:"id"`
 	ProjectID   int64     `db:"project_id"`
 	Name        string    `db:"name"`
 	Description string    `db:"description"`
+	BlueprintID *int64    `db:"blueprint_id"` // nil without an instance, or when its blueprint was deleted
+	Instance    *Instance `db:"instance"`     // nil without a blueprint
 	CreatedAt   time.Time `db:"created_at"`
 	UpdatedAt   time.Time `db:"updated_at"`
 }
 
-// SensorPatch holds the fields of an update; nil fields keep their value.
+// Attachment is a new instance of a blueprint for a sensor.
+type Attachment struct {
+	BlueprintID int64
+	Instance    Instance // without ids: the store gives them
+}
+
+// SensorPatch holds the changes of an update; nil fields change nothing.
 type SensorPatch struct {
 	Name        *string
 	Description *string
+	// Attach replaces the sensor's instance, if any, with a new one.
+	Attach *Attachment
+	// Instance saves an edit of the sensor's instance, ids unchanged,
+	// provided its Version is still the stored one.
+	Instance *Instance
 }
 
-const sensorColumns = `s.id, s.project_id, s.name, s.description, s.created_at, s.updated_at`
+const sensorColumns = `s.id, s.project_id, s.name, s.description, s.blueprint_id, s.instance, s.created_at, s.updated_at`
 
 // inOrg restricts sensors s to project $2 of organization $1.
 const inOrg = `s.project_id = $2 AND EXISTS (SELECT 1 FROM projects p WHERE p.id = s.project_id AND p.org_id = $1)`
@@ -50,21 +65,34 @@ WHERE `+inOrg+` AND s.id > $3 ORDER BY s.id LIMIT $4`, orgID, projectID, after, 
 	if err != nil {
 		return nil, false, dbError("list sensors", err)
 	}
-	if len(sensors) > limit {
-		return sensors[:limit], true, nil
-	}
-	return sensors, false, nil
+	sensors, more := pageOf(sensors, limit)
+	return sensors, more, nil
 }
 
-// CreateSensor creates a sensor in the project. It returns NotFound for a
-// project that is not in orgID.
-func (db *DB) CreateSensor(ctx context.Context, orgID, projectID int64, name, description string) (Sensor, error) {
-	rows, _ := db.pool.Query(ctx, `
-INSERT INTO sensors AS s (project_id, name, description)
-SELECT p.id, $3, $4 FROM projects p WHERE p.id = $2 AND p.org_id = $1
-RETURNING `+sensorColumns, orgID, projectID, name, description)
-	sensor, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
-	return sensor, notFound("create sensor", err, "project")
+// CreateSensor creates a sensor in the project, with an instance when
+// attach is not nil. It returns NotFound for a project that is not in orgID.
+func (db *DB) CreateSensor(ctx context.Context, orgID, projectID int64, name, description string, attach *Attachment) (Sensor, error) {
+	var sensor Sensor
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		var blueprintID *int64
+		var inst *Instance
+		if attach != nil {
+			a := attach.Instance.Clone()
+			if err := giveIDs(ctx, tx, &a); err != nil {
+				return err
+			}
+			a.Version = 1
+			blueprintID, inst = &attach.BlueprintID, &a
+		}
+		rows, _ := tx.Query(ctx, `
+INSERT INTO sensors AS s (project_id, name, description, blueprint_id, instance)
+SELECT p.id, $3, $4, $5, $6 FROM projects p WHERE p.id = $2 AND p.org_id = $1
+RETURNING `+sensorColumns, orgID, projectID, name, description, blueprintID, inst)
+		var err error
+		sensor, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
+		return notFound("create sensor", err, "project")
+	})
+	return sensor, dbError("create sensor", err)
 }
 
 // GetSensor returns the sensor. It returns NotFound.
@@ -75,17 +103,71 @@ func (db *DB) GetSensor(ctx context.Context, key SensorKey) (Sensor, error) {
 	return sensor, notFound("get sensor", err, "sensor")
 }
 
-// UpdateSensor applies patch to the sensor. It returns NotFound.
+// UpdateSensor applies patch to the sensor, all of it or nothing. It
+// returns NotFound, and Conflict when attaching to a sensor with readings,
+// or when the edited instance changed meanwhile.
 func (db *DB) UpdateSensor(ctx context.Context, key SensorKey, patch SensorPatch) (Sensor, error) {
-	rows, _ := db.pool.Query(ctx, `
+	var sensor Sensor
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		// The lock waits for batches being ingested (they hold a share
+		// lock), so a new instance never meets readings checked against the
+		// old one.
+		rows, _ := tx.Query(ctx, `SELECT `+sensorColumns+` FROM sensors s WHERE s.id = $3 AND `+inOrg+` FOR NO KEY UPDATE OF s`,
+			key.OrgID, key.ProjectID, key.SensorID)
+		current, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
+		if err != nil {
+			return notFound("update sensor", err, "sensor")
+		}
+		blueprintID, inst, err := nextInstance(ctx, tx, current, patch)
+		if err != nil {
+			return err
+		}
+		rows, _ = tx.Query(ctx, `
 UPDATE sensors s SET
-    name = coalesce($4, s.name),
-    description = coalesce($5, s.description),
+    name = coalesce($2, s.name),
+    description = coalesce($3, s.description),
+    blueprint_id = $4,
+    instance = $5,
     updated_at = now()
-WHERE s.id = $3 AND `+inOrg+`
-RETURNING `+sensorColumns, key.OrgID, key.ProjectID, key.SensorID, patch.Name, patch.Description)
-	sensor, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
-	return sensor, notFound("update sensor", err, "sensor")
+WHERE s.id = $1
+RETURNING `+sensorColumns, current.ID, patch.Name, patch.Description, blueprintID, inst)
+		sensor, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
+		return err
+	})
+	return sensor, dbError("update sensor", err)
+}
+
+// nextInstance is the blueprint and instance a sensor has after patch.
+func nextInstance(ctx context.Context, tx pgx.Tx, current Sensor, patch SensorPatch) (*int64, *Instance, error) {
+	version := int64(0)
+	if current.Instance != nil {
+		version = current.Instance.Version
+	}
+	switch {
+	case patch.Attach != nil:
+		var hasReadings bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM readings WHERE sensor_id = $1)`, current.ID).Scan(&hasReadings); err != nil {
+			return nil, nil, err
+		}
+		if hasReadings {
+			return nil, nil, apperr.Errorf(apperr.Conflict,
+				"sensor %d has readings, whose input ids would lose their meaning under another blueprint; create a new sensor instead", current.ID)
+		}
+		inst := patch.Attach.Instance.Clone()
+		if err := giveIDs(ctx, tx, &inst); err != nil {
+			return nil, nil, err
+		}
+		inst.Version = version + 1 // never reused, so caches keyed by version stay right
+		return &patch.Attach.BlueprintID, &inst, nil
+	case patch.Instance != nil:
+		if current.Instance == nil || patch.Instance.Version != version {
+			return nil, nil, apperr.Errorf(apperr.Conflict, "the sensor's formulas changed while this request was made; retry it")
+		}
+		inst := patch.Instance.Clone()
+		inst.Version = version + 1
+		return current.BlueprintID, &inst, nil
+	}
+	return current.BlueprintID, current.Instance, nil
 }
 
 // DeleteSensor deletes the sensor and its readings. It returns NotFound.
