@@ -332,6 +332,28 @@ type ClientInterface interface {
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id} (the `UpdateProject` operationId).
 	UpdateProject(ctx context.Context, orgId OrgId, projId ProjId, body UpdateProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// LatestReadings Latest reading of every sensor
+	//
+	// The newest reading of each sensor of the project, in sensor id
+	// order, paged like sensors; a sensor without readings is listed
+	// without one. Each sensor costs one index probe, however many
+	// readings it has. With `outputs=true` each reading carries its
+	// outputs. Required role: `viewer`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/latest (the `LatestReadings` operationId).
+	LatestReadings(ctx context.Context, orgId OrgId, projId ProjId, params *LatestReadingsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteReadings Delete readings in a range
+	//
+	// Deletes the sensor's readings from `datetime__gte` (inclusive) to
+	// `datetime__lt` (exclusive); both bounds are required, so that no
+	// request deletes everything by accident. Answers how many were
+	// deleted. An archived project is read-only: 409.
+	// Required role: `admin`.
+	//
+	// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id} (the `DeleteReadings` operationId).
+	DeleteReadings(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *DeleteReadingsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListReadings List readings
 	//
 	// Readings of the sensor ordered by `datetime` (ascending unless
@@ -348,6 +370,11 @@ type ClientInterface interface {
 	// as much as reading them.
 	//
 	// `order=desc&limit=1` is the latest reading.
+	//
+	// **CSV.** With `Accept: text/csv` the same page comes as CSV: a
+	// header row `datetime,<input ids…>,<output ids…>` (every id that
+	// appears in the page, ascending) and a row per reading, empty where
+	// a reading lacks a value. For a whole range at once, use the export.
 	//
 	// **Outputs.** With `outputs=true` each reading carries `outputs`:
 	// the values of the sensor's output formulas, keyed by output ID,
@@ -416,6 +443,43 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id} (the `PostReadings` operationId).
 	PostReadings(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body PostReadingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AggregateReadings Aggregate readings into time buckets
+	//
+	// One row per time bucket from `datetime__gte` (inclusive) to
+	// `datetime__lt` (exclusive), both required: the bucket's start, its
+	// number of readings, and for each input (and, with `outputs=true`,
+	// each output) the functions asked for. Buckets are `interval` long,
+	// from 1 minute (`1m`) to 31 days (`31d`), and aligned to UTC (days
+	// start at midnight UTC, weeks on Monday); with `tz` they are aligned
+	// to local time in that IANA zone, so a `1d` bucket is a local
+	// calendar day, 23 or 25 hours long on daylight-saving days. At most
+	// 10,000 buckets per request. Buckets without readings are left out,
+	// unless `fill=null` asks for them with a count of 0 and null values.
+	//
+	// Input aggregates are computed by the database; output aggregates by
+	// evaluating the formulas on each reading as it streams. A function
+	// without a value (`rate` of one reading, say) is null.
+	// Required role: `viewer`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/aggregates (the `AggregateReadings` operationId).
+	AggregateReadings(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *AggregateReadingsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExportReadings Export readings
+	//
+	// Streams every reading of the sensor in the range, oldest first,
+	// with no page limit and in constant memory: the service writes rows
+	// as the database returns them, and stops the query when the client
+	// goes away. `format=csv` has a header row
+	// `datetime,<input ids…>,<output ids…>` (ascending, outputs with
+	// `outputs=true`) and a row per reading, empty where a reading lacks a
+	// value; `format=ndjson` has one reading per line, as
+	// `listReadings` returns them. Both bounds are optional. If the
+	// export fails part way, the connection is cut, so a truncated file
+	// never looks complete. Required role: `viewer`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/export (the `ExportReadings` operationId).
+	ExportReadings(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *ExportReadingsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSensors List sensors
 	//
@@ -1094,6 +1158,48 @@ func (c *Client) UpdateProject(ctx context.Context, orgId OrgId, projId ProjId, 
 	return c.Client.Do(req)
 }
 
+// LatestReadings Latest reading of every sensor
+//
+// The newest reading of each sensor of the project, in sensor id
+// order, paged like sensors; a sensor without readings is listed
+// without one. Each sensor costs one index probe, however many
+// readings it has. With `outputs=true` each reading carries its
+// outputs. Required role: `viewer`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/latest (the `LatestReadings` operationId).
+func (c *Client) LatestReadings(ctx context.Context, orgId OrgId, projId ProjId, params *LatestReadingsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLatestReadingsRequest(c.Server, orgId, projId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteReadings Delete readings in a range
+//
+// Deletes the sensor's readings from `datetime__gte` (inclusive) to
+// `datetime__lt` (exclusive); both bounds are required, so that no
+// request deletes everything by accident. Answers how many were
+// deleted. An archived project is read-only: 409.
+// Required role: `admin`.
+//
+// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id} (the `DeleteReadings` operationId).
+func (c *Client) DeleteReadings(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *DeleteReadingsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteReadingsRequest(c.Server, orgId, projId, sensorId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListReadings List readings
 //
 // Readings of the sensor ordered by `datetime` (ascending unless
@@ -1110,6 +1216,11 @@ func (c *Client) UpdateProject(ctx context.Context, orgId OrgId, projId ProjId, 
 // as much as reading them.
 //
 // `order=desc&limit=1` is the latest reading.
+//
+// **CSV.** With `Accept: text/csv` the same page comes as CSV: a
+// header row `datetime,<input ids…>,<output ids…>` (every id that
+// appears in the page, ascending) and a row per reading, empty where
+// a reading lacks a value. For a whole range at once, use the export.
 //
 // **Outputs.** With `outputs=true` each reading carries `outputs`:
 // the values of the sensor's output formulas, keyed by output ID,
@@ -1199,6 +1310,63 @@ func (c *Client) PostReadingsWithBody(ctx context.Context, orgId OrgId, projId P
 // Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id} (the `PostReadings` operationId).
 func (c *Client) PostReadings(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body PostReadingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostReadingsRequest(c.Server, orgId, projId, sensorId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AggregateReadings Aggregate readings into time buckets
+//
+// One row per time bucket from `datetime__gte` (inclusive) to
+// `datetime__lt` (exclusive), both required: the bucket's start, its
+// number of readings, and for each input (and, with `outputs=true`,
+// each output) the functions asked for. Buckets are `interval` long,
+// from 1 minute (`1m`) to 31 days (`31d`), and aligned to UTC (days
+// start at midnight UTC, weeks on Monday); with `tz` they are aligned
+// to local time in that IANA zone, so a `1d` bucket is a local
+// calendar day, 23 or 25 hours long on daylight-saving days. At most
+// 10,000 buckets per request. Buckets without readings are left out,
+// unless `fill=null` asks for them with a count of 0 and null values.
+//
+// Input aggregates are computed by the database; output aggregates by
+// evaluating the formulas on each reading as it streams. A function
+// without a value (`rate` of one reading, say) is null.
+// Required role: `viewer`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/aggregates (the `AggregateReadings` operationId).
+func (c *Client) AggregateReadings(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *AggregateReadingsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAggregateReadingsRequest(c.Server, orgId, projId, sensorId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExportReadings Export readings
+//
+// Streams every reading of the sensor in the range, oldest first,
+// with no page limit and in constant memory: the service writes rows
+// as the database returns them, and stops the query when the client
+// goes away. `format=csv` has a header row
+// `datetime,<input ids…>,<output ids…>` (ascending, outputs with
+// `outputs=true`) and a row per reading, empty where a reading lacks a
+// value; `format=ndjson` has one reading per line, as
+// `listReadings` returns them. Both bounds are optional. If the
+// export fails part way, the connection is cut, so a truncated file
+// never looks complete. Required role: `viewer`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/export (the `ExportReadings` operationId).
+func (c *Client) ExportReadings(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *ExportReadingsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExportReadingsRequest(c.Server, orgId, projId, sensorId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2323,6 +2491,177 @@ func NewUpdateProjectRequestWithBody(server string, orgId OrgId, projId ProjId, 
 	return req, nil
 }
 
+// NewLatestReadingsRequest constructs an http.Request for the LatestReadings method
+func NewLatestReadingsRequest(server string, orgId OrgId, projId ProjId, params *LatestReadingsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/latest", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Outputs != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "outputs", *params.Outputs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteReadingsRequest constructs an http.Request for the DeleteReadings method
+func NewDeleteReadingsRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, params *DeleteReadingsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/readings/%s", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListReadingsRequest constructs an http.Request for the ListReadings method
 func NewListReadingsRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, params *ListReadingsParams) (*http.Request, error) {
 	var err error
@@ -2539,6 +2878,252 @@ func NewPostReadingsRequestWithBody(server string, orgId OrgId, projId ProjId, s
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewAggregateReadingsRequest constructs an http.Request for the AggregateReadings method
+func NewAggregateReadingsRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, params *AggregateReadingsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/readings/%s/aggregates", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "interval", params.Interval, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Fn != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "fn", *params.Fn, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Tz != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tz", *params.Tz, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Fill != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "fill", *params.Fill, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Outputs != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "outputs", *params.Outputs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewExportReadingsRequest constructs an http.Request for the ExportReadings method
+func NewExportReadingsRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, params *ExportReadingsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/readings/%s/export", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DatetimeGte != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", *params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DatetimeLt != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", *params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Outputs != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "outputs", *params.Outputs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -3477,6 +4062,32 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id} (the `UpdateProject` operationId).
 	UpdateProjectWithResponse(ctx context.Context, orgId OrgId, projId ProjId, body UpdateProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateProjectResponse, error)
 
+	// LatestReadingsWithResponse Latest reading of every sensor
+	//
+	// The newest reading of each sensor of the project, in sensor id
+	// order, paged like sensors; a sensor without readings is listed
+	// without one. Each sensor costs one index probe, however many
+	// readings it has. With `outputs=true` each reading carries its
+	// outputs. Required role: `viewer`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/latest (the `LatestReadings` operationId).
+	LatestReadingsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *LatestReadingsParams, reqEditors ...RequestEditorFn) (*LatestReadingsResponse, error)
+
+	// DeleteReadingsWithResponse Delete readings in a range
+	//
+	// Deletes the sensor's readings from `datetime__gte` (inclusive) to
+	// `datetime__lt` (exclusive); both bounds are required, so that no
+	// request deletes everything by accident. Answers how many were
+	// deleted. An archived project is read-only: 409.
+	// Required role: `admin`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id} (the `DeleteReadings` operationId).
+	DeleteReadingsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *DeleteReadingsParams, reqEditors ...RequestEditorFn) (*DeleteReadingsResponse, error)
+
 	// ListReadingsWithResponse List readings
 	//
 	// Readings of the sensor ordered by `datetime` (ascending unless
@@ -3493,6 +4104,11 @@ type ClientWithResponsesInterface interface {
 	// as much as reading them.
 	//
 	// `order=desc&limit=1` is the latest reading.
+	//
+	// **CSV.** With `Accept: text/csv` the same page comes as CSV: a
+	// header row `datetime,<input ids…>,<output ids…>` (every id that
+	// appears in the page, ascending) and a row per reading, empty where
+	// a reading lacks a value. For a whole range at once, use the export.
 	//
 	// **Outputs.** With `outputs=true` each reading carries `outputs`:
 	// the values of the sensor's output formulas, keyed by output ID,
@@ -3563,6 +4179,47 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id} (the `PostReadings` operationId).
 	PostReadingsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body PostReadingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostReadingsResponse, error)
+
+	// AggregateReadingsWithResponse Aggregate readings into time buckets
+	//
+	// One row per time bucket from `datetime__gte` (inclusive) to
+	// `datetime__lt` (exclusive), both required: the bucket's start, its
+	// number of readings, and for each input (and, with `outputs=true`,
+	// each output) the functions asked for. Buckets are `interval` long,
+	// from 1 minute (`1m`) to 31 days (`31d`), and aligned to UTC (days
+	// start at midnight UTC, weeks on Monday); with `tz` they are aligned
+	// to local time in that IANA zone, so a `1d` bucket is a local
+	// calendar day, 23 or 25 hours long on daylight-saving days. At most
+	// 10,000 buckets per request. Buckets without readings are left out,
+	// unless `fill=null` asks for them with a count of 0 and null values.
+	//
+	// Input aggregates are computed by the database; output aggregates by
+	// evaluating the formulas on each reading as it streams. A function
+	// without a value (`rate` of one reading, say) is null.
+	// Required role: `viewer`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/aggregates (the `AggregateReadings` operationId).
+	AggregateReadingsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *AggregateReadingsParams, reqEditors ...RequestEditorFn) (*AggregateReadingsResponse, error)
+
+	// ExportReadingsWithResponse Export readings
+	//
+	// Streams every reading of the sensor in the range, oldest first,
+	// with no page limit and in constant memory: the service writes rows
+	// as the database returns them, and stops the query when the client
+	// goes away. `format=csv` has a header row
+	// `datetime,<input ids…>,<output ids…>` (ascending, outputs with
+	// `outputs=true`) and a row per reading, empty where a reading lacks a
+	// value; `format=ndjson` has one reading per line, as
+	// `listReadings` returns them. Both bounds are optional. If the
+	// export fails part way, the connection is cut, so a truncated file
+	// never looks complete. Required role: `viewer`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/export (the `ExportReadings` operationId).
+	ExportReadingsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *ExportReadingsParams, reqEditors ...RequestEditorFn) (*ExportReadingsResponse, error)
 
 	// ListSensorsWithResponse List sensors
 	//
@@ -5702,6 +6359,235 @@ func (r UpdateProjectResponse) ContentType() string {
 	return ""
 }
 
+// LatestReadingsResponse401Headers the declared response headers of an HTTP 401 response for LatestReadings
+type LatestReadingsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// LatestReadingsResponse429Headers the declared response headers of an HTTP 429 response for LatestReadings
+type LatestReadingsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// LatestReadingsResponse503Headers the declared response headers of an HTTP 503 response for LatestReadings
+type LatestReadingsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type LatestReadingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LatestPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *LatestReadingsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *LatestReadingsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *LatestReadingsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r LatestReadingsResponse) GetJSON200() *LatestPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r LatestReadingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r LatestReadingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r LatestReadingsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r LatestReadingsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r LatestReadingsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r LatestReadingsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r LatestReadingsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r LatestReadingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r LatestReadingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r LatestReadingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r LatestReadingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteReadingsResponse401Headers the declared response headers of an HTTP 401 response for DeleteReadings
+type DeleteReadingsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DeleteReadingsResponse429Headers the declared response headers of an HTTP 429 response for DeleteReadings
+type DeleteReadingsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// DeleteReadingsResponse503Headers the declared response headers of an HTTP 503 response for DeleteReadings
+type DeleteReadingsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type DeleteReadingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Deleted
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteReadingsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteReadingsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteReadingsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteReadingsResponse) GetJSON200() *Deleted {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteReadingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteReadingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteReadingsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteReadingsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteReadingsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteReadingsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteReadingsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteReadingsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteReadingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteReadingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteReadingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteReadingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListReadingsResponse200Headers the declared response headers of an HTTP 200 response for ListReadings
 type ListReadingsResponse200Headers struct {
 	Link *string
@@ -5946,6 +6832,228 @@ func (r PostReadingsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PostReadingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AggregateReadingsResponse401Headers the declared response headers of an HTTP 401 response for AggregateReadings
+type AggregateReadingsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// AggregateReadingsResponse429Headers the declared response headers of an HTTP 429 response for AggregateReadings
+type AggregateReadingsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// AggregateReadingsResponse503Headers the declared response headers of an HTTP 503 response for AggregateReadings
+type AggregateReadingsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AggregateReadingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]Bucket
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AggregateReadingsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AggregateReadingsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AggregateReadingsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AggregateReadingsResponse) GetJSON200() *[]Bucket {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AggregateReadingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AggregateReadingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AggregateReadingsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AggregateReadingsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r AggregateReadingsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r AggregateReadingsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AggregateReadingsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AggregateReadingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AggregateReadingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AggregateReadingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AggregateReadingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ExportReadingsResponse200Headers the declared response headers of an HTTP 200 response for ExportReadings
+type ExportReadingsResponse200Headers struct {
+	ContentDisposition *string
+}
+
+// ExportReadingsResponse401Headers the declared response headers of an HTTP 401 response for ExportReadings
+type ExportReadingsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ExportReadingsResponse429Headers the declared response headers of an HTTP 429 response for ExportReadings
+type ExportReadingsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ExportReadingsResponse503Headers the declared response headers of an HTTP 503 response for ExportReadings
+type ExportReadingsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ExportReadingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ExportReadingsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ExportReadingsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ExportReadingsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExportReadingsResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ExportReadingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ExportReadingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ExportReadingsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ExportReadingsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ExportReadingsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ExportReadingsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ExportReadingsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ExportReadingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExportReadingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExportReadingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExportReadingsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7662,6 +8770,44 @@ func (c *ClientWithResponses) UpdateProjectWithResponse(ctx context.Context, org
 	return ParseUpdateProjectResponse(rsp)
 }
 
+// LatestReadingsWithResponse Latest reading of every sensor
+//
+// The newest reading of each sensor of the project, in sensor id
+// order, paged like sensors; a sensor without readings is listed
+// without one. Each sensor costs one index probe, however many
+// readings it has. With `outputs=true` each reading carries its
+// outputs. Required role: `viewer`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/latest (the `LatestReadings` operationId).
+func (c *ClientWithResponses) LatestReadingsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *LatestReadingsParams, reqEditors ...RequestEditorFn) (*LatestReadingsResponse, error) {
+	rsp, err := c.LatestReadings(ctx, orgId, projId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLatestReadingsResponse(rsp)
+}
+
+// DeleteReadingsWithResponse Delete readings in a range
+//
+// Deletes the sensor's readings from `datetime__gte` (inclusive) to
+// `datetime__lt` (exclusive); both bounds are required, so that no
+// request deletes everything by accident. Answers how many were
+// deleted. An archived project is read-only: 409.
+// Required role: `admin`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id} (the `DeleteReadings` operationId).
+func (c *ClientWithResponses) DeleteReadingsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *DeleteReadingsParams, reqEditors ...RequestEditorFn) (*DeleteReadingsResponse, error) {
+	rsp, err := c.DeleteReadings(ctx, orgId, projId, sensorId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteReadingsResponse(rsp)
+}
+
 // ListReadingsWithResponse List readings
 //
 // Readings of the sensor ordered by `datetime` (ascending unless
@@ -7678,6 +8824,11 @@ func (c *ClientWithResponses) UpdateProjectWithResponse(ctx context.Context, org
 // as much as reading them.
 //
 // `order=desc&limit=1` is the latest reading.
+//
+// **CSV.** With `Accept: text/csv` the same page comes as CSV: a
+// header row `datetime,<input ids…>,<output ids…>` (every id that
+// appears in the page, ascending) and a row per reading, empty where
+// a reading lacks a value. For a whole range at once, use the export.
 //
 // **Outputs.** With `outputs=true` each reading carries `outputs`:
 // the values of the sensor's output formulas, keyed by output ID,
@@ -7765,6 +8916,59 @@ func (c *ClientWithResponses) PostReadingsWithResponse(ctx context.Context, orgI
 		return nil, err
 	}
 	return ParsePostReadingsResponse(rsp)
+}
+
+// AggregateReadingsWithResponse Aggregate readings into time buckets
+//
+// One row per time bucket from `datetime__gte` (inclusive) to
+// `datetime__lt` (exclusive), both required: the bucket's start, its
+// number of readings, and for each input (and, with `outputs=true`,
+// each output) the functions asked for. Buckets are `interval` long,
+// from 1 minute (`1m`) to 31 days (`31d`), and aligned to UTC (days
+// start at midnight UTC, weeks on Monday); with `tz` they are aligned
+// to local time in that IANA zone, so a `1d` bucket is a local
+// calendar day, 23 or 25 hours long on daylight-saving days. At most
+// 10,000 buckets per request. Buckets without readings are left out,
+// unless `fill=null` asks for them with a count of 0 and null values.
+//
+// Input aggregates are computed by the database; output aggregates by
+// evaluating the formulas on each reading as it streams. A function
+// without a value (`rate` of one reading, say) is null.
+// Required role: `viewer`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/aggregates (the `AggregateReadings` operationId).
+func (c *ClientWithResponses) AggregateReadingsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *AggregateReadingsParams, reqEditors ...RequestEditorFn) (*AggregateReadingsResponse, error) {
+	rsp, err := c.AggregateReadings(ctx, orgId, projId, sensorId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAggregateReadingsResponse(rsp)
+}
+
+// ExportReadingsWithResponse Export readings
+//
+// Streams every reading of the sensor in the range, oldest first,
+// with no page limit and in constant memory: the service writes rows
+// as the database returns them, and stops the query when the client
+// goes away. `format=csv` has a header row
+// `datetime,<input ids…>,<output ids…>` (ascending, outputs with
+// `outputs=true`) and a row per reading, empty where a reading lacks a
+// value; `format=ndjson` has one reading per line, as
+// `listReadings` returns them. Both bounds are optional. If the
+// export fails part way, the connection is cut, so a truncated file
+// never looks complete. Required role: `viewer`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/export (the `ExportReadings` operationId).
+func (c *ClientWithResponses) ExportReadingsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *ExportReadingsParams, reqEditors ...RequestEditorFn) (*ExportReadingsResponse, error) {
+	rsp, err := c.ExportReadings(ctx, orgId, projId, sensorId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExportReadingsResponse(rsp)
 }
 
 // ListSensorsWithResponse List sensors
@@ -9967,6 +11171,229 @@ func ParseUpdateProjectResponse(rsp *http.Response) (*UpdateProjectResponse, err
 	return response, nil
 }
 
+// ParseLatestReadingsResponse parses an HTTP response from a LatestReadingsWithResponse call
+func ParseLatestReadingsResponse(rsp *http.Response) (*LatestReadingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &LatestReadingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LatestPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers LatestReadingsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers LatestReadingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers LatestReadingsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteReadingsResponse parses an HTTP response from a DeleteReadingsWithResponse call
+func ParseDeleteReadingsResponse(rsp *http.Response) (*DeleteReadingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteReadingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Deleted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteReadingsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteReadingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteReadingsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListReadingsResponse parses an HTTP response from a ListReadingsWithResponse call
 func ParseListReadingsResponse(rsp *http.Response) (*ListReadingsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10036,6 +11463,9 @@ func ParseListReadingsResponse(rsp *http.Response) (*ListReadingsResponse, error
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
 
 	}
 
@@ -10201,6 +11631,225 @@ func ParsePostReadingsResponse(rsp *http.Response) (*PostReadingsResponse, error
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers PostReadingsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAggregateReadingsResponse parses an HTTP response from a AggregateReadingsWithResponse call
+func ParseAggregateReadingsResponse(rsp *http.Response) (*AggregateReadingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AggregateReadingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []Bucket
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers AggregateReadingsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers AggregateReadingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers AggregateReadingsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseExportReadingsResponse parses an HTTP response from a ExportReadingsWithResponse call
+func ParseExportReadingsResponse(rsp *http.Response) (*ExportReadingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExportReadingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ExportReadingsResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ExportReadingsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ExportReadingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ExportReadingsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -142,6 +143,44 @@ func (e ListReadingsParamsOrder) Valid() bool {
 	}
 }
 
+// Defines values for AggregateReadingsParamsFill.
+const (
+	Null AggregateReadingsParamsFill = "null"
+)
+
+// Valid indicates whether the value is a known member of the AggregateReadingsParamsFill enum.
+func (e AggregateReadingsParamsFill) Valid() bool {
+	switch e {
+	case Null:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportReadingsParamsFormat.
+const (
+	Csv    ExportReadingsParamsFormat = "csv"
+	Ndjson ExportReadingsParamsFormat = "ndjson"
+)
+
+// Valid indicates whether the value is a known member of the ExportReadingsParamsFormat enum.
+func (e ExportReadingsParamsFormat) Valid() bool {
+	switch e {
+	case Csv:
+		return true
+	case Ndjson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Aggregates The functions asked for, by input or output ID.
+//
+// Example: {"101":{"avg":2802.1,"max":2805,"min":2799.5}}
+type Aggregates map[string]map[string]*float64
+
 // Blueprint defines model for Blueprint.
 type Blueprint struct {
 	Constants   []BlueprintConstant `json:"constants"`
@@ -201,6 +240,25 @@ type BlueprintWrite struct {
 	Outputs     []BlueprintOutput    `json:"outputs"`
 }
 
+// Bucket defines model for Bucket.
+type Bucket struct {
+	// Count The number of readings in the bucket.
+	Count int64 `json:"count"`
+
+	// Datetime The bucket's start, UTC, three fractional digits.
+	Datetime time.Time `json:"datetime"`
+
+	// Inputs The functions asked for, by input or output ID.
+	//
+	// Example: {"101":{"avg":2802.1,"max":2805,"min":2799.5}}
+	Inputs Aggregates `json:"inputs"`
+
+	// Outputs The functions asked for, by input or output ID.
+	//
+	// Example: {"101":{"avg":2802.1,"max":2805,"min":2799.5}}
+	Outputs *Aggregates `json:"outputs,omitempty"`
+}
+
 // Calibration defines model for Calibration.
 type Calibration struct {
 	// From From this instant on (RFC 3339 with a zone, at most six fractional digits).
@@ -213,6 +271,12 @@ type CalibrationsUpdate map[string][]Calibration
 
 // ConstantValues Undated values of constants, by key.
 type ConstantValues map[string]float64
+
+// Deleted defines model for Deleted.
+type Deleted struct {
+	// Deleted How many readings were deleted.
+	Deleted int64 `json:"deleted"`
+}
 
 // Error defines model for Error.
 type Error struct {
@@ -282,6 +346,20 @@ type InstanceOutput struct {
 
 // Key An identifier, unique within the blueprint; formulas name values by it.
 type Key = string
+
+// Latest defines model for Latest.
+type Latest struct {
+	Reading  *Reading `json:"reading,omitempty"`
+	SensorId int64    `json:"sensor_id"`
+}
+
+// LatestPage defines model for LatestPage.
+type LatestPage struct {
+	Items []Latest `json:"items"`
+
+	// NextCursor Present when there may be more; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
 
 // Me defines model for Me.
 type Me struct {
@@ -596,6 +674,27 @@ type ListBlueprintsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// LatestReadingsParams defines parameters for LatestReadings.
+type LatestReadingsParams struct {
+	// Limit The most items in a page.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Outputs Whether to compute each reading's outputs.
+	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
+}
+
+// DeleteReadingsParams defines parameters for DeleteReadings.
+type DeleteReadingsParams struct {
+	// DatetimeGte The first instant to delete (RFC 3339 with a zone).
+	DatetimeGte time.Time `form:"datetime__gte" json:"datetime__gte"`
+
+	// DatetimeLt The first instant to keep after the range.
+	DatetimeLt time.Time `form:"datetime__lt" json:"datetime__lt"`
+}
+
 // ListReadingsParams defines parameters for ListReadings.
 type ListReadingsParams struct {
 	// DatetimeGte Only readings at or after this instant (RFC 3339 with a zone).
@@ -625,6 +724,54 @@ type ListReadingsParams struct {
 
 // ListReadingsParamsOrder defines parameters for ListReadings.
 type ListReadingsParamsOrder string
+
+// AggregateReadingsParams defines parameters for AggregateReadings.
+type AggregateReadingsParams struct {
+	// Interval The bucket width: a whole number and m (minutes), h (hours) or d (days), from 1m to 31d.
+	Interval string `form:"interval" json:"interval"`
+
+	// Fn Comma-separated functions of each bucket: `avg`, `min`, `max`,
+	// `sum`, `count`, `first`, `last`, `median`, `range` (max − min)
+	// and `rate` (change per second between the bucket's first and
+	// last reading). Default `avg,min,max`.
+	Fn *string `form:"fn,omitempty" json:"fn,omitempty"`
+
+	// DatetimeGte The start of the range, inclusive (RFC 3339 with a zone).
+	DatetimeGte time.Time `form:"datetime__gte" json:"datetime__gte"`
+
+	// DatetimeLt The end of the range, exclusive.
+	DatetimeLt time.Time `form:"datetime__lt" json:"datetime__lt"`
+
+	// Tz An IANA time zone, such as `Europe/London`, to align buckets to its local time. Default UTC.
+	Tz *string `form:"tz,omitempty" json:"tz,omitempty"`
+
+	// Fill `null` to list buckets without readings too.
+	Fill *AggregateReadingsParamsFill `form:"fill,omitempty" json:"fill,omitempty"`
+
+	// Outputs Whether to aggregate the outputs too.
+	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
+}
+
+// AggregateReadingsParamsFill defines parameters for AggregateReadings.
+type AggregateReadingsParamsFill string
+
+// ExportReadingsParams defines parameters for ExportReadings.
+type ExportReadingsParams struct {
+	// Format `csv` (default) or `ndjson`.
+	Format *ExportReadingsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
+	// DatetimeGte Only readings at or after this instant.
+	DatetimeGte *time.Time `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
+
+	// DatetimeLt Only readings strictly before this instant.
+	DatetimeLt *time.Time `form:"datetime__lt,omitempty" json:"datetime__lt,omitempty"`
+
+	// Outputs Whether to compute each reading's outputs.
+	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
+}
+
+// ExportReadingsParamsFormat defines parameters for ExportReadings.
+type ExportReadingsParamsFormat string
 
 // ListSensorsParams defines parameters for ListSensors.
 type ListSensorsParams struct {
@@ -736,12 +883,24 @@ type ServerInterface interface {
 	// UpdateProject Update a project
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id})
 	UpdateProject(ctx echo.Context, orgId OrgId, projId ProjId) error
+	// LatestReadings Latest reading of every sensor
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/latest)
+	LatestReadings(ctx echo.Context, orgId OrgId, projId ProjId, params LatestReadingsParams) error
+	// DeleteReadings Delete readings in a range
+	// (DELETE /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id})
+	DeleteReadings(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, params DeleteReadingsParams) error
 	// ListReadings List readings
 	// (GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id})
 	ListReadings(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, params ListReadingsParams) error
 	// PostReadings Post readings
 	// (POST /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id})
 	PostReadings(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// AggregateReadings Aggregate readings into time buckets
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/aggregates)
+	AggregateReadings(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, params AggregateReadingsParams) error
+	// ExportReadings Export readings
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/export)
+	ExportReadings(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, params ExportReadingsParams) error
 	// ListSensors List sensors
 	// (GET /api/v1/org/{org_id}/proj/{proj_id}/sensors)
 	ListSensors(ctx echo.Context, orgId OrgId, projId ProjId, params ListSensorsParams) error
@@ -1124,6 +1283,101 @@ func (w *ServerInterfaceWrapper) UpdateProject(ctx echo.Context) error {
 	return err
 }
 
+// LatestReadings converts echo context to params.
+func (w *ServerInterfaceWrapper) LatestReadings(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params LatestReadingsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "outputs" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "outputs", ctx.QueryParams(), &params.Outputs, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outputs: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.LatestReadings(ctx, orgId, projId, params)
+	return err
+}
+
+// DeleteReadings converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteReadings(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteReadingsParams
+	// ------------- Required query parameter "datetime__gte" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__gte: %s", err))
+	}
+
+	// ------------- Required query parameter "datetime__lt" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lt: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteReadings(ctx, orgId, projId, sensorId, params)
+	return err
+}
+
 // ListReadings converts echo context to params.
 func (w *ServerInterfaceWrapper) ListReadings(ctx echo.Context) error {
 	var err error
@@ -1243,6 +1497,151 @@ func (w *ServerInterfaceWrapper) PostReadings(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.PostReadings(ctx, orgId, projId, sensorId)
+	return err
+}
+
+// AggregateReadings converts echo context to params.
+func (w *ServerInterfaceWrapper) AggregateReadings(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params AggregateReadingsParams
+	// ------------- Required query parameter "interval" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "interval", ctx.QueryParams(), &params.Interval, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter interval: %s", err))
+	}
+
+	// ------------- Optional query parameter "fn" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "fn", ctx.QueryParams(), &params.Fn, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter fn: %s", err))
+	}
+
+	// ------------- Required query parameter "datetime__gte" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__gte: %s", err))
+	}
+
+	// ------------- Required query parameter "datetime__lt" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lt: %s", err))
+	}
+
+	// ------------- Optional query parameter "tz" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "tz", ctx.QueryParams(), &params.Tz, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tz: %s", err))
+	}
+
+	// ------------- Optional query parameter "fill" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "fill", ctx.QueryParams(), &params.Fill, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter fill: %s", err))
+	}
+
+	// ------------- Optional query parameter "outputs" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "outputs", ctx.QueryParams(), &params.Outputs, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outputs: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AggregateReadings(ctx, orgId, projId, sensorId, params)
+	return err
+}
+
+// ExportReadings converts echo context to params.
+func (w *ServerInterfaceWrapper) ExportReadings(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ExportReadingsParams
+	// ------------- Optional query parameter "format" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "format", ctx.QueryParams(), &params.Format, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter format: %s", err))
+	}
+
+	// ------------- Optional query parameter "datetime__gte" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__gte: %s", err))
+	}
+
+	// ------------- Optional query parameter "datetime__lt" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lt: %s", err))
+	}
+
+	// ------------- Optional query parameter "outputs" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "outputs", ctx.QueryParams(), &params.Outputs, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outputs: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ExportReadings(ctx, orgId, projId, sensorId, params)
 	return err
 }
 
@@ -1636,8 +2035,12 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/blueprints/:blueprint_id", wrapper.UpdateBlueprint, options.OperationMiddlewares["updateBlueprint"]...)
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/formulas", wrapper.UpdateFormulas, options.OperationMiddlewares["updateFormulas"]...)
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/calibrations", wrapper.UpdateCalibrations, options.OperationMiddlewares["updateCalibrations"]...)
+	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings/:sensor_id", wrapper.DeleteReadings, options.OperationMiddlewares["deleteReadings"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings/:sensor_id", wrapper.ListReadings, options.OperationMiddlewares["listReadings"]...)
 	router.POST(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings/:sensor_id", wrapper.PostReadings, options.OperationMiddlewares["postReadings"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings/:sensor_id/aggregates", wrapper.AggregateReadings, options.OperationMiddlewares["aggregateReadings"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings/:sensor_id/export", wrapper.ExportReadings, options.OperationMiddlewares["exportReadings"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/latest", wrapper.LatestReadings, options.OperationMiddlewares["latestReadings"]...)
 
 }
 
@@ -4019,6 +4422,283 @@ func (response UpdateProject503JSONResponse) VisitUpdateProjectResponse(w http.R
 	return err
 }
 
+type LatestReadingsRequestObject struct {
+	OrgId  OrgId  `json:"org_id"`
+	ProjId ProjId `json:"proj_id"`
+	Params LatestReadingsParams
+}
+
+type LatestReadingsResponseObject interface {
+	VisitLatestReadingsResponse(w http.ResponseWriter) error
+}
+
+type LatestReadings200JSONResponse LatestPage
+
+func (response LatestReadings200JSONResponse) VisitLatestReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LatestReadings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response LatestReadings400JSONResponse) VisitLatestReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LatestReadings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response LatestReadings401JSONResponse) VisitLatestReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LatestReadings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response LatestReadings403JSONResponse) VisitLatestReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LatestReadings404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response LatestReadings404JSONResponse) VisitLatestReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LatestReadings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response LatestReadings429JSONResponse) VisitLatestReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LatestReadings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response LatestReadings500JSONResponse) VisitLatestReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LatestReadings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response LatestReadings503JSONResponse) VisitLatestReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteReadingsRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+	Params   DeleteReadingsParams
+}
+
+type DeleteReadingsResponseObject interface {
+	VisitDeleteReadingsResponse(w http.ResponseWriter) error
+}
+
+type DeleteReadings200JSONResponse Deleted
+
+func (response DeleteReadings200JSONResponse) VisitDeleteReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteReadings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteReadings400JSONResponse) VisitDeleteReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteReadings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteReadings401JSONResponse) VisitDeleteReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteReadings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteReadings403JSONResponse) VisitDeleteReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteReadings404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteReadings404JSONResponse) VisitDeleteReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteReadings409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteReadings409JSONResponse) VisitDeleteReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteReadings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteReadings429JSONResponse) VisitDeleteReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteReadings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteReadings500JSONResponse) VisitDeleteReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteReadings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteReadings503JSONResponse) VisitDeleteReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListReadingsRequestObject struct {
 	OrgId    OrgId    `json:"org_id"`
 	ProjId   ProjId   `json:"proj_id"`
@@ -4051,6 +4731,30 @@ func (response ListReadings200JSONResponse) VisitListReadingsResponse(w http.Res
 	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReadings200TextcsvResponse struct {
+	Body          io.Reader
+	Headers       ListReadings200ResponseHeaders
+	ContentLength int64
+}
+
+func (response ListReadings200TextcsvResponse) VisitListReadingsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/csv")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
 	return err
 }
 
@@ -4323,6 +5027,331 @@ func (response PostReadings500JSONResponse) VisitPostReadingsResponse(w http.Res
 type PostReadings503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response PostReadings503JSONResponse) VisitPostReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AggregateReadingsRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+	Params   AggregateReadingsParams
+}
+
+type AggregateReadingsResponseObject interface {
+	VisitAggregateReadingsResponse(w http.ResponseWriter) error
+}
+
+type AggregateReadings200JSONResponse []Bucket
+
+func (response AggregateReadings200JSONResponse) VisitAggregateReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AggregateReadings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AggregateReadings400JSONResponse) VisitAggregateReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AggregateReadings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AggregateReadings401JSONResponse) VisitAggregateReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AggregateReadings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response AggregateReadings403JSONResponse) VisitAggregateReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AggregateReadings404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AggregateReadings404JSONResponse) VisitAggregateReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AggregateReadings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response AggregateReadings429JSONResponse) VisitAggregateReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AggregateReadings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response AggregateReadings500JSONResponse) VisitAggregateReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AggregateReadings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AggregateReadings503JSONResponse) VisitAggregateReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportReadingsRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+	Params   ExportReadingsParams
+}
+
+type ExportReadingsResponseObject interface {
+	VisitExportReadingsResponse(w http.ResponseWriter) error
+}
+
+type ExportReadings200ResponseHeaders struct {
+	ContentDisposition *string
+}
+
+type ExportReadings200ApplicationxNdjsonResponse struct {
+	Body          io.Reader
+	Headers       ExportReadings200ResponseHeaders
+	ContentLength int64
+}
+
+func (response ExportReadings200ApplicationxNdjsonResponse) VisitExportReadingsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type ExportReadings200TextcsvResponse struct {
+	Body          io.Reader
+	Headers       ExportReadings200ResponseHeaders
+	ContentLength int64
+}
+
+func (response ExportReadings200TextcsvResponse) VisitExportReadingsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/csv")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type ExportReadings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ExportReadings400JSONResponse) VisitExportReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportReadings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ExportReadings401JSONResponse) VisitExportReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportReadings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ExportReadings403JSONResponse) VisitExportReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportReadings404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ExportReadings404JSONResponse) VisitExportReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportReadings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ExportReadings429JSONResponse) VisitExportReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportReadings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ExportReadings500JSONResponse) VisitExportReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportReadings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ExportReadings503JSONResponse) VisitExportReadingsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -5973,12 +7002,24 @@ type StrictServerInterface interface {
 	// UpdateProject Update a project
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id})
 	UpdateProject(ctx context.Context, request UpdateProjectRequestObject) (UpdateProjectResponseObject, error)
+	// LatestReadings Latest reading of every sensor
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/latest)
+	LatestReadings(ctx context.Context, request LatestReadingsRequestObject) (LatestReadingsResponseObject, error)
+	// DeleteReadings Delete readings in a range
+	// (DELETE /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id})
+	DeleteReadings(ctx context.Context, request DeleteReadingsRequestObject) (DeleteReadingsResponseObject, error)
 	// ListReadings List readings
 	// (GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id})
 	ListReadings(ctx context.Context, request ListReadingsRequestObject) (ListReadingsResponseObject, error)
 	// PostReadings Post readings
 	// (POST /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id})
 	PostReadings(ctx context.Context, request PostReadingsRequestObject) (PostReadingsResponseObject, error)
+	// AggregateReadings Aggregate readings into time buckets
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/aggregates)
+	AggregateReadings(ctx context.Context, request AggregateReadingsRequestObject) (AggregateReadingsResponseObject, error)
+	// ExportReadings Export readings
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/export)
+	ExportReadings(ctx context.Context, request ExportReadingsRequestObject) (ExportReadingsResponseObject, error)
 	// ListSensors List sensors
 	// (GET /api/v1/org/{org_id}/proj/{proj_id}/sensors)
 	ListSensors(ctx context.Context, request ListSensorsRequestObject) (ListSensorsResponseObject, error)
@@ -6619,6 +7660,61 @@ func (sh *strictHandler) UpdateProject(ctx echo.Context, orgId OrgId, projId Pro
 	return nil
 }
 
+// LatestReadings operation middleware
+func (sh *strictHandler) LatestReadings(ctx echo.Context, orgId OrgId, projId ProjId, params LatestReadingsParams) error {
+	var request LatestReadingsRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.LatestReadings(ctx.Request().Context(), request.(LatestReadingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "LatestReadings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(LatestReadingsResponseObject); ok {
+		return validResponse.VisitLatestReadingsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteReadings operation middleware
+func (sh *strictHandler) DeleteReadings(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, params DeleteReadingsParams) error {
+	var request DeleteReadingsRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteReadings(ctx.Request().Context(), request.(DeleteReadingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteReadings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteReadingsResponseObject); ok {
+		return validResponse.VisitDeleteReadingsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListReadings operation middleware
 func (sh *strictHandler) ListReadings(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, params ListReadingsParams) error {
 	var request ListReadingsRequestObject
@@ -6691,6 +7787,62 @@ func (sh *strictHandler) PostReadings(ctx echo.Context, orgId OrgId, projId Proj
 		return err
 	} else if validResponse, ok := response.(PostReadingsResponseObject); ok {
 		return validResponse.VisitPostReadingsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AggregateReadings operation middleware
+func (sh *strictHandler) AggregateReadings(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, params AggregateReadingsParams) error {
+	var request AggregateReadingsRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AggregateReadings(ctx.Request().Context(), request.(AggregateReadingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AggregateReadings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AggregateReadingsResponseObject); ok {
+		return validResponse.VisitAggregateReadingsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ExportReadings operation middleware
+func (sh *strictHandler) ExportReadings(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, params ExportReadingsParams) error {
+	var request ExportReadingsRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ExportReadings(ctx.Request().Context(), request.(ExportReadingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExportReadings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ExportReadingsResponseObject); ok {
+		return validResponse.VisitExportReadingsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

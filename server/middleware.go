@@ -1,16 +1,23 @@
 package server
 
 import (
+	"compress/gzip"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net/http"
 	"regexp"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/sensorreadings/readings/apperr"
 )
 
 const requestIDKey = "request_id"
@@ -108,4 +115,83 @@ func bodyLimit(max int64) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// decompressRequest accepts bodies sent with Content-Encoding: gzip. The
+// limit applies to the decompressed bytes, counted as they are inflated, so
+// a small bomb cannot expand past it.
+func decompressRequest(max int64) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			switch encoding := strings.ToLower(strings.TrimSpace(req.Header.Get(echo.HeaderContentEncoding))); encoding {
+			case "", "identity":
+				return next(c)
+			case "gzip", "x-gzip":
+				gz, err := gzip.NewReader(req.Body)
+				if err != nil {
+					return apperr.Errorf(apperr.Invalid, "the body is not valid gzip: %v", err)
+				}
+				defer gz.Close()
+				req.Body = http.MaxBytesReader(c.Response(), gz, max)
+				req.Header.Del(echo.HeaderContentEncoding)
+				req.ContentLength = -1 // unknown until inflated
+				return next(c)
+			default:
+				return echo.NewHTTPError(http.StatusUnsupportedMediaType,
+					fmt.Sprintf("Content-Encoding %q is not supported; send gzip or nothing", encoding))
+			}
+		}
+	}
+}
+
+type acceptKey struct{}
+
+// keepAccept keeps the Accept header where handlers can see it: the strict
+// handlers get the request's context, not the request.
+func keepAccept(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if accept := c.Request().Header.Get(echo.HeaderAccept); accept != "" {
+			c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), acceptKey{}, accept)))
+		}
+		return next(c)
+	}
+}
+
+// prefersCSV tells whether the request's Accept header ranks text/csv above
+// application/json; on a tie, JSON wins.
+func prefersCSV(ctx context.Context) bool {
+	accept, _ := ctx.Value(acceptKey{}).(string)
+	return acceptQuality(accept, "text/csv") > acceptQuality(accept, "application/json")
+}
+
+// acceptQuality is the q of the most specific media range of accept that
+// matches mediaType: type/subtype before type/* before */*.
+func acceptQuality(accept, mediaType string) float64 {
+	major, _, _ := strings.Cut(mediaType, "/")
+	best, bestRank := 0.0, 0
+	for _, part := range strings.Split(accept, ",") {
+		r, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		rank := 0
+		switch r {
+		case mediaType:
+			rank = 3
+		case major + "/*":
+			rank = 2
+		case "*/*":
+			rank = 1
+		}
+		if rank <= bestRank {
+			continue
+		}
+		q := 1.0
+		if v, err := strconv.ParseFloat(params["q"], 64); err == nil {
+			q = v
+		}
+		best, bestRank = q, rank
+	}
+	return best
 }

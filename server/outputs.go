@@ -47,14 +47,14 @@ func (c *programCache) get(sensorID int64, inst *store.Instance) (*formulas.Prog
 	return p, nil
 }
 
-// outputsWriter computes a sensor's outputs for each reading of a request
-// and appends them as JSON. The constants' dated values are resolved here,
-// once per request, not per reading from the database.
+// outputsWriter computes a sensor's outputs for each reading of a request.
+// The constants' dated values are resolved here, once per request, not per
+// reading from the database.
 type outputsWriter struct {
 	eval      *formulas.Evaluator // nil: no outputs
 	inputs    []inputSlot         // by id
 	factors   []formulas.Factor   // by constant
-	outputIDs []int64
+	outputIDs []int64             // by output
 }
 
 type inputSlot struct {
@@ -94,11 +94,10 @@ func (s *Server) newOutputsWriter(sensor store.Sensor) *outputsWriter {
 	return w
 }
 
-// appendOutputs appends ,"outputs":{…} for r.
-func (w *outputsWriter) appendOutputs(b []byte, r *store.Reading) []byte {
-	b = append(b, `,"outputs":{`...)
+// compute evaluates the outputs of r; value then reads them.
+func (w *outputsWriter) compute(r *store.Reading) {
 	if w.eval == nil {
-		return append(b, '}')
+		return
 	}
 	w.eval.Reset()
 	// Both the reading's inputs and the instance's are sorted by id: one
@@ -118,9 +117,23 @@ func (w *outputsWriter) appendOutputs(b []byte, r *store.Reading) []byte {
 		}
 	}
 	w.eval.Run()
+}
+
+// value is output k of the reading last computed, if it has one.
+func (w *outputsWriter) value(k int) (float64, bool) {
+	if w.eval == nil {
+		return 0, false
+	}
+	return w.eval.Output(k)
+}
+
+// appendOutputs computes r's outputs and appends ,"outputs":{…}.
+func (w *outputsWriter) appendOutputs(b []byte, r *store.Reading) []byte {
+	w.compute(r)
+	b = append(b, `,"outputs":{`...)
 	first := true
 	for k, id := range w.outputIDs {
-		v, ok := w.eval.Output(k)
+		v, ok := w.value(k)
 		if !ok {
 			continue
 		}

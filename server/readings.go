@@ -91,7 +91,7 @@ func (s *Server) ListReadings(ctx context.Context, req gen.ListReadingsRequestOb
 	if err != nil {
 		return nil, err
 	}
-	page := newReadingsPage(sensor.ID)
+	page := newReadingsPage(sensor.ID, prefersCSV(ctx))
 	if p := req.Params.Outputs; p != nil && *p {
 		page.outputs = s.newOutputsWriter(sensor)
 	}
@@ -113,6 +113,19 @@ func (s *Server) ListReadings(ctx context.Context, req gen.ListReadingsRequestOb
 		next = nextPageLink(key, req.Params, last)
 	}
 	return page.finish(next), nil
+}
+
+// DeleteReadings deletes a sensor's readings in a range.
+func (s *Server) DeleteReadings(ctx context.Context, req gen.DeleteReadingsRequestObject) (gen.DeleteReadingsResponseObject, error) {
+	from, to := ceilMicro(req.Params.DatetimeGte), ceilMicro(req.Params.DatetimeLt)
+	if !to.After(from) {
+		return nil, apperr.Errorf(apperr.Invalid, "datetime__lt must be after datetime__gte")
+	}
+	deleted, err := s.store.DeleteReadings(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), from, to)
+	if err != nil {
+		return nil, err
+	}
+	return gen.DeleteReadings200JSONResponse{Deleted: deleted}, nil
 }
 
 // readingQuery turns the parameters into inclusive bounds to the
@@ -194,33 +207,85 @@ func nextPageLink(key store.SensorKey, p gen.ListReadingsParams, last time.Time)
 		key.OrgID, key.ProjectID, key.SensorID, v.Encode())
 }
 
-// readingsPage is a page of readings encoded as JSON while the rows arrive.
+// readingsPage is a page of readings encoded as JSON while the rows arrive,
+// or, asked for CSV, kept until the page is whole, since the header row
+// names every input the page has.
 type readingsPage struct {
 	buf      *bytes.Buffer
 	sensorID int64
-	outputs  *outputsWriter // nil unless outputs=true
+	outputs  *outputsWriter  // nil unless outputs=true
+	csv      []store.Reading // nil for JSON
+	wantsCSV bool
 	count    int
 	link     string
 }
 
 var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-func newReadingsPage(sensorID int64) *readingsPage {
+func newReadingsPage(sensorID int64, wantsCSV bool) *readingsPage {
 	buf := pageBuffers.Get().(*bytes.Buffer)
 	buf.Reset()
-	buf.WriteByte('[')
-	return &readingsPage{buf: buf, sensorID: sensorID}
+	if !wantsCSV {
+		buf.WriteByte('[')
+	}
+	return &readingsPage{buf: buf, sensorID: sensorID, wantsCSV: wantsCSV}
 }
 
-// add appends one reading:
-// {"id":"12-1714564800000000","datetime":"…","inputs":{"101":2803.5},"outputs":{…}}
+// add appends one reading.
 func (p *readingsPage) add(r *store.Reading) {
-	b := p.buf.AvailableBuffer()
-	if p.count > 0 {
-		b = append(b, ',')
+	if p.wantsCSV {
+		p.csv = append(p.csv, store.Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)})
+		p.count++
+		return
 	}
+	if p.count > 0 {
+		p.buf.WriteByte(',')
+	}
+	p.buf.Write(appendReading(p.buf.AvailableBuffer(), p.sensorID, r, p.outputs))
+	p.count++
+}
+
+func (p *readingsPage) finish(link string) *readingsPage {
+	p.link = link
+	if !p.wantsCSV {
+		p.buf.WriteString("]\n")
+		return p
+	}
+	columns := csvColumns{inputIDs: inputIDsOf(p.csv), outputs: p.outputs}
+	p.buf.Write(columns.appendHeader(p.buf.AvailableBuffer()))
+	for i := range p.csv {
+		p.buf.Write(columns.appendRow(p.buf.AvailableBuffer(), &p.csv[i]))
+	}
+	return p
+}
+
+func (p *readingsPage) release() {
+	if p.buf.Cap() <= 4<<20 {
+		pageBuffers.Put(p.buf)
+	}
+	p.buf = nil
+}
+
+func (p *readingsPage) VisitListReadingsResponse(w http.ResponseWriter) error {
+	defer p.release()
+	if p.wantsCSV {
+		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	if p.link != "" {
+		w.Header().Set("Link", p.link)
+	}
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(p.buf.Bytes())
+	return err
+}
+
+// appendReading appends r as JSON, with its outputs unless outputs is nil:
+// {"id":"12-1714564800000000","datetime":"…","inputs":{"101":2803.5},"outputs":{…}}
+func appendReading(b []byte, sensorID int64, r *store.Reading, outputs *outputsWriter) []byte {
 	b = append(b, `{"id":"`...)
-	b = strconv.AppendInt(b, p.sensorID, 10)
+	b = strconv.AppendInt(b, sensorID, 10)
 	b = append(b, '-')
 	b = strconv.AppendInt(b, r.Time.UnixMicro(), 10)
 	b = append(b, `","datetime":"`...)
@@ -236,36 +301,10 @@ func (p *readingsPage) add(r *store.Reading) {
 		b = appendNumber(b, r.Values[i])
 	}
 	b = append(b, '}')
-	if p.outputs != nil {
-		b = p.outputs.appendOutputs(b, r)
+	if outputs != nil {
+		b = outputs.appendOutputs(b, r)
 	}
-	b = append(b, '}')
-	p.buf.Write(b)
-	p.count++
-}
-
-func (p *readingsPage) finish(link string) *readingsPage {
-	p.buf.WriteString("]\n")
-	p.link = link
-	return p
-}
-
-func (p *readingsPage) release() {
-	if p.buf.Cap() <= 4<<20 {
-		pageBuffers.Put(p.buf)
-	}
-	p.buf = nil
-}
-
-func (p *readingsPage) VisitListReadingsResponse(w http.ResponseWriter) error {
-	defer p.release()
-	w.Header().Set("Content-Type", "application/json")
-	if p.link != "" {
-		w.Header().Set("Link", p.link)
-	}
-	w.WriteHeader(http.StatusOK)
-	_, err := w.Write(p.buf.Bytes())
-	return err
+	return append(b, '}')
 }
 
 // appendNumber appends f as encoding/json writes a float64 (the ES6

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/openapi"
@@ -53,6 +54,14 @@ type Store interface {
 
 	InsertReadings(ctx context.Context, key store.SensorKey, readings []store.Reading) error
 	ListReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, fn func(*store.Reading) error) error
+	InputIDs(ctx context.Context, sensor store.Sensor, from, to time.Time) ([]int64, error)
+	DeleteReadings(ctx context.Context, key store.SensorKey, from, to time.Time) (int64, error)
+	LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Latest, bool, error)
+
+	BucketCounts(ctx context.Context, sensor store.Sensor, q store.BucketQuery) ([]store.BucketCount, error)
+	InputBucketStats(ctx context.Context, sensor store.Sensor, q store.BucketQuery) ([]store.InputStats, error)
+	BucketReadings(ctx context.Context, sensor store.Sensor, q store.BucketQuery, fn func(time.Time, *store.Reading) error) error
+	Buckets(ctx context.Context, q store.BucketQuery) ([]time.Time, error)
 }
 
 // Config holds the limits a deployment may change.
@@ -97,7 +106,10 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 		s.accessLog,
 		recoverPanics,
 		secureHeaders,
+		middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1024}),
 		bodyLimit(cfg.MaxBodyBytes),
+		decompressRequest(cfg.MaxBodyBytes),
+		keepAccept,
 		s.authenticate,
 		s.validateRequest,
 	)

@@ -19,11 +19,11 @@ type Reading struct {
 	Values   []float64
 }
 
-// ReadingQuery selects a page of a sensor's readings.
+// ReadingQuery selects a sensor's readings.
 type ReadingQuery struct {
 	From, To time.Time // inclusive bounds, to the microsecond
 	Desc     bool      // newest first
-	Limit    int
+	Limit    int       // 0: all of them
 	Offset   int64
 }
 
@@ -173,7 +173,11 @@ func (db *DB) ListReadings(ctx context.Context, sensor Sensor, q ReadingQuery, f
 	if q.Desc {
 		query = listReadingsDescSQL
 	}
-	rows, err := db.pool.Query(ctx, query, sensor.ID, q.From, q.To, q.Limit, q.Offset)
+	var limit *int // LIMIT NULL is no limit
+	if q.Limit > 0 {
+		limit = &q.Limit
+	}
+	rows, err := db.pool.Query(ctx, query, sensor.ID, q.From, q.To, limit, q.Offset)
 	if err != nil {
 		return dbError("list readings", err)
 	}
@@ -188,4 +192,85 @@ func (db *DB) ListReadings(ctx context.Context, sensor Sensor, q ReadingQuery, f
 		}
 	}
 	return dbError("list readings", rows.Err())
+}
+
+// InputIDs returns the input ids that readings of sensor from to to
+// (inclusive) use, ascending.
+func (db *DB) InputIDs(ctx context.Context, sensor Sensor, from, to time.Time) ([]int64, error) {
+	rows, _ := db.pool.Query(ctx, `
+SELECT DISTINCT u.id FROM readings r CROSS JOIN LATERAL unnest(r.input_ids) AS u(id)
+WHERE r.sensor_id = $1 AND r.datetime BETWEEN $2 AND $3
+ORDER BY 1`, sensor.ID, from, to)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	return ids, dbError("input ids", err)
+}
+
+// DeleteReadings deletes the sensor's readings from from (inclusive) to to
+// (exclusive) and returns how many there were. It returns NotFound, and
+// Conflict when the sensor's project is archived.
+func (db *DB) DeleteReadings(ctx context.Context, key SensorKey, from, to time.Time) (int64, error) {
+	var deleted int64
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		var (
+			state ProjectState
+			inst  *Instance
+		)
+		if err := tx.QueryRow(ctx, lockSensorSQL, key.OrgID, key.ProjectID, key.SensorID).Scan(&state, &inst); err != nil {
+			return notFound("lock sensor", err, "sensor")
+		}
+		if state == Archived {
+			return apperr.Errorf(apperr.Conflict, "project %d is archived, so read-only; restore it before deleting readings", key.ProjectID)
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM readings WHERE sensor_id = $1 AND datetime >= $2 AND datetime < $3`, key.SensorID, from, to)
+		deleted = tag.RowsAffected()
+		return err
+	})
+	return deleted, dbError("delete readings", err)
+}
+
+// Latest is a sensor and its newest reading, if it has one.
+type Latest struct {
+	Sensor  Sensor
+	Reading *Reading
+}
+
+// LatestReadings returns, for up to limit sensors of the project with ids
+// above after, each sensor's newest reading, and whether more sensors
+// follow. Each sensor costs one probe of the readings' primary key, backward
+// from its newest entry. It returns NotFound for a project not in orgID.
+func (db *DB) LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int) ([]Latest, bool, error) {
+	if _, err := db.GetProject(ctx, orgID, projectID); err != nil {
+		return nil, false, err
+	}
+	rows, err := db.pool.Query(ctx, `
+SELECT `+sensorColumns+`, r.datetime, r.input_ids, r.vals
+FROM sensors s
+LEFT JOIN LATERAL (
+    SELECT datetime, input_ids, vals FROM readings
+    WHERE sensor_id = s.id ORDER BY datetime DESC LIMIT 1
+) r ON true
+WHERE `+inOrg+` AND s.id > $3 ORDER BY s.id LIMIT $4`, orgID, projectID, after, limit+1)
+	if err != nil {
+		return nil, false, dbError("latest readings", err)
+	}
+	latest, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Latest, error) {
+		var (
+			l    Latest
+			s    = &l.Sensor
+			when *time.Time
+			r    Reading
+		)
+		err := row.Scan(&s.ID, &s.ProjectID, &s.Name, &s.Description, &s.BlueprintID, &s.Instance, &s.CreatedAt, &s.UpdatedAt,
+			&when, &r.InputIDs, &r.Values)
+		if when != nil {
+			r.Time = *when
+			l.Reading = &r
+		}
+		return l, err
+	})
+	if err != nil {
+		return nil, false, dbError("latest readings", err)
+	}
+	latest, more := pageOf(latest, limit)
+	return latest, more, nil
 }

@@ -1,0 +1,267 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/server"
+	"github.com/sensorreadings/readings/store"
+)
+
+// gatedStore is the real store, except that an export (a listing without a
+// limit) stops at row gateAt until the test opens the gate, and reports how
+// it ended. It lets a test see what the client receives while the server is
+// still reading the database.
+type gatedStore struct {
+	*store.DB
+	gateAt int64
+	gate   chan struct{}
+	rows   atomic.Int64
+	ended  chan error
+}
+
+func (g *gatedStore) ListReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, fn func(*store.Reading) error) error {
+	if q.Limit != 0 {
+		return g.DB.ListReadings(ctx, sensor, q, fn)
+	}
+	err := g.DB.ListReadings(ctx, sensor, q, func(r *store.Reading) error {
+		if g.rows.Add(1) == g.gateAt {
+			select {
+			case <-g.gate:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return fn(r)
+	})
+	g.ended <- err
+	return err
+}
+
+const exportTotal = 50_000
+
+// postMany posts n readings a second apart from 2024-01-01, in batches of
+// 10,000, with inputs 1, 2 and (every third reading) 3.
+func postMany(t *testing.T, c *gen.ClientWithResponses, tn tenant, n int) {
+	t.Helper()
+	base := at(t, "2024-01-01T00:00:00Z")
+	for start := 0; start < n; start += 10_000 {
+		var batch []gen.ReadingInput
+		for i := start; i < min(start+10_000, n); i++ {
+			inputs := gen.Values{"1": float64(i), "2": float64(i) / 7}
+			if i%3 == 0 {
+				inputs["3"] = -float64(i)
+			}
+			batch = append(batch, gen.ReadingInput{Datetime: base.Add(time.Duration(i) * time.Second), Inputs: inputs})
+		}
+		post(t, c, tn, batch...)
+	}
+}
+
+// pagedReadings reads every reading of a sensor by following Link.
+func pagedReadings(t *testing.T, c *gen.ClientWithResponses, tn tenant) []gen.Reading {
+	t.Helper()
+	var all []gen.Reading
+	p := &gen.ListReadingsParams{}
+	for {
+		page, header := list(t, c, tn, *p)
+		all = append(all, page...)
+		next, ok := linkParams(t, header)
+		if !ok {
+			return all
+		}
+		p = next
+	}
+}
+
+func TestExport(t *testing.T) {
+	t.Parallel()
+	gated := &gatedStore{gateAt: 20_000, gate: make(chan struct{}), ended: make(chan error, 4)}
+	e := newEnvWith(t, defaultConfig(), func(db *store.DB) server.Store { gated.DB = db; return gated })
+	tn := e.newTenant("Acme")
+	postMany(t, e.client(tn.tokens[store.Editor]), tn, exportTotal)
+	pages := pagedReadings(t, e.client(tn.tokens[store.Viewer]), tn)
+	if len(pages) != exportTotal {
+		t.Fatalf("paged GETs return %d readings, want %d", len(pages), exportTotal)
+	}
+	exportURL := fmt.Sprintf("%s/api/v1/org/%d/proj/%d/readings/%d/export", e.url, tn.orgID, tn.projectID, tn.sensorID)
+	get := func(ctx context.Context, query string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, "GET", exportURL+query, nil)
+		req.Header.Set("Authorization", "Bearer "+tn.tokens[store.Viewer])
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode != 200 {
+			t.Fatalf("export: %d", res.StatusCode)
+		}
+		return res
+	}
+
+	t.Run("StreamsAndMatchesPages", func(t *testing.T) {
+		gated.rows.Store(0)
+		res := get(context.Background(), "?format=ndjson")
+		defer res.Body.Close()
+		if ct := res.Header.Get("Content-Type"); ct != "application/x-ndjson" {
+			t.Errorf("Content-Type %q", ct)
+		}
+		lines := bufio.NewScanner(res.Body)
+		lines.Buffer(make([]byte, 64<<10), 1<<20)
+		got := 0
+		check := func() {
+			var r gen.Reading
+			if err := json.Unmarshal(lines.Bytes(), &r); err != nil {
+				t.Fatalf("line %d: %v: %s", got, err, lines.Bytes())
+			}
+			want := pages[got]
+			if r.Id != want.Id || !r.Datetime.Equal(want.Datetime) || !equalValues(r.Inputs, want.Inputs) {
+				t.Fatalf("reading %d: export %+v, pages %+v", got, r, want)
+			}
+			got++
+		}
+		// The server holds at row 20,000 until the gate opens: the first
+		// thousand rows can only arrive if it sends as it reads.
+		received := make(chan bool)
+		go func() {
+			for got < 1000 && lines.Scan() {
+				check()
+			}
+			received <- got == 1000
+		}()
+		select {
+		case ok := <-received:
+			if !ok {
+				t.Fatalf("the export ended after %d rows", got)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("no rows reached the client while the server was still reading: the export is buffered, not streamed")
+		}
+		close(gated.gate)
+		for lines.Scan() {
+			check()
+		}
+		if err := lines.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got != exportTotal {
+			t.Errorf("the export has %d readings, want %d", got, exportTotal)
+		}
+		if err := <-gated.ended; err != nil {
+			t.Errorf("the query ended with %v", err)
+		}
+	})
+
+	t.Run("CSV", func(t *testing.T) {
+		res := get(context.Background(), "?datetime__gte=2024-01-01T00:00:01Z&datetime__lt=2024-01-01T00:00:04Z")
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		want := "datetime,1,2,3\n" +
+			"2024-01-01T00:00:01.000Z,1,0.14285714285714285,\n" +
+			"2024-01-01T00:00:02.000Z,2,0.2857142857142857,\n" +
+			"2024-01-01T00:00:03.000Z,3,0.42857142857142855,-3\n"
+		if string(body) != want {
+			t.Errorf("CSV export =\n%s\nwant\n%s", body, want)
+		}
+		if cd := res.Header.Get("Content-Disposition"); !strings.Contains(cd, fmt.Sprintf(`filename="sensor-%d.csv"`, tn.sensorID)) {
+			t.Errorf("Content-Disposition %q", cd)
+		}
+		<-gated.ended
+	})
+
+	t.Run("ClientLeavingStopsTheQuery", func(t *testing.T) {
+		gated.rows.Store(0)
+		gated.gate = make(chan struct{}) // closed: never; the client leaves instead
+		ctx, cancel := context.WithCancel(context.Background())
+		res := get(ctx, "?format=csv")
+		if _, err := bufio.NewReader(res.Body).ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		res.Body.Close()
+		select {
+		case err := <-gated.ended:
+			if err == nil {
+				t.Error("the query finished although the client left")
+			}
+			if n := gated.rows.Load(); n >= exportTotal {
+				t.Errorf("the query read all %d rows", n)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the query went on after the client left")
+		}
+	})
+}
+
+func TestExportEmptyAndInstance(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	res, body := e.do(tn.tokens[store.Viewer], "GET",
+		fmt.Sprintf("/api/v1/org/%d/proj/%d/readings/%d/export", tn.orgID, tn.projectID, tn.sensorID), "", nil)
+	if res.StatusCode != 200 || string(body) != "datetime\n" {
+		t.Errorf("export of no readings: %d %q, want a header row alone", res.StatusCode, body)
+	}
+	// A sensor with a blueprint: its columns are its inputs, then outputs.
+	sensor, _ := e.db.GetSensor(context.Background(), store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.instanceID})
+	in, out := sensor.Instance.Inputs, sensor.Instance.Outputs
+	res, body = e.do(tn.tokens[store.Viewer], "GET",
+		fmt.Sprintf("/api/v1/org/%d/proj/%d/readings/%d/export?outputs=true", tn.orgID, tn.projectID, tn.instanceID), "", nil)
+	want := fmt.Sprintf("datetime,%d,%d,%d,%d\n", in[0].ID, in[1].ID, out[0].ID, out[1].ID)
+	if res.StatusCode != 200 || string(body) != want {
+		t.Errorf("export header %q, want %q", body, want)
+	}
+	missing, body := e.do(tn.tokens[store.Viewer], "GET",
+		fmt.Sprintf("/api/v1/org/%d/proj/%d/readings/999999/export", tn.orgID, tn.projectID), "", nil)
+	wantError(t, missing.StatusCode, body, 404, "not_found")
+}
+
+func TestListReadingsAsCSV(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	post(t, e.client(tn.tokens[store.Editor]), tn,
+		reading(t, "2024-05-01T12:00:00Z", gen.Values{"7": 1.5}),
+		reading(t, "2024-05-01T12:00:01Z", gen.Values{"3": 2, "7": 2.5}))
+	for _, tt := range []struct {
+		accept string
+		csv    bool
+	}{
+		{"text/csv", true},
+		{"text/csv, application/json;q=0.5", true},
+		{"application/json, text/csv;q=0.9", false},
+		{"*/*", false},
+		{"", false},
+		{"text/*", true},
+	} {
+		req, _ := http.NewRequest("GET", e.url+readingsPath(tn), nil)
+		req.Header.Set("Authorization", "Bearer "+tn.tokens[store.Viewer])
+		if tt.accept != "" {
+			req.Header.Set("Accept", tt.accept)
+		}
+		res, err := e.httpClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		gotCSV := strings.HasPrefix(res.Header.Get("Content-Type"), "text/csv")
+		if gotCSV != tt.csv {
+			t.Errorf("Accept %q: Content-Type %q, want CSV=%v", tt.accept, res.Header.Get("Content-Type"), tt.csv)
+			continue
+		}
+		want := "datetime,3,7\n2024-05-01T12:00:00.000Z,,1.5\n2024-05-01T12:00:01.000Z,2,2.5\n"
+		if tt.csv && string(body) != want {
+			t.Errorf("Accept %q: %q, want %q", tt.accept, body, want)
+		}
+	}
+}

@@ -1,0 +1,64 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/sensorreadings/readings/gen"
+)
+
+// LatestReadings returns the newest reading of each sensor of a project.
+func (s *Server) LatestReadings(ctx context.Context, req gen.LatestReadingsRequestObject) (gen.LatestReadingsResponseObject, error) {
+	after, limit, err := page(req.Params.Limit, req.Params.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	latest, more, err := s.store.LatestReadings(ctx, req.OrgId, req.ProjId, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	withOutputs := req.Params.Outputs != nil && *req.Params.Outputs
+	b := []byte(`{"items":[`)
+	for i, l := range latest {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"sensor_id":`...)
+		b = strconv.AppendInt(b, l.Sensor.ID, 10)
+		if l.Reading != nil {
+			var outputs *outputsWriter
+			if withOutputs {
+				outputs = s.newOutputsWriter(l.Sensor)
+			}
+			b = append(b, `,"reading":`...)
+			b = appendReading(b, l.Sensor.ID, l.Reading, outputs)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	if len(latest) > 0 {
+		if next := nextCursor(more, latest[len(latest)-1].Sensor.ID); next != nil {
+			b = append(b, `,"next_cursor":`...)
+			b = strconv.AppendQuote(b, *next)
+		}
+	}
+	b = append(b, "}\n"...)
+	return jsonBody(b), nil
+}
+
+// jsonBody is a 200 JSON response encoded by hand, for the operations whose
+// datetimes must have exactly three fractional digits, which encoding/json
+// does not write.
+type jsonBody []byte
+
+func (j jsonBody) write(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, err := bytes.NewReader(j).WriteTo(w)
+	return err
+}
+
+func (j jsonBody) VisitLatestReadingsResponse(w http.ResponseWriter) error    { return j.write(w) }
+func (j jsonBody) VisitAggregateReadingsResponse(w http.ResponseWriter) error { return j.write(w) }
