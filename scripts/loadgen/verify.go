@@ -69,13 +69,14 @@ func runVerify(stop context.Context, args []string, getenv func(string) string, 
 	r := classify(batches, found)
 	fmt.Fprintf(stdout, "verify: %d batches sent, %d acknowledged; of the %d unacknowledged, %d fully present and %d absent; %d stored rows no batch accounts for\n",
 		r.sent, r.acked, r.sent-r.acked, r.unackedPresent, r.unackedAbsent, r.stray)
-	fmt.Fprintf(stdout, "batches acknowledged=%d lost=%d partial=%d\n", r.acked, r.lost, r.partial)
+	// The summary comes last, so that scripts can quote the last line.
+	var failed error
 	if !r.ok() {
-		err := fmt.Errorf("lost=%d partial=%d stray rows=%d", r.lost, r.partial, r.stray)
-		fmt.Fprintf(stdout, "verify: FAILED: %v\n", err)
-		return reported{err}
+		failed = reported{fmt.Errorf("lost=%d partial=%d stray rows=%d", r.lost, r.partial, r.stray)}
+		fmt.Fprintf(stdout, "verify: FAILED: %v\n", failed)
 	}
-	return nil
+	fmt.Fprintf(stdout, "batches acknowledged=%d lost=%d partial=%d\n", r.acked, r.lost, r.partial)
+	return failed
 }
 
 // countTagged reads, in one query, what the database holds of every batch.
