@@ -20,7 +20,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/harness.sh"
 
 seconds=${LOAD_SECONDS:-60}
-rate=${LOAD_RATE:-400}
+rate=${LOAD_RATE:-200}
 harness_begin load $((seconds + 180)) "$@"
 
 tokens=$(((${rate%.*} + 39) / 40 + 1))
@@ -39,7 +39,7 @@ say "seeding each sensor with readings"
 say "offering $rate req/s for $seconds s"
 rc=0
 background lg "$loadgen" load -base "$base" -tokens-file "$work/all.tokens" -org "$org" -proj "$proj" -sensors "$sensors" \
-  -rate "$rate" -duration "${seconds}s" -workers 64 -write-ratio 0.5 -latest-ratio 0.25 -batch 100 \
+  -rate "$rate" -duration "${seconds}s" -workers 128 -write-ratio 0.5 -latest-ratio 0.25 -batch 100 \
   -allow-503=false -ack-log "$work/load.acks" -tag-start 1000
 wait "$lg" || rc=$?
 service_stop
