@@ -28,15 +28,14 @@ fail() {
 }
 
 harness_begin() {
-  name=$1
-  local limit=$2
+  name=$1 limit=$2
   shift 2
   # timeout --foreground signals the script only, so the script's own trap
   # stops what it started; --kill-after ends a cleanup that hangs.
-  if [ -z "${HARNESS_LIMIT:-}" ]; then
-    HARNESS_LIMIT=$limit exec timeout --foreground --kill-after=30 "$limit" "$0" "$@"
+  if [ -z "${HARNESS_TIMED:-}" ]; then
+    HARNESS_TIMED=1 exec timeout --foreground --kill-after=30 "$limit" "$0" "$@"
   fi
-  unset HARNESS_LIMIT
+  unset HARNESS_TIMED
   work=$(mktemp -d "${TMPDIR:-/tmp}/readings-$name.XXXXXX")
   svc_pid='' nap_pid='' db='' admin_url='' bg_pids=()
   trap harness_cleanup EXIT
