@@ -42,12 +42,14 @@ head -n 1 "$work/all.tokens" >"$work/probe.tokens"
 tail -n +2 "$work/all.tokens" >"$work/load.tokens"
 
 say "offering $rate req/s; $restarts PostgreSQL restarts to come"
-background lg "$loadgen" load -base "$base" -tokens-file "$work/load.tokens" -org "$org" -proj "$proj" -sensors "$sensors" \
+background "$loadgen" load -base "$base" -tokens-file "$work/load.tokens" -org "$org" -proj "$proj" -sensors "$sensors" \
   -rate "$rate" -duration 200s -workers 256 -write-ratio 0.5 -batch 100 -timeout 10s \
   -allow-503=true -allow-conn-errors=false -require-rate=false -ack-log "$work/load.acks" >"$work/load.out"
-background pr "$loadgen" probe -base "$base" -tokens-file "$work/probe.tokens" -org "$org" -proj "$proj" -sensors "${sensors%%,*}" \
+lg=$started
+background "$loadgen" probe -base "$base" -tokens-file "$work/probe.tokens" -org "$org" -proj "$proj" -sensors "${sensors%%,*}" \
   -database-url "$db_url" -interval 50ms -timeout 10s -duration 200s -expect-outages "$restarts" -max-recovery 5s \
   -ack-log "$work/probe.acks" >"$work/probe.out"
+pr=$started
 start=$SECONDS
 nap 5
 for i in $(seq "$restarts"); do

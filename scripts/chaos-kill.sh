@@ -31,9 +31,10 @@ service_start
 harness_fixtures $(((rate + 39) / 40 + 1)) 8
 
 say "writing $rate batches/s of 100 readings; $kills kill -9 to come"
-background lg "$loadgen" load -base "$base" -tokens-file "$work/all.tokens" -org "$org" -proj "$proj" -sensors "$sensors" \
+background "$loadgen" load -base "$base" -tokens-file "$work/all.tokens" -org "$org" -proj "$proj" -sensors "$sensors" \
   -rate "$rate" -duration 150s -workers 64 -write-ratio 1 -batch 100 -timeout 10s \
   -allow-503=true -allow-conn-errors=true -require-rate=false -ack-log "$work/load.acks"
+lg=$started
 start=$SECONDS
 nap 3
 for k in $(seq "$kills"); do

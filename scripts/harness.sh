@@ -11,7 +11,7 @@
 #   service_kill9 / service_stop     kill -9 it / stop it with SIGTERM
 #   harness_fixtures TOKENS SENSORS  an owner, TOKENS editors' tokens in $work/tokens,
 #                                    a project and sensors: sets $org, $proj, $sensors
-#   background VAR CMD...            start CMD in the background, its pid in VAR, stopped on exit
+#   background CMD...                start CMD in the background, its pid in $started; stopped on exit
 #   nap SECONDS                      sleep, interruptible by the traps
 #
 # A failed run keeps its logs (the service's JSON log among them) in $work and
@@ -19,6 +19,7 @@
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 bin=$root/bin/readings
+# shellcheck disable=SC2034 # used by the scripts that source this file
 loadgen=$root/bin/loadgen
 
 say() { printf '%s: %s\n' "$name" "$*" >&2; }
@@ -83,14 +84,12 @@ nap() {
   nap_pid=''
 }
 
-# background VAR CMD... runs CMD in the background and puts its pid in VAR;
-# the cleanup stops it if it is still running.
+# background CMD... runs CMD in the background and puts its pid in
+# $started; the cleanup stops it if it is still running.
 background() {
-  local var=$1
-  shift
   "$@" &
-  bg_pids+=($!)
-  printf -v "$var" '%s' "$!"
+  started=$!
+  bg_pids+=("$started")
 }
 
 harness_build() {

@@ -38,9 +38,10 @@ say "seeding each sensor with readings"
 
 say "offering $rate req/s for $seconds s"
 rc=0
-background lg "$loadgen" load -base "$base" -tokens-file "$work/all.tokens" -org "$org" -proj "$proj" -sensors "$sensors" \
+background "$loadgen" load -base "$base" -tokens-file "$work/all.tokens" -org "$org" -proj "$proj" -sensors "$sensors" \
   -rate "$rate" -duration "${seconds}s" -workers 128 -write-ratio 0.5 -latest-ratio 0.25 -batch 100 \
   -allow-503=false -ack-log "$work/load.acks" -tag-start 1000
+lg=$started
 wait "$lg" || rc=$?
 service_stop
 "$loadgen" verify -database-url "$db_url" "$work/seed.acks" "$work/load.acks" || rc=1
