@@ -56,8 +56,8 @@ func (t *target) register(fs *flag.FlagSet) {
 	fs.DurationVar(&t.timeout, "timeout", 10*time.Second, "the client's timeout for one request: longer is a hang")
 }
 
-// load reads the tokens and parses the sensors once the flags are parsed.
-func (t *target) load() error {
+// setup checks the flags, reads the tokens and parses the sensors.
+func (t *target) setup() error {
 	var errs []error
 	if !strings.HasPrefix(t.base, "http://127.0.0.1:") && !strings.HasPrefix(t.base, "http://localhost:") {
 		// Load and chaos traffic stays on this machine.
@@ -148,7 +148,7 @@ func parseLoad(args []string, stderr io.Writer) (*loadConfig, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	errs := []error{c.target.load()}
+	errs := []error{c.target.setup()}
 	if c.workers < 1 || c.rate <= 0 || c.duration <= 0 {
 		errs = append(errs, errors.New("-workers, -rate and -duration must be positive"))
 	}

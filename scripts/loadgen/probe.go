@@ -49,7 +49,7 @@ func parseProbe(args []string, getenv func(string) string, stderr io.Writer) (*p
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	errs := []error{c.target.load(), checkBatch(c.tagStart, c.batch)}
+	errs := []error{c.target.setup(), checkBatch(c.tagStart, c.batch)}
 	if c.databaseURL == "" {
 		errs = append(errs, errors.New("-database-url (or DATABASE_URL) is required"))
 	}
