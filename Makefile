@@ -44,3 +44,14 @@ db-stop:
 	@scripts/devdb.sh stop
 db-destroy:
 	@scripts/devdb.sh destroy
+
+.PHONY: load chaos
+
+## load: a fresh service under a mixed read/write load for LOAD_SECONDS (60) at LOAD_RATE req/s (200), then the report
+load:
+	scripts/load.sh
+
+## chaos: kill -9 the service mid-ingest, then restart PostgreSQL under load; fails on a lost or partial batch, a 500, a hang or a slow recovery
+chaos:
+	scripts/chaos-kill.sh
+	scripts/chaos-db.sh
