@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/readings
 
-.PHONY: run test build generate check-generated vet fmt-check smoke db-start db-stop db-destroy
+.PHONY: run test build generate check-generated vet fmt-check fuzz smoke db-start db-stop db-destroy
 
 ## run: build and serve on 127.0.0.1:8080 (a private PostgreSQL unless DATABASE_URL is set)
 run: build
@@ -33,6 +33,10 @@ vet:
 fmt-check:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+
+## fuzz: every fuzz target for FUZZTIME each (default 30s)
+fuzz:
+	scripts/fuzz.sh
 
 ## smoke: the quickstart as a new user runs it (make run, then curl)
 smoke:

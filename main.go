@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"os"
 	"os/signal"
@@ -25,6 +26,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	// The zone database in the binary: aggregates take IANA zones, and the
+	// image the Dockerfile builds has none of its own.
+	_ "time/tzdata"
 
 	"github.com/sensorreadings/readings/server"
 	"github.com/sensorreadings/readings/store"
@@ -68,7 +72,11 @@ type config struct {
 	maxBatch        int
 	maxBodyBytes    int64
 	dbMaxConns      int
+	dbTimeout       time.Duration
+	rateLimit       float64
+	rateBurst       int
 	shutdownTimeout time.Duration
+	pprofAddr       string
 }
 
 func (c *config) register(fs *flag.FlagSet, e *env) {
@@ -80,7 +88,11 @@ func (c *config) register(fs *flag.FlagSet, e *env) {
 	fs.IntVar(&c.maxBatch, "max-batch", e.int("MAX_BATCH", 10000), "most readings in one POST (MAX_BATCH)")
 	fs.Int64Var(&c.maxBodyBytes, "max-body", int64(e.int("MAX_BODY_BYTES", 16<<20)), "most bytes in one request body (MAX_BODY_BYTES)")
 	fs.IntVar(&c.dbMaxConns, "db-max-conns", e.int("DB_MAX_CONNS", 0), "most database connections; 0 is max(4, CPUs) (DB_MAX_CONNS)")
+	fs.DurationVar(&c.dbTimeout, "db-timeout", e.duration("DB_TIMEOUT", 20*time.Second), "how long a request may wait for the database before a 503; 0 for no limit (DB_TIMEOUT)")
+	fs.Float64Var(&c.rateLimit, "rate-limit", e.float("RATE_LIMIT", 50), "requests a second per token; 0 for no limit (RATE_LIMIT)")
+	fs.IntVar(&c.rateBurst, "rate-burst", e.int("RATE_BURST", 100), "requests a token may make at once (RATE_BURST)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", e.duration("SHUTDOWN_TIMEOUT", 20*time.Second), "how long in-flight requests may finish after SIGTERM (SHUTDOWN_TIMEOUT)")
+	fs.StringVar(&c.pprofAddr, "pprof-addr", e.string("PPROF_ADDR", ""), "serve /debug/pprof on this `host:port`, for profiling; off when empty (PPROF_ADDR)")
 }
 
 func (c *config) validate() error {
@@ -104,6 +116,12 @@ func (c *config) validate() error {
 	if c.dbMaxConns < 0 || c.dbMaxConns > 1000 {
 		errs = append(errs, fmt.Errorf("db max conns %d must be from 0 to 1000", c.dbMaxConns))
 	}
+	if c.dbTimeout < 0 || c.shutdownTimeout < 0 {
+		errs = append(errs, errors.New("timeouts cannot be negative"))
+	}
+	if c.rateLimit < 0 || (c.rateLimit > 0 && c.rateBurst < 1) {
+		errs = append(errs, fmt.Errorf("rate limit %v needs a burst of at least 1 (got %d)", c.rateLimit, c.rateBurst))
+	}
 	return errors.Join(errs...)
 }
 
@@ -119,7 +137,11 @@ func (c *config) logValue() slog.Value {
 		slog.Int("max_batch", c.maxBatch),
 		slog.Int64("max_body_bytes", c.maxBodyBytes),
 		slog.Int("db_max_conns", c.dbMaxConns),
+		slog.Duration("db_timeout", c.dbTimeout),
+		slog.Float64("rate_limit", c.rateLimit),
+		slog.Int("rate_burst", c.rateBurst),
 		slog.Duration("shutdown_timeout", c.shutdownTimeout),
+		slog.String("pprof_addr", c.pprofAddr),
 	)
 }
 
@@ -178,7 +200,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err := db.LogStorageMode(ctx, log); err != nil {
 		return err
 	}
-	srv, err := server.New(db, log, server.Config{MaxBatch: c.maxBatch, MaxBodyBytes: c.maxBodyBytes})
+	srv, err := server.New(db, log, server.Config{
+		MaxBatch:     c.maxBatch,
+		MaxBodyBytes: c.maxBodyBytes,
+		RateLimit:    c.rateLimit,
+		RateBurst:    c.rateBurst,
+		DBTimeout:    c.dbTimeout,
+	})
 	if err != nil {
 		return err
 	}
@@ -210,6 +238,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		<-recorded
 	}()
 
+	if c.pprofAddr != "" {
+		stopProfiling, err := serveProfiles(c.pprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stopProfiling()
+	}
+
 	log.Info("listening", "url", "http://"+ln.Addr().String())
 	select {
 	case err := <-served:
@@ -225,6 +261,25 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// serveProfiles serves net/http/pprof on addr, apart from the API so that
+// it is never exposed with it.
+func serveProfiles(addr string, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("pprof: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	log.Info("profiling", "url", "http://"+ln.Addr().String()+"/debug/pprof/")
+	return func() { srv.Close() }, nil
 }
 
 func migrate(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
@@ -260,6 +315,10 @@ func (e *env) string(key, fallback string) string {
 
 func (e *env) int(key string, fallback int) int {
 	return parseEnv(e, key, fallback, "a whole number", strconv.Atoi)
+}
+
+func (e *env) float(key string, fallback float64) float64 {
+	return parseEnv(e, key, fallback, "a number", func(s string) (float64, error) { return strconv.ParseFloat(s, 64) })
 }
 
 func (e *env) bool(key string, fallback bool) bool {

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -187,5 +191,98 @@ func TestAdminDemo(t *testing.T) {
 	}
 	if out, err := runAdmin(t, other, "demo"); err == nil {
 		t.Errorf("demo on a database with other data = %v, want a refusal", out)
+	}
+}
+
+// TestGracefulShutdown sends the server its SIGTERM (a cancelled context)
+// while a request is in flight: the request finishes, new ones are refused
+// and serve returns nil, so the process exits 0.
+func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
+	url := storetest.NewDatabase(t)
+	demo, err := runAdmin(t, url, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, org, project := demo["token"].(string), int64(demo["org_id"].(float64)), int64(demo["project_id"].(float64))
+	ctx := context.Background()
+	pool, err := store.Open(ctx, url, store.PoolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	sensor, err := store.New(pool).CreateSensor(ctx, org, project, "s", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	serveCtx, sigterm := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() {
+		served <- run(serveCtx, []string{"serve", "-addr", addr, "-log-level", "warn"}, envOf(map[string]string{"DATABASE_URL": url}), io.Discard, io.Discard)
+	}()
+	base := "http://" + addr
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if res, err := http.Get(base + "/healthz"); err == nil {
+			res.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server did not start")
+		}
+	}
+
+	// Hold the sensor so that the POST is still in flight at SIGTERM.
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM sensors WHERE id = $1 FOR UPDATE`, sensor.ID); err != nil {
+		t.Fatal(err)
+	}
+	inFlight := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", fmt.Sprintf("%s/api/v1/org/%d/proj/%d/readings/%d", base, org, project, sensor.ID),
+			strings.NewReader(`[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1}}]`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			inFlight <- 0
+			return
+		}
+		res.Body.Close()
+		inFlight <- res.StatusCode
+	}()
+	time.Sleep(300 * time.Millisecond) // the POST reaches the lock
+	sigterm()
+	time.Sleep(300 * time.Millisecond) // the server stops accepting
+	if res, err := http.Get(base + "/healthz"); err == nil {
+		res.Body.Close()
+		t.Error("the server accepted a new request after SIGTERM")
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if status := <-inFlight; status != http.StatusOK {
+		t.Errorf("the in-flight POST got %d, want 200", status)
+	}
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("serve returned %v after SIGTERM, want nil (exit 0)", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not return after SIGTERM")
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM readings`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("%d readings after shutdown (%v), want the in-flight POST's 1", n, err)
 	}
 }

@@ -13,9 +13,10 @@ import (
 // For each reading: Reset, SetInput and SetConstant for the values the
 // reading has, Run, then Output for each output.
 type Evaluator struct {
-	p       *Program
-	slots   []float64
-	present bitset
+	p         *Program
+	slots     []float64
+	present   bitset
+	nonFinite int
 }
 
 // NewEvaluator returns an Evaluator of p.
@@ -53,6 +54,7 @@ func (e *Evaluator) Run() {
 		}
 		v := s.eval(e.slots)
 		if math.IsNaN(v) || math.IsInf(v, 0) {
+			e.nonFinite++
 			continue
 		}
 		e.slots[s.slot] = v
@@ -65,6 +67,10 @@ func (e *Evaluator) Output(k int) (float64, bool) {
 	slot := e.p.nInputs + e.p.nConstants + k
 	return e.slots[slot], e.present.has(slot)
 }
+
+// NonFinite counts the outputs left without a value because they came to
+// NaN or an infinity (a division by zero, say), over every Run so far.
+func (e *Evaluator) NonFinite() int { return e.nonFinite }
 
 // Outputs is the number of outputs.
 func (p *Program) Outputs() int { return p.nOutputs }

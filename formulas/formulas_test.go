@@ -125,6 +125,20 @@ func TestEvaluateNotFinite(t *testing.T) {
 			t.Errorf("%s = %v, want no value", formula, got)
 		}
 	}
+	p, err := Compile(Spec{Inputs: []string{"x"}, Outputs: []Output{{"a", "1 / x"}, {"b", "a * 2"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := p.NewEvaluator()
+	for _, x := range []float64{0, 2, 0} {
+		e.Reset()
+		e.SetInput(0, x)
+		e.Run()
+	}
+	// Twice 1/0; b then lacks a, which is a missing value, not a non-finite one.
+	if got := e.NonFinite(); got != 2 {
+		t.Errorf("NonFinite() = %d, want 2", got)
+	}
 }
 
 // piezometer is the blueprint of the README's worked example.

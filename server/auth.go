@@ -36,6 +36,9 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		if err := s.limits.allow(c.Response().Header(), secret); err != nil {
+			return err
+		}
 		var orgID int64
 		if op.needs.role != "" {
 			orgID, err = strconv.ParseInt(c.Param("org_id"), 10, 64)
@@ -44,7 +47,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}
 		ctx := c.Request().Context()
-		p, err := s.store.Authenticate(ctx, secret, orgID)
+		p, err := s.authenticateToken(ctx, secret, orgID)
 		if err != nil {
 			return err
 		}
@@ -63,6 +66,17 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 var errOrgNotFound = apperr.Errorf(apperr.NotFound, "organization not found")
+
+// authenticateToken asks the store who secret is, within the database
+// deadline: the request's own deadline starts only once its body is read.
+func (s *Server) authenticateToken(ctx context.Context, secret string, orgID int64) (store.Principal, error) {
+	if s.cfg.DBTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.DBTimeout)
+		defer cancel()
+	}
+	return s.store.Authenticate(ctx, secret, orgID)
+}
 
 // bearerToken returns the token of an Authorization header. Tokens are
 // checked for shape before any database work, so garbage costs nothing.

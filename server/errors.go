@@ -32,8 +32,8 @@ const retryAfterSeconds = 2
 
 // handleError is Echo's HTTPErrorHandler: every error a request ends with,
 // from a handler, a middleware or Echo itself, becomes the JSON error body
-// here, with its status from statusOf. Internal errors are logged here, once,
-// and their cause is never shown to the client.
+// here, with its status from statusOf. The cause of a 5xx is never shown to
+// the client; it is kept for the request's one access-log line.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -67,7 +67,7 @@ func (s *Server) errorBody(err error, c echo.Context) (int, gen.Error) {
 			body.Details = &appErr.Details
 		}
 		if appErr.Code == apperr.Unavailable {
-			s.log.Warn("database unavailable", "request_id", requestID(c), "err", err)
+			c.Set(causeKey, err)
 		}
 		return statusOf[appErr.Code], body
 	}
@@ -78,12 +78,15 @@ func (s *Server) errorBody(err error, c echo.Context) (int, gen.Error) {
 		return httpErr.Code, gen.Error{Code: codeForStatus(httpErr.Code), Message: httpMessage(httpErr, c)}
 	}
 	id := requestID(c)
-	s.log.Error("internal error", "request_id", id, "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+	c.Set(causeKey, err)
 	return http.StatusInternalServerError, gen.Error{
 		Code:    string(apperr.Internal),
 		Message: fmt.Sprintf("internal error (request id %s); it has been logged", id),
 	}
 }
+
+// causeKey holds, for the access log, why a request failed on our side.
+const causeKey = "error_cause"
 
 // codeForStatus names the errors Echo raises itself.
 func codeForStatus(status int) string {

@@ -91,9 +91,18 @@ func TestErrorsAreJSON(t *testing.T) {
 	}
 
 	logs := e.logs.String()
-	for _, want := range []string{`"msg":"internal error"`, `"request_id":"test-Panic"`, "injected fault", "goroutine"} {
-		if !strings.Contains(logs, want) {
-			t.Errorf("the logs lack %s: the panic should be logged with its request id and stack", want)
+	var panicLine string
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, `"request_id":"test-Panic"`) {
+			if panicLine != "" {
+				t.Errorf("the panic is logged twice:\n%s\n%s", panicLine, line)
+			}
+			panicLine = line
+		}
+	}
+	for _, want := range []string{`"level":"ERROR"`, `"status":500`, "injected fault", "goroutine"} {
+		if !strings.Contains(panicLine, want) {
+			t.Errorf("the panic's log line lacks %s: it should carry the status, cause and stack:\n%s", want, panicLine)
 		}
 	}
 }

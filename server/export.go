@@ -62,9 +62,25 @@ type export struct {
 // client as they are read, without a write per row.
 const flushEvery = 32 << 10
 
+// exportStall is how long an export may wait for a client that stopped
+// reading. The server's write timeout bounds ordinary responses; an export
+// moves its deadline on at every flush, so a long one that keeps flowing
+// is not cut.
+const exportStall = time.Minute
+
 func (e *export) VisitExportReadingsResponse(w http.ResponseWriter) error {
 	out := bufio.NewWriterSize(w, 2*flushEvery)
 	flusher := http.NewResponseController(w)
+	flush := func() error {
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		// Not every writer can move its deadline (a test's recorder cannot);
+		// then the server's write timeout stands.
+		_ = flusher.SetWriteDeadline(time.Now().Add(exportStall))
+		return flusher.Flush()
+	}
+	_ = flusher.SetWriteDeadline(time.Now().Add(exportStall))
 	started := false
 	start := func() error {
 		started = true
@@ -95,10 +111,7 @@ func (e *export) VisitExportReadingsResponse(w http.ResponseWriter) error {
 				return err
 			}
 			if out.Buffered() >= flushEvery {
-				if err := out.Flush(); err != nil {
-					return err
-				}
-				return flusher.Flush()
+				return flush()
 			}
 			return nil
 		})

@@ -30,7 +30,7 @@ import (
 
 // env is the real service on a fresh database, served over HTTP.
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	pool *pgxpool.Pool
 	db   *store.DB
 	srv  *server.Server
@@ -46,13 +46,13 @@ func defaultConfig() server.Config {
 	return server.Config{MaxBatch: 10000, MaxBodyBytes: 16 << 20}
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	return newEnvWith(t, defaultConfig(), nil)
 }
 
 // newEnvWith serves st when it is not nil (a store with a fault injected),
 // else the real store.
-func newEnvWith(t *testing.T, cfg server.Config, wrap func(*store.DB) server.Store) *env {
+func newEnvWith(t testing.TB, cfg server.Config, wrap func(*store.DB) server.Store) *env {
 	t.Helper()
 	pool := storetest.NewPool(t)
 	db := store.New(pool)
@@ -105,7 +105,7 @@ func (e *env) httpClient() *http.Client { return e.validated }
 // validatingTransport fails the test on any response the spec does not
 // describe: an undocumented status, a body that breaks its schema.
 type validatingTransport struct {
-	t      *testing.T
+	t      testing.TB
 	router routers.Router
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/gen"
 )
 
 const requestIDKey = "request_id"
@@ -42,13 +43,27 @@ func (s *Server) requestIDs(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// operationName is the spec's operationId of the request, the route of a
+// path outside the spec (/metrics), or "unmatched": never the raw path, which
+// a client could make endless.
+func (s *Server) operationName(c echo.Context) string {
+	if op := s.ops.lookup(c); op != nil {
+		return op.id
+	}
+	if c.Response().Status == http.StatusNotFound || c.Path() == "" {
+		return "unmatched"
+	}
+	return c.Path()
+}
+
 func requestID(c echo.Context) string {
 	id, _ := c.Get(requestIDKey).(string)
 	return id
 }
 
 // accessLog writes one line per request, at a level that follows the
-// status. It hands errors to the error handler first, so the status it logs
+// status, with the cause of a failure on our side: errors are logged there,
+// once. It hands errors to the error handler first, so the status it logs
 // is the one sent. Headers are not logged: they carry tokens.
 func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
@@ -57,20 +72,24 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Error(err)
 		}
 		req, res := c.Request(), c.Response()
-		operation := c.Path()
-		if op := s.ops.lookup(c); op != nil {
-			operation = op.id
-		}
-		s.log.LogAttrs(req.Context(), logLevel(res.Status), "request",
+		operation := s.operationName(c)
+		elapsed := time.Since(start)
+		s.metrics.requests.WithLabelValues(operation, strconv.Itoa(res.Status)).Inc()
+		s.metrics.duration.WithLabelValues(operation).Observe(elapsed.Seconds())
+		attrs := []slog.Attr{
 			slog.String("request_id", requestID(c)),
 			slog.String("method", req.Method),
 			slog.String("path", req.URL.Path),
 			slog.String("operation", operation),
 			slog.Int("status", res.Status),
 			slog.Int64("bytes", res.Size),
-			slog.Duration("duration", time.Since(start)),
+			slog.Duration("duration", elapsed),
 			slog.String("remote", c.RealIP()),
-		)
+		}
+		if cause, ok := c.Get(causeKey).(error); ok {
+			attrs = append(attrs, slog.String("error", cause.Error()))
+		}
+		s.log.LogAttrs(req.Context(), logLevel(res.Status), "request", attrs...)
 		return nil
 	}
 }
@@ -98,6 +117,18 @@ func secureHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h := c.Response().Header()
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set(echo.HeaderCacheControl, "no-store")
+		return next(c)
+	}
+}
+
+// rejectSemicolons refuses query strings with a semicolon. Go's parser
+// drops any key=value holding one, so "order=asc;x" would be served as if
+// order were not there; a malformed query is a 400, not a shorter one.
+func rejectSemicolons(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if strings.Contains(c.Request().URL.RawQuery, ";") {
+			return apperr.Errorf(apperr.Invalid, "the query string has a semicolon; separate parameters with & and percent-encode values")
+		}
 		return next(c)
 	}
 }
@@ -194,4 +225,24 @@ func acceptQuality(accept, mediaType string) float64 {
 		best, bestRank = q, rank
 	}
 	return best
+}
+
+// unboundedOperations may take as long as their client reads: the export
+// streams a range of any size, and its query ends when the client leaves.
+var unboundedOperations = map[string]bool{"ExportReadings": true}
+
+// databaseDeadline bounds how long an operation may wait for the database:
+// past it the query is cancelled, its transaction rolled back and the
+// client told 503 to retry. It runs as a strict middleware, after the body
+// has been read, so a slow upload is not counted against the database.
+func (s *Server) databaseDeadline(next gen.StrictHandlerFunc, operationID string) gen.StrictHandlerFunc {
+	if s.cfg.DBTimeout <= 0 || unboundedOperations[operationID] {
+		return next
+	}
+	return func(c echo.Context, request any) (any, error) {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.DBTimeout)
+		defer cancel()
+		c.SetRequest(c.Request().WithContext(ctx))
+		return next(c, request)
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sensorreadings/readings/formulas"
 	"github.com/sensorreadings/readings/store"
 )
@@ -55,6 +57,8 @@ type outputsWriter struct {
 	inputs    []inputSlot         // by id
 	factors   []formulas.Factor   // by constant
 	outputIDs []int64             // by output
+	errors    prometheus.Counter
+	counted   int // of eval.NonFinite(), already added to errors
 }
 
 type inputSlot struct {
@@ -74,9 +78,10 @@ func (s *Server) newOutputsWriter(sensor store.Sensor) *outputsWriter {
 	program, err := s.programs.get(sensor.ID, inst)
 	if err != nil {
 		s.log.Warn("stored formulas do not compile; outputs left out", "sensor_id", sensor.ID, "version", inst.Version, "err", err)
+		s.metrics.formulaErrors.Inc()
 		return &outputsWriter{}
 	}
-	w := &outputsWriter{eval: program.NewEvaluator()}
+	w := &outputsWriter{eval: program.NewEvaluator(), errors: s.metrics.formulaErrors}
 	for i, in := range inst.Inputs {
 		w.inputs = append(w.inputs, inputSlot{id: in.ID, index: i})
 	}
@@ -117,6 +122,10 @@ func (w *outputsWriter) compute(r *store.Reading) {
 		}
 	}
 	w.eval.Run()
+	if n := w.eval.NonFinite(); n > w.counted {
+		w.errors.Add(float64(n - w.counted))
+		w.counted = n
+	}
 }
 
 // value is output k of the reading last computed, if it has one.

@@ -32,6 +32,7 @@ func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestOb
 	if err := s.store.InsertReadings(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), readings); err != nil {
 		return nil, err
 	}
+	s.metrics.ingested.Add(float64(len(readings)))
 	return gen.PostReadings200JSONResponse("OK"), nil
 }
 

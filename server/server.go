@@ -22,6 +22,7 @@ import (
 type Store interface {
 	Ping(ctx context.Context) error
 	Readiness(ctx context.Context) (store.Readiness, error)
+	PoolStats() store.PoolStats
 
 	Authenticate(ctx context.Context, secret string, orgID int64) (store.Principal, error)
 	TouchTokens(ctx context.Context, ids []int64, at time.Time) error
@@ -66,8 +67,11 @@ type Store interface {
 
 // Config holds the limits a deployment may change.
 type Config struct {
-	MaxBatch     int   // readings in one POST
-	MaxBodyBytes int64 // bytes in one request body
+	MaxBatch     int           // readings in one POST
+	MaxBodyBytes int64         // bytes in one request body
+	RateLimit    float64       // requests a second per token; 0: no limit
+	RateBurst    int           // requests a token may make at once
+	DBTimeout    time.Duration // how long a request may wait for the database; 0: no limit
 }
 
 // Server is the API's HTTP handler.
@@ -79,6 +83,8 @@ type Server struct {
 	echo     *echo.Echo
 	tokenUse tokenUse
 	programs programCache
+	limits   *rateLimits
+	metrics  *metrics
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -94,7 +100,7 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load spec: %w", err)
 	}
-	s := &Server{store: st, log: log, cfg: cfg, ops: ops}
+	s := &Server{store: st, log: log, cfg: cfg, ops: ops, limits: newRateLimits(cfg.RateLimit, cfg.RateBurst), metrics: newMetrics(st)}
 
 	e := echo.New()
 	e.HideBanner = true
@@ -107,13 +113,15 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 		recoverPanics,
 		secureHeaders,
 		middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1024}),
+		rejectSemicolons,
 		bodyLimit(cfg.MaxBodyBytes),
 		decompressRequest(cfg.MaxBodyBytes),
 		keepAccept,
 		s.authenticate,
 		s.validateRequest,
 	)
-	gen.RegisterHandlers(e, gen.NewStrictHandler(s, nil))
+	gen.RegisterHandlers(e, gen.NewStrictHandler(s, []gen.StrictMiddlewareFunc{s.databaseDeadline}))
+	e.GET("/metrics", s.metrics.handler())
 	s.echo = e
 	return s, nil
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -32,6 +33,22 @@ type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// PoolStats is what the connection pool is doing, for the metrics.
+type PoolStats struct {
+	Max, Total, Idle, Acquired int32
+	Acquires, EmptyAcquires    int64 // EmptyAcquires waited for a connection
+	AcquireWait                time.Duration
+}
+
+// PoolStats reports the connection pool's state.
+func (db *DB) PoolStats() PoolStats {
+	s := db.pool.Stat()
+	return PoolStats{
+		Max: s.MaxConns(), Total: s.TotalConns(), Idle: s.IdleConns(), Acquired: s.AcquiredConns(),
+		Acquires: s.AcquireCount(), EmptyAcquires: s.EmptyAcquireCount(), AcquireWait: s.AcquireDuration(),
+	}
 }
 
 // Ping tells whether the database answers.

@@ -1,0 +1,229 @@
+package server_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/store"
+)
+
+// badRequests is the catalogue of malformed and hostile requests: each must
+// get a 4xx with the JSON error body, and change nothing. In paths and
+// bodies, {org} {proj} {sensor} {inst} {bp} {user} {token} name the
+// fixture's ids.
+var badRequests = []struct {
+	name, method, path, contentType, body string
+	status                                int
+}{
+	// Readings: broken JSON and wrong shapes.
+	{"BrokenJSON", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1}`, 400},
+	{"NotJSONAtAll", "POST", "/readings/{sensor}", "json", `datetime=2024`, 400},
+	{"TrailingComma", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1},}]`, 400},
+	{"SingleQuotes", "POST", "/readings/{sensor}", "json", `[{'datetime':'2024-05-01T12:00:00Z','inputs':{'1':1}}]`, 400},
+	{"EmptyArray", "POST", "/readings/{sensor}", "json", `[]`, 400},
+	{"EmptyBody", "POST", "/readings/{sensor}", "json", ``, 400},
+	{"ObjectNotArray", "POST", "/readings/{sensor}", "json", `{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1}}`, 400},
+	{"DeepNesting", "POST", "/readings/{sensor}", "json", strings.Repeat("[", 5000) + strings.Repeat("]", 5000), 400},
+	{"DeepNestingInInputs", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}}]`, 400},
+	{"UnknownField", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1},"sensor":2}]`, 400},
+	{"DuplicateKeys", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1},"inputs":{"1":2}}]`, 400},
+	{"InputsArray", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":[1,2]}]`, 400},
+	{"ValueBool", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":true}}]`, 400},
+	{"ValueNaNString", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":"NaN"}}]`, 400},
+	{"ValueInfinityString", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":"-Infinity"}}]`, 400},
+	{"ValueNaNBare", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":NaN}}]`, 400},
+	{"ValueHuge", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1e309}}]`, 400},
+	{"ValueHexa", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":0x10}}]`, 400},
+	{"InputIDFloat", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1.5":1}}]`, 400},
+	{"InputIDOverflow", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"99999999999999999999":1}}]`, 400},
+	{"InputIDSQL", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1; DROP TABLE readings":1}}]`, 400},
+	{"InputIDUnicode", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"١":1}}]`, 400},
+	{"InvalidUTF8", "POST", "/readings/{sensor}", "json", "[{\"datetime\":\"2024-05-01T12:00:00Z\",\"inputs\":{\"1\xff\":1}}]", 400},
+	{"NotAnInputOfTheInstance", "POST", "/readings/{inst}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"987654321":1}}]`, 400},
+	// Readings: bad datetimes.
+	{"NoZone", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00","inputs":{"1":1}}]`, 400},
+	{"SevenDigits", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00.1234567Z","inputs":{"1":1}}]`, 400},
+	{"YearZero", "POST", "/readings/{sensor}", "json", `[{"datetime":"0000-01-01T00:00:00Z","inputs":{"1":1}}]`, 400},
+	{"Hour24", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T24:00:00Z","inputs":{"1":1}}]`, 400},
+	{"LeapSecond", "POST", "/readings/{sensor}", "json", `[{"datetime":"2016-12-31T23:59:60Z","inputs":{"1":1}}]`, 400},
+	{"February30", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-02-30T00:00:00Z","inputs":{"1":1}}]`, 400},
+	{"UnixSeconds", "POST", "/readings/{sensor}", "json", `[{"datetime":1714564800,"inputs":{"1":1}}]`, 400},
+	{"DatetimeSQL", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01'); DROP TABLE readings; --","inputs":{"1":1}}]`, 400},
+	// Readings: query parameters.
+	{"QueryBadDatetime", "GET", "/readings/{sensor}?datetime__gte=2024-05-01", "", "", 400},
+	{"QueryNoZone", "GET", "/readings/{sensor}?datetime__lt=2024-05-01T00:00:00", "", "", 400},
+	{"QuerySQL", "GET", "/readings/{sensor}?datetime__gte=2024-05-01T00:00:00Z'%20OR%201=1--", "", "", 400},
+	{"QueryLimitZero", "GET", "/readings/{sensor}?limit=0", "", "", 400},
+	{"QueryLimitHuge", "GET", "/readings/{sensor}?limit=99999999999999999999", "", "", 400},
+	{"QueryLimitFloat", "GET", "/readings/{sensor}?limit=1.5", "", "", 400},
+	{"QueryOffsetNegative", "GET", "/readings/{sensor}?offset=-1", "", "", 400},
+	{"QueryOrderSQL", "GET", "/readings/{sensor}?order=asc;DELETE", "", "", 400},
+	{"QueryOutputsMaybe", "GET", "/readings/{sensor}?outputs=perhaps", "", "", 400},
+	{"DeleteWithoutBounds", "DELETE", "/readings/{sensor}", "", "", 400},
+	{"DeleteBackwards", "DELETE", "/readings/{sensor}?datetime__gte=2025-01-01T00:00:00Z&datetime__lt=2024-01-01T00:00:00Z", "", "", 400},
+	{"AggregatesBadInterval", "GET", "/readings/{sensor}/aggregates?interval=1y&datetime__gte=2024-05-01T00:00:00Z&datetime__lt=2024-05-02T00:00:00Z", "", "", 400},
+	{"AggregatesBadFn", "GET", "/readings/{sensor}/aggregates?interval=1h&fn=avg;drop&datetime__gte=2024-05-01T00:00:00Z&datetime__lt=2024-05-02T00:00:00Z", "", "", 400},
+	{"AggregatesSQLZone", "GET", "/readings/{sensor}/aggregates?interval=1h&tz=UTC';--&datetime__gte=2024-05-01T00:00:00Z&datetime__lt=2024-05-02T00:00:00Z", "", "", 400},
+	{"ExportBadFormat", "GET", "/readings/{sensor}/export?format=xlsx", "", "", 400},
+	// Ids in paths.
+	{"SensorIDZero", "GET", "/readings/0", "", "", 400},
+	{"SensorIDNegative", "GET", "/readings/-5", "", "", 400},
+	{"SensorIDFloat", "GET", "/readings/1.0", "", "", 400},
+	{"SensorIDOverflow", "GET", "/readings/9223372036854775808", "", "", 400},
+	{"SensorIDSQL", "GET", "/readings/1%20OR%201=1", "", "", 400},
+	{"ProjectIDWord", "GET", "/api/v1/org/{org}/projects/first", "", "", 400},
+	{"OrgIDNegative", "GET", "/api/v1/org/-1/projects", "", "", 404},
+	{"BlueprintIDFloat", "GET", "/api/v1/org/{org}/blueprints/2.5", "", "", 400},
+	{"UserIDZero", "DELETE", "/api/v1/org/{org}/members/0", "", "", 400},
+	{"TokenIDWord", "DELETE", "/api/v1/me/tokens/all", "", "", 400},
+	// Content types and sizes.
+	{"TextPlain", "POST", "/readings/{sensor}", "text/plain", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1}}]`, 415},
+	{"XML", "POST", "/readings/{sensor}", "application/xml", `<readings/>`, 415},
+	{"NoContentType", "POST", "/api/v1/org/{org}/projects", "", `{"name":"x"}`, 415},
+	{"Oversize", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1}}` + strings.Repeat(" ", 17<<20) + `]`, 413},
+	// Projects, sensors, members, tokens: wrong types and unknown fields.
+	{"ProjectNameNumber", "POST", "/api/v1/org/{org}/projects", "json", `{"name":42}`, 400},
+	{"ProjectNameEmpty", "POST", "/api/v1/org/{org}/projects", "json", `{"name":""}`, 400},
+	{"ProjectNameHuge", "POST", "/api/v1/org/{org}/projects", "json", `{"name":"` + strings.Repeat("☃", 201) + `"}`, 400},
+	{"ProjectNameNUL", "POST", "/api/v1/org/{org}/projects", "json", `{"name":"a\u0000b"}`, 400},
+	{"ProjectUnknownField", "POST", "/api/v1/org/{org}/projects", "json", `{"name":"x","org_id":2}`, 400},
+	{"ProjectIDInBody", "PUT", "/api/v1/org/{org}/proj/{proj}", "json", `{"id":99}`, 400},
+	{"ProjectStateWord", "PUT", "/api/v1/org/{org}/proj/{proj}", "json", `{"state":"deleted"}`, 400},
+	{"ProjectActionSQL", "POST", "/api/v1/org/{org}/proj/{proj}", "json", `{"action":"archive'; --"}`, 400},
+	{"SensorNameNull", "POST", "/api/v1/org/{org}/proj/{proj}/sensors", "json", `{"name":null}`, 400},
+	{"SensorBlueprintOfNobody", "POST", "/api/v1/org/{org}/proj/{proj}/sensors", "json", `{"name":"x","blueprint_id":999999}`, 400},
+	{"SensorBlueprintString", "POST", "/api/v1/org/{org}/proj/{proj}/sensors", "json", `{"name":"x","blueprint_id":"1"}`, 400},
+	{"SensorConstantsNaN", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}", "json", `{"constants":{"G":"NaN"}}`, 400},
+	{"MemberRoleGod", "POST", "/api/v1/org/{org}/members", "json", `{"email":"x@example.com","role":"god"}`, 400},
+	{"MemberEmailSQL", "POST", "/api/v1/org/{org}/members", "json", `{"email":"' OR 1=1 --","role":"viewer"}`, 400},
+	{"TokenExpiryNegative", "POST", "/api/v1/me/tokens", "json", `{"name":"x","expires_in_days":-1}`, 400},
+	{"TokenExpiryFloat", "POST", "/api/v1/me/tokens", "json", `{"name":"x","expires_in_days":1.5}`, 400},
+	// Blueprints and formulas.
+	{"BlueprintBadFormula", "POST", "/api/v1/org/{org}/blueprints", "json", `{"name":"b","inputs":[{"key":"x","name":"X"}],"outputs":[{"key":"y","name":"Y","formula":"x +* 2"}]}`, 400},
+	{"BlueprintCycle", "POST", "/api/v1/org/{org}/blueprints", "json", `{"name":"b","inputs":[],"outputs":[{"key":"a","name":"A","formula":"b"},{"key":"b","name":"B","formula":"a"}]}`, 400},
+	{"BlueprintInjectionFormula", "POST", "/api/v1/org/{org}/blueprints", "json", `{"name":"b","inputs":[],"outputs":[{"key":"a","name":"A","formula":"exec('rm -rf /')"}]}`, 400},
+	{"BlueprintKeySQL", "POST", "/api/v1/org/{org}/blueprints", "json", `{"name":"b","inputs":[{"key":"x'; --","name":"X"}],"outputs":[]}`, 400},
+	{"FormulaUnknownName", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/formulas", "json", `{"outputs":{"pressure":"G * nothing"}}`, 400},
+	{"FormulaNotANumber", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/formulas", "json", `{"outputs":{"pressure":"'kPa'"}}`, 400},
+	{"FormulaTooLong", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/formulas", "json", `{"outputs":{"pressure":"` + strings.Repeat("G+", 501) + `G"}}`, 400},
+	{"CalibrationNoZone", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/calibrations", "json", `{"G":[{"from":"2024-06-01T00:00:00","value":1}]}`, 400},
+	{"CalibrationHugeValue", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/calibrations", "json", `{"G":[{"from":"2024-06-01T00:00:00Z","value":1e400}]}`, 400},
+}
+
+// hostileStrings are valid but hostile: they must be stored and returned
+// exactly as sent, proving that SQL metacharacters reach the database as
+// data, never as SQL.
+var hostileStrings = []string{
+	`'; DROP TABLE readings; --`,
+	`" OR "1"="1`,
+	`\'; SELECT pg_sleep(10); --`,
+	`$1 $$ $tag$ :: ; /* */`,
+	`Ünïcödé ☃ 日本語 🌡️ ‮right-to-left`,
+	`<script>alert(1)</script>`,
+	`%00%27 \u0000 escaped`,
+}
+
+func TestBadInputCatalogue(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	if len(badRequests) < 60 {
+		t.Fatalf("the catalogue has %d requests; it should have at least 60", len(badRequests))
+	}
+	tokenID := int64(0)
+	if tokens, err := e.db.ListTokens(context.Background(), tn.userIDs[store.Owner]); err == nil {
+		tokenID = tokens[0].ID
+	}
+	replacer := strings.NewReplacer(
+		"{org}", fmt.Sprint(tn.orgID), "{proj}", fmt.Sprint(tn.projectID), "{sensor}", fmt.Sprint(tn.sensorID),
+		"{inst}", fmt.Sprint(tn.instanceID), "{bp}", fmt.Sprint(tn.blueprintID), "{user}", fmt.Sprint(tn.userIDs[store.Viewer]),
+		"{token}", fmt.Sprint(tokenID))
+	before := e.digest(t)
+	for _, tc := range badRequests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := tc.path
+			if strings.HasPrefix(path, "/readings/") {
+				path = fmt.Sprintf("/api/v1/org/{org}/proj/{proj}%s", path)
+			}
+			contentType := tc.contentType
+			if contentType == "json" {
+				contentType = "application/json"
+			}
+			var body io.Reader
+			if tc.body != "" {
+				body = strings.NewReader(replacer.Replace(tc.body))
+			}
+			res, got := e.do(tn.tokens[store.Owner], tc.method, replacer.Replace(path), contentType, body)
+			if res.StatusCode != tc.status {
+				t.Fatalf("%s %s: %d %s, want %d", tc.method, path, res.StatusCode, truncate(got, 300), tc.status)
+			}
+			var errBody gen.Error
+			if err := json.Unmarshal(got, &errBody); err != nil || errBody.Code == "" || errBody.Message == "" {
+				t.Errorf("the body %s is not the JSON error", truncate(got, 300))
+			}
+			if strings.Contains(string(got), "goroutine") || strings.Contains(string(got), ".go:") {
+				t.Errorf("the body shows a stack trace: %s", truncate(got, 300))
+			}
+		})
+	}
+	if after := e.digest(t); after != before {
+		t.Error("the catalogue's requests changed the database")
+	}
+}
+
+func TestHostileStringsAreData(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	ctx := context.Background()
+	owner := e.owner(tn)
+	for i, s := range hostileStrings {
+		created, err := owner.CreateProjectWithResponse(ctx, tn.orgID, gen.ProjectCreate{Name: s, Description: &s})
+		if err != nil || created.StatusCode() != 201 {
+			t.Fatalf("project %q: %v %s", s, err, created.Body)
+		}
+		got, _ := owner.GetProjectWithResponse(ctx, tn.orgID, created.JSON201.Id)
+		if got.JSON200.Name != s || got.JSON200.Description != s {
+			t.Errorf("project %d came back as %q / %q, want %q", i, got.JSON200.Name, got.JSON200.Description, s)
+		}
+		sensor, err := owner.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, gen.SensorCreate{Name: s})
+		if err != nil || sensor.StatusCode() != 201 || sensor.JSON201.Name != s {
+			t.Errorf("sensor %q: %v %s", s, err, sensor.Body)
+		}
+		token, err := owner.CreateTokenWithResponse(ctx, gen.TokenCreate{Name: s})
+		if err != nil || token.StatusCode() != 201 || token.JSON201.Name != s {
+			t.Errorf("token %q: %v %s", s, err, token.Body)
+		}
+	}
+	var tables int
+	if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE tablename IN ('readings', 'projects', 'sensors', 'api_tokens')`).Scan(&tables); err != nil || tables != 4 {
+		t.Errorf("%d of the 4 tables left (%v)", tables, err)
+	}
+}
+
+// digest is a hash of every row the service keeps, to tell whether a
+// request changed anything at all.
+func (e *env) digest(t *testing.T) string {
+	t.Helper()
+	var dump string
+	err := e.pool.QueryRow(context.Background(), `
+SELECT concat_ws('|',
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM organizations t),
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM users t),
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM memberships t),
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM api_tokens t),
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM projects t),
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM sensors t),
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM blueprints t),
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM readings t))`).Scan(&dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", sha256.Sum256([]byte(dump)))
+}
