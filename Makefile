@@ -3,7 +3,8 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/readings
 
-.PHONY: run test build generate check-generated vet fmt-check smoke db-start db-stop db-destroy
+.PHONY: run test build generate check-generated vet fmt-check smoke db-start db-stop db-destroy \
+	lint docs-assets check-docs-assets
 
 ## run: build and serve on 127.0.0.1:8080 (a private PostgreSQL unless DATABASE_URL is set)
 run: build
@@ -33,6 +34,34 @@ vet:
 fmt-check:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+
+# The npm tooling around the contract lives in openapi/ (package.json and
+# its lockfile, the repository's only ones). npm ci runs again only when the
+# lockfile changes; install scripts are skipped, none of these needs one.
+NPM_DIR      := openapi
+NODE_MODULES := $(NPM_DIR)/node_modules/.package-lock.json
+NPM_BIN      := $(NPM_DIR)/node_modules/.bin
+# Swagger UI's files that /docs serves, with their licences.
+DOCS_ASSETS  := swagger-ui-bundle.js swagger-ui-bundle.js.LICENSE.txt swagger-ui.css favicon-32x32.png LICENSE NOTICE
+
+$(NODE_MODULES): $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
+	cd $(NPM_DIR) && npm ci --ignore-scripts --no-audit --no-fund
+
+## lint: lint openapi/openapi.yaml with Redocly's CLI (rules in openapi/redocly.yaml)
+lint: $(NODE_MODULES)
+	cd $(NPM_DIR) && REDOCLY_TELEMETRY=off node_modules/.bin/redocly lint --config redocly.yaml openapi.yaml
+
+## docs-assets: copy Swagger UI's files for /docs from node_modules into server/docs/assets
+docs-assets: $(NODE_MODULES)
+	rm -rf server/docs/assets
+	mkdir -p server/docs/assets
+	cp $(addprefix $(NPM_DIR)/node_modules/swagger-ui-dist/,$(DOCS_ASSETS)) server/docs/assets/
+
+## check-docs-assets: fail when the committed assets are not what docs-assets copies
+check-docs-assets: docs-assets
+	git diff --exit-code --stat -- server/docs/assets
+	@untracked=$$(git status --porcelain --untracked-files=all -- server/docs/assets); \
+	  if [ -n "$$untracked" ]; then echo "docs assets not committed:"; echo "$$untracked"; exit 1; fi
 
 ## smoke: the quickstart as a new user runs it (make run, then curl)
 smoke:
