@@ -70,6 +70,7 @@ type Server struct {
 	echo     *echo.Echo
 	tokenUse tokenUse
 	programs programCache
+	specJSON gen.OpenAPIDocument // set by publishContract
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -102,6 +103,9 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 		s.validateRequest,
 	)
 	gen.RegisterHandlers(e, gen.NewStrictHandler(s, nil))
+	if err := s.publishContract(e); err != nil {
+		return nil, err
+	}
 	s.echo = e
 	return s, nil
 }
