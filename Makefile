@@ -4,7 +4,7 @@ GO    ?= go
 BIN   := bin/readings
 
 .PHONY: run test build generate check-generated vet fmt-check smoke db-start db-stop db-destroy \
-	lint docs-assets check-docs-assets
+	lint ts-check docs-assets check-docs-assets
 
 ## run: build and serve on 127.0.0.1:8080 (a private PostgreSQL unless DATABASE_URL is set)
 run: build
@@ -50,6 +50,11 @@ $(NODE_MODULES): $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
 ## lint: lint openapi/openapi.yaml with Redocly's CLI (rules in openapi/redocly.yaml)
 lint: $(NODE_MODULES)
 	cd $(NPM_DIR) && REDOCLY_TELEMETRY=off node_modules/.bin/redocly lint --config redocly.yaml openapi.yaml
+
+## ts-check: TypeScript types from the spec (openapi-typescript), then type-check the example client
+ts-check: $(NODE_MODULES)
+	$(NPM_BIN)/openapi-typescript $(NPM_DIR)/openapi.yaml -o $(NPM_DIR)/ts-client-example/api.d.ts
+	$(NPM_BIN)/tsc -p $(NPM_DIR)/ts-client-example --noEmit
 
 ## docs-assets: copy Swagger UI's files for /docs from node_modules into server/docs/assets
 docs-assets: $(NODE_MODULES)
