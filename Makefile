@@ -4,7 +4,7 @@ GO    ?= go
 BIN   := bin/readings
 
 .PHONY: run test build generate check-generated vet fmt-check smoke db-start db-stop db-destroy \
-	lint ts-check docs-assets check-docs-assets
+	lint ts-check docs-assets check-docs-assets browser-test
 
 ## run: build and serve on 127.0.0.1:8080 (a private PostgreSQL unless DATABASE_URL is set)
 run: build
@@ -67,6 +67,10 @@ check-docs-assets: docs-assets
 	git diff --exit-code --stat -- server/docs/assets
 	@untracked=$$(git status --porcelain --untracked-files=all -- server/docs/assets); \
 	  if [ -n "$$untracked" ]; then echo "docs assets not committed:"; echo "$$untracked"; exit 1; fi
+
+## browser-test: headless Chromium loads /docs from a fresh service and checks it
+browser-test: build $(NODE_MODULES)
+	node scripts/browser-test.mjs
 
 ## smoke: the quickstart as a new user runs it (make run, then curl)
 smoke:
