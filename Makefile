@@ -4,7 +4,7 @@ GO    ?= go
 BIN   := bin/readings
 
 .PHONY: run test build generate check-generated vet fmt-check smoke db-start db-stop db-destroy \
-	lint ts-check docs-assets check-docs-assets browser-test
+	node-modules lint ts-check docs-assets check-docs-assets browser-test
 
 ## run: build and serve on 127.0.0.1:8080 (a private PostgreSQL unless DATABASE_URL is set)
 run: build
@@ -44,6 +44,8 @@ NPM_BIN      := $(NPM_DIR)/node_modules/.bin
 # Swagger UI's files that /docs serves, with their licences.
 DOCS_ASSETS  := swagger-ui-bundle.js swagger-ui-bundle.js.LICENSE.txt swagger-ui.css favicon-32x32.png LICENSE NOTICE
 
+## node-modules: npm ci in openapi/, when its lockfile changed since the last one
+node-modules: $(NODE_MODULES)
 $(NODE_MODULES): $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
 	cd $(NPM_DIR) && npm ci --ignore-scripts --no-audit --no-fund
 
