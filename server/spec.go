@@ -41,8 +41,9 @@ func (s *Server) GetOpenAPIJSON(context.Context, gen.GetOpenAPIJSONRequestObject
 
 // specJSON converts the spec to JSON once, into the generated response
 // type. That type is a map, whose keys encoding/json sorts, so each
-// top-level value is kept as the converted JSON: a request then only copies
-// bytes, and the paths and tags keep the order they are written in.
+// top-level value is kept as converted JSON: a request only passes those
+// bytes through the encoder instead of walking a tree of maps, and the
+// paths and tags keep the order they are written in.
 func specJSON() (gen.OpenAPIDocument, error) {
 	b, err := openapi.JSON()
 	if err != nil {
