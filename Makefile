@@ -3,7 +3,8 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/readings
 
-.PHONY: run test build generate check-generated vet fmt-check fuzz smoke db-start db-stop db-destroy
+.PHONY: run test build generate check-generated vet fmt-check fuzz smoke db-start db-stop db-destroy \
+	node-modules lint ts-check docs-assets check-docs-assets browser-test
 
 ## run: build and serve on 127.0.0.1:8080 (a private PostgreSQL unless DATABASE_URL is set)
 run: build
@@ -37,6 +38,45 @@ fmt-check:
 ## fuzz: every fuzz target for FUZZTIME each (default 30s)
 fuzz:
 	scripts/fuzz.sh
+
+# The npm tooling around the contract lives in openapi/ (package.json and
+# its lockfile, the repository's only ones). npm ci runs again only when the
+# lockfile changes; install scripts are skipped, none of these needs one.
+NPM_DIR      := openapi
+NODE_MODULES := $(NPM_DIR)/node_modules/.package-lock.json
+NPM_BIN      := $(NPM_DIR)/node_modules/.bin
+# Swagger UI's files that /docs serves, with their licences.
+DOCS_ASSETS  := swagger-ui-bundle.js swagger-ui-bundle.js.LICENSE.txt swagger-ui.css favicon-32x32.png LICENSE NOTICE
+
+## node-modules: npm ci in openapi/, when its lockfile changed since the last one
+node-modules: $(NODE_MODULES)
+$(NODE_MODULES): $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
+	cd $(NPM_DIR) && npm ci --ignore-scripts --no-audit --no-fund
+
+## lint: lint openapi/openapi.yaml with Redocly's CLI (rules in openapi/redocly.yaml)
+lint: $(NODE_MODULES)
+	cd $(NPM_DIR) && REDOCLY_TELEMETRY=off node_modules/.bin/redocly lint --config redocly.yaml openapi.yaml
+
+## ts-check: TypeScript types from the spec (openapi-typescript), then type-check the example client
+ts-check: $(NODE_MODULES)
+	$(NPM_BIN)/openapi-typescript $(NPM_DIR)/openapi.yaml -o $(NPM_DIR)/ts-client-example/api.d.ts
+	$(NPM_BIN)/tsc -p $(NPM_DIR)/ts-client-example --noEmit
+
+## docs-assets: copy Swagger UI's files for /docs from node_modules into server/docs/assets
+docs-assets: $(NODE_MODULES)
+	rm -rf server/docs/assets
+	mkdir -p server/docs/assets
+	cp $(addprefix $(NPM_DIR)/node_modules/swagger-ui-dist/,$(DOCS_ASSETS)) server/docs/assets/
+
+## check-docs-assets: fail when the committed assets are not what docs-assets copies
+check-docs-assets: docs-assets
+	git diff --exit-code --stat -- server/docs/assets
+	@untracked=$$(git status --porcelain --untracked-files=all -- server/docs/assets); \
+	  if [ -n "$$untracked" ]; then echo "docs assets not committed:"; echo "$$untracked"; exit 1; fi
+
+## browser-test: headless Chromium loads /docs from a fresh service and checks it
+browser-test: build $(NODE_MODULES)
+	node scripts/browser-test.mjs
 
 ## smoke: the quickstart as a new user runs it (make run, then curl)
 smoke:

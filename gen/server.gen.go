@@ -405,6 +405,9 @@ type Membership struct {
 	Role Role `json:"role"`
 }
 
+// OpenAPIDocument An OpenAPI 3.0 document, with `openapi`, `info`, `paths` and `components` at its top.
+type OpenAPIDocument map[string]interface{}
+
 // Project defines model for Project.
 type Project struct {
 	CreatedAt   time.Time    `json:"created_at"`
@@ -844,6 +847,12 @@ type ServerInterface interface {
 	// RevokeToken Revoke an API token
 	// (DELETE /api/v1/me/tokens/{token_id})
 	RevokeToken(ctx echo.Context, tokenId TokenId) error
+	// GetOpenAPIJSON This contract as JSON
+	// (GET /api/v1/openapi.json)
+	GetOpenAPIJSON(ctx echo.Context) error
+	// GetOpenAPIYAML This contract as YAML
+	// (GET /api/v1/openapi.yaml)
+	GetOpenAPIYAML(ctx echo.Context) error
 	// ListBlueprints List blueprints
 	// (GET /api/v1/org/{org_id}/blueprints)
 	ListBlueprints(ctx echo.Context, orgId OrgId, params ListBlueprintsParams) error
@@ -984,6 +993,24 @@ func (w *ServerInterfaceWrapper) RevokeToken(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RevokeToken(ctx, tokenId)
+	return err
+}
+
+// GetOpenAPIJSON converts echo context to params.
+func (w *ServerInterfaceWrapper) GetOpenAPIJSON(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetOpenAPIJSON(ctx)
+	return err
+}
+
+// GetOpenAPIYAML converts echo context to params.
+func (w *ServerInterfaceWrapper) GetOpenAPIYAML(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetOpenAPIYAML(ctx)
 	return err
 }
 
@@ -2008,6 +2035,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 	router.GET(options.BaseURL+"/healthz", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReady, options.OperationMiddlewares["getReady"]...)
+	router.GET(options.BaseURL+"/api/v1/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
+	router.GET(options.BaseURL+"/api/v1/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
 	router.GET(options.BaseURL+"/api/v1/me", wrapper.GetMe, options.OperationMiddlewares["getMe"]...)
 	router.GET(options.BaseURL+"/api/v1/me/tokens", wrapper.ListTokens, options.OperationMiddlewares["listTokens"]...)
 	router.POST(options.BaseURL+"/api/v1/me/tokens", wrapper.CreateToken, options.OperationMiddlewares["createToken"]...)
@@ -2493,6 +2522,82 @@ func (response RevokeToken503JSONResponse) VisitRevokeTokenResponse(w http.Respo
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAPIJSONRequestObject struct {
+}
+
+type GetOpenAPIJSONResponseObject interface {
+	VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error
+}
+
+type GetOpenAPIJSON200JSONResponse OpenAPIDocument
+
+func (response GetOpenAPIJSON200JSONResponse) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAPIJSON500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetOpenAPIJSON500JSONResponse) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAPIYAMLRequestObject struct {
+}
+
+type GetOpenAPIYAMLResponseObject interface {
+	VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error
+}
+
+type GetOpenAPIYAML200ApplicationyamlResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetOpenAPIYAML200ApplicationyamlResponse) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/yaml")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetOpenAPIYAML500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetOpenAPIYAML500JSONResponse) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6963,6 +7068,12 @@ type StrictServerInterface interface {
 	// RevokeToken Revoke an API token
 	// (DELETE /api/v1/me/tokens/{token_id})
 	RevokeToken(ctx context.Context, request RevokeTokenRequestObject) (RevokeTokenResponseObject, error)
+	// GetOpenAPIJSON This contract as JSON
+	// (GET /api/v1/openapi.json)
+	GetOpenAPIJSON(ctx context.Context, request GetOpenAPIJSONRequestObject) (GetOpenAPIJSONResponseObject, error)
+	// GetOpenAPIYAML This contract as YAML
+	// (GET /api/v1/openapi.yaml)
+	GetOpenAPIYAML(ctx context.Context, request GetOpenAPIYAMLRequestObject) (GetOpenAPIYAMLResponseObject, error)
 	// ListBlueprints List blueprints
 	// (GET /api/v1/org/{org_id}/blueprints)
 	ListBlueprints(ctx context.Context, request ListBlueprintsRequestObject) (ListBlueprintsResponseObject, error)
@@ -7181,6 +7292,52 @@ func (sh *strictHandler) RevokeToken(ctx echo.Context, tokenId TokenId) error {
 		return err
 	} else if validResponse, ok := response.(RevokeTokenResponseObject); ok {
 		return validResponse.VisitRevokeTokenResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetOpenAPIJSON operation middleware
+func (sh *strictHandler) GetOpenAPIJSON(ctx echo.Context) error {
+	var request GetOpenAPIJSONRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetOpenAPIJSON(ctx.Request().Context(), request.(GetOpenAPIJSONRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetOpenAPIJSON")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetOpenAPIJSONResponseObject); ok {
+		return validResponse.VisitGetOpenAPIJSONResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetOpenAPIYAML operation middleware
+func (sh *strictHandler) GetOpenAPIYAML(ctx echo.Context) error {
+	var request GetOpenAPIYAMLRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetOpenAPIYAML(ctx.Request().Context(), request.(GetOpenAPIYAMLRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetOpenAPIYAML")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetOpenAPIYAMLResponseObject); ok {
+		return validResponse.VisitGetOpenAPIYAMLResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -1,6 +1,8 @@
 // Package openapi holds the service's contract, openapi.yaml, embedded as
 // written: the server validates requests against it and serves it byte for
-// byte, and oapi-codegen generates gen/ from the same file.
+// byte, and oapi-codegen generates gen/ from the same file. The npm tooling
+// around it (linter, TypeScript client check, the docs page's assets, the
+// browser test) is pinned in package.json here, the repository's only one.
 package openapi
 
 import (

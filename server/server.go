@@ -85,6 +85,7 @@ type Server struct {
 	programs programCache
 	limits   *rateLimits
 	metrics  *metrics
+	specJSON gen.OpenAPIDocument // set by publishContract
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -122,6 +123,9 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 	)
 	gen.RegisterHandlers(e, gen.NewStrictHandler(s, []gen.StrictMiddlewareFunc{s.databaseDeadline}))
 	e.GET("/metrics", s.metrics.handler())
+	if err := s.publishContract(e); err != nil {
+		return nil, err
+	}
 	s.echo = e
 	return s, nil
 }
