@@ -12,7 +12,7 @@ import (
 // are allowed, because readings are stored to the microsecond and two
 // readings at one microsecond are one reading. time.Parse accepts nine
 // digits and rounds silently, so it is not used. The error says what to fix.
-func parseDatetime(s string) (time.Time, error) {
+func parseDatetime[T string | []byte](s T) (time.Time, error) {
 	// 2006-01-02T15:04:05[.ffffff](Z|±07:00)
 	const minLen = len("2006-01-02T15:04:05")
 	if len(s) < minLen || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
@@ -78,11 +78,11 @@ func parseDatetime(s string) (time.Time, error) {
 }
 
 // parseZone parses Z or ±hh:mm.
-func parseZone(z string) (time.Duration, error) {
+func parseZone[T string | []byte](z T) (time.Duration, error) {
 	switch {
-	case z == "Z":
+	case string(z) == "Z":
 		return 0, nil
-	case z == "":
+	case len(z) == 0:
 		return 0, fmt.Errorf("has no zone; add Z or an offset such as +02:00")
 	case len(z) != 6 || (z[0] != '+' && z[0] != '-') || z[3] != ':':
 		return 0, fmt.Errorf("has a zone %q that is neither Z nor an offset such as +02:00", z)
@@ -100,7 +100,7 @@ func parseZone(z string) (time.Duration, error) {
 }
 
 // digits parses s, all ASCII digits, as a decimal number.
-func digits(s string) (int, bool) {
+func digits[T string | []byte](s T) (int, bool) {
 	n := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	stdjson "encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/store"
 )
 
 // jsonSerializer decodes request bodies strictly, where encoding/json would
@@ -31,15 +33,31 @@ func (jsonSerializer) Serialize(c echo.Context, i any, indent string) error {
 
 func (s jsonSerializer) Deserialize(c echo.Context, i any) error {
 	body := c.Request().Body
-	if batch, ok := i.(*gen.ReadingBatch); ok {
-		decoded, err := decodeReadingBatch(body, s.maxBatch)
-		*batch = decoded
-		return err
+	if _, ok := i.(*gen.ReadingBatch); ok {
+		// The generated body type is a map per reading; the batch goes to
+		// the handler in the columns the store writes instead, through the
+		// request's context (batchOf), and the generated body stays empty.
+		readings, err := decodeReadingBatch(body, s.maxBatch)
+		if err != nil {
+			return err
+		}
+		req := c.Request()
+		c.SetRequest(req.WithContext(context.WithValue(req.Context(), batchKey{}, readings)))
+		return nil
 	}
 	if err := json.UnmarshalRead(body, i, json.RejectUnknownMembers(true)); err != nil {
 		return bodyError(err)
 	}
 	return nil
+}
+
+type batchKey struct{}
+
+// batchOf returns the readings Deserialize decoded from a POST's body; none
+// when the body was empty.
+func batchOf(ctx context.Context) []store.Reading {
+	readings, _ := ctx.Value(batchKey{}).([]store.Reading)
+	return readings
 }
 
 // bodyError explains why a body did not decode.

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -22,61 +21,17 @@ import (
 const defaultReadingsLimit = 1000
 
 // PostReadings stores a batch of readings, all or none. The body was
-// checked while it streamed in (decodeReadingBatch), so converting it
-// cannot fail.
+// checked and decoded while it streamed in (decodeReadingBatch).
 func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestObject) (gen.PostReadingsResponseObject, error) {
-	if req.Body == nil || len(*req.Body) == 0 {
+	readings := batchOf(ctx)
+	if len(readings) == 0 {
 		return nil, apperr.Errorf(apperr.Invalid, "the body must be a non-empty JSON array of readings")
 	}
-	readings := toStoreReadings(*req.Body)
 	if err := s.store.InsertReadings(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), readings); err != nil {
 		return nil, err
 	}
 	s.metrics.ingested.Add(float64(len(readings)))
 	return gen.PostReadings200JSONResponse("OK"), nil
-}
-
-// toStoreReadings turns the decoded batch into readings with their inputs
-// sorted by id, all sharing two backing arrays.
-func toStoreReadings(batch []gen.ReadingInput) []store.Reading {
-	total := 0
-	for _, in := range batch {
-		total += len(in.Inputs)
-	}
-	ids := make([]int64, 0, total)
-	values := make([]float64, 0, total)
-	readings := make([]store.Reading, len(batch))
-	for i, in := range batch {
-		start := len(ids)
-		for key, v := range in.Inputs {
-			id, _ := parseInputID(key) // checked by decodeReadingBatch
-			ids = append(ids, id)
-			values = append(values, v)
-		}
-		r := store.Reading{Time: in.Datetime, InputIDs: ids[start:len(ids):len(ids)], Values: values[start:len(values):len(values)]}
-		sortInputs(r)
-		readings[i] = r
-	}
-	return readings
-}
-
-// sortInputs orders a reading's inputs by id, keeping ids and values paired.
-func sortInputs(r store.Reading) {
-	if slices.IsSorted(r.InputIDs) {
-		return
-	}
-	type pair struct {
-		id int64
-		v  float64
-	}
-	pairs := make([]pair, len(r.InputIDs))
-	for i := range pairs {
-		pairs[i] = pair{r.InputIDs[i], r.Values[i]}
-	}
-	slices.SortFunc(pairs, func(a, b pair) int { return cmp.Compare(a.id, b.id) })
-	for i, p := range pairs {
-		r.InputIDs[i], r.Values[i] = p.id, p.v
-	}
 }
 
 // ListReadings returns a page of a sensor's readings. The page is encoded

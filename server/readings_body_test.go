@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -50,15 +51,17 @@ func FuzzDecodeReadingBatch(f *testing.F) {
 			t.Fatalf("decodeReadingBatch(%q) = %d readings, encoding/json %d", body, len(batch), len(std))
 		}
 		for i, r := range batch {
-			if len(r.Inputs) == 0 || len(r.Inputs) != len(std[i].Inputs) {
-				t.Fatalf("element %d: inputs %v, encoding/json %v", i, r.Inputs, std[i].Inputs)
+			if len(r.InputIDs) == 0 || len(r.InputIDs) != len(std[i].Inputs) || len(r.Values) != len(r.InputIDs) {
+				t.Fatalf("element %d: inputs %v %v, encoding/json %v", i, r.InputIDs, r.Values, std[i].Inputs)
 			}
-			for k, v := range r.Inputs {
-				if math.IsNaN(v) || math.IsInf(v, 0) || std[i].Inputs[k] != v {
-					t.Fatalf("element %d input %s = %v, encoding/json %v", i, k, v, std[i].Inputs[k])
+			for j, id := range r.InputIDs {
+				v := r.Values[j]
+				key := strconv.FormatInt(id, 10)
+				if math.IsNaN(v) || math.IsInf(v, 0) || std[i].Inputs[key] != v {
+					t.Fatalf("element %d input %s = %v, encoding/json %v", i, key, v, std[i].Inputs[key])
 				}
-				if _, err := parseInputID(k); err != nil {
-					t.Fatalf("element %d: accepted input id %q: %v", i, k, err)
+				if j > 0 && id <= r.InputIDs[j-1] {
+					t.Fatalf("element %d: ids %v are not ascending and unique", i, r.InputIDs)
 				}
 			}
 		}
