@@ -2,15 +2,20 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/server"
 	"github.com/sensorreadings/readings/store"
+	"github.com/sensorreadings/readings/store/storetest"
 )
 
 func TestRateLimit(t *testing.T) {
@@ -144,5 +149,68 @@ func TestMetrics(t *testing.T) {
 		if strings.Contains(metrics, token) || strings.Contains(metrics, token[:10]) {
 			t.Error("/metrics shows a token")
 		}
+	}
+}
+
+// With every connection of the pool taken, a request waits its deadline
+// for one, then answers 503: never a hang.
+func TestPoolExhausted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := store.Open(ctx, storetest.NewDatabase(t), store.PoolConfig{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	db := store.New(pool)
+	org, err := db.CreateOrg(ctx, "Acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, err := db.EnsureUser(ctx, "ada@example.com", "Ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetMembership(ctx, org.ID, user.ID, store.Owner); err != nil {
+		t.Fatal(err)
+	}
+	_, token, err := db.CreateToken(ctx, user.ID, "t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := defaultConfig()
+	cfg.DBTimeout = 300 * time.Millisecond
+	srv, err := server.New(db, slog.New(slog.DiscardHandler), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+
+	held, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", fmt.Sprintf("%s/api/v1/org/%d/projects", ts.URL, org.ID), nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	start := time.Now()
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	wantError(t, res.StatusCode, body, 503, "unavailable")
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the request took %v with the pool exhausted", took)
+	}
+	held.Release()
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Errorf("after the connection came back: %d, want 200", res.StatusCode)
 	}
 }
