@@ -39,10 +39,7 @@ func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestOb
 // reading; the Link to the next page is known once the page is full.
 func (s *Server) ListReadings(ctx context.Context, req gen.ListReadingsRequestObject) (gen.ListReadingsResponseObject, error) {
 	key := sensorKey(req.OrgId, req.ProjId, req.SensorId)
-	q, err := readingQuery(req.Params)
-	if err != nil {
-		return nil, err
-	}
+	q := readingQuery(req.Params)
 	sensor, err := s.store.GetSensor(ctx, key)
 	if err != nil {
 		return nil, err
@@ -88,7 +85,7 @@ func (s *Server) DeleteReadings(ctx context.Context, req gen.DeleteReadingsReque
 // microsecond. Readings are stored to the microsecond, so "after t" is "at
 // or after t's next microsecond", which lets one SQL statement serve every
 // combination of bounds.
-func readingQuery(p gen.ListReadingsParams) (store.ReadingQuery, error) {
+func readingQuery(p gen.ListReadingsParams) store.ReadingQuery {
 	q := store.ReadingQuery{From: store.MinTime, To: store.MaxTime, Limit: defaultReadingsLimit}
 	if p.DatetimeGte != nil {
 		q.From = latest(q.From, ceilMicro(*p.DatetimeGte))
@@ -109,7 +106,7 @@ func readingQuery(p gen.ListReadingsParams) (store.ReadingQuery, error) {
 		q.Offset = *p.Offset
 	}
 	q.Desc = p.Order != nil && *p.Order == gen.Desc
-	return q, nil
+	return q
 }
 
 func ceilMicro(t time.Time) time.Time {
