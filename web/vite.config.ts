@@ -1,0 +1,23 @@
+/// <reference types="vitest/config" />
+import { defineConfig } from 'vite';
+
+// The console is served by the service under /console/ (server/console.go)
+// and embedded in its binary from dist/, which is committed: the build must
+// give the same bytes for the same sources, or CI's staleness check flaps.
+export default defineConfig({
+  base: '/console/',
+  build: {
+    outDir: 'dist',
+    emptyOutDir: true,
+    sourcemap: false,
+    // One stylesheet and one script: the console is small, and fewer files
+    // make fewer requests and a shorter diff when dist/ changes.
+    cssCodeSplit: false,
+    // Vite's report of gzip sizes costs time and prints nothing we check.
+    reportCompressedSize: false,
+  },
+  test: {
+    include: ['src/**/*.test.ts'],
+    environment: 'node',
+  },
+});
