@@ -7,6 +7,7 @@ import type { components, paths } from './gen/api';
 export type Schemas = components['schemas'];
 export type Me = Schemas['Me'];
 export type Token = Schemas['Token'];
+export type TokenCreated = Schemas['TokenCreated'];
 export type Member = Schemas['Member'];
 export type Project = Schemas['Project'];
 export type Sensor = Schemas['Sensor'];
@@ -14,7 +15,8 @@ export type Blueprint = Schemas['Blueprint'];
 export type BlueprintWrite = Schemas['BlueprintWrite'];
 export type Reading = Schemas['Reading'];
 export type Latest = Schemas['Latest'];
-export type ApiClient = Client<paths>;
+// JSON is what the console reads; the CSV export is fetched as a Blob.
+export type ApiClient = Client<paths, 'application/json'>;
 
 /** ApiError is an error answer of the API: its status, code and message. */
 export class ApiError extends Error {
@@ -49,7 +51,7 @@ export interface ClientOptions {
 }
 
 export function newClient(opts: ClientOptions): ApiClient {
-  const client = createClient<paths>({ baseUrl: opts.baseUrl, fetch: opts.fetch });
+  const client = createClient<paths, 'application/json'>({ baseUrl: opts.baseUrl, fetch: opts.fetch });
   client.use({
     onRequest({ request }) {
       const token = opts.token();

@@ -10,6 +10,8 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, props?: Props |
     if (v === undefined || v === null || v === false) continue;
     if (k.startsWith('on') && typeof v === 'function') {
       el.addEventListener(k.slice(2).toLowerCase(), v as EventListener);
+    } else if (k === 'style') {
+      el.style.cssText = String(v); // CSSOM, which the console's CSP allows, unlike a style attribute
     } else if (k === 'value' && (el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement || el instanceof HTMLSelectElement)) {
       el.value = String(v); // the live value, not the default the attribute sets
     } else {
@@ -100,8 +102,17 @@ export async function action(button: HTMLButtonElement | null, out: HTMLElement,
   }
 }
 
-export function field(label: string, input: HTMLElement, hint?: Child): HTMLLabelElement {
-  return h('label', { class: 'field' }, h('span', null, label), input, hint ? h('small', { class: 'muted' }, hint) : null);
+let hints = 0;
+
+/**
+ * field labels an input. A hint is tied to it with aria-describedby rather
+ * than put in the label, so that the input's name stays just the label.
+ */
+export function field(label: string, input: HTMLElement, hint?: Child): HTMLElement {
+  if (!hint) return h('label', { class: 'field' }, h('span', null, label), input);
+  const hintId = `hint-${++hints}`;
+  input.setAttribute('aria-describedby', hintId);
+  return h('div', { class: 'field' }, h('label', null, h('span', null, label), input), h('small', { class: 'muted', id: hintId }, hint));
 }
 
 export function table(head: string[], rows: Child[][], attrs?: Props): HTMLElement {
