@@ -114,6 +114,7 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 		s.validateRequest,
 	)
 	gen.RegisterHandlers(e, gen.NewStrictHandler(s, nil))
+	registerConsole(e)
 	s.echo = e
 	return s, nil
 }
