@@ -16,6 +16,10 @@ export default defineConfig({
     // Vite's report of gzip sizes costs time and prints nothing we check.
     reportCompressedSize: false,
   },
+  // `npm run dev`: the console with hot reload, the API of `make run`.
+  server: {
+    proxy: { '/api': 'http://127.0.0.1:8080' },
+  },
   test: {
     include: ['src/**/*.test.ts'],
     environment: 'node',
