@@ -56,7 +56,8 @@ psql "CREATE DATABASE $db"
 export DATABASE_URL="$db_url"
 "$bin" migrate >"$log" 2>&1
 boot=$("$bin" admin bootstrap --org "E2E Monitoring" --email e2e@example.com)
-field() { sed -E "s/.*\"$1\":(\"([^\"]*)\"|([0-9]+)).*/\2\3/" <<<"$boot"; }
+field() { sed -E "s/.*\"$1\":(\"([^\"]*)\"|([0-9]+)).*/\2\3/" <<<"${2:-$boot}"; }
+viewer=$("$bin" admin user add --org-id "$(field org_id)" --email viewer@example.com --role viewer)
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 port=$((30000 + $$ % 20000))
@@ -76,6 +77,6 @@ say "service on $base, database $db"
 mkdir -p test-output
 # The token goes to the test through the environment: never on a command
 # line, where ps would show it.
-E2E_BASE="$base" E2E_TOKEN="$(field token)" E2E_ORG="$(field org_id)" CHROMIUM="$chromium" \
+E2E_BASE="$base" E2E_TOKEN="$(field token)" E2E_VIEWER_TOKEN="$(field token "$viewer")" E2E_ORG="$(field org_id)" CHROMIUM="$chromium" \
   E2E_OUTPUT="$root/test-output" timeout --kill-after=10 "$limit" \
   node --test --test-concurrency=1 --test-reporter=spec web/e2e/

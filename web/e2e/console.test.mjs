@@ -11,6 +11,7 @@ import { chromium } from 'playwright-core';
 
 const base = need('E2E_BASE');
 const token = need('E2E_TOKEN');
+const viewerToken = need('E2E_VIEWER_TOKEN');
 const orgId = Number(need('E2E_ORG'));
 const output = process.env.E2E_OUTPUT ?? 'test-output';
 const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -173,7 +174,7 @@ test('shows the sensor’s IDs on its formulas setup page', async () => {
 });
 
 test('posts readings through the API, and the project shows the latest', async () => {
-  const now = Date.now();
+  const now = (state.postedAt = Date.now());
   const batch = freqs.map((f, i) => ({
     datetime: new Date(now - (N - i) * 60_000).toISOString(),
     inputs: { [state.ids.freq]: f, [state.ids.temp]: 11 + i / 10 },
@@ -298,6 +299,33 @@ test('edits a formula, and the chart follows', async () => {
   assert.equal((await statsOf('Frequency')).last, '2800'); // inputs are untouched
 });
 
+test('dates a calibration, and the outputs use it from then on', async () => {
+  await page.getByRole('navigation').getByRole('link', { name: 'Formulas setup' }).click();
+  await page.getByRole('button', { name: 'Add a dated value of G' }).click();
+  const from = page.getByLabel('G from');
+  await from.fill('2024-06-01T00:00:00'); // no zone: the API refuses it
+  await page.getByLabel('G value').fill('0.2');
+  await page.getByRole('button', { name: 'Save calibrations' }).click();
+  const error = page.getByRole('group', { name: /Gauge factor/ }).getByRole('alert');
+  await error.waitFor();
+  assert.match(await error.textContent(), /from/);
+
+  // From the last ten readings on, G is 0.2 instead of 0.1.
+  await from.fill(new Date(state.postedAt - 10.5 * 60_000).toISOString());
+  await page.getByRole('button', { name: 'Save calibrations' }).click();
+  await page.getByText('Saved: calibrations, formulas version 3').waitFor();
+  await shot('sensor-calibrations');
+
+  await page.getByRole('navigation').getByRole('link', { name: 'Readings' }).click();
+  await page.getByTestId('load-status').filter({ hasText: `${N} readings from` }).waitFor();
+  const pressure = await statsOf('Pressure');
+  assert.equal(pressure.last, fmt(0.2 * (R0 - digitsOf(2800)) - 100));
+  // The first reading with G = 0.2 (2791 Hz) has the highest pressure; the
+  // last one before it (2790 Hz) keeps G = 0.1 and has the lowest.
+  assert.equal(pressure.max, fmt(0.2 * (R0 - digitsOf(2791)) - 100));
+  assert.equal(pressure.min, fmt(pressureOf(2790) - 100));
+});
+
 test('creates a token, shown once, and revokes it', async () => {
   await page.getByRole('link', { name: 'e2e@example.com' }).click();
   const form = page.getByRole('form', { name: 'New token' });
@@ -328,6 +356,39 @@ test('fits a narrow screen', async () => {
   }
   await shot('narrow-sensor');
   await page.setViewportSize({ width: 1280, height: 900 });
+});
+
+test('offers a viewer nothing a viewer may not do', async () => {
+  // Another tab has a session of its own: sessionStorage is per tab.
+  const tab = await context.newPage();
+  try {
+    await tab.goto(`${base}/console/signin`);
+    await tab.getByLabel('API token').fill(viewerToken);
+    await tab.getByRole('button', { name: 'Sign in' }).click();
+    await tab.getByRole('heading', { name: 'viewer@example.com' }).waitFor();
+
+    await tab.goto(`${base}/console/org/${orgId}`);
+    await tab.getByRole('table', { name: 'Projects' }).getByRole('link', { name: 'Dam monitoring' }).waitFor();
+    for (const absent of [tab.getByRole('form', { name: 'New project' }), tab.getByRole('button', { name: /Archive|Delete/ }), tab.getByRole('heading', { name: 'Members' })]) {
+      assert.equal(await absent.count(), 0);
+    }
+
+    await tab.goto(base + state.projectPath);
+    await tab.getByRole('table', { name: 'Sensors' }).getByRole('link', { name: 'PZ-01' }).waitFor();
+    await tab.getByRole('table', { name: 'Blueprints' }).waitFor();
+    for (const absent of [tab.getByRole('form', { name: 'New sensor' }), tab.getByRole('button', { name: /New blueprint|Edit|Delete/ })]) {
+      assert.equal(await absent.count(), 0);
+    }
+
+    await tab.goto(base + state.sensorPath);
+    await tab.getByRole('table', { name: 'Outputs' }).getByText('G * (R0 - digits) - 100').waitFor();
+    for (const absent of [tab.getByLabel('Formula of pressure'), tab.getByRole('button', { name: /Save|Add a dated value/ })]) {
+      assert.equal(await absent.count(), 0);
+    }
+    await tab.screenshot({ path: join(output, 'console-viewer-sensor.png'), fullPage: true });
+  } finally {
+    await tab.close();
+  }
 });
 
 test('signs out and forgets the token', async () => {
