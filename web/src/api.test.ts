@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError, must, newClient, toApiError } from './api';
+import { ApiError, must, newClient, send, toApiError } from './api';
 
 const token = 'rdg_' + 'a'.repeat(43);
 
@@ -62,6 +62,19 @@ describe('newClient', () => {
       },
     });
     await expect(must(api.GET('/api/v1/me'))).rejects.toMatchObject({ code: 'network' });
+  });
+});
+
+describe('send', () => {
+  it('returns the response with the data, for its Link header', async () => {
+    const api = newClient({
+      baseUrl: 'http://svc',
+      token: () => token,
+      fetch: async () => new Response('[]', { status: 200, headers: { 'Content-Type': 'application/json', Link: '</next>; rel="next"' } }),
+    });
+    const { data, response } = await send(api.GET('/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}', { params: { path: { org_id: 1, proj_id: 1, sensor_id: 1 } } }));
+    expect(data).toEqual([]);
+    expect(response.headers.get('Link')).toBe('</next>; rel="next"');
   });
 });
 

@@ -72,10 +72,11 @@ export function newClient(opts: ClientOptions): ApiClient {
 type Result<D> = { data?: D; error?: unknown; response: Response };
 
 /**
- * must waits for an openapi-fetch call and returns its data, or throws the
- * API's error as an ApiError. Pages show err.message as the API wrote it.
+ * send waits for an openapi-fetch call and returns its data with the
+ * response (for its headers), or throws the API's error as an ApiError.
+ * Pages show err.message as the API wrote it.
  */
-export async function must<D>(call: Promise<Result<D>>): Promise<D> {
+export async function send<D>(call: Promise<Result<D>>): Promise<{ data: D; response: Response }> {
   let r: Result<D>;
   try {
     r = await call;
@@ -84,5 +85,10 @@ export async function must<D>(call: Promise<Result<D>>): Promise<D> {
     throw new ApiError(0, 'network', 'the service did not answer; check your connection and try again');
   }
   if (!r.response.ok) throw toApiError(r.response.status, r.error);
-  return r.data as D;
+  return { data: r.data as D, response: r.response };
+}
+
+/** must is send's data alone. */
+export async function must<D>(call: Promise<Result<D>>): Promise<D> {
+  return (await send(call)).data;
 }

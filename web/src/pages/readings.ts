@@ -1,6 +1,6 @@
 // Sensor, readings: a chart and a table of a time range, loaded a page at a
 // time by following the Link header, and the range as a CSV file.
-import { must, toApiError, type Reading, type Sensor } from '../api';
+import { must, send, type Reading, type Sensor } from '../api';
 import { id, orgName, type Ctx } from '../app';
 import { colorOf, drawChart } from '../chart';
 import { action, errorBox, field, h, table } from '../dom';
@@ -149,9 +149,8 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
         range: r,
         path: listPath,
         fetchPage: async (query) => {
-          const res = await ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}', { params: { path, query }, signal: abort.signal });
-          if (!res.response.ok) throw toApiError(res.response.status, res.error);
-          return { readings: res.data ?? [], link: nextFromHeaders(res.response.headers) };
+          const { data, response } = await send(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}', { params: { path, query }, signal: abort.signal }));
+          return { readings: data, link: nextFromHeaders(response.headers) };
         },
         onProgress: (p) => {
           progress.value = p.fraction;
@@ -178,13 +177,14 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
   csvButton.addEventListener('click', () =>
     void action(csvButton, out, async () => {
       const r = preset.value === 'custom' ? customRange(from.value, to.value) : presetRange(preset.value as PresetId);
-      const res = await ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/export', {
-        params: { path, query: { format: 'csv', outputs: true, datetime__gte: r.from.toISOString(), datetime__lt: r.to.toISOString() } },
-        parseAs: 'blob',
-      });
-      if (!res.response.ok || !res.data) throw toApiError(res.response.status, res.error);
-      const name = filenameFromDisposition(res.response.headers.get('Content-Disposition'), `sensor-${sensor.id}.csv`);
-      saveBlob(res.data, rangeFilename(name, r.from, r.to));
+      const { data, response } = await send(
+        ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/export', {
+          params: { path, query: { format: 'csv', outputs: true, datetime__gte: r.from.toISOString(), datetime__lt: r.to.toISOString() } },
+          parseAs: 'blob',
+        }),
+      );
+      const name = filenameFromDisposition(response.headers.get('Content-Disposition'), `sensor-${sensor.id}.csv`);
+      saveBlob(data, rangeFilename(name, r.from, r.to));
     }),
   );
 

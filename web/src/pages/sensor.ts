@@ -7,6 +7,7 @@ import { postExample } from '../examples';
 import { errorPath } from '../fielderrors';
 import { can, type Role } from '../roles';
 import { formatNumber } from '../readings';
+import { href } from '../router';
 
 export function sensorPage(ctx: Ctx): HTMLElement {
   const org = id(ctx, 'org');
@@ -31,7 +32,7 @@ export function sensorPage(ctx: Ctx): HTMLElement {
   // Each save answers the sensor as it now is; show that.
   const shown = h('div');
   function render(sensor: Sensor, savedNote?: string): HTMLElement {
-    const el = h(
+    return h(
       'div',
       null,
       sensorHeader(org, sensor, 'setup'),
@@ -46,7 +47,6 @@ export function sensorPage(ctx: Ctx): HTMLElement {
           ],
       examples(sensor, org),
     );
-    return el;
   }
   function replace(el: HTMLElement) {
     shown.replaceChildren(el);
@@ -56,7 +56,7 @@ export function sensorPage(ctx: Ctx): HTMLElement {
 }
 
 export function sensorHeader(org: number, s: Sensor, tab: 'setup' | 'readings'): HTMLElement {
-  const base = `/console/org/${org}/proj/${s.project_id}/sensors/${s.id}`;
+  const base = href(`/org/${org}/proj/${s.project_id}/sensors/${s.id}`);
   return h(
     'div',
     null,
