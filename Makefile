@@ -4,7 +4,7 @@ GO    ?= go
 BIN   := bin/readings
 
 .PHONY: run test build generate check-generated vet fmt-check fuzz smoke db-start db-stop db-destroy \
-	node-modules lint ts-check docs-assets check-docs-assets browser-test
+	node-modules lint ts-check docs-assets check-docs-assets browser-test web check-web web-test e2e
 
 ## run: build and serve on 127.0.0.1:8080 (a private PostgreSQL unless DATABASE_URL is set)
 run: build
@@ -77,6 +77,24 @@ check-docs-assets: docs-assets
 ## browser-test: headless Chromium loads /docs from a fresh service and checks it
 browser-test: build $(NODE_MODULES)
 	node scripts/browser-test.mjs
+
+## web: rebuild the console's committed assets (web/dist) and generated types; needs Node.js
+web:
+	cd web && npm ci --no-audit --no-fund && npm run build
+
+## check-web: fail when the committed console (web/dist, web/src/gen) is not what its sources build
+check-web: web
+	git diff --exit-code -- web/dist web/src/gen
+	@untracked=$$(git status --porcelain --untracked-files=all -- web/dist web/src/gen); \
+	  if [ -n "$$untracked" ]; then echo "console files not committed (run make web):"; echo "$$untracked"; exit 1; fi
+
+## web-test: the console's unit tests (Vitest)
+web-test:
+	cd web && npm test
+
+## e2e: the console in headless Chromium against the real service on a fresh database
+e2e: build
+	scripts/e2e.sh
 
 ## smoke: the quickstart as a new user runs it (make run, then curl)
 smoke:

@@ -22,6 +22,7 @@ if demo=$("$bin" admin demo); then
 
   Sensor Readings Service: $base
   API reference: $base/docs    Spec: $base/api/v1/openapi.yaml
+  Web console: $base/console/ (sign in with the token below)
 
   Try it (the demo owner's token; keep it secret):
 

@@ -126,6 +126,7 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 	if err := s.publishContract(e); err != nil {
 		return nil, err
 	}
+	registerConsole(e)
 	s.echo = e
 	return s, nil
 }

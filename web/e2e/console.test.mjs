@@ -1,0 +1,404 @@
+// The console end to end: headless Chromium (Debian's, through
+// playwright-core) against the real service that scripts/e2e.sh starts on
+// a fresh database. The steps run in order and share one browser tab, as a
+// person would use it.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { chromium } from 'playwright-core';
+
+const base = need('E2E_BASE');
+const token = need('E2E_TOKEN');
+const viewerToken = need('E2E_VIEWER_TOKEN');
+const orgId = Number(need('E2E_ORG'));
+const output = process.env.E2E_OUTPUT ?? 'test-output';
+const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+
+function need(name) {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set: run make e2e`);
+  return v;
+}
+
+// The piezometer of the README, with the zero reading set on the sensor.
+const blueprint = {
+  inputs: [
+    { key: 'freq', name: 'Frequency', unit: 'Hz' },
+    { key: 'temp', name: 'Temperature', unit: 'degC' },
+  ],
+  constants: [
+    { key: 'G', name: 'Gauge factor', unit: 'kPa/digit', default: 0.1 },
+    { key: 'R0', name: 'Zero reading', unit: 'digit', default: 0 },
+  ],
+  outputs: [
+    { key: 'digits', name: 'Digits', unit: 'digit', formula: 'freq^2 / 1000' },
+    { key: 'pressure', name: 'Pressure', unit: 'kPa', formula: 'G * (R0 - digits)' },
+  ],
+};
+const R0 = 9000;
+const N = 50;
+// Reading i is at (N - i) minutes ago, with freq 2751 + i: the last is 2800 Hz.
+const freqs = Array.from({ length: N }, (_, i) => 2751 + i);
+const digitsOf = (f) => (f * f) / 1000;
+const pressureOf = (f) => 0.1 * (R0 - digitsOf(f));
+// As the console shows numbers (src/readings.ts formatNumber).
+const fmt = (v) => (Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(6))));
+
+let context;
+let page;
+let profileDir;
+const problems = [];
+const state = {};
+
+before(async () => {
+  profileDir = mkdtempSync(join(tmpdir(), 'readings-e2e-'));
+  context = await chromium.launchPersistentContext(profileDir, {
+    executablePath,
+    headless: true,
+    viewport: { width: 1280, height: 900 },
+    acceptDownloads: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  page = context.pages()[0] ?? (await context.newPage());
+  page.setDefaultTimeout(10_000);
+  page.on('dialog', (d) => void d.accept()); // the console confirms before revoking
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('console', (msg) => {
+    if (msg.type() === 'error' && !/status of 40[01]/.test(msg.text())) problems.push(`console: ${msg.text()}`);
+  });
+});
+
+after(async () => {
+  await context?.close();
+  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+});
+
+async function shot(name) {
+  await page.screenshot({ path: join(output, `console-${name}.png`), fullPage: true });
+}
+
+async function api(method, path, body, secret = token) {
+  const res = await fetch(base + path, {
+    method,
+    headers: { Authorization: `Bearer ${secret}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+test('signs in with a token, which stays out of the URL', async () => {
+  await page.goto(`${base}/console/`);
+  await page.waitForURL(`${base}/console/signin`);
+  await page.getByLabel('API token').fill('rdg_not-a-token');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByText('That is not a token').waitFor();
+  await page.getByLabel('API token').fill(token);
+  await shot('signin');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'e2e@example.com' }).waitFor();
+  assert.equal(page.url(), `${base}/console/`);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('readings.token')), token);
+  assert.ok(!page.url().includes(token));
+});
+
+test('creates a project', async () => {
+  await page.getByRole('link', { name: 'E2E Monitoring' }).click();
+  await page.waitForURL(`${base}/console/org/${orgId}`);
+  const form = page.getByRole('form', { name: 'New project' });
+  await form.getByLabel('Name').fill('Dam monitoring');
+  await form.getByLabel('Description').fill('Piezometers on the north dam');
+  await form.getByRole('button', { name: 'Create project' }).click();
+  await page.getByRole('table', { name: 'Projects' }).getByRole('link', { name: 'Dam monitoring' }).waitFor();
+  await page.getByRole('table', { name: 'Members' }).getByText('e2e@example.com').waitFor();
+  await shot('organization');
+});
+
+test('creates the piezometer blueprint and a sensor from it', async () => {
+  await page.getByRole('link', { name: 'Dam monitoring' }).click();
+  await page.waitForURL(/\/console\/org\/\d+\/proj\/\d+$/);
+  state.projectPath = new URL(page.url()).pathname;
+  state.projectId = Number(state.projectPath.split('/').pop());
+
+  await page.getByRole('button', { name: 'New blueprint' }).click();
+  const form = page.getByRole('form', { name: 'New blueprint' });
+  await form.getByLabel('Name', { exact: true }).fill('Vibrating-wire piezometer');
+  await form.getByLabel('Inputs').fill(JSON.stringify(blueprint.inputs));
+  await form.getByLabel('Constants').fill(JSON.stringify(blueprint.constants));
+  // First a formula the API refuses: its message shows next to the outputs.
+  const broken = blueprint.outputs.map((o) => (o.key === 'pressure' ? { ...o, formula: 'G * (R0 - digitz)' } : o));
+  await form.getByLabel('Outputs').fill(JSON.stringify(broken));
+  await form.getByRole('button', { name: 'Create blueprint' }).click();
+  await form.getByText(/output "pressure".*digitz/).waitFor();
+  await form.getByLabel('Outputs').fill(JSON.stringify(blueprint.outputs));
+  await form.getByRole('button', { name: 'Create blueprint' }).click();
+  await page.getByRole('table', { name: 'Blueprints' }).getByText('Vibrating-wire piezometer').waitFor();
+
+  const sensorForm = page.getByRole('form', { name: 'New sensor' });
+  // The sensors section re-renders with the new blueprint in its form.
+  await sensorForm.getByRole('option', { name: 'Vibrating-wire piezometer' }).waitFor({ state: 'attached' });
+  await sensorForm.getByLabel('Name', { exact: true }).fill('PZ-01');
+  await sensorForm.getByLabel('Blueprint').selectOption({ label: 'Vibrating-wire piezometer' });
+  await sensorForm.getByLabel('R0 (digit)').fill(String(R0));
+  await sensorForm.getByRole('button', { name: 'Create sensor' }).click();
+  const sensors = page.getByRole('table', { name: 'Sensors' });
+  await sensors.getByRole('link', { name: 'PZ-01' }).waitFor();
+  await sensors.getByText('no readings').waitFor();
+});
+
+test('shows the sensor’s IDs on its formulas setup page', async () => {
+  await page.getByRole('table', { name: 'Sensors' }).getByRole('link', { name: 'PZ-01' }).click();
+  await page.getByRole('heading', { name: 'PZ-01' }).waitFor();
+  state.sensorPath = new URL(page.url()).pathname;
+  state.sensorId = Number(state.sensorPath.split('/').pop());
+  const ids = {};
+  for (const key of ['freq', 'temp', 'digits', 'pressure']) {
+    ids[key] = Number(await page.getByTestId(`id-${key}`).textContent());
+  }
+  // The page's IDs are the API's.
+  const s = await api('GET', `/api/v1/org/${orgId}/proj/${state.projectId}/sensors/${state.sensorId}`);
+  assert.equal(s.status, 200);
+  assert.deepEqual(ids, Object.fromEntries([...s.body.inputs, ...s.body.outputs].map((x) => [x.key, x.id])));
+  state.ids = ids;
+  assert.equal(await page.getByRole('button', { name: `Copy the ID of freq` }).getAttribute('data-copy'), String(ids.freq));
+  // The example posts to this sensor with its input IDs, and never holds the token.
+  const example = JSON.parse(await page.getByTestId('example-json').textContent());
+  assert.deepEqual(Object.keys(example[0].inputs).map(Number).sort(), [ids.freq, ids.temp].sort());
+  const curl = await page.getByTestId('example-curl').textContent();
+  assert.match(curl, new RegExp(`/api/v1/org/${orgId}/proj/${state.projectId}/readings/${state.sensorId} `));
+  assert.ok(curl.includes('$TOKEN') && !curl.includes(token));
+  assert.equal(await page.getByLabel('Value of R0').inputValue(), String(R0));
+  await shot('sensor-formulas');
+});
+
+test('posts readings through the API, and the project shows the latest', async () => {
+  const now = (state.postedAt = Date.now());
+  const batch = freqs.map((f, i) => ({
+    datetime: new Date(now - (N - i) * 60_000).toISOString(),
+    inputs: { [state.ids.freq]: f, [state.ids.temp]: 11 + i / 10 },
+  }));
+  const res = await api('POST', `/api/v1/org/${orgId}/proj/${state.projectId}/readings/${state.sensorId}`, batch);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+
+  await page.goto(base + state.projectPath);
+  const row = page.getByRole('table', { name: 'Sensors' }).getByRole('row').filter({ hasText: 'PZ-01' });
+  await row.getByTestId('age').waitFor();
+  assert.match(await row.getByTestId('age').textContent(), /^(1 min ago|\d+ s ago|just now)$/);
+  assert.match(await row.textContent(), new RegExp(`pressure ${fmt(pressureOf(2800))} kPa`));
+  await shot('project');
+});
+
+async function statsOf(label) {
+  const row = page.getByTestId('stats').getByRole('row').filter({ hasText: label });
+  const cells = await row.getByRole('cell').allTextContents();
+  return { points: Number(cells[2]), min: cells[3], max: cells[4], last: cells[5] };
+}
+
+// legendAt hovers the chart's right edge, where the newest reading is, and
+// reads uPlot's legend there.
+async function legendAtNewest() {
+  const over = page.locator('.u-over');
+  const box = await over.boundingBox();
+  await page.mouse.move(box.x + box.width - 1, box.y + box.height / 2);
+  const legend = {};
+  for (const row of await page.locator('.u-legend .u-series').all()) {
+    legend[(await row.locator('.u-label').textContent()).trim()] = (await row.locator('.u-value').textContent()).trim();
+  }
+  return legend;
+}
+
+// inkOf counts the chart canvas's pixels drawn in a series' colour.
+async function inkOf(hex) {
+  return page.evaluate((hex) => {
+    const canvas = document.querySelector('.u-wrap canvas');
+    const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
+    const [r, g, b] = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+    let n = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      if (Math.abs(data[i] - r) < 40 && Math.abs(data[i + 1] - g) < 40 && Math.abs(data[i + 2] - b) < 40 && data[i + 3] > 128) n++;
+    }
+    return n;
+  }, hex);
+}
+
+test('charts the readings and their outputs', async () => {
+  await page.goto(`${base}${state.sensorPath}/readings`);
+  await page.getByTestId('load-status').filter({ hasText: `${N} readings from` }).waitFor();
+  await page.locator('.u-over').waitFor();
+
+  const freq = await statsOf('Frequency');
+  assert.deepEqual(freq, { points: N, min: '2751', max: '2800', last: '2800' });
+  const pressure = await statsOf('Pressure');
+  assert.equal(pressure.points, N);
+  assert.equal(pressure.last, fmt(pressureOf(2800)));
+  assert.equal(pressure.max, fmt(pressureOf(2751)));
+  assert.equal((await statsOf('Digits')).last, fmt(digitsOf(2800)));
+
+  const legend = await legendAtNewest();
+  assert.equal(legend['Frequency (Hz)'], '2800');
+  assert.equal(legend['Digits (digit)'], fmt(digitsOf(2800)));
+  assert.equal(legend['Pressure (kPa)'], fmt(pressureOf(2800)));
+  await shot('sensor-readings');
+  // Each series alone: its line is on the canvas in its colour (src/chart.ts
+  // COLORS), and no other line is. (Together, freq and digits overlap: each
+  // has its own scale and digits = freq² / 1000 is nearly a straight line.)
+  const colors = { Frequency: '#1f77b4', Temperature: '#d62728', Digits: '#2ca02c', Pressure: '#ff7f0e' };
+  const boxes = Object.fromEntries(Object.keys(colors).map((name) => [name, page.getByRole('group', { name: 'Series' }).getByRole('checkbox', { name: new RegExp(`^${name}`) })]));
+  for (const box of Object.values(boxes)) await box.uncheck();
+  for (const [name, color] of Object.entries(colors)) {
+    await boxes[name].check();
+    await page.locator('.u-over').waitFor();
+    const ink = {};
+    for (const [other, c] of Object.entries(colors)) ink[other] = await inkOf(c);
+    assert.ok(ink[name] > 100, `${name} alone: its line is not drawn; pixels of each colour ${JSON.stringify(ink)}`);
+    for (const [other, n] of Object.entries(ink)) if (other !== name) assert.ok(n < 20, `${name} alone: ${other} is drawn too; ${JSON.stringify(ink)}`);
+    await boxes[name].uncheck();
+  }
+  for (const box of Object.values(boxes)) await box.check();
+  await page.getByRole('button', { name: 'Table' }).click();
+  const rows = page.getByRole('table', { name: 'Readings' }).getByRole('row');
+  assert.equal(await rows.count(), N + 1);
+  assert.match(await rows.nth(1).textContent(), new RegExp(`2800.*${fmt(pressureOf(2800))}`));
+  await page.getByRole('button', { name: 'Chart' }).click();
+});
+
+test('downloads the range as CSV with the token', async () => {
+  const download = page.waitForEvent('download');
+  await page.getByRole('button', { name: 'Download CSV' }).click();
+  const file = await download;
+  assert.match(file.suggestedFilename(), new RegExp(`^sensor-${state.sensorId}_\\d{8}T\\d{4}Z_\\d{8}T\\d{4}Z\\.csv$`));
+  const lines = readFileSync(await file.path(), 'utf8').trim().split('\n');
+  const { freq, temp, digits, pressure } = state.ids;
+  assert.equal(lines[0], `datetime,${[freq, temp].sort((a, b) => a - b).join(',')},${[digits, pressure].sort((a, b) => a - b).join(',')}`);
+  assert.equal(lines.length, N + 1);
+});
+
+test('edits a formula, and the chart follows', async () => {
+  await page.getByRole('navigation').getByRole('link', { name: 'Formulas setup' }).click();
+  const formula = page.getByLabel('Formula of pressure');
+  await formula.fill('G * (R0 - digitz)');
+  await page.getByRole('button', { name: 'Save formulas and constants' }).click();
+  // The API's message, next to the field it is about.
+  const error = page.getByRole('row').filter({ has: formula }).getByRole('alert');
+  await error.waitFor();
+  assert.match(await error.textContent(), /output "pressure".*digitz/);
+  await shot('sensor-formula-error');
+
+  await formula.fill('G * (R0 - digits) - 100');
+  await page.getByRole('button', { name: 'Save formulas and constants' }).click();
+  await page.getByText('Saved: formulas version 2').waitFor();
+
+  await page.getByRole('navigation').getByRole('link', { name: 'Readings' }).click();
+  await page.getByTestId('load-status').filter({ hasText: `${N} readings from` }).waitFor();
+  await page.locator('.u-over').waitFor();
+  const edited = fmt(pressureOf(2800) - 100);
+  assert.equal((await statsOf('Pressure')).last, edited);
+  assert.equal((await legendAtNewest())['Pressure (kPa)'], edited);
+  assert.equal((await statsOf('Frequency')).last, '2800'); // inputs are untouched
+});
+
+test('dates a calibration, and the outputs use it from then on', async () => {
+  await page.getByRole('navigation').getByRole('link', { name: 'Formulas setup' }).click();
+  await page.getByRole('button', { name: 'Add a dated value of G' }).click();
+  const from = page.getByLabel('G from');
+  await from.fill('2024-06-01T00:00:00'); // no zone: the API refuses it
+  await page.getByLabel('G value').fill('0.2');
+  await page.getByRole('button', { name: 'Save calibrations' }).click();
+  const error = page.getByRole('group', { name: /Gauge factor/ }).getByRole('alert');
+  await error.waitFor();
+  assert.match(await error.textContent(), /from/);
+
+  // From the last ten readings on, G is 0.2 instead of 0.1.
+  await from.fill(new Date(state.postedAt - 10.5 * 60_000).toISOString());
+  await page.getByRole('button', { name: 'Save calibrations' }).click();
+  await page.getByText('Saved: calibrations, formulas version 3').waitFor();
+  await shot('sensor-calibrations');
+
+  await page.getByRole('navigation').getByRole('link', { name: 'Readings' }).click();
+  await page.getByTestId('load-status').filter({ hasText: `${N} readings from` }).waitFor();
+  const pressure = await statsOf('Pressure');
+  assert.equal(pressure.last, fmt(0.2 * (R0 - digitsOf(2800)) - 100));
+  // The first reading with G = 0.2 (2791 Hz) has the highest pressure; the
+  // last one before it (2790 Hz) keeps G = 0.1 and has the lowest.
+  assert.equal(pressure.max, fmt(0.2 * (R0 - digitsOf(2791)) - 100));
+  assert.equal(pressure.min, fmt(pressureOf(2790) - 100));
+});
+
+test('creates a token, shown once, and revokes it', async () => {
+  await page.getByRole('link', { name: 'e2e@example.com' }).click();
+  const form = page.getByRole('form', { name: 'New token' });
+  await form.getByLabel('Name').fill('datalogger');
+  await form.getByLabel('Expires in days').fill('30');
+  await form.getByRole('button', { name: 'Create token' }).click();
+  const secret = (await page.getByTestId('new-token').textContent()).trim();
+  assert.match(secret, /^rdg_[0-9A-Za-z]{43}$/);
+  assert.equal((await api('GET', '/api/v1/me', undefined, secret)).status, 200);
+  await page.getByRole('button', { name: 'Copy the token' }).waitFor();
+  await shot('profile-token-created');
+
+  const row = page.getByRole('table', { name: 'Tokens' }).getByRole('row').filter({ hasText: 'datalogger' });
+  await row.getByRole('button', { name: 'Revoke' }).click();
+  await row.getByText(/^revoked/).waitFor();
+  assert.equal((await api('GET', '/api/v1/me', undefined, secret)).status, 401);
+  await shot('profile');
+});
+
+test('fits a narrow screen', async () => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  for (const path of [state.projectPath, `${state.sensorPath}/readings`, state.sensorPath]) {
+    await page.goto(base + path);
+    await page.locator('main h1').first().waitFor();
+    if (path.endsWith('/readings')) await page.locator('.u-over').waitFor();
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 1, `${path} is ${overflow}px wider than the screen`);
+  }
+  await shot('narrow-sensor');
+  await page.setViewportSize({ width: 1280, height: 900 });
+});
+
+test('offers a viewer nothing a viewer may not do', async () => {
+  // Another tab has a session of its own: sessionStorage is per tab.
+  const tab = await context.newPage();
+  try {
+    await tab.goto(`${base}/console/signin`);
+    await tab.getByLabel('API token').fill(viewerToken);
+    await tab.getByRole('button', { name: 'Sign in' }).click();
+    await tab.getByRole('heading', { name: 'viewer@example.com' }).waitFor();
+
+    await tab.goto(`${base}/console/org/${orgId}`);
+    await tab.getByRole('table', { name: 'Projects' }).getByRole('link', { name: 'Dam monitoring' }).waitFor();
+    for (const absent of [tab.getByRole('form', { name: 'New project' }), tab.getByRole('button', { name: /Archive|Delete/ }), tab.getByRole('heading', { name: 'Members' })]) {
+      assert.equal(await absent.count(), 0);
+    }
+
+    await tab.goto(base + state.projectPath);
+    await tab.getByRole('table', { name: 'Sensors' }).getByRole('link', { name: 'PZ-01' }).waitFor();
+    await tab.getByRole('table', { name: 'Blueprints' }).waitFor();
+    for (const absent of [tab.getByRole('form', { name: 'New sensor' }), tab.getByRole('button', { name: /New blueprint|Edit|Delete/ })]) {
+      assert.equal(await absent.count(), 0);
+    }
+
+    await tab.goto(base + state.sensorPath);
+    await tab.getByRole('table', { name: 'Outputs' }).getByText('G * (R0 - digits) - 100').waitFor();
+    for (const absent of [tab.getByLabel('Formula of pressure'), tab.getByRole('button', { name: /Save|Add a dated value/ })]) {
+      assert.equal(await absent.count(), 0);
+    }
+    await tab.screenshot({ path: join(output, 'console-viewer-sensor.png'), fullPage: true });
+  } finally {
+    await tab.close();
+  }
+});
+
+test('signs out and forgets the token', async () => {
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.waitForURL(`${base}/console/signin`);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('readings.token')), null);
+  await page.goto(`${base}/console/org/${orgId}`);
+  await page.waitForURL(`${base}/console/signin`);
+});
+
+test('no page errors', () => {
+  assert.deepEqual(problems, []);
+});

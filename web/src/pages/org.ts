@@ -1,0 +1,140 @@
+// Organization: its projects, and for owners its members.
+import { must, type Member, type Project } from '../api';
+import { allPages, id, orgName, orgRole, type Ctx } from '../app';
+import { action, field, h, section, table } from '../dom';
+import { can, ROLES, type Role } from '../roles';
+import { href } from '../router';
+import { formatDateTime } from '../time';
+
+export function orgPage(ctx: Ctx): HTMLElement {
+  const org = id(ctx, 'org');
+  const role = orgRole(ctx, org);
+  ctx.setCrumbs([{ label: orgName(ctx, org), path: `/org/${org}` }]);
+
+  const projects = section(async () => {
+    const list = await allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/projects', { params: { path: { org_id: org }, query: { limit: 1000, cursor } } })));
+    return projectTable(ctx, org, role, list, () => projects.refresh());
+  });
+  const members = can(role, 'listMembers') ? section(async () => memberTable(ctx, org, await must(ctx.api.GET('/api/v1/org/{org_id}/members', { params: { path: { org_id: org } } })), () => members?.refresh())) : undefined;
+
+  return h(
+    'div',
+    null,
+    h('h1', null, orgName(ctx, org)),
+    h('p', { class: 'muted' }, `Organization ${org} · your role: ${role ?? 'none'}`),
+    h('h2', null, 'Projects'),
+    can(role, 'createProject') ? createProjectForm(ctx, org, () => projects.refresh()) : null,
+    projects.el,
+    members ? [h('h2', null, 'Members'), addMemberForm(ctx, org, () => members.refresh()), members.el] : null,
+  );
+}
+
+function projectTable(ctx: Ctx, org: number, role: Role | undefined, list: Project[], changed: () => void): HTMLElement {
+  if (list.length === 0) return h('p', { class: 'muted' }, 'No projects yet.');
+  const out = h('div');
+  const rows = list.map((p) => {
+    const buttons: HTMLElement[] = [];
+    if (can(role, 'projectAction')) {
+      const act = p.state === 'active' ? 'archive' : 'restore';
+      const b = h('button', { type: 'button', class: 'small' }, act === 'archive' ? 'Archive' : 'Restore');
+      b.addEventListener('click', () =>
+        void action(b, out, async () => {
+          await must(ctx.api.POST('/api/v1/org/{org_id}/proj/{proj_id}', { params: { path: { org_id: org, proj_id: p.id } }, body: { action: act } }));
+          changed();
+        }),
+      );
+      buttons.push(b);
+    }
+    if (can(role, 'deleteProject')) {
+      const b = h('button', { type: 'button', class: 'small danger' }, 'Delete');
+      b.addEventListener('click', () => {
+        if (!confirm(`Delete the project “${p.name}” with all its sensors and readings? This cannot be undone.`)) return;
+        void action(b, out, async () => {
+          await must(ctx.api.DELETE('/api/v1/org/{org_id}/proj/{proj_id}', { params: { path: { org_id: org, proj_id: p.id } } }));
+          changed();
+        });
+      });
+      buttons.push(b);
+    }
+    return [
+      h('a', { href: href(`/org/${org}/proj/${p.id}`) }, p.name),
+      p.description,
+      h('span', { class: `badge ${p.state}` }, p.state),
+      formatDateTime(p.created_at),
+      h('span', { class: 'actions' }, buttons),
+    ];
+  });
+  return h('div', null, out, table(['Project', 'Description', 'State', 'Created', ''], rows, { 'aria-label': 'Projects' }));
+}
+
+function createProjectForm(ctx: Ctx, org: number, created: () => void): HTMLElement {
+  const name = h('input', { name: 'name', required: true, maxlength: 200, placeholder: 'Dam monitoring' });
+  const description = h('input', { name: 'description', maxlength: 2000 });
+  const button = h('button', { type: 'submit' }, 'Create project');
+  const out = h('div');
+  const form = h('form', { class: 'inline', 'aria-label': 'New project' }, field('Name', name), field('Description', description), button, out);
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    void action(button, out, async () => {
+      await must(ctx.api.POST('/api/v1/org/{org_id}/projects', { params: { path: { org_id: org } }, body: { name: name.value.trim(), description: description.value } }));
+      form.reset();
+      created();
+    });
+  });
+  return form;
+}
+
+function roleSelect(value: Role): HTMLSelectElement {
+  return h('select', { 'aria-label': 'Role', value }, ROLES.map((r) => h('option', { value: r, selected: r === value }, r)));
+}
+
+function memberTable(ctx: Ctx, org: number, list: Member[], changed: () => void): HTMLElement {
+  const out = h('div');
+  const rows = list.map((m) => {
+    const select = roleSelect(m.role);
+    select.addEventListener('change', () =>
+      void action(null, out, async () => {
+        try {
+          await must(ctx.api.PUT('/api/v1/org/{org_id}/members/{user_id}', { params: { path: { org_id: org, user_id: m.user_id } }, body: { role: select.value as Role } }));
+        } finally {
+          changed(); // show what the API kept, also when it refused
+        }
+        if (m.user_id === ctx.me.user.id) await ctx.reload(); // one's own role changed what the page offers
+      }),
+    );
+    const remove = h('button', { type: 'button', class: 'small danger' }, 'Remove');
+    remove.addEventListener('click', () => {
+      if (!confirm(`Remove ${m.email} from the organization? Their user and tokens stay.`)) return;
+      void action(remove, out, async () => {
+        await must(ctx.api.DELETE('/api/v1/org/{org_id}/members/{user_id}', { params: { path: { org_id: org, user_id: m.user_id } } }));
+        if (m.user_id === ctx.me.user.id) await ctx.reload();
+        else changed();
+      });
+    });
+    return [m.email, m.name, select, formatDateTime(m.created_at), remove];
+  });
+  return h('div', null, out, table(['Email', 'Name', 'Role', 'Joined', ''], rows, { 'aria-label': 'Members' }));
+}
+
+function addMemberForm(ctx: Ctx, org: number, added: () => void): HTMLElement {
+  const email = h('input', { name: 'email', type: 'email', required: true, placeholder: 'grace@example.com' });
+  const name = h('input', { name: 'name', maxlength: 200, placeholder: 'for a new user' });
+  const role = roleSelect('viewer');
+  const button = h('button', { type: 'submit' }, 'Add member');
+  const out = h('div');
+  const form = h('form', { class: 'inline', 'aria-label': 'New member' }, field('Email', email), field('Name', name), field('Role', role), button, out);
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    void action(button, out, async () => {
+      await must(
+        ctx.api.POST('/api/v1/org/{org_id}/members', {
+          params: { path: { org_id: org } },
+          body: { email: email.value.trim(), name: name.value.trim() || undefined, role: role.value as Role },
+        }),
+      );
+      form.reset();
+      added();
+    });
+  });
+  return h('div', null, form, h('p', { class: 'muted' }, 'A new user gets a first token from an operator: ', h('code', null, 'readings admin token create'), '.'));
+}

@@ -1,0 +1,103 @@
+// Profile: the user, their memberships and their API tokens.
+import { must, type Token, type TokenCreated } from '../api';
+import type { Ctx } from '../app';
+import { action, copyButton, field, h, section, table } from '../dom';
+import { href } from '../router';
+import { formatAge, formatDateTime } from '../time';
+
+export function profilePage(ctx: Ctx): HTMLElement {
+  ctx.setCrumbs([{ label: 'Profile' }]);
+  const { user, memberships } = ctx.me;
+
+  const tokens = section(async () => tokenTable(ctx, await must(ctx.api.GET('/api/v1/me/tokens')), () => tokens.refresh()));
+  const secret = h('div', { 'aria-live': 'polite' });
+
+  return h(
+    'div',
+    null,
+    h('h1', null, user.name || user.email),
+    h('p', { class: 'muted' }, user.email, ` · user ${user.id} · since ${formatDateTime(user.created_at)}`),
+    h('h2', null, 'Organizations'),
+    memberships.length === 0
+      ? h('p', { class: 'muted' }, 'You are not a member of any organization yet.')
+      : table(
+          ['Organization', 'Your role'],
+          memberships.map((m) => [h('a', { href: href(`/org/${m.org_id}`) }, m.org_name), m.role]),
+        ),
+    h('h2', null, 'API tokens'),
+    h('p', { class: 'muted' }, 'A token acts as you in every organization you belong to. Its secret is shown once, when it is made.'),
+    createTokenForm(ctx, (t) => {
+      secret.replaceChildren(secretBox(t));
+      void tokens.refresh();
+    }),
+    secret,
+    tokens.el,
+  );
+}
+
+function createTokenForm(ctx: Ctx, created: (t: TokenCreated) => void): HTMLElement {
+  const name = h('input', { name: 'name', required: true, maxlength: 100, placeholder: 'datalogger' });
+  const days = h('input', { name: 'expires_in_days', type: 'number', min: 1, max: 3650, placeholder: 'never' });
+  const button = h('button', { type: 'submit' }, 'Create token');
+  const out = h('div');
+  const form = h('form', { class: 'inline', 'aria-label': 'New token' }, field('Name', name), field('Expires in days', days), button, out);
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    void action(button, out, async () => {
+      const t = await must(
+        ctx.api.POST('/api/v1/me/tokens', {
+          body: { name: name.value.trim(), expires_in_days: days.value ? Number(days.value) : undefined },
+        }),
+      );
+      form.reset();
+      created(t);
+    });
+  });
+  return form;
+}
+
+function secretBox(t: TokenCreated): HTMLElement {
+  return h(
+    'div',
+    { class: 'secret card', role: 'status' },
+    h('p', null, h('strong', null, `Token “${t.name}” created.`), ' Copy its secret now: it is not shown again.'),
+    h('div', { class: 'secret-value' }, h('code', { 'data-testid': 'new-token' }, t.token), copyButton(t.token, 'Copy', 'the token')),
+    t.expires_at ? h('p', { class: 'muted' }, `Expires ${formatDateTime(t.expires_at)}.`) : null,
+  );
+}
+
+function tokenTable(ctx: Ctx, list: Token[], changed: () => void): HTMLElement {
+  if (list.length === 0) return h('p', { class: 'muted' }, 'No tokens.');
+  const out = h('div');
+  const now = new Date();
+  return h(
+    'div',
+    null,
+    out,
+    table(
+      ['Name', 'Prefix', 'Created', 'Last used', 'Expires', 'State', ''],
+      list.map((t) => {
+        const expired = t.expires_at !== undefined && new Date(t.expires_at) <= now;
+        const state = t.revoked_at ? `revoked ${formatDateTime(t.revoked_at)}` : expired ? 'expired' : 'active';
+        const revoke = h('button', { type: 'button', class: 'danger small' }, 'Revoke');
+        revoke.addEventListener('click', () => {
+          if (!confirm(`Revoke the token “${t.name}” (${t.prefix}…)? Anything using it stops working at once.`)) return;
+          void action(revoke, out, async () => {
+            await must(ctx.api.DELETE('/api/v1/me/tokens/{token_id}', { params: { path: { token_id: t.id } } }));
+            changed();
+          });
+        });
+        return [
+          t.name,
+          h('code', null, t.prefix + '…'),
+          formatDateTime(t.created_at),
+          t.last_used_at ? formatAge(t.last_used_at, now) : 'never',
+          t.expires_at ? formatDateTime(t.expires_at) : 'never',
+          state,
+          t.revoked_at ? '' : revoke,
+        ];
+      }),
+      { 'aria-label': 'Tokens' },
+    ),
+  );
+}

@@ -1,0 +1,279 @@
+// Sensor, formulas setup: the instance's IDs, formulas, constants and
+// dated calibrations, editable by admins, and how to post readings to it.
+import { must, type Sensor } from '../api';
+import { id, orgName, orgRole, type Ctx } from '../app';
+import { action, copyButton, errorBox, h, section, table } from '../dom';
+import { postExample } from '../examples';
+import { errorPath } from '../fielderrors';
+import { can, type Role } from '../roles';
+import { formatNumber } from '../readings';
+import { href } from '../router';
+
+export function sensorPage(ctx: Ctx): HTMLElement {
+  const org = id(ctx, 'org');
+  const proj = id(ctx, 'proj');
+  const sensorId = id(ctx, 'sensor');
+  const role = orgRole(ctx, org);
+  const path = { org_id: org, proj_id: proj, sensor_id: sensorId };
+
+  const body = section(async () => {
+    const [project, sensor] = await Promise.all([
+      must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}', { params: { path: { org_id: org, proj_id: proj } } })),
+      must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}', { params: { path } })),
+    ]);
+    ctx.setCrumbs([
+      { label: orgName(ctx, org), path: `/org/${org}` },
+      { label: project.name, path: `/org/${org}/proj/${proj}` },
+      { label: sensor.name },
+    ]);
+    return render(sensor);
+  });
+
+  // Each save answers the sensor as it now is; show that.
+  const shown = h('div');
+  function render(sensor: Sensor, savedNote?: string): HTMLElement {
+    return h(
+      'div',
+      null,
+      sensorHeader(org, sensor, 'setup'),
+      savedNote ? h('p', { class: 'ok', role: 'status' }, savedNote) : null,
+      sensor.inputs.length === 0 && sensor.outputs.length === 0
+        ? h('p', { class: 'notice' }, 'This sensor has no blueprint: it takes readings with any input ID, and has no outputs.')
+        : [
+            h('h2', null, 'Inputs'),
+            inputTable(sensor),
+            formulasForm(ctx, path, sensor, role, (s) => replace(render(s, `Saved: formulas version ${s.formulas_version}.`))),
+            sensor.constant_definitions.length ? calibrationsForm(ctx, path, sensor, role, (s) => replace(render(s, `Saved: calibrations, formulas version ${s.formulas_version}.`))) : null,
+          ],
+      examples(sensor, org),
+    );
+  }
+  function replace(el: HTMLElement) {
+    shown.replaceChildren(el);
+  }
+  shown.append(body.el);
+  return shown;
+}
+
+export function sensorHeader(org: number, s: Sensor, tab: 'setup' | 'readings'): HTMLElement {
+  const base = href(`/org/${org}/proj/${s.project_id}/sensors/${s.id}`);
+  return h(
+    'div',
+    null,
+    h('h1', null, s.name),
+    s.description ? h('p', null, s.description) : null,
+    h('p', { class: 'muted' }, `Sensor ${s.id}`, s.blueprint_id ? ` · from blueprint ${s.blueprint_id}` : '', ` · formulas version ${s.formulas_version}`),
+    h(
+      'nav',
+      { class: 'tabs' },
+      h('a', { href: base, 'aria-current': tab === 'setup' ? 'page' : undefined }, 'Formulas setup'),
+      h('a', { href: base + '/readings', 'aria-current': tab === 'readings' ? 'page' : undefined }, 'Readings'),
+    ),
+  );
+}
+
+function idCell(n: number, what: string): HTMLElement {
+  return h('span', { class: 'id' }, h('code', { 'data-testid': `id-${what}` }, String(n)), copyButton(String(n), 'Copy', `the ID of ${what}`));
+}
+
+function inputTable(s: Sensor): HTMLElement {
+  return table(
+    ['ID', 'Key', 'Name', 'Unit'],
+    s.inputs.map((i) => [idCell(i.id, i.key), h('code', null, i.key), i.name, i.unit]),
+    { 'aria-label': 'Inputs' },
+  );
+}
+
+type SensorPath = { org_id: number; proj_id: number; sensor_id: number };
+
+function formulasForm(ctx: Ctx, path: SensorPath, s: Sensor, role: Role | undefined, saved: (s: Sensor) => void): HTMLElement {
+  const editable = can(role, 'updateFormulas');
+  const formulaInputs = new Map<string, HTMLInputElement>();
+  const constantInputs = new Map<string, HTMLInputElement>();
+  const slots = new Map<string, HTMLElement>(); // "outputs.key" or "constants.key" → where its error goes
+
+  const outputRows = s.outputs.map((o) => {
+    const slot = h('div', { class: 'field-error' });
+    slots.set(`outputs.${o.key}`, slot);
+    let formula: HTMLElement = h('code', null, o.formula);
+    if (editable) {
+      const input = h('input', { name: `formula-${o.key}`, value: o.formula, maxlength: 1000, spellcheck: 'false', 'aria-label': `Formula of ${o.key}` });
+      formulaInputs.set(o.key, input);
+      formula = input;
+    }
+    return [idCell(o.id, o.key), h('code', null, o.key), o.name, o.unit, h('div', null, formula, slot)];
+  });
+
+  const constantRows = s.constant_definitions.map((c) => {
+    const slot = h('div', { class: 'field-error' });
+    slots.set(`constants.${c.key}`, slot);
+    let value: HTMLElement = h('span', null, c.value !== undefined ? formatNumber(c.value) : '');
+    if (editable) {
+      const input = h('input', { type: 'number', step: 'any', name: `constant-${c.key}`, value: c.value !== undefined ? String(c.value) : '', placeholder: c.default !== undefined ? `default ${c.default}` : 'no value', 'aria-label': `Value of ${c.key}` });
+      constantInputs.set(c.key, input);
+      value = input;
+    }
+    const inForce = s.constants[c.key];
+    return [h('code', null, c.key), c.name, c.unit, c.default !== undefined ? formatNumber(c.default) : '', h('div', null, value, slot), inForce !== undefined ? formatNumber(inForce) : h('span', { class: 'muted' }, 'none')];
+  });
+
+  const button = h('button', { type: 'submit' }, 'Save formulas and constants');
+  const out = h('div');
+  const form = h(
+    'form',
+    { 'aria-label': 'Formulas' },
+    h('h2', null, 'Outputs'),
+    table(['ID', 'Key', 'Name', 'Unit', 'Formula'], outputRows, { 'aria-label': 'Outputs' }),
+    s.constant_definitions.length
+      ? [
+          h('h2', null, 'Constants'),
+          h('p', { class: 'muted' }, 'A reading uses the latest dated value (below) at or before its datetime, else the undated value, else the default.'),
+          table(['Key', 'Name', 'Unit', 'Default', 'Value', 'In force'], constantRows, { 'aria-label': 'Constants' }),
+        ]
+      : null,
+    editable ? h('div', { class: 'actions' }, button, h('small', { class: 'muted' }, 'Outputs are computed on read: a new formula applies to every past reading.')) : null,
+    out,
+  );
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    for (const slot of slots.values()) slot.replaceChildren();
+    void action(button, out, async () => {
+      const outputs: Record<string, string> = {};
+      for (const o of s.outputs) {
+        const v = formulaInputs.get(o.key)!.value.trim();
+        if (v !== o.formula) outputs[o.key] = v;
+      }
+      const constants: Record<string, number> = {};
+      for (const c of s.constant_definitions) {
+        const input = constantInputs.get(c.key)!;
+        if (input.value === '') {
+          // The API sets undated values but has no way to remove one.
+          if (c.value !== undefined) throw showIn(slots.get(`constants.${c.key}`), new Error(`enter a number: the value of ${c.key} cannot be removed, only changed`));
+          continue;
+        }
+        if (Number(input.value) !== c.value) constants[c.key] = Number(input.value);
+      }
+      if (!Object.keys(outputs).length && !Object.keys(constants).length) throw new Error('Nothing changed.');
+      let next: Sensor;
+      try {
+        next = await must(
+          ctx.api.PUT('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas', {
+            params: { path },
+            body: { outputs: Object.keys(outputs).length ? outputs : undefined, constants: Object.keys(constants).length ? constants : undefined },
+          }),
+        );
+      } catch (err) {
+        throw showIn(slots.get(slotKey(errorPath(err))), err);
+      }
+      saved(next);
+    });
+  });
+  return form;
+}
+
+/**
+ * showIn puts err next to its field when there is one, and returns what the
+ * form's own message should say: err itself only when no field took it.
+ */
+function showIn(slot: HTMLElement | undefined, err: unknown): unknown {
+  if (!slot) return err;
+  slot.replaceChildren(errorBox(err));
+  return new Error('See the message next to the field.');
+}
+
+/** slotKey is "outputs.pressure" for the error path ["outputs", "pressure", …]. */
+const slotKey = (path: string[]) => path.slice(0, 2).join('.');
+
+interface Row {
+  from: HTMLInputElement;
+  value: HTMLInputElement;
+  el: HTMLElement;
+}
+
+function calibrationsForm(ctx: Ctx, path: SensorPath, s: Sensor, role: Role | undefined, saved: (s: Sensor) => void): HTMLElement {
+  const editable = can(role, 'updateCalibrations');
+  const rows = new Map<string, Row[]>();
+  const slots = new Map<string, HTMLElement>();
+
+  const groups = s.constant_definitions.map((c) => {
+    const list = h('div', { class: 'calibrations' });
+    const slot = h('div', { class: 'field-error' });
+    slots.set(c.key, slot);
+    rows.set(c.key, []);
+    const add = (from = '', value = '') => {
+      const row: Row = {
+        from: h('input', { name: `calibration-${c.key}-from`, value: from, placeholder: '2024-06-01T00:00:00Z', disabled: !editable, 'aria-label': `${c.key} from`, spellcheck: 'false' }),
+        value: h('input', { name: `calibration-${c.key}-value`, type: 'number', step: 'any', value, disabled: !editable, 'aria-label': `${c.key} value` }),
+        el: h('div', { class: 'inline calibration' }),
+      };
+      const remove = h('button', { type: 'button', class: 'small link' }, 'Remove');
+      remove.addEventListener('click', () => {
+        rows.set(c.key, rows.get(c.key)!.filter((r) => r !== row));
+        row.el.remove();
+      });
+      row.el.append(h('span', null, 'from'), row.from, h('span', null, c.key, ' ='), row.value, editable ? remove : '');
+      rows.get(c.key)!.push(row);
+      list.append(row.el);
+    };
+    for (const cal of s.calibrations[c.key] ?? []) add(cal.from, String(cal.value));
+    return h(
+      'fieldset',
+      null,
+      h('legend', null, h('code', null, c.key), ` ${c.name}${c.unit ? ` (${c.unit})` : ''}`),
+      list,
+      (s.calibrations[c.key] ?? []).length === 0 && !editable ? h('p', { class: 'muted' }, 'No dated values.') : null,
+      editable ? h('button', { type: 'button', class: 'small', onclick: () => add() }, `Add a dated value of ${c.key}`) : null,
+      slot,
+    );
+  });
+
+  const button = h('button', { type: 'submit' }, 'Save calibrations');
+  const out = h('div');
+  const form = h(
+    'form',
+    { 'aria-label': 'Calibrations' },
+    h('h2', null, 'Calibrations'),
+    h('p', { class: 'muted' }, 'Dated values of constants, RFC 3339 with a zone (Z or +02:00). Each applies from its datetime until the next one.'),
+    groups,
+    editable ? h('div', { class: 'actions' }, button) : null,
+    out,
+  );
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    for (const slot of slots.values()) slot.replaceChildren();
+    void action(button, out, async () => {
+      // Every constant is sent, so that a removed row is removed: the API
+      // replaces the dated values of each constant it is given.
+      const body: Record<string, { from: string; value: number }[]> = {};
+      for (const [key, list] of rows) {
+        body[key] = list.map((r) => {
+          if (r.from.value.trim() === '' || r.value.value === '') throw showIn(slots.get(key), new Error(`each dated value of ${key} needs a datetime and a value`));
+          return { from: r.from.value.trim(), value: Number(r.value.value) };
+        });
+      }
+      let next: Sensor;
+      try {
+        next = await must(ctx.api.PUT('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/calibrations', { params: { path }, body }));
+      } catch (err) {
+        // The validator names /G/0/from; the store names constant "G".
+        const p = errorPath(err);
+        const key = p[0] === 'constants' ? p[1] : p[0];
+        throw showIn(key === undefined ? undefined : slots.get(key), err);
+      }
+      saved(next);
+    });
+  });
+  return form;
+}
+
+function examples(s: Sensor, org: number): HTMLElement {
+  const ex = postExample(location.origin, org, s, new Date());
+  return h(
+    'div',
+    null,
+    h('h2', null, 'Posting readings'),
+    h('p', { class: 'muted' }, 'A batch is a JSON array; each reading has a datetime with a zone and its inputs by ID. Set TOKEN to a token of an editor or above.'),
+    h('div', { class: 'snippet' }, h('pre', { 'data-testid': 'example-json' }, ex.json), copyButton(ex.json, 'Copy', 'the JSON example')),
+    h('div', { class: 'snippet' }, h('pre', { 'data-testid': 'example-curl' }, ex.curl), copyButton(ex.curl, 'Copy', 'the curl command')),
+  );
+}

@@ -1,0 +1,119 @@
+import { describe, expect, it } from 'vitest';
+import type { Reading, Sensor } from './api';
+import { columns, formatNumber, loadRange, queryFromLink, seriesOf, stats, type Page, type ReadingsQuery } from './readings';
+
+const path = '/api/v1/org/1/proj/1/readings/12';
+
+describe('queryFromLink', () => {
+  it('reads the service’s next link into typed parameters', () => {
+    const q = queryFromLink(`${path}?datetime__gt=2024-05-01T12%3A10%3A00.000000Z&datetime__lt=2024-05-02T00%3A00%3A00.000Z&limit=1000&outputs=true&order=asc`, path);
+    expect(q).toEqual({
+      datetime__gt: '2024-05-01T12:10:00.000000Z',
+      datetime__lt: '2024-05-02T00:00:00.000Z',
+      limit: 1000,
+      outputs: true,
+      order: 'asc',
+    });
+  });
+  it('refuses a link to another sensor', () => {
+    expect(() => queryFromLink('/api/v1/org/1/proj/1/readings/13?limit=1', path)).toThrow('not');
+  });
+  it('refuses a parameter it would drop', () => {
+    expect(() => queryFromLink(`${path}?tz=UTC`, path)).toThrow('tz');
+  });
+});
+
+function reading(datetime: string, inputs: Record<string, number>, outputs?: Record<string, number>): Reading {
+  return { id: `12-${Date.parse(datetime)}`, datetime, inputs, outputs };
+}
+
+describe('loadRange', () => {
+  const range = { from: new Date('2024-05-01T00:00:00Z'), to: new Date('2024-05-02T00:00:00Z') };
+
+  it('follows next links until there is none, reporting progress', async () => {
+    const asked: ReadingsQuery[] = [];
+    const pages: Page[] = [
+      { readings: [reading('2024-05-01T06:00:00.000Z', { '1': 1 })], link: `${path}?datetime__gt=2024-05-01T06%3A00%3A00.000000Z&datetime__lt=2024-05-02T00%3A00%3A00.000Z&limit=1000&outputs=true` },
+      { readings: [reading('2024-05-01T12:00:00.000Z', { '1': 2 })], link: `${path}?datetime__gt=2024-05-01T12%3A00%3A00.000000Z&datetime__lt=2024-05-02T00%3A00%3A00.000Z&limit=1000&outputs=true` },
+      { readings: [reading('2024-05-01T18:00:00.000Z', { '1': 3 })], link: null },
+    ];
+    const progress: number[] = [];
+    const got = await loadRange({
+      range,
+      path,
+      fetchPage: async (q) => {
+        asked.push(q);
+        return pages[asked.length - 1]!;
+      },
+      onProgress: (p) => progress.push(p.fraction),
+    });
+    expect(got.readings.map((r) => r.inputs['1'])).toEqual([1, 2, 3]);
+    expect(got.truncated).toBe(false);
+    expect(asked[0]).toEqual({ outputs: true, limit: 1000, datetime__gte: '2024-05-01T00:00:00.000Z', datetime__lt: '2024-05-02T00:00:00.000Z' });
+    expect(asked[1]!.datetime__gt).toBe('2024-05-01T06:00:00.000000Z');
+    expect(progress).toEqual([0.25, 0.5, 1]);
+  });
+
+  it('stops at the cap and says so', async () => {
+    const link = `${path}?datetime__gt=2024-05-01T06%3A00%3A00.000000Z&limit=1000`;
+    const got = await loadRange({
+      range,
+      path,
+      max: 2,
+      fetchPage: async () => ({ readings: [reading('2024-05-01T06:00:00.000Z', { '1': 1 })], link }),
+    });
+    expect(got).toMatchObject({ truncated: true });
+    expect(got.readings).toHaveLength(2);
+  });
+});
+
+const sensor: Sensor = {
+  id: 12,
+  project_id: 1,
+  name: 'PZ',
+  description: '',
+  created_at: '',
+  updated_at: '',
+  inputs: [{ id: 101, key: 'freq', name: 'Frequency', unit: 'Hz' }],
+  outputs: [{ id: 103, key: 'digits', name: 'Digits', unit: 'digit', formula: 'freq^2 / 1000' }],
+  constants: {},
+  constant_definitions: [],
+  calibrations: {},
+  formulas_version: 1,
+};
+
+describe('columns', () => {
+  it('makes seconds and one column per series, null where missing', () => {
+    const readings = [reading('2024-05-01T00:00:00.500Z', { '101': 2800 }, { '103': 7840 }), reading('2024-05-01T00:01:00.000Z', { '101': 2700 })];
+    const [xs, freq, digits] = columns(readings, seriesOf(sensor));
+    expect(xs).toEqual([1714521600.5, 1714521660]);
+    expect(freq).toEqual([2800, 2700]);
+    expect(digits).toEqual([7840, null]);
+  });
+});
+
+describe('seriesOf', () => {
+  it('lists inputs then outputs', () => expect(seriesOf(sensor).map((s) => `${s.kind}:${s.id}`)).toEqual(['input:101', 'output:103']));
+  it('finds the inputs of a sensor without a blueprint in its readings', () => {
+    const bare = { ...sensor, inputs: [], outputs: [] };
+    const got = seriesOf(bare, [reading('2024-05-01T00:00:00.000Z', { '7': 1, '2': 3 }), reading('2024-05-01T00:00:01.000Z', { '2': 4 })]);
+    expect(got.map((s) => s.id)).toEqual([2, 7]);
+  });
+});
+
+describe('stats', () => {
+  it('skips nulls', () => expect(stats([null, 3, 1, null, 2, null])).toEqual({ count: 3, min: 1, max: 3, last: 2 }));
+  it('is empty for no values', () => expect(stats([null])).toEqual({ count: 0, min: null, max: null, last: null }));
+});
+
+describe('formatNumber', () => {
+  const cases: [number | null, string][] = [
+    [7840, '7840'],
+    [139.2, '139.2'],
+    [0.1 + 0.2, '0.3'],
+    [-784.0000001, '-784'],
+    [1e-7, '1.0000e-7'],
+    [null, ''],
+  ];
+  for (const [v, want] of cases) it(`${v} → ${want}`, () => expect(formatNumber(v)).toBe(want));
+});

@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { customRange, formatAge, fromLocalInput, presetRange, toLocalInput } from './time';
+
+describe('formatAge', () => {
+  const now = new Date('2024-05-01T12:00:00Z');
+  const cases: [string, string][] = [
+    ['2024-05-01T12:00:00Z', 'just now'],
+    ['2024-05-01T11:59:55Z', 'just now'],
+    ['2024-05-01T11:59:30Z', '30 s ago'],
+    ['2024-05-01T11:57:00Z', '3 min ago'],
+    ['2024-05-01T11:00:01Z', '59 min ago'],
+    ['2024-05-01T09:00:00Z', '3 h ago'],
+    ['2024-04-28T12:00:00Z', '3 d ago'],
+    ['2022-05-01T12:00:00Z', '2 y ago'],
+    ['2024-05-01T12:00:30Z', 'just now'], // skew under a minute
+    ['2024-05-01T12:05:00Z', 'in 5 min'],
+  ];
+  for (const [then, want] of cases) {
+    it(`${then} → ${want}`, () => expect(formatAge(then, now)).toBe(want));
+  }
+  it('is empty for garbage', () => expect(formatAge('not a date', now)).toBe(''));
+});
+
+describe('presetRange', () => {
+  const now = new Date('2024-05-01T12:00:00.400Z');
+  it('ends at the next whole second, so this second’s readings are in', () => {
+    const r = presetRange('24h', now);
+    expect(r.to.toISOString()).toBe('2024-05-01T12:00:01.000Z');
+    expect(r.from.toISOString()).toBe('2024-04-30T12:00:01.000Z');
+  });
+  it('spans 7 and 30 days', () => {
+    expect(presetRange('7d', now).from.toISOString()).toBe('2024-04-24T12:00:01.000Z');
+    expect(presetRange('30d', now).from.toISOString()).toBe('2024-04-01T12:00:01.000Z');
+  });
+});
+
+describe('customRange', () => {
+  it('reads local times', () => {
+    const r = customRange('2024-05-01T00:00', '2024-05-02T00:00');
+    expect(r.to.getTime() - r.from.getTime()).toBe(24 * 3600 * 1000 + dstShift(r.from, r.to));
+    expect(r.from.getHours()).toBe(0);
+  });
+  it('refuses an empty or backwards range', () => {
+    expect(() => customRange('', '2024-05-02T00:00')).toThrow('starts');
+    expect(() => customRange('2024-05-01T00:00', 'x')).toThrow('ends');
+    expect(() => customRange('2024-05-02T00:00', '2024-05-01T00:00')).toThrow('end after');
+  });
+});
+
+describe('local inputs', () => {
+  it('round-trip to the minute', () => {
+    const d = fromLocalInput('2024-02-29T23:59');
+    expect(toLocalInput(d)).toBe('2024-02-29T23:59');
+  });
+  it('take seconds and milliseconds', () => {
+    const d = fromLocalInput('2024-05-01T10:20:30.5');
+    expect([d.getSeconds(), d.getMilliseconds()]).toEqual([30, 500]);
+  });
+});
+
+// The machine's zone may change its clocks inside the range.
+function dstShift(from: Date, to: Date): number {
+  return (from.getTimezoneOffset() - to.getTimezoneOffset()) * 60 * 1000;
+}

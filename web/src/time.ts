@@ -1,0 +1,84 @@
+// Time ranges, ages and datetimes as the console shows and sends them.
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** formatAge says how long ago `then` was, as "3 min ago". */
+export function formatAge(then: Date | string, now: Date = new Date()): string {
+  const t = typeof then === 'string' ? new Date(then) : then;
+  const ms = now.getTime() - t.getTime();
+  if (Number.isNaN(ms)) return '';
+  // A reading a little in the future is clock skew between logger and server.
+  if (ms < -MINUTE) return `in ${spell(-ms)}`;
+  if (ms < 10 * SECOND) return 'just now';
+  return `${spell(ms)} ago`;
+}
+
+function spell(ms: number): string {
+  if (ms < MINUTE) return `${Math.floor(ms / SECOND)} s`;
+  if (ms < HOUR) return `${Math.floor(ms / MINUTE)} min`;
+  if (ms < DAY) return `${Math.floor(ms / HOUR)} h`;
+  if (ms < 365 * DAY) return `${Math.floor(ms / DAY)} d`;
+  return `${Math.floor(ms / (365 * DAY))} y`;
+}
+
+export interface Range {
+  from: Date; // inclusive
+  to: Date; // exclusive
+}
+
+export const PRESETS = [
+  { id: '24h', label: 'Last 24 h', ms: DAY },
+  { id: '7d', label: 'Last 7 days', ms: 7 * DAY },
+  { id: '30d', label: 'Last 30 days', ms: 30 * DAY },
+  { id: '365d', label: 'Last 365 days', ms: 365 * DAY },
+] as const;
+
+export type PresetId = (typeof PRESETS)[number]['id'];
+
+/**
+ * presetRange is the range of a preset ending now. Its end is the next
+ * whole second, so that a reading posted this very second is in it.
+ */
+export function presetRange(id: PresetId, now: Date = new Date()): Range {
+  const preset = PRESETS.find((p) => p.id === id);
+  if (!preset) throw new Error(`unknown range preset ${id}`);
+  const to = new Date(Math.floor(now.getTime() / SECOND) * SECOND + SECOND);
+  return { from: new Date(to.getTime() - preset.ms), to };
+}
+
+/**
+ * customRange reads two <input type="datetime-local"> values, which are in
+ * the browser's time zone. It throws a sentence when they make no range.
+ */
+export function customRange(from: string, to: string): Range {
+  const r = { from: fromLocalInput(from), to: fromLocalInput(to) };
+  if (Number.isNaN(r.from.getTime())) throw new Error('choose when the range starts');
+  if (Number.isNaN(r.to.getTime())) throw new Error('choose when the range ends');
+  if (r.to <= r.from) throw new Error('the range must end after it starts');
+  return r;
+}
+
+/** fromLocalInput parses "2024-05-01T12:00" (or with seconds) as local time. */
+export function fromLocalInput(s: string): Date {
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?$/.exec(s.trim());
+  if (!m) return new Date(NaN);
+  const [y, mo, d, h, mi, sec, frac] = m.slice(1).map((x) => x ?? '0');
+  return new Date(+y!, +mo! - 1, +d!, +h!, +mi!, +sec!, +frac!.padEnd(3, '0'));
+}
+
+/** toLocalInput is the value of a datetime-local input for d, to the minute. */
+export function toLocalInput(d: Date): string {
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+
+/** formatDateTime shows an API datetime in local time, to the second: 2024-05-01 14:00:00. */
+export function formatDateTime(iso: string | undefined): string {
+  if (!iso) return '';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  return toLocalInput(d).replace('T', ' ') + ':' + String(d.getSeconds()).padStart(2, '0');
+}
