@@ -96,10 +96,10 @@ func Compile(spec Spec) (*Program, error) {
 	addKeys := func(kind string, keys []string) error {
 		for _, key := range keys {
 			if err := CheckKey(key); err != nil {
-				return apperr.Errorf(apperr.Invalid, "%s %v", kind, err)
+				return invalid(map[string]any{"key": key}, "%s %v", kind, err)
 			}
 			if _, dup := slots[key]; dup {
-				return apperr.Errorf(apperr.Invalid, "key %q is used twice; keys are unique within a blueprint", key)
+				return invalid(map[string]any{"key": key}, "key %q is used twice; keys are unique within a blueprint", key)
 			}
 			slots[key] = len(slots)
 		}
@@ -125,7 +125,7 @@ func Compile(spec Spec) (*Program, error) {
 		c := &compiler{slots: slots, needs: newBitset(p.words)}
 		eval, err := c.compileFormula(cfg, o.Formula)
 		if err != nil {
-			return nil, apperr.Errorf(apperr.Invalid, "output %q: %v", o.Key, err)
+			return nil, invalid(map[string]any{"output": o.Key}, "output %q: %v", o.Key, err)
 		}
 		steps[i] = step{slot: p.nInputs + p.nConstants + i, needs: c.needs, eval: eval}
 	}
@@ -194,7 +194,16 @@ func cycleError(spec Spec, steps []step, done []bool, firstOutput int) error {
 	for k, i := range path {
 		names[k] = spec.Outputs[i].Key
 	}
-	return apperr.Errorf(apperr.Invalid, "outputs %s form a cycle; an output cannot depend on itself", strings.Join(names, " → "))
+	return invalid(map[string]any{"output": names[0], "cycle": names},
+		"outputs %s form a cycle; an output cannot depend on itself", strings.Join(names, " → "))
+}
+
+// invalid is an Invalid error whose details say which key or output it is
+// about, for clients that show it next to the field.
+func invalid(details map[string]any, format string, args ...any) *apperr.Error {
+	e := apperr.Errorf(apperr.Invalid, format, args...)
+	e.Details = details
+	return e
 }
 
 // checkerConfig declares the typed environment expr checks formulas

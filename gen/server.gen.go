@@ -289,7 +289,9 @@ type Error struct {
 	// Example: not_found
 	Code string `json:"code"`
 
-	// Details Structured context where it helps, such as the index of a rejected reading.
+	// Details Structured context where it helps: `index` (and `input_id`) of a
+	// rejected reading, `parameter` or `field` of a request that breaks
+	// the schema, `output` or `constant` of a formula error.
 	Details *map[string]interface{} `json:"details,omitempty"`
 
 	// Message One sentence for humans.
@@ -300,8 +302,9 @@ type Error struct {
 
 // FormulasUpdate defines model for FormulasUpdate.
 type FormulasUpdate struct {
-	// Constants Undated values of constants, by key.
-	Constants *ConstantValues `json:"constants,omitempty"`
+	// Constants New undated values, by constant key; `null` removes the sensor's
+	// own value, so that the blueprint's default applies again.
+	Constants *map[string]*float64 `json:"constants,omitempty"`
 
 	// Outputs New formulas, by output key.
 	Outputs *map[string]string `json:"outputs,omitempty"`
@@ -364,7 +367,10 @@ type LatestPage struct {
 // Me defines model for Me.
 type Me struct {
 	Memberships []Membership `json:"memberships"`
-	User        User         `json:"user"`
+
+	// TokenId The token this request was made with, so that a client can tell it apart in the token list.
+	TokenId int64 `json:"token_id"`
+	User    User  `json:"user"`
 }
 
 // Member defines model for Member.

@@ -361,6 +361,9 @@ FROM api_tokens`, sum[:], secret).Scan(&hashed, &plain)
 	if err != nil || me.StatusCode() != 200 || me.JSON200.User.Id != tn.userIDs[store.Owner] {
 		t.Fatalf("GET /me with the new token: %v %s", err, me.Body)
 	}
+	if me.JSON200.TokenId != created.JSON201.Id {
+		t.Errorf("/me says token %d, want the one making the request, %d", me.JSON200.TokenId, created.JSON201.Id)
+	}
 
 	t.Run("ListShowsNoSecret", func(t *testing.T) {
 		res, err := owner.ListTokensWithResponse(ctx)

@@ -169,7 +169,7 @@ func TestPiezometer(t *testing.T) {
 	t.Run("EditedFormulaChangesHistory", func(t *testing.T) {
 		res, err := admin.UpdateFormulasWithResponse(ctx, tn.orgID, tn.projectID, a.Id, gen.FormulasUpdate{
 			Outputs:   &map[string]string{"pressure": "G * (R0 - digits) - 2.5"},
-			Constants: &gen.ConstantValues{"G": 0.2},
+			Constants: &map[string]*float64{"G": ptr(0.2)},
 		})
 		if err != nil || res.StatusCode() != 200 {
 			t.Fatalf("formulas: %v %s", err, res.Body)
@@ -184,6 +184,23 @@ func TestPiezometer(t *testing.T) {
 			{"digits": 7290, "pressure": 211.25},
 			{},
 		})
+	})
+
+	t.Run("NullRestoresTheDefault", func(t *testing.T) {
+		res, err := admin.UpdateFormulasWithResponse(ctx, tn.orgID, tn.projectID, b.Id, gen.FormulasUpdate{
+			Constants: &map[string]*float64{"R0": nil},
+		})
+		if err != nil || res.StatusCode() != 200 {
+			t.Fatalf("formulas: %v %s", err, res.Body)
+		}
+		if got := res.JSON200.Constants["R0"]; got != 0 {
+			t.Errorf("R0 in force = %v, want the default 0 once the sensor's 8000 is removed", got)
+		}
+		for _, c := range res.JSON200.ConstantDefinitions {
+			if c.Key == "R0" && c.Value != nil {
+				t.Errorf("R0 still has its own value %v", *c.Value)
+			}
+		}
 	})
 
 	t.Run("ConstantWithoutValue", func(t *testing.T) {
@@ -327,7 +344,7 @@ func TestBlueprintLifecycle(t *testing.T) {
 	t.Run("ConstantsWithoutBlueprint", func(t *testing.T) {
 		res, _ := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, gen.SensorCreate{Name: "x", Constants: &gen.ConstantValues{"G": 1}})
 		wantError(t, res.StatusCode(), res.Body, 400, "invalid")
-		formulas, _ := admin.UpdateFormulasWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, gen.FormulasUpdate{Constants: &gen.ConstantValues{"G": 1}})
+		formulas, _ := admin.UpdateFormulasWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, gen.FormulasUpdate{Constants: &map[string]*float64{"G": ptr(1.0)}})
 		wantError(t, formulas.StatusCode(), formulas.Body, 409, "conflict")
 	})
 }
@@ -395,17 +412,23 @@ func TestFormulaValidation(t *testing.T) {
 
 	before, _ := admin.GetSensorWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID)
 	for _, tt := range []struct {
-		name string
-		body gen.FormulasUpdate
+		name    string
+		body    gen.FormulasUpdate
+		details map[string]any
 	}{
-		{"BadFormula", gen.FormulasUpdate{Outputs: &map[string]string{"pressure": "G * nope"}, Constants: &gen.ConstantValues{"G": 5}}},
-		{"Cycle", gen.FormulasUpdate{Outputs: &map[string]string{"digits": "pressure + freq"}}},
-		{"UnknownOutput", gen.FormulasUpdate{Outputs: &map[string]string{"head": "pressure / 9.81"}}},
-		{"UnknownConstant", gen.FormulasUpdate{Constants: &gen.ConstantValues{"K": 1}}},
+		{"BadFormula", gen.FormulasUpdate{Outputs: &map[string]string{"pressure": "G * nope"}, Constants: &map[string]*float64{"G": ptr(5.0)}}, map[string]any{"output": "pressure"}},
+		{"Cycle", gen.FormulasUpdate{Outputs: &map[string]string{"digits": "pressure + freq"}}, map[string]any{"output": "digits"}},
+		{"UnknownOutput", gen.FormulasUpdate{Outputs: &map[string]string{"head": "pressure / 9.81"}}, map[string]any{"output": "head"}},
+		{"UnknownConstant", gen.FormulasUpdate{Constants: &map[string]*float64{"K": ptr(1.0)}}, map[string]any{"constant": "K"}},
 	} {
 		t.Run("Edit"+tt.name, func(t *testing.T) {
 			res, _ := admin.UpdateFormulasWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID, tt.body)
-			wantError(t, res.StatusCode(), res.Body, 400, "invalid")
+			got := wantError(t, res.StatusCode(), res.Body, 400, "invalid")
+			for key, want := range tt.details {
+				if got.Details == nil || (*got.Details)[key] != want {
+					t.Errorf("details %v, want %s = %v, for the client to show the error by its field", got.Details, key, want)
+				}
+			}
 		})
 	}
 	for _, tt := range []struct {

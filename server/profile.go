@@ -9,11 +9,12 @@ import (
 
 // GetMe returns the caller and their memberships.
 func (s *Server) GetMe(ctx context.Context, _ gen.GetMeRequestObject) (gen.GetMeResponseObject, error) {
-	user, memberships, err := s.store.Me(ctx, principalOf(ctx).UserID)
+	p := principalOf(ctx)
+	user, memberships, err := s.store.Me(ctx, p.UserID)
 	if err != nil {
 		return nil, err
 	}
-	out := gen.GetMe200JSONResponse{User: toUser(user), Memberships: make([]gen.Membership, len(memberships))}
+	out := gen.GetMe200JSONResponse{User: toUser(user), TokenId: p.TokenID, Memberships: make([]gen.Membership, len(memberships))}
 	for i, m := range memberships {
 		out.Memberships[i] = gen.Membership{OrgId: m.OrgID, OrgName: m.OrgName, Role: gen.Role(m.Role)}
 	}

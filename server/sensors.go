@@ -102,7 +102,7 @@ func (s *Server) UpdateSensor(ctx context.Context, req gen.UpdateSensorRequestOb
 			return nil, apperr.Errorf(apperr.Invalid, "constants need a blueprint_id: the sensor has no blueprint")
 		default:
 			inst := current.Instance.Clone()
-			if err := inst.SetConstants(deref(req.Body.Constants)); err != nil {
+			if err := inst.SetConstants(store.Values(deref(req.Body.Constants))); err != nil {
 				return nil, err
 			}
 			patch.Instance = &inst

@@ -63,7 +63,7 @@ func (b Blueprint) Instantiate(values map[string]float64) (Instance, error) {
 	for i, c := range b.Constants {
 		inst.Constants[i] = InstanceConstant{Key: c.Key, Name: c.Name, Unit: c.Unit, Default: c.Default}
 	}
-	return inst, inst.SetConstants(values)
+	return inst, inst.SetConstants(Values(values))
 }
 
 const blueprintColumns = `id, org_id, name, description, inputs, constants, outputs, created_at, updated_at`

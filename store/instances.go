@@ -70,18 +70,40 @@ func (inst Instance) Clone() Instance {
 	return c
 }
 
-// SetConstants sets the undated values of the constants values names. It
+// SetConstants sets the undated values of the constants values names; a
+// nil value removes the sensor's own, so that the default applies again. It
 // returns Invalid for a key that is not a constant of inst.
-func (inst *Instance) SetConstants(values map[string]float64) error {
+func (inst *Instance) SetConstants(values map[string]*float64) error {
 	for _, key := range sortedKeys(values) {
 		i := slices.IndexFunc(inst.Constants, func(c InstanceConstant) bool { return c.Key == key })
 		if i < 0 {
-			return apperr.Errorf(apperr.Invalid, "constant %q is not one of the sensor's constants (%s)", key, inst.constantKeys())
+			return inst.notAConstant(key)
 		}
-		v := values[key]
-		inst.Constants[i].Value = &v
+		if v := values[key]; v != nil {
+			value := *v
+			inst.Constants[i].Value = &value
+		} else {
+			inst.Constants[i].Value = nil
+		}
 	}
 	return nil
+}
+
+// Values turns undated constant values into SetConstants' form.
+func Values(values map[string]float64) map[string]*float64 {
+	out := make(map[string]*float64, len(values))
+	for key, v := range values {
+		out[key] = &v
+	}
+	return out
+}
+
+func (inst *Instance) notAConstant(key string) error {
+	return &apperr.Error{
+		Code:    apperr.Invalid,
+		Message: fmt.Sprintf("constant %q is not one of the sensor's constants (%s)", key, inst.constantKeys()),
+		Details: map[string]any{"constant": key},
+	}
 }
 
 // SetFormulas replaces the formulas of the outputs formulas names. It
@@ -94,7 +116,11 @@ func (inst *Instance) SetFormulas(formulas map[string]string) error {
 			for j, o := range inst.Outputs {
 				keys[j] = o.Key
 			}
-			return apperr.Errorf(apperr.Invalid, "output %q is not one of the sensor's outputs (%s)", key, strings.Join(keys, ", "))
+			return &apperr.Error{
+				Code:    apperr.Invalid,
+				Message: fmt.Sprintf("output %q is not one of the sensor's outputs (%s)", key, strings.Join(keys, ", ")),
+				Details: map[string]any{"output": key},
+			}
 		}
 		inst.Outputs[i].Formula = formulas[key]
 	}
@@ -108,12 +134,16 @@ func (inst *Instance) SetCalibrations(calibrations map[string][]Calibration) err
 	for _, key := range sortedKeys(calibrations) {
 		i := slices.IndexFunc(inst.Constants, func(c InstanceConstant) bool { return c.Key == key })
 		if i < 0 {
-			return apperr.Errorf(apperr.Invalid, "constant %q is not one of the sensor's constants (%s)", key, inst.constantKeys())
+			return inst.notAConstant(key)
 		}
 		dated := slices.SortedFunc(slices.Values(calibrations[key]), func(a, b Calibration) int { return a.From.Compare(b.From) })
 		for j := 1; j < len(dated); j++ {
 			if dated[j].From.Equal(dated[j-1].From) {
-				return apperr.Errorf(apperr.Invalid, "constant %q has two values from %s", key, dated[j].From.UTC().Format(time.RFC3339Nano))
+				return &apperr.Error{
+					Code:    apperr.Invalid,
+					Message: fmt.Sprintf("constant %q has two values from %s", key, dated[j].From.UTC().Format(time.RFC3339Nano)),
+					Details: map[string]any{"constant": key},
+				}
 			}
 		}
 		inst.Constants[i].Calibrations = dated

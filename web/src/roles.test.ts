@@ -35,6 +35,7 @@ describe('can follows the spec’s x-required-role', () => {
 describe('roleIn', () => {
   const me = {
     user: { id: 1, email: 'a@example.com', name: 'A', created_at: '2024-05-01T00:00:00.000Z' },
+    token_id: 7,
     memberships: [
       { org_id: 1, org_name: 'One', role: 'owner' as const },
       { org_id: 2, org_name: 'Two', role: 'viewer' as const },

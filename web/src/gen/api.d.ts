@@ -849,7 +849,11 @@ export interface components {
              * @example sensor not found
              */
             message: string;
-            /** @description Structured context where it helps, such as the index of a rejected reading. */
+            /**
+             * @description Structured context where it helps: `index` (and `input_id`) of a
+             *     rejected reading, `parameter` or `field` of a request that breaks
+             *     the schema, `output` or `constant` of a formula error.
+             */
             details?: {
                 [key: string]: unknown;
             };
@@ -894,6 +898,11 @@ export interface components {
         };
         Me: {
             user: components["schemas"]["User"];
+            /**
+             * Format: int64
+             * @description The token this request was made with, so that a client can tell it apart in the token list.
+             */
+            token_id: number;
             memberships: components["schemas"]["Membership"][];
         };
         Token: {
@@ -1078,7 +1087,13 @@ export interface components {
             outputs?: {
                 [key: string]: string;
             };
-            constants?: components["schemas"]["ConstantValues"];
+            /**
+             * @description New undated values, by constant key; `null` removes the sensor's
+             *     own value, so that the blueprint's default applies again.
+             */
+            constants?: {
+                [key: string]: number | null;
+            };
         };
         /** @description The dated values of each named constant, replacing its previous ones. */
         CalibrationsUpdate: {
@@ -1570,6 +1585,7 @@ export interface operations {
                      *         "name": "Ada",
                      *         "created_at": "2024-05-01T12:00:00.000Z"
                      *       },
+                     *       "token_id": 7,
                      *       "memberships": [
                      *         {
                      *           "org_id": 1,

@@ -79,16 +79,20 @@ function tokenTable(ctx: Ctx, list: Token[], changed: () => void): HTMLElement {
       list.map((t) => {
         const expired = t.expires_at !== undefined && new Date(t.expires_at) <= now;
         const state = t.revoked_at ? `revoked ${formatDateTime(t.revoked_at)}` : expired ? 'expired' : 'active';
+        const mine = t.id === ctx.me.token_id;
         const revoke = h('button', { type: 'button', class: 'danger small' }, 'Revoke');
         revoke.addEventListener('click', () => {
-          if (!confirm(`Revoke the token “${t.name}” (${t.prefix}…)? Anything using it stops working at once.`)) return;
+          const warning = mine
+            ? `Revoke “${t.name}” (${t.prefix}…), the token this console is signed in with? You will be signed out.`
+            : `Revoke the token “${t.name}” (${t.prefix}…)? Anything using it stops working at once.`;
+          if (!confirm(warning)) return;
           void action(revoke, out, async () => {
             await must(ctx.api.DELETE('/api/v1/me/tokens/{token_id}', { params: { path: { token_id: t.id } } }));
             changed();
           });
         });
         return [
-          t.name,
+          mine ? h('span', null, t.name, ' ', h('span', { class: 'muted' }, '(this session)')) : t.name,
           h('code', null, t.prefix + '…'),
           formatDateTime(t.created_at),
           t.last_used_at ? formatAge(t.last_used_at, now) : 'never',

@@ -143,12 +143,12 @@ function formulasForm(ctx: Ctx, path: SensorPath, s: Sensor, role: Role | undefi
         const v = formulaInputs.get(o.key)!.value.trim();
         if (v !== o.formula) outputs[o.key] = v;
       }
-      const constants: Record<string, number> = {};
+      const constants: Record<string, number | null> = {};
       for (const c of s.constant_definitions) {
         const input = constantInputs.get(c.key)!;
         if (input.value === '') {
-          // The API sets undated values but has no way to remove one.
-          if (c.value !== undefined) throw showIn(slots.get(`constants.${c.key}`), new Error(`enter a number: the value of ${c.key} cannot be removed, only changed`));
+          // An emptied field removes the sensor's own value: the blueprint's default applies again.
+          if (c.value !== undefined) constants[c.key] = null;
           continue;
         }
         if (Number(input.value) !== c.value) constants[c.key] = Number(input.value);
