@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/readings
 
-.PHONY: run test build generate check-generated vet fmt-check smoke db-start db-stop db-destroy
+.PHONY: run test build generate check-generated vet fmt-check smoke db-start db-stop db-destroy bench
 
 ## run: build and serve on 127.0.0.1:8080 (a private PostgreSQL unless DATABASE_URL is set)
 run: build
@@ -44,3 +44,8 @@ db-stop:
 	@scripts/devdb.sh stop
 db-destroy:
 	@scripts/devdb.sh destroy
+
+## bench: the service against raw PostgreSQL on this machine, as markdown tables (BENCH_FLAGS=-quick to try it)
+bench:
+	$(GO) build -o bin/bench ./scripts/bench
+	bin/bench $(BENCH_FLAGS)
