@@ -47,5 +47,5 @@ db-destroy:
 
 ## bench: the service against raw PostgreSQL on this machine, as markdown tables (BENCH_FLAGS=-quick to try it)
 bench:
-	$(GO) build -o bin/bench ./scripts/bench
-	bin/bench $(BENCH_FLAGS)
+	@$(GO) build -o bin/bench ./scripts/bench
+	@bin/bench $(BENCH_FLAGS)

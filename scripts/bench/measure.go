@@ -65,6 +65,7 @@ func measure(ctx context.Context, e *env) (*report, error) {
 		return nil, err
 	}
 	rep.machine = m
+	rep.machine.loadBefore = e.loadBefore
 
 	phases := []phase{
 		{"raw ingest", e.rawIngest},
@@ -87,16 +88,28 @@ func measure(ctx context.Context, e *env) (*report, error) {
 		{"storage: arrays against jsonb", e.storageChoice},
 	}
 	var res results
+	meter := e.newCPUMeter(ctx)
+	first := meter.sample()
 	for _, p := range phases {
 		e.log.Info("phase", "name", p.name)
 		pctx, cancel := context.WithTimeout(ctx, phaseTimeout)
+		before := meter.sample()
 		err := p.run(pctx, &res)
+		after := meter.sample()
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p.name, err)
 		}
+		if share := othersShare(before, after); share > rep.busiest.share {
+			rep.busiest = phaseLoad{p.name, share}
+		}
+		if share := othersShare(before, after); share > 0.10 {
+			e.log.Warn("other processes took CPU during the phase; its figures are low", "phase", p.name, "others_cpu", percent(share))
+		}
 	}
+	rep.others = othersShare(first, meter.sample())
 	rep.rows, rep.storage = res.rows, res.storage
+	rep.machine.loadAfter = loadAverage()
 	return rep, nil
 }
 

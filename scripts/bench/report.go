@@ -23,6 +23,10 @@ type machine struct {
 	postgres  string
 	settings  string // the PostgreSQL settings that move write figures
 	storage   string // /readyz's storage mode
+
+	// The load averages before and after the run: work of other processes
+	// skews every figure, and this says how much there was.
+	loadBefore, loadAfter string
 }
 
 func (e *env) machine(ctx context.Context) (machine, error) {
@@ -54,6 +58,15 @@ SELECT current_setting('server_version'),
 	return m, nil
 }
 
+// loadAverage is the 1-, 5- and 15-minute load averages, or "unknown".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if fields := strings.Fields(string(b)); err == nil && len(fields) >= 3 {
+		return strings.Join(fields[:3], " ")
+	}
+	return "unknown"
+}
+
 // procField is the value of the first "name : value" line of a /proc file.
 func procField(path, name string) (string, error) {
 	f, err := os.Open(path)
@@ -81,6 +94,16 @@ type report struct {
 	rows    []row
 	storage []storageRow
 	elapsed time.Duration
+
+	// The share of the machine's CPU other processes took, over all the
+	// phases and in the phase where they took most; -1 when unknown.
+	others  float64
+	busiest phaseLoad
+}
+
+type phaseLoad struct {
+	name  string
+	share float64
 }
 
 // write prints the report as markdown, ready for the README.
@@ -88,7 +111,15 @@ func (r *report) write(w io.Writer) {
 	m, c := r.machine, r.cfg
 	fmt.Fprintf(w, "Machine: %s, %d cores, %s RAM; %s; PostgreSQL %s (%s), storage mode `%s`.\n",
 		m.cpu, m.cores, m.ram, m.goVersion, m.postgres, m.settings, m.storage)
-	fmt.Fprintf(w, "Service, PostgreSQL and the bench's clients share the machine's cores.\n")
+	fmt.Fprintf(w, "Service, PostgreSQL and the bench's clients share the machine's cores. Load average before the run %s, after %s.\n",
+		m.loadBefore, m.loadAfter)
+	if r.others >= 0 {
+		fmt.Fprintf(w, "Other processes took %s of the machine's CPU during the measurements", percent(r.others))
+		if r.busiest.name != "" {
+			fmt.Fprintf(w, ", at most %s (%s)", percent(r.busiest.share), r.busiest.name)
+		}
+		fmt.Fprintln(w, ".")
+	}
 	fmt.Fprintf(w, "Data: %s readings, %d sensors × %s at 1 s spacing, inputs 1..10 each with random float64 values; seed %d.\n\n",
 		count(c.readings), c.sensors, count(c.perSensor()), c.seed)
 
@@ -150,6 +181,8 @@ func count(n int) string {
 	}
 	return b.String()
 }
+
+func percent(share float64) string { return fmt.Sprintf("%.0f %%", 100*share) }
 
 func perSecond(r float64) string { return count(int(r+0.5)) + " readings/s" }
 

@@ -30,6 +30,8 @@ type env struct {
 	stderr io.Writer
 	root   string // the module's directory
 
+	loadBefore string // the load average before set-up
+
 	serverURL string // the PostgreSQL server
 	dbURL     string // the bench database on it
 	pool      *pgxpool.Pool
@@ -46,7 +48,7 @@ type env struct {
 // setUp creates the bench database, starts the service on it and creates
 // the organization, project and sensors. On failure it undoes what it did.
 func setUp(ctx context.Context, cfg config, log *slog.Logger, stderr io.Writer) (_ *env, err error) {
-	e := &env{cfg: cfg, log: log, stderr: stderr}
+	e := &env{cfg: cfg, log: log, stderr: stderr, loadBefore: loadAverage()}
 	defer func() {
 		if err != nil {
 			e.tearDown()
