@@ -15,7 +15,8 @@ import (
 // cpuMeter tells how much of the machine's CPU went to processes other than
 // the run's own (the bench, the service, the PostgreSQL cluster) while a
 // phase ran. On a shared machine that share is why two runs differ, and the
-// report says how large it was (Linux).
+// report says how large it was (Linux). Kernel threads that write back the
+// run's own dirty pages count as others: a few percent on a quiet machine.
 type cpuMeter struct {
 	pids       []int // processes whose own CPU is the run's
 	postmaster int   // whose reaped children count too; 0 when PostgreSQL is not local
@@ -94,11 +95,24 @@ func (m *cpuMeter) sample() cpuSample {
 // othersShare is the share of the machine's CPU, 0 to 1, that other
 // processes took between two samples, or -1 when it is unknown.
 func othersShare(from, to cpuSample) float64 {
-	if !from.valid || !to.valid {
+	return othersShareOf([]cpuSample{from, to})
+}
+
+// othersShareOf is othersShare over pairs of samples, (before, after) of
+// each phase, weighted by the phases' lengths.
+func othersShareOf(samples []cpuSample) float64 {
+	var others, capacity float64
+	for i := 0; i+1 < len(samples); i += 2 {
+		from, to := samples[i], samples[i+1]
+		if !from.valid || !to.valid {
+			return -1
+		}
+		capacity += to.at.Sub(from.at).Seconds() * clockTicks * float64(runtime.NumCPU())
+		others += float64((to.busy - from.busy) - (to.ours - from.ours))
+	}
+	if capacity == 0 {
 		return -1
 	}
-	capacity := to.at.Sub(from.at).Seconds() * clockTicks * float64(runtime.NumCPU())
-	others := float64((to.busy - from.busy) - (to.ours - from.ours))
 	return max(0, others/capacity)
 }
 

@@ -43,8 +43,9 @@ func (r *results) add(id, measurement, figure, ratio string) {
 // phase is one step of the run. Rows are added by the phase that measures
 // them; a new row is a new phase here, or a new add in an existing one.
 type phase struct {
-	name string
-	run  func(context.Context, *results) error
+	name    string
+	run     func(context.Context, *results) error
+	prepare bool // measures nothing: other processes' load does not matter
 }
 
 // phaseTimeout bounds each phase; the full run's slowest takes about a
@@ -68,14 +69,14 @@ func measure(ctx context.Context, e *env) (*report, error) {
 	rep.machine.loadBefore = e.loadBefore
 
 	phases := []phase{
-		{"raw ingest", e.rawIngest},
-		{"raw overwrite", e.rawOverwrite},
-		{"empty readings", e.emptyReadings},
-		{"service ingest", e.serviceIngest},
-		{"service overwrite", e.serviceOverwrite},
-		{"vacuum readings", e.vacuumReadings},
-		{"raw read", e.rawRead},
-		{"service read", e.serviceRead},
+		{name: "raw ingest", run: e.rawIngest},
+		{name: "raw overwrite", run: e.rawOverwrite},
+		{name: "empty readings", run: e.emptyReadings, prepare: true},
+		{name: "service ingest", run: e.serviceIngest},
+		{name: "service overwrite", run: e.serviceOverwrite},
+		{name: "vacuum readings", run: e.vacuumReadings, prepare: true},
+		{name: "raw read", run: e.rawRead},
+		{name: "service read", run: e.serviceRead},
 		// The formula feature adds two rows here, once it lands:
 		//  - "6b", "Service read with outputs=true on a 5-output
 		//    blueprint": give the sensors a blueprint of 5 outputs, then
@@ -84,12 +85,14 @@ func measure(ctx context.Context, e *env) (*report, error) {
 		//  - "9", "Formulas: outputs/s on one core": compile that
 		//    blueprint with the formulas package and evaluate it over
 		//    e.data in this process, on one goroutine; no raw ratio.
-		{"peak memory with large batches", e.largeBatchMemory},
-		{"storage: arrays against jsonb", e.storageChoice},
+		{name: "peak memory with large batches", run: e.largeBatchMemory},
+		{name: "storage: arrays against jsonb", run: e.storageChoice},
 	}
-	var res results
-	meter := e.newCPUMeter(ctx)
-	first := meter.sample()
+	var (
+		res      results
+		meter    = e.newCPUMeter(ctx)
+		measured []cpuSample // before and after each measuring phase
+	)
 	for _, p := range phases {
 		e.log.Info("phase", "name", p.name)
 		pctx, cancel := context.WithTimeout(ctx, phaseTimeout)
@@ -100,14 +103,19 @@ func measure(ctx context.Context, e *env) (*report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p.name, err)
 		}
-		if share := othersShare(before, after); share > rep.busiest.share {
+		if p.prepare {
+			continue
+		}
+		measured = append(measured, before, after)
+		share := othersShare(before, after)
+		if share > rep.busiest.share {
 			rep.busiest = phaseLoad{p.name, share}
 		}
-		if share := othersShare(before, after); share > 0.10 {
+		if share > 0.10 {
 			e.log.Warn("other processes took CPU during the phase; its figures are low", "phase", p.name, "others_cpu", percent(share))
 		}
 	}
-	rep.others = othersShare(first, meter.sample())
+	rep.others = othersShareOf(measured)
 	rep.rows, rep.storage = res.rows, res.storage
 	rep.machine.loadAfter = loadAverage()
 	return rep, nil
