@@ -4,7 +4,7 @@ GO    ?= go
 BIN   := bin/readings
 
 .PHONY: run test build generate check-generated vet fmt-check fuzz smoke db-start db-stop db-destroy \
-	node-modules lint ts-check docs-assets check-docs-assets browser-test web check-web web-test e2e
+	node-modules lint ts-check docs-assets check-docs-assets browser-test web check-web web-test e2e bench
 
 ## run: build and serve on 127.0.0.1:8080 (a private PostgreSQL unless DATABASE_URL is set)
 run: build
@@ -117,3 +117,8 @@ load:
 chaos:
 	scripts/chaos-kill.sh
 	scripts/chaos-db.sh
+
+## bench: the service against raw PostgreSQL on this machine, as markdown tables (BENCH_FLAGS=-quick to try it)
+bench:
+	@$(GO) build -o bin/bench ./scripts/bench
+	@bin/bench $(BENCH_FLAGS)
