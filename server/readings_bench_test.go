@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"testing"
 )
@@ -40,4 +41,39 @@ func BenchmarkDecodeReadingBatch(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/reading")
+}
+
+// BenchmarkEncodePage measures writing a page of 1,000 readings of 10
+// inputs as JSON, and gzipping it as the server does for clients that
+// accept it.
+func BenchmarkEncodePage(b *testing.B) {
+	readings, err := decodeReadingBatch(bytes.NewReader(benchBatch()), 10000)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var page []byte
+	b.Run("JSON", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			page = page[:0]
+			for i := range readings {
+				page = appendReading(page, 12, &readings[i], nil)
+			}
+		}
+		b.SetBytes(int64(len(page)))
+	})
+	for _, level := range []int{gzip.BestSpeed, gzip.DefaultCompression} {
+		b.Run(fmt.Sprintf("Gzip%d", level), func(b *testing.B) {
+			var out bytes.Buffer
+			w, _ := gzip.NewWriterLevel(&out, level)
+			b.SetBytes(int64(len(page)))
+			for b.Loop() {
+				out.Reset()
+				w.Reset(&out)
+				w.Write(page)
+				w.Close()
+			}
+			b.ReportMetric(float64(len(page))/float64(out.Len()), "ratio")
+		})
+	}
 }

@@ -4,6 +4,7 @@
 package server
 
 import (
+	"compress/gzip"
 	"context"
 	"fmt"
 	"log/slog"
@@ -113,7 +114,10 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 		s.accessLog,
 		recoverPanics,
 		secureHeaders,
-		middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1024}),
+		// The fastest level: on a page of readings it compresses 3.7 to 1
+		// in 1.4 ms, where the default level gets 4.7 to 1 in 6.4 ms
+		// (BenchmarkEncodePage).
+		middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1024, Level: gzip.BestSpeed}),
 		rejectSemicolons,
 		bodyLimit(cfg.MaxBodyBytes),
 		decompressRequest(cfg.MaxBodyBytes),

@@ -182,9 +182,10 @@ func (db *DB) ListReadings(ctx context.Context, sensor Sensor, q ReadingQuery, f
 		return dbError("list readings", err)
 	}
 	defer rows.Close()
+	scanner := newReadingScanner(rows)
 	var reading Reading
 	for rows.Next() {
-		if err := rows.Scan(&reading.Time, &reading.InputIDs, &reading.Values); err != nil {
+		if err := scanner.scan(rows, &reading); err != nil {
 			return dbError("list readings", err)
 		}
 		if err := fn(&reading); err != nil {

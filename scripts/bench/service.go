@@ -76,7 +76,9 @@ func (e *env) startService(ctx context.Context) error {
 	// as in production, not SIGKILL; tear down sends it.
 	cmd := exec.Command(bin, "serve")
 	cmd.Dir = e.root
-	cmd.Env = append(environ, "LISTEN_ADDR="+addr, "LOG_LEVEL=warn")
+	// No rate limit: the bench measures what the service can do, and its
+	// clients would be throttled at 50 requests a second.
+	cmd.Env = append(environ, "LISTEN_ADDR="+addr, "LOG_LEVEL=warn", "RATE_LIMIT=0")
 	cmd.Stdout = e.stderr
 	cmd.Stderr = e.stderr
 	if err := cmd.Start(); err != nil {

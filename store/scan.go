@@ -1,0 +1,82 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// readingScanner reads rows of (datetime, input_ids, vals) from
+// PostgreSQL's binary format straight into one Reading, reusing its slices
+// from row to row. pgx's generic array codec allocates two slices a row and
+// goes through reflection; on a page of 1,000 readings that was a fifth of
+// the service's time (BenchmarkListReadings compares the two).
+type readingScanner struct {
+	binary bool // the server sent the columns in binary; else pgx scans
+}
+
+func newReadingScanner(rows pgx.Rows) readingScanner {
+	fields := rows.FieldDescriptions()
+	binary := len(fields) == 3
+	for _, f := range fields {
+		binary = binary && f.Format == pgtype.BinaryFormatCode
+	}
+	return readingScanner{binary: binary}
+}
+
+// postgresEpoch is where timestamptz's binary form counts microseconds from.
+var postgresEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func (s readingScanner) scan(rows pgx.Rows, r *Reading) error {
+	if !s.binary {
+		return rows.Scan(&r.Time, &r.InputIDs, &r.Values)
+	}
+	raw := rows.RawValues()
+	if len(raw[0]) != 8 {
+		return fmt.Errorf("datetime: %d bytes, want 8", len(raw[0]))
+	}
+	micros := int64(binary.BigEndian.Uint64(raw[0]))
+	r.Time = postgresEpoch.Add(time.Duration(micros) * time.Microsecond)
+	var err error
+	if r.InputIDs, err = decodeArray(raw[1], r.InputIDs[:0], func(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) }); err != nil {
+		return fmt.Errorf("input_ids: %w", err)
+	}
+	if r.Values, err = decodeArray(raw[2], r.Values[:0], func(b []byte) float64 { return math.Float64frombits(binary.BigEndian.Uint64(b)) }); err != nil {
+		return fmt.Errorf("vals: %w", err)
+	}
+	return nil
+}
+
+// decodeArray appends the elements of a one-dimensional array of 8-byte
+// values without nulls, in PostgreSQL's binary format: ndim, flags,
+// element type, then length and lower bound per dimension, then each
+// element as a length and its bytes.
+func decodeArray[T any](src []byte, dst []T, element func([]byte) T) ([]T, error) {
+	if len(src) < 12 {
+		return nil, fmt.Errorf("%d bytes is no array", len(src))
+	}
+	ndim := binary.BigEndian.Uint32(src)
+	if ndim == 0 {
+		return dst, nil
+	}
+	if ndim != 1 || binary.BigEndian.Uint32(src[4:]) != 0 || len(src) < 20 {
+		return nil, fmt.Errorf("not a one-dimensional array without nulls")
+	}
+	n := int(binary.BigEndian.Uint32(src[12:]))
+	src = src[20:]
+	if len(src) != n*12 {
+		return nil, fmt.Errorf("%d elements in %d bytes", n, len(src))
+	}
+	for i := range n {
+		e := src[i*12:]
+		if binary.BigEndian.Uint32(e) != 8 {
+			return nil, fmt.Errorf("element %d is not 8 bytes", i)
+		}
+		dst = append(dst, element(e[4:12]))
+	}
+	return dst, nil
+}
