@@ -181,18 +181,16 @@ func (db *DB) ListReadings(ctx context.Context, sensor Sensor, q ReadingQuery, f
 	if err != nil {
 		return dbError("list readings", err)
 	}
-	defer rows.Close()
-	scanner := newReadingScanner(rows)
-	var reading Reading
-	for rows.Next() {
-		if err := scanner.scan(rows, &reading); err != nil {
-			return dbError("list readings", err)
-		}
-		if err := fn(&reading); err != nil {
-			return err
-		}
+	// fn's own errors (a client gone, say) are not the database's.
+	var fnErr error
+	err = ScanReadings(rows, func(r *Reading) error {
+		fnErr = fn(r)
+		return fnErr
+	})
+	if fnErr != nil {
+		return fnErr
 	}
-	return dbError("list readings", rows.Err())
+	return dbError("list readings", err)
 }
 
 // InputIDs returns the input ids that readings of sensor from to to

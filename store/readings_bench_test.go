@@ -65,3 +65,41 @@ WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 ORDER BY datetime LIMIT $4 O
 		}
 	})
 }
+
+// BenchmarkInsertReadings stores batches of 1,000 new readings of 10
+// inputs, as a POST does, through the store: lock, COPY, commit.
+func BenchmarkInsertReadings(b *testing.B) {
+	ctx := context.Background()
+	db := store.New(storetest.NewPool(b))
+	org, _ := db.CreateOrg(ctx, "bench")
+	project, _ := db.CreateProject(ctx, org.ID, "bench", "")
+	sensor, err := db.CreateSensor(ctx, org.ID, project.ID, "bench", "", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key := store.SensorKey{OrgID: org.ID, ProjectID: project.ID, SensorID: sensor.ID}
+	next := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	batch := func() []store.Reading {
+		readings := make([]store.Reading, 1000)
+		for i := range readings {
+			r := store.Reading{Time: next}
+			next = next.Add(time.Second)
+			for k := int64(1); k <= 10; k++ {
+				r.InputIDs = append(r.InputIDs, k)
+				r.Values = append(r.Values, float64(i)*1.37+float64(k))
+			}
+			readings[i] = r
+		}
+		return readings
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		readings := batch()
+		b.StartTimer()
+		if err := db.InsertReadings(ctx, key, readings); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/reading")
+}

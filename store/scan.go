@@ -28,6 +28,24 @@ func newReadingScanner(rows pgx.Rows) readingScanner {
 	return readingScanner{binary: binary}
 }
 
+// ScanReadings calls fn with each row of rows, columns (datetime,
+// input_ids, vals), in one reused Reading that fn must not keep. It is how
+// the store reads readings; scripts/bench reads the raw figure with it too.
+func ScanReadings(rows pgx.Rows, fn func(*Reading) error) error {
+	defer rows.Close()
+	scanner := newReadingScanner(rows)
+	var reading Reading
+	for rows.Next() {
+		if err := scanner.scan(rows, &reading); err != nil {
+			return err
+		}
+		if err := fn(&reading); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 // postgresEpoch is where timestamptz's binary form counts microseconds from.
 var postgresEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 

@@ -49,6 +49,7 @@ type config struct {
 	queries         int           // timed reads, raw and through the service
 	largeBatch      int           // readings per POST in the peak-memory phase
 	storageReadings int           // readings per table in the storage comparison
+	latestPerSensor int           // readings per sensor when timing latest values
 	seed            uint64        // makes the data and the read pattern repeatable
 	serverURL       string        // PostgreSQL server to create the bench database on
 	timeout         time.Duration // bounds the whole run
@@ -78,6 +79,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.queries, "queries", 1000, "timed reads of a 1,000-reading page, raw and through the service")
 	fs.IntVar(&c.largeBatch, "large-batch", 10_000, "readings per POST when measuring peak memory with large bodies")
 	fs.IntVar(&c.storageReadings, "storage-readings", 200_000, "readings per table when comparing arrays with jsonb")
+	fs.IntVar(&c.latestPerSensor, "latest-per-sensor", 100_000, "readings per sensor when timing latest values (the table grows to that)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the data and of the read pattern")
 	fs.StringVar(&c.serverURL, "pg", "", "PostgreSQL `url` of a server to create the bench database on (its user needs CREATEDB); default: scripts/devdb.sh start")
 	fs.DurationVar(&c.timeout, "timeout", 20*time.Minute, "give up after this long")
@@ -88,7 +90,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *quick {
-		c.readings, c.queries = 100_000, 200
+		c.readings, c.queries, c.latestPerSensor = 100_000, 200, 10_000
 	}
 	return c, c.validate()
 }

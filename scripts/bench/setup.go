@@ -37,6 +37,7 @@ type env struct {
 	pool      *pgxpool.Pool
 	svc       *service
 	data      *dataset
+	blueprint blueprintSensor // the sensor of rows 6b and 9
 
 	spans  []span   // the service's POSTs, in the order they are sent
 	bodies [][]byte // and their bodies, encoded once for rows 3 and 4

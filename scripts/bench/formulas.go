@@ -1,0 +1,258 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sensorreadings/readings/formulas"
+	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/store"
+)
+
+// benchOutputs are the five outputs of rows 6b and 9: a vibrating-wire
+// piezometer over inputs x1…x10, the shape the formula target is stated
+// for.
+var benchOutputs = []formulas.Output{
+	{Key: "digits", Formula: "x1^2 / 1000"},
+	{Key: "pressure", Formula: "G * (R0 - digits)"},
+	{Key: "corrected", Formula: "pressure + K * (x2 - 20)"},
+	{Key: "head", Formula: "pressure / 9.80665"},
+	{Key: "alarm", Formula: "abs(pressure) > 150 ? 1 : 0"},
+}
+
+var benchConstants = map[string]float64{"G": 0.1, "R0": 9000, "K": 0.05}
+
+// blueprintSensor is a sensor with an instance of the benchmark's
+// blueprint, holding the first data sensor's readings under its own ids.
+type blueprintSensor struct {
+	index    int     // in the service's paths
+	id       int64   // the sensor's id
+	inputIDs []int64 // the instance's, for x1…x10
+}
+
+func benchSpec() formulas.Spec {
+	spec := formulas.Spec{Constants: []string{"G", "R0", "K"}, Outputs: benchOutputs}
+	for k := range inputsPerReading {
+		spec.Inputs = append(spec.Inputs, fmt.Sprintf("x%d", k+1))
+	}
+	return spec
+}
+
+// blueprintSensor creates the blueprint and its sensor through the API,
+// then COPYs the readings straight in: their ingest was measured already.
+func (e *env) blueprintSensor(ctx context.Context, _ *results) error {
+	s, spec := e.svc, benchSpec()
+	write := gen.BlueprintWrite{Name: "bench piezometer"}
+	for _, key := range spec.Inputs {
+		write.Inputs = append(write.Inputs, gen.BlueprintInput{Key: key, Name: key})
+	}
+	constants := []gen.BlueprintConstant{}
+	for _, key := range spec.Constants {
+		v := benchConstants[key]
+		constants = append(constants, gen.BlueprintConstant{Key: key, Name: key, Default: &v})
+	}
+	write.Constants = &constants
+	for _, o := range spec.Outputs {
+		write.Outputs = append(write.Outputs, gen.BlueprintOutput{Key: o.Key, Name: o.Key, Formula: o.Formula})
+	}
+	bp, err := s.api.CreateBlueprintWithResponse(ctx, s.org, write)
+	if err != nil || bp.JSON201 == nil {
+		return fmt.Errorf("create blueprint: %v %s", err, bp.Body)
+	}
+	sensor, err := s.api.CreateSensorWithResponse(ctx, s.org, s.project, gen.SensorCreate{Name: "bench piezometer", BlueprintId: &bp.JSON201.Id})
+	if err != nil || sensor.JSON201 == nil {
+		return fmt.Errorf("create sensor: %v %s", err, sensor.Body)
+	}
+	b := blueprintSensor{index: len(s.paths), id: sensor.JSON201.Id}
+	for _, in := range sensor.JSON201.Inputs {
+		b.inputIDs = append(b.inputIDs, in.Id)
+	}
+	s.paths = append(s.paths, fmt.Sprintf("%s/api/v1/org/%d/proj/%d/readings/%d", s.base, s.org, s.project, b.id))
+	e.blueprint = b
+
+	d := e.data
+	src := &funcSource{n: d.perSensor, row: func(i int) []any {
+		r := d.reading(0, i)
+		return []any{b.id, r.Time, b.inputIDs, r.Values}
+	}}
+	if _, err := e.pool.CopyFrom(ctx, pgx.Identifier{"readings"}, readingColumns, src); err != nil {
+		return fmt.Errorf("copy the blueprint sensor's readings: %w", err)
+	}
+	_, err = e.pool.Exec(ctx, "VACUUM ANALYZE readings")
+	return err
+}
+
+// serviceReadOutputs is row 6b: row 6 with outputs=true, on the
+// blueprint's sensor.
+func (e *env) serviceReadOutputs(ctx context.Context, res *results) error {
+	rng := rand.New(rand.NewPCG(e.cfg.seed, 3))
+	picks := make([]readPick, e.cfg.queries)
+	for i := range picks {
+		picks[i] = readPick{sensor: e.blueprint.index, from: e.data.at(rng.IntN(e.data.perSensor - pageSize + 1))}
+	}
+	return e.timeServiceRead(ctx, res, "6b",
+		"Service read with `outputs=true` on a sensor with a 5-output blueprint (otherwise as row 6)", true, picks)
+}
+
+// formulasRate is row 9: the blueprint's five outputs evaluated over the
+// data set in this process, on one goroutine.
+func (e *env) formulasRate(_ context.Context, res *results) error {
+	program, err := formulas.Compile(benchSpec())
+	if err != nil {
+		return err
+	}
+	eval := program.NewEvaluator()
+	d := e.data
+	var sink float64
+	start := time.Now()
+	for s := range d.sensors {
+		for i := range d.perSensor {
+			r := d.reading(s, i)
+			eval.Reset()
+			for k, v := range r.Values {
+				eval.SetInput(k, v)
+			}
+			eval.SetConstant(0, benchConstants["G"])
+			eval.SetConstant(1, benchConstants["R0"])
+			eval.SetConstant(2, benchConstants["K"])
+			eval.Run()
+			for k := range program.Outputs() {
+				v, _ := eval.Output(k)
+				sink += v
+			}
+		}
+	}
+	elapsed := time.Since(start)
+	outputs := d.len() * len(benchOutputs)
+	perSec := float64(outputs) / elapsed.Seconds()
+	e.log.Info("formulas", "outputs/s", int(perSec), "sink", sink)
+	res.add("9", fmt.Sprintf("Formulas: the 5 outputs over the %s readings of the data set, one goroutine, in the bench process", count(d.len())),
+		fmt.Sprintf("%s outputs/s (%s per output)", count(int(perSec)), duration(elapsed/time.Duration(outputs))), "target ≥ 10,000,000/s")
+	return nil
+}
+
+// growForLatest adds readings, later than all others, until each data
+// sensor holds latestPerSensor of them: latest values must cost one index
+// probe a sensor however long the table.
+func (e *env) growForLatest(ctx context.Context, _ *results) error {
+	d := e.data
+	base := d.start.AddDate(10, 0, 0)
+	for s, id := range d.sensors {
+		var have int
+		if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM readings WHERE sensor_id = $1", id).Scan(&have); err != nil {
+			return err
+		}
+		src := &funcSource{n: e.cfg.latestPerSensor - have, row: func(i int) []any {
+			r := d.reading(s, i)
+			return []any{id, base.Add(time.Duration(i) * time.Second), r.InputIDs, r.Values}
+		}}
+		if _, err := e.pool.CopyFrom(ctx, pgx.Identifier{"readings"}, readingColumns, src); err != nil {
+			return fmt.Errorf("grow the table: %w", err)
+		}
+	}
+	_, err := e.pool.Exec(ctx, "VACUUM ANALYZE readings")
+	return err
+}
+
+// latestValues is rows 10 and 10b: the project's latest values through
+// the store, then through the service, and the plan that shows one
+// backward index probe per sensor.
+func (e *env) latestValues(ctx context.Context, res *results) error {
+	s := e.svc
+	var total int64
+	if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM readings").Scan(&total); err != nil {
+		return err
+	}
+	db := store.New(e.pool)
+	const runs = 100
+	raw := make([]time.Duration, 0, runs)
+	for i := range runs + 10 {
+		start := time.Now()
+		latest, _, err := db.LatestReadings(ctx, s.org, s.project, 0, 1000)
+		if err != nil {
+			return err
+		}
+		if len(latest) != len(s.paths) {
+			return fmt.Errorf("latest: %d sensors, want %d", len(latest), len(s.paths))
+		}
+		if i >= 10 {
+			raw = append(raw, time.Since(start))
+		}
+	}
+	var page bytes.Buffer
+	url := fmt.Sprintf("%s/api/v1/org/%d/proj/%d/latest?limit=1000", s.base, s.org, s.project)
+	served := make([]time.Duration, 0, runs)
+	for i := range runs + 10 {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		if err := s.do(req, &page); err != nil {
+			return err
+		}
+		if i >= 10 {
+			served = append(served, time.Since(start))
+		}
+	}
+	plan, err := e.latestPlan(ctx)
+	if err != nil {
+		return err
+	}
+	rawP50, rawP99 := percentiles(raw)
+	p50, p99 := percentiles(served)
+	e.log.Info("latest", "readings", total, "raw_p50", rawP50, "service_p50", p50, "plan", plan)
+	res.add("10", fmt.Sprintf("Latest values, raw: `store.LatestReadings` of the project's %d sensors over %s readings; plan: %s",
+		len(s.paths), count(int(total)), plan), latency(rawP50, rawP99), "1 (the limit)")
+	res.add("10b", "Latest values through the service: `GET …/proj/{id}/latest?limit=1000`",
+		latency(p50, p99), ratio(float64(p50)/float64(rawP50), "(10), p50"))
+	return nil
+}
+
+// latestPlan is the readings node of the latest-values plan: an index scan
+// backward, run once per sensor, returning one row each time.
+func (e *env) latestPlan(ctx context.Context) (string, error) {
+	rows, err := e.pool.Query(ctx, `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF)
+SELECT s.id, r.datetime FROM sensors s
+LEFT JOIN LATERAL (SELECT datetime FROM readings WHERE sensor_id = s.id ORDER BY datetime DESC LIMIT 1) r ON true
+WHERE s.project_id = $1`, e.svc.project)
+	if err != nil {
+		return "", err
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", err
+	}
+	for _, line := range lines {
+		if strings.Contains(line, "on readings") {
+			return "`" + strings.TrimLeft(strings.TrimSpace(line), "-> ") + "`", nil
+		}
+	}
+	return "", fmt.Errorf("no scan of readings in the plan:\n%s", strings.Join(lines, "\n"))
+}
+
+// funcSource feeds COPY n rows made by row.
+type funcSource struct {
+	n, next int
+	row     func(i int) []any
+	values  []any
+}
+
+func (f *funcSource) Next() bool {
+	f.next++
+	return f.next <= f.n
+}
+
+func (f *funcSource) Values() ([]any, error) {
+	f.values = f.row(f.next - 1)
+	return f.values, nil
+}
+
+func (f *funcSource) Err() error { return nil }
