@@ -52,6 +52,7 @@ type config struct {
 	latestPerSensor int           // readings per sensor when timing latest values
 	seed            uint64        // makes the data and the read pattern repeatable
 	serverURL       string        // PostgreSQL server to create the bench database on
+	profileDir      string        // where to write the service's CPU profiles; none when empty
 	timeout         time.Duration // bounds the whole run
 	environ         []string      // the environment the service inherits
 }
@@ -82,6 +83,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.latestPerSensor, "latest-per-sensor", 100_000, "readings per sensor when timing latest values (the table grows to that)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the data and of the read pattern")
 	fs.StringVar(&c.serverURL, "pg", "", "PostgreSQL `url` of a server to create the bench database on (its user needs CREATEDB); default: scripts/devdb.sh start")
+	fs.StringVar(&c.profileDir, "profile", "", "write the service's CPU profile of each service phase into this `directory` (adds idle time: a profile runs for a fixed time)")
 	fs.DurationVar(&c.timeout, "timeout", 20*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
 		return c, err

@@ -50,6 +50,14 @@ type phase struct {
 	prepare bool // measures nothing: other processes' load does not matter
 }
 
+// The service's CPU profiles (-profile) run for these times, enough for
+// the phases of a full run on two cores: 1,000,000 readings in about 15 s,
+// 1,000 pages in about 3 s.
+const (
+	ingestProfileTime = 15 * time.Second
+	readProfileTime   = 5 * time.Second
+)
+
 // phaseTimeout bounds each phase; the full run's slowest takes about a
 // minute on two cores.
 const phaseTimeout = 5 * time.Minute
@@ -263,8 +271,12 @@ func (e *env) serviceIngest(ctx context.Context, res *results) error {
 	if err := e.svc.resetPeakRSS(); err != nil {
 		return err
 	}
+	profiled := e.profile(ctx, "ingest", ingestProfileTime)
 	elapsed, err := e.post(ctx, spans, bodies)
 	if err != nil {
+		return err
+	}
+	if err := profiled(); err != nil {
 		return err
 	}
 	peak, err := e.svc.peakRSS()
@@ -289,8 +301,12 @@ func (e *env) serviceIngest(ctx context.Context, res *results) error {
 func (e *env) serviceOverwrite(ctx context.Context, res *results) error {
 	spans, bodies := e.postBodies()
 	e.checkpoint(ctx)
+	profiled := e.profile(ctx, "overwrite", ingestProfileTime)
 	elapsed, err := e.post(ctx, spans, bodies)
 	if err != nil {
+		return err
+	}
+	if err := profiled(); err != nil {
 		return err
 	}
 	if err := e.expectReadings(ctx, e.data.len()); err != nil {
@@ -440,12 +456,16 @@ func (e *env) timeServiceRead(ctx context.Context, res *results, id, measurement
 		}
 	}
 	times := make([]time.Duration, 0, len(picks))
+	profiled := e.profile(ctx, "read-"+id, readProfileTime)
 	for _, p := range picks {
 		start := time.Now()
 		if err := e.svc.getReadings(ctx, p.sensor, p.from, outputs, &page); err != nil {
 			return err
 		}
 		times = append(times, time.Since(start))
+	}
+	if err := profiled(); err != nil {
+		return err
 	}
 	p50, p99 := percentiles(times)
 	e.log.Info("service read", "outputs", outputs, "p50", p50, "p99", p99)

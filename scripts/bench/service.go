@@ -27,6 +27,7 @@ type service struct {
 	err    error         // why it exited, once exited is closed
 
 	base    string // http://127.0.0.1:port
+	pprof   string // http://127.0.0.1:port of /debug/pprof, when profiling
 	token   string
 	http    *http.Client
 	api     *gen.ClientWithResponses
@@ -79,6 +80,13 @@ func (e *env) startService(ctx context.Context) error {
 	// No rate limit: the bench measures what the service can do, and its
 	// clients would be throttled at 50 requests a second.
 	cmd.Env = append(environ, "LISTEN_ADDR="+addr, "LOG_LEVEL=warn", "RATE_LIMIT=0")
+	pprofAddr := ""
+	if e.cfg.profileDir != "" {
+		if pprofAddr, err = freeLoopbackAddr(); err != nil {
+			return err
+		}
+		cmd.Env = append(cmd.Env, "PPROF_ADDR="+pprofAddr)
+	}
 	cmd.Stdout = e.stderr
 	cmd.Stderr = e.stderr
 	if err := cmd.Start(); err != nil {
@@ -88,6 +96,7 @@ func (e *env) startService(ctx context.Context) error {
 		cmd:    cmd,
 		exited: make(chan struct{}),
 		base:   "http://" + addr,
+		pprof:  "http://" + pprofAddr,
 		token:  boot.Token,
 		org:    boot.OrgID,
 		http:   newHTTPClient(e.cfg.clients),
