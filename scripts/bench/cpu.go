@@ -18,23 +18,26 @@ import (
 // report says how large it was (Linux). Kernel threads that write back the
 // run's own dirty pages count as others: a few percent on a quiet machine.
 type cpuMeter struct {
-	pids       []int // processes whose own CPU is the run's
-	postmaster int   // whose reaped children count too; 0 when PostgreSQL is not local
+	bench, service int // their pids
+	postmaster     int // whose children, live and reaped, count too; 0 when PostgreSQL is not local
 }
 
 // cpuSample is a reading of the meter.
 type cpuSample struct {
-	at    time.Time
-	busy  int64 // ticks every CPU spent not idle
-	ours  int64 // ticks of the run's processes
-	valid bool
+	at       time.Time
+	busy     int64 // ticks every CPU spent not idle
+	ours     int64 // ticks of the run's processes: the three below
+	bench    int64
+	service  int64
+	postgres int64
+	valid    bool
 }
 
 // newCPUMeter finds the PostgreSQL postmaster as the parent of a backend of
 // the pool: on this machine when /proc says so, otherwise PostgreSQL's CPU
 // cannot be told apart and the meter is off.
 func (e *env) newCPUMeter(ctx context.Context) *cpuMeter {
-	m := &cpuMeter{pids: []int{os.Getpid(), e.svc.cmd.Process.Pid}}
+	m := &cpuMeter{bench: os.Getpid(), service: e.svc.cmd.Process.Pid}
 	var backend int
 	if err := e.pool.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
 		e.log.Warn("cannot tell other processes' CPU use", "err", err)
@@ -65,10 +68,11 @@ func (m *cpuMeter) sample() cpuSample {
 		return s
 	}
 	s.busy = busy
-	for _, pid := range m.pids {
-		if st, err := procStat(pid); err == nil {
-			s.ours += st.self
-		}
+	if st, err := procStat(m.bench); err == nil {
+		s.bench = st.self
+	}
+	if st, err := procStat(m.service); err == nil {
+		s.service = st.self
 	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -83,13 +87,39 @@ func (m *cpuMeter) sample() cpuSample {
 		switch {
 		case err != nil:
 		case pid == m.postmaster:
-			s.ours += st.self + st.children
+			s.postgres += st.self + st.children
 		case st.ppid == m.postmaster:
-			s.ours += st.self
+			s.postgres += st.self
 		}
 	}
+	s.ours = s.bench + s.service + s.postgres
 	s.valid = true
 	return s
+}
+
+// phaseCPU is where the CPU went during a phase, in cores: 1 is one core
+// busy for the whole phase.
+type phaseCPU struct {
+	phase                               string
+	seconds                             float64
+	bench, service, postgres, elsewhere float64
+}
+
+// cpuOf is the CPU use between two samples, or false when unknown.
+func cpuOf(phase string, from, to cpuSample) (phaseCPU, bool) {
+	secs := to.at.Sub(from.at).Seconds()
+	if !from.valid || !to.valid || secs <= 0 {
+		return phaseCPU{}, false
+	}
+	cores := func(ticks int64) float64 { return float64(ticks) / clockTicks / secs }
+	return phaseCPU{
+		phase:     phase,
+		seconds:   secs,
+		bench:     cores(to.bench - from.bench),
+		service:   cores(to.service - from.service),
+		postgres:  cores(to.postgres - from.postgres),
+		elsewhere: max(0, cores((to.busy-from.busy)-(to.ours-from.ours))),
+	}, true
 }
 
 // othersShare is the share of the machine's CPU, 0 to 1, that other

@@ -85,6 +85,8 @@ func measure(ctx context.Context, e *env) (*report, error) {
 		{name: "raw ingest in the service's batches", run: e.rawIngestBatched},
 		{name: "raw overwrite in the service's batches", run: e.rawOverwriteBatched},
 		{name: "empty readings", run: e.emptyReadings, prepare: true},
+		{name: "raw ingest with the service's concurrency", run: e.rawIngestConcurrent},
+		{name: "empty readings", run: e.emptyReadings, prepare: true},
 		{name: "service ingest", run: e.serviceIngest},
 		{name: "service overwrite", run: e.serviceOverwrite},
 		{name: "vacuum readings", run: e.vacuumReadings, prepare: true},
@@ -117,6 +119,9 @@ func measure(ctx context.Context, e *env) (*report, error) {
 			continue
 		}
 		measured = append(measured, before, after)
+		if c, ok := cpuOf(p.name, before, after); ok {
+			rep.cpu = append(rep.cpu, c)
+		}
 		share := othersShare(before, after)
 		if share > rep.busiest.share {
 			rep.busiest = phaseLoad{p.name, share}
@@ -157,6 +162,34 @@ func (e *env) rawIngestBatched(ctx context.Context, res *results) error {
 	res.rawIngestBatched = rate
 	res.add("1b", fmt.Sprintf("Raw ingest as row 1, in the service's batches: %s", e.copyBatchText(rows)),
 		perSecond(rate), "1 (the limit for row 3)")
+	return nil
+}
+
+// rawIngestConcurrent is row 1c: the COPYs of row 1b sent as the service's
+// clients send their POSTs, on as many connections at once. It separates
+// what concurrent writers cost PostgreSQL from what the service costs.
+func (e *env) rawIngestConcurrent(ctx context.Context, res *results) error {
+	spans := e.data.roundRobin(e.cfg.postBatch)
+	e.checkpoint(ctx)
+	start := time.Now()
+	err := parallel(ctx, e.cfg.clients, len(spans), func(ctx context.Context, _, job int) error {
+		sp := spans[job]
+		n, err := e.pool.CopyFrom(ctx, pgx.Identifier{"readings"}, readingColumns, newCopySource(e.data, sp))
+		if err != nil {
+			return fmt.Errorf("copy: %w", err)
+		}
+		if n != int64(sp.len()) {
+			return fmt.Errorf("copy: %d rows of %d", n, sp.len())
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	r := rate(e.data.len(), time.Since(start))
+	e.log.Info("raw ingest", "rows_per_copy", e.cfg.postBatch, "connections", e.cfg.clients, "readings/s", int(r))
+	res.add("1c", fmt.Sprintf("Raw ingest as row 1b, on %d connections at once, in the order of row 3's POSTs", e.cfg.clients),
+		perSecond(r), ratio(r/res.rawIngestBatched, "(1b)"))
 	return nil
 }
 

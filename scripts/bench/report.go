@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -52,10 +53,37 @@ SELECT current_setting('server_version'),
 	if err != nil {
 		return m, fmt.Errorf("postgres version: %w", err)
 	}
+	if v, ok := e.postmasterEnv(ctx, "MALLOC_TRIM_THRESHOLD_"); ok {
+		m.settings += ", postmaster's MALLOC_TRIM_THRESHOLD_=" + v
+	}
 	if m.storage, err = e.svc.storageMode(ctx); err != nil {
 		return m, err
 	}
 	return m, nil
+}
+
+// postmasterEnv is a variable of the local PostgreSQL server's environment
+// (scripts/devdb.sh sets glibc's heap trim threshold, which moves the
+// ingest figures), or false when unset or unreadable.
+func (e *env) postmasterEnv(ctx context.Context, name string) (string, bool) {
+	var backend int
+	if err := e.pool.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+		return "", false
+	}
+	st, err := procStat(backend)
+	if err != nil {
+		return "", false
+	}
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(st.ppid), "environ"))
+	if err != nil {
+		return "", false
+	}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // loadAverage is the 1-, 5- and 15-minute load averages, or "unknown".
@@ -99,6 +127,7 @@ type report struct {
 	// phases and in the phase where they took most; -1 when unknown.
 	others  float64
 	busiest phaseLoad
+	cpu     []phaseCPU // per measuring phase, when known
 }
 
 type phaseLoad struct {
@@ -146,6 +175,14 @@ func (r *report) write(w io.Writer) {
 			a, j := r.storage[0], r.storage[1]
 			fmt.Fprintf(w, "| jsonb ÷ arrays | %.2f | %.2f | %.2f |\n",
 				j.bytesPerRow/a.bytesPerRow, j.copyRate/a.copyRate, float64(j.read)/float64(a.read))
+		}
+	}
+	if len(r.cpu) > 0 {
+		fmt.Fprintf(w, "\nWhere the CPU went in each phase, in cores busy on average (the machine has %d); \"elsewhere\" is other processes and the kernel's own threads:\n\n", m.cores)
+		fmt.Fprintln(w, "| Phase | Seconds | Bench | Service | PostgreSQL | Elsewhere |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
+		for _, p := range r.cpu {
+			fmt.Fprintf(w, "| %s | %.1f | %.2f | %.2f | %.2f | %.2f |\n", p.phase, p.seconds, p.bench, p.service, p.postgres, p.elsewhere)
 		}
 	}
 	fmt.Fprintf(w, "\nThe run took %s.\n", r.elapsed.Round(time.Second))

@@ -162,9 +162,10 @@ func (e *env) onServer(ctx context.Context, sql string) error {
 }
 
 // openPool migrates the bench database with the service's own migrations
-// and keeps a pool for the raw measurements, which use one connection of it.
+// and keeps a pool for the raw measurements, which use one connection of
+// it, or one per client in row 1c.
 func (e *env) openPool(ctx context.Context) error {
-	pool, err := store.Open(ctx, e.dbURL, store.PoolConfig{MaxConns: 4})
+	pool, err := store.Open(ctx, e.dbURL, store.PoolConfig{MaxConns: int32(max(4, e.cfg.clients))})
 	if err != nil {
 		return err
 	}
