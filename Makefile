@@ -4,7 +4,7 @@ GO    ?= go
 BIN   := bin/readings
 
 .PHONY: run test build generate check-generated vet fmt-check fuzz smoke db-start db-stop db-destroy \
-	node-modules lint ts-check docs-assets check-docs-assets browser-test web check-web web-test e2e bench
+	node-modules lint ts-check docs-assets check-docs-assets browser-test web check-web web-test e2e bench help
 
 ## run: build and serve on 127.0.0.1:8080 (a private PostgreSQL unless DATABASE_URL is set)
 run: build
@@ -122,3 +122,7 @@ chaos:
 bench:
 	@$(GO) build -o bin/bench ./scripts/bench
 	@bin/bench $(BENCH_FLAGS)
+
+## help: list the targets
+help:
+	@sed -n 's/^## //p' $(MAKEFILE_LIST)
