@@ -112,9 +112,41 @@ func digits[T string | []byte](s T) (int, bool) {
 	return n, len(s) > 0
 }
 
-// appendDatetime appends t as responses carry it: UTC, milliseconds.
+// appendDatetime appends t as responses carry it, UTC to the millisecond:
+// 2024-05-01T12:00:00.123Z. It writes the digits itself because a page
+// formats a thousand of these: time.AppendFormat, which interprets its
+// layout on every call, was 8 % of the service's CPU serving pages (make
+// bench -profile), and BenchmarkEncodePage/JSON went from about 690 to
+// 630 µs a page without it. Years are those a reading can have, 1 to 9999;
+// FuzzAppendDatetime holds it to time's own formatting.
 func appendDatetime(b []byte, t time.Time) []byte {
-	return t.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z")
+	t = t.UTC()
+	year, month, day := t.Date()
+	hour, minute, second := t.Clock()
+	b = appendPadded(b, year, 4)
+	b = append(b, '-')
+	b = appendPadded(b, int(month), 2)
+	b = append(b, '-')
+	b = appendPadded(b, day, 2)
+	b = append(b, 'T')
+	b = appendPadded(b, hour, 2)
+	b = append(b, ':')
+	b = appendPadded(b, minute, 2)
+	b = append(b, ':')
+	b = appendPadded(b, second, 2)
+	b = append(b, '.')
+	b = appendPadded(b, t.Nanosecond()/int(time.Millisecond), 3)
+	return append(b, 'Z')
+}
+
+// appendPadded appends n, 0 <= n < 10^width, in width digits.
+func appendPadded(b []byte, n, width int) []byte {
+	b = append(b, "0000"[:width]...)
+	for i := len(b) - 1; n > 0; i-- {
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return b
 }
 
 // formatExact formats t to the microsecond, for query strings the service

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sensorreadings/readings/store"
 )
 
 var parseDatetimeTests = []struct {
@@ -92,10 +94,33 @@ func TestAppendDatetime(t *testing.T) {
 		{"2024-05-01T12:00:00Z", "2024-05-01T12:00:00.000Z"},
 		{"2024-05-01T14:00:00.123456+02:00", "2024-05-01T12:00:00.123Z"},
 		{"2024-05-01T12:00:00.999999Z", "2024-05-01T12:00:00.999Z"},
+		{"0001-01-01T00:00:00Z", "0001-01-01T00:00:00.000Z"},
+		{"9999-12-31T23:59:59.999999Z", "9999-12-31T23:59:59.999Z"},
+		{"0999-09-09T09:09:09.009Z", "0999-09-09T09:09:09.009Z"},
+		{"2024-02-29T23:59:59.5-01:00", "2024-03-01T00:59:59.500Z"},
 	} {
 		in, _ := time.Parse(time.RFC3339Nano, tt.in)
 		if got := string(appendDatetime(nil, in)); got != tt.want {
 			t.Errorf("appendDatetime(%s) = %s, want %s", tt.in, got, tt.want)
 		}
 	}
+}
+
+// FuzzAppendDatetime holds the hand-written formatting to time's own over
+// every instant a reading can have.
+func FuzzAppendDatetime(f *testing.F) {
+	f.Add(int64(0))
+	f.Add(store.MinTime.UnixMicro())
+	f.Add(store.MaxTime.UnixMicro())
+	f.Add(int64(1714564800123456))
+	first, span := store.MinTime.UnixMicro(), store.MaxTime.UnixMicro()-store.MinTime.UnixMicro()+1
+	f.Fuzz(func(t *testing.T, micros int64) {
+		// Every input counts: fold it into the instants a reading can have.
+		micros = first + (micros%span+span)%span
+		in := time.UnixMicro(micros)
+		want := in.UTC().Format("2006-01-02T15:04:05.000Z")
+		if got := string(appendDatetime(nil, in)); got != want {
+			t.Fatalf("appendDatetime(%d µs) = %s, want %s", micros, got, want)
+		}
+	})
 }
