@@ -83,7 +83,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.latestPerSensor, "latest-per-sensor", 100_000, "readings per sensor when timing latest values (the table grows to that)")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the data and of the read pattern")
 	fs.StringVar(&c.serverURL, "pg", "", "PostgreSQL `url` of a server to create the bench database on (its user needs CREATEDB); default: scripts/devdb.sh start")
-	fs.StringVar(&c.profileDir, "profile", "", "write the service's CPU profile of each service phase into this `directory` (adds idle time: a profile runs for a fixed time)")
+	fs.StringVar(&c.profileDir, "profile", "", "write the service's CPU profile of each service phase into this `directory`; a profile runs for a fixed time, so the phases take longer and the CPU table is diluted")
 	fs.DurationVar(&c.timeout, "timeout", 20*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
 		return c, err
