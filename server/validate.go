@@ -44,7 +44,6 @@ func (s *Server) validateRequest(next echo.HandlerFunc) echo.HandlerFunc {
 			Route:      op.route,
 			Options: &openapi3filter.Options{
 				ExcludeRequestBody:  streamedBodies[op.id],
-				AuthenticationFunc:  openapi3filter.NoopAuthenticationFunc,
 				SkipSettingDefaults: true, // handlers apply defaults; the Link header repeats only what was sent
 			},
 		}

@@ -528,12 +528,18 @@ func (e *env) largeBatchMemory(ctx context.Context, res *results) error {
 	if err := e.svc.resetPeakRSS(); err != nil {
 		return err
 	}
+	if err := e.heapProfile(ctx, "heap-before-7b"); err != nil {
+		return err
+	}
 	elapsed, err := e.post(ctx, spans, bodies)
 	if err != nil {
 		return err
 	}
 	peak, err := e.svc.peakRSS()
 	if err != nil {
+		return err
+	}
+	if err := e.heapProfile(ctx, "heap-after-7b"); err != nil {
 		return err
 	}
 	r := rate(len(spans)*n, elapsed)

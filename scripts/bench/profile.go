@@ -20,12 +20,26 @@ func (e *env) profile(ctx context.Context, name string, d time.Duration) (wait f
 		return func() error { return nil }
 	}
 	done := make(chan error, 1)
-	go func() { done <- e.saveProfile(ctx, name, d) }()
+	go func() { done <- e.saveCPUProfile(ctx, name, d) }()
 	return func() error { return <-done }
 }
 
-func (e *env) saveProfile(ctx context.Context, name string, d time.Duration) error {
-	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", e.svc.pprof, int(d.Seconds()))
+// heapProfile saves the service's heap profile as name.pprof: the bytes
+// allocated since start, so that two of them around a phase tell what it
+// allocated (go tool pprof -sample_index=alloc_space -diff_base a b).
+// Without -profile it does nothing.
+func (e *env) heapProfile(ctx context.Context, name string) error {
+	if e.cfg.profileDir == "" {
+		return nil
+	}
+	return e.saveProfile(ctx, name, e.svc.pprof+"/debug/pprof/heap")
+}
+
+func (e *env) saveCPUProfile(ctx context.Context, name string, d time.Duration) error {
+	return e.saveProfile(ctx, name, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", e.svc.pprof, int(d.Seconds())))
+}
+
+func (e *env) saveProfile(ctx context.Context, name, url string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
@@ -53,6 +67,6 @@ func (e *env) saveProfile(ctx context.Context, name string, d time.Duration) err
 	if err := f.Close(); err != nil {
 		return err
 	}
-	e.log.Info("wrote a CPU profile of the service", "path", path, "view", "go tool pprof -top "+path)
+	e.log.Info("wrote a profile of the service", "path", path, "view", "go tool pprof -top "+path)
 	return nil
 }
