@@ -46,8 +46,9 @@ func ScanReadings(rows pgx.Rows, fn func(*Reading) error) error {
 	return rows.Err()
 }
 
-// postgresEpoch is where timestamptz's binary form counts microseconds from.
-var postgresEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+// postgresEpochMicros is where timestamptz's binary form counts
+// microseconds from: 2000-01-01 UTC, in microseconds from 1970.
+const postgresEpochMicros = 946_684_800_000_000
 
 func (s readingScanner) scan(rows pgx.Rows, r *Reading) error {
 	if !s.binary {
@@ -58,7 +59,9 @@ func (s readingScanner) scan(rows pgx.Rows, r *Reading) error {
 		return fmt.Errorf("datetime: %d bytes, want 8", len(raw[0]))
 	}
 	micros := int64(binary.BigEndian.Uint64(raw[0]))
-	r.Time = postgresEpoch.Add(time.Duration(micros) * time.Microsecond)
+	// Not epoch.Add(Duration): a Duration holds only ±292 years, and
+	// readings run from year 1 to 9999.
+	r.Time = time.UnixMicro(micros + postgresEpochMicros).UTC()
 	var err error
 	if r.InputIDs, err = decodeArray(raw[1], r.InputIDs[:0], func(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) }); err != nil {
 		return fmt.Errorf("input_ids: %w", err)

@@ -1,0 +1,94 @@
+package store_test
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sensorreadings/readings/store"
+	"github.com/sensorreadings/readings/store/storetest"
+)
+
+// TestCopyRoundTrip stores readings at the edges of what a reading can hold
+// through the hand-encoded binary COPY, on both of its paths (new readings,
+// then the same instants again through the temporary table and the upsert),
+// and reads back exactly what was sent.
+func TestCopyRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	db := store.New(storetest.NewPool(t))
+	org, err := db.CreateOrg(ctx, "copy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	project, err := db.CreateProject(ctx, org.ID, "copy", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sensor, err := db.CreateSensor(ctx, org.ID, project.ID, "copy", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.SensorKey{OrgID: org.ID, ProjectID: project.ID, SensorID: sensor.ID}
+
+	at := func(s string) time.Time {
+		t.Helper()
+		v, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	readings := []store.Reading{
+		{Time: store.MinTime, InputIDs: []int64{1}, Values: []float64{0}},
+		{Time: at("1969-12-31T23:59:59.999999Z"), InputIDs: []int64{1, 2}, Values: []float64{math.Copysign(0, -1), -1.5}},
+		{Time: at("1999-12-31T23:59:59.999999Z"), InputIDs: []int64{3}, Values: []float64{math.SmallestNonzeroFloat64}},
+		{Time: at("2000-01-01T00:00:00Z"), InputIDs: []int64{math.MaxInt64}, Values: []float64{math.MaxFloat64}},
+		{Time: at("2024-05-01T14:00:00.123456+02:00"), InputIDs: []int64{101, 102, 103}, Values: []float64{2803.5, -math.MaxFloat64, 1e-300}},
+		{Time: store.MaxTime, InputIDs: []int64{7}, Values: []float64{0.1}},
+	}
+	check := func(t *testing.T, want []store.Reading) {
+		t.Helper()
+		var got []store.Reading
+		q := store.ReadingQuery{From: store.MinTime, To: store.MaxTime}
+		err := db.ListReadings(ctx, sensor, q, func(r *store.Reading) error {
+			got = append(got, store.Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("read %d readings, want %d", len(got), len(want))
+		}
+		for i := range want {
+			g, w := got[i], want[i]
+			if !g.Time.Equal(w.Time) || !slices.Equal(g.InputIDs, w.InputIDs) || !sameBits(g.Values, w.Values) {
+				t.Errorf("reading %d: got %v %v %v, want %v %v %v", i, g.Time, g.InputIDs, g.Values, w.Time, w.InputIDs, w.Values)
+			}
+		}
+	}
+
+	t.Run("new", func(t *testing.T) {
+		if err := db.InsertReadings(ctx, key, readings); err != nil {
+			t.Fatal(err)
+		}
+		check(t, readings)
+	})
+	t.Run("overwrite", func(t *testing.T) {
+		again := make([]store.Reading, len(readings))
+		for i, r := range readings {
+			again[i] = store.Reading{Time: r.Time, InputIDs: []int64{9}, Values: []float64{float64(i) + 0.25}}
+		}
+		if err := db.InsertReadings(ctx, key, again); err != nil {
+			t.Fatal(err)
+		}
+		check(t, again)
+	})
+}
+
+// sameBits tells float slices apart by their bits, so that -0 is not 0.
+func sameBits(a, b []float64) bool {
+	return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) })
+}
