@@ -67,8 +67,6 @@ func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Read
 	return dbError("insert readings", err)
 }
 
-var readingColumns = []string{"sensor_id", "datetime", "input_ids", "vals"}
-
 const (
 	createIncomingSQL = `CREATE TEMP TABLE readings_incoming (LIKE readings) ON COMMIT DROP`
 	upsertIncomingSQL = `
@@ -87,7 +85,7 @@ func insertReadings(ctx context.Context, tx pgx.Tx, sensorID int64, readings []R
 	if err != nil {
 		return err
 	}
-	_, err = savepoint.CopyFrom(ctx, pgx.Identifier{"readings"}, readingColumns, newReadingRows(sensorID, readings))
+	err = copyReadings(ctx, savepoint, "readings", sensorID, readings)
 	if err == nil {
 		return savepoint.Commit(ctx)
 	}
@@ -100,7 +98,7 @@ func insertReadings(ctx context.Context, tx pgx.Tx, sensorID int64, readings []R
 	if _, err := tx.Exec(ctx, createIncomingSQL); err != nil {
 		return err
 	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"readings_incoming"}, readingColumns, newReadingRows(sensorID, readings)); err != nil {
+	if err := copyReadings(ctx, tx, "readings_incoming", sensorID, readings); err != nil {
 		return err
 	}
 	_, err = tx.Exec(ctx, upsertIncomingSQL)
@@ -129,31 +127,6 @@ func lastPerInstant(readings []Reading) []Reading {
 	}
 	return kept
 }
-
-// readingRows feeds COPY without a slice of values per row.
-type readingRows struct {
-	sensorID int64
-	readings []Reading
-	next     int
-	row      [4]any
-}
-
-func newReadingRows(sensorID int64, readings []Reading) *readingRows {
-	return &readingRows{sensorID: sensorID, readings: readings}
-}
-
-func (r *readingRows) Next() bool {
-	r.next++
-	return r.next <= len(r.readings)
-}
-
-func (r *readingRows) Values() ([]any, error) {
-	reading := &r.readings[r.next-1]
-	r.row = [4]any{r.sensorID, reading.Time, reading.InputIDs, reading.Values}
-	return r.row[:], nil
-}
-
-func (r *readingRows) Err() error { return nil }
 
 const (
 	listReadingsAscSQL = `
