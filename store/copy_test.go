@@ -48,7 +48,7 @@ func TestCopyRoundTrip(t *testing.T) {
 		{Time: at("2024-05-01T14:00:00.123456+02:00"), InputIDs: []int64{101, 102, 103}, Values: []float64{2803.5, -math.MaxFloat64, 1e-300}},
 		{Time: store.MaxTime, InputIDs: []int64{7}, Values: []float64{0.1}},
 	}
-	check := func(t *testing.T, want []store.Reading) {
+	check := func(t *testing.T, sensor store.Sensor, want []store.Reading) {
 		t.Helper()
 		var got []store.Reading
 		q := store.ReadingQuery{From: store.MinTime, To: store.MaxTime}
@@ -74,7 +74,7 @@ func TestCopyRoundTrip(t *testing.T) {
 		if err := db.InsertReadings(ctx, key, readings); err != nil {
 			t.Fatal(err)
 		}
-		check(t, readings)
+		check(t, sensor, readings)
 	})
 	t.Run("overwrite", func(t *testing.T) {
 		again := make([]store.Reading, len(readings))
@@ -84,7 +84,27 @@ func TestCopyRoundTrip(t *testing.T) {
 		if err := db.InsertReadings(ctx, key, again); err != nil {
 			t.Fatal(err)
 		}
-		check(t, again)
+		check(t, sensor, again)
+	})
+	t.Run("many", func(t *testing.T) {
+		// Enough rows for the COPY to be encoded in several chunks.
+		other, err := db.CreateSensor(ctx, org.ID, project.ID, "many", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		many := make([]store.Reading, 2500)
+		for i := range many {
+			many[i] = store.Reading{
+				Time:     at("2024-05-01T00:00:00Z").Add(time.Duration(i) * time.Second),
+				InputIDs: []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
+				Values:   []float64{float64(i), 1, 2, 3, 4, 5, 6, 7, 8, -float64(i) / 3},
+			}
+		}
+		otherKey := store.SensorKey{OrgID: org.ID, ProjectID: project.ID, SensorID: other.ID}
+		if err := db.InsertReadings(ctx, otherKey, many); err != nil {
+			t.Fatal(err)
+		}
+		check(t, other, many)
 	})
 }
 
