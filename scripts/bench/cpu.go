@@ -105,20 +105,33 @@ type phaseCPU struct {
 	bench, service, postgres, elsewhere float64
 }
 
-// cpuOf is the CPU use between two samples, or false when unknown.
-func cpuOf(phase string, from, to cpuSample) (phaseCPU, bool) {
-	secs := to.at.Sub(from.at).Seconds()
-	if !from.valid || !to.valid || secs <= 0 {
+// cpuOf is the CPU use over pairs of samples, (start, end) of each timed
+// part of a phase, or false when unknown.
+func cpuOf(phase string, samples []cpuSample) (phaseCPU, bool) {
+	var secs float64
+	var bench, service, postgres, others int64
+	for i := 0; i+1 < len(samples); i += 2 {
+		from, to := samples[i], samples[i+1]
+		if !from.valid || !to.valid {
+			return phaseCPU{}, false
+		}
+		secs += to.at.Sub(from.at).Seconds()
+		bench += to.bench - from.bench
+		service += to.service - from.service
+		postgres += to.postgres - from.postgres
+		others += (to.busy - from.busy) - (to.ours - from.ours)
+	}
+	if secs <= 0 {
 		return phaseCPU{}, false
 	}
 	cores := func(ticks int64) float64 { return float64(ticks) / clockTicks / secs }
 	return phaseCPU{
 		phase:     phase,
 		seconds:   secs,
-		bench:     cores(to.bench - from.bench),
-		service:   cores(to.service - from.service),
-		postgres:  cores(to.postgres - from.postgres),
-		elsewhere: max(0, cores((to.busy-from.busy)-(to.ours-from.ours))),
+		bench:     cores(bench),
+		service:   cores(service),
+		postgres:  cores(postgres),
+		elsewhere: max(0, cores(others)),
 	}, true
 }
 

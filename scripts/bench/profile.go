@@ -26,13 +26,14 @@ func (e *env) profile(ctx context.Context, name string, d time.Duration) (wait f
 
 // heapProfile saves the service's heap profile as name.pprof: the bytes
 // allocated since start, so that two of them around a phase tell what it
-// allocated (go tool pprof -sample_index=alloc_space -diff_base a b).
+// allocated (go tool pprof -sample_index=alloc_space -diff_base a b). gc=1
+// collects first, since the profile counts only up to the last collection.
 // Without -profile it does nothing.
 func (e *env) heapProfile(ctx context.Context, name string) error {
 	if e.cfg.profileDir == "" {
 		return nil
 	}
-	return e.saveProfile(ctx, name, e.svc.pprof+"/debug/pprof/heap")
+	return e.saveProfile(ctx, name, e.svc.pprof+"/debug/pprof/heap?gc=1")
 }
 
 func (e *env) saveCPUProfile(ctx context.Context, name string, d time.Duration) error {

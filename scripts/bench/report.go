@@ -74,6 +74,12 @@ func (e *env) postmasterEnv(ctx context.Context, name string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
+	// A server elsewhere (-pg) has no local postmaster: the backend's pid
+	// may then be some unrelated local process.
+	cmd, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(st.ppid), "cmdline"))
+	if !strings.Contains(string(cmd), "postgres") {
+		return "", false
+	}
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(st.ppid), "environ"))
 	if err != nil {
 		return "", false

@@ -42,6 +42,9 @@ type env struct {
 	spans  []span   // the service's POSTs, in the order they are sent
 	bodies [][]byte // and their bodies, encoded once for rows 3 and 4
 
+	meter *cpuMeter   // nil when CPU use cannot be told apart
+	timed []cpuSample // (start, end) of each timed part of the current phase
+
 	// cleanups undo set-up, last first.
 	cleanups []func(context.Context) error
 }
