@@ -98,8 +98,12 @@ func TestAppendDatetime(t *testing.T) {
 		{"9999-12-31T23:59:59.999999Z", "9999-12-31T23:59:59.999Z"},
 		{"0999-09-09T09:09:09.009Z", "0999-09-09T09:09:09.009Z"},
 		{"2024-02-29T23:59:59.5-01:00", "2024-03-01T00:59:59.500Z"},
+		{"0000-01-01T00:00:00Z", "0000-01-01T00:00:00.000Z"},
 	} {
-		in, _ := time.Parse(time.RFC3339Nano, tt.in)
+		in, err := time.Parse(time.RFC3339Nano, tt.in)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if got := string(appendDatetime(nil, in)); got != tt.want {
 			t.Errorf("appendDatetime(%s) = %s, want %s", tt.in, got, tt.want)
 		}
@@ -113,7 +117,9 @@ func FuzzAppendDatetime(f *testing.F) {
 	f.Add(store.MinTime.UnixMicro())
 	f.Add(store.MaxTime.UnixMicro())
 	f.Add(int64(1714564800123456))
-	first, span := store.MinTime.UnixMicro(), store.MaxTime.UnixMicro()-store.MinTime.UnixMicro()+1
+	// From year 0, where an aggregate's first bucket may start, to 9999.
+	yearZero := time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
+	first, span := yearZero.UnixMicro(), store.MaxTime.UnixMicro()-yearZero.UnixMicro()+1
 	f.Fuzz(func(t *testing.T, micros int64) {
 		// Every input counts: fold it into the instants a reading can have.
 		micros = first + (micros%span+span)%span
