@@ -45,6 +45,9 @@ type copySource struct {
 const copyChunk = 32 << 10
 
 func (s *copySource) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
 	n := 0
 	for n < len(p) {
 		if len(s.pending) == 0 {

@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"context"
 	"math"
 	"slices"
 	"testing"
@@ -13,11 +12,13 @@ import (
 
 // TestCopyRoundTrip stores readings at the edges of what a reading can hold
 // through the hand-encoded binary COPY, on both of its paths (new readings,
-// then the same instants again through the temporary table and the upsert),
-// and reads back exactly what was sent.
+// then the same instants again through the temporary table and the
+// upsert, in that order), and reads back exactly what was sent, through
+// the store's scanner and through PostgreSQL's own formatting.
 func TestCopyRoundTrip(t *testing.T) {
-	ctx := context.Background()
-	db := store.New(storetest.NewPool(t))
+	ctx := t.Context()
+	pool := storetest.NewPool(t)
+	db := store.New(pool)
 	org, err := db.CreateOrg(ctx, "copy")
 	if err != nil {
 		t.Fatal(err)
@@ -33,10 +34,9 @@ func TestCopyRoundTrip(t *testing.T) {
 	key := store.SensorKey{OrgID: org.ID, ProjectID: project.ID, SensorID: sensor.ID}
 
 	at := func(s string) time.Time {
-		t.Helper()
 		v, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
-			t.Fatal(err)
+			panic(err) // the literals below are valid
 		}
 		return v
 	}
@@ -75,6 +75,35 @@ func TestCopyRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		check(t, sensor, readings)
+		// The server's own reading of the bytes, independent of the
+		// scanner, which shares the encoder's epoch.
+		rows, err := pool.Query(ctx, `SELECT to_char(datetime AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), vals[1]::text
+FROM readings WHERE sensor_id = $1 ORDER BY datetime`, sensor.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for rows.Next() {
+			var at, first string
+			if err := rows.Scan(&at, &first); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, at+" "+first)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{
+			"0001-01-01T00:00:00.000000 0",
+			"1969-12-31T23:59:59.999999 -0",
+			"1999-12-31T23:59:59.999999 5e-324",
+			"2000-01-01T00:00:00.000000 1.7976931348623157e+308",
+			"2024-05-01T12:00:00.123456 2803.5",
+			"9999-12-31T23:59:59.999999 0.1",
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("PostgreSQL reads\n%q\nwant\n%q", got, want)
+		}
 	})
 	t.Run("overwrite", func(t *testing.T) {
 		again := make([]store.Reading, len(readings))
