@@ -14,6 +14,7 @@ run: build
 test:
 	$(GO) test ./...
 
+## build: the binary, bin/readings
 build:
 	$(GO) build -o $(BIN) .
 
@@ -28,9 +29,11 @@ check-generated: generate
 	  if [ -n "$$untracked" ]; then echo "generated files not committed:"; echo "$$untracked"; exit 1; fi
 	$(GO) mod tidy -diff
 
+## vet: go vet ./...
 vet:
 	$(GO) vet ./...
 
+## fmt-check: fail when gofmt would change a tracked Go file
 fmt-check:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
@@ -100,10 +103,13 @@ e2e: build
 smoke:
 	scripts/smoke.sh
 
+## db-start: start the private PostgreSQL and print its URL
 db-start:
 	@scripts/devdb.sh start
+## db-stop: stop the private PostgreSQL
 db-stop:
 	@scripts/devdb.sh stop
+## db-destroy: stop the private PostgreSQL and delete its data
 db-destroy:
 	@scripts/devdb.sh destroy
 

@@ -122,8 +122,10 @@ EOF
 # its top. A backend frees its COPY buffers after every statement, so under
 # many small ingest transactions PostgreSQL spent 30 % of its time in brk()
 # and the TLB shootdowns that follow (perf, make bench rows 3 and 1c): with
-# the threshold at 32 MiB the service ingested 125,000 readings/s instead of
-# 74,000, while raw COPY did not change. musl and macOS ignore the variable.
+# the threshold at 32 MiB the service ingested 111,000-125,000 readings/s
+# instead of 74,000, while raw COPY and reads did not change. The price: a
+# backend may keep up to 32 MiB of freed heap, and glibc no longer adapts
+# its mmap threshold. musl and macOS ignore the variable.
 run_pg_ctl() {
   as_postgres env MALLOC_TRIM_THRESHOLD_="${MALLOC_TRIM_THRESHOLD_:-33554432}" \
     "$bindir/pg_ctl" -D "$data" -l "$cluster/postgresql.log" -o "-p $(port)" "$@" >&2 9>&-
