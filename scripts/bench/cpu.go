@@ -33,26 +33,34 @@ type cpuSample struct {
 	valid    bool
 }
 
-// newCPUMeter finds the PostgreSQL postmaster as the parent of a backend of
-// the pool: on this machine when /proc says so, otherwise PostgreSQL's CPU
-// cannot be told apart and the meter is off.
+// newCPUMeter finds the local PostgreSQL server; without one, PostgreSQL's
+// CPU cannot be told apart and the meter is off.
 func (e *env) newCPUMeter(ctx context.Context) *cpuMeter {
-	m := &cpuMeter{bench: os.Getpid(), service: e.svc.cmd.Process.Pid}
-	var backend int
-	if err := e.pool.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+	postmaster, err := e.localPostmaster(ctx)
+	if err != nil {
 		e.log.Warn("cannot tell other processes' CPU use", "err", err)
 		return nil
 	}
-	stat, err := procStat(backend)
-	if err == nil {
-		cmd, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(stat.ppid), "cmdline"))
-		if strings.Contains(string(cmd), "postgres") {
-			m.postmaster = stat.ppid
-			return m
-		}
+	return &cpuMeter{bench: os.Getpid(), service: e.svc.cmd.Process.Pid, postmaster: postmaster}
+}
+
+// localPostmaster is the pid of the PostgreSQL server on this machine: the
+// parent of a backend of the pool, when /proc says it is postgres. A
+// server elsewhere (-pg) has none, and the pid could be any local process.
+func (e *env) localPostmaster(ctx context.Context) (int, error) {
+	var backend int
+	if err := e.pool.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+		return 0, err
 	}
-	e.log.Warn("PostgreSQL runs elsewhere: cannot tell other processes' CPU use")
-	return nil
+	stat, err := procStat(backend)
+	if err != nil {
+		return 0, errors.New("PostgreSQL runs elsewhere")
+	}
+	cmd, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(stat.ppid), "cmdline"))
+	if !strings.Contains(string(cmd), "postgres") {
+		return 0, errors.New("PostgreSQL runs elsewhere")
+	}
+	return stat.ppid, nil
 }
 
 // sample reads the meter. A backend that exits between two samples is not

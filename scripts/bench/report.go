@@ -66,21 +66,11 @@ SELECT current_setting('server_version'),
 // (scripts/devdb.sh sets glibc's heap trim threshold, which moves the
 // ingest figures), or false when unset or unreadable.
 func (e *env) postmasterEnv(ctx context.Context, name string) (string, bool) {
-	var backend int
-	if err := e.pool.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
-		return "", false
-	}
-	st, err := procStat(backend)
+	postmaster, err := e.localPostmaster(ctx)
 	if err != nil {
 		return "", false
 	}
-	// A server elsewhere (-pg) has no local postmaster: the backend's pid
-	// may then be some unrelated local process.
-	cmd, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(st.ppid), "cmdline"))
-	if !strings.Contains(string(cmd), "postgres") {
-		return "", false
-	}
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(st.ppid), "environ"))
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(postmaster), "environ"))
 	if err != nil {
 		return "", false
 	}
