@@ -179,15 +179,7 @@ func (e *env) rawIngestConcurrent(ctx context.Context, res *results) error {
 	e.checkpoint(ctx)
 	stop := e.clock()
 	err := parallel(ctx, e.cfg.clients, len(spans), func(ctx context.Context, _, job int) error {
-		sp := spans[job]
-		n, err := e.pool.CopyFrom(ctx, pgx.Identifier{"readings"}, readingColumns, newCopySource(e.data, sp))
-		if err != nil {
-			return fmt.Errorf("copy: %w", err)
-		}
-		if n != int64(sp.len()) {
-			return fmt.Errorf("copy: %d rows of %d", n, sp.len())
-		}
-		return nil
+		return e.copySpan(ctx, e.pool, spans[job])
 	})
 	elapsed := stop()
 	if err != nil {
@@ -210,17 +202,30 @@ func (e *env) rawCopy(ctx context.Context, rows int) (float64, error) {
 	e.checkpoint(ctx)
 	stop := e.clock()
 	for _, sp := range spans {
-		n, err := conn.CopyFrom(ctx, pgx.Identifier{"readings"}, readingColumns, newCopySource(e.data, sp))
-		if err != nil {
-			return 0, fmt.Errorf("copy: %w", err)
-		}
-		if n != int64(sp.len()) {
-			return 0, fmt.Errorf("copy: %d rows of %d", n, sp.len())
+		if err := e.copySpan(ctx, conn, sp); err != nil {
+			return 0, err
 		}
 	}
 	rate := rate(e.data.len(), stop())
 	e.log.Info("raw ingest", "rows_per_copy", rows, "readings/s", int(rate))
 	return rate, nil
+}
+
+// copier is a pool or one of its connections.
+type copier interface {
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+}
+
+// copySpan COPYs a span of the data set into readings, every row of it.
+func (e *env) copySpan(ctx context.Context, db copier, sp span) error {
+	n, err := db.CopyFrom(ctx, pgx.Identifier{"readings"}, readingColumns, newCopySource(e.data, sp))
+	if err != nil {
+		return fmt.Errorf("copy: %w", err)
+	}
+	if n != int64(sp.len()) {
+		return fmt.Errorf("copy: %d rows of %d", n, sp.len())
+	}
+	return nil
 }
 
 // rawOverwrite is row 2: the service's conflict path (COPY into a
