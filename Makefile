@@ -10,9 +10,9 @@ BIN   := bin/readings
 run: build
 	scripts/run.sh
 
-## test: every test, against a real PostgreSQL (TEST_DATABASE_URL, Docker, or the private cluster)
+## test: every test, against a real PostgreSQL (TEST_DATABASE_URL, Docker, or the private cluster), once per storage mode
 test:
-	$(GO) test ./...
+	GO=$(GO) scripts/test.sh
 
 ## build: the binary, bin/readings
 build:

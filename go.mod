@@ -2,6 +2,9 @@ module github.com/sensorreadings/readings
 
 go 1.26.0
 
+// go-ansiterm is Windows-only and indirect (through testcontainers-go). The
+// module proxy refuses the version the dependency graph selects, so an older
+// commit of it stands in; nothing built for Linux compiles it.
 replace github.com/Azure/go-ansiterm => github.com/Azure/go-ansiterm v0.0.0-20250102033503-faa5f7b0171c
 
 tool github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen

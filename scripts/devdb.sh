@@ -9,8 +9,16 @@
 #   scripts/devdb.sh stop      stop it
 #   scripts/devdb.sh restart   restart it (the chaos scripts use this)
 #   scripts/devdb.sh destroy   stop it and delete its data
+#   scripts/devdb.sh modes     print the storage modes this machine offers
 #
 # Only the URL goes to stdout; everything else goes to stderr.
+#
+# DEVDB_STORAGE chooses the cluster: timescaledb (the default where the
+# extension is installed) preloads TimescaleDB, so readings become a
+# hypertable; postgresql is a cluster of its own without the preload, so
+# readings stay a plain table (and, where TimescaleDB is installed, it is
+# the "installed but not preloaded" state the migrations must survive).
+# `make test` runs the suite once on each.
 #
 # PostgreSQL refuses to run as root, so as root the cluster runs as the
 # postgres user, in a directory that user can reach: a checkout under /root is
@@ -21,19 +29,13 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 mkdir -p "$root/.data"
 
-if [ "$(id -u)" = 0 ]; then
-  key=$(printf '%s' "$root" | sha256sum | cut -c1-12)
-  cluster="/var/tmp/readings-pg-$key"
-  lockfile="/var/tmp/readings-pg-$key.lock"
-  as_postgres() { (cd / && runuser -u postgres -- "$@"); }
-else
-  cluster="$root/.data/pg"
-  lockfile="$root/.data/pg.lock"
-  as_postgres() { "$@"; }
-fi
-data="$cluster/data"
-
 say() { printf 'devdb: %s\n' "$*" >&2; }
+
+timescaledb_installed() {
+  local libdir
+  libdir=$("$bindir/pg_config" --pkglibdir 2>/dev/null) || return 1
+  ls "$libdir"/timescaledb-[0-9]*.so >/dev/null 2>&1
+}
 
 # Concurrent test packages all ask for the cluster at once; they take turns.
 lock() {
@@ -82,10 +84,36 @@ if [ -z "$bindir" ]; then
   [ -n "$bindir" ] || { say "PostgreSQL was installed but initdb cannot be found"; exit 1; }
 fi
 
+storage=${DEVDB_STORAGE:-}
+if [ -z "$storage" ]; then
+  if timescaledb_installed; then storage=timescaledb; else storage=postgresql; fi
+fi
+case "$storage" in
+  timescaledb)
+    timescaledb_installed || { say "DEVDB_STORAGE=timescaledb, but TimescaleDB is not installed for $bindir"; exit 1; }
+    suffix="" ;;
+  postgresql) suffix="-plain" ;;
+  *) say "DEVDB_STORAGE=$storage is neither timescaledb nor postgresql"; exit 2 ;;
+esac
+
+if [ "$(id -u)" = 0 ]; then
+  key=$(printf '%s' "$root" | sha256sum | cut -c1-12)
+  cluster="/var/tmp/readings-pg-$key$suffix"
+  lockfile="/var/tmp/readings-pg-$key$suffix.lock"
+  link="$root/.data/pg$suffix"
+  as_postgres() { (cd / && runuser -u postgres -- "$@"); }
+else
+  cluster="$root/.data/pg$suffix"
+  lockfile="$root/.data/pg$suffix.lock"
+  link=""
+  as_postgres() { "$@"; }
+fi
+data="$cluster/data"
+
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 free_port() {
-  local port=$((20000 + $(printf '%s' "$root" | cksum | cut -d' ' -f1) % 20000))
+  local port=$((20000 + $(printf '%s' "$root$suffix" | cksum | cut -d' ' -f1) % 20000))
   while port_in_use "$port"; do
     port=$((port + 1))
   done
@@ -103,7 +131,7 @@ init_cluster() {
   mkdir -p "$cluster"
   if [ "$(id -u)" = 0 ]; then
     chown postgres: "$cluster"
-    ln -sfn "$cluster" "$root/.data/pg"
+    ln -sfn "$cluster" "$link"
   fi
   as_postgres "$bindir/initdb" -D "$data" -U postgres --auth=trust -E UTF8 --no-locale >&2
   free_port >"$cluster/port"
@@ -116,6 +144,23 @@ max_connections = 300
 shared_buffers = 256MB
 max_wal_size = 4GB
 EOF
+}
+
+# Every database with the extension gets a scheduler of its own, a
+# background worker, and the test packages create a database per test, many
+# at once. Telemetry would try to reach the internet. A cluster made before
+# TimescaleDB was installed gets this on its next start.
+preload_timescaledb() {
+  [ "$storage" = timescaledb ] || return 0
+  grep -q "^shared_preload_libraries = 'timescaledb'" "$data/postgresql.conf" && return 0
+  say "preloading TimescaleDB in $cluster"
+  cat >>"$data/postgresql.conf" <<EOF
+shared_preload_libraries = 'timescaledb'
+max_worker_processes = 128
+timescaledb.max_background_workers = 96
+timescaledb.telemetry_level = off
+EOF
+  ! running || run_pg_ctl -m fast -w restart
 }
 
 # glibc gives freed heap back to the kernel as soon as 128 KiB are free at
@@ -134,6 +179,7 @@ run_pg_ctl() {
 start() {
   lock
   [ -f "$data/PG_VERSION" ] || init_cluster
+  preload_timescaledb
   if ! running; then
     if port_in_use "$(port)"; then
       say "port $(port) is taken; moving to another"
@@ -157,7 +203,11 @@ case "${1:-start}" in
   destroy)
     lock
     ! running || as_postgres "$bindir/pg_ctl" -D "$data" -m fast -w stop >&2
-    rm -rf "$cluster" "$root/.data/pg"
+    rm -rf "$cluster"
+    [ -z "$link" ] || rm -f "$link"
     ;;
-  *) say "usage: $0 start|url|stop|restart|destroy"; exit 2 ;;
+  modes)
+    if timescaledb_installed; then echo "timescaledb postgresql"; else echo postgresql; fi
+    ;;
+  *) say "usage: $0 start|url|stop|restart|destroy|modes"; exit 2 ;;
 esac

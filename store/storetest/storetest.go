@@ -1,8 +1,14 @@
 // Package storetest gives tests a fresh, migrated PostgreSQL database of
 // their own, on a real server: TEST_DATABASE_URL when it is set; else a
-// TimescaleDB container when a Docker engine answers; else the private
-// cluster of scripts/devdb.sh, which it starts. There is no mock and no
-// skip: without a database the test fails and says why.
+// container when a Docker engine answers; else the private cluster of
+// scripts/devdb.sh, which it starts. There is no mock and no skip: without a
+// database the test fails and says why.
+//
+// TEST_STORAGE names the storage mode the tests run on, timescaledb or
+// postgresql; `make test` runs the suite once on each that the machine
+// offers. Unset, it is timescaledb where the extension is installed, else
+// postgresql. With TEST_DATABASE_URL it names what that server is expected
+// to give, and TestStorageMode checks it.
 package storetest
 
 import (
@@ -30,11 +36,21 @@ import (
 	"github.com/sensorreadings/readings/store"
 )
 
-// TimescaleImage is the image tests run against where Docker is available,
-// the same database the docker-compose file deploys.
-const TimescaleImage = "timescale/timescaledb:2.17.2-pg16"
+// The images tests run against where Docker is available: the database the
+// docker-compose file deploys, and plain PostgreSQL of the same version.
+const (
+	TimescaleImage  = "timescale/timescaledb:2.17.2-pg16"
+	PostgreSQLImage = "postgres:16"
+)
 
 var server = sync.OnceValues(findServer)
+
+// Storage is the storage mode the tests are to run on, as TEST_STORAGE
+// names it: store.TimescaleDB, store.PostgreSQL, or "" where the machine
+// decides (TimescaleDB where it is installed).
+func Storage() store.StorageMode {
+	return store.StorageMode(os.Getenv("TEST_STORAGE"))
+}
 
 // NewDatabase creates an empty database, migrated to the latest version,
 // and returns its URL. It is dropped when the test ends.
@@ -61,13 +77,7 @@ func NewDatabase(t testing.TB) string {
 		t.Fatalf("configure test database: %v", err)
 	}
 	t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), serverURL)
-		if err != nil {
-			t.Errorf("drop test database %s: %v", name, err)
-			return
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
+		if err := dropDatabase(serverURL, name); err != nil {
 			t.Errorf("drop test database %s: %v", name, err)
 		}
 	})
@@ -101,6 +111,28 @@ func NewPool(t testing.TB) *pgxpool.Pool {
 	return pool
 }
 
+// dropDatabase drops a test database and ends whatever is connected to it.
+// On TimescaleDB that includes the extension's scheduler, a background
+// worker the launcher may be starting just as the database goes: FORCE can
+// then meet a worker that is not yet ready to be signalled, so the drop is
+// tried again for a few seconds before it counts as a failure.
+func dropDatabase(serverURL, name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, serverURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	for {
+		_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 func findServer() (string, error) {
 	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
 		return u, nil
@@ -131,17 +163,21 @@ func dockerAnswers(ctx context.Context) (ok bool) {
 	return provider.Health(ctx) == nil
 }
 
-// startContainer runs TimescaleDB for this test process; testcontainers'
-// reaper removes it when the process ends.
+// startContainer runs the database of the storage mode for this test
+// process; testcontainers' reaper removes it when the process ends.
 func startContainer(ctx context.Context) (string, error) {
-	c, err := tcpostgres.Run(ctx, TimescaleImage,
+	image := TimescaleImage
+	if Storage() == store.PostgreSQL {
+		image = PostgreSQLImage
+	}
+	c, err := tcpostgres.Run(ctx, image,
 		tcpostgres.WithDatabase("postgres"),
 		tcpostgres.WithUsername("postgres"),
 		tcpostgres.WithPassword("postgres"),
 		tcpostgres.BasicWaitStrategies(),
 	)
 	if err != nil {
-		return "", fmt.Errorf("start %s: %w", TimescaleImage, err)
+		return "", fmt.Errorf("start %s: %w", image, err)
 	}
 	return c.ConnectionString(ctx, "sslmode=disable")
 }
@@ -157,6 +193,7 @@ func startDevCluster(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute) // may install PostgreSQL
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "scripts", "devdb.sh"), "start")
+	cmd.Env = append(os.Environ(), "DEVDB_STORAGE="+string(Storage()))
 	cmd.Stdout = &stdout
 	cmd.Stderr = io.MultiWriter(&stderr, os.Stderr)
 	if err := cmd.Run(); err != nil {

@@ -1,0 +1,83 @@
+package store_test
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/sensorreadings/readings/store"
+	"github.com/sensorreadings/readings/store/storetest"
+)
+
+// TestStorageMode checks that the tests run on the storage mode they were
+// asked for (make test runs the suite on each the machine offers), and what
+// the service says of it at start: where TimescaleDB is installed but not
+// preloaded, a plain table and one warning that says how to get a
+// hypertable.
+func TestStorageMode(t *testing.T) {
+	ctx := t.Context()
+	db := store.New(storetest.NewPool(t))
+	mode, available, err := db.StorageMode(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := storetest.Storage(); want != "" && mode != want {
+		t.Fatalf("StorageMode = %s, want %s (TEST_STORAGE)", mode, want)
+	}
+	t.Logf("storage mode %s, TimescaleDB available on the server: %v", mode, available)
+
+	var logs bytes.Buffer
+	if err := db.LogStorageMode(ctx, slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
+		t.Fatal(err)
+	}
+	warned := strings.Contains(logs.String(), "level=WARN") && strings.Contains(logs.String(), "shared_preload_libraries")
+	if got, want := warned, mode == store.PostgreSQL && available; got != want {
+		t.Errorf("warned about the missing preload = %v, want %v; logged:\n%s", got, want, logs.String())
+	}
+}
+
+// TestHypertable checks the hypertable the migrations make on TimescaleDB:
+// no index beyond the primary key, compressed by sensor.
+func TestHypertable(t *testing.T) {
+	ctx := t.Context()
+	pool := storetest.NewPool(t)
+	mode, _, err := store.New(pool).StorageMode(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode != store.TimescaleDB {
+		if storetest.Storage() == store.TimescaleDB {
+			t.Fatalf("StorageMode = %s on a TimescaleDB test run", mode)
+		}
+		t.Skipf("readings are a plain table on this run (%s); the hypertable is tested on the timescaledb run", mode)
+	}
+	var indexes []string
+	rows, err := pool.Query(ctx, `SELECT indexname FROM pg_indexes WHERE tablename = 'readings' ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		indexes = append(indexes, name)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(indexes, ","), "readings_pkey"; got != want {
+		t.Errorf("indexes on readings = %s, want only %s", got, want)
+	}
+	var segmentBy string
+	err = pool.QueryRow(ctx, `
+SELECT attname FROM timescaledb_information.compression_settings
+WHERE hypertable_name = 'readings' AND segmentby_column_index = 1`).Scan(&segmentBy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := segmentBy, "sensor_id"; got != want {
+		t.Errorf("compression segments by %s, want %s", got, want)
+	}
+}
