@@ -4,9 +4,9 @@ GO    ?= go
 BIN   := bin/readings
 
 .PHONY: run test build generate check-generated vet fmt-check fuzz smoke db-start db-stop db-destroy \
-	node-modules lint ts-check docs-assets check-docs-assets browser-test web check-web web-test e2e bench help
+	node-modules lint ts-check docs-assets examples check-docs-assets browser-test web check-web web-test e2e bench help
 
-## run: build and serve on 127.0.0.1:8080 (a private PostgreSQL unless DATABASE_URL is set)
+## run: build and serve on 127.0.0.1:8080, or LISTEN_ADDR (a private PostgreSQL unless DATABASE_URL is set)
 run: build
 	scripts/run.sh
 
@@ -98,6 +98,10 @@ web-test:
 ## e2e: the console in headless Chromium against the real service on a fresh database
 e2e: build
 	scripts/e2e.sh
+
+## examples: run every sh example of README.md and docs/ as written against a fresh make run, and check the outputs they show
+examples: build
+	scripts/examples.sh
 
 ## smoke: the quickstart as a new user runs it (make run, then curl)
 smoke:

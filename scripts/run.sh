@@ -24,16 +24,13 @@ if demo=$("$bin" admin demo); then
   API reference: $base/docs    Spec: $base/api/v1/openapi.yaml
   Web console: $base/console/ (sign in with the token below)
 
-  Try it (the demo owner's token; keep it secret):
+  Try it: paste this into another terminal (the demo owner's token; keep it secret),
+  then follow the README's walk-through.
 
-    export TOKEN=$token
-    curl -s -H "Authorization: Bearer \$TOKEN" $base/api/v1/me
-    curl -s -H "Authorization: Bearer \$TOKEN" -H 'Content-Type: application/json' \\
-      -d '{"name": "PZ-01"}' $base/api/v1/org/$org/proj/$project/sensors
-    curl -s -H "Authorization: Bearer \$TOKEN" -H 'Content-Type: application/json' \\
-      -d '[{"datetime": "2024-05-01T12:00:00Z", "inputs": {"1": 2803.5, "2": 11.2}}]' \\
-      $base/api/v1/org/$org/proj/$project/readings/<sensor id from above>
-    curl -s -H "Authorization: Bearer \$TOKEN" "$base/api/v1/org/$org/proj/$project/readings/<sensor id>"
+    export BASE=$base TOKEN=$token
+
+    curl -s -H "Authorization: Bearer \$TOKEN" \$BASE/api/v1/me
+    curl -s -H "Authorization: Bearer \$TOKEN" \$BASE/api/v1/org/$org/proj/$project/sensors
 
 MSG
 else

@@ -16,13 +16,13 @@ trap 'kill -TERM -- -$pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm
 fail() { echo "smoke: $*" >&2; echo "--- make run printed:" >&2; cat "$log" >&2; exit 1; }
 
 for _ in $(seq 1 120); do
-  curl -sf "$base/readyz" >/dev/null 2>&1 && grep -q 'export TOKEN=' "$log" && break
+  curl -sf "$base/readyz" >/dev/null 2>&1 && grep -q 'TOKEN=rdg_' "$log" && break
   kill -0 $pid 2>/dev/null || fail "make run exited"
   sleep 0.5
 done
 curl -sf "$base/readyz" >/dev/null || fail "not ready within 60 s"
 
-token=$(sed -n 's/.*export TOKEN=\(rdg_[0-9A-Za-z]*\).*/\1/p' "$log" | head -1)
+token=$(sed -n 's/.*TOKEN=\(rdg_[0-9A-Za-z]*\).*/\1/p' "$log" | head -1)
 org=$(sed -n 's|.*/api/v1/org/\([0-9]*\)/proj/\([0-9]*\)/sensors.*|\1|p' "$log" | head -1)
 project=$(sed -n 's|.*/api/v1/org/\([0-9]*\)/proj/\([0-9]*\)/sensors.*|\2|p' "$log" | head -1)
 [ -n "$token" ] && [ -n "$org" ] && [ -n "$project" ] || fail "no token, organization or project printed"
