@@ -178,11 +178,13 @@ const (
 	demoOrg     = "Demo organization"
 	demoEmail   = "demo@example.com"
 	demoProject = "Demo project"
+	// The demo owner's token is replaced at every start, so there is one.
+	demoTokenName = "make run"
 )
 
 // adminDemo gives `make run` something to show: on an empty database a demo
 // organization, owner and project; on the demo's own database a fresh token
-// for the demo owner. It refuses to touch a database that holds other data.
+// for the demo owner in place of the last one. It refuses to touch a database that holds other data.
 func adminDemo(*flag.FlagSet) (adminRun, []string) {
 	return runDemo, nil
 }
@@ -204,7 +206,7 @@ func runDemo(ctx context.Context, db *store.DB) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, secret, err := db.CreateToken(ctx, user.ID, "make run", nil)
+	_, secret, err := db.ReplaceToken(ctx, user.ID, demoTokenName)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +229,14 @@ func createDemo(ctx context.Context, db *store.DB) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	user, secret, err := addUser(ctx, db, org.ID, demoEmail, "Demo owner", store.Owner)
+	user, err := db.EnsureUser(ctx, demoEmail, "Demo owner")
+	if err != nil {
+		return nil, err
+	}
+	if err := db.SetMembership(ctx, org.ID, user.ID, store.Owner); err != nil {
+		return nil, err
+	}
+	_, secret, err := db.ReplaceToken(ctx, user.ID, demoTokenName)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/store"
 	"github.com/sensorreadings/readings/store/storetest"
 )
@@ -183,6 +184,27 @@ func TestAdminDemo(t *testing.T) {
 	second, err := runAdmin(t, url, "demo")
 	if err != nil || second["created"] != false || second["org_id"] != first["org_id"] || second["token"] == first["token"] {
 		t.Fatalf("second demo: %v %v, want a new token for the same demo", second, err)
+	}
+	// The new token replaces the old one: a start does not add a token.
+	pool, err := store.Open(t.Context(), url, store.PoolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	db := store.New(pool)
+	if _, err := db.Authenticate(t.Context(), first["token"].(string), 0); apperr.CodeOf(err) != apperr.Unauthorized {
+		t.Errorf("the first demo token after the second start: err = %v, want unauthorized", err)
+	}
+	p, err := db.Authenticate(t.Context(), second["token"].(string), 0)
+	if err != nil {
+		t.Fatalf("the second demo token: %v", err)
+	}
+	tokens, err := db.ListTokens(t.Context(), p.UserID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(tokens), 1; got != want {
+		t.Errorf("the demo owner has %d tokens after two starts, want %d", got, want)
 	}
 
 	other := storetest.NewDatabase(t)

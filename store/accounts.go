@@ -245,6 +245,34 @@ RETURNING `+tokenColumns, userID, name, tokenHash(secret), prefix, expiresAt)
 	return token, secret, nil
 }
 
+// ReplaceToken issues a token named name for userID in place of every
+// token of that user with that name, so that a token re-issued at every
+// start (make run's demo token) does not pile up. It returns the token with
+// its secret.
+func (db *DB) ReplaceToken(ctx context.Context, userID int64, name string) (Token, string, error) {
+	var (
+		token  Token
+		secret string
+	)
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM api_tokens WHERE user_id = $1 AND name = $2`, userID, name); err != nil {
+			return err
+		}
+		var prefix string
+		secret, prefix = newTokenSecret()
+		rows, _ := tx.Query(ctx, `
+INSERT INTO api_tokens (user_id, name, secret_hash, prefix) VALUES ($1, $2, $3, $4)
+RETURNING `+tokenColumns, userID, name, tokenHash(secret), prefix)
+		var err error
+		token, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Token])
+		return err
+	})
+	if err != nil {
+		return Token{}, "", dbError("replace token", err)
+	}
+	return token, secret, nil
+}
+
 // RevokeToken revokes the token tokenID of userID (any user's when userID is
 // 0, for the admin CLI). Revoking a revoked token changes nothing. It
 // returns NotFound.
