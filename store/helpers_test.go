@@ -1,0 +1,143 @@
+package store_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/store"
+	"github.com/sensorreadings/readings/store/storetest"
+)
+
+// newDB returns a store on a fresh, migrated database of the test's own.
+func newDB(t *testing.T) *store.DB {
+	t.Helper()
+	return store.New(storetest.NewPool(t))
+}
+
+// runOnOneDB runs each test as a parallel subtest named for its key, all on
+// one fresh database: a database costs seconds to create and migrate, a
+// test milliseconds. The tests keep apart by working each in organizations
+// and with users of their own (newOrg, newUser).
+func runOnOneDB(t *testing.T, tests map[string]func(*testing.T, *store.DB)) {
+	t.Parallel()
+	db := newDB(t)
+	for name, test := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, db)
+		})
+	}
+}
+
+// newOrg creates an organization.
+func newOrg(t *testing.T, db *store.DB) store.Org {
+	t.Helper()
+	org, err := db.CreateOrg(t.Context(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return org
+}
+
+// newUser creates the user who, with an email made of who and the test's
+// name, so that parallel subtests never share a user.
+func newUser(t *testing.T, db *store.DB, who string) store.User {
+	t.Helper()
+	email := who + "@" + strings.NewReplacer("/", ".", "_", "-").Replace(t.Name()) + ".example.com"
+	user, err := db.EnsureUser(t.Context(), email, who)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return user
+}
+
+// newMember creates a user with role in org.
+func newMember(t *testing.T, db *store.DB, org store.Org, who string, role store.Role) store.User {
+	t.Helper()
+	user := newUser(t, db, who)
+	if err := db.SetMembership(t.Context(), org.ID, user.ID, role); err != nil {
+		t.Fatal(err)
+	}
+	return user
+}
+
+// newProject creates a project in org.
+func newProject(t *testing.T, db *store.DB, org store.Org) store.Project {
+	t.Helper()
+	project, err := db.CreateProject(t.Context(), org.ID, "plant", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return project
+}
+
+// newSensor creates a sensor in project, with an instance of blueprint b
+// unless b is nil, and returns its key.
+func newSensor(t *testing.T, db *store.DB, project store.Project, b *store.Blueprint) store.SensorKey {
+	t.Helper()
+	var attach *store.Attachment
+	if b != nil {
+		attach = attachment(t, *b)
+	}
+	sensor, err := db.CreateSensor(t.Context(), project.OrgID, project.ID, "meter", "", attach)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store.SensorKey{OrgID: project.OrgID, ProjectID: project.ID, SensorID: sensor.ID}
+}
+
+// attachment is a new instance of b with its defaults.
+func attachment(t *testing.T, b store.Blueprint) *store.Attachment {
+	t.Helper()
+	inst, err := b.Instantiate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &store.Attachment{BlueprintID: b.ID, Instance: inst}
+}
+
+// testBlueprint is a blueprint of two inputs, a constant with a default and
+// one without, and an output.
+func testBlueprint() store.Blueprint {
+	two := 2.0
+	return store.Blueprint{
+		Name:        "power",
+		Description: "electric power",
+		Inputs: []store.BlueprintInput{
+			{Key: "u", Name: "voltage", Unit: "V"},
+			{Key: "i", Name: "current", Unit: "A"},
+		},
+		Constants: []store.BlueprintConstant{
+			{Key: "k", Name: "gain", Default: &two},
+			{Key: "offset", Name: "offset", Unit: "W"},
+		},
+		Outputs: []store.BlueprintOutput{
+			{Key: "p", Name: "power", Unit: "W", Formula: "u * i * k"},
+		},
+	}
+}
+
+// newBlueprint saves testBlueprint in org.
+func newBlueprint(t *testing.T, db *store.DB, org store.Org) store.Blueprint {
+	t.Helper()
+	b, err := db.CreateBlueprint(t.Context(), org.ID, testBlueprint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// wantCode fails the test unless err carries the code want.
+func wantCode(t *testing.T, err error, want apperr.Code) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("err=nil, want code %s", want)
+	}
+	if got := apperr.CodeOf(err); got != want {
+		t.Fatalf("err=%v, code %s, want %s", err, got, want)
+	}
+}
+
+// ptr returns a pointer to v, for patches.
+func ptr[T any](v T) *T { return &v }
