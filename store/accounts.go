@@ -367,24 +367,32 @@ func (db *DB) RemoveMember(ctx context.Context, orgID, userID int64) error {
 }
 
 // keepAnOwner refuses, when losing is true, to take the owner role from the
-// org's last owner userID. Locking every owner row makes two owners who
-// demote each other at once take turns, so the second sees the first's
-// change and is refused.
+// org's last owner userID. The member and every owner are locked in one
+// statement, in user id order: two owners who demote each other at once
+// then take turns, rather than each hold one lock and wait for the other's
+// (a deadlock), and the second sees the first's change and is refused.
 func keepAnOwner(ctx context.Context, tx pgx.Tx, orgID, userID int64, losing bool) error {
-	var role Role
-	err := tx.QueryRow(ctx, `SELECT role FROM memberships WHERE org_id = $1 AND user_id = $2 FOR UPDATE`, orgID, userID).Scan(&role)
-	if err != nil {
-		return notFound("member", err, "member")
-	}
-	if role != Owner || !losing {
-		return nil
-	}
-	rows, _ := tx.Query(ctx, `SELECT user_id FROM memberships WHERE org_id = $1 AND role = 'owner' FOR UPDATE`, orgID)
-	owners, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	rows, _ := tx.Query(ctx, `
+SELECT user_id, role FROM memberships
+WHERE org_id = $1 AND (user_id = $2 OR role = 'owner')
+ORDER BY user_id FOR UPDATE`, orgID, userID)
+	locked, err := pgx.CollectRows(rows, pgx.RowToStructByNameLax[Member])
 	if err != nil {
 		return err
 	}
-	if len(owners) <= 1 {
+	owners, role := 0, Role("")
+	for _, m := range locked {
+		if m.Role == Owner {
+			owners++
+		}
+		if m.UserID == userID {
+			role = m.Role
+		}
+	}
+	switch {
+	case role == "":
+		return apperr.Errorf(apperr.NotFound, "member not found")
+	case role == Owner && losing && owners <= 1:
 		return apperr.Errorf(apperr.Conflict, "user %d is the organization's last owner; make another member owner first", userID)
 	}
 	return nil

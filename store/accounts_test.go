@@ -3,6 +3,7 @@ package store_test
 import (
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ func TestAccounts(t *testing.T) {
 		"AddMember":     testAddMember,
 		"UpdateMember":  testUpdateMember,
 		"RemoveMember":  testRemoveMember,
+		"LastOwnerRace": testLastOwnerRace,
 	})
 }
 
@@ -794,6 +796,50 @@ func testRemoveMember(t *testing.T, db *store.DB) {
 			t.Fatalf("role=%q, want %q", got, want)
 		}
 	})
+}
+
+// testLastOwnerRace has two owners, the only two, demote or remove each
+// other at once, again and again: each time one change goes through and
+// the other is refused with Conflict, never an internal error (such as a
+// deadlock between their locks), and the organization keeps an owner.
+func testLastOwnerRace(t *testing.T, db *store.DB) {
+	org := newOrg(t, db)
+	a := newMember(t, db, org, "a", store.Owner)
+	b := newMember(t, db, org, "b", store.Owner)
+	changes := map[string]func(user store.User) error{
+		"UpdateMember": func(user store.User) error {
+			_, err := db.UpdateMember(t.Context(), org.ID, user.ID, store.Admin)
+			return err
+		},
+		"RemoveMember": func(user store.User) error { return db.RemoveMember(t.Context(), org.ID, user.ID) },
+	}
+	for name, change := range changes {
+		for range 10 {
+			for _, user := range []store.User{a, b} {
+				if err := db.SetMembership(t.Context(), org.ID, user.ID, store.Owner); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var wg sync.WaitGroup
+			errs := make([]error, 2)
+			for i, user := range []store.User{a, b} {
+				wg.Go(func() { errs[i] = change(user) })
+			}
+			wg.Wait()
+			codes := map[apperr.Code]int{}
+			for _, err := range errs {
+				if err != nil {
+					codes[apperr.CodeOf(err)]++
+				}
+			}
+			if got, want := codes[apperr.Conflict], 1; got != want || len(codes) != 1 {
+				t.Fatalf("%s of both owners at once: errors %v, want one conflict", name, errs)
+			}
+			if ra, rb := roleOf(t, db, org, a), roleOf(t, db, org, b); (ra == store.Owner) == (rb == store.Owner) {
+				t.Fatalf("%s of both owners at once: roles %q and %q, want one owner", name, ra, rb)
+			}
+		}
+	}
 }
 
 // roleOf returns user's role in org, empty when they are not a member.
