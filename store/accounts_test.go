@@ -203,12 +203,12 @@ func testSetMembership(t *testing.T, db *store.DB) {
 	t.Run("ErrInvalid/UnknownOrg", func(t *testing.T) {
 		t.Parallel()
 		user := newUser(t, db, "ada")
-		wantCode(t, db.SetMembership(t.Context(), 1<<40, user.ID, store.Viewer), apperr.Invalid)
+		wantCode(t, db.SetMembership(t.Context(), unknownID, user.ID, store.Viewer), apperr.Invalid)
 	})
 	t.Run("ErrInvalid/UnknownUser", func(t *testing.T) {
 		t.Parallel()
 		org := newOrg(t, db)
-		wantCode(t, db.SetMembership(t.Context(), org.ID, 1<<40, store.Viewer), apperr.Invalid)
+		wantCode(t, db.SetMembership(t.Context(), org.ID, unknownID, store.Viewer), apperr.Invalid)
 	})
 }
 
@@ -248,7 +248,7 @@ func testMe(t *testing.T, db *store.DB) {
 	})
 	t.Run("ErrNotFound", func(t *testing.T) {
 		t.Parallel()
-		_, _, err := db.Me(t.Context(), 1<<40)
+		_, _, err := db.Me(t.Context(), unknownID)
 		wantCode(t, err, apperr.NotFound)
 	})
 }
@@ -311,7 +311,7 @@ func testCreateToken(t *testing.T, db *store.DB) {
 	})
 	t.Run("ErrInvalid/UnknownUser", func(t *testing.T) {
 		t.Parallel()
-		_, _, err := db.CreateToken(t.Context(), 1<<40, "ci", nil)
+		_, _, err := db.CreateToken(t.Context(), unknownID, "ci", nil)
 		wantCode(t, err, apperr.Invalid)
 	})
 }
@@ -397,7 +397,7 @@ func testReplaceToken(t *testing.T, db *store.DB) {
 	})
 	t.Run("ErrInvalid/UnknownUser", func(t *testing.T) {
 		t.Parallel()
-		_, _, err := db.ReplaceToken(t.Context(), 1<<40, "demo")
+		_, _, err := db.ReplaceToken(t.Context(), unknownID, "demo")
 		wantCode(t, err, apperr.Invalid)
 	})
 }
@@ -454,7 +454,7 @@ func testRevokeToken(t *testing.T, db *store.DB) {
 	})
 	t.Run("ErrNotFound", func(t *testing.T) {
 		t.Parallel()
-		wantCode(t, db.RevokeToken(t.Context(), 0, 1<<40), apperr.NotFound)
+		wantCode(t, db.RevokeToken(t.Context(), 0, unknownID), apperr.NotFound)
 	})
 	t.Run("ErrNotFound/AnotherUsers", func(t *testing.T) {
 		t.Parallel()
@@ -569,7 +569,7 @@ func testTouchTokens(t *testing.T, db *store.DB) {
 		return m
 	}
 	later := time.Now().Truncate(time.Microsecond)
-	if err := db.TouchTokens(t.Context(), []int64{touched.ID, 1 << 40}, later); err != nil {
+	if err := db.TouchTokens(t.Context(), []int64{touched.ID, unknownID}, later); err != nil {
 		t.Fatal(err)
 	}
 	// A batch that arrives late does not move the time back.
@@ -614,7 +614,7 @@ func testListMembers(t *testing.T, db *store.DB) {
 	})
 	t.Run("UnknownOrg", func(t *testing.T) {
 		t.Parallel()
-		members, err := db.ListMembers(t.Context(), 1<<40)
+		members, err := db.ListMembers(t.Context(), unknownID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -671,8 +671,8 @@ func testAddMember(t *testing.T, db *store.DB) {
 		orgID func(store.Org) int64
 		role  store.Role
 	}{
-		"ErrInvalid/Role":       {func(o store.Org) int64 { return o.ID }, "root"},
-		"ErrInvalid/UnknownOrg": {func(store.Org) int64 { return 1 << 40 }, store.Viewer},
+		"ErrInvalid/Role":       {orgOf, "root"},
+		"ErrInvalid/UnknownOrg": {unknownOrg, store.Viewer},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

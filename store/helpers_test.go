@@ -139,5 +139,13 @@ func wantCode(t *testing.T, err error, want apperr.Code) {
 	}
 }
 
+// unknownID is an id that nothing has in a test database.
+const unknownID = 1 << 40
+
+// orgOf and unknownOrg pick, from a test's organization, the one a call
+// names: that organization or one that does not exist.
+func orgOf(org store.Org) int64  { return org.ID }
+func unknownOrg(store.Org) int64 { return unknownID }
+
 // ptr returns a pointer to v, for patches.
 func ptr[T any](v T) *T { return &v }
