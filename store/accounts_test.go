@@ -333,7 +333,7 @@ func testListTokens(t *testing.T, db *store.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := tokenIDs(tokens); !slices.Equal(got, want) {
+	if got := ids(tokens, tokenID); !slices.Equal(got, want) {
 		t.Fatalf("ListTokens ids=%v, want %v", got, want)
 	}
 }
@@ -371,14 +371,14 @@ func testReplaceToken(t *testing.T, db *store.DB) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := tokenIDs(tokens), []int64{token.ID, other.ID}; !slices.Equal(got, want) {
+		if got, want := ids(tokens, tokenID), []int64{token.ID, other.ID}; !slices.Equal(got, want) {
 			t.Fatalf("ada's tokens=%v, want %v", got, want)
 		}
 		tokens, err = db.ListTokens(t.Context(), grace.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := tokenIDs(tokens), []int64{gracesDemo.ID}; !slices.Equal(got, want) {
+		if got, want := ids(tokens, tokenID), []int64{gracesDemo.ID}; !slices.Equal(got, want) {
 			t.Fatalf("grace's tokens=%v, want %v", got, want)
 		}
 	})
@@ -857,10 +857,4 @@ func roleOf(t *testing.T, db *store.DB, org store.Org, user store.User) store.Ro
 	return ""
 }
 
-func tokenIDs(tokens []store.Token) []int64 {
-	ids := make([]int64, len(tokens))
-	for i, token := range tokens {
-		ids[i] = token.ID
-	}
-	return ids
-}
+func tokenID(token store.Token) int64 { return token.ID }

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -146,6 +147,42 @@ const unknownID = 1 << 40
 // names: that organization or one that does not exist.
 func orgOf(org store.Org) int64  { return org.ID }
 func unknownOrg(store.Org) int64 { return unknownID }
+
+// checkPages lists, page by page through list, the ids of a collection
+// whose ids are the three of want, in order, and checks each page and
+// whether more follow it.
+func checkPages(t *testing.T, want []int64, list func(after int64, limit int) ([]int64, bool, error)) {
+	t.Helper()
+	pages := []struct {
+		after    int64
+		limit    int
+		wantIDs  []int64
+		wantMore bool
+	}{
+		{0, 2, want[:2], true},
+		{want[1], 2, want[2:], false},
+		{want[2], 2, nil, false},
+		{0, 3, want, false},
+	}
+	for _, p := range pages {
+		got, more, err := list(p.after, p.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, p.wantIDs) || more != p.wantMore {
+			t.Errorf("list(after %d, limit %d) = %v, more %v; want %v, more %v", p.after, p.limit, got, more, p.wantIDs, p.wantMore)
+		}
+	}
+}
+
+// ids returns the id of each item.
+func ids[T any](items []T, id func(T) int64) []int64 {
+	out := make([]int64, len(items))
+	for i, item := range items {
+		out[i] = id(item)
+	}
+	return out
+}
 
 // ptr returns a pointer to v, for patches.
 func ptr[T any](v T) *T { return &v }

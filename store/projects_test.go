@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
@@ -27,26 +26,10 @@ func testListProjects(t *testing.T, db *store.DB) {
 		want = append(want, newProject(t, db, org).ID)
 		newProject(t, db, other)
 	}
-	pages := []struct {
-		after    int64
-		limit    int
-		wantIDs  []int64
-		wantMore bool
-	}{
-		{0, 2, want[:2], true},
-		{want[1], 2, want[2:], false},
-		{want[2], 2, nil, false},
-		{0, 3, want, false},
-	}
-	for _, p := range pages {
-		projects, more, err := db.ListProjects(t.Context(), org.ID, p.after, p.limit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := projectIDs(projects); !slices.Equal(got, p.wantIDs) || more != p.wantMore {
-			t.Errorf("ListProjects(after %d, limit %d) = %v, more %v; want %v, more %v", p.after, p.limit, got, more, p.wantIDs, p.wantMore)
-		}
-	}
+	checkPages(t, want, func(after int64, limit int) ([]int64, bool, error) {
+		projects, more, err := db.ListProjects(t.Context(), org.ID, after, limit)
+		return ids(projects, func(p store.Project) int64 { return p.ID }), more, err
+	})
 }
 
 func testCreateProject(t *testing.T, db *store.DB) {
@@ -194,12 +177,4 @@ func testDeleteProject(t *testing.T, db *store.DB) {
 			t.Fatalf("GetProject after another organization's DeleteProject: %v", err)
 		}
 	})
-}
-
-func projectIDs(projects []store.Project) []int64 {
-	ids := make([]int64, len(projects))
-	for i, p := range projects {
-		ids[i] = p.ID
-	}
-	return ids
 }
