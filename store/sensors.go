@@ -70,7 +70,10 @@ WHERE `+inOrg+` AND s.id > $3 ORDER BY s.id LIMIT $4`, orgID, projectID, after, 
 }
 
 // CreateSensor creates a sensor in the project, with an instance when
-// attach is not nil. It returns NotFound for a project that is not in orgID.
+// attach is not nil. It returns NotFound for a project that is not in orgID,
+// and Invalid for a name or description the sensors table refuses (a name
+// of 1 to 200 characters, a description of at most 2,000) or a blueprint
+// that does not exist.
 func (db *DB) CreateSensor(ctx context.Context, orgID, projectID int64, name, description string, attach *Attachment) (Sensor, error) {
 	var sensor Sensor
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
@@ -104,8 +107,9 @@ func (db *DB) GetSensor(ctx context.Context, key SensorKey) (Sensor, error) {
 }
 
 // UpdateSensor applies patch to the sensor, all of it or nothing. It
-// returns NotFound, and Conflict when attaching to a sensor with readings,
-// or when the edited instance changed meanwhile.
+// returns NotFound; Invalid as CreateSensor does; and Conflict when
+// attaching to a sensor with readings, or when the edited instance changed
+// meanwhile or is gone.
 func (db *DB) UpdateSensor(ctx context.Context, key SensorKey, patch SensorPatch) (Sensor, error) {
 	var sensor Sensor
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
