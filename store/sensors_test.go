@@ -134,12 +134,16 @@ func testCreateSensor(t *testing.T, db *store.DB) {
 }
 
 // foreignAttachments make, for a sensor of org, attachments it may not be
-// given: of a blueprint that does not exist.
+// given: of a blueprint that does not exist, and of another
+// organization's.
 var foreignAttachments = map[string]func(*testing.T, *store.DB, store.Org) *store.Attachment{
 	"UnknownBlueprint": func(t *testing.T, db *store.DB, org store.Org) *store.Attachment {
 		a := attachment(t, newBlueprint(t, db, org))
 		a.BlueprintID = unknownID
 		return a
+	},
+	"AnotherOrgsBlueprint": func(t *testing.T, db *store.DB, _ store.Org) *store.Attachment {
+		return attachment(t, newBlueprint(t, db, newOrg(t, db)))
 	},
 }
 
