@@ -64,8 +64,8 @@ func testListBlueprints(t *testing.T, db *store.DB) {
 	org, other := newOrg(t, db), newOrg(t, db)
 	var want []int64
 	for range 3 {
-		want = append(want, newBlueprint(t, db, org).ID)
-		newBlueprint(t, db, other)
+		want = append(want, newBlueprint(t, db, org.ID).ID)
+		newBlueprint(t, db, other.ID)
 	}
 	checkPages(t, want, func(after int64, limit int) ([]int64, bool, error) {
 		blueprints, more, err := db.ListBlueprints(t.Context(), org.ID, after, limit)
@@ -119,7 +119,7 @@ func testCreateBlueprint(t *testing.T, db *store.DB) {
 func testGetBlueprint(t *testing.T, db *store.DB) {
 	t.Run("OK", func(t *testing.T) {
 		t.Parallel()
-		b := newBlueprint(t, db, newOrg(t, db))
+		b := newBlueprint(t, db, newOrg(t, db).ID)
 		got, err := db.GetBlueprint(t.Context(), b.OrgID, b.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -136,7 +136,7 @@ func testGetBlueprint(t *testing.T, db *store.DB) {
 	})
 	t.Run("ErrNotFound/AnotherOrg", func(t *testing.T) {
 		t.Parallel()
-		b := newBlueprint(t, db, newOrg(t, db))
+		b := newBlueprint(t, db, newOrg(t, db).ID)
 		_, err := db.GetBlueprint(t.Context(), newOrg(t, db).ID, b.ID)
 		wantCode(t, err, apperr.NotFound)
 	})
@@ -154,7 +154,7 @@ func testUpdateBlueprint(t *testing.T, db *store.DB) {
 	t.Run("OK", func(t *testing.T) {
 		t.Parallel()
 		org := newOrg(t, db)
-		b := newBlueprint(t, db, org)
+		b := newBlueprint(t, db, org.ID)
 		sensor := newSensor(t, db, newProject(t, db, org), &b)
 		updated, err := db.UpdateBlueprint(t.Context(), org.ID, b.ID, changed)
 		if err != nil {
@@ -177,7 +177,7 @@ func testUpdateBlueprint(t *testing.T, db *store.DB) {
 	})
 	t.Run("ErrInvalid", func(t *testing.T) {
 		t.Parallel()
-		b := newBlueprint(t, db, newOrg(t, db))
+		b := newBlueprint(t, db, newOrg(t, db).ID)
 		empty := changed
 		empty.Name = ""
 		_, err := db.UpdateBlueprint(t.Context(), b.OrgID, b.ID, empty)
@@ -190,7 +190,7 @@ func testUpdateBlueprint(t *testing.T, db *store.DB) {
 	})
 	t.Run("ErrNotFound/AnotherOrg", func(t *testing.T) {
 		t.Parallel()
-		b := newBlueprint(t, db, newOrg(t, db))
+		b := newBlueprint(t, db, newOrg(t, db).ID)
 		_, err := db.UpdateBlueprint(t.Context(), newOrg(t, db).ID, b.ID, changed)
 		wantCode(t, err, apperr.NotFound)
 		got, err := db.GetBlueprint(t.Context(), b.OrgID, b.ID)
@@ -205,7 +205,7 @@ func testDeleteBlueprint(t *testing.T, db *store.DB) {
 	t.Run("OK", func(t *testing.T) {
 		t.Parallel()
 		org := newOrg(t, db)
-		b := newBlueprint(t, db, org)
+		b := newBlueprint(t, db, org.ID)
 		sensor := newSensor(t, db, newProject(t, db, org), &b)
 		if err := db.DeleteBlueprint(t.Context(), org.ID, b.ID); err != nil {
 			t.Fatal(err)
@@ -227,7 +227,7 @@ func testDeleteBlueprint(t *testing.T, db *store.DB) {
 	})
 	t.Run("ErrNotFound/AnotherOrg", func(t *testing.T) {
 		t.Parallel()
-		b := newBlueprint(t, db, newOrg(t, db))
+		b := newBlueprint(t, db, newOrg(t, db).ID)
 		wantCode(t, db.DeleteBlueprint(t.Context(), newOrg(t, db).ID, b.ID), apperr.NotFound)
 		if _, err := db.GetBlueprint(t.Context(), b.OrgID, b.ID); err != nil {
 			t.Fatalf("GetBlueprint after another organization's DeleteBlueprint: %v", err)

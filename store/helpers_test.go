@@ -88,6 +88,26 @@ func newSensor(t *testing.T, db *store.DB, project store.Project, b *store.Bluep
 	return store.SensorKey{OrgID: project.OrgID, ProjectID: project.ID, SensorID: sensor.ID}
 }
 
+// newBlueprintSensor creates, in a new organization, a sensor with an
+// instance of newBlueprint, and returns it as stored, with its key.
+func newBlueprintSensor(t *testing.T, db *store.DB) (store.Sensor, store.SensorKey) {
+	t.Helper()
+	org := newOrg(t, db)
+	b := newBlueprint(t, db, org.ID)
+	key := newSensor(t, db, newProject(t, db, org), &b)
+	return getSensor(t, db, key), key
+}
+
+// getSensor returns the sensor of key.
+func getSensor(t *testing.T, db *store.DB, key store.SensorKey) store.Sensor {
+	t.Helper()
+	sensor, err := db.GetSensor(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sensor
+}
+
 // attachment is a new instance of b with its defaults.
 func attachment(t *testing.T, b store.Blueprint) *store.Attachment {
 	t.Helper()
@@ -119,10 +139,10 @@ func testBlueprint() store.Blueprint {
 	}
 }
 
-// newBlueprint saves testBlueprint in org.
-func newBlueprint(t *testing.T, db *store.DB, org store.Org) store.Blueprint {
+// newBlueprint saves testBlueprint in organization orgID.
+func newBlueprint(t *testing.T, db *store.DB, orgID int64) store.Blueprint {
 	t.Helper()
-	b, err := db.CreateBlueprint(t.Context(), org.ID, testBlueprint())
+	b, err := db.CreateBlueprint(t.Context(), orgID, testBlueprint())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,13 +130,7 @@ func TestInstance_checkInputs(t *testing.T) {
 	t.Parallel()
 	pool := storetest.NewPool(t)
 	db := store.New(pool)
-	org := newOrg(t, db)
-	b := newBlueprint(t, db, org)
-	key := newSensor(t, db, newProject(t, db, org), &b)
-	sensor, err := db.GetSensor(t.Context(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sensor, key := newBlueprintSensor(t, db)
 	inputs, output := sensor.Instance.Inputs, sensor.Instance.Outputs[0]
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	reading := func(seconds int, ids ...int64) store.Reading {
@@ -175,7 +169,7 @@ func TestInstance_checkInputs(t *testing.T) {
 		})
 	}
 	t.Run("NoInstance", func(t *testing.T) {
-		plain := newSensor(t, db, newProject(t, db, org), nil)
+		plain := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
 		if err := db.InsertReadings(t.Context(), plain, []store.Reading{reading(0, unknownID)}); err != nil {
 			t.Fatal(err)
 		}

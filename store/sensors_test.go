@@ -68,7 +68,7 @@ func testCreateSensor(t *testing.T, db *store.DB) {
 	t.Run("Blueprint", func(t *testing.T) {
 		t.Parallel()
 		org := newOrg(t, db)
-		b := newBlueprint(t, db, org)
+		b := newBlueprint(t, db, org.ID)
 		project := newProject(t, db, org)
 		attach := attachment(t, b)
 		sensor, err := db.CreateSensor(t.Context(), org.ID, project.ID, "meter", "", attach)
@@ -89,10 +89,7 @@ func testCreateSensor(t *testing.T, db *store.DB) {
 		if attach.Instance.Inputs[0].ID != 0 {
 			t.Fatal("CreateSensor gave ids to the caller's instance, want them on a copy")
 		}
-		got, err := db.GetSensor(t.Context(), store.SensorKey{OrgID: org.ID, ProjectID: project.ID, SensorID: sensor.ID})
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := getSensor(t, db, store.SensorKey{OrgID: org.ID, ProjectID: project.ID, SensorID: sensor.ID})
 		if !reflect.DeepEqual(got.Instance, inst) {
 			t.Fatalf("GetSensor: Instance=%+v, want %+v", got.Instance, inst)
 		}
@@ -138,12 +135,12 @@ func testCreateSensor(t *testing.T, db *store.DB) {
 // organization's.
 var foreignAttachments = map[string]func(*testing.T, *store.DB, store.Org) *store.Attachment{
 	"UnknownBlueprint": func(t *testing.T, db *store.DB, org store.Org) *store.Attachment {
-		a := attachment(t, newBlueprint(t, db, org))
+		a := attachment(t, newBlueprint(t, db, org.ID))
 		a.BlueprintID = unknownID
 		return a
 	},
 	"AnotherOrgsBlueprint": func(t *testing.T, db *store.DB, _ store.Org) *store.Attachment {
-		return attachment(t, newBlueprint(t, db, newOrg(t, db)))
+		return attachment(t, newBlueprint(t, db, newOrg(t, db).ID))
 	},
 }
 
@@ -151,11 +148,7 @@ func testGetSensor(t *testing.T, db *store.DB) {
 	t.Run("OK", func(t *testing.T) {
 		t.Parallel()
 		key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
-		sensor, err := db.GetSensor(t.Context(), key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sensor.ID != key.SensorID || sensor.ProjectID != key.ProjectID || sensor.Name != "meter" {
+		if sensor := getSensor(t, db, key); sensor.ID != key.SensorID || sensor.ProjectID != key.ProjectID || sensor.Name != "meter" {
 			t.Fatalf("GetSensor = %+v, want sensor %d of project %d", sensor, key.SensorID, key.ProjectID)
 		}
 	})
@@ -189,14 +182,8 @@ func testUpdateSensor(t *testing.T, db *store.DB) {
 	})
 	t.Run("Attach", func(t *testing.T) {
 		t.Parallel()
-		org := newOrg(t, db)
-		b := newBlueprint(t, db, org)
-		key := newSensor(t, db, newProject(t, db, org), &b)
-		before, err := db.GetSensor(t.Context(), key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		other := newBlueprint(t, db, org)
+		before, key := newBlueprintSensor(t, db)
+		other := newBlueprint(t, db, key.OrgID)
 		sensor, err := db.UpdateSensor(t.Context(), key, store.SensorPatch{Attach: attachment(t, other)})
 		if err != nil {
 			t.Fatal(err)
@@ -211,13 +198,7 @@ func testUpdateSensor(t *testing.T, db *store.DB) {
 	})
 	t.Run("Instance", func(t *testing.T) {
 		t.Parallel()
-		org := newOrg(t, db)
-		b := newBlueprint(t, db, org)
-		key := newSensor(t, db, newProject(t, db, org), &b)
-		before, err := db.GetSensor(t.Context(), key)
-		if err != nil {
-			t.Fatal(err)
-		}
+		before, key := newBlueprintSensor(t, db)
 		edit := before.Instance.Clone()
 		edit.Outputs[0].Formula = "u * i"
 		sensor, err := db.UpdateSensor(t.Context(), key, store.SensorPatch{Instance: &edit})
@@ -229,8 +210,8 @@ func testUpdateSensor(t *testing.T, db *store.DB) {
 		if !reflect.DeepEqual(*sensor.Instance, want) {
 			t.Fatalf("Instance=%+v, want %+v", *sensor.Instance, want)
 		}
-		if sensor.BlueprintID == nil || *sensor.BlueprintID != b.ID {
-			t.Fatalf("BlueprintID=%v, want %d", sensor.BlueprintID, b.ID)
+		if !reflect.DeepEqual(sensor.BlueprintID, before.BlueprintID) {
+			t.Fatalf("BlueprintID=%v, want %v", sensor.BlueprintID, before.BlueprintID)
 		}
 	})
 	t.Run("ErrInvalid/EmptyName", func(t *testing.T) {
@@ -258,7 +239,7 @@ func testUpdateSensor(t *testing.T, db *store.DB) {
 		patch    func(t *testing.T, org store.Org, current store.Sensor) store.SensorPatch
 	}{
 		"ErrConflict/AttachWithReadings": {true, true, func(t *testing.T, org store.Org, _ store.Sensor) store.SensorPatch {
-			return store.SensorPatch{Attach: attachment(t, newBlueprint(t, db, org))}
+			return store.SensorPatch{Attach: attachment(t, newBlueprint(t, db, org.ID))}
 		}},
 		"ErrConflict/StaleInstance": {true, false, func(t *testing.T, _ store.Org, current store.Sensor) store.SensorPatch {
 			stale := current.Instance.Clone()
@@ -278,27 +259,20 @@ func testUpdateSensor(t *testing.T, db *store.DB) {
 			org := newOrg(t, db)
 			var b *store.Blueprint
 			if tt.attach {
-				b = ptr(newBlueprint(t, db, org))
+				b = ptr(newBlueprint(t, db, org.ID))
 			}
 			key := newSensor(t, db, newProject(t, db, org), b)
 			if tt.readings {
-				reading := store.Reading{Time: time.Now(), InputIDs: []int64{0}, Values: []float64{1}}
-				current, err := db.GetSensor(t.Context(), key)
-				if err != nil {
-					t.Fatal(err)
-				}
-				reading.InputIDs[0] = current.Instance.Inputs[0].ID
+				id := getSensor(t, db, key).Instance.Inputs[0].ID
+				reading := store.Reading{Time: time.Now(), InputIDs: []int64{id}, Values: []float64{1}}
 				if err := db.InsertReadings(t.Context(), key, []store.Reading{reading}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			current, err := db.GetSensor(t.Context(), key)
-			if err != nil {
-				t.Fatal(err)
-			}
+			current := getSensor(t, db, key)
 			patch := tt.patch(t, org, current)
 			patch.Name = ptr("renamed")
-			_, err = db.UpdateSensor(t.Context(), key, patch)
+			_, err := db.UpdateSensor(t.Context(), key, patch)
 			wantCode(t, err, apperr.Conflict)
 			var version int64
 			if current.Instance != nil {
@@ -396,10 +370,7 @@ func wantNewIDs(t *testing.T, inst, old *store.Instance) {
 // instance's version (0 for none).
 func wantUnchanged(t *testing.T, db *store.DB, key store.SensorKey, name string, version int64) {
 	t.Helper()
-	sensor, err := db.GetSensor(t.Context(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sensor := getSensor(t, db, key)
 	var gotVersion int64
 	if sensor.Instance != nil {
 		gotVersion = sensor.Instance.Version
