@@ -103,8 +103,8 @@ func (db *DB) GetBlueprint(ctx context.Context, orgID, id int64) (Blueprint, err
 }
 
 // UpdateBlueprint replaces blueprint id of orgID with b. Instances made of
-// it keep their copies. It returns NotFound, and Invalid as CreateBlueprint
-// does.
+// it keep their copies. It returns NotFound, and Invalid for a name or
+// description the blueprints table refuses.
 func (db *DB) UpdateBlueprint(ctx context.Context, orgID, id int64, b Blueprint) (Blueprint, error) {
 	rows, _ := db.pool.Query(ctx, `
 UPDATE blueprints SET name = $3, description = $4, inputs = $5, constants = $6, outputs = $7, updated_at = now()

@@ -74,7 +74,8 @@ func getProject(ctx context.Context, q querier, orgID, projectID int64) (Project
 }
 
 // UpdateProject applies patch to project projectID of orgID. It returns
-// NotFound, and Invalid as CreateProject does or for an unknown state.
+// NotFound, and Invalid for a name, description or state the projects
+// table refuses.
 func (db *DB) UpdateProject(ctx context.Context, orgID, projectID int64, patch ProjectPatch) (Project, error) {
 	rows, _ := db.pool.Query(ctx, `
 UPDATE projects SET
