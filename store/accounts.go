@@ -157,7 +157,8 @@ func (db *DB) TouchTokens(ctx context.Context, ids []int64, at time.Time) error 
 	return dbError("touch tokens", err)
 }
 
-// CreateOrg creates an organization.
+// CreateOrg creates an organization. It returns Invalid for a name that is
+// empty or longer than 200 characters.
 func (db *DB) CreateOrg(ctx context.Context, name string) (Org, error) {
 	rows, _ := db.pool.Query(ctx, `INSERT INTO organizations (name) VALUES ($1) RETURNING id, name, created_at`, name)
 	org, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Org])
@@ -173,7 +174,10 @@ inserted AS (
 SELECT id, email, name, created_at FROM existing UNION ALL SELECT id, email, name, created_at FROM inserted`
 
 // EnsureUser returns the user with email, creating them with name when there
-// is none. Emails compare case-insensitively.
+// is none. Emails compare case-insensitively. It returns Invalid for an
+// email or name the users table refuses (an email of 3 to 254 characters,
+// a name of at most 200), and Conflict when another request is creating
+// the same user still.
 func (db *DB) EnsureUser(ctx context.Context, email, name string) (User, error) {
 	return ensureUser(ctx, db.pool, email, name)
 }
@@ -199,7 +203,8 @@ func (db *DB) UserByEmail(ctx context.Context, email string) (User, error) {
 }
 
 // SetMembership makes userID a member of orgID with role, or changes their
-// role. It does not guard the last owner; the admin CLI uses it.
+// role. It does not guard the last owner; the admin CLI uses it. It returns
+// Invalid for an unknown organization, user or role.
 func (db *DB) SetMembership(ctx context.Context, orgID, userID int64, role Role) error {
 	_, err := db.pool.Exec(ctx, `
 INSERT INTO memberships (org_id, user_id, role) VALUES ($1, $2, $3)
@@ -207,7 +212,7 @@ ON CONFLICT (org_id, user_id) DO UPDATE SET role = EXCLUDED.role`, orgID, userID
 	return dbError("set membership", err)
 }
 
-// Me returns the user and their memberships.
+// Me returns the user and their memberships. It returns NotFound.
 func (db *DB) Me(ctx context.Context, userID int64) (User, []Membership, error) {
 	rows, _ := db.pool.Query(ctx, `SELECT id, email, name, created_at FROM users WHERE id = $1`, userID)
 	user, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[User])
@@ -232,7 +237,9 @@ func (db *DB) ListTokens(ctx context.Context, userID int64) ([]Token, error) {
 }
 
 // CreateToken issues a token for userID and returns it with its secret,
-// which is not stored and cannot be shown again. expiresAt may be nil.
+// which is not stored and cannot be shown again. expiresAt may be nil. It
+// returns Invalid for an unknown user or a name that is empty or longer than
+// 100 characters.
 func (db *DB) CreateToken(ctx context.Context, userID int64, name string, expiresAt *time.Time) (Token, string, error) {
 	secret, prefix := newTokenSecret()
 	rows, _ := db.pool.Query(ctx, `
@@ -248,7 +255,7 @@ RETURNING `+tokenColumns, userID, name, tokenHash(secret), prefix, expiresAt)
 // ReplaceToken issues a token named name for userID in place of every
 // token of that user with that name, so that a token re-issued at every
 // start (make run's demo token) does not pile up. It returns the token with
-// its secret.
+// its secret; Invalid as CreateToken does.
 func (db *DB) ReplaceToken(ctx context.Context, userID int64, name string) (Token, string, error) {
 	var (
 		token  Token
@@ -301,7 +308,8 @@ WHERE m.org_id = $1 ORDER BY m.user_id`, orgID)
 }
 
 // AddMember makes the user with email a member of orgID, creating the user
-// when there is none. It returns Conflict when they are a member already.
+// when there is none. It returns Conflict when they are a member already,
+// and Invalid for an unknown organization or role, or as EnsureUser does.
 func (db *DB) AddMember(ctx context.Context, orgID int64, email, name string, role Role) (Member, error) {
 	var member Member
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
@@ -325,7 +333,8 @@ SELECT `+memberColumns+` FROM m JOIN users u ON u.id = m.user_id`, orgID, user.I
 }
 
 // UpdateMember sets the role of member userID of orgID. It returns NotFound,
-// and Conflict when it would leave the organization without an owner.
+// Invalid for an unknown role, and Conflict when it would leave the
+// organization without an owner.
 func (db *DB) UpdateMember(ctx context.Context, orgID, userID int64, role Role) (Member, error) {
 	var member Member
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
@@ -358,24 +367,32 @@ func (db *DB) RemoveMember(ctx context.Context, orgID, userID int64) error {
 }
 
 // keepAnOwner refuses, when losing is true, to take the owner role from the
-// org's last owner userID. Locking every owner row makes two owners who
-// demote each other at once take turns, so the second sees the first's
-// change and is refused.
+// org's last owner userID. The member and every owner are locked in one
+// statement, in user id order: two owners who demote each other at once
+// then take turns, rather than each hold one lock and wait for the other's
+// (a deadlock), and the second sees the first's change and is refused.
 func keepAnOwner(ctx context.Context, tx pgx.Tx, orgID, userID int64, losing bool) error {
-	var role Role
-	err := tx.QueryRow(ctx, `SELECT role FROM memberships WHERE org_id = $1 AND user_id = $2 FOR UPDATE`, orgID, userID).Scan(&role)
-	if err != nil {
-		return notFound("member", err, "member")
-	}
-	if role != Owner || !losing {
-		return nil
-	}
-	rows, _ := tx.Query(ctx, `SELECT user_id FROM memberships WHERE org_id = $1 AND role = 'owner' FOR UPDATE`, orgID)
-	owners, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	rows, _ := tx.Query(ctx, `
+SELECT user_id, role FROM memberships
+WHERE org_id = $1 AND (user_id = $2 OR role = 'owner')
+ORDER BY user_id FOR UPDATE`, orgID, userID)
+	locked, err := pgx.CollectRows(rows, pgx.RowToStructByNameLax[Member])
 	if err != nil {
 		return err
 	}
-	if len(owners) <= 1 {
+	owners, role := 0, Role("")
+	for _, m := range locked {
+		if m.Role == Owner {
+			owners++
+		}
+		if m.UserID == userID {
+			role = m.Role
+		}
+	}
+	switch {
+	case role == "":
+		return apperr.Errorf(apperr.NotFound, "member not found")
+	case role == Owner && losing && owners <= 1:
 		return apperr.Errorf(apperr.Conflict, "user %d is the organization's last owner; make another member owner first", userID)
 	}
 	return nil

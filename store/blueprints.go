@@ -82,7 +82,10 @@ WHERE org_id = $1 AND id > $2 ORDER BY id LIMIT $3`, orgID, after, limit+1)
 	return blueprints, more, nil
 }
 
-// CreateBlueprint saves b in orgID. The caller has checked its formulas.
+// CreateBlueprint saves b in orgID. The caller has checked its formulas. It
+// returns Invalid for an unknown organization, or a name or description the
+// blueprints table refuses (a name of 1 to 200 characters, a description of
+// at most 2,000).
 func (db *DB) CreateBlueprint(ctx context.Context, orgID int64, b Blueprint) (Blueprint, error) {
 	rows, _ := db.pool.Query(ctx, `
 INSERT INTO blueprints (org_id, name, description, inputs, constants, outputs)
@@ -100,7 +103,8 @@ func (db *DB) GetBlueprint(ctx context.Context, orgID, id int64) (Blueprint, err
 }
 
 // UpdateBlueprint replaces blueprint id of orgID with b. Instances made of
-// it keep their copies. It returns NotFound.
+// it keep their copies. It returns NotFound, and Invalid for a name or
+// description the blueprints table refuses.
 func (db *DB) UpdateBlueprint(ctx context.Context, orgID, id int64, b Blueprint) (Blueprint, error) {
 	rows, _ := db.pool.Query(ctx, `
 UPDATE blueprints SET name = $3, description = $4, inputs = $5, constants = $6, outputs = $7, updated_at = now()

@@ -51,7 +51,9 @@ WHERE org_id = $1 AND id > $2 ORDER BY id LIMIT $3`, orgID, after, limit+1)
 	return projects, more, nil
 }
 
-// CreateProject creates an active project in orgID.
+// CreateProject creates an active project in orgID. It returns Invalid for
+// an unknown organization, or a name or description the projects table
+// refuses (a name of 1 to 200 characters, a description of at most 2,000).
 func (db *DB) CreateProject(ctx context.Context, orgID int64, name, description string) (Project, error) {
 	rows, _ := db.pool.Query(ctx, `
 INSERT INTO projects (org_id, name, description) VALUES ($1, $2, $3)
@@ -72,7 +74,8 @@ func getProject(ctx context.Context, q querier, orgID, projectID int64) (Project
 }
 
 // UpdateProject applies patch to project projectID of orgID. It returns
-// NotFound.
+// NotFound, and Invalid for a name, description or state the projects
+// table refuses.
 func (db *DB) UpdateProject(ctx context.Context, orgID, projectID int64, patch ProjectPatch) (Project, error) {
 	rows, _ := db.pool.Query(ctx, `
 UPDATE projects SET

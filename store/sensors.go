@@ -70,13 +70,19 @@ WHERE `+inOrg+` AND s.id > $3 ORDER BY s.id LIMIT $4`, orgID, projectID, after, 
 }
 
 // CreateSensor creates a sensor in the project, with an instance when
-// attach is not nil. It returns NotFound for a project that is not in orgID.
+// attach is not nil. It returns NotFound for a project that is not in orgID,
+// and Invalid for a name or description the sensors table refuses (a name
+// of 1 to 200 characters, a description of at most 2,000) or a blueprint
+// that is not orgID's.
 func (db *DB) CreateSensor(ctx context.Context, orgID, projectID int64, name, description string, attach *Attachment) (Sensor, error) {
 	var sensor Sensor
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		var blueprintID *int64
 		var inst *Instance
 		if attach != nil {
+			if err := checkBlueprint(ctx, tx, orgID, attach.BlueprintID); err != nil {
+				return err
+			}
 			a := attach.Instance.Clone()
 			if err := giveIDs(ctx, tx, &a); err != nil {
 				return err
@@ -104,8 +110,9 @@ func (db *DB) GetSensor(ctx context.Context, key SensorKey) (Sensor, error) {
 }
 
 // UpdateSensor applies patch to the sensor, all of it or nothing. It
-// returns NotFound, and Conflict when attaching to a sensor with readings,
-// or when the edited instance changed meanwhile.
+// returns NotFound; Invalid as CreateSensor does; and Conflict when
+// attaching to a sensor with readings, or when the edited instance changed
+// meanwhile or is gone.
 func (db *DB) UpdateSensor(ctx context.Context, key SensorKey, patch SensorPatch) (Sensor, error) {
 	var sensor Sensor
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
@@ -118,7 +125,7 @@ func (db *DB) UpdateSensor(ctx context.Context, key SensorKey, patch SensorPatch
 		if err != nil {
 			return notFound("update sensor", err, "sensor")
 		}
-		blueprintID, inst, err := nextInstance(ctx, tx, current, patch)
+		blueprintID, inst, err := nextInstance(ctx, tx, key.OrgID, current, patch)
 		if err != nil {
 			return err
 		}
@@ -137,14 +144,18 @@ RETURNING `+sensorColumns, current.ID, patch.Name, patch.Description, blueprintI
 	return sensor, dbError("update sensor", err)
 }
 
-// nextInstance is the blueprint and instance a sensor has after patch.
-func nextInstance(ctx context.Context, tx pgx.Tx, current Sensor, patch SensorPatch) (*int64, *Instance, error) {
+// nextInstance is the blueprint and instance a sensor of orgID has after
+// patch.
+func nextInstance(ctx context.Context, tx pgx.Tx, orgID int64, current Sensor, patch SensorPatch) (*int64, *Instance, error) {
 	version := int64(0)
 	if current.Instance != nil {
 		version = current.Instance.Version
 	}
 	switch {
 	case patch.Attach != nil:
+		if err := checkBlueprint(ctx, tx, orgID, patch.Attach.BlueprintID); err != nil {
+			return nil, nil, err
+		}
 		var hasReadings bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM readings WHERE sensor_id = $1)`, current.ID).Scan(&hasReadings); err != nil {
 			return nil, nil, err
@@ -168,6 +179,21 @@ func nextInstance(ctx context.Context, tx pgx.Tx, current Sensor, patch SensorPa
 		return current.BlueprintID, &inst, nil
 	}
 	return current.BlueprintID, current.Instance, nil
+}
+
+// checkBlueprint returns Invalid unless blueprint blueprintID is orgID's.
+// The foreign key only knows that the blueprint exists: without this, a
+// sensor could name another organization's blueprint.
+func checkBlueprint(ctx context.Context, q querier, orgID, blueprintID int64) error {
+	var ours bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM blueprints WHERE id = $1 AND org_id = $2)`, blueprintID, orgID).Scan(&ours)
+	if err != nil {
+		return err
+	}
+	if !ours {
+		return apperr.Errorf(apperr.Invalid, "blueprint %d is not a blueprint of this organization", blueprintID)
+	}
+	return nil
 }
 
 // DeleteSensor deletes the sensor and its readings. It returns NotFound.

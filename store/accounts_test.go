@@ -1,0 +1,860 @@
+package store_test
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/store"
+)
+
+// TestAccounts tests the methods of accounts.go: organizations, users,
+// memberships and tokens.
+func TestAccounts(t *testing.T) {
+	runOnOneDB(t, map[string]func(*testing.T, *store.DB){
+		"CreateOrg":     testCreateOrg,
+		"EnsureUser":    testEnsureUser,
+		"UserByEmail":   testUserByEmail,
+		"SetMembership": testSetMembership,
+		"Me":            testMe,
+		"CreateToken":   testCreateToken,
+		"ListTokens":    testListTokens,
+		"ReplaceToken":  testReplaceToken,
+		"RevokeToken":   testRevokeToken,
+		"Authenticate":  testAuthenticate,
+		"TouchTokens":   testTouchTokens,
+		"ListMembers":   testListMembers,
+		"AddMember":     testAddMember,
+		"UpdateMember":  testUpdateMember,
+		"RemoveMember":  testRemoveMember,
+		"LastOwnerRace": testLastOwnerRace,
+	})
+}
+
+func TestRole(t *testing.T) {
+	tests := []struct {
+		role, need store.Role
+		want       bool
+	}{
+		{store.Owner, store.Viewer, true},
+		{store.Admin, store.Admin, true},
+		{store.Editor, store.Admin, false},
+		{store.Viewer, store.Editor, false},
+		{"", store.Viewer, false},
+		{"root", store.Viewer, false},
+	}
+	for _, tt := range tests {
+		if got := tt.role.AtLeast(tt.need); got != tt.want {
+			t.Errorf("Role(%q).AtLeast(%q) = %v, want %v", tt.role, tt.need, got, tt.want)
+		}
+	}
+	for _, r := range []store.Role{store.Viewer, store.Editor, store.Admin, store.Owner} {
+		if !r.Valid() {
+			t.Errorf("Role(%q).Valid() = false, want true", r)
+		}
+	}
+	for _, r := range []store.Role{"", "root", "Owner"} {
+		if r.Valid() {
+			t.Errorf("Role(%q).Valid() = true, want false", r)
+		}
+	}
+}
+
+func TestWellFormedToken(t *testing.T) {
+	tests := []struct {
+		s    string
+		want bool
+	}{
+		{"rdg_" + strings.Repeat("aZ9", 14) + "x", true},
+		{"rdg_" + strings.Repeat("a", 42), false},
+		{"rdg_" + strings.Repeat("a", 44), false},
+		{"rdx_" + strings.Repeat("a", 43), false},
+		{"rdg_" + strings.Repeat("a", 42) + "-", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := store.WellFormedToken(tt.s); got != tt.want {
+			t.Errorf("WellFormedToken(%q) = %v, want %v", tt.s, got, tt.want)
+		}
+	}
+}
+
+func testCreateOrg(t *testing.T, db *store.DB) {
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		org, err := db.CreateOrg(t.Context(), "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if org.ID == 0 || org.CreatedAt.IsZero() {
+			t.Fatalf("CreateOrg = %+v, want an id and a creation time", org)
+		}
+		if got, want := org.Name, "acme"; got != want {
+			t.Fatalf("Name=%q, want %q", got, want)
+		}
+	})
+	for name, orgName := range map[string]string{"ErrInvalid/Empty": "", "ErrInvalid/TooLong": strings.Repeat("a", 201)} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := db.CreateOrg(t.Context(), orgName)
+			wantCode(t, err, apperr.Invalid)
+		})
+	}
+}
+
+func TestDB_Empty(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	empty, err := db.Empty(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !empty {
+		t.Fatal("Empty = false on a new database, want true")
+	}
+	newOrg(t, db)
+	if empty, err = db.Empty(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if empty {
+		t.Fatal("Empty = true with an organization, want false")
+	}
+}
+
+func testEnsureUser(t *testing.T, db *store.DB) {
+	t.Run("Creates", func(t *testing.T) {
+		t.Parallel()
+		user, err := db.EnsureUser(t.Context(), "Ada@Example.com", "Ada")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if user.ID == 0 || user.CreatedAt.IsZero() {
+			t.Fatalf("EnsureUser = %+v, want an id and a creation time", user)
+		}
+		if got, want := user.Email, "Ada@Example.com"; got != want {
+			t.Fatalf("Email=%q, want %q", got, want)
+		}
+	})
+	t.Run("Existing", func(t *testing.T) {
+		t.Parallel()
+		first, err := db.EnsureUser(t.Context(), "grace@example.com", "Grace")
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := db.EnsureUser(t.Context(), "GRACE@example.com", "someone else")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again != first {
+			t.Fatalf("EnsureUser of an existing email = %+v, want %+v", again, first)
+		}
+	})
+	t.Run("ErrInvalid", func(t *testing.T) {
+		t.Parallel()
+		_, err := db.EnsureUser(t.Context(), "a@", "")
+		wantCode(t, err, apperr.Invalid)
+	})
+}
+
+func testUserByEmail(t *testing.T, db *store.DB) {
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		user := newUser(t, db, "ada")
+		got, err := db.UserByEmail(t.Context(), strings.ToUpper(user.Email))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != user {
+			t.Fatalf("UserByEmail = %+v, want %+v", got, user)
+		}
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		t.Parallel()
+		_, err := db.UserByEmail(t.Context(), "nobody@example.com")
+		wantCode(t, err, apperr.NotFound)
+	})
+}
+
+func testSetMembership(t *testing.T, db *store.DB) {
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		org := newOrg(t, db)
+		user := newMember(t, db, org, "ada", store.Viewer)
+		if err := db.SetMembership(t.Context(), org.ID, user.ID, store.Admin); err != nil {
+			t.Fatal(err)
+		}
+		_, memberships, err := db.Me(t.Context(), user.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := memberships, []store.Membership{{OrgID: org.ID, OrgName: org.Name, Role: store.Admin}}; !slices.Equal(got, want) {
+			t.Fatalf("memberships=%+v, want %+v", got, want)
+		}
+	})
+	t.Run("ErrInvalid/Role", func(t *testing.T) {
+		t.Parallel()
+		org := newOrg(t, db)
+		user := newUser(t, db, "ada")
+		wantCode(t, db.SetMembership(t.Context(), org.ID, user.ID, "root"), apperr.Invalid)
+	})
+	t.Run("ErrInvalid/UnknownOrg", func(t *testing.T) {
+		t.Parallel()
+		user := newUser(t, db, "ada")
+		wantCode(t, db.SetMembership(t.Context(), unknownID, user.ID, store.Viewer), apperr.Invalid)
+	})
+	t.Run("ErrInvalid/UnknownUser", func(t *testing.T) {
+		t.Parallel()
+		org := newOrg(t, db)
+		wantCode(t, db.SetMembership(t.Context(), org.ID, unknownID, store.Viewer), apperr.Invalid)
+	})
+}
+
+func testMe(t *testing.T, db *store.DB) {
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		first, second := newOrg(t, db), newOrg(t, db)
+		user := newMember(t, db, second, "ada", store.Editor)
+		if err := db.SetMembership(t.Context(), first.ID, user.ID, store.Owner); err != nil {
+			t.Fatal(err)
+		}
+		got, memberships, err := db.Me(t.Context(), user.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != user {
+			t.Fatalf("user=%+v, want %+v", got, user)
+		}
+		want := []store.Membership{
+			{OrgID: first.ID, OrgName: first.Name, Role: store.Owner},
+			{OrgID: second.ID, OrgName: second.Name, Role: store.Editor},
+		}
+		if !slices.Equal(memberships, want) {
+			t.Fatalf("memberships=%+v, want %+v", memberships, want)
+		}
+	})
+	t.Run("NoMemberships", func(t *testing.T) {
+		t.Parallel()
+		user := newUser(t, db, "ada")
+		_, memberships, err := db.Me(t.Context(), user.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := len(memberships), 0; got != want {
+			t.Fatalf("len(memberships)=%d, want %d", got, want)
+		}
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		t.Parallel()
+		_, _, err := db.Me(t.Context(), unknownID)
+		wantCode(t, err, apperr.NotFound)
+	})
+}
+
+func testCreateToken(t *testing.T, db *store.DB) {
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		user := newUser(t, db, "ada")
+		expires := time.Now().Add(time.Hour).Truncate(time.Microsecond)
+		token, secret, err := db.CreateToken(t.Context(), user.ID, "ci", &expires)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !store.WellFormedToken(secret) {
+			t.Fatalf("secret %q is not well formed", secret)
+		}
+		if got, want := token.Prefix, secret[:len(token.Prefix)]; got != want || len(got) < 8 {
+			t.Fatalf("Prefix=%q, want the secret's start %q", got, want)
+		}
+		if got, want := token.UserID, user.ID; got != want {
+			t.Fatalf("UserID=%d, want %d", got, want)
+		}
+		if got, want := token.Name, "ci"; got != want {
+			t.Fatalf("Name=%q, want %q", got, want)
+		}
+		if token.ExpiresAt == nil || !token.ExpiresAt.Equal(expires) {
+			t.Fatalf("ExpiresAt=%v, want %v", token.ExpiresAt, expires)
+		}
+		if token.LastUsedAt != nil || token.RevokedAt != nil {
+			t.Fatalf("new token %+v was used or revoked", token)
+		}
+		p, err := db.Authenticate(t.Context(), secret, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := p.TokenID, token.ID; got != want {
+			t.Fatalf("Authenticate: TokenID=%d, want %d", got, want)
+		}
+	})
+	t.Run("Unique", func(t *testing.T) {
+		t.Parallel()
+		user := newUser(t, db, "ada")
+		_, first, err := db.CreateToken(t.Context(), user.ID, "ci", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, second, err := db.CreateToken(t.Context(), user.ID, "ci", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first == second {
+			t.Fatalf("two tokens share the secret %q", first)
+		}
+	})
+	t.Run("ErrInvalid/Name", func(t *testing.T) {
+		t.Parallel()
+		user := newUser(t, db, "ada")
+		_, _, err := db.CreateToken(t.Context(), user.ID, "", nil)
+		wantCode(t, err, apperr.Invalid)
+	})
+	t.Run("ErrInvalid/UnknownUser", func(t *testing.T) {
+		t.Parallel()
+		_, _, err := db.CreateToken(t.Context(), unknownID, "ci", nil)
+		wantCode(t, err, apperr.Invalid)
+	})
+}
+
+func testListTokens(t *testing.T, db *store.DB) {
+	ada, grace := newUser(t, db, "ada"), newUser(t, db, "grace")
+	var want []int64
+	for _, name := range []string{"first", "second"} {
+		token, _, err := db.CreateToken(t.Context(), ada.ID, name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append([]int64{token.ID}, want...) // newest first
+	}
+	if _, _, err := db.CreateToken(t.Context(), grace.ID, "first", nil); err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := db.ListTokens(t.Context(), ada.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(tokens, tokenID); !slices.Equal(got, want) {
+		t.Fatalf("ListTokens ids=%v, want %v", got, want)
+	}
+}
+
+func testReplaceToken(t *testing.T, db *store.DB) {
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		ada, grace := newUser(t, db, "ada"), newUser(t, db, "grace")
+		_, replaced, err := db.CreateToken(t.Context(), ada.ID, "demo", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, _, err := db.CreateToken(t.Context(), ada.ID, "ci", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gracesDemo, _, err := db.CreateToken(t.Context(), grace.ID, "demo", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		token, secret, err := db.ReplaceToken(t.Context(), ada.ID, "demo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := token.Name, "demo"; got != want {
+			t.Fatalf("Name=%q, want %q", got, want)
+		}
+		if _, err := db.Authenticate(t.Context(), secret, 0); err != nil {
+			t.Fatalf("Authenticate with the new secret: %v", err)
+		}
+		_, err = db.Authenticate(t.Context(), replaced, 0)
+		wantCode(t, err, apperr.Unauthorized)
+
+		tokens, err := db.ListTokens(t.Context(), ada.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := ids(tokens, tokenID), []int64{token.ID, other.ID}; !slices.Equal(got, want) {
+			t.Fatalf("ada's tokens=%v, want %v", got, want)
+		}
+		tokens, err = db.ListTokens(t.Context(), grace.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := ids(tokens, tokenID), []int64{gracesDemo.ID}; !slices.Equal(got, want) {
+			t.Fatalf("grace's tokens=%v, want %v", got, want)
+		}
+	})
+	t.Run("None", func(t *testing.T) {
+		t.Parallel()
+		user := newUser(t, db, "ada")
+		if _, _, err := db.ReplaceToken(t.Context(), user.ID, "demo"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("ErrInvalid/Name", func(t *testing.T) {
+		t.Parallel()
+		user := newUser(t, db, "ada")
+		_, _, err := db.ReplaceToken(t.Context(), user.ID, "")
+		wantCode(t, err, apperr.Invalid)
+	})
+	t.Run("ErrInvalid/UnknownUser", func(t *testing.T) {
+		t.Parallel()
+		_, _, err := db.ReplaceToken(t.Context(), unknownID, "demo")
+		wantCode(t, err, apperr.Invalid)
+	})
+}
+
+func testRevokeToken(t *testing.T, db *store.DB) {
+	// newToken creates a token for a new user and returns it with its
+	// secret.
+	newToken := func(t *testing.T) (store.Token, string) {
+		t.Helper()
+		token, secret, err := db.CreateToken(t.Context(), newUser(t, db, "ada").ID, "ci", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return token, secret
+	}
+	// revokedAt returns when the token was revoked, or nil.
+	revokedAt := func(t *testing.T, token store.Token) *time.Time {
+		t.Helper()
+		tokens, err := db.ListTokens(t.Context(), token.UserID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tokens[0].RevokedAt
+	}
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		token, secret := newToken(t)
+		if err := db.RevokeToken(t.Context(), token.UserID, token.ID); err != nil {
+			t.Fatal(err)
+		}
+		first := revokedAt(t, token)
+		if first == nil {
+			t.Fatal("RevokedAt=nil after RevokeToken")
+		}
+		_, err := db.Authenticate(t.Context(), secret, 0)
+		wantCode(t, err, apperr.Unauthorized)
+
+		if err := db.RevokeToken(t.Context(), token.UserID, token.ID); err != nil {
+			t.Fatalf("revoke again: %v", err)
+		}
+		if again := revokedAt(t, token); again == nil || !again.Equal(*first) {
+			t.Fatalf("RevokedAt=%v after revoking again, want %v", again, *first)
+		}
+	})
+	t.Run("AnyUser", func(t *testing.T) {
+		t.Parallel()
+		token, _ := newToken(t)
+		if err := db.RevokeToken(t.Context(), 0, token.ID); err != nil {
+			t.Fatal(err)
+		}
+		if revokedAt(t, token) == nil {
+			t.Fatal("RevokedAt=nil after RevokeToken")
+		}
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		t.Parallel()
+		wantCode(t, db.RevokeToken(t.Context(), 0, unknownID), apperr.NotFound)
+	})
+	t.Run("ErrNotFound/AnotherUsers", func(t *testing.T) {
+		t.Parallel()
+		token, _ := newToken(t)
+		other := newUser(t, db, "grace")
+		wantCode(t, db.RevokeToken(t.Context(), other.ID, token.ID), apperr.NotFound)
+		if revokedAt(t, token) != nil {
+			t.Fatal("another user revoked the token")
+		}
+	})
+}
+
+func testAuthenticate(t *testing.T, db *store.DB) {
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		org := newOrg(t, db)
+		user := newMember(t, db, org, "ada", store.Editor)
+		token, secret, err := db.CreateToken(t.Context(), user.ID, "ci", ptr(time.Now().Add(time.Hour)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := db.Authenticate(t.Context(), secret, org.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := store.Principal{UserID: user.ID, TokenID: token.ID, TokenPrefix: token.Prefix, Role: store.Editor}
+		if p != want {
+			t.Fatalf("Authenticate = %+v, want %+v", p, want)
+		}
+	})
+	// A token of a user who is not a member of the organization asked about
+	// (or of none, 0) authenticates, without a role there.
+	for _, tt := range []struct {
+		name     string
+		otherOrg bool
+	}{{"NotAMember", true}, {"NoOrg", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			org := newOrg(t, db)
+			user := newMember(t, db, org, "ada", store.Owner)
+			_, secret, err := db.CreateToken(t.Context(), user.ID, "ci", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var orgID int64
+			if tt.otherOrg {
+				orgID = newOrg(t, db).ID
+			}
+			p, err := db.Authenticate(t.Context(), secret, orgID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := p.UserID, user.ID; got != want {
+				t.Fatalf("UserID=%d, want %d", got, want)
+			}
+			if got, want := p.Role, store.Role(""); got != want {
+				t.Fatalf("Role=%q, want %q", got, want)
+			}
+		})
+	}
+	t.Run("ErrUnauthorized/Unknown", func(t *testing.T) {
+		t.Parallel()
+		_, err := db.Authenticate(t.Context(), "rdg_"+strings.Repeat("0", 43), 0)
+		wantCode(t, err, apperr.Unauthorized)
+	})
+	t.Run("ErrUnauthorized/Revoked", func(t *testing.T) {
+		t.Parallel()
+		user := newUser(t, db, "ada")
+		token, secret, err := db.CreateToken(t.Context(), user.ID, "ci", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.RevokeToken(t.Context(), user.ID, token.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = db.Authenticate(t.Context(), secret, 0)
+		wantCode(t, err, apperr.Unauthorized)
+	})
+	t.Run("ErrUnauthorized/Expired", func(t *testing.T) {
+		t.Parallel()
+		user := newUser(t, db, "ada")
+		_, secret, err := db.CreateToken(t.Context(), user.ID, "ci", ptr(time.Now().Add(-time.Second)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = db.Authenticate(t.Context(), secret, 0)
+		wantCode(t, err, apperr.Unauthorized)
+	})
+}
+
+func testTouchTokens(t *testing.T, db *store.DB) {
+	user := newUser(t, db, "ada")
+	touched, _, err := db.CreateToken(t.Context(), user.ID, "touched", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	untouched, _, err := db.CreateToken(t.Context(), user.ID, "untouched", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// lastUsed returns when each token was last used, by id.
+	lastUsed := func() map[int64]*time.Time {
+		t.Helper()
+		tokens, err := db.ListTokens(t.Context(), user.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := make(map[int64]*time.Time)
+		for _, token := range tokens {
+			m[token.ID] = token.LastUsedAt
+		}
+		return m
+	}
+	later := time.Now().Truncate(time.Microsecond)
+	if err := db.TouchTokens(t.Context(), []int64{touched.ID, unknownID}, later); err != nil {
+		t.Fatal(err)
+	}
+	// A batch that arrives late does not move the time back.
+	if err := db.TouchTokens(t.Context(), []int64{touched.ID}, later.Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.TouchTokens(t.Context(), nil, later); err != nil {
+		t.Fatal(err)
+	}
+	used := lastUsed()
+	if got := used[touched.ID]; got == nil || !got.Equal(later) {
+		t.Fatalf("LastUsedAt=%v, want %v", got, later)
+	}
+	if got := used[untouched.ID]; got != nil {
+		t.Fatalf("LastUsedAt of the untouched token=%v, want nil", got)
+	}
+}
+
+func testListMembers(t *testing.T, db *store.DB) {
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		org, other := newOrg(t, db), newOrg(t, db)
+		ada := newMember(t, db, org, "ada", store.Owner)
+		grace := newMember(t, db, org, "grace", store.Viewer)
+		newMember(t, db, other, "linus", store.Owner)
+		members, err := db.ListMembers(t.Context(), org.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := len(members), 2; got != want {
+			t.Fatalf("len(members)=%d, want %d", got, want)
+		}
+		for i, want := range []struct {
+			user store.User
+			role store.Role
+		}{{ada, store.Owner}, {grace, store.Viewer}} {
+			m := members[i]
+			if m.UserID != want.user.ID || m.Email != want.user.Email || m.Name != want.user.Name || m.Role != want.role || m.CreatedAt.IsZero() {
+				t.Errorf("members[%d]=%+v, want %s as %s", i, m, want.user.Email, want.role)
+			}
+		}
+	})
+	t.Run("UnknownOrg", func(t *testing.T) {
+		t.Parallel()
+		members, err := db.ListMembers(t.Context(), unknownID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := len(members), 0; got != want {
+			t.Fatalf("len(members)=%d, want %d", got, want)
+		}
+	})
+}
+
+func testAddMember(t *testing.T, db *store.DB) {
+	t.Run("NewUser", func(t *testing.T) {
+		t.Parallel()
+		org := newOrg(t, db)
+		member, err := db.AddMember(t.Context(), org.ID, "new@add.example.com", "New", store.Editor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		user, err := db.UserByEmail(t.Context(), "new@add.example.com")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := store.Member{UserID: user.ID, Email: user.Email, Name: "New", Role: store.Editor, CreatedAt: member.CreatedAt}
+		if member != want || member.CreatedAt.IsZero() {
+			t.Fatalf("AddMember = %+v, want %+v", member, want)
+		}
+	})
+	t.Run("ExistingUser", func(t *testing.T) {
+		t.Parallel()
+		org := newOrg(t, db)
+		user := newUser(t, db, "ada")
+		member, err := db.AddMember(t.Context(), org.ID, strings.ToUpper(user.Email), "another name", store.Viewer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := member.UserID, user.ID; got != want {
+			t.Fatalf("UserID=%d, want %d", got, want)
+		}
+		if got, want := member.Name, user.Name; got != want {
+			t.Fatalf("Name=%q, want the user's %q", got, want)
+		}
+	})
+	t.Run("ErrConflict", func(t *testing.T) {
+		t.Parallel()
+		org := newOrg(t, db)
+		user := newMember(t, db, org, "ada", store.Viewer)
+		_, err := db.AddMember(t.Context(), org.ID, user.Email, "", store.Admin)
+		wantCode(t, err, apperr.Conflict)
+		if got, want := roleOf(t, db, org, user), store.Viewer; got != want {
+			t.Fatalf("role=%q after a refused AddMember, want %q", got, want)
+		}
+	})
+	// A refused member leaves no user behind.
+	for name, tt := range map[string]struct {
+		orgID func(store.Org) int64
+		role  store.Role
+	}{
+		"ErrInvalid/Role":       {orgOf, "root"},
+		"ErrInvalid/UnknownOrg": {unknownOrg, store.Viewer},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			email := strings.ReplaceAll(t.Name(), "/", ".") + "@example.com"
+			_, err := db.AddMember(t.Context(), tt.orgID(newOrg(t, db)), email, "", tt.role)
+			wantCode(t, err, apperr.Invalid)
+			_, err = db.UserByEmail(t.Context(), email)
+			wantCode(t, err, apperr.NotFound)
+		})
+	}
+}
+
+func testUpdateMember(t *testing.T, db *store.DB) {
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		org := newOrg(t, db)
+		newMember(t, db, org, "owner", store.Owner)
+		user := newMember(t, db, org, "ada", store.Viewer)
+		member, err := db.UpdateMember(t.Context(), org.ID, user.ID, store.Admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if member.UserID != user.ID || member.Email != user.Email || member.Role != store.Admin {
+			t.Fatalf("UpdateMember = %+v, want %s as %s", member, user.Email, store.Admin)
+		}
+		if got, want := roleOf(t, db, org, user), store.Admin; got != want {
+			t.Fatalf("role=%q, want %q", got, want)
+		}
+	})
+	t.Run("OwnerOfTwo", func(t *testing.T) {
+		t.Parallel()
+		org := newOrg(t, db)
+		newMember(t, db, org, "owner", store.Owner)
+		user := newMember(t, db, org, "ada", store.Owner)
+		if _, err := db.UpdateMember(t.Context(), org.ID, user.ID, store.Editor); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("LastOwnerStaysOwner", func(t *testing.T) {
+		t.Parallel()
+		org := newOrg(t, db)
+		user := newMember(t, db, org, "owner", store.Owner)
+		if _, err := db.UpdateMember(t.Context(), org.ID, user.ID, store.Owner); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("ErrConflict/LastOwner", func(t *testing.T) {
+		t.Parallel()
+		org := newOrg(t, db)
+		user := newMember(t, db, org, "owner", store.Owner)
+		newMember(t, db, org, "admin", store.Admin)
+		_, err := db.UpdateMember(t.Context(), org.ID, user.ID, store.Admin)
+		wantCode(t, err, apperr.Conflict)
+		if got, want := roleOf(t, db, org, user), store.Owner; got != want {
+			t.Fatalf("role=%q, want %q", got, want)
+		}
+	})
+	t.Run("ErrInvalid/Role", func(t *testing.T) {
+		t.Parallel()
+		org := newOrg(t, db)
+		newMember(t, db, org, "owner", store.Owner)
+		user := newMember(t, db, org, "ada", store.Viewer)
+		_, err := db.UpdateMember(t.Context(), org.ID, user.ID, "root")
+		wantCode(t, err, apperr.Invalid)
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		t.Parallel()
+		org := newOrg(t, db)
+		user := newUser(t, db, "ada")
+		_, err := db.UpdateMember(t.Context(), org.ID, user.ID, store.Viewer)
+		wantCode(t, err, apperr.NotFound)
+	})
+	t.Run("ErrNotFound/AnotherOrg", func(t *testing.T) {
+		t.Parallel()
+		org, other := newOrg(t, db), newOrg(t, db)
+		newMember(t, db, org, "owner", store.Owner)
+		user := newMember(t, db, org, "ada", store.Viewer)
+		_, err := db.UpdateMember(t.Context(), other.ID, user.ID, store.Admin)
+		wantCode(t, err, apperr.NotFound)
+		if got, want := roleOf(t, db, org, user), store.Viewer; got != want {
+			t.Fatalf("role=%q, want %q", got, want)
+		}
+	})
+}
+
+func testRemoveMember(t *testing.T, db *store.DB) {
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		org := newOrg(t, db)
+		newMember(t, db, org, "owner", store.Owner)
+		user := newMember(t, db, org, "ada", store.Owner)
+		if err := db.RemoveMember(t.Context(), org.ID, user.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := roleOf(t, db, org, user), store.Role(""); got != want {
+			t.Fatalf("role=%q after RemoveMember, want none", got)
+		}
+	})
+	t.Run("ErrConflict/LastOwner", func(t *testing.T) {
+		t.Parallel()
+		org := newOrg(t, db)
+		user := newMember(t, db, org, "owner", store.Owner)
+		wantCode(t, db.RemoveMember(t.Context(), org.ID, user.ID), apperr.Conflict)
+		if got, want := roleOf(t, db, org, user), store.Owner; got != want {
+			t.Fatalf("role=%q, want %q", got, want)
+		}
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		t.Parallel()
+		org := newOrg(t, db)
+		user := newUser(t, db, "ada")
+		wantCode(t, db.RemoveMember(t.Context(), org.ID, user.ID), apperr.NotFound)
+	})
+	t.Run("ErrNotFound/AnotherOrg", func(t *testing.T) {
+		t.Parallel()
+		org, other := newOrg(t, db), newOrg(t, db)
+		newMember(t, db, org, "owner", store.Owner)
+		user := newMember(t, db, org, "ada", store.Viewer)
+		wantCode(t, db.RemoveMember(t.Context(), other.ID, user.ID), apperr.NotFound)
+		if got, want := roleOf(t, db, org, user), store.Viewer; got != want {
+			t.Fatalf("role=%q, want %q", got, want)
+		}
+	})
+}
+
+// testLastOwnerRace has two owners, the only two, demote or remove each
+// other at once, again and again: each time one change goes through and
+// the other is refused with Conflict, never an internal error (such as a
+// deadlock between their locks), and the organization keeps an owner.
+func testLastOwnerRace(t *testing.T, db *store.DB) {
+	org := newOrg(t, db)
+	a := newMember(t, db, org, "a", store.Owner)
+	b := newMember(t, db, org, "b", store.Owner)
+	changes := map[string]func(user store.User) error{
+		"UpdateMember": func(user store.User) error {
+			_, err := db.UpdateMember(t.Context(), org.ID, user.ID, store.Admin)
+			return err
+		},
+		"RemoveMember": func(user store.User) error { return db.RemoveMember(t.Context(), org.ID, user.ID) },
+	}
+	for name, change := range changes {
+		for range 10 {
+			for _, user := range []store.User{a, b} {
+				if err := db.SetMembership(t.Context(), org.ID, user.ID, store.Owner); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var wg sync.WaitGroup
+			errs := make([]error, 2)
+			for i, user := range []store.User{a, b} {
+				wg.Go(func() { errs[i] = change(user) })
+			}
+			wg.Wait()
+			codes := map[apperr.Code]int{}
+			for _, err := range errs {
+				if err != nil {
+					codes[apperr.CodeOf(err)]++
+				}
+			}
+			if got, want := codes[apperr.Conflict], 1; got != want || len(codes) != 1 {
+				t.Fatalf("%s of both owners at once: errors %v, want one conflict", name, errs)
+			}
+			if ra, rb := roleOf(t, db, org, a), roleOf(t, db, org, b); (ra == store.Owner) == (rb == store.Owner) {
+				t.Fatalf("%s of both owners at once: roles %q and %q, want one owner", name, ra, rb)
+			}
+		}
+	}
+}
+
+// roleOf returns user's role in org, empty when they are not a member.
+func roleOf(t *testing.T, db *store.DB, org store.Org, user store.User) store.Role {
+	t.Helper()
+	_, memberships, err := db.Me(t.Context(), user.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range memberships {
+		if m.OrgID == org.ID {
+			return m.Role
+		}
+	}
+	return ""
+}
+
+func tokenID(token store.Token) int64 { return token.ID }
