@@ -82,25 +82,12 @@ func at(day int) time.Time {
 // readings is listed without one.
 func TestLatestReadings(t *testing.T) {
 	ctx := t.Context()
-	pool := storetest.NewPool(t)
-	db := store.New(pool)
-	org, err := db.CreateOrg(ctx, "latest")
+	db := store.New(storetest.NewPool(t))
+	key, sensor := newSensor(t, db)
+	idle, err := db.CreateSensor(ctx, key.OrgID, key.ProjectID, "idle", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	project, err := db.CreateProject(ctx, org.ID, "latest", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sensor, err := db.CreateSensor(ctx, org.ID, project.ID, "written", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idle, err := db.CreateSensor(ctx, org.ID, project.ID, "idle", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := store.SensorKey{OrgID: org.ID, ProjectID: project.ID, SensorID: sensor.ID}
 
 	for _, step := range latestSteps {
 		t.Run(step.name, func(t *testing.T) {
@@ -111,7 +98,7 @@ func TestLatestReadings(t *testing.T) {
 			} else if _, err := db.DeleteReadings(ctx, key, step.from, step.to); err != nil {
 				t.Fatal(err)
 			}
-			latest, more, err := db.LatestReadings(ctx, org.ID, project.ID, 0, 10)
+			latest, more, err := db.LatestReadings(ctx, key.OrgID, key.ProjectID, 0, 10)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,4 +138,24 @@ func describe(r *store.Reading) string {
 		return "none"
 	}
 	return fmt.Sprintf("%s %v=%v", r.Time.Format(time.RFC3339Nano), r.InputIDs, r.Values)
+}
+
+// newSensor creates a sensor without a blueprint, in a project of an
+// organization of its own.
+func newSensor(t *testing.T, db *store.DB) (store.SensorKey, store.Sensor) {
+	t.Helper()
+	ctx := t.Context()
+	org, err := db.CreateOrg(ctx, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	project, err := db.CreateProject(ctx, org.ID, t.Name(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sensor, err := db.CreateSensor(ctx, org.ID, project.ID, t.Name(), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store.SensorKey{OrgID: org.ID, ProjectID: project.ID, SensorID: sensor.ID}, sensor
 }
