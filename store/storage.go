@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -108,7 +109,7 @@ func convertToHypertable(ctx context.Context, tx pgx.Tx, cfg StorageConfig, log 
 		return err
 	}
 	_, err := tx.Exec(ctx, `SELECT create_hypertable('readings', 'datetime',
-    chunk_time_interval => $1::interval, create_default_indexes => false, migrate_data => true)`, cfg.ChunkInterval)
+    chunk_time_interval => $1::interval, create_default_indexes => false, migrate_data => true)`, interval(cfg.ChunkInterval))
 	if err != nil {
 		return err
 	}
@@ -139,12 +140,12 @@ func applyStorageConfig(ctx context.Context, tx pgx.Tx, cfg StorageConfig, log *
 	var sameInterval bool
 	err := tx.QueryRow(ctx, `
 SELECT time_interval = $1::interval FROM timescaledb_information.dimensions
-WHERE hypertable_schema = current_schema() AND hypertable_name = 'readings' AND column_name = 'datetime'`, cfg.ChunkInterval).Scan(&sameInterval)
+WHERE hypertable_schema = current_schema() AND hypertable_name = 'readings' AND column_name = 'datetime'`, interval(cfg.ChunkInterval)).Scan(&sameInterval)
 	if err != nil {
 		return fmt.Errorf("chunk interval: %w", err)
 	}
 	if !sameInterval {
-		if _, err := tx.Exec(ctx, `SELECT set_chunk_time_interval('readings', $1::interval)`, cfg.ChunkInterval); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT set_chunk_time_interval('readings', $1::interval)`, interval(cfg.ChunkInterval)); err != nil {
 			return fmt.Errorf("chunk interval: %w", err)
 		}
 		log.Info("storage: chunk interval changed; chunks made from now on span it", "chunk_interval", cfg.ChunkInterval)
@@ -185,7 +186,7 @@ func (p policy) apply(ctx context.Context, tx pgx.Tx, after time.Duration, log *
 	var same *bool // nil: no such job
 	err := tx.QueryRow(ctx, `
 SELECT (config->>$2)::interval = $3::interval FROM timescaledb_information.jobs
-WHERE proc_name = $1 AND hypertable_schema = current_schema() AND hypertable_name = 'readings'`, p.proc, p.key, after).Scan(&same)
+WHERE proc_name = $1 AND hypertable_schema = current_schema() AND hypertable_name = 'readings'`, p.proc, p.key, interval(after)).Scan(&same)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("%s policy: %w", p.name, err)
 	}
@@ -198,10 +199,17 @@ WHERE proc_name = $1 AND hypertable_schema = current_schema() AND hypertable_nam
 		}
 	}
 	if after > 0 {
-		if _, err := tx.Exec(ctx, p.add, after); err != nil {
+		if _, err := tx.Exec(ctx, p.add, interval(after)); err != nil {
 			return fmt.Errorf("%s policy: %w", p.name, err)
 		}
 	}
 	log.Info("storage: policy changed", p.name, after)
 	return nil
+}
+
+// interval is d as PostgreSQL shows it best: whole days as days, so that
+// the jobs' configuration reads "7 days", not "168:00:00".
+func interval(d time.Duration) pgtype.Interval {
+	const day = 24 * time.Hour
+	return pgtype.Interval{Days: int32(d / day), Microseconds: (d % day).Microseconds(), Valid: true}
 }
