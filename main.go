@@ -99,9 +99,9 @@ func (c *config) register(fs *flag.FlagSet, e *env) {
 	c.storage.ChunkInterval = e.days("CHUNK_INTERVAL", 7*day)
 	c.storage.CompressAfter = e.days("COMPRESS_AFTER", 7*day)
 	c.storage.Retention = e.days("RETENTION", 0)
-	fs.Var((*days)(&c.storage.ChunkInterval), "chunk-interval", "TimescaleDB: the span of one chunk of readings, e.g. 7d or 12h (CHUNK_INTERVAL)")
-	fs.Var((*days)(&c.storage.CompressAfter), "compress-after", "TimescaleDB: compress a chunk once all of it is this old; 0 never (COMPRESS_AFTER)")
-	fs.Var((*days)(&c.storage.Retention), "retention", "TimescaleDB: drop a chunk of readings once all of it is this old; 0 keeps them forever (RETENTION)")
+	fs.Var((*days)(&c.storage.ChunkInterval), "chunk-interval", "TimescaleDB: the `duration` of one chunk of readings, e.g. 7d or 12h (CHUNK_INTERVAL)")
+	fs.Var((*days)(&c.storage.CompressAfter), "compress-after", "TimescaleDB: compress a chunk once all of it is older than `age`, e.g. 7d; 0 never (COMPRESS_AFTER)")
+	fs.Var((*days)(&c.storage.Retention), "retention", "TimescaleDB: drop a chunk of readings once all of it is older than `age`, e.g. 365d; 0 keeps them forever (RETENTION)")
 }
 
 func (c *config) validate() error {
