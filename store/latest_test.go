@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"github.com/sensorreadings/readings/migrations"
 	"github.com/sensorreadings/readings/store"
 	"github.com/sensorreadings/readings/store/storetest"
 )
@@ -158,4 +162,50 @@ func newSensor(t *testing.T, db *store.DB) (store.SensorKey, store.Sensor) {
 		t.Fatal(err)
 	}
 	return store.SensorKey{OrgID: org.ID, ProjectID: project.ID, SensorID: sensor.ID}, sensor
+}
+
+// TestSensorLatestBackfill undoes migration 00007, stores readings as an
+// older service did (into readings alone), and applies 00007 again: its
+// backfill gives each sensor its newest reading, and none to a sensor
+// without readings.
+func TestSensorLatestBackfill(t *testing.T) {
+	ctx := t.Context()
+	pool := storetest.NewPool(t)
+	db := store.New(pool)
+	key, sensor := newSensor(t, db)
+	idle, err := db.CreateSensor(ctx, key.OrgID, key.ProjectID, "idle", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	provider, err := goose.NewProvider(goose.DialectPostgres, stdlib.OpenDBFromPool(pool), migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer provider.Close()
+	if _, err := provider.DownTo(ctx, 6); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pool.Exec(ctx, `INSERT INTO readings SELECT $1, t, '{1}', ARRAY[extract(epoch FROM t)]
+FROM generate_series('2024-01-01'::timestamptz, '2024-03-01', '1 day') t`, sensor.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provider.UpTo(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	latest, _, err := db.LatestReadings(ctx, key.OrgID, key.ProjectID, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	want := &store.Reading{Time: newest, InputIDs: []int64{1}, Values: []float64{float64(newest.Unix())}}
+	if len(latest) != 2 || latest[1].Sensor.ID != idle.ID {
+		t.Fatalf("LatestReadings = %d sensors, want %d and %d", len(latest), sensor.ID, idle.ID)
+	}
+	if got, want := describe(latest[0].Reading), describe(want); got != want {
+		t.Errorf("latest after the backfill = %s, want %s", got, want)
+	}
+	if got := latest[1].Reading; got != nil {
+		t.Errorf("idle sensor's latest after the backfill = %s, want none", describe(got))
+	}
 }
