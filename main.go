@@ -77,6 +77,7 @@ type config struct {
 	rateBurst       int
 	shutdownTimeout time.Duration
 	pprofAddr       string
+	storage         store.StorageConfig
 }
 
 func (c *config) register(fs *flag.FlagSet, e *env) {
@@ -93,6 +94,14 @@ func (c *config) register(fs *flag.FlagSet, e *env) {
 	fs.IntVar(&c.rateBurst, "rate-burst", e.int("RATE_BURST", 100), "requests a token may make at once (RATE_BURST)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", e.duration("SHUTDOWN_TIMEOUT", 20*time.Second), "how long in-flight requests may finish after SIGTERM (SHUTDOWN_TIMEOUT)")
 	fs.StringVar(&c.pprofAddr, "pprof-addr", e.string("PPROF_ADDR", ""), "serve /debug/pprof on this `host:port`, for profiling; off when empty (PPROF_ADDR)")
+	// TimescaleDB only, applied with the migrations; docs/performance.md
+	// says why these defaults suit minute-rate sensors.
+	c.storage.ChunkInterval = e.days("CHUNK_INTERVAL", 7*day)
+	c.storage.CompressAfter = e.days("COMPRESS_AFTER", 7*day)
+	c.storage.Retention = e.days("RETENTION", 0)
+	fs.Var((*days)(&c.storage.ChunkInterval), "chunk-interval", "TimescaleDB: the `duration` of one chunk of readings, e.g. 7d or 12h (CHUNK_INTERVAL)")
+	fs.Var((*days)(&c.storage.CompressAfter), "compress-after", "TimescaleDB: compress a chunk once all of it is older than `age`, e.g. 7d; 0 never (COMPRESS_AFTER)")
+	fs.Var((*days)(&c.storage.Retention), "retention", "TimescaleDB: drop a chunk of readings once all of it is older than `age`, e.g. 365d; 0 keeps them forever (RETENTION)")
 }
 
 func (c *config) validate() error {
@@ -122,6 +131,9 @@ func (c *config) validate() error {
 	if c.rateLimit < 0 || (c.rateLimit > 0 && c.rateBurst < 1) {
 		errs = append(errs, fmt.Errorf("rate limit %v needs a burst of at least 1 (got %d)", c.rateLimit, c.rateBurst))
 	}
+	if err := c.storage.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -142,6 +154,9 @@ func (c *config) logValue() slog.Value {
 		slog.Int("rate_burst", c.rateBurst),
 		slog.Duration("shutdown_timeout", c.shutdownTimeout),
 		slog.String("pprof_addr", c.pprofAddr),
+		slog.String("chunk_interval", days(c.storage.ChunkInterval).String()),
+		slog.String("compress_after", days(c.storage.CompressAfter).String()),
+		slog.String("retention", days(c.storage.Retention).String()),
 	)
 }
 
@@ -193,6 +208,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	defer pool.Close()
 	if c.migrate {
 		if err := store.Migrate(ctx, pool, log); err != nil {
+			return err
+		}
+		if err := store.ConfigureStorage(ctx, pool, c.storage, log); err != nil {
 			return err
 		}
 	}
@@ -296,6 +314,9 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 	if err := store.Migrate(ctx, pool, log); err != nil {
 		return err
 	}
+	if err := store.ConfigureStorage(ctx, pool, c.storage, log); err != nil {
+		return err
+	}
 	return store.New(pool).LogStorageMode(ctx, log)
 }
 
@@ -327,6 +348,41 @@ func (e *env) bool(key string, fallback bool) bool {
 
 func (e *env) duration(key string, fallback time.Duration) time.Duration {
 	return parseEnv(e, key, fallback, "a duration such as 30s", time.ParseDuration)
+}
+
+func (e *env) days(key string, fallback time.Duration) time.Duration {
+	return parseEnv(e, key, fallback, "a duration such as 7d or 12h", parseDays)
+}
+
+const day = 24 * time.Hour
+
+// days is a duration flag that also takes whole days, "7d", the unit chunk
+// and retention periods are thought in.
+type days time.Duration
+
+func (d days) String() string {
+	v := time.Duration(d)
+	if v != 0 && v%day == 0 {
+		return strconv.FormatInt(int64(v/day), 10) + "d"
+	}
+	return v.String()
+}
+
+func (d *days) Set(s string) error {
+	v, err := parseDays(s)
+	*d = days(v)
+	return err
+}
+
+func parseDays(s string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		v, err := strconv.ParseUint(n, 10, 16)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a whole number of days", s)
+		}
+		return time.Duration(v) * day, nil
+	}
+	return time.ParseDuration(s)
 }
 
 func parseEnv[T any](e *env, key string, fallback T, want string, parse func(string) (T, error)) T {

@@ -46,6 +46,18 @@ func TestParseConfig(t *testing.T) {
 		{name: "BadLogFormat", env: map[string]string{"DATABASE_URL": "postgres://x", "LOG_FORMAT": "xml"}, wantErr: "log format"},
 		{name: "BadLogLevel", env: map[string]string{"DATABASE_URL": "postgres://x"}, args: []string{"-log-level", "loud"}, wantErr: "log level"},
 		{name: "ZeroBatch", env: map[string]string{"DATABASE_URL": "postgres://x"}, args: []string{"-max-batch", "0"}, wantErr: "max batch"},
+		{name: "StorageDefaults", env: map[string]string{"DATABASE_URL": "postgres://x"},
+			check: func(c *config) bool {
+				return c.storage == store.StorageConfig{ChunkInterval: 7 * 24 * time.Hour, CompressAfter: 7 * 24 * time.Hour}
+			}},
+		{name: "StorageInDaysAndHours", env: map[string]string{"DATABASE_URL": "postgres://x", "CHUNK_INTERVAL": "1d", "RETENTION": "365d"},
+			args: []string{"-compress-after", "36h"},
+			check: func(c *config) bool {
+				return c.storage == store.StorageConfig{ChunkInterval: 24 * time.Hour, CompressAfter: 36 * time.Hour, Retention: 365 * 24 * time.Hour}
+			}},
+		{name: "BadEnvDays", env: map[string]string{"DATABASE_URL": "postgres://x", "CHUNK_INTERVAL": "7 days"}, wantErr: "CHUNK_INTERVAL"},
+		{name: "BadFlagDays", env: map[string]string{"DATABASE_URL": "postgres://x"}, args: []string{"-retention", "1.5d"}, wantErr: "days"},
+		{name: "RetentionBelowChunk", env: map[string]string{"DATABASE_URL": "postgres://x"}, args: []string{"-retention", "1d"}, wantErr: "retention"},
 		{name: "StrayArgument", env: map[string]string{"DATABASE_URL": "postgres://x"}, args: []string{"extra"}, wantErr: "unexpected"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

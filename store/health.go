@@ -61,14 +61,19 @@ func (db *DB) StorageMode(ctx context.Context) (mode StorageMode, available bool
 }
 
 // LogStorageMode says at start-up how readings are stored, and warns when
-// TimescaleDB is installed on the server but could not be used.
+// TimescaleDB is installed on the server but could not be used, saying how
+// to get a hypertable. The status of TimescaleDB's policy jobs plays no
+// part: on PostgreSQL 15.20 a job run by the background worker is recorded
+// as failed ("cannot drop portal") though its work is committed.
 func (db *DB) LogStorageMode(ctx context.Context, log *slog.Logger) error {
 	mode, available, err := db.StorageMode(ctx)
 	if err != nil {
 		return err
 	}
 	if mode == PostgreSQL && available {
-		log.Warn("timescaledb is installed on the database server but not loaded (add it to shared_preload_libraries); readings are a plain table")
+		log.Warn("timescaledb is installed on the database server but not preloaded, so readings are a plain table; " +
+			"to make them a hypertable, add timescaledb to shared_preload_libraries, restart PostgreSQL, then run `readings migrate` " +
+			"or restart the service with -migrate: it converts readings once, and ingest waits while their rows move into chunks")
 	}
 	log.Info("storage", "mode", mode)
 	return nil

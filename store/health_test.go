@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/sensorreadings/readings/store"
 	"github.com/sensorreadings/readings/store/storetest"
 )
@@ -42,16 +44,7 @@ func TestStorageMode(t *testing.T) {
 func TestHypertable(t *testing.T) {
 	ctx := t.Context()
 	pool := storetest.NewPool(t)
-	mode, _, err := store.New(pool).StorageMode(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mode != store.TimescaleDB {
-		if storetest.Storage() == store.TimescaleDB {
-			t.Fatalf("StorageMode = %s on a TimescaleDB test run", mode)
-		}
-		t.Skipf("readings are a plain table on this run (%s); the hypertable is tested on the timescaledb run", mode)
-	}
+	requireMode(t, pool, store.TimescaleDB)
 	var indexes []string
 	rows, err := pool.Query(ctx, `SELECT indexname FROM pg_indexes WHERE tablename = 'readings' ORDER BY 1`)
 	if err != nil {
@@ -80,4 +73,22 @@ WHERE hypertable_name = 'readings' AND segmentby_column_index = 1`).Scan(&segmen
 	if got, want := segmentBy, "sensor_id"; got != want {
 		t.Errorf("compression segments by %s, want %s", got, want)
 	}
+}
+
+// requireMode skips the test, saying why, unless readings are stored as
+// want; it fails it where the run was asked for want (TEST_STORAGE) and
+// did not get it.
+func requireMode(t *testing.T, pool *pgxpool.Pool, want store.StorageMode) {
+	t.Helper()
+	mode, _, err := store.New(pool).StorageMode(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode == want {
+		return
+	}
+	if storetest.Storage() == want {
+		t.Fatalf("StorageMode = %s on a %s test run", mode, want)
+	}
+	t.Skipf("readings are stored as %s on this run; this test belongs to the %s run", mode, want)
 }

@@ -33,10 +33,12 @@ var (
 	MaxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
 )
 
-const lockSensorSQL = `
+const (
+	sensorStateSQL = `
 SELECT p.state, s.instance FROM sensors s JOIN projects p ON p.id = s.project_id
-WHERE s.id = $3 AND s.project_id = $2 AND p.org_id = $1
-FOR SHARE OF s`
+WHERE s.id = $3 AND s.project_id = $2 AND p.org_id = $1`
+	lockSensorSQL = sensorStateSQL + ` FOR SHARE OF s`
+)
 
 // InsertReadings stores readings of the sensor in one transaction: all of
 // them or none. A reading at the instant of a stored one replaces its
@@ -62,9 +64,38 @@ func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Read
 		if err := inst.checkInputs(readings); err != nil {
 			return err
 		}
-		return insertReadings(ctx, tx, key.SensorID, lastPerInstant(readings))
+		if err := insertReadings(ctx, tx, key.SensorID, lastPerInstant(readings)); err != nil {
+			return err
+		}
+		return keepLatest(ctx, tx, key.SensorID, readings)
 	})
 	return dbError("insert readings", err)
+}
+
+// keepLatestSQL replaces the sensor's newest reading when the batch's is as
+// new or newer: a reading at the same instant is an overwrite. Concurrent
+// batches of one sensor take turns on the row, and each compares with the
+// other's committed row.
+const keepLatestSQL = `
+INSERT INTO sensor_latest AS l (sensor_id, datetime, input_ids, vals) VALUES ($1, $2, $3, $4)
+ON CONFLICT (sensor_id) DO UPDATE SET datetime = EXCLUDED.datetime, input_ids = EXCLUDED.input_ids, vals = EXCLUDED.vals
+WHERE l.datetime <= EXCLUDED.datetime`
+
+// keepLatest records the newest of readings as the sensor's latest, unless a
+// newer one is stored. Of readings at one instant the later wins, as in
+// the readings table.
+func keepLatest(ctx context.Context, tx pgx.Tx, sensorID int64, readings []Reading) error {
+	if len(readings) == 0 {
+		return nil
+	}
+	newest := &readings[0]
+	for i := range readings {
+		if !readings[i].Time.Before(newest.Time) {
+			newest = &readings[i]
+		}
+	}
+	_, err := tx.Exec(ctx, keepLatestSQL, sensorID, newest.Time, newest.InputIDs, newest.Values)
+	return err
 }
 
 const (
@@ -187,18 +218,44 @@ func (db *DB) DeleteReadings(ctx context.Context, key SensorKey, from, to time.T
 			state ProjectState
 			inst  *Instance
 		)
-		if err := tx.QueryRow(ctx, lockSensorSQL, key.OrgID, key.ProjectID, key.SensorID).Scan(&state, &inst); err != nil {
+		// Unlike ingest, a delete excludes the sensor's other writers until it
+		// commits: the newest reading it recomputes must not miss a batch
+		// that commits meanwhile.
+		err := tx.QueryRow(ctx, sensorStateSQL+` FOR NO KEY UPDATE OF s`, key.OrgID, key.ProjectID, key.SensorID).Scan(&state, &inst)
+		if err != nil {
 			return notFound("lock sensor", err, "sensor")
 		}
 		if state == Archived {
 			return apperr.Errorf(apperr.Conflict, "project %d is archived, so read-only; restore it before deleting readings", key.ProjectID)
 		}
 		tag, err := tx.Exec(ctx, `DELETE FROM readings WHERE sensor_id = $1 AND datetime >= $2 AND datetime < $3`, key.SensorID, from, to)
+		if err != nil {
+			return err
+		}
 		deleted = tag.RowsAffected()
+		if deleted == 0 {
+			return nil
+		}
+		_, err = tx.Exec(ctx, recomputeLatestSQL, key.SensorID, from, to)
 		return err
 	})
 	return deleted, dbError("delete readings", err)
 }
+
+// recomputeLatestSQL replaces the sensor's newest reading after a delete
+// of [$2, $3) that took it, with the newest before $2 (nothing was after
+// it), or removes it when there is none.
+const recomputeLatestSQL = `
+WITH gone AS (
+    DELETE FROM sensor_latest WHERE sensor_id = $1 AND datetime >= $2 AND datetime < $3
+    RETURNING sensor_id
+)
+INSERT INTO sensor_latest (sensor_id, datetime, input_ids, vals)
+SELECT r.sensor_id, r.datetime, r.input_ids, r.vals FROM gone
+CROSS JOIN LATERAL (
+    SELECT sensor_id, datetime, input_ids, vals FROM readings
+    WHERE sensor_id = gone.sensor_id AND datetime < $2 ORDER BY datetime DESC LIMIT 1
+) r`
 
 // Latest is a sensor and its newest reading, if it has one.
 type Latest struct {
@@ -208,19 +265,16 @@ type Latest struct {
 
 // LatestReadings returns, for up to limit sensors of the project with ids
 // above after, each sensor's newest reading, and whether more sensors
-// follow. Each sensor costs one probe of the readings' primary key, backward
-// from its newest entry. It returns NotFound for a project not in orgID.
+// follow. It reads the newest readings the writes keep in sensor_latest,
+// never the readings table, so its cost does not grow with the table or
+// its chunks. It returns NotFound for a project not in orgID.
 func (db *DB) LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int) ([]Latest, bool, error) {
 	if _, err := db.GetProject(ctx, orgID, projectID); err != nil {
 		return nil, false, err
 	}
 	rows, err := db.pool.Query(ctx, `
 SELECT `+sensorColumns+`, r.datetime, r.input_ids, r.vals
-FROM sensors s
-LEFT JOIN LATERAL (
-    SELECT datetime, input_ids, vals FROM readings
-    WHERE sensor_id = s.id ORDER BY datetime DESC LIMIT 1
-) r ON true
+FROM sensors s LEFT JOIN sensor_latest r ON r.sensor_id = s.id
 WHERE `+inOrg+` AND s.id > $3 ORDER BY s.id LIMIT $4`, orgID, projectID, after, limit+1)
 	if err != nil {
 		return nil, false, dbError("latest readings", err)

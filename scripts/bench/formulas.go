@@ -157,6 +157,9 @@ func (e *env) growForLatest(ctx context.Context, _ *results) error {
 			return fmt.Errorf("grow the table: %w", err)
 		}
 	}
+	if err := e.refreshLatest(ctx); err != nil {
+		return err
+	}
 	_, err := e.pool.Exec(ctx, "VACUUM ANALYZE readings")
 	return err
 }
@@ -216,12 +219,11 @@ func (e *env) latestValues(ctx context.Context, res *results) error {
 	return nil
 }
 
-// latestPlan is the readings node of the latest-values plan: an index scan
-// backward, run once per sensor, returning one row each time.
+// latestPlan is the sensor_latest node of the latest-values plan: one row
+// a sensor, whatever the readings.
 func (e *env) latestPlan(ctx context.Context) (string, error) {
 	rows, err := e.pool.Query(ctx, `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF)
-SELECT s.id, r.datetime FROM sensors s
-LEFT JOIN LATERAL (SELECT datetime FROM readings WHERE sensor_id = s.id ORDER BY datetime DESC LIMIT 1) r ON true
+SELECT s.id, r.datetime FROM sensors s LEFT JOIN sensor_latest r ON r.sensor_id = s.id
 WHERE s.project_id = $1`, e.svc.project)
 	if err != nil {
 		return "", err
@@ -231,11 +233,11 @@ WHERE s.project_id = $1`, e.svc.project)
 		return "", err
 	}
 	for _, line := range lines {
-		if strings.Contains(line, "on readings") {
+		if strings.Contains(line, "on sensor_latest") {
 			return "`" + strings.TrimLeft(strings.TrimSpace(line), "-> ") + "`", nil
 		}
 	}
-	return "", fmt.Errorf("no scan of readings in the plan:\n%s", strings.Join(lines, "\n"))
+	return "", fmt.Errorf("no scan of sensor_latest in the plan:\n%s", strings.Join(lines, "\n"))
 }
 
 // funcSource feeds COPY n rows made by row.

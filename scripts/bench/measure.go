@@ -99,6 +99,7 @@ func measure(ctx context.Context, e *env) (*report, error) {
 		{name: "storage: arrays against jsonb", run: e.storageChoice},
 		{name: "grow the table for latest values", run: e.growForLatest, prepare: true},
 		{name: "latest values", run: e.latestValues},
+		{name: "latest values over 100 chunks", run: e.latestOverChunks},
 	}
 	var (
 		res      results

@@ -1,0 +1,211 @@
+package store_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"github.com/sensorreadings/readings/migrations"
+	"github.com/sensorreadings/readings/store"
+	"github.com/sensorreadings/readings/store/storetest"
+)
+
+// latestSteps write one sensor's readings in turn; after each, its latest
+// value must be want (nil: no reading), and the same as the readings table's
+// newest row.
+var latestSteps = []struct {
+	name     string
+	insert   []store.Reading
+	from, to time.Time // a delete, when insert is nil
+	want     *store.Reading
+}{
+	{
+		name: "InsertUnordered",
+		insert: []store.Reading{
+			{Time: at(3), InputIDs: []int64{1}, Values: []float64{3}},
+			{Time: at(1), InputIDs: []int64{1}, Values: []float64{1}},
+			{Time: at(3), InputIDs: []int64{1, 2}, Values: []float64{3.5, 4}}, // later of two at one instant wins
+			{Time: at(2), InputIDs: []int64{1}, Values: []float64{2}},
+		},
+		want: &store.Reading{Time: at(3), InputIDs: []int64{1, 2}, Values: []float64{3.5, 4}},
+	},
+	{
+		name:   "OverwriteNewest",
+		insert: []store.Reading{{Time: at(3), InputIDs: []int64{2}, Values: []float64{30}}},
+		want:   &store.Reading{Time: at(3), InputIDs: []int64{2}, Values: []float64{30}},
+	},
+	{
+		name:   "InsertOlder",
+		insert: []store.Reading{{Time: at(0), InputIDs: []int64{1}, Values: []float64{0}}},
+		want:   &store.Reading{Time: at(3), InputIDs: []int64{2}, Values: []float64{30}},
+	},
+	{
+		name:   "OverwriteOlder",
+		insert: []store.Reading{{Time: at(2), InputIDs: []int64{1}, Values: []float64{20}}},
+		want:   &store.Reading{Time: at(3), InputIDs: []int64{2}, Values: []float64{30}},
+	},
+	{
+		name: "DeleteNewest",
+		from: at(3), to: at(4),
+		want: &store.Reading{Time: at(2), InputIDs: []int64{1}, Values: []float64{20}},
+	},
+	{
+		name: "DeleteOlder",
+		from: at(0), to: at(1),
+		want: &store.Reading{Time: at(2), InputIDs: []int64{1}, Values: []float64{20}},
+	},
+	{
+		name: "DeleteAll",
+		from: store.MinTime, to: store.MaxTime,
+	},
+	{
+		name:   "InsertAfterDeleteAll",
+		insert: []store.Reading{{Time: at(1), InputIDs: []int64{5}, Values: []float64{-1}}},
+		want:   &store.Reading{Time: at(1), InputIDs: []int64{5}, Values: []float64{-1}},
+	},
+	{
+		name:   "InsertNewer",
+		insert: []store.Reading{{Time: at(400), InputIDs: []int64{5}, Values: []float64{400}}},
+		want:   &store.Reading{Time: at(400), InputIDs: []int64{5}, Values: []float64{400}},
+	},
+}
+
+// at is a day of 2024, so that the readings span several chunks.
+func at(day int) time.Time {
+	return time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, day)
+}
+
+// TestLatestReadings checks that the latest values follow every write of
+// a sensor's readings: inserts in and out of order, overwrites of the
+// newest reading and of older ones, deletes that take the newest reading
+// and deletes that do not, a delete of everything. A sensor without
+// readings is listed without one.
+func TestLatestReadings(t *testing.T) {
+	ctx := t.Context()
+	db := store.New(storetest.NewPool(t))
+	key, sensor := newSensor(t, db)
+	idle, err := db.CreateSensor(ctx, key.OrgID, key.ProjectID, "idle", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, step := range latestSteps {
+		t.Run(step.name, func(t *testing.T) {
+			if step.insert != nil {
+				if err := db.InsertReadings(ctx, key, step.insert); err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err := db.DeleteReadings(ctx, key, step.from, step.to); err != nil {
+				t.Fatal(err)
+			}
+			latest, more, err := db.LatestReadings(ctx, key.OrgID, key.ProjectID, 0, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(latest) != 2 || more || latest[0].Sensor.ID != sensor.ID || latest[1].Sensor.ID != idle.ID {
+				t.Fatalf("LatestReadings = %d sensors (more %v), want sensors %d and %d", len(latest), more, sensor.ID, idle.ID)
+			}
+			if got := latest[1].Reading; got != nil {
+				t.Errorf("idle sensor's latest = %s, want none", describe(got))
+			}
+			if got, want := describe(latest[0].Reading), describe(step.want); got != want {
+				t.Errorf("latest = %s, want %s", got, want)
+			}
+			if got, want := describe(latest[0].Reading), describe(newestStored(t, db, sensor)); got != want {
+				t.Errorf("latest = %s, but the newest stored reading is %s", got, want)
+			}
+		})
+	}
+}
+
+// newestStored is the newest reading of the readings table.
+func newestStored(t *testing.T, db *store.DB, sensor store.Sensor) *store.Reading {
+	t.Helper()
+	var newest *store.Reading
+	q := store.ReadingQuery{From: store.MinTime, To: store.MaxTime, Desc: true, Limit: 1}
+	err := db.ListReadings(t.Context(), sensor, q, func(r *store.Reading) error {
+		newest = &store.Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newest
+}
+
+func describe(r *store.Reading) string {
+	if r == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s %v=%v", r.Time.Format(time.RFC3339Nano), r.InputIDs, r.Values)
+}
+
+// newSensor creates a sensor without a blueprint, in a project of an
+// organization of its own.
+func newSensor(t *testing.T, db *store.DB) (store.SensorKey, store.Sensor) {
+	t.Helper()
+	ctx := t.Context()
+	org, err := db.CreateOrg(ctx, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	project, err := db.CreateProject(ctx, org.ID, t.Name(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sensor, err := db.CreateSensor(ctx, org.ID, project.ID, t.Name(), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store.SensorKey{OrgID: org.ID, ProjectID: project.ID, SensorID: sensor.ID}, sensor
+}
+
+// TestSensorLatestBackfill undoes migration 00007, stores readings as an
+// older service did (into readings alone), and applies 00007 again: its
+// backfill gives each sensor its newest reading, and none to a sensor
+// without readings.
+func TestSensorLatestBackfill(t *testing.T) {
+	ctx := t.Context()
+	pool := storetest.NewPool(t)
+	db := store.New(pool)
+	key, sensor := newSensor(t, db)
+	idle, err := db.CreateSensor(ctx, key.OrgID, key.ProjectID, "idle", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	provider, err := goose.NewProvider(goose.DialectPostgres, stdlib.OpenDBFromPool(pool), migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer provider.Close()
+	if _, err := provider.DownTo(ctx, 6); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pool.Exec(ctx, `INSERT INTO readings SELECT $1, t, '{1}', ARRAY[extract(epoch FROM t)]
+FROM generate_series('2024-01-01'::timestamptz, '2024-03-01', '1 day') t`, sensor.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provider.UpTo(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	latest, _, err := db.LatestReadings(ctx, key.OrgID, key.ProjectID, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	want := &store.Reading{Time: newest, InputIDs: []int64{1}, Values: []float64{float64(newest.Unix())}}
+	if len(latest) != 2 || latest[1].Sensor.ID != idle.ID {
+		t.Fatalf("LatestReadings = %d sensors, want %d and %d", len(latest), sensor.ID, idle.ID)
+	}
+	if got, want := describe(latest[0].Reading), describe(want); got != want {
+		t.Errorf("latest after the backfill = %s, want %s", got, want)
+	}
+	if got := latest[1].Reading; got != nil {
+		t.Errorf("idle sensor's latest after the backfill = %s, want none", describe(got))
+	}
+}
