@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/sensorreadings/readings/gen"
@@ -41,15 +42,39 @@ func (s *Server) ExportReadings(ctx context.Context, req gen.ExportReadingsReque
 	}
 	e.contentType, e.extension = "text/csv; charset=utf-8", "csv"
 	ids := instanceInputIDs(sensor)
-	if sensor.Instance == nil && q.From.Compare(q.To) <= 0 {
+	if sensor.Instance == nil {
 		// The header row names every column before the first row, so a
 		// sensor without a fixed set of inputs needs one pass to find them.
-		if ids, err = s.store.InputIDs(dbCtx, sensor, q.From, q.To); err != nil {
+		if ids, err = s.exportInputIDs(ctx, sensor, q.From, q.To); err != nil {
 			return nil, err
 		}
 	}
 	e.csv = &csvColumns{inputIDs: ids, outputs: outputs}
 	return e, nil
+}
+
+// inputIDsChunk is how many readings one query of exportInputIDs scans:
+// about half a second of the database's time.
+const inputIDsChunk = 100_000
+
+// exportInputIDs is every input id the readings from from to to use,
+// ascending. It scans the range in chunks, each under the database
+// deadline, so that a range of any size gets its columns, and no query
+// holds a connection for long.
+func (s *Server) exportInputIDs(ctx context.Context, sensor store.Sensor, from, to time.Time) ([]int64, error) {
+	var ids []int64
+	for from.Compare(to) <= 0 {
+		dbCtx, cancel := s.dbDeadline(ctx)
+		chunk, next, err := s.store.InputIDs(dbCtx, sensor, from, to, inputIDsChunk)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, chunk...)
+		from = next
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
 }
 
 type export struct {
