@@ -123,10 +123,11 @@ db-destroy:
 load:
 	scripts/load.sh
 
-## chaos: kill -9 the service mid-ingest, then restart PostgreSQL under load; fails on a lost or partial batch, a 500, a hang or a slow recovery
+## chaos: kill -9 the service mid-ingest, restart PostgreSQL under load, then 8 slow export readers beside another organization's load; fails on a lost or partial batch, a 500, a hang, a slow recovery or a p99 over 1 s
 chaos:
 	scripts/chaos-kill.sh
 	scripts/chaos-db.sh
+	scripts/chaos-slow.sh
 
 ## bench: the service against raw PostgreSQL on this machine, as markdown tables (BENCH_FLAGS=-quick to try it, -profile DIR for the service's CPU profiles)
 bench:

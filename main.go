@@ -75,6 +75,8 @@ type config struct {
 	dbTimeout       time.Duration
 	rateLimit       float64
 	rateBurst       int
+	maxStreams      int
+	maxStreamsToken int
 	shutdownTimeout time.Duration
 	pprofAddr       string
 	storage         store.StorageConfig
@@ -92,6 +94,8 @@ func (c *config) register(fs *flag.FlagSet, e *env) {
 	fs.DurationVar(&c.dbTimeout, "db-timeout", e.duration("DB_TIMEOUT", 20*time.Second), "how long a request may wait for the database before a 503; 0 for no limit (DB_TIMEOUT)")
 	fs.Float64Var(&c.rateLimit, "rate-limit", e.float("RATE_LIMIT", 50), "requests a second per token; 0 for no limit (RATE_LIMIT)")
 	fs.IntVar(&c.rateBurst, "rate-burst", e.int("RATE_BURST", 100), "requests a token may make at once (RATE_BURST)")
+	fs.IntVar(&c.maxStreams, "max-streams", e.int("MAX_STREAMS", 0), "exports open at once, below the database connections; 0 is half of them (MAX_STREAMS)")
+	fs.IntVar(&c.maxStreamsToken, "max-streams-per-token", e.int("MAX_STREAMS_PER_TOKEN", 2), "exports one token may have open at once (MAX_STREAMS_PER_TOKEN)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", e.duration("SHUTDOWN_TIMEOUT", 20*time.Second), "how long in-flight requests may finish after SIGTERM (SHUTDOWN_TIMEOUT)")
 	fs.StringVar(&c.pprofAddr, "pprof-addr", e.string("PPROF_ADDR", ""), "serve /debug/pprof on this `host:port`, for profiling; off when empty (PPROF_ADDR)")
 	// TimescaleDB only, applied with the migrations; docs/performance.md
@@ -134,6 +138,12 @@ func (c *config) validate() error {
 	if err := c.storage.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.maxStreams < 0 || (c.dbMaxConns > 0 && c.maxStreams >= c.dbMaxConns) {
+		errs = append(errs, fmt.Errorf("max streams %d must be from 0 (half the database connections) to below db max conns %d", c.maxStreams, c.dbMaxConns))
+	}
+	if c.maxStreamsToken < 1 {
+		errs = append(errs, fmt.Errorf("max streams per token %d must be at least 1", c.maxStreamsToken))
+	}
 	return errors.Join(errs...)
 }
 
@@ -152,6 +162,8 @@ func (c *config) logValue() slog.Value {
 		slog.Duration("db_timeout", c.dbTimeout),
 		slog.Float64("rate_limit", c.rateLimit),
 		slog.Int("rate_burst", c.rateBurst),
+		slog.Int("max_streams", c.maxStreams),
+		slog.Int("max_streams_per_token", c.maxStreamsToken),
 		slog.Duration("shutdown_timeout", c.shutdownTimeout),
 		slog.String("pprof_addr", c.pprofAddr),
 		slog.String("chunk_interval", days(c.storage.ChunkInterval).String()),
@@ -218,12 +230,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err := db.LogStorageMode(ctx, log); err != nil {
 		return err
 	}
+	maxStreams, err := streamCap(c.maxStreams, int(pool.Stat().MaxConns()))
+	if err != nil {
+		return err
+	}
+	log.Info("export caps", "max_streams", maxStreams, "max_streams_per_token", c.maxStreamsToken, "db_max_conns", pool.Stat().MaxConns())
 	srv, err := server.New(db, log, server.Config{
-		MaxBatch:     c.maxBatch,
-		MaxBodyBytes: c.maxBodyBytes,
-		RateLimit:    c.rateLimit,
-		RateBurst:    c.rateBurst,
-		DBTimeout:    c.dbTimeout,
+		MaxBatch:           c.maxBatch,
+		MaxBodyBytes:       c.maxBodyBytes,
+		RateLimit:          c.rateLimit,
+		RateBurst:          c.rateBurst,
+		DBTimeout:          c.dbTimeout,
+		MaxStreams:         maxStreams,
+		MaxStreamsPerToken: c.maxStreamsToken,
 	})
 	if err != nil {
 		return err
@@ -279,6 +298,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// streamCap is how many exports may be open at once with a pool of
+// poolSize connections: the setting, or half the pool when it is 0. It
+// stays below the pool's size, so that however many exports are reading a
+// chunk, ordinary requests find a connection.
+func streamCap(setting, poolSize int) (int, error) {
+	if setting == 0 {
+		setting = poolSize / 2
+	}
+	if setting < 1 || setting >= poolSize {
+		return 0, fmt.Errorf("max streams %d must be at least 1 and below the pool's %d connections; raise DB_MAX_CONNS or lower MAX_STREAMS", setting, poolSize)
+	}
+	return setting, nil
 }
 
 // serveProfiles serves net/http/pprof on addr, apart from the API so that

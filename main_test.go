@@ -58,6 +58,10 @@ func TestParseConfig(t *testing.T) {
 		{name: "BadEnvDays", env: map[string]string{"DATABASE_URL": "postgres://x", "CHUNK_INTERVAL": "7 days"}, wantErr: "CHUNK_INTERVAL"},
 		{name: "BadFlagDays", env: map[string]string{"DATABASE_URL": "postgres://x"}, args: []string{"-retention", "1.5d"}, wantErr: "days"},
 		{name: "RetentionBelowChunk", env: map[string]string{"DATABASE_URL": "postgres://x"}, args: []string{"-retention", "1d"}, wantErr: "retention"},
+		{name: "StreamCaps", env: map[string]string{"DATABASE_URL": "postgres://x", "MAX_STREAMS": "3", "MAX_STREAMS_PER_TOKEN": "1", "DB_MAX_CONNS": "8"},
+			check: func(c *config) bool { return c.maxStreams == 3 && c.maxStreamsToken == 1 }},
+		{name: "StreamsFillThePool", env: map[string]string{"DATABASE_URL": "postgres://x", "MAX_STREAMS": "8", "DB_MAX_CONNS": "8"}, wantErr: "max streams"},
+		{name: "NoStreamPerToken", env: map[string]string{"DATABASE_URL": "postgres://x", "MAX_STREAMS_PER_TOKEN": "0"}, wantErr: "per token"},
 		{name: "StrayArgument", env: map[string]string{"DATABASE_URL": "postgres://x"}, args: []string{"extra"}, wantErr: "unexpected"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,6 +76,24 @@ func TestParseConfig(t *testing.T) {
 				t.Fatalf("parseConfig = %+v, %v", c, err)
 			}
 		})
+	}
+}
+
+func TestStreamCap(t *testing.T) {
+	for _, tt := range []struct {
+		setting, pool, want int
+		wantErr             bool
+	}{
+		{setting: 0, pool: 4, want: 2},
+		{setting: 0, pool: 5, want: 2},
+		{setting: 3, pool: 4, want: 3},
+		{setting: 4, pool: 4, wantErr: true},
+		{setting: 0, pool: 1, wantErr: true},
+	} {
+		got, err := streamCap(tt.setting, tt.pool)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("streamCap(%d, %d) = %d, %v; want %d, error %v", tt.setting, tt.pool, got, err, tt.want, tt.wantErr)
+		}
 	}
 }
 

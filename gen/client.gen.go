@@ -488,15 +488,32 @@ type ClientInterface interface {
 	// ExportReadings Export readings
 	//
 	// Streams every reading of the sensor in the range, oldest first,
-	// with no page limit and in constant memory: the service writes rows
-	// as the database returns them, and stops the query when the client
-	// goes away. `format=csv` has a header row
-	// `datetime,<input ids…>,<output ids…>` (ascending, outputs with
-	// `outputs=true`) and a row per reading, empty where a reading lacks a
-	// value; `format=ndjson` has one reading per line, as
+	// with no page limit and in constant memory. `format=csv` has a
+	// header row `datetime,<input ids…>,<output ids…>` (ascending,
+	// outputs with `outputs=true`) and a row per reading, empty where a
+	// reading lacks a value; `format=ndjson` has one reading per line, as
 	// `listReadings` returns them. Both bounds are optional. If the
 	// export fails part way, the connection is cut, so a truncated file
 	// never looks complete. Required role: `viewer`.
+	//
+	// **Chunks, not a snapshot.** The service reads the range in chunks of
+	// 1,000 readings, in the order it streams them, and sends each chunk
+	// before it reads the next, so an export holds no database connection
+	// while its client reads, however slowly. Each reading appears once,
+	// in order, as it was when its chunk was read; a reading written,
+	// changed or deleted during the export shows up in it if its chunk is
+	// read after the change, not otherwise. For one consistent state, ask
+	// for a range that no longer changes (for instance
+	// `datetime__lt` in the past). The CSV header is fixed when the export
+	// starts: for a sensor without a blueprint its input columns are those
+	// the range used then, and an input first used by a reading written
+	// during the export has no column.
+	//
+	// **Limits.** A client must keep reading: one that takes more than a
+	// minute over 32 KiB is dropped. A token may have 2 exports open at
+	// once and the service half as many as it has database connections
+	// (both configurable, `MAX_STREAMS_PER_TOKEN` and `MAX_STREAMS`);
+	// beyond either, the answer is 429 with `Retry-After`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/export (the `ExportReadings` operationId).
 	ExportReadings(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *ExportReadingsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1412,15 +1429,32 @@ func (c *Client) AggregateReadings(ctx context.Context, orgId OrgId, projId Proj
 // ExportReadings Export readings
 //
 // Streams every reading of the sensor in the range, oldest first,
-// with no page limit and in constant memory: the service writes rows
-// as the database returns them, and stops the query when the client
-// goes away. `format=csv` has a header row
-// `datetime,<input ids…>,<output ids…>` (ascending, outputs with
-// `outputs=true`) and a row per reading, empty where a reading lacks a
-// value; `format=ndjson` has one reading per line, as
+// with no page limit and in constant memory. `format=csv` has a
+// header row `datetime,<input ids…>,<output ids…>` (ascending,
+// outputs with `outputs=true`) and a row per reading, empty where a
+// reading lacks a value; `format=ndjson` has one reading per line, as
 // `listReadings` returns them. Both bounds are optional. If the
 // export fails part way, the connection is cut, so a truncated file
 // never looks complete. Required role: `viewer`.
+//
+// **Chunks, not a snapshot.** The service reads the range in chunks of
+// 1,000 readings, in the order it streams them, and sends each chunk
+// before it reads the next, so an export holds no database connection
+// while its client reads, however slowly. Each reading appears once,
+// in order, as it was when its chunk was read; a reading written,
+// changed or deleted during the export shows up in it if its chunk is
+// read after the change, not otherwise. For one consistent state, ask
+// for a range that no longer changes (for instance
+// `datetime__lt` in the past). The CSV header is fixed when the export
+// starts: for a sensor without a blueprint its input columns are those
+// the range used then, and an input first used by a reading written
+// during the export has no column.
+//
+// **Limits.** A client must keep reading: one that takes more than a
+// minute over 32 KiB is dropped. A token may have 2 exports open at
+// once and the service half as many as it has database connections
+// (both configurable, `MAX_STREAMS_PER_TOKEN` and `MAX_STREAMS`);
+// beyond either, the answer is 429 with `Retry-After`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/export (the `ExportReadings` operationId).
 func (c *Client) ExportReadings(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *ExportReadingsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4340,15 +4374,32 @@ type ClientWithResponsesInterface interface {
 	// ExportReadingsWithResponse Export readings
 	//
 	// Streams every reading of the sensor in the range, oldest first,
-	// with no page limit and in constant memory: the service writes rows
-	// as the database returns them, and stops the query when the client
-	// goes away. `format=csv` has a header row
-	// `datetime,<input ids…>,<output ids…>` (ascending, outputs with
-	// `outputs=true`) and a row per reading, empty where a reading lacks a
-	// value; `format=ndjson` has one reading per line, as
+	// with no page limit and in constant memory. `format=csv` has a
+	// header row `datetime,<input ids…>,<output ids…>` (ascending,
+	// outputs with `outputs=true`) and a row per reading, empty where a
+	// reading lacks a value; `format=ndjson` has one reading per line, as
 	// `listReadings` returns them. Both bounds are optional. If the
 	// export fails part way, the connection is cut, so a truncated file
 	// never looks complete. Required role: `viewer`.
+	//
+	// **Chunks, not a snapshot.** The service reads the range in chunks of
+	// 1,000 readings, in the order it streams them, and sends each chunk
+	// before it reads the next, so an export holds no database connection
+	// while its client reads, however slowly. Each reading appears once,
+	// in order, as it was when its chunk was read; a reading written,
+	// changed or deleted during the export shows up in it if its chunk is
+	// read after the change, not otherwise. For one consistent state, ask
+	// for a range that no longer changes (for instance
+	// `datetime__lt` in the past). The CSV header is fixed when the export
+	// starts: for a sensor without a blueprint its input columns are those
+	// the range used then, and an input first used by a reading written
+	// during the export has no column.
+	//
+	// **Limits.** A client must keep reading: one that takes more than a
+	// minute over 32 KiB is dropped. A token may have 2 exports open at
+	// once and the service half as many as it has database connections
+	// (both configurable, `MAX_STREAMS_PER_TOKEN` and `MAX_STREAMS`);
+	// beyond either, the answer is 429 with `Retry-After`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7211,7 +7262,7 @@ type ExportReadingsResponse struct {
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
-	JSON429 *TooManyRequests
+	JSON429 *Error
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -7247,7 +7298,7 @@ func (r ExportReadingsResponse) GetJSON404() *NotFound {
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
-func (r ExportReadingsResponse) GetJSON429() *TooManyRequests {
+func (r ExportReadingsResponse) GetJSON429() *Error {
 	return r.JSON429
 }
 
@@ -9214,15 +9265,32 @@ func (c *ClientWithResponses) AggregateReadingsWithResponse(ctx context.Context,
 // ExportReadingsWithResponse Export readings
 //
 // Streams every reading of the sensor in the range, oldest first,
-// with no page limit and in constant memory: the service writes rows
-// as the database returns them, and stops the query when the client
-// goes away. `format=csv` has a header row
-// `datetime,<input ids…>,<output ids…>` (ascending, outputs with
-// `outputs=true`) and a row per reading, empty where a reading lacks a
-// value; `format=ndjson` has one reading per line, as
+// with no page limit and in constant memory. `format=csv` has a
+// header row `datetime,<input ids…>,<output ids…>` (ascending,
+// outputs with `outputs=true`) and a row per reading, empty where a
+// reading lacks a value; `format=ndjson` has one reading per line, as
 // `listReadings` returns them. Both bounds are optional. If the
 // export fails part way, the connection is cut, so a truncated file
 // never looks complete. Required role: `viewer`.
+//
+// **Chunks, not a snapshot.** The service reads the range in chunks of
+// 1,000 readings, in the order it streams them, and sends each chunk
+// before it reads the next, so an export holds no database connection
+// while its client reads, however slowly. Each reading appears once,
+// in order, as it was when its chunk was read; a reading written,
+// changed or deleted during the export shows up in it if its chunk is
+// read after the change, not otherwise. For one consistent state, ask
+// for a range that no longer changes (for instance
+// `datetime__lt` in the past). The CSV header is fixed when the export
+// starts: for a sensor without a blueprint its input columns are those
+// the range used then, and an input first used by a reading written
+// during the export has no column.
+//
+// **Limits.** A client must keep reading: one that takes more than a
+// minute over 32 KiB is dropped. A token may have 2 exports open at
+// once and the service half as many as it has database connections
+// (both configurable, `MAX_STREAMS_PER_TOKEN` and `MAX_STREAMS`);
+// beyond either, the answer is 429 with `Retry-After`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -12125,7 +12193,7 @@ func ParseExportReadingsResponse(rsp *http.Response) (*ExportReadingsResponse, e
 		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest TooManyRequests
+		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -5429,7 +5429,14 @@ func (response ExportReadings404JSONResponse) VisitExportReadingsResponse(w http
 	return err
 }
 
-type ExportReadings429JSONResponse struct{ TooManyRequestsJSONResponse }
+type ExportReadings429ResponseHeaders struct {
+	RetryAfter *int
+}
+
+type ExportReadings429JSONResponse struct {
+	Body    Error
+	Headers ExportReadings429ResponseHeaders
+}
 
 func (response ExportReadings429JSONResponse) VisitExportReadingsResponse(w http.ResponseWriter) error {
 

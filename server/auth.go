@@ -70,11 +70,8 @@ var errOrgNotFound = apperr.Errorf(apperr.NotFound, "organization not found")
 // authenticateToken asks the store who secret is, within the database
 // deadline: the request's own deadline starts only once its body is read.
 func (s *Server) authenticateToken(ctx context.Context, secret string, orgID int64) (store.Principal, error) {
-	if s.cfg.DBTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.cfg.DBTimeout)
-		defer cancel()
-	}
+	ctx, cancel := s.dbDeadline(ctx)
+	defer cancel()
 	return s.store.Authenticate(ctx, secret, orgID)
 }
 

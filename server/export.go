@@ -1,10 +1,10 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/sensorreadings/readings/gen"
@@ -12,14 +12,19 @@ import (
 )
 
 // ExportReadings streams every reading of a range as CSV or NDJSON. The
-// handler checks the request; the response runs the query and writes rows
-// as they arrive, so memory stays constant whatever the range.
+// handler checks the request; the response reads the range in chunks and
+// sends each before it reads the next, so that neither memory nor a
+// database connection depends on the range or on the client's pace.
 func (s *Server) ExportReadings(ctx context.Context, req gen.ExportReadingsRequestObject) (gen.ExportReadingsResponseObject, error) {
-	sensor, err := s.store.GetSensor(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
+	// A streaming operation has no deadline of its own (databaseDeadline):
+	// each of its queries has one.
+	dbCtx, cancel := s.dbDeadline(ctx)
+	defer cancel()
+	sensor, err := s.store.GetSensor(dbCtx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
 	if err != nil {
 		return nil, err
 	}
-	q := store.ReadingQuery{From: store.MinTime, To: store.MaxTime} // no limit
+	q := store.ReadingQuery{From: store.MinTime, To: store.MaxTime, Limit: exportChunk}
 	if p := req.Params.DatetimeGte; p != nil {
 		q.From = latest(q.From, ceilMicro(*p))
 	}
@@ -30,17 +35,17 @@ func (s *Server) ExportReadings(ctx context.Context, req gen.ExportReadingsReque
 	if p := req.Params.Outputs; p != nil && *p {
 		outputs = s.newOutputsWriter(sensor)
 	}
-	e := &export{ctx: ctx, store: s.store, sensor: sensor, query: q, outputs: outputs}
+	e := &export{ctx: ctx, server: s, sensor: sensor, query: q, outputs: outputs}
 	if req.Params.Format != nil && *req.Params.Format == gen.Ndjson {
 		e.contentType, e.extension = "application/x-ndjson", "ndjson"
 		return e, nil
 	}
 	e.contentType, e.extension = "text/csv; charset=utf-8", "csv"
 	ids := instanceInputIDs(sensor)
-	if sensor.Instance == nil && q.From.Compare(q.To) <= 0 {
+	if sensor.Instance == nil {
 		// The header row names every column before the first row, so a
 		// sensor without a fixed set of inputs needs one pass to find them.
-		if ids, err = s.store.InputIDs(ctx, sensor, q.From, q.To); err != nil {
+		if ids, err = s.exportInputIDs(ctx, sensor, q.From, q.To); err != nil {
 			return nil, err
 		}
 	}
@@ -48,85 +53,125 @@ func (s *Server) ExportReadings(ctx context.Context, req gen.ExportReadingsReque
 	return e, nil
 }
 
+// inputIDsChunk is how many readings one query of exportInputIDs scans:
+// about half a second of the database's time.
+const inputIDsChunk = 100_000
+
+// exportInputIDs is every input id the readings from from to to use,
+// ascending. It scans the range in chunks, each under the database
+// deadline, so that a range of any size gets its columns, and no query
+// holds a connection for long.
+func (s *Server) exportInputIDs(ctx context.Context, sensor store.Sensor, from, to time.Time) ([]int64, error) {
+	var ids []int64
+	for from.Compare(to) <= 0 {
+		dbCtx, cancel := s.dbDeadline(ctx)
+		chunk, next, err := s.store.InputIDs(dbCtx, sensor, from, to, inputIDsChunk)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, chunk...)
+		from = next
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
+}
+
 type export struct {
-	ctx                    context.Context
-	store                  Store
+	ctx                    context.Context // the request's, without a deadline
+	server                 *Server
 	sensor                 store.Sensor
-	query                  store.ReadingQuery
+	query                  store.ReadingQuery // Limit is the chunk's size
 	outputs                *outputsWriter
 	csv                    *csvColumns // nil for NDJSON
 	contentType, extension string
 }
 
-// flushEvery is how much the export buffers before it sends: rows reach the
-// client as they are read, without a write per row.
+// exportChunk is how many readings an export reads per query. The
+// connection goes back to the pool after each chunk, before the chunk is
+// sent, so a client that reads slowly holds memory for one chunk and no
+// connection at all. With at most about 100 inputs per reading a chunk
+// encodes to a few MiB at worst, and each query takes milliseconds.
+const exportChunk = 1000
+
+// flushEvery is how much of a chunk the export sends at a time: rows reach
+// the client in pieces of this size, and each piece moves the deadline on.
 const flushEvery = 32 << 10
 
-// exportStall is how long an export may wait for a client that stopped
-// reading. The server's write timeout bounds ordinary responses; an export
-// moves its deadline on at every flush, so a long one that keeps flowing
-// is not cut.
+// exportStall is how long an export waits for a client that stopped
+// reading: a client must take each 32 KiB piece within a minute (about
+// 550 bytes a second) or be dropped. The server's write timeout bounds
+// ordinary responses; an export moves its deadline on at every piece, so a
+// long one that keeps flowing is not cut.
 const exportStall = time.Minute
 
 func (e *export) VisitExportReadingsResponse(w http.ResponseWriter) error {
-	out := bufio.NewWriterSize(w, 2*flushEvery)
-	flusher := http.NewResponseController(w)
-	flush := func() error {
-		if err := out.Flush(); err != nil {
-			return err
-		}
-		// Not every writer can move its deadline (a test's recorder cannot);
-		// then the server's write timeout stands.
-		_ = flusher.SetWriteDeadline(time.Now().Add(exportStall))
-		return flusher.Flush()
-	}
-	_ = flusher.SetWriteDeadline(time.Now().Add(exportStall))
-	started := false
-	start := func() error {
-		started = true
-		w.Header().Set("Content-Type", e.contentType)
-		w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="sensor-%d.%s"`, e.sensor.ID, e.extension))
-		w.WriteHeader(http.StatusOK)
-		if e.csv != nil {
-			_, err := out.Write(e.csv.appendHeader(out.AvailableBuffer()))
-			return err
+	rc := http.NewResponseController(w)
+	send := func(b []byte) error {
+		for len(b) > 0 {
+			n := min(len(b), flushEvery)
+			// Not every writer can move its deadline (a test's recorder
+			// cannot); then the server's write timeout stands.
+			_ = rc.SetWriteDeadline(time.Now().Add(exportStall))
+			if _, err := w.Write(b[:n]); err != nil {
+				return err
+			}
+			if err := rc.Flush(); err != nil {
+				return err
+			}
+			b = b[n:]
 		}
 		return nil
 	}
-	err := error(nil)
-	if e.query.From.Compare(e.query.To) <= 0 {
-		err = e.store.ListReadings(e.ctx, e.sensor, e.query, func(r *store.Reading) error {
-			if !started {
-				if err := start(); err != nil {
-					return err
-				}
-			}
-			var b []byte
-			if e.csv != nil {
-				b = e.csv.appendRow(out.AvailableBuffer(), r)
-			} else {
-				b = append(appendReading(out.AvailableBuffer(), e.sensor.ID, r, e.outputs), '\n')
-			}
-			if _, err := out.Write(b); err != nil {
-				return err
-			}
-			if out.Buffered() >= flushEvery {
-				return flush()
-			}
-			return nil
-		})
+	var buf []byte
+	if e.csv != nil {
+		buf = e.csv.appendHeader(buf)
 	}
-	switch {
-	case err != nil && !started:
-		return err // nothing sent yet: the client gets the JSON error
-	case err != nil:
-		// Part of the export is out: cut the connection, so that the client
-		// sees a broken transfer rather than a file that looks complete.
-		panic(http.ErrAbortHandler)
-	case !started:
-		if err := start(); err != nil {
-			return err
+	q := e.query
+	for started := false; ; started = true {
+		n, last, err := e.readChunk(&buf, q)
+		if err != nil && !started {
+			return err // nothing sent yet: the client gets the JSON error
 		}
+		if err != nil {
+			return &streamCut{err}
+		}
+		if !started {
+			w.Header().Set("Content-Type", e.contentType)
+			w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="sensor-%d.%s"`, e.sensor.ID, e.extension))
+			w.WriteHeader(http.StatusOK)
+		}
+		if err := send(buf); err != nil {
+			return &streamCut{fmt.Errorf("send export: %w", err)}
+		}
+		if n < q.Limit {
+			return nil
+		}
+		// Keyset, in the order streamed: the next chunk starts just past
+		// this one's last reading; stored times are whole microseconds.
+		q.From = last.Add(time.Microsecond)
+		buf = buf[:0]
 	}
-	return out.Flush()
+}
+
+// readChunk appends to buf the encoding of the readings q selects, up to
+// q.Limit of them, under the database deadline, and returns how many there
+// were and the time of the last.
+func (e *export) readChunk(buf *[]byte, q store.ReadingQuery) (n int, last time.Time, err error) {
+	if q.From.After(q.To) {
+		return 0, last, nil
+	}
+	ctx, cancel := e.server.dbDeadline(e.ctx)
+	defer cancel()
+	err = e.server.store.ListReadings(ctx, e.sensor, q, func(r *store.Reading) error {
+		if e.csv != nil {
+			*buf = e.csv.appendRow(*buf, r)
+		} else {
+			*buf = append(appendReading(*buf, e.sensor.ID, r, e.outputs), '\n')
+		}
+		n++
+		last = r.Time
+		return nil
+	})
+	return n, last, err
 }

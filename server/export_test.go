@@ -12,25 +12,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/server"
 	"github.com/sensorreadings/readings/store"
 )
 
-// gatedStore is the real store, except that an export (a listing without a
-// limit) stops at row gateAt until the test opens the gate, and reports how
-// it ended. It lets a test see what the client receives while the server is
-// still reading the database.
+// gatedStore is the real store, except that while it is armed a listing
+// stops at row gateAt (counted across the export's chunks) until the test
+// opens the gate, and an armed listing that fails reports its error. It
+// lets a test see what the client receives while the server is still
+// reading the database.
 type gatedStore struct {
 	*store.DB
+	armed  atomic.Bool
 	gateAt int64
 	gate   chan struct{}
 	rows   atomic.Int64
-	ended  chan error
+	failed chan error
 }
 
 func (g *gatedStore) ListReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, fn func(*store.Reading) error) error {
-	if q.Limit != 0 {
+	if !g.armed.Load() {
 		return g.DB.ListReadings(ctx, sensor, q, fn)
 	}
 	err := g.DB.ListReadings(ctx, sensor, q, func(r *store.Reading) error {
@@ -43,7 +46,9 @@ func (g *gatedStore) ListReadings(ctx context.Context, sensor store.Sensor, q st
 		}
 		return fn(r)
 	})
-	g.ended <- err
+	if err != nil {
+		g.failed <- err
+	}
 	return err
 }
 
@@ -85,7 +90,7 @@ func pagedReadings(t *testing.T, c *gen.ClientWithResponses, tn tenant) []gen.Re
 
 func TestExport(t *testing.T) {
 	t.Parallel()
-	gated := &gatedStore{gateAt: 20_000, gate: make(chan struct{}), ended: make(chan error, 4)}
+	gated := &gatedStore{gateAt: 20_000, gate: make(chan struct{}), failed: make(chan error, 4)}
 	e := newEnvWith(t, defaultConfig(), func(db *store.DB) server.Store { gated.DB = db; return gated })
 	tn := e.newTenant("Acme")
 	postMany(t, e.client(tn.tokens[store.Editor]), tn, exportTotal)
@@ -93,11 +98,15 @@ func TestExport(t *testing.T) {
 	if len(pages) != exportTotal {
 		t.Fatalf("paged GETs return %d readings, want %d", len(pages), exportTotal)
 	}
+	gated.armed.Store(true)
 	exportURL := fmt.Sprintf("%s/api/v1/org/%d/proj/%d/readings/%d/export", e.url, tn.orgID, tn.projectID, tn.sensorID)
-	get := func(ctx context.Context, query string) *http.Response {
+	get := func(ctx context.Context, query string, requestID ...string) *http.Response {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(ctx, "GET", exportURL+query, nil)
 		req.Header.Set("Authorization", "Bearer "+tn.tokens[store.Viewer])
+		for _, id := range requestID {
+			req.Header.Set("X-Request-ID", id)
+		}
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -156,8 +165,10 @@ func TestExport(t *testing.T) {
 		if got != exportTotal {
 			t.Errorf("the export has %d readings, want %d", got, exportTotal)
 		}
-		if err := <-gated.ended; err != nil {
-			t.Errorf("the query ended with %v", err)
+		select {
+		case err := <-gated.failed:
+			t.Errorf("a query ended with %v", err)
+		default:
 		}
 	})
 
@@ -175,21 +186,20 @@ func TestExport(t *testing.T) {
 		if cd := res.Header.Get("Content-Disposition"); !strings.Contains(cd, fmt.Sprintf(`filename="sensor-%d.csv"`, tn.sensorID)) {
 			t.Errorf("Content-Disposition %q", cd)
 		}
-		<-gated.ended
 	})
 
 	t.Run("ClientLeavingStopsTheQuery", func(t *testing.T) {
 		gated.rows.Store(0)
 		gated.gate = make(chan struct{}) // closed: never; the client leaves instead
 		ctx, cancel := context.WithCancel(context.Background())
-		res := get(ctx, "?format=csv")
+		res := get(ctx, "?format=csv", "test-client-leaves")
 		if _, err := bufio.NewReader(res.Body).ReadString('\n'); err != nil {
 			t.Fatal(err)
 		}
 		cancel()
 		res.Body.Close()
 		select {
-		case err := <-gated.ended:
+		case err := <-gated.failed:
 			if err == nil {
 				t.Error("the query finished although the client left")
 			}
@@ -199,7 +209,61 @@ func TestExport(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("the query went on after the client left")
 		}
+		// The client's leaving is its own doing: a 499, not an error.
+		line := e.logLine(t, "test-client-leaves")
+		if line["status"] != 499.0 || line["level"] != "WARN" {
+			t.Errorf("the export whose client left is logged as %v at %v, want 499 at WARN: %v", line["status"], line["level"], line)
+		}
+		if !strings.Contains(e.metrics(), `readings_http_requests_total{operation="exportReadings",status="499"} 1`) {
+			t.Error("/metrics does not count the export whose client left as a 499")
+		}
 	})
+}
+
+// cutStore fails every listing that does not start at the first instant:
+// an export's second chunk, as if the database went away part way.
+type cutStore struct{ *store.DB }
+
+func (c cutStore) ListReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, fn func(*store.Reading) error) error {
+	if q.From.After(store.MinTime) {
+		return apperr.Errorf(apperr.Unavailable, "the database is unavailable; retry later")
+	}
+	return c.DB.ListReadings(ctx, sensor, q, fn)
+}
+
+// An export the database fails part way is cut, so that the client sees a
+// broken transfer, and it has its access-log line, as an error, and its
+// count in the metrics.
+func TestExportCutByTheDatabase(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, defaultConfig(), func(db *store.DB) server.Store { return cutStore{db} })
+	tn := e.newTenant("Acme")
+	postMany(t, e.client(tn.tokens[store.Editor]), tn, 2500)
+	req, _ := http.NewRequest("GET", e.url+readingsPath(tn)+"/export", nil)
+	req.Header.Set("Authorization", "Bearer "+tn.tokens[store.Viewer])
+	req.Header.Set("X-Request-ID", "test-cut")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("export: %d, want 200 then a cut", res.StatusCode)
+	}
+	if err == nil {
+		t.Fatalf("the export read as complete (%d bytes); want a broken transfer", len(body))
+	}
+	if rows := strings.Count(string(body), "\n"); rows < 1 || rows > 1001 {
+		t.Errorf("the client got %d lines before the cut, want the header and the first chunk at most", rows)
+	}
+	line := e.logLine(t, "test-cut")
+	if line["status"] != 500.0 || line["level"] != "ERROR" || !strings.Contains(fmt.Sprint(line["error"]), "unavailable") {
+		t.Errorf("the cut export is logged as %v at %v (%v), want 500 at ERROR with the cause", line["status"], line["level"], line["error"])
+	}
+	if !strings.Contains(e.metrics(), `readings_http_requests_total{operation="exportReadings",status="500"} 1`) {
+		t.Error("/metrics does not count the cut export")
+	}
 }
 
 func TestExportEmptyAndInstance(t *testing.T) {
@@ -264,4 +328,27 @@ func TestListReadingsAsCSV(t *testing.T) {
 			t.Errorf("Accept %q: %q, want %q", tt.accept, body, want)
 		}
 	}
+}
+
+// logLine returns the access-log line of the request with requestID,
+// waiting for it: a request is logged once its handler has returned, which
+// may be after its client saw the end.
+func (e *env) logLine(t *testing.T, requestID string) map[string]any {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, raw := range strings.Split(e.logs.String(), "\n") {
+			var line map[string]any
+			if json.Unmarshal([]byte(raw), &line) == nil && line["msg"] == "request" && line["request_id"] == requestID {
+				return line
+			}
+		}
+	}
+	t.Fatalf("no access-log line for request %s", requestID)
+	return nil
+}
+
+// metrics returns what /metrics shows.
+func (e *env) metrics() string {
+	_, body := e.do("", "GET", "/metrics", "", nil)
+	return string(body)
 }

@@ -11,7 +11,8 @@ import (
 
 // metrics are what /metrics exposes, on a registry of the server's own.
 // Labels are operation ids and statuses, never anything a client chose
-// freely (and never a token).
+// freely (and never a token). A request whose client went away before it
+// ended counts as status 499.
 type metrics struct {
 	registry      *prometheus.Registry
 	requests      *prometheus.CounterVec
@@ -20,7 +21,7 @@ type metrics struct {
 	formulaErrors prometheus.Counter
 }
 
-func newMetrics(st Store) *metrics {
+func newMetrics(st Store, openStreams func() int) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -49,6 +50,8 @@ func newMetrics(st Store) *metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.requests, m.duration, m.ingested, m.formulaErrors,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "readings_http_open_streams", Help: "Streaming responses (exports) open now."},
+			func() float64 { return float64(openStreams()) }),
 		pool("max_connections", "The pool's connection limit.", func(s store.PoolStats) float64 { return float64(s.Max) }),
 		pool("connections", "Open connections.", func(s store.PoolStats) float64 { return float64(s.Total) }),
 		pool("idle_connections", "Idle connections.", func(s store.PoolStats) float64 { return float64(s.Idle) }),

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"mime"
@@ -61,27 +62,58 @@ func requestID(c echo.Context) string {
 	return id
 }
 
+// statusClientGone is what the access log and the metrics record for a
+// request whose client went away before it ended, as nginx does: nothing
+// was sent for it, and it is no fault of the service's.
+const statusClientGone = 499
+
+// streamCut is the error a streaming response ends with when it fails after
+// its status went out: too late for an error body, so accessLog logs it and
+// then cuts the connection.
+type streamCut struct{ err error }
+
+func (e *streamCut) Error() string { return "stream cut part way: " + e.err.Error() }
+func (e *streamCut) Unwrap() error { return e.err }
+
 // accessLog writes one line per request, at a level that follows the
 // status, with the cause of a failure on our side: errors are logged there,
 // once. It hands errors to the error handler first, so the status it logs
-// is the one sent. Headers are not logged: they carry tokens.
+// is the one sent. A request whose client went away is logged as 499, a
+// warning: no answer can reach it, and it is not a fault of ours. A stream
+// cut by a failure of ours is logged as 500, with its cause, then its
+// connection is cut, so that the client sees a broken transfer rather than
+// a file that looks complete. Headers are not logged: they carry tokens.
 func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
-		if err := next(c); err != nil {
-			c.Error(err)
-		}
+		// The request's own context, before any deadline is added: it ends
+		// when the client goes away.
+		client := c.Request().Context()
+		err := next(c)
+		cut, _ := errors.AsType[*streamCut](err)
 		req, res := c.Request(), c.Response()
+		status := res.Status
+		switch {
+		case err != nil && client.Err() != nil:
+			status = statusClientGone
+			c.Set(causeKey, fmt.Errorf("the client went away: %w", err))
+		case cut != nil:
+			status = http.StatusInternalServerError
+			c.Set(causeKey, err)
+		case err != nil:
+			c.Error(err)
+			status = res.Status
+		}
 		operation := s.operationName(c)
 		elapsed := time.Since(start)
-		s.metrics.requests.WithLabelValues(operation, strconv.Itoa(res.Status)).Inc()
+		s.metrics.requests.WithLabelValues(operation, strconv.Itoa(status)).Inc()
 		s.metrics.duration.WithLabelValues(operation).Observe(elapsed.Seconds())
 		attrs := []slog.Attr{
 			slog.String("request_id", requestID(c)),
 			slog.String("method", req.Method),
 			slog.String("path", req.URL.Path),
 			slog.String("operation", operation),
-			slog.Int("status", res.Status),
+			slog.Int("status", status),
 			slog.Int64("bytes", res.Size),
 			slog.Duration("duration", elapsed),
 			slog.String("remote", c.RealIP()),
@@ -89,7 +121,11 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		if cause, ok := c.Get(causeKey).(error); ok {
 			attrs = append(attrs, slog.String("error", cause.Error()))
 		}
-		s.log.LogAttrs(req.Context(), logLevel(res.Status), "request", attrs...)
+		s.log.LogAttrs(client, logLevel(status), "request", attrs...)
+		if cut != nil {
+			// A normal return would end the body as if it were complete.
+			panic(http.ErrAbortHandler)
+		}
 		return nil
 	}
 }
@@ -227,22 +263,30 @@ func acceptQuality(accept, mediaType string) float64 {
 	return best
 }
 
-// unboundedOperations may take as long as their client reads: the export
-// streams a range of any size, and its query ends when the client leaves.
-var unboundedOperations = map[string]bool{"ExportReadings": true}
-
 // databaseDeadline bounds how long an operation may wait for the database:
 // past it the query is cancelled, its transaction rolled back and the
 // client told 503 to retry. It runs as a strict middleware, after the body
-// has been read, so a slow upload is not counted against the database.
+// has been read, so a slow upload is not counted against the database. A
+// streaming operation bounds each of its queries itself (dbDeadline): its
+// response, which reads the database, runs after this middleware returns.
 func (s *Server) databaseDeadline(next gen.StrictHandlerFunc, operationID string) gen.StrictHandlerFunc {
-	if s.cfg.DBTimeout <= 0 || unboundedOperations[operationID] {
+	// The strict handler names operations in Go: ExportReadings for the
+	// spec's exportReadings.
+	if s.cfg.DBTimeout <= 0 || streamingOperations[strings.ToLower(operationID[:1])+operationID[1:]] {
 		return next
 	}
 	return func(c echo.Context, request any) (any, error) {
-		ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.DBTimeout)
+		ctx, cancel := s.dbDeadline(c.Request().Context())
 		defer cancel()
 		c.SetRequest(c.Request().WithContext(ctx))
 		return next(c, request)
 	}
+}
+
+// dbDeadline is ctx bounded by the database deadline, when there is one.
+func (s *Server) dbDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.cfg.DBTimeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, s.cfg.DBTimeout)
 }

@@ -56,7 +56,7 @@ type Store interface {
 
 	InsertReadings(ctx context.Context, key store.SensorKey, readings []store.Reading) error
 	ListReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, fn func(*store.Reading) error) error
-	InputIDs(ctx context.Context, sensor store.Sensor, from, to time.Time) ([]int64, error)
+	InputIDs(ctx context.Context, sensor store.Sensor, from, to time.Time, limit int) ([]int64, time.Time, error)
 	DeleteReadings(ctx context.Context, key store.SensorKey, from, to time.Time) (int64, error)
 	LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Latest, bool, error)
 
@@ -73,6 +73,9 @@ type Config struct {
 	RateLimit    float64       // requests a second per token; 0: no limit
 	RateBurst    int           // requests a token may make at once
 	DBTimeout    time.Duration // how long a request may wait for the database; 0: no limit
+	// MaxStreams and MaxStreamsPerToken cap the exports open at once, in
+	// total and per token; 0: no limit.
+	MaxStreams, MaxStreamsPerToken int
 }
 
 // Server is the API's HTTP handler.
@@ -85,6 +88,7 @@ type Server struct {
 	tokenUse tokenUse
 	programs programCache
 	limits   *rateLimits
+	streams  *streamLimits
 	metrics  *metrics
 	specJSON gen.OpenAPIDocument // set by publishContract
 }
@@ -102,7 +106,9 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load spec: %w", err)
 	}
-	s := &Server{store: st, log: log, cfg: cfg, ops: ops, limits: newRateLimits(cfg.RateLimit, cfg.RateBurst), metrics: newMetrics(st)}
+	s := &Server{store: st, log: log, cfg: cfg, ops: ops, limits: newRateLimits(cfg.RateLimit, cfg.RateBurst),
+		streams: newStreamLimits(cfg.MaxStreams, cfg.MaxStreamsPerToken)}
+	s.metrics = newMetrics(st, s.streams.openStreams)
 
 	e := echo.New()
 	e.HideBanner = true
@@ -123,6 +129,7 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 		decompressRequest(cfg.MaxBodyBytes),
 		keepAccept,
 		s.authenticate,
+		s.limitStreams,
 		s.validateRequest,
 	)
 	gen.RegisterHandlers(e, gen.NewStrictHandler(s, []gen.StrictMiddlewareFunc{s.databaseDeadline}))

@@ -197,15 +197,33 @@ func (db *DB) ListReadings(ctx context.Context, sensor Sensor, q ReadingQuery, f
 	return dbError("list readings", err)
 }
 
-// InputIDs returns the input ids that readings of sensor from to to
-// (inclusive) use, ascending.
-func (db *DB) InputIDs(ctx context.Context, sensor Sensor, from, to time.Time) ([]int64, error) {
-	rows, _ := db.pool.Query(ctx, `
-SELECT DISTINCT u.id FROM readings r CROSS JOIN LATERAL unnest(r.input_ids) AS u(id)
-WHERE r.sensor_id = $1 AND r.datetime BETWEEN $2 AND $3
-ORDER BY 1`, sensor.ID, from, to)
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	return ids, dbError("input ids", err)
+// InputIDs returns the input ids, ascending, that the first limit
+// readings of sensor from from to to (inclusive) use, and the instant just
+// after the last of them, from which the next call goes on: past to when
+// the range is done. Bounded calls keep each query short, however many
+// readings the range holds.
+func (db *DB) InputIDs(ctx context.Context, sensor Sensor, from, to time.Time, limit int) ([]int64, time.Time, error) {
+	var (
+		n    int
+		last *time.Time
+		ids  []int64
+	)
+	err := db.pool.QueryRow(ctx, `
+WITH chunk AS (
+    SELECT datetime, input_ids FROM readings
+    WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3
+    ORDER BY datetime LIMIT $4
+)
+SELECT (SELECT count(*) FROM chunk), (SELECT max(datetime) FROM chunk),
+       ARRAY(SELECT DISTINCT u.id FROM chunk CROSS JOIN LATERAL unnest(chunk.input_ids) AS u(id) ORDER BY 1)`,
+		sensor.ID, from, to, limit).Scan(&n, &last, &ids)
+	if err != nil {
+		return nil, time.Time{}, dbError("input ids", err)
+	}
+	if n < limit {
+		return ids, to.Add(time.Microsecond), nil
+	}
+	return ids, last.Add(time.Microsecond), nil
 }
 
 // DeleteReadings deletes the sensor's readings from from (inclusive) to to

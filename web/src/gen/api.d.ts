@@ -777,15 +777,32 @@ export interface paths {
         /**
          * Export readings
          * @description Streams every reading of the sensor in the range, oldest first,
-         *     with no page limit and in constant memory: the service writes rows
-         *     as the database returns them, and stops the query when the client
-         *     goes away. `format=csv` has a header row
-         *     `datetime,<input ids…>,<output ids…>` (ascending, outputs with
-         *     `outputs=true`) and a row per reading, empty where a reading lacks a
-         *     value; `format=ndjson` has one reading per line, as
+         *     with no page limit and in constant memory. `format=csv` has a
+         *     header row `datetime,<input ids…>,<output ids…>` (ascending,
+         *     outputs with `outputs=true`) and a row per reading, empty where a
+         *     reading lacks a value; `format=ndjson` has one reading per line, as
          *     `listReadings` returns them. Both bounds are optional. If the
          *     export fails part way, the connection is cut, so a truncated file
          *     never looks complete. Required role: `viewer`.
+         *
+         *     **Chunks, not a snapshot.** The service reads the range in chunks of
+         *     1,000 readings, in the order it streams them, and sends each chunk
+         *     before it reads the next, so an export holds no database connection
+         *     while its client reads, however slowly. Each reading appears once,
+         *     in order, as it was when its chunk was read; a reading written,
+         *     changed or deleted during the export shows up in it if its chunk is
+         *     read after the change, not otherwise. For one consistent state, ask
+         *     for a range that no longer changes (for instance
+         *     `datetime__lt` in the past). The CSV header is fixed when the export
+         *     starts: for a sensor without a blueprint its input columns are those
+         *     the range used then, and an input first used by a reading written
+         *     during the export has no column.
+         *
+         *     **Limits.** A client must keep reading: one that takes more than a
+         *     minute over 32 KiB is dropped. A token may have 2 exports open at
+         *     once and the service half as many as it has database connections
+         *     (both configurable, `MAX_STREAMS_PER_TOKEN` and `MAX_STREAMS`);
+         *     beyond either, the answer is 429 with `Retry-After`.
          */
         get: operations["exportReadings"];
         put?: never;
@@ -3727,7 +3744,26 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            429: components["responses"]["TooManyRequests"];
+            /**
+             * @description The token's request rate is over its limit, or the token or the
+             *     service has as many exports open as it may; retry after
+             *     `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "rate_limited",
+                     *       "message": "this token has 2 exports open, its limit; retry after 5 s or once one has finished"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
