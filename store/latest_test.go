@@ -87,7 +87,7 @@ func at(day int) time.Time {
 func TestLatestReadings(t *testing.T) {
 	ctx := t.Context()
 	db := store.New(storetest.NewPool(t))
-	key, sensor := newSensor(t, db)
+	key, sensor := newPlainSensor(t, db)
 	idle, err := db.CreateSensor(ctx, key.OrgID, key.ProjectID, "idle", "", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -144,24 +144,12 @@ func describe(r *store.Reading) string {
 	return fmt.Sprintf("%s %v=%v", r.Time.Format(time.RFC3339Nano), r.InputIDs, r.Values)
 }
 
-// newSensor creates a sensor without a blueprint, in a project of an
+// newPlainSensor creates a sensor without a blueprint, in a project of an
 // organization of its own.
-func newSensor(t *testing.T, db *store.DB) (store.SensorKey, store.Sensor) {
+func newPlainSensor(t *testing.T, db *store.DB) (store.SensorKey, store.Sensor) {
 	t.Helper()
-	ctx := t.Context()
-	org, err := db.CreateOrg(ctx, t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	project, err := db.CreateProject(ctx, org.ID, t.Name(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sensor, err := db.CreateSensor(ctx, org.ID, project.ID, t.Name(), "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return store.SensorKey{OrgID: org.ID, ProjectID: project.ID, SensorID: sensor.ID}, sensor
+	key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+	return key, getSensor(t, db, key)
 }
 
 // TestSensorLatestBackfill undoes migration 00007, stores readings as an
@@ -172,7 +160,7 @@ func TestSensorLatestBackfill(t *testing.T) {
 	ctx := t.Context()
 	pool := storetest.NewPool(t)
 	db := store.New(pool)
-	key, sensor := newSensor(t, db)
+	key, sensor := newPlainSensor(t, db)
 	idle, err := db.CreateSensor(ctx, key.OrgID, key.ProjectID, "idle", "", nil)
 	if err != nil {
 		t.Fatal(err)

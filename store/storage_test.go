@@ -205,7 +205,7 @@ func TestCompressedChunk(t *testing.T) {
 	pool := storetest.NewPool(t)
 	requireMode(t, pool, store.TimescaleDB)
 	db := store.New(pool)
-	key, sensor := newSensor(t, db)
+	key, sensor := newPlainSensor(t, db)
 	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	hour := func(h int) time.Time { return base.Add(time.Duration(h) * time.Hour) }
 	var want []store.Reading // ascending
