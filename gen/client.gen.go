@@ -306,10 +306,13 @@ type ClientInterface interface {
 
 	// ProjectActionWithBody Perform an action on a project
 	//
-	// `archive` makes the project read-only: reads go on, posting readings
-	// answers 409. `restore` makes it active again. Performing an action on
-	// a project already in the target state changes nothing.
-	// Required role: `admin`.
+	// `archive` makes the project read-only: reads go on, and every write
+	// under it answers 409 and changes nothing (readings, sensors, their
+	// formulas and calibrations, the project's own fields), except
+	// `restore`, which makes it active again, and deleting the project.
+	// An archive waits for the writes in flight under the project, so none
+	// lands after it. Performing an action on a project already in the
+	// target state changes nothing. Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -318,10 +321,13 @@ type ClientInterface interface {
 
 	// ProjectAction Perform an action on a project
 	//
-	// `archive` makes the project read-only: reads go on, posting readings
-	// answers 409. `restore` makes it active again. Performing an action on
-	// a project already in the target state changes nothing.
-	// Required role: `admin`.
+	// `archive` makes the project read-only: reads go on, and every write
+	// under it answers 409 and changes nothing (readings, sensors, their
+	// formulas and calibrations, the project's own fields), except
+	// `restore`, which makes it active again, and deleting the project.
+	// An archive waits for the writes in flight under the project, so none
+	// lands after it. Performing an action on a project already in the
+	// target state changes nothing. Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -332,8 +338,10 @@ type ClientInterface interface {
 	//
 	// Updates the fields present in the body (at least one of `name`,
 	// `description`, `state`); absent fields keep their values. Setting
-	// `state` to `archived` is the same as the `archive` action.
-	// Required role: `admin`.
+	// `state` to `archived` is the same as the `archive` action, and to
+	// `active` the same as `restore`. An archived project answers 409 to
+	// any other change; a body that changes nothing changes nothing, not
+	// even `updated_at`. Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -344,8 +352,10 @@ type ClientInterface interface {
 	//
 	// Updates the fields present in the body (at least one of `name`,
 	// `description`, `state`); absent fields keep their values. Setting
-	// `state` to `archived` is the same as the `archive` action.
-	// Required role: `admin`.
+	// `state` to `archived` is the same as the `archive` action, and to
+	// `active` the same as `restore`. An archived project answers 409 to
+	// any other change; a body that changes nothing changes nothing, not
+	// even `updated_at`. Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1130,10 +1140,13 @@ func (c *Client) GetProject(ctx context.Context, orgId OrgId, projId ProjId, req
 
 // ProjectActionWithBody Perform an action on a project
 //
-// `archive` makes the project read-only: reads go on, posting readings
-// answers 409. `restore` makes it active again. Performing an action on
-// a project already in the target state changes nothing.
-// Required role: `admin`.
+// `archive` makes the project read-only: reads go on, and every write
+// under it answers 409 and changes nothing (readings, sensors, their
+// formulas and calibrations, the project's own fields), except
+// `restore`, which makes it active again, and deleting the project.
+// An archive waits for the writes in flight under the project, so none
+// lands after it. Performing an action on a project already in the
+// target state changes nothing. Required role: `admin`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1152,10 +1165,13 @@ func (c *Client) ProjectActionWithBody(ctx context.Context, orgId OrgId, projId 
 
 // ProjectAction Perform an action on a project
 //
-// `archive` makes the project read-only: reads go on, posting readings
-// answers 409. `restore` makes it active again. Performing an action on
-// a project already in the target state changes nothing.
-// Required role: `admin`.
+// `archive` makes the project read-only: reads go on, and every write
+// under it answers 409 and changes nothing (readings, sensors, their
+// formulas and calibrations, the project's own fields), except
+// `restore`, which makes it active again, and deleting the project.
+// An archive waits for the writes in flight under the project, so none
+// lands after it. Performing an action on a project already in the
+// target state changes nothing. Required role: `admin`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1176,8 +1192,10 @@ func (c *Client) ProjectAction(ctx context.Context, orgId OrgId, projId ProjId, 
 //
 // Updates the fields present in the body (at least one of `name`,
 // `description`, `state`); absent fields keep their values. Setting
-// `state` to `archived` is the same as the `archive` action.
-// Required role: `admin`.
+// `state` to `archived` is the same as the `archive` action, and to
+// `active` the same as `restore`. An archived project answers 409 to
+// any other change; a body that changes nothing changes nothing, not
+// even `updated_at`. Required role: `admin`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1198,8 +1216,10 @@ func (c *Client) UpdateProjectWithBody(ctx context.Context, orgId OrgId, projId 
 //
 // Updates the fields present in the body (at least one of `name`,
 // `description`, `state`); absent fields keep their values. Setting
-// `state` to `archived` is the same as the `archive` action.
-// Required role: `admin`.
+// `state` to `archived` is the same as the `archive` action, and to
+// `active` the same as `restore`. An archived project answers 409 to
+// any other change; a body that changes nothing changes nothing, not
+// even `updated_at`. Required role: `admin`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4150,10 +4170,13 @@ type ClientWithResponsesInterface interface {
 
 	// ProjectActionWithBodyWithResponse Perform an action on a project
 	//
-	// `archive` makes the project read-only: reads go on, posting readings
-	// answers 409. `restore` makes it active again. Performing an action on
-	// a project already in the target state changes nothing.
-	// Required role: `admin`.
+	// `archive` makes the project read-only: reads go on, and every write
+	// under it answers 409 and changes nothing (readings, sensors, their
+	// formulas and calibrations, the project's own fields), except
+	// `restore`, which makes it active again, and deleting the project.
+	// An archive waits for the writes in flight under the project, so none
+	// lands after it. Performing an action on a project already in the
+	// target state changes nothing. Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4162,10 +4185,13 @@ type ClientWithResponsesInterface interface {
 
 	// ProjectActionWithResponse Perform an action on a project
 	//
-	// `archive` makes the project read-only: reads go on, posting readings
-	// answers 409. `restore` makes it active again. Performing an action on
-	// a project already in the target state changes nothing.
-	// Required role: `admin`.
+	// `archive` makes the project read-only: reads go on, and every write
+	// under it answers 409 and changes nothing (readings, sensors, their
+	// formulas and calibrations, the project's own fields), except
+	// `restore`, which makes it active again, and deleting the project.
+	// An archive waits for the writes in flight under the project, so none
+	// lands after it. Performing an action on a project already in the
+	// target state changes nothing. Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4176,8 +4202,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Updates the fields present in the body (at least one of `name`,
 	// `description`, `state`); absent fields keep their values. Setting
-	// `state` to `archived` is the same as the `archive` action.
-	// Required role: `admin`.
+	// `state` to `archived` is the same as the `archive` action, and to
+	// `active` the same as `restore`. An archived project answers 409 to
+	// any other change; a body that changes nothing changes nothing, not
+	// even `updated_at`. Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4188,8 +4216,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Updates the fields present in the body (at least one of `name`,
 	// `description`, `state`); absent fields keep their values. Setting
-	// `state` to `archived` is the same as the `archive` action.
-	// Required role: `admin`.
+	// `state` to `archived` is the same as the `archive` action, and to
+	// `active` the same as `restore`. An archived project answers 409 to
+	// any other change; a body that changes nothing changes nothing, not
+	// even `updated_at`. Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6492,6 +6522,8 @@ type UpdateProjectResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -6533,6 +6565,11 @@ func (r UpdateProjectResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r UpdateProjectResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateProjectResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -7429,6 +7466,8 @@ type CreateSensorResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -7470,6 +7509,11 @@ func (r CreateSensorResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CreateSensorResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateSensorResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -7552,6 +7596,8 @@ type DeleteSensorResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -7584,6 +7630,11 @@ func (r DeleteSensorResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r DeleteSensorResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteSensorResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -8964,10 +9015,13 @@ func (c *ClientWithResponses) GetProjectWithResponse(ctx context.Context, orgId 
 
 // ProjectActionWithBodyWithResponse Perform an action on a project
 //
-// `archive` makes the project read-only: reads go on, posting readings
-// answers 409. `restore` makes it active again. Performing an action on
-// a project already in the target state changes nothing.
-// Required role: `admin`.
+// `archive` makes the project read-only: reads go on, and every write
+// under it answers 409 and changes nothing (readings, sensors, their
+// formulas and calibrations, the project's own fields), except
+// `restore`, which makes it active again, and deleting the project.
+// An archive waits for the writes in flight under the project, so none
+// lands after it. Performing an action on a project already in the
+// target state changes nothing. Required role: `admin`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8982,10 +9036,13 @@ func (c *ClientWithResponses) ProjectActionWithBodyWithResponse(ctx context.Cont
 
 // ProjectActionWithResponse Perform an action on a project
 //
-// `archive` makes the project read-only: reads go on, posting readings
-// answers 409. `restore` makes it active again. Performing an action on
-// a project already in the target state changes nothing.
-// Required role: `admin`.
+// `archive` makes the project read-only: reads go on, and every write
+// under it answers 409 and changes nothing (readings, sensors, their
+// formulas and calibrations, the project's own fields), except
+// `restore`, which makes it active again, and deleting the project.
+// An archive waits for the writes in flight under the project, so none
+// lands after it. Performing an action on a project already in the
+// target state changes nothing. Required role: `admin`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9002,8 +9059,10 @@ func (c *ClientWithResponses) ProjectActionWithResponse(ctx context.Context, org
 //
 // Updates the fields present in the body (at least one of `name`,
 // `description`, `state`); absent fields keep their values. Setting
-// `state` to `archived` is the same as the `archive` action.
-// Required role: `admin`.
+// `state` to `archived` is the same as the `archive` action, and to
+// `active` the same as `restore`. An archived project answers 409 to
+// any other change; a body that changes nothing changes nothing, not
+// even `updated_at`. Required role: `admin`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9020,8 +9079,10 @@ func (c *ClientWithResponses) UpdateProjectWithBodyWithResponse(ctx context.Cont
 //
 // Updates the fields present in the body (at least one of `name`,
 // `description`, `state`); absent fields keep their values. Setting
-// `state` to `archived` is the same as the `archive` action.
-// Required role: `admin`.
+// `state` to `archived` is the same as the `archive` action, and to
+// `active` the same as `restore`. An archived project answers 409 to
+// any other change; a body that changes nothing changes nothing, not
+// even `updated_at`. Required role: `admin`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11428,6 +11489,13 @@ func ParseUpdateProjectResponse(rsp *http.Response) (*UpdateProjectResponse, err
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12350,6 +12418,13 @@ func ParseCreateSensorResponse(rsp *http.Response) (*CreateSensorResponse, error
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12467,6 +12542,13 @@ func ParseDeleteSensorResponse(rsp *http.Response) (*DeleteSensorResponse, error
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests

@@ -4455,6 +4455,20 @@ func (response UpdateProject404JSONResponse) VisitUpdateProjectResponse(w http.R
 	return err
 }
 
+type UpdateProject409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateProject409JSONResponse) VisitUpdateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateProject413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response UpdateProject413JSONResponse) VisitUpdateProjectResponse(w http.ResponseWriter) error {
@@ -5691,6 +5705,20 @@ func (response CreateSensor404JSONResponse) VisitCreateSensorResponse(w http.Res
 	return err
 }
 
+type CreateSensor409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateSensor409JSONResponse) VisitCreateSensorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateSensor413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response CreateSensor413JSONResponse) VisitCreateSensorResponse(w http.ResponseWriter) error {
@@ -5842,6 +5870,20 @@ func (response DeleteSensor404JSONResponse) VisitDeleteSensorResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSensor409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteSensor409JSONResponse) VisitDeleteSensorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }

@@ -130,6 +130,8 @@ func pathParam(t *testing.T, f matrixFixture, operationID, name, callerToken str
 // TestAuthMatrix calls every operation in the spec as every identity and
 // checks the status each gets: 401 without a valid token, 404 from another
 // organization, 403 below the operation's x-required-role, 2xx otherwise.
+// Each operation is also called by the owner on an archived project: reads
+// answer as before, writes under the project 409 (archivedRefuses).
 // It reads the operations from the embedded spec, so a new operation joins
 // the matrix by itself. It also checks that no call returns the other
 // organization's data, and that refused calls change nothing.
@@ -207,7 +209,39 @@ func TestAuthMatrix(t *testing.T) {
 				}
 			})
 		}
+		n++
+		t.Run(o.operation.OperationID+"/ArchivedProject", func(t *testing.T) {
+			f := e.newMatrixFixture(t, n)
+			archived := store.Archived
+			if _, err := e.db.UpdateProject(t.Context(), f.tenant.orgID, f.tenant.projectID, store.ProjectPatch{State: &archived}); err != nil {
+				t.Fatal(err)
+			}
+			header := roleHeader(store.Owner)(e, f)
+			before := e.snapshot(t, f.tenant.orgID)
+			status, body := e.callExample(t, o.method, o.path, o.operation, f, header, strings.TrimPrefix(header, "Bearer "))
+			if archivedRefuses(o.method, o.path, o.operation.OperationID) {
+				got := wantError(t, status, body, 409, "conflict")
+				if want := fmt.Sprintf("project %d is archived, so read-only; restore it first", f.tenant.projectID); got.Message != want {
+					t.Errorf("%s on an archived project: message %q, want %q", o.operation.OperationID, got.Message, want)
+				}
+			} else if status < 200 || status > 299 {
+				t.Fatalf("%s on an archived project: %d %s, want 2xx", o.operation.OperationID, status, body)
+			}
+			if readOnly := o.method == http.MethodGet || archivedRefuses(o.method, o.path, o.operation.OperationID); readOnly || o.operation.OperationID == "projectAction" {
+				if e.snapshot(t, f.tenant.orgID) != before {
+					t.Errorf("%s on an archived project changed the organization", o.operation.OperationID)
+				}
+			}
+		})
 	}
+}
+
+// archivedRefuses is the matrix's rule for an archived project: every write
+// under it answers 409, but deleting it and its actions (the example
+// archives it again, which changes nothing; restoring is the way out).
+func archivedRefuses(method, path, operationID string) bool {
+	underProject := strings.Contains(path, "{proj_id}") || strings.Contains(path, "{project_id}")
+	return method != http.MethodGet && underProject && operationID != "deleteProject" && operationID != "projectAction"
 }
 
 // expectedStatus is the matrix's rule: 200 stands for any 2xx.
