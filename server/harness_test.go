@@ -129,10 +129,13 @@ func (v *validatingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 			Request: req, PathParams: params, Route: route,
 			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
 		},
-		Status:  res.StatusCode,
-		Header:  res.Header,
-		Body:    io.NopCloser(bytes.NewReader(body)),
-		Options: &openapi3filter.Options{IncludeResponseStatus: true},
+		Status: res.StatusCode,
+		Header: res.Header,
+		Body:   io.NopCloser(bytes.NewReader(body)),
+		Options: &openapi3filter.Options{
+			IncludeResponseStatus:   true,
+			SchemaValidationOptions: []openapi3.SchemaValidationOption{openapi3.WithStringFormatValidator("date-time", responseDatetime)},
+		},
 	}
 	if err := openapi3filter.ValidateResponse(req.Context(), input); err != nil {
 		v.t.Errorf("%s %s answered %d, which the spec does not describe: %v\nbody: %s",
@@ -140,6 +143,10 @@ func (v *validatingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 	}
 	return res, nil
 }
+
+// responseDatetime is the spec's one rule for a datetime in a response:
+// UTC with exactly three fractional digits.
+var responseDatetime = openapi3.NewRegexpFormatValidator(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$`)
 
 func truncate(b []byte, n int) string {
 	if len(b) > n {
