@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/oapi-codegen/runtime"
+	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
@@ -5034,13 +5035,13 @@ type GetOpenAPIYAMLResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// YAML200 the response for an HTTP 200 `application/yaml` response
-	YAML200 *OpenAPIDocument
+	YAML200 *openapi_types.File
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 }
 
 // GetYAML200 returns the response for an HTTP 200 `application/yaml` response
-func (r GetOpenAPIYAMLResponse) GetYAML200() *OpenAPIDocument {
+func (r GetOpenAPIYAMLResponse) GetYAML200() *openapi_types.File {
 	return r.YAML200
 }
 
@@ -10033,7 +10034,7 @@ func ParseGetOpenAPIYAMLResponse(rsp *http.Response) (*GetOpenAPIYAMLResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "yaml") && rsp.StatusCode == 200:
-		var dest OpenAPIDocument
+		var dest openapi_types.File
 		if err := yaml.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
