@@ -138,17 +138,8 @@ func pathParam(t *testing.T, f matrixFixture, operationID, name, callerToken str
 func TestAuthMatrix(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	type op struct {
-		method, path string
-		operation    *openapi3.Operation
-	}
-	var ops []op
-	for path, item := range e.spec.Paths.Map() {
-		for method, operation := range item.Operations() {
-			ops = append(ops, op{method, path, operation})
-		}
-	}
-	slices.SortFunc(ops, func(a, b op) int { return strings.Compare(a.operation.OperationID, b.operation.OperationID) })
+	ops := e.specOperations()
+	slices.SortFunc(ops, func(a, b specOperation) int { return strings.Compare(a.operation.OperationID, b.operation.OperationID) })
 	if len(ops) < 20 {
 		t.Fatalf("the spec has %d operations; the matrix expects the whole API", len(ops))
 	}
@@ -265,6 +256,14 @@ func expectedStatus(required string, id identity) int {
 // required query parameters and its body taken from the spec's examples.
 func (e *env) callExample(t *testing.T, method, path string, op *openapi3.Operation, f matrixFixture, header, callerToken string) (int, []byte) {
 	t.Helper()
+	res, body := e.sendExample(t, method, path, op, f, header, callerToken)
+	return res.StatusCode, body
+}
+
+// sendExample is callExample with the whole response, and edit applied to
+// the request, if any.
+func (e *env) sendExample(t *testing.T, method, path string, op *openapi3.Operation, f matrixFixture, header, callerToken string, edit ...func(*http.Request)) (*http.Response, []byte) {
+	t.Helper()
 	for _, name := range pathParamNames(path) {
 		path = strings.Replace(path, "{"+name+"}", pathParam(t, f, op.OperationID, name, callerToken), 1)
 	}
@@ -303,6 +302,9 @@ func (e *env) callExample(t *testing.T, method, path string, op *openapi3.Operat
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
+	for _, f := range edit {
+		f(req)
+	}
 	res, err := e.httpClient().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -315,7 +317,7 @@ func (e *env) callExample(t *testing.T, method, path string, op *openapi3.Operat
 	if res.StatusCode == http.StatusUnauthorized && !strings.HasPrefix(res.Header.Get("WWW-Authenticate"), "Bearer") {
 		t.Errorf("401 without WWW-Authenticate: Bearer (got %q)", res.Header.Get("WWW-Authenticate"))
 	}
-	return res.StatusCode, b
+	return res, b
 }
 
 func pathParamNames(path string) []string {
