@@ -97,3 +97,32 @@ func TestExtraSegments(t *testing.T) {
 		})
 	}
 }
+
+// TestUnknownQueryParameters sends every operation's example with a query
+// parameter it does not declare: 400 naming it, and nothing changed. A
+// filter misspelt or guessed (?from= for ?datetime__gte=) must not be
+// silently ignored.
+func TestUnknownQueryParameters(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for i, o := range e.specOperations() {
+		t.Run(o.operation.OperationID, func(t *testing.T) {
+			f := e.newMatrixFixture(t, i)
+			header := roleHeader(store.Owner)(e, f)
+			before := e.snapshot(t, f.tenant.orgID)
+			res, body := e.sendExample(t, o.method, o.path, o.operation, f, header, strings.TrimPrefix(header, "Bearer "),
+				func(req *http.Request) {
+					q := req.URL.Query()
+					q.Set("from", "2024-05-01T00:00:00Z")
+					req.URL.RawQuery = q.Encode()
+				})
+			got := wantError(t, res.StatusCode, body, http.StatusBadRequest, "invalid")
+			if got.Details == nil || (*got.Details)["parameter"] != "from" || !strings.Contains(got.Message, `"from"`) {
+				t.Errorf("error %+v, want it to name the parameter from, in the message and details.parameter", got)
+			}
+			if e.snapshot(t, f.tenant.orgID) != before {
+				t.Errorf("%s with an unknown parameter changed the organization", o.operation.OperationID)
+			}
+		})
+	}
+}
