@@ -1299,8 +1299,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": "conflict",
-                 *       "message": "project 1 is archived",
-                 *       "so read-only; restore it first": null
+                 *       "message": "project 1 is archived, so read-only; restore it first"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
