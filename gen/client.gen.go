@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/oapi-codegen/runtime"
+	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
@@ -306,10 +307,13 @@ type ClientInterface interface {
 
 	// ProjectActionWithBody Perform an action on a project
 	//
-	// `archive` makes the project read-only: reads go on, posting readings
-	// answers 409. `restore` makes it active again. Performing an action on
-	// a project already in the target state changes nothing.
-	// Required role: `admin`.
+	// `archive` makes the project read-only: reads go on, and every write
+	// under it answers 409 and changes nothing (readings, sensors, their
+	// formulas and calibrations, the project's own fields), except
+	// `restore`, which makes it active again, and deleting the project.
+	// An archive waits for the writes in flight under the project, so none
+	// lands after it. Performing an action on a project already in the
+	// target state changes nothing. Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -318,10 +322,13 @@ type ClientInterface interface {
 
 	// ProjectAction Perform an action on a project
 	//
-	// `archive` makes the project read-only: reads go on, posting readings
-	// answers 409. `restore` makes it active again. Performing an action on
-	// a project already in the target state changes nothing.
-	// Required role: `admin`.
+	// `archive` makes the project read-only: reads go on, and every write
+	// under it answers 409 and changes nothing (readings, sensors, their
+	// formulas and calibrations, the project's own fields), except
+	// `restore`, which makes it active again, and deleting the project.
+	// An archive waits for the writes in flight under the project, so none
+	// lands after it. Performing an action on a project already in the
+	// target state changes nothing. Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -332,8 +339,10 @@ type ClientInterface interface {
 	//
 	// Updates the fields present in the body (at least one of `name`,
 	// `description`, `state`); absent fields keep their values. Setting
-	// `state` to `archived` is the same as the `archive` action.
-	// Required role: `admin`.
+	// `state` to `archived` is the same as the `archive` action, and to
+	// `active` the same as `restore`. An archived project answers 409 to
+	// any other change; a body that changes nothing changes nothing, not
+	// even `updated_at`. Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -344,8 +353,10 @@ type ClientInterface interface {
 	//
 	// Updates the fields present in the body (at least one of `name`,
 	// `description`, `state`); absent fields keep their values. Setting
-	// `state` to `archived` is the same as the `archive` action.
-	// Required role: `admin`.
+	// `state` to `archived` is the same as the `archive` action, and to
+	// `active` the same as `restore`. An archived project answers 409 to
+	// any other change; a body that changes nothing changes nothing, not
+	// even `updated_at`. Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1147,10 +1158,13 @@ func (c *Client) GetProject(ctx context.Context, orgId OrgId, projId ProjId, req
 
 // ProjectActionWithBody Perform an action on a project
 //
-// `archive` makes the project read-only: reads go on, posting readings
-// answers 409. `restore` makes it active again. Performing an action on
-// a project already in the target state changes nothing.
-// Required role: `admin`.
+// `archive` makes the project read-only: reads go on, and every write
+// under it answers 409 and changes nothing (readings, sensors, their
+// formulas and calibrations, the project's own fields), except
+// `restore`, which makes it active again, and deleting the project.
+// An archive waits for the writes in flight under the project, so none
+// lands after it. Performing an action on a project already in the
+// target state changes nothing. Required role: `admin`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1169,10 +1183,13 @@ func (c *Client) ProjectActionWithBody(ctx context.Context, orgId OrgId, projId 
 
 // ProjectAction Perform an action on a project
 //
-// `archive` makes the project read-only: reads go on, posting readings
-// answers 409. `restore` makes it active again. Performing an action on
-// a project already in the target state changes nothing.
-// Required role: `admin`.
+// `archive` makes the project read-only: reads go on, and every write
+// under it answers 409 and changes nothing (readings, sensors, their
+// formulas and calibrations, the project's own fields), except
+// `restore`, which makes it active again, and deleting the project.
+// An archive waits for the writes in flight under the project, so none
+// lands after it. Performing an action on a project already in the
+// target state changes nothing. Required role: `admin`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1193,8 +1210,10 @@ func (c *Client) ProjectAction(ctx context.Context, orgId OrgId, projId ProjId, 
 //
 // Updates the fields present in the body (at least one of `name`,
 // `description`, `state`); absent fields keep their values. Setting
-// `state` to `archived` is the same as the `archive` action.
-// Required role: `admin`.
+// `state` to `archived` is the same as the `archive` action, and to
+// `active` the same as `restore`. An archived project answers 409 to
+// any other change; a body that changes nothing changes nothing, not
+// even `updated_at`. Required role: `admin`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1215,8 +1234,10 @@ func (c *Client) UpdateProjectWithBody(ctx context.Context, orgId OrgId, projId 
 //
 // Updates the fields present in the body (at least one of `name`,
 // `description`, `state`); absent fields keep their values. Setting
-// `state` to `archived` is the same as the `archive` action.
-// Required role: `admin`.
+// `state` to `archived` is the same as the `archive` action, and to
+// `active` the same as `restore`. An archived project answers 409 to
+// any other change; a body that changes nothing changes nothing, not
+// even `updated_at`. Required role: `admin`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4184,10 +4205,13 @@ type ClientWithResponsesInterface interface {
 
 	// ProjectActionWithBodyWithResponse Perform an action on a project
 	//
-	// `archive` makes the project read-only: reads go on, posting readings
-	// answers 409. `restore` makes it active again. Performing an action on
-	// a project already in the target state changes nothing.
-	// Required role: `admin`.
+	// `archive` makes the project read-only: reads go on, and every write
+	// under it answers 409 and changes nothing (readings, sensors, their
+	// formulas and calibrations, the project's own fields), except
+	// `restore`, which makes it active again, and deleting the project.
+	// An archive waits for the writes in flight under the project, so none
+	// lands after it. Performing an action on a project already in the
+	// target state changes nothing. Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4196,10 +4220,13 @@ type ClientWithResponsesInterface interface {
 
 	// ProjectActionWithResponse Perform an action on a project
 	//
-	// `archive` makes the project read-only: reads go on, posting readings
-	// answers 409. `restore` makes it active again. Performing an action on
-	// a project already in the target state changes nothing.
-	// Required role: `admin`.
+	// `archive` makes the project read-only: reads go on, and every write
+	// under it answers 409 and changes nothing (readings, sensors, their
+	// formulas and calibrations, the project's own fields), except
+	// `restore`, which makes it active again, and deleting the project.
+	// An archive waits for the writes in flight under the project, so none
+	// lands after it. Performing an action on a project already in the
+	// target state changes nothing. Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4210,8 +4237,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Updates the fields present in the body (at least one of `name`,
 	// `description`, `state`); absent fields keep their values. Setting
-	// `state` to `archived` is the same as the `archive` action.
-	// Required role: `admin`.
+	// `state` to `archived` is the same as the `archive` action, and to
+	// `active` the same as `restore`. An archived project answers 409 to
+	// any other change; a body that changes nothing changes nothing, not
+	// even `updated_at`. Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4222,8 +4251,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Updates the fields present in the body (at least one of `name`,
 	// `description`, `state`); absent fields keep their values. Setting
-	// `state` to `archived` is the same as the `archive` action.
-	// Required role: `admin`.
+	// `state` to `archived` is the same as the `archive` action, and to
+	// `active` the same as `restore`. An archived project answers 409 to
+	// any other change; a body that changes nothing changes nothing, not
+	// even `updated_at`. Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4635,6 +4666,8 @@ type GetMeResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Me
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -4654,6 +4687,11 @@ type GetMeResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetMeResponse) GetJSON200() *Me {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetMeResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -4725,6 +4763,8 @@ type ListTokensResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *[]Token
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -4744,6 +4784,11 @@ type ListTokensResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListTokensResponse) GetJSON200() *[]Token {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListTokensResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -5008,6 +5053,8 @@ type GetOpenAPIJSONResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *OpenAPIDocument
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 }
@@ -5015,6 +5062,11 @@ type GetOpenAPIJSONResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetOpenAPIJSONResponse) GetJSON200() *OpenAPIDocument {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetOpenAPIJSONResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -5055,14 +5107,21 @@ type GetOpenAPIYAMLResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// YAML200 the response for an HTTP 200 `application/yaml` response
-	YAML200 *OpenAPIDocument
+	YAML200 *openapi_types.File
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 }
 
 // GetYAML200 returns the response for an HTTP 200 `application/yaml` response
-func (r GetOpenAPIYAMLResponse) GetYAML200() *OpenAPIDocument {
+func (r GetOpenAPIYAMLResponse) GetYAML200() *openapi_types.File {
 	return r.YAML200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetOpenAPIYAMLResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -6543,6 +6602,8 @@ type UpdateProjectResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -6584,6 +6645,11 @@ func (r UpdateProjectResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r UpdateProjectResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateProjectResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -7480,6 +7546,8 @@ type CreateSensorResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -7521,6 +7589,11 @@ func (r CreateSensorResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CreateSensorResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateSensorResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -7603,6 +7676,8 @@ type DeleteSensorResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -7635,6 +7710,11 @@ func (r DeleteSensorResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r DeleteSensorResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteSensorResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -8540,6 +8620,8 @@ type GetHealthResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Health
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 }
@@ -8547,6 +8629,11 @@ type GetHealthResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetHealthResponse) GetJSON200() *Health {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetHealthResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -8593,6 +8680,8 @@ type GetReadyResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Readiness
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -8604,6 +8693,11 @@ type GetReadyResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetReadyResponse) GetJSON200() *Readiness {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetReadyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -9015,10 +9109,13 @@ func (c *ClientWithResponses) GetProjectWithResponse(ctx context.Context, orgId 
 
 // ProjectActionWithBodyWithResponse Perform an action on a project
 //
-// `archive` makes the project read-only: reads go on, posting readings
-// answers 409. `restore` makes it active again. Performing an action on
-// a project already in the target state changes nothing.
-// Required role: `admin`.
+// `archive` makes the project read-only: reads go on, and every write
+// under it answers 409 and changes nothing (readings, sensors, their
+// formulas and calibrations, the project's own fields), except
+// `restore`, which makes it active again, and deleting the project.
+// An archive waits for the writes in flight under the project, so none
+// lands after it. Performing an action on a project already in the
+// target state changes nothing. Required role: `admin`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9033,10 +9130,13 @@ func (c *ClientWithResponses) ProjectActionWithBodyWithResponse(ctx context.Cont
 
 // ProjectActionWithResponse Perform an action on a project
 //
-// `archive` makes the project read-only: reads go on, posting readings
-// answers 409. `restore` makes it active again. Performing an action on
-// a project already in the target state changes nothing.
-// Required role: `admin`.
+// `archive` makes the project read-only: reads go on, and every write
+// under it answers 409 and changes nothing (readings, sensors, their
+// formulas and calibrations, the project's own fields), except
+// `restore`, which makes it active again, and deleting the project.
+// An archive waits for the writes in flight under the project, so none
+// lands after it. Performing an action on a project already in the
+// target state changes nothing. Required role: `admin`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9053,8 +9153,10 @@ func (c *ClientWithResponses) ProjectActionWithResponse(ctx context.Context, org
 //
 // Updates the fields present in the body (at least one of `name`,
 // `description`, `state`); absent fields keep their values. Setting
-// `state` to `archived` is the same as the `archive` action.
-// Required role: `admin`.
+// `state` to `archived` is the same as the `archive` action, and to
+// `active` the same as `restore`. An archived project answers 409 to
+// any other change; a body that changes nothing changes nothing, not
+// even `updated_at`. Required role: `admin`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9071,8 +9173,10 @@ func (c *ClientWithResponses) UpdateProjectWithBodyWithResponse(ctx context.Cont
 //
 // Updates the fields present in the body (at least one of `name`,
 // `description`, `state`); absent fields keep their values. Setting
-// `state` to `archived` is the same as the `archive` action.
-// Required role: `admin`.
+// `state` to `archived` is the same as the `archive` action, and to
+// `active` the same as `restore`. An archived project answers 409 to
+// any other change; a body that changes nothing changes nothing, not
+// even `updated_at`. Required role: `admin`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9634,6 +9738,13 @@ func ParseGetMeResponse(rsp *http.Response) (*GetMeResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9720,6 +9831,13 @@ func ParseListTokensResponse(rsp *http.Response) (*ListTokensResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
@@ -10013,6 +10131,13 @@ func ParseGetOpenAPIJSONResponse(rsp *http.Response) (*GetOpenAPIJSONResponse, e
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10040,11 +10165,18 @@ func ParseGetOpenAPIYAMLResponse(rsp *http.Response) (*GetOpenAPIYAMLResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "yaml") && rsp.StatusCode == 200:
-		var dest OpenAPIDocument
+		var dest openapi_types.File
 		if err := yaml.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.YAML200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -11496,6 +11628,13 @@ func ParseUpdateProjectResponse(rsp *http.Response) (*UpdateProjectResponse, err
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12418,6 +12557,13 @@ func ParseCreateSensorResponse(rsp *http.Response) (*CreateSensorResponse, error
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12535,6 +12681,13 @@ func ParseDeleteSensorResponse(rsp *http.Response) (*DeleteSensorResponse, error
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -13449,6 +13602,13 @@ func ParseGetHealthResponse(rsp *http.Response) (*GetHealthResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13481,6 +13641,13 @@ func ParseGetReadyResponse(rsp *http.Response) (*GetReadyResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError

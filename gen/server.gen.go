@@ -183,15 +183,29 @@ type Aggregates map[string]map[string]*float64
 
 // Blueprint defines model for Blueprint.
 type Blueprint struct {
-	Constants   []BlueprintConstant `json:"constants"`
-	CreatedAt   time.Time           `json:"created_at"`
-	Description string              `json:"description"`
-	Id          int64               `json:"id"`
-	Inputs      []BlueprintInput    `json:"inputs"`
-	Name        string              `json:"name"`
-	OrgId       int64               `json:"org_id"`
-	Outputs     []BlueprintOutput   `json:"outputs"`
-	UpdatedAt   time.Time           `json:"updated_at"`
+	Constants []BlueprintConstant `json:"constants"`
+
+	// CreatedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	CreatedAt   Datetime          `json:"created_at"`
+	Description string            `json:"description"`
+	Id          int64             `json:"id"`
+	Inputs      []BlueprintInput  `json:"inputs"`
+	Name        string            `json:"name"`
+	OrgId       int64             `json:"org_id"`
+	Outputs     []BlueprintOutput `json:"outputs"`
+
+	// UpdatedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	UpdatedAt Datetime `json:"updated_at"`
 }
 
 // BlueprintConstant defines model for BlueprintConstant.
@@ -240,13 +254,18 @@ type BlueprintWrite struct {
 	Outputs     []BlueprintOutput    `json:"outputs"`
 }
 
-// Bucket defines model for Bucket.
+// Bucket The readings of one interval; `datetime` is its start.
 type Bucket struct {
 	// Count The number of readings in the bucket.
 	Count int64 `json:"count"`
 
-	// Datetime The bucket's start, UTC, three fractional digits.
-	Datetime time.Time `json:"datetime"`
+	// Datetime In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	Datetime Datetime `json:"datetime"`
 
 	// Inputs The functions asked for, by input or output ID.
 	//
@@ -259,11 +278,16 @@ type Bucket struct {
 	Outputs *Aggregates `json:"outputs,omitempty"`
 }
 
-// Calibration defines model for Calibration.
+// Calibration A constant's value from the instant `from` on.
 type Calibration struct {
-	// From From this instant on (RFC 3339 with a zone, at most six fractional digits).
-	From  time.Time `json:"from"`
-	Value float64   `json:"value"`
+	// From In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	From  Datetime `json:"from"`
+	Value float64  `json:"value"`
 }
 
 // CalibrationsUpdate The dated values of each named constant, replacing its previous ones.
@@ -271,6 +295,13 @@ type CalibrationsUpdate map[string][]Calibration
 
 // ConstantValues Undated values of constants, by key.
 type ConstantValues map[string]float64
+
+// Datetime In responses, UTC to the millisecond with exactly three fractional
+// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+// such as `+02:00`) and at most six fractional digits.
+//
+// Example: 2024-05-01T12:00:00.123Z
+type Datetime = string
 
 // Deleted defines model for Deleted.
 type Deleted struct {
@@ -373,12 +404,17 @@ type Me struct {
 	User    User  `json:"user"`
 }
 
-// Member defines model for Member.
+// Member A member of an organization; `created_at` is when they joined it.
 type Member struct {
-	// CreatedAt When the user joined the organization.
-	CreatedAt time.Time `json:"created_at"`
-	Email     string    `json:"email"`
-	Name      string    `json:"name"`
+	// CreatedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	CreatedAt Datetime `json:"created_at"`
+	Email     string   `json:"email"`
+	Name      string   `json:"name"`
 
 	// Role Each role includes the ones before it.
 	Role   Role  `json:"role"`
@@ -416,13 +452,26 @@ type OpenAPIDocument map[string]interface{}
 
 // Project defines model for Project.
 type Project struct {
-	CreatedAt   time.Time    `json:"created_at"`
+	// CreatedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	CreatedAt   Datetime     `json:"created_at"`
 	Description string       `json:"description"`
 	Id          int64        `json:"id"`
 	Name        string       `json:"name"`
 	OrgId       int64        `json:"org_id"`
 	State       ProjectState `json:"state"`
-	UpdatedAt   time.Time    `json:"updated_at"`
+
+	// UpdatedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	UpdatedAt Datetime `json:"updated_at"`
 }
 
 // ProjectAction defines model for ProjectAction.
@@ -474,8 +523,13 @@ type ReadinessStorage string
 
 // Reading defines model for Reading.
 type Reading struct {
-	// Datetime UTC, exactly three fractional digits.
-	Datetime time.Time `json:"datetime"`
+	// Datetime In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	Datetime Datetime `json:"datetime"`
 
 	// Id Opaque and unique across the service. It names the sensor and the
 	// instant, so overwriting a reading keeps its id.
@@ -517,9 +571,16 @@ type Sensor struct {
 	ConstantDefinitions []InstanceConstant       `json:"constant_definitions"`
 
 	// Constants The undated value in force of each constant that has one (its own value, else the default).
-	Constants   map[string]float64 `json:"constants"`
-	CreatedAt   time.Time          `json:"created_at"`
-	Description string             `json:"description"`
+	Constants map[string]float64 `json:"constants"`
+
+	// CreatedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	CreatedAt   Datetime `json:"created_at"`
+	Description string   `json:"description"`
 
 	// FormulasVersion Goes up with every change of the instance's formulas, constants or calibrations.
 	FormulasVersion int64 `json:"formulas_version"`
@@ -532,7 +593,14 @@ type Sensor struct {
 	// Outputs The instance's outputs, with the IDs readings' `outputs` use.
 	Outputs   []InstanceOutput `json:"outputs"`
 	ProjectId int64            `json:"project_id"`
-	UpdatedAt time.Time        `json:"updated_at"`
+
+	// UpdatedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	UpdatedAt Datetime `json:"updated_at"`
 }
 
 // SensorCreate defines model for SensorCreate.
@@ -564,19 +632,45 @@ type SensorUpdate struct {
 	Name        *string         `json:"name,omitempty"`
 }
 
-// Token defines model for Token.
+// Token An API token, without its secret. `last_used_at` is when it was last
+// used, recorded every 30 seconds.
 type Token struct {
-	CreatedAt time.Time  `json:"created_at"`
-	ExpiresAt *time.Time `json:"expires_at,omitempty"`
-	Id        int64      `json:"id"`
+	// CreatedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	CreatedAt Datetime `json:"created_at"`
 
-	// LastUsedAt When the token was last used, recorded every 30 seconds.
-	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
-	Name       string     `json:"name"`
+	// ExpiresAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	ExpiresAt *Datetime `json:"expires_at,omitempty"`
+	Id        int64     `json:"id"`
+
+	// LastUsedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	LastUsedAt *Datetime `json:"last_used_at,omitempty"`
+	Name       string    `json:"name"`
 
 	// Prefix The first characters of the secret, enough to recognise it.
-	Prefix    string     `json:"prefix"`
-	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	Prefix string `json:"prefix"`
+
+	// RevokedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	RevokedAt *Datetime `json:"revoked_at,omitempty"`
 }
 
 // TokenCreate defines model for TokenCreate.
@@ -588,17 +682,42 @@ type TokenCreate struct {
 
 // TokenCreated defines model for TokenCreated.
 type TokenCreated struct {
-	CreatedAt time.Time  `json:"created_at"`
-	ExpiresAt *time.Time `json:"expires_at,omitempty"`
-	Id        int64      `json:"id"`
+	// CreatedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	CreatedAt Datetime `json:"created_at"`
 
-	// LastUsedAt When the token was last used, recorded every 30 seconds.
-	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
-	Name       string     `json:"name"`
+	// ExpiresAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	ExpiresAt *Datetime `json:"expires_at,omitempty"`
+	Id        int64     `json:"id"`
+
+	// LastUsedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	LastUsedAt *Datetime `json:"last_used_at,omitempty"`
+	Name       string    `json:"name"`
 
 	// Prefix The first characters of the secret, enough to recognise it.
-	Prefix    string     `json:"prefix"`
-	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	Prefix string `json:"prefix"`
+
+	// RevokedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	RevokedAt *Datetime `json:"revoked_at,omitempty"`
 
 	// Token The secret. It is shown in this response only.
 	Token string `json:"token"`
@@ -606,10 +725,16 @@ type TokenCreated struct {
 
 // User defines model for User.
 type User struct {
-	CreatedAt time.Time `json:"created_at"`
-	Email     string    `json:"email"`
-	Id        int64     `json:"id"`
-	Name      string    `json:"name"`
+	// CreatedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	CreatedAt Datetime `json:"created_at"`
+	Email     string   `json:"email"`
+	Id        int64    `json:"id"`
+	Name      string   `json:"name"`
 }
 
 // Values Numbers keyed by decimal input or output ID.
@@ -2141,6 +2266,20 @@ func (response GetMe200JSONResponse) VisitGetMeResponse(w http.ResponseWriter) e
 	return err
 }
 
+type GetMe400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetMe400JSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMe401JSONResponse struct{ UnauthorizedJSONResponse }
 
 func (response GetMe401JSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
@@ -2223,6 +2362,20 @@ func (response ListTokens200JSONResponse) VisitListTokensResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTokens400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListTokens400JSONResponse) VisitListTokensResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2553,6 +2706,20 @@ func (response GetOpenAPIJSON200JSONResponse) VisitGetOpenAPIJSONResponse(w http
 	return err
 }
 
+type GetOpenAPIJSON400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetOpenAPIJSON400JSONResponse) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOpenAPIJSON500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response GetOpenAPIJSON500JSONResponse) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
@@ -2591,6 +2758,20 @@ func (response GetOpenAPIYAML200ApplicationyamlResponse) VisitGetOpenAPIYAMLResp
 		defer closer.Close()
 	}
 	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetOpenAPIYAML400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetOpenAPIYAML400JSONResponse) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
 	return err
 }
 
@@ -4455,6 +4636,20 @@ func (response UpdateProject404JSONResponse) VisitUpdateProjectResponse(w http.R
 	return err
 }
 
+type UpdateProject409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateProject409JSONResponse) VisitUpdateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateProject413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response UpdateProject413JSONResponse) VisitUpdateProjectResponse(w http.ResponseWriter) error {
@@ -5698,6 +5893,20 @@ func (response CreateSensor404JSONResponse) VisitCreateSensorResponse(w http.Res
 	return err
 }
 
+type CreateSensor409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateSensor409JSONResponse) VisitCreateSensorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateSensor413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response CreateSensor413JSONResponse) VisitCreateSensorResponse(w http.ResponseWriter) error {
@@ -5849,6 +6058,20 @@ func (response DeleteSensor404JSONResponse) VisitDeleteSensorResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSensor409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteSensor409JSONResponse) VisitDeleteSensorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7001,6 +7224,20 @@ func (response GetHealth200JSONResponse) VisitGetHealthResponse(w http.ResponseW
 	return err
 }
 
+type GetHealth400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetHealth400JSONResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetHealth500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response GetHealth500JSONResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
@@ -7032,6 +7269,20 @@ func (response GetReady200JSONResponse) VisitGetReadyResponse(w http.ResponseWri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReady400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetReady400JSONResponse) VisitGetReadyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }

@@ -130,23 +130,16 @@ func pathParam(t *testing.T, f matrixFixture, operationID, name, callerToken str
 // TestAuthMatrix calls every operation in the spec as every identity and
 // checks the status each gets: 401 without a valid token, 404 from another
 // organization, 403 below the operation's x-required-role, 2xx otherwise.
+// Each operation is also called by the owner on an archived project: reads
+// answer as before, writes under the project 409 (archivedRefuses).
 // It reads the operations from the embedded spec, so a new operation joins
 // the matrix by itself. It also checks that no call returns the other
 // organization's data, and that refused calls change nothing.
 func TestAuthMatrix(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	type op struct {
-		method, path string
-		operation    *openapi3.Operation
-	}
-	var ops []op
-	for path, item := range e.spec.Paths.Map() {
-		for method, operation := range item.Operations() {
-			ops = append(ops, op{method, path, operation})
-		}
-	}
-	slices.SortFunc(ops, func(a, b op) int { return strings.Compare(a.operation.OperationID, b.operation.OperationID) })
+	ops := e.specOperations()
+	slices.SortFunc(ops, func(a, b specOperation) int { return strings.Compare(a.operation.OperationID, b.operation.OperationID) })
 	if len(ops) < 20 {
 		t.Fatalf("the spec has %d operations; the matrix expects the whole API", len(ops))
 	}
@@ -207,7 +200,39 @@ func TestAuthMatrix(t *testing.T) {
 				}
 			})
 		}
+		n++
+		t.Run(o.operation.OperationID+"/ArchivedProject", func(t *testing.T) {
+			f := e.newMatrixFixture(t, n)
+			archived := store.Archived
+			if _, err := e.db.UpdateProject(t.Context(), f.tenant.orgID, f.tenant.projectID, store.ProjectPatch{State: &archived}); err != nil {
+				t.Fatal(err)
+			}
+			header := roleHeader(store.Owner)(e, f)
+			before := e.snapshot(t, f.tenant.orgID)
+			status, body := e.callExample(t, o.method, o.path, o.operation, f, header, strings.TrimPrefix(header, "Bearer "))
+			if archivedRefuses(o.method, o.path, o.operation.OperationID) {
+				got := wantError(t, status, body, 409, "conflict")
+				if want := fmt.Sprintf("project %d is archived, so read-only; restore it first", f.tenant.projectID); got.Message != want {
+					t.Errorf("%s on an archived project: message %q, want %q", o.operation.OperationID, got.Message, want)
+				}
+			} else if status < 200 || status > 299 {
+				t.Fatalf("%s on an archived project: %d %s, want 2xx", o.operation.OperationID, status, body)
+			}
+			if readOnly := o.method == http.MethodGet || archivedRefuses(o.method, o.path, o.operation.OperationID); readOnly || o.operation.OperationID == "projectAction" {
+				if e.snapshot(t, f.tenant.orgID) != before {
+					t.Errorf("%s on an archived project changed the organization", o.operation.OperationID)
+				}
+			}
+		})
 	}
+}
+
+// archivedRefuses is the matrix's rule for an archived project: every write
+// under it answers 409, but deleting it and its actions (the example
+// archives it again, which changes nothing; restoring is the way out).
+func archivedRefuses(method, path, operationID string) bool {
+	underProject := strings.Contains(path, "{proj_id}") || strings.Contains(path, "{project_id}")
+	return method != http.MethodGet && underProject && operationID != "deleteProject" && operationID != "projectAction"
 }
 
 // expectedStatus is the matrix's rule: 200 stands for any 2xx.
@@ -230,6 +255,14 @@ func expectedStatus(required string, id identity) int {
 // callExample calls an operation with its path filled from the fixture, its
 // required query parameters and its body taken from the spec's examples.
 func (e *env) callExample(t *testing.T, method, path string, op *openapi3.Operation, f matrixFixture, header, callerToken string) (int, []byte) {
+	t.Helper()
+	res, body := e.sendExample(t, method, path, op, f, header, callerToken)
+	return res.StatusCode, body
+}
+
+// sendExample is callExample with the whole response, and edit applied to
+// the request, if any.
+func (e *env) sendExample(t *testing.T, method, path string, op *openapi3.Operation, f matrixFixture, header, callerToken string, edit ...func(*http.Request)) (*http.Response, []byte) {
 	t.Helper()
 	for _, name := range pathParamNames(path) {
 		path = strings.Replace(path, "{"+name+"}", pathParam(t, f, op.OperationID, name, callerToken), 1)
@@ -269,6 +302,9 @@ func (e *env) callExample(t *testing.T, method, path string, op *openapi3.Operat
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
+	for _, f := range edit {
+		f(req)
+	}
 	res, err := e.httpClient().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -281,7 +317,7 @@ func (e *env) callExample(t *testing.T, method, path string, op *openapi3.Operat
 	if res.StatusCode == http.StatusUnauthorized && !strings.HasPrefix(res.Header.Get("WWW-Authenticate"), "Bearer") {
 		t.Errorf("401 without WWW-Authenticate: Bearer (got %q)", res.Header.Get("WWW-Authenticate"))
 	}
-	return res.StatusCode, b
+	return res, b
 }
 
 func pathParamNames(path string) []string {
@@ -337,7 +373,7 @@ func TestTokenLifecycle(t *testing.T) {
 	if !strings.HasPrefix(secret, created.JSON201.Prefix) {
 		t.Errorf("prefix %q does not start the secret", created.JSON201.Prefix)
 	}
-	if d := time.Until(*created.JSON201.ExpiresAt); d < 29*24*time.Hour || d > 31*24*time.Hour {
+	if d := time.Until(at(t, *created.JSON201.ExpiresAt)); d < 29*24*time.Hour || d > 31*24*time.Hour {
 		t.Errorf("expires in %v, want 30 days", d)
 	}
 

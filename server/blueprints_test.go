@@ -150,7 +150,7 @@ func TestPiezometer(t *testing.T) {
 
 	t.Run("DatedCalibration", func(t *testing.T) {
 		res, err := admin.UpdateCalibrationsWithResponse(ctx, tn.orgID, tn.projectID, a.Id, gen.CalibrationsUpdate{
-			"G": {{From: at(t, "2024-06-01T00:00:00Z"), Value: 0.125}},
+			"G": {{From: "2024-06-01T00:00:00Z", Value: 0.125}},
 		})
 		if err != nil || res.StatusCode() != 200 {
 			t.Fatalf("calibrations: %v %s", err, res.Body)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/gen"
@@ -37,11 +38,11 @@ func nextCursor(more bool, lastID int64) *string {
 }
 
 func toUser(u store.User) gen.User {
-	return gen.User{Id: u.ID, Email: u.Email, Name: u.Name, CreatedAt: u.CreatedAt}
+	return gen.User{Id: u.ID, Email: u.Email, Name: u.Name, CreatedAt: datetime(u.CreatedAt)}
 }
 
 func toMember(m store.Member) gen.Member {
-	return gen.Member{UserId: m.UserID, Email: m.Email, Name: m.Name, Role: gen.Role(m.Role), CreatedAt: m.CreatedAt}
+	return gen.Member{UserId: m.UserID, Email: m.Email, Name: m.Name, Role: gen.Role(m.Role), CreatedAt: datetime(m.CreatedAt)}
 }
 
 func toToken(t store.Token) gen.Token {
@@ -49,10 +50,10 @@ func toToken(t store.Token) gen.Token {
 		Id:         t.ID,
 		Name:       t.Name,
 		Prefix:     t.Prefix,
-		CreatedAt:  t.CreatedAt,
-		LastUsedAt: t.LastUsedAt,
-		ExpiresAt:  t.ExpiresAt,
-		RevokedAt:  t.RevokedAt,
+		CreatedAt:  datetime(t.CreatedAt),
+		LastUsedAt: optionalDatetime(t.LastUsedAt),
+		ExpiresAt:  optionalDatetime(t.ExpiresAt),
+		RevokedAt:  optionalDatetime(t.RevokedAt),
 	}
 }
 
@@ -63,8 +64,8 @@ func toProject(p store.Project) gen.Project {
 		Name:        p.Name,
 		Description: p.Description,
 		State:       gen.ProjectState(p.State),
-		CreatedAt:   p.CreatedAt,
-		UpdatedAt:   p.UpdatedAt,
+		CreatedAt:   datetime(p.CreatedAt),
+		UpdatedAt:   datetime(p.UpdatedAt),
 	}
 }
 
@@ -74,8 +75,8 @@ func toSensor(s store.Sensor) gen.Sensor {
 		ProjectId:           s.ProjectID,
 		Name:                s.Name,
 		Description:         s.Description,
-		CreatedAt:           s.CreatedAt,
-		UpdatedAt:           s.UpdatedAt,
+		CreatedAt:           datetime(s.CreatedAt),
+		UpdatedAt:           datetime(s.UpdatedAt),
 		BlueprintId:         s.BlueprintID,
 		Inputs:              []gen.InstanceInput{},
 		Outputs:             []gen.InstanceOutput{},
@@ -106,12 +107,28 @@ func toSensor(s store.Sensor) gen.Sensor {
 		if len(c.Calibrations) > 0 {
 			dated := make([]gen.Calibration, len(c.Calibrations))
 			for i, cal := range c.Calibrations {
-				dated[i] = gen.Calibration{From: cal.From, Value: cal.Value}
+				dated[i] = gen.Calibration{From: datetime(cal.From), Value: cal.Value}
 			}
 			out.Calibrations[c.Key] = dated
 		}
 	}
 	return out
+}
+
+// datetime formats t as every response carries a datetime: UTC, truncated
+// to the millisecond, with exactly three fractional digits. The generated
+// types hold datetimes as this text (x-go-type: string in the spec), since
+// encoding/json would write a time.Time with up to nine digits or none.
+func datetime(t time.Time) gen.Datetime {
+	return gen.Datetime(appendDatetime(make([]byte, 0, len("2006-01-02T15:04:05.000Z")), t))
+}
+
+func optionalDatetime(t *time.Time) *gen.Datetime {
+	if t == nil {
+		return nil
+	}
+	d := datetime(*t)
+	return &d
 }
 
 func mapSlice[T, U any](in []T, f func(T) U) []U {

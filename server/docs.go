@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/sensorreadings/readings/gen"
 )
 
 // docsFiles is the API reference page: index.html and docs.js, ours, and
@@ -39,7 +41,7 @@ type docFile struct {
 // registerDocs serves the interactive API reference at /docs, rendered
 // from /api/v1/openapi.json. The page and its files are no operations of
 // the spec, so the middleware lets them through without a token.
-func registerDocs(e *echo.Echo) error {
+func registerDocs(e gen.EchoRouter) error {
 	files := map[string]docFile{}
 	err := fs.WalkDir(docsFiles, "docs", func(name string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

@@ -133,7 +133,7 @@ func TestExport(t *testing.T) {
 				t.Fatalf("line %d: %v: %s", got, err, lines.Bytes())
 			}
 			want := pages[got]
-			if r.Id != want.Id || !r.Datetime.Equal(want.Datetime) || !equalValues(r.Inputs, want.Inputs) {
+			if r.Id != want.Id || r.Datetime != want.Datetime || !equalValues(r.Inputs, want.Inputs) {
 				t.Fatalf("reading %d: export %+v, pages %+v", got, r, want)
 			}
 			got++

@@ -41,7 +41,7 @@ func TestLatestReadings(t *testing.T) {
 	}
 
 	got := latestOf()
-	if r := got[tn.sensorID]; r == nil || r.Inputs["1"] != 3 || r.Datetime.Format("15:04:05") != "12:00:02" {
+	if r := got[tn.sensorID]; r == nil || r.Inputs["1"] != 3 || at(t, r.Datetime).Format("15:04:05") != "12:00:02" {
 		t.Errorf("latest of the plain sensor = %+v, want 12:00:02 → 3", r)
 	}
 	if r, listed := got[tn.instanceID]; !listed || r != nil {

@@ -38,7 +38,7 @@ func TestProjects(t *testing.T) {
 		if err != nil || res.StatusCode() != 200 {
 			t.Fatalf("update: %v %s", err, res.Body)
 		}
-		if got := res.JSON200; got.Name != p.Name || got.Description != "North dam" || !got.UpdatedAt.After(p.UpdatedAt) {
+		if got := res.JSON200; got.Name != p.Name || got.Description != "North dam" || !at(t, got.UpdatedAt).After(at(t, p.UpdatedAt)) {
 			t.Errorf("updated %+v: want the name kept, the description changed, updated_at later", got)
 		}
 	})

@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/formulas"
@@ -135,10 +133,11 @@ func (s *Server) UpdateCalibrations(ctx context.Context, req gen.UpdateCalibrati
 	calibrations := make(map[string][]store.Calibration, len(*req.Body))
 	for key, dated := range *req.Body {
 		for _, c := range dated {
-			if err := checkInstant(c.From); err != nil {
-				return nil, apperr.Errorf(apperr.Invalid, "constant %q: from %v", key, err)
+			from, err := parseDatetime(c.From)
+			if err != nil {
+				return nil, apperr.Errorf(apperr.Invalid, "constant %q: from: %v", key, err)
 			}
-			calibrations[key] = append(calibrations[key], store.Calibration{From: c.From.UTC(), Value: c.Value})
+			calibrations[key] = append(calibrations[key], store.Calibration{From: from, Value: c.Value})
 		}
 		if calibrations[key] == nil {
 			calibrations[key] = []store.Calibration{}
@@ -171,18 +170,6 @@ func (s *Server) editInstance(ctx context.Context, key store.SensorKey, edit fun
 		return store.Sensor{}, err
 	}
 	return s.store.UpdateSensor(ctx, key, store.SensorPatch{Instance: &inst})
-}
-
-// checkInstant refuses what a reading's datetime could not be: more than
-// microseconds, or outside years 1 to 9999.
-func checkInstant(t time.Time) error {
-	switch {
-	case t.Nanosecond()%1000 != 0:
-		return fmt.Errorf("%s has more than six fractional digits", t.Format(time.RFC3339Nano))
-	case t.Before(store.MinTime) || t.After(store.MaxTime):
-		return fmt.Errorf("%s is outside 0001-01-01 to 9999-12-31", t.Format(time.RFC3339Nano))
-	}
-	return nil
 }
 
 // DeleteSensor deletes a sensor and its readings.

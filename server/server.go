@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -128,18 +129,46 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 		bodyLimit(cfg.MaxBodyBytes),
 		decompressRequest(cfg.MaxBodyBytes),
 		keepAccept,
+		wholeSegments,
 		s.authenticate,
 		s.limitStreams,
 		s.validateRequest,
 	)
-	gen.RegisterHandlers(e, gen.NewStrictHandler(s, []gen.StrictMiddlewareFunc{s.databaseDeadline}))
-	e.GET("/metrics", s.metrics.handler())
-	if err := s.publishContract(e); err != nil {
+	routes := headToo{e}
+	gen.RegisterHandlers(routes, gen.NewStrictHandler(s, []gen.StrictMiddlewareFunc{s.databaseDeadline}))
+	routes.GET("/metrics", s.metrics.handler())
+	if err := s.publishContract(routes); err != nil {
 		return nil, err
 	}
 	registerConsole(e)
 	s.echo = e
 	return s, nil
+}
+
+// headToo registers each GET route for HEAD as well, with the same handler,
+// so that HEAD answers what GET answers, headers included: net/http drops
+// the body of a response to HEAD, and computes its Content-Length as it
+// would for GET.
+type headToo struct{ *echo.Echo }
+
+func (r headToo) GET(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
+	r.Echo.HEAD(path, h, m...)
+	return r.Echo.GET(path, h, m...)
+}
+
+// wholeSegments answers 404 when a path parameter took more than one
+// segment. Echo lets a parameter that ends a route match the rest of the
+// path, so /blueprints/9/foo would reach getBlueprint with the id "9/foo"
+// and answer 400 quoting it; no operation has such a path.
+func wholeSegments(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		for i, name := range c.ParamNames() {
+			if name != "*" && strings.Contains(c.ParamValues()[i], "/") {
+				return echo.ErrNotFound
+			}
+		}
+		return next(c)
+	}
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/openapi"
 )
@@ -17,7 +15,7 @@ import (
 
 // publishContract converts the spec to JSON for GetOpenAPIJSON, once, and
 // serves the API reference page that renders it at /docs.
-func (s *Server) publishContract(e *echo.Echo) error {
+func (s *Server) publishContract(e gen.EchoRouter) error {
 	doc, err := specJSON()
 	if err != nil {
 		return fmt.Errorf("load spec: %w", err)

@@ -5,10 +5,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sensorreadings/readings/apperr"
 )
 
 // ProjectState is active or archived. An archived project serves reads and
-// refuses new readings.
+// refuses every write under it but its restoring and its deletion.
 type ProjectState string
 
 // The project states.
@@ -73,20 +75,77 @@ func getProject(ctx context.Context, q querier, orgID, projectID int64) (Project
 	return project, notFound("get project", err, "project")
 }
 
-// UpdateProject applies patch to project projectID of orgID. It returns
-// NotFound, and Invalid for a name, description or state the projects
-// table refuses.
+// UpdateProject applies patch to project projectID of orgID. A patch that
+// changes nothing writes nothing, so archiving an archived project leaves it
+// as it was. On an archived project only a patch that restores it (state
+// active) is applied. It returns NotFound; Invalid for a name, description
+// or state the projects table refuses; and Conflict for any other change of
+// an archived project.
 func (db *DB) UpdateProject(ctx context.Context, orgID, projectID int64, patch ProjectPatch) (Project, error) {
-	rows, _ := db.pool.Query(ctx, `
-UPDATE projects SET
-    name = coalesce($3, name),
-    description = coalesce($4, description),
-    state = coalesce($5, state),
-    updated_at = now()
-WHERE id = $2 AND org_id = $1
-RETURNING `+projectColumns, orgID, projectID, patch.Name, patch.Description, patch.State)
-	project, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Project])
-	return project, notFound("update project", err, "project")
+	var project Project
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		// The row lock waits for the writes in flight under the project,
+		// which hold a share lock on it (lockWritableProject): none of them
+		// lands after the project is archived.
+		rows, _ := tx.Query(ctx, `SELECT `+projectColumns+` FROM projects WHERE id = $2 AND org_id = $1 FOR NO KEY UPDATE`, orgID, projectID)
+		current, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Project])
+		if err != nil {
+			return notFound("update project", err, "project")
+		}
+		next := current
+		next.Name, next.Description, next.State = coalesce(patch.Name, current.Name), coalesce(patch.Description, current.Description), coalesce(patch.State, current.State)
+		if next == current {
+			project = current
+			return nil
+		}
+		if next.State == Archived {
+			if err := writable(projectID, current.State); err != nil {
+				return err
+			}
+		}
+		rows, _ = tx.Query(ctx, `
+UPDATE projects SET name = $2, description = $3, state = $4, updated_at = now()
+WHERE id = $1
+RETURNING `+projectColumns, projectID, next.Name, next.Description, next.State)
+		project, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Project])
+		return err
+	})
+	return project, dbError("update project", err)
+}
+
+func coalesce[T any](p *T, otherwise T) T {
+	if p == nil {
+		return otherwise
+	}
+	return *p
+}
+
+// lockWritableProjectSQL takes a share lock on the project's row. Updates
+// of the row conflict with it: an archive waits for the writes in flight,
+// and a write that comes during an archive waits for it, then reads the
+// project archived.
+const lockWritableProjectSQL = `SELECT state FROM projects WHERE id = $2 AND org_id = $1 FOR SHARE`
+
+// lockWritableProject locks project projectID of orgID against archiving
+// until tx ends, and checks that it is active. Every write under a project
+// calls it first, before locking any sensor, so that locks are always taken
+// project first (as DeleteProject's cascade does) and never deadlock. It
+// returns NotFound, and Conflict when the project is archived.
+func lockWritableProject(ctx context.Context, tx pgx.Tx, orgID, projectID int64) error {
+	var state ProjectState
+	if err := tx.QueryRow(ctx, lockWritableProjectSQL, orgID, projectID).Scan(&state); err != nil {
+		return notFound("lock project", err, "project")
+	}
+	return writable(projectID, state)
+}
+
+// writable returns Conflict when state is archived: the one answer to
+// every write under an archived project.
+func writable(projectID int64, state ProjectState) error {
+	if state == Archived {
+		return apperr.Errorf(apperr.Conflict, "project %d is archived, so read-only; restore it first", projectID)
+	}
+	return nil
 }
 
 // DeleteProject deletes project projectID of orgID with its sensors and

@@ -8,8 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/sensorreadings/readings/apperr"
 )
 
 // Reading is a sensor's inputs at one instant: InputIDs[i] had Values[i].
@@ -33,10 +31,15 @@ var (
 	MaxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
 )
 
+// sensorStateSQL locks the project as lockWritableProject does, then reads
+// the sensor, in that order (the CTE is read before the join yields the row
+// the outer lock takes), in one round trip; the callers add the sensor's
+// lock: a share lock for ingest, an exclusive one for a range delete.
 const (
 	sensorStateSQL = `
-SELECT p.state, s.instance FROM sensors s JOIN projects p ON p.id = s.project_id
-WHERE s.id = $3 AND s.project_id = $2 AND p.org_id = $1`
+WITH p AS MATERIALIZED (` + lockWritableProjectSQL + `)
+SELECT p.state, s.instance FROM p JOIN sensors s ON s.project_id = $2
+WHERE s.id = $3`
 	lockSensorSQL = sensorStateSQL + ` FOR SHARE OF s`
 )
 
@@ -58,8 +61,8 @@ func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Read
 		if err != nil {
 			return notFound("lock sensor", err, "sensor")
 		}
-		if state == Archived {
-			return apperr.Errorf(apperr.Conflict, "project %d is archived; restore it before posting readings", key.ProjectID)
+		if err := writable(key.ProjectID, state); err != nil {
+			return err
 		}
 		if err := inst.checkInputs(readings); err != nil {
 			return err
@@ -243,8 +246,8 @@ func (db *DB) DeleteReadings(ctx context.Context, key SensorKey, from, to time.T
 		if err != nil {
 			return notFound("lock sensor", err, "sensor")
 		}
-		if state == Archived {
-			return apperr.Errorf(apperr.Conflict, "project %d is archived, so read-only; restore it before deleting readings", key.ProjectID)
+		if err := writable(key.ProjectID, state); err != nil {
+			return err
 		}
 		tag, err := tx.Exec(ctx, `DELETE FROM readings WHERE sensor_id = $1 AND datetime >= $2 AND datetime < $3`, key.SensorID, from, to)
 		if err != nil {

@@ -73,10 +73,13 @@ WHERE `+inOrg+` AND s.id > $3 ORDER BY s.id LIMIT $4`, orgID, projectID, after, 
 // attach is not nil. It returns NotFound for a project that is not in orgID,
 // and Invalid for a name or description the sensors table refuses (a name
 // of 1 to 200 characters, a description of at most 2,000) or a blueprint
-// that is not orgID's.
+// that is not orgID's, and Conflict when the project is archived.
 func (db *DB) CreateSensor(ctx context.Context, orgID, projectID int64, name, description string, attach *Attachment) (Sensor, error) {
 	var sensor Sensor
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if err := lockWritableProject(ctx, tx, orgID, projectID); err != nil {
+			return err
+		}
 		var blueprintID *int64
 		var inst *Instance
 		if attach != nil {
@@ -92,11 +95,11 @@ func (db *DB) CreateSensor(ctx context.Context, orgID, projectID int64, name, de
 		}
 		rows, _ := tx.Query(ctx, `
 INSERT INTO sensors AS s (project_id, name, description, blueprint_id, instance)
-SELECT p.id, $3, $4, $5, $6 FROM projects p WHERE p.id = $2 AND p.org_id = $1
-RETURNING `+sensorColumns, orgID, projectID, name, description, blueprintID, inst)
+VALUES ($1, $2, $3, $4, $5)
+RETURNING `+sensorColumns, projectID, name, description, blueprintID, inst)
 		var err error
 		sensor, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
-		return notFound("create sensor", err, "project")
+		return err
 	})
 	return sensor, dbError("create sensor", err)
 }
@@ -110,12 +113,15 @@ func (db *DB) GetSensor(ctx context.Context, key SensorKey) (Sensor, error) {
 }
 
 // UpdateSensor applies patch to the sensor, all of it or nothing. It
-// returns NotFound; Invalid as CreateSensor does; and Conflict when
-// attaching to a sensor with readings, or when the edited instance changed
-// meanwhile or is gone.
+// returns NotFound; Invalid as CreateSensor does; and Conflict when its
+// project is archived, when attaching to a sensor with readings, or when the
+// edited instance changed meanwhile or is gone.
 func (db *DB) UpdateSensor(ctx context.Context, key SensorKey, patch SensorPatch) (Sensor, error) {
 	var sensor Sensor
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if err := lockWritableProject(ctx, tx, key.OrgID, key.ProjectID); err != nil {
+			return err
+		}
 		// The lock waits for batches being ingested (they hold a share
 		// lock), so a new instance never meets readings checked against the
 		// old one.
@@ -196,15 +202,21 @@ func checkBlueprint(ctx context.Context, q querier, orgID, blueprintID int64) er
 	return nil
 }
 
-// DeleteSensor deletes the sensor and its readings. It returns NotFound.
+// DeleteSensor deletes the sensor and its readings. It returns NotFound,
+// and Conflict when its project is archived.
 func (db *DB) DeleteSensor(ctx context.Context, key SensorKey) error {
-	tag, err := db.pool.Exec(ctx, `DELETE FROM sensors s WHERE s.id = $3 AND `+inOrg,
-		key.OrgID, key.ProjectID, key.SensorID)
-	if err != nil {
-		return dbError("delete sensor", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return notFound("delete sensor", pgx.ErrNoRows, "sensor")
-	}
-	return nil
+	return dbError("delete sensor", pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if err := lockWritableProject(ctx, tx, key.OrgID, key.ProjectID); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM sensors s WHERE s.id = $3 AND `+inOrg,
+			key.OrgID, key.ProjectID, key.SensorID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return notFound("delete sensor", pgx.ErrNoRows, "sensor")
+		}
+		return nil
+	}))
 }

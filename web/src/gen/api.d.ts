@@ -329,16 +329,21 @@ export interface paths {
          * Update a project
          * @description Updates the fields present in the body (at least one of `name`,
          *     `description`, `state`); absent fields keep their values. Setting
-         *     `state` to `archived` is the same as the `archive` action.
-         *     Required role: `admin`.
+         *     `state` to `archived` is the same as the `archive` action, and to
+         *     `active` the same as `restore`. An archived project answers 409 to
+         *     any other change; a body that changes nothing changes nothing, not
+         *     even `updated_at`. Required role: `admin`.
          */
         put: operations["updateProject"];
         /**
          * Perform an action on a project
-         * @description `archive` makes the project read-only: reads go on, posting readings
-         *     answers 409. `restore` makes it active again. Performing an action on
-         *     a project already in the target state changes nothing.
-         *     Required role: `admin`.
+         * @description `archive` makes the project read-only: reads go on, and every write
+         *     under it answers 409 and changes nothing (readings, sensors, their
+         *     formulas and calibrations, the project's own fields), except
+         *     `restore`, which makes it active again, and deleting the project.
+         *     An archive waits for the writes in flight under the project, so none
+         *     lands after it. Performing an action on a project already in the
+         *     target state changes nothing. Required role: `admin`.
          */
         post: operations["projectAction"];
         /**
@@ -890,6 +895,14 @@ export interface components {
             /** Format: int64 */
             migration_version: number;
         };
+        /**
+         * Format: date-time
+         * @description In responses, UTC to the millisecond with exactly three fractional
+         *     digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+         *     such as `+02:00`) and at most six fractional digits.
+         * @example 2024-05-01T12:00:00.123Z
+         */
+        Datetime: string;
         /** @description An OpenAPI 3.0 document, with `openapi`, `info`, `paths` and `components` at its top. */
         OpenAPIDocument: {
             [key: string]: unknown;
@@ -904,8 +917,7 @@ export interface components {
             id: number;
             email: string;
             name: string;
-            /** Format: date-time */
-            created_at: string;
+            created_at: components["schemas"]["Datetime"];
         };
         Membership: {
             /** Format: int64 */
@@ -922,23 +934,20 @@ export interface components {
             token_id: number;
             memberships: components["schemas"]["Membership"][];
         };
+        /**
+         * @description An API token, without its secret. `last_used_at` is when it was last
+         *     used, recorded every 30 seconds.
+         */
         Token: {
             /** Format: int64 */
             id: number;
             name: string;
             /** @description The first characters of the secret, enough to recognise it. */
             prefix: string;
-            /** Format: date-time */
-            created_at: string;
-            /**
-             * Format: date-time
-             * @description When the token was last used, recorded every 30 seconds.
-             */
-            last_used_at?: string;
-            /** Format: date-time */
-            expires_at?: string;
-            /** Format: date-time */
-            revoked_at?: string;
+            created_at: components["schemas"]["Datetime"];
+            last_used_at?: components["schemas"]["Datetime"];
+            expires_at?: components["schemas"]["Datetime"];
+            revoked_at?: components["schemas"]["Datetime"];
         };
         TokenCreate: {
             name: string;
@@ -949,17 +958,14 @@ export interface components {
             /** @description The secret. It is shown in this response only. */
             token: string;
         };
+        /** @description A member of an organization; `created_at` is when they joined it. */
         Member: {
             /** Format: int64 */
             user_id: number;
             email: string;
             name: string;
             role: components["schemas"]["Role"];
-            /**
-             * Format: date-time
-             * @description When the user joined the organization.
-             */
-            created_at: string;
+            created_at: components["schemas"]["Datetime"];
         };
         MemberCreate: {
             /** Format: email */
@@ -981,10 +987,8 @@ export interface components {
             name: string;
             description: string;
             state: components["schemas"]["ProjectState"];
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
+            created_at: components["schemas"]["Datetime"];
+            updated_at: components["schemas"]["Datetime"];
         };
         ProjectCreate: {
             name: string;
@@ -1011,10 +1015,8 @@ export interface components {
             project_id: number;
             name: string;
             description: string;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
+            created_at: components["schemas"]["Datetime"];
+            updated_at: components["schemas"]["Datetime"];
             /**
              * Format: int64
              * @description The blueprint the sensor's instance came from; absent when it has none or the blueprint was deleted since.
@@ -1069,12 +1071,9 @@ export interface components {
              */
             value?: number;
         };
+        /** @description A constant's value from the instant `from` on. */
         Calibration: {
-            /**
-             * Format: date-time
-             * @description From this instant on (RFC 3339 with a zone, at most six fractional digits).
-             */
-            from: string;
+            from: components["schemas"]["Datetime"];
             /** Format: double */
             value: number;
         };
@@ -1157,10 +1156,8 @@ export interface components {
             inputs: components["schemas"]["BlueprintInput"][];
             constants: components["schemas"]["BlueprintConstant"][];
             outputs: components["schemas"]["BlueprintOutput"][];
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
+            created_at: components["schemas"]["Datetime"];
+            updated_at: components["schemas"]["Datetime"];
         };
         BlueprintPage: {
             items: components["schemas"]["Blueprint"][];
@@ -1188,20 +1185,13 @@ export interface components {
              *     instant, so overwriting a reading keeps its id.
              */
             id: string;
-            /**
-             * Format: date-time
-             * @description UTC, exactly three fractional digits.
-             */
-            datetime: string;
+            datetime: components["schemas"]["Datetime"];
             inputs: components["schemas"]["Values"];
             outputs?: components["schemas"]["Values"];
         };
+        /** @description The readings of one interval; `datetime` is its start. */
         Bucket: {
-            /**
-             * Format: date-time
-             * @description The bucket's start, UTC, three fractional digits.
-             */
-            datetime: string;
+            datetime: components["schemas"]["Datetime"];
             /**
              * Format: int64
              * @description The number of readings in the bucket.
@@ -1326,7 +1316,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": "conflict",
-                 *       "message": "project 1 is archived; restore it before posting readings"
+                 *       "message": "project 1 is archived, so read-only; restore it first"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -1485,6 +1475,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1513,6 +1504,7 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1533,18 +1525,15 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example {
-                     *       "openapi": "3.0.3",
-                     *       "info": {
-                     *         "title": "Sensor Readings Service",
-                     *         "version": "1.0.0"
-                     *       },
-                     *       "paths": {}
-                     *     }
+                     * @example openapi: 3.0.3
+                     *     info:
+                     *       title: Sensor Readings Service
+                     *       version: 1.0.0
                      */
-                    "application/yaml": components["schemas"]["OpenAPIDocument"];
+                    "application/yaml": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1576,6 +1565,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAPIDocument"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1615,6 +1605,7 @@ export interface operations {
                     "application/json": components["schemas"]["Me"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -1650,6 +1641,7 @@ export interface operations {
                     "application/json": components["schemas"]["Token"][];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -2191,6 +2183,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -2416,6 +2409,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -2590,6 +2584,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
