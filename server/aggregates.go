@@ -125,7 +125,7 @@ type outputAggregates struct {
 func (s *Server) aggregateOutputs(ctx context.Context, sensor store.Sensor, q store.BucketQuery) (*outputAggregates, error) {
 	w := s.newOutputsWriter(sensor)
 	agg := &outputAggregates{ids: w.outputIDs, stats: map[time.Time][]*store.Stats{}}
-	if w.eval == nil {
+	if w.outputs == nil {
 		return agg, nil
 	}
 	var (

@@ -1,10 +1,7 @@
 package server
 
 import (
-	"cmp"
-	"slices"
 	"strconv"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -12,58 +9,14 @@ import (
 	"github.com/sensorreadings/readings/store"
 )
 
-// programCache keeps each sensor's compiled formulas for the instance
-// version they were compiled from, so a request compiles at most once per
-// instance and most compile nothing.
-type programCache struct {
-	mu       sync.Mutex
-	programs map[int64]cachedProgram // by sensor id
-}
-
-type cachedProgram struct {
-	version int64
-	program *formulas.Program
-}
-
-// Enough for every sensor of a large deployment; past it the cache starts
-// over rather than grow without bound.
-const maxCachedPrograms = 100_000
-
-func (c *programCache) get(sensorID int64, inst *store.Instance) (*formulas.Program, error) {
-	c.mu.Lock()
-	cached, ok := c.programs[sensorID]
-	c.mu.Unlock()
-	if ok && cached.version == inst.Version {
-		return cached.program, nil
-	}
-	p, err := formulas.Compile(instanceSpec(inst))
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	if c.programs == nil || len(c.programs) >= maxCachedPrograms {
-		c.programs = make(map[int64]cachedProgram)
-	}
-	c.programs[sensorID] = cachedProgram{version: inst.Version, program: p}
-	c.mu.Unlock()
-	return p, nil
-}
-
-// outputsWriter computes a sensor's outputs for each reading of a request.
-// The constants' dated values are resolved here, once per request, not per
-// reading from the database.
+// outputsWriter computes a sensor's outputs for the readings of one
+// request (formulas.Outputs) and counts, for the metrics, those that came to
+// NaN or an infinity.
 type outputsWriter struct {
-	eval      *formulas.Evaluator // nil: no outputs
-	inputs    []inputSlot         // by id
-	factors   []formulas.Factor   // by constant
-	outputIDs []int64             // by output
+	outputs   *formulas.Outputs // nil: no outputs
+	outputIDs []int64
 	errors    prometheus.Counter
-	counted   int // of eval.NonFinite(), already added to errors
-}
-
-type inputSlot struct {
-	id    int64
-	index int
+	counted   int // of outputs.NonFinite(), already added to errors
 }
 
 // newOutputsWriter prepares the outputs of sensor. Formulas are checked
@@ -75,54 +28,36 @@ func (s *Server) newOutputsWriter(sensor store.Sensor) *outputsWriter {
 	if inst == nil {
 		return &outputsWriter{}
 	}
-	program, err := s.programs.get(sensor.ID, inst)
+	program, err := s.programs.Program(sensor.ID, inst.Version, instanceSpec(inst))
 	if err != nil {
 		s.log.Warn("stored formulas do not compile; outputs left out", "sensor_id", sensor.ID, "version", inst.Version, "err", err)
 		s.metrics.formulaErrors.Inc()
 		return &outputsWriter{}
 	}
-	w := &outputsWriter{eval: program.NewEvaluator(), errors: s.metrics.formulaErrors}
-	for i, in := range inst.Inputs {
-		w.inputs = append(w.inputs, inputSlot{id: in.ID, index: i})
+	ids := formulas.Instance{}
+	for _, in := range inst.Inputs {
+		ids.InputIDs = append(ids.InputIDs, in.ID)
 	}
-	slices.SortFunc(w.inputs, func(a, b inputSlot) int { return cmp.Compare(a.id, b.id) })
+	for _, o := range inst.Outputs {
+		ids.OutputIDs = append(ids.OutputIDs, o.ID)
+	}
 	for _, c := range inst.Constants {
 		dated := make([]formulas.Dated, len(c.Calibrations))
 		for i, cal := range c.Calibrations {
 			dated[i] = formulas.Dated{From: cal.From, Value: cal.Value}
 		}
-		w.factors = append(w.factors, formulas.NewFactor(dated, c.Value, c.Default))
+		ids.Constants = append(ids.Constants, formulas.NewFactor(dated, c.Value, c.Default))
 	}
-	for _, o := range inst.Outputs {
-		w.outputIDs = append(w.outputIDs, o.ID)
-	}
-	return w
+	return &outputsWriter{outputs: formulas.NewOutputs(program, ids), outputIDs: ids.OutputIDs, errors: s.metrics.formulaErrors}
 }
 
 // compute evaluates the outputs of r; value then reads them.
 func (w *outputsWriter) compute(r *store.Reading) {
-	if w.eval == nil {
+	if w.outputs == nil {
 		return
 	}
-	w.eval.Reset()
-	// Both the reading's inputs and the instance's are sorted by id: one
-	// pass pairs them.
-	j := 0
-	for i, id := range r.InputIDs {
-		for j < len(w.inputs) && w.inputs[j].id < id {
-			j++
-		}
-		if j < len(w.inputs) && w.inputs[j].id == id {
-			w.eval.SetInput(w.inputs[j].index, r.Values[i])
-		}
-	}
-	for k := range w.factors {
-		if v, ok := w.factors[k].At(r.Time); ok {
-			w.eval.SetConstant(k, v)
-		}
-	}
-	w.eval.Run()
-	if n := w.eval.NonFinite(); n > w.counted {
+	w.outputs.Compute(r.Time, r.InputIDs, r.Values)
+	if n := w.outputs.NonFinite(); n > w.counted {
 		w.errors.Add(float64(n - w.counted))
 		w.counted = n
 	}
@@ -130,10 +65,10 @@ func (w *outputsWriter) compute(r *store.Reading) {
 
 // value is output k of the reading last computed, if it has one.
 func (w *outputsWriter) value(k int) (float64, bool) {
-	if w.eval == nil {
+	if w.outputs == nil {
 		return 0, false
 	}
-	return w.eval.Output(k)
+	return w.outputs.Value(k)
 }
 
 // appendOutputs computes r's outputs and appends ,"outputs":{…}.

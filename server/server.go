@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/sensorreadings/readings/formulas"
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/openapi"
 	"github.com/sensorreadings/readings/store"
@@ -87,7 +88,7 @@ type Server struct {
 	ops      operations
 	echo     *echo.Echo
 	tokenUse tokenUse
-	programs programCache
+	programs formulas.Cache
 	limits   *rateLimits
 	streams  *streamLimits
 	metrics  *metrics

@@ -1,0 +1,119 @@
+package formulas
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Instance is what computing one sensor's outputs needs besides its
+// formulas: the numeric id of each input and output, and each constant's
+// values through time, all in the order of the Spec's keys.
+type Instance struct {
+	InputIDs  []int64
+	OutputIDs []int64
+	Constants []Factor
+}
+
+// Cache keeps each sensor's compiled Program for the version of its
+// formulas it was compiled from, so that a request compiles at most once
+// per change and most compile nothing. It is safe for concurrent use.
+type Cache struct {
+	mu       sync.Mutex
+	programs map[int64]cachedProgram // by sensor id
+}
+
+type cachedProgram struct {
+	version int64
+	program *Program
+}
+
+// maxCachedPrograms is enough for every sensor of a large deployment; past
+// it the cache starts over rather than grow without bound.
+const maxCachedPrograms = 100_000
+
+// Program returns the compiled form of spec, the formulas of sensorID at
+// version, compiling it unless the cache has it. A version is never reused
+// for other formulas, which is what makes it a key. Errors are Compile's.
+func (c *Cache) Program(sensorID, version int64, spec Spec) (*Program, error) {
+	c.mu.Lock()
+	cached, ok := c.programs[sensorID]
+	c.mu.Unlock()
+	if ok && cached.version == version {
+		return cached.program, nil
+	}
+	p, err := Compile(spec)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.programs == nil || len(c.programs) >= maxCachedPrograms {
+		c.programs = make(map[int64]cachedProgram)
+	}
+	c.programs[sensorID] = cachedProgram{version: version, program: p}
+	c.mu.Unlock()
+	return p, nil
+}
+
+// Outputs computes one sensor's outputs reading after reading, for one
+// request: the constants' dated values are resolved per reading from what
+// was given once, not looked up again. It is not safe for concurrent use.
+type Outputs struct {
+	eval    *Evaluator
+	inputs  []inputSlot // by id, ascending
+	factors []Factor
+	ids     []int64
+}
+
+type inputSlot struct {
+	id    int64
+	index int
+}
+
+// NewOutputs returns the Outputs of p for a sensor's instance. inst must
+// have an id for each of p's inputs and outputs and a factor for each of
+// its constants.
+func NewOutputs(p *Program, inst Instance) *Outputs {
+	o := &Outputs{eval: p.NewEvaluator(), factors: inst.Constants, ids: inst.OutputIDs}
+	for i, id := range inst.InputIDs {
+		o.inputs = append(o.inputs, inputSlot{id: id, index: i})
+	}
+	slices.SortFunc(o.inputs, func(a, b inputSlot) int { return cmp.Compare(a.id, b.id) })
+	return o
+}
+
+// Compute evaluates the outputs of the reading at t whose input inputIDs[i]
+// had values[i], inputIDs ascending; Value then reads them. An input id
+// that is not the sensor's is ignored.
+func (o *Outputs) Compute(t time.Time, inputIDs []int64, values []float64) {
+	o.eval.Reset()
+	// Both the reading's inputs and the instance's are sorted by id: one
+	// pass pairs them.
+	j := 0
+	for i, id := range inputIDs {
+		for j < len(o.inputs) && o.inputs[j].id < id {
+			j++
+		}
+		if j < len(o.inputs) && o.inputs[j].id == id {
+			o.eval.SetInput(o.inputs[j].index, values[i])
+		}
+	}
+	for k := range o.factors {
+		if v, ok := o.factors[k].At(t); ok {
+			o.eval.SetConstant(k, v)
+		}
+	}
+	o.eval.Run()
+}
+
+// Value is output k's value in the reading last computed, and whether it
+// has one.
+func (o *Outputs) Value(k int) (float64, bool) { return o.eval.Output(k) }
+
+// IDs is the id of each output, in the order Value takes them.
+func (o *Outputs) IDs() []int64 { return o.ids }
+
+// NonFinite counts the outputs left without a value because they came to
+// NaN or an infinity, over every reading computed so far.
+func (o *Outputs) NonFinite() int { return o.eval.NonFinite() }

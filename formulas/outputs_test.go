@@ -1,0 +1,97 @@
+package formulas_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sensorreadings/readings/formulas"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// TestOutputs computes the piezometer's outputs as a request does: readings
+// keyed by the instance's ids, a dated gauge factor, and an input the
+// sensor does not have.
+func TestOutputs(t *testing.T) {
+	spec := formulas.Spec{
+		Inputs:    []string{"freq", "temp"},
+		Constants: []string{"G", "R0"},
+		Outputs: []formulas.Output{
+			{Key: "digits", Formula: "freq^2 / 1000"},
+			{Key: "pressure", Formula: "G * (R0 - digits)"},
+		},
+	}
+	var cache formulas.Cache
+	p, err := cache.Program(7, 1, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	june := time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
+	o := formulas.NewOutputs(p, formulas.Instance{
+		InputIDs:  []int64{105, 106},
+		OutputIDs: []int64{107, 108},
+		Constants: []formulas.Factor{
+			formulas.NewFactor([]formulas.Dated{{From: june, Value: 0.125}}, ptr(0.12), ptr(0.1)),
+			formulas.NewFactor(nil, ptr(9000.0), nil),
+		},
+	})
+	tests := []struct {
+		name           string
+		at             time.Time
+		ids            []int64
+		values         []float64
+		digits, kPa    float64
+		hasDigits, has bool
+	}{
+		{"BeforeCalibration", june.AddDate(0, -1, 0), []int64{105, 106}, []float64{2800, 11}, 7840, 139.2, true, true},
+		{"CalibrationInForce", june, []int64{105}, []float64{2700}, 7290, 213.75, true, true},
+		{"ForeignInputIgnored", june, []int64{1, 105, 999}, []float64{5, 2700, 5}, 7290, 213.75, true, true},
+		{"MissingInput", june, []int64{106}, []float64{11}, 0, 0, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o.Compute(tt.at, tt.ids, tt.values)
+			if v, ok := o.Value(0); ok != tt.hasDigits || (ok && v != tt.digits) {
+				t.Errorf("digits = %v, %v; want %v, %v", v, ok, tt.digits, tt.hasDigits)
+			}
+			if v, ok := o.Value(1); ok != tt.has || (ok && v != tt.kPa) {
+				t.Errorf("pressure = %v, %v; want %v, %v", v, ok, tt.kPa, tt.has)
+			}
+		})
+	}
+	if got, want := o.IDs(), []int64{107, 108}; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("IDs() = %v, want %v", got, want)
+	}
+}
+
+// TestCacheProgram compiles once per version: the same version is the
+// same Program, a new version compiles the new formulas.
+func TestCacheProgram(t *testing.T) {
+	var cache formulas.Cache
+	spec := func(f string) formulas.Spec {
+		return formulas.Spec{Inputs: []string{"x"}, Outputs: []formulas.Output{{Key: "y", Formula: f}}}
+	}
+	v1, err := cache.Program(1, 1, spec("x * 2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := cache.Program(1, 1, spec("x * 3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != v1 {
+		t.Errorf("Program(1, 1) twice compiled twice; want the cached Program")
+	}
+	v2, err := cache.Program(1, 2, spec("x * 3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := formulas.NewOutputs(v2, formulas.Instance{InputIDs: []int64{1}, OutputIDs: []int64{2}})
+	o.Compute(time.Now(), []int64{1}, []float64{5})
+	if got, ok := o.Value(0); !ok || got != 15 {
+		t.Errorf("version 2's y = %v, %v; want 15", got, ok)
+	}
+	if _, err := cache.Program(1, 3, spec("x *")); err == nil {
+		t.Errorf("Program of a formula that does not parse = nil error, want Invalid")
+	}
+}
