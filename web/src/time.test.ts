@@ -81,7 +81,7 @@ describe('timeAxisLabels', () => {
 });
 
 describe('zoneName', () => {
-  it('names the zone and its offset from UTC', () => expect(zoneName()).toMatch(/^(\S+ \()?UTC[+-]\d\d:\d\d\)?$/));
+  it('names the browser’s zone', () => expect(zoneName()).toBe(Intl.DateTimeFormat().resolvedOptions().timeZone));
 });
 
 // The machine's zone may change its clocks inside the range.

@@ -107,11 +107,11 @@ export function timeAxisLabels(ticks: readonly number[], step: number): string[]
   });
 }
 
-/** zoneName names the browser's time zone, in which the console shows datetimes: "Europe/Berlin (UTC+01:00)". */
-export function zoneName(at: Date = new Date()): string {
-  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
-  const offset = -at.getTimezoneOffset();
-  const p = (n: number) => String(Math.floor(n)).padStart(2, '0');
-  const utc = `UTC${offset < 0 ? '-' : '+'}${p(Math.abs(offset) / 60)}:${p(Math.abs(offset) % 60)}`;
-  return zone ? `${zone} (${utc})` : utc;
+/**
+ * zoneName names the browser's time zone, in which the console shows
+ * datetimes: "Europe/Berlin". Not its UTC offset, which changes with summer
+ * time and would be wrong beside datetimes of the other season.
+ */
+export function zoneName(): string {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone;
 }
