@@ -74,7 +74,7 @@ done
 curl -sf "$base/readyz" >/dev/null || { say "the service is not ready"; exit 1; }
 say "service on $base, database $db"
 
-mkdir -p test-output
+mkdir -p test-output/console
 # The token goes to the test through the environment: never on a command
 # line, where ps would show it.
 E2E_BASE="$base" E2E_TOKEN="$(field token)" E2E_VIEWER_TOKEN="$(field token "$viewer")" E2E_ORG="$(field org_id)" CHROMIUM="$chromium" \

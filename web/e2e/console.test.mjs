@@ -1,9 +1,9 @@
 // The console end to end: headless Chromium (Debian's, through
 // playwright-core) against the real service that scripts/e2e.sh starts on
 // a fresh database. The steps run in order and share one browser tab, as a
-// person would use it.
+// person would use it. Screenshots go to $E2E_OUTPUT/console/ (CI keeps them).
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -13,7 +13,7 @@ const base = need('E2E_BASE');
 const token = need('E2E_TOKEN');
 const viewerToken = need('E2E_VIEWER_TOKEN');
 const orgId = Number(need('E2E_ORG'));
-const output = process.env.E2E_OUTPUT ?? 'test-output';
+const output = join(process.env.E2E_OUTPUT ?? 'test-output', 'console');
 const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 
 function need(name) {
@@ -45,6 +45,10 @@ const digitsOf = (f) => (f * f) / 1000;
 const pressureOf = (f) => 0.1 * (R0 - digitsOf(f));
 // As the console shows numbers (src/readings.ts formatNumber).
 const fmt = (v) => (Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(6))));
+// The browser runs in this zone; the console shows datetimes in it, as "2026-11-23 19:01:05".
+const zone = 'Europe/Berlin';
+const local = new Intl.DateTimeFormat('sv-SE', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
+const when = (t) => local.format(new Date(t));
 
 let context;
 let page;
@@ -53,11 +57,13 @@ const problems = [];
 const state = {};
 
 before(async () => {
+  mkdirSync(output, { recursive: true });
   profileDir = mkdtempSync(join(tmpdir(), 'readings-e2e-'));
   context = await chromium.launchPersistentContext(profileDir, {
     executablePath,
     headless: true,
     viewport: { width: 1280, height: 900 },
+    timezoneId: zone,
     acceptDownloads: true,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
@@ -76,7 +82,7 @@ after(async () => {
 });
 
 async function shot(name) {
-  await page.screenshot({ path: join(output, `console-${name}.png`), fullPage: true });
+  await page.screenshot({ path: join(output, `${name}.png`), fullPage: true });
 }
 
 async function api(method, path, body, secret = token) {
@@ -125,16 +131,36 @@ test('creates the piezometer blueprint and a sensor from it', async () => {
   await page.getByRole('button', { name: 'New blueprint' }).click();
   const form = page.getByRole('form', { name: 'New blueprint' });
   await form.getByLabel('Name', { exact: true }).fill('Vibrating-wire piezometer');
-  await form.getByLabel('Inputs').fill(JSON.stringify(blueprint.inputs));
-  await form.getByLabel('Constants').fill(JSON.stringify(blueprint.constants));
+  // Structured fields, a row per input, constant and output: clear the
+  // example's rows, then type each one in.
+  for (const one of ['input', 'constant', 'output']) {
+    while ((await form.getByRole('button', { name: new RegExp(`^Remove ${one} `) }).count()) > 0) await form.getByRole('button', { name: `Remove ${one} 1` }).click();
+  }
+  assert.equal(await form.getByRole('textbox').count(), 2); // name and description
   // First a formula the API refuses: its message shows next to the outputs.
   const broken = blueprint.outputs.map((o) => (o.key === 'pressure' ? { ...o, formula: 'G * (R0 - digitz)' } : o));
-  await form.getByLabel('Outputs').fill(JSON.stringify(broken));
+  for (const [part, one, items] of [['inputs', 'input', blueprint.inputs], ['constants', 'constant', blueprint.constants], ['outputs', 'output', broken]]) {
+    for (const [i, item] of items.entries()) {
+      await form.getByRole('button', { name: `Add ${one === 'input' ? 'an' : 'a'} ${one}` }).click();
+      for (const [column, value] of Object.entries(item)) await form.getByLabel(`${one} ${i + 1} ${column}`, { exact: true }).fill(String(value));
+    }
+    assert.equal(await form.getByRole('table', { name: part[0].toUpperCase() + part.slice(1) }).getByRole('row').count(), items.length + 1);
+  }
+  await shot('blueprint-fields');
   await form.getByRole('button', { name: 'Create blueprint' }).click();
   await form.getByText(/output "pressure".*digitz/).waitFor();
-  await form.getByLabel('Outputs').fill(JSON.stringify(blueprint.outputs));
+  // The JSON view holds what the fields hold; a fix made there shows in the fields.
+  await form.getByRole('button', { name: 'JSON', exact: true }).click();
+  const json = form.getByLabel('Blueprint JSON');
+  assert.deepEqual(JSON.parse(await json.inputValue()), { inputs: blueprint.inputs, constants: blueprint.constants, outputs: broken });
+  await json.fill(JSON.stringify({ inputs: blueprint.inputs, constants: blueprint.constants, outputs: blueprint.outputs }, null, 2));
+  await shot('blueprint-json');
+  await form.getByRole('button', { name: 'Fields', exact: true }).click();
+  assert.equal(await form.getByLabel('output 2 formula', { exact: true }).inputValue(), 'G * (R0 - digits)');
   await form.getByRole('button', { name: 'Create blueprint' }).click();
   await page.getByRole('table', { name: 'Blueprints' }).getByText('Vibrating-wire piezometer').waitFor();
+  const [created] = (await api('GET', `/api/v1/org/${orgId}/blueprints`)).body.items;
+  assert.deepEqual({ inputs: created.inputs, constants: created.constants, outputs: created.outputs }, blueprint);
 
   const sensorForm = page.getByRole('form', { name: 'New sensor' });
   // The sensors section re-renders with the new blueprint in its form.
@@ -209,18 +235,34 @@ async function legendAtNewest() {
   return legend;
 }
 
-// inkOf counts the chart canvas's pixels drawn in a series' colour.
-async function inkOf(hex) {
-  return page.evaluate((hex) => {
-    const canvas = document.querySelector('.u-wrap canvas');
-    const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
-    const [r, g, b] = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
-    let n = 0;
-    for (let i = 0; i < data.length; i += 4) {
-      if (Math.abs(data[i] - r) < 40 && Math.abs(data[i + 1] - g) < 40 && Math.abs(data[i + 2] - b) < 40 && data[i + 3] > 128) n++;
-    }
-    return n;
-  }, hex);
+// inkOf counts the chart canvas's pixels drawn in a series' colour, in the
+// columns from fraction `from` to `to` of its width.
+async function inkOf(hex, from = 0, to = 1) {
+  return page.evaluate(
+    ([hex, from, to]) => {
+      const canvas = document.querySelector('.u-wrap canvas');
+      const x0 = Math.floor(canvas.width * from);
+      const w = Math.max(1, Math.floor(canvas.width * to) - x0);
+      const { data } = canvas.getContext('2d').getImageData(x0, 0, w, canvas.height);
+      const [r, g, b] = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+      let n = 0;
+      for (let i = 0; i < data.length; i += 4) {
+        if (Math.abs(data[i] - r) < 40 && Math.abs(data[i + 1] - g) < 40 && Math.abs(data[i + 2] - b) < 40 && data[i + 3] > 128) n++;
+      }
+      return n;
+    },
+    [hex, from, to],
+  );
+}
+
+// legendInsideCard checks that the chart's legends are drawn within its card.
+async function legendInsideCard() {
+  const card = await page.getByTestId('chart').boundingBox();
+  for (const el of await page.locator('.u-legend').all()) {
+    const legend = await el.boundingBox();
+    assert.ok(legend.x >= card.x && legend.x + legend.width <= card.x + card.width + 0.5, `a legend (x ${legend.x}, width ${legend.width}) runs out of its card (x ${card.x}, width ${card.width})`);
+    assert.ok(legend.y + legend.height <= card.y + card.height + 0.5, 'a legend runs below its card');
+  }
 }
 
 test('charts the readings and their outputs', async () => {
@@ -236,7 +278,16 @@ test('charts the readings and their outputs', async () => {
   assert.equal(pressure.max, fmt(pressureOf(2751)));
   assert.equal((await statsOf('Digits')).last, fmt(digitsOf(2800)));
 
+  // One axis per unit, each named by its unit: no series on a scale nobody sees.
+  assert.deepEqual(await page.locator('.u-axis').evaluateAll((els) => els.map((e) => e.dataset.unit)), ['time', 'Hz', 'degC', 'digit', 'kPa']);
+  await legendInsideCard();
+  // The range ends at the latest reading, and datetimes read the same in the
+  // status, the legend and the table, in the zone the page names.
+  assert.equal(await page.getByTestId('zone').textContent(), zone);
+  const newest = state.postedAt - 60_000;
+  assert.match(await page.getByTestId('load-status').textContent(), new RegExp(` to ${when(Math.floor(newest / 1000) * 1000 + 1000)}$`));
   const legend = await legendAtNewest();
+  assert.equal(legend['Time'], when(newest));
   assert.equal(legend['Frequency (Hz)'], '2800');
   assert.equal(legend['Digits (digit)'], fmt(digitsOf(2800)));
   assert.equal(legend['Pressure (kPa)'], fmt(pressureOf(2800)));
@@ -259,8 +310,9 @@ test('charts the readings and their outputs', async () => {
   for (const box of Object.values(boxes)) await box.check();
   await page.getByRole('button', { name: 'Table' }).click();
   const rows = page.getByRole('table', { name: 'Readings' }).getByRole('row');
+  await rows.nth(1).waitFor();
   assert.equal(await rows.count(), N + 1);
-  assert.match(await rows.nth(1).textContent(), new RegExp(`2800.*${fmt(pressureOf(2800))}`));
+  assert.match(await rows.nth(1).textContent(), new RegExp(`^${when(newest)}2800.*${fmt(pressureOf(2800))}`));
   await page.getByRole('button', { name: 'Chart' }).click();
 });
 
@@ -314,6 +366,9 @@ test('dates a calibration, and the outputs use it from then on', async () => {
   await from.fill(new Date(state.postedAt - 10.5 * 60_000).toISOString());
   await page.getByRole('button', { name: 'Save calibrations' }).click();
   await page.getByText('Saved: calibrations, formulas version 3').waitFor();
+  // What a reading taken now uses: the dated value, not the undated 0.1.
+  assert.match(await page.getByTestId('in-force-G').textContent(), /^0\.2 since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
+  assert.equal(await page.getByTestId('in-force-R0').textContent(), String(R0));
   await shot('sensor-calibrations');
 
   await page.getByRole('navigation').getByRole('link', { name: 'Readings' }).click();
@@ -324,6 +379,81 @@ test('dates a calibration, and the outputs use it from then on', async () => {
   // last one before it (2790 Hz) keeps G = 0.1 and has the lowest.
   assert.equal(pressure.max, fmt(0.2 * (R0 - digitsOf(2791)) - 100));
   assert.equal(pressure.min, fmt(pressureOf(2790) - 100));
+});
+
+test('opens a quiet sensor on its latest readings, breaks the line at a gap, and pages the table', async () => {
+  const [bp] = (await api('GET', `/api/v1/org/${orgId}/blueprints`)).body.items;
+  const created = await api('POST', `/api/v1/org/${orgId}/proj/${state.projectId}/sensors`, { name: 'PZ-02', blueprint_id: bp.id, constants: { R0 } });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const sensor = created.body;
+  state.quietPath = `${state.projectPath}/sensors/${sensor.id}`;
+  const id = Object.fromEntries(sensor.inputs.map((i) => [i.key, i.id]));
+  // Quiet for 40 days: 150 readings 5 min apart up to its latest, and 100
+  // more a month before those.
+  const step = 5 * 60_000;
+  const latest = Math.floor((Date.now() - 40 * 86_400_000) / 1000) * 1000;
+  const times = [...Array.from({ length: 100 }, (_, i) => latest - 31 * 86_400_000 - (99 - i) * step), ...Array.from({ length: 150 }, (_, i) => latest - (149 - i) * step)];
+  const batch = times.map((t, i) => ({ datetime: new Date(t).toISOString(), inputs: { [id.freq]: 2700 + (i % 50), [id.temp]: 10 } }));
+  const posted = await api('POST', `/api/v1/org/${orgId}/proj/${state.projectId}/readings/${sensor.id}`, batch);
+  assert.equal(posted.status, 200, JSON.stringify(posted.body));
+
+  // Not an empty "last 24 h": the day up to its latest reading.
+  await page.goto(`${base}${state.quietPath}/readings`);
+  await page.getByTestId('load-status').filter({ hasText: `150 readings from ${when(latest + 1000 - 86_400_000)} to ${when(latest + 1000)}` }).waitFor();
+  await page.locator('.u-over').waitFor();
+  await shot('quiet-sensor');
+
+  await page.getByRole('combobox', { name: 'Range' }).selectOption({ label: '365 days to the latest reading' });
+  await page.getByTestId('load-status').filter({ hasText: '250 readings from' }).waitFor();
+  await page.locator('.u-over').waitFor();
+  // Frequency alone: drawn at both ends, and nothing across the month between.
+  const boxes = page.getByRole('group', { name: 'Series' }).getByRole('checkbox');
+  for (const box of await boxes.all()) if (!(await box.getAttribute('data-series')).endsWith(`:${id.freq}`)) await box.uncheck();
+  await page.locator('.u-over').waitFor();
+  const blue = '#1f77b4';
+  assert.ok((await inkOf(blue, 0.9, 1)) > 50, 'the latest readings are not drawn');
+  assert.equal(await inkOf(blue, 0.3, 0.7), 0, 'a line is drawn across the month without readings');
+  for (const box of await boxes.all()) await box.check();
+  await page.locator('.u-over').waitFor();
+  await legendInsideCard();
+  await shot('chart-gap');
+
+  // The table reads the range from the API a page at a time, newest first.
+  await page.getByRole('button', { name: 'Table' }).click();
+  const label = page.getByTestId('table-page');
+  const rows = page.getByRole('table', { name: 'Readings' }).getByRole('row');
+  const older = page.getByRole('button', { name: 'Older' });
+  await label.filter({ hasText: 'Readings 1–100, newest first (page 1)' }).waitFor();
+  assert.equal(await rows.count(), 101);
+  assert.ok((await rows.nth(1).textContent()).startsWith(when(latest)));
+  await older.click();
+  await label.filter({ hasText: 'Readings 101–200, newest first (page 2)' }).waitFor();
+  await older.click();
+  await label.filter({ hasText: 'Readings 201–250, newest first (page 3)' }).waitFor();
+  assert.equal(await rows.count(), 51);
+  assert.ok((await rows.nth(50).textContent()).startsWith(when(times[0])));
+  assert.ok(await older.isDisabled());
+  await shot('readings-table-last-page');
+  await page.getByRole('button', { name: 'Newer' }).click();
+  await label.filter({ hasText: '(page 2)' }).waitFor();
+});
+
+test('renames a sensor and deletes it', async () => {
+  await page.goto(base + state.quietPath);
+  const form = page.getByRole('form', { name: 'Sensor' });
+  await form.getByLabel('Name').fill('PZ-02 (replaced)');
+  await form.getByLabel('Description').fill('North toe, replaced');
+  await form.getByRole('button', { name: 'Save name and description' }).click();
+  await page.getByText('Saved: name and description.').waitFor();
+  await page.getByRole('heading', { name: 'PZ-02 (replaced)' }).waitFor();
+  await page.getByRole('navigation', { name: 'Breadcrumbs' }).getByText('PZ-02 (replaced)').waitFor();
+  await shot('sensor-renamed');
+
+  await page.getByRole('button', { name: 'Delete sensor' }).click(); // the dialog is accepted
+  await page.waitForURL(base + state.projectPath);
+  await page.getByRole('table', { name: 'Sensors' }).getByRole('link', { name: 'PZ-01' }).waitFor();
+  assert.equal(await page.getByRole('table', { name: 'Sensors' }).getByText(/PZ-02/).count(), 0);
+  assert.equal((await api('GET', `/api/v1/org/${orgId}/proj/${state.projectId}/sensors/${state.quietPath.split('/').pop()}`)).status, 404);
 });
 
 test('creates a token, shown once, and revokes it', async () => {
@@ -347,14 +477,30 @@ test('creates a token, shown once, and revokes it', async () => {
 
 test('fits a narrow screen', async () => {
   await page.setViewportSize({ width: 390, height: 844 });
-  for (const path of [state.projectPath, `${state.sensorPath}/readings`, state.sensorPath]) {
+  for (const [path, name] of [
+    [`/console/org/${orgId}`, 'org'],
+    [state.projectPath, 'project'],
+    [`${state.sensorPath}/readings`, 'readings'],
+    [state.sensorPath, 'sensor'],
+  ]) {
     await page.goto(base + path);
     await page.locator('main h1').first().waitFor();
-    if (path.endsWith('/readings')) await page.locator('.u-over').waitFor();
+    await page.locator('main table').first().waitFor();
+    if (name === 'readings') {
+      // Two charts of two units each, every unit with its axis, side by side with its plot.
+      await page.locator('.u-over').nth(1).waitFor();
+      assert.deepEqual(await page.locator('.u-axis').evaluateAll((els) => els.map((e) => e.dataset.unit)), ['time', 'Hz', 'degC', 'time', 'digit', 'kPa']);
+      for (const over of await page.locator('.u-over').all()) assert.ok((await over.boundingBox()).width > 150, 'a plot is squeezed by its axes');
+      await legendInsideCard();
+    }
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert.ok(overflow <= 1, `${path} is ${overflow}px wider than the screen`);
+    // No table's cell is cut off: a table wider than the screen would
+    // scroll inside its box, which the page's width does not show.
+    const cut = await page.locator('main td').evaluateAll((tds) => tds.filter((td) => td.getBoundingClientRect().right > window.innerWidth + 1).map((td) => td.textContent));
+    assert.deepEqual(cut, [], `${path}: cells cut off at the screen's edge`);
+    await shot(`narrow-${name}`);
   }
-  await shot('narrow-sensor');
   await page.setViewportSize({ width: 1280, height: 900 });
 });
 
@@ -385,10 +531,23 @@ test('offers a viewer nothing a viewer may not do', async () => {
     for (const absent of [tab.getByLabel('Formula of pressure'), tab.getByRole('button', { name: /Save|Add a dated value/ })]) {
       assert.equal(await absent.count(), 0);
     }
-    await tab.screenshot({ path: join(output, 'console-viewer-sensor.png'), fullPage: true });
+    await tab.screenshot({ path: join(output, 'viewer-sensor.png'), fullPage: true });
   } finally {
     await tab.close();
   }
+});
+
+test('tells two projects of the same name apart', async () => {
+  const other = await api('POST', `/api/v1/org/${orgId}/projects`, { name: 'Dam monitoring', description: 'Piezometers on the south dam' });
+  assert.equal(other.status, 201, JSON.stringify(other.body));
+  await page.goto(`${base}/console/org/${orgId}`);
+  const rows = page.getByRole('table', { name: 'Projects' }).getByRole('row').filter({ hasText: 'Dam monitoring' });
+  await rows.nth(1).waitFor();
+  const ids = await rows.evaluateAll((trs) => trs.map((tr) => tr.querySelector('td[data-label="ID"]').textContent));
+  assert.deepEqual(ids.sort(), [String(state.projectId), String(other.body.id)].sort());
+  await shot('projects-same-name');
+  await page.goto(`${base}/console/org/${orgId}/proj/${other.body.id}`);
+  assert.match(await page.getByTestId('project-id').textContent(), new RegExp(`^Project ${other.body.id} · created `));
 });
 
 test('signs out and forgets the token', async () => {

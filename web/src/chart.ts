@@ -1,9 +1,11 @@
 // The readings chart: uPlot, which draws tens of thousands of points on a
 // canvas without a framework. One y scale per unit, so that kPa and Hz do
-// not squash each other; the first two units get an axis each.
+// not squash each other, and every scale has its axis: no series is drawn
+// against a scale the reader cannot see.
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { formatNumber, type Series } from './readings';
+import { breakGaps, formatNumber, type Series } from './readings';
+import { formatDateTime, timeAxisLabels } from './time';
 
 export const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#7f7f7f', '#bcbd22'];
 
@@ -17,51 +19,123 @@ export function colorOf(index: number): string {
   return COLORS[index % COLORS.length]!;
 }
 
-/** drawChart draws data into el, replacing what it held, and follows el's width. */
+const scaleOf = (s: Series) => s.unit || 'value';
+
+/**
+ * fitLabels sizes a y axis to its widest tick label (uPlot's own recipe),
+ * so that an axis per unit still leaves a phone room for the plot.
+ */
+function fitLabels(u: uPlot, values: string[] | null, axisIdx: number, cycleNum: number): number {
+  const axis = u.axes[axisIdx]!;
+  if (cycleNum > 1) return (axis as { _size?: number })._size ?? 40;
+  let size = (axis.ticks?.size ?? 10) + (axis.gap ?? 5) + (axis.labelSize ?? 30);
+  const longest = (values ?? []).reduce((a, v) => (v.length > a.length ? v : a), '');
+  if (longest) {
+    u.ctx.font = (axis.font as unknown as [string])[0]; // uPlot keeps [font, size] here once drawn
+    size += u.ctx.measureText(longest).width / devicePixelRatio;
+  }
+  return Math.ceil(size);
+}
+
+let syncs = 0;
+
+/**
+ * drawChart draws data into el, replacing what it held, and follows el's
+ * width. Every unit has an axis; since an axis takes room, a narrow el (a
+ * phone) gets one chart per two units, an axis on each side, their cursors
+ * in step, rather than one plot squeezed between four axes.
+ */
 export function drawChart(el: HTMLElement, data: ChartData, colorIndex: (s: Series) => number): () => void {
-  el.replaceChildren();
-  const units = [...new Set(data.series.map((s) => s.unit || 'value'))];
-  const axes: uPlot.Axis[] = [{}];
-  units.slice(0, 2).forEach((unit, i) =>
-    axes.push({
-      scale: unit,
-      side: i === 0 ? 3 : 1,
-      label: unit,
-      grid: { show: i === 0 },
-      size: 60,
-      values: (_u, ticks) => ticks.map((t) => formatNumber(t)),
-    }),
-  );
-  const width = () => Math.max(280, el.clientWidth);
-  const height = () => (window.innerWidth < 600 ? 260 : 360);
-  const plot = new uPlot(
-    {
-      width: width(),
-      height: height(),
-      scales: { x: { time: true }, ...Object.fromEntries(units.map((u) => [u, { auto: true }])) },
-      series: [
-        { label: 'Time' },
-        ...data.series.map((s) => ({
-          label: `${s.label}${s.unit ? ` (${s.unit})` : ''}`,
-          scale: s.unit || 'value',
-          stroke: colorOf(colorIndex(s)),
-          width: 1.5,
-          spanGaps: false,
-          points: { show: data.xs.length <= 200 },
-          value: (_u: uPlot, v: number | null) => (v === null || v === undefined ? '–' : formatNumber(v)),
-        })),
-      ],
-      axes,
-      legend: { live: true },
-      cursor: { drag: { x: true, y: false } },
-    },
-    [data.xs, ...data.ys] as uPlot.AlignedData,
-    el,
-  );
-  const resize = new ResizeObserver(() => plot.setSize({ width: width(), height: height() }));
+  const units = [...new Set(data.series.map(scaleOf))];
+  const cols = breakGaps([data.xs, ...data.ys]);
+  const sync = `readings-${++syncs}`;
+  const width = () => {
+    const style = getComputedStyle(el);
+    return Math.max(240, el.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight));
+  };
+  const isNarrow = () => width() < 600;
+  let plots: uPlot[] = [];
+  let narrow = isNarrow();
+  const build = () => {
+    for (const p of plots) p.destroy();
+    el.replaceChildren();
+    narrow = isNarrow();
+    const groups = narrow ? chunks(units, 2) : [units];
+    const height = narrow ? 240 : 360;
+    plots = groups.map((group) => {
+      const idx = data.series.flatMap((s, i) => (group.includes(scaleOf(s)) ? [i] : []));
+      const series = idx.map((i) => data.series[i]!);
+      const plot = new uPlot(
+        options(series, group, colorIndex, { width: width(), height, points: data.xs.length <= 200 }, sync),
+        [cols[0], ...idx.map((i) => cols[i + 1]!)] as uPlot.AlignedData,
+        el,
+      );
+      // Which unit each axis measures, for the reader's tools and the end-to-end test.
+      plot.root.querySelectorAll('.u-axis').forEach((axis, i) => axis.setAttribute('data-unit', i === 0 ? 'time' : group[i - 1]!));
+      return plot;
+    });
+  };
+  build();
+  const resize = new ResizeObserver(() => {
+    if (isNarrow() !== narrow) build();
+    else for (const p of plots) p.setSize({ width: width(), height: p.height });
+  });
   resize.observe(el);
   return () => {
     resize.disconnect();
-    plot.destroy();
+    for (const p of plots) p.destroy();
+  };
+}
+
+function chunks<T>(list: T[], n: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < list.length; i += n) out.push(list.slice(i, i + n));
+  return out;
+}
+
+/** options are uPlot's for series whose units are `units`, an axis each, on alternate sides. */
+function options(series: Series[], units: string[], colorIndex: (s: Series) => number, size: { width: number; height: number; points: boolean }, sync: string): uPlot.Options {
+  const axes: uPlot.Axis[] = [
+    {
+      size: 48,
+      space: 90,
+      values: (_u, ticks, _axis, _space, step) => timeAxisLabels(ticks, step),
+    },
+    ...units.map((unit, i): uPlot.Axis => {
+      // An axis of one series wears its colour, so that the reader sees which line it measures.
+      const own = series.filter((s) => scaleOf(s) === unit);
+      const color = own.length === 1 ? colorOf(colorIndex(own[0]!)) : undefined;
+      return {
+        scale: unit,
+        side: i % 2 === 0 ? 3 : 1,
+        label: unit,
+        grid: { show: i === 0 },
+        size: fitLabels,
+        labelSize: 20,
+        gap: 4,
+        ...(color ? { stroke: color } : {}),
+        values: (_u, ticks) => ticks.map((t) => formatNumber(t)),
+      };
+    }),
+  ];
+  return {
+    width: size.width,
+    height: size.height,
+    scales: { x: { time: true }, ...Object.fromEntries(units.map((u) => [u, { auto: true }])) },
+    series: [
+      { label: 'Time', value: (_u: uPlot, v: number | null) => (v === null || v === undefined ? '–' : formatDateTime(new Date(v * 1000))) },
+      ...series.map((s) => ({
+        label: `${s.label}${s.unit ? ` (${s.unit})` : ''}`,
+        scale: scaleOf(s),
+        stroke: colorOf(colorIndex(s)),
+        width: 1.5,
+        spanGaps: false,
+        points: { show: size.points },
+        value: (_u: uPlot, v: number | null) => (v === null || v === undefined ? '–' : formatNumber(v)),
+      })),
+    ],
+    axes,
+    legend: { live: true },
+    cursor: { drag: { x: true, y: false }, sync: { key: sync } },
   };
 }

@@ -115,10 +115,20 @@ export function field(label: string, input: HTMLElement, hint?: Child): HTMLElem
   return h('div', { class: 'field' }, h('label', null, h('span', null, label), input), h('small', { class: 'muted', id: hintId }, hint));
 }
 
+/**
+ * table lays rows out under head. Each cell carries its column's name, so
+ * that on a phone (style.css) a row becomes a card of labelled lines rather
+ * than columns cut off at the screen's edge.
+ */
 export function table(head: string[], rows: Child[][], attrs?: Props): HTMLElement {
   return h(
     'div',
     { class: 'table-wrap' },
-    h('table', attrs ?? null, h('thead', null, h('tr', null, head.map((c) => h('th', null, c)))), h('tbody', null, rows.map((r) => h('tr', null, r.map((c) => h('td', null, c)))))),
+    h(
+      'table',
+      attrs ?? null,
+      h('thead', null, h('tr', null, head.map((c) => h('th', null, c)))),
+      h('tbody', null, rows.map((r) => h('tr', null, r.map((c, i) => h('td', { 'data-label': head[i] || null }, c))))),
+    ),
   );
 }

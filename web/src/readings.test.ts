@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Reading, Sensor } from './api';
-import { columns, formatNumber, loadRange, queryFromLink, seriesOf, stats, type Page, type ReadingsQuery } from './readings';
+import { breakGaps, columns, formatNumber, loadRange, queryFromLink, seriesOf, stats, type Page, type ReadingsQuery } from './readings';
 
 const path = '/api/v1/org/1/proj/1/readings/12';
 
@@ -116,4 +116,23 @@ describe('formatNumber', () => {
     [null, ''],
   ];
   for (const [v, want] of cases) it(`${v} → ${want}`, () => expect(formatNumber(v)).toBe(want));
+});
+
+describe('breakGaps', () => {
+  it('breaks the line where readings are more than GAP_FACTOR median spacings apart', () => {
+    // Every 60 s, then nothing for a month, then every 60 s again.
+    const xs = [0, 60, 120, 180, 180 + 30 * 86400, 240 + 30 * 86400, 300 + 30 * 86400];
+    const ys = [1, 2, 3, 4, 5, 6, 7];
+    const [gx, gy] = breakGaps([xs, ys]);
+    expect(gx).toEqual([0, 60, 120, 180, 180 + 15 * 86400, 180 + 30 * 86400, 240 + 30 * 86400, 300 + 30 * 86400]);
+    expect(gy).toEqual([1, 2, 3, 4, null, 5, 6, 7]);
+  });
+  it('keeps uneven spacing within the factor', () => {
+    const cols: [number[], number[]] = [[0, 60, 120, 400, 460], [1, 2, 3, 4, 5]];
+    expect(breakGaps(cols)).toEqual(cols);
+  });
+  it('judges nothing from fewer than three readings', () => {
+    const cols: [number[], number[]] = [[0, 1e6], [1, 2]];
+    expect(breakGaps(cols)).toEqual(cols);
+  });
 });

@@ -182,3 +182,36 @@ export function formatNumber(v: number | null | undefined): string {
   if (abs !== 0 && (abs < 1e-4 || abs >= 1e9)) return v.toExponential(4);
   return String(Number(v.toPrecision(6)));
 }
+
+/**
+ * GAP_FACTOR is the console's gap rule: where two consecutive readings are
+ * more than GAP_FACTOR times the median spacing of the shown readings
+ * apart, the chart's lines break instead of drawing a straight line across
+ * the time nothing was read.
+ */
+export const GAP_FACTOR = 5;
+
+/**
+ * breakGaps returns the chart's columns with a row of nulls in the middle
+ * of each gap (GAP_FACTOR): uPlot breaks a line at a null. With fewer
+ * than three readings there is no spacing to judge by, and nothing breaks.
+ */
+export function breakGaps(cols: [number[], ...(number | null)[][]]): [number[], ...(number | null)[][]] {
+  const [xs, ...ys] = cols;
+  const steps: number[] = [];
+  for (let i = 1; i < xs.length; i++) if (xs[i]! > xs[i - 1]!) steps.push(xs[i]! - xs[i - 1]!);
+  if (steps.length < 2) return cols;
+  steps.sort((a, b) => a - b);
+  const limit = GAP_FACTOR * steps[Math.floor(steps.length / 2)]!;
+  const outX: number[] = [];
+  const outY = ys.map(() => [] as (number | null)[]);
+  xs.forEach((x, i) => {
+    if (i > 0 && x - xs[i - 1]! > limit) {
+      outX.push((x + xs[i - 1]!) / 2);
+      for (const y of outY) y.push(null);
+    }
+    outX.push(x);
+    ys.forEach((y, j) => outY[j]!.push(y[i]!));
+  });
+  return [outX, ...outY];
+}

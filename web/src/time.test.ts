@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { customRange, formatAge, fromLocalInput, presetRange, toLocalInput } from './time';
+import { customRange, formatAge, formatDateTime, fromLocalInput, presetRange, timeAxisLabels, toLocalInput, zoneName } from './time';
 
 describe('formatAge', () => {
   const now = new Date('2024-05-01T12:00:00Z');
@@ -56,6 +56,32 @@ describe('local inputs', () => {
     const d = fromLocalInput('2024-05-01T10:20:30.5');
     expect([d.getSeconds(), d.getMilliseconds()]).toEqual([30, 500]);
   });
+});
+
+describe('formatDateTime', () => {
+  it('shows local time to the second', () => {
+    expect(formatDateTime(fromLocalInput('2026-11-23T19:01:05'))).toBe('2026-11-23 19:01:05');
+    expect(formatDateTime(fromLocalInput('2026-11-23T19:01:05').toISOString())).toBe('2026-11-23 19:01:05');
+  });
+  it('is empty without a datetime', () => expect(formatDateTime(undefined)).toBe(''));
+});
+
+describe('timeAxisLabels', () => {
+  const secs = (local: string) => fromLocalInput(local).getTime() / 1000;
+  it('shows the time, and the date on the first tick and where the day changes', () => {
+    const ticks = ['2026-11-22T22:00', '2026-11-22T23:00', '2026-11-23T00:00', '2026-11-23T01:00'].map(secs);
+    expect(timeAxisLabels(ticks, 3600)).toEqual(['22:00\n2026-11-22', '23:00', '00:00\n2026-11-23', '01:00']);
+  });
+  it('shows seconds when ticks are seconds apart', () => {
+    expect(timeAxisLabels([secs('2026-11-23T10:00:05'), secs('2026-11-23T10:00:10')], 5)).toEqual(['10:00:05\n2026-11-23', '10:00:10']);
+  });
+  it('shows dates alone when ticks are days apart', () => {
+    expect(timeAxisLabels([secs('2026-11-22T00:00'), secs('2026-11-23T00:00')], 86400)).toEqual(['2026-11-22', '2026-11-23']);
+  });
+});
+
+describe('zoneName', () => {
+  it('names the browser’s zone', () => expect(zoneName()).toBe(Intl.DateTimeFormat().resolvedOptions().timeZone));
 });
 
 // The machine's zone may change its clocks inside the range.

@@ -30,22 +30,24 @@ export interface Range {
 }
 
 export const PRESETS = [
-  { id: '24h', label: 'Last 24 h', ms: DAY },
-  { id: '7d', label: 'Last 7 days', ms: 7 * DAY },
-  { id: '30d', label: 'Last 30 days', ms: 30 * DAY },
-  { id: '365d', label: 'Last 365 days', ms: 365 * DAY },
+  { id: '24h', label: '24 h to the latest reading', ms: DAY },
+  { id: '7d', label: '7 days to the latest reading', ms: 7 * DAY },
+  { id: '30d', label: '30 days to the latest reading', ms: 30 * DAY },
+  { id: '365d', label: '365 days to the latest reading', ms: 365 * DAY },
 ] as const;
 
 export type PresetId = (typeof PRESETS)[number]['id'];
 
 /**
- * presetRange is the range of a preset ending now. Its end is the next
- * whole second, so that a reading posted this very second is in it.
+ * presetRange is the range of a preset ending at end: the sensor's latest
+ * reading, so that a sensor that stopped sending a month ago opens on its
+ * last readings rather than on an empty day. Its end is the next whole
+ * second, so that a reading of that very second is in it.
  */
-export function presetRange(id: PresetId, now: Date = new Date()): Range {
+export function presetRange(id: PresetId, end: Date = new Date()): Range {
   const preset = PRESETS.find((p) => p.id === id);
   if (!preset) throw new Error(`unknown range preset ${id}`);
-  const to = new Date(Math.floor(now.getTime() / SECOND) * SECOND + SECOND);
+  const to = new Date(Math.floor(end.getTime() / SECOND) * SECOND + SECOND);
   return { from: new Date(to.getTime() - preset.ms), to };
 }
 
@@ -75,10 +77,41 @@ export function toLocalInput(d: Date): string {
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
 }
 
-/** formatDateTime shows an API datetime in local time, to the second: 2024-05-01 14:00:00. */
-export function formatDateTime(iso: string | undefined): string {
-  if (!iso) return '';
-  const d = new Date(iso);
-  if (Number.isNaN(d.getTime())) return iso;
+/**
+ * formatDateTime shows an API datetime in local time, to the second:
+ * 2024-05-01 14:00:00. The chart's axis and legend use the same form, so
+ * that a date reads the same everywhere.
+ */
+export function formatDateTime(when: string | Date | undefined): string {
+  if (!when) return '';
+  const d = new Date(when);
+  if (Number.isNaN(d.getTime())) return String(when);
   return toLocalInput(d).replace('T', ' ') + ':' + String(d.getSeconds()).padStart(2, '0');
+}
+
+/**
+ * timeAxisLabels are the chart's x tick labels for ticks in seconds, spaced
+ * step seconds apart: the date on its own when ticks are days apart, else
+ * the time, with the date under it on the first tick and where the day
+ * changes. Same local forms as formatDateTime.
+ */
+export function timeAxisLabels(ticks: readonly number[], step: number): string[] {
+  let lastDay = '';
+  return ticks.map((t) => {
+    const [day = '', time = ''] = formatDateTime(new Date(t * 1000)).split(' ');
+    if (step >= DAY / SECOND) return day;
+    const shown = step < MINUTE / SECOND ? time : time.slice(0, 5);
+    if (day === lastDay) return shown;
+    lastDay = day;
+    return `${shown}\n${day}`;
+  });
+}
+
+/**
+ * zoneName names the browser's time zone, in which the console shows
+ * datetimes: "Europe/Berlin". Not its UTC offset, which changes with summer
+ * time and would be wrong beside datetimes of the other season.
+ */
+export function zoneName(): string {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone;
 }

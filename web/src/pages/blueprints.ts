@@ -1,5 +1,6 @@
-// The organization's blueprints: listed, created and edited as the JSON of
-// their inputs, constants and outputs, which is how the API takes them.
+// The organization's blueprints: listed, created and edited as rows of
+// fields for their inputs, constants and outputs, or as the JSON the API
+// takes.
 import { must, type Blueprint, type BlueprintWrite } from '../api';
 import { allPages, type Ctx } from '../app';
 import { action, errorBox, field, h, section, table } from '../dom';
@@ -78,18 +79,125 @@ export function blueprintsSection(ctx: Ctx, org: number, role: Role | undefined,
   );
 }
 
-const json = (v: unknown) => JSON.stringify(v ?? [], null, 2);
+type Part = 'inputs' | 'constants' | 'outputs';
+type Item = Record<string, string | number | undefined>;
+
+/** The columns of each part of a blueprint; `default` is a number and may be left out. */
+const PARTS: { part: Part; one: string; columns: string[] }[] = [
+  { part: 'inputs', one: 'input', columns: ['key', 'name', 'unit'] },
+  { part: 'constants', one: 'constant', columns: ['key', 'name', 'unit', 'default'] },
+  { part: 'outputs', one: 'output', columns: ['key', 'name', 'unit', 'formula'] },
+];
+
+/**
+ * partEditor edits one part of a blueprint as rows of fields, one row per
+ * input, constant or output. get() reads the rows back as the API takes them.
+ */
+function partEditor(part: Part, one: string, columns: string[]) {
+  const body = h('tbody');
+  const rows: { el: HTMLElement; inputs: Map<string, HTMLInputElement>; remove: HTMLButtonElement }[] = [];
+  // Fields are named by their row's number, which changes as rows go.
+  const relabel = () =>
+    rows.forEach((r, i) => {
+      for (const [c, input] of r.inputs) input.setAttribute('aria-label', `${one} ${i + 1} ${c}`);
+      r.remove.setAttribute('aria-label', `Remove ${one} ${i + 1}`);
+    });
+  const add = (item: Item = {}) => {
+    const inputs = new Map<string, HTMLInputElement>();
+    const cells = columns.map((c) => {
+      const v = item[c];
+      const input = h('input', {
+        name: `${part}-${c}`,
+        value: v === undefined ? '' : String(v),
+        spellcheck: 'false',
+        ...(c === 'default' ? { type: 'number', step: 'any', placeholder: 'none' } : { required: c !== 'unit' }),
+      });
+      inputs.set(c, input);
+      return h('td', { 'data-label': c }, input);
+    });
+    const remove = h('button', { type: 'button', class: 'small link' }, 'Remove');
+    const row = { el: h('tr', null, cells, h('td', null, remove)), inputs, remove };
+    remove.addEventListener('click', () => {
+      rows.splice(rows.indexOf(row), 1);
+      row.el.remove();
+      relabel();
+    });
+    rows.push(row);
+    body.append(row.el);
+    relabel();
+  };
+  const set = (items: Item[]) => {
+    rows.length = 0;
+    body.replaceChildren();
+    for (const item of items) add(item);
+  };
+  const get = (): Item[] =>
+    rows.map((r) => {
+      const item: Item = {};
+      for (const [c, input] of r.inputs) {
+        if (c === 'default') {
+          if (input.value !== '') item[c] = Number(input.value);
+        } else item[c] = input.value.trim();
+      }
+      return item;
+    });
+  const el = h(
+    'div',
+    { class: 'table-wrap part' },
+    h('table', { 'aria-label': part[0]!.toUpperCase() + part.slice(1) }, h('thead', null, h('tr', null, columns.map((c) => h('th', null, c)), h('th'))), body),
+    h('button', { type: 'button', class: 'small', onclick: () => add() }, `Add ${one === 'input' ? 'an' : 'a'} ${one}`),
+  );
+  return { el, set, get };
+}
 
 function blueprintForm(ctx: Ctx, org: number, b: Blueprint | undefined, saved: () => void, cancel: () => void): HTMLElement {
   const start = b ?? EXAMPLE;
-  const name = h('input', { name: 'name', required: true, maxlength: 200, value: b ? b.name : '' , placeholder: EXAMPLE.name });
+  const name = h('input', { name: 'name', required: true, maxlength: 200, value: b ? b.name : '', placeholder: EXAMPLE.name });
   const description = h('input', { name: 'description', maxlength: 2000, value: start.description ?? '' });
-  const areas = {
-    inputs: h('textarea', { name: 'inputs', rows: 6, spellcheck: 'false', value: json(start.inputs) }),
-    constants: h('textarea', { name: 'constants', rows: 6, spellcheck: 'false', value: json(start.constants) }),
-    outputs: h('textarea', { name: 'outputs', rows: 6, spellcheck: 'false', value: json(start.outputs) }),
+  const editors = Object.fromEntries(PARTS.map((p) => [p.part, partEditor(p.part, p.one, p.columns)])) as Record<Part, ReturnType<typeof partEditor>>;
+  for (const p of PARTS) editors[p.part].set((start[p.part] ?? []) as Item[]);
+  const slots = { name: h('div'), inputs: h('div'), constants: h('div'), outputs: h('div'), json: h('div') };
+
+  // The same three parts as one JSON text, for pasting or copying a whole blueprint.
+  const jsonArea = h('textarea', { name: 'json', rows: 18, spellcheck: 'false' });
+  const fieldsView = h(
+    'div',
+    null,
+    PARTS.map((p) => [h('h4', null, p.part[0]!.toUpperCase() + p.part.slice(1)), editors[p.part].el, slots[p.part]]),
+    h('p', { class: 'muted' }, 'Formulas use the keys of inputs, constants and outputs above them.'),
+  );
+  const jsonView = h('div', { hidden: true }, field('Blueprint JSON', jsonArea, '{"inputs": [{"key", "name", "unit"}], "constants": [{"key", "name", "unit", "default"?}], "outputs": [{"key", "name", "unit", "formula"}]}'), slots.json);
+  let mode: 'fields' | 'json' = 'fields';
+  const modeButtons = h(
+    'div',
+    { class: 'tabs', role: 'group', 'aria-label': 'Editor' },
+    h('button', { type: 'button', 'aria-pressed': 'true', onclick: () => switchTo('fields') }, 'Fields'),
+    h('button', { type: 'button', 'aria-pressed': 'false', onclick: () => switchTo('json') }, 'JSON'),
+  );
+  const parts = (): Pick<BlueprintWrite, Part> => {
+    if (mode === 'fields') return Object.fromEntries(PARTS.map((p) => [p.part, editors[p.part].get()])) as unknown as Pick<BlueprintWrite, Part>;
+    return parseParts(jsonArea.value, slots.json);
   };
-  const slots = { name: h('div'), inputs: h('div'), constants: h('div'), outputs: h('div') };
+  function switchTo(next: 'fields' | 'json') {
+    if (next === mode) return;
+    slots.json.replaceChildren();
+    if (next === 'json') {
+      jsonArea.value = JSON.stringify(parts(), null, 2);
+    } else {
+      let got: Pick<BlueprintWrite, Part>;
+      try {
+        got = parts();
+      } catch {
+        return; // the mistake is shown next to the JSON
+      }
+      for (const p of PARTS) editors[p.part].set((got[p.part] ?? []) as Item[]);
+    }
+    mode = next;
+    fieldsView.hidden = mode !== 'fields';
+    jsonView.hidden = mode !== 'json';
+    for (const btn of modeButtons.querySelectorAll('button')) btn.setAttribute('aria-pressed', String(btn.textContent?.toLowerCase() === mode));
+  }
+
   const button = h('button', { type: 'submit' }, b ? 'Save blueprint' : 'Create blueprint');
   const out = h('div');
   const form = h(
@@ -99,16 +207,9 @@ function blueprintForm(ctx: Ctx, org: number, b: Blueprint | undefined, saved: (
     b ? h('p', { class: 'muted' }, 'Saving replaces the blueprint; sensors already made from it keep their own copy.') : null,
     h('div', { class: 'inline' }, field('Name', name), field('Description', description)),
     slots.name,
-    h(
-      'div',
-      { class: 'json-fields' },
-      field('Inputs', areas.inputs, '[{"key", "name", "unit"}]'),
-      slots.inputs,
-      field('Constants', areas.constants, '[{"key", "name", "unit", "default"?}]'),
-      slots.constants,
-      field('Outputs', areas.outputs, '[{"key", "name", "unit", "formula"}]: formulas use input, constant and output keys'),
-      slots.outputs,
-    ),
+    modeButtons,
+    fieldsView,
+    jsonView,
     h('div', { class: 'actions' }, button, h('button', { type: 'button', class: 'link', onclick: cancel }, 'Cancel')),
     out,
   );
@@ -116,20 +217,14 @@ function blueprintForm(ctx: Ctx, org: number, b: Blueprint | undefined, saved: (
     e.preventDefault();
     for (const s of Object.values(slots)) s.replaceChildren();
     void action(button, out, async () => {
-      const body: BlueprintWrite = {
-        name: name.value.trim(),
-        description: description.value,
-        inputs: parseArray(areas.inputs.value, 'inputs', slots.inputs),
-        constants: parseArray(areas.constants.value, 'constants', slots.constants),
-        outputs: parseArray(areas.outputs.value, 'outputs', slots.outputs),
-      };
+      const body: BlueprintWrite = { name: name.value.trim(), description: description.value, ...parts() };
       try {
         if (b) await must(ctx.api.PUT('/api/v1/org/{org_id}/blueprints/{blueprint_id}', { params: { path: { org_id: org, blueprint_id: b.id } }, body }));
         else await must(ctx.api.POST('/api/v1/org/{org_id}/blueprints', { params: { path: { org_id: org } }, body }));
       } catch (err) {
-        // Put the API's message next to the field it names, when it names one.
+        // Put the API's message next to the part it names, when it names one.
         const [first] = errorPath(err);
-        const slot = first === 'name' ? slots.name : first && first in slots ? slots[first as keyof typeof slots] : undefined;
+        const slot = first === 'name' ? slots.name : first && first in editors ? (mode === 'json' ? slots.json : slots[first as Part]) : undefined;
         if (!slot) throw err;
         slot.replaceChildren(errorBox(err));
         return;
@@ -140,19 +235,20 @@ function blueprintForm(ctx: Ctx, org: number, b: Blueprint | undefined, saved: (
   return form;
 }
 
-/** parseArray reads one of the JSON fields; a mistake is shown next to it. */
-function parseArray<T>(text: string, what: string, slot: HTMLElement): T[] {
+/** parseParts reads the JSON view; a mistake is shown next to it. */
+function parseParts(text: string, slot: HTMLElement): Pick<BlueprintWrite, Part> {
+  const fail = (msg: string): never => {
+    slot.replaceChildren(errorBox(msg));
+    throw new Error('See the message next to the JSON.');
+  };
   let v: unknown;
   try {
-    v = JSON.parse(text.trim() || '[]');
+    v = JSON.parse(text);
   } catch (err) {
-    const msg = `${what}: ${(err as Error).message}`;
-    slot.replaceChildren(errorBox(msg));
-    throw new Error(`${what} is not valid JSON`);
+    return fail(`not valid JSON: ${(err as Error).message}`);
   }
-  if (!Array.isArray(v)) {
-    slot.replaceChildren(errorBox(`${what} must be a JSON array`));
-    throw new Error(`${what} must be a JSON array`);
-  }
-  return v as T[];
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return fail('the JSON must be an object with inputs, constants and outputs');
+  const o = v as Record<string, unknown>;
+  for (const p of PARTS) if (o[p.part] !== undefined && !Array.isArray(o[p.part])) fail(`${p.part} must be a JSON array`);
+  return { inputs: (o['inputs'] ?? []) as BlueprintWrite['inputs'], constants: (o['constants'] ?? []) as BlueprintWrite['constants'], outputs: (o['outputs'] ?? []) as BlueprintWrite['outputs'] };
 }

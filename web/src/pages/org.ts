@@ -58,13 +58,14 @@ function projectTable(ctx: Ctx, org: number, role: Role | undefined, list: Proje
     }
     return [
       h('a', { href: href(`/org/${org}/proj/${p.id}`) }, p.name),
+      String(p.id),
       p.description,
       h('span', { class: `badge ${p.state}` }, p.state),
       formatDateTime(p.created_at),
       h('span', { class: 'actions' }, buttons),
     ];
   });
-  return h('div', null, out, table(['Project', 'Description', 'State', 'Created', ''], rows, { 'aria-label': 'Projects' }));
+  return h('div', null, out, table(['Project', 'ID', 'Description', 'State', 'Created', ''], rows, { 'aria-label': 'Projects' }));
 }
 
 function createProjectForm(ctx: Ctx, org: number, created: () => void): HTMLElement {

@@ -52,6 +52,8 @@ function projectHeader(p: Project): HTMLElement {
     null,
     h('h1', null, p.name, ' ', h('span', { class: `badge ${p.state}`, 'data-testid': 'project-state' }, p.state)),
     p.description ? h('p', null, p.description) : null,
+    // Two projects may share a name; the ID and creation date tell them apart.
+    h('p', { class: 'muted', 'data-testid': 'project-id' }, `Project ${p.id} · created ${formatDateTime(p.created_at)}`),
     p.state === 'archived' ? h('p', { class: 'notice' }, 'This project is archived: its readings can be read, but posting new ones answers 409 until it is restored.') : null,
   );
 }

@@ -1,15 +1,15 @@
-// Sensor, readings: a chart and a table of a time range, loaded a page at a
-// time by following the Link header, and the range as a CSV file.
+// Sensor, readings: a chart and a table of a time range, both read a page
+// at a time by following the Link header, and the range as a CSV file.
 import { must, send, type Reading, type Sensor } from '../api';
 import { id, orgName, type Ctx } from '../app';
 import { colorOf, drawChart } from '../chart';
 import { action, errorBox, field, h, table } from '../dom';
 import { filenameFromDisposition, rangeFilename, saveBlob } from '../download';
-import { columns, formatNumber, loadRange, nextFromHeaders, seriesOf, stats, valueOf, type Series } from '../readings';
-import { customRange, formatDateTime, presetRange, PRESETS, toLocalInput, type PresetId, type Range } from '../time';
+import { columns, formatNumber, loadRange, nextFromHeaders, queryFromLink, seriesOf, stats, valueOf, type Page, type ReadingsQuery, type Series } from '../readings';
+import { customRange, formatDateTime, presetRange, PRESETS, toLocalInput, zoneName, type PresetId, type Range } from '../time';
 import { sensorHeader } from './sensor';
 
-const TABLE_PAGE = 200;
+const TABLE_PAGE = 100;
 
 export function readingsPage(ctx: Ctx): HTMLElement {
   const org = id(ctx, 'org');
@@ -39,6 +39,12 @@ export function readingsPage(ctx: Ctx): HTMLElement {
 type SensorPath = { org_id: number; proj_id: number; sensor_id: number };
 
 function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
+  const listPath = `/api/v1/org/${path.org_id}/proj/${path.proj_id}/readings/${path.sensor_id}`;
+  const fetchPage = async (query: ReadingsQuery, signal?: AbortSignal) => {
+    const { data, response } = await send(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}', { params: { path, query }, signal }));
+    return { readings: data, link: nextFromHeaders(response.headers) };
+  };
+
   // Range controls.
   const preset = h(
     'select',
@@ -46,9 +52,8 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
     PRESETS.map((p) => h('option', { value: p.id }, p.label)),
     h('option', { value: 'custom' }, 'Custom…'),
   );
-  const now = new Date();
-  const from = h('input', { type: 'datetime-local', name: 'from', value: toLocalInput(new Date(now.getTime() - 864e5)), 'aria-label': 'From' });
-  const to = h('input', { type: 'datetime-local', name: 'to', value: toLocalInput(new Date(now.getTime() + 60e3)), 'aria-label': 'To' });
+  const from = h('input', { type: 'datetime-local', name: 'from', 'aria-label': 'From' });
+  const to = h('input', { type: 'datetime-local', name: 'to', 'aria-label': 'To' });
   const custom = h('span', { class: 'inline', hidden: true }, field('From', from), field('To', to));
   preset.addEventListener('change', () => {
     custom.hidden = preset.value !== 'custom';
@@ -78,6 +83,7 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
   );
   let view: 'chart' | 'table' = 'chart';
   let destroyChart: (() => void) | undefined;
+  const pager = tablePager(tableEl, listPath, fetchPage);
 
   function show(v: 'chart' | 'table') {
     view = v;
@@ -115,22 +121,15 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
       if (shown.length === 0) chartEl.replaceChildren(h('p', { class: 'muted' }, 'Choose at least one input or output.'));
       else destroyChart = drawChart(chartEl, { xs, series: shown, ys }, (s) => series.findIndex((x) => keyOf(x) === keyOf(s)));
     }
-    if (view === 'table') renderTable(shown, TABLE_PAGE);
+    if (view === 'table' && range) void pager.show(range, shown);
   }
 
-  function renderTable(shown: Series[], rows: number) {
-    // Newest first, a page at a time: a table of 100,000 rows helps nobody.
-    const newest = readings.slice(-rows).reverse();
-    const more = readings.length > rows ? h('button', { type: 'button', class: 'small', onclick: () => renderTable(shown, rows + TABLE_PAGE) }, `Show ${Math.min(TABLE_PAGE, readings.length - rows)} more`) : null;
-    tableEl.replaceChildren(
-      h('p', { class: 'muted' }, `${Math.min(rows, readings.length)} of ${readings.length} readings, newest first.`),
-      table(
-        ['Datetime', ...shown.map((s) => `${s.key}${s.unit ? ` (${s.unit})` : ''}`)],
-        newest.map((r) => [h('span', { title: r.datetime }, formatDateTime(r.datetime)), ...shown.map((s) => formatNumber(valueOf(r, s)))]),
-        { 'aria-label': 'Readings' },
-      ),
-      more ?? '',
-    );
+  /** chosenRange is the range the controls say; a preset ends at the sensor's latest reading, or now without one. */
+  async function chosenRange(signal?: AbortSignal): Promise<Range> {
+    if (preset.value === 'custom') return customRange(from.value, to.value);
+    const latest = await fetchPage({ order: 'desc', limit: 1 }, signal);
+    const end = latest.readings[0] ? new Date(latest.readings[0].datetime) : new Date();
+    return presetRange(preset.value as PresetId, end);
   }
 
   let aborter: AbortController | undefined;
@@ -138,28 +137,27 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
     aborter?.abort();
     const abort = (aborter = new AbortController());
     const ok = await action(loadButton, out, async () => {
-      range = preset.value === 'custom' ? customRange(from.value, to.value) : presetRange(preset.value as PresetId);
-      const r = range;
       progress.hidden = false;
       progress.value = 0;
       stopButton.hidden = false;
       status.textContent = 'Loading…';
-      const listPath = `/api/v1/org/${path.org_id}/proj/${path.proj_id}/readings/${path.sensor_id}`;
+      const r = await chosenRange(abort.signal);
       const got = await loadRange({
         range: r,
         path: listPath,
-        fetchPage: async (query) => {
-          const { data, response } = await send(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}', { params: { path, query }, signal: abort.signal }));
-          return { readings: data, link: nextFromHeaders(response.headers) };
-        },
+        fetchPage: (query) => fetchPage(query, abort.signal),
         onProgress: (p) => {
           progress.value = p.fraction;
           status.textContent = `Loading… ${p.readings.toLocaleString('en')} readings, ${p.pages} ${p.pages === 1 ? 'page' : 'pages'}`;
         },
       });
       if (abort.signal.aborted) return;
+      range = r;
       readings = got.readings;
-      status.textContent = `${readings.length.toLocaleString('en')} readings from ${formatDateTime(r.from.toISOString())} to ${formatDateTime(r.to.toISOString())}` + (got.truncated ? ' (stopped at the limit: choose a shorter range)' : '');
+      // Custom starts from what is shown.
+      from.value = toLocalInput(r.from);
+      to.value = toLocalInput(new Date(r.to.getTime() + 59e3));
+      status.textContent = `${readings.length.toLocaleString('en')} readings from ${formatDateTime(r.from)} to ${formatDateTime(r.to)}` + (got.truncated ? ' (stopped at the limit: choose a shorter range)' : '');
       renderPicks();
       draw();
     }).catch(() => false);
@@ -176,7 +174,7 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
 
   csvButton.addEventListener('click', () =>
     void action(csvButton, out, async () => {
-      const r = preset.value === 'custom' ? customRange(from.value, to.value) : presetRange(preset.value as PresetId);
+      const r = range ?? (await chosenRange());
       const { data, response } = await send(
         ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/export', {
           params: { path, query: { format: 'csv', outputs: true, datetime__gte: r.from.toISOString(), datetime__lt: r.to.toISOString() } },
@@ -196,7 +194,66 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
 
   renderPicks();
   void load();
-  return h('div', null, form, out, picks, views, chartEl, statsEl, tableEl);
+  return h('div', null, form, h('p', { class: 'muted zone' }, 'Times in ', h('span', { 'data-testid': 'zone' }, zoneName()), ', the browser’s time zone.'), out, picks, views, chartEl, statsEl, tableEl);
+}
+
+/**
+ * tablePager shows the range's readings newest first, a page at a time
+ * from the API: Older follows the Link header's rel="next", Newer goes back
+ * to the page before. The chart's copy of the range may be cut at its limit;
+ * the table reaches every reading.
+ */
+function tablePager(el: HTMLElement, listPath: string, fetchPage: (q: ReadingsQuery) => Promise<Page>) {
+  let queries: ReadingsQuery[] = []; // the pages seen, newest first; the last is shown
+  let shown: Series[] = [];
+  let range: Range | undefined;
+  const out = h('div');
+
+  async function render() {
+    const query = queries[queries.length - 1]!;
+    const pageNo = queries.length;
+    const newer = h('button', { type: 'button', class: 'small', disabled: pageNo === 1 }, 'Newer');
+    const older = h('button', { type: 'button', class: 'small', disabled: true }, 'Older');
+    await action(null, out, async () => {
+      const page = await fetchPage(query);
+      if (queries[queries.length - 1] !== query) return; // another page was asked for meanwhile
+      const link = page.link;
+      newer.addEventListener('click', () => {
+        queries.pop();
+        void render();
+      });
+      if (link) {
+        older.disabled = false;
+        older.addEventListener('click', () => {
+          queries.push(queryFromLink(link, listPath));
+          void render();
+        });
+      }
+      const first = (pageNo - 1) * TABLE_PAGE + 1;
+      el.replaceChildren(
+        h('div', { class: 'inline pager' }, newer, h('span', { class: 'muted', 'data-testid': 'table-page' }, page.readings.length ? `Readings ${first}–${first + page.readings.length - 1}, newest first (page ${pageNo})` : 'No readings in this range.'), older),
+        table(
+          [`Datetime (${zoneName()})`, ...shown.map((s) => `${s.key}${s.unit ? ` (${s.unit})` : ''}`)],
+          page.readings.map((r) => [h('span', { title: r.datetime }, formatDateTime(r.datetime)), ...shown.map((s) => formatNumber(valueOf(r, s)))]),
+          { 'aria-label': 'Readings' },
+        ),
+        out,
+      );
+    });
+    if (out.childNodes.length && !el.contains(out)) el.replaceChildren(out);
+  }
+
+  return {
+    /** show opens the table on the newest page of r, or keeps its page when only the series changed. */
+    async show(r: Range, series: Series[]) {
+      shown = series;
+      if (r !== range) {
+        range = r;
+        queries = [{ outputs: true, order: 'desc', limit: TABLE_PAGE, datetime__gte: r.from.toISOString(), datetime__lt: r.to.toISOString() }];
+      }
+      await render();
+    },
+  };
 }
 
 function keyOf(s: Series): string {

@@ -2,12 +2,14 @@
 // dated calibrations, editable by admins, and how to post readings to it.
 import { must, type Sensor } from '../api';
 import { id, orgName, orgRole, type Ctx } from '../app';
-import { action, copyButton, errorBox, h, section, table } from '../dom';
+import { action, copyButton, errorBox, field, h, section, table } from '../dom';
 import { postExample } from '../examples';
 import { errorPath } from '../fielderrors';
 import { can, type Role } from '../roles';
+import { inForce } from '../inforce';
 import { formatNumber } from '../readings';
 import { href } from '../router';
+import { formatDateTime } from '../time';
 
 export function sensorPage(ctx: Ctx): HTMLElement {
   const org = id(ctx, 'org');
@@ -21,17 +23,19 @@ export function sensorPage(ctx: Ctx): HTMLElement {
       must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}', { params: { path: { org_id: org, proj_id: proj } } })),
       must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}', { params: { path } })),
     ]);
-    ctx.setCrumbs([
-      { label: orgName(ctx, org), path: `/org/${org}` },
-      { label: project.name, path: `/org/${org}/proj/${proj}` },
-      { label: sensor.name },
-    ]);
+    projectName = project.name;
     return render(sensor);
   });
 
   // Each save answers the sensor as it now is; show that.
+  let projectName = '';
   const shown = h('div');
   function render(sensor: Sensor, savedNote?: string): HTMLElement {
+    ctx.setCrumbs([
+      { label: orgName(ctx, org), path: `/org/${org}` },
+      { label: projectName, path: `/org/${org}/proj/${proj}` },
+      { label: sensor.name },
+    ]);
     return h(
       'div',
       null,
@@ -46,6 +50,7 @@ export function sensorPage(ctx: Ctx): HTMLElement {
             sensor.constant_definitions.length ? calibrationsForm(ctx, path, sensor, role, (s) => replace(render(s, `Saved: calibrations, formulas version ${s.formulas_version}.`))) : null,
           ],
       examples(sensor, org),
+      can(role, 'updateSensor') || can(role, 'deleteSensor') ? manageForm(ctx, path, sensor, role, (s) => replace(render(s, 'Saved: name and description.'))) : null,
     );
   }
   function replace(el: HTMLElement) {
@@ -113,8 +118,15 @@ function formulasForm(ctx: Ctx, path: SensorPath, s: Sensor, role: Role | undefi
       constantInputs.set(c.key, input);
       value = input;
     }
-    const inForce = s.constants[c.key];
-    return [h('code', null, c.key), c.name, c.unit, c.default !== undefined ? formatNumber(c.default) : '', h('div', null, value, slot), inForce !== undefined ? formatNumber(inForce) : h('span', { class: 'muted' }, 'none')];
+    const now = inForce(s, c.key);
+    return [
+      h('code', null, c.key),
+      c.name,
+      c.unit,
+      c.default !== undefined ? formatNumber(c.default) : '',
+      h('div', null, value, slot),
+      now ? h('span', { 'data-testid': `in-force-${c.key}` }, formatNumber(now.value), now.since ? h('small', { class: 'muted' }, ` since ${formatDateTime(now.since)}`) : '') : h('span', { class: 'muted' }, 'none'),
+    ];
   });
 
   const button = h('button', { type: 'submit' }, 'Save formulas and constants');
@@ -127,7 +139,7 @@ function formulasForm(ctx: Ctx, path: SensorPath, s: Sensor, role: Role | undefi
     s.constant_definitions.length
       ? [
           h('h2', null, 'Constants'),
-          h('p', { class: 'muted' }, 'A reading uses the latest dated value (below) at or before its datetime, else the undated value, else the default.'),
+          h('p', { class: 'muted' }, 'A reading uses the latest dated value (below) at or before its datetime, else the undated value, else the default. In force: what a reading taken now uses.'),
           table(['Key', 'Name', 'Unit', 'Default', 'Value', 'In force'], constantRows, { 'aria-label': 'Constants' }),
         ]
       : null,
@@ -276,4 +288,35 @@ function examples(s: Sensor, org: number): HTMLElement {
     h('div', { class: 'snippet' }, h('pre', { 'data-testid': 'example-json' }, ex.json), copyButton(ex.json, 'Copy', 'the JSON example')),
     h('div', { class: 'snippet' }, h('pre', { 'data-testid': 'example-curl' }, ex.curl), copyButton(ex.curl, 'Copy', 'the curl command')),
   );
+}
+
+/** manageForm renames a sensor, and deletes it with its readings after asking. */
+function manageForm(ctx: Ctx, path: SensorPath, s: Sensor, role: Role | undefined, saved: (s: Sensor) => void): HTMLElement {
+  const name = h('input', { name: 'name', required: true, maxlength: 200, value: s.name });
+  const description = h('input', { name: 'description', maxlength: 2000, value: s.description });
+  const save = h('button', { type: 'submit' }, 'Save name and description');
+  const remove = h('button', { type: 'button', class: 'danger' }, 'Delete sensor');
+  const out = h('div');
+  const form = h(
+    'form',
+    { class: 'card', 'aria-label': 'Sensor' },
+    h('h2', null, 'Sensor'),
+    can(role, 'updateSensor') ? [h('div', { class: 'inline' }, field('Name', name), field('Description', description)), save] : null,
+    can(role, 'deleteSensor') ? [' ', remove] : null,
+    out,
+  );
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    void action(save, out, async () => {
+      saved(await must(ctx.api.PUT('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}', { params: { path }, body: { name: name.value.trim(), description: description.value } })));
+    });
+  });
+  remove.addEventListener('click', () => {
+    if (!confirm(`Delete the sensor “${s.name}” with all its readings? This cannot be undone.`)) return;
+    void action(remove, out, async () => {
+      await must(ctx.api.DELETE('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}', { params: { path } }));
+      ctx.navigate(`/org/${path.org_id}/proj/${path.proj_id}`);
+    });
+  });
+  return form;
 }
