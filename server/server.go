@@ -54,7 +54,7 @@ type Store interface {
 	UpdateSensor(ctx context.Context, key store.SensorKey, patch store.SensorPatch) (store.Sensor, error)
 	DeleteSensor(ctx context.Context, key store.SensorKey) error
 
-	InsertReadings(ctx context.Context, key store.SensorKey, readings []store.Reading) error
+	InsertReadings(ctx context.Context, key store.SensorKey, readings []store.Reading) (store.Written, error)
 	ListReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, fn func(*store.Reading) error) error
 	InputIDs(ctx context.Context, sensor store.Sensor, from, to time.Time) ([]int64, error)
 	DeleteReadings(ctx context.Context, key store.SensorKey, from, to time.Time) (int64, error)

@@ -33,7 +33,7 @@ func BenchmarkListReadings(b *testing.B) {
 		readings[i] = r
 	}
 	key := store.SensorKey{OrgID: org.ID, ProjectID: project.ID, SensorID: sensor.ID}
-	if err := db.InsertReadings(ctx, key, readings); err != nil {
+	if _, err := db.InsertReadings(ctx, key, readings); err != nil {
 		b.Fatal(err)
 	}
 	q := store.ReadingQuery{From: store.MinTime, To: store.MaxTime, Limit: 1000}
@@ -97,7 +97,7 @@ func BenchmarkInsertReadings(b *testing.B) {
 		b.StopTimer()
 		readings := batch()
 		b.StartTimer()
-		if err := db.InsertReadings(ctx, key, readings); err != nil {
+		if _, err := db.InsertReadings(ctx, key, readings); err != nil {
 			b.Fatal(err)
 		}
 	}
