@@ -50,16 +50,16 @@ type phase struct {
 	prepare bool // measures nothing: other processes' load does not matter
 }
 
-// The service's CPU profiles (-profile) run for these times, enough for
-// the phases of a full run on two cores: 1,000,000 readings in about 15 s,
-// 1,000 pages in about 3 s.
+// The service's CPU profiles (-profile) run for these fixed times, meant
+// to cover a phase of a full run on two cores (the CPU table's seconds say
+// whether they did).
 const (
 	ingestProfileTime = 15 * time.Second
 	readProfileTime   = 5 * time.Second
 )
 
-// phaseTimeout bounds each phase; the full run's slowest takes about a
-// minute on two cores.
+// phaseTimeout bounds each phase, far above what the CPU table shows the
+// slowest taking, so that only a stuck phase meets it.
 const phaseTimeout = 5 * time.Minute
 
 // measure runs every phase in order. The order matters: the raw writes run
