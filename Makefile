@@ -129,7 +129,7 @@ chaos:
 	scripts/chaos-db.sh
 	scripts/chaos-slow.sh
 
-## bench: the service against raw PostgreSQL on this machine, as markdown tables (BENCH_FLAGS=-quick to try it, -profile DIR for the service's CPU profiles)
+## bench: the service against raw PostgreSQL, InfluxDB and VictoriaMetrics on this machine, as markdown tables (BENCH_FLAGS=-quick to try it, -profile DIR for the service's CPU profiles)
 bench:
 	@$(GO) build -o bin/bench ./scripts/bench
 	@bin/bench $(BENCH_FLAGS)

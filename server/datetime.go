@@ -114,10 +114,9 @@ func digits[T string | []byte](s T) (int, bool) {
 
 // appendDatetime appends t as responses carry it, UTC to the millisecond:
 // 2024-05-01T12:00:00.123Z. It writes the digits itself because a page
-// formats a thousand of these: time.AppendFormat, which interprets its
-// layout on every call, was 8 % of the service's CPU serving pages (make
-// bench -profile), and BenchmarkEncodePage/JSON went from about 690 to
-// 630 µs a page without it. It writes years 0 to 9999 (an aggregate's
+// formats a thousand of these, and time.AppendFormat interprets its layout
+// on every call (BenchmarkEncodePage/JSON measures the page). It writes
+// years 0 to 9999 (an aggregate's
 // bucket may start in year 0); FuzzAppendDatetime holds it to time's own
 // formatting. Others, which no reading has, go to time's own.
 func appendDatetime(b []byte, t time.Time) []byte {

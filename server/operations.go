@@ -65,8 +65,8 @@ func loadOperations(spec *openapi3.T) (operations, error) {
 			// Who may call an operation is authenticate's to decide, not the
 			// validator's. Given security requirements, kin-openapi reads
 			// the whole body into memory to offer it to an authentication
-			// func, even a no-op one: for a 3 MiB batch, 5 MiB allocated
-			// before the streaming decoder saw a byte.
+			// func, even a no-op one, before the streaming decoder sees a
+			// byte.
 			shapeOnly := *op
 			shapeOnly.Security = &openapi3.SecurityRequirements{}
 			ops[routeKey(method, echoPath(path))] = &operation{

@@ -27,7 +27,7 @@ func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestOb
 	if len(readings) == 0 {
 		return nil, apperr.Errorf(apperr.Invalid, "the body must be a non-empty JSON array of readings")
 	}
-	if err := s.store.InsertReadings(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), readings); err != nil {
+	if _, err := s.store.InsertReadings(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), readings); err != nil {
 		return nil, err
 	}
 	s.metrics.ingested.Add(float64(len(readings)))

@@ -36,7 +36,8 @@ var writesUnderAProject = []struct {
 	}},
 	{"InsertReadings", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
 		at := time.Date(2024, 5, 2, 0, 0, 0, 0, time.UTC)
-		return db.InsertReadings(ctx, key, []store.Reading{{Time: at, InputIDs: []int64{1}, Values: []float64{2}}})
+		_, err := db.InsertReadings(ctx, key, []store.Reading{{Time: at, InputIDs: []int64{1}, Values: []float64{2}}})
+		return err
 	}},
 	{"DeleteReadings", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
 		_, err := db.DeleteReadings(ctx, key, store.MinTime, store.MaxTime)
@@ -109,7 +110,7 @@ func newSensorWithReading(t *testing.T, db *store.DB) store.SensorKey {
 	t.Helper()
 	key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
 	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
-	if err := db.InsertReadings(t.Context(), key, []store.Reading{{Time: at, InputIDs: []int64{1}, Values: []float64{1}}}); err != nil {
+	if _, err := db.InsertReadings(t.Context(), key, []store.Reading{{Time: at, InputIDs: []int64{1}, Values: []float64{1}}}); err != nil {
 		t.Fatal(err)
 	}
 	return key
@@ -131,4 +132,3 @@ SELECT concat_ws('|',
 	}
 	return s
 }
-

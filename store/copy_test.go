@@ -12,8 +12,8 @@ import (
 
 // TestCopyRoundTrip stores readings at the edges of what a reading can hold
 // through the hand-encoded binary COPY, on both of its paths (new readings,
-// then the same instants again through the temporary table and the
-// upsert, in that order), and reads back exactly what was sent, through
+// then the same instants again, deleted and copied anew, in that order),
+// and reads back exactly what was sent, through
 // the store's scanner and through PostgreSQL's own formatting.
 func TestCopyRoundTrip(t *testing.T) {
 	ctx := t.Context()
@@ -71,7 +71,7 @@ func TestCopyRoundTrip(t *testing.T) {
 	}
 
 	t.Run("new", func(t *testing.T) {
-		if err := db.InsertReadings(ctx, key, readings); err != nil {
+		if _, err := db.InsertReadings(ctx, key, readings); err != nil {
 			t.Fatal(err)
 		}
 		check(t, sensor, readings)
@@ -110,7 +110,7 @@ FROM readings WHERE sensor_id = $1 ORDER BY datetime`, sensor.ID)
 		for i, r := range readings {
 			again[i] = store.Reading{Time: r.Time, InputIDs: []int64{9}, Values: []float64{float64(i) + 0.25}}
 		}
-		if err := db.InsertReadings(ctx, key, again); err != nil {
+		if _, err := db.InsertReadings(ctx, key, again); err != nil {
 			t.Fatal(err)
 		}
 		check(t, sensor, again)
@@ -130,7 +130,7 @@ FROM readings WHERE sensor_id = $1 ORDER BY datetime`, sensor.ID)
 			}
 		}
 		otherKey := store.SensorKey{OrgID: org.ID, ProjectID: project.ID, SensorID: other.ID}
-		if err := db.InsertReadings(ctx, otherKey, many); err != nil {
+		if _, err := db.InsertReadings(ctx, otherKey, many); err != nil {
 			t.Fatal(err)
 		}
 		check(t, other, many)

@@ -33,7 +33,7 @@ func TestInputIDsInChunks(t *testing.T) {
 	for i, ids := range inputs {
 		readings = append(readings, store.Reading{Time: base.Add(time.Duration(i) * time.Second), InputIDs: ids, Values: make([]float64, len(ids))})
 	}
-	if err := db.InsertReadings(ctx, store.SensorKey{OrgID: org.ID, ProjectID: project.ID, SensorID: sensor.ID}, readings); err != nil {
+	if _, err := db.InsertReadings(ctx, store.SensorKey{OrgID: org.ID, ProjectID: project.ID, SensorID: sensor.ID}, readings); err != nil {
 		t.Fatal(err)
 	}
 	to := base.Add(10 * time.Second)

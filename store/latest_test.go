@@ -26,37 +26,37 @@ var latestSteps = []struct {
 	{
 		name: "InsertUnordered",
 		insert: []store.Reading{
-			{Time: at(3), InputIDs: []int64{1}, Values: []float64{3}},
-			{Time: at(1), InputIDs: []int64{1}, Values: []float64{1}},
-			{Time: at(3), InputIDs: []int64{1, 2}, Values: []float64{3.5, 4}}, // later of two at one instant wins
-			{Time: at(2), InputIDs: []int64{1}, Values: []float64{2}},
+			{Time: dayOf2024(3), InputIDs: []int64{1}, Values: []float64{3}},
+			{Time: dayOf2024(1), InputIDs: []int64{1}, Values: []float64{1}},
+			{Time: dayOf2024(3), InputIDs: []int64{1, 2}, Values: []float64{3.5, 4}}, // later of two at one instant wins
+			{Time: dayOf2024(2), InputIDs: []int64{1}, Values: []float64{2}},
 		},
-		want: &store.Reading{Time: at(3), InputIDs: []int64{1, 2}, Values: []float64{3.5, 4}},
+		want: &store.Reading{Time: dayOf2024(3), InputIDs: []int64{1, 2}, Values: []float64{3.5, 4}},
 	},
 	{
 		name:   "OverwriteNewest",
-		insert: []store.Reading{{Time: at(3), InputIDs: []int64{2}, Values: []float64{30}}},
-		want:   &store.Reading{Time: at(3), InputIDs: []int64{2}, Values: []float64{30}},
+		insert: []store.Reading{{Time: dayOf2024(3), InputIDs: []int64{2}, Values: []float64{30}}},
+		want:   &store.Reading{Time: dayOf2024(3), InputIDs: []int64{2}, Values: []float64{30}},
 	},
 	{
 		name:   "InsertOlder",
-		insert: []store.Reading{{Time: at(0), InputIDs: []int64{1}, Values: []float64{0}}},
-		want:   &store.Reading{Time: at(3), InputIDs: []int64{2}, Values: []float64{30}},
+		insert: []store.Reading{{Time: dayOf2024(0), InputIDs: []int64{1}, Values: []float64{0}}},
+		want:   &store.Reading{Time: dayOf2024(3), InputIDs: []int64{2}, Values: []float64{30}},
 	},
 	{
 		name:   "OverwriteOlder",
-		insert: []store.Reading{{Time: at(2), InputIDs: []int64{1}, Values: []float64{20}}},
-		want:   &store.Reading{Time: at(3), InputIDs: []int64{2}, Values: []float64{30}},
+		insert: []store.Reading{{Time: dayOf2024(2), InputIDs: []int64{1}, Values: []float64{20}}},
+		want:   &store.Reading{Time: dayOf2024(3), InputIDs: []int64{2}, Values: []float64{30}},
 	},
 	{
 		name: "DeleteNewest",
-		from: at(3), to: at(4),
-		want: &store.Reading{Time: at(2), InputIDs: []int64{1}, Values: []float64{20}},
+		from: dayOf2024(3), to: dayOf2024(4),
+		want: &store.Reading{Time: dayOf2024(2), InputIDs: []int64{1}, Values: []float64{20}},
 	},
 	{
 		name: "DeleteOlder",
-		from: at(0), to: at(1),
-		want: &store.Reading{Time: at(2), InputIDs: []int64{1}, Values: []float64{20}},
+		from: dayOf2024(0), to: dayOf2024(1),
+		want: &store.Reading{Time: dayOf2024(2), InputIDs: []int64{1}, Values: []float64{20}},
 	},
 	{
 		name: "DeleteAll",
@@ -64,19 +64,19 @@ var latestSteps = []struct {
 	},
 	{
 		name:   "InsertAfterDeleteAll",
-		insert: []store.Reading{{Time: at(1), InputIDs: []int64{5}, Values: []float64{-1}}},
-		want:   &store.Reading{Time: at(1), InputIDs: []int64{5}, Values: []float64{-1}},
+		insert: []store.Reading{{Time: dayOf2024(1), InputIDs: []int64{5}, Values: []float64{-1}}},
+		want:   &store.Reading{Time: dayOf2024(1), InputIDs: []int64{5}, Values: []float64{-1}},
 	},
 	{
 		name:   "InsertNewer",
-		insert: []store.Reading{{Time: at(400), InputIDs: []int64{5}, Values: []float64{400}}},
-		want:   &store.Reading{Time: at(400), InputIDs: []int64{5}, Values: []float64{400}},
+		insert: []store.Reading{{Time: dayOf2024(400), InputIDs: []int64{5}, Values: []float64{400}}},
+		want:   &store.Reading{Time: dayOf2024(400), InputIDs: []int64{5}, Values: []float64{400}},
 	},
 }
 
-// at is a day of 2024, so that the readings span several chunks.
-func at(day int) time.Time {
-	return time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, day)
+// dayOf2024 is a day of 2024, so that the readings span several chunks.
+func dayOf2024(n int) time.Time {
+	return time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, n)
 }
 
 // TestLatestReadings checks that the latest values follow every write of
@@ -87,7 +87,7 @@ func at(day int) time.Time {
 func TestLatestReadings(t *testing.T) {
 	ctx := t.Context()
 	db := store.New(storetest.NewPool(t))
-	key, sensor := newPlainSensor(t, db)
+	sensor, key := newPlainSensor(t, db)
 	idle, err := db.CreateSensor(ctx, key.OrgID, key.ProjectID, "idle", "", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +96,7 @@ func TestLatestReadings(t *testing.T) {
 	for _, step := range latestSteps {
 		t.Run(step.name, func(t *testing.T) {
 			if step.insert != nil {
-				if err := db.InsertReadings(ctx, key, step.insert); err != nil {
+				if _, err := db.InsertReadings(ctx, key, step.insert); err != nil {
 					t.Fatal(err)
 				}
 			} else if _, err := db.DeleteReadings(ctx, key, step.from, step.to); err != nil {
@@ -144,14 +144,6 @@ func describe(r *store.Reading) string {
 	return fmt.Sprintf("%s %v=%v", r.Time.Format(time.RFC3339Nano), r.InputIDs, r.Values)
 }
 
-// newPlainSensor creates a sensor without a blueprint, in a project of an
-// organization of its own.
-func newPlainSensor(t *testing.T, db *store.DB) (store.SensorKey, store.Sensor) {
-	t.Helper()
-	key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
-	return key, getSensor(t, db, key)
-}
-
 // TestSensorLatestBackfill undoes migration 00007, stores readings as an
 // older service did (into readings alone), and applies 00007 again: its
 // backfill gives each sensor its newest reading, and none to a sensor
@@ -160,7 +152,7 @@ func TestSensorLatestBackfill(t *testing.T) {
 	ctx := t.Context()
 	pool := storetest.NewPool(t)
 	db := store.New(pool)
-	key, sensor := newPlainSensor(t, db)
+	sensor, key := newPlainSensor(t, db)
 	idle, err := db.CreateSensor(ctx, key.OrgID, key.ProjectID, "idle", "", nil)
 	if err != nil {
 		t.Fatal(err)

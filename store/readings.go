@@ -2,12 +2,10 @@ package store
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Reading is a sensor's inputs at one instant: InputIDs[i] had Values[i].
@@ -34,30 +32,42 @@ var (
 // sensorStateSQL locks the project as lockWritableProject does, then reads
 // the sensor, in that order (the CTE is read before the join yields the row
 // the outer lock takes), in one round trip; the callers add the sensor's
-// lock: a share lock for ingest, an exclusive one for a range delete.
+// lock.
 const (
 	sensorStateSQL = `
 WITH p AS MATERIALIZED (` + lockWritableProjectSQL + `)
 SELECT p.state, s.instance FROM p JOIN sensors s ON s.project_id = $2
 WHERE s.id = $3`
-	lockSensorSQL = sensorStateSQL + ` FOR SHARE OF s`
+	// Writers of readings serialize the batches of one sensor, so that what
+	// a batch's probe finds stored stays true until it commits.
+	lockSensorWriteSQL = sensorStateSQL + ` FOR NO KEY UPDATE OF s`
 )
+
+// Written is what a batch did: how many of its instants were new to the
+// sensor and how many replaced a stored reading. Two readings at one
+// instant of a batch count once.
+type Written struct {
+	New, Replaced int
+}
 
 // InsertReadings stores readings of the sensor in one transaction: all of
 // them or none. A reading at the instant of a stored one replaces its
 // inputs; of two readings at one instant in readings, the later wins. It
-// returns NotFound; Invalid, naming the reading, for an input id that is not
-// one of the sensor's instance; and Conflict when its project is archived.
-func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Reading) error {
+// returns what the batch did; NotFound; Invalid, naming the reading, for an
+// input id that is not one of the sensor's instance; and Conflict when its
+// project is archived.
+func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Reading) (Written, error) {
+	var written Written
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		// The share lock stands in for a foreign key, checked once per batch
+		// The lock stands in for a foreign key, checked once per batch
 		// instead of once per row: the sensor cannot be deleted, with its
-		// readings, nor get a new instance until this batch is in.
+		// readings, nor get a new instance until this batch is in. It also
+		// makes the batches of one sensor wait for each other.
 		var (
 			state ProjectState
 			inst  *Instance
 		)
-		err := tx.QueryRow(ctx, lockSensorSQL, key.OrgID, key.ProjectID, key.SensorID).Scan(&state, &inst)
+		err := tx.QueryRow(ctx, lockSensorWriteSQL, key.OrgID, key.ProjectID, key.SensorID).Scan(&state, &inst)
 		if err != nil {
 			return notFound("lock sensor", err, "sensor")
 		}
@@ -67,12 +77,13 @@ func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Read
 		if err := inst.checkInputs(readings); err != nil {
 			return err
 		}
-		if err := insertReadings(ctx, tx, key.SensorID, lastPerInstant(readings)); err != nil {
+		written, err = insertReadings(ctx, tx, key.SensorID, lastPerInstant(readings))
+		if err != nil {
 			return err
 		}
 		return keepLatest(ctx, tx, key.SensorID, readings)
 	})
-	return dbError("insert readings", err)
+	return written, dbError("insert readings", err)
 }
 
 // keepLatestSQL replaces the sensor's newest reading when the batch's is as
@@ -102,46 +113,48 @@ func keepLatest(ctx context.Context, tx pgx.Tx, sensorID int64, readings []Readi
 }
 
 const (
-	createIncomingSQL = `CREATE TEMP TABLE readings_incoming (LIKE readings) ON COMMIT DROP`
-	upsertIncomingSQL = `
-INSERT INTO readings (sensor_id, datetime, input_ids, vals)
-SELECT sensor_id, datetime, input_ids, vals FROM readings_incoming
-ON CONFLICT (sensor_id, datetime) DO UPDATE SET input_ids = EXCLUDED.input_ids, vals = EXCLUDED.vals`
+	probeReadingsSQL = `
+SELECT EXISTS (SELECT FROM readings WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3)`
+	deleteReplacedSQL = `
+DELETE FROM readings WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 AND datetime = ANY($4)`
 )
 
-// insertReadings tries the fast path first: new readings, the common case,
-// go straight in with COPY, as fast as PostgreSQL ingests. Only when one of
-// them exists already does the batch pay for conflict handling: COPY into a
-// temporary table, then one INSERT … ON CONFLICT DO UPDATE. The savepoint
-// lets the batch start over without losing the transaction or its lock.
-func insertReadings(ctx context.Context, tx pgx.Tx, sensorID int64, readings []Reading) error {
-	savepoint, err := tx.Begin(ctx)
-	if err != nil {
-		return err
+// insertReadings stores readings, ordered and one per instant, of a sensor
+// whose writers wait for this transaction. One probe of the primary key
+// decides: when the sensor has no reading from the batch's first instant
+// to its last, the common case, the batch goes straight in with COPY, as
+// fast as PostgreSQL ingests. Otherwise the stored readings at the batch's
+// instants are deleted first, and the COPY follows in the same
+// transaction: cheaper than an upsert, which must look up each row and
+// cannot COPY (issue 14).
+func insertReadings(ctx context.Context, tx pgx.Tx, sensorID int64, readings []Reading) (Written, error) {
+	written := Written{New: len(readings)}
+	if len(readings) == 0 {
+		return written, nil
 	}
-	err = copyReadings(ctx, savepoint, "readings", sensorID, readings)
-	if err == nil {
-		return savepoint.Commit(ctx)
+	first, last := readings[0].Time, readings[len(readings)-1].Time
+	var stored bool
+	if err := tx.QueryRow(ctx, probeReadingsSQL, sensorID, first, last).Scan(&stored); err != nil {
+		return written, err
 	}
-	if pgErr, ok := errors.AsType[*pgconn.PgError](err); !ok || pgErr.Code != "23505" {
-		return err
+	if stored {
+		instants := make([]time.Time, len(readings))
+		for i, r := range readings {
+			instants[i] = r.Time
+		}
+		tag, err := tx.Exec(ctx, deleteReplacedSQL, sensorID, first, last, instants)
+		if err != nil {
+			return written, err
+		}
+		written.Replaced = int(tag.RowsAffected())
+		written.New -= written.Replaced
 	}
-	if err := savepoint.Rollback(ctx); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, createIncomingSQL); err != nil {
-		return err
-	}
-	if err := copyReadings(ctx, tx, "readings_incoming", sensorID, readings); err != nil {
-		return err
-	}
-	_, err = tx.Exec(ctx, upsertIncomingSQL)
-	return err
+	return written, copyReadings(ctx, tx.Conn().PgConn(), sensorID, readings)
 }
 
 // lastPerInstant orders readings by time and keeps, of those at one
-// instant, the one that came last. ON CONFLICT DO UPDATE may touch a row
-// only once per statement, and the rule is that the later reading wins.
+// instant, the one that came last: the rule is that the later reading
+// wins, and COPY may not write an instant twice.
 func lastPerInstant(readings []Reading) []Reading {
 	ordered := true
 	for i := 1; i < len(readings) && ordered; i++ {
@@ -242,7 +255,7 @@ func (db *DB) DeleteReadings(ctx context.Context, key SensorKey, from, to time.T
 		// Unlike ingest, a delete excludes the sensor's other writers until it
 		// commits: the newest reading it recomputes must not miss a batch
 		// that commits meanwhile.
-		err := tx.QueryRow(ctx, sensorStateSQL+` FOR NO KEY UPDATE OF s`, key.OrgID, key.ProjectID, key.SensorID).Scan(&state, &inst)
+		err := tx.QueryRow(ctx, lockSensorWriteSQL, key.OrgID, key.ProjectID, key.SensorID).Scan(&state, &inst)
 		if err != nil {
 			return notFound("lock sensor", err, "sensor")
 		}

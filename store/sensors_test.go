@@ -265,7 +265,7 @@ func testUpdateSensor(t *testing.T, db *store.DB) {
 			if tt.readings {
 				id := getSensor(t, db, key).Instance.Inputs[0].ID
 				reading := store.Reading{Time: time.Now(), InputIDs: []int64{id}, Values: []float64{1}}
-				if err := db.InsertReadings(t.Context(), key, []store.Reading{reading}); err != nil {
+				if _, err := db.InsertReadings(t.Context(), key, []store.Reading{reading}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -205,14 +205,14 @@ func TestCompressedChunk(t *testing.T) {
 	pool := storetest.NewPool(t)
 	requireMode(t, pool, store.TimescaleDB)
 	db := store.New(pool)
-	key, sensor := newPlainSensor(t, db)
+	sensor, key := newPlainSensor(t, db)
 	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	hour := func(h int) time.Time { return base.Add(time.Duration(h) * time.Hour) }
 	var want []store.Reading // ascending
 	for h := range 24 * 20 {
 		want = append(want, store.Reading{Time: hour(h), InputIDs: []int64{1, 2}, Values: []float64{float64(h), -float64(h) / 3}})
 	}
-	if err := db.InsertReadings(ctx, key, want); err != nil {
+	if _, err := db.InsertReadings(ctx, key, want); err != nil {
 		t.Fatal(err)
 	}
 	var compressed int
@@ -269,7 +269,7 @@ func TestCompressedChunk(t *testing.T) {
 			{Time: hour(5).Add(30 * time.Minute), InputIDs: []int64{1}, Values: []float64{5.5}}, // between two
 			{Time: hour(24*20 - 1), InputIDs: []int64{1, 3}, Values: []float64{-1, 1}},          // over the newest
 		}
-		if err := db.InsertReadings(ctx, key, batch); err != nil {
+		if _, err := db.InsertReadings(ctx, key, batch); err != nil {
 			t.Fatal(err)
 		}
 		want[5] = batch[0]

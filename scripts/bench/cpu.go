@@ -19,6 +19,7 @@ import (
 // run's own dirty pages count as others: a few percent on a quiet machine.
 type cpuMeter struct {
 	bench, service int // their pids
+	peer           int // a peer's pid while one runs, counted as the service
 	postmaster     int // whose children, live and reaped, count too; 0 when PostgreSQL is not local
 }
 
@@ -63,6 +64,15 @@ func (e *env) localPostmaster(ctx context.Context) (int, error) {
 	return stat.ppid, nil
 }
 
+// setPeer makes the meter count pid, a peer, as the service, or no peer
+// when 0. Only phases that measure nothing start or stop a peer, so that no
+// measured phase sees the count change.
+func (m *cpuMeter) setPeer(pid int) {
+	if m != nil {
+		m.peer = pid
+	}
+}
+
 // sample reads the meter. A backend that exits between two samples is not
 // lost: the postmaster reaps it, and its CPU moves to the postmaster's
 // children's time, which is counted too.
@@ -81,6 +91,9 @@ func (m *cpuMeter) sample() cpuSample {
 	}
 	if st, err := procStat(m.service); err == nil {
 		s.service = st.self
+	}
+	if st, err := procStat(m.peer); m.peer != 0 && err == nil {
+		s.service += st.self
 	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {

@@ -129,8 +129,20 @@ func appendInputs(b []byte, r store.Reading) []byte {
 	return append(b, '}')
 }
 
-// copySource feeds spans of the dataset to COPY, one row per reading, the
-// way the service's readingRows does: no slice of values per row.
+// readings is the span's readings, sharing the dataset's arrays.
+func (d *dataset) readings(sp span) []store.Reading {
+	readings := make([]store.Reading, sp.len())
+	for i := range readings {
+		readings[i] = d.reading(sp.sensor, sp.from+i)
+	}
+	return readings
+}
+
+// readingColumns are the columns of readings, in the order of its COPYs.
+var readingColumns = []string{"sensor_id", "datetime", "input_ids", "vals"}
+
+// copySource feeds spans of the dataset to pgx's generic COPY, one row per
+// reading, for the tables the service does not write itself.
 type copySource struct {
 	d    *dataset
 	sp   span

@@ -67,7 +67,7 @@ func (e *env) latestOverChunks(ctx context.Context, res *results) error {
 			}
 		}
 		key := store.SensorKey{OrgID: e.svc.org, ProjectID: project.ID, SensorID: sensor.ID}
-		if err := db.InsertReadings(ctx, key, batch); err != nil {
+		if _, err := db.InsertReadings(ctx, key, batch); err != nil {
 			return err
 		}
 	}

@@ -6,11 +6,15 @@
 //
 // It creates a database of its own on the private cluster of
 // scripts/devdb.sh (or on -pg), builds and starts the real service binary
-// against it, and prints two markdown tables on stdout: each service figure
-// next to the raw pgx figure it should approach, and the storage comparison
-// behind the migration's choice of arrays over jsonb. Progress goes to
-// stderr. The database, the binary and the process are removed at the end,
-// also on error or Ctrl-C.
+// against it, and prints markdown tables on stdout: each service figure
+// next to the raw figure of the store's own code it should approach (the
+// first line names the storage mode, timescaledb or postgresql); the
+// service next to InfluxDB and VictoriaMetrics, started from Debian's
+// packages on loopback for their phases only, and the targets of issue 14;
+// the storage comparison behind the migration's choice of arrays over
+// jsonb; and where the CPU went. Progress goes to stderr. The database,
+// the binary and the processes are removed at the end, also on error or
+// Ctrl-C.
 //
 // Speed is measured here and only here; no test is timed.
 package main

@@ -124,6 +124,7 @@ type report struct {
 	others  float64
 	busiest phaseLoad
 	cpu     []phaseCPU // per measuring phase, when known
+	res     *results   // the figures the peer and target tables compare
 }
 
 type phaseLoad struct {
@@ -160,6 +161,7 @@ func (r *report) write(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", row.id, row.measurement, row.figure, ratio)
 	}
 
+	r.writePeers(w)
 	if len(r.storage) > 0 {
 		fmt.Fprintf(w, "\nStorage of a reading's 10 inputs, the same readings COPYed into two scratch tables (primary key included, after VACUUM ANALYZE):\n\n")
 		fmt.Fprintln(w, "| Inputs stored as | Bytes per row | COPY readings/s | Read 1,000 rows, p50 of 100 |")
@@ -175,7 +177,7 @@ func (r *report) write(w io.Writer) {
 	}
 	if len(r.cpu) > 0 {
 		fmt.Fprintf(w, "\nWhere the CPU went in each phase, in cores busy on average (the machine has %d); \"elsewhere\" is other processes and the kernel's own threads:\n\n", m.cores)
-		fmt.Fprintln(w, "| Phase | Seconds | Bench | Service | PostgreSQL | Elsewhere |")
+		fmt.Fprintln(w, "| Phase | Seconds | Bench | Service (or peer) | PostgreSQL | Elsewhere |")
 		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
 		for _, p := range r.cpu {
 			fmt.Fprintf(w, "| %s | %.1f | %.2f | %.2f | %.2f | %.2f |\n", p.phase, p.seconds, p.bench, p.service, p.postgres, p.elsewhere)

@@ -152,19 +152,28 @@ func freeLoopbackAddr() (string, error) {
 // waitReady polls /readyz until it answers 200, the process exits or the
 // timeout passes.
 func (s *service) waitReady(ctx context.Context, timeout time.Duration) error {
+	return waitReady(ctx, "the service", timeout, s.exited, func() error { return s.err }, func(ctx context.Context) bool {
+		_, err := s.storageMode(ctx)
+		return err == nil
+	})
+}
+
+// waitReady polls ready until it is true, the process named exits (exited
+// is closed, err says why) or the timeout passes.
+func waitReady(ctx context.Context, name string, timeout time.Duration, exited <-chan struct{}, err func() error, ready func(context.Context) bool) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if _, err := s.storageMode(ctx); err == nil {
+		if ready(ctx) {
 			return nil
 		}
 		select {
-		case <-s.exited:
-			return fmt.Errorf("the service exited before it was ready: %v", s.err)
+		case <-exited:
+			return fmt.Errorf("%s exited before it was ready: %v", name, err())
 		case <-ctx.Done():
-			return fmt.Errorf("the service was not ready within %v: %w", timeout, ctx.Err())
+			return fmt.Errorf("%s was not ready within %v: %w", name, timeout, ctx.Err())
 		case <-tick.C:
 		}
 	}

@@ -41,6 +41,9 @@ type env struct {
 
 	spans  []span   // the service's POSTs, in the order they are sent
 	bodies [][]byte // and their bodies, encoded once for rows 3 and 4
+	lines  [][]byte // and as line protocol, for the peers
+
+	stopPeer func(context.Context) error // stops the peer that runs
 
 	meter *cpuMeter   // nil when CPU use cannot be told apart
 	timed []cpuSample // (start, end) of each timed part of the current phase
