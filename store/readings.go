@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -34,7 +35,9 @@ var (
 )
 
 const lockSensorSQL = `
-SELECT p.state, s.instance FROM sensors s JOIN projects p ON p.id = s.project_id
+SELECT p.state, s.instance, coalesce(si.input_ids, '{}')
+FROM sensors s JOIN projects p ON p.id = s.project_id
+LEFT JOIN sensor_inputs si ON si.sensor_id = s.id
 WHERE s.id = $3 AND s.project_id = $2 AND p.org_id = $1
 FOR SHARE OF s`
 
@@ -42,7 +45,9 @@ FOR SHARE OF s`
 // them or none. A reading at the instant of a stored one replaces its
 // inputs; of two readings at one instant in readings, the later wins. It
 // returns NotFound; Invalid, naming the reading, for an input id that is not
-// one of the sensor's instance; and Conflict when its project is archived.
+// one of the sensor's instance; Invalid when a sensor without an instance
+// would have more than the DB's most distinct input ids (New's
+// MaxSensorInputs); and Conflict when its project is archived.
 func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Reading) error {
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		// The share lock stands in for a foreign key, checked once per batch
@@ -51,8 +56,9 @@ func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Read
 		var (
 			state ProjectState
 			inst  *Instance
+			known []int64
 		)
-		err := tx.QueryRow(ctx, lockSensorSQL, key.OrgID, key.ProjectID, key.SensorID).Scan(&state, &inst)
+		err := tx.QueryRow(ctx, lockSensorSQL, key.OrgID, key.ProjectID, key.SensorID).Scan(&state, &inst, &known)
 		if err != nil {
 			return notFound("lock sensor", err, "sensor")
 		}
@@ -62,9 +68,55 @@ func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Read
 		if err := inst.checkInputs(readings); err != nil {
 			return err
 		}
+		if err := db.recordInputs(ctx, tx, key.SensorID, inst == nil, known, readings); err != nil {
+			return err
+		}
 		return insertReadings(ctx, tx, key.SensorID, lastPerInstant(readings))
 	})
 	return dbError("insert readings", err)
+}
+
+const recordInputsSQL = `
+INSERT INTO sensor_inputs AS si (sensor_id, input_ids) VALUES ($1, $2)
+ON CONFLICT (sensor_id) DO UPDATE
+SET input_ids = ARRAY(SELECT DISTINCT u.id FROM unnest(si.input_ids || EXCLUDED.input_ids) AS u(id) ORDER BY 1)
+RETURNING cardinality(input_ids)`
+
+// recordInputs adds the batch's input ids that the sensor's readings never
+// had to its set (sensor_inputs), and, when limited, refuses the batch if
+// the set would exceed db.maxSensorInputs. A batch with no new id, the
+// common case, costs no statement. known is the set as the batch found it;
+// the upsert takes the set's row lock, so batches bringing new ids take
+// turns and the last one counts every id of the others.
+func (db *DB) recordInputs(ctx context.Context, tx pgx.Tx, sensorID int64, limited bool, known []int64, readings []Reading) error {
+	var fresh []int64
+	for _, r := range readings {
+		for _, id := range r.InputIDs {
+			if _, found := slices.BinarySearch(known, id); !found {
+				fresh = append(fresh, id)
+			}
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	slices.Sort(fresh)
+	fresh = slices.Compact(fresh)
+	total := len(known) + len(fresh)
+	if !limited || total <= db.maxSensorInputs {
+		if err := tx.QueryRow(ctx, recordInputsSQL, sensorID, fresh).Scan(&total); err != nil {
+			return err
+		}
+	}
+	if limited && total > db.maxSensorInputs {
+		return &apperr.Error{
+			Code: apperr.Invalid,
+			Message: fmt.Sprintf("the batch would give the sensor %d distinct input ids; a sensor without a blueprint has at most %d "+
+				"(it has %d): reuse its input ids, or give it a blueprint", total, db.maxSensorInputs, len(known)),
+			Details: map[string]any{"limit": db.maxSensorInputs},
+		}
+	}
+	return nil
 }
 
 const (
@@ -187,7 +239,7 @@ func (db *DB) DeleteReadings(ctx context.Context, key SensorKey, from, to time.T
 			state ProjectState
 			inst  *Instance
 		)
-		if err := tx.QueryRow(ctx, lockSensorSQL, key.OrgID, key.ProjectID, key.SensorID).Scan(&state, &inst); err != nil {
+		if err := tx.QueryRow(ctx, lockSensorSQL, key.OrgID, key.ProjectID, key.SensorID).Scan(&state, &inst, nil); err != nil {
 			return notFound("lock sensor", err, "sensor")
 		}
 		if state == Archived {
