@@ -418,7 +418,11 @@ type ClientInterface interface {
 	// - Each element has exactly `datetime` and `inputs`; any other field
 	//   is a 400.
 	// - `inputs` maps decimal input IDs (`"1"` to `"9223372036854775807"`,
-	//   no sign, no leading zeros) to finite numbers.
+	//   no sign, no leading zeros) to finite numbers: any float64, from
+	//   ±5e-324 to ±1.7976931348623157e308, and -0. Every aggregate can
+	//   be computed of any of them (see `aggregateReadings`).
+	// - A reading has at most 100 inputs by default (the service's
+	//   `-max-inputs` setting); the 101st is a 400 naming the limit.
 	// - A reading whose `datetime` equals, to the microsecond, a stored
 	//   reading of the sensor replaces its inputs; its `id` stays. Within a
 	//   batch, the later of two elements with the same `datetime` wins.
@@ -428,7 +432,12 @@ type ClientInterface interface {
 	// - A sensor of an archived project answers 409.
 	// - A sensor with a blueprint instance accepts only that instance's
 	//   input IDs; any other ID is a 400 that names it, and nothing of the
-	//   batch is stored. A sensor without one accepts any input ID.
+	//   batch is stored. A sensor without one accepts any input ID, up to
+	//   100 distinct IDs over its life by default (the same `-max-inputs`
+	//   setting, as many as a blueprint may have inputs): a batch that
+	//   would bring the 101st is a 400 naming the limit, and nothing of
+	//   it is stored. Deleting readings does not free their IDs. This
+	//   bounds the width of every page, CSV and aggregate of the sensor.
 	//
 	// Required role: `editor`.
 	//
@@ -445,7 +454,11 @@ type ClientInterface interface {
 	// - Each element has exactly `datetime` and `inputs`; any other field
 	//   is a 400.
 	// - `inputs` maps decimal input IDs (`"1"` to `"9223372036854775807"`,
-	//   no sign, no leading zeros) to finite numbers.
+	//   no sign, no leading zeros) to finite numbers: any float64, from
+	//   ±5e-324 to ±1.7976931348623157e308, and -0. Every aggregate can
+	//   be computed of any of them (see `aggregateReadings`).
+	// - A reading has at most 100 inputs by default (the service's
+	//   `-max-inputs` setting); the 101st is a 400 naming the limit.
 	// - A reading whose `datetime` equals, to the microsecond, a stored
 	//   reading of the sensor replaces its inputs; its `id` stays. Within a
 	//   batch, the later of two elements with the same `datetime` wins.
@@ -455,7 +468,12 @@ type ClientInterface interface {
 	// - A sensor of an archived project answers 409.
 	// - A sensor with a blueprint instance accepts only that instance's
 	//   input IDs; any other ID is a 400 that names it, and nothing of the
-	//   batch is stored. A sensor without one accepts any input ID.
+	//   batch is stored. A sensor without one accepts any input ID, up to
+	//   100 distinct IDs over its life by default (the same `-max-inputs`
+	//   setting, as many as a blueprint may have inputs): a batch that
+	//   would bring the 101st is a 400 naming the limit, and nothing of
+	//   it is stored. Deleting readings does not free their IDs. This
+	//   bounds the width of every page, CSV and aggregate of the sensor.
 	//
 	// Required role: `editor`.
 	//
@@ -479,7 +497,16 @@ type ClientInterface interface {
 	//
 	// Input aggregates are computed by the database; output aggregates by
 	// evaluating the formulas on each reading as it streams. A function
-	// without a value (`rate` of one reading, say) is null.
+	// without a value (`rate` of one reading, say) is null, and so is one
+	// whose value is beyond a float64 (a `sum`, `range` or `rate` past
+	// ±1.7976931348623157e308): any finite values stored can be
+	// aggregated, and `avg` and `median` always have a value.
+	//
+	// A response lists at most 200,000 values: buckets × the inputs and
+	// outputs each lists × the functions asked for, the nulls of
+	// `fill=null` included. Beyond, the request is a 400 naming the
+	// limit: narrow the range, widen the interval, ask for fewer
+	// functions, or leave out `fill=null`.
 	// Required role: `viewer`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/aggregates (the `AggregateReadings` operationId).
@@ -1312,7 +1339,11 @@ func (c *Client) ListReadings(ctx context.Context, orgId OrgId, projId ProjId, s
 //   - Each element has exactly `datetime` and `inputs`; any other field
 //     is a 400.
 //   - `inputs` maps decimal input IDs (`"1"` to `"9223372036854775807"`,
-//     no sign, no leading zeros) to finite numbers.
+//     no sign, no leading zeros) to finite numbers: any float64, from
+//     ±5e-324 to ±1.7976931348623157e308, and -0. Every aggregate can
+//     be computed of any of them (see `aggregateReadings`).
+//   - A reading has at most 100 inputs by default (the service's
+//     `-max-inputs` setting); the 101st is a 400 naming the limit.
 //   - A reading whose `datetime` equals, to the microsecond, a stored
 //     reading of the sensor replaces its inputs; its `id` stays. Within a
 //     batch, the later of two elements with the same `datetime` wins.
@@ -1322,7 +1353,12 @@ func (c *Client) ListReadings(ctx context.Context, orgId OrgId, projId ProjId, s
 //   - A sensor of an archived project answers 409.
 //   - A sensor with a blueprint instance accepts only that instance's
 //     input IDs; any other ID is a 400 that names it, and nothing of the
-//     batch is stored. A sensor without one accepts any input ID.
+//     batch is stored. A sensor without one accepts any input ID, up to
+//     100 distinct IDs over its life by default (the same `-max-inputs`
+//     setting, as many as a blueprint may have inputs): a batch that
+//     would bring the 101st is a 400 naming the limit, and nothing of
+//     it is stored. Deleting readings does not free their IDs. This
+//     bounds the width of every page, CSV and aggregate of the sensor.
 //
 // Required role: `editor`.
 //
@@ -1349,7 +1385,11 @@ func (c *Client) PostReadingsWithBody(ctx context.Context, orgId OrgId, projId P
 //   - Each element has exactly `datetime` and `inputs`; any other field
 //     is a 400.
 //   - `inputs` maps decimal input IDs (`"1"` to `"9223372036854775807"`,
-//     no sign, no leading zeros) to finite numbers.
+//     no sign, no leading zeros) to finite numbers: any float64, from
+//     ±5e-324 to ±1.7976931348623157e308, and -0. Every aggregate can
+//     be computed of any of them (see `aggregateReadings`).
+//   - A reading has at most 100 inputs by default (the service's
+//     `-max-inputs` setting); the 101st is a 400 naming the limit.
 //   - A reading whose `datetime` equals, to the microsecond, a stored
 //     reading of the sensor replaces its inputs; its `id` stays. Within a
 //     batch, the later of two elements with the same `datetime` wins.
@@ -1359,7 +1399,12 @@ func (c *Client) PostReadingsWithBody(ctx context.Context, orgId OrgId, projId P
 //   - A sensor of an archived project answers 409.
 //   - A sensor with a blueprint instance accepts only that instance's
 //     input IDs; any other ID is a 400 that names it, and nothing of the
-//     batch is stored. A sensor without one accepts any input ID.
+//     batch is stored. A sensor without one accepts any input ID, up to
+//     100 distinct IDs over its life by default (the same `-max-inputs`
+//     setting, as many as a blueprint may have inputs): a batch that
+//     would bring the 101st is a 400 naming the limit, and nothing of
+//     it is stored. Deleting readings does not free their IDs. This
+//     bounds the width of every page, CSV and aggregate of the sensor.
 //
 // Required role: `editor`.
 //
@@ -1393,7 +1438,16 @@ func (c *Client) PostReadings(ctx context.Context, orgId OrgId, projId ProjId, s
 //
 // Input aggregates are computed by the database; output aggregates by
 // evaluating the formulas on each reading as it streams. A function
-// without a value (`rate` of one reading, say) is null.
+// without a value (`rate` of one reading, say) is null, and so is one
+// whose value is beyond a float64 (a `sum`, `range` or `rate` past
+// ±1.7976931348623157e308): any finite values stored can be
+// aggregated, and `avg` and `median` always have a value.
+//
+// A response lists at most 200,000 values: buckets × the inputs and
+// outputs each lists × the functions asked for, the nulls of
+// `fill=null` included. Beyond, the request is a 400 naming the
+// limit: narrow the range, widen the interval, ask for fewer
+// functions, or leave out `fill=null`.
 // Required role: `viewer`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/aggregates (the `AggregateReadings` operationId).
@@ -4268,7 +4322,11 @@ type ClientWithResponsesInterface interface {
 	// - Each element has exactly `datetime` and `inputs`; any other field
 	//   is a 400.
 	// - `inputs` maps decimal input IDs (`"1"` to `"9223372036854775807"`,
-	//   no sign, no leading zeros) to finite numbers.
+	//   no sign, no leading zeros) to finite numbers: any float64, from
+	//   ±5e-324 to ±1.7976931348623157e308, and -0. Every aggregate can
+	//   be computed of any of them (see `aggregateReadings`).
+	// - A reading has at most 100 inputs by default (the service's
+	//   `-max-inputs` setting); the 101st is a 400 naming the limit.
 	// - A reading whose `datetime` equals, to the microsecond, a stored
 	//   reading of the sensor replaces its inputs; its `id` stays. Within a
 	//   batch, the later of two elements with the same `datetime` wins.
@@ -4278,7 +4336,12 @@ type ClientWithResponsesInterface interface {
 	// - A sensor of an archived project answers 409.
 	// - A sensor with a blueprint instance accepts only that instance's
 	//   input IDs; any other ID is a 400 that names it, and nothing of the
-	//   batch is stored. A sensor without one accepts any input ID.
+	//   batch is stored. A sensor without one accepts any input ID, up to
+	//   100 distinct IDs over its life by default (the same `-max-inputs`
+	//   setting, as many as a blueprint may have inputs): a batch that
+	//   would bring the 101st is a 400 naming the limit, and nothing of
+	//   it is stored. Deleting readings does not free their IDs. This
+	//   bounds the width of every page, CSV and aggregate of the sensor.
 	//
 	// Required role: `editor`.
 	//
@@ -4295,7 +4358,11 @@ type ClientWithResponsesInterface interface {
 	// - Each element has exactly `datetime` and `inputs`; any other field
 	//   is a 400.
 	// - `inputs` maps decimal input IDs (`"1"` to `"9223372036854775807"`,
-	//   no sign, no leading zeros) to finite numbers.
+	//   no sign, no leading zeros) to finite numbers: any float64, from
+	//   ±5e-324 to ±1.7976931348623157e308, and -0. Every aggregate can
+	//   be computed of any of them (see `aggregateReadings`).
+	// - A reading has at most 100 inputs by default (the service's
+	//   `-max-inputs` setting); the 101st is a 400 naming the limit.
 	// - A reading whose `datetime` equals, to the microsecond, a stored
 	//   reading of the sensor replaces its inputs; its `id` stays. Within a
 	//   batch, the later of two elements with the same `datetime` wins.
@@ -4305,7 +4372,12 @@ type ClientWithResponsesInterface interface {
 	// - A sensor of an archived project answers 409.
 	// - A sensor with a blueprint instance accepts only that instance's
 	//   input IDs; any other ID is a 400 that names it, and nothing of the
-	//   batch is stored. A sensor without one accepts any input ID.
+	//   batch is stored. A sensor without one accepts any input ID, up to
+	//   100 distinct IDs over its life by default (the same `-max-inputs`
+	//   setting, as many as a blueprint may have inputs): a batch that
+	//   would bring the 101st is a 400 naming the limit, and nothing of
+	//   it is stored. Deleting readings does not free their IDs. This
+	//   bounds the width of every page, CSV and aggregate of the sensor.
 	//
 	// Required role: `editor`.
 	//
@@ -4329,7 +4401,16 @@ type ClientWithResponsesInterface interface {
 	//
 	// Input aggregates are computed by the database; output aggregates by
 	// evaluating the formulas on each reading as it streams. A function
-	// without a value (`rate` of one reading, say) is null.
+	// without a value (`rate` of one reading, say) is null, and so is one
+	// whose value is beyond a float64 (a `sum`, `range` or `rate` past
+	// ±1.7976931348623157e308): any finite values stored can be
+	// aggregated, and `avg` and `median` always have a value.
+	//
+	// A response lists at most 200,000 values: buckets × the inputs and
+	// outputs each lists × the functions asked for, the nulls of
+	// `fill=null` included. Beyond, the request is a 400 naming the
+	// limit: narrow the range, widen the interval, ask for fewer
+	// functions, or leave out `fill=null`.
 	// Required role: `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -9124,7 +9205,11 @@ func (c *ClientWithResponses) ListReadingsWithResponse(ctx context.Context, orgI
 //   - Each element has exactly `datetime` and `inputs`; any other field
 //     is a 400.
 //   - `inputs` maps decimal input IDs (`"1"` to `"9223372036854775807"`,
-//     no sign, no leading zeros) to finite numbers.
+//     no sign, no leading zeros) to finite numbers: any float64, from
+//     ±5e-324 to ±1.7976931348623157e308, and -0. Every aggregate can
+//     be computed of any of them (see `aggregateReadings`).
+//   - A reading has at most 100 inputs by default (the service's
+//     `-max-inputs` setting); the 101st is a 400 naming the limit.
 //   - A reading whose `datetime` equals, to the microsecond, a stored
 //     reading of the sensor replaces its inputs; its `id` stays. Within a
 //     batch, the later of two elements with the same `datetime` wins.
@@ -9134,7 +9219,12 @@ func (c *ClientWithResponses) ListReadingsWithResponse(ctx context.Context, orgI
 //   - A sensor of an archived project answers 409.
 //   - A sensor with a blueprint instance accepts only that instance's
 //     input IDs; any other ID is a 400 that names it, and nothing of the
-//     batch is stored. A sensor without one accepts any input ID.
+//     batch is stored. A sensor without one accepts any input ID, up to
+//     100 distinct IDs over its life by default (the same `-max-inputs`
+//     setting, as many as a blueprint may have inputs): a batch that
+//     would bring the 101st is a 400 naming the limit, and nothing of
+//     it is stored. Deleting readings does not free their IDs. This
+//     bounds the width of every page, CSV and aggregate of the sensor.
 //
 // Required role: `editor`.
 //
@@ -9157,7 +9247,11 @@ func (c *ClientWithResponses) PostReadingsWithBodyWithResponse(ctx context.Conte
 //   - Each element has exactly `datetime` and `inputs`; any other field
 //     is a 400.
 //   - `inputs` maps decimal input IDs (`"1"` to `"9223372036854775807"`,
-//     no sign, no leading zeros) to finite numbers.
+//     no sign, no leading zeros) to finite numbers: any float64, from
+//     ±5e-324 to ±1.7976931348623157e308, and -0. Every aggregate can
+//     be computed of any of them (see `aggregateReadings`).
+//   - A reading has at most 100 inputs by default (the service's
+//     `-max-inputs` setting); the 101st is a 400 naming the limit.
 //   - A reading whose `datetime` equals, to the microsecond, a stored
 //     reading of the sensor replaces its inputs; its `id` stays. Within a
 //     batch, the later of two elements with the same `datetime` wins.
@@ -9167,7 +9261,12 @@ func (c *ClientWithResponses) PostReadingsWithBodyWithResponse(ctx context.Conte
 //   - A sensor of an archived project answers 409.
 //   - A sensor with a blueprint instance accepts only that instance's
 //     input IDs; any other ID is a 400 that names it, and nothing of the
-//     batch is stored. A sensor without one accepts any input ID.
+//     batch is stored. A sensor without one accepts any input ID, up to
+//     100 distinct IDs over its life by default (the same `-max-inputs`
+//     setting, as many as a blueprint may have inputs): a batch that
+//     would bring the 101st is a 400 naming the limit, and nothing of
+//     it is stored. Deleting readings does not free their IDs. This
+//     bounds the width of every page, CSV and aggregate of the sensor.
 //
 // Required role: `editor`.
 //
@@ -9197,7 +9296,16 @@ func (c *ClientWithResponses) PostReadingsWithResponse(ctx context.Context, orgI
 //
 // Input aggregates are computed by the database; output aggregates by
 // evaluating the formulas on each reading as it streams. A function
-// without a value (`rate` of one reading, say) is null.
+// without a value (`rate` of one reading, say) is null, and so is one
+// whose value is beyond a float64 (a `sum`, `range` or `rate` past
+// ±1.7976931348623157e308): any finite values stored can be
+// aggregated, and `avg` and `median` always have a value.
+//
+// A response lists at most 200,000 values: buckets × the inputs and
+// outputs each lists × the functions asked for, the nulls of
+// `fill=null` included. Beyond, the request is a 400 naming the
+// limit: narrow the range, widen the interval, ask for fewer
+// functions, or leave out `fill=null`.
 // Required role: `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
