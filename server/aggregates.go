@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -302,9 +303,12 @@ type bucketEncoder struct {
 func (e *bucketEncoder) spend(n int) error {
 	e.budget -= n
 	if e.budget < 0 {
-		return apperr.Errorf(apperr.Invalid,
-			"the response would list more than %d values (buckets × inputs and outputs × fns); "+
-				"narrow the range, widen the interval, ask for fewer fns, or leave out fill=null", maxAggregateValues)
+		return &apperr.Error{
+			Code: apperr.Invalid,
+			Message: fmt.Sprintf("the response would list more than %d values (buckets × inputs and outputs × fns); "+
+				"narrow the range, widen the interval, ask for fewer fns, or leave out fill=null", maxAggregateValues),
+			Details: map[string]any{"limit": maxAggregateValues},
+		}
 	}
 	return nil
 }

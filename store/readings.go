@@ -46,8 +46,8 @@ FOR SHARE OF s`
 // inputs; of two readings at one instant in readings, the later wins. It
 // returns NotFound; Invalid, naming the reading, for an input id that is not
 // one of the sensor's instance; Invalid when a sensor without an instance
-// would have more than the DB's most distinct input ids (New's
-// MaxSensorInputs); and Conflict when its project is archived.
+// would have more distinct input ids than New was given (by default
+// DefaultMaxSensorInputs); and Conflict when its project is archived.
 func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Reading) error {
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		// The share lock stands in for a foreign key, checked once per batch
