@@ -117,7 +117,7 @@ db-stop:
 db-destroy:
 	@scripts/devdb.sh destroy
 
-.PHONY: load chaos
+.PHONY: load chaos widest
 
 ## load: a fresh service under a mixed read/write load for LOAD_SECONDS (60) at LOAD_RATE req/s (200), then the report
 load:
@@ -128,6 +128,10 @@ chaos:
 	scripts/chaos-kill.sh
 	scripts/chaos-db.sh
 	scripts/chaos-slow.sh
+
+## widest: the service's peak RSS on the widest data its limits allow, under its heaviest reads at once; fails above 256 MiB
+widest:
+	scripts/widest.sh
 
 ## bench: the service against raw PostgreSQL, InfluxDB and VictoriaMetrics on this machine, as markdown tables (BENCH_FLAGS=-quick to try it, -profile DIR for the service's CPU profiles)
 bench:

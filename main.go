@@ -71,6 +71,7 @@ type config struct {
 	migrate         bool
 	maxBatch        int
 	maxBodyBytes    int64
+	maxInputs       int
 	dbMaxConns      int
 	dbTimeout       time.Duration
 	rateLimit       float64
@@ -89,6 +90,7 @@ func (c *config) register(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&c.logLevel, "log-level", e.string("LOG_LEVEL", "info"), "log level: debug, info, warn or error (LOG_LEVEL)")
 	fs.BoolVar(&c.migrate, "migrate", e.bool("MIGRATE_ON_START", true), "apply pending migrations at start (MIGRATE_ON_START)")
 	fs.IntVar(&c.maxBatch, "max-batch", e.int("MAX_BATCH", 10000), "most readings in one POST (MAX_BATCH)")
+	fs.IntVar(&c.maxInputs, "max-inputs", e.int("MAX_INPUTS", store.DefaultMaxSensorInputs), "most inputs in one reading, and most distinct input ids of a sensor without a blueprint (MAX_INPUTS)")
 	fs.Int64Var(&c.maxBodyBytes, "max-body", int64(e.int("MAX_BODY_BYTES", 16<<20)), "most bytes in one request body (MAX_BODY_BYTES)")
 	fs.IntVar(&c.dbMaxConns, "db-max-conns", e.int("DB_MAX_CONNS", 0), "most database connections; 0 is max(4, CPUs) (DB_MAX_CONNS)")
 	fs.DurationVar(&c.dbTimeout, "db-timeout", e.duration("DB_TIMEOUT", 20*time.Second), "how long a request may wait for the database before a 503; 0 for no limit (DB_TIMEOUT)")
@@ -122,6 +124,9 @@ func (c *config) validate() error {
 	}
 	if c.maxBatch < 1 {
 		errs = append(errs, fmt.Errorf("max batch %d must be at least 1", c.maxBatch))
+	}
+	if c.maxInputs < 1 || c.maxInputs > 1000 {
+		errs = append(errs, fmt.Errorf("max inputs %d must be from 1 to 1000", c.maxInputs))
 	}
 	if c.maxBodyBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max body %d must be at least 1024 bytes", c.maxBodyBytes))
@@ -158,6 +163,7 @@ func (c *config) logValue() slog.Value {
 		slog.Bool("migrate", c.migrate),
 		slog.Int("max_batch", c.maxBatch),
 		slog.Int64("max_body_bytes", c.maxBodyBytes),
+		slog.Int("max_inputs", c.maxInputs),
 		slog.Int("db_max_conns", c.dbMaxConns),
 		slog.Duration("db_timeout", c.dbTimeout),
 		slog.Float64("rate_limit", c.rateLimit),
@@ -226,7 +232,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 			return err
 		}
 	}
-	db := store.New(pool)
+	db := store.New(pool, c.maxInputs)
 	if err := db.LogStorageMode(ctx, log); err != nil {
 		return err
 	}
@@ -238,6 +244,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	srv, err := server.New(db, log, server.Config{
 		MaxBatch:           c.maxBatch,
 		MaxBodyBytes:       c.maxBodyBytes,
+		MaxInputs:          c.maxInputs,
 		RateLimit:          c.rateLimit,
 		RateBurst:          c.rateBurst,
 		DBTimeout:          c.dbTimeout,

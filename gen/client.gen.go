@@ -429,7 +429,11 @@ type ClientInterface interface {
 	// - Each element has exactly `datetime` and `inputs`; any other field
 	//   is a 400.
 	// - `inputs` maps decimal input IDs (`"1"` to `"9223372036854775807"`,
-	//   no sign, no leading zeros) to finite numbers.
+	//   no sign, no leading zeros) to finite numbers: any float64, from
+	//   ±5e-324 to ±1.7976931348623157e308, and -0. Every aggregate can
+	//   be computed of any of them (see `aggregateReadings`).
+	// - A reading has at most 100 inputs by default (the service's
+	//   `-max-inputs` setting); the 101st is a 400 naming the limit.
 	// - A reading whose `datetime` equals, to the microsecond, a stored
 	//   reading of the sensor replaces its inputs; its `id` stays. Within a
 	//   batch, the later of two elements with the same `datetime` wins.
@@ -439,7 +443,12 @@ type ClientInterface interface {
 	// - A sensor of an archived project answers 409.
 	// - A sensor with a blueprint instance accepts only that instance's
 	//   input IDs; any other ID is a 400 that names it, and nothing of the
-	//   batch is stored. A sensor without one accepts any input ID.
+	//   batch is stored. A sensor without one accepts any input ID, up to
+	//   100 distinct IDs over its life by default (the same `-max-inputs`
+	//   setting, as many as a blueprint may have inputs): a batch that
+	//   would bring the 101st is a 400 naming the limit, and nothing of
+	//   it is stored. Deleting readings does not free their IDs. This
+	//   bounds the width of every page, CSV and aggregate of the sensor.
 	//
 	// Required role: `editor`.
 	//
@@ -456,7 +465,11 @@ type ClientInterface interface {
 	// - Each element has exactly `datetime` and `inputs`; any other field
 	//   is a 400.
 	// - `inputs` maps decimal input IDs (`"1"` to `"9223372036854775807"`,
-	//   no sign, no leading zeros) to finite numbers.
+	//   no sign, no leading zeros) to finite numbers: any float64, from
+	//   ±5e-324 to ±1.7976931348623157e308, and -0. Every aggregate can
+	//   be computed of any of them (see `aggregateReadings`).
+	// - A reading has at most 100 inputs by default (the service's
+	//   `-max-inputs` setting); the 101st is a 400 naming the limit.
 	// - A reading whose `datetime` equals, to the microsecond, a stored
 	//   reading of the sensor replaces its inputs; its `id` stays. Within a
 	//   batch, the later of two elements with the same `datetime` wins.
@@ -466,7 +479,12 @@ type ClientInterface interface {
 	// - A sensor of an archived project answers 409.
 	// - A sensor with a blueprint instance accepts only that instance's
 	//   input IDs; any other ID is a 400 that names it, and nothing of the
-	//   batch is stored. A sensor without one accepts any input ID.
+	//   batch is stored. A sensor without one accepts any input ID, up to
+	//   100 distinct IDs over its life by default (the same `-max-inputs`
+	//   setting, as many as a blueprint may have inputs): a batch that
+	//   would bring the 101st is a 400 naming the limit, and nothing of
+	//   it is stored. Deleting readings does not free their IDs. This
+	//   bounds the width of every page, CSV and aggregate of the sensor.
 	//
 	// Required role: `editor`.
 	//
@@ -490,7 +508,16 @@ type ClientInterface interface {
 	//
 	// Input aggregates are computed by the database; output aggregates by
 	// evaluating the formulas on each reading as it streams. A function
-	// without a value (`rate` of one reading, say) is null.
+	// without a value (`rate` of one reading, say) is null, and so is one
+	// whose value is beyond a float64 (a `sum`, `range` or `rate` past
+	// ±1.7976931348623157e308): any finite values stored can be
+	// aggregated, and `avg` and `median` always have a value.
+	//
+	// A response lists at most 200,000 values: buckets × the inputs and
+	// outputs each lists × the functions asked for, the nulls of
+	// `fill=null` included. Beyond, the request is a 400 naming the
+	// limit: narrow the range, widen the interval, ask for fewer
+	// functions, or leave out `fill=null`.
 	// Required role: `viewer`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/aggregates (the `AggregateReadings` operationId).
@@ -1350,7 +1377,11 @@ func (c *Client) ListReadings(ctx context.Context, orgId OrgId, projId ProjId, s
 //   - Each element has exactly `datetime` and `inputs`; any other field
 //     is a 400.
 //   - `inputs` maps decimal input IDs (`"1"` to `"9223372036854775807"`,
-//     no sign, no leading zeros) to finite numbers.
+//     no sign, no leading zeros) to finite numbers: any float64, from
+//     ±5e-324 to ±1.7976931348623157e308, and -0. Every aggregate can
+//     be computed of any of them (see `aggregateReadings`).
+//   - A reading has at most 100 inputs by default (the service's
+//     `-max-inputs` setting); the 101st is a 400 naming the limit.
 //   - A reading whose `datetime` equals, to the microsecond, a stored
 //     reading of the sensor replaces its inputs; its `id` stays. Within a
 //     batch, the later of two elements with the same `datetime` wins.
@@ -1360,7 +1391,12 @@ func (c *Client) ListReadings(ctx context.Context, orgId OrgId, projId ProjId, s
 //   - A sensor of an archived project answers 409.
 //   - A sensor with a blueprint instance accepts only that instance's
 //     input IDs; any other ID is a 400 that names it, and nothing of the
-//     batch is stored. A sensor without one accepts any input ID.
+//     batch is stored. A sensor without one accepts any input ID, up to
+//     100 distinct IDs over its life by default (the same `-max-inputs`
+//     setting, as many as a blueprint may have inputs): a batch that
+//     would bring the 101st is a 400 naming the limit, and nothing of
+//     it is stored. Deleting readings does not free their IDs. This
+//     bounds the width of every page, CSV and aggregate of the sensor.
 //
 // Required role: `editor`.
 //
@@ -1387,7 +1423,11 @@ func (c *Client) PostReadingsWithBody(ctx context.Context, orgId OrgId, projId P
 //   - Each element has exactly `datetime` and `inputs`; any other field
 //     is a 400.
 //   - `inputs` maps decimal input IDs (`"1"` to `"9223372036854775807"`,
-//     no sign, no leading zeros) to finite numbers.
+//     no sign, no leading zeros) to finite numbers: any float64, from
+//     ±5e-324 to ±1.7976931348623157e308, and -0. Every aggregate can
+//     be computed of any of them (see `aggregateReadings`).
+//   - A reading has at most 100 inputs by default (the service's
+//     `-max-inputs` setting); the 101st is a 400 naming the limit.
 //   - A reading whose `datetime` equals, to the microsecond, a stored
 //     reading of the sensor replaces its inputs; its `id` stays. Within a
 //     batch, the later of two elements with the same `datetime` wins.
@@ -1397,7 +1437,12 @@ func (c *Client) PostReadingsWithBody(ctx context.Context, orgId OrgId, projId P
 //   - A sensor of an archived project answers 409.
 //   - A sensor with a blueprint instance accepts only that instance's
 //     input IDs; any other ID is a 400 that names it, and nothing of the
-//     batch is stored. A sensor without one accepts any input ID.
+//     batch is stored. A sensor without one accepts any input ID, up to
+//     100 distinct IDs over its life by default (the same `-max-inputs`
+//     setting, as many as a blueprint may have inputs): a batch that
+//     would bring the 101st is a 400 naming the limit, and nothing of
+//     it is stored. Deleting readings does not free their IDs. This
+//     bounds the width of every page, CSV and aggregate of the sensor.
 //
 // Required role: `editor`.
 //
@@ -1431,7 +1476,16 @@ func (c *Client) PostReadings(ctx context.Context, orgId OrgId, projId ProjId, s
 //
 // Input aggregates are computed by the database; output aggregates by
 // evaluating the formulas on each reading as it streams. A function
-// without a value (`rate` of one reading, say) is null.
+// without a value (`rate` of one reading, say) is null, and so is one
+// whose value is beyond a float64 (a `sum`, `range` or `rate` past
+// ±1.7976931348623157e308): any finite values stored can be
+// aggregated, and `avg` and `median` always have a value.
+//
+// A response lists at most 200,000 values: buckets × the inputs and
+// outputs each lists × the functions asked for, the nulls of
+// `fill=null` included. Beyond, the request is a 400 naming the
+// limit: narrow the range, widen the interval, ask for fewer
+// functions, or leave out `fill=null`.
 // Required role: `viewer`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/aggregates (the `AggregateReadings` operationId).
@@ -4333,7 +4387,11 @@ type ClientWithResponsesInterface interface {
 	// - Each element has exactly `datetime` and `inputs`; any other field
 	//   is a 400.
 	// - `inputs` maps decimal input IDs (`"1"` to `"9223372036854775807"`,
-	//   no sign, no leading zeros) to finite numbers.
+	//   no sign, no leading zeros) to finite numbers: any float64, from
+	//   ±5e-324 to ±1.7976931348623157e308, and -0. Every aggregate can
+	//   be computed of any of them (see `aggregateReadings`).
+	// - A reading has at most 100 inputs by default (the service's
+	//   `-max-inputs` setting); the 101st is a 400 naming the limit.
 	// - A reading whose `datetime` equals, to the microsecond, a stored
 	//   reading of the sensor replaces its inputs; its `id` stays. Within a
 	//   batch, the later of two elements with the same `datetime` wins.
@@ -4343,7 +4401,12 @@ type ClientWithResponsesInterface interface {
 	// - A sensor of an archived project answers 409.
 	// - A sensor with a blueprint instance accepts only that instance's
 	//   input IDs; any other ID is a 400 that names it, and nothing of the
-	//   batch is stored. A sensor without one accepts any input ID.
+	//   batch is stored. A sensor without one accepts any input ID, up to
+	//   100 distinct IDs over its life by default (the same `-max-inputs`
+	//   setting, as many as a blueprint may have inputs): a batch that
+	//   would bring the 101st is a 400 naming the limit, and nothing of
+	//   it is stored. Deleting readings does not free their IDs. This
+	//   bounds the width of every page, CSV and aggregate of the sensor.
 	//
 	// Required role: `editor`.
 	//
@@ -4360,7 +4423,11 @@ type ClientWithResponsesInterface interface {
 	// - Each element has exactly `datetime` and `inputs`; any other field
 	//   is a 400.
 	// - `inputs` maps decimal input IDs (`"1"` to `"9223372036854775807"`,
-	//   no sign, no leading zeros) to finite numbers.
+	//   no sign, no leading zeros) to finite numbers: any float64, from
+	//   ±5e-324 to ±1.7976931348623157e308, and -0. Every aggregate can
+	//   be computed of any of them (see `aggregateReadings`).
+	// - A reading has at most 100 inputs by default (the service's
+	//   `-max-inputs` setting); the 101st is a 400 naming the limit.
 	// - A reading whose `datetime` equals, to the microsecond, a stored
 	//   reading of the sensor replaces its inputs; its `id` stays. Within a
 	//   batch, the later of two elements with the same `datetime` wins.
@@ -4370,7 +4437,12 @@ type ClientWithResponsesInterface interface {
 	// - A sensor of an archived project answers 409.
 	// - A sensor with a blueprint instance accepts only that instance's
 	//   input IDs; any other ID is a 400 that names it, and nothing of the
-	//   batch is stored. A sensor without one accepts any input ID.
+	//   batch is stored. A sensor without one accepts any input ID, up to
+	//   100 distinct IDs over its life by default (the same `-max-inputs`
+	//   setting, as many as a blueprint may have inputs): a batch that
+	//   would bring the 101st is a 400 naming the limit, and nothing of
+	//   it is stored. Deleting readings does not free their IDs. This
+	//   bounds the width of every page, CSV and aggregate of the sensor.
 	//
 	// Required role: `editor`.
 	//
@@ -4394,7 +4466,16 @@ type ClientWithResponsesInterface interface {
 	//
 	// Input aggregates are computed by the database; output aggregates by
 	// evaluating the formulas on each reading as it streams. A function
-	// without a value (`rate` of one reading, say) is null.
+	// without a value (`rate` of one reading, say) is null, and so is one
+	// whose value is beyond a float64 (a `sum`, `range` or `rate` past
+	// ±1.7976931348623157e308): any finite values stored can be
+	// aggregated, and `avg` and `median` always have a value.
+	//
+	// A response lists at most 200,000 values: buckets × the inputs and
+	// outputs each lists × the functions asked for, the nulls of
+	// `fill=null` included. Beyond, the request is a 400 naming the
+	// limit: narrow the range, widen the interval, ask for fewer
+	// functions, or leave out `fill=null`.
 	// Required role: `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -9279,7 +9360,11 @@ func (c *ClientWithResponses) ListReadingsWithResponse(ctx context.Context, orgI
 //   - Each element has exactly `datetime` and `inputs`; any other field
 //     is a 400.
 //   - `inputs` maps decimal input IDs (`"1"` to `"9223372036854775807"`,
-//     no sign, no leading zeros) to finite numbers.
+//     no sign, no leading zeros) to finite numbers: any float64, from
+//     ±5e-324 to ±1.7976931348623157e308, and -0. Every aggregate can
+//     be computed of any of them (see `aggregateReadings`).
+//   - A reading has at most 100 inputs by default (the service's
+//     `-max-inputs` setting); the 101st is a 400 naming the limit.
 //   - A reading whose `datetime` equals, to the microsecond, a stored
 //     reading of the sensor replaces its inputs; its `id` stays. Within a
 //     batch, the later of two elements with the same `datetime` wins.
@@ -9289,7 +9374,12 @@ func (c *ClientWithResponses) ListReadingsWithResponse(ctx context.Context, orgI
 //   - A sensor of an archived project answers 409.
 //   - A sensor with a blueprint instance accepts only that instance's
 //     input IDs; any other ID is a 400 that names it, and nothing of the
-//     batch is stored. A sensor without one accepts any input ID.
+//     batch is stored. A sensor without one accepts any input ID, up to
+//     100 distinct IDs over its life by default (the same `-max-inputs`
+//     setting, as many as a blueprint may have inputs): a batch that
+//     would bring the 101st is a 400 naming the limit, and nothing of
+//     it is stored. Deleting readings does not free their IDs. This
+//     bounds the width of every page, CSV and aggregate of the sensor.
 //
 // Required role: `editor`.
 //
@@ -9312,7 +9402,11 @@ func (c *ClientWithResponses) PostReadingsWithBodyWithResponse(ctx context.Conte
 //   - Each element has exactly `datetime` and `inputs`; any other field
 //     is a 400.
 //   - `inputs` maps decimal input IDs (`"1"` to `"9223372036854775807"`,
-//     no sign, no leading zeros) to finite numbers.
+//     no sign, no leading zeros) to finite numbers: any float64, from
+//     ±5e-324 to ±1.7976931348623157e308, and -0. Every aggregate can
+//     be computed of any of them (see `aggregateReadings`).
+//   - A reading has at most 100 inputs by default (the service's
+//     `-max-inputs` setting); the 101st is a 400 naming the limit.
 //   - A reading whose `datetime` equals, to the microsecond, a stored
 //     reading of the sensor replaces its inputs; its `id` stays. Within a
 //     batch, the later of two elements with the same `datetime` wins.
@@ -9322,7 +9416,12 @@ func (c *ClientWithResponses) PostReadingsWithBodyWithResponse(ctx context.Conte
 //   - A sensor of an archived project answers 409.
 //   - A sensor with a blueprint instance accepts only that instance's
 //     input IDs; any other ID is a 400 that names it, and nothing of the
-//     batch is stored. A sensor without one accepts any input ID.
+//     batch is stored. A sensor without one accepts any input ID, up to
+//     100 distinct IDs over its life by default (the same `-max-inputs`
+//     setting, as many as a blueprint may have inputs): a batch that
+//     would bring the 101st is a 400 naming the limit, and nothing of
+//     it is stored. Deleting readings does not free their IDs. This
+//     bounds the width of every page, CSV and aggregate of the sensor.
 //
 // Required role: `editor`.
 //
@@ -9352,7 +9451,16 @@ func (c *ClientWithResponses) PostReadingsWithResponse(ctx context.Context, orgI
 //
 // Input aggregates are computed by the database; output aggregates by
 // evaluating the formulas on each reading as it streams. A function
-// without a value (`rate` of one reading, say) is null.
+// without a value (`rate` of one reading, say) is null, and so is one
+// whose value is beyond a float64 (a `sum`, `range` or `rate` past
+// ±1.7976931348623157e308): any finite values stored can be
+// aggregated, and `avg` and `median` always have a value.
+//
+// A response lists at most 200,000 values: buckets × the inputs and
+// outputs each lists × the functions asked for, the nulls of
+// `fill=null` included. Beyond, the request is a 400 naming the
+// limit: narrow the range, widen the interval, ask for fewer
+// functions, or leave out `fill=null`.
 // Required role: `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).

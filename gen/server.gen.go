@@ -554,7 +554,7 @@ type ReadingInput struct {
 	// Datetime RFC 3339 with a zone and at most six fractional digits.
 	Datetime time.Time `json:"datetime"`
 
-	// Inputs At least one input; keys are decimal input IDs.
+	// Inputs At least one input and at most 100 (the default of the service's `-max-inputs`); keys are decimal input IDs.
 	Inputs map[string]float64 `json:"inputs"`
 }
 

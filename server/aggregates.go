@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -18,6 +19,10 @@ const (
 	maxBuckets  = 10_000
 	minInterval = time.Minute
 	maxInterval = 31 * 24 * time.Hour
+	// maxAggregateValues bounds a response's size, and so its memory: the
+	// values it lists (buckets × inputs and outputs listed × fns, nulls
+	// included) are at most this many, some 5 MB of JSON.
+	maxAggregateValues = 200_000
 )
 
 // aggregateFns are the functions a bucket can report, in the order they
@@ -26,9 +31,10 @@ var aggregateFns = []string{"avg", "min", "max", "sum", "count", "first", "last"
 
 // AggregateReadings cuts a range of readings into buckets and reports, per
 // bucket, the functions asked for of each input and output. Input
-// statistics come from the database; output statistics from the formulas
-// evaluated on each reading as the rows stream, one bucket in memory at a
-// time.
+// statistics come from the database and are encoded as their rows arrive;
+// output statistics from the formulas evaluated on each reading as the rows
+// stream, one bucket in memory at a time. The response is refused, before
+// it grows, when it would list more than maxAggregateValues values.
 func (s *Server) AggregateReadings(ctx context.Context, req gen.AggregateReadingsRequestObject) (gen.AggregateReadingsResponseObject, error) {
 	p := req.Params
 	q, fns, err := bucketQuery(p)
@@ -43,27 +49,38 @@ func (s *Server) AggregateReadings(ctx context.Context, req gen.AggregateReading
 	if err != nil {
 		return nil, err
 	}
-	inputStats, err := s.store.InputBucketStats(ctx, sensor, q)
-	if err != nil {
+	enc := bucketEncoder{fns: fns, fill: p.Fill != nil && *p.Fill == gen.Null, budget: maxAggregateValues / len(fns)}
+	enc.starts = make([]time.Time, len(counts))
+	enc.countOf = make(map[time.Time]int64, len(counts))
+	for i, c := range counts {
+		enc.starts[i] = c.Bucket
+		enc.countOf[c.Bucket] = c.Count
+	}
+	if enc.fill {
+		if enc.starts, err = s.store.Buckets(ctx, q); err != nil {
+			return nil, err
+		}
+		// Every bucket lists every input known: the instance's and those
+		// the range has.
+		ids, err := s.rangeInputIDs(ctx, sensor, q.From, q.To.Add(-time.Microsecond))
+		if err != nil {
+			return nil, err
+		}
+		enc.known = slices.Compact(slices.Sorted(slices.Values(append(ids, instanceInputIDs(sensor)...))))
+		if err := enc.spend(len(enc.starts) * len(enc.known)); err != nil {
+			return nil, err
+		}
+	}
+	if p.Outputs != nil && *p.Outputs {
+		if enc.outputs, err = s.aggregateOutputs(ctx, sensor, q, &enc); err != nil {
+			return nil, err
+		}
+	}
+	enc.b = append(enc.b, '[')
+	if err := s.store.InputBucketStats(ctx, sensor, q, enc.add); err != nil {
 		return nil, err
 	}
-	var outputs *outputAggregates
-	if p.Outputs != nil && *p.Outputs {
-		if outputs, err = s.aggregateOutputs(ctx, sensor, q); err != nil {
-			return nil, err
-		}
-	}
-	fill := p.Fill != nil && *p.Fill == gen.Null
-	starts := make([]time.Time, len(counts))
-	for i, c := range counts {
-		starts[i] = c.Bucket
-	}
-	if fill {
-		if starts, err = s.store.Buckets(ctx, q); err != nil {
-			return nil, err
-		}
-	}
-	return jsonBody(encodeBuckets(starts, counts, inputStats, outputs, fns, fill, instanceInputIDs(sensor))), nil
+	return jsonBody(enc.finish()), nil
 }
 
 // bucketQuery reads and checks the parameters.
@@ -116,15 +133,37 @@ func parseInterval(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// outputAggregates are the statistics of a sensor's outputs per bucket.
+// outputAggregates are a sensor's outputs aggregated per bucket, encoded.
 type outputAggregates struct {
-	ids   []int64
-	stats map[time.Time][]*store.Stats // by bucket, then output; nil where an output had no value
+	byBucket map[time.Time][]byte // ,"outputs":{…} of each bucket with readings
+	empty    []byte               // that of a bucket without
 }
 
-func (s *Server) aggregateOutputs(ctx context.Context, sensor store.Sensor, q store.BucketQuery) (*outputAggregates, error) {
+// aggregateOutputs computes and encodes the outputs' statistics per bucket,
+// after checking against enc's budget that the most they can list fits.
+func (s *Server) aggregateOutputs(ctx context.Context, sensor store.Sensor, q store.BucketQuery, enc *bucketEncoder) (*outputAggregates, error) {
 	w := s.newOutputsWriter(sensor)
-	agg := &outputAggregates{ids: w.outputIDs, stats: map[time.Time][]*store.Stats{}}
+	buckets := len(enc.countOf) // without fill, a bucket lists the outputs it has
+	if enc.fill {
+		buckets = len(enc.starts)
+	}
+	if err := enc.spend(buckets * len(w.outputIDs)); err != nil {
+		return nil, err
+	}
+	encode := func(stats func(k int) *store.Stats) []byte {
+		b := []byte(`,"outputs":{`)
+		first := true
+		for k, id := range w.outputIDs {
+			s := stats(k)
+			if s == nil && !enc.fill {
+				continue
+			}
+			b = appendFns(b, !first, id, enc.fns, s)
+			first = false
+		}
+		return append(b, '}')
+	}
+	agg := &outputAggregates{byBucket: map[time.Time][]byte{}, empty: encode(func(int) *store.Stats { return nil })}
 	if w.outputs == nil {
 		return agg, nil
 	}
@@ -133,12 +172,10 @@ func (s *Server) aggregateOutputs(ctx context.Context, sensor store.Sensor, q st
 		acc     = make([]accumulator, len(w.outputIDs))
 	)
 	finish := func() {
-		stats := make([]*store.Stats, len(acc))
+		agg.byBucket[current] = encode(func(k int) *store.Stats { return acc[k].finish(q) })
 		for k := range acc {
-			stats[k] = acc[k].finish(q)
 			acc[k] = accumulator{values: acc[k].values[:0]}
 		}
-		agg.stats[current] = stats
 	}
 	started := false
 	err := s.store.BucketReadings(ctx, sensor, q, func(bucket time.Time, r *store.Reading) error {
@@ -166,7 +203,8 @@ func (s *Server) aggregateOutputs(ctx context.Context, sensor store.Sensor, q st
 // accumulator gathers one output's values over one bucket, in time order.
 type accumulator struct {
 	count           int64
-	sum, min, max   float64
+	sums            store.Sums
+	min, max        float64
 	first, last     float64
 	firstAt, lastAt time.Time
 	values          []float64 // for the median only
@@ -177,7 +215,7 @@ func (a *accumulator) add(t time.Time, v float64, keep bool) {
 		a.min, a.max, a.first, a.firstAt = v, v, v, t
 	}
 	a.count++
-	a.sum += v
+	a.sums.Add(v)
 	a.min, a.max = math.Min(a.min, v), math.Max(a.max, v)
 	a.last, a.lastAt = v, t
 	if keep {
@@ -191,7 +229,7 @@ func (a *accumulator) finish(q store.BucketQuery) *store.Stats {
 	}
 	first, last := a.first, a.last // the accumulator is reused for the next bucket
 	s := &store.Stats{
-		Count: a.count, Sum: a.sum, Min: a.min, Max: a.max, Avg: a.sum / float64(a.count),
+		Count: a.count, Sum: a.sums.Sum(), Min: a.min, Max: a.max, Avg: a.sums.Mean(a.count, a.min, a.max),
 		First: &first, Last: &last, FirstAt: a.firstAt, LastAt: a.lastAt,
 	}
 	if q.Median {
@@ -199,7 +237,7 @@ func (a *accumulator) finish(q store.BucketQuery) *store.Stats {
 		n := len(a.values)
 		m := a.values[n/2]
 		if n%2 == 0 {
-			m = (a.values[n/2-1] + m) / 2 // as percentile_cont(0.5) interpolates
+			m = store.Midpoint(a.values[n/2-1], m) // as the inputs' median
 		}
 		s.Median = &m
 	}
@@ -240,73 +278,119 @@ func fnValue(fn string, s *store.Stats) (float64, bool) {
 	return 0, false
 }
 
-// encodeBuckets writes the response. With fill, every bucket lists every
-// input and output known (the instance's, or those seen in the range), null
-// where it had no value; without, a bucket lists what it has.
-func encodeBuckets(starts []time.Time, counts []store.BucketCount, inputs []store.InputStats,
-	outputs *outputAggregates, fns []string, fill bool, instanceInputs []int64) []byte {
-	countOf := make(map[time.Time]int64, len(counts))
-	for _, c := range counts {
-		countOf[c.Bucket] = c.Count
-	}
-	inputsOf := map[time.Time][]store.InputStats{}
-	knownInputs := slices.Clone(instanceInputs)
-	for _, st := range inputs {
-		inputsOf[st.Bucket] = append(inputsOf[st.Bucket], st)
-		knownInputs = append(knownInputs, st.InputID)
-	}
-	slices.Sort(knownInputs)
-	knownInputs = slices.Compact(knownInputs)
+// bucketEncoder writes the response as the inputs' statistics arrive,
+// ordered by bucket and input, merging them with the buckets to list. With
+// fill, every bucket lists every input and output known, null where it had
+// no value; without, a bucket lists what it has.
+type bucketEncoder struct {
+	b       []byte
+	fns     []string
+	fill    bool
+	starts  []time.Time         // the buckets to list
+	countOf map[time.Time]int64 // readings per bucket, where there are any
+	known   []int64             // with fill: the inputs every bucket lists
+	outputs *outputAggregates   // nil without outputs
 
-	b := []byte{'['}
-	for i, start := range starts {
-		if i > 0 {
-			b = append(b, ',')
+	budget int  // how many more inputs and outputs may be listed
+	next   int  // starts[next] is the next bucket to open
+	open   bool // whether starts[next-1] is open
+	k      int  // with fill: known[k] is the next input to list
+	n      int  // inputs listed in the open bucket
+}
+
+// spend takes n inputs or outputs listed from the budget, or refuses the
+// request.
+func (e *bucketEncoder) spend(n int) error {
+	e.budget -= n
+	if e.budget < 0 {
+		return &apperr.Error{
+			Code: apperr.Invalid,
+			Message: fmt.Sprintf("the response would list more than %d values (buckets × inputs and outputs × fns); "+
+				"narrow the range, widen the interval, ask for fewer fns, or leave out fill=null", maxAggregateValues),
+			Details: map[string]any{"limit": maxAggregateValues},
 		}
-		b = append(b, `{"datetime":"`...)
-		b = appendDatetime(b, start)
-		b = append(b, `","count":`...)
-		b = strconv.AppendInt(b, countOf[start], 10)
-		b = append(b, `,"inputs":{`...)
-		bucketInputs := inputsOf[start]
-		if fill {
-			j := 0
-			for k, id := range knownInputs {
-				var s *store.Stats
-				for j < len(bucketInputs) && bucketInputs[j].InputID < id {
-					j++
-				}
-				if j < len(bucketInputs) && bucketInputs[j].InputID == id {
-					s = &bucketInputs[j].Stats
-				}
-				b = appendFns(b, k > 0, id, fns, s)
-			}
-		} else {
-			for k := range bucketInputs {
-				b = appendFns(b, k > 0, bucketInputs[k].InputID, fns, &bucketInputs[k].Stats)
-			}
-		}
-		b = append(b, '}')
-		if outputs != nil {
-			b = append(b, `,"outputs":{`...)
-			stats := outputs.stats[start]
-			first := true
-			for k, id := range outputs.ids {
-				var s *store.Stats
-				if stats != nil {
-					s = stats[k]
-				}
-				if s == nil && !fill {
-					continue
-				}
-				b = appendFns(b, !first, id, fns, s)
-				first = false
-			}
-			b = append(b, '}')
-		}
-		b = append(b, '}')
 	}
-	return append(b, "]\n"...)
+	return nil
+}
+
+// add lists one input's statistics over one bucket.
+func (e *bucketEncoder) add(st *store.InputStats) error {
+	// Closes and lists the buckets before st's; a row of a bucket or input
+	// not to list (a reading stored since the buckets were counted) is
+	// left out.
+	for e.next < len(e.starts) && e.starts[e.next].Before(st.Bucket) {
+		e.openNext()
+	}
+	if !e.open || !e.starts[e.next-1].Equal(st.Bucket) {
+		if e.next == len(e.starts) || !e.starts[e.next].Equal(st.Bucket) {
+			return nil
+		}
+		e.openNext()
+	}
+	if e.fill {
+		for e.k < len(e.known) && e.known[e.k] < st.InputID {
+			e.input(e.known[e.k], nil)
+			e.k++
+		}
+		if e.k == len(e.known) || e.known[e.k] != st.InputID {
+			return nil
+		}
+		e.k++
+	} else if err := e.spend(1); err != nil {
+		return err
+	}
+	e.input(st.InputID, &st.Stats)
+	return nil
+}
+
+// openNext closes the open bucket, if any, and opens the next.
+func (e *bucketEncoder) openNext() {
+	e.close()
+	start := e.starts[e.next]
+	e.next++
+	if e.next > 1 {
+		e.b = append(e.b, ',')
+	}
+	e.b = append(e.b, `{"datetime":"`...)
+	e.b = appendDatetime(e.b, start)
+	e.b = append(e.b, `","count":`...)
+	e.b = strconv.AppendInt(e.b, e.countOf[start], 10)
+	e.b = append(e.b, `,"inputs":{`...)
+	e.open, e.k, e.n = true, 0, 0
+}
+
+func (e *bucketEncoder) input(id int64, s *store.Stats) {
+	e.b = appendFns(e.b, e.n > 0, id, e.fns, s)
+	e.n++
+}
+
+// close lists the open bucket's inputs left, with fill, and its outputs.
+func (e *bucketEncoder) close() {
+	if !e.open {
+		return
+	}
+	for ; e.fill && e.k < len(e.known); e.k++ {
+		e.input(e.known[e.k], nil)
+	}
+	e.b = append(e.b, '}')
+	if e.outputs != nil {
+		outputs, ok := e.outputs.byBucket[e.starts[e.next-1]]
+		if !ok {
+			outputs = e.outputs.empty
+		}
+		e.b = append(e.b, outputs...)
+	}
+	e.b = append(e.b, '}')
+	e.open = false
+}
+
+// finish lists the buckets left and ends the array.
+func (e *bucketEncoder) finish() []byte {
+	for e.next < len(e.starts) {
+		e.openNext()
+	}
+	e.close()
+	return append(e.b, "]\n"...)
 }
 
 // appendFns appends "<id>":{"avg":…,…}, with null for missing values.

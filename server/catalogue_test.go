@@ -114,6 +114,43 @@ var badRequests = []struct {
 	{"FormulaTooLong", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/formulas", "json", `{"outputs":{"pressure":"` + strings.Repeat("G+", 501) + `G"}}`, 400},
 	{"CalibrationNoZone", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/calibrations", "json", `{"G":[{"from":"2024-06-01T00:00:00","value":1}]}`, 400},
 	{"CalibrationHugeValue", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/calibrations", "json", `{"G":[{"from":"2024-06-01T00:00:00Z","value":1e400}]}`, 400},
+	// Control characters in names and texts: the spec's 400, never
+	// PostgreSQL's encoding error.
+	{"ProjectDescriptionNUL", "POST", "/api/v1/org/{org}/projects", "json", `{"name":"x","description":"a\u0000b"}`, 400},
+	{"ProjectNameNewline", "POST", "/api/v1/org/{org}/projects", "json", `{"name":"a\nb"}`, 400},
+	{"ProjectRenameNUL", "PUT", "/api/v1/org/{org}/proj/{proj}", "json", `{"name":"\u0000"}`, 400},
+	{"SensorNameNUL", "POST", "/api/v1/org/{org}/proj/{proj}/sensors", "json", `{"name":"a\u0000"}`, 400},
+	{"SensorDescriptionNUL", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{sensor}", "json", `{"description":"\u0000"}`, 400},
+	{"TokenNameNUL", "POST", "/api/v1/me/tokens", "json", `{"name":"t\u0000"}`, 400},
+	{"MemberNameNUL", "POST", "/api/v1/org/{org}/members", "json", `{"email":"new@example.com","name":"N\u0000","role":"viewer"}`, 400},
+	{"MemberEmailNUL", "POST", "/api/v1/org/{org}/members", "json", `{"email":"n\u0000@example.com","role":"viewer"}`, 400},
+	{"BlueprintNameNUL", "POST", "/api/v1/org/{org}/blueprints", "json", `{"name":"b\u0000","inputs":[],"outputs":[]}`, 400},
+	{"BlueprintDescriptionNUL", "POST", "/api/v1/org/{org}/blueprints", "json", `{"name":"b","description":"\u0000","inputs":[],"outputs":[]}`, 400},
+	{"BlueprintInputNameNUL", "POST", "/api/v1/org/{org}/blueprints", "json", `{"name":"b","inputs":[{"key":"x","name":"X\u0000"}],"outputs":[]}`, 400},
+	{"BlueprintUnitNUL", "POST", "/api/v1/org/{org}/blueprints", "json", `{"name":"b","inputs":[{"key":"x","name":"X","unit":"\u0000"}],"outputs":[]}`, 400},
+	{"BlueprintKeyNUL", "POST", "/api/v1/org/{org}/blueprints", "json", `{"name":"b","inputs":[{"key":"x\u0000","name":"X"}],"outputs":[]}`, 400},
+	{"BlueprintFormulaNUL", "POST", "/api/v1/org/{org}/blueprints", "json", `{"name":"b","inputs":[{"key":"x","name":"X"}],"outputs":[{"key":"y","name":"Y","formula":"x\u0000"}]}`, 400},
+	{"BlueprintReplaceNameNUL", "PUT", "/api/v1/org/{org}/blueprints/{bp}", "json", `{"name":"\u0000","inputs":[],"outputs":[]}`, 400},
+	{"FormulaNUL", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/formulas", "json", `{"outputs":{"pressure":"G\u0000"}}`, 400},
+	{"FormulaKeyNUL", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/formulas", "json", `{"outputs":{"pressure\u0000":"G"}}`, 400},
+	// Widths: inputs per reading, distinct inputs per sensor, values per
+	// aggregates response.
+	{"ReadingTooManyInputs", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{` + inputsJSON(1, 101) + `}}]`, 400},
+	{"SensorTooManyInputIDs", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{` + inputsJSON(1, 60) + `}},{"datetime":"2024-05-01T12:01:00Z","inputs":{` + inputsJSON(61, 60) + `}}]`, 400},
+	{"AggregatesTooManyValues", "GET", "/readings/{inst}/aggregates?interval=1m&fill=null&outputs=true&fn=avg,min,max,sum,count,first,last,median,range,rate&datetime__gte=2024-05-01T00:00:00Z&datetime__lt=2024-05-07T22:30:00Z", "", "", 400},
+}
+
+// postgresWords are in PostgreSQL's error messages, never in ours: they
+// name tables, constraints and encodings.
+var postgresWords = []string{"violates", "constraint", "relation", "invalid byte sequence", "UTF8", "SQLSTATE", "out of range: overflow"}
+
+// inputsJSON is n inputs from id first on, "first":1,… for a JSON object.
+func inputsJSON(first, n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = fmt.Sprintf(`"%d":1`, first+i)
+	}
+	return strings.Join(parts, ",")
 }
 
 // hostileStrings are valid but hostile: they must be stored and returned
@@ -170,6 +207,11 @@ func TestBadInputCatalogue(t *testing.T) {
 			if strings.Contains(string(got), "goroutine") || strings.Contains(string(got), ".go:") {
 				t.Errorf("the body shows a stack trace: %s", truncate(got, 300))
 			}
+			for _, pg := range postgresWords {
+				if strings.Contains(errBody.Message, pg) {
+					t.Errorf("the message %q shows PostgreSQL's %q", errBody.Message, pg)
+				}
+			}
 		})
 	}
 	if after := e.digest(t); after != before {
@@ -221,9 +263,24 @@ SELECT concat_ws('|',
   (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM projects t),
   (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM sensors t),
   (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM blueprints t),
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM sensor_inputs t),
   (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM readings t))`).Scan(&dump)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return fmt.Sprintf("%x", sha256.Sum256([]byte(dump)))
+}
+
+// A control character in a name is a 400 that names the field and says,
+// in words, what is wrong.
+func TestControlCharactersNamed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	res, body := e.do(tn.tokens[store.Owner], "POST", fmt.Sprintf("/api/v1/org/%d/projects", tn.orgID), "application/json",
+		strings.NewReader(`{"name":"a\u0000b"}`))
+	got := wantError(t, res.StatusCode, body, 400, "invalid")
+	if want := `body field "/name": must not hold control characters`; !strings.HasPrefix(got.Message, want) {
+		t.Errorf("message %q, want it to start %q", got.Message, want)
+	}
 }

@@ -45,7 +45,7 @@ func (s *Server) ExportReadings(ctx context.Context, req gen.ExportReadingsReque
 	if sensor.Instance == nil {
 		// The header row names every column before the first row, so a
 		// sensor without a fixed set of inputs needs one pass to find them.
-		if ids, err = s.exportInputIDs(ctx, sensor, q.From, q.To); err != nil {
+		if ids, err = s.rangeInputIDs(ctx, sensor, q.From, q.To); err != nil {
 			return nil, err
 		}
 	}
@@ -53,15 +53,15 @@ func (s *Server) ExportReadings(ctx context.Context, req gen.ExportReadingsReque
 	return e, nil
 }
 
-// inputIDsChunk is how many readings one query of exportInputIDs scans:
+// inputIDsChunk is how many readings one query of rangeInputIDs scans:
 // about half a second of the database's time.
 const inputIDsChunk = 100_000
 
-// exportInputIDs is every input id the readings from from to to use,
+// rangeInputIDs is every input id the readings from from to to (inclusive) use,
 // ascending. It scans the range in chunks, each under the database
 // deadline, so that a range of any size gets its columns, and no query
 // holds a connection for long.
-func (s *Server) exportInputIDs(ctx context.Context, sensor store.Sensor, from, to time.Time) ([]int64, error) {
+func (s *Server) rangeInputIDs(ctx context.Context, sensor store.Sensor, from, to time.Time) ([]int64, error) {
 	var ids []int64
 	for from.Compare(to) <= 0 {
 		dbCtx, cancel := s.dbDeadline(ctx)

@@ -22,7 +22,7 @@ import (
 // twice is an error, not a value silently dropped or overwritten. Readings
 // batches, the one large body, are decoded as they stream.
 type jsonSerializer struct {
-	maxBatch int
+	maxBatch, maxInputs int
 }
 
 func (jsonSerializer) Serialize(c echo.Context, i any, indent string) error {
@@ -37,7 +37,7 @@ func (s jsonSerializer) Deserialize(c echo.Context, i any) error {
 		// The generated body type is a map per reading; the batch goes to
 		// the handler in the columns the store writes instead, through the
 		// request's context (batchOf), and the generated body stays empty.
-		readings, err := decodeReadingBatch(body, s.maxBatch)
+		readings, err := decodeReadingBatch(body, s.maxBatch, s.maxInputs)
 		if err != nil {
 			return err
 		}

@@ -36,7 +36,7 @@ func BenchmarkDecodeReadingBatch(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := decodeReadingBatch(bytes.NewReader(body), 10000); err != nil {
+		if _, err := decodeReadingBatch(bytes.NewReader(body), 10000, 100); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -47,7 +47,7 @@ func BenchmarkDecodeReadingBatch(b *testing.B) {
 // inputs as JSON, and gzipping it as the server does for clients that
 // accept it.
 func BenchmarkEncodePage(b *testing.B) {
-	readings, err := decodeReadingBatch(bytes.NewReader(benchBatch()), 10000)
+	readings, err := decodeReadingBatch(bytes.NewReader(benchBatch()), 10000, 100)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,7 +17,8 @@ import (
 // decodeReadingBatch reads the body of a readings POST as the spec's
 // ReadingBatch describes it, token by token as it streams in, so that a
 // batch over max readings is refused at reading max+1 rather than after the
-// whole body is in memory. It is stricter than the schema can say: exactly
+// whole body is in memory, and a reading over maxInputs inputs at its
+// input maxInputs+1. It is stricter than the schema can say: exactly
 // the fields datetime and inputs, datetimes to the microsecond with a zone,
 // input ids in canonical decimal and each once, finite numbers. Errors name
 // the element's index.
@@ -25,14 +26,14 @@ import (
 // It decodes straight into the columns the store writes, each reading's
 // inputs sorted by id, without a map per reading: this is the service's
 // hottest path (BenchmarkDecodeReadingBatch).
-func decodeReadingBatch(r io.Reader, max int) ([]store.Reading, error) {
+func decodeReadingBatch(r io.Reader, max, maxInputs int) ([]store.Reading, error) {
 	// Names are checked here (datetime and inputs once each, input ids once
 	// each after sorting), cheaper than jsontext's general bookkeeping.
 	dec := jsontext.NewDecoder(r, jsontext.AllowDuplicateNames(true))
 	if err := expectDelim(dec, '['); err != nil {
 		return nil, batchError(err, "the body must be a JSON array of readings")
 	}
-	b := batchDecoder{dec: dec}
+	b := batchDecoder{dec: dec, maxInputs: maxInputs}
 	for {
 		kind := dec.PeekKind()
 		if kind == ']' {
@@ -72,11 +73,12 @@ func decodeReadingBatch(r io.Reader, max int) ([]store.Reading, error) {
 // holds its span of them until finish slices them out, since the arrays
 // move as they grow.
 type batchDecoder struct {
-	dec      *jsontext.Decoder
-	readings []store.Reading
-	spans    []int // where each reading's inputs start in ids and values
-	ids      []int64
-	values   []float64
+	dec       *jsontext.Decoder
+	maxInputs int
+	readings  []store.Reading
+	spans     []int // where each reading's inputs start in ids and values
+	ids       []int64
+	values    []float64
 }
 
 func (b *batchDecoder) finish() []store.Reading {
@@ -157,6 +159,13 @@ func (b *batchDecoder) decodeInputs() error {
 		name, err := dec.ReadValue()
 		if err != nil {
 			return batchError(err, "")
+		}
+		if len(b.ids)-start == b.maxInputs {
+			return &apperr.Error{
+				Code:    apperr.Invalid,
+				Message: fmt.Sprintf("a reading has at most %d inputs", b.maxInputs),
+				Details: map[string]any{"limit": b.maxInputs},
+			}
 		}
 		key := unquote(name)
 		id, err := parseInputID(key)

@@ -34,7 +34,7 @@ func FuzzDecodeReadingBatch(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		batch, err := decodeReadingBatch(strings.NewReader(body), 100)
+		batch, err := decodeReadingBatch(strings.NewReader(body), 100, 100)
 		if err != nil {
 			if code := apperr.CodeOf(err); code != apperr.Invalid && code != apperr.TooLarge {
 				t.Fatalf("decodeReadingBatch(%q): %v, code %s; want invalid or too_large", body, err, code)
@@ -71,10 +71,10 @@ func FuzzDecodeReadingBatch(f *testing.F) {
 func TestDecodeReadingBatchLimit(t *testing.T) {
 	one := `{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1}}`
 	body := "[" + strings.Repeat(one+",", 3) + one + "]"
-	if _, err := decodeReadingBatch(strings.NewReader(body), 4); err != nil {
+	if _, err := decodeReadingBatch(strings.NewReader(body), 4, 100); err != nil {
 		t.Errorf("4 readings with a limit of 4: %v", err)
 	}
-	_, err := decodeReadingBatch(strings.NewReader(body), 3)
+	_, err := decodeReadingBatch(strings.NewReader(body), 3, 100)
 	var e *apperr.Error
 	if !errors.As(err, &e) || e.Code != apperr.TooLarge || !strings.Contains(e.Message, "at most 3") {
 		t.Errorf("4 readings with a limit of 3: %v, want too_large naming the limit", err)
@@ -86,7 +86,7 @@ func TestDecodeReadingBatchLimit(t *testing.T) {
 func TestDecodeReadingBatchStopsEarly(t *testing.T) {
 	one := `{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1}},`
 	r := &countingReader{r: strings.NewReader("[" + strings.Repeat(one, 100000))}
-	if _, err := decodeReadingBatch(r, 10); apperr.CodeOf(err) != apperr.TooLarge {
+	if _, err := decodeReadingBatch(r, 10, 100); apperr.CodeOf(err) != apperr.TooLarge {
 		t.Fatalf("err = %v, want too_large", err)
 	}
 	if r.n > 64<<10 {

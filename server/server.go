@@ -63,7 +63,7 @@ type Store interface {
 	LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Latest, bool, error)
 
 	BucketCounts(ctx context.Context, sensor store.Sensor, q store.BucketQuery) ([]store.BucketCount, error)
-	InputBucketStats(ctx context.Context, sensor store.Sensor, q store.BucketQuery) ([]store.InputStats, error)
+	InputBucketStats(ctx context.Context, sensor store.Sensor, q store.BucketQuery, fn func(*store.InputStats) error) error
 	BucketReadings(ctx context.Context, sensor store.Sensor, q store.BucketQuery, fn func(time.Time, *store.Reading) error) error
 	Buckets(ctx context.Context, q store.BucketQuery) ([]time.Time, error)
 }
@@ -71,6 +71,7 @@ type Store interface {
 // Config holds the limits a deployment may change.
 type Config struct {
 	MaxBatch     int           // readings in one POST
+	MaxInputs    int           // inputs in one reading; 0: store.DefaultMaxSensorInputs
 	MaxBodyBytes int64         // bytes in one request body
 	RateLimit    float64       // requests a second per token; 0: no limit
 	RateBurst    int           // requests a token may make at once
@@ -116,7 +117,10 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.handleError
-	e.JSONSerializer = jsonSerializer{maxBatch: cfg.MaxBatch}
+	if cfg.MaxInputs == 0 {
+		cfg.MaxInputs = store.DefaultMaxSensorInputs
+	}
+	e.JSONSerializer = jsonSerializer{maxBatch: cfg.MaxBatch, maxInputs: cfg.MaxInputs}
 	e.Use(
 		s.requestIDs,
 		s.accessLog,

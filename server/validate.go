@@ -144,9 +144,17 @@ func requestError(err error) error {
 	}
 	if schemaErr != nil {
 		field := "/" + strings.Join(schemaErr.JSONPointer(), "/")
+		reason := schemaErr.Reason
+		// A regular expression says little to a person: the spec says in
+		// words what its patterns forbid.
+		if schemaErr.Schema != nil && schemaErr.SchemaField == "pattern" {
+			if message, ok := schemaErr.Schema.Extensions["x-pattern-message"].(string); ok {
+				reason = message
+			}
+		}
 		return &apperr.Error{
 			Code:    apperr.Invalid,
-			Message: fmt.Sprintf("body field %q: %s", field, schemaErr.Reason),
+			Message: fmt.Sprintf("body field %q: %s", field, reason),
 			Details: map[string]any{"field": field},
 		}
 	}

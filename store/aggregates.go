@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -70,33 +71,117 @@ FROM readings r
 WHERE r.sensor_id = $1 AND r.datetime >= $2 AND r.datetime < $3
 GROUP BY 1 ORDER BY 1`, q.args(sensor)...)
 	counts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[BucketCount])
-	return counts, dbError("bucket counts", err)
+	return counts, readError("bucket counts", err)
 }
 
-// InputBucketStats computes in the database each input's statistics over
-// each bucket, ordered by bucket and input.
-func (db *DB) InputBucketStats(ctx context.Context, sensor Sensor, q BucketQuery) ([]InputStats, error) {
-	firstLast, median := `NULL::float8, NULL::float8`, `NULL::float8`
+// InputBucketStats calls fn with each input's statistics over each
+// bucket, ordered by bucket and input, as the rows arrive; fn's error stops
+// the query and is returned as it is. Any finite values give statistics
+// without an error: the sum is taken in two parts (see Sums), and Avg lies
+// between Min and Max; a Sum beyond float64 is ±Inf.
+func (db *DB) InputBucketStats(ctx context.Context, sensor Sensor, q BucketQuery, fn func(*InputStats) error) error {
+	firstLast, median := `NULL::float8, NULL::float8`, `NULL::float8, NULL::float8`
 	if q.FirstLast {
 		firstLast = `(array_agg(u.v ORDER BY r.datetime))[1], (array_agg(u.v ORDER BY r.datetime DESC))[1]`
 	}
 	if q.Median {
-		median = `percentile_cont(0.5) WITHIN GROUP (ORDER BY u.v)`
+		// The two middle values, interpolated in Go: percentile_cont's
+		// lo + (hi - lo) * 0.5 is infinite when hi - lo is beyond float64.
+		median = `percentile_disc(0.5) WITHIN GROUP (ORDER BY u.v), percentile_disc(0.5) WITHIN GROUP (ORDER BY u.v DESC)`
 	}
-	rows, _ := db.pool.Query(ctx, `
+	// Not avg(), whose accumulated squares overflow from 1e155 on, nor a
+	// plain sum(), which fails beyond float64: see Sums.
+	rows, err := db.pool.Query(ctx, `
 SELECT `+bucketExpr+` AS bucket, u.id,
-       count(*), sum(u.v), min(u.v), max(u.v), avg(u.v),
+       count(*), coalesce(sum(u.v) FILTER (WHERE abs(u.v) < $6), 0),
+       coalesce(sum(u.v * $7) FILTER (WHERE abs(u.v) >= $6), 0), min(u.v), max(u.v),
        `+firstLast+`, `+median+`, min(r.datetime), max(r.datetime)
 FROM readings r CROSS JOIN LATERAL unnest(r.input_ids, r.vals) AS u(id, v)
 WHERE r.sensor_id = $1 AND r.datetime >= $2 AND r.datetime < $3
-GROUP BY 1, 2 ORDER BY 1, 2`, q.args(sensor)...)
-	stats, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (InputStats, error) {
-		var s InputStats
-		err := row.Scan(&s.Bucket, &s.InputID, &s.Count, &s.Sum, &s.Min, &s.Max, &s.Avg,
-			&s.First, &s.Last, &s.Median, &s.FirstAt, &s.LastAt)
-		return s, err
-	})
-	return stats, dbError("input statistics", err)
+GROUP BY 1, 2 ORDER BY 1, 2`, append(q.args(sensor), splitAt, 1/splitAt)...)
+	if err != nil {
+		return readError("input statistics", err)
+	}
+	defer rows.Close()
+	var (
+		s               InputStats
+		sums            Sums
+		lowMid, highMid *float64
+	)
+	for rows.Next() {
+		err := rows.Scan(&s.Bucket, &s.InputID, &s.Count, &sums.Lo, &sums.Hi, &s.Min, &s.Max,
+			&s.First, &s.Last, &lowMid, &highMid, &s.FirstAt, &s.LastAt)
+		if err != nil {
+			return readError("input statistics", err)
+		}
+		s.Sum, s.Avg = sums.Sum(), sums.Mean(s.Count, s.Min, s.Max)
+		s.Median = nil
+		if lowMid != nil && highMid != nil {
+			m := Midpoint(*lowMid, *highMid)
+			s.Median = &m
+		}
+		if err := fn(&s); err != nil {
+			return err
+		}
+	}
+	return readError("input statistics", rows.Err())
+}
+
+// splitAt is the magnitude from which Sums scales a value down: 2^960, so
+// that 2^64 values below it cannot overflow their sum, and values above it,
+// scaled by 2^-960 (exactly, being a power of two), are at most 2^64 each.
+const splitAt = 0x1p960
+
+// Sums adds float64 values in two parts so that no finite values can make
+// the addition overflow: Lo is the sum of the values below splitAt in
+// magnitude, Hi that of the others scaled down by splitAt. (PostgreSQL's
+// float8 sum fails with "value out of range" where the plain sum would
+// overflow, so the statistics are asked for in these two parts.)
+type Sums struct {
+	Lo, Hi float64
+}
+
+// Add adds v.
+func (s *Sums) Add(v float64) {
+	if math.Abs(v) < splitAt {
+		s.Lo += v
+	} else {
+		s.Hi += v / splitAt
+	}
+}
+
+// Sum is the sum of the values, ±Inf when it is beyond float64.
+func (s Sums) Sum() float64 {
+	if s.Hi == 0 {
+		return s.Lo // keeps the sign of a sum of -0
+	}
+	return s.Lo + s.Hi*splitAt
+}
+
+// Mean is the mean of n values from min to max: always finite, since each
+// part is divided before the parts are added; rounding cannot take it out
+// of [min, max].
+func (s Sums) Mean(n int64, min, max float64) float64 {
+	if n == 0 {
+		return math.NaN()
+	}
+	mean := s.Lo / float64(n)
+	if s.Hi != 0 {
+		mean += s.Hi / float64(n) * splitAt
+	}
+	return math.Min(math.Max(mean, min), max)
+}
+
+// Midpoint is the median of an even number of values from its two middle
+// ones, as percentile_cont interpolates them, but finite whatever they are.
+func Midpoint(low, high float64) float64 {
+	if low == high {
+		return low
+	}
+	if d := high - low; !math.IsInf(d, 0) {
+		return low + d*0.5
+	}
+	return low/2 + high/2
 }
 
 // BucketReadings calls fn with each reading of the range in time order,
@@ -108,7 +193,7 @@ FROM readings r
 WHERE r.sensor_id = $1 AND r.datetime >= $2 AND r.datetime < $3
 ORDER BY r.datetime`, q.args(sensor)...)
 	if err != nil {
-		return dbError("bucket readings", err)
+		return readError("bucket readings", err)
 	}
 	defer rows.Close()
 	var (
@@ -117,13 +202,13 @@ ORDER BY r.datetime`, q.args(sensor)...)
 	)
 	for rows.Next() {
 		if err := rows.Scan(&bucket, &reading.Time, &reading.InputIDs, &reading.Values); err != nil {
-			return dbError("bucket readings", err)
+			return readError("bucket readings", err)
 		}
 		if err := fn(bucket, &reading); err != nil {
 			return err
 		}
 	}
-	return dbError("bucket readings", rows.Err())
+	return readError("bucket readings", rows.Err())
 }
 
 // Buckets returns the start of every bucket of the range, empty or not.

@@ -19,12 +19,24 @@ import (
 
 // DB is the service's database.
 type DB struct {
-	pool *pgxpool.Pool
+	pool            *pgxpool.Pool
+	maxSensorInputs int
 }
 
-// New returns a DB on pool. The caller owns the pool and closes it.
-func New(pool *pgxpool.Pool) *DB {
-	return &DB{pool: pool}
+// DefaultMaxSensorInputs is how many distinct input ids a sensor without a
+// blueprint may have unless New is told otherwise: as many as a blueprint
+// may have inputs.
+const DefaultMaxSensorInputs = 100
+
+// New returns a DB on pool. The caller owns the pool and closes it. A sensor
+// without a blueprint may have at most maxSensorInputs distinct input ids,
+// DefaultMaxSensorInputs when none (or 0) is given.
+func New(pool *pgxpool.Pool, maxSensorInputs ...int) *DB {
+	db := &DB{pool: pool, maxSensorInputs: DefaultMaxSensorInputs}
+	if len(maxSensorInputs) > 0 && maxSensorInputs[0] > 0 {
+		db.maxSensorInputs = maxSensorInputs[0]
+	}
+	return db
 }
 
 // querier is what both the pool and a transaction can do, so helpers run in
@@ -62,6 +74,8 @@ func (db *DB) Ping(ctx context.Context) error {
 // dbError maps a driver error to the service's error model, once, here:
 // a client's bad value is Invalid, a duplicate is Conflict, a database that
 // cannot be reached or answer in time is Unavailable, anything else Internal.
+// The client's message is always ours: PostgreSQL's own names tables,
+// columns and constraints. Its error stays the cause, for the log.
 func dbError(op string, err error) error {
 	if err == nil {
 		return nil
@@ -73,10 +87,8 @@ func dbError(op string, err error) error {
 		switch {
 		case pgErr.Code == "23505":
 			return apperr.Wrap(apperr.Conflict, err, "%s: already exists", op)
-		case pgErr.Code == "23503", pgErr.Code == "23514", pgErr.Code == "23502":
-			return apperr.Wrap(apperr.Invalid, err, "%s: %s", op, pgErr.Message)
-		case pgErr.Code[:2] == "22": // data exception: a value the column cannot hold
-			return apperr.Wrap(apperr.Invalid, err, "%s: %s", op, pgErr.Message)
+		case pgErr.Code[:2] == "22", pgErr.Code[:2] == "23":
+			return apperr.Wrap(apperr.Invalid, err, "%s: %s", op, invalidValue(pgErr.Code))
 		case pgErr.Code[:2] == "08", pgErr.Code[:2] == "53", pgErr.Code[:2] == "57":
 			// connection exceptions, insufficient resources, operator
 			// intervention (shutdown, cancel, statement timeout)
@@ -97,6 +109,38 @@ func dbError(op string, err error) error {
 		return apperr.Wrap(apperr.Unavailable, err, "the database is unavailable; retry later")
 	}
 	return fmt.Errorf("%s: %w", op, err)
+}
+
+// invalidValue says, for a data exception (22…) or an integrity
+// constraint violation (23…), what was wrong with the value, in our words.
+// The API checks values before they reach the database, so these are the
+// checks' last line; the spec's rules are the ones a client should read.
+func invalidValue(code string) string {
+	switch code {
+	case "22021", "22P05": // character_not_in_repertoire, untranslatable_character
+		return "a text holds a character that cannot be stored, such as a NUL byte"
+	case "22001": // string_data_right_truncation
+		return "a text is too long"
+	case "22003", "22008": // numeric_value_out_of_range, datetime_field_overflow
+		return "a value is out of range"
+	case "23503": // foreign_key_violation
+		return "it refers to something that does not exist or is in use"
+	case "23502": // not_null_violation
+		return "a required value is missing"
+	case "23514": // check_violation
+		return "a value is outside what is allowed"
+	}
+	return "a value is not valid"
+}
+
+// readError is dbError for a read of stored data: a data exception there is
+// not the client's mistake but ours (stored data that a statement cannot
+// handle), so it is Internal, logged, and never a 400.
+func readError(op string, err error) error {
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code[:2] == "22" {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return dbError(op, err)
 }
 
 // notFound turns pgx.ErrNoRows into a NotFound naming what was missing.

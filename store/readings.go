@@ -2,10 +2,13 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sensorreadings/readings/apperr"
 )
 
 // Reading is a sensor's inputs at one instant: InputIDs[i] had Values[i].
@@ -29,19 +32,19 @@ var (
 	MaxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
 )
 
-// sensorStateSQL locks the project as lockWritableProject does, then reads
-// the sensor, in that order (the CTE is read before the join yields the row
-// the outer lock takes), in one round trip; the callers add the sensor's
-// lock.
-const (
-	sensorStateSQL = `
+// lockSensorWriteSQL locks the project as lockWritableProject does, then
+// reads the sensor and the input ids its readings have used, in that order
+// (the CTE is read before the join yields the row the outer lock takes), in
+// one round trip. Writers of readings take the sensor's row lock: it
+// serializes the batches of one sensor, so that what a batch's probe finds
+// stored stays true until it commits.
+const lockSensorWriteSQL = `
 WITH p AS MATERIALIZED (` + lockWritableProjectSQL + `)
-SELECT p.state, s.instance FROM p JOIN sensors s ON s.project_id = $2
-WHERE s.id = $3`
-	// Writers of readings serialize the batches of one sensor, so that what
-	// a batch's probe finds stored stays true until it commits.
-	lockSensorWriteSQL = sensorStateSQL + ` FOR NO KEY UPDATE OF s`
-)
+SELECT p.state, s.instance, coalesce(si.input_ids, '{}')
+FROM p JOIN sensors s ON s.project_id = $2
+LEFT JOIN sensor_inputs si ON si.sensor_id = s.id
+WHERE s.id = $3
+FOR NO KEY UPDATE OF s`
 
 // Written is what a batch did: how many of its instants were new to the
 // sensor and how many replaced a stored reading. Two readings at one
@@ -54,8 +57,10 @@ type Written struct {
 // them or none. A reading at the instant of a stored one replaces its
 // inputs; of two readings at one instant in readings, the later wins. It
 // returns what the batch did; NotFound; Invalid, naming the reading, for an
-// input id that is not one of the sensor's instance; and Conflict when its
-// project is archived.
+// input id that is not one of the sensor's instance; Invalid when a sensor
+// without an instance would have more distinct input ids than New was given
+// (by default DefaultMaxSensorInputs); and Conflict when its project is
+// archived.
 func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Reading) (Written, error) {
 	var written Written
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
@@ -66,8 +71,9 @@ func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Read
 		var (
 			state ProjectState
 			inst  *Instance
+			known []int64
 		)
-		err := tx.QueryRow(ctx, lockSensorWriteSQL, key.OrgID, key.ProjectID, key.SensorID).Scan(&state, &inst)
+		err := tx.QueryRow(ctx, lockSensorWriteSQL, key.OrgID, key.ProjectID, key.SensorID).Scan(&state, &inst, &known)
 		if err != nil {
 			return notFound("lock sensor", err, "sensor")
 		}
@@ -75,6 +81,9 @@ func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Read
 			return err
 		}
 		if err := inst.checkInputs(readings); err != nil {
+			return err
+		}
+		if err := db.recordInputs(ctx, tx, key.SensorID, inst == nil, known, readings); err != nil {
 			return err
 		}
 		written, err = insertReadings(ctx, tx, key.SensorID, lastPerInstant(readings))
@@ -94,6 +103,49 @@ const keepLatestSQL = `
 INSERT INTO sensor_latest AS l (sensor_id, datetime, input_ids, vals) VALUES ($1, $2, $3, $4)
 ON CONFLICT (sensor_id) DO UPDATE SET datetime = EXCLUDED.datetime, input_ids = EXCLUDED.input_ids, vals = EXCLUDED.vals
 WHERE l.datetime <= EXCLUDED.datetime`
+
+const recordInputsSQL = `
+INSERT INTO sensor_inputs AS si (sensor_id, input_ids) VALUES ($1, $2)
+ON CONFLICT (sensor_id) DO UPDATE
+SET input_ids = ARRAY(SELECT DISTINCT u.id FROM unnest(si.input_ids || EXCLUDED.input_ids) AS u(id) ORDER BY 1)
+RETURNING cardinality(input_ids)`
+
+// recordInputs adds the batch's input ids that the sensor's readings never
+// had to its set (sensor_inputs), and, when limited, refuses the batch if
+// the set would exceed db.maxSensorInputs. A batch with no new id, the
+// common case, costs no statement. known is the set as the batch found it;
+// the upsert takes the set's row lock, so batches bringing new ids take
+// turns and the last one counts every id of the others.
+func (db *DB) recordInputs(ctx context.Context, tx pgx.Tx, sensorID int64, limited bool, known []int64, readings []Reading) error {
+	var fresh []int64
+	for _, r := range readings {
+		for _, id := range r.InputIDs {
+			if _, found := slices.BinarySearch(known, id); !found {
+				fresh = append(fresh, id)
+			}
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	slices.Sort(fresh)
+	fresh = slices.Compact(fresh)
+	total := len(known) + len(fresh)
+	if !limited || total <= db.maxSensorInputs {
+		if err := tx.QueryRow(ctx, recordInputsSQL, sensorID, fresh).Scan(&total); err != nil {
+			return err
+		}
+	}
+	if limited && total > db.maxSensorInputs {
+		return &apperr.Error{
+			Code: apperr.Invalid,
+			Message: fmt.Sprintf("the batch would give the sensor %d distinct input ids; a sensor without a blueprint has at most %d "+
+				"(it has %d): reuse its input ids, or give it a blueprint", total, db.maxSensorInputs, len(known)),
+			Details: map[string]any{"limit": db.maxSensorInputs},
+		}
+	}
+	return nil
+}
 
 // keepLatest records the newest of readings as the sensor's latest, unless a
 // newer one is stored. Of readings at one instant the later wins, as in
@@ -255,7 +307,7 @@ func (db *DB) DeleteReadings(ctx context.Context, key SensorKey, from, to time.T
 		// Unlike ingest, a delete excludes the sensor's other writers until it
 		// commits: the newest reading it recomputes must not miss a batch
 		// that commits meanwhile.
-		err := tx.QueryRow(ctx, lockSensorWriteSQL, key.OrgID, key.ProjectID, key.SensorID).Scan(&state, &inst)
+		err := tx.QueryRow(ctx, lockSensorWriteSQL, key.OrgID, key.ProjectID, key.SensorID).Scan(&state, &inst, nil)
 		if err != nil {
 			return notFound("lock sensor", err, "sensor")
 		}
