@@ -89,10 +89,11 @@ func bucketQuery(p gen.AggregateReadingsParams) (store.BucketQuery, []string, er
 	if err != nil {
 		return store.BucketQuery{}, nil, err
 	}
-	q := store.BucketQuery{From: ceilMicro(p.DatetimeGte), To: ceilMicro(p.DatetimeLt), Interval: interval, Zone: "UTC"}
-	if !q.To.After(q.From) {
-		return q, nil, apperr.Errorf(apperr.Invalid, "datetime__lt must be after datetime__gte")
+	from, to, err := boundedRange(p.DatetimeGte, p.DatetimeLt)
+	if err != nil {
+		return store.BucketQuery{}, nil, err
 	}
+	q := store.BucketQuery{From: from, To: to.Add(time.Microsecond), Interval: interval, Zone: "UTC"}
 	if p.Tz != nil && *p.Tz != "" {
 		if _, err := time.LoadLocation(*p.Tz); err != nil || *p.Tz == "Local" {
 			return q, nil, apperr.Errorf(apperr.Invalid, "tz %q is not an IANA time zone such as Europe/London", *p.Tz)

@@ -24,13 +24,8 @@ func (s *Server) ExportReadings(ctx context.Context, req gen.ExportReadingsReque
 	if err != nil {
 		return nil, err
 	}
-	q := store.ReadingQuery{From: store.MinTime, To: store.MaxTime, Limit: exportChunk}
-	if p := req.Params.DatetimeGte; p != nil {
-		q.From = latest(q.From, ceilMicro(*p))
-	}
-	if p := req.Params.DatetimeLt; p != nil {
-		q.To = earliest(q.To, ceilMicro(*p).Add(-time.Microsecond))
-	}
+	q := store.ReadingQuery{Limit: exportChunk}
+	q.From, q.To = timeRange(req.Params.DatetimeGte, nil, nil, req.Params.DatetimeLt)
 	var outputs *outputsWriter
 	if p := req.Params.Outputs; p != nil && *p {
 		outputs = s.newOutputsWriter(sensor)

@@ -70,35 +70,21 @@ func (s *Server) ListReadings(ctx context.Context, req gen.ListReadingsRequestOb
 
 // DeleteReadings deletes a sensor's readings in a range.
 func (s *Server) DeleteReadings(ctx context.Context, req gen.DeleteReadingsRequestObject) (gen.DeleteReadingsResponseObject, error) {
-	from, to := ceilMicro(req.Params.DatetimeGte), ceilMicro(req.Params.DatetimeLt)
-	if !to.After(from) {
-		return nil, apperr.Errorf(apperr.Invalid, "datetime__lt must be after datetime__gte")
+	from, to, err := boundedRange(req.Params.DatetimeGte, req.Params.DatetimeLt)
+	if err != nil {
+		return nil, err
 	}
-	deleted, err := s.store.DeleteReadings(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), from, to)
+	deleted, err := s.store.DeleteReadings(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), from, to.Add(time.Microsecond))
 	if err != nil {
 		return nil, err
 	}
 	return gen.DeleteReadings200JSONResponse{Deleted: deleted}, nil
 }
 
-// readingQuery turns the parameters into inclusive bounds to the
-// microsecond. Readings are stored to the microsecond, so "after t" is "at
-// or after t's next microsecond", which lets one SQL statement serve every
-// combination of bounds.
+// readingQuery turns the parameters into the store's query.
 func readingQuery(p gen.ListReadingsParams) store.ReadingQuery {
-	q := store.ReadingQuery{From: store.MinTime, To: store.MaxTime, Limit: defaultReadingsLimit}
-	if p.DatetimeGte != nil {
-		q.From = latest(q.From, ceilMicro(*p.DatetimeGte))
-	}
-	if p.DatetimeGt != nil {
-		q.From = latest(q.From, p.DatetimeGt.Truncate(time.Microsecond).Add(time.Microsecond))
-	}
-	if p.DatetimeLte != nil {
-		q.To = earliest(q.To, p.DatetimeLte.Truncate(time.Microsecond))
-	}
-	if p.DatetimeLt != nil {
-		q.To = earliest(q.To, ceilMicro(*p.DatetimeLt).Add(-time.Microsecond))
-	}
+	q := store.ReadingQuery{Limit: defaultReadingsLimit}
+	q.From, q.To = timeRange(p.DatetimeGte, p.DatetimeGt, p.DatetimeLte, p.DatetimeLt)
 	if p.Limit != nil {
 		q.Limit = *p.Limit
 	}
@@ -109,6 +95,40 @@ func readingQuery(p gen.ListReadingsParams) store.ReadingQuery {
 	return q
 }
 
+// timeRange turns a request's datetime bounds (datetime__gte, __gt, __lte,
+// __lt; nil where not given) into the one form every read and delete of
+// readings uses: inclusive instants to the microsecond, from after to when
+// the bounds select nothing. Readings are stored to the microsecond, so
+// "after t" is "at or after t's next microsecond", which lets one SQL
+// statement serve every combination of bounds.
+func timeRange(gte, gt, lte, lt *time.Time) (from, to time.Time) {
+	from, to = store.MinTime, store.MaxTime
+	if gte != nil {
+		from = later(from, ceilMicro(*gte))
+	}
+	if gt != nil {
+		from = later(from, gt.Truncate(time.Microsecond).Add(time.Microsecond))
+	}
+	if lte != nil {
+		to = earlier(to, lte.Truncate(time.Microsecond))
+	}
+	if lt != nil {
+		to = earlier(to, ceilMicro(*lt).Add(-time.Microsecond))
+	}
+	return from, to
+}
+
+// boundedRange is timeRange of the two bounds that operations on a range
+// (aggregates, range deletes) require, and Invalid when they select
+// nothing.
+func boundedRange(gte, lt time.Time) (from, to time.Time, err error) {
+	from, to = timeRange(&gte, nil, nil, &lt)
+	if from.After(to) {
+		return from, to, apperr.Errorf(apperr.Invalid, "datetime__lt must be after datetime__gte")
+	}
+	return from, to, nil
+}
+
 func ceilMicro(t time.Time) time.Time {
 	if f := t.Truncate(time.Microsecond); !f.Equal(t) {
 		return f.Add(time.Microsecond)
@@ -116,14 +136,14 @@ func ceilMicro(t time.Time) time.Time {
 	return t
 }
 
-func latest(a, b time.Time) time.Time {
+func later(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
 	}
 	return a
 }
 
-func earliest(a, b time.Time) time.Time {
+func earlier(a, b time.Time) time.Time {
 	if b.Before(a) {
 		return b
 	}
