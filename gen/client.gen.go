@@ -504,7 +504,9 @@ type ClientInterface interface {
 	// to local time in that IANA zone, so a `1d` bucket is a local
 	// calendar day, 23 or 25 hours long on daylight-saving days. At most
 	// 10,000 buckets per request. Buckets without readings are left out,
-	// unless `fill=null` asks for them with a count of 0 and null values.
+	// unless `fill=null` asks for them with a count of 0 and null values;
+	// with `fill=null` every bucket also lists every input of the sensor
+	// (its blueprint's, or every input its readings have had).
 	//
 	// Input aggregates are computed by the database; output aggregates by
 	// evaluating the formulas on each reading as it streams. A function
@@ -527,9 +529,10 @@ type ClientInterface interface {
 	//
 	// Streams every reading of the sensor in the range, oldest first,
 	// with no page limit and in constant memory. `format=csv` has a
-	// header row `datetime,<input ids…>,<output ids…>` (ascending,
-	// outputs with `outputs=true`) and a row per reading, empty where a
-	// reading lacks a value; `format=ndjson` has one reading per line, as
+	// header row `datetime,<input ids…>,<output ids…>` (ascending: the
+	// inputs of the sensor's blueprint, or, for a sensor without one,
+	// every input its readings have had; outputs with `outputs=true`)
+	// and a row per reading, empty where a reading lacks a value; `format=ndjson` has one reading per line, as
 	// `listReadings` returns them. Both bounds are optional. If the
 	// export fails part way, the connection is cut, so a truncated file
 	// never looks complete. Required role: `viewer`.
@@ -543,9 +546,8 @@ type ClientInterface interface {
 	// read after the change, not otherwise. For one consistent state, ask
 	// for a range that no longer changes (for instance
 	// `datetime__lt` in the past). The CSV header is fixed when the export
-	// starts: for a sensor without a blueprint its input columns are those
-	// the range used then, and an input first used by a reading written
-	// during the export has no column.
+	// starts: for a sensor without a blueprint, an input first used by a
+	// reading written during the export has no column.
 	//
 	// **Limits.** A client must keep reading: one that takes more than a
 	// minute over 32 KiB is dropped. A token may have 2 exports open at
@@ -1472,7 +1474,9 @@ func (c *Client) PostReadings(ctx context.Context, orgId OrgId, projId ProjId, s
 // to local time in that IANA zone, so a `1d` bucket is a local
 // calendar day, 23 or 25 hours long on daylight-saving days. At most
 // 10,000 buckets per request. Buckets without readings are left out,
-// unless `fill=null` asks for them with a count of 0 and null values.
+// unless `fill=null` asks for them with a count of 0 and null values;
+// with `fill=null` every bucket also lists every input of the sensor
+// (its blueprint's, or every input its readings have had).
 //
 // Input aggregates are computed by the database; output aggregates by
 // evaluating the formulas on each reading as it streams. A function
@@ -1505,9 +1509,10 @@ func (c *Client) AggregateReadings(ctx context.Context, orgId OrgId, projId Proj
 //
 // Streams every reading of the sensor in the range, oldest first,
 // with no page limit and in constant memory. `format=csv` has a
-// header row `datetime,<input ids…>,<output ids…>` (ascending,
-// outputs with `outputs=true`) and a row per reading, empty where a
-// reading lacks a value; `format=ndjson` has one reading per line, as
+// header row `datetime,<input ids…>,<output ids…>` (ascending: the
+// inputs of the sensor's blueprint, or, for a sensor without one,
+// every input its readings have had; outputs with `outputs=true`)
+// and a row per reading, empty where a reading lacks a value; `format=ndjson` has one reading per line, as
 // `listReadings` returns them. Both bounds are optional. If the
 // export fails part way, the connection is cut, so a truncated file
 // never looks complete. Required role: `viewer`.
@@ -1521,9 +1526,8 @@ func (c *Client) AggregateReadings(ctx context.Context, orgId OrgId, projId Proj
 // read after the change, not otherwise. For one consistent state, ask
 // for a range that no longer changes (for instance
 // `datetime__lt` in the past). The CSV header is fixed when the export
-// starts: for a sensor without a blueprint its input columns are those
-// the range used then, and an input first used by a reading written
-// during the export has no column.
+// starts: for a sensor without a blueprint, an input first used by a
+// reading written during the export has no column.
 //
 // **Limits.** A client must keep reading: one that takes more than a
 // minute over 32 KiB is dropped. A token may have 2 exports open at
@@ -4462,7 +4466,9 @@ type ClientWithResponsesInterface interface {
 	// to local time in that IANA zone, so a `1d` bucket is a local
 	// calendar day, 23 or 25 hours long on daylight-saving days. At most
 	// 10,000 buckets per request. Buckets without readings are left out,
-	// unless `fill=null` asks for them with a count of 0 and null values.
+	// unless `fill=null` asks for them with a count of 0 and null values;
+	// with `fill=null` every bucket also lists every input of the sensor
+	// (its blueprint's, or every input its readings have had).
 	//
 	// Input aggregates are computed by the database; output aggregates by
 	// evaluating the formulas on each reading as it streams. A function
@@ -4487,9 +4493,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Streams every reading of the sensor in the range, oldest first,
 	// with no page limit and in constant memory. `format=csv` has a
-	// header row `datetime,<input ids…>,<output ids…>` (ascending,
-	// outputs with `outputs=true`) and a row per reading, empty where a
-	// reading lacks a value; `format=ndjson` has one reading per line, as
+	// header row `datetime,<input ids…>,<output ids…>` (ascending: the
+	// inputs of the sensor's blueprint, or, for a sensor without one,
+	// every input its readings have had; outputs with `outputs=true`)
+	// and a row per reading, empty where a reading lacks a value; `format=ndjson` has one reading per line, as
 	// `listReadings` returns them. Both bounds are optional. If the
 	// export fails part way, the connection is cut, so a truncated file
 	// never looks complete. Required role: `viewer`.
@@ -4503,9 +4510,8 @@ type ClientWithResponsesInterface interface {
 	// read after the change, not otherwise. For one consistent state, ask
 	// for a range that no longer changes (for instance
 	// `datetime__lt` in the past). The CSV header is fixed when the export
-	// starts: for a sensor without a blueprint its input columns are those
-	// the range used then, and an input first used by a reading written
-	// during the export has no column.
+	// starts: for a sensor without a blueprint, an input first used by a
+	// reading written during the export has no column.
 	//
 	// **Limits.** A client must keep reading: one that takes more than a
 	// minute over 32 KiB is dropped. A token may have 2 exports open at
@@ -9447,7 +9453,9 @@ func (c *ClientWithResponses) PostReadingsWithResponse(ctx context.Context, orgI
 // to local time in that IANA zone, so a `1d` bucket is a local
 // calendar day, 23 or 25 hours long on daylight-saving days. At most
 // 10,000 buckets per request. Buckets without readings are left out,
-// unless `fill=null` asks for them with a count of 0 and null values.
+// unless `fill=null` asks for them with a count of 0 and null values;
+// with `fill=null` every bucket also lists every input of the sensor
+// (its blueprint's, or every input its readings have had).
 //
 // Input aggregates are computed by the database; output aggregates by
 // evaluating the formulas on each reading as it streams. A function
@@ -9478,9 +9486,10 @@ func (c *ClientWithResponses) AggregateReadingsWithResponse(ctx context.Context,
 //
 // Streams every reading of the sensor in the range, oldest first,
 // with no page limit and in constant memory. `format=csv` has a
-// header row `datetime,<input ids…>,<output ids…>` (ascending,
-// outputs with `outputs=true`) and a row per reading, empty where a
-// reading lacks a value; `format=ndjson` has one reading per line, as
+// header row `datetime,<input ids…>,<output ids…>` (ascending: the
+// inputs of the sensor's blueprint, or, for a sensor without one,
+// every input its readings have had; outputs with `outputs=true`)
+// and a row per reading, empty where a reading lacks a value; `format=ndjson` has one reading per line, as
 // `listReadings` returns them. Both bounds are optional. If the
 // export fails part way, the connection is cut, so a truncated file
 // never looks complete. Required role: `viewer`.
@@ -9494,9 +9503,8 @@ func (c *ClientWithResponses) AggregateReadingsWithResponse(ctx context.Context,
 // read after the change, not otherwise. For one consistent state, ask
 // for a range that no longer changes (for instance
 // `datetime__lt` in the past). The CSV header is fixed when the export
-// starts: for a sensor without a blueprint its input columns are those
-// the range used then, and an input first used by a reading written
-// during the export has no column.
+// starts: for a sensor without a blueprint, an input first used by a
+// reading written during the export has no column.
 //
 // **Limits.** A client must keep reading: one that takes more than a
 // minute over 32 KiB is dropped. A token may have 2 exports open at

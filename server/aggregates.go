@@ -60,13 +60,10 @@ func (s *Server) AggregateReadings(ctx context.Context, req gen.AggregateReading
 		if enc.starts, err = s.store.Buckets(ctx, q); err != nil {
 			return nil, err
 		}
-		// Every bucket lists every input known: the instance's and those
-		// the range has.
-		ids, err := s.rangeInputIDs(ctx, sensor, q.From, q.To.Add(-time.Microsecond))
-		if err != nil {
+		// Every bucket lists every input the sensor can have.
+		if enc.known, err = s.sensorInputIDs(ctx, sensor); err != nil {
 			return nil, err
 		}
-		enc.known = slices.Compact(slices.Sorted(slices.Values(append(ids, instanceInputIDs(sensor)...))))
 		if err := enc.spend(len(enc.starts) * len(enc.known)); err != nil {
 			return nil, err
 		}

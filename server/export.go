@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/sensorreadings/readings/gen"
@@ -36,40 +35,23 @@ func (s *Server) ExportReadings(ctx context.Context, req gen.ExportReadingsReque
 		return e, nil
 	}
 	e.contentType, e.extension = "text/csv; charset=utf-8", "csv"
-	ids := instanceInputIDs(sensor)
-	if sensor.Instance == nil {
-		// The header row names every column before the first row, so a
-		// sensor without a fixed set of inputs needs one pass to find them.
-		if ids, err = s.rangeInputIDs(ctx, sensor, q.From, q.To); err != nil {
-			return nil, err
-		}
+	ids, err := s.sensorInputIDs(dbCtx, sensor)
+	if err != nil {
+		return nil, err
 	}
 	e.csv = &csvColumns{inputIDs: ids, outputs: outputs}
 	return e, nil
 }
 
-// inputIDsChunk is how many readings one query of rangeInputIDs scans:
-// about half a second of the database's time.
-const inputIDsChunk = 100_000
-
-// rangeInputIDs is every input id the readings from from to to (inclusive) use,
-// ascending. It scans the range in chunks, each under the database
-// deadline, so that a range of any size gets its columns, and no query
-// holds a connection for long.
-func (s *Server) rangeInputIDs(ctx context.Context, sensor store.Sensor, from, to time.Time) ([]int64, error) {
-	var ids []int64
-	for from.Compare(to) <= 0 {
-		dbCtx, cancel := s.dbDeadline(ctx)
-		chunk, next, err := s.store.InputIDs(dbCtx, sensor, from, to, inputIDsChunk)
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-		ids = append(ids, chunk...)
-		from = next
+// sensorInputIDs is every input a sensor's readings can have, ascending:
+// its instance's, or, without a blueprint, every one its readings have had.
+// The CSV header names them all before the first row, and aggregates with
+// fill list them all in every bucket.
+func (s *Server) sensorInputIDs(ctx context.Context, sensor store.Sensor) ([]int64, error) {
+	if sensor.Instance != nil {
+		return instanceInputIDs(sensor), nil
 	}
-	slices.Sort(ids)
-	return slices.Compact(ids), nil
+	return s.store.InputIDs(ctx, sensor)
 }
 
 type export struct {

@@ -58,7 +58,7 @@ type Store interface {
 
 	InsertReadings(ctx context.Context, key store.SensorKey, readings []store.Reading) (store.Written, error)
 	ListReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, fn func(*store.Reading) error) error
-	InputIDs(ctx context.Context, sensor store.Sensor, from, to time.Time, limit int) ([]int64, time.Time, error)
+	InputIDs(ctx context.Context, sensor store.Sensor) ([]int64, error)
 	DeleteReadings(ctx context.Context, key store.SensorKey, from, to time.Time) (int64, error)
 	LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Latest, bool, error)
 
