@@ -677,7 +677,11 @@ export interface paths {
          *     - Each element has exactly `datetime` and `inputs`; any other field
          *       is a 400.
          *     - `inputs` maps decimal input IDs (`"1"` to `"9223372036854775807"`,
-         *       no sign, no leading zeros) to finite numbers.
+         *       no sign, no leading zeros) to finite numbers: any float64, from
+         *       ±5e-324 to ±1.7976931348623157e308, and -0. Every aggregate can
+         *       be computed of any of them (see `aggregateReadings`).
+         *     - A reading has at most 100 inputs by default (the service's
+         *       `-max-inputs` setting); the 101st is a 400 naming the limit.
          *     - A reading whose `datetime` equals, to the microsecond, a stored
          *       reading of the sensor replaces its inputs; its `id` stays. Within a
          *       batch, the later of two elements with the same `datetime` wins.
@@ -687,7 +691,12 @@ export interface paths {
          *     - A sensor of an archived project answers 409.
          *     - A sensor with a blueprint instance accepts only that instance's
          *       input IDs; any other ID is a 400 that names it, and nothing of the
-         *       batch is stored. A sensor without one accepts any input ID.
+         *       batch is stored. A sensor without one accepts any input ID, up to
+         *       100 distinct IDs over its life by default (the same `-max-inputs`
+         *       setting, as many as a blueprint may have inputs): a batch that
+         *       would bring the 101st is a 400 naming the limit, and nothing of
+         *       it is stored. Deleting readings does not free their IDs. This
+         *       bounds the width of every page, CSV and aggregate of the sensor.
          *
          *     Required role: `editor`.
          */
@@ -740,11 +749,22 @@ export interface paths {
          *     to local time in that IANA zone, so a `1d` bucket is a local
          *     calendar day, 23 or 25 hours long on daylight-saving days. At most
          *     10,000 buckets per request. Buckets without readings are left out,
-         *     unless `fill=null` asks for them with a count of 0 and null values.
+         *     unless `fill=null` asks for them with a count of 0 and null values;
+         *     with `fill=null` every bucket also lists every input of the sensor
+         *     (its blueprint's, or every input its readings have had).
          *
          *     Input aggregates are computed by the database; output aggregates by
          *     evaluating the formulas on each reading as it streams. A function
-         *     without a value (`rate` of one reading, say) is null.
+         *     without a value (`rate` of one reading, say) is null, and so is one
+         *     whose value is beyond a float64 (a `sum`, `range` or `rate` past
+         *     ±1.7976931348623157e308): any finite values stored can be
+         *     aggregated, and `avg` and `median` always have a value.
+         *
+         *     A response lists at most 200,000 values: buckets × the inputs and
+         *     outputs each lists × the functions asked for, the nulls of
+         *     `fill=null` included. Beyond, the request is a 400 naming the
+         *     limit: narrow the range, widen the interval, ask for fewer
+         *     functions, or leave out `fill=null`.
          *     Required role: `viewer`.
          */
         get: operations["aggregateReadings"];
@@ -783,9 +803,10 @@ export interface paths {
          * Export readings
          * @description Streams every reading of the sensor in the range, oldest first,
          *     with no page limit and in constant memory. `format=csv` has a
-         *     header row `datetime,<input ids…>,<output ids…>` (ascending,
-         *     outputs with `outputs=true`) and a row per reading, empty where a
-         *     reading lacks a value; `format=ndjson` has one reading per line, as
+         *     header row `datetime,<input ids…>,<output ids…>` (ascending: the
+         *     inputs of the sensor's blueprint, or, for a sensor without one,
+         *     every input its readings have had; outputs with `outputs=true`)
+         *     and a row per reading, empty where a reading lacks a value; `format=ndjson` has one reading per line, as
          *     `listReadings` returns them. Both bounds are optional. If the
          *     export fails part way, the connection is cut, so a truncated file
          *     never looks complete. Required role: `viewer`.
@@ -799,9 +820,8 @@ export interface paths {
          *     read after the change, not otherwise. For one consistent state, ask
          *     for a range that no longer changes (for instance
          *     `datetime__lt` in the past). The CSV header is fixed when the export
-         *     starts: for a sensor without a blueprint its input columns are those
-         *     the range used then, and an input first used by a reading written
-         *     during the export has no column.
+         *     starts: for a sensor without a blueprint, an input first used by a
+         *     reading written during the export has no column.
          *
          *     **Limits.** A client must keep reading: one that takes more than a
          *     minute over 32 KiB is dropped. A token may have 2 exports open at
@@ -1238,7 +1258,7 @@ export interface components {
              * @description RFC 3339 with a zone and at most six fractional digits.
              */
             datetime: string;
-            /** @description At least one input; keys are decimal input IDs. */
+            /** @description At least one input and at most 100 (the default of the service's `-max-inputs`); keys are decimal input IDs. */
             inputs: {
                 [key: string]: number;
             };
