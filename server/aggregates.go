@@ -11,6 +11,7 @@ import (
 
 	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/stats"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -148,7 +149,7 @@ func (s *Server) aggregateOutputs(ctx context.Context, sensor store.Sensor, q st
 	if err := enc.spend(buckets * len(w.outputIDs)); err != nil {
 		return nil, err
 	}
-	encode := func(stats func(k int) *store.Stats) []byte {
+	encode := func(stats func(k int) *stats.Stats) []byte {
 		b := []byte(`,"outputs":{`)
 		first := true
 		for k, id := range w.outputIDs {
@@ -161,19 +162,17 @@ func (s *Server) aggregateOutputs(ctx context.Context, sensor store.Sensor, q st
 		}
 		return append(b, '}')
 	}
-	agg := &outputAggregates{byBucket: map[time.Time][]byte{}, empty: encode(func(int) *store.Stats { return nil })}
+	agg := &outputAggregates{byBucket: map[time.Time][]byte{}, empty: encode(func(int) *stats.Stats { return nil })}
 	if w.outputs == nil {
 		return agg, nil
 	}
-	var (
-		current time.Time
-		acc     = make([]accumulator, len(w.outputIDs))
-	)
+	var current time.Time
+	acc := make([]stats.Accumulator, len(w.outputIDs))
+	for k := range acc {
+		acc[k] = stats.NewAccumulator(q.Median)
+	}
 	finish := func() {
-		agg.byBucket[current] = encode(func(k int) *store.Stats { return acc[k].finish(q) })
-		for k := range acc {
-			acc[k] = accumulator{values: acc[k].values[:0]}
-		}
+		agg.byBucket[current] = encode(func(k int) *stats.Stats { return acc[k].Finish() })
 	}
 	started := false
 	err := s.store.BucketReadings(ctx, sensor, q, func(bucket time.Time, r *store.Reading) error {
@@ -184,7 +183,7 @@ func (s *Server) aggregateOutputs(ctx context.Context, sensor store.Sensor, q st
 		w.compute(r)
 		for k := range acc {
 			if v, ok := w.value(k); ok {
-				acc[k].add(r.Time, v, q.Median)
+				acc[k].Add(r.Time, v)
 			}
 		}
 		return nil
@@ -196,84 +195,6 @@ func (s *Server) aggregateOutputs(ctx context.Context, sensor store.Sensor, q st
 		finish()
 	}
 	return agg, nil
-}
-
-// accumulator gathers one output's values over one bucket, in time order.
-type accumulator struct {
-	count           int64
-	sums            store.Sums
-	min, max        float64
-	first, last     float64
-	firstAt, lastAt time.Time
-	values          []float64 // for the median only
-}
-
-func (a *accumulator) add(t time.Time, v float64, keep bool) {
-	if a.count == 0 {
-		a.min, a.max, a.first, a.firstAt = v, v, v, t
-	}
-	a.count++
-	a.sums.Add(v)
-	a.min, a.max = math.Min(a.min, v), math.Max(a.max, v)
-	a.last, a.lastAt = v, t
-	if keep {
-		a.values = append(a.values, v)
-	}
-}
-
-func (a *accumulator) finish(q store.BucketQuery) *store.Stats {
-	if a.count == 0 {
-		return nil
-	}
-	first, last := a.first, a.last // the accumulator is reused for the next bucket
-	s := &store.Stats{
-		Count: a.count, Sum: a.sums.Sum(), Min: a.min, Max: a.max, Avg: a.sums.Mean(a.count, a.min, a.max),
-		First: &first, Last: &last, FirstAt: a.firstAt, LastAt: a.lastAt,
-	}
-	if q.Median {
-		slices.Sort(a.values)
-		n := len(a.values)
-		m := a.values[n/2]
-		if n%2 == 0 {
-			m = store.Midpoint(a.values[n/2-1], m) // as the inputs' median
-		}
-		s.Median = &m
-	}
-	return s
-}
-
-// fnValue is a function's value in s, or false for null.
-func fnValue(fn string, s *store.Stats) (float64, bool) {
-	if s == nil {
-		return 0, fn == "count"
-	}
-	switch fn {
-	case "avg":
-		return s.Avg, true
-	case "min":
-		return s.Min, true
-	case "max":
-		return s.Max, true
-	case "sum":
-		return s.Sum, true
-	case "count":
-		return float64(s.Count), true
-	case "range":
-		return s.Max - s.Min, true
-	case "first":
-		return deref(s.First), s.First != nil
-	case "last":
-		return deref(s.Last), s.Last != nil
-	case "median":
-		return deref(s.Median), s.Median != nil
-	case "rate":
-		seconds := s.LastAt.Sub(s.FirstAt).Seconds()
-		if s.First == nil || s.Last == nil || seconds == 0 {
-			return 0, false
-		}
-		return (*s.Last - *s.First) / seconds, true
-	}
-	return 0, false
 }
 
 // bucketEncoder writes the response as the inputs' statistics arrive,
@@ -357,7 +278,7 @@ func (e *bucketEncoder) openNext() {
 	e.open, e.k, e.n = true, 0, 0
 }
 
-func (e *bucketEncoder) input(id int64, s *store.Stats) {
+func (e *bucketEncoder) input(id int64, s *stats.Stats) {
 	e.b = appendFns(e.b, e.n > 0, id, e.fns, s)
 	e.n++
 }
@@ -392,7 +313,7 @@ func (e *bucketEncoder) finish() []byte {
 }
 
 // appendFns appends "<id>":{"avg":…,…}, with null for missing values.
-func appendFns(b []byte, comma bool, id int64, fns []string, s *store.Stats) []byte {
+func appendFns(b []byte, comma bool, id int64, fns []string, s *stats.Stats) []byte {
 	if comma {
 		b = append(b, ',')
 	}
@@ -406,7 +327,7 @@ func appendFns(b []byte, comma bool, id int64, fns []string, s *store.Stats) []b
 		b = append(b, '"')
 		b = append(b, fn...)
 		b = append(b, `":`...)
-		if v, ok := fnValue(fn, s); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+		if v, ok := stats.Value(fn, s); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
 			b = appendNumber(b, v)
 		} else {
 			b = append(b, "null"...)

@@ -2,11 +2,12 @@ package store
 
 import (
 	"context"
-	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/sensorreadings/readings/stats"
 )
 
 // BucketQuery cuts a sensor's readings from From (inclusive) to To
@@ -23,22 +24,11 @@ type BucketQuery struct {
 	FirstLast, Median bool
 }
 
-// Stats are the statistics of one input over one bucket. Median, First
-// and Last are nil unless asked for.
-type Stats struct {
-	Count           int64
-	Sum, Min, Max   float64
-	Avg             float64
-	First, Last     *float64
-	Median          *float64
-	FirstAt, LastAt time.Time
-}
-
 // InputStats is an input's statistics over a bucket.
 type InputStats struct {
 	Bucket  time.Time
 	InputID int64
-	Stats
+	stats.Stats
 }
 
 // BucketCount is how many readings a bucket has.
@@ -77,7 +67,7 @@ GROUP BY 1 ORDER BY 1`, q.args(sensor)...)
 // InputBucketStats calls fn with each input's statistics over each
 // bucket, ordered by bucket and input, as the rows arrive; fn's error stops
 // the query and is returned as it is. Any finite values give statistics
-// without an error: the sum is taken in two parts (see Sums), and Avg lies
+// without an error: the sum is taken in two parts (see stats.Sums), and Avg lies
 // between Min and Max; a Sum beyond float64 is ±Inf.
 func (db *DB) InputBucketStats(ctx context.Context, sensor Sensor, q BucketQuery, fn func(*InputStats) error) error {
 	firstLast, median := `NULL::float8, NULL::float8`, `NULL::float8, NULL::float8`
@@ -90,7 +80,7 @@ func (db *DB) InputBucketStats(ctx context.Context, sensor Sensor, q BucketQuery
 		median = `percentile_disc(0.5) WITHIN GROUP (ORDER BY u.v), percentile_disc(0.5) WITHIN GROUP (ORDER BY u.v DESC)`
 	}
 	// Not avg(), whose accumulated squares overflow from 1e155 on, nor a
-	// plain sum(), which fails beyond float64: see Sums.
+	// plain sum(), which fails beyond float64: see stats.Sums.
 	rows, err := db.pool.Query(ctx, `
 SELECT `+bucketExpr+` AS bucket, u.id,
        count(*), coalesce(sum(u.v) FILTER (WHERE abs(u.v) < $6), 0),
@@ -98,14 +88,14 @@ SELECT `+bucketExpr+` AS bucket, u.id,
        `+firstLast+`, `+median+`, min(r.datetime), max(r.datetime)
 FROM readings r CROSS JOIN LATERAL unnest(r.input_ids, r.vals) AS u(id, v)
 WHERE r.sensor_id = $1 AND r.datetime >= $2 AND r.datetime < $3
-GROUP BY 1, 2 ORDER BY 1, 2`, append(q.args(sensor), splitAt, 1/splitAt)...)
+GROUP BY 1, 2 ORDER BY 1, 2`, append(q.args(sensor), stats.SplitAt, 1/stats.SplitAt)...)
 	if err != nil {
 		return readError("input statistics", err)
 	}
 	defer rows.Close()
 	var (
 		s               InputStats
-		sums            Sums
+		sums            stats.Sums
 		lowMid, highMid *float64
 	)
 	for rows.Next() {
@@ -117,7 +107,7 @@ GROUP BY 1, 2 ORDER BY 1, 2`, append(q.args(sensor), splitAt, 1/splitAt)...)
 		s.Sum, s.Avg = sums.Sum(), sums.Mean(s.Count, s.Min, s.Max)
 		s.Median = nil
 		if lowMid != nil && highMid != nil {
-			m := Midpoint(*lowMid, *highMid)
+			m := stats.Midpoint(*lowMid, *highMid)
 			s.Median = &m
 		}
 		if err := fn(&s); err != nil {
@@ -125,63 +115,6 @@ GROUP BY 1, 2 ORDER BY 1, 2`, append(q.args(sensor), splitAt, 1/splitAt)...)
 		}
 	}
 	return readError("input statistics", rows.Err())
-}
-
-// splitAt is the magnitude from which Sums scales a value down: 2^960, so
-// that 2^64 values below it cannot overflow their sum, and values above it,
-// scaled by 2^-960 (exactly, being a power of two), are at most 2^64 each.
-const splitAt = 0x1p960
-
-// Sums adds float64 values in two parts so that no finite values can make
-// the addition overflow: Lo is the sum of the values below splitAt in
-// magnitude, Hi that of the others scaled down by splitAt. (PostgreSQL's
-// float8 sum fails with "value out of range" where the plain sum would
-// overflow, so the statistics are asked for in these two parts.)
-type Sums struct {
-	Lo, Hi float64
-}
-
-// Add adds v.
-func (s *Sums) Add(v float64) {
-	if math.Abs(v) < splitAt {
-		s.Lo += v
-	} else {
-		s.Hi += v / splitAt
-	}
-}
-
-// Sum is the sum of the values, ±Inf when it is beyond float64.
-func (s Sums) Sum() float64 {
-	if s.Hi == 0 {
-		return s.Lo // keeps the sign of a sum of -0
-	}
-	return s.Lo + s.Hi*splitAt
-}
-
-// Mean is the mean of n values from min to max: always finite, since each
-// part is divided before the parts are added; rounding cannot take it out
-// of [min, max].
-func (s Sums) Mean(n int64, min, max float64) float64 {
-	if n == 0 {
-		return math.NaN()
-	}
-	mean := s.Lo / float64(n)
-	if s.Hi != 0 {
-		mean += s.Hi / float64(n) * splitAt
-	}
-	return math.Min(math.Max(mean, min), max)
-}
-
-// Midpoint is the median of an even number of values from its two middle
-// ones, as percentile_cont interpolates them, but finite whatever they are.
-func Midpoint(low, high float64) float64 {
-	if low == high {
-		return low
-	}
-	if d := high - low; !math.IsInf(d, 0) {
-		return low + d*0.5
-	}
-	return low/2 + high/2
 }
 
 // BucketReadings calls fn with each reading of the range in time order,

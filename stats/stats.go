@@ -1,0 +1,179 @@
+// Package stats holds the statistics a bucket of values reports (count,
+// sum, mean, extremes, first and last, median, rate) and how they are
+// computed so that any finite float64 values give an answer: sums that
+// cannot overflow, a mean inside [min, max], a median that stays finite.
+// The store asks PostgreSQL for the inputs' statistics in these terms; the
+// server accumulates the outputs', which only exist once the formulas have
+// run. It knows nothing of SQL or HTTP.
+package stats
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Stats are the statistics of one series over one bucket. Median, First
+// and Last are nil unless asked for.
+type Stats struct {
+	Count           int64
+	Sum, Min, Max   float64
+	Avg             float64
+	First, Last     *float64
+	Median          *float64
+	FirstAt, LastAt time.Time
+}
+
+// Value is the value of function fn (avg, min, max, sum, count, range,
+// first, last, median, rate) in s, or false for null: a bucket without
+// values has a count of 0 and nothing else.
+func Value(fn string, s *Stats) (float64, bool) {
+	if s == nil {
+		return 0, fn == "count"
+	}
+	switch fn {
+	case "avg":
+		return s.Avg, true
+	case "min":
+		return s.Min, true
+	case "max":
+		return s.Max, true
+	case "sum":
+		return s.Sum, true
+	case "count":
+		return float64(s.Count), true
+	case "range":
+		return s.Max - s.Min, true
+	case "first":
+		return valueOf(s.First)
+	case "last":
+		return valueOf(s.Last)
+	case "median":
+		return valueOf(s.Median)
+	case "rate":
+		seconds := s.LastAt.Sub(s.FirstAt).Seconds()
+		if s.First == nil || s.Last == nil || seconds == 0 {
+			return 0, false
+		}
+		return (*s.Last - *s.First) / seconds, true
+	}
+	return 0, false
+}
+
+func valueOf(p *float64) (float64, bool) {
+	if p == nil {
+		return 0, false
+	}
+	return *p, true
+}
+
+// SplitAt is the magnitude from which Sums scales a value down: 2^960, so
+// that 2^64 values below it cannot overflow their sum, and values above it,
+// scaled by 2^-960 (exactly, being a power of two), are at most 2^64 each.
+const SplitAt = 0x1p960
+
+// Sums adds float64 values in two parts so that no finite values can make
+// the addition overflow: Lo is the sum of the values below SplitAt in
+// magnitude, Hi that of the others scaled down by SplitAt. (PostgreSQL's
+// float8 sum fails with "value out of range" where the plain sum would
+// overflow, so the store asks for the inputs' sums in these two parts.)
+type Sums struct {
+	Lo, Hi float64
+}
+
+// Add adds v.
+func (s *Sums) Add(v float64) {
+	if math.Abs(v) < SplitAt {
+		s.Lo += v
+	} else {
+		s.Hi += v / SplitAt
+	}
+}
+
+// Sum is the sum of the values, ±Inf when it is beyond float64.
+func (s Sums) Sum() float64 {
+	if s.Hi == 0 {
+		return s.Lo // keeps the sign of a sum of -0
+	}
+	return s.Lo + s.Hi*SplitAt
+}
+
+// Mean is the mean of n values from min to max: always finite, since each
+// part is divided before the parts are added; rounding cannot take it out
+// of [min, max].
+func (s Sums) Mean(n int64, min, max float64) float64 {
+	if n == 0 {
+		return math.NaN()
+	}
+	mean := s.Lo / float64(n)
+	if s.Hi != 0 {
+		mean += s.Hi / float64(n) * SplitAt
+	}
+	return math.Min(math.Max(mean, min), max)
+}
+
+// Midpoint is the median of an even number of values from its two middle
+// ones, as percentile_cont interpolates them, but finite whatever they are.
+func Midpoint(low, high float64) float64 {
+	if low == high {
+		return low
+	}
+	if d := high - low; !math.IsInf(d, 0) {
+		return low + d*0.5
+	}
+	return low/2 + high/2
+}
+
+// Accumulator gathers one series' values over one bucket, in time order,
+// and is reused bucket after bucket.
+type Accumulator struct {
+	count           int64
+	sums            Sums
+	min, max        float64
+	first, last     float64
+	firstAt, lastAt time.Time
+	values          []float64 // for the median only
+	median          bool
+}
+
+// NewAccumulator returns an Accumulator; with median it keeps every value
+// of a bucket, which the median needs.
+func NewAccumulator(median bool) Accumulator { return Accumulator{median: median} }
+
+// Add adds the value v, of time t.
+func (a *Accumulator) Add(t time.Time, v float64) {
+	if a.count == 0 {
+		a.min, a.max, a.first, a.firstAt = v, v, v, t
+	}
+	a.count++
+	a.sums.Add(v)
+	a.min, a.max = math.Min(a.min, v), math.Max(a.max, v)
+	a.last, a.lastAt = v, t
+	if a.median {
+		a.values = append(a.values, v)
+	}
+}
+
+// Finish returns the bucket's statistics, nil when it had no value, and
+// starts the next bucket.
+func (a *Accumulator) Finish() *Stats {
+	if a.count == 0 {
+		return nil
+	}
+	first, last := a.first, a.last
+	s := &Stats{
+		Count: a.count, Sum: a.sums.Sum(), Min: a.min, Max: a.max, Avg: a.sums.Mean(a.count, a.min, a.max),
+		First: &first, Last: &last, FirstAt: a.firstAt, LastAt: a.lastAt,
+	}
+	if a.median {
+		slices.Sort(a.values)
+		n := len(a.values)
+		m := a.values[n/2]
+		if n%2 == 0 {
+			m = Midpoint(a.values[n/2-1], m)
+		}
+		s.Median = &m
+	}
+	*a = Accumulator{values: a.values[:0], median: a.median}
+	return s
+}

@@ -1,0 +1,93 @@
+package stats_test
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/sensorreadings/readings/stats"
+)
+
+var sumTests = []struct {
+	name   string
+	values []float64
+	sum    float64
+	avg    float64
+}{
+	{"Small", []float64{1, 2, 3, 4}, 10, 2.5},
+	{"NegativeZero", []float64{math.Copysign(0, -1)}, math.Copysign(0, -1), 0},
+	{"Denormal", []float64{5e-324, 5e-324}, 1e-323, 5e-324},
+	{"NearMax", []float64{1.7e308, 1.7e308}, math.Inf(1), 1.7e308},
+	{"MixedSigns", []float64{1.7e308, -1.7e308, 2}, 2, 2.0 / 3},
+	{"MixedMagnitudes", []float64{2, 1e200}, 1e200, 5e199},
+}
+
+func TestSums(t *testing.T) {
+	for _, tt := range sumTests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s stats.Sums
+			lo, hi := math.Inf(1), math.Inf(-1)
+			for _, v := range tt.values {
+				s.Add(v)
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+			if got := s.Sum(); got != tt.sum {
+				t.Errorf("Sum() = %v, want %v", got, tt.sum)
+			}
+			got := s.Mean(int64(len(tt.values)), lo, hi)
+			if math.Abs(got-tt.avg) > math.Abs(tt.avg)*1e-15 {
+				t.Errorf("Mean() = %v, want %v", got, tt.avg)
+			}
+			if got < lo || got > hi {
+				t.Errorf("Mean() = %v, outside [%v, %v]", got, lo, hi)
+			}
+		})
+	}
+}
+
+func TestMidpoint(t *testing.T) {
+	for _, tt := range []struct{ low, high, want float64 }{
+		{1, 2, 1.5},
+		{3, 3, 3},
+		{-1.7e308, 1.7e308, 0},
+		{1.7e308, 1.7e308, 1.7e308},
+	} {
+		if got := stats.Midpoint(tt.low, tt.high); got != tt.want {
+			t.Errorf("Midpoint(%v, %v) = %v, want %v", tt.low, tt.high, got, tt.want)
+		}
+	}
+}
+
+// TestAccumulator gathers two buckets in turn: the second starts empty,
+// whatever the first held.
+func TestAccumulator(t *testing.T) {
+	at := func(s int) time.Time { return time.Date(2024, 5, 1, 0, 0, s, 0, time.UTC) }
+	a := stats.NewAccumulator(true)
+	for i, v := range []float64{4, 1, 3, 2} {
+		a.Add(at(i), v)
+	}
+	s := a.Finish()
+	want := map[string]float64{"count": 4, "sum": 10, "avg": 2.5, "min": 1, "max": 4, "first": 4, "last": 2, "median": 2.5, "range": 3, "rate": -2.0 / 3}
+	for fn, w := range want {
+		if got, ok := stats.Value(fn, s); !ok || got != w {
+			t.Errorf("first bucket's %s = %v, %v; want %v", fn, got, ok, w)
+		}
+	}
+	if got := a.Finish(); got != nil {
+		t.Errorf("Finish of an empty bucket = %+v, want nil", got)
+	}
+	if got, ok := stats.Value("count", nil); !ok || got != 0 {
+		t.Errorf("count of no values = %v, %v; want 0", got, ok)
+	}
+	if _, ok := stats.Value("avg", nil); ok {
+		t.Errorf("avg of no values has a value; want null")
+	}
+	a.Add(at(10), 7)
+	s = a.Finish()
+	if got, _ := stats.Value("median", s); got != 7 {
+		t.Errorf("second bucket's median = %v, want 7", got)
+	}
+	if _, ok := stats.Value("rate", s); ok {
+		t.Errorf("rate of one value has a value; want null")
+	}
+}
