@@ -113,7 +113,11 @@ type ClientInterface interface {
 	// CreateTokenWithBody Create an API token
 	//
 	// Creates a token for the calling user. The secret is in this response
-	// only: store it now. Required role: `user`.
+	// only: store it now. With a `scope` the token is limited (see
+	// "Scoped and device tokens"): the scope's organization, project and
+	// sensors must be the user's (404 otherwise), and its `role` no higher
+	// than the user's role there (403). `expires_in_days` is optional;
+	// `expires_at` shows it. Required role: `user`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -123,7 +127,11 @@ type ClientInterface interface {
 	// CreateToken Create an API token
 	//
 	// Creates a token for the calling user. The secret is in this response
-	// only: store it now. Required role: `user`.
+	// only: store it now. With a `scope` the token is limited (see
+	// "Scoped and device tokens"): the scope's organization, project and
+	// sensors must be the user's (404 otherwise), and its `role` no higher
+	// than the user's role there (403). `expires_in_days` is optional;
+	// `expires_at` shows it. Required role: `user`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -764,7 +772,11 @@ func (c *Client) ListTokens(ctx context.Context, reqEditors ...RequestEditorFn) 
 // CreateTokenWithBody Create an API token
 //
 // Creates a token for the calling user. The secret is in this response
-// only: store it now. Required role: `user`.
+// only: store it now. With a `scope` the token is limited (see
+// "Scoped and device tokens"): the scope's organization, project and
+// sensors must be the user's (404 otherwise), and its `role` no higher
+// than the user's role there (403). `expires_in_days` is optional;
+// `expires_at` shows it. Required role: `user`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -784,7 +796,11 @@ func (c *Client) CreateTokenWithBody(ctx context.Context, contentType string, bo
 // CreateToken Create an API token
 //
 // Creates a token for the calling user. The secret is in this response
-// only: store it now. Required role: `user`.
+// only: store it now. With a `scope` the token is limited (see
+// "Scoped and device tokens"): the scope's organization, project and
+// sensors must be the user's (404 otherwise), and its `role` no higher
+// than the user's role there (403). `expires_in_days` is optional;
+// `expires_at` shows it. Required role: `user`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3991,7 +4007,11 @@ type ClientWithResponsesInterface interface {
 	// CreateTokenWithBodyWithResponse Create an API token
 	//
 	// Creates a token for the calling user. The secret is in this response
-	// only: store it now. Required role: `user`.
+	// only: store it now. With a `scope` the token is limited (see
+	// "Scoped and device tokens"): the scope's organization, project and
+	// sensors must be the user's (404 otherwise), and its `role` no higher
+	// than the user's role there (403). `expires_in_days` is optional;
+	// `expires_at` shows it. Required role: `user`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4001,7 +4021,11 @@ type ClientWithResponsesInterface interface {
 	// CreateTokenWithResponse Create an API token
 	//
 	// Creates a token for the calling user. The secret is in this response
-	// only: store it now. Required role: `user`.
+	// only: store it now. With a `scope` the token is limited (see
+	// "Scoped and device tokens"): the scope's organization, project and
+	// sensors must be the user's (404 otherwise), and its `role` no higher
+	// than the user's role there (403). `expires_in_days` is optional;
+	// `expires_at` shows it. Required role: `user`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4670,6 +4694,8 @@ type GetMeResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -4697,6 +4723,11 @@ func (r GetMeResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetMeResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetMeResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4767,6 +4798,8 @@ type ListTokensResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -4794,6 +4827,11 @@ func (r ListTokensResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListTokensResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListTokensResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4864,6 +4902,10 @@ type CreateTokenResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -4895,6 +4937,16 @@ func (r CreateTokenResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r CreateTokenResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateTokenResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateTokenResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -4973,6 +5025,8 @@ type RevokeTokenResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -4997,6 +5051,11 @@ func (r RevokeTokenResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r RevokeTokenResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RevokeTokenResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -8775,7 +8834,11 @@ func (c *ClientWithResponses) ListTokensWithResponse(ctx context.Context, reqEdi
 // CreateTokenWithBodyWithResponse Create an API token
 //
 // Creates a token for the calling user. The secret is in this response
-// only: store it now. Required role: `user`.
+// only: store it now. With a `scope` the token is limited (see
+// "Scoped and device tokens"): the scope's organization, project and
+// sensors must be the user's (404 otherwise), and its `role` no higher
+// than the user's role there (403). `expires_in_days` is optional;
+// `expires_at` shows it. Required role: `user`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8791,7 +8854,11 @@ func (c *ClientWithResponses) CreateTokenWithBodyWithResponse(ctx context.Contex
 // CreateTokenWithResponse Create an API token
 //
 // Creates a token for the calling user. The secret is in this response
-// only: store it now. Required role: `user`.
+// only: store it now. With a `scope` the token is limited (see
+// "Scoped and device tokens"): the scope's organization, project and
+// sensors must be the user's (404 otherwise), and its `role` no higher
+// than the user's role there (403). `expires_in_days` is optional;
+// `expires_at` shows it. Required role: `user`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9752,6 +9819,13 @@ func ParseGetMeResponse(rsp *http.Response) (*GetMeResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9846,6 +9920,13 @@ func ParseListTokensResponse(rsp *http.Response) (*ListTokensResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9939,6 +10020,20 @@ func ParseCreateTokenResponse(rsp *http.Response) (*CreateTokenResponse, error) 
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -10043,6 +10138,13 @@ func ParseRevokeTokenResponse(rsp *http.Response) (*RevokeTokenResponse, error) 
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound

@@ -671,6 +671,11 @@ type Token struct {
 	//
 	// Example: 2024-05-01T12:00:00.123Z
 	RevokedAt *Datetime `json:"revoked_at,omitempty"`
+
+	// Scope What a token is limited to; absent means all of its user's rights.
+	// `project_id` needs `org_id`, and `sensor_ids` and `device` need
+	// `project_id`. A device token's role is always `editor`.
+	Scope *TokenScope `json:"scope,omitempty"`
 }
 
 // TokenCreate defines model for TokenCreate.
@@ -678,6 +683,11 @@ type TokenCreate struct {
 	// ExpiresInDays Days until the token expires; absent means never.
 	ExpiresInDays *int   `json:"expires_in_days,omitempty"`
 	Name          string `json:"name"`
+
+	// Scope What a token is limited to; absent means all of its user's rights.
+	// `project_id` needs `org_id`, and `sensor_ids` and `device` need
+	// `project_id`. A device token's role is always `editor`.
+	Scope *TokenScope `json:"scope,omitempty"`
 }
 
 // TokenCreated defines model for TokenCreated.
@@ -719,8 +729,31 @@ type TokenCreated struct {
 	// Example: 2024-05-01T12:00:00.123Z
 	RevokedAt *Datetime `json:"revoked_at,omitempty"`
 
+	// Scope What a token is limited to; absent means all of its user's rights.
+	// `project_id` needs `org_id`, and `sensor_ids` and `device` need
+	// `project_id`. A device token's role is always `editor`.
+	Scope *TokenScope `json:"scope,omitempty"`
+
 	// Token The secret. It is shown in this response only.
 	Token string `json:"token"`
+}
+
+// TokenScope What a token is limited to; absent means all of its user's rights.
+// `project_id` needs `org_id`, and `sensor_ids` and `device` need
+// `project_id`. A device token's role is always `editor`.
+type TokenScope struct {
+	// Device The token may only post readings to the sensors in scope.
+	Device *bool `json:"device,omitempty"`
+	OrgId  int64 `json:"org_id"`
+
+	// ProjectId The one project of the organization the token may reach.
+	ProjectId *int64 `json:"project_id,omitempty"`
+
+	// Role Each role includes the ones before it.
+	Role *Role `json:"role,omitempty"`
+
+	// SensorIds The sensors of the project the token may reach.
+	SensorIds *[]int64 `json:"sensor_ids,omitempty"`
 }
 
 // User defines model for User.
@@ -2297,6 +2330,20 @@ func (response GetMe401JSONResponse) VisitGetMeResponse(w http.ResponseWriter) e
 	return err
 }
 
+type GetMe403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetMe403JSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMe429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response GetMe429JSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
@@ -2393,6 +2440,20 @@ func (response ListTokens401JSONResponse) VisitListTokensResponse(w http.Respons
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTokens403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListTokens403JSONResponse) VisitListTokensResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2494,6 +2555,34 @@ func (response CreateToken401JSONResponse) VisitCreateTokenResponse(w http.Respo
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateToken403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateToken403JSONResponse) VisitCreateTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateToken404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateToken404JSONResponse) VisitCreateTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2619,6 +2708,20 @@ func (response RevokeToken401JSONResponse) VisitRevokeTokenResponse(w http.Respo
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeToken403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RevokeToken403JSONResponse) VisitRevokeTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }

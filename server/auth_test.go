@@ -29,7 +29,20 @@ type identity struct {
 	// callers without a valid token or from another organization.
 	role  store.Role
 	valid bool // the token is valid (a user exists behind it)
+	scope scopeKind
 }
+
+// scopeKind is how the matrix's scoped tokens are narrowed, each a token of
+// the tenant's owner.
+type scopeKind int
+
+const (
+	unscoped           scopeKind = iota
+	projectViewer                // the tenant's project, viewer ceiling
+	otherProject                 // another project of the tenant
+	device                       // a device token of the project and the fixture's sensor
+	deviceOtherSensors           // a device token of the project and its piezometer only
+)
 
 var identities = []identity{
 	{name: "NoHeader", header: func(*env, matrixFixture) string { return "" }},
@@ -42,6 +55,14 @@ var identities = []identity{
 	{name: "Editor", valid: true, role: store.Editor, header: roleHeader(store.Editor)},
 	{name: "Admin", valid: true, role: store.Admin, header: roleHeader(store.Admin)},
 	{name: "Owner", valid: true, role: store.Owner, header: roleHeader(store.Owner)},
+	{name: "ProjectViewerToken", valid: true, role: store.Viewer, scope: projectViewer, header: scopedHeader(projectViewer)},
+	{name: "OtherProjectToken", valid: true, role: store.Owner, scope: otherProject, header: scopedHeader(otherProject)},
+	{name: "DeviceToken", valid: true, role: store.Editor, scope: device, header: scopedHeader(device)},
+	{name: "OtherSensorsDeviceToken", valid: true, role: store.Editor, scope: deviceOtherSensors, header: scopedHeader(deviceOtherSensors)},
+}
+
+func scopedHeader(kind scopeKind) func(*env, matrixFixture) string {
+	return func(_ *env, f matrixFixture) string { return "Bearer " + f.scoped[kind] }
 }
 
 func roleHeader(role store.Role) func(*env, matrixFixture) string {
@@ -57,6 +78,7 @@ type matrixFixture struct {
 	revoked  string // a revoked token of the tenant's owner
 	expired  string // an expired token of the tenant's owner
 	tokenIDs map[string]int64
+	scoped   map[scopeKind]string // the owner's scoped tokens
 }
 
 func (e *env) newMatrixFixture(t *testing.T, n int) matrixFixture {
@@ -65,6 +87,7 @@ func (e *env) newMatrixFixture(t *testing.T, n int) matrixFixture {
 		tenant:   e.newTenant(fmt.Sprintf("ALPHA-%d", n)),
 		other:    e.newTenant(fmt.Sprintf("BRAVO-%d", n)),
 		tokenIDs: map[string]int64{},
+		scoped:   map[scopeKind]string{},
 	}
 	owner := f.tenant.userIDs[store.Owner]
 	revoked, secret, err := e.db.CreateToken(ctx, owner, "revoked", nil)
@@ -87,6 +110,21 @@ func (e *env) newMatrixFixture(t *testing.T, n int) matrixFixture {
 		t.Fatal(err)
 	}
 	f.target = target.ID
+	spare, err := e.db.CreateProject(ctx, f.tenant.orgID, fmt.Sprintf("ALPHA-%d spare project", n), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn := f.tenant
+	for kind, scope := range map[scopeKind]store.TokenScope{
+		projectViewer:      {OrgID: tn.orgID, ProjectID: tn.projectID, Role: store.Viewer},
+		otherProject:       {OrgID: tn.orgID, ProjectID: spare.ID},
+		device:             {OrgID: tn.orgID, ProjectID: tn.projectID, SensorIDs: []int64{tn.sensorID}, Device: true},
+		deviceOtherSensors: {OrgID: tn.orgID, ProjectID: tn.projectID, SensorIDs: []int64{tn.instanceID}, Device: true},
+	} {
+		if _, f.scoped[kind], err = e.db.CreateScopedToken(ctx, owner, "scoped", nil, scope); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// A spare token of each user, for the operations on /me/tokens/{id}.
 	for _, tn := range []tenant{f.tenant, f.other} {
 		for role, userID := range tn.userIDs {
@@ -160,7 +198,7 @@ func TestAuthMatrix(t *testing.T) {
 				f := e.newMatrixFixture(t, n)
 				header := id.header(e, f)
 				callerToken := strings.TrimPrefix(header, "Bearer ")
-				want := expectedStatus(required, id)
+				want := expectedStatus(o, required, id)
 
 				// The organizations whose data this caller must neither see
 				// nor change: the other one for the tenant's members, the
@@ -235,16 +273,28 @@ func archivedRefuses(method, path, operationID string) bool {
 	return method != http.MethodGet && underProject && operationID != "deleteProject" && operationID != "projectAction"
 }
 
-// expectedStatus is the matrix's rule: 200 stands for any 2xx.
-func expectedStatus(required string, id identity) int {
+// expectedStatus is the matrix's rule: 200 stands for any 2xx. A scoped
+// token answers as a non-member (404) for a project or sensor outside its
+// scope and 403 for an operation that names none of its scope, or that a
+// device token may not call.
+func expectedStatus(o specOperation, required string, id identity) int {
+	namesProject := strings.Contains(o.path, "{proj_id}") || strings.Contains(o.path, "{project_id}")
 	switch {
 	case required == "public":
 		return 200
 	case !id.valid:
 		return 401
+	case (id.scope == device || id.scope == deviceOtherSensors) && o.operation.OperationID != "postReadings":
+		return 403
+	case required == "user" && id.scope != unscoped && o.method != http.MethodGet:
+		return 403
 	case required == "user":
 		return 200
 	case id.role == "":
+		return 404
+	case id.scope != unscoped && !namesProject:
+		return 403
+	case id.scope == otherProject, id.scope == deviceOtherSensors:
 		return 404
 	case !id.role.AtLeast(store.Role(required)):
 		return 403

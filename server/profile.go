@@ -37,13 +37,13 @@ func (s *Server) CreateToken(ctx context.Context, req gen.CreateTokenRequestObje
 		t := time.Now().Add(time.Duration(*days) * 24 * time.Hour)
 		expiresAt = &t
 	}
-	token, secret, err := s.store.CreateToken(ctx, principalOf(ctx).UserID, req.Body.Name, expiresAt)
+	token, secret, err := s.store.CreateScopedToken(ctx, principalOf(ctx).UserID, req.Body.Name, expiresAt, fromTokenScope(req.Body.Scope))
 	if err != nil {
 		return nil, err
 	}
 	t := toToken(token)
 	return gen.CreateToken201JSONResponse{
-		Id: t.Id, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, Token: secret,
+		Id: t.Id, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, Scope: t.Scope, Token: secret,
 	}, nil
 }
 

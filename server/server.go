@@ -31,7 +31,7 @@ type Store interface {
 	TouchTokens(ctx context.Context, ids []int64, at time.Time) error
 	Me(ctx context.Context, userID int64) (store.User, []store.Membership, error)
 	ListTokens(ctx context.Context, userID int64) ([]store.Token, error)
-	CreateToken(ctx context.Context, userID int64, name string, expiresAt *time.Time) (store.Token, string, error)
+	CreateScopedToken(ctx context.Context, userID int64, name string, expiresAt *time.Time, scope store.TokenScope) (store.Token, string, error)
 	RevokeToken(ctx context.Context, userID, tokenID int64) error
 	ListMembers(ctx context.Context, orgID int64) ([]store.Member, error)
 	AddMember(ctx context.Context, orgID int64, email, name string, role store.Role) (store.Member, error)

@@ -131,7 +131,11 @@ export interface paths {
         /**
          * Create an API token
          * @description Creates a token for the calling user. The secret is in this response
-         *     only: store it now. Required role: `user`.
+         *     only: store it now. With a `scope` the token is limited (see
+         *     "Scoped and device tokens"): the scope's organization, project and
+         *     sensors must be the user's (404 otherwise), and its `role` no higher
+         *     than the user's role there (403). `expires_in_days` is optional;
+         *     `expires_at` shows it. Required role: `user`.
          */
         post: operations["createToken"];
         delete?: never;
@@ -948,11 +952,32 @@ export interface components {
             last_used_at?: components["schemas"]["Datetime"];
             expires_at?: components["schemas"]["Datetime"];
             revoked_at?: components["schemas"]["Datetime"];
+            scope?: components["schemas"]["TokenScope"];
+        };
+        /**
+         * @description What a token is limited to; absent means all of its user's rights.
+         *     `project_id` needs `org_id`, and `sensor_ids` and `device` need
+         *     `project_id`. A device token's role is always `editor`.
+         */
+        TokenScope: {
+            /** Format: int64 */
+            org_id: number;
+            /**
+             * Format: int64
+             * @description The one project of the organization the token may reach.
+             */
+            project_id?: number;
+            /** @description The sensors of the project the token may reach. */
+            sensor_ids?: number[];
+            role?: components["schemas"]["Role"];
+            /** @description The token may only post readings to the sensors in scope. */
+            device?: boolean;
         };
         TokenCreate: {
             name: string;
             /** @description Days until the token expires; absent means never. */
             expires_in_days?: number;
+            scope?: components["schemas"]["TokenScope"];
         };
         TokenCreated: components["schemas"]["Token"] & {
             /** @description The secret. It is shown in this response only. */
@@ -1607,6 +1632,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -1643,6 +1669,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -1688,6 +1715,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -1719,6 +1748,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
