@@ -79,6 +79,10 @@ type matrixFixture struct {
 	expired  string // an expired token of the tenant's owner
 	tokenIDs map[string]int64
 	scoped   map[scopeKind]string // the owner's scoped tokens
+	// A pending invitation to the tenant, whose code the matrix sends to
+	// acceptInvitation in place of the spec's example.
+	invitationID   int64
+	invitationCode string
 }
 
 func (e *env) newMatrixFixture(t *testing.T, n int) matrixFixture {
@@ -110,6 +114,11 @@ func (e *env) newMatrixFixture(t *testing.T, n int) matrixFixture {
 		t.Fatal(err)
 	}
 	f.target = target.ID
+	inv, code, err := e.db.CreateInvitation(ctx, f.tenant.orgID, owner, fmt.Sprintf("invitee-%d@example.com", n), store.Editor, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.invitationID, f.invitationCode = inv.ID, code
 	spare, err := e.db.CreateProject(ctx, f.tenant.orgID, fmt.Sprintf("ALPHA-%d spare project", n), "")
 	if err != nil {
 		t.Fatal(err)
@@ -155,6 +164,8 @@ func pathParam(t *testing.T, f matrixFixture, operationID, name, callerToken str
 		return strconv.FormatInt(f.tenant.blueprintID, 10)
 	case "user_id":
 		return strconv.FormatInt(f.target, 10)
+	case "invitation_id":
+		return strconv.FormatInt(f.invitationID, 10)
 	case "token_id":
 		if id, ok := f.tokenIDs[callerToken]; ok {
 			return strconv.FormatInt(id, 10)
@@ -221,6 +232,11 @@ func TestAuthMatrix(t *testing.T) {
 					t.Fatalf("%s as %s: %d %s, want 2xx", o.operation.OperationID, id.name, status, body)
 				case want != 200 && status != want:
 					t.Fatalf("%s as %s: %d %s, want %d", o.operation.OperationID, id.name, status, body, want)
+				}
+				// An invitation's code, not the caller's token, is the
+				// credential of acceptInvitation: it joins the tenant.
+				if o.operation.OperationID == "acceptInvitation" {
+					foreign = nil
 				}
 				for marker, orgID := range foreign {
 					if bytes.Contains(body, []byte(marker)) {
@@ -336,7 +352,11 @@ func (e *env) sendExample(t *testing.T, method, path string, op *openapi3.Operat
 		if media == nil || media.Example == nil {
 			t.Fatalf("%s: its request body has no application/json example for the matrix to send", op.OperationID)
 		}
-		b, err := json.Marshal(media.Example)
+		example := media.Example
+		if op.OperationID == "acceptInvitation" {
+			example = map[string]string{"code": f.invitationCode}
+		}
+		b, err := json.Marshal(example)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -396,6 +416,7 @@ SELECT concat_ws('|',
   (SELECT string_agg(concat_ws(',', r.sensor_id, r.datetime, r.input_ids, r.vals), ';' ORDER BY r.sensor_id, r.datetime)
      FROM readings r JOIN sensors s ON s.id = r.sensor_id JOIN projects p ON p.id = s.project_id WHERE p.org_id = $1),
   (SELECT string_agg(concat_ws(',', user_id, role), ';' ORDER BY user_id) FROM memberships WHERE org_id = $1),
+  (SELECT string_agg(concat_ws(',', id, accepted_at, revoked_at), ';' ORDER BY id) FROM invitations WHERE org_id = $1),
   (SELECT string_agg(concat_ws(',', t.id, t.revoked_at, t.expires_at), ';' ORDER BY t.id)
      FROM api_tokens t JOIN memberships m ON m.user_id = t.user_id WHERE m.org_id = $1))`, orgID).Scan(&dump)
 	if err != nil {

@@ -37,6 +37,10 @@ type Store interface {
 	AddMember(ctx context.Context, orgID int64, email, name string, role store.Role) (store.Member, error)
 	UpdateMember(ctx context.Context, orgID, userID int64, role store.Role) (store.Member, error)
 	RemoveMember(ctx context.Context, orgID, userID int64) error
+	ListInvitations(ctx context.Context, orgID, before int64, limit int) ([]store.Invitation, bool, error)
+	CreateInvitation(ctx context.Context, orgID, invitedBy int64, email string, role store.Role, expiresAt time.Time) (store.Invitation, string, error)
+	RevokeInvitation(ctx context.Context, orgID, id int64) error
+	AcceptInvitation(ctx context.Context, code, name string) (store.Accepted, error)
 
 	ListProjects(ctx context.Context, orgID, after int64, limit int) ([]store.Project, bool, error)
 	CreateProject(ctx context.Context, orgID int64, name, description string) (store.Project, error)

@@ -120,11 +120,16 @@ var tokenPattern = regexp.MustCompile(`^rdg_[0-9A-Za-z]{43}$`)
 func WellFormedToken(s string) bool { return tokenPattern.MatchString(s) }
 
 func newTokenSecret() (secret, prefix string) {
+	secret = newSecret(tokenScheme)
+	return secret, secret[:tokenPrefixLen]
+}
+
+// newSecret is scheme and 32 random bytes in 43 base62 characters.
+func newSecret(scheme string) string {
 	var random [32]byte
 	rand.Read(random[:]) // never fails: crypto/rand crashes the program rather than return weak bytes
 	body := new(big.Int).SetBytes(random[:]).Text(62)
-	secret = tokenScheme + strings.Repeat("0", tokenBodyLen-len(body)) + body
-	return secret, secret[:tokenPrefixLen]
+	return scheme + strings.Repeat("0", tokenBodyLen-len(body)) + body
 }
 
 func tokenHash(secret string) []byte {
