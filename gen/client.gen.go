@@ -137,12 +137,13 @@ type ClientInterface interface {
 
 	// ListTokens The calling user's API tokens
 	//
-	// Every token of the calling user, newest first, revoked ones included.
-	// Secrets are never shown again; `prefix` identifies a token.
-	// Required role: `user`.
+	// The calling user's tokens, newest first, revoked ones included.
+	// Secrets are never shown again; `prefix` identifies a token. A page
+	// holds at most `limit`; when there are more, `next_cursor` is set:
+	// pass it as `cursor` to get the next page. Required role: `user`.
 	//
 	// Corresponds with GET /api/v1/me/tokens (the `ListTokens` operationId).
-	ListTokens(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListTokens(ctx context.Context, params *ListTokensParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateTokenWithBody Create an API token
 	//
@@ -324,10 +325,12 @@ type ClientInterface interface {
 
 	// ListMembers Members of an organization
 	//
-	// Every member with their role, ordered by user id. Required role: `owner`.
+	// The members with their roles, ordered by user id. A page holds at
+	// most `limit`; when there are more, `next_cursor` is set: pass it as
+	// `cursor` to get the next page. Required role: `owner`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/members (the `ListMembers` operationId).
-	ListMembers(ctx context.Context, orgId OrgId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListMembers(ctx context.Context, orgId OrgId, params *ListMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AddMemberWithBody Add a member
 	//
@@ -893,13 +896,14 @@ func (c *Client) GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*htt
 
 // ListTokens The calling user's API tokens
 //
-// Every token of the calling user, newest first, revoked ones included.
-// Secrets are never shown again; `prefix` identifies a token.
-// Required role: `user`.
+// The calling user's tokens, newest first, revoked ones included.
+// Secrets are never shown again; `prefix` identifies a token. A page
+// holds at most `limit`; when there are more, `next_cursor` is set:
+// pass it as `cursor` to get the next page. Required role: `user`.
 //
 // Corresponds with GET /api/v1/me/tokens (the `ListTokens` operationId).
-func (c *Client) ListTokens(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListTokensRequest(c.Server)
+func (c *Client) ListTokens(ctx context.Context, params *ListTokensParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTokensRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1250,11 +1254,13 @@ func (c *Client) RevokeInvitation(ctx context.Context, orgId OrgId, invitationId
 
 // ListMembers Members of an organization
 //
-// Every member with their role, ordered by user id. Required role: `owner`.
+// The members with their roles, ordered by user id. A page holds at
+// most `limit`; when there are more, `next_cursor` is set: pass it as
+// `cursor` to get the next page. Required role: `owner`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/members (the `ListMembers` operationId).
-func (c *Client) ListMembers(ctx context.Context, orgId OrgId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListMembersRequest(c.Server, orgId)
+func (c *Client) ListMembers(ctx context.Context, orgId OrgId, params *ListMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListMembersRequest(c.Server, orgId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2172,7 +2178,7 @@ func NewGetMeRequest(server string) (*http.Request, error) {
 }
 
 // NewListTokensRequest constructs an http.Request for the ListTokens method
-func NewListTokensRequest(server string) (*http.Request, error) {
+func NewListTokensRequest(server string, params *ListTokensParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2188,6 +2194,45 @@ func NewListTokensRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -2744,7 +2789,7 @@ func NewRevokeInvitationRequest(server string, orgId OrgId, invitationId Invitat
 }
 
 // NewListMembersRequest constructs an http.Request for the ListMembers method
-func NewListMembersRequest(server string, orgId OrgId) (*http.Request, error) {
+func NewListMembersRequest(server string, orgId OrgId, params *ListMembersParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2767,6 +2812,45 @@ func NewListMembersRequest(server string, orgId OrgId) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -4464,14 +4548,15 @@ type ClientWithResponsesInterface interface {
 
 	// ListTokensWithResponse The calling user's API tokens
 	//
-	// Every token of the calling user, newest first, revoked ones included.
-	// Secrets are never shown again; `prefix` identifies a token.
-	// Required role: `user`.
+	// The calling user's tokens, newest first, revoked ones included.
+	// Secrets are never shown again; `prefix` identifies a token. A page
+	// holds at most `limit`; when there are more, `next_cursor` is set:
+	// pass it as `cursor` to get the next page. Required role: `user`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/me/tokens (the `ListTokens` operationId).
-	ListTokensWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListTokensResponse, error)
+	ListTokensWithResponse(ctx context.Context, params *ListTokensParams, reqEditors ...RequestEditorFn) (*ListTokensResponse, error)
 
 	// CreateTokenWithBodyWithResponse Create an API token
 	//
@@ -4669,12 +4754,14 @@ type ClientWithResponsesInterface interface {
 
 	// ListMembersWithResponse Members of an organization
 	//
-	// Every member with their role, ordered by user id. Required role: `owner`.
+	// The members with their roles, ordered by user id. A page holds at
+	// most `limit`; when there are more, `next_cursor` is set: pass it as
+	// `cursor` to get the next page. Required role: `owner`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/members (the `ListMembers` operationId).
-	ListMembersWithResponse(ctx context.Context, orgId OrgId, reqEditors ...RequestEditorFn) (*ListMembersResponse, error)
+	ListMembersWithResponse(ctx context.Context, orgId OrgId, params *ListMembersParams, reqEditors ...RequestEditorFn) (*ListMembersResponse, error)
 
 	// AddMemberWithBodyWithResponse Add a member
 	//
@@ -5416,7 +5503,7 @@ type ListTokensResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *[]Token
+	JSON200 *TokenPage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -5438,7 +5525,7 @@ type ListTokensResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListTokensResponse) GetJSON200() *[]Token {
+func (r ListTokensResponse) GetJSON200() *TokenPage {
 	return r.JSON200
 }
 
@@ -6796,7 +6883,7 @@ type ListMembersResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *[]Member
+	JSON200 *MemberPage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -6820,7 +6907,7 @@ type ListMembersResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListMembersResponse) GetJSON200() *[]Member {
+func (r ListMembersResponse) GetJSON200() *MemberPage {
 	return r.JSON200
 }
 
@@ -9832,15 +9919,16 @@ func (c *ClientWithResponses) GetMeWithResponse(ctx context.Context, reqEditors 
 
 // ListTokensWithResponse The calling user's API tokens
 //
-// Every token of the calling user, newest first, revoked ones included.
-// Secrets are never shown again; `prefix` identifies a token.
-// Required role: `user`.
+// The calling user's tokens, newest first, revoked ones included.
+// Secrets are never shown again; `prefix` identifies a token. A page
+// holds at most `limit`; when there are more, `next_cursor` is set:
+// pass it as `cursor` to get the next page. Required role: `user`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/me/tokens (the `ListTokens` operationId).
-func (c *ClientWithResponses) ListTokensWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListTokensResponse, error) {
-	rsp, err := c.ListTokens(ctx, reqEditors...)
+func (c *ClientWithResponses) ListTokensWithResponse(ctx context.Context, params *ListTokensParams, reqEditors ...RequestEditorFn) (*ListTokensResponse, error) {
+	rsp, err := c.ListTokens(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10139,13 +10227,15 @@ func (c *ClientWithResponses) RevokeInvitationWithResponse(ctx context.Context, 
 
 // ListMembersWithResponse Members of an organization
 //
-// Every member with their role, ordered by user id. Required role: `owner`.
+// The members with their roles, ordered by user id. A page holds at
+// most `limit`; when there are more, `next_cursor` is set: pass it as
+// `cursor` to get the next page. Required role: `owner`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/org/{org_id}/members (the `ListMembers` operationId).
-func (c *ClientWithResponses) ListMembersWithResponse(ctx context.Context, orgId OrgId, reqEditors ...RequestEditorFn) (*ListMembersResponse, error) {
-	rsp, err := c.ListMembers(ctx, orgId, reqEditors...)
+func (c *ClientWithResponses) ListMembersWithResponse(ctx context.Context, orgId OrgId, params *ListMembersParams, reqEditors ...RequestEditorFn) (*ListMembersResponse, error) {
+	rsp, err := c.ListMembers(ctx, orgId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -11085,7 +11175,7 @@ func ParseListTokensResponse(rsp *http.Response) (*ListTokensResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest []Token
+		var dest TokenPage
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -12411,7 +12501,7 @@ func ParseListMembersResponse(rsp *http.Response) (*ListMembersResponse, error) 
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest []Member
+		var dest MemberPage
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

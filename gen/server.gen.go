@@ -609,6 +609,14 @@ type MemberCreate struct {
 	Role Role `json:"role"`
 }
 
+// MemberPage defines model for MemberPage.
+type MemberPage struct {
+	Items []Member `json:"items"`
+
+	// NextCursor Present when there may be more; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
 // MemberUpdate defines model for MemberUpdate.
 type MemberUpdate struct {
 	// Role Each role includes the ones before it.
@@ -915,6 +923,14 @@ type TokenCreated struct {
 	Token string `json:"token"`
 }
 
+// TokenPage defines model for TokenPage.
+type TokenPage struct {
+	Items []Token `json:"items"`
+
+	// NextCursor Present when there may be more; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
 // TokenScope What a token is limited to; absent means all of its user's rights.
 // `project_id` needs `org_id`, and `sensor_ids` and `device` need
 // `project_id`. A device token's role is always `editor`.
@@ -1012,6 +1028,15 @@ type Unauthorized = Error
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = Error
 
+// ListTokensParams defines parameters for ListTokens.
+type ListTokensParams struct {
+	// Limit The most items in a page.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListBlueprintsParams defines parameters for ListBlueprints.
 type ListBlueprintsParams struct {
 	// Limit The most items in a page.
@@ -1023,6 +1048,15 @@ type ListBlueprintsParams struct {
 
 // ListInvitationsParams defines parameters for ListInvitations.
 type ListInvitationsParams struct {
+	// Limit The most items in a page.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListMembersParams defines parameters for ListMembers.
+type ListMembersParams struct {
 	// Limit The most items in a page.
 	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -1202,7 +1236,7 @@ type ServerInterface interface {
 	GetMe(ctx echo.Context) error
 	// ListTokens The calling user's API tokens
 	// (GET /api/v1/me/tokens)
-	ListTokens(ctx echo.Context) error
+	ListTokens(ctx echo.Context, params ListTokensParams) error
 	// CreateToken Create an API token
 	// (POST /api/v1/me/tokens)
 	CreateToken(ctx echo.Context) error
@@ -1241,7 +1275,7 @@ type ServerInterface interface {
 	RevokeInvitation(ctx echo.Context, orgId OrgId, invitationId InvitationId) error
 	// ListMembers Members of an organization
 	// (GET /api/v1/org/{org_id}/members)
-	ListMembers(ctx echo.Context, orgId OrgId) error
+	ListMembers(ctx echo.Context, orgId OrgId, params ListMembersParams) error
 	// AddMember Add a member
 	// (POST /api/v1/org/{org_id}/members)
 	AddMember(ctx echo.Context, orgId OrgId) error
@@ -1346,8 +1380,24 @@ func (w *ServerInterfaceWrapper) GetMe(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) ListTokens(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListTokensParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListTokens(ctx)
+	err = w.Handler.ListTokens(ctx, params)
 	return err
 }
 
@@ -1597,8 +1647,24 @@ func (w *ServerInterfaceWrapper) ListMembers(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListMembersParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListMembers(ctx, orgId)
+	err = w.Handler.ListMembers(ctx, orgId, params)
 	return err
 }
 
@@ -2810,13 +2876,14 @@ func (response GetMe503JSONResponse) VisitGetMeResponse(w http.ResponseWriter) e
 }
 
 type ListTokensRequestObject struct {
+	Params ListTokensParams
 }
 
 type ListTokensResponseObject interface {
 	VisitListTokensResponse(w http.ResponseWriter) error
 }
 
-type ListTokens200JSONResponse []Token
+type ListTokens200JSONResponse TokenPage
 
 func (response ListTokens200JSONResponse) VisitListTokensResponse(w http.ResponseWriter) error {
 
@@ -4471,14 +4538,15 @@ func (response RevokeInvitation503JSONResponse) VisitRevokeInvitationResponse(w 
 }
 
 type ListMembersRequestObject struct {
-	OrgId OrgId `json:"org_id"`
+	OrgId  OrgId `json:"org_id"`
+	Params ListMembersParams
 }
 
 type ListMembersResponseObject interface {
 	VisitListMembersResponse(w http.ResponseWriter) error
 }
 
-type ListMembers200JSONResponse []Member
+type ListMembers200JSONResponse MemberPage
 
 func (response ListMembers200JSONResponse) VisitListMembersResponse(w http.ResponseWriter) error {
 
@@ -8475,8 +8543,10 @@ func (sh *strictHandler) GetMe(ctx echo.Context) error {
 }
 
 // ListTokens operation middleware
-func (sh *strictHandler) ListTokens(ctx echo.Context) error {
+func (sh *strictHandler) ListTokens(ctx echo.Context, params ListTokensParams) error {
 	var request ListTokensRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListTokens(ctx.Request().Context(), request.(ListTokensRequestObject))
@@ -8890,10 +8960,11 @@ func (sh *strictHandler) RevokeInvitation(ctx echo.Context, orgId OrgId, invitat
 }
 
 // ListMembers operation middleware
-func (sh *strictHandler) ListMembers(ctx echo.Context, orgId OrgId) error {
+func (sh *strictHandler) ListMembers(ctx echo.Context, orgId OrgId, params ListMembersParams) error {
 	var request ListMembersRequestObject
 
 	request.OrgId = orgId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListMembers(ctx.Request().Context(), request.(ListMembersRequestObject))

@@ -137,7 +137,7 @@ func TestBadInputCatalogue(t *testing.T) {
 		t.Fatalf("the catalogue has %d requests; it should have at least 60", len(badRequests))
 	}
 	tokenID := int64(0)
-	if tokens, err := e.db.ListTokens(context.Background(), tn.userIDs[store.Owner]); err == nil {
+	if tokens, _, err := e.db.ListTokens(context.Background(), tn.userIDs[store.Owner], 0, 100); err == nil {
 		tokenID = tokens[0].ID
 	}
 	replacer := strings.NewReplacer(

@@ -265,11 +265,18 @@ const tokenColumns = `id, user_id, name, prefix, created_at, last_used_at, expir
 coalesce(scope_org_id, 0) AS scope_org_id, coalesce(scope_project_id, 0) AS scope_project_id,
 scope_sensor_ids, coalesce(scope_role::text, '') AS scope_role, device`
 
-// ListTokens returns the user's tokens, newest first.
-func (db *DB) ListTokens(ctx context.Context, userID int64) ([]Token, error) {
-	rows, _ := db.pool.Query(ctx, `SELECT `+tokenColumns+` FROM api_tokens WHERE user_id = $1 ORDER BY id DESC`, userID)
+// ListTokens returns up to limit tokens of the user, newest first, with ids
+// below before (0 for the newest), and whether more follow.
+func (db *DB) ListTokens(ctx context.Context, userID, before int64, limit int) ([]Token, bool, error) {
+	rows, _ := db.pool.Query(ctx, `
+SELECT `+tokenColumns+` FROM api_tokens
+WHERE user_id = $1 AND ($2 = 0 OR id < $2) ORDER BY id DESC LIMIT $3`, userID, before, limit+1)
 	tokens, err := pgx.CollectRows(rows, pgx.RowToStructByName[Token])
-	return tokens, dbError("list tokens", err)
+	if err != nil {
+		return nil, false, dbError("list tokens", err)
+	}
+	tokens, more := pageOf(tokens, limit)
+	return tokens, more, nil
 }
 
 // CreateToken issues a token for userID and returns it with its secret,
@@ -411,13 +418,18 @@ WHERE id = $1 AND ($2 = 0 OR user_id = $2)`, tokenID, userID)
 
 const memberColumns = `m.user_id, u.email, u.name, m.role, m.created_at`
 
-// ListMembers returns the organization's members ordered by user id.
-func (db *DB) ListMembers(ctx context.Context, orgID int64) ([]Member, error) {
+// ListMembers returns up to limit members of the organization with user
+// ids above after, in user id order, and whether more follow.
+func (db *DB) ListMembers(ctx context.Context, orgID, after int64, limit int) ([]Member, bool, error) {
 	rows, _ := db.pool.Query(ctx, `
 SELECT `+memberColumns+` FROM memberships m JOIN users u ON u.id = m.user_id
-WHERE m.org_id = $1 ORDER BY m.user_id`, orgID)
+WHERE m.org_id = $1 AND m.user_id > $2 ORDER BY m.user_id LIMIT $3`, orgID, after, limit+1)
 	members, err := pgx.CollectRows(rows, pgx.RowToStructByName[Member])
-	return members, dbError("list members", err)
+	if err != nil {
+		return nil, false, dbError("list members", err)
+	}
+	members, more := pageOf(members, limit)
+	return members, more, nil
 }
 
 // AddMember makes the user with email a member of orgID, creating the user

@@ -321,7 +321,7 @@ func testCreateToken(t *testing.T, db *store.DB) {
 func testListTokens(t *testing.T, db *store.DB) {
 	ada, grace := newUser(t, db, "ada"), newUser(t, db, "grace")
 	var want []int64
-	for _, name := range []string{"first", "second"} {
+	for _, name := range []string{"first", "second", "third"} {
 		token, _, err := db.CreateToken(t.Context(), ada.ID, name, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -331,13 +331,17 @@ func testListTokens(t *testing.T, db *store.DB) {
 	if _, _, err := db.CreateToken(t.Context(), grace.ID, "first", nil); err != nil {
 		t.Fatal(err)
 	}
-	tokens, err := db.ListTokens(t.Context(), ada.ID)
+	tokens, _, err := db.ListTokens(t.Context(), ada.ID, 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(tokens, tokenID); !slices.Equal(got, want) {
 		t.Fatalf("ListTokens ids=%v, want %v", got, want)
 	}
+	checkPages(t, want, func(before int64, limit int) ([]int64, bool, error) {
+		tokens, more, err := db.ListTokens(t.Context(), ada.ID, before, limit)
+		return ids(tokens, tokenID), more, err
+	})
 }
 
 func testReplaceToken(t *testing.T, db *store.DB) {
@@ -369,14 +373,14 @@ func testReplaceToken(t *testing.T, db *store.DB) {
 		_, err = db.Authenticate(t.Context(), replaced, 0)
 		wantCode(t, err, apperr.Unauthorized)
 
-		tokens, err := db.ListTokens(t.Context(), ada.ID)
+		tokens, _, err := db.ListTokens(t.Context(), ada.ID, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got, want := ids(tokens, tokenID), []int64{token.ID, other.ID}; !slices.Equal(got, want) {
 			t.Fatalf("ada's tokens=%v, want %v", got, want)
 		}
-		tokens, err = db.ListTokens(t.Context(), grace.ID)
+		tokens, _, err = db.ListTokens(t.Context(), grace.ID, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -418,7 +422,7 @@ func testRevokeToken(t *testing.T, db *store.DB) {
 	// revokedAt returns when the token was revoked, or nil.
 	revokedAt := func(t *testing.T, token store.Token) *time.Time {
 		t.Helper()
-		tokens, err := db.ListTokens(t.Context(), token.UserID)
+		tokens, _, err := db.ListTokens(t.Context(), token.UserID, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -560,7 +564,7 @@ func testTouchTokens(t *testing.T, db *store.DB) {
 	// lastUsed returns when each token was last used, by id.
 	lastUsed := func() map[int64]*time.Time {
 		t.Helper()
-		tokens, err := db.ListTokens(t.Context(), user.ID)
+		tokens, _, err := db.ListTokens(t.Context(), user.ID, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -597,7 +601,7 @@ func testListMembers(t *testing.T, db *store.DB) {
 		ada := newMember(t, db, org, "ada", store.Owner)
 		grace := newMember(t, db, org, "grace", store.Viewer)
 		newMember(t, db, other, "linus", store.Owner)
-		members, err := db.ListMembers(t.Context(), org.ID)
+		members, _, err := db.ListMembers(t.Context(), org.ID, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -614,9 +618,21 @@ func testListMembers(t *testing.T, db *store.DB) {
 			}
 		}
 	})
+	t.Run("Pages", func(t *testing.T) {
+		t.Parallel()
+		org := newOrg(t, db)
+		var want []int64
+		for _, who := range []string{"ada", "grace", "linus"} {
+			want = append(want, newMember(t, db, org, who, store.Viewer).ID)
+		}
+		checkPages(t, want, func(after int64, limit int) ([]int64, bool, error) {
+			members, more, err := db.ListMembers(t.Context(), org.ID, after, limit)
+			return ids(members, func(m store.Member) int64 { return m.UserID }), more, err
+		})
+	})
 	t.Run("UnknownOrg", func(t *testing.T) {
 		t.Parallel()
-		members, err := db.ListMembers(t.Context(), unknownID)
+		members, _, err := db.ListMembers(t.Context(), unknownID, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -917,7 +933,7 @@ func testScopedToken(t *testing.T, db *store.DB) {
 		if !reflect.DeepEqual(p.Scope, scope) || p.Role != store.Editor {
 			t.Errorf("Authenticate = %+v, want scope %+v and role editor", p, scope)
 		}
-		tokens, err := db.ListTokens(t.Context(), editor.ID)
+		tokens, _, err := db.ListTokens(t.Context(), editor.ID, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -122,9 +122,10 @@ export interface paths {
         };
         /**
          * The calling user's API tokens
-         * @description Every token of the calling user, newest first, revoked ones included.
-         *     Secrets are never shown again; `prefix` identifies a token.
-         *     Required role: `user`.
+         * @description The calling user's tokens, newest first, revoked ones included.
+         *     Secrets are never shown again; `prefix` identifies a token. A page
+         *     holds at most `limit`; when there are more, `next_cursor` is set:
+         *     pass it as `cursor` to get the next page. Required role: `user`.
          */
         get: operations["listTokens"];
         put?: never;
@@ -187,7 +188,9 @@ export interface paths {
         };
         /**
          * Members of an organization
-         * @description Every member with their role, ordered by user id. Required role: `owner`.
+         * @description The members with their roles, ordered by user id. A page holds at
+         *     most `limit`; when there are more, `next_cursor` is set: pass it as
+         *     `cursor` to get the next page. Required role: `owner`.
          */
         get: operations["listMembers"];
         put?: never;
@@ -1056,6 +1059,11 @@ export interface components {
             revoked_at?: components["schemas"]["Datetime"];
             scope?: components["schemas"]["TokenScope"];
         };
+        TokenPage: {
+            items: components["schemas"]["Token"][];
+            /** @description Present when there may be more; pass it as `cursor`. */
+            next_cursor?: string;
+        };
         /**
          * @description What a token is limited to; absent means all of its user's rights.
          *     `project_id` needs `org_id`, and `sensor_ids` and `device` need
@@ -1093,6 +1101,11 @@ export interface components {
             name: string;
             role: components["schemas"]["Role"];
             created_at: components["schemas"]["Datetime"];
+        };
+        MemberPage: {
+            items: components["schemas"]["Member"][];
+            /** @description Present when there may be more; pass it as `cursor`. */
+            next_cursor?: string;
         };
         MemberCreate: {
             /** Format: email */
@@ -1794,31 +1807,38 @@ export interface operations {
     };
     listTokens: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The most items in a page. */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The tokens. */
+            /** @description A page of tokens. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     /**
-                     * @example [
-                     *       {
-                     *         "id": 7,
-                     *         "name": "datalogger",
-                     *         "prefix": "rdg_3kTq",
-                     *         "created_at": "2024-05-01T12:00:00.000Z",
-                     *         "last_used_at": "2024-05-02T08:00:00.000Z"
-                     *       }
-                     *     ]
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 7,
+                     *           "name": "datalogger",
+                     *           "prefix": "rdg_3kTq",
+                     *           "created_at": "2024-05-01T12:00:00.000Z",
+                     *           "last_used_at": "2024-05-02T08:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
                      */
-                    "application/json": components["schemas"]["Token"][];
+                    "application/json": components["schemas"]["TokenPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -1911,7 +1931,12 @@ export interface operations {
     };
     listMembers: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The most items in a page. */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
             header?: never;
             path: {
                 /**
@@ -1924,24 +1949,26 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The members. */
+            /** @description A page of members. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     /**
-                     * @example [
-                     *       {
-                     *         "user_id": 1,
-                     *         "email": "ada@example.com",
-                     *         "name": "Ada",
-                     *         "role": "owner",
-                     *         "created_at": "2024-05-01T12:00:00.000Z"
-                     *       }
-                     *     ]
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "user_id": 1,
+                     *           "email": "ada@example.com",
+                     *           "name": "Ada",
+                     *           "role": "owner",
+                     *           "created_at": "2024-05-01T12:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
                      */
-                    "application/json": components["schemas"]["Member"][];
+                    "application/json": components["schemas"]["MemberPage"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -15,7 +15,12 @@ export function orgPage(ctx: Ctx): HTMLElement {
     const list = await allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/projects', { params: { path: { org_id: org }, query: { limit: 1000, cursor } } })));
     return projectTable(ctx, org, role, list, () => projects.refresh());
   });
-  const members = can(role, 'listMembers') ? section(async () => memberTable(ctx, org, await must(ctx.api.GET('/api/v1/org/{org_id}/members', { params: { path: { org_id: org } } })), () => members?.refresh())) : undefined;
+  const members = can(role, 'listMembers')
+    ? section(async () => {
+        const list = await allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/members', { params: { path: { org_id: org }, query: { limit: 1000, cursor } } })));
+        return memberTable(ctx, org, list, () => members?.refresh());
+      })
+    : undefined;
 
   return h(
     'div',

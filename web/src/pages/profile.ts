@@ -1,6 +1,6 @@
 // Profile: the user, their memberships and their API tokens.
 import { must, type Token, type TokenCreated } from '../api';
-import type { Ctx } from '../app';
+import { allPages, type Ctx } from '../app';
 import { action, copyButton, field, h, section, table } from '../dom';
 import { href } from '../router';
 import { formatAge, formatDateTime } from '../time';
@@ -9,7 +9,10 @@ export function profilePage(ctx: Ctx): HTMLElement {
   ctx.setCrumbs([{ label: 'Profile' }]);
   const { user, memberships } = ctx.me;
 
-  const tokens = section(async () => tokenTable(ctx, await must(ctx.api.GET('/api/v1/me/tokens')), () => tokens.refresh()));
+  const tokens = section(async () => {
+    const list = await allPages((cursor) => must(ctx.api.GET('/api/v1/me/tokens', { params: { query: { limit: 1000, cursor } } })));
+    return tokenTable(ctx, list, () => tokens.refresh());
+  });
   const secret = h('div', { 'aria-live': 'polite' });
 
   return h(
