@@ -490,7 +490,7 @@ type InvitationAccepted struct {
 type InvitationCreate struct {
 	Email openapi_types.Email `json:"email"`
 
-	// ExpiresInDays Days until the code expires.
+	// ExpiresInDays Days until the code expires; absent means 7.
 	ExpiresInDays *int `json:"expires_in_days,omitempty"`
 
 	// Role Each role includes the ones before it.

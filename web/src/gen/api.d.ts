@@ -1142,11 +1142,8 @@ export interface components {
             /** Format: email */
             email: string;
             role: components["schemas"]["Role"];
-            /**
-             * @description Days until the code expires.
-             * @default 7
-             */
-            expires_in_days: number;
+            /** @description Days until the code expires; absent means 7. */
+            expires_in_days?: number;
         };
         InvitationCreated: components["schemas"]["Invitation"] & {
             /** @description The one-time code. It is shown in this response only. */
