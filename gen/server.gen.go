@@ -859,7 +859,8 @@ type Token struct {
 
 	// Scope What a token is limited to; absent means all of its user's rights.
 	// `project_id` needs `org_id`, and `sensor_ids` and `device` need
-	// `project_id`. A device token's role is always `editor`.
+	// `project_id`. A device token's role is always `editor`. A token
+	// limited to a project is deleted with the project.
 	Scope *TokenScope `json:"scope,omitempty"`
 }
 
@@ -871,7 +872,8 @@ type TokenCreate struct {
 
 	// Scope What a token is limited to; absent means all of its user's rights.
 	// `project_id` needs `org_id`, and `sensor_ids` and `device` need
-	// `project_id`. A device token's role is always `editor`.
+	// `project_id`. A device token's role is always `editor`. A token
+	// limited to a project is deleted with the project.
 	Scope *TokenScope `json:"scope,omitempty"`
 }
 
@@ -916,7 +918,8 @@ type TokenCreated struct {
 
 	// Scope What a token is limited to; absent means all of its user's rights.
 	// `project_id` needs `org_id`, and `sensor_ids` and `device` need
-	// `project_id`. A device token's role is always `editor`.
+	// `project_id`. A device token's role is always `editor`. A token
+	// limited to a project is deleted with the project.
 	Scope *TokenScope `json:"scope,omitempty"`
 
 	// Token The secret. It is shown in this response only.
@@ -933,7 +936,8 @@ type TokenPage struct {
 
 // TokenScope What a token is limited to; absent means all of its user's rights.
 // `project_id` needs `org_id`, and `sensor_ids` and `device` need
-// `project_id`. A device token's role is always `editor`.
+// `project_id`. A device token's role is always `editor`. A token
+// limited to a project is deleted with the project.
 type TokenScope struct {
 	// Device The token may only post readings to the sensors in scope.
 	Device *bool `json:"device,omitempty"`

@@ -1067,7 +1067,8 @@ export interface components {
         /**
          * @description What a token is limited to; absent means all of its user's rights.
          *     `project_id` needs `org_id`, and `sensor_ids` and `device` need
-         *     `project_id`. A device token's role is always `editor`.
+         *     `project_id`. A device token's role is always `editor`. A token
+         *     limited to a project is deleted with the project.
          */
         TokenScope: {
             /** Format: int64 */
