@@ -168,7 +168,7 @@ func TestAdmin(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tokens, err := db.ListTokens(ctx, p.UserID)
+		tokens, _, err := db.ListTokens(ctx, p.UserID, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +233,7 @@ func TestAdminDemo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the second demo token: %v", err)
 	}
-	tokens, err := db.ListTokens(t.Context(), p.UserID)
+	tokens, _, err := db.ListTokens(t.Context(), p.UserID, 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

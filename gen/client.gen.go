@@ -93,6 +93,40 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// AcceptInvitationWithBody Accept an invitation
+	//
+	// Exchanges an invitation's code for membership and a first token
+	// (named `first token`, without expiry), whose secret is in this
+	// response only. The invited email's user is created, with `name`,
+	// when there is none; a user who is a member already keeps the higher
+	// of their role and the invitation's. A code works once: an unknown
+	// one answers 404, and one accepted, revoked or expired 409. Codes
+	// are 256 random bits, so guessing one is hopeless; a body that is
+	// not a well-formed code is refused before any database work.
+	// Required role: `public`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/invitations/accept (the `AcceptInvitation` operationId).
+	AcceptInvitationWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AcceptInvitation Accept an invitation
+	//
+	// Exchanges an invitation's code for membership and a first token
+	// (named `first token`, without expiry), whose secret is in this
+	// response only. The invited email's user is created, with `name`,
+	// when there is none; a user who is a member already keeps the higher
+	// of their role and the invitation's. A code works once: an unknown
+	// one answers 404, and one accepted, revoked or expired 409. Codes
+	// are 256 random bits, so guessing one is hopeless; a body that is
+	// not a well-formed code is refused before any database work.
+	// Required role: `public`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/invitations/accept (the `AcceptInvitation` operationId).
+	AcceptInvitation(ctx context.Context, body AcceptInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetMe The calling user
 	//
 	// The user the token belongs to, and their memberships.
@@ -103,17 +137,22 @@ type ClientInterface interface {
 
 	// ListTokens The calling user's API tokens
 	//
-	// Every token of the calling user, newest first, revoked ones included.
-	// Secrets are never shown again; `prefix` identifies a token.
-	// Required role: `user`.
+	// The calling user's tokens, newest first, revoked ones included.
+	// Secrets are never shown again; `prefix` identifies a token. A page
+	// holds at most `limit`; when there are more, `next_cursor` is set:
+	// pass it as `cursor` to get the next page. Required role: `user`.
 	//
 	// Corresponds with GET /api/v1/me/tokens (the `ListTokens` operationId).
-	ListTokens(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListTokens(ctx context.Context, params *ListTokensParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateTokenWithBody Create an API token
 	//
 	// Creates a token for the calling user. The secret is in this response
-	// only: store it now. Required role: `user`.
+	// only: store it now. With a `scope` the token is limited (see
+	// "Scoped and device tokens"): the scope's organization, project and
+	// sensors must be the user's (404 otherwise), and its `role` no higher
+	// than the user's role there (403). `expires_in_days` is optional;
+	// `expires_at` shows it. Required role: `user`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -123,7 +162,11 @@ type ClientInterface interface {
 	// CreateToken Create an API token
 	//
 	// Creates a token for the calling user. The secret is in this response
-	// only: store it now. Required role: `user`.
+	// only: store it now. With a `scope` the token is limited (see
+	// "Scoped and device tokens"): the scope's organization, project and
+	// sensors must be the user's (404 otherwise), and its `role` no higher
+	// than the user's role there (403). `expires_in_days` is optional;
+	// `expires_at` shows it. Required role: `user`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -231,19 +274,72 @@ type ClientInterface interface {
 	// Corresponds with PUT /api/v1/org/{org_id}/blueprints/{blueprint_id} (the `UpdateBlueprint` operationId).
 	UpdateBlueprint(ctx context.Context, orgId OrgId, blueprintId BlueprintId, body UpdateBlueprintJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListInvitations Invitations to an organization
+	//
+	// The organization's invitations, newest first, whatever their state.
+	// A page holds at most `limit`; when there are more, `next_cursor` is
+	// set: pass it as `cursor` to get the next page. Codes are never shown
+	// again. Required role: `owner`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/invitations (the `ListInvitations` operationId).
+	ListInvitations(ctx context.Context, orgId OrgId, params *ListInvitationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateInvitationWithBody Invite a member
+	//
+	// Invites an email address to the organization with a role. The answer
+	// carries a one-time `code` (shown in this response only; no mail is
+	// sent) and `accept_path`, the console's page that takes it: hand
+	// either to the invitee, who exchanges it for their first token
+	// (`acceptInvitation`). The invitation expires after
+	// `expires_in_days` (7 by default, at most 30) and can be revoked.
+	// Required role: `owner`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/invitations (the `CreateInvitation` operationId).
+	CreateInvitationWithBody(ctx context.Context, orgId OrgId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateInvitation Invite a member
+	//
+	// Invites an email address to the organization with a role. The answer
+	// carries a one-time `code` (shown in this response only; no mail is
+	// sent) and `accept_path`, the console's page that takes it: hand
+	// either to the invitee, who exchanges it for their first token
+	// (`acceptInvitation`). The invitation expires after
+	// `expires_in_days` (7 by default, at most 30) and can be revoked.
+	// Required role: `owner`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/invitations (the `CreateInvitation` operationId).
+	CreateInvitation(ctx context.Context, orgId OrgId, body CreateInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeInvitation Revoke an invitation
+	//
+	// Revokes an invitation: its code is refused from then on. Revoking a
+	// revoked one is a no-op; an accepted one answers 409 (remove the
+	// member instead). Required role: `owner`.
+	//
+	// Corresponds with DELETE /api/v1/org/{org_id}/invitations/{invitation_id} (the `RevokeInvitation` operationId).
+	RevokeInvitation(ctx context.Context, orgId OrgId, invitationId InvitationId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListMembers Members of an organization
 	//
-	// Every member with their role, ordered by user id. Required role: `owner`.
+	// The members with their roles, ordered by user id. A page holds at
+	// most `limit`; when there are more, `next_cursor` is set: pass it as
+	// `cursor` to get the next page. Required role: `owner`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/members (the `ListMembers` operationId).
-	ListMembers(ctx context.Context, orgId OrgId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListMembers(ctx context.Context, orgId OrgId, params *ListMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AddMemberWithBody Add a member
 	//
 	// Adds the user with this email to the organization, creating the user
 	// when nobody has that email yet. A user who is already a member answers
 	// 409. The new member gets a first token from an operator
-	// (`readings admin token create`). Required role: `owner`.
+	// (`readings admin token create`); an invitation
+	// (`createInvitation`) lets them get one themselves.
+	// Required role: `owner`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -255,7 +351,9 @@ type ClientInterface interface {
 	// Adds the user with this email to the organization, creating the user
 	// when nobody has that email yet. A user who is already a member answers
 	// 409. The new member gets a first token from an operator
-	// (`readings admin token create`). Required role: `owner`.
+	// (`readings admin token create`); an invitation
+	// (`createInvitation`) lets them get one themselves.
+	// Required role: `owner`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -753,6 +851,60 @@ type ClientInterface interface {
 	GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
+// AcceptInvitationWithBody Accept an invitation
+//
+// Exchanges an invitation's code for membership and a first token
+// (named `first token`, without expiry), whose secret is in this
+// response only. The invited email's user is created, with `name`,
+// when there is none; a user who is a member already keeps the higher
+// of their role and the invitation's. A code works once: an unknown
+// one answers 404, and one accepted, revoked or expired 409. Codes
+// are 256 random bits, so guessing one is hopeless; a body that is
+// not a well-formed code is refused before any database work.
+// Required role: `public`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/invitations/accept (the `AcceptInvitation` operationId).
+func (c *Client) AcceptInvitationWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAcceptInvitationRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AcceptInvitation Accept an invitation
+//
+// Exchanges an invitation's code for membership and a first token
+// (named `first token`, without expiry), whose secret is in this
+// response only. The invited email's user is created, with `name`,
+// when there is none; a user who is a member already keeps the higher
+// of their role and the invitation's. A code works once: an unknown
+// one answers 404, and one accepted, revoked or expired 409. Codes
+// are 256 random bits, so guessing one is hopeless; a body that is
+// not a well-formed code is refused before any database work.
+// Required role: `public`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/invitations/accept (the `AcceptInvitation` operationId).
+func (c *Client) AcceptInvitation(ctx context.Context, body AcceptInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAcceptInvitationRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetMe The calling user
 //
 // The user the token belongs to, and their memberships.
@@ -773,13 +925,14 @@ func (c *Client) GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*htt
 
 // ListTokens The calling user's API tokens
 //
-// Every token of the calling user, newest first, revoked ones included.
-// Secrets are never shown again; `prefix` identifies a token.
-// Required role: `user`.
+// The calling user's tokens, newest first, revoked ones included.
+// Secrets are never shown again; `prefix` identifies a token. A page
+// holds at most `limit`; when there are more, `next_cursor` is set:
+// pass it as `cursor` to get the next page. Required role: `user`.
 //
 // Corresponds with GET /api/v1/me/tokens (the `ListTokens` operationId).
-func (c *Client) ListTokens(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListTokensRequest(c.Server)
+func (c *Client) ListTokens(ctx context.Context, params *ListTokensParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTokensRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -793,7 +946,11 @@ func (c *Client) ListTokens(ctx context.Context, reqEditors ...RequestEditorFn) 
 // CreateTokenWithBody Create an API token
 //
 // Creates a token for the calling user. The secret is in this response
-// only: store it now. Required role: `user`.
+// only: store it now. With a `scope` the token is limited (see
+// "Scoped and device tokens"): the scope's organization, project and
+// sensors must be the user's (404 otherwise), and its `role` no higher
+// than the user's role there (403). `expires_in_days` is optional;
+// `expires_at` shows it. Required role: `user`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -813,7 +970,11 @@ func (c *Client) CreateTokenWithBody(ctx context.Context, contentType string, bo
 // CreateToken Create an API token
 //
 // Creates a token for the calling user. The secret is in this response
-// only: store it now. Required role: `user`.
+// only: store it now. With a `scope` the token is limited (see
+// "Scoped and device tokens"): the scope's organization, project and
+// sensors must be the user's (404 otherwise), and its `role` no higher
+// than the user's role there (403). `expires_in_days` is optional;
+// `expires_at` shows it. Required role: `user`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1031,13 +1192,104 @@ func (c *Client) UpdateBlueprint(ctx context.Context, orgId OrgId, blueprintId B
 	return c.Client.Do(req)
 }
 
+// ListInvitations Invitations to an organization
+//
+// The organization's invitations, newest first, whatever their state.
+// A page holds at most `limit`; when there are more, `next_cursor` is
+// set: pass it as `cursor` to get the next page. Codes are never shown
+// again. Required role: `owner`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/invitations (the `ListInvitations` operationId).
+func (c *Client) ListInvitations(ctx context.Context, orgId OrgId, params *ListInvitationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListInvitationsRequest(c.Server, orgId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateInvitationWithBody Invite a member
+//
+// Invites an email address to the organization with a role. The answer
+// carries a one-time `code` (shown in this response only; no mail is
+// sent) and `accept_path`, the console's page that takes it: hand
+// either to the invitee, who exchanges it for their first token
+// (`acceptInvitation`). The invitation expires after
+// `expires_in_days` (7 by default, at most 30) and can be revoked.
+// Required role: `owner`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/org/{org_id}/invitations (the `CreateInvitation` operationId).
+func (c *Client) CreateInvitationWithBody(ctx context.Context, orgId OrgId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateInvitationRequestWithBody(c.Server, orgId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateInvitation Invite a member
+//
+// Invites an email address to the organization with a role. The answer
+// carries a one-time `code` (shown in this response only; no mail is
+// sent) and `accept_path`, the console's page that takes it: hand
+// either to the invitee, who exchanges it for their first token
+// (`acceptInvitation`). The invitation expires after
+// `expires_in_days` (7 by default, at most 30) and can be revoked.
+// Required role: `owner`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/org/{org_id}/invitations (the `CreateInvitation` operationId).
+func (c *Client) CreateInvitation(ctx context.Context, orgId OrgId, body CreateInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateInvitationRequest(c.Server, orgId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokeInvitation Revoke an invitation
+//
+// Revokes an invitation: its code is refused from then on. Revoking a
+// revoked one is a no-op; an accepted one answers 409 (remove the
+// member instead). Required role: `owner`.
+//
+// Corresponds with DELETE /api/v1/org/{org_id}/invitations/{invitation_id} (the `RevokeInvitation` operationId).
+func (c *Client) RevokeInvitation(ctx context.Context, orgId OrgId, invitationId InvitationId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeInvitationRequest(c.Server, orgId, invitationId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListMembers Members of an organization
 //
-// Every member with their role, ordered by user id. Required role: `owner`.
+// The members with their roles, ordered by user id. A page holds at
+// most `limit`; when there are more, `next_cursor` is set: pass it as
+// `cursor` to get the next page. Required role: `owner`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/members (the `ListMembers` operationId).
-func (c *Client) ListMembers(ctx context.Context, orgId OrgId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListMembersRequest(c.Server, orgId)
+func (c *Client) ListMembers(ctx context.Context, orgId OrgId, params *ListMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListMembersRequest(c.Server, orgId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1053,7 +1305,9 @@ func (c *Client) ListMembers(ctx context.Context, orgId OrgId, reqEditors ...Req
 // Adds the user with this email to the organization, creating the user
 // when nobody has that email yet. A user who is already a member answers
 // 409. The new member gets a first token from an operator
-// (`readings admin token create`). Required role: `owner`.
+// (`readings admin token create`); an invitation
+// (`createInvitation`) lets them get one themselves.
+// Required role: `owner`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1075,7 +1329,9 @@ func (c *Client) AddMemberWithBody(ctx context.Context, orgId OrgId, contentType
 // Adds the user with this email to the organization, creating the user
 // when nobody has that email yet. A user who is already a member answers
 // 409. The new member gets a first token from an operator
-// (`readings admin token create`). Required role: `owner`.
+// (`readings admin token create`); an invitation
+// (`createInvitation`) lets them get one themselves.
+// Required role: `owner`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1912,6 +2168,46 @@ func (c *Client) GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*
 	return c.Client.Do(req)
 }
 
+// NewAcceptInvitationRequest calls the generic AcceptInvitation builder with application/json body
+func NewAcceptInvitationRequest(server string, body AcceptInvitationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAcceptInvitationRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewAcceptInvitationRequestWithBody constructs an http.Request for the AcceptInvitation method, with any body, and a specified content type
+func NewAcceptInvitationRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/invitations/accept")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetMeRequest constructs an http.Request for the GetMe method
 func NewGetMeRequest(server string) (*http.Request, error) {
 	var err error
@@ -1940,7 +2236,7 @@ func NewGetMeRequest(server string) (*http.Request, error) {
 }
 
 // NewListTokensRequest constructs an http.Request for the ListTokens method
-func NewListTokensRequest(server string) (*http.Request, error) {
+func NewListTokensRequest(server string, params *ListTokensParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -1956,6 +2252,45 @@ func NewListTokensRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -2350,8 +2685,169 @@ func NewUpdateBlueprintRequestWithBody(server string, orgId OrgId, blueprintId B
 	return req, nil
 }
 
+// NewListInvitationsRequest constructs an http.Request for the ListInvitations method
+func NewListInvitationsRequest(server string, orgId OrgId, params *ListInvitationsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/invitations", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateInvitationRequest calls the generic CreateInvitation builder with application/json body
+func NewCreateInvitationRequest(server string, orgId OrgId, body CreateInvitationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateInvitationRequestWithBody(server, orgId, "application/json", bodyReader)
+}
+
+// NewCreateInvitationRequestWithBody constructs an http.Request for the CreateInvitation method, with any body, and a specified content type
+func NewCreateInvitationRequestWithBody(server string, orgId OrgId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/invitations", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRevokeInvitationRequest constructs an http.Request for the RevokeInvitation method
+func NewRevokeInvitationRequest(server string, orgId OrgId, invitationId InvitationId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "invitation_id", invitationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/invitations/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListMembersRequest constructs an http.Request for the ListMembers method
-func NewListMembersRequest(server string, orgId OrgId) (*http.Request, error) {
+func NewListMembersRequest(server string, orgId OrgId, params *ListMembersParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2374,6 +2870,45 @@ func NewListMembersRequest(server string, orgId OrgId) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -4025,6 +4560,40 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// AcceptInvitationWithBodyWithResponse Accept an invitation
+	//
+	// Exchanges an invitation's code for membership and a first token
+	// (named `first token`, without expiry), whose secret is in this
+	// response only. The invited email's user is created, with `name`,
+	// when there is none; a user who is a member already keeps the higher
+	// of their role and the invitation's. A code works once: an unknown
+	// one answers 404, and one accepted, revoked or expired 409. Codes
+	// are 256 random bits, so guessing one is hopeless; a body that is
+	// not a well-formed code is refused before any database work.
+	// Required role: `public`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/invitations/accept (the `AcceptInvitation` operationId).
+	AcceptInvitationWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AcceptInvitationResponse, error)
+
+	// AcceptInvitationWithResponse Accept an invitation
+	//
+	// Exchanges an invitation's code for membership and a first token
+	// (named `first token`, without expiry), whose secret is in this
+	// response only. The invited email's user is created, with `name`,
+	// when there is none; a user who is a member already keeps the higher
+	// of their role and the invitation's. A code works once: an unknown
+	// one answers 404, and one accepted, revoked or expired 409. Codes
+	// are 256 random bits, so guessing one is hopeless; a body that is
+	// not a well-formed code is refused before any database work.
+	// Required role: `public`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/invitations/accept (the `AcceptInvitation` operationId).
+	AcceptInvitationWithResponse(ctx context.Context, body AcceptInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*AcceptInvitationResponse, error)
+
 	// GetMeWithResponse The calling user
 	//
 	// The user the token belongs to, and their memberships.
@@ -4037,19 +4606,24 @@ type ClientWithResponsesInterface interface {
 
 	// ListTokensWithResponse The calling user's API tokens
 	//
-	// Every token of the calling user, newest first, revoked ones included.
-	// Secrets are never shown again; `prefix` identifies a token.
-	// Required role: `user`.
+	// The calling user's tokens, newest first, revoked ones included.
+	// Secrets are never shown again; `prefix` identifies a token. A page
+	// holds at most `limit`; when there are more, `next_cursor` is set:
+	// pass it as `cursor` to get the next page. Required role: `user`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/me/tokens (the `ListTokens` operationId).
-	ListTokensWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListTokensResponse, error)
+	ListTokensWithResponse(ctx context.Context, params *ListTokensParams, reqEditors ...RequestEditorFn) (*ListTokensResponse, error)
 
 	// CreateTokenWithBodyWithResponse Create an API token
 	//
 	// Creates a token for the calling user. The secret is in this response
-	// only: store it now. Required role: `user`.
+	// only: store it now. With a `scope` the token is limited (see
+	// "Scoped and device tokens"): the scope's organization, project and
+	// sensors must be the user's (404 otherwise), and its `role` no higher
+	// than the user's role there (403). `expires_in_days` is optional;
+	// `expires_at` shows it. Required role: `user`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4059,7 +4633,11 @@ type ClientWithResponsesInterface interface {
 	// CreateTokenWithResponse Create an API token
 	//
 	// Creates a token for the calling user. The secret is in this response
-	// only: store it now. Required role: `user`.
+	// only: store it now. With a `scope` the token is limited (see
+	// "Scoped and device tokens"): the scope's organization, project and
+	// sensors must be the user's (404 otherwise), and its `role` no higher
+	// than the user's role there (403). `expires_in_days` is optional;
+	// `expires_at` shows it. Required role: `user`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4179,21 +4757,78 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /api/v1/org/{org_id}/blueprints/{blueprint_id} (the `UpdateBlueprint` operationId).
 	UpdateBlueprintWithResponse(ctx context.Context, orgId OrgId, blueprintId BlueprintId, body UpdateBlueprintJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateBlueprintResponse, error)
 
+	// ListInvitationsWithResponse Invitations to an organization
+	//
+	// The organization's invitations, newest first, whatever their state.
+	// A page holds at most `limit`; when there are more, `next_cursor` is
+	// set: pass it as `cursor` to get the next page. Codes are never shown
+	// again. Required role: `owner`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/invitations (the `ListInvitations` operationId).
+	ListInvitationsWithResponse(ctx context.Context, orgId OrgId, params *ListInvitationsParams, reqEditors ...RequestEditorFn) (*ListInvitationsResponse, error)
+
+	// CreateInvitationWithBodyWithResponse Invite a member
+	//
+	// Invites an email address to the organization with a role. The answer
+	// carries a one-time `code` (shown in this response only; no mail is
+	// sent) and `accept_path`, the console's page that takes it: hand
+	// either to the invitee, who exchanges it for their first token
+	// (`acceptInvitation`). The invitation expires after
+	// `expires_in_days` (7 by default, at most 30) and can be revoked.
+	// Required role: `owner`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/invitations (the `CreateInvitation` operationId).
+	CreateInvitationWithBodyWithResponse(ctx context.Context, orgId OrgId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateInvitationResponse, error)
+
+	// CreateInvitationWithResponse Invite a member
+	//
+	// Invites an email address to the organization with a role. The answer
+	// carries a one-time `code` (shown in this response only; no mail is
+	// sent) and `accept_path`, the console's page that takes it: hand
+	// either to the invitee, who exchanges it for their first token
+	// (`acceptInvitation`). The invitation expires after
+	// `expires_in_days` (7 by default, at most 30) and can be revoked.
+	// Required role: `owner`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/invitations (the `CreateInvitation` operationId).
+	CreateInvitationWithResponse(ctx context.Context, orgId OrgId, body CreateInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateInvitationResponse, error)
+
+	// RevokeInvitationWithResponse Revoke an invitation
+	//
+	// Revokes an invitation: its code is refused from then on. Revoking a
+	// revoked one is a no-op; an accepted one answers 409 (remove the
+	// member instead). Required role: `owner`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/org/{org_id}/invitations/{invitation_id} (the `RevokeInvitation` operationId).
+	RevokeInvitationWithResponse(ctx context.Context, orgId OrgId, invitationId InvitationId, reqEditors ...RequestEditorFn) (*RevokeInvitationResponse, error)
+
 	// ListMembersWithResponse Members of an organization
 	//
-	// Every member with their role, ordered by user id. Required role: `owner`.
+	// The members with their roles, ordered by user id. A page holds at
+	// most `limit`; when there are more, `next_cursor` is set: pass it as
+	// `cursor` to get the next page. Required role: `owner`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/members (the `ListMembers` operationId).
-	ListMembersWithResponse(ctx context.Context, orgId OrgId, reqEditors ...RequestEditorFn) (*ListMembersResponse, error)
+	ListMembersWithResponse(ctx context.Context, orgId OrgId, params *ListMembersParams, reqEditors ...RequestEditorFn) (*ListMembersResponse, error)
 
 	// AddMemberWithBodyWithResponse Add a member
 	//
 	// Adds the user with this email to the organization, creating the user
 	// when nobody has that email yet. A user who is already a member answers
 	// 409. The new member gets a first token from an operator
-	// (`readings admin token create`). Required role: `owner`.
+	// (`readings admin token create`); an invitation
+	// (`createInvitation`) lets them get one themselves.
+	// Required role: `owner`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4205,7 +4840,9 @@ type ClientWithResponsesInterface interface {
 	// Adds the user with this email to the organization, creating the user
 	// when nobody has that email yet. A user who is already a member answers
 	// 409. The new member gets a first token from an operator
-	// (`readings admin token create`). Required role: `owner`.
+	// (`readings admin token create`); an invitation
+	// (`createInvitation`) lets them get one themselves.
+	// Required role: `owner`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4733,6 +5370,103 @@ type ClientWithResponsesInterface interface {
 	GetReadyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadyResponse, error)
 }
 
+// AcceptInvitationResponse503Headers the declared response headers of an HTTP 503 response for AcceptInvitation
+type AcceptInvitationResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AcceptInvitationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *InvitationAccepted
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AcceptInvitationResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r AcceptInvitationResponse) GetJSON201() *InvitationAccepted {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AcceptInvitationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AcceptInvitationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r AcceptInvitationResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r AcceptInvitationResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r AcceptInvitationResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r AcceptInvitationResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AcceptInvitationResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AcceptInvitationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AcceptInvitationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AcceptInvitationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AcceptInvitationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetMeResponse401Headers the declared response headers of an HTTP 401 response for GetMe
 type GetMeResponse401Headers struct {
 	WWWAuthenticate *string
@@ -4757,6 +5491,8 @@ type GetMeResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -4784,6 +5520,11 @@ func (r GetMeResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetMeResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetMeResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4849,11 +5590,13 @@ type ListTokensResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *[]Token
+	JSON200 *TokenPage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -4869,7 +5612,7 @@ type ListTokensResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListTokensResponse) GetJSON200() *[]Token {
+func (r ListTokensResponse) GetJSON200() *TokenPage {
 	return r.JSON200
 }
 
@@ -4881,6 +5624,11 @@ func (r ListTokensResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListTokensResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListTokensResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4951,6 +5699,10 @@ type CreateTokenResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -4982,6 +5734,16 @@ func (r CreateTokenResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r CreateTokenResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateTokenResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateTokenResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -5060,6 +5822,8 @@ type RevokeTokenResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -5084,6 +5848,11 @@ func (r RevokeTokenResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r RevokeTokenResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RevokeTokenResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -5835,6 +6604,353 @@ func (r UpdateBlueprintResponse) ContentType() string {
 	return ""
 }
 
+// ListInvitationsResponse401Headers the declared response headers of an HTTP 401 response for ListInvitations
+type ListInvitationsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListInvitationsResponse429Headers the declared response headers of an HTTP 429 response for ListInvitations
+type ListInvitationsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListInvitationsResponse503Headers the declared response headers of an HTTP 503 response for ListInvitations
+type ListInvitationsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListInvitationsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InvitationPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListInvitationsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListInvitationsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListInvitationsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListInvitationsResponse) GetJSON200() *InvitationPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListInvitationsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListInvitationsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListInvitationsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListInvitationsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListInvitationsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListInvitationsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListInvitationsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListInvitationsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListInvitationsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListInvitationsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListInvitationsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateInvitationResponse401Headers the declared response headers of an HTTP 401 response for CreateInvitation
+type CreateInvitationResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateInvitationResponse429Headers the declared response headers of an HTTP 429 response for CreateInvitation
+type CreateInvitationResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CreateInvitationResponse503Headers the declared response headers of an HTTP 503 response for CreateInvitation
+type CreateInvitationResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreateInvitationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *InvitationCreated
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateInvitationResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateInvitationResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateInvitationResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateInvitationResponse) GetJSON201() *InvitationCreated {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateInvitationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateInvitationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateInvitationResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateInvitationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateInvitationResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateInvitationResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateInvitationResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateInvitationResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateInvitationResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateInvitationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateInvitationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateInvitationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateInvitationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RevokeInvitationResponse401Headers the declared response headers of an HTTP 401 response for RevokeInvitation
+type RevokeInvitationResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// RevokeInvitationResponse429Headers the declared response headers of an HTTP 429 response for RevokeInvitation
+type RevokeInvitationResponse429Headers struct {
+	RetryAfter *int
+}
+
+// RevokeInvitationResponse503Headers the declared response headers of an HTTP 503 response for RevokeInvitation
+type RevokeInvitationResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RevokeInvitationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RevokeInvitationResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RevokeInvitationResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RevokeInvitationResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RevokeInvitationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RevokeInvitationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RevokeInvitationResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RevokeInvitationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RevokeInvitationResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RevokeInvitationResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RevokeInvitationResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RevokeInvitationResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RevokeInvitationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokeInvitationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokeInvitationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevokeInvitationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListMembersResponse401Headers the declared response headers of an HTTP 401 response for ListMembers
 type ListMembersResponse401Headers struct {
 	WWWAuthenticate *string
@@ -5854,7 +6970,7 @@ type ListMembersResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *[]Member
+	JSON200 *MemberPage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -5878,7 +6994,7 @@ type ListMembersResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListMembersResponse) GetJSON200() *[]Member {
+func (r ListMembersResponse) GetJSON200() *MemberPage {
 	return r.JSON200
 }
 
@@ -8826,6 +9942,52 @@ func (r GetReadyResponse) ContentType() string {
 	return ""
 }
 
+// AcceptInvitationWithBodyWithResponse Accept an invitation
+//
+// Exchanges an invitation's code for membership and a first token
+// (named `first token`, without expiry), whose secret is in this
+// response only. The invited email's user is created, with `name`,
+// when there is none; a user who is a member already keeps the higher
+// of their role and the invitation's. A code works once: an unknown
+// one answers 404, and one accepted, revoked or expired 409. Codes
+// are 256 random bits, so guessing one is hopeless; a body that is
+// not a well-formed code is refused before any database work.
+// Required role: `public`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/invitations/accept (the `AcceptInvitation` operationId).
+func (c *ClientWithResponses) AcceptInvitationWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AcceptInvitationResponse, error) {
+	rsp, err := c.AcceptInvitationWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAcceptInvitationResponse(rsp)
+}
+
+// AcceptInvitationWithResponse Accept an invitation
+//
+// Exchanges an invitation's code for membership and a first token
+// (named `first token`, without expiry), whose secret is in this
+// response only. The invited email's user is created, with `name`,
+// when there is none; a user who is a member already keeps the higher
+// of their role and the invitation's. A code works once: an unknown
+// one answers 404, and one accepted, revoked or expired 409. Codes
+// are 256 random bits, so guessing one is hopeless; a body that is
+// not a well-formed code is refused before any database work.
+// Required role: `public`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/invitations/accept (the `AcceptInvitation` operationId).
+func (c *ClientWithResponses) AcceptInvitationWithResponse(ctx context.Context, body AcceptInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*AcceptInvitationResponse, error) {
+	rsp, err := c.AcceptInvitation(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAcceptInvitationResponse(rsp)
+}
+
 // GetMeWithResponse The calling user
 //
 // The user the token belongs to, and their memberships.
@@ -8844,15 +10006,16 @@ func (c *ClientWithResponses) GetMeWithResponse(ctx context.Context, reqEditors 
 
 // ListTokensWithResponse The calling user's API tokens
 //
-// Every token of the calling user, newest first, revoked ones included.
-// Secrets are never shown again; `prefix` identifies a token.
-// Required role: `user`.
+// The calling user's tokens, newest first, revoked ones included.
+// Secrets are never shown again; `prefix` identifies a token. A page
+// holds at most `limit`; when there are more, `next_cursor` is set:
+// pass it as `cursor` to get the next page. Required role: `user`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/me/tokens (the `ListTokens` operationId).
-func (c *ClientWithResponses) ListTokensWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListTokensResponse, error) {
-	rsp, err := c.ListTokens(ctx, reqEditors...)
+func (c *ClientWithResponses) ListTokensWithResponse(ctx context.Context, params *ListTokensParams, reqEditors ...RequestEditorFn) (*ListTokensResponse, error) {
+	rsp, err := c.ListTokens(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -8862,7 +10025,11 @@ func (c *ClientWithResponses) ListTokensWithResponse(ctx context.Context, reqEdi
 // CreateTokenWithBodyWithResponse Create an API token
 //
 // Creates a token for the calling user. The secret is in this response
-// only: store it now. Required role: `user`.
+// only: store it now. With a `scope` the token is limited (see
+// "Scoped and device tokens"): the scope's organization, project and
+// sensors must be the user's (404 otherwise), and its `role` no higher
+// than the user's role there (403). `expires_in_days` is optional;
+// `expires_at` shows it. Required role: `user`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8878,7 +10045,11 @@ func (c *ClientWithResponses) CreateTokenWithBodyWithResponse(ctx context.Contex
 // CreateTokenWithResponse Create an API token
 //
 // Creates a token for the calling user. The secret is in this response
-// only: store it now. Required role: `user`.
+// only: store it now. With a `scope` the token is limited (see
+// "Scoped and device tokens"): the scope's organization, project and
+// sensors must be the user's (404 otherwise), and its `role` no higher
+// than the user's role there (403). `expires_in_days` is optional;
+// `expires_at` shows it. Required role: `user`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9064,15 +10235,94 @@ func (c *ClientWithResponses) UpdateBlueprintWithResponse(ctx context.Context, o
 	return ParseUpdateBlueprintResponse(rsp)
 }
 
+// ListInvitationsWithResponse Invitations to an organization
+//
+// The organization's invitations, newest first, whatever their state.
+// A page holds at most `limit`; when there are more, `next_cursor` is
+// set: pass it as `cursor` to get the next page. Codes are never shown
+// again. Required role: `owner`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/invitations (the `ListInvitations` operationId).
+func (c *ClientWithResponses) ListInvitationsWithResponse(ctx context.Context, orgId OrgId, params *ListInvitationsParams, reqEditors ...RequestEditorFn) (*ListInvitationsResponse, error) {
+	rsp, err := c.ListInvitations(ctx, orgId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListInvitationsResponse(rsp)
+}
+
+// CreateInvitationWithBodyWithResponse Invite a member
+//
+// Invites an email address to the organization with a role. The answer
+// carries a one-time `code` (shown in this response only; no mail is
+// sent) and `accept_path`, the console's page that takes it: hand
+// either to the invitee, who exchanges it for their first token
+// (`acceptInvitation`). The invitation expires after
+// `expires_in_days` (7 by default, at most 30) and can be revoked.
+// Required role: `owner`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/org/{org_id}/invitations (the `CreateInvitation` operationId).
+func (c *ClientWithResponses) CreateInvitationWithBodyWithResponse(ctx context.Context, orgId OrgId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateInvitationResponse, error) {
+	rsp, err := c.CreateInvitationWithBody(ctx, orgId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateInvitationResponse(rsp)
+}
+
+// CreateInvitationWithResponse Invite a member
+//
+// Invites an email address to the organization with a role. The answer
+// carries a one-time `code` (shown in this response only; no mail is
+// sent) and `accept_path`, the console's page that takes it: hand
+// either to the invitee, who exchanges it for their first token
+// (`acceptInvitation`). The invitation expires after
+// `expires_in_days` (7 by default, at most 30) and can be revoked.
+// Required role: `owner`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/org/{org_id}/invitations (the `CreateInvitation` operationId).
+func (c *ClientWithResponses) CreateInvitationWithResponse(ctx context.Context, orgId OrgId, body CreateInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateInvitationResponse, error) {
+	rsp, err := c.CreateInvitation(ctx, orgId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateInvitationResponse(rsp)
+}
+
+// RevokeInvitationWithResponse Revoke an invitation
+//
+// Revokes an invitation: its code is refused from then on. Revoking a
+// revoked one is a no-op; an accepted one answers 409 (remove the
+// member instead). Required role: `owner`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/org/{org_id}/invitations/{invitation_id} (the `RevokeInvitation` operationId).
+func (c *ClientWithResponses) RevokeInvitationWithResponse(ctx context.Context, orgId OrgId, invitationId InvitationId, reqEditors ...RequestEditorFn) (*RevokeInvitationResponse, error) {
+	rsp, err := c.RevokeInvitation(ctx, orgId, invitationId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeInvitationResponse(rsp)
+}
+
 // ListMembersWithResponse Members of an organization
 //
-// Every member with their role, ordered by user id. Required role: `owner`.
+// The members with their roles, ordered by user id. A page holds at
+// most `limit`; when there are more, `next_cursor` is set: pass it as
+// `cursor` to get the next page. Required role: `owner`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/org/{org_id}/members (the `ListMembers` operationId).
-func (c *ClientWithResponses) ListMembersWithResponse(ctx context.Context, orgId OrgId, reqEditors ...RequestEditorFn) (*ListMembersResponse, error) {
-	rsp, err := c.ListMembers(ctx, orgId, reqEditors...)
+func (c *ClientWithResponses) ListMembersWithResponse(ctx context.Context, orgId OrgId, params *ListMembersParams, reqEditors ...RequestEditorFn) (*ListMembersResponse, error) {
+	rsp, err := c.ListMembers(ctx, orgId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -9084,7 +10334,9 @@ func (c *ClientWithResponses) ListMembersWithResponse(ctx context.Context, orgId
 // Adds the user with this email to the organization, creating the user
 // when nobody has that email yet. A user who is already a member answers
 // 409. The new member gets a first token from an operator
-// (`readings admin token create`). Required role: `owner`.
+// (`readings admin token create`); an invitation
+// (`createInvitation`) lets them get one themselves.
+// Required role: `owner`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9102,7 +10354,9 @@ func (c *ClientWithResponses) AddMemberWithBodyWithResponse(ctx context.Context,
 // Adds the user with this email to the organization, creating the user
 // when nobody has that email yet. A user who is already a member answers
 // 409. The new member gets a first token from an operator
-// (`readings admin token create`). Required role: `owner`.
+// (`readings admin token create`); an invitation
+// (`createInvitation`) lets them get one themselves.
+// Required role: `owner`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9833,6 +11087,94 @@ func (c *ClientWithResponses) GetReadyWithResponse(ctx context.Context, reqEdito
 	return ParseGetReadyResponse(rsp)
 }
 
+// ParseAcceptInvitationResponse parses an HTTP response from a AcceptInvitationWithResponse call
+func ParseAcceptInvitationResponse(rsp *http.Response) (*AcceptInvitationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AcceptInvitationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest InvitationAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers AcceptInvitationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetMeResponse parses an HTTP response from a GetMeWithResponse call
 func ParseGetMeResponse(rsp *http.Response) (*GetMeResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -9867,6 +11209,13 @@ func ParseGetMeResponse(rsp *http.Response) (*GetMeResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -9942,7 +11291,7 @@ func ParseListTokensResponse(rsp *http.Response) (*ListTokensResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest []Token
+		var dest TokenPage
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -9961,6 +11310,13 @@ func ParseListTokensResponse(rsp *http.Response) (*ListTokensResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -10055,6 +11411,20 @@ func ParseCreateTokenResponse(rsp *http.Response) (*CreateTokenResponse, error) 
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -10159,6 +11529,13 @@ func ParseRevokeTokenResponse(rsp *http.Response) (*RevokeTokenResponse, error) 
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -10884,6 +12261,347 @@ func ParseUpdateBlueprintResponse(rsp *http.Response) (*UpdateBlueprintResponse,
 	return response, nil
 }
 
+// ParseListInvitationsResponse parses an HTTP response from a ListInvitationsWithResponse call
+func ParseListInvitationsResponse(rsp *http.Response) (*ListInvitationsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListInvitationsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InvitationPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListInvitationsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListInvitationsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListInvitationsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateInvitationResponse parses an HTTP response from a CreateInvitationWithResponse call
+func ParseCreateInvitationResponse(rsp *http.Response) (*CreateInvitationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateInvitationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest InvitationCreated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateInvitationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateInvitationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateInvitationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRevokeInvitationResponse parses an HTTP response from a RevokeInvitationWithResponse call
+func ParseRevokeInvitationResponse(rsp *http.Response) (*RevokeInvitationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokeInvitationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RevokeInvitationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RevokeInvitationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RevokeInvitationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListMembersResponse parses an HTTP response from a ListMembersWithResponse call
 func ParseListMembersResponse(rsp *http.Response) (*ListMembersResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10899,7 +12617,7 @@ func ParseListMembersResponse(rsp *http.Response) (*ListMembersResponse, error) 
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest []Member
+		var dest MemberPage
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

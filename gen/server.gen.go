@@ -32,6 +32,54 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for InvitationState.
+const (
+	InvitationStateAccepted InvitationState = "accepted"
+	InvitationStateExpired  InvitationState = "expired"
+	InvitationStatePending  InvitationState = "pending"
+	InvitationStateRevoked  InvitationState = "revoked"
+)
+
+// Valid indicates whether the value is a known member of the InvitationState enum.
+func (e InvitationState) Valid() bool {
+	switch e {
+	case InvitationStateAccepted:
+		return true
+	case InvitationStateExpired:
+		return true
+	case InvitationStatePending:
+		return true
+	case InvitationStateRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InvitationCreatedState.
+const (
+	InvitationCreatedStateAccepted InvitationCreatedState = "accepted"
+	InvitationCreatedStateExpired  InvitationCreatedState = "expired"
+	InvitationCreatedStatePending  InvitationCreatedState = "pending"
+	InvitationCreatedStateRevoked  InvitationCreatedState = "revoked"
+)
+
+// Valid indicates whether the value is a known member of the InvitationCreatedState enum.
+func (e InvitationCreatedState) Valid() bool {
+	switch e {
+	case InvitationCreatedStateAccepted:
+		return true
+	case InvitationCreatedStateExpired:
+		return true
+	case InvitationCreatedStatePending:
+		return true
+	case InvitationCreatedStateRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProjectActionAction.
 const (
 	Archive ProjectActionAction = "archive"
@@ -378,6 +426,135 @@ type InstanceOutput struct {
 	Unit    string `json:"unit"`
 }
 
+// Invitation An invitation, without its code. `state` is `pending` until it is
+// accepted, revoked or past `expires_at` (`expired`).
+type Invitation struct {
+	// AcceptedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	AcceptedAt *Datetime `json:"accepted_at,omitempty"`
+
+	// CreatedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	CreatedAt Datetime `json:"created_at"`
+	Email     string   `json:"email"`
+
+	// ExpiresAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	ExpiresAt Datetime `json:"expires_at"`
+	Id        int64    `json:"id"`
+
+	// RevokedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	RevokedAt *Datetime `json:"revoked_at,omitempty"`
+
+	// Role Each role includes the ones before it.
+	Role  Role            `json:"role"`
+	State InvitationState `json:"state"`
+}
+
+// InvitationState defines model for Invitation.State.
+type InvitationState string
+
+// InvitationAccept defines model for InvitationAccept.
+type InvitationAccept struct {
+	Code string `json:"code"`
+
+	// Name The new user's name; an existing user keeps theirs.
+	Name *string `json:"name,omitempty"`
+}
+
+// InvitationAccepted defines model for InvitationAccepted.
+type InvitationAccepted struct {
+	Membership Membership   `json:"membership"`
+	Token      TokenCreated `json:"token"`
+	User       User         `json:"user"`
+}
+
+// InvitationCreate defines model for InvitationCreate.
+type InvitationCreate struct {
+	Email openapi_types.Email `json:"email"`
+
+	// ExpiresInDays Days until the code expires; absent means 7.
+	ExpiresInDays *int `json:"expires_in_days,omitempty"`
+
+	// Role Each role includes the ones before it.
+	Role Role `json:"role"`
+}
+
+// InvitationCreated defines model for InvitationCreated.
+type InvitationCreated struct {
+	// AcceptPath The console's page that accepts the code, relative to the service's address.
+	AcceptPath string `json:"accept_path"`
+
+	// AcceptedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	AcceptedAt *Datetime `json:"accepted_at,omitempty"`
+
+	// Code The one-time code. It is shown in this response only.
+	Code string `json:"code"`
+
+	// CreatedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	CreatedAt Datetime `json:"created_at"`
+	Email     string   `json:"email"`
+
+	// ExpiresAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	ExpiresAt Datetime `json:"expires_at"`
+	Id        int64    `json:"id"`
+
+	// RevokedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	RevokedAt *Datetime `json:"revoked_at,omitempty"`
+
+	// Role Each role includes the ones before it.
+	Role  Role                   `json:"role"`
+	State InvitationCreatedState `json:"state"`
+}
+
+// InvitationCreatedState defines model for InvitationCreated.State.
+type InvitationCreatedState string
+
+// InvitationPage defines model for InvitationPage.
+type InvitationPage struct {
+	Items []Invitation `json:"items"`
+
+	// NextCursor Present when there may be more; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
 // Key An identifier, unique within the blueprint; formulas name values by it.
 type Key = string
 
@@ -430,6 +607,14 @@ type MemberCreate struct {
 
 	// Role Each role includes the ones before it.
 	Role Role `json:"role"`
+}
+
+// MemberPage defines model for MemberPage.
+type MemberPage struct {
+	Items []Member `json:"items"`
+
+	// NextCursor Present when there may be more; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
 // MemberUpdate defines model for MemberUpdate.
@@ -671,6 +856,12 @@ type Token struct {
 	//
 	// Example: 2024-05-01T12:00:00.123Z
 	RevokedAt *Datetime `json:"revoked_at,omitempty"`
+
+	// Scope What a token is limited to; absent means all of its user's rights.
+	// `project_id` needs `org_id`, and `sensor_ids` and `device` need
+	// `project_id`. A device token's role is always `editor`. A token
+	// limited to a project is deleted with the project.
+	Scope *TokenScope `json:"scope,omitempty"`
 }
 
 // TokenCreate defines model for TokenCreate.
@@ -678,6 +869,12 @@ type TokenCreate struct {
 	// ExpiresInDays Days until the token expires; absent means never.
 	ExpiresInDays *int   `json:"expires_in_days,omitempty"`
 	Name          string `json:"name"`
+
+	// Scope What a token is limited to; absent means all of its user's rights.
+	// `project_id` needs `org_id`, and `sensor_ids` and `device` need
+	// `project_id`. A device token's role is always `editor`. A token
+	// limited to a project is deleted with the project.
+	Scope *TokenScope `json:"scope,omitempty"`
 }
 
 // TokenCreated defines model for TokenCreated.
@@ -719,8 +916,41 @@ type TokenCreated struct {
 	// Example: 2024-05-01T12:00:00.123Z
 	RevokedAt *Datetime `json:"revoked_at,omitempty"`
 
+	// Scope What a token is limited to; absent means all of its user's rights.
+	// `project_id` needs `org_id`, and `sensor_ids` and `device` need
+	// `project_id`. A device token's role is always `editor`. A token
+	// limited to a project is deleted with the project.
+	Scope *TokenScope `json:"scope,omitempty"`
+
 	// Token The secret. It is shown in this response only.
 	Token string `json:"token"`
+}
+
+// TokenPage defines model for TokenPage.
+type TokenPage struct {
+	Items []Token `json:"items"`
+
+	// NextCursor Present when there may be more; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// TokenScope What a token is limited to; absent means all of its user's rights.
+// `project_id` needs `org_id`, and `sensor_ids` and `device` need
+// `project_id`. A device token's role is always `editor`. A token
+// limited to a project is deleted with the project.
+type TokenScope struct {
+	// Device The token may only post readings to the sensors in scope.
+	Device *bool `json:"device,omitempty"`
+	OrgId  int64 `json:"org_id"`
+
+	// ProjectId The one project of the organization the token may reach.
+	ProjectId *int64 `json:"project_id,omitempty"`
+
+	// Role Each role includes the ones before it.
+	Role *Role `json:"role,omitempty"`
+
+	// SensorIds The sensors of the project the token may reach.
+	SensorIds *[]int64 `json:"sensor_ids,omitempty"`
 }
 
 // User defines model for User.
@@ -747,6 +977,9 @@ type BlueprintId = int64
 
 // Cursor defines model for Cursor.
 type Cursor = string
+
+// InvitationId defines model for InvitationId.
+type InvitationId = int64
 
 // OrgId defines model for OrgId.
 type OrgId = int64
@@ -799,8 +1032,35 @@ type Unauthorized = Error
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = Error
 
+// ListTokensParams defines parameters for ListTokens.
+type ListTokensParams struct {
+	// Limit The most items in a page.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListBlueprintsParams defines parameters for ListBlueprints.
 type ListBlueprintsParams struct {
+	// Limit The most items in a page.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListInvitationsParams defines parameters for ListInvitations.
+type ListInvitationsParams struct {
+	// Limit The most items in a page.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListMembersParams defines parameters for ListMembers.
+type ListMembersParams struct {
 	// Limit The most items in a page.
 	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -925,6 +1185,9 @@ type ListProjectsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// AcceptInvitationJSONRequestBody defines body for AcceptInvitation for application/json ContentType.
+type AcceptInvitationJSONRequestBody = InvitationAccept
+
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = TokenCreate
 
@@ -933,6 +1196,9 @@ type CreateBlueprintJSONRequestBody = BlueprintWrite
 
 // UpdateBlueprintJSONRequestBody defines body for UpdateBlueprint for application/json ContentType.
 type UpdateBlueprintJSONRequestBody = BlueprintWrite
+
+// CreateInvitationJSONRequestBody defines body for CreateInvitation for application/json ContentType.
+type CreateInvitationJSONRequestBody = InvitationCreate
 
 // AddMemberJSONRequestBody defines body for AddMember for application/json ContentType.
 type AddMemberJSONRequestBody = MemberCreate
@@ -966,12 +1232,15 @@ type CreateProjectJSONRequestBody = ProjectCreate
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// AcceptInvitation Accept an invitation
+	// (POST /api/v1/invitations/accept)
+	AcceptInvitation(ctx echo.Context) error
 	// GetMe The calling user
 	// (GET /api/v1/me)
 	GetMe(ctx echo.Context) error
 	// ListTokens The calling user's API tokens
 	// (GET /api/v1/me/tokens)
-	ListTokens(ctx echo.Context) error
+	ListTokens(ctx echo.Context, params ListTokensParams) error
 	// CreateToken Create an API token
 	// (POST /api/v1/me/tokens)
 	CreateToken(ctx echo.Context) error
@@ -999,9 +1268,18 @@ type ServerInterface interface {
 	// UpdateBlueprint Replace a blueprint
 	// (PUT /api/v1/org/{org_id}/blueprints/{blueprint_id})
 	UpdateBlueprint(ctx echo.Context, orgId OrgId, blueprintId BlueprintId) error
+	// ListInvitations Invitations to an organization
+	// (GET /api/v1/org/{org_id}/invitations)
+	ListInvitations(ctx echo.Context, orgId OrgId, params ListInvitationsParams) error
+	// CreateInvitation Invite a member
+	// (POST /api/v1/org/{org_id}/invitations)
+	CreateInvitation(ctx echo.Context, orgId OrgId) error
+	// RevokeInvitation Revoke an invitation
+	// (DELETE /api/v1/org/{org_id}/invitations/{invitation_id})
+	RevokeInvitation(ctx echo.Context, orgId OrgId, invitationId InvitationId) error
 	// ListMembers Members of an organization
 	// (GET /api/v1/org/{org_id}/members)
-	ListMembers(ctx echo.Context, orgId OrgId) error
+	ListMembers(ctx echo.Context, orgId OrgId, params ListMembersParams) error
 	// AddMember Add a member
 	// (POST /api/v1/org/{org_id}/members)
 	AddMember(ctx echo.Context, orgId OrgId) error
@@ -1084,6 +1362,15 @@ type ServerInterfaceWrapper struct {
 	Handler ServerInterface
 }
 
+// AcceptInvitation converts echo context to params.
+func (w *ServerInterfaceWrapper) AcceptInvitation(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AcceptInvitation(ctx)
+	return err
+}
+
 // GetMe converts echo context to params.
 func (w *ServerInterfaceWrapper) GetMe(ctx echo.Context) error {
 	var err error
@@ -1097,8 +1384,24 @@ func (w *ServerInterfaceWrapper) GetMe(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) ListTokens(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListTokensParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListTokens(ctx)
+	err = w.Handler.ListTokens(ctx, params)
 	return err
 }
 
@@ -1265,6 +1568,78 @@ func (w *ServerInterfaceWrapper) UpdateBlueprint(ctx echo.Context) error {
 	return err
 }
 
+// ListInvitations converts echo context to params.
+func (w *ServerInterfaceWrapper) ListInvitations(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListInvitationsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListInvitations(ctx, orgId, params)
+	return err
+}
+
+// CreateInvitation converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateInvitation(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateInvitation(ctx, orgId)
+	return err
+}
+
+// RevokeInvitation converts echo context to params.
+func (w *ServerInterfaceWrapper) RevokeInvitation(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "invitation_id" -------------
+	var invitationId InvitationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "invitation_id", ctx.Param("invitation_id"), &invitationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter invitation_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RevokeInvitation(ctx, orgId, invitationId)
+	return err
+}
+
 // ListMembers converts echo context to params.
 func (w *ServerInterfaceWrapper) ListMembers(ctx echo.Context) error {
 	var err error
@@ -1276,8 +1651,24 @@ func (w *ServerInterfaceWrapper) ListMembers(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListMembersParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListMembers(ctx, orgId)
+	err = w.Handler.ListMembers(ctx, orgId, params)
 	return err
 }
 
@@ -2176,6 +2567,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/api/v1/org/:org_id/members", wrapper.AddMember, options.OperationMiddlewares["addMember"]...)
 	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/members/:user_id", wrapper.RemoveMember, options.OperationMiddlewares["removeMember"]...)
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/members/:user_id", wrapper.UpdateMember, options.OperationMiddlewares["updateMember"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/invitations", wrapper.ListInvitations, options.OperationMiddlewares["listInvitations"]...)
+	router.POST(options.BaseURL+"/api/v1/org/:org_id/invitations", wrapper.CreateInvitation, options.OperationMiddlewares["createInvitation"]...)
+	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/invitations/:invitation_id", wrapper.RevokeInvitation, options.OperationMiddlewares["revokeInvitation"]...)
+	router.POST(options.BaseURL+"/api/v1/invitations/accept", wrapper.AcceptInvitation, options.OperationMiddlewares["acceptInvitation"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/projects", wrapper.ListProjects, options.OperationMiddlewares["listProjects"]...)
 	router.POST(options.BaseURL+"/api/v1/org/:org_id/projects", wrapper.CreateProject, options.OperationMiddlewares["createProject"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/projects/:project_id", wrapper.FetchProject, options.OperationMiddlewares["fetchProject"]...)
@@ -2245,6 +2640,131 @@ type UnauthorizedJSONResponse struct {
 
 type UnsupportedMediaTypeJSONResponse Error
 
+type AcceptInvitationRequestObject struct {
+	Body *AcceptInvitationJSONRequestBody
+}
+
+type AcceptInvitationResponseObject interface {
+	VisitAcceptInvitationResponse(w http.ResponseWriter) error
+}
+
+type AcceptInvitation201JSONResponse InvitationAccepted
+
+func (response AcceptInvitation201JSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AcceptInvitation400JSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AcceptInvitation404JSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation409JSONResponse struct{ ConflictJSONResponse }
+
+func (response AcceptInvitation409JSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response AcceptInvitation413JSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response AcceptInvitation415JSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response AcceptInvitation500JSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AcceptInvitation503JSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMeRequestObject struct {
 }
 
@@ -2293,6 +2813,20 @@ func (response GetMe401JSONResponse) VisitGetMeResponse(w http.ResponseWriter) e
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMe403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetMe403JSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2346,13 +2880,14 @@ func (response GetMe503JSONResponse) VisitGetMeResponse(w http.ResponseWriter) e
 }
 
 type ListTokensRequestObject struct {
+	Params ListTokensParams
 }
 
 type ListTokensResponseObject interface {
 	VisitListTokensResponse(w http.ResponseWriter) error
 }
 
-type ListTokens200JSONResponse []Token
+type ListTokens200JSONResponse TokenPage
 
 func (response ListTokens200JSONResponse) VisitListTokensResponse(w http.ResponseWriter) error {
 
@@ -2393,6 +2928,20 @@ func (response ListTokens401JSONResponse) VisitListTokensResponse(w http.Respons
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTokens403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListTokens403JSONResponse) VisitListTokensResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2494,6 +3043,34 @@ func (response CreateToken401JSONResponse) VisitCreateTokenResponse(w http.Respo
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateToken403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateToken403JSONResponse) VisitCreateTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateToken404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateToken404JSONResponse) VisitCreateTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2619,6 +3196,20 @@ func (response RevokeToken401JSONResponse) VisitRevokeTokenResponse(w http.Respo
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeToken403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RevokeToken403JSONResponse) VisitRevokeTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3522,15 +4113,444 @@ func (response UpdateBlueprint503JSONResponse) VisitUpdateBlueprintResponse(w ht
 	return err
 }
 
-type ListMembersRequestObject struct {
+type ListInvitationsRequestObject struct {
+	OrgId  OrgId `json:"org_id"`
+	Params ListInvitationsParams
+}
+
+type ListInvitationsResponseObject interface {
+	VisitListInvitationsResponse(w http.ResponseWriter) error
+}
+
+type ListInvitations200JSONResponse InvitationPage
+
+func (response ListInvitations200JSONResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInvitations400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListInvitations400JSONResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInvitations401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListInvitations401JSONResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInvitations403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListInvitations403JSONResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInvitations404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListInvitations404JSONResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInvitations429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListInvitations429JSONResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInvitations500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListInvitations500JSONResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInvitations503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListInvitations503JSONResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitationRequestObject struct {
 	OrgId OrgId `json:"org_id"`
+	Body  *CreateInvitationJSONRequestBody
+}
+
+type CreateInvitationResponseObject interface {
+	VisitCreateInvitationResponse(w http.ResponseWriter) error
+}
+
+type CreateInvitation201JSONResponse InvitationCreated
+
+func (response CreateInvitation201JSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateInvitation400JSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateInvitation401JSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateInvitation403JSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateInvitation404JSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateInvitation413JSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateInvitation415JSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateInvitation429JSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateInvitation500JSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateInvitation503JSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeInvitationRequestObject struct {
+	OrgId        OrgId        `json:"org_id"`
+	InvitationId InvitationId `json:"invitation_id"`
+}
+
+type RevokeInvitationResponseObject interface {
+	VisitRevokeInvitationResponse(w http.ResponseWriter) error
+}
+
+type RevokeInvitation204Response struct {
+}
+
+func (response RevokeInvitation204Response) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type RevokeInvitation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RevokeInvitation400JSONResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeInvitation401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RevokeInvitation401JSONResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeInvitation403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RevokeInvitation403JSONResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeInvitation404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RevokeInvitation404JSONResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeInvitation409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RevokeInvitation409JSONResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeInvitation429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RevokeInvitation429JSONResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeInvitation500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RevokeInvitation500JSONResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeInvitation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RevokeInvitation503JSONResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListMembersRequestObject struct {
+	OrgId  OrgId `json:"org_id"`
+	Params ListMembersParams
 }
 
 type ListMembersResponseObject interface {
 	VisitListMembersResponse(w http.ResponseWriter) error
 }
 
-type ListMembers200JSONResponse []Member
+type ListMembers200JSONResponse MemberPage
 
 func (response ListMembers200JSONResponse) VisitListMembersResponse(w http.ResponseWriter) error {
 
@@ -7320,6 +8340,9 @@ func (response GetReady503JSONResponse) VisitGetReadyResponse(w http.ResponseWri
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// AcceptInvitation Accept an invitation
+	// (POST /api/v1/invitations/accept)
+	AcceptInvitation(ctx context.Context, request AcceptInvitationRequestObject) (AcceptInvitationResponseObject, error)
 	// GetMe The calling user
 	// (GET /api/v1/me)
 	GetMe(ctx context.Context, request GetMeRequestObject) (GetMeResponseObject, error)
@@ -7353,6 +8376,15 @@ type StrictServerInterface interface {
 	// UpdateBlueprint Replace a blueprint
 	// (PUT /api/v1/org/{org_id}/blueprints/{blueprint_id})
 	UpdateBlueprint(ctx context.Context, request UpdateBlueprintRequestObject) (UpdateBlueprintResponseObject, error)
+	// ListInvitations Invitations to an organization
+	// (GET /api/v1/org/{org_id}/invitations)
+	ListInvitations(ctx context.Context, request ListInvitationsRequestObject) (ListInvitationsResponseObject, error)
+	// CreateInvitation Invite a member
+	// (POST /api/v1/org/{org_id}/invitations)
+	CreateInvitation(ctx context.Context, request CreateInvitationRequestObject) (CreateInvitationResponseObject, error)
+	// RevokeInvitation Revoke an invitation
+	// (DELETE /api/v1/org/{org_id}/invitations/{invitation_id})
+	RevokeInvitation(ctx context.Context, request RevokeInvitationRequestObject) (RevokeInvitationResponseObject, error)
 	// ListMembers Members of an organization
 	// (GET /api/v1/org/{org_id}/members)
 	ListMembers(ctx context.Context, request ListMembersRequestObject) (ListMembersResponseObject, error)
@@ -7445,6 +8477,52 @@ type strictHandler struct {
 	middlewares []StrictMiddlewareFunc
 }
 
+// AcceptInvitation operation middleware
+func (sh *strictHandler) AcceptInvitation(ctx echo.Context) error {
+	var request AcceptInvitationRequestObject
+
+	var body AcceptInvitationJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AcceptInvitation(ctx.Request().Context(), request.(AcceptInvitationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AcceptInvitation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AcceptInvitationResponseObject); ok {
+		return validResponse.VisitAcceptInvitationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetMe operation middleware
 func (sh *strictHandler) GetMe(ctx echo.Context) error {
 	var request GetMeRequestObject
@@ -7469,8 +8547,10 @@ func (sh *strictHandler) GetMe(ctx echo.Context) error {
 }
 
 // ListTokens operation middleware
-func (sh *strictHandler) ListTokens(ctx echo.Context) error {
+func (sh *strictHandler) ListTokens(ctx echo.Context, params ListTokensParams) error {
 	var request ListTokensRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListTokens(ctx.Request().Context(), request.(ListTokensRequestObject))
@@ -7783,11 +8863,112 @@ func (sh *strictHandler) UpdateBlueprint(ctx echo.Context, orgId OrgId, blueprin
 	return nil
 }
 
+// ListInvitations operation middleware
+func (sh *strictHandler) ListInvitations(ctx echo.Context, orgId OrgId, params ListInvitationsParams) error {
+	var request ListInvitationsRequestObject
+
+	request.OrgId = orgId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListInvitations(ctx.Request().Context(), request.(ListInvitationsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListInvitations")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListInvitationsResponseObject); ok {
+		return validResponse.VisitListInvitationsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateInvitation operation middleware
+func (sh *strictHandler) CreateInvitation(ctx echo.Context, orgId OrgId) error {
+	var request CreateInvitationRequestObject
+
+	request.OrgId = orgId
+
+	var body CreateInvitationJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateInvitation(ctx.Request().Context(), request.(CreateInvitationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateInvitation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateInvitationResponseObject); ok {
+		return validResponse.VisitCreateInvitationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RevokeInvitation operation middleware
+func (sh *strictHandler) RevokeInvitation(ctx echo.Context, orgId OrgId, invitationId InvitationId) error {
+	var request RevokeInvitationRequestObject
+
+	request.OrgId = orgId
+	request.InvitationId = invitationId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RevokeInvitation(ctx.Request().Context(), request.(RevokeInvitationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RevokeInvitation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RevokeInvitationResponseObject); ok {
+		return validResponse.VisitRevokeInvitationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListMembers operation middleware
-func (sh *strictHandler) ListMembers(ctx echo.Context, orgId OrgId) error {
+func (sh *strictHandler) ListMembers(ctx echo.Context, orgId OrgId, params ListMembersParams) error {
 	var request ListMembersRequestObject
 
 	request.OrgId = orgId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListMembers(ctx.Request().Context(), request.(ListMembersRequestObject))

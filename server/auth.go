@@ -1,7 +1,10 @@
 package server
 
 import (
+	"cmp"
 	"context"
+	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,13 +55,14 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		s.tokenUse.record(p.TokenID)
-		if op.needs.role != "" {
-			if p.Role == "" {
-				return errOrgNotFound
-			}
-			if !p.Role.AtLeast(op.needs.role) {
-				return apperr.Errorf(apperr.Forbidden, "%s needs the %s role in this organization; yours is %s", op.id, op.needs.role, p.Role)
-			}
+		if op.needs.role != "" && p.Role == "" {
+			return errOrgNotFound
+		}
+		if err := scopeRefuses(c, op, p.Scope); err != nil {
+			return err
+		}
+		if op.needs.role != "" && !p.Role.AtLeast(op.needs.role) {
+			return apperr.Errorf(apperr.Forbidden, "%s needs the %s role in this organization; yours is %s", op.id, op.needs.role, p.Role)
 		}
 		c.SetRequest(c.Request().WithContext(context.WithValue(ctx, principalKey{}, p)))
 		return next(c)
@@ -66,6 +70,44 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 var errOrgNotFound = apperr.Errorf(apperr.NotFound, "organization not found")
+
+// scopeRefuses applies a token's scope to an operation. The organization
+// is the store's to check (a token limited to another one has no role in
+// it); here the path must name the scope's project and sensors: another one
+// is 404, as for a non-member, and an operation that names none is 403, as
+// it would reach beyond the scope. Of the user operations a scoped token may
+// only read, so that it cannot mint itself a broader token.
+func scopeRefuses(c echo.Context, op *operation, scope store.TokenScope) error {
+	switch {
+	case !scope.Scoped():
+		return nil
+	case scope.Device && !op.needs.device:
+		return apperr.Errorf(apperr.Forbidden, "%s: a device token may only post readings", op.id)
+	case op.needs.role == "" && c.Request().Method != http.MethodGet && c.Request().Method != http.MethodHead:
+		return apperr.Errorf(apperr.Forbidden, "%s needs a token without a scope", op.id)
+	case op.needs.role == "":
+		return nil
+	}
+	if scope.ProjectID != 0 {
+		param := cmp.Or(c.Param("proj_id"), c.Param("project_id"))
+		if param == "" {
+			return apperr.Errorf(apperr.Forbidden, "%s: this token is limited to project %d", op.id, scope.ProjectID)
+		}
+		if id, err := strconv.ParseInt(param, 10, 64); err != nil || id != scope.ProjectID {
+			return apperr.Errorf(apperr.NotFound, "project not found")
+		}
+	}
+	if len(scope.SensorIDs) > 0 {
+		param := c.Param("sensor_id")
+		if param == "" {
+			return apperr.Errorf(apperr.Forbidden, "%s: this token is limited to sensors %v", op.id, scope.SensorIDs)
+		}
+		if id, err := strconv.ParseInt(param, 10, 64); err != nil || !slices.Contains(scope.SensorIDs, id) {
+			return apperr.Errorf(apperr.NotFound, "sensor not found")
+		}
+	}
+	return nil
+}
 
 // authenticateToken asks the store who secret is, within the database
 // deadline: the request's own deadline starts only once its body is read.

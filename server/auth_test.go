@@ -29,7 +29,20 @@ type identity struct {
 	// callers without a valid token or from another organization.
 	role  store.Role
 	valid bool // the token is valid (a user exists behind it)
+	scope scopeKind
 }
+
+// scopeKind is how the matrix's scoped tokens are narrowed, each a token of
+// the tenant's owner.
+type scopeKind int
+
+const (
+	unscoped           scopeKind = iota
+	projectViewer                // the tenant's project, viewer ceiling
+	otherProject                 // another project of the tenant
+	device                       // a device token of the project and the fixture's sensor
+	deviceOtherSensors           // a device token of the project and its piezometer only
+)
 
 var identities = []identity{
 	{name: "NoHeader", header: func(*env, matrixFixture) string { return "" }},
@@ -42,6 +55,14 @@ var identities = []identity{
 	{name: "Editor", valid: true, role: store.Editor, header: roleHeader(store.Editor)},
 	{name: "Admin", valid: true, role: store.Admin, header: roleHeader(store.Admin)},
 	{name: "Owner", valid: true, role: store.Owner, header: roleHeader(store.Owner)},
+	{name: "ProjectViewerToken", valid: true, role: store.Viewer, scope: projectViewer, header: scopedHeader(projectViewer)},
+	{name: "OtherProjectToken", valid: true, role: store.Owner, scope: otherProject, header: scopedHeader(otherProject)},
+	{name: "DeviceToken", valid: true, role: store.Editor, scope: device, header: scopedHeader(device)},
+	{name: "OtherSensorsDeviceToken", valid: true, role: store.Editor, scope: deviceOtherSensors, header: scopedHeader(deviceOtherSensors)},
+}
+
+func scopedHeader(kind scopeKind) func(*env, matrixFixture) string {
+	return func(_ *env, f matrixFixture) string { return "Bearer " + f.scoped[kind] }
 }
 
 func roleHeader(role store.Role) func(*env, matrixFixture) string {
@@ -57,6 +78,11 @@ type matrixFixture struct {
 	revoked  string // a revoked token of the tenant's owner
 	expired  string // an expired token of the tenant's owner
 	tokenIDs map[string]int64
+	scoped   map[scopeKind]string // the owner's scoped tokens
+	// A pending invitation to the tenant, whose code the matrix sends to
+	// acceptInvitation in place of the spec's example.
+	invitationID   int64
+	invitationCode string
 }
 
 func (e *env) newMatrixFixture(t *testing.T, n int) matrixFixture {
@@ -65,6 +91,7 @@ func (e *env) newMatrixFixture(t *testing.T, n int) matrixFixture {
 		tenant:   e.newTenant(fmt.Sprintf("ALPHA-%d", n)),
 		other:    e.newTenant(fmt.Sprintf("BRAVO-%d", n)),
 		tokenIDs: map[string]int64{},
+		scoped:   map[scopeKind]string{},
 	}
 	owner := f.tenant.userIDs[store.Owner]
 	revoked, secret, err := e.db.CreateToken(ctx, owner, "revoked", nil)
@@ -87,6 +114,26 @@ func (e *env) newMatrixFixture(t *testing.T, n int) matrixFixture {
 		t.Fatal(err)
 	}
 	f.target = target.ID
+	inv, code, err := e.db.CreateInvitation(ctx, f.tenant.orgID, owner, fmt.Sprintf("invitee-%d@example.com", n), store.Editor, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.invitationID, f.invitationCode = inv.ID, code
+	spare, err := e.db.CreateProject(ctx, f.tenant.orgID, fmt.Sprintf("ALPHA-%d spare project", n), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn := f.tenant
+	for kind, scope := range map[scopeKind]store.TokenScope{
+		projectViewer:      {OrgID: tn.orgID, ProjectID: tn.projectID, Role: store.Viewer},
+		otherProject:       {OrgID: tn.orgID, ProjectID: spare.ID},
+		device:             {OrgID: tn.orgID, ProjectID: tn.projectID, SensorIDs: []int64{tn.sensorID}, Device: true},
+		deviceOtherSensors: {OrgID: tn.orgID, ProjectID: tn.projectID, SensorIDs: []int64{tn.instanceID}, Device: true},
+	} {
+		if _, f.scoped[kind], err = e.db.CreateScopedToken(ctx, owner, "scoped", nil, scope); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// A spare token of each user, for the operations on /me/tokens/{id}.
 	for _, tn := range []tenant{f.tenant, f.other} {
 		for role, userID := range tn.userIDs {
@@ -117,6 +164,8 @@ func pathParam(t *testing.T, f matrixFixture, operationID, name, callerToken str
 		return strconv.FormatInt(f.tenant.blueprintID, 10)
 	case "user_id":
 		return strconv.FormatInt(f.target, 10)
+	case "invitation_id":
+		return strconv.FormatInt(f.invitationID, 10)
 	case "token_id":
 		if id, ok := f.tokenIDs[callerToken]; ok {
 			return strconv.FormatInt(id, 10)
@@ -160,7 +209,7 @@ func TestAuthMatrix(t *testing.T) {
 				f := e.newMatrixFixture(t, n)
 				header := id.header(e, f)
 				callerToken := strings.TrimPrefix(header, "Bearer ")
-				want := expectedStatus(required, id)
+				want := expectedStatus(o, required, id)
 
 				// The organizations whose data this caller must neither see
 				// nor change: the other one for the tenant's members, the
@@ -183,6 +232,11 @@ func TestAuthMatrix(t *testing.T) {
 					t.Fatalf("%s as %s: %d %s, want 2xx", o.operation.OperationID, id.name, status, body)
 				case want != 200 && status != want:
 					t.Fatalf("%s as %s: %d %s, want %d", o.operation.OperationID, id.name, status, body, want)
+				}
+				// An invitation's code, not the caller's token, is the
+				// credential of acceptInvitation: it joins the tenant.
+				if o.operation.OperationID == "acceptInvitation" {
+					foreign = nil
 				}
 				for marker, orgID := range foreign {
 					if bytes.Contains(body, []byte(marker)) {
@@ -235,16 +289,28 @@ func archivedRefuses(method, path, operationID string) bool {
 	return method != http.MethodGet && underProject && operationID != "deleteProject" && operationID != "projectAction"
 }
 
-// expectedStatus is the matrix's rule: 200 stands for any 2xx.
-func expectedStatus(required string, id identity) int {
+// expectedStatus is the matrix's rule: 200 stands for any 2xx. A scoped
+// token answers as a non-member (404) for a project or sensor outside its
+// scope and 403 for an operation that names none of its scope, or that a
+// device token may not call.
+func expectedStatus(o specOperation, required string, id identity) int {
+	namesProject := strings.Contains(o.path, "{proj_id}") || strings.Contains(o.path, "{project_id}")
 	switch {
 	case required == "public":
 		return 200
 	case !id.valid:
 		return 401
+	case (id.scope == device || id.scope == deviceOtherSensors) && o.operation.OperationID != "postReadings":
+		return 403
+	case required == "user" && id.scope != unscoped && o.method != http.MethodGet:
+		return 403
 	case required == "user":
 		return 200
 	case id.role == "":
+		return 404
+	case id.scope != unscoped && !namesProject:
+		return 403
+	case id.scope == otherProject, id.scope == deviceOtherSensors:
 		return 404
 	case !id.role.AtLeast(store.Role(required)):
 		return 403
@@ -286,7 +352,11 @@ func (e *env) sendExample(t *testing.T, method, path string, op *openapi3.Operat
 		if media == nil || media.Example == nil {
 			t.Fatalf("%s: its request body has no application/json example for the matrix to send", op.OperationID)
 		}
-		b, err := json.Marshal(media.Example)
+		example := media.Example
+		if op.OperationID == "acceptInvitation" {
+			example = map[string]string{"code": f.invitationCode}
+		}
+		b, err := json.Marshal(example)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -346,6 +416,7 @@ SELECT concat_ws('|',
   (SELECT string_agg(concat_ws(',', r.sensor_id, r.datetime, r.input_ids, r.vals), ';' ORDER BY r.sensor_id, r.datetime)
      FROM readings r JOIN sensors s ON s.id = r.sensor_id JOIN projects p ON p.id = s.project_id WHERE p.org_id = $1),
   (SELECT string_agg(concat_ws(',', user_id, role), ';' ORDER BY user_id) FROM memberships WHERE org_id = $1),
+  (SELECT string_agg(concat_ws(',', id, accepted_at, revoked_at), ';' ORDER BY id) FROM invitations WHERE org_id = $1),
   (SELECT string_agg(concat_ws(',', t.id, t.revoked_at, t.expires_at), ';' ORDER BY t.id)
      FROM api_tokens t JOIN memberships m ON m.user_id = t.user_id WHERE m.org_id = $1))`, orgID).Scan(&dump)
 	if err != nil {
@@ -402,15 +473,27 @@ FROM api_tokens`, sum[:], secret).Scan(&hashed, &plain)
 	}
 
 	t.Run("ListShowsNoSecret", func(t *testing.T) {
-		res, err := owner.ListTokensWithResponse(ctx)
-		if err != nil || res.StatusCode() != 200 {
-			t.Fatalf("list tokens: %v %s", err, res.Body)
+		// A page of one, then the next: the new token first, then the
+		// fixture's, and no cursor after it.
+		var ids []int64
+		params := &gen.ListTokensParams{Limit: ptr(1)}
+		for range 3 {
+			res, err := owner.ListTokensWithResponse(ctx, params)
+			if err != nil || res.StatusCode() != 200 {
+				t.Fatalf("list tokens: %v %s", err, res.Body)
+			}
+			if bytes.Contains(res.Body, []byte(secret)) {
+				t.Error("the token list shows a secret")
+			}
+			for _, tok := range res.JSON200.Items {
+				ids = append(ids, tok.Id)
+			}
+			if params.Cursor = res.JSON200.NextCursor; params.Cursor == nil {
+				break
+			}
 		}
-		if bytes.Contains(res.Body, []byte(secret)) {
-			t.Error("the token list shows a secret")
-		}
-		if len(*res.JSON200) != 2 || (*res.JSON200)[0].Id != created.JSON201.Id {
-			t.Errorf("tokens %+v, want the new one first and the fixture's", *res.JSON200)
+		if len(ids) != 2 || ids[0] != created.JSON201.Id {
+			t.Errorf("token ids %v, want the new one (%d) first and the fixture's", ids, created.JSON201.Id)
 		}
 	})
 
@@ -472,7 +555,7 @@ FROM api_tokens`, sum[:], secret).Scan(&hashed, &plain)
 	})
 
 	t.Run("AnotherUsersToken", func(t *testing.T) {
-		viewerTokens, err := e.db.ListTokens(ctx, tn.userIDs[store.Viewer])
+		viewerTokens, _, err := e.db.ListTokens(ctx, tn.userIDs[store.Viewer], 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -579,7 +662,7 @@ func TestMembers(t *testing.T) {
 		if fmt.Sprint(got) != "[200 409]" && fmt.Sprint(got) != "[200 403]" {
 			t.Errorf("statuses %v, want one demotion to succeed and the other refused", got)
 		}
-		members, err := e.db.ListMembers(ctx, tn.orgID)
+		members, _, err := e.db.ListMembers(ctx, tn.orgID, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -595,7 +678,7 @@ func TestMembers(t *testing.T) {
 	})
 
 	t.Run("LastOwnerCannotLeave", func(t *testing.T) {
-		members, _ := e.db.ListMembers(ctx, tn.orgID)
+		members, _, _ := e.db.ListMembers(ctx, tn.orgID, 0, 100)
 		var last int64
 		for _, m := range members {
 			if m.Role == store.Owner {
@@ -618,8 +701,8 @@ func TestMembers(t *testing.T) {
 		if remove.StatusCode() != 204 {
 			t.Errorf("remove a viewer: %d %s", remove.StatusCode(), remove.Body)
 		}
-		list, _ := c.ListMembersWithResponse(ctx, tn.orgID)
-		for _, m := range *list.JSON200 {
+		list, _ := c.ListMembersWithResponse(ctx, tn.orgID, nil)
+		for _, m := range list.JSON200.Items {
 			if m.UserId == tn.userIDs[store.Viewer] {
 				t.Error("the removed viewer is still listed")
 			}

@@ -104,6 +104,23 @@ var badRequests = []struct {
 	{"MemberEmailSQL", "POST", "/api/v1/org/{org}/members", "json", `{"email":"' OR 1=1 --","role":"viewer"}`, 400},
 	{"TokenExpiryNegative", "POST", "/api/v1/me/tokens", "json", `{"name":"x","expires_in_days":-1}`, 400},
 	{"TokenExpiryFloat", "POST", "/api/v1/me/tokens", "json", `{"name":"x","expires_in_days":1.5}`, 400},
+	{"TokenScopeWithoutOrg", "POST", "/api/v1/me/tokens", "json", `{"name":"x","scope":{"project_id":1}}`, 400},
+	{"TokenScopeUnknownField", "POST", "/api/v1/me/tokens", "json", `{"name":"x","scope":{"org_id":{org},"sensors":[1]}}`, 400},
+	{"TokenScopeSensorsEmpty", "POST", "/api/v1/me/tokens", "json", `{"name":"x","scope":{"org_id":{org},"project_id":{proj},"sensor_ids":[]}}`, 400},
+	{"TokenScopeSensorsRepeated", "POST", "/api/v1/me/tokens", "json", `{"name":"x","scope":{"org_id":{org},"project_id":{proj},"sensor_ids":[{sensor},{sensor}]}}`, 400},
+	{"TokenScopeDeviceWithoutProject", "POST", "/api/v1/me/tokens", "json", `{"name":"x","scope":{"org_id":{org},"device":true}}`, 400},
+	{"TokenScopeRoleGod", "POST", "/api/v1/me/tokens", "json", `{"name":"x","scope":{"org_id":{org},"role":"god"}}`, 400},
+	{"TokenScopeOtherOrgsProject", "POST", "/api/v1/me/tokens", "json", `{"name":"x","scope":{"org_id":{org},"project_id":999999}}`, 404},
+	// Invitations.
+	{"InvitationRoleGod", "POST", "/api/v1/org/{org}/invitations", "json", `{"email":"x@example.com","role":"god"}`, 400},
+	{"InvitationExpiryTooLong", "POST", "/api/v1/org/{org}/invitations", "json", `{"email":"x@example.com","role":"viewer","expires_in_days":31}`, 400},
+	{"InvitationEmailNotEmail", "POST", "/api/v1/org/{org}/invitations", "json", `{"email":"nobody","role":"viewer"}`, 400},
+	{"InvitationIDWord", "DELETE", "/api/v1/org/{org}/invitations/all", "", "", 400},
+	{"AcceptCodeShort", "POST", "/api/v1/invitations/accept", "json", `{"code":"inv_1"}`, 400},
+	{"AcceptCodeSQL", "POST", "/api/v1/invitations/accept", "json", `{"code":"inv_' OR 1=1 --"}`, 400},
+	{"AcceptCodeHuge", "POST", "/api/v1/invitations/accept", "json", `{"code":"inv_` + strings.Repeat("A", 100000) + `"}`, 400},
+	{"AcceptUnknownCode", "POST", "/api/v1/invitations/accept", "json", `{"code":"inv_` + strings.Repeat("A", 43) + `"}`, 404},
+	{"AcceptNameHuge", "POST", "/api/v1/invitations/accept", "json", `{"code":"inv_` + strings.Repeat("A", 43) + `","name":"` + strings.Repeat("n", 201) + `"}`, 400},
 	// Blueprints and formulas.
 	{"BlueprintBadFormula", "POST", "/api/v1/org/{org}/blueprints", "json", `{"name":"b","inputs":[{"key":"x","name":"X"}],"outputs":[{"key":"y","name":"Y","formula":"x +* 2"}]}`, 400},
 	{"BlueprintCycle", "POST", "/api/v1/org/{org}/blueprints", "json", `{"name":"b","inputs":[],"outputs":[{"key":"a","name":"A","formula":"b"},{"key":"b","name":"B","formula":"a"}]}`, 400},
@@ -174,7 +191,7 @@ func TestBadInputCatalogue(t *testing.T) {
 		t.Fatalf("the catalogue has %d requests; it should have at least 60", len(badRequests))
 	}
 	tokenID := int64(0)
-	if tokens, err := e.db.ListTokens(context.Background(), tn.userIDs[store.Owner]); err == nil {
+	if tokens, _, err := e.db.ListTokens(context.Background(), tn.userIDs[store.Owner], 0, 100); err == nil {
 		tokenID = tokens[0].ID
 	}
 	replacer := strings.NewReplacer(

@@ -54,6 +54,41 @@ func toToken(t store.Token) gen.Token {
 		LastUsedAt: optionalDatetime(t.LastUsedAt),
 		ExpiresAt:  optionalDatetime(t.ExpiresAt),
 		RevokedAt:  optionalDatetime(t.RevokedAt),
+		Scope:      toTokenScope(t.TokenScope),
+	}
+}
+
+func toTokenScope(s store.TokenScope) *gen.TokenScope {
+	if !s.Scoped() {
+		return nil
+	}
+	out := &gen.TokenScope{OrgId: s.OrgID}
+	if s.ProjectID != 0 {
+		out.ProjectId = &s.ProjectID
+	}
+	if len(s.SensorIDs) > 0 {
+		out.SensorIds = &s.SensorIDs
+	}
+	if s.Role != "" {
+		role := gen.Role(s.Role)
+		out.Role = &role
+	}
+	if s.Device {
+		out.Device = &s.Device
+	}
+	return out
+}
+
+func fromTokenScope(s *gen.TokenScope) store.TokenScope {
+	if s == nil {
+		return store.TokenScope{}
+	}
+	return store.TokenScope{
+		OrgID:     s.OrgId,
+		ProjectID: deref(s.ProjectId),
+		SensorIDs: deref(s.SensorIds),
+		Role:      store.Role(deref(s.Role)),
+		Device:    deref(s.Device),
 	}
 }
 

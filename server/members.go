@@ -7,13 +7,21 @@ import (
 	"github.com/sensorreadings/readings/store"
 )
 
-// ListMembers returns the organization's members.
+// ListMembers returns a page of the organization's members.
 func (s *Server) ListMembers(ctx context.Context, req gen.ListMembersRequestObject) (gen.ListMembersResponseObject, error) {
-	members, err := s.store.ListMembers(ctx, req.OrgId)
+	after, limit, err := page(req.Params.Limit, req.Params.Cursor)
 	if err != nil {
 		return nil, err
 	}
-	return gen.ListMembers200JSONResponse(mapSlice(members, toMember)), nil
+	members, more, err := s.store.ListMembers(ctx, req.OrgId, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := gen.ListMembers200JSONResponse{Items: mapSlice(members, toMember)}
+	if len(members) > 0 {
+		out.NextCursor = nextCursor(more, members[len(members)-1].UserID)
+	}
+	return out, nil
 }
 
 // AddMember adds a user, new or known, to the organization.

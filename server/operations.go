@@ -17,6 +17,7 @@ import (
 type requirement struct {
 	public bool
 	role   store.Role // empty for public and user
+	device bool       // a device token may call it (x-device)
 }
 
 func parseRequirement(s string) (requirement, error) {
@@ -62,6 +63,7 @@ func loadOperations(spec *openapi3.T) (operations, error) {
 			if needs.public != (op.Security != nil && len(*op.Security) == 0) {
 				return nil, fmt.Errorf("%s %s (%s): public operations, and only they, have security: []", method, path, op.OperationID)
 			}
+			needs.device, _ = op.Extensions["x-device"].(bool)
 			// Who may call an operation is authenticate's to decide, not the
 			// validator's. Given security requirements, kin-openapi reads
 			// the whole body into memory to offer it to an authentication

@@ -21,13 +21,21 @@ func (s *Server) GetMe(ctx context.Context, _ gen.GetMeRequestObject) (gen.GetMe
 	return out, nil
 }
 
-// ListTokens returns the caller's tokens without their secrets.
-func (s *Server) ListTokens(ctx context.Context, _ gen.ListTokensRequestObject) (gen.ListTokensResponseObject, error) {
-	tokens, err := s.store.ListTokens(ctx, principalOf(ctx).UserID)
+// ListTokens returns a page of the caller's tokens without their secrets.
+func (s *Server) ListTokens(ctx context.Context, req gen.ListTokensRequestObject) (gen.ListTokensResponseObject, error) {
+	before, limit, err := page(req.Params.Limit, req.Params.Cursor)
 	if err != nil {
 		return nil, err
 	}
-	return gen.ListTokens200JSONResponse(mapSlice(tokens, toToken)), nil
+	tokens, more, err := s.store.ListTokens(ctx, principalOf(ctx).UserID, before, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := gen.ListTokens200JSONResponse{Items: mapSlice(tokens, toToken)}
+	if len(tokens) > 0 {
+		out.NextCursor = nextCursor(more, tokens[len(tokens)-1].ID)
+	}
+	return out, nil
 }
 
 // CreateToken issues a token to the caller and shows its secret, once.
@@ -37,13 +45,13 @@ func (s *Server) CreateToken(ctx context.Context, req gen.CreateTokenRequestObje
 		t := time.Now().Add(time.Duration(*days) * 24 * time.Hour)
 		expiresAt = &t
 	}
-	token, secret, err := s.store.CreateToken(ctx, principalOf(ctx).UserID, req.Body.Name, expiresAt)
+	token, secret, err := s.store.CreateScopedToken(ctx, principalOf(ctx).UserID, req.Body.Name, expiresAt, fromTokenScope(req.Body.Scope))
 	if err != nil {
 		return nil, err
 	}
 	t := toToken(token)
 	return gen.CreateToken201JSONResponse{
-		Id: t.Id, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, Token: secret,
+		Id: t.Id, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, Scope: t.Scope, Token: secret,
 	}, nil
 }
 

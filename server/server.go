@@ -30,13 +30,17 @@ type Store interface {
 	Authenticate(ctx context.Context, secret string, orgID int64) (store.Principal, error)
 	TouchTokens(ctx context.Context, ids []int64, at time.Time) error
 	Me(ctx context.Context, userID int64) (store.User, []store.Membership, error)
-	ListTokens(ctx context.Context, userID int64) ([]store.Token, error)
-	CreateToken(ctx context.Context, userID int64, name string, expiresAt *time.Time) (store.Token, string, error)
+	ListTokens(ctx context.Context, userID, before int64, limit int) ([]store.Token, bool, error)
+	CreateScopedToken(ctx context.Context, userID int64, name string, expiresAt *time.Time, scope store.TokenScope) (store.Token, string, error)
 	RevokeToken(ctx context.Context, userID, tokenID int64) error
-	ListMembers(ctx context.Context, orgID int64) ([]store.Member, error)
+	ListMembers(ctx context.Context, orgID, after int64, limit int) ([]store.Member, bool, error)
 	AddMember(ctx context.Context, orgID int64, email, name string, role store.Role) (store.Member, error)
 	UpdateMember(ctx context.Context, orgID, userID int64, role store.Role) (store.Member, error)
 	RemoveMember(ctx context.Context, orgID, userID int64) error
+	ListInvitations(ctx context.Context, orgID, before int64, limit int) ([]store.Invitation, bool, error)
+	CreateInvitation(ctx context.Context, orgID, invitedBy int64, email string, role store.Role, expiresAt time.Time) (store.Invitation, string, error)
+	RevokeInvitation(ctx context.Context, orgID, id int64) error
+	AcceptInvitation(ctx context.Context, code, name string) (store.Accepted, error)
 
 	ListProjects(ctx context.Context, orgID, after int64, limit int) ([]store.Project, bool, error)
 	CreateProject(ctx context.Context, orgID int64, name, description string) (store.Project, error)

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ func TestAccounts(t *testing.T) {
 		"ReplaceToken":  testReplaceToken,
 		"RevokeToken":   testRevokeToken,
 		"Authenticate":  testAuthenticate,
+		"ScopedToken":   testScopedToken,
 		"TouchTokens":   testTouchTokens,
 		"ListMembers":   testListMembers,
 		"AddMember":     testAddMember,
@@ -319,7 +321,7 @@ func testCreateToken(t *testing.T, db *store.DB) {
 func testListTokens(t *testing.T, db *store.DB) {
 	ada, grace := newUser(t, db, "ada"), newUser(t, db, "grace")
 	var want []int64
-	for _, name := range []string{"first", "second"} {
+	for _, name := range []string{"first", "second", "third"} {
 		token, _, err := db.CreateToken(t.Context(), ada.ID, name, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -329,13 +331,17 @@ func testListTokens(t *testing.T, db *store.DB) {
 	if _, _, err := db.CreateToken(t.Context(), grace.ID, "first", nil); err != nil {
 		t.Fatal(err)
 	}
-	tokens, err := db.ListTokens(t.Context(), ada.ID)
+	tokens, _, err := db.ListTokens(t.Context(), ada.ID, 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(tokens, tokenID); !slices.Equal(got, want) {
 		t.Fatalf("ListTokens ids=%v, want %v", got, want)
 	}
+	checkPages(t, want, func(before int64, limit int) ([]int64, bool, error) {
+		tokens, more, err := db.ListTokens(t.Context(), ada.ID, before, limit)
+		return ids(tokens, tokenID), more, err
+	})
 }
 
 func testReplaceToken(t *testing.T, db *store.DB) {
@@ -367,14 +373,14 @@ func testReplaceToken(t *testing.T, db *store.DB) {
 		_, err = db.Authenticate(t.Context(), replaced, 0)
 		wantCode(t, err, apperr.Unauthorized)
 
-		tokens, err := db.ListTokens(t.Context(), ada.ID)
+		tokens, _, err := db.ListTokens(t.Context(), ada.ID, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got, want := ids(tokens, tokenID), []int64{token.ID, other.ID}; !slices.Equal(got, want) {
 			t.Fatalf("ada's tokens=%v, want %v", got, want)
 		}
-		tokens, err = db.ListTokens(t.Context(), grace.ID)
+		tokens, _, err = db.ListTokens(t.Context(), grace.ID, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -416,7 +422,7 @@ func testRevokeToken(t *testing.T, db *store.DB) {
 	// revokedAt returns when the token was revoked, or nil.
 	revokedAt := func(t *testing.T, token store.Token) *time.Time {
 		t.Helper()
-		tokens, err := db.ListTokens(t.Context(), token.UserID)
+		tokens, _, err := db.ListTokens(t.Context(), token.UserID, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -481,7 +487,7 @@ func testAuthenticate(t *testing.T, db *store.DB) {
 			t.Fatal(err)
 		}
 		want := store.Principal{UserID: user.ID, TokenID: token.ID, TokenPrefix: token.Prefix, Role: store.Editor}
-		if p != want {
+		if !reflect.DeepEqual(p, want) {
 			t.Fatalf("Authenticate = %+v, want %+v", p, want)
 		}
 	})
@@ -558,7 +564,7 @@ func testTouchTokens(t *testing.T, db *store.DB) {
 	// lastUsed returns when each token was last used, by id.
 	lastUsed := func() map[int64]*time.Time {
 		t.Helper()
-		tokens, err := db.ListTokens(t.Context(), user.ID)
+		tokens, _, err := db.ListTokens(t.Context(), user.ID, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -595,7 +601,7 @@ func testListMembers(t *testing.T, db *store.DB) {
 		ada := newMember(t, db, org, "ada", store.Owner)
 		grace := newMember(t, db, org, "grace", store.Viewer)
 		newMember(t, db, other, "linus", store.Owner)
-		members, err := db.ListMembers(t.Context(), org.ID)
+		members, _, err := db.ListMembers(t.Context(), org.ID, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -612,9 +618,21 @@ func testListMembers(t *testing.T, db *store.DB) {
 			}
 		}
 	})
+	t.Run("Pages", func(t *testing.T) {
+		t.Parallel()
+		org := newOrg(t, db)
+		var want []int64
+		for _, who := range []string{"ada", "grace", "linus"} {
+			want = append(want, newMember(t, db, org, who, store.Viewer).ID)
+		}
+		checkPages(t, want, func(after int64, limit int) ([]int64, bool, error) {
+			members, more, err := db.ListMembers(t.Context(), org.ID, after, limit)
+			return ids(members, func(m store.Member) int64 { return m.UserID }), more, err
+		})
+	})
 	t.Run("UnknownOrg", func(t *testing.T) {
 		t.Parallel()
-		members, err := db.ListMembers(t.Context(), unknownID)
+		members, _, err := db.ListMembers(t.Context(), unknownID, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -858,3 +876,103 @@ func roleOf(t *testing.T, db *store.DB, org store.Org, user store.User) store.Ro
 }
 
 func tokenID(token store.Token) int64 { return token.ID }
+
+func testScopedToken(t *testing.T, db *store.DB) {
+	org := newOrg(t, db)
+	editor := newMember(t, db, org, "ed", store.Editor)
+	project := newProject(t, db, org)
+	sensor := newSensor(t, db, project, nil)
+	elsewhere := newSensor(t, db, newProject(t, db, org), nil)
+	// The effective role is the lower of the member's and the ceiling's,
+	// and follows the member's role.
+	t.Run("CeilingFollowsTheMember", func(t *testing.T) {
+		user := newMember(t, db, org, "ann", store.Admin)
+		_, secret, err := db.CreateScopedToken(t.Context(), user.ID, "ci", nil, store.TokenScope{OrgID: org.ID, Role: store.Editor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, step := range []struct{ member, want store.Role }{{store.Admin, store.Editor}, {store.Viewer, store.Viewer}} {
+			if err := db.SetMembership(t.Context(), org.ID, user.ID, step.member); err != nil {
+				t.Fatal(err)
+			}
+			p, err := db.Authenticate(t.Context(), secret, org.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Role; got != step.want {
+				t.Errorf("member %s, ceiling editor: Role=%q, want %q", step.member, got, step.want)
+			}
+		}
+		// Another organization the user is a member of is out of scope.
+		other := newOrg(t, db)
+		if err := db.SetMembership(t.Context(), other.ID, user.ID, store.Owner); err != nil {
+			t.Fatal(err)
+		}
+		p, err := db.Authenticate(t.Context(), secret, other.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Role; got != "" {
+			t.Errorf("another organization: Role=%q, want none", got)
+		}
+	})
+	t.Run("Device", func(t *testing.T) {
+		scope := store.TokenScope{OrgID: org.ID, ProjectID: project.ID, SensorIDs: []int64{sensor.SensorID}, Device: true}
+		token, secret, err := db.CreateScopedToken(t.Context(), editor.ID, "logger", nil, scope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scope.Role = store.Editor
+		if !reflect.DeepEqual(token.TokenScope, scope) {
+			t.Errorf("TokenScope=%+v, want %+v", token.TokenScope, scope)
+		}
+		p, err := db.Authenticate(t.Context(), secret, org.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(p.Scope, scope) || p.Role != store.Editor {
+			t.Errorf("Authenticate = %+v, want scope %+v and role editor", p, scope)
+		}
+		tokens, _, err := db.ListTokens(t.Context(), editor.ID, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(tokens[0].TokenScope, scope) {
+			t.Errorf("ListTokens: TokenScope=%+v, want %+v", tokens[0].TokenScope, scope)
+		}
+	})
+	for _, tt := range []struct {
+		name  string
+		scope store.TokenScope
+		want  apperr.Code
+	}{
+		{"ErrForbidden/AboveTheMember", store.TokenScope{OrgID: org.ID, Role: store.Admin}, apperr.Forbidden},
+		{"ErrNotFound/NotAMember", store.TokenScope{OrgID: newOrg(t, db).ID}, apperr.NotFound},
+		{"ErrNotFound/UnknownOrg", store.TokenScope{OrgID: unknownID}, apperr.NotFound},
+		{"ErrNotFound/ProjectOfAnotherOrg", store.TokenScope{OrgID: org.ID, ProjectID: newProject(t, db, newOrg(t, db)).ID}, apperr.NotFound},
+		{"ErrNotFound/SensorOfAnotherProject", store.TokenScope{OrgID: org.ID, ProjectID: project.ID, SensorIDs: []int64{elsewhere.SensorID}}, apperr.NotFound},
+		{"ErrInvalid/ProjectWithoutOrg", store.TokenScope{ProjectID: project.ID}, apperr.Invalid},
+		{"ErrInvalid/SensorsWithoutProject", store.TokenScope{OrgID: org.ID, SensorIDs: []int64{sensor.SensorID}}, apperr.Invalid},
+		{"ErrInvalid/DeviceWithoutProject", store.TokenScope{OrgID: org.ID, Device: true}, apperr.Invalid},
+		{"ErrInvalid/DeviceAsViewer", store.TokenScope{OrgID: org.ID, ProjectID: project.ID, Device: true, Role: store.Viewer}, apperr.Invalid},
+		{"ErrInvalid/UnknownRole", store.TokenScope{OrgID: org.ID, Role: "root"}, apperr.Invalid},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := db.CreateScopedToken(t.Context(), editor.ID, "ci", nil, tt.scope)
+			wantCode(t, err, tt.want)
+		})
+	}
+	// A token limited to a project goes with it.
+	t.Run("ProjectDeleted", func(t *testing.T) {
+		doomed := newProject(t, db, org)
+		_, secret, err := db.CreateScopedToken(t.Context(), editor.ID, "ci", nil, store.TokenScope{OrgID: org.ID, ProjectID: doomed.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.DeleteProject(t.Context(), org.ID, doomed.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = db.Authenticate(t.Context(), secret, org.ID)
+		wantCode(t, err, apperr.Unauthorized)
+	})
+}

@@ -475,6 +475,63 @@ test('creates a token, shown once, and revokes it', async () => {
   await shot('profile');
 });
 
+test('creates a device token that may only post to its sensor', async () => {
+  const form = page.getByRole('form', { name: 'New token' });
+  await form.getByLabel('Name').fill('logger 7');
+  await form.getByLabel('Organization').selectOption({ label: 'E2E Monitoring' });
+  await form.getByLabel('Project ID').fill(String(state.projectId));
+  await form.getByLabel('Sensor IDs').fill(String(state.sensorId));
+  await form.getByLabel('Device (post readings only)').check();
+  await form.getByRole('button', { name: 'Create token' }).click();
+  await page.getByText('Token “logger 7” created.').waitFor(); // the box of the token before is gone
+  const secret = (await page.getByTestId('new-token').textContent()).trim();
+  const readings = `/api/v1/org/${orgId}/proj/${state.projectId}/readings/${state.sensorId}`;
+  // The newest reading again, as it is: the later steps see the same data.
+  const one = [{ datetime: new Date(state.postedAt - 60_000).toISOString(), inputs: { [state.ids.freq]: freqs[N - 1], [state.ids.temp]: 11 + (N - 1) / 10 } }];
+  const posted = await api('POST', readings, one, secret);
+  assert.equal(posted.status, 200, JSON.stringify(posted.body));
+  assert.equal((await api('GET', readings, undefined, secret)).status, 403);
+  const row = page.getByRole('table', { name: 'Tokens' }).getByRole('row').filter({ hasText: 'logger 7' });
+  await row.getByText(`org ${orgId} · project ${state.projectId} · sensors ${state.sensorId} · device`).waitFor();
+  await shot('profile-device-token');
+  await row.getByRole('button', { name: 'Revoke' }).click();
+  await row.getByText(/^revoked/).waitFor();
+});
+
+test('invites a member, who accepts the link and is signed in', async () => {
+  await page.goto(`${base}/console/org/${orgId}`);
+  const form = page.getByRole('form', { name: 'New invitation' });
+  await form.getByLabel('Email').fill('invitee@example.com');
+  await form.getByLabel('Role').selectOption('editor');
+  await form.getByRole('button', { name: 'Invite' }).click();
+  const link = (await page.getByTestId('invitation-link').textContent()).trim();
+  assert.match(link, new RegExp(`^${base}/console/accept\\?code=inv_[0-9A-Za-z]{43}$`));
+  await page.getByRole('table', { name: 'Invitations' }).getByRole('row').filter({ hasText: 'invitee@example.com' }).getByText('pending').waitFor();
+  await shot('org-invitation');
+
+  // The invitee has no session: another tab, sessionStorage of its own.
+  const tab = await context.newPage();
+  try {
+    await tab.goto(link);
+    await tab.getByLabel('Your name').fill('Ivy');
+    await tab.screenshot({ path: join(output, 'accept.png'), fullPage: true });
+    await tab.getByRole('button', { name: 'Accept and sign in' }).click();
+    await tab.waitForURL(`${base}/console/org/${orgId}`);
+    await tab.getByRole('link', { name: 'invitee@example.com' }).waitFor();
+    assert.match(await tab.evaluate(() => sessionStorage.getItem('readings.token')), /^rdg_/);
+    assert.ok(!tab.url().includes('code='));
+
+    await tab.goto(link); // a code works once
+    await tab.getByRole('button', { name: 'Accept and sign in' }).click();
+    await tab.getByText('the invitation has been accepted').waitFor();
+  } finally {
+    await tab.close();
+  }
+  await page.reload();
+  await page.getByRole('table', { name: 'Invitations' }).getByRole('row').filter({ hasText: 'invitee@example.com' }).getByText('accepted').waitFor();
+  await page.getByRole('table', { name: 'Members' }).getByText('invitee@example.com').waitFor();
+});
+
 test('fits a narrow screen', async () => {
   await page.setViewportSize({ width: 390, height: 844 });
   for (const [path, name] of [

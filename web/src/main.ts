@@ -3,6 +3,7 @@ import './style.css';
 import { must, newClient, type Me } from './api';
 import type { Crumb, Ctx, Page } from './app';
 import { errorBox, h } from './dom';
+import { acceptPage } from './pages/accept';
 import { orgPage } from './pages/org';
 import { profilePage } from './pages/profile';
 import { projectPage } from './pages/project';
@@ -66,6 +67,20 @@ async function render(): Promise<void> {
           tokens.set(token);
           me = await must(api.GET('/api/v1/me'));
           navigate('/', true);
+        },
+      }),
+    );
+    return;
+  }
+  if (path === '/accept') {
+    app.replaceChildren(
+      acceptPage({
+        code: new URLSearchParams(location.search).get('code') ?? '',
+        async accept(code, name) {
+          const accepted = await must(api.POST('/api/v1/invitations/accept', { body: { code, name: name || undefined } }));
+          tokens.set(accepted.token.token);
+          me = undefined;
+          navigate(`/org/${accepted.membership.org_id}`, true); // and the code leaves the address bar
         },
       }),
     );

@@ -122,16 +122,21 @@ export interface paths {
         };
         /**
          * The calling user's API tokens
-         * @description Every token of the calling user, newest first, revoked ones included.
-         *     Secrets are never shown again; `prefix` identifies a token.
-         *     Required role: `user`.
+         * @description The calling user's tokens, newest first, revoked ones included.
+         *     Secrets are never shown again; `prefix` identifies a token. A page
+         *     holds at most `limit`; when there are more, `next_cursor` is set:
+         *     pass it as `cursor` to get the next page. Required role: `user`.
          */
         get: operations["listTokens"];
         put?: never;
         /**
          * Create an API token
          * @description Creates a token for the calling user. The secret is in this response
-         *     only: store it now. Required role: `user`.
+         *     only: store it now. With a `scope` the token is limited (see
+         *     "Scoped and device tokens"): the scope's organization, project and
+         *     sensors must be the user's (404 otherwise), and its `role` no higher
+         *     than the user's role there (403). `expires_in_days` is optional;
+         *     `expires_at` shows it. Required role: `user`.
          */
         post: operations["createToken"];
         delete?: never;
@@ -183,7 +188,9 @@ export interface paths {
         };
         /**
          * Members of an organization
-         * @description Every member with their role, ordered by user id. Required role: `owner`.
+         * @description The members with their roles, ordered by user id. A page holds at
+         *     most `limit`; when there are more, `next_cursor` is set: pass it as
+         *     `cursor` to get the next page. Required role: `owner`.
          */
         get: operations["listMembers"];
         put?: never;
@@ -192,7 +199,9 @@ export interface paths {
          * @description Adds the user with this email to the organization, creating the user
          *     when nobody has that email yet. A user who is already a member answers
          *     409. The new member gets a first token from an operator
-         *     (`readings admin token create`). Required role: `owner`.
+         *     (`readings admin token create`); an invitation
+         *     (`createInvitation`) lets them get one themselves.
+         *     Required role: `owner`.
          */
         post: operations["addMember"];
         delete?: never;
@@ -233,6 +242,106 @@ export interface paths {
          *     stay). Removing the last owner answers 409. Required role: `owner`.
          */
         delete: operations["removeMember"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Invitations to an organization
+         * @description The organization's invitations, newest first, whatever their state.
+         *     A page holds at most `limit`; when there are more, `next_cursor` is
+         *     set: pass it as `cursor` to get the next page. Codes are never shown
+         *     again. Required role: `owner`.
+         */
+        get: operations["listInvitations"];
+        put?: never;
+        /**
+         * Invite a member
+         * @description Invites an email address to the organization with a role. The answer
+         *     carries a one-time `code` (shown in this response only; no mail is
+         *     sent) and `accept_path`, the console's page that takes it: hand
+         *     either to the invitee, who exchanges it for their first token
+         *     (`acceptInvitation`). The invitation expires after
+         *     `expires_in_days` (7 by default, at most 30) and can be revoked.
+         *     Required role: `owner`.
+         */
+        post: operations["createInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/invitations/{invitation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The invitation's id.
+                 * @example 3
+                 */
+                invitation_id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an invitation
+         * @description Revokes an invitation: its code is refused from then on. Revoking a
+         *     revoked one is a no-op; an accepted one answers 409 (remove the
+         *     member instead). Required role: `owner`.
+         */
+        delete: operations["revokeInvitation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/invitations/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept an invitation
+         * @description Exchanges an invitation's code for membership and a first token
+         *     (named `first token`, without expiry), whose secret is in this
+         *     response only. The invited email's user is created, with `name`,
+         *     when there is none; a user who is a member already keeps the higher
+         *     of their role and the invitation's. A code works once: an unknown
+         *     one answers 404, and one accepted, revoked or expired 409. Codes
+         *     are 256 random bits, so guessing one is hopeless; a body that is
+         *     not a well-formed code is refused before any database work.
+         *     Required role: `public`.
+         */
+        post: operations["acceptInvitation"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -968,11 +1077,38 @@ export interface components {
             last_used_at?: components["schemas"]["Datetime"];
             expires_at?: components["schemas"]["Datetime"];
             revoked_at?: components["schemas"]["Datetime"];
+            scope?: components["schemas"]["TokenScope"];
+        };
+        TokenPage: {
+            items: components["schemas"]["Token"][];
+            /** @description Present when there may be more; pass it as `cursor`. */
+            next_cursor?: string;
+        };
+        /**
+         * @description What a token is limited to; absent means all of its user's rights.
+         *     `project_id` needs `org_id`, and `sensor_ids` and `device` need
+         *     `project_id`. A device token's role is always `editor`. A token
+         *     limited to a project is deleted with the project.
+         */
+        TokenScope: {
+            /** Format: int64 */
+            org_id: number;
+            /**
+             * Format: int64
+             * @description The one project of the organization the token may reach.
+             */
+            project_id?: number;
+            /** @description The sensors of the project the token may reach. */
+            sensor_ids?: number[];
+            role?: components["schemas"]["Role"];
+            /** @description The token may only post readings to the sensors in scope. */
+            device?: boolean;
         };
         TokenCreate: {
             name: string;
             /** @description Days until the token expires; absent means never. */
             expires_in_days?: number;
+            scope?: components["schemas"]["TokenScope"];
         };
         TokenCreated: components["schemas"]["Token"] & {
             /** @description The secret. It is shown in this response only. */
@@ -987,6 +1123,11 @@ export interface components {
             role: components["schemas"]["Role"];
             created_at: components["schemas"]["Datetime"];
         };
+        MemberPage: {
+            items: components["schemas"]["Member"][];
+            /** @description Present when there may be more; pass it as `cursor`. */
+            next_cursor?: string;
+        };
         MemberCreate: {
             /** Format: email */
             email: string;
@@ -996,6 +1137,50 @@ export interface components {
         };
         MemberUpdate: {
             role: components["schemas"]["Role"];
+        };
+        /**
+         * @description An invitation, without its code. `state` is `pending` until it is
+         *     accepted, revoked or past `expires_at` (`expired`).
+         */
+        Invitation: {
+            /** Format: int64 */
+            id: number;
+            email: string;
+            role: components["schemas"]["Role"];
+            /** @enum {string} */
+            state: "pending" | "accepted" | "revoked" | "expired";
+            created_at: components["schemas"]["Datetime"];
+            expires_at: components["schemas"]["Datetime"];
+            accepted_at?: components["schemas"]["Datetime"];
+            revoked_at?: components["schemas"]["Datetime"];
+        };
+        InvitationPage: {
+            items: components["schemas"]["Invitation"][];
+            /** @description Present when there may be more; pass it as `cursor`. */
+            next_cursor?: string;
+        };
+        InvitationCreate: {
+            /** Format: email */
+            email: string;
+            role: components["schemas"]["Role"];
+            /** @description Days until the code expires; absent means 7. */
+            expires_in_days?: number;
+        };
+        InvitationCreated: components["schemas"]["Invitation"] & {
+            /** @description The one-time code. It is shown in this response only. */
+            code: string;
+            /** @description The console's page that accepts the code, relative to the service's address. */
+            accept_path: string;
+        };
+        InvitationAccept: {
+            code: string;
+            /** @description The new user's name; an existing user keeps theirs. */
+            name?: string;
+        };
+        InvitationAccepted: {
+            user: components["schemas"]["User"];
+            membership: components["schemas"]["Membership"];
+            token: components["schemas"]["TokenCreated"];
         };
         /** @enum {string} */
         ProjectState: "active" | "archived";
@@ -1452,6 +1637,11 @@ export interface components {
          */
         UserId: number;
         /**
+         * @description The invitation's id.
+         * @example 3
+         */
+        InvitationId: number;
+        /**
          * @description The token's id.
          * @example 7
          */
@@ -1627,6 +1817,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -1634,35 +1825,43 @@ export interface operations {
     };
     listTokens: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The most items in a page. */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The tokens. */
+            /** @description A page of tokens. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     /**
-                     * @example [
-                     *       {
-                     *         "id": 7,
-                     *         "name": "datalogger",
-                     *         "prefix": "rdg_3kTq",
-                     *         "created_at": "2024-05-01T12:00:00.000Z",
-                     *         "last_used_at": "2024-05-02T08:00:00.000Z"
-                     *       }
-                     *     ]
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 7,
+                     *           "name": "datalogger",
+                     *           "prefix": "rdg_3kTq",
+                     *           "created_at": "2024-05-01T12:00:00.000Z",
+                     *           "last_used_at": "2024-05-02T08:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
                      */
-                    "application/json": components["schemas"]["Token"][];
+                    "application/json": components["schemas"]["TokenPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -1708,6 +1907,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -1739,6 +1940,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -1747,7 +1949,12 @@ export interface operations {
     };
     listMembers: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The most items in a page. */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
             header?: never;
             path: {
                 /**
@@ -1760,24 +1967,26 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The members. */
+            /** @description A page of members. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     /**
-                     * @example [
-                     *       {
-                     *         "user_id": 1,
-                     *         "email": "ada@example.com",
-                     *         "name": "Ada",
-                     *         "role": "owner",
-                     *         "created_at": "2024-05-01T12:00:00.000Z"
-                     *       }
-                     *     ]
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "user_id": 1,
+                     *           "email": "ada@example.com",
+                     *           "name": "Ada",
+                     *           "role": "owner",
+                     *           "created_at": "2024-05-01T12:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
                      */
-                    "application/json": components["schemas"]["Member"][];
+                    "application/json": components["schemas"]["MemberPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -1937,6 +2146,212 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listInvitations: {
+        parameters: {
+            query?: {
+                /** @description The most items in a page. */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of invitations. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 3,
+                     *           "email": "grace@example.com",
+                     *           "role": "editor",
+                     *           "state": "pending",
+                     *           "created_at": "2024-05-01T12:00:00.000Z",
+                     *           "expires_at": "2024-05-08T12:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InvitationPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "grace@example.com",
+                 *       "role": "editor",
+                 *       "expires_in_days": 7
+                 *     }
+                 */
+                "application/json": components["schemas"]["InvitationCreate"];
+            };
+        };
+        responses: {
+            /** @description The invitation, with its code shown once. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 3,
+                     *       "email": "grace@example.com",
+                     *       "role": "editor",
+                     *       "state": "pending",
+                     *       "created_at": "2024-05-01T12:00:00.000Z",
+                     *       "expires_at": "2024-05-08T12:00:00.000Z",
+                     *       "code": "inv_4VbQ9s0kLm2Xr7TzP1aWc8Nd3Ey6Hg5Uj0KfBqRtYx2",
+                     *       "accept_path": "/console/accept?code=inv_4VbQ9s0kLm2Xr7TzP1aWc8Nd3Ey6Hg5Uj0KfBqRtYx2"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InvitationCreated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The invitation's id.
+                 * @example 3
+                 */
+                invitation_id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    acceptInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "code": "inv_4VbQ9s0kLm2Xr7TzP1aWc8Nd3Ey6Hg5Uj0KfBqRtYx2",
+                 *       "name": "Grace"
+                 *     }
+                 */
+                "application/json": components["schemas"]["InvitationAccept"];
+            };
+        };
+        responses: {
+            /** @description The new member, and their first token. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "user": {
+                     *         "id": 2,
+                     *         "email": "grace@example.com",
+                     *         "name": "Grace",
+                     *         "created_at": "2024-05-01T12:00:00.000Z"
+                     *       },
+                     *       "membership": {
+                     *         "org_id": 1,
+                     *         "org_name": "Acme Monitoring",
+                     *         "role": "editor"
+                     *       },
+                     *       "token": {
+                     *         "id": 9,
+                     *         "name": "first token",
+                     *         "prefix": "rdg_7hWq",
+                     *         "created_at": "2024-05-01T12:00:00.000Z",
+                     *         "token": "rdg_7hWqV2oKq3mXb8NnW1yPz4aRc6tHs0LdE5uJg7iBkFv"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InvitationAccepted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -1,7 +1,7 @@
 // Organization: its projects, and for owners its members.
-import { must, type Member, type Project } from '../api';
+import { must, type Invitation, type InvitationCreated, type Member, type Project } from '../api';
 import { allPages, id, orgName, orgRole, type Ctx } from '../app';
-import { action, field, h, section, table } from '../dom';
+import { action, copyButton, field, h, section, table } from '../dom';
 import { can, ROLES, type Role } from '../roles';
 import { href } from '../router';
 import { formatDateTime } from '../time';
@@ -15,7 +15,19 @@ export function orgPage(ctx: Ctx): HTMLElement {
     const list = await allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/projects', { params: { path: { org_id: org }, query: { limit: 1000, cursor } } })));
     return projectTable(ctx, org, role, list, () => projects.refresh());
   });
-  const members = can(role, 'listMembers') ? section(async () => memberTable(ctx, org, await must(ctx.api.GET('/api/v1/org/{org_id}/members', { params: { path: { org_id: org } } })), () => members?.refresh())) : undefined;
+  const members = can(role, 'listMembers')
+    ? section(async () => {
+        const list = await allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/members', { params: { path: { org_id: org }, query: { limit: 1000, cursor } } })));
+        return memberTable(ctx, org, list, () => members?.refresh());
+      })
+    : undefined;
+  const invitations = can(role, 'listInvitations')
+    ? section(async () => {
+        const list = await allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/invitations', { params: { path: { org_id: org }, query: { limit: 1000, cursor } } })));
+        return invitationTable(ctx, org, list, () => invitations?.refresh());
+      })
+    : undefined;
+  const invited = h('div', { 'aria-live': 'polite' });
 
   return h(
     'div',
@@ -26,6 +38,18 @@ export function orgPage(ctx: Ctx): HTMLElement {
     can(role, 'createProject') ? createProjectForm(ctx, org, () => projects.refresh()) : null,
     projects.el,
     members ? [h('h2', null, 'Members'), addMemberForm(ctx, org, () => members.refresh()), members.el] : null,
+    invitations
+      ? [
+          h('h2', null, 'Invitations'),
+          h('p', { class: 'muted' }, 'Invite someone by email address and role: they get a one-time code that signs them in with their first token. No mail is sent: hand them the link.'),
+          inviteForm(ctx, org, (inv) => {
+            invited.replaceChildren(codeBox(inv));
+            void invitations.refresh();
+          }),
+          invited,
+          invitations.el,
+        ]
+      : null,
   );
 }
 
@@ -137,5 +161,56 @@ function addMemberForm(ctx: Ctx, org: number, added: () => void): HTMLElement {
       added();
     });
   });
-  return h('div', null, form, h('p', { class: 'muted' }, 'A new user gets a first token from an operator: ', h('code', null, 'readings admin token create'), '.'));
+  return h('div', null, form, h('p', { class: 'muted' }, 'A member added here gets a first token from an operator (', h('code', null, 'readings admin token create'), '); an invitation below lets them get one themselves.'));
+}
+
+function inviteForm(ctx: Ctx, org: number, created: (inv: InvitationCreated) => void): HTMLElement {
+  const email = h('input', { name: 'email', type: 'email', required: true, placeholder: 'grace@example.com' });
+  const role = roleSelect('viewer');
+  const days = h('input', { name: 'expires_in_days', type: 'number', min: 1, max: 30, placeholder: '7' });
+  const button = h('button', { type: 'submit' }, 'Invite');
+  const out = h('div');
+  const form = h('form', { class: 'inline', 'aria-label': 'New invitation' }, field('Email', email), field('Role', role), field('Expires in days', days), button, out);
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    void action(button, out, async () => {
+      const inv = await must(
+        ctx.api.POST('/api/v1/org/{org_id}/invitations', {
+          params: { path: { org_id: org } },
+          body: { email: email.value.trim(), role: role.value as Role, expires_in_days: days.value ? Number(days.value) : undefined },
+        }),
+      );
+      form.reset();
+      created(inv);
+    });
+  });
+  return form;
+}
+
+function codeBox(inv: InvitationCreated): HTMLElement {
+  const link = location.origin + inv.accept_path;
+  return h(
+    'div',
+    { class: 'secret card', role: 'status' },
+    h('p', null, h('strong', null, `${inv.email} is invited as ${inv.role}.`), ' Send them this link now: it is not shown again.'),
+    h('div', { class: 'secret-value' }, h('code', { 'data-testid': 'invitation-link' }, link), copyButton(link, 'Copy link', 'the link')),
+    h('p', { class: 'muted' }, 'Or the code alone: ', h('code', { 'data-testid': 'invitation-code' }, inv.code), ` · expires ${formatDateTime(inv.expires_at)}`),
+  );
+}
+
+function invitationTable(ctx: Ctx, org: number, list: Invitation[], changed: () => void): HTMLElement {
+  if (list.length === 0) return h('p', { class: 'muted' }, 'No invitations.');
+  const out = h('div');
+  const rows = list.map((inv) => {
+    const revoke = h('button', { type: 'button', class: 'small danger' }, 'Revoke');
+    revoke.addEventListener('click', () => {
+      if (!confirm(`Revoke the invitation of ${inv.email}? Its code stops working at once.`)) return;
+      void action(revoke, out, async () => {
+        await must(ctx.api.DELETE('/api/v1/org/{org_id}/invitations/{invitation_id}', { params: { path: { org_id: org, invitation_id: inv.id } } }));
+        changed();
+      });
+    });
+    return [inv.email, inv.role, h('span', { class: `badge ${inv.state}` }, inv.state), formatDateTime(inv.created_at), formatDateTime(inv.expires_at), inv.state === 'pending' ? revoke : ''];
+  });
+  return h('div', null, out, table(['Email', 'Role', 'State', 'Invited', 'Expires', ''], rows, { 'aria-label': 'Invitations' }));
 }

@@ -1,7 +1,8 @@
 // Profile: the user, their memberships and their API tokens.
-import { must, type Token, type TokenCreated } from '../api';
-import type { Ctx } from '../app';
+import { must, type Token, type TokenCreated, type TokenScope } from '../api';
+import { allPages, type Ctx } from '../app';
 import { action, copyButton, field, h, section, table } from '../dom';
+import { ROLES, type Role } from '../roles';
 import { href } from '../router';
 import { formatAge, formatDateTime } from '../time';
 
@@ -9,7 +10,10 @@ export function profilePage(ctx: Ctx): HTMLElement {
   ctx.setCrumbs([{ label: 'Profile' }]);
   const { user, memberships } = ctx.me;
 
-  const tokens = section(async () => tokenTable(ctx, await must(ctx.api.GET('/api/v1/me/tokens')), () => tokens.refresh()));
+  const tokens = section(async () => {
+    const list = await allPages((cursor) => must(ctx.api.GET('/api/v1/me/tokens', { params: { query: { limit: 1000, cursor } } })));
+    return tokenTable(ctx, list, () => tokens.refresh());
+  });
   const secret = h('div', { 'aria-live': 'polite' });
 
   return h(
@@ -25,7 +29,11 @@ export function profilePage(ctx: Ctx): HTMLElement {
           memberships.map((m) => [h('a', { href: href(`/org/${m.org_id}`) }, m.org_name), m.role]),
         ),
     h('h2', null, 'API tokens'),
-    h('p', { class: 'muted' }, 'A token acts as you in every organization you belong to. Its secret is shown once, when it is made.'),
+    h(
+      'p',
+      { class: 'muted' },
+      'A token acts as you in every organization you belong to, unless you limit it to one organization, project or some sensors, with a role no higher than yours. A device token may only post readings, to the sensors it is limited to. Its secret is shown once, when it is made.',
+    ),
     createTokenForm(ctx, (t) => {
       secret.replaceChildren(secretBox(t));
       void tokens.refresh();
@@ -38,15 +46,37 @@ export function profilePage(ctx: Ctx): HTMLElement {
 function createTokenForm(ctx: Ctx, created: (t: TokenCreated) => void): HTMLElement {
   const name = h('input', { name: 'name', required: true, maxlength: 100, placeholder: 'datalogger' });
   const days = h('input', { name: 'expires_in_days', type: 'number', min: 1, max: 3650, placeholder: 'never' });
+  const org = h(
+    'select',
+    { name: 'org_id', 'aria-label': 'Organization' },
+    h('option', { value: '' }, 'all of yours'),
+    ctx.me.memberships.map((m) => h('option', { value: String(m.org_id) }, m.org_name)),
+  );
+  const project = h('input', { name: 'project_id', type: 'number', min: 1, placeholder: 'any' });
+  const sensors = h('input', { name: 'sensor_ids', placeholder: 'any, or 3, 4' });
+  const role = h('select', { name: 'role', 'aria-label': 'Role' }, h('option', { value: '' }, 'yours'), ROLES.map((r) => h('option', { value: r }, r)));
+  const device = h('input', { name: 'device', type: 'checkbox' });
   const button = h('button', { type: 'submit' }, 'Create token');
   const out = h('div');
-  const form = h('form', { class: 'inline', 'aria-label': 'New token' }, field('Name', name), field('Expires in days', days), button, out);
+  const form = h(
+    'form',
+    { class: 'inline', 'aria-label': 'New token' },
+    field('Name', name),
+    field('Expires in days', days),
+    field('Organization', org),
+    field('Project ID', project),
+    field('Sensor IDs', sensors),
+    field('Role', role),
+    field('Device (post readings only)', device),
+    button,
+    out,
+  );
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     void action(button, out, async () => {
       const t = await must(
         ctx.api.POST('/api/v1/me/tokens', {
-          body: { name: name.value.trim(), expires_in_days: days.value ? Number(days.value) : undefined },
+          body: { name: name.value.trim(), expires_in_days: days.value ? Number(days.value) : undefined, scope: scopeOf(org.value, project.value, sensors.value, role.value, device.checked) },
         }),
       );
       form.reset();
@@ -54,6 +84,34 @@ function createTokenForm(ctx: Ctx, created: (t: TokenCreated) => void): HTMLElem
     });
   });
   return form;
+}
+
+/** scopeOf reads the form's scope fields; the API says what does not fit together. */
+function scopeOf(org: string, project: string, sensors: string, role: string, device: boolean): TokenScope | undefined {
+  if (!org) {
+    if (project || sensors.trim() || role || device) throw new Error('Choose the organization the token is limited to.');
+    return undefined;
+  }
+  const ids = sensors.split(/[\s,]+/).filter(Boolean);
+  if (ids.some((s) => !/^[1-9][0-9]*$/.test(s))) throw new Error('Sensor IDs are numbers separated by commas.');
+  return {
+    org_id: Number(org),
+    project_id: project ? Number(project) : undefined,
+    sensor_ids: ids.length ? ids.map(Number) : undefined,
+    role: role ? (role as Role) : undefined,
+    device: device || undefined,
+  };
+}
+
+/** scopeText says what a token is limited to. */
+export function scopeText(s: TokenScope | undefined): string {
+  if (!s) return 'all';
+  const parts = [`org ${s.org_id}`];
+  if (s.project_id) parts.push(`project ${s.project_id}`);
+  if (s.sensor_ids) parts.push(`sensors ${s.sensor_ids.join(', ')}`);
+  if (s.device) parts.push('device');
+  else if (s.role) parts.push(`≤ ${s.role}`);
+  return parts.join(' · ');
 }
 
 function secretBox(t: TokenCreated): HTMLElement {
@@ -75,7 +133,7 @@ function tokenTable(ctx: Ctx, list: Token[], changed: () => void): HTMLElement {
     null,
     out,
     table(
-      ['Name', 'Prefix', 'Created', 'Last used', 'Expires', 'State', ''],
+      ['Name', 'Prefix', 'Scope', 'Created', 'Last used', 'Expires', 'State', ''],
       list.map((t) => {
         const expired = t.expires_at !== undefined && new Date(t.expires_at) <= now;
         const state = t.revoked_at ? `revoked ${formatDateTime(t.revoked_at)}` : expired ? 'expired' : 'active';
@@ -94,6 +152,7 @@ function tokenTable(ctx: Ctx, list: Token[], changed: () => void): HTMLElement {
         return [
           mine ? h('span', null, t.name, ' ', h('span', { class: 'muted' }, '(this session)')) : t.name,
           h('code', null, t.prefix + '…'),
+          scopeText(t.scope),
           formatDateTime(t.created_at),
           t.last_used_at ? formatAge(t.last_used_at, now) : 'never',
           t.expires_at ? formatDateTime(t.expires_at) : 'never',

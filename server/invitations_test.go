@@ -1,0 +1,133 @@
+package server_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	openapi_types "github.com/oapi-codegen/runtime/types"
+
+	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/store"
+)
+
+// TestInvitations walks an invitation's life through the generated client:
+// an owner invites, the invitee (no token) accepts and is signed in with
+// their first token, a code works once, and revoked, expired, unknown and
+// malformed codes are refused with a clear 4xx.
+func TestInvitations(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	ctx := t.Context()
+	owner := e.owner(tn)
+	anonymous := e.client("")
+
+	invite := func(t *testing.T, email string, role gen.Role) *gen.InvitationCreated {
+		t.Helper()
+		res, err := owner.CreateInvitationWithResponse(ctx, tn.orgID, gen.InvitationCreate{Email: openapi_types.Email(email), Role: role})
+		if err != nil || res.StatusCode() != 201 {
+			t.Fatalf("create invitation: %v %s", err, res.Body)
+		}
+		return res.JSON201
+	}
+	accept := func(code string) *gen.AcceptInvitationResponse {
+		t.Helper()
+		res, err := anonymous.AcceptInvitationWithResponse(ctx, gen.InvitationAccept{Code: code, Name: ptr("Grace")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	inv := invite(t, "grace@example.com", gen.Editor)
+	if !strings.HasPrefix(inv.Code, "inv_") || inv.AcceptPath != "/console/accept?code="+inv.Code {
+		t.Errorf("code %q, accept_path %q", inv.Code, inv.AcceptPath)
+	}
+	created, _ := time.Parse(time.RFC3339, string(inv.CreatedAt))
+	expires, _ := time.Parse(time.RFC3339, string(inv.ExpiresAt))
+	if got, want := expires.Sub(created).Round(time.Hour), 7*24*time.Hour; got != want {
+		t.Errorf("expires after %v, want %v", got, want)
+	}
+	res := accept(inv.Code)
+	if res.StatusCode() != 201 {
+		t.Fatalf("accept: %d %s, want 201", res.StatusCode(), res.Body)
+	}
+	if got, want := res.JSON201.Membership, (gen.Membership{OrgId: tn.orgID, OrgName: "Acme", Role: gen.Editor}); got != want {
+		t.Errorf("membership %+v, want %+v", got, want)
+	}
+	me, err := e.client(res.JSON201.Token.Token).GetMeWithResponse(ctx)
+	if err != nil || me.StatusCode() != 200 {
+		t.Fatalf("the first token: %v %s", err, me.Body)
+	}
+	if got, want := me.JSON200.User.Email, "grace@example.com"; got != want {
+		t.Errorf("signed in as %q, want %q", got, want)
+	}
+
+	// A code works once, and an accepted invitation is not revoked.
+	again := accept(inv.Code)
+	wantError(t, again.StatusCode(), again.Body, 409, "conflict")
+	revoke, err := owner.RevokeInvitationWithResponse(ctx, tn.orgID, inv.Id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, revoke.StatusCode(), revoke.Body, 409, "conflict")
+
+	// A revoked code is refused; revoking twice is a no-op.
+	revoked := invite(t, "heidi@example.com", gen.Viewer)
+	for range 2 {
+		res, err := owner.RevokeInvitationWithResponse(ctx, tn.orgID, revoked.Id)
+		if err != nil || res.StatusCode() != 204 {
+			t.Fatalf("revoke: %v %s", err, res.Body)
+		}
+	}
+	refused := accept(revoked.Code)
+	if got := wantError(t, refused.StatusCode(), refused.Body, 409, "conflict"); !strings.Contains(got.Message, "revoked") {
+		t.Errorf("message %q, want it to say revoked", got.Message)
+	}
+
+	// An expired code is refused.
+	_, expired, err := e.db.CreateInvitation(ctx, tn.orgID, tn.userIDs[store.Owner], "ivan@example.com", store.Viewer, time.Now().Add(-time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused = accept(expired)
+	if got := wantError(t, refused.StatusCode(), refused.Body, 409, "conflict"); !strings.Contains(got.Message, "expired") {
+		t.Errorf("message %q, want it to say expired", got.Message)
+	}
+	unknown := accept("inv_" + strings.Repeat("A", 43))
+	wantError(t, unknown.StatusCode(), unknown.Body, 404, "not_found")
+	malformed := accept("inv_short")
+	wantError(t, malformed.StatusCode(), malformed.Body, 400, "invalid")
+
+	// An existing member keeps the higher of their role and the
+	// invitation's.
+	viewerInv := invite(t, "grace@example.com", gen.Viewer)
+	if res := accept(viewerInv.Code); res.StatusCode() != 201 || res.JSON201.Membership.Role != gen.Editor {
+		t.Errorf("accept as a member: %d %s, want 201 keeping editor", res.StatusCode(), res.Body)
+	}
+
+	list, err := owner.ListInvitationsWithResponse(ctx, tn.orgID, &gen.ListInvitationsParams{Limit: ptr(2)})
+	if err != nil || list.StatusCode() != 200 {
+		t.Fatalf("list: %v %s", err, list.Body)
+	}
+	var states []gen.InvitationState
+	for p := list.JSON200; ; {
+		for _, i := range p.Items {
+			states = append(states, i.State)
+		}
+		if p.NextCursor == nil {
+			break
+		}
+		next, err := owner.ListInvitationsWithResponse(ctx, tn.orgID, &gen.ListInvitationsParams{Limit: ptr(2), Cursor: p.NextCursor})
+		if err != nil || next.StatusCode() != 200 {
+			t.Fatalf("list: %v %s", err, next.Body)
+		}
+		p = next.JSON200
+	}
+	want := []gen.InvitationState{gen.InvitationStateAccepted, gen.InvitationStateExpired, gen.InvitationStateRevoked, gen.InvitationStateAccepted}
+	if !slices.Equal(states, want) {
+		t.Errorf("states newest first %v, want %v", states, want)
+	}
+}

@@ -1,0 +1,139 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sensorreadings/readings/apperr"
+)
+
+// Invitation is an owner's offer of a role in an organization to an email
+// address, without its code.
+type Invitation struct {
+	ID         int64      `db:"id"`
+	OrgID      int64      `db:"org_id"`
+	Email      string     `db:"email"`
+	Role       Role       `db:"role"`
+	State      string     `db:"state"` // pending, accepted, revoked or expired
+	CreatedAt  time.Time  `db:"created_at"`
+	ExpiresAt  time.Time  `db:"expires_at"`
+	AcceptedAt *time.Time `db:"accepted_at"`
+	RevokedAt  *time.Time `db:"revoked_at"`
+}
+
+// Accepted is what accepting an invitation gives: the member, where, and
+// their first token with its secret.
+type Accepted struct {
+	User       User
+	Membership Membership
+	Token      Token
+	Secret     string
+}
+
+// An invitation code is "inv_" and 32 random bytes in base62: 256 bits, so
+// guessing one is hopeless however many tries a client makes.
+const invitationScheme = "inv_"
+
+const invitationColumns = `id, org_id, email, role, created_at, expires_at, accepted_at, revoked_at,
+CASE WHEN accepted_at IS NOT NULL THEN 'accepted' WHEN revoked_at IS NOT NULL THEN 'revoked'
+     WHEN expires_at <= now() THEN 'expired' ELSE 'pending' END AS state`
+
+// CreateInvitation invites email to orgID with role until expiresAt, on
+// behalf of invitedBy, and returns the invitation with its code, which is
+// not stored and cannot be shown again. It returns Invalid for an unknown
+// organization or role, or an email the users table would refuse.
+func (db *DB) CreateInvitation(ctx context.Context, orgID, invitedBy int64, email string, role Role, expiresAt time.Time) (Invitation, string, error) {
+	code := newSecret(invitationScheme)
+	rows, _ := db.pool.Query(ctx, `
+INSERT INTO invitations (org_id, email, role, code_hash, invited_by, expires_at) VALUES ($1, $2, $3, $4, $5, $6)
+RETURNING `+invitationColumns, orgID, email, role, tokenHash(code), invitedBy, expiresAt)
+	inv, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Invitation])
+	if err != nil {
+		return Invitation{}, "", dbError("create invitation", err)
+	}
+	return inv, code, nil
+}
+
+// ListInvitations returns up to limit invitations of orgID, whatever their
+// state, newest first, with ids below before (0 for the newest), and
+// whether more follow.
+func (db *DB) ListInvitations(ctx context.Context, orgID, before int64, limit int) ([]Invitation, bool, error) {
+	rows, _ := db.pool.Query(ctx, `
+SELECT `+invitationColumns+` FROM invitations
+WHERE org_id = $1 AND ($2 = 0 OR id < $2) ORDER BY id DESC LIMIT $3`, orgID, before, limit+1)
+	invs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Invitation])
+	if err != nil {
+		return nil, false, dbError("list invitations", err)
+	}
+	invs, more := pageOf(invs, limit)
+	return invs, more, nil
+}
+
+// RevokeInvitation revokes invitation id of orgID, so that its code is
+// refused. Revoking a revoked one changes nothing. It returns NotFound, and
+// Conflict for an accepted invitation (remove the member instead).
+func (db *DB) RevokeInvitation(ctx context.Context, orgID, id int64) error {
+	tag, err := db.pool.Exec(ctx, `
+UPDATE invitations SET revoked_at = coalesce(revoked_at, now())
+WHERE id = $1 AND org_id = $2 AND accepted_at IS NULL`, id, orgID)
+	if err != nil || tag.RowsAffected() == 1 {
+		return dbError("revoke invitation", err)
+	}
+	// Only an accepted invitation of the organization is left to find.
+	var accepted bool
+	err = db.pool.QueryRow(ctx, `SELECT true FROM invitations WHERE id = $1 AND org_id = $2`, id, orgID).Scan(&accepted)
+	if err == nil {
+		return apperr.Errorf(apperr.Conflict, "invitation %d has been accepted; remove the member instead", id)
+	}
+	return notFound("revoke invitation", err, "invitation")
+}
+
+// AcceptInvitation exchanges an invitation's code for membership and a
+// first token, named "first token", for the invited email's user, who is
+// created with name when new. A user who is a member already keeps the
+// higher of their role and the invitation's. A code works once. It returns
+// NotFound for an unknown code, Conflict for one accepted, revoked or
+// expired, and Invalid as EnsureUser does.
+func (db *DB) AcceptInvitation(ctx context.Context, code, name string) (Accepted, error) {
+	var out Accepted
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		rows, _ := tx.Query(ctx, `SELECT `+invitationColumns+` FROM invitations WHERE code_hash = $1 FOR UPDATE`, tokenHash(code))
+		inv, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Invitation])
+		if errors.Is(err, pgx.ErrNoRows) {
+			return apperr.Errorf(apperr.NotFound, "invitation not found: check the code")
+		}
+		if err != nil {
+			return err
+		}
+		if inv.State != "pending" {
+			return apperr.Errorf(apperr.Conflict, "the invitation has been %s; ask the organization's owner for a new one", inv.State)
+		}
+		if out.User, err = ensureUser(ctx, tx, inv.Email, name); err != nil {
+			return err
+		}
+		err = tx.QueryRow(ctx, `
+WITH m AS (
+    INSERT INTO memberships (org_id, user_id, role) VALUES ($1, $2, $3)
+    ON CONFLICT (org_id, user_id) DO UPDATE SET role = greatest(memberships.role, EXCLUDED.role)
+    RETURNING org_id, role)
+SELECT m.org_id, o.name, m.role FROM m JOIN organizations o ON o.id = m.org_id`, inv.OrgID, out.User.ID, inv.Role).
+			Scan(&out.Membership.OrgID, &out.Membership.OrgName, &out.Membership.Role)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE invitations SET accepted_at = now(), accepted_by = $2 WHERE id = $1`, inv.ID, out.User.ID); err != nil {
+			return err
+		}
+		var prefix string
+		out.Secret, prefix = newTokenSecret()
+		rows, _ = tx.Query(ctx, `
+INSERT INTO api_tokens (user_id, name, secret_hash, prefix) VALUES ($1, 'first token', $2, $3)
+RETURNING `+tokenColumns, out.User.ID, tokenHash(out.Secret), prefix)
+		out.Token, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Token])
+		return err
+	})
+	return out, dbError("accept invitation", err)
+}
