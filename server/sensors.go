@@ -159,24 +159,33 @@ func (s *Server) UpdateCalibrations(ctx context.Context, req gen.UpdateCalibrati
 func (s *Server) UpdateBaselines(ctx context.Context, req gen.UpdateBaselinesRequestObject) (gen.UpdateBaselinesResponseObject, error) {
 	key := sensorKey(req.OrgId, req.ProjId, req.SensorId)
 	baselines := make([]store.Baseline, len(*req.Body))
+	var sensor *store.Sensor // read once, for the first baseline chosen by reading
 	for i, b := range *req.Body {
+		if b.Reading != nil && sensor == nil {
+			got, err := s.store.GetSensor(ctx, key)
+			if err != nil {
+				return nil, err
+			}
+			sensor = &got
+		}
 		var err error
-		if baselines[i], err = s.baseline(ctx, key, i, b); err != nil {
+		if baselines[i], err = s.baseline(ctx, sensor, i, b); err != nil {
 			return nil, err
 		}
 	}
-	sensor, err := s.editInstance(ctx, key, func(inst *store.Instance) error {
+	updated, err := s.editInstance(ctx, key, func(inst *store.Instance) error {
 		return inst.SetBaselines(baselines)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return gen.UpdateBaselines200JSONResponse(toSensor(sensor)), nil
+	return gen.UpdateBaselines200JSONResponse(toSensor(updated)), nil
 }
 
 // baseline is b's values and instant; a baseline chosen by reading takes
-// that reading's inputs, by key. b is element index of the request.
-func (s *Server) baseline(ctx context.Context, key store.SensorKey, index int, b gen.BaselineUpdate) (store.Baseline, error) {
+// that reading's inputs, by key, from sensor. b is element index of the
+// request.
+func (s *Server) baseline(ctx context.Context, sensor *store.Sensor, index int, b gen.BaselineUpdate) (store.Baseline, error) {
 	var out store.Baseline
 	invalid := func(format string, args ...any) error {
 		return &apperr.Error{Code: apperr.Invalid, Message: fmt.Sprintf("baseline %d: ", index) + fmt.Sprintf(format, args...), Details: map[string]any{"index": index}}
@@ -205,12 +214,8 @@ func (s *Server) baseline(ctx context.Context, key store.SensorKey, index int, b
 	if b.From == nil {
 		out.From = at
 	}
-	sensor, err := s.store.GetSensor(ctx, key)
-	if err != nil {
-		return out, err
-	}
 	var found *store.Reading
-	err = s.store.ListReadings(ctx, sensor, store.ReadingQuery{From: at, To: at, Limit: 1}, func(r *store.Reading) error {
+	err = s.store.ListReadings(ctx, *sensor, store.ReadingQuery{From: at, To: at, Limit: 1}, func(r *store.Reading) error {
 		found = r
 		return nil
 	})

@@ -170,7 +170,12 @@ func (inst *Instance) SetBaselines(baselines []Baseline) error {
 	dated := slices.SortedFunc(slices.Values(baselines), func(a, b Baseline) int { return a.From.Compare(b.From) })
 	for j := 1; j < len(dated); j++ {
 		if dated[j].From.Equal(dated[j-1].From) {
-			return apperr.Errorf(apperr.Invalid, "two baselines from %s; a baseline replaces the one before it from its own instant", dated[j].From.UTC().Format(time.RFC3339Nano))
+			from := dated[j].From.UTC().Format(time.RFC3339Nano)
+			return &apperr.Error{
+				Code:    apperr.Invalid,
+				Message: fmt.Sprintf("two baselines from %s; a baseline replaces the one before it from its own instant", from),
+				Details: map[string]any{"from": from},
+			}
 		}
 	}
 	for i := range inst.Inputs {

@@ -611,6 +611,55 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/baselines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set a sensor's baselines (zero readings)
+         * @description Replaces the sensor's baselines with the list given (an empty list
+         *     removes them). A baseline is the values of inputs from the instant
+         *     `from` on: either entered as `values` (by input key), or `reading`,
+         *     the datetime of one of the sensor's stored readings, whose inputs
+         *     it takes (`from` is then that datetime unless given). Formulas
+         *     reach input `k`'s baseline as `k0` (`freq0` for `freq`), unless a
+         *     key of the blueprint already has that name. For each reading, `k0`
+         *     is `k`'s value in the latest baseline from at or before the
+         *     reading's datetime that has one; before any, an output that needs
+         *     it is left out. A new baseline from a later date re-zeroes the
+         *     instrument without changing the outputs before it. Outputs are
+         *     computed on read, so the next GET shows every past reading through
+         *     the new baselines; no stored reading changes. A sensor without a
+         *     blueprint answers 409. Required role: `admin`.
+         */
+        put: operations["updateBaselines"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}": {
         parameters: {
             query?: never;
@@ -677,7 +726,11 @@ export interface paths {
          *     - Each element has exactly `datetime` and `inputs`; any other field
          *       is a 400.
          *     - `inputs` maps decimal input IDs (`"1"` to `"9223372036854775807"`,
-         *       no sign, no leading zeros) to finite numbers.
+         *       no sign, no leading zeros) to finite numbers: any float64, from
+         *       ±5e-324 to ±1.7976931348623157e308, and -0. Every aggregate can
+         *       be computed of any of them (see `aggregateReadings`).
+         *     - A reading has at most 100 inputs by default (the service's
+         *       `-max-inputs` setting); the 101st is a 400 naming the limit.
          *     - A reading whose `datetime` equals, to the microsecond, a stored
          *       reading of the sensor replaces its inputs; its `id` stays. Within a
          *       batch, the later of two elements with the same `datetime` wins.
@@ -687,7 +740,12 @@ export interface paths {
          *     - A sensor of an archived project answers 409.
          *     - A sensor with a blueprint instance accepts only that instance's
          *       input IDs; any other ID is a 400 that names it, and nothing of the
-         *       batch is stored. A sensor without one accepts any input ID.
+         *       batch is stored. A sensor without one accepts any input ID, up to
+         *       100 distinct IDs over its life by default (the same `-max-inputs`
+         *       setting, as many as a blueprint may have inputs): a batch that
+         *       would bring the 101st is a 400 naming the limit, and nothing of
+         *       it is stored. Deleting readings does not free their IDs. This
+         *       bounds the width of every page, CSV and aggregate of the sensor.
          *
          *     Required role: `editor`.
          */
@@ -744,7 +802,16 @@ export interface paths {
          *
          *     Input aggregates are computed by the database; output aggregates by
          *     evaluating the formulas on each reading as it streams. A function
-         *     without a value (`rate` of one reading, say) is null.
+         *     without a value (`rate` of one reading, say) is null, and so is one
+         *     whose value is beyond a float64 (a `sum`, `range` or `rate` past
+         *     ±1.7976931348623157e308): any finite values stored can be
+         *     aggregated, and `avg` and `median` always have a value.
+         *
+         *     A response lists at most 200,000 values: buckets × the inputs and
+         *     outputs each lists × the functions asked for, the nulls of
+         *     `fill=null` included. Beyond, the request is a 400 naming the
+         *     limit: narrow the range, widen the interval, ask for fewer
+         *     functions, or leave out `fill=null`.
          *     Required role: `viewer`.
          */
         get: operations["aggregateReadings"];
@@ -1035,9 +1102,13 @@ export interface components {
             calibrations: {
                 [key: string]: components["schemas"]["Calibration"][];
             };
+            /** @description Each input's baseline values, by input key, oldest first; formulas reach input `k`'s as `k0`. Absent when no input has one. */
+            baselines?: {
+                [key: string]: components["schemas"]["Calibration"][];
+            };
             /**
              * Format: int64
-             * @description Goes up with every change of the instance's formulas, constants or calibrations.
+             * @description Goes up with every change of the instance's formulas, constants, calibrations or baselines.
              */
             formulas_version: number;
         };
@@ -1114,6 +1185,20 @@ export interface components {
         /** @description The dated values of each named constant, replacing its previous ones. */
         CalibrationsUpdate: {
             [key: string]: components["schemas"]["Calibration"][];
+        };
+        /** @description The sensor's baselines, replacing its previous ones; at most one from each instant. */
+        BaselinesUpdate: components["schemas"]["BaselineUpdate"][];
+        /**
+         * @description One baseline: `values` by input key from `from` on, or the inputs of
+         *     the stored reading at `reading` (from that datetime unless `from` is
+         *     given). Exactly one of `values` and `reading`.
+         */
+        BaselineUpdate: {
+            from?: components["schemas"]["Datetime"];
+            reading?: components["schemas"]["Datetime"];
+            values?: {
+                [key: string]: number;
+            };
         };
         BlueprintInput: {
             key: components["schemas"]["Key"];
@@ -1238,7 +1323,7 @@ export interface components {
              * @description RFC 3339 with a zone and at most six fractional digits.
              */
             datetime: string;
-            /** @description At least one input; keys are decimal input IDs. */
+            /** @description At least one input and at most 100 (the default of the service's `-max-inputs`); keys are decimal input IDs. */
             inputs: {
                 [key: string]: number;
             };
@@ -3325,6 +3410,151 @@ export interface operations {
                      *           {
                      *             "from": "2024-06-01T00:00:00.000Z",
                      *             "value": 0.125
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Sensor"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateBaselines: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example [
+                 *       {
+                 *         "from": "2024-05-01T12:00:00Z",
+                 *         "values": {
+                 *           "freq": 2950.25,
+                 *           "temp": 11.5
+                 *         }
+                 *       },
+                 *       {
+                 *         "from": "2024-09-15T06:30:00Z",
+                 *         "values": {
+                 *           "freq": 2905.5,
+                 *           "temp": 12.5
+                 *         }
+                 *       }
+                 *     ]
+                 */
+                "application/json": components["schemas"]["BaselinesUpdate"];
+            };
+        };
+        responses: {
+            /** @description The sensor with its baselines. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 12,
+                     *       "project_id": 1,
+                     *       "name": "PZ-02",
+                     *       "description": "",
+                     *       "blueprint_id": 3,
+                     *       "formulas_version": 3,
+                     *       "created_at": "2024-05-01T12:00:00.000Z",
+                     *       "updated_at": "2024-09-15T08:00:00.000Z",
+                     *       "inputs": [
+                     *         {
+                     *           "id": 101,
+                     *           "key": "freq",
+                     *           "name": "Frequency",
+                     *           "unit": "Hz"
+                     *         },
+                     *         {
+                     *           "id": 102,
+                     *           "key": "temp",
+                     *           "name": "Temperature",
+                     *           "unit": "degC"
+                     *         }
+                     *       ],
+                     *       "outputs": [
+                     *         {
+                     *           "id": 103,
+                     *           "key": "pressure",
+                     *           "name": "Pressure",
+                     *           "unit": "kPa",
+                     *           "formula": "G * (freq0^2 - freq^2) / 1000 + K * (temp - temp0)"
+                     *         }
+                     *       ],
+                     *       "constants": {
+                     *         "G": 0.12,
+                     *         "K": 0.05
+                     *       },
+                     *       "constant_definitions": [
+                     *         {
+                     *           "key": "G",
+                     *           "name": "Gauge factor",
+                     *           "unit": "kPa/digit",
+                     *           "default": 0.1,
+                     *           "value": 0.12
+                     *         },
+                     *         {
+                     *           "key": "K",
+                     *           "name": "Thermal factor",
+                     *           "unit": "kPa/degC",
+                     *           "default": 0
+                     *         }
+                     *       ],
+                     *       "calibrations": {},
+                     *       "baselines": {
+                     *         "freq": [
+                     *           {
+                     *             "from": "2024-05-01T12:00:00.000Z",
+                     *             "value": 2950.25
+                     *           },
+                     *           {
+                     *             "from": "2024-09-15T06:30:00.000Z",
+                     *             "value": 2905.5
+                     *           }
+                     *         ],
+                     *         "temp": [
+                     *           {
+                     *             "from": "2024-05-01T12:00:00.000Z",
+                     *             "value": 11.5
+                     *           },
+                     *           {
+                     *             "from": "2024-09-15T06:30:00.000Z",
+                     *             "value": 12.5
                      *           }
                      *         ]
                      *       }

@@ -31,6 +31,7 @@ export const requiredRole = {
   projectAction: 'admin',
   removeMember: 'owner',
   revokeToken: 'user',
+  updateBaselines: 'admin',
   updateBlueprint: 'admin',
   updateCalibrations: 'admin',
   updateFormulas: 'admin',
