@@ -5,6 +5,7 @@
 // reading without allocating. It knows nothing of HTTP or SQL.
 //
 // The language: numbers; the instance's input, constant and output keys;
+// each input's baseline, by the input's key followed by 0 (BaselineName);
 // + - * / % and ^ (power), unary minus, parentheses; comparisons, && || !
 // and cond ? a : b; the functions in [Functions], each also reachable as
 // Math.<name>, with Math.log the natural log and Math.PI, Math.E. Every value
@@ -72,16 +73,22 @@ func CheckKey(key string) error {
 	return nil
 }
 
+// BaselineName is the name formulas reach input key's baseline by: the
+// key followed by 0, as freq0 for freq, unless a key of the Spec already has
+// that name or the language reserves it.
+func BaselineName(key string) string { return key + "0" }
+
 // Program is a compiled Spec. It is safe for concurrent use; each goroutine
 // evaluates with an Evaluator of its own.
 type Program struct {
-	nInputs, nConstants, nOutputs int
+	nInputs, nConstants, nOutputs int    // nConstants counts the baselines
+	nDeclared                     int    // the Spec's constants, before the baselines
 	words                         int    // of a bitset over all slots
 	steps                         []step // the outputs, in dependency order
 }
 
 // A slot holds a value during evaluation: inputs first, then constants,
-// then outputs, in Spec order.
+// then one baseline per input, then outputs, in Spec order.
 type step struct {
 	slot  int
 	needs bitset // the slots its formula reads
@@ -92,16 +99,17 @@ type step struct {
 // that each comes after the outputs it uses. Errors are Invalid and name the
 // key or output and what is wrong.
 func Compile(spec Spec) (*Program, error) {
+	nInputs, nConstants := len(spec.Inputs), len(spec.Constants)+len(spec.Inputs)
 	slots := map[string]int{}
-	addKeys := func(kind string, keys []string) error {
-		for _, key := range keys {
+	addKeys := func(kind string, keys []string, first int) error {
+		for i, key := range keys {
 			if err := CheckKey(key); err != nil {
 				return invalid(map[string]any{"key": key}, "%s %v", kind, err)
 			}
 			if _, dup := slots[key]; dup {
 				return invalid(map[string]any{"key": key}, "key %q is used twice; keys are unique within a blueprint", key)
 			}
-			slots[key] = len(slots)
+			slots[key] = first + i
 		}
 		return nil
 	}
@@ -109,15 +117,25 @@ func Compile(spec Spec) (*Program, error) {
 	for i, o := range spec.Outputs {
 		outputKeys[i] = o.Key
 	}
-	if err := errors.Join(addKeys("input", spec.Inputs), addKeys("constant", spec.Constants), addKeys("output", outputKeys)); err != nil {
+	if err := errors.Join(addKeys("input", spec.Inputs, 0), addKeys("constant", spec.Constants, nInputs),
+		addKeys("output", outputKeys, nInputs+nConstants)); err != nil {
 		return nil, err
+	}
+	// Each input's baseline is a constant slot after the declared ones,
+	// named only where the name is free: a declared key keeps its meaning.
+	for i, key := range spec.Inputs {
+		name := BaselineName(key)
+		if _, taken := slots[name]; !taken && !reserved[name] {
+			slots[name] = nInputs + len(spec.Constants) + i
+		}
 	}
 
 	p := &Program{
-		nInputs:    len(spec.Inputs),
-		nConstants: len(spec.Constants),
+		nInputs:    nInputs,
+		nConstants: nConstants,
+		nDeclared:  len(spec.Constants),
 		nOutputs:   len(spec.Outputs),
-		words:      (len(slots) + 63) / 64,
+		words:      (nInputs + nConstants + len(spec.Outputs) + 63) / 64,
 	}
 	cfg := checkerConfig(slots)
 	steps := make([]step, len(spec.Outputs))

@@ -9,11 +9,13 @@ import (
 
 // Instance is what computing one sensor's outputs needs besides its
 // formulas: the numeric id of each input and output, and each constant's
-// values through time, all in the order of the Spec's keys.
+// values through time, and each input's baseline through time, all in the
+// order of the Spec's keys.
 type Instance struct {
 	InputIDs  []int64
 	OutputIDs []int64
 	Constants []Factor
+	Baselines []Factor // by input; fewer than the inputs: the rest have none
 }
 
 // Cache keeps each sensor's compiled Program for the version of its
@@ -75,7 +77,11 @@ type inputSlot struct {
 // have an id for each of p's inputs and outputs and a factor for each of
 // its constants.
 func NewOutputs(p *Program, inst Instance) *Outputs {
-	o := &Outputs{eval: p.NewEvaluator(), factors: inst.Constants, ids: inst.OutputIDs}
+	// The evaluator takes baselines as constants after the declared ones.
+	factors := make([]Factor, p.nDeclared, p.nDeclared+len(inst.Baselines))
+	copy(factors, inst.Constants)
+	factors = append(factors, inst.Baselines...)
+	o := &Outputs{eval: p.NewEvaluator(), factors: factors, ids: inst.OutputIDs}
 	for i, id := range inst.InputIDs {
 		o.inputs = append(o.inputs, inputSlot{id: id, index: i})
 	}

@@ -95,3 +95,52 @@ func TestCacheProgram(t *testing.T) {
 		t.Errorf("Program of a formula that does not parse = nil error, want Invalid")
 	}
 }
+
+// TestBaselines computes the vibrating-wire formula from each input's dated
+// baseline: a re-zeroed instrument keeps its history on both sides, a
+// reading before any baseline has no output, and a declared key named like
+// a baseline keeps its own meaning.
+func TestBaselines(t *testing.T) {
+	spec := formulas.Spec{
+		Inputs:    []string{"freq", "temp"},
+		Constants: []string{"G", "temp0"},
+		Outputs: []formulas.Output{
+			{Key: "pressure", Formula: "G * (freq0^2 - freq^2) / 1000"},
+			{Key: "dt", Formula: "temp - temp0"},
+		},
+	}
+	p, err := formulas.Compile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	may, june := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
+	o := formulas.NewOutputs(p, formulas.Instance{
+		InputIDs:  []int64{1, 2},
+		OutputIDs: []int64{3, 4},
+		Constants: []formulas.Factor{formulas.NewFactor(nil, ptr(0.1), nil), formulas.NewFactor(nil, ptr(20.0), nil)},
+		Baselines: []formulas.Factor{
+			formulas.NewFactor([]formulas.Dated{{From: may, Value: 3000}, {From: june, Value: 2900}}, nil, nil),
+			formulas.NewFactor([]formulas.Dated{{From: may, Value: 5}}, nil, nil),
+		},
+	})
+	for _, tt := range []struct {
+		name        string
+		at          time.Time
+		pressure    float64
+		hasPressure bool
+	}{
+		{"BeforeAnyBaseline", may.Add(-time.Microsecond), 0, false},
+		{"FirstBaseline", may, 0.1 * (3000*3000 - 2800*2800) / 1000, true},
+		{"AMicrosecondBeforeTheRezero", june.Add(-time.Microsecond), 0.1 * (3000*3000 - 2800*2800) / 1000, true},
+		{"AfterTheRezero", june, 0.1 * (2900*2900 - 2800*2800) / 1000, true},
+	} {
+		o.Compute(tt.at, []int64{1, 2}, []float64{2800, 21})
+		if v, ok := o.Value(0); ok != tt.hasPressure || (ok && v != tt.pressure) {
+			t.Errorf("%s: pressure = %v, %v; want %v, %v", tt.name, v, ok, tt.pressure, tt.hasPressure)
+		}
+		// temp0 is the declared constant 20, not temp's baseline 5.
+		if v, ok := o.Value(1); !ok || v != 1 {
+			t.Errorf("%s: dt = %v, %v; want 1 from the declared temp0", tt.name, v, ok)
+		}
+	}
+}

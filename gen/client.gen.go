@@ -737,6 +737,50 @@ type ClientInterface interface {
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id} (the `UpdateSensor` operationId).
 	UpdateSensor(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateSensorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// UpdateBaselinesWithBody Set a sensor's baselines (zero readings)
+	//
+	// Replaces the sensor's baselines with the list given (an empty list
+	// removes them). A baseline is the values of inputs from the instant
+	// `from` on: either entered as `values` (by input key), or `reading`,
+	// the datetime of one of the sensor's stored readings, whose inputs
+	// it takes (`from` is then that datetime unless given). Formulas
+	// reach input `k`'s baseline as `k0` (`freq0` for `freq`), unless a
+	// key of the blueprint already has that name. For each reading, `k0`
+	// is `k`'s value in the latest baseline from at or before the
+	// reading's datetime that has one; before any, an output that needs
+	// it is left out. A new baseline from a later date re-zeroes the
+	// instrument without changing the outputs before it. Outputs are
+	// computed on read, so the next GET shows every past reading through
+	// the new baselines; no stored reading changes. A sensor without a
+	// blueprint answers 409. Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/baselines (the `UpdateBaselines` operationId).
+	UpdateBaselinesWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateBaselines Set a sensor's baselines (zero readings)
+	//
+	// Replaces the sensor's baselines with the list given (an empty list
+	// removes them). A baseline is the values of inputs from the instant
+	// `from` on: either entered as `values` (by input key), or `reading`,
+	// the datetime of one of the sensor's stored readings, whose inputs
+	// it takes (`from` is then that datetime unless given). Formulas
+	// reach input `k`'s baseline as `k0` (`freq0` for `freq`), unless a
+	// key of the blueprint already has that name. For each reading, `k0`
+	// is `k`'s value in the latest baseline from at or before the
+	// reading's datetime that has one; before any, an output that needs
+	// it is left out. A new baseline from a later date re-zeroes the
+	// instrument without changing the outputs before it. Outputs are
+	// computed on read, so the next GET shows every past reading through
+	// the new baselines; no stored reading changes. A sensor without a
+	// blueprint answers 409. Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/baselines (the `UpdateBaselines` operationId).
+	UpdateBaselines(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateBaselinesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// UpdateCalibrationsWithBody Set dated values of a sensor's constants
 	//
 	// Sets the dated values of the named constants, replacing the ones
@@ -1945,6 +1989,70 @@ func (c *Client) UpdateSensorWithBody(ctx context.Context, orgId OrgId, projId P
 // Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id} (the `UpdateSensor` operationId).
 func (c *Client) UpdateSensor(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateSensorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateSensorRequest(c.Server, orgId, projId, sensorId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateBaselinesWithBody Set a sensor's baselines (zero readings)
+//
+// Replaces the sensor's baselines with the list given (an empty list
+// removes them). A baseline is the values of inputs from the instant
+// `from` on: either entered as `values` (by input key), or `reading`,
+// the datetime of one of the sensor's stored readings, whose inputs
+// it takes (`from` is then that datetime unless given). Formulas
+// reach input `k`'s baseline as `k0` (`freq0` for `freq`), unless a
+// key of the blueprint already has that name. For each reading, `k0`
+// is `k`'s value in the latest baseline from at or before the
+// reading's datetime that has one; before any, an output that needs
+// it is left out. A new baseline from a later date re-zeroes the
+// instrument without changing the outputs before it. Outputs are
+// computed on read, so the next GET shows every past reading through
+// the new baselines; no stored reading changes. A sensor without a
+// blueprint answers 409. Required role: `admin`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/baselines (the `UpdateBaselines` operationId).
+func (c *Client) UpdateBaselinesWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateBaselinesRequestWithBody(c.Server, orgId, projId, sensorId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateBaselines Set a sensor's baselines (zero readings)
+//
+// Replaces the sensor's baselines with the list given (an empty list
+// removes them). A baseline is the values of inputs from the instant
+// `from` on: either entered as `values` (by input key), or `reading`,
+// the datetime of one of the sensor's stored readings, whose inputs
+// it takes (`from` is then that datetime unless given). Formulas
+// reach input `k`'s baseline as `k0` (`freq0` for `freq`), unless a
+// key of the blueprint already has that name. For each reading, `k0`
+// is `k`'s value in the latest baseline from at or before the
+// reading's datetime that has one; before any, an output that needs
+// it is left out. A new baseline from a later date re-zeroes the
+// instrument without changing the outputs before it. Outputs are
+// computed on read, so the next GET shows every past reading through
+// the new baselines; no stored reading changes. A sensor without a
+// blueprint answers 409. Required role: `admin`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/baselines (the `UpdateBaselines` operationId).
+func (c *Client) UpdateBaselines(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateBaselinesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateBaselinesRequest(c.Server, orgId, projId, sensorId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4179,6 +4287,67 @@ func NewUpdateSensorRequestWithBody(server string, orgId OrgId, projId ProjId, s
 	return req, nil
 }
 
+// NewUpdateBaselinesRequest calls the generic UpdateBaselines builder with application/json body
+func NewUpdateBaselinesRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateBaselinesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateBaselinesRequestWithBody(server, orgId, projId, sensorId, "application/json", bodyReader)
+}
+
+// NewUpdateBaselinesRequestWithBody constructs an http.Request for the UpdateBaselines method, with any body, and a specified content type
+func NewUpdateBaselinesRequestWithBody(server string, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/baselines", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewUpdateCalibrationsRequest calls the generic UpdateCalibrations builder with application/json body
 func NewUpdateCalibrationsRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateCalibrationsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -5247,6 +5416,50 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id} (the `UpdateSensor` operationId).
 	UpdateSensorWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateSensorJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSensorResponse, error)
+
+	// UpdateBaselinesWithBodyWithResponse Set a sensor's baselines (zero readings)
+	//
+	// Replaces the sensor's baselines with the list given (an empty list
+	// removes them). A baseline is the values of inputs from the instant
+	// `from` on: either entered as `values` (by input key), or `reading`,
+	// the datetime of one of the sensor's stored readings, whose inputs
+	// it takes (`from` is then that datetime unless given). Formulas
+	// reach input `k`'s baseline as `k0` (`freq0` for `freq`), unless a
+	// key of the blueprint already has that name. For each reading, `k0`
+	// is `k`'s value in the latest baseline from at or before the
+	// reading's datetime that has one; before any, an output that needs
+	// it is left out. A new baseline from a later date re-zeroes the
+	// instrument without changing the outputs before it. Outputs are
+	// computed on read, so the next GET shows every past reading through
+	// the new baselines; no stored reading changes. A sensor without a
+	// blueprint answers 409. Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/baselines (the `UpdateBaselines` operationId).
+	UpdateBaselinesWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateBaselinesResponse, error)
+
+	// UpdateBaselinesWithResponse Set a sensor's baselines (zero readings)
+	//
+	// Replaces the sensor's baselines with the list given (an empty list
+	// removes them). A baseline is the values of inputs from the instant
+	// `from` on: either entered as `values` (by input key), or `reading`,
+	// the datetime of one of the sensor's stored readings, whose inputs
+	// it takes (`from` is then that datetime unless given). Formulas
+	// reach input `k`'s baseline as `k0` (`freq0` for `freq`), unless a
+	// key of the blueprint already has that name. For each reading, `k0`
+	// is `k`'s value in the latest baseline from at or before the
+	// reading's datetime that has one; before any, an output that needs
+	// it is left out. A new baseline from a later date re-zeroes the
+	// instrument without changing the outputs before it. Outputs are
+	// computed on read, so the next GET shows every past reading through
+	// the new baselines; no stored reading changes. A sensor without a
+	// blueprint answers 409. Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/baselines (the `UpdateBaselines` operationId).
+	UpdateBaselinesWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateBaselinesJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateBaselinesResponse, error)
 
 	// UpdateCalibrationsWithBodyWithResponse Set dated values of a sensor's constants
 	//
@@ -9207,6 +9420,138 @@ func (r UpdateSensorResponse) ContentType() string {
 	return ""
 }
 
+// UpdateBaselinesResponse401Headers the declared response headers of an HTTP 401 response for UpdateBaselines
+type UpdateBaselinesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// UpdateBaselinesResponse429Headers the declared response headers of an HTTP 429 response for UpdateBaselines
+type UpdateBaselinesResponse429Headers struct {
+	RetryAfter *int
+}
+
+// UpdateBaselinesResponse503Headers the declared response headers of an HTTP 503 response for UpdateBaselines
+type UpdateBaselinesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type UpdateBaselinesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Sensor
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateBaselinesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateBaselinesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateBaselinesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateBaselinesResponse) GetJSON200() *Sensor {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateBaselinesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateBaselinesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateBaselinesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateBaselinesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateBaselinesResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateBaselinesResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateBaselinesResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateBaselinesResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateBaselinesResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateBaselinesResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateBaselinesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateBaselinesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateBaselinesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateBaselinesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // UpdateCalibrationsResponse401Headers the declared response headers of an HTTP 401 response for UpdateCalibrations
 type UpdateCalibrationsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -10904,6 +11249,62 @@ func (c *ClientWithResponses) UpdateSensorWithResponse(ctx context.Context, orgI
 		return nil, err
 	}
 	return ParseUpdateSensorResponse(rsp)
+}
+
+// UpdateBaselinesWithBodyWithResponse Set a sensor's baselines (zero readings)
+//
+// Replaces the sensor's baselines with the list given (an empty list
+// removes them). A baseline is the values of inputs from the instant
+// `from` on: either entered as `values` (by input key), or `reading`,
+// the datetime of one of the sensor's stored readings, whose inputs
+// it takes (`from` is then that datetime unless given). Formulas
+// reach input `k`'s baseline as `k0` (`freq0` for `freq`), unless a
+// key of the blueprint already has that name. For each reading, `k0`
+// is `k`'s value in the latest baseline from at or before the
+// reading's datetime that has one; before any, an output that needs
+// it is left out. A new baseline from a later date re-zeroes the
+// instrument without changing the outputs before it. Outputs are
+// computed on read, so the next GET shows every past reading through
+// the new baselines; no stored reading changes. A sensor without a
+// blueprint answers 409. Required role: `admin`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/baselines (the `UpdateBaselines` operationId).
+func (c *ClientWithResponses) UpdateBaselinesWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateBaselinesResponse, error) {
+	rsp, err := c.UpdateBaselinesWithBody(ctx, orgId, projId, sensorId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateBaselinesResponse(rsp)
+}
+
+// UpdateBaselinesWithResponse Set a sensor's baselines (zero readings)
+//
+// Replaces the sensor's baselines with the list given (an empty list
+// removes them). A baseline is the values of inputs from the instant
+// `from` on: either entered as `values` (by input key), or `reading`,
+// the datetime of one of the sensor's stored readings, whose inputs
+// it takes (`from` is then that datetime unless given). Formulas
+// reach input `k`'s baseline as `k0` (`freq0` for `freq`), unless a
+// key of the blueprint already has that name. For each reading, `k0`
+// is `k`'s value in the latest baseline from at or before the
+// reading's datetime that has one; before any, an output that needs
+// it is left out. A new baseline from a later date re-zeroes the
+// instrument without changing the outputs before it. Outputs are
+// computed on read, so the next GET shows every past reading through
+// the new baselines; no stored reading changes. A sensor without a
+// blueprint answers 409. Required role: `admin`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/baselines (the `UpdateBaselines` operationId).
+func (c *ClientWithResponses) UpdateBaselinesWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateBaselinesJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateBaselinesResponse, error) {
+	rsp, err := c.UpdateBaselines(ctx, orgId, projId, sensorId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateBaselinesResponse(rsp)
 }
 
 // UpdateCalibrationsWithBodyWithResponse Set dated values of a sensor's constants
@@ -14806,6 +15207,135 @@ func ParseUpdateSensorResponse(rsp *http.Response) (*UpdateSensorResponse, error
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers UpdateSensorResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateBaselinesResponse parses an HTTP response from a UpdateBaselinesWithResponse call
+func ParseUpdateBaselinesResponse(rsp *http.Response) (*UpdateBaselinesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateBaselinesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Sensor
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateBaselinesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateBaselinesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateBaselinesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

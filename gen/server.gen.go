@@ -229,6 +229,31 @@ func (e ExportReadingsParamsFormat) Valid() bool {
 // Example: {"101":{"avg":2802.1,"max":2805,"min":2799.5}}
 type Aggregates map[string]map[string]*float64
 
+// BaselineUpdate One baseline: `values` by input key from `from` on, or the inputs of
+// the stored reading at `reading` (from that datetime unless `from` is
+// given). Exactly one of `values` and `reading`.
+type BaselineUpdate struct {
+	// From In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	From *Datetime `json:"from,omitempty"`
+
+	// Reading In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	Reading *Datetime           `json:"reading,omitempty"`
+	Values  *map[string]float64 `json:"values,omitempty"`
+}
+
+// BaselinesUpdate The sensor's baselines, replacing its previous ones; at most one from each instant.
+type BaselinesUpdate = []BaselineUpdate
+
 // Blueprint defines model for Blueprint.
 type Blueprint struct {
 	Constants []BlueprintConstant `json:"constants"`
@@ -748,6 +773,9 @@ type Role string
 
 // Sensor defines model for Sensor.
 type Sensor struct {
+	// Baselines Each input's baseline values, by input key, oldest first; formulas reach input `k`'s as `k0`. Absent when no input has one.
+	Baselines *map[string][]Calibration `json:"baselines,omitempty"`
+
 	// BlueprintId The blueprint the sensor's instance came from; absent when it has none or the blueprint was deleted since.
 	BlueprintId *int64 `json:"blueprint_id,omitempty"`
 
@@ -767,7 +795,7 @@ type Sensor struct {
 	CreatedAt   Datetime `json:"created_at"`
 	Description string   `json:"description"`
 
-	// FormulasVersion Goes up with every change of the instance's formulas, constants or calibrations.
+	// FormulasVersion Goes up with every change of the instance's formulas, constants, calibrations or baselines.
 	FormulasVersion int64 `json:"formulas_version"`
 	Id              int64 `json:"id"`
 
@@ -1221,6 +1249,9 @@ type CreateSensorJSONRequestBody = SensorCreate
 // UpdateSensorJSONRequestBody defines body for UpdateSensor for application/json ContentType.
 type UpdateSensorJSONRequestBody = SensorUpdate
 
+// UpdateBaselinesJSONRequestBody defines body for UpdateBaselines for application/json ContentType.
+type UpdateBaselinesJSONRequestBody = BaselinesUpdate
+
 // UpdateCalibrationsJSONRequestBody defines body for UpdateCalibrations for application/json ContentType.
 type UpdateCalibrationsJSONRequestBody = CalibrationsUpdate
 
@@ -1334,6 +1365,9 @@ type ServerInterface interface {
 	// UpdateSensor Update a sensor
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id})
 	UpdateSensor(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// UpdateBaselines Set a sensor's baselines (zero readings)
+	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/baselines)
+	UpdateBaselines(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
 	// UpdateCalibrations Set dated values of a sensor's constants
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/calibrations)
 	UpdateCalibrations(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
@@ -2354,6 +2388,38 @@ func (w *ServerInterfaceWrapper) UpdateSensor(ctx echo.Context) error {
 	return err
 }
 
+// UpdateBaselines converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateBaselines(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateBaselines(ctx, orgId, projId, sensorId)
+	return err
+}
+
 // UpdateCalibrations converts echo context to params.
 func (w *ServerInterfaceWrapper) UpdateCalibrations(ctx echo.Context) error {
 	var err error
@@ -2590,6 +2656,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/blueprints/:blueprint_id", wrapper.UpdateBlueprint, options.OperationMiddlewares["updateBlueprint"]...)
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/formulas", wrapper.UpdateFormulas, options.OperationMiddlewares["updateFormulas"]...)
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/calibrations", wrapper.UpdateCalibrations, options.OperationMiddlewares["updateCalibrations"]...)
+	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/baselines", wrapper.UpdateBaselines, options.OperationMiddlewares["updateBaselines"]...)
 	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings/:sensor_id", wrapper.DeleteReadings, options.OperationMiddlewares["deleteReadings"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings/:sensor_id", wrapper.ListReadings, options.OperationMiddlewares["listReadings"]...)
 	router.POST(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings/:sensor_id", wrapper.PostReadings, options.OperationMiddlewares["postReadings"]...)
@@ -7451,6 +7518,182 @@ func (response UpdateSensor503JSONResponse) VisitUpdateSensorResponse(w http.Res
 	return err
 }
 
+type UpdateBaselinesRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+	Body     *UpdateBaselinesJSONRequestBody
+}
+
+type UpdateBaselinesResponseObject interface {
+	VisitUpdateBaselinesResponse(w http.ResponseWriter) error
+}
+
+type UpdateBaselines200JSONResponse Sensor
+
+func (response UpdateBaselines200JSONResponse) VisitUpdateBaselinesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBaselines400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateBaselines400JSONResponse) VisitUpdateBaselinesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBaselines401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateBaselines401JSONResponse) VisitUpdateBaselinesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBaselines403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateBaselines403JSONResponse) VisitUpdateBaselinesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBaselines404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateBaselines404JSONResponse) VisitUpdateBaselinesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBaselines409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateBaselines409JSONResponse) VisitUpdateBaselinesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBaselines413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateBaselines413JSONResponse) VisitUpdateBaselinesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBaselines415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateBaselines415JSONResponse) VisitUpdateBaselinesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBaselines429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateBaselines429JSONResponse) VisitUpdateBaselinesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBaselines500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateBaselines500JSONResponse) VisitUpdateBaselinesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateBaselines503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateBaselines503JSONResponse) VisitUpdateBaselinesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateCalibrationsRequestObject struct {
 	OrgId    OrgId    `json:"org_id"`
 	ProjId   ProjId   `json:"proj_id"`
@@ -8442,6 +8685,9 @@ type StrictServerInterface interface {
 	// UpdateSensor Update a sensor
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id})
 	UpdateSensor(ctx context.Context, request UpdateSensorRequestObject) (UpdateSensorResponseObject, error)
+	// UpdateBaselines Set a sensor's baselines (zero readings)
+	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/baselines)
+	UpdateBaselines(ctx context.Context, request UpdateBaselinesRequestObject) (UpdateBaselinesResponseObject, error)
 	// UpdateCalibrations Set dated values of a sensor's constants
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/calibrations)
 	UpdateCalibrations(ctx context.Context, request UpdateCalibrationsRequestObject) (UpdateCalibrationsResponseObject, error)
@@ -9625,6 +9871,56 @@ func (sh *strictHandler) UpdateSensor(ctx echo.Context, orgId OrgId, projId Proj
 		return err
 	} else if validResponse, ok := response.(UpdateSensorResponseObject); ok {
 		return validResponse.VisitUpdateSensorResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateBaselines operation middleware
+func (sh *strictHandler) UpdateBaselines(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
+	var request UpdateBaselinesRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+
+	var body UpdateBaselinesJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateBaselines(ctx.Request().Context(), request.(UpdateBaselinesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateBaselines")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateBaselinesResponseObject); ok {
+		return validResponse.VisitUpdateBaselinesResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -156,7 +156,7 @@ func pathParam(t *testing.T, f matrixFixture, operationID, name, callerToken str
 	case "proj_id", "project_id":
 		return strconv.FormatInt(f.tenant.projectID, 10)
 	case "sensor_id":
-		if operationID == "updateFormulas" || operationID == "updateCalibrations" {
+		if operationID == "updateFormulas" || operationID == "updateCalibrations" || operationID == "updateBaselines" {
 			return strconv.FormatInt(f.tenant.instanceID, 10) // these need a sensor with a blueprint
 		}
 		return strconv.FormatInt(f.tenant.sensorID, 10)

@@ -131,6 +131,12 @@ var badRequests = []struct {
 	{"FormulaTooLong", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/formulas", "json", `{"outputs":{"pressure":"` + strings.Repeat("G+", 501) + `G"}}`, 400},
 	{"CalibrationNoZone", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/calibrations", "json", `{"G":[{"from":"2024-06-01T00:00:00","value":1}]}`, 400},
 	{"CalibrationHugeValue", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/calibrations", "json", `{"G":[{"from":"2024-06-01T00:00:00Z","value":1e400}]}`, 400},
+	{"BaselinesObjectNotArray", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/baselines", "json", `{"freq":[{"from":"2024-06-01T00:00:00Z","value":1}]}`, 400},
+	{"BaselineNoZone", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/baselines", "json", `[{"from":"2024-06-01T00:00:00","values":{"freq":1}}]`, 400},
+	{"BaselineUnknownField", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/baselines", "json", `[{"from":"2024-06-01T00:00:00Z","value":1}]`, 400},
+	{"BaselineHugeValue", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/baselines", "json", `[{"from":"2024-06-01T00:00:00Z","values":{"freq":1e400}}]`, 400},
+	{"BaselineEmptyValues", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/baselines", "json", `[{"from":"2024-06-01T00:00:00Z","values":{}}]`, 400},
+	{"BaselineOfAnotherSensorNotFound", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/987654321/baselines", "json", `[]`, 404},
 	// Control characters in names and texts: the spec's 400, never
 	// PostgreSQL's encoding error.
 	{"ProjectDescriptionNUL", "POST", "/api/v1/org/{org}/projects", "json", `{"name":"x","description":"a\u0000b"}`, 400},

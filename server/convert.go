@@ -126,6 +126,12 @@ func toSensor(s store.Sensor) gen.Sensor {
 	out.FormulasVersion = inst.Version
 	for _, in := range inst.Inputs {
 		out.Inputs = append(out.Inputs, gen.InstanceInput{Id: in.ID, Key: in.Key, Name: in.Name, Unit: in.Unit})
+		if len(in.Baselines) > 0 {
+			if out.Baselines == nil {
+				out.Baselines = &map[string][]gen.Calibration{}
+			}
+			(*out.Baselines)[in.Key] = toCalibrations(in.Baselines)
+		}
 	}
 	for _, o := range inst.Outputs {
 		out.Outputs = append(out.Outputs, gen.InstanceOutput{Id: o.ID, Key: o.Key, Name: o.Name, Unit: o.Unit, Formula: o.Formula})
@@ -140,14 +146,18 @@ func toSensor(s store.Sensor) gen.Sensor {
 			out.Constants[c.Key] = *c.Default
 		}
 		if len(c.Calibrations) > 0 {
-			dated := make([]gen.Calibration, len(c.Calibrations))
-			for i, cal := range c.Calibrations {
-				dated[i] = gen.Calibration{From: datetime(cal.From), Value: cal.Value}
-			}
-			out.Calibrations[c.Key] = dated
+			out.Calibrations[c.Key] = toCalibrations(c.Calibrations)
 		}
 	}
 	return out
+}
+
+func toCalibrations(cals []store.Calibration) []gen.Calibration {
+	dated := make([]gen.Calibration, len(cals))
+	for i, cal := range cals {
+		dated[i] = gen.Calibration{From: datetime(cal.From), Value: cal.Value}
+	}
+	return dated
 }
 
 // datetime formats t as every response carries a datetime: UTC, truncated

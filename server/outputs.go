@@ -37,18 +37,23 @@ func (s *Server) newOutputsWriter(sensor store.Sensor) *outputsWriter {
 	ids := formulas.Instance{}
 	for _, in := range inst.Inputs {
 		ids.InputIDs = append(ids.InputIDs, in.ID)
+		ids.Baselines = append(ids.Baselines, formulas.NewFactor(dated(in.Baselines), nil, nil))
 	}
 	for _, o := range inst.Outputs {
 		ids.OutputIDs = append(ids.OutputIDs, o.ID)
 	}
 	for _, c := range inst.Constants {
-		dated := make([]formulas.Dated, len(c.Calibrations))
-		for i, cal := range c.Calibrations {
-			dated[i] = formulas.Dated{From: cal.From, Value: cal.Value}
-		}
-		ids.Constants = append(ids.Constants, formulas.NewFactor(dated, c.Value, c.Default))
+		ids.Constants = append(ids.Constants, formulas.NewFactor(dated(c.Calibrations), c.Value, c.Default))
 	}
 	return &outputsWriter{outputs: formulas.NewOutputs(program, ids), outputIDs: ids.OutputIDs, errors: s.metrics.formulaErrors}
+}
+
+func dated(cals []store.Calibration) []formulas.Dated {
+	out := make([]formulas.Dated, len(cals))
+	for i, cal := range cals {
+		out[i] = formulas.Dated{From: cal.From, Value: cal.Value}
+	}
+	return out
 }
 
 // compute evaluates the outputs of r; value then reads them.

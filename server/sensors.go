@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/formulas"
@@ -150,6 +152,90 @@ func (s *Server) UpdateCalibrations(ctx context.Context, req gen.UpdateCalibrati
 		return nil, err
 	}
 	return gen.UpdateCalibrations200JSONResponse(toSensor(sensor)), nil
+}
+
+// UpdateBaselines replaces the sensor's baselines, taking those chosen by
+// reading from the sensor's stored readings.
+func (s *Server) UpdateBaselines(ctx context.Context, req gen.UpdateBaselinesRequestObject) (gen.UpdateBaselinesResponseObject, error) {
+	key := sensorKey(req.OrgId, req.ProjId, req.SensorId)
+	baselines := make([]store.Baseline, len(*req.Body))
+	var sensor *store.Sensor // read once, for the first baseline chosen by reading
+	for i, b := range *req.Body {
+		if b.Reading != nil && sensor == nil {
+			got, err := s.store.GetSensor(ctx, key)
+			if err != nil {
+				return nil, err
+			}
+			sensor = &got
+		}
+		var err error
+		if baselines[i], err = s.baseline(ctx, sensor, i, b); err != nil {
+			return nil, err
+		}
+	}
+	updated, err := s.editInstance(ctx, key, func(inst *store.Instance) error {
+		return inst.SetBaselines(baselines)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return gen.UpdateBaselines200JSONResponse(toSensor(updated)), nil
+}
+
+// baseline is b's values and instant; a baseline chosen by reading takes
+// that reading's inputs, by key, from sensor. b is element index of the
+// request.
+func (s *Server) baseline(ctx context.Context, sensor *store.Sensor, index int, b gen.BaselineUpdate) (store.Baseline, error) {
+	var out store.Baseline
+	invalid := func(format string, args ...any) error {
+		return &apperr.Error{Code: apperr.Invalid, Message: fmt.Sprintf("baseline %d: ", index) + fmt.Sprintf(format, args...), Details: map[string]any{"index": index}}
+	}
+	if (b.Values == nil) == (b.Reading == nil) {
+		return out, invalid("give either values or reading, the datetime of a stored reading")
+	}
+	if b.From != nil {
+		from, err := parseDatetime(*b.From)
+		if err != nil {
+			return out, invalid("from: %v", err)
+		}
+		out.From = from
+	}
+	if b.Values != nil {
+		if b.From == nil {
+			return out, invalid("values need from, the instant they apply from")
+		}
+		out.Values = *b.Values
+		return out, nil
+	}
+	at, err := parseDatetime(*b.Reading)
+	if err != nil {
+		return out, invalid("reading: %v", err)
+	}
+	if b.From == nil {
+		out.From = at
+	}
+	var found *store.Reading
+	err = s.store.ListReadings(ctx, *sensor, store.ReadingQuery{From: at, To: at, Limit: 1}, func(r *store.Reading) error {
+		found = r
+		return nil
+	})
+	switch {
+	case err != nil:
+		return out, err
+	case found == nil:
+		return out, invalid("the sensor has no reading at %s", at.UTC().Format(time.RFC3339Nano))
+	case sensor.Instance == nil:
+		return out, nil // editInstance answers the missing blueprint
+	}
+	out.Values = map[string]float64{}
+	for i, id := range found.InputIDs {
+		for _, in := range sensor.Instance.Inputs {
+			if in.ID == id {
+				out.Values[in.Key] = found.Values[i]
+			}
+		}
+	}
+	return out, nil
 }
 
 // editInstance applies edit to a copy of the sensor's instance, checks the

@@ -23,12 +23,14 @@ type Instance struct {
 	Constants []InstanceConstant `json:"constants"`
 }
 
-// InstanceInput is an input of an instance.
+// InstanceInput is an input of an instance, with its baseline: the values
+// formulas compare readings with, each from an instant on.
 type InstanceInput struct {
-	ID   int64  `json:"id"`
-	Key  string `json:"key"`
-	Name string `json:"name"`
-	Unit string `json:"unit"`
+	ID        int64         `json:"id"`
+	Key       string        `json:"key"`
+	Name      string        `json:"name"`
+	Unit      string        `json:"unit"`
+	Baselines []Calibration `json:"baselines,omitempty"`
 }
 
 // InstanceOutput is an output of an instance and its formula.
@@ -64,6 +66,9 @@ func (inst Instance) Clone() Instance {
 	c.Inputs = slices.Clone(inst.Inputs)
 	c.Outputs = slices.Clone(inst.Outputs)
 	c.Constants = slices.Clone(inst.Constants)
+	for i := range c.Inputs {
+		c.Inputs[i].Baselines = slices.Clone(c.Inputs[i].Baselines)
+	}
 	for i := range c.Constants {
 		c.Constants[i].Calibrations = slices.Clone(c.Constants[i].Calibrations)
 	}
@@ -147,6 +152,47 @@ func (inst *Instance) SetCalibrations(calibrations map[string][]Calibration) err
 			}
 		}
 		inst.Constants[i].Calibrations = dated
+	}
+	return nil
+}
+
+// Baseline is the values of some inputs, by key, from an instant on.
+type Baseline struct {
+	From   time.Time
+	Values map[string]float64
+}
+
+// SetBaselines replaces every input's baselines with baselines: an input
+// takes, for each reading, its value in the latest baseline from at or
+// before the reading's datetime that has one. It returns Invalid for a key
+// that is not an input of inst, or two baselines from one instant.
+func (inst *Instance) SetBaselines(baselines []Baseline) error {
+	dated := slices.SortedFunc(slices.Values(baselines), func(a, b Baseline) int { return a.From.Compare(b.From) })
+	for j := 1; j < len(dated); j++ {
+		if dated[j].From.Equal(dated[j-1].From) {
+			from := dated[j].From.UTC().Format(time.RFC3339Nano)
+			return &apperr.Error{
+				Code:    apperr.Invalid,
+				Message: fmt.Sprintf("two baselines from %s; a baseline replaces the one before it from its own instant", from),
+				Details: map[string]any{"from": from},
+			}
+		}
+	}
+	for i := range inst.Inputs {
+		inst.Inputs[i].Baselines = nil
+	}
+	for _, b := range dated {
+		for _, key := range sortedKeys(b.Values) {
+			i := slices.IndexFunc(inst.Inputs, func(in InstanceInput) bool { return in.Key == key })
+			if i < 0 {
+				return &apperr.Error{
+					Code:    apperr.Invalid,
+					Message: fmt.Sprintf("input %q is not one of the sensor's inputs; its inputs are %s", key, inst.inputList()),
+					Details: map[string]any{"input": key},
+				}
+			}
+			inst.Inputs[i].Baselines = append(inst.Inputs[i].Baselines, Calibration{From: b.From, Value: b.Values[key]})
+		}
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ func newInstance(t *testing.T) store.Instance {
 		t.Fatal(err)
 	}
 	inst.Constants[0].Calibrations = []store.Calibration{{From: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Value: 3}}
+	inst.Inputs[0].Baselines = []store.Calibration{{From: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Value: 230}}
 	return inst
 }
 
@@ -30,6 +31,7 @@ func TestInstance_Clone(t *testing.T) {
 	c.Outputs[0].Formula = "0"
 	c.Constants[0].Key = "changed"
 	c.Constants[0].Calibrations[0].Value = 0
+	c.Inputs[0].Baselines[0].Value = 0
 	if want := newInstance(t); !reflect.DeepEqual(inst, want) {
 		t.Fatalf("after changing a clone, the instance is %+v, want %+v", inst, want)
 	}
@@ -120,6 +122,49 @@ func TestInstance_SetCalibrations(t *testing.T) {
 			{From: day(2).In(time.FixedZone("CET", 3600)), Value: 2},
 		}})
 		wantDetail(t, err, "constant", "k")
+	})
+}
+
+func TestInstance_SetBaselines(t *testing.T) {
+	day := func(d int) time.Time { return time.Date(2026, 1, d, 0, 0, 0, 0, time.UTC) }
+	t.Run("OK", func(t *testing.T) {
+		inst := newInstance(t)
+		err := inst.SetBaselines([]store.Baseline{
+			{From: day(3), Values: map[string]float64{"u": 231}},
+			{From: day(1), Values: map[string]float64{"u": 229, "i": 0.5}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []store.Calibration{{From: day(1), Value: 229}, {From: day(3), Value: 231}}
+		if got := inst.Inputs[0].Baselines; !reflect.DeepEqual(got, want) {
+			t.Fatalf("u: baselines %v, want %v in time order, the previous one replaced", got, want)
+		}
+		if got, want := inst.Inputs[1].Baselines, []store.Calibration{{From: day(1), Value: 0.5}}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("i: baselines %v, want %v", got, want)
+		}
+	})
+	t.Run("NoneRemovesThem", func(t *testing.T) {
+		inst := newInstance(t)
+		if err := inst.SetBaselines(nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := inst.Inputs[0].Baselines; got != nil {
+			t.Fatalf("u: baselines %v, want none", got)
+		}
+	})
+	t.Run("ErrInvalid/Input", func(t *testing.T) {
+		inst := newInstance(t)
+		err := inst.SetBaselines([]store.Baseline{{From: day(1), Values: map[string]float64{"k": 1}}})
+		wantDetail(t, err, "input", "k")
+	})
+	t.Run("ErrInvalid/SameInstant", func(t *testing.T) {
+		inst := newInstance(t)
+		err := inst.SetBaselines([]store.Baseline{
+			{From: day(2), Values: map[string]float64{"u": 1}},
+			{From: day(2).In(time.FixedZone("CET", 3600)), Values: map[string]float64{"i": 1}},
+		})
+		wantDetail(t, err, "from", "2026-01-02T00:00:00Z")
 	})
 }
 

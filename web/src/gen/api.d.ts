@@ -720,6 +720,55 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/baselines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set a sensor's baselines (zero readings)
+         * @description Replaces the sensor's baselines with the list given (an empty list
+         *     removes them). A baseline is the values of inputs from the instant
+         *     `from` on: either entered as `values` (by input key), or `reading`,
+         *     the datetime of one of the sensor's stored readings, whose inputs
+         *     it takes (`from` is then that datetime unless given). Formulas
+         *     reach input `k`'s baseline as `k0` (`freq0` for `freq`), unless a
+         *     key of the blueprint already has that name. For each reading, `k0`
+         *     is `k`'s value in the latest baseline from at or before the
+         *     reading's datetime that has one; before any, an output that needs
+         *     it is left out. A new baseline from a later date re-zeroes the
+         *     instrument without changing the outputs before it. Outputs are
+         *     computed on read, so the next GET shows every past reading through
+         *     the new baselines; no stored reading changes. A sensor without a
+         *     blueprint answers 409. Required role: `admin`.
+         */
+        put: operations["updateBaselines"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}": {
         parameters: {
             query?: never;
@@ -1240,9 +1289,13 @@ export interface components {
             calibrations: {
                 [key: string]: components["schemas"]["Calibration"][];
             };
+            /** @description Each input's baseline values, by input key, oldest first; formulas reach input `k`'s as `k0`. Absent when no input has one. */
+            baselines?: {
+                [key: string]: components["schemas"]["Calibration"][];
+            };
             /**
              * Format: int64
-             * @description Goes up with every change of the instance's formulas, constants or calibrations.
+             * @description Goes up with every change of the instance's formulas, constants, calibrations or baselines.
              */
             formulas_version: number;
         };
@@ -1319,6 +1372,20 @@ export interface components {
         /** @description The dated values of each named constant, replacing its previous ones. */
         CalibrationsUpdate: {
             [key: string]: components["schemas"]["Calibration"][];
+        };
+        /** @description The sensor's baselines, replacing its previous ones; at most one from each instant. */
+        BaselinesUpdate: components["schemas"]["BaselineUpdate"][];
+        /**
+         * @description One baseline: `values` by input key from `from` on, or the inputs of
+         *     the stored reading at `reading` (from that datetime unless `from` is
+         *     given). Exactly one of `values` and `reading`.
+         */
+        BaselineUpdate: {
+            from?: components["schemas"]["Datetime"];
+            reading?: components["schemas"]["Datetime"];
+            values?: {
+                [key: string]: number;
+            };
         };
         BlueprintInput: {
             key: components["schemas"]["Key"];
@@ -3760,6 +3827,151 @@ export interface operations {
                      *           {
                      *             "from": "2024-06-01T00:00:00.000Z",
                      *             "value": 0.125
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Sensor"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateBaselines: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example [
+                 *       {
+                 *         "from": "2024-05-01T12:00:00Z",
+                 *         "values": {
+                 *           "freq": 2950.25,
+                 *           "temp": 11.5
+                 *         }
+                 *       },
+                 *       {
+                 *         "from": "2024-09-15T06:30:00Z",
+                 *         "values": {
+                 *           "freq": 2905.5,
+                 *           "temp": 12.5
+                 *         }
+                 *       }
+                 *     ]
+                 */
+                "application/json": components["schemas"]["BaselinesUpdate"];
+            };
+        };
+        responses: {
+            /** @description The sensor with its baselines. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 12,
+                     *       "project_id": 1,
+                     *       "name": "PZ-02",
+                     *       "description": "",
+                     *       "blueprint_id": 3,
+                     *       "formulas_version": 3,
+                     *       "created_at": "2024-05-01T12:00:00.000Z",
+                     *       "updated_at": "2024-09-15T08:00:00.000Z",
+                     *       "inputs": [
+                     *         {
+                     *           "id": 101,
+                     *           "key": "freq",
+                     *           "name": "Frequency",
+                     *           "unit": "Hz"
+                     *         },
+                     *         {
+                     *           "id": 102,
+                     *           "key": "temp",
+                     *           "name": "Temperature",
+                     *           "unit": "degC"
+                     *         }
+                     *       ],
+                     *       "outputs": [
+                     *         {
+                     *           "id": 103,
+                     *           "key": "pressure",
+                     *           "name": "Pressure",
+                     *           "unit": "kPa",
+                     *           "formula": "G * (freq0^2 - freq^2) / 1000 + K * (temp - temp0)"
+                     *         }
+                     *       ],
+                     *       "constants": {
+                     *         "G": 0.12,
+                     *         "K": 0.05
+                     *       },
+                     *       "constant_definitions": [
+                     *         {
+                     *           "key": "G",
+                     *           "name": "Gauge factor",
+                     *           "unit": "kPa/digit",
+                     *           "default": 0.1,
+                     *           "value": 0.12
+                     *         },
+                     *         {
+                     *           "key": "K",
+                     *           "name": "Thermal factor",
+                     *           "unit": "kPa/degC",
+                     *           "default": 0
+                     *         }
+                     *       ],
+                     *       "calibrations": {},
+                     *       "baselines": {
+                     *         "freq": [
+                     *           {
+                     *             "from": "2024-05-01T12:00:00.000Z",
+                     *             "value": 2950.25
+                     *           },
+                     *           {
+                     *             "from": "2024-09-15T06:30:00.000Z",
+                     *             "value": 2905.5
+                     *           }
+                     *         ],
+                     *         "temp": [
+                     *           {
+                     *             "from": "2024-05-01T12:00:00.000Z",
+                     *             "value": 11.5
+                     *           },
+                     *           {
+                     *             "from": "2024-09-15T06:30:00.000Z",
+                     *             "value": 12.5
                      *           }
                      *         ]
                      *       }

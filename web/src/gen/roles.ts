@@ -35,6 +35,7 @@ export const requiredRole = {
   removeMember: 'owner',
   revokeInvitation: 'owner',
   revokeToken: 'user',
+  updateBaselines: 'admin',
   updateBlueprint: 'admin',
   updateCalibrations: 'admin',
   updateFormulas: 'admin',

@@ -81,10 +81,17 @@ function idCell(n: number, what: string): HTMLElement {
   return h('span', { class: 'id' }, h('code', { 'data-testid': `id-${what}` }, String(n)), copyButton(String(n), 'Copy', `the ID of ${what}`));
 }
 
+// inputTable shows each input with its baselines (zero readings), which
+// formulas reach as the key followed by 0; they are set through the API.
 function inputTable(s: Sensor): HTMLElement {
+  const baselines = (key: string) => {
+    const dated = s.baselines?.[key] ?? [];
+    if (dated.length === 0) return h('span', { class: 'muted' }, 'none');
+    return h('span', null, h('code', null, `${key}0`), ' = ', dated.map((b) => `${b.value} from ${b.from}`).join('; '));
+  };
   return table(
-    ['ID', 'Key', 'Name', 'Unit'],
-    s.inputs.map((i) => [idCell(i.id, i.key), h('code', null, i.key), i.name, i.unit]),
+    ['ID', 'Key', 'Name', 'Unit', 'Baseline'],
+    s.inputs.map((i) => [idCell(i.id, i.key), h('code', null, i.key), i.name, i.unit, baselines(i.key)]),
     { 'aria-label': 'Inputs' },
   );
 }
