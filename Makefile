@@ -128,6 +128,7 @@ chaos:
 	scripts/chaos-kill.sh
 	scripts/chaos-db.sh
 	scripts/chaos-slow.sh
+	scripts/widest.sh
 
 ## widest: the service's peak RSS on the widest data its limits allow, under its heaviest reads at once; fails above 256 MiB
 widest:
