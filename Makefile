@@ -123,7 +123,7 @@ db-destroy:
 load:
 	scripts/load.sh
 
-## chaos: kill -9 the service mid-ingest, restart PostgreSQL under load, then 8 slow export readers beside another organization's load; fails on a lost or partial batch, a 500, a hang, a slow recovery or a p99 over 1 s
+## chaos: kill -9 mid-ingest, PostgreSQL restarts under load, 8 slow export readers beside another organization, the widest data; fails on a lost or partial batch, a 500, a hang, a slow recovery, a p99 over 1 s or a peak RSS over 256 MiB
 chaos:
 	scripts/chaos-kill.sh
 	scripts/chaos-db.sh
