@@ -117,7 +117,7 @@ db-stop:
 db-destroy:
 	@scripts/devdb.sh destroy
 
-.PHONY: load chaos
+.PHONY: load chaos cluster cluster-stop chaos-cluster load-cluster
 
 ## load: a fresh service under a mixed read/write load for LOAD_SECONDS (60) at LOAD_RATE req/s (200), then the report
 load:
@@ -128,6 +128,18 @@ chaos:
 	scripts/chaos-kill.sh
 	scripts/chaos-db.sh
 	scripts/chaos-slow.sh
+
+## cluster: a primary PostgreSQL, a hot standby, 3 replicas of the service and HAProxy on 127.0.0.1:8090 (docs/deployment.md)
+cluster: build
+	scripts/cluster.sh start
+
+## cluster-stop: stop what make cluster started and delete its data
+cluster-stop:
+	scripts/cluster.sh stop
+
+## chaos-cluster: under load through HAProxy, kill -9 a replica, stop the standby, restart the primary; fails on a lost batch, an error a retry would not hide or a slow recovery
+chaos-cluster:
+	scripts/chaos-cluster.sh
 
 ## bench: the service against raw PostgreSQL on this machine, as markdown tables (BENCH_FLAGS=-quick to try it, -profile DIR for the service's CPU profiles)
 bench:
