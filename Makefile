@@ -141,6 +141,10 @@ cluster-stop:
 chaos-cluster:
 	scripts/chaos-cluster.sh
 
+## load-cluster: the mixed load through HAProxy, offered past saturation, with 1 replica in rotation then 3: the throughput of each
+load-cluster:
+	scripts/load-cluster.sh
+
 ## bench: the service against raw PostgreSQL on this machine, as markdown tables (BENCH_FLAGS=-quick to try it, -profile DIR for the service's CPU profiles)
 bench:
 	@$(GO) build -o bin/bench ./scripts/bench

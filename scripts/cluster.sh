@@ -229,7 +229,12 @@ backend replicas
     hash-type consistent
     option httpchk GET /readyz
     http-check expect status 200
-    default-server inter 1s fall 2 rise 2
+    # A killed replica refuses the check at once, so it leaves rotation
+    # within 2 s; a busy one may take a while to answer, and must not.
+    timeout check 5s
+    default-server inter 1s fall 2 rise 2 maxconn 64
+    # Past maxconn a request waits in HAProxy's queue, not in the replica.
+    timeout queue 30s
 $1
 frontend stats
     bind 127.0.0.1:$2
