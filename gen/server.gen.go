@@ -748,6 +748,9 @@ type BlueprintId = int64
 // Cursor defines model for Cursor.
 type Cursor = string
 
+// MinLSN defines model for MinLSN.
+type MinLSN = string
+
 // OrgId defines model for OrgId.
 type OrgId = int64
 
@@ -818,6 +821,14 @@ type LatestReadingsParams struct {
 
 	// Outputs Whether to compute each reading's outputs.
 	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
+
+	// XReadingsMinLSN Read your own writes when the service reads from a hot standby: the
+	// `X-Readings-LSN` of your last write. The service waits a bounded
+	// time (its `-read-wait`, 200 ms by default) for the standby to
+	// replay the database's log up to it, and otherwise reads the
+	// primary. Without it, a read may lag a write by the replication
+	// delay. Ignored when the service has no standby.
+	XReadingsMinLSN *MinLSN `json:"X-Readings-Min-LSN,omitempty"`
 }
 
 // DeleteReadingsParams defines parameters for DeleteReadings.
@@ -854,6 +865,14 @@ type ListReadingsParams struct {
 
 	// Outputs Whether to compute each reading's outputs.
 	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
+
+	// XReadingsMinLSN Read your own writes when the service reads from a hot standby: the
+	// `X-Readings-LSN` of your last write. The service waits a bounded
+	// time (its `-read-wait`, 200 ms by default) for the standby to
+	// replay the database's log up to it, and otherwise reads the
+	// primary. Without it, a read may lag a write by the replication
+	// delay. Ignored when the service has no standby.
+	XReadingsMinLSN *MinLSN `json:"X-Readings-Min-LSN,omitempty"`
 }
 
 // ListReadingsParamsOrder defines parameters for ListReadings.
@@ -884,6 +903,14 @@ type AggregateReadingsParams struct {
 
 	// Outputs Whether to aggregate the outputs too.
 	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
+
+	// XReadingsMinLSN Read your own writes when the service reads from a hot standby: the
+	// `X-Readings-LSN` of your last write. The service waits a bounded
+	// time (its `-read-wait`, 200 ms by default) for the standby to
+	// replay the database's log up to it, and otherwise reads the
+	// primary. Without it, a read may lag a write by the replication
+	// delay. Ignored when the service has no standby.
+	XReadingsMinLSN *MinLSN `json:"X-Readings-Min-LSN,omitempty"`
 }
 
 // AggregateReadingsParamsFill defines parameters for AggregateReadings.
@@ -902,6 +929,14 @@ type ExportReadingsParams struct {
 
 	// Outputs Whether to compute each reading's outputs.
 	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
+
+	// XReadingsMinLSN Read your own writes when the service reads from a hot standby: the
+	// `X-Readings-LSN` of your last write. The service waits a bounded
+	// time (its `-read-wait`, 200 ms by default) for the standby to
+	// replay the database's log up to it, and otherwise reads the
+	// primary. Without it, a read may lag a write by the replication
+	// delay. Ignored when the service has no standby.
+	XReadingsMinLSN *MinLSN `json:"X-Readings-Min-LSN,omitempty"`
 }
 
 // ExportReadingsParamsFormat defines parameters for ExportReadings.
@@ -1483,6 +1518,23 @@ func (w *ServerInterfaceWrapper) LatestReadings(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outputs: %s", err))
 	}
 
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "X-Readings-Min-LSN" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("X-Readings-Min-LSN")]; found {
+		var XReadingsMinLSN MinLSN
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Readings-Min-LSN, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "X-Readings-Min-LSN", valueList[0], &XReadingsMinLSN, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Readings-Min-LSN: %s", err))
+		}
+
+		params.XReadingsMinLSN = &XReadingsMinLSN
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.LatestReadings(ctx, orgId, projId, params)
 	return err
@@ -1621,6 +1673,23 @@ func (w *ServerInterfaceWrapper) ListReadings(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outputs: %s", err))
 	}
 
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "X-Readings-Min-LSN" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("X-Readings-Min-LSN")]; found {
+		var XReadingsMinLSN MinLSN
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Readings-Min-LSN, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "X-Readings-Min-LSN", valueList[0], &XReadingsMinLSN, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Readings-Min-LSN: %s", err))
+		}
+
+		params.XReadingsMinLSN = &XReadingsMinLSN
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListReadings(ctx, orgId, projId, sensorId, params)
 	return err
@@ -1736,6 +1805,23 @@ func (w *ServerInterfaceWrapper) AggregateReadings(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outputs: %s", err))
 	}
 
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "X-Readings-Min-LSN" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("X-Readings-Min-LSN")]; found {
+		var XReadingsMinLSN MinLSN
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Readings-Min-LSN, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "X-Readings-Min-LSN", valueList[0], &XReadingsMinLSN, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Readings-Min-LSN: %s", err))
+		}
+
+		params.XReadingsMinLSN = &XReadingsMinLSN
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.AggregateReadings(ctx, orgId, projId, sensorId, params)
 	return err
@@ -1796,6 +1882,23 @@ func (w *ServerInterfaceWrapper) ExportReadings(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "outputs", ctx.QueryParams(), &params.Outputs, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outputs: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "X-Readings-Min-LSN" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("X-Readings-Min-LSN")]; found {
+		var XReadingsMinLSN MinLSN
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Readings-Min-LSN, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "X-Readings-Min-LSN", valueList[0], &XReadingsMinLSN, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Readings-Min-LSN: %s", err))
+		}
+
+		params.XReadingsMinLSN = &XReadingsMinLSN
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -4870,15 +4973,25 @@ type DeleteReadingsResponseObject interface {
 	VisitDeleteReadingsResponse(w http.ResponseWriter) error
 }
 
-type DeleteReadings200JSONResponse Deleted
+type DeleteReadings200ResponseHeaders struct {
+	XReadingsLSN *string
+}
+
+type DeleteReadings200JSONResponse struct {
+	Body    Deleted
+	Headers DeleteReadings200ResponseHeaders
+}
 
 func (response DeleteReadings200JSONResponse) VisitDeleteReadingsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XReadingsLSN != nil {
+		w.Header().Set("X-Readings-LSN", fmt.Sprint(*response.Headers.XReadingsLSN))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -5182,15 +5295,25 @@ type PostReadingsResponseObject interface {
 	VisitPostReadingsResponse(w http.ResponseWriter) error
 }
 
-type PostReadings200JSONResponse string
+type PostReadings200ResponseHeaders struct {
+	XReadingsLSN *string
+}
+
+type PostReadings200JSONResponse struct {
+	Body    string
+	Headers PostReadings200ResponseHeaders
+}
 
 func (response PostReadings200JSONResponse) VisitPostReadingsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XReadingsLSN != nil {
+		w.Header().Set("X-Readings-LSN", fmt.Sprint(*response.Headers.XReadingsLSN))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err

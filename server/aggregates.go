@@ -39,11 +39,11 @@ func (s *Server) AggregateReadings(ctx context.Context, req gen.AggregateReading
 	if err != nil {
 		return nil, err
 	}
-	counts, err := s.store.BucketCounts(ctx, sensor, q)
+	counts, err := s.reader(ctx).BucketCounts(ctx, sensor, q)
 	if err != nil {
 		return nil, err
 	}
-	inputStats, err := s.store.InputBucketStats(ctx, sensor, q)
+	inputStats, err := s.reader(ctx).InputBucketStats(ctx, sensor, q)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (s *Server) AggregateReadings(ctx context.Context, req gen.AggregateReading
 		starts[i] = c.Bucket
 	}
 	if fill {
-		if starts, err = s.store.Buckets(ctx, q); err != nil {
+		if starts, err = s.reader(ctx).Buckets(ctx, q); err != nil {
 			return nil, err
 		}
 	}
@@ -141,7 +141,7 @@ func (s *Server) aggregateOutputs(ctx context.Context, sensor store.Sensor, q st
 		agg.stats[current] = stats
 	}
 	started := false
-	err := s.store.BucketReadings(ctx, sensor, q, func(bucket time.Time, r *store.Reading) error {
+	err := s.reader(ctx).BucketReadings(ctx, sensor, q, func(bucket time.Time, r *store.Reading) error {
 		if started && !bucket.Equal(current) {
 			finish()
 		}

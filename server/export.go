@@ -65,7 +65,7 @@ func (s *Server) exportInputIDs(ctx context.Context, sensor store.Sensor, from, 
 	var ids []int64
 	for from.Compare(to) <= 0 {
 		dbCtx, cancel := s.dbDeadline(ctx)
-		chunk, next, err := s.store.InputIDs(dbCtx, sensor, from, to, inputIDsChunk)
+		chunk, next, err := s.reader(dbCtx).InputIDs(dbCtx, sensor, from, to, inputIDsChunk)
 		cancel()
 		if err != nil {
 			return nil, err
@@ -163,7 +163,7 @@ func (e *export) readChunk(buf *[]byte, q store.ReadingQuery) (n int, last time.
 	}
 	ctx, cancel := e.server.dbDeadline(e.ctx)
 	defer cancel()
-	err = e.server.store.ListReadings(ctx, e.sensor, q, func(r *store.Reading) error {
+	err = e.server.reader(ctx).ListReadings(ctx, e.sensor, q, func(r *store.Reading) error {
 		if e.csv != nil {
 			*buf = e.csv.appendRow(*buf, r)
 		} else {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/store"
 	"github.com/sensorreadings/readings/store/storetest"
 )
@@ -123,4 +124,22 @@ func TestRunJob(t *testing.T) {
 			t.Errorf("RunJob after a failure = %v, %v; want true, nil (a failed run is not recorded)", ran, err)
 		}
 	})
+}
+
+func TestCaughtUp(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	lsn, err := db.WALPosition(t.Context())
+	if err != nil || lsn == "" {
+		t.Fatalf("WALPosition = %q, %v; want a position", lsn, err)
+	}
+	// A primary is not in recovery: it has every write.
+	for _, at := range []string{"", lsn, "FFFFFFFF/0"} {
+		if ok, err := db.CaughtUp(t.Context(), at); err != nil || !ok {
+			t.Errorf("CaughtUp(%q) on the primary = %v, %v; want true, nil", at, ok, err)
+		}
+	}
+	if _, err := db.CaughtUp(t.Context(), "yesterday"); apperr.CodeOf(err) != apperr.Invalid {
+		t.Errorf("CaughtUp(%q) = %v, want Invalid", "yesterday", err)
+	}
 }
