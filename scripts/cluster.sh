@@ -6,7 +6,8 @@
 #                              where installed), a streaming hot standby made
 #                              with pg_basebackup, CLUSTER_REPLICAS (3) replicas
 #                              of the service, and HAProxy in front on
-#                              CLUSTER_ADDR (127.0.0.1:8090), checking /readyz
+#                              CLUSTER_ADDR (127.0.0.1:8090), checking /readyz;
+#                              the replicas read from the standby (READ_DATABASE_URL)
 #   scripts/cluster.sh stop    stop all of it and delete its data
 #   scripts/cluster.sh env     print the shell variables of the running cluster
 #
@@ -101,7 +102,7 @@ wait_for() {
 
 start_replica() {
   local i=$1 port=$2
-  DATABASE_URL=$primary_url LISTEN_ADDR=127.0.0.1:$port LOG_FORMAT=json \
+  DATABASE_URL=$primary_url READ_DATABASE_URL=$standby_url LISTEN_ADDR=127.0.0.1:$port LOG_FORMAT=json \
     setsid "$bin" serve >>"$dir/replica$i.log" 2>&1 </dev/null &
   echo $! >"$dir/replica$i.pid"
 }
@@ -145,6 +146,9 @@ EOF
   # standby streaming from the primary.
   as_postgres "$bindir/pg_basebackup" -h 127.0.0.1 -p "$pport" -U postgres -D "$dir/standby" -R -X stream -c fast
   as_postgres sed -i "s/^port = .*/port = $sport/" "$dir/standby/postgresql.conf"
+  # Feedback keeps the primary's vacuum from removing rows a standby query
+  # still reads, so that replay need not cancel it.
+  echo "hot_standby_feedback = on" | as_postgres tee -a "$dir/standby/postgresql.conf" >/dev/null
   as_postgres "$bindir/pg_ctl" -D "$dir/standby" -l "$dir/standby.log" -w -t 60 start >/dev/null
   standby_url="postgres://postgres@127.0.0.1:$sport/readings?sslmode=disable"
   say "hot standby on 127.0.0.1:$sport, streaming from the primary"

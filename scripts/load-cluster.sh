@@ -57,7 +57,7 @@ for n in 1 3; do
     for i in 2 3; do kill -TERM "$(cat "$CLUSTER_DIR/replica$i.pid")"; done
   else
     for i in 2 3; do
-      DATABASE_URL=$PRIMARY_URL LISTEN_ADDR=127.0.0.1:${ports[$((i - 1))]} LOG_FORMAT=json \
+      DATABASE_URL=$PRIMARY_URL READ_DATABASE_URL=$STANDBY_URL LISTEN_ADDR=127.0.0.1:${ports[$((i - 1))]} LOG_FORMAT=json \
         setsid "$bin" serve >>"$CLUSTER_DIR/replica$i.log" 2>&1 </dev/null &
       echo $! >"$CLUSTER_DIR/replica$i.pid"
     done
