@@ -32,6 +32,8 @@ harness_begin chaos-cluster 240 "$@"
 
 cluster_down() {
   local rc=$?
+  # The replicas', HAProxy's and PostgreSQL's logs stay with the run's.
+  [ -z "${CLUSTER_DIR:-}" ] || cp "$CLUSTER_DIR"/*.log "$work"/ 2>/dev/null || true
   "$root/scripts/cluster.sh" stop >/dev/null 2>&1 || true
   (exit "$rc")
   harness_cleanup

@@ -172,7 +172,10 @@ EOF
   stats_port=$(free_port 28404)
   write_haproxy_cfg "$servers" "$stats_port"
   haproxy -c -q -f "$dir/haproxy.cfg"
-  haproxy -D -p "$dir/haproxy.pid" -f "$dir/haproxy.cfg"
+  # In the foreground of its own session, so that its log (requests that
+  # failed, servers going up and down) goes to a file.
+  setsid haproxy -db -f "$dir/haproxy.cfg" >>"$dir/haproxy.log" 2>&1 </dev/null &
+  echo $! >"$dir/haproxy.pid"
   wait_for 30 "HAProxy" curl -sf -m 1 "http://$addr/readyz"
   say "HAProxy on http://$addr (statistics: http://127.0.0.1:$stats_port/stats)"
 
@@ -205,9 +208,14 @@ write_haproxy_cfg() {
 # Written by scripts/cluster.sh; docs/deployment.md explains each choice.
 global
     maxconn 4096
+    log stdout format raw local0
 
 defaults
     mode http
+    log global
+    option httplog
+    # Only what went wrong: errors, retries, redispatches, aborts.
+    option dontlog-normal
     timeout connect 2s
     timeout client 2m
     timeout server 2m
