@@ -117,7 +117,7 @@ db-stop:
 db-destroy:
 	@scripts/devdb.sh destroy
 
-.PHONY: load chaos widest
+.PHONY: load chaos widest cluster cluster-stop chaos-cluster load-cluster
 
 ## load: a fresh service under a mixed read/write load for LOAD_SECONDS (60) at LOAD_RATE req/s (200), then the report
 load:
@@ -133,6 +133,22 @@ chaos:
 ## widest: the service's peak RSS on the widest data its limits allow, under its heaviest reads at once; fails above 256 MiB
 widest:
 	scripts/widest.sh
+
+## cluster: a primary PostgreSQL, a hot standby, 3 replicas of the service and HAProxy on 127.0.0.1:8090 (docs/deployment.md)
+cluster: build
+	scripts/cluster.sh start
+
+## cluster-stop: stop what make cluster started and delete its data
+cluster-stop:
+	scripts/cluster.sh stop
+
+## chaos-cluster: under load through HAProxy, kill -9 a replica, stop the standby, restart the primary; fails on a lost batch, an error a retry would not hide or a slow recovery
+chaos-cluster:
+	scripts/chaos-cluster.sh
+
+## load-cluster: the mixed load through HAProxy, offered past saturation, with 1 replica in rotation then 3: the throughput of each
+load-cluster:
+	scripts/load-cluster.sh
 
 ## bench: the service against raw PostgreSQL, InfluxDB and VictoriaMetrics on this machine, as markdown tables (BENCH_FLAGS=-quick to try it, -profile DIR for the service's CPU profiles)
 bench:

@@ -66,6 +66,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 type config struct {
 	addr            string
 	databaseURL     string
+	readURL         string
+	readWait        time.Duration
 	logFormat       string
 	logLevel        string
 	migrate         bool
@@ -86,6 +88,8 @@ type config struct {
 func (c *config) register(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&c.addr, "addr", e.string("LISTEN_ADDR", "127.0.0.1:8080"), "address to listen on `host:port` (LISTEN_ADDR)")
 	fs.StringVar(&c.databaseURL, "database-url", e.string("DATABASE_URL", ""), "PostgreSQL `url` (DATABASE_URL)")
+	fs.StringVar(&c.readURL, "read-database-url", e.string("READ_DATABASE_URL", ""), "a hot standby's PostgreSQL `url` for pages, exports, aggregates and latest values; off when empty (READ_DATABASE_URL)")
+	fs.DurationVar(&c.readWait, "read-wait", e.duration("READ_WAIT", 200*time.Millisecond), "how long a read may wait for the standby to replay the client's last write before it reads the primary (READ_WAIT)")
 	fs.StringVar(&c.logFormat, "log-format", e.string("LOG_FORMAT", "text"), "log format, text or json (LOG_FORMAT)")
 	fs.StringVar(&c.logLevel, "log-level", e.string("LOG_LEVEL", "info"), "log level: debug, info, warn or error (LOG_LEVEL)")
 	fs.BoolVar(&c.migrate, "migrate", e.bool("MIGRATE_ON_START", true), "apply pending migrations at start (MIGRATE_ON_START)")
@@ -134,6 +138,9 @@ func (c *config) validate() error {
 	if c.dbMaxConns < 0 || c.dbMaxConns > 1000 {
 		errs = append(errs, fmt.Errorf("db max conns %d must be from 0 to 1000", c.dbMaxConns))
 	}
+	if c.readWait <= 0 || c.readWait > 10*time.Second {
+		errs = append(errs, fmt.Errorf("read wait %v must be above 0 and at most 10s", c.readWait))
+	}
 	if c.dbTimeout < 0 || c.shutdownTimeout < 0 {
 		errs = append(errs, errors.New("timeouts cannot be negative"))
 	}
@@ -158,6 +165,8 @@ func (c *config) logValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("addr", c.addr),
 		slog.String("database_url", redactURL(c.databaseURL)),
+		slog.String("read_database_url", redactURL(c.readURL)),
+		slog.Duration("read_wait", c.readWait),
 		slog.String("log_format", c.logFormat),
 		slog.String("log_level", c.logLevel),
 		slog.Bool("migrate", c.migrate),
@@ -240,6 +249,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return err
 	}
+	var standby server.Standby
+	if c.readURL != "" {
+		readPool, err := store.Open(ctx, c.readURL, store.PoolConfig{MaxConns: int32(c.dbMaxConns), Lazy: true})
+		if err != nil {
+			return err
+		}
+		defer readPool.Close()
+		standby = store.New(readPool)
+	}
 	log.Info("export caps", "max_streams", maxStreams, "max_streams_per_token", c.maxStreamsToken, "db_max_conns", pool.Stat().MaxConns())
 	srv, err := server.New(db, log, server.Config{
 		MaxBatch:           c.maxBatch,
@@ -250,6 +268,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		DBTimeout:          c.dbTimeout,
 		MaxStreams:         maxStreams,
 		MaxStreamsPerToken: c.maxStreamsToken,
+		Standby:            standby,
+		StandbyWait:        c.readWait,
 	})
 	if err != nil {
 		return err

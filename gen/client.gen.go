@@ -3448,6 +3448,21 @@ func NewLatestReadingsRequest(server string, orgId OrgId, projId ProjId, params 
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.XReadingsMinLSN != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Readings-Min-LSN", *params.XReadingsMinLSN, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Readings-Min-LSN", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -3686,6 +3701,21 @@ func NewListReadingsRequest(server string, orgId OrgId, projId ProjId, sensorId 
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.XReadingsMinLSN != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Readings-Min-LSN", *params.XReadingsMinLSN, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Readings-Min-LSN", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -3882,6 +3912,21 @@ func NewAggregateReadingsRequest(server string, orgId OrgId, projId ProjId, sens
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.XReadingsMinLSN != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Readings-Min-LSN", *params.XReadingsMinLSN, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Readings-Min-LSN", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -3991,6 +4036,21 @@ func NewExportReadingsRequest(server string, orgId OrgId, projId ProjId, sensorI
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XReadingsMinLSN != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Readings-Min-LSN", *params.XReadingsMinLSN, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Readings-Min-LSN", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -8233,6 +8293,11 @@ func (r LatestReadingsResponse) ContentType() string {
 	return ""
 }
 
+// DeleteReadingsResponse200Headers the declared response headers of an HTTP 200 response for DeleteReadings
+type DeleteReadingsResponse200Headers struct {
+	XReadingsLSN *string
+}
+
 // DeleteReadingsResponse401Headers the declared response headers of an HTTP 401 response for DeleteReadings
 type DeleteReadingsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -8269,6 +8334,8 @@ type DeleteReadingsResponse struct {
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DeleteReadingsResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DeleteReadingsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -8469,6 +8536,11 @@ func (r ListReadingsResponse) ContentType() string {
 	return ""
 }
 
+// PostReadingsResponse200Headers the declared response headers of an HTTP 200 response for PostReadings
+type PostReadingsResponse200Headers struct {
+	XReadingsLSN *string
+}
+
 // PostReadingsResponse401Headers the declared response headers of an HTTP 401 response for PostReadings
 type PostReadingsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -8509,6 +8581,8 @@ type PostReadingsResponse struct {
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PostReadingsResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *PostReadingsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14131,6 +14205,16 @@ func ParseDeleteReadingsResponse(rsp *http.Response) (*DeleteReadingsResponse, e
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers DeleteReadingsResponse200Headers
+		if values := rsp.Header.Values("X-Readings-LSN"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Readings-LSN", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XReadingsLSN = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers DeleteReadingsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -14381,6 +14465,16 @@ func ParsePostReadingsResponse(rsp *http.Response) (*PostReadingsResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers PostReadingsResponse200Headers
+		if values := rsp.Header.Values("X-Readings-LSN"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Readings-LSN", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XReadingsLSN = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers PostReadingsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {

@@ -1009,6 +1009,9 @@ type Cursor = string
 // InvitationId defines model for InvitationId.
 type InvitationId = int64
 
+// MinLSN defines model for MinLSN.
+type MinLSN = string
+
 // OrgId defines model for OrgId.
 type OrgId = int64
 
@@ -1106,6 +1109,14 @@ type LatestReadingsParams struct {
 
 	// Outputs Whether to compute each reading's outputs.
 	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
+
+	// XReadingsMinLSN Read your own writes when the service reads from a hot standby: the
+	// `X-Readings-LSN` of your last write. The service waits a bounded
+	// time (its `-read-wait`, 200 ms by default) for the standby to
+	// replay the database's log up to it, and otherwise reads the
+	// primary. Without it, a read may lag a write by the replication
+	// delay. Ignored when the service has no standby.
+	XReadingsMinLSN *MinLSN `json:"X-Readings-Min-LSN,omitempty"`
 }
 
 // DeleteReadingsParams defines parameters for DeleteReadings.
@@ -1142,6 +1153,14 @@ type ListReadingsParams struct {
 
 	// Outputs Whether to compute each reading's outputs.
 	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
+
+	// XReadingsMinLSN Read your own writes when the service reads from a hot standby: the
+	// `X-Readings-LSN` of your last write. The service waits a bounded
+	// time (its `-read-wait`, 200 ms by default) for the standby to
+	// replay the database's log up to it, and otherwise reads the
+	// primary. Without it, a read may lag a write by the replication
+	// delay. Ignored when the service has no standby.
+	XReadingsMinLSN *MinLSN `json:"X-Readings-Min-LSN,omitempty"`
 }
 
 // ListReadingsParamsOrder defines parameters for ListReadings.
@@ -1172,6 +1191,14 @@ type AggregateReadingsParams struct {
 
 	// Outputs Whether to aggregate the outputs too.
 	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
+
+	// XReadingsMinLSN Read your own writes when the service reads from a hot standby: the
+	// `X-Readings-LSN` of your last write. The service waits a bounded
+	// time (its `-read-wait`, 200 ms by default) for the standby to
+	// replay the database's log up to it, and otherwise reads the
+	// primary. Without it, a read may lag a write by the replication
+	// delay. Ignored when the service has no standby.
+	XReadingsMinLSN *MinLSN `json:"X-Readings-Min-LSN,omitempty"`
 }
 
 // AggregateReadingsParamsFill defines parameters for AggregateReadings.
@@ -1190,6 +1217,14 @@ type ExportReadingsParams struct {
 
 	// Outputs Whether to compute each reading's outputs.
 	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
+
+	// XReadingsMinLSN Read your own writes when the service reads from a hot standby: the
+	// `X-Readings-LSN` of your last write. The service waits a bounded
+	// time (its `-read-wait`, 200 ms by default) for the standby to
+	// replay the database's log up to it, and otherwise reads the
+	// primary. Without it, a read may lag a write by the replication
+	// delay. Ignored when the service has no standby.
+	XReadingsMinLSN *MinLSN `json:"X-Readings-Min-LSN,omitempty"`
 }
 
 // ExportReadingsParamsFormat defines parameters for ExportReadings.
@@ -1908,6 +1943,23 @@ func (w *ServerInterfaceWrapper) LatestReadings(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outputs: %s", err))
 	}
 
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "X-Readings-Min-LSN" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("X-Readings-Min-LSN")]; found {
+		var XReadingsMinLSN MinLSN
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Readings-Min-LSN, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "X-Readings-Min-LSN", valueList[0], &XReadingsMinLSN, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Readings-Min-LSN: %s", err))
+		}
+
+		params.XReadingsMinLSN = &XReadingsMinLSN
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.LatestReadings(ctx, orgId, projId, params)
 	return err
@@ -2046,6 +2098,23 @@ func (w *ServerInterfaceWrapper) ListReadings(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outputs: %s", err))
 	}
 
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "X-Readings-Min-LSN" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("X-Readings-Min-LSN")]; found {
+		var XReadingsMinLSN MinLSN
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Readings-Min-LSN, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "X-Readings-Min-LSN", valueList[0], &XReadingsMinLSN, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Readings-Min-LSN: %s", err))
+		}
+
+		params.XReadingsMinLSN = &XReadingsMinLSN
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListReadings(ctx, orgId, projId, sensorId, params)
 	return err
@@ -2161,6 +2230,23 @@ func (w *ServerInterfaceWrapper) AggregateReadings(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outputs: %s", err))
 	}
 
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "X-Readings-Min-LSN" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("X-Readings-Min-LSN")]; found {
+		var XReadingsMinLSN MinLSN
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Readings-Min-LSN, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "X-Readings-Min-LSN", valueList[0], &XReadingsMinLSN, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Readings-Min-LSN: %s", err))
+		}
+
+		params.XReadingsMinLSN = &XReadingsMinLSN
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.AggregateReadings(ctx, orgId, projId, sensorId, params)
 	return err
@@ -2221,6 +2307,23 @@ func (w *ServerInterfaceWrapper) ExportReadings(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "outputs", ctx.QueryParams(), &params.Outputs, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outputs: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "X-Readings-Min-LSN" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("X-Readings-Min-LSN")]; found {
+		var XReadingsMinLSN MinLSN
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Readings-Min-LSN, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "X-Readings-Min-LSN", valueList[0], &XReadingsMinLSN, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Readings-Min-LSN: %s", err))
+		}
+
+		params.XReadingsMinLSN = &XReadingsMinLSN
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -5957,15 +6060,25 @@ type DeleteReadingsResponseObject interface {
 	VisitDeleteReadingsResponse(w http.ResponseWriter) error
 }
 
-type DeleteReadings200JSONResponse Deleted
+type DeleteReadings200ResponseHeaders struct {
+	XReadingsLSN *string
+}
+
+type DeleteReadings200JSONResponse struct {
+	Body    Deleted
+	Headers DeleteReadings200ResponseHeaders
+}
 
 func (response DeleteReadings200JSONResponse) VisitDeleteReadingsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XReadingsLSN != nil {
+		w.Header().Set("X-Readings-LSN", fmt.Sprint(*response.Headers.XReadingsLSN))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6269,15 +6382,25 @@ type PostReadingsResponseObject interface {
 	VisitPostReadingsResponse(w http.ResponseWriter) error
 }
 
-type PostReadings200JSONResponse string
+type PostReadings200ResponseHeaders struct {
+	XReadingsLSN *string
+}
+
+type PostReadings200JSONResponse struct {
+	Body    string
+	Headers PostReadings200ResponseHeaders
+}
 
 func (response PostReadings200JSONResponse) VisitPostReadingsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XReadingsLSN != nil {
+		w.Header().Set("X-Readings-LSN", fmt.Sprint(*response.Headers.XReadingsLSN))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err

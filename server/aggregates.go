@@ -46,7 +46,7 @@ func (s *Server) AggregateReadings(ctx context.Context, req gen.AggregateReading
 	if err != nil {
 		return nil, err
 	}
-	counts, err := s.store.BucketCounts(ctx, sensor, q)
+	counts, err := s.reader(ctx).BucketCounts(ctx, sensor, q)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func (s *Server) AggregateReadings(ctx context.Context, req gen.AggregateReading
 		enc.countOf[c.Bucket] = c.Count
 	}
 	if enc.fill {
-		if enc.starts, err = s.store.Buckets(ctx, q); err != nil {
+		if enc.starts, err = s.reader(ctx).Buckets(ctx, q); err != nil {
 			return nil, err
 		}
 		// Every bucket lists every input the sensor can have.
@@ -75,7 +75,7 @@ func (s *Server) AggregateReadings(ctx context.Context, req gen.AggregateReading
 		}
 	}
 	enc.b = append(enc.b, '[')
-	if err := s.store.InputBucketStats(ctx, sensor, q, enc.add); err != nil {
+	if err := s.reader(ctx).InputBucketStats(ctx, sensor, q, enc.add); err != nil {
 		return nil, err
 	}
 	return jsonBody(enc.finish()), nil
@@ -175,7 +175,7 @@ func (s *Server) aggregateOutputs(ctx context.Context, sensor store.Sensor, q st
 		agg.byBucket[current] = encode(func(k int) *stats.Stats { return acc[k].Finish() })
 	}
 	started := false
-	err := s.store.BucketReadings(ctx, sensor, q, func(bucket time.Time, r *store.Reading) error {
+	err := s.reader(ctx).BucketReadings(ctx, sensor, q, func(bucket time.Time, r *store.Reading) error {
 		if started && !bucket.Equal(current) {
 			finish()
 		}

@@ -51,7 +51,7 @@ func (s *Server) sensorInputIDs(ctx context.Context, sensor store.Sensor) ([]int
 	if sensor.Instance != nil {
 		return instanceInputIDs(sensor), nil
 	}
-	return s.store.InputIDs(ctx, sensor)
+	return s.reader(ctx).InputIDs(ctx, sensor)
 }
 
 type export struct {
@@ -140,7 +140,7 @@ func (e *export) readChunk(buf *[]byte, q store.ReadingQuery) (n int, last time.
 	}
 	ctx, cancel := e.server.dbDeadline(e.ctx)
 	defer cancel()
-	err = e.server.store.ListReadings(ctx, e.sensor, q, func(r *store.Reading) error {
+	err = e.server.reader(ctx).ListReadings(ctx, e.sensor, q, func(r *store.Reading) error {
 		if e.csv != nil {
 			*buf = e.csv.appendRow(*buf, r)
 		} else {

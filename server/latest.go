@@ -15,7 +15,7 @@ func (s *Server) LatestReadings(ctx context.Context, req gen.LatestReadingsReque
 	if err != nil {
 		return nil, err
 	}
-	latest, more, err := s.store.LatestReadings(ctx, req.OrgId, req.ProjId, after, limit)
+	latest, more, err := s.reader(ctx).LatestReadings(ctx, req.OrgId, req.ProjId, after, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ type metrics struct {
 	duration      *prometheus.HistogramVec
 	ingested      prometheus.Counter
 	formulaErrors prometheus.Counter
+	standbyReads  prometheus.Counter
 }
 
 func newMetrics(st Store, openStreams func() int) *metrics {
@@ -41,6 +42,10 @@ func newMetrics(st Store, openStreams func() int) *metrics {
 			Name: "readings_formula_errors_total",
 			Help: "Outputs left out because their formula came to NaN or an infinity, or a stored formula failed to compile.",
 		}),
+		standbyReads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "readings_standby_reads_total",
+			Help: "Read requests served from the hot standby; the others read the primary.",
+		}),
 	}
 	pool := func(name, help string, value func(s store.PoolStats) float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "readings_db_pool_" + name, Help: help},
@@ -49,7 +54,7 @@ func newMetrics(st Store, openStreams func() int) *metrics {
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.requests, m.duration, m.ingested, m.formulaErrors,
+		m.requests, m.duration, m.ingested, m.formulaErrors, m.standbyReads,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "readings_http_open_streams", Help: "Streaming responses (exports) open now."},
 			func() float64 { return float64(openStreams()) }),
 		pool("max_connections", "The pool's connection limit.", func(s store.PoolStats) float64 { return float64(s.Max) }),

@@ -31,7 +31,7 @@ func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestOb
 		return nil, err
 	}
 	s.metrics.ingested.Add(float64(len(readings)))
-	return gen.PostReadings200JSONResponse("OK"), nil
+	return gen.PostReadings200JSONResponse{Body: "OK", Headers: gen.PostReadings200ResponseHeaders{XReadingsLSN: s.writePosition(ctx)}}, nil
 }
 
 // ListReadings returns a page of a sensor's readings. The page is encoded
@@ -52,7 +52,7 @@ func (s *Server) ListReadings(ctx context.Context, req gen.ListReadingsRequestOb
 	if q.From.After(q.To) {
 		return page.finish(""), nil
 	}
-	err = s.store.ListReadings(ctx, sensor, q, func(r *store.Reading) error {
+	err = s.reader(ctx).ListReadings(ctx, sensor, q, func(r *store.Reading) error {
 		page.add(r)
 		last = r.Time
 		return nil
@@ -78,7 +78,8 @@ func (s *Server) DeleteReadings(ctx context.Context, req gen.DeleteReadingsReque
 	if err != nil {
 		return nil, err
 	}
-	return gen.DeleteReadings200JSONResponse{Deleted: deleted}, nil
+	return gen.DeleteReadings200JSONResponse{Body: gen.Deleted{Deleted: deleted},
+		Headers: gen.DeleteReadings200ResponseHeaders{XReadingsLSN: s.writePosition(ctx)}}, nil
 }
 
 // readingQuery turns the parameters into the store's query.

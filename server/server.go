@@ -61,15 +61,12 @@ type Store interface {
 	DeleteSensor(ctx context.Context, key store.SensorKey) error
 
 	InsertReadings(ctx context.Context, key store.SensorKey, readings []store.Reading) (store.Written, error)
-	ListReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, fn func(*store.Reading) error) error
-	InputIDs(ctx context.Context, sensor store.Sensor) ([]int64, error)
 	DeleteReadings(ctx context.Context, key store.SensorKey, from, to time.Time) (int64, error)
-	LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Latest, bool, error)
+	WALPosition(ctx context.Context) (string, error)
 
-	BucketCounts(ctx context.Context, sensor store.Sensor, q store.BucketQuery) ([]store.BucketCount, error)
-	InputBucketStats(ctx context.Context, sensor store.Sensor, q store.BucketQuery, fn func(*store.InputStats) error) error
-	BucketReadings(ctx context.Context, sensor store.Sensor, q store.BucketQuery, fn func(time.Time, *store.Reading) error) error
-	Buckets(ctx context.Context, q store.BucketQuery) ([]time.Time, error)
+	// Reader's methods read the primary when there is no standby, or when
+	// routeReads did not choose it.
+	Reader
 }
 
 // Config holds the limits a deployment may change.
@@ -83,6 +80,10 @@ type Config struct {
 	// MaxStreams and MaxStreamsPerToken cap the exports open at once, in
 	// total and per token; 0: no limit.
 	MaxStreams, MaxStreamsPerToken int
+	// Standby, when set, serves the reads of standbyOperations; a read
+	// waits at most StandbyWait for it to replay the client's last write.
+	Standby     Standby
+	StandbyWait time.Duration
 }
 
 // Server is the API's HTTP handler.
@@ -142,6 +143,7 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 		s.authenticate,
 		s.limitStreams,
 		s.validateRequest,
+		s.routeReads,
 	)
 	routes := headToo{e}
 	gen.RegisterHandlers(routes, gen.NewStrictHandler(s, []gen.StrictMiddlewareFunc{s.databaseDeadline}))

@@ -13,9 +13,13 @@ import (
 // PoolConfig tunes the connection pool.
 type PoolConfig struct {
 	MaxConns int32 // 0 keeps pgxpool's default
+	// Lazy skips the check that the database answers: a standby may be
+	// down when the service starts, and its readers fall back meanwhile.
+	Lazy bool
 }
 
-// Open connects a pool to databaseURL and checks that the database answers.
+// Open connects a pool to databaseURL and, unless pc.Lazy, checks that the
+// database answers.
 // Times come back in UTC, whatever the server's or the process's zone.
 func Open(ctx context.Context, databaseURL string, pc PoolConfig) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
@@ -36,6 +40,9 @@ func Open(ctx context.Context, databaseURL string, pc PoolConfig) (*pgxpool.Pool
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
+	}
+	if pc.Lazy {
+		return pool, nil
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()

@@ -56,6 +56,23 @@ func Storage() store.StorageMode {
 // and returns its URL. It is dropped when the test ends.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
+	dbURL := NewEmptyDatabase(t)
+	pool, err := store.Open(context.Background(), dbURL, store.PoolConfig{MaxConns: 2})
+	if err != nil {
+		t.Fatalf("open test database: %v", err)
+	}
+	defer pool.Close()
+	if err := store.Migrate(context.Background(), pool, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatalf("migrate test database: %v", err)
+	}
+	return dbURL
+}
+
+// NewEmptyDatabase creates a database with no schema, for tests of the
+// migrations themselves, and returns its URL. It is dropped when the test
+// ends.
+func NewEmptyDatabase(t testing.TB) string {
+	t.Helper()
 	serverURL, err := server()
 	if err != nil {
 		t.Fatalf("no PostgreSQL for tests: %v", err)
@@ -87,16 +104,7 @@ func NewDatabase(t testing.TB) string {
 		t.Fatalf("test server url: %v", err)
 	}
 	u.Path = "/" + name
-	dbURL := u.String()
-	pool, err := store.Open(ctx, dbURL, store.PoolConfig{MaxConns: 2})
-	if err != nil {
-		t.Fatalf("open test database: %v", err)
-	}
-	defer pool.Close()
-	if err := store.Migrate(ctx, pool, slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatalf("migrate test database: %v", err)
-	}
-	return dbURL
+	return u.String()
 }
 
 // NewPool returns a pool on a fresh, migrated database, closed when the

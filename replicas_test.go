@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sensorreadings/readings/store"
+	"github.com/sensorreadings/readings/store/storetest"
+)
+
+// replica is one service process of a cluster, served by run as main does.
+type replica struct {
+	base   string
+	stop   context.CancelFunc
+	served chan error
+}
+
+func startReplica(t *testing.T, env map[string]string) *replica {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, stop := context.WithCancel(context.Background())
+	r := &replica{base: "http://" + addr, stop: stop, served: make(chan error, 1)}
+	go func() {
+		r.served <- run(ctx, []string{"serve", "-addr", addr, "-log-level", "warn"}, envOf(env), io.Discard, io.Discard)
+	}()
+	t.Cleanup(func() { r.shutdown(t) })
+	return r
+}
+
+// waitReady waits for /readyz to answer 200, and fails if serve returns.
+func (r *replica) waitReady(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		select {
+		case err := <-r.served:
+			t.Fatalf("replica %s stopped before it was ready: %v", r.base, err)
+		default:
+		}
+		if res, err := http.Get(r.base + "/readyz"); err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return
+			}
+		}
+	}
+	t.Fatalf("replica %s was not ready within 60 s", r.base)
+}
+
+// shutdown stops the replica as SIGTERM would, once.
+func (r *replica) shutdown(t *testing.T) {
+	if r.stop == nil {
+		return
+	}
+	r.stop()
+	r.stop = nil
+	select {
+	case err := <-r.served:
+		if err != nil {
+			t.Errorf("replica %s: serve returned %v, want nil", r.base, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("replica %s did not stop", r.base)
+	}
+}
+
+// Two service processes started at once on an empty database: both
+// migrate, one applies the migrations while the other waits, and both
+// serve. A write through one is read through the other, the second
+// reading its "standby" (here the same database) with the write's LSN,
+// and both record the token's use when they stop.
+func TestTwoReplicas(t *testing.T) {
+	t.Parallel()
+	url := storetest.NewEmptyDatabase(t)
+	a := startReplica(t, map[string]string{"DATABASE_URL": url})
+	b := startReplica(t, map[string]string{"DATABASE_URL": url, "READ_DATABASE_URL": url})
+	a.waitReady(t)
+	b.waitReady(t)
+
+	ctx := context.Background()
+	pool, err := store.Open(ctx, url, store.PoolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var applied, distinct int
+	if err := pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT version_id) FROM goose_db_version WHERE version_id > 0`).Scan(&applied, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if applied != distinct || applied == 0 {
+		t.Errorf("goose_db_version: %d rows for %d versions, want each version applied once", applied, distinct)
+	}
+
+	demo, err := runAdmin(t, url, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, org, project := demo["token"].(string), int64(demo["org_id"].(float64)), int64(demo["project_id"].(float64))
+	sensor, err := store.New(pool).CreateSensor(ctx, org, project, "s", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := fmt.Sprintf("/api/v1/org/%d/proj/%d/readings/%d", org, project, sensor.ID)
+	send := func(method, url, body string, header map[string]string) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res, string(b)
+	}
+	res, body := send("POST", a.base+path, `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1}}]`, nil)
+	if res.StatusCode != http.StatusOK || res.Header.Get("X-Readings-LSN") != "" {
+		t.Fatalf("POST through a: %d %s, X-Readings-LSN %q; want 200 and no LSN (a has no standby)", res.StatusCode, body, res.Header.Get("X-Readings-LSN"))
+	}
+	res, body = send("POST", b.base+path, `[{"datetime":"2024-05-01T13:00:00Z","inputs":{"1":2}}]`, nil)
+	lsn := res.Header.Get("X-Readings-LSN")
+	if res.StatusCode != http.StatusOK || lsn == "" {
+		t.Fatalf("POST through b: %d %s, X-Readings-LSN %q; want 200 and an LSN", res.StatusCode, body, lsn)
+	}
+	res, body = send("GET", b.base+path, "", map[string]string{"X-Readings-Min-LSN": lsn})
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, "2024-05-01T12:00:00") || !strings.Contains(body, "2024-05-01T13:00:00") {
+		t.Errorf("GET through b after both writes: %d %s; want both readings", res.StatusCode, body)
+	}
+
+	a.shutdown(t)
+	b.shutdown(t)
+	var used bool
+	if err := pool.QueryRow(ctx, `SELECT last_used_at IS NOT NULL FROM api_tokens WHERE user_id = (SELECT id FROM users WHERE email = $1)`,
+		demoEmail).Scan(&used); err != nil || !used {
+		t.Errorf("the token's last_used_at after both replicas stopped: set=%v (%v), want set", used, err)
+	}
+}
