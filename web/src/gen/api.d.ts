@@ -1674,6 +1674,16 @@ export interface components {
     };
     parameters: {
         /**
+         * @description Read your own writes when the service reads from a hot standby: the
+         *     `X-Readings-LSN` of your last write. The service waits a bounded
+         *     time (its `-read-wait`, 200 ms by default) for the standby to
+         *     replay the database's log up to it, and otherwise reads the
+         *     primary. Without it, a read may lag a write by the replication
+         *     delay. Ignored when the service has no standby.
+         * @example 0/3A2B1C8
+         */
+        MinLSN: string;
+        /**
          * @description The organization's id.
          * @example 1
          */
@@ -1720,6 +1730,12 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /**
+         * @description The database's log position after this write, sent when the service
+         *     reads from a hot standby: send it back as `X-Readings-Min-LSN` on
+         *     the reads that must see the write.
+         */
+        ReadingsLSN: string;
         /** @description Seconds to wait before trying again. */
         RetryAfter: number;
         /** @description Always `Bearer`, with the reason when a token was sent. */
@@ -4015,7 +4031,18 @@ export interface operations {
                 /** @description Whether to compute each reading's outputs. */
                 outputs?: boolean;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Read your own writes when the service reads from a hot standby: the
+                 *     `X-Readings-LSN` of your last write. The service waits a bounded
+                 *     time (its `-read-wait`, 200 ms by default) for the standby to
+                 *     replay the database's log up to it, and otherwise reads the
+                 *     primary. Without it, a read may lag a write by the replication
+                 *     delay. Ignored when the service has no standby.
+                 * @example 0/3A2B1C8
+                 */
+                "X-Readings-Min-LSN"?: components["parameters"]["MinLSN"];
+            };
             path: {
                 /**
                  * @description The organization's id.
@@ -4136,6 +4163,7 @@ export interface operations {
             /** @description Every reading of the batch is stored. */
             200: {
                 headers: {
+                    "X-Readings-LSN": components["headers"]["ReadingsLSN"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4194,6 +4222,7 @@ export interface operations {
             /** @description How many readings were deleted. */
             200: {
                 headers: {
+                    "X-Readings-LSN": components["headers"]["ReadingsLSN"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4251,7 +4280,18 @@ export interface operations {
                 /** @description Whether to aggregate the outputs too. */
                 outputs?: boolean;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Read your own writes when the service reads from a hot standby: the
+                 *     `X-Readings-LSN` of your last write. The service waits a bounded
+                 *     time (its `-read-wait`, 200 ms by default) for the standby to
+                 *     replay the database's log up to it, and otherwise reads the
+                 *     primary. Without it, a read may lag a write by the replication
+                 *     delay. Ignored when the service has no standby.
+                 * @example 0/3A2B1C8
+                 */
+                "X-Readings-Min-LSN"?: components["parameters"]["MinLSN"];
+            };
             path: {
                 /**
                  * @description The organization's id.
@@ -4339,7 +4379,18 @@ export interface operations {
                 /** @description Whether to compute each reading's outputs. */
                 outputs?: boolean;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Read your own writes when the service reads from a hot standby: the
+                 *     `X-Readings-LSN` of your last write. The service waits a bounded
+                 *     time (its `-read-wait`, 200 ms by default) for the standby to
+                 *     replay the database's log up to it, and otherwise reads the
+                 *     primary. Without it, a read may lag a write by the replication
+                 *     delay. Ignored when the service has no standby.
+                 * @example 0/3A2B1C8
+                 */
+                "X-Readings-Min-LSN"?: components["parameters"]["MinLSN"];
+            };
             path: {
                 /**
                  * @description The organization's id.
@@ -4420,7 +4471,18 @@ export interface operations {
                 /** @description Whether to compute each reading's outputs. */
                 outputs?: boolean;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Read your own writes when the service reads from a hot standby: the
+                 *     `X-Readings-LSN` of your last write. The service waits a bounded
+                 *     time (its `-read-wait`, 200 ms by default) for the standby to
+                 *     replay the database's log up to it, and otherwise reads the
+                 *     primary. Without it, a read may lag a write by the replication
+                 *     delay. Ignored when the service has no standby.
+                 * @example 0/3A2B1C8
+                 */
+                "X-Readings-Min-LSN"?: components["parameters"]["MinLSN"];
+            };
             path: {
                 /**
                  * @description The organization's id.
