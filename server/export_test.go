@@ -198,19 +198,15 @@ func TestExport(t *testing.T) {
 		}
 		cancel()
 		res.Body.Close()
-		select {
-		case err := <-gated.failed:
-			if err == nil {
-				t.Error("the query finished although the client left")
-			}
-			if n := gated.rows.Load(); n >= exportTotal {
-				t.Errorf("the query read all %d rows", n)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("the query went on after the client left")
-		}
-		// The client's leaving is its own doing: a 499, not an error.
+		// The export ends, whether its client's leaving is found by a
+		// write or by the chunk query it cancels (then held at the gate,
+		// which never opens): it has its access-log line, and it read no
+		// further. The client's leaving is its own doing: a 499, not an
+		// error.
 		line := e.logLine(t, "test-client-leaves")
+		if n := gated.rows.Load(); n >= exportTotal {
+			t.Errorf("the export read all %d rows after its client left", n)
+		}
 		if line["status"] != 499.0 || line["level"] != "WARN" {
 			t.Errorf("the export whose client left is logged as %v at %v, want 499 at WARN: %v", line["status"], line["level"], line)
 		}
