@@ -440,6 +440,10 @@ type ClientInterface interface {
 	// - A sensor with a blueprint instance accepts only that instance's
 	//   input IDs; any other ID is a 400 that names it, and nothing of the
 	//   batch is stored. A sensor without one accepts any input ID.
+	// - A reading dated more than 24 hours after the server's clock (the
+	//   service's `-max-future` setting; 0 turns the check off) is a 400
+	//   naming the element: a device with a wrong clock is the commonest
+	//   bad data in the field.
 	//
 	// Required role: `editor`.
 	//
@@ -467,6 +471,10 @@ type ClientInterface interface {
 	// - A sensor with a blueprint instance accepts only that instance's
 	//   input IDs; any other ID is a 400 that names it, and nothing of the
 	//   batch is stored. A sensor without one accepts any input ID.
+	// - A reading dated more than 24 hours after the server's clock (the
+	//   service's `-max-future` setting; 0 turns the check off) is a 400
+	//   naming the element: a device with a wrong clock is the commonest
+	//   bad data in the field.
 	//
 	// Required role: `editor`.
 	//
@@ -1361,6 +1369,10 @@ func (c *Client) ListReadings(ctx context.Context, orgId OrgId, projId ProjId, s
 //   - A sensor with a blueprint instance accepts only that instance's
 //     input IDs; any other ID is a 400 that names it, and nothing of the
 //     batch is stored. A sensor without one accepts any input ID.
+//   - A reading dated more than 24 hours after the server's clock (the
+//     service's `-max-future` setting; 0 turns the check off) is a 400
+//     naming the element: a device with a wrong clock is the commonest
+//     bad data in the field.
 //
 // Required role: `editor`.
 //
@@ -1398,6 +1410,10 @@ func (c *Client) PostReadingsWithBody(ctx context.Context, orgId OrgId, projId P
 //   - A sensor with a blueprint instance accepts only that instance's
 //     input IDs; any other ID is a 400 that names it, and nothing of the
 //     batch is stored. A sensor without one accepts any input ID.
+//   - A reading dated more than 24 hours after the server's clock (the
+//     service's `-max-future` setting; 0 turns the check off) is a 400
+//     naming the element: a device with a wrong clock is the commonest
+//     bad data in the field.
 //
 // Required role: `editor`.
 //
@@ -4344,6 +4360,10 @@ type ClientWithResponsesInterface interface {
 	// - A sensor with a blueprint instance accepts only that instance's
 	//   input IDs; any other ID is a 400 that names it, and nothing of the
 	//   batch is stored. A sensor without one accepts any input ID.
+	// - A reading dated more than 24 hours after the server's clock (the
+	//   service's `-max-future` setting; 0 turns the check off) is a 400
+	//   naming the element: a device with a wrong clock is the commonest
+	//   bad data in the field.
 	//
 	// Required role: `editor`.
 	//
@@ -4371,6 +4391,10 @@ type ClientWithResponsesInterface interface {
 	// - A sensor with a blueprint instance accepts only that instance's
 	//   input IDs; any other ID is a 400 that names it, and nothing of the
 	//   batch is stored. A sensor without one accepts any input ID.
+	// - A reading dated more than 24 hours after the server's clock (the
+	//   service's `-max-future` setting; 0 turns the check off) is a 400
+	//   naming the element: a device with a wrong clock is the commonest
+	//   bad data in the field.
 	//
 	// Required role: `editor`.
 	//
@@ -9290,6 +9314,10 @@ func (c *ClientWithResponses) ListReadingsWithResponse(ctx context.Context, orgI
 //   - A sensor with a blueprint instance accepts only that instance's
 //     input IDs; any other ID is a 400 that names it, and nothing of the
 //     batch is stored. A sensor without one accepts any input ID.
+//   - A reading dated more than 24 hours after the server's clock (the
+//     service's `-max-future` setting; 0 turns the check off) is a 400
+//     naming the element: a device with a wrong clock is the commonest
+//     bad data in the field.
 //
 // Required role: `editor`.
 //
@@ -9323,6 +9351,10 @@ func (c *ClientWithResponses) PostReadingsWithBodyWithResponse(ctx context.Conte
 //   - A sensor with a blueprint instance accepts only that instance's
 //     input IDs; any other ID is a 400 that names it, and nothing of the
 //     batch is stored. A sensor without one accepts any input ID.
+//   - A reading dated more than 24 hours after the server's clock (the
+//     service's `-max-future` setting; 0 turns the check off) is a 400
+//     naming the element: a device with a wrong clock is the commonest
+//     bad data in the field.
 //
 // Required role: `editor`.
 //

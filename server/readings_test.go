@@ -521,3 +521,39 @@ func deref[T any](p *T) T {
 	}
 	return *p
 }
+
+func TestReadingsFromTheFuture(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	c := e.client(tn.tokens[store.Editor])
+	now := time.Now().UTC().Truncate(time.Second)
+	soon := gen.ReadingInput{Datetime: now.Add(23 * time.Hour), Inputs: gen.Values{"1": 1}}
+	tooLate := gen.ReadingInput{Datetime: now.Add(25 * time.Hour), Inputs: gen.Values{"1": 2}}
+
+	res, err := c.PostReadingsWithResponse(t.Context(), tn.orgID, tn.projectID, tn.sensorID, gen.ReadingBatch{soon, tooLate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := wantError(t, res.StatusCode(), res.Body, http.StatusBadRequest, "invalid")
+	for _, want := range []string{"element 1", "more than 24h after the server's clock"} {
+		if !strings.Contains(got.Message, want) {
+			t.Errorf("message %q, want it to say %q", got.Message, want)
+		}
+	}
+	if got, want := fmt.Sprint((*got.Details)["index"]), "1"; got != want {
+		t.Errorf("details.index = %s, want %s", got, want)
+	}
+	if n := countReadings(t, e); n != 0 {
+		t.Errorf("%d readings stored from a refused batch, want 0", n)
+	}
+	post(t, c, tn, soon)
+
+	t.Run("NoLimit", func(t *testing.T) {
+		cfg := defaultConfig()
+		cfg.MaxFuture = 0
+		e := newEnvWith(t, cfg, nil)
+		tn := e.newTenant("Acme")
+		post(t, e.client(tn.tokens[store.Editor]), tn, gen.ReadingInput{Datetime: now.AddDate(10, 0, 0), Inputs: gen.Values{"1": 1}})
+	})
+}
