@@ -78,7 +78,7 @@ func TestDatabaseDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	res, err := e.client(tn.tokens[store.Editor]).PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID,
+	res, err := e.client(tn.tokens[store.Editor]).PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, nil,
 		[]gen.ReadingInput{reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1})})
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,12 @@ const defaultReadingsLimit = 1000
 // PostReadings stores a batch of readings, all or none. The body was
 // checked and decoded while it streamed in (decodeReadingBatch).
 func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestObject) (gen.PostReadingsResponseObject, error) {
+	if req.Body != nil {
+		return s.postFile(ctx, req)
+	}
+	if p := req.Params; p.Tz != nil || p.Dst != nil || p.DryRun != nil {
+		return nil, apperr.Errorf(apperr.Invalid, "tz, dst and dry_run apply to files (text/csv) only")
+	}
 	readings := batchOf(ctx)
 	if len(readings) == 0 {
 		return nil, apperr.Errorf(apperr.Invalid, "the body must be a non-empty JSON array of readings")
@@ -37,7 +43,11 @@ func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestOb
 		return nil, err
 	}
 	s.metrics.ingested.Add(float64(len(readings)))
-	return gen.PostReadings200JSONResponse("OK"), nil
+	var ok gen.PostReadings200JSONResponse
+	if err := ok.FromPostReadings200JSONResponseBody0(gen.OK); err != nil {
+		return nil, err
+	}
+	return ok, nil
 }
 
 // refuseFuture refuses readings dated more than MaxFuture after the
