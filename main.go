@@ -74,6 +74,7 @@ type config struct {
 	maxBatch        int
 	maxBodyBytes    int64
 	maxInputs       int
+	maxFuture       time.Duration
 	dbMaxConns      int
 	dbTimeout       time.Duration
 	rateLimit       float64
@@ -96,6 +97,7 @@ func (c *config) register(fs *flag.FlagSet, e *env) {
 	fs.IntVar(&c.maxBatch, "max-batch", e.int("MAX_BATCH", 10000), "most readings in one POST (MAX_BATCH)")
 	fs.IntVar(&c.maxInputs, "max-inputs", e.int("MAX_INPUTS", store.DefaultMaxSensorInputs), "most inputs in one reading, and most distinct input ids of a sensor without a blueprint (MAX_INPUTS)")
 	fs.Int64Var(&c.maxBodyBytes, "max-body", int64(e.int("MAX_BODY_BYTES", 16<<20)), "most bytes in one request body (MAX_BODY_BYTES)")
+	fs.DurationVar(&c.maxFuture, "max-future", e.duration("MAX_FUTURE", 24*time.Hour), "refuse readings dated more than this after the server's clock; 0 for no limit (MAX_FUTURE)")
 	fs.IntVar(&c.dbMaxConns, "db-max-conns", e.int("DB_MAX_CONNS", 0), "most database connections; 0 is max(4, CPUs) (DB_MAX_CONNS)")
 	fs.DurationVar(&c.dbTimeout, "db-timeout", e.duration("DB_TIMEOUT", 20*time.Second), "how long a request may wait for the database before a 503; 0 for no limit (DB_TIMEOUT)")
 	fs.Float64Var(&c.rateLimit, "rate-limit", e.float("RATE_LIMIT", 50), "requests a second per token; 0 for no limit (RATE_LIMIT)")
@@ -135,6 +137,9 @@ func (c *config) validate() error {
 	if c.maxBodyBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max body %d must be at least 1024 bytes", c.maxBodyBytes))
 	}
+	if c.maxFuture < 0 {
+		errs = append(errs, fmt.Errorf("max future %v cannot be negative", c.maxFuture))
+	}
 	if c.dbMaxConns < 0 || c.dbMaxConns > 1000 {
 		errs = append(errs, fmt.Errorf("db max conns %d must be from 0 to 1000", c.dbMaxConns))
 	}
@@ -173,6 +178,7 @@ func (c *config) logValue() slog.Value {
 		slog.Int("max_batch", c.maxBatch),
 		slog.Int64("max_body_bytes", c.maxBodyBytes),
 		slog.Int("max_inputs", c.maxInputs),
+		slog.Duration("max_future", c.maxFuture),
 		slog.Int("db_max_conns", c.dbMaxConns),
 		slog.Duration("db_timeout", c.dbTimeout),
 		slog.Float64("rate_limit", c.rateLimit),
@@ -263,6 +269,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		MaxBatch:           c.maxBatch,
 		MaxBodyBytes:       c.maxBodyBytes,
 		MaxInputs:          c.maxInputs,
+		MaxFuture:          c.maxFuture,
 		RateLimit:          c.rateLimit,
 		RateBurst:          c.rateBurst,
 		DBTimeout:          c.dbTimeout,

@@ -547,13 +547,41 @@ type ClientInterface interface {
 	//   would bring the 101st is a 400 naming the limit, and nothing of
 	//   it is stored. Deleting readings does not free their IDs. This
 	//   bounds the width of every page, CSV and aggregate of the sensor.
+	// - A reading dated more than 24 hours after the server's clock (the
+	//   service's `-max-future` setting; 0 turns the check off) is a 400
+	//   naming the element: a device with a wrong clock is the commonest
+	//   bad data in the field.
+	//
+	// **Files from dataloggers.** The body may instead be a file sent as
+	// `text/csv`: plain CSV, or Campbell Scientific TOA5 (recognised by
+	// its first cell, `TOA5`), parsed as it streams; the answer then
+	// counts the readings (`FileImport`). The rules above
+	// hold (one transaction; the later of two lines at one instant wins;
+	// an overlapping file overwrites), except that a file's readings are
+	// bounded by the body limit, not by `-max-batch`.
+	//
+	// - CSV: a header line `datetime,<column>,…`, then one reading a line.
+	//   TOA5: four header lines (environment, field names, units,
+	//   processing), then data lines starting `"TIMESTAMP","RECORD"`.
+	// - A column feeds the input whose key or decimal ID is its name;
+	//   `RECORD` and columns that name no input of the sensor are ignored
+	//   and listed in the answer; at least one column must name an input.
+	// - An empty cell, `NAN`, `NaN` or `nan` means the input is missing
+	//   from that reading; a line with every input missing is skipped.
+	// - A datetime with a zone (`Z`, `+01:00`) is taken as it is; one
+	//   without (`2024-03-31 02:30:00`, TOA5's form) is local time in
+	//   `tz`. A local time that falls in a daylight-saving gap is a
+	//   400; one that falls in the fold happens twice, and is a 400
+	//   unless `dst` picks the earlier or the later instant.
+	// - Errors name the line (counted from 1, header lines included) and
+	//   the column.
 	//
 	// Required role: `editor`.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id} (the `PostReadings` operationId).
-	PostReadingsWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PostReadingsWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *PostReadingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostReadings Post readings
 	//
@@ -583,13 +611,41 @@ type ClientInterface interface {
 	//   would bring the 101st is a 400 naming the limit, and nothing of
 	//   it is stored. Deleting readings does not free their IDs. This
 	//   bounds the width of every page, CSV and aggregate of the sensor.
+	// - A reading dated more than 24 hours after the server's clock (the
+	//   service's `-max-future` setting; 0 turns the check off) is a 400
+	//   naming the element: a device with a wrong clock is the commonest
+	//   bad data in the field.
+	//
+	// **Files from dataloggers.** The body may instead be a file sent as
+	// `text/csv`: plain CSV, or Campbell Scientific TOA5 (recognised by
+	// its first cell, `TOA5`), parsed as it streams; the answer then
+	// counts the readings (`FileImport`). The rules above
+	// hold (one transaction; the later of two lines at one instant wins;
+	// an overlapping file overwrites), except that a file's readings are
+	// bounded by the body limit, not by `-max-batch`.
+	//
+	// - CSV: a header line `datetime,<column>,…`, then one reading a line.
+	//   TOA5: four header lines (environment, field names, units,
+	//   processing), then data lines starting `"TIMESTAMP","RECORD"`.
+	// - A column feeds the input whose key or decimal ID is its name;
+	//   `RECORD` and columns that name no input of the sensor are ignored
+	//   and listed in the answer; at least one column must name an input.
+	// - An empty cell, `NAN`, `NaN` or `nan` means the input is missing
+	//   from that reading; a line with every input missing is skipped.
+	// - A datetime with a zone (`Z`, `+01:00`) is taken as it is; one
+	//   without (`2024-03-31 02:30:00`, TOA5's form) is local time in
+	//   `tz`. A local time that falls in a daylight-saving gap is a
+	//   400; one that falls in the fold happens twice, and is a 400
+	//   unless `dst` picks the earlier or the later instant.
+	// - Errors name the line (counted from 1, header lines included) and
+	//   the column.
 	//
 	// Required role: `editor`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id} (the `PostReadings` operationId).
-	PostReadings(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body PostReadingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PostReadings(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *PostReadingsParams, body PostReadingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AggregateReadings Aggregate readings into time buckets
 	//
@@ -1699,14 +1755,42 @@ func (c *Client) ListReadings(ctx context.Context, orgId OrgId, projId ProjId, s
 //     would bring the 101st is a 400 naming the limit, and nothing of
 //     it is stored. Deleting readings does not free their IDs. This
 //     bounds the width of every page, CSV and aggregate of the sensor.
+//   - A reading dated more than 24 hours after the server's clock (the
+//     service's `-max-future` setting; 0 turns the check off) is a 400
+//     naming the element: a device with a wrong clock is the commonest
+//     bad data in the field.
+//
+// **Files from dataloggers.** The body may instead be a file sent as
+// `text/csv`: plain CSV, or Campbell Scientific TOA5 (recognised by
+// its first cell, `TOA5`), parsed as it streams; the answer then
+// counts the readings (`FileImport`). The rules above
+// hold (one transaction; the later of two lines at one instant wins;
+// an overlapping file overwrites), except that a file's readings are
+// bounded by the body limit, not by `-max-batch`.
+//
+//   - CSV: a header line `datetime,<column>,…`, then one reading a line.
+//     TOA5: four header lines (environment, field names, units,
+//     processing), then data lines starting `"TIMESTAMP","RECORD"`.
+//   - A column feeds the input whose key or decimal ID is its name;
+//     `RECORD` and columns that name no input of the sensor are ignored
+//     and listed in the answer; at least one column must name an input.
+//   - An empty cell, `NAN`, `NaN` or `nan` means the input is missing
+//     from that reading; a line with every input missing is skipped.
+//   - A datetime with a zone (`Z`, `+01:00`) is taken as it is; one
+//     without (`2024-03-31 02:30:00`, TOA5's form) is local time in
+//     `tz`. A local time that falls in a daylight-saving gap is a
+//     400; one that falls in the fold happens twice, and is a 400
+//     unless `dst` picks the earlier or the later instant.
+//   - Errors name the line (counted from 1, header lines included) and
+//     the column.
 //
 // Required role: `editor`.
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id} (the `PostReadings` operationId).
-func (c *Client) PostReadingsWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostReadingsRequestWithBody(c.Server, orgId, projId, sensorId, contentType, body)
+func (c *Client) PostReadingsWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *PostReadingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostReadingsRequestWithBody(c.Server, orgId, projId, sensorId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1745,14 +1829,42 @@ func (c *Client) PostReadingsWithBody(ctx context.Context, orgId OrgId, projId P
 //     would bring the 101st is a 400 naming the limit, and nothing of
 //     it is stored. Deleting readings does not free their IDs. This
 //     bounds the width of every page, CSV and aggregate of the sensor.
+//   - A reading dated more than 24 hours after the server's clock (the
+//     service's `-max-future` setting; 0 turns the check off) is a 400
+//     naming the element: a device with a wrong clock is the commonest
+//     bad data in the field.
+//
+// **Files from dataloggers.** The body may instead be a file sent as
+// `text/csv`: plain CSV, or Campbell Scientific TOA5 (recognised by
+// its first cell, `TOA5`), parsed as it streams; the answer then
+// counts the readings (`FileImport`). The rules above
+// hold (one transaction; the later of two lines at one instant wins;
+// an overlapping file overwrites), except that a file's readings are
+// bounded by the body limit, not by `-max-batch`.
+//
+//   - CSV: a header line `datetime,<column>,…`, then one reading a line.
+//     TOA5: four header lines (environment, field names, units,
+//     processing), then data lines starting `"TIMESTAMP","RECORD"`.
+//   - A column feeds the input whose key or decimal ID is its name;
+//     `RECORD` and columns that name no input of the sensor are ignored
+//     and listed in the answer; at least one column must name an input.
+//   - An empty cell, `NAN`, `NaN` or `nan` means the input is missing
+//     from that reading; a line with every input missing is skipped.
+//   - A datetime with a zone (`Z`, `+01:00`) is taken as it is; one
+//     without (`2024-03-31 02:30:00`, TOA5's form) is local time in
+//     `tz`. A local time that falls in a daylight-saving gap is a
+//     400; one that falls in the fold happens twice, and is a 400
+//     unless `dst` picks the earlier or the later instant.
+//   - Errors name the line (counted from 1, header lines included) and
+//     the column.
 //
 // Required role: `editor`.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id} (the `PostReadings` operationId).
-func (c *Client) PostReadings(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body PostReadingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPostReadingsRequest(c.Server, orgId, projId, sensorId, body)
+func (c *Client) PostReadings(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *PostReadingsParams, body PostReadingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostReadingsRequest(c.Server, orgId, projId, sensorId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3720,18 +3832,18 @@ func NewListReadingsRequest(server string, orgId OrgId, projId ProjId, sensorId 
 }
 
 // NewPostReadingsRequest calls the generic PostReadings builder with application/json body
-func NewPostReadingsRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, body PostReadingsJSONRequestBody) (*http.Request, error) {
+func NewPostReadingsRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, params *PostReadingsParams, body PostReadingsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPostReadingsRequestWithBody(server, orgId, projId, sensorId, "application/json", bodyReader)
+	return NewPostReadingsRequestWithBody(server, orgId, projId, sensorId, params, "application/json", bodyReader)
 }
 
 // NewPostReadingsRequestWithBody constructs an http.Request for the PostReadings method, with any body, and a specified content type
-func NewPostReadingsRequestWithBody(server string, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader) (*http.Request, error) {
+func NewPostReadingsRequestWithBody(server string, orgId OrgId, projId ProjId, sensorId SensorId, params *PostReadingsParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3768,6 +3880,57 @@ func NewPostReadingsRequestWithBody(server string, orgId OrgId, projId ProjId, s
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Tz != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tz", *params.Tz, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Dst != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dst", *params.Dst, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DryRun != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dry_run", *params.DryRun, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
@@ -5277,13 +5440,41 @@ type ClientWithResponsesInterface interface {
 	//   would bring the 101st is a 400 naming the limit, and nothing of
 	//   it is stored. Deleting readings does not free their IDs. This
 	//   bounds the width of every page, CSV and aggregate of the sensor.
+	// - A reading dated more than 24 hours after the server's clock (the
+	//   service's `-max-future` setting; 0 turns the check off) is a 400
+	//   naming the element: a device with a wrong clock is the commonest
+	//   bad data in the field.
+	//
+	// **Files from dataloggers.** The body may instead be a file sent as
+	// `text/csv`: plain CSV, or Campbell Scientific TOA5 (recognised by
+	// its first cell, `TOA5`), parsed as it streams; the answer then
+	// counts the readings (`FileImport`). The rules above
+	// hold (one transaction; the later of two lines at one instant wins;
+	// an overlapping file overwrites), except that a file's readings are
+	// bounded by the body limit, not by `-max-batch`.
+	//
+	// - CSV: a header line `datetime,<column>,…`, then one reading a line.
+	//   TOA5: four header lines (environment, field names, units,
+	//   processing), then data lines starting `"TIMESTAMP","RECORD"`.
+	// - A column feeds the input whose key or decimal ID is its name;
+	//   `RECORD` and columns that name no input of the sensor are ignored
+	//   and listed in the answer; at least one column must name an input.
+	// - An empty cell, `NAN`, `NaN` or `nan` means the input is missing
+	//   from that reading; a line with every input missing is skipped.
+	// - A datetime with a zone (`Z`, `+01:00`) is taken as it is; one
+	//   without (`2024-03-31 02:30:00`, TOA5's form) is local time in
+	//   `tz`. A local time that falls in a daylight-saving gap is a
+	//   400; one that falls in the fold happens twice, and is a 400
+	//   unless `dst` picks the earlier or the later instant.
+	// - Errors name the line (counted from 1, header lines included) and
+	//   the column.
 	//
 	// Required role: `editor`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id} (the `PostReadings` operationId).
-	PostReadingsWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostReadingsResponse, error)
+	PostReadingsWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *PostReadingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostReadingsResponse, error)
 
 	// PostReadingsWithResponse Post readings
 	//
@@ -5313,13 +5504,41 @@ type ClientWithResponsesInterface interface {
 	//   would bring the 101st is a 400 naming the limit, and nothing of
 	//   it is stored. Deleting readings does not free their IDs. This
 	//   bounds the width of every page, CSV and aggregate of the sensor.
+	// - A reading dated more than 24 hours after the server's clock (the
+	//   service's `-max-future` setting; 0 turns the check off) is a 400
+	//   naming the element: a device with a wrong clock is the commonest
+	//   bad data in the field.
+	//
+	// **Files from dataloggers.** The body may instead be a file sent as
+	// `text/csv`: plain CSV, or Campbell Scientific TOA5 (recognised by
+	// its first cell, `TOA5`), parsed as it streams; the answer then
+	// counts the readings (`FileImport`). The rules above
+	// hold (one transaction; the later of two lines at one instant wins;
+	// an overlapping file overwrites), except that a file's readings are
+	// bounded by the body limit, not by `-max-batch`.
+	//
+	// - CSV: a header line `datetime,<column>,…`, then one reading a line.
+	//   TOA5: four header lines (environment, field names, units,
+	//   processing), then data lines starting `"TIMESTAMP","RECORD"`.
+	// - A column feeds the input whose key or decimal ID is its name;
+	//   `RECORD` and columns that name no input of the sensor are ignored
+	//   and listed in the answer; at least one column must name an input.
+	// - An empty cell, `NAN`, `NaN` or `nan` means the input is missing
+	//   from that reading; a line with every input missing is skipped.
+	// - A datetime with a zone (`Z`, `+01:00`) is taken as it is; one
+	//   without (`2024-03-31 02:30:00`, TOA5's form) is local time in
+	//   `tz`. A local time that falls in a daylight-saving gap is a
+	//   400; one that falls in the fold happens twice, and is a 400
+	//   unless `dst` picks the earlier or the later instant.
+	// - Errors name the line (counted from 1, header lines included) and
+	//   the column.
 	//
 	// Required role: `editor`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id} (the `PostReadings` operationId).
-	PostReadingsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body PostReadingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostReadingsResponse, error)
+	PostReadingsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *PostReadingsParams, body PostReadingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostReadingsResponse, error)
 
 	// AggregateReadingsWithResponse Aggregate readings into time buckets
 	//
@@ -8560,7 +8779,7 @@ type PostReadingsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *string
+	JSON200 *PostReadings200JSONResponseBody
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -8592,7 +8811,7 @@ type PostReadingsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r PostReadingsResponse) GetJSON200() *string {
+func (r PostReadingsResponse) GetJSON200() *PostReadings200JSONResponseBody {
 	return r.JSON200
 }
 
@@ -11059,14 +11278,42 @@ func (c *ClientWithResponses) ListReadingsWithResponse(ctx context.Context, orgI
 //     would bring the 101st is a 400 naming the limit, and nothing of
 //     it is stored. Deleting readings does not free their IDs. This
 //     bounds the width of every page, CSV and aggregate of the sensor.
+//   - A reading dated more than 24 hours after the server's clock (the
+//     service's `-max-future` setting; 0 turns the check off) is a 400
+//     naming the element: a device with a wrong clock is the commonest
+//     bad data in the field.
+//
+// **Files from dataloggers.** The body may instead be a file sent as
+// `text/csv`: plain CSV, or Campbell Scientific TOA5 (recognised by
+// its first cell, `TOA5`), parsed as it streams; the answer then
+// counts the readings (`FileImport`). The rules above
+// hold (one transaction; the later of two lines at one instant wins;
+// an overlapping file overwrites), except that a file's readings are
+// bounded by the body limit, not by `-max-batch`.
+//
+//   - CSV: a header line `datetime,<column>,…`, then one reading a line.
+//     TOA5: four header lines (environment, field names, units,
+//     processing), then data lines starting `"TIMESTAMP","RECORD"`.
+//   - A column feeds the input whose key or decimal ID is its name;
+//     `RECORD` and columns that name no input of the sensor are ignored
+//     and listed in the answer; at least one column must name an input.
+//   - An empty cell, `NAN`, `NaN` or `nan` means the input is missing
+//     from that reading; a line with every input missing is skipped.
+//   - A datetime with a zone (`Z`, `+01:00`) is taken as it is; one
+//     without (`2024-03-31 02:30:00`, TOA5's form) is local time in
+//     `tz`. A local time that falls in a daylight-saving gap is a
+//     400; one that falls in the fold happens twice, and is a 400
+//     unless `dst` picks the earlier or the later instant.
+//   - Errors name the line (counted from 1, header lines included) and
+//     the column.
 //
 // Required role: `editor`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id} (the `PostReadings` operationId).
-func (c *ClientWithResponses) PostReadingsWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostReadingsResponse, error) {
-	rsp, err := c.PostReadingsWithBody(ctx, orgId, projId, sensorId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) PostReadingsWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *PostReadingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostReadingsResponse, error) {
+	rsp, err := c.PostReadingsWithBody(ctx, orgId, projId, sensorId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -11101,14 +11348,42 @@ func (c *ClientWithResponses) PostReadingsWithBodyWithResponse(ctx context.Conte
 //     would bring the 101st is a 400 naming the limit, and nothing of
 //     it is stored. Deleting readings does not free their IDs. This
 //     bounds the width of every page, CSV and aggregate of the sensor.
+//   - A reading dated more than 24 hours after the server's clock (the
+//     service's `-max-future` setting; 0 turns the check off) is a 400
+//     naming the element: a device with a wrong clock is the commonest
+//     bad data in the field.
+//
+// **Files from dataloggers.** The body may instead be a file sent as
+// `text/csv`: plain CSV, or Campbell Scientific TOA5 (recognised by
+// its first cell, `TOA5`), parsed as it streams; the answer then
+// counts the readings (`FileImport`). The rules above
+// hold (one transaction; the later of two lines at one instant wins;
+// an overlapping file overwrites), except that a file's readings are
+// bounded by the body limit, not by `-max-batch`.
+//
+//   - CSV: a header line `datetime,<column>,…`, then one reading a line.
+//     TOA5: four header lines (environment, field names, units,
+//     processing), then data lines starting `"TIMESTAMP","RECORD"`.
+//   - A column feeds the input whose key or decimal ID is its name;
+//     `RECORD` and columns that name no input of the sensor are ignored
+//     and listed in the answer; at least one column must name an input.
+//   - An empty cell, `NAN`, `NaN` or `nan` means the input is missing
+//     from that reading; a line with every input missing is skipped.
+//   - A datetime with a zone (`Z`, `+01:00`) is taken as it is; one
+//     without (`2024-03-31 02:30:00`, TOA5's form) is local time in
+//     `tz`. A local time that falls in a daylight-saving gap is a
+//     400; one that falls in the fold happens twice, and is a 400
+//     unless `dst` picks the earlier or the later instant.
+//   - Errors name the line (counted from 1, header lines included) and
+//     the column.
 //
 // Required role: `editor`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id} (the `PostReadings` operationId).
-func (c *ClientWithResponses) PostReadingsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body PostReadingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostReadingsResponse, error) {
-	rsp, err := c.PostReadings(ctx, orgId, projId, sensorId, body, reqEditors...)
+func (c *ClientWithResponses) PostReadingsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *PostReadingsParams, body PostReadingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostReadingsResponse, error) {
+	rsp, err := c.PostReadings(ctx, orgId, projId, sensorId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -14386,7 +14661,7 @@ func ParsePostReadingsResponse(rsp *http.Response) (*PostReadingsResponse, error
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest string
+		var dest PostReadings200JSONResponseBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

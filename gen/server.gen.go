@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -185,6 +186,39 @@ func (e ListReadingsParamsOrder) Valid() bool {
 	case Asc:
 		return true
 	case Desc:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PostReadingsParamsDst.
+const (
+	Earlier PostReadingsParamsDst = "earlier"
+	Later   PostReadingsParamsDst = "later"
+)
+
+// Valid indicates whether the value is a known member of the PostReadingsParamsDst enum.
+func (e PostReadingsParamsDst) Valid() bool {
+	switch e {
+	case Earlier:
+		return true
+	case Later:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PostReadings200JSONResponseBody0.
+const (
+	OK PostReadings200JSONResponseBody0 = "OK"
+)
+
+// Valid indicates whether the value is a known member of the PostReadings200JSONResponseBody0 enum.
+func (e PostReadings200JSONResponseBody0) Valid() bool {
+	switch e {
+	case OK:
 		return true
 	default:
 		return false
@@ -394,14 +428,38 @@ type Error struct {
 	Code string `json:"code"`
 
 	// Details Structured context where it helps: `index` (and `input_id`) of a
-	// rejected reading, `parameter` or `field` of a request that breaks
-	// the schema, `output` or `constant` of a formula error.
+	// rejected reading, `line` (and `column`) of a rejected file,
+	// `parameter` or `field` of a request that breaks the schema,
+	// `output` or `constant` of a formula error.
 	Details *map[string]interface{} `json:"details,omitempty"`
 
 	// Message One sentence for humans.
 	//
 	// Example: sensor not found
 	Message string `json:"message"`
+}
+
+// FileImport What a file did, or with `dry_run` would do.
+//
+// Example: {"ignored_columns":["RECORD"],"new":2,"readings":2,"replaced":0,"skipped":0}
+type FileImport struct {
+	// IgnoredColumns Columns that feed no input, such as `RECORD`.
+	IgnoredColumns []string `json:"ignored_columns"`
+
+	// New Instants new to the sensor (0 with `dry_run`).
+	New int64 `json:"new"`
+
+	// Preview With `dry_run`, the first 10 readings as they would be stored.
+	Preview *[]Reading `json:"preview,omitempty"`
+
+	// Readings The file's readings (lines with at least one input).
+	Readings int64 `json:"readings"`
+
+	// Replaced Instants whose stored reading was replaced (0 with `dry_run`).
+	Replaced int64 `json:"replaced"`
+
+	// Skipped Lines skipped because every input was missing.
+	Skipped int64 `json:"skipped"`
 }
 
 // FormulasUpdate defines model for FormulasUpdate.
@@ -1166,6 +1224,34 @@ type ListReadingsParams struct {
 // ListReadingsParamsOrder defines parameters for ListReadings.
 type ListReadingsParamsOrder string
 
+// PostReadingsParams defines parameters for PostReadings.
+type PostReadingsParams struct {
+	// Tz Files only: the IANA time zone (`Europe/Zurich`, `UTC`,
+	// `Etc/GMT-1` for a logger on UTC+1 all year) of datetimes
+	// written without a zone. Default `UTC`.
+	Tz *string `form:"tz,omitempty" json:"tz,omitempty"`
+
+	// Dst Files only: which instant a local time in the autumn fold
+	// (written twice, once in summer time and once in standard time)
+	// stands for. Without it such a time is a 400 naming the line.
+	Dst *PostReadingsParamsDst `form:"dst,omitempty" json:"dst,omitempty"`
+
+	// DryRun Files only: parse and check the file, store nothing, and answer
+	// the first readings as they would be stored (`preview`).
+	DryRun *bool `form:"dry_run,omitempty" json:"dry_run,omitempty"`
+}
+
+// PostReadingsParamsDst defines parameters for PostReadings.
+type PostReadingsParamsDst string
+
+// PostReadings200JSONResponseBody0 defines parameters for PostReadings.
+type PostReadings200JSONResponseBody0 string
+
+// PostReadings200JSONResponseBody defines parameters for PostReadings.
+type PostReadings200JSONResponseBody struct {
+	union json.RawMessage
+}
+
 // AggregateReadingsParams defines parameters for AggregateReadings.
 type AggregateReadingsParams struct {
 	// Interval The bucket width: a whole number and m (minutes), h (hours) or d (days), from 1m to 31d.
@@ -1296,6 +1382,68 @@ type UpdateFormulasJSONRequestBody = FormulasUpdate
 // CreateProjectJSONRequestBody defines body for CreateProject for application/json ContentType.
 type CreateProjectJSONRequestBody = ProjectCreate
 
+// AsPostReadings200JSONResponseBody0 returns the union data inside the PostReadings200JSONResponseBody as a PostReadings200JSONResponseBody0
+func (t PostReadings200JSONResponseBody) AsPostReadings200JSONResponseBody0() (PostReadings200JSONResponseBody0, error) {
+	var body PostReadings200JSONResponseBody0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPostReadings200JSONResponseBody0 overwrites any union data inside the PostReadings200JSONResponseBody as the provided PostReadings200JSONResponseBody0
+func (t *PostReadings200JSONResponseBody) FromPostReadings200JSONResponseBody0(v PostReadings200JSONResponseBody0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePostReadings200JSONResponseBody0 performs a merge with any union data inside the PostReadings200JSONResponseBody, using the provided PostReadings200JSONResponseBody0
+func (t *PostReadings200JSONResponseBody) MergePostReadings200JSONResponseBody0(v PostReadings200JSONResponseBody0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsFileImport returns the union data inside the PostReadings200JSONResponseBody as a FileImport
+func (t PostReadings200JSONResponseBody) AsFileImport() (FileImport, error) {
+	var body FileImport
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFileImport overwrites any union data inside the PostReadings200JSONResponseBody as the provided FileImport
+func (t *PostReadings200JSONResponseBody) FromFileImport(v FileImport) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFileImport performs a merge with any union data inside the PostReadings200JSONResponseBody, using the provided FileImport
+func (t *PostReadings200JSONResponseBody) MergeFileImport(v FileImport) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PostReadings200JSONResponseBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *PostReadings200JSONResponseBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// AcceptInvitation Accept an invitation
@@ -1378,7 +1526,7 @@ type ServerInterface interface {
 	ListReadings(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, params ListReadingsParams) error
 	// PostReadings Post readings
 	// (POST /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id})
-	PostReadings(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	PostReadings(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, params PostReadingsParams) error
 	// AggregateReadings Aggregate readings into time buckets
 	// (GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/aggregates)
 	AggregateReadings(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, params AggregateReadingsParams) error
@@ -2147,8 +2295,31 @@ func (w *ServerInterfaceWrapper) PostReadings(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PostReadingsParams
+	// ------------- Optional query parameter "tz" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "tz", ctx.QueryParams(), &params.Tz, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tz: %s", err))
+	}
+
+	// ------------- Optional query parameter "dst" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "dst", ctx.QueryParams(), &params.Dst, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dst: %s", err))
+	}
+
+	// ------------- Optional query parameter "dry_run" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "dry_run", ctx.QueryParams(), &params.DryRun, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dry_run: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.PostReadings(ctx, orgId, projId, sensorId)
+	err = w.Handler.PostReadings(ctx, orgId, projId, sensorId, params)
 	return err
 }
 
@@ -6375,7 +6546,9 @@ type PostReadingsRequestObject struct {
 	OrgId    OrgId    `json:"org_id"`
 	ProjId   ProjId   `json:"proj_id"`
 	SensorId SensorId `json:"sensor_id"`
-	Body     *PostReadingsJSONRequestBody
+	Params   PostReadingsParams
+	JSONBody *PostReadingsJSONRequestBody
+	Body     io.Reader
 }
 
 type PostReadingsResponseObject interface {
@@ -6387,14 +6560,14 @@ type PostReadings200ResponseHeaders struct {
 }
 
 type PostReadings200JSONResponse struct {
-	Body    string
+	Body    PostReadings200JSONResponseBody
 	Headers PostReadings200ResponseHeaders
 }
 
 func (response PostReadings200JSONResponse) VisitPostReadingsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body.union); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -9715,35 +9888,41 @@ func (sh *strictHandler) ListReadings(ctx echo.Context, orgId OrgId, projId Proj
 }
 
 // PostReadings operation middleware
-func (sh *strictHandler) PostReadings(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
+func (sh *strictHandler) PostReadings(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, params PostReadingsParams) error {
 	var request PostReadingsRequestObject
 
 	request.OrgId = orgId
 	request.ProjId = projId
 	request.SensorId = sensorId
-
-	var body PostReadingsJSONRequestBody
-	var err error
-	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
-		// A request validator built on kin-openapi's openapi3filter with
-		// KeepValidatedValue leaves the value it validated on the body. Bind
-		// that value, matching member names exactly, so the handler receives
-		// what was validated instead of a second, case-insensitive decode.
-		// Otherwise bind only the request body, so that path and query
-		// parameters are not also bound into the body struct.
-		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
-			err = binder.BindBody(ctx, &body)
+	request.Params = params
+	if strings.HasPrefix(ctx.Request().Header.Get("Content-Type"), "application/json") {
+		var body PostReadingsJSONRequestBody
+		var err error
+		if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+			// A request validator built on kin-openapi's openapi3filter with
+			// KeepValidatedValue leaves the value it validated on the body. Bind
+			// that value, matching member names exactly, so the handler receives
+			// what was validated instead of a second, case-insensitive decode.
+			// Otherwise bind only the request body, so that path and query
+			// parameters are not also bound into the body struct.
+			if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+				err = binder.BindBody(ctx, &body)
+			}
+		} else {
+			// A custom binder is installed on the Echo instance; defer to it
+			// entirely, since echo.Binder does not expose body-only binding and
+			// the binder may do more than decode (for example call ctx.Validate).
+			err = ctx.Bind(&body)
 		}
-	} else {
-		// A custom binder is installed on the Echo instance; defer to it
-		// entirely, since echo.Binder does not expose body-only binding and
-		// the binder may do more than decode (for example call ctx.Validate).
-		err = ctx.Bind(&body)
+		if err != nil {
+			return err
+		}
+		request.JSONBody = &body
+
 	}
-	if err != nil {
-		return err
+	if strings.HasPrefix(ctx.Request().Header.Get("Content-Type"), "text/csv") {
+		request.Body = ctx.Request().Body
 	}
-	request.Body = &body
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.PostReadings(ctx.Request().Context(), request.(PostReadingsRequestObject))

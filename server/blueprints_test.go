@@ -225,7 +225,7 @@ func TestPiezometer(t *testing.T) {
 	})
 
 	t.Run("UnknownInputIsRefusedAtomically", func(t *testing.T) {
-		res, err := editor.PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, a.Id, []gen.ReadingInput{
+		res, err := editor.PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, a.Id, nil, []gen.ReadingInput{
 			reading(t, "2024-08-01T00:00:00Z", gen.Values{ia["freq"]: 2600}),
 			reading(t, "2024-08-02T00:00:00Z", gen.Values{ia["freq"]: 2600, ib["freq"]: 1}), // sensor B's id
 		})

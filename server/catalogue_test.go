@@ -55,6 +55,14 @@ var badRequests = []struct {
 	{"February30", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-02-30T00:00:00Z","inputs":{"1":1}}]`, 400},
 	{"UnixSeconds", "POST", "/readings/{sensor}", "json", `[{"datetime":1714564800,"inputs":{"1":1}}]`, 400},
 	{"DatetimeSQL", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01'); DROP TABLE readings; --","inputs":{"1":1}}]`, 400},
+	// Readings: files.
+	{"FileNoHeader", "POST", "/readings/{sensor}", "text/csv", "2024-05-01T12:00:00Z,1\n", 400},
+	{"FileBinary", "POST", "/readings/{sensor}", "text/csv", "\x00\x01\x02\xff", 400},
+	{"FileBadLine", "POST", "/readings/{sensor}", "text/csv", "datetime,1\n2024-05-01T12:00:00Z,1\n2024-05-01T12:10:00Z,x\n", 400},
+	{"FileTOA5Cut", "POST", "/readings/{sensor}", "text/csv", "\"TOA5\",\"a\"\n\"TIMESTAMP\",\"1\"\n", 400},
+	{"FileUnknownZone", "POST", "/readings/{sensor}?tz=Local", "text/csv", "datetime,1\n2024-05-01 12:00:00,1\n", 400},
+	{"FileBadDst", "POST", "/readings/{sensor}?dst=both", "text/csv", "datetime,1\n2024-05-01 12:00:00,1\n", 400},
+	{"FileXML", "POST", "/readings/{sensor}", "application/xml", "<readings/>", 415},
 	// Readings: query parameters.
 	{"QueryBadDatetime", "GET", "/readings/{sensor}?datetime__gte=2024-05-01", "", "", 400},
 	{"QueryNoZone", "GET", "/readings/{sensor}?datetime__lt=2024-05-01T00:00:00", "", "", 400},

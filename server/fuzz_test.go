@@ -20,7 +20,7 @@ func FuzzQueryParameters(f *testing.F) {
 	e := newEnv(f)
 	tn := e.newTenant("Acme")
 	c := e.client(tn.tokens[store.Editor])
-	res, err := c.PostReadingsWithResponse(f.Context(), tn.orgID, tn.projectID, tn.sensorID, []gen.ReadingInput{
+	res, err := c.PostReadingsWithResponse(f.Context(), tn.orgID, tn.projectID, tn.sensorID, nil, []gen.ReadingInput{
 		{Datetime: mustParse("2024-05-01T12:00:00Z"), Inputs: gen.Values{"1": 1}},
 		{Datetime: mustParse("2024-05-01T13:00:00Z"), Inputs: gen.Values{"1": 2, "2": 3}},
 	})

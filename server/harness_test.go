@@ -51,7 +51,7 @@ type env struct {
 
 // defaultConfig is the service's configuration in tests: its real defaults.
 func defaultConfig() server.Config {
-	return server.Config{MaxBatch: 10000, MaxBodyBytes: 16 << 20}
+	return server.Config{MaxBatch: 10000, MaxBodyBytes: 16 << 20, MaxFuture: 24 * time.Hour}
 }
 
 func newEnv(t testing.TB) *env {

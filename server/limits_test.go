@@ -82,7 +82,7 @@ func TestDatabaseDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	res, err := e.client(tn.tokens[store.Editor]).PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID,
+	res, err := e.client(tn.tokens[store.Editor]).PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, nil,
 		[]gen.ReadingInput{reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1})})
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +233,7 @@ func wideReading(i int, first, n int64) gen.ReadingInput {
 // postStatus posts a batch and returns the status and body.
 func postStatus(t *testing.T, c *gen.ClientWithResponses, tn tenant, sensorID int64, batch ...gen.ReadingInput) (int, []byte) {
 	t.Helper()
-	res, err := c.PostReadingsWithResponse(t.Context(), tn.orgID, tn.projectID, sensorID, batch)
+	res, err := c.PostReadingsWithResponse(t.Context(), tn.orgID, tn.projectID, sensorID, nil, batch)
 	if err != nil {
 		t.Fatal(err)
 	}

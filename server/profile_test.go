@@ -30,11 +30,11 @@ func TestScopedTokens(t *testing.T) {
 	device := e.client(created.JSON201.Token)
 	reading := []gen.ReadingInput{{Datetime: time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC), Inputs: map[string]float64{"1": 1}}}
 
-	res, err := device.PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, reading)
+	res, err := device.PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, nil, reading)
 	if err != nil || res.StatusCode() != 200 {
 		t.Fatalf("post to the sensor in scope: %v %d %s, want 200", err, res.StatusCode(), res.Body)
 	}
-	res, err = device.PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID, reading)
+	res, err = device.PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID, nil, reading)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestScopedTokens(t *testing.T) {
 	if err := e.db.SetMembership(ctx, tn.orgID, tn.userIDs[store.Editor], store.Viewer); err != nil {
 		t.Fatal(err)
 	}
-	res, err = device.PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, reading)
+	res, err = device.PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, nil, reading)
 	if err != nil {
 		t.Fatal(err)
 	}

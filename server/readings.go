@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,15 +24,63 @@ const defaultReadingsLimit = 1000
 // PostReadings stores a batch of readings, all or none. The body was
 // checked and decoded while it streamed in (decodeReadingBatch).
 func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestObject) (gen.PostReadingsResponseObject, error) {
+	if req.Body != nil {
+		return s.postFile(ctx, req)
+	}
+	if p := req.Params; p.Tz != nil || p.Dst != nil || p.DryRun != nil {
+		return nil, apperr.Errorf(apperr.Invalid, "tz, dst and dry_run apply to files (text/csv) only")
+	}
 	readings := batchOf(ctx)
 	if len(readings) == 0 {
 		return nil, apperr.Errorf(apperr.Invalid, "the body must be a non-empty JSON array of readings")
+	}
+	if err := s.refuseFuture(readings, func(i int) (string, map[string]any) {
+		return fmt.Sprintf("element %d", i), map[string]any{"index": i}
+	}); err != nil {
+		return nil, err
 	}
 	if _, err := s.store.InsertReadings(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), readings); err != nil {
 		return nil, err
 	}
 	s.metrics.ingested.Add(float64(len(readings)))
-	return gen.PostReadings200JSONResponse{Body: "OK", Headers: gen.PostReadings200ResponseHeaders{XReadingsLSN: s.writePosition(ctx)}}, nil
+	ok := gen.PostReadings200JSONResponse{Headers: gen.PostReadings200ResponseHeaders{XReadingsLSN: s.writePosition(ctx)}}
+	if err := ok.Body.FromPostReadings200JSONResponseBody0(gen.OK); err != nil {
+		return nil, err
+	}
+	return ok, nil
+}
+
+// refuseFuture refuses readings dated more than MaxFuture after the
+// server's clock: a logger whose clock is wrong is the commonest bad data in
+// the field, and a reading from next year would stand as the sensor's latest
+// until then. where names the i-th reading and gives the error's details.
+func (s *Server) refuseFuture(readings []store.Reading, where func(i int) (string, map[string]any)) error {
+	if s.cfg.MaxFuture == 0 {
+		return nil
+	}
+	now := time.Now()
+	limit := now.Add(s.cfg.MaxFuture)
+	for i := range readings {
+		if readings[i].Time.After(limit) {
+			name, details := where(i)
+			return &apperr.Error{Code: apperr.Invalid, Details: details, Message: fmt.Sprintf(
+				"%s: datetime %s is more than %s after the server's clock (%s); check the clock of the device that sent it",
+				name, formatExact(readings[i].Time), shortDuration(s.cfg.MaxFuture), now.UTC().Format(time.RFC3339))}
+		}
+	}
+	return nil
+}
+
+// shortDuration writes 24h rather than 24h0m0s.
+func shortDuration(d time.Duration) string {
+	text := d.String()
+	if strings.HasSuffix(text, "m0s") {
+		text = strings.TrimSuffix(text, "0s")
+	}
+	if strings.HasSuffix(text, "h0m") {
+		text = strings.TrimSuffix(text, "0m")
+	}
+	return text
 }
 
 // ListReadings returns a page of a sensor's readings. The page is encoded

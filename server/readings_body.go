@@ -69,19 +69,23 @@ func decodeReadingBatch(r io.Reader, max, maxInputs int) ([]store.Reading, error
 	return b.finish(), nil
 }
 
-// batchDecoder keeps every reading's inputs in two shared arrays; a reading
-// holds its span of them until finish slices them out, since the arrays
-// move as they grow.
 type batchDecoder struct {
 	dec       *jsontext.Decoder
 	maxInputs int
-	readings  []store.Reading
-	spans     []int // where each reading's inputs start in ids and values
-	ids       []int64
-	values    []float64
+	readingColumns
 }
 
-func (b *batchDecoder) finish() []store.Reading {
+// readingColumns keeps every reading's inputs in two shared arrays, rather
+// than two small slices per reading; a reading holds its span of them until
+// finish slices them out, since the arrays move as they grow.
+type readingColumns struct {
+	readings []store.Reading
+	spans    []int // where each reading's inputs start in ids and values
+	ids      []int64
+	values   []float64
+}
+
+func (b *readingColumns) finish() []store.Reading {
 	for i := range b.readings {
 		start, end := b.spans[i], len(b.ids)
 		if i+1 < len(b.spans) {

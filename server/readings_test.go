@@ -31,7 +31,7 @@ func reading(t *testing.T, datetime string, inputs gen.Values) gen.ReadingInput 
 // post stores readings and fails the test unless they are accepted.
 func post(t *testing.T, c *gen.ClientWithResponses, tn tenant, batch ...gen.ReadingInput) {
 	t.Helper()
-	res, err := c.PostReadingsWithResponse(context.Background(), tn.orgID, tn.projectID, tn.sensorID, batch)
+	res, err := c.PostReadingsWithResponse(context.Background(), tn.orgID, tn.projectID, tn.sensorID, nil, batch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +401,7 @@ func TestReadingsAcrossTenants(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantError(t, get.StatusCode(), get.Body, 404, "not_found")
-			postRes, err := c.PostReadingsWithResponse(context.Background(), tc.org, tc.project, tc.sensor,
+			postRes, err := c.PostReadingsWithResponse(context.Background(), tc.org, tc.project, tc.sensor, nil,
 				[]gen.ReadingInput{reading(t, "2024-05-01T13:00:00Z", gen.Values{"1": 2})})
 			if err != nil {
 				t.Fatal(err)
@@ -426,7 +426,7 @@ func TestReadingsArchivedProject(t *testing.T) {
 	if err != nil || archive.StatusCode() != 200 || archive.JSON200.State != gen.Archived {
 		t.Fatalf("archive: %v %s", err, archive.Body)
 	}
-	res, err := admin.PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, []gen.ReadingInput{reading(t, "2024-05-01T13:00:00Z", gen.Values{"1": 2})})
+	res, err := admin.PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, nil, []gen.ReadingInput{reading(t, "2024-05-01T13:00:00Z", gen.Values{"1": 2})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,4 +520,33 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+func TestReadingsFromTheFuture(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	c := e.client(tn.tokens[store.Editor])
+	now := time.Now().UTC().Truncate(time.Second)
+	soon := gen.ReadingInput{Datetime: now.Add(23 * time.Hour), Inputs: gen.Values{"1": 1}}
+	tooLate := gen.ReadingInput{Datetime: now.Add(25 * time.Hour), Inputs: gen.Values{"1": 2}}
+
+	res, err := c.PostReadingsWithResponse(t.Context(), tn.orgID, tn.projectID, tn.sensorID, nil, gen.ReadingBatch{soon, tooLate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := wantError(t, res.StatusCode(), res.Body, http.StatusBadRequest, "invalid")
+	wantRefusal(t, got, "index", "1", "element 1", "more than 24h after the server's clock")
+	if n := countReadings(t, e); n != 0 {
+		t.Errorf("%d readings stored from a refused batch, want 0", n)
+	}
+	post(t, c, tn, soon)
+
+	t.Run("NoLimit", func(t *testing.T) {
+		cfg := defaultConfig()
+		cfg.MaxFuture = 0
+		e := newEnvWith(t, cfg, nil)
+		tn := e.newTenant("Acme")
+		post(t, e.client(tn.tokens[store.Editor]), tn, gen.ReadingInput{Datetime: now.AddDate(10, 0, 0), Inputs: gen.Values{"1": 1}})
+	})
 }

@@ -74,6 +74,7 @@ type Config struct {
 	MaxBatch     int           // readings in one POST
 	MaxInputs    int           // inputs in one reading; 0: store.DefaultMaxSensorInputs
 	MaxBodyBytes int64         // bytes in one request body
+	MaxFuture    time.Duration // how far after the server's clock a reading may be dated; 0: no limit
 	RateLimit    float64       // requests a second per token; 0: no limit
 	RateBurst    int           // requests a token may make at once
 	DBTimeout    time.Duration // how long a request may wait for the database; 0: no limit

@@ -57,7 +57,7 @@ func TestStandbyReads(t *testing.T) {
 	c := e.client(tn.tokens[store.Editor])
 	ctx := t.Context()
 
-	res, err := c.PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID,
+	res, err := c.PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, nil,
 		[]gen.ReadingInput{reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1})})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestNoStandbyNoLSN(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	tn := e.newTenant("primary only")
-	res, err := e.client(tn.tokens[store.Editor]).PostReadingsWithResponse(t.Context(), tn.orgID, tn.projectID, tn.sensorID,
+	res, err := e.client(tn.tokens[store.Editor]).PostReadingsWithResponse(t.Context(), tn.orgID, tn.projectID, tn.sensorID, nil,
 		[]gen.ReadingInput{reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1})})
 	if err != nil {
 		t.Fatal(err)

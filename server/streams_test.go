@@ -106,7 +106,7 @@ FROM generate_series(0, 199999) AS i`, slow.sensorID); err != nil {
 		}
 	}
 	for i := range 10 {
-		posted, err := editor.PostReadingsWithResponse(t.Context(), other.orgID, other.projectID, other.sensorID,
+		posted, err := editor.PostReadingsWithResponse(t.Context(), other.orgID, other.projectID, other.sensorID, nil,
 			gen.PostReadingsJSONRequestBody{reading(t, fmt.Sprintf("2024-05-01T12:00:%02dZ", i), gen.Values{"1": float64(i)})})
 		succeeds("POST of readings", posted, err)
 		listed, err := viewer.ListReadingsWithResponse(t.Context(), other.orgID, other.projectID, other.sensorID, nil)

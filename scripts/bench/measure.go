@@ -98,6 +98,7 @@ func measure(ctx context.Context, e *env) (*report, error) {
 		{name: "grow the table for latest values", run: e.growForLatest, prepare: true},
 		{name: "latest values", run: e.latestValues},
 		{name: "latest values over 100 chunks", run: e.latestOverChunks},
+		{name: "file import", run: e.serviceImport},
 	}
 	// The peers last, so that none runs while the service is measured;
 	// they need nothing of PostgreSQL.

@@ -532,6 +532,40 @@ test('invites a member, who accepts the link and is signed in', async () => {
   await page.getByRole('table', { name: 'Members' }).getByText('invitee@example.com').waitFor();
 });
 
+test('uploads a logger’s TOA5 file after a preview of what it will store', async () => {
+  await page.goto(base + state.sensorPath);
+  const form = page.getByRole('form', { name: 'Upload a file' });
+  const toa5 = [
+    '"TOA5","Dam1","CR1000X","1234","CR1000X.Std.05","CPU:dam.CR1X","5678","Table10"',
+    '"TIMESTAMP","RECORD","freq","temp"',
+    '"TS","RN","Hz","degC"',
+    '"","","Smp","Avg"',
+    '"2024-10-27 01:30:00",0,2803.5,11.2',
+    '"2024-10-27 02:30:00",1,2803.25,NAN',
+    '"2024-10-27 03:30:00",2,NAN,NAN',
+  ].join('\n');
+  await form.getByLabel('File').setInputFiles({ name: 'dam.dat', mimeType: 'text/csv', buffer: Buffer.from(toa5) });
+  await form.getByLabel('Time zone of the logger').fill('Europe/Zurich');
+  await form.getByRole('button', { name: 'Preview' }).click();
+  // 02:30 happens twice that night: the service's message names the line.
+  await form.getByRole('alert').filter({ hasText: 'line 6' }).waitFor();
+  await form.getByLabel('Times in the autumn fold').selectOption('earlier');
+  await form.getByRole('button', { name: 'Preview' }).click();
+  const preview = form.getByRole('table', { name: 'Preview' });
+  await preview.waitFor();
+  assert.deepEqual(await preview.getByRole('columnheader').allTextContents(), ['Datetime', 'freq', 'temp']);
+  assert.equal(await preview.getByRole('row').count(), 3); // the header and two readings; the NAN line is skipped
+  assert.match(await form.textContent(), /2 readings · 1 line skipped.*ignored columns: RECORD/);
+  await shot('sensor-upload');
+  await form.getByRole('button', { name: 'Store 2 readings' }).click();
+  await form.getByText('Stored: 2 new, 0 replaced.').waitFor();
+  const stored = await api('GET', `/api/v1/org/${orgId}/proj/${state.projectId}/readings/${state.sensorId}?datetime__lt=2024-10-28T00:00:00Z`);
+  assert.deepEqual(stored.body.map((r) => r.datetime), ['2024-10-26T23:30:00.000Z', '2024-10-27T00:30:00.000Z']);
+  // Nothing else of the sensor's readings is disturbed: delete the two again.
+  const deleted = await api('DELETE', `/api/v1/org/${orgId}/proj/${state.projectId}/readings/${state.sensorId}?datetime__gte=2024-10-26T00:00:00Z&datetime__lt=2024-10-28T00:00:00Z`);
+  assert.equal(deleted.status, 200);
+});
+
 test('fits a narrow screen', async () => {
   await page.setViewportSize({ width: 390, height: 844 });
   for (const [path, name] of [

@@ -855,6 +855,34 @@ export interface paths {
          *       would bring the 101st is a 400 naming the limit, and nothing of
          *       it is stored. Deleting readings does not free their IDs. This
          *       bounds the width of every page, CSV and aggregate of the sensor.
+         *     - A reading dated more than 24 hours after the server's clock (the
+         *       service's `-max-future` setting; 0 turns the check off) is a 400
+         *       naming the element: a device with a wrong clock is the commonest
+         *       bad data in the field.
+         *
+         *     **Files from dataloggers.** The body may instead be a file sent as
+         *     `text/csv`: plain CSV, or Campbell Scientific TOA5 (recognised by
+         *     its first cell, `TOA5`), parsed as it streams; the answer then
+         *     counts the readings (`FileImport`). The rules above
+         *     hold (one transaction; the later of two lines at one instant wins;
+         *     an overlapping file overwrites), except that a file's readings are
+         *     bounded by the body limit, not by `-max-batch`.
+         *
+         *     - CSV: a header line `datetime,<column>,…`, then one reading a line.
+         *       TOA5: four header lines (environment, field names, units,
+         *       processing), then data lines starting `"TIMESTAMP","RECORD"`.
+         *     - A column feeds the input whose key or decimal ID is its name;
+         *       `RECORD` and columns that name no input of the sensor are ignored
+         *       and listed in the answer; at least one column must name an input.
+         *     - An empty cell, `NAN`, `NaN` or `nan` means the input is missing
+         *       from that reading; a line with every input missing is skipped.
+         *     - A datetime with a zone (`Z`, `+01:00`) is taken as it is; one
+         *       without (`2024-03-31 02:30:00`, TOA5's form) is local time in
+         *       `tz`. A local time that falls in a daylight-saving gap is a
+         *       400; one that falls in the fold happens twice, and is a 400
+         *       unless `dst` picks the earlier or the later instant.
+         *     - Errors name the line (counted from 1, header lines included) and
+         *       the column.
          *
          *     Required role: `editor`.
          */
@@ -1051,8 +1079,9 @@ export interface components {
             message: string;
             /**
              * @description Structured context where it helps: `index` (and `input_id`) of a
-             *     rejected reading, `parameter` or `field` of a request that breaks
-             *     the schema, `output` or `constant` of a formula error.
+             *     rejected reading, `line` (and `column`) of a rejected file,
+             *     `parameter` or `field` of a request that breaks the schema,
+             *     `output` or `constant` of a formula error.
              */
             details?: {
                 [key: string]: unknown;
@@ -1515,6 +1544,44 @@ export interface components {
                 [key: string]: number;
             };
         };
+        /**
+         * @description What a file did, or with `dry_run` would do.
+         * @example {
+         *       "readings": 2,
+         *       "new": 2,
+         *       "replaced": 0,
+         *       "skipped": 0,
+         *       "ignored_columns": [
+         *         "RECORD"
+         *       ]
+         *     }
+         */
+        FileImport: {
+            /**
+             * Format: int64
+             * @description The file's readings (lines with at least one input).
+             */
+            readings: number;
+            /**
+             * Format: int64
+             * @description Instants new to the sensor (0 with `dry_run`).
+             */
+            new: number;
+            /**
+             * Format: int64
+             * @description Instants whose stored reading was replaced (0 with `dry_run`).
+             */
+            replaced: number;
+            /**
+             * Format: int64
+             * @description Lines skipped because every input was missing.
+             */
+            skipped: number;
+            /** @description Columns that feed no input, such as `RECORD`. */
+            ignored_columns: string[];
+            /** @description With `dry_run`, the first 10 readings as they would be stored. */
+            preview?: components["schemas"]["Reading"][];
+        };
         ReadingBatch: components["schemas"]["ReadingInput"][];
     };
     responses: {
@@ -1609,7 +1676,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The body is not `application/json`. */
+        /** @description The body is not of a media type the operation takes (`application/json`; for readings, also a file's). */
         UnsupportedMediaType: {
             headers: {
                 [name: string]: unknown;
@@ -4115,7 +4182,26 @@ export interface operations {
     };
     postReadings: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description Files only: the IANA time zone (`Europe/Zurich`, `UTC`,
+                 *     `Etc/GMT-1` for a logger on UTC+1 all year) of datetimes
+                 *     written without a zone. Default `UTC`.
+                 * @example Europe/Zurich
+                 */
+                tz?: string;
+                /**
+                 * @description Files only: which instant a local time in the autumn fold
+                 *     (written twice, once in summer time and once in standard time)
+                 *     stands for. Without it such a time is a 400 naming the line.
+                 */
+                dst?: "earlier" | "later";
+                /**
+                 * @description Files only: parse and check the file, store nothing, and answer
+                 *     the first readings as they would be stored (`preview`).
+                 */
+                dry_run?: boolean;
+            };
             header?: never;
             path: {
                 /**
@@ -4157,10 +4243,14 @@ export interface operations {
                  *     ]
                  */
                 "application/json": components["schemas"]["ReadingBatch"];
+                "text/csv": string;
             };
         };
         responses: {
-            /** @description Every reading of the batch is stored. */
+            /**
+             * @description Every reading is stored (or, with `dry_run`, would be): `OK` for
+             *     a JSON batch, the counts for a file.
+             */
             200: {
                 headers: {
                     "X-Readings-LSN": components["headers"]["ReadingsLSN"];
@@ -4168,7 +4258,7 @@ export interface operations {
                 };
                 content: {
                     /** @example OK */
-                    "application/json": "OK";
+                    "application/json": "OK" | components["schemas"]["FileImport"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -10,6 +10,7 @@ import { inForce } from '../inforce';
 import { formatNumber } from '../readings';
 import { href } from '../router';
 import { formatDateTime } from '../time';
+import { uploadForm } from './sensorupload';
 
 export function sensorPage(ctx: Ctx): HTMLElement {
   const org = id(ctx, 'org');
@@ -50,6 +51,7 @@ export function sensorPage(ctx: Ctx): HTMLElement {
             sensor.constant_definitions.length ? calibrationsForm(ctx, path, sensor, role, (s) => replace(render(s, `Saved: calibrations, formulas version ${s.formulas_version}.`))) : null,
           ],
       examples(sensor, org),
+      can(role, 'postReadings') ? uploadForm(ctx.api, path, sensor) : null,
       can(role, 'updateSensor') || can(role, 'deleteSensor') ? manageForm(ctx, path, sensor, role, (s) => replace(render(s, 'Saved: name and description.'))) : null,
     );
   }

@@ -1,0 +1,406 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	_ "time/tzdata" // time zones for files, whatever the host has installed
+
+	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/store"
+)
+
+// fileOptions say how to read a file of readings.
+type fileOptions struct {
+	// inputs are the sensor's inputs, which columns name by key or id; nil
+	// for a sensor without a blueprint, whose columns name any input id.
+	inputs []store.InstanceInput
+	loc    *time.Location // of datetimes written without a zone
+	dst    string         // "earlier", "later", or "" to refuse a time in the fold
+}
+
+// parsedFile is a file's readings, in the columns the store writes.
+type parsedFile struct {
+	readings []store.Reading
+	lines    []int    // the line of each reading, for errors found later
+	skipped  int      // lines with every input missing
+	ignored  []string // columns that feed no input
+}
+
+// fileColumn is a column that feeds an input.
+type fileColumn struct {
+	index int // in the file's lines
+	id    int64
+	name  string
+}
+
+// parseReadingsFile reads a CSV or TOA5 file as it streams, one line at a
+// time, keeping only the readings: memory grows with the readings, not the
+// file's text. Errors are Invalid and name the line and the column.
+func parseReadingsFile(r io.Reader, opts fileOptions) (*parsedFile, error) {
+	p := fileParser{opts: opts, csv: csv.NewReader(r)}
+	p.csv.FieldsPerRecord = -1 // TOA5's first line is shorter than the others
+	p.csv.ReuseRecord = true
+	if err := p.header(); err != nil {
+		return nil, err
+	}
+	for {
+		record, err := p.csv.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, p.readError(err)
+		}
+		if err := p.line(record); err != nil {
+			return nil, err
+		}
+	}
+	if len(p.out.readings) == 0 {
+		return nil, apperr.Errorf(apperr.Invalid, "the file has no readings: no line after the header has a value for an input")
+	}
+	p.file.readings = p.out.finish()
+	return &p.file, nil
+}
+
+type fileParser struct {
+	opts    fileOptions
+	csv     *csv.Reader
+	width   int          // cells a line has
+	columns []fileColumn // by input id
+	names   []string     // of every column, for errors
+	out     readingColumns
+	file    parsedFile
+	zone    zoneCache
+	wall    []byte // a datetime being parsed
+}
+
+// header reads the header lines: CSV's one (datetime, then columns) or
+// TOA5's four (environment, field names, units, processing).
+func (p *fileParser) header() error {
+	names, err := p.csv.Read()
+	if err != nil {
+		return p.readError(err)
+	}
+	if len(names) > 0 {
+		names[0] = strings.TrimPrefix(names[0], "\uFEFF") // a byte-order mark, as spreadsheets write
+	}
+	timeColumn := "datetime"
+	if names[0] == "TOA5" {
+		timeColumn = "TIMESTAMP"
+		if names, err = p.csv.Read(); err != nil {
+			return p.readError(err)
+		}
+	}
+	p.names = slices.Clone(names)
+	if p.names[0] != timeColumn {
+		return p.errorAt(p.lineOf(), 0, "the first column must be %s; it is %q", timeColumn, p.names[0])
+	}
+	p.width = len(p.names)
+	if err := p.mapColumns(); err != nil {
+		return err
+	}
+	if timeColumn == "TIMESTAMP" {
+		for range 2 { // units and processing
+			record, err := p.csv.Read()
+			if err != nil {
+				return p.readError(err)
+			}
+			if len(record) != p.width {
+				return p.errorAt(p.lineOf(), -1, "a TOA5 header line has %d cells; the field names have %d", len(record), p.width)
+			}
+		}
+	}
+	return nil
+}
+
+// mapColumns finds the input each column feeds, by key or id.
+func (p *fileParser) mapColumns() error {
+	line := p.lineOf()
+	for i, name := range p.names[1:] {
+		id, ok := p.inputOf(name)
+		if !ok {
+			p.file.ignored = append(p.file.ignored, name)
+			continue
+		}
+		if j := slices.IndexFunc(p.columns, func(c fileColumn) bool { return c.id == id }); j >= 0 {
+			return p.errorAt(line, i+1, "columns %q and %q both feed input %d", p.columns[j].name, name, id)
+		}
+		p.columns = append(p.columns, fileColumn{index: i + 1, id: id, name: name})
+	}
+	if len(p.columns) == 0 {
+		return p.errorAt(line, -1, "no column names an input of the sensor; name columns by input key or id (%s)", p.inputList())
+	}
+	slices.SortFunc(p.columns, func(a, b fileColumn) int { return cmp.Compare(a.id, b.id) })
+	return nil
+}
+
+func (p *fileParser) inputOf(name string) (int64, bool) {
+	if name == "RECORD" {
+		return 0, false
+	}
+	id, err := parseInputID(name)
+	if p.opts.inputs == nil {
+		return id, err == nil
+	}
+	for _, in := range p.opts.inputs {
+		if in.Key == name || (err == nil && in.ID == id) {
+			return in.ID, true
+		}
+	}
+	return 0, false
+}
+
+func (p *fileParser) inputList() string {
+	if p.opts.inputs == nil {
+		return "the sensor has no blueprint, so columns are decimal input ids"
+	}
+	parts := make([]string, len(p.opts.inputs))
+	for i, in := range p.opts.inputs {
+		parts[i] = fmt.Sprintf("%s or %d", in.Key, in.ID)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// line reads one reading; a line with every input missing is skipped.
+func (p *fileParser) line(record []string) error {
+	line := p.lineOf()
+	if len(record) != p.width {
+		return p.errorAt(line, -1, "the line has %d cells; the header has %d", len(record), p.width)
+	}
+	t, err := p.datetime(record[0])
+	if err != nil {
+		return p.errorAt(line, 0, "%v", err)
+	}
+	start := len(p.out.ids)
+	for _, c := range p.columns {
+		cell := record[c.index]
+		switch cell {
+		case "", "NAN", "NaN", "nan":
+			continue
+		}
+		v, err := strconv.ParseFloat(cell, 64)
+		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
+			p.out.ids, p.out.values = p.out.ids[:start], p.out.values[:start]
+			return p.errorAt(line, c.index, "%q is not a finite number; write a missing value as NAN or leave the cell empty", cell)
+		}
+		p.out.ids = append(p.out.ids, c.id)
+		p.out.values = append(p.out.values, v)
+	}
+	if len(p.out.ids) == start {
+		p.file.skipped++
+		return nil
+	}
+	p.out.spans = append(p.out.spans, start)
+	p.out.readings = append(p.out.readings, store.Reading{Time: t})
+	p.file.lines = append(p.file.lines, line)
+	return nil
+}
+
+// datetime parses a line's datetime: RFC 3339 with a zone, or local time
+// in opts.loc written 2006-01-02 15:04:05[.ffffff] (TOA5's form) or with a T.
+func (p *fileParser) datetime(cell string) (time.Time, error) {
+	if len(cell) < len("2006-01-02 15:04:05") || (cell[10] != ' ' && cell[10] != 'T') {
+		return time.Time{}, fmt.Errorf("datetime %q is neither 2006-01-02 15:04:05 (local time) nor RFC 3339 such as 2024-05-01T12:00:00Z", cell)
+	}
+	p.wall = append(p.wall[:0], cell...)
+	p.wall[10] = 'T'
+	if hasZone(cell) {
+		return parseDatetime(p.wall)
+	}
+	p.wall = append(p.wall, 'Z')
+	wall, err := parseDatetime(p.wall)
+	if err != nil {
+		return time.Time{}, errors.New(strings.Replace(err.Error(), string(p.wall), cell, 1))
+	}
+	if p.opts.loc == time.UTC {
+		return wall, nil
+	}
+	return p.zone.resolve(wall, p.opts.loc, p.opts.dst)
+}
+
+// hasZone tells whether a datetime ends in Z or ±hh:mm.
+func hasZone(s string) bool {
+	n := len(s)
+	return s[n-1] == 'Z' || s[n-1] == 'z' || (n >= 25 && (s[n-6] == '+' || s[n-6] == '-') && s[n-3] == ':')
+}
+
+// zoneCache keeps the offset of the last local time resolved, and the
+// instants over which it holds with no transition within a day, so that
+// the lines of a file, mostly far from any transition, skip the search.
+type zoneCache struct {
+	offset   time.Duration
+	from, to time.Time
+}
+
+// resolve finds the instant a local wall time (given as if in UTC) stands
+// for in loc: in the spring gap there is none, and it is an error; in the
+// autumn fold there are two, and dst picks one, or it is an error.
+func (z *zoneCache) resolve(wall time.Time, loc *time.Location, dst string) (time.Time, error) {
+	if t := wall.Add(-z.offset); !z.to.IsZero() && !t.Before(z.from) && t.Before(z.to) {
+		return t, nil
+	}
+	// Offsets a day either side cover any transition near wall.
+	var found []time.Time
+	for _, near := range []time.Time{wall.Add(-24 * time.Hour), wall.Add(24 * time.Hour)} {
+		_, seconds := near.In(loc).Zone()
+		t := wall.Add(-time.Duration(seconds) * time.Second)
+		if _, got := t.In(loc).Zone(); got == seconds && !slices.ContainsFunc(found, t.Equal) {
+			found = append(found, t)
+		}
+	}
+	local := wall.Format("2006-01-02 15:04:05.999999")
+	switch {
+	case len(found) == 0:
+		return time.Time{}, fmt.Errorf("%s does not exist in %s: the clocks skip it for summer time; a logger on standard time all year needs a fixed zone, such as tz=Etc/GMT-1 for UTC+1", local, loc)
+	case len(found) == 2 && dst == "":
+		return time.Time{}, fmt.Errorf("%s happens twice in %s, in summer time and in standard time; say which with dst=earlier or dst=later", local, loc)
+	case len(found) == 2:
+		slices.SortFunc(found, time.Time.Compare)
+		if dst == "later" {
+			return found[1], nil
+		}
+		return found[0], nil
+	}
+	t := found[0]
+	start, end := t.In(loc).ZoneBounds()
+	_, seconds := t.In(loc).Zone()
+	z.offset = time.Duration(seconds) * time.Second
+	z.from, z.to = store.MinTime, store.MaxTime
+	if !start.IsZero() {
+		z.from = start.Add(24 * time.Hour)
+	}
+	if !end.IsZero() {
+		z.to = end.Add(-24 * time.Hour)
+	}
+	return t, nil
+}
+
+// lineOf is the line the last record read starts on.
+func (p *fileParser) lineOf() int {
+	line, _ := p.csv.FieldPos(0)
+	return line
+}
+
+// errorAt is a file's Invalid error at a line and, unless column is -1, a
+// column.
+func (p *fileParser) errorAt(line, column int, format string, args ...any) error {
+	where := fmt.Sprintf("line %d", line)
+	details := map[string]any{"line": line}
+	if column >= 0 {
+		name := strconv.Itoa(column + 1)
+		if column < len(p.names) {
+			name = p.names[column]
+		}
+		where += fmt.Sprintf(", column %s", name)
+		details["column"] = name
+	}
+	return &apperr.Error{Code: apperr.Invalid, Message: where + ": " + fmt.Sprintf(format, args...), Details: details}
+}
+
+// readError explains why the file could not be read on.
+func (p *fileParser) readError(err error) error {
+	if tooBig, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return bodyTooLarge(tooBig.Limit)
+	}
+	if parse, ok := errors.AsType[*csv.ParseError](err); ok {
+		return &apperr.Error{Code: apperr.Invalid, Details: map[string]any{"line": parse.Line},
+			Message: fmt.Sprintf("line %d, character %d: %v", parse.Line, parse.Column, parse.Err)}
+	}
+	if errors.Is(err, io.EOF) {
+		return apperr.Errorf(apperr.Invalid, "the file ends within its header")
+	}
+	return apperr.Wrap(apperr.Invalid, err, "the body could not be read")
+}
+
+// previewReadings is how many readings a dry run shows.
+const previewReadings = 10
+
+// postFile stores the readings of a CSV or TOA5 file, all or none. The file
+// is parsed as it streams in, before the database deadline starts.
+func (s *Server) postFile(ctx context.Context, req gen.PostReadingsRequestObject) (gen.PostReadingsResponseObject, error) {
+	key := sensorKey(req.OrgId, req.ProjId, req.SensorId)
+	opts, err := fileOptionsOf(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	dbCtx, cancel := s.dbDeadline(ctx)
+	sensor, err := s.store.GetSensor(dbCtx, key)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	if sensor.Instance != nil {
+		opts.inputs = sensor.Instance.Inputs
+	}
+	file, err := parseReadingsFile(req.Body, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.refuseFuture(file.readings, func(i int) (string, map[string]any) {
+		return fmt.Sprintf("line %d", file.lines[i]), map[string]any{"line": file.lines[i]}
+	}); err != nil {
+		return nil, err
+	}
+	answer := gen.FileImport{Readings: int64(len(file.readings)), Skipped: int64(file.skipped), IgnoredColumns: file.ignored}
+	if answer.IgnoredColumns == nil {
+		answer.IgnoredColumns = []string{}
+	}
+	if req.Params.DryRun != nil && *req.Params.DryRun {
+		preview := make([]gen.Reading, 0, previewReadings)
+		for _, r := range file.readings[:min(previewReadings, len(file.readings))] {
+			preview = append(preview, readingOf(sensor.ID, r))
+		}
+		answer.Preview = &preview
+	} else {
+		dbCtx, cancel := s.dbDeadline(ctx)
+		defer cancel()
+		written, err := s.store.InsertReadings(dbCtx, key, file.readings)
+		if err != nil {
+			return nil, err
+		}
+		s.metrics.ingested.Add(float64(len(file.readings)))
+		answer.New, answer.Replaced = int64(written.New), int64(written.Replaced)
+	}
+	ok := gen.PostReadings200JSONResponse{Headers: gen.PostReadings200ResponseHeaders{XReadingsLSN: s.writePosition(ctx)}}
+	if err := ok.Body.FromFileImport(answer); err != nil {
+		return nil, err
+	}
+	return ok, nil
+}
+
+// fileOptionsOf reads the parameters of a file upload.
+func fileOptionsOf(p gen.PostReadingsParams) (fileOptions, error) {
+	opts := fileOptions{loc: time.UTC}
+	if p.Tz != nil {
+		loc, err := time.LoadLocation(*p.Tz)
+		if err != nil || *p.Tz == "" || *p.Tz == "Local" {
+			return opts, &apperr.Error{Code: apperr.Invalid, Details: map[string]any{"parameter": "tz"},
+				Message: fmt.Sprintf("tz %q is not an IANA time zone such as Europe/Zurich, UTC or Etc/GMT-1", *p.Tz)}
+		}
+		opts.loc = loc
+	}
+	if p.Dst != nil {
+		opts.dst = string(*p.Dst)
+	}
+	return opts, nil
+}
+
+// readingOf is a reading as the API shows it.
+func readingOf(sensorID int64, r store.Reading) gen.Reading {
+	inputs := make(gen.Values, len(r.InputIDs))
+	for i, id := range r.InputIDs {
+		inputs[strconv.FormatInt(id, 10)] = r.Values[i]
+	}
+	return gen.Reading{Id: fmt.Sprintf("%d-%d", sensorID, r.Time.UnixMicro()), Datetime: datetime(r.Time), Inputs: inputs}
+}

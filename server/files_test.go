@@ -1,0 +1,201 @@
+package server_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/store"
+)
+
+// postFile sends a file of readings through the generated client.
+func postFile(t *testing.T, c *gen.ClientWithResponses, tn tenant, sensorID int64, params gen.PostReadingsParams, body string) *gen.PostReadingsResponse {
+	t.Helper()
+	res, err := c.PostReadingsWithBodyWithResponse(t.Context(), tn.orgID, tn.projectID, sensorID, &params, "text/csv", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// fileImport is the answer to a file that was accepted.
+func fileImport(t *testing.T, res *gen.PostReadingsResponse) gen.FileImport {
+	t.Helper()
+	if res.StatusCode() != http.StatusOK {
+		t.Fatalf("POST file: %d %s, want 200", res.StatusCode(), res.Body)
+	}
+	answer, err := res.JSON200.AsFileImport()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return answer
+}
+
+// wantRefusal checks that an error names where (details[key] = at) and
+// says each of says.
+func wantRefusal(t *testing.T, got gen.Error, key, at string, says ...string) {
+	t.Helper()
+	for _, want := range says {
+		if !strings.Contains(got.Message, want) {
+			t.Errorf("message %q, want it to say %q", got.Message, want)
+		}
+	}
+	if got.Details == nil || fmt.Sprint((*got.Details)[key]) != at {
+		t.Errorf("details %v, want %s %s", got.Details, key, at)
+	}
+}
+
+func fixture(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// stored lists a sensor's readings as "datetime id=value …" lines.
+func stored(t *testing.T, c *gen.ClientWithResponses, tn tenant, sensorID int64) []string {
+	t.Helper()
+	tn.sensorID = sensorID
+	readings, _ := list(t, c, tn, gen.ListReadingsParams{})
+	var lines []string
+	for _, r := range readings {
+		var inputs []string
+		for id, v := range r.Inputs {
+			inputs = append(inputs, fmt.Sprintf("%s=%v", id, v))
+		}
+		slices.Sort(inputs)
+		lines = append(lines, string(r.Datetime)+" "+strings.Join(inputs, " "))
+	}
+	return lines
+}
+
+func TestFileTOA5(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	c := e.client(tn.tokens[store.Editor])
+	sensor, err := c.GetSensorWithResponse(t.Context(), tn.orgID, tn.projectID, tn.instanceID)
+	if err != nil || sensor.StatusCode() != http.StatusOK {
+		t.Fatalf("GET sensor: %v", err)
+	}
+	id := ids(*sensor.JSON200)
+	dam := fixture(t, "dam.toa5")
+	zurich := gen.PostReadingsParams{Tz: ptr("Europe/Zurich")}
+
+	t.Run("FoldWithoutDstIsRefused", func(t *testing.T) {
+		res := postFile(t, c, tn, tn.instanceID, zurich, dam)
+		got := wantError(t, res.StatusCode(), res.Body, http.StatusBadRequest, "invalid")
+		wantRefusal(t, got, "line", "6", "line 6, column TIMESTAMP", "happens twice in Europe/Zurich", "dst=earlier")
+		if n := countReadings(t, e); n != 0 {
+			t.Errorf("%d readings stored from a refused file, want 0", n)
+		}
+	})
+
+	t.Run("DryRun", func(t *testing.T) {
+		params := zurich
+		params.Dst, params.DryRun = ptr(gen.Later), ptr(true)
+		answer := fileImport(t, postFile(t, c, tn, tn.instanceID, params, dam))
+		if answer.Preview == nil || len(*answer.Preview) != 3 {
+			t.Fatalf("preview %v, want the file's 3 readings", answer.Preview)
+		}
+		if got, want := string((*answer.Preview)[1].Datetime), "2024-10-27T01:30:00.000Z"; got != want {
+			t.Errorf("the fold's reading with dst=later at %s, want %s", got, want)
+		}
+		if n := countReadings(t, e); n != 0 {
+			t.Errorf("%d readings stored by a dry run, want 0", n)
+		}
+	})
+
+	params := zurich
+	params.Dst = ptr(gen.Earlier)
+	answer := fileImport(t, postFile(t, c, tn, tn.instanceID, params, dam))
+	want := gen.FileImport{Readings: 3, New: 3, Skipped: 1, IgnoredColumns: []string{"RECORD", "batt_volt"}}
+	if fmt.Sprint(answer) != fmt.Sprint(want) {
+		t.Errorf("answer %+v, want %+v", answer, want)
+	}
+	got := stored(t, c, tn, tn.instanceID)
+	wantStored := []string{
+		"2024-10-26T23:30:00.000Z " + id["freq"] + "=2803.5 " + id["temp"] + "=11.2",
+		"2024-10-27T00:30:00.000Z " + id["freq"] + "=2803.25",
+		"2024-10-27T03:30:00.250Z " + id["freq"] + "=2802.75 " + id["temp"] + "=11",
+	}
+	if !slices.Equal(got, wantStored) {
+		t.Errorf("stored\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantStored, "\n"))
+	}
+
+	t.Run("ReuploadReplaces", func(t *testing.T) {
+		answer := fileImport(t, postFile(t, c, tn, tn.instanceID, params, dam))
+		if answer.New != 0 || answer.Replaced != 3 {
+			t.Errorf("re-upload: %d new, %d replaced; want 0 and 3", answer.New, answer.Replaced)
+		}
+	})
+}
+
+func TestFileCSV(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	c := e.client(tn.tokens[store.Editor])
+	zurich := gen.PostReadingsParams{Tz: ptr("Europe/Zurich")}
+
+	answer := fileImport(t, postFile(t, c, tn, tn.sensorID, zurich, fixture(t, "wall.csv")))
+	if got, want := fmt.Sprint(answer), fmt.Sprint(gen.FileImport{Readings: 3, New: 3, IgnoredColumns: []string{"comment"}}); got != want {
+		t.Errorf("answer %s, want %s", got, want)
+	}
+	got := stored(t, c, tn, tn.sensorID)
+	want := []string{
+		"2024-03-31T00:30:00.000Z 1=1.5 2=2.5",
+		"2024-03-31T00:59:59.999Z 2=3",
+		"2024-03-31T01:30:00.000Z 1=1.75",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("stored\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	future := time.Now().UTC().Add(48 * time.Hour).Format("2006-01-02 15:04:05")
+	for _, tc := range []struct {
+		name, body, wantInMessage string
+		params                    gen.PostReadingsParams
+	}{
+		{"Gap", "datetime,1\n2024-03-31 02:30:00,1\n", "line 2, column datetime: 2024-03-31 02:30:00 does not exist in Europe/Zurich", zurich},
+		{"NotANumber", "datetime,1,2\n2024-05-01 00:00:00,1,2\n2024-05-01 00:10:00,1,two\n", `line 3, column 2: "two" is not a finite number`, zurich},
+		{"Infinity", "datetime,1\n2024-05-01 00:00:00,INF\n", `line 2, column 1: "INF" is not a finite number`, zurich},
+		{"BadDatetime", "datetime,1\n01/05/2024 00:00,1\n", "line 2, column datetime: datetime \"01/05/2024 00:00\"", zurich},
+		{"MissingCell", "datetime,1,2\n2024-05-01 00:00:00,1\n", "line 2: the line has 2 cells; the header has 3", zurich},
+		{"BadQuote", "datetime,1\n2024-05-01 00:00:00,\"1\n", "line 2", zurich},
+		{"NoInputColumn", "datetime,temp\n2024-05-01 00:00:00,1\n", "line 1: no column names an input", zurich},
+		{"NoDatetimeColumn", "time,1\n2024-05-01 00:00:00,1\n", "line 1, column time: the first column must be datetime", zurich},
+		{"SameInputTwice", "datetime,1,1\n", `line 1, column 1: columns "1" and "1" both feed input 1`, zurich},
+		{"OnlyHeader", "datetime,1\n", "the file has no readings", zurich},
+		{"EveryCellMissing", "datetime,1\n2024-05-01 00:00:00,NAN\n", "the file has no readings", zurich},
+		{"Future", "datetime,1\n2024-05-01 00:00:00,1\n" + future + ",2\n", "line 3: datetime", gen.PostReadingsParams{}},
+		{"UnknownZone", "datetime,1\n2024-05-01 00:00:00,1\n", `tz "Mars/Olympus" is not an IANA time zone`, gen.PostReadingsParams{Tz: ptr("Mars/Olympus")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := postFile(t, c, tn, tn.sensorID, tc.params, tc.body)
+			got := wantError(t, res.StatusCode(), res.Body, http.StatusBadRequest, "invalid")
+			if !strings.Contains(got.Message, tc.wantInMessage) {
+				t.Errorf("message %q, want it to say %q", got.Message, tc.wantInMessage)
+			}
+		})
+	}
+	if n := countReadings(t, e); n != 3 {
+		t.Errorf("%d readings stored, want the first file's 3: refused files store nothing", n)
+	}
+
+	t.Run("FileParametersWithJSON", func(t *testing.T) {
+		res, err := c.PostReadingsWithResponse(t.Context(), tn.orgID, tn.projectID, tn.sensorID, &gen.PostReadingsParams{DryRun: ptr(true)},
+			gen.ReadingBatch{reading(t, "2024-05-01T00:00:00Z", gen.Values{"1": 1})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantError(t, res.StatusCode(), res.Body, http.StatusBadRequest, "invalid")
+	})
+}
