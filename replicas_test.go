@@ -152,3 +152,42 @@ func TestTwoReplicas(t *testing.T) {
 		t.Errorf("the token's last_used_at after both replicas stopped: set=%v (%v), want set", used, err)
 	}
 }
+
+// Rate limits are buckets in each replica's memory, as docs/deployment.md
+// says: a token that spent its burst on one replica is refused there, and
+// still has its burst on another. HAProxy's hashing on Authorization (make
+// cluster) is what sends a token to one replica, so that the setting is
+// the limit across the replicas.
+func TestRateLimitPerReplica(t *testing.T) {
+	t.Parallel()
+	url := storetest.NewEmptyDatabase(t)
+	env := map[string]string{"DATABASE_URL": url, "RATE_LIMIT": "0.001", "RATE_BURST": "3"}
+	a, b := startReplica(t, env), startReplica(t, env)
+	a.waitReady(t)
+	b.waitReady(t)
+	demo, err := runAdmin(t, url, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	statuses := func(base string, n int) []int {
+		t.Helper()
+		var got []int
+		for range n {
+			req, _ := http.NewRequest("GET", base+"/api/v1/me", nil)
+			req.Header.Set("Authorization", "Bearer "+demo["token"].(string))
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			got = append(got, res.StatusCode)
+		}
+		return got
+	}
+	if got, want := fmt.Sprint(statuses(a.base, 4)), "[200 200 200 429]"; got != want {
+		t.Errorf("four requests to replica a = %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprint(statuses(b.base, 4)), "[200 200 200 429]"; got != want {
+		t.Errorf("then four to replica b = %s, want %s: each replica keeps its own bucket", got, want)
+	}
+}
