@@ -114,6 +114,22 @@ var badRequests = []struct {
 	{"FormulaTooLong", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/formulas", "json", `{"outputs":{"pressure":"` + strings.Repeat("G+", 501) + `G"}}`, 400},
 	{"CalibrationNoZone", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/calibrations", "json", `{"G":[{"from":"2024-06-01T00:00:00","value":1}]}`, 400},
 	{"CalibrationHugeValue", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/calibrations", "json", `{"G":[{"from":"2024-06-01T00:00:00Z","value":1e400}]}`, 400},
+	// Alarms.
+	{"AlarmRuleUnknownTarget", "POST", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/alarm-rules", "json", `{"target":"depth","level":"Alert","direction":"above","threshold":1}`, 400},
+	{"AlarmRuleOnSensorWithoutBlueprint", "POST", "/api/v1/org/{org}/proj/{proj}/sensors/{sensor}/alarm-rules", "json", `{"target":"freq","level":"Alert","direction":"above","threshold":1}`, 400},
+	{"AlarmRuleLevelSQL", "POST", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/alarm-rules", "json", `{"target":"digits","level":"Alert'; --","direction":"above","threshold":1}`, 400},
+	{"AlarmRuleThresholdHuge", "POST", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/alarm-rules", "json", `{"target":"digits","level":"Alert","direction":"above","threshold":1e999}`, 400},
+	{"AlarmRuleThresholdNaN", "POST", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/alarm-rules", "json", `{"target":"digits","level":"Alert","direction":"above","threshold":"NaN"}`, 400},
+	{"AlarmRuleDeadbandNegative", "POST", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/alarm-rules", "json", `{"target":"digits","level":"Alert","direction":"above","threshold":1,"deadband":-0.5}`, 400},
+	{"AlarmRulePersistenceHuge", "POST", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/alarm-rules", "json", `{"target":"digits","level":"Alert","direction":"above","threshold":1,"persistence":1001}`, 400},
+	{"AlarmRuleDirectionWord", "POST", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/alarm-rules", "json", `{"target":"digits","level":"Alert","direction":"over","threshold":1}`, 400},
+	{"AlarmRuleUnknownField", "POST", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/alarm-rules", "json", `{"target":"digits","level":"Alert","direction":"above","threshold":1,"active":true}`, 400},
+	{"AlarmLevelColourName", "POST", "/api/v1/org/{org}/proj/{proj}/alarm-levels", "json", `{"name":"Red","rank":9,"colour":"red"}`, 400},
+	{"AlarmLevelRankZero", "POST", "/api/v1/org/{org}/proj/{proj}/alarm-levels", "json", `{"name":"Low","rank":0,"colour":"#000000"}`, 400},
+	{"AlarmLevelEmptyUpdate", "PUT", "/api/v1/org/{org}/proj/{proj}/alarm-levels/1", "json", `{}`, 400},
+	{"AlarmAcknowledgeUnknownField", "POST", "/api/v1/org/{org}/proj/{proj}/alarms/1/acknowledge", "json", `{"note":"x","by":3}`, 400},
+	{"AlarmEventsBadCursor", "GET", "/api/v1/org/{org}/proj/{proj}/alarm-events?cursor=abc", "", "", 400},
+	{"AlarmEventsLevelWord", "GET", "/api/v1/org/{org}/proj/{proj}/alarm-events?level_id=alarm", "", "", 400},
 }
 
 // hostileStrings are valid but hostile: they must be stored and returned
@@ -221,7 +237,11 @@ SELECT concat_ws('|',
   (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM projects t),
   (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM sensors t),
   (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM blueprints t),
-  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM readings t))`).Scan(&dump)
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM readings t),
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM alarm_levels t),
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM alarm_rules t),
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM alarms t),
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM alarm_events t))`).Scan(&dump)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,6 +66,19 @@ type Store interface {
 	InputBucketStats(ctx context.Context, sensor store.Sensor, q store.BucketQuery) ([]store.InputStats, error)
 	BucketReadings(ctx context.Context, sensor store.Sensor, q store.BucketQuery, fn func(time.Time, *store.Reading) error) error
 	Buckets(ctx context.Context, q store.BucketQuery) ([]time.Time, error)
+
+	SetAlarmEvaluator(e store.AlarmEvaluator)
+	ListAlarmLevels(ctx context.Context, orgID, projectID int64) ([]store.AlarmLevel, error)
+	CreateAlarmLevel(ctx context.Context, orgID, projectID int64, l store.AlarmLevel) (store.AlarmLevel, error)
+	UpdateAlarmLevel(ctx context.Context, orgID, projectID, levelID int64, patch store.AlarmLevelPatch) (store.AlarmLevel, error)
+	DeleteAlarmLevel(ctx context.Context, orgID, projectID, levelID int64) error
+	ListAlarmRules(ctx context.Context, key store.SensorKey) ([]store.AlarmRule, error)
+	CreateAlarmRule(ctx context.Context, key store.SensorKey, spec store.AlarmRuleSpec) (store.AlarmRule, error)
+	UpdateAlarmRule(ctx context.Context, key store.SensorKey, ruleID int64, spec store.AlarmRuleSpec) (store.AlarmRule, error)
+	DeleteAlarmRule(ctx context.Context, key store.SensorKey, ruleID int64) error
+	ListAlarms(ctx context.Context, orgID, projectID int64) ([]store.Alarm, error)
+	AcknowledgeAlarm(ctx context.Context, orgID, projectID, alarmID, userID int64, note string) (store.Alarm, error)
+	ListAlarmEvents(ctx context.Context, orgID, projectID int64, q store.AlarmEventQuery) ([]store.AlarmEvent, bool, error)
 }
 
 // Config holds the limits a deployment may change.
@@ -111,6 +124,10 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 	s := &Server{store: st, log: log, cfg: cfg, ops: ops, limits: newRateLimits(cfg.RateLimit, cfg.RateBurst),
 		streams: newStreamLimits(cfg.MaxStreams, cfg.MaxStreamsPerToken)}
 	s.metrics = newMetrics(st, s.streams.openStreams)
+	// Every write of readings and every edit of rules or formulas
+	// evaluates alarms in its transaction, with the outputs as a GET
+	// computes them.
+	st.SetAlarmEvaluator(alarmEvaluator{s})
 
 	e := echo.New()
 	e.HideBanner = true

@@ -19,7 +19,8 @@ import (
 
 // DB is the service's database.
 type DB struct {
-	pool *pgxpool.Pool
+	pool   *pgxpool.Pool
+	alarms AlarmEvaluator // nil: readings raise no alarms
 }
 
 // New returns a DB on pool. The caller owns the pool and closes it.
