@@ -887,6 +887,58 @@ type ClientInterface interface {
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas (the `UpdateFormulas` operationId).
 	UpdateFormulas(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateFormulasJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DeleteOverdueRule Delete a sensor's overdue rule
+	//
+	// Deletes the rule and clears its alarm, if raised. Required role: `admin`.
+	//
+	// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `DeleteOverdueRule` operationId).
+	DeleteOverdueRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetOverdueRule Get a sensor's overdue rule
+	//
+	// The sensor's overdue rule; 404 when it has none. Required role: `viewer`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `GetOverdueRule` operationId).
+	GetOverdueRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetOverdueRuleWithBody Set a sensor's overdue rule
+	//
+	// Raises an alarm at `level` (target `overdue`) when the sensor has
+	// had no reading for `after_seconds` (60 to 31622400): no reading
+	// whose datetime is within that long of now, or, for a sensor
+	// without readings, none since the rule was set. The service checks
+	// every sensor in the background, every `-alarm-check-interval`
+	// (10 s by default), on one replica at a time, so an overdue alarm is
+	// raised at most that long (and the check's own run) late, and
+	// exactly once however many replicas run. The alarm value is the
+	// seconds since the newest reading. It clears at the first check
+	// after a reading within the duration arrives. Replaces the
+	// sensor's rule, if any. Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `SetOverdueRule` operationId).
+	SetOverdueRuleWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetOverdueRule Set a sensor's overdue rule
+	//
+	// Raises an alarm at `level` (target `overdue`) when the sensor has
+	// had no reading for `after_seconds` (60 to 31622400): no reading
+	// whose datetime is within that long of now, or, for a sensor
+	// without readings, none since the rule was set. The service checks
+	// every sensor in the background, every `-alarm-check-interval`
+	// (10 s by default), on one replica at a time, so an overdue alarm is
+	// raised at most that long (and the check's own run) late, and
+	// exactly once however many replicas run. The alarm value is the
+	// seconds since the newest reading. It clears at the first check
+	// after a reading within the duration arrives. Replaces the
+	// sensor's rule, if any. Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `SetOverdueRule` operationId).
+	SetOverdueRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body SetOverdueRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListProjects List projects
 	//
 	// The organization's projects ordered by id. A page holds at most
@@ -2325,6 +2377,98 @@ func (c *Client) UpdateFormulasWithBody(ctx context.Context, orgId OrgId, projId
 // Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas (the `UpdateFormulas` operationId).
 func (c *Client) UpdateFormulas(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateFormulasJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateFormulasRequest(c.Server, orgId, projId, sensorId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteOverdueRule Delete a sensor's overdue rule
+//
+// Deletes the rule and clears its alarm, if raised. Required role: `admin`.
+//
+// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `DeleteOverdueRule` operationId).
+func (c *Client) DeleteOverdueRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteOverdueRuleRequest(c.Server, orgId, projId, sensorId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetOverdueRule Get a sensor's overdue rule
+//
+// The sensor's overdue rule; 404 when it has none. Required role: `viewer`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `GetOverdueRule` operationId).
+func (c *Client) GetOverdueRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOverdueRuleRequest(c.Server, orgId, projId, sensorId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetOverdueRuleWithBody Set a sensor's overdue rule
+//
+// Raises an alarm at `level` (target `overdue`) when the sensor has
+// had no reading for `after_seconds` (60 to 31622400): no reading
+// whose datetime is within that long of now, or, for a sensor
+// without readings, none since the rule was set. The service checks
+// every sensor in the background, every `-alarm-check-interval`
+// (10 s by default), on one replica at a time, so an overdue alarm is
+// raised at most that long (and the check's own run) late, and
+// exactly once however many replicas run. The alarm value is the
+// seconds since the newest reading. It clears at the first check
+// after a reading within the duration arrives. Replaces the
+// sensor's rule, if any. Required role: `admin`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `SetOverdueRule` operationId).
+func (c *Client) SetOverdueRuleWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetOverdueRuleRequestWithBody(c.Server, orgId, projId, sensorId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetOverdueRule Set a sensor's overdue rule
+//
+// Raises an alarm at `level` (target `overdue`) when the sensor has
+// had no reading for `after_seconds` (60 to 31622400): no reading
+// whose datetime is within that long of now, or, for a sensor
+// without readings, none since the rule was set. The service checks
+// every sensor in the background, every `-alarm-check-interval`
+// (10 s by default), on one replica at a time, so an overdue alarm is
+// raised at most that long (and the check's own run) late, and
+// exactly once however many replicas run. The alarm value is the
+// seconds since the newest reading. It clears at the first check
+// after a reading within the duration arrives. Replaces the
+// sensor's rule, if any. Required role: `admin`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `SetOverdueRule` operationId).
+func (c *Client) SetOverdueRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body SetOverdueRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetOverdueRuleRequest(c.Server, orgId, projId, sensorId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4968,6 +5112,163 @@ func NewUpdateFormulasRequestWithBody(server string, orgId OrgId, projId ProjId,
 	return req, nil
 }
 
+// NewDeleteOverdueRuleRequest constructs an http.Request for the DeleteOverdueRule method
+func NewDeleteOverdueRuleRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/overdue", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetOverdueRuleRequest constructs an http.Request for the GetOverdueRule method
+func NewGetOverdueRuleRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/overdue", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetOverdueRuleRequest calls the generic SetOverdueRule builder with application/json body
+func NewSetOverdueRuleRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, body SetOverdueRuleJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetOverdueRuleRequestWithBody(server, orgId, projId, sensorId, "application/json", bodyReader)
+}
+
+// NewSetOverdueRuleRequestWithBody constructs an http.Request for the SetOverdueRule method, with any body, and a specified content type
+func NewSetOverdueRuleRequestWithBody(server string, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/overdue", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListProjectsRequest constructs an http.Request for the ListProjects method
 func NewListProjectsRequest(server string, orgId OrgId, params *ListProjectsParams) (*http.Request, error) {
 	var err error
@@ -6072,6 +6373,62 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas (the `UpdateFormulas` operationId).
 	UpdateFormulasWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateFormulasJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateFormulasResponse, error)
+
+	// DeleteOverdueRuleWithResponse Delete a sensor's overdue rule
+	//
+	// Deletes the rule and clears its alarm, if raised. Required role: `admin`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `DeleteOverdueRule` operationId).
+	DeleteOverdueRuleWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*DeleteOverdueRuleResponse, error)
+
+	// GetOverdueRuleWithResponse Get a sensor's overdue rule
+	//
+	// The sensor's overdue rule; 404 when it has none. Required role: `viewer`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `GetOverdueRule` operationId).
+	GetOverdueRuleWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*GetOverdueRuleResponse, error)
+
+	// SetOverdueRuleWithBodyWithResponse Set a sensor's overdue rule
+	//
+	// Raises an alarm at `level` (target `overdue`) when the sensor has
+	// had no reading for `after_seconds` (60 to 31622400): no reading
+	// whose datetime is within that long of now, or, for a sensor
+	// without readings, none since the rule was set. The service checks
+	// every sensor in the background, every `-alarm-check-interval`
+	// (10 s by default), on one replica at a time, so an overdue alarm is
+	// raised at most that long (and the check's own run) late, and
+	// exactly once however many replicas run. The alarm value is the
+	// seconds since the newest reading. It clears at the first check
+	// after a reading within the duration arrives. Replaces the
+	// sensor's rule, if any. Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `SetOverdueRule` operationId).
+	SetOverdueRuleWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetOverdueRuleResponse, error)
+
+	// SetOverdueRuleWithResponse Set a sensor's overdue rule
+	//
+	// Raises an alarm at `level` (target `overdue`) when the sensor has
+	// had no reading for `after_seconds` (60 to 31622400): no reading
+	// whose datetime is within that long of now, or, for a sensor
+	// without readings, none since the rule was set. The service checks
+	// every sensor in the background, every `-alarm-check-interval`
+	// (10 s by default), on one replica at a time, so an overdue alarm is
+	// raised at most that long (and the check's own run) late, and
+	// exactly once however many replicas run. The alarm value is the
+	// seconds since the newest reading. It clears at the first check
+	// after a reading within the duration arrives. Replaces the
+	// sensor's rule, if any. Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `SetOverdueRule` operationId).
+	SetOverdueRuleWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body SetOverdueRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*SetOverdueRuleResponse, error)
 
 	// ListProjectsWithResponse List projects
 	//
@@ -11083,6 +11440,360 @@ func (r UpdateFormulasResponse) ContentType() string {
 	return ""
 }
 
+// DeleteOverdueRuleResponse401Headers the declared response headers of an HTTP 401 response for DeleteOverdueRule
+type DeleteOverdueRuleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DeleteOverdueRuleResponse429Headers the declared response headers of an HTTP 429 response for DeleteOverdueRule
+type DeleteOverdueRuleResponse429Headers struct {
+	RetryAfter *int
+}
+
+// DeleteOverdueRuleResponse503Headers the declared response headers of an HTTP 503 response for DeleteOverdueRule
+type DeleteOverdueRuleResponse503Headers struct {
+	RetryAfter *int
+}
+
+type DeleteOverdueRuleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteOverdueRuleResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteOverdueRuleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteOverdueRuleResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteOverdueRuleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteOverdueRuleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteOverdueRuleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteOverdueRuleResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteOverdueRuleResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteOverdueRuleResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteOverdueRuleResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteOverdueRuleResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteOverdueRuleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteOverdueRuleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteOverdueRuleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteOverdueRuleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetOverdueRuleResponse401Headers the declared response headers of an HTTP 401 response for GetOverdueRule
+type GetOverdueRuleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetOverdueRuleResponse429Headers the declared response headers of an HTTP 429 response for GetOverdueRule
+type GetOverdueRuleResponse429Headers struct {
+	RetryAfter *int
+}
+
+// GetOverdueRuleResponse503Headers the declared response headers of an HTTP 503 response for GetOverdueRule
+type GetOverdueRuleResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetOverdueRuleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OverdueRule
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetOverdueRuleResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetOverdueRuleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetOverdueRuleResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetOverdueRuleResponse) GetJSON200() *OverdueRule {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetOverdueRuleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetOverdueRuleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetOverdueRuleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetOverdueRuleResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetOverdueRuleResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetOverdueRuleResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetOverdueRuleResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOverdueRuleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOverdueRuleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOverdueRuleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOverdueRuleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetOverdueRuleResponse401Headers the declared response headers of an HTTP 401 response for SetOverdueRule
+type SetOverdueRuleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// SetOverdueRuleResponse429Headers the declared response headers of an HTTP 429 response for SetOverdueRule
+type SetOverdueRuleResponse429Headers struct {
+	RetryAfter *int
+}
+
+// SetOverdueRuleResponse503Headers the declared response headers of an HTTP 503 response for SetOverdueRule
+type SetOverdueRuleResponse503Headers struct {
+	RetryAfter *int
+}
+
+type SetOverdueRuleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OverdueRule
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetOverdueRuleResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetOverdueRuleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SetOverdueRuleResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON200() *OverdueRule {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SetOverdueRuleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetOverdueRuleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetOverdueRuleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetOverdueRuleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListProjectsResponse401Headers the declared response headers of an HTTP 401 response for ListProjects
 type ListProjectsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -12758,6 +13469,86 @@ func (c *ClientWithResponses) UpdateFormulasWithResponse(ctx context.Context, or
 		return nil, err
 	}
 	return ParseUpdateFormulasResponse(rsp)
+}
+
+// DeleteOverdueRuleWithResponse Delete a sensor's overdue rule
+//
+// Deletes the rule and clears its alarm, if raised. Required role: `admin`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `DeleteOverdueRule` operationId).
+func (c *ClientWithResponses) DeleteOverdueRuleWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*DeleteOverdueRuleResponse, error) {
+	rsp, err := c.DeleteOverdueRule(ctx, orgId, projId, sensorId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteOverdueRuleResponse(rsp)
+}
+
+// GetOverdueRuleWithResponse Get a sensor's overdue rule
+//
+// The sensor's overdue rule; 404 when it has none. Required role: `viewer`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `GetOverdueRule` operationId).
+func (c *ClientWithResponses) GetOverdueRuleWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*GetOverdueRuleResponse, error) {
+	rsp, err := c.GetOverdueRule(ctx, orgId, projId, sensorId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOverdueRuleResponse(rsp)
+}
+
+// SetOverdueRuleWithBodyWithResponse Set a sensor's overdue rule
+//
+// Raises an alarm at `level` (target `overdue`) when the sensor has
+// had no reading for `after_seconds` (60 to 31622400): no reading
+// whose datetime is within that long of now, or, for a sensor
+// without readings, none since the rule was set. The service checks
+// every sensor in the background, every `-alarm-check-interval`
+// (10 s by default), on one replica at a time, so an overdue alarm is
+// raised at most that long (and the check's own run) late, and
+// exactly once however many replicas run. The alarm value is the
+// seconds since the newest reading. It clears at the first check
+// after a reading within the duration arrives. Replaces the
+// sensor's rule, if any. Required role: `admin`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `SetOverdueRule` operationId).
+func (c *ClientWithResponses) SetOverdueRuleWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetOverdueRuleResponse, error) {
+	rsp, err := c.SetOverdueRuleWithBody(ctx, orgId, projId, sensorId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetOverdueRuleResponse(rsp)
+}
+
+// SetOverdueRuleWithResponse Set a sensor's overdue rule
+//
+// Raises an alarm at `level` (target `overdue`) when the sensor has
+// had no reading for `after_seconds` (60 to 31622400): no reading
+// whose datetime is within that long of now, or, for a sensor
+// without readings, none since the rule was set. The service checks
+// every sensor in the background, every `-alarm-check-interval`
+// (10 s by default), on one replica at a time, so an overdue alarm is
+// raised at most that long (and the check's own run) late, and
+// exactly once however many replicas run. The alarm value is the
+// seconds since the newest reading. It clears at the first check
+// after a reading within the duration arrives. Replaces the
+// sensor's rule, if any. Required role: `admin`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `SetOverdueRule` operationId).
+func (c *ClientWithResponses) SetOverdueRuleWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body SetOverdueRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*SetOverdueRuleResponse, error) {
+	rsp, err := c.SetOverdueRule(ctx, orgId, projId, sensorId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetOverdueRuleResponse(rsp)
 }
 
 // ListProjectsWithResponse List projects
@@ -17669,6 +18460,354 @@ func ParseUpdateFormulasResponse(rsp *http.Response) (*UpdateFormulasResponse, e
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers UpdateFormulasResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteOverdueRuleResponse parses an HTTP response from a DeleteOverdueRuleWithResponse call
+func ParseDeleteOverdueRuleResponse(rsp *http.Response) (*DeleteOverdueRuleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteOverdueRuleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteOverdueRuleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteOverdueRuleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteOverdueRuleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetOverdueRuleResponse parses an HTTP response from a GetOverdueRuleWithResponse call
+func ParseGetOverdueRuleResponse(rsp *http.Response) (*GetOverdueRuleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOverdueRuleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OverdueRule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetOverdueRuleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetOverdueRuleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetOverdueRuleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetOverdueRuleResponse parses an HTTP response from a SetOverdueRuleWithResponse call
+func ParseSetOverdueRuleResponse(rsp *http.Response) (*SetOverdueRuleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetOverdueRuleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OverdueRule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SetOverdueRuleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetOverdueRuleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers SetOverdueRuleResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

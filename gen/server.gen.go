@@ -690,6 +690,30 @@ type Membership struct {
 // OpenAPIDocument An OpenAPI 3.0 document, with `openapi`, `info`, `paths` and `components` at its top.
 type OpenAPIDocument map[string]interface{}
 
+// OverdueRule defines model for OverdueRule.
+type OverdueRule struct {
+	AfterSeconds int `json:"after_seconds"`
+
+	// CreatedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	CreatedAt Datetime `json:"created_at"`
+	Level     string   `json:"level"`
+	LevelId   int64    `json:"level_id"`
+	SensorId  int64    `json:"sensor_id"`
+}
+
+// OverdueRuleInput defines model for OverdueRuleInput.
+type OverdueRuleInput struct {
+	AfterSeconds int `json:"after_seconds"`
+
+	// Level The name of one of the project's levels.
+	Level string `json:"level"`
+}
+
 // Project defines model for Project.
 type Project struct {
 	// CreatedAt In responses, UTC to the millisecond with exactly three fractional
@@ -1246,6 +1270,9 @@ type UpdateCalibrationsJSONRequestBody = CalibrationsUpdate
 // UpdateFormulasJSONRequestBody defines body for UpdateFormulas for application/json ContentType.
 type UpdateFormulasJSONRequestBody = FormulasUpdate
 
+// SetOverdueRuleJSONRequestBody defines body for SetOverdueRule for application/json ContentType.
+type SetOverdueRuleJSONRequestBody = OverdueRuleInput
+
 // CreateProjectJSONRequestBody defines body for CreateProject for application/json ContentType.
 type CreateProjectJSONRequestBody = ProjectCreate
 
@@ -1380,6 +1407,15 @@ type ServerInterface interface {
 	// UpdateFormulas Edit a sensor's formulas and constants
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas)
 	UpdateFormulas(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// DeleteOverdueRule Delete a sensor's overdue rule
+	// (DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue)
+	DeleteOverdueRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// GetOverdueRule Get a sensor's overdue rule
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue)
+	GetOverdueRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// SetOverdueRule Set a sensor's overdue rule
+	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue)
+	SetOverdueRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
 	// ListProjects List projects
 	// (GET /api/v1/org/{org_id}/projects)
 	ListProjects(ctx echo.Context, orgId OrgId, params ListProjectsParams) error
@@ -2725,6 +2761,102 @@ func (w *ServerInterfaceWrapper) UpdateFormulas(ctx echo.Context) error {
 	return err
 }
 
+// DeleteOverdueRule converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteOverdueRule(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteOverdueRule(ctx, orgId, projId, sensorId)
+	return err
+}
+
+// GetOverdueRule converts echo context to params.
+func (w *ServerInterfaceWrapper) GetOverdueRule(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetOverdueRule(ctx, orgId, projId, sensorId)
+	return err
+}
+
+// SetOverdueRule converts echo context to params.
+func (w *ServerInterfaceWrapper) SetOverdueRule(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SetOverdueRule(ctx, orgId, projId, sensorId)
+	return err
+}
+
 // ListProjects converts echo context to params.
 func (w *ServerInterfaceWrapper) ListProjects(ctx echo.Context) error {
 	var err error
@@ -2907,6 +3039,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/alarm-rules", wrapper.CreateAlarmRule, options.OperationMiddlewares["createAlarmRule"]...)
 	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/alarm-rules/:rule_id", wrapper.DeleteAlarmRule, options.OperationMiddlewares["deleteAlarmRule"]...)
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/alarm-rules/:rule_id", wrapper.UpdateAlarmRule, options.OperationMiddlewares["updateAlarmRule"]...)
+	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/overdue", wrapper.DeleteOverdueRule, options.OperationMiddlewares["deleteOverdueRule"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/overdue", wrapper.GetOverdueRule, options.OperationMiddlewares["getOverdueRule"]...)
+	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/overdue", wrapper.SetOverdueRule, options.OperationMiddlewares["setOverdueRule"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/alarms", wrapper.ListAlarms, options.OperationMiddlewares["listAlarms"]...)
 	router.POST(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/alarms/:alarm_id/acknowledge", wrapper.AcknowledgeAlarm, options.OperationMiddlewares["acknowledgeAlarm"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/alarm-events", wrapper.ListAlarmEvents, options.OperationMiddlewares["listAlarmEvents"]...)
@@ -9173,6 +9308,452 @@ func (response UpdateFormulas503JSONResponse) VisitUpdateFormulasResponse(w http
 	return err
 }
 
+type DeleteOverdueRuleRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+}
+
+type DeleteOverdueRuleResponseObject interface {
+	VisitDeleteOverdueRuleResponse(w http.ResponseWriter) error
+}
+
+type DeleteOverdueRule204Response struct {
+}
+
+func (response DeleteOverdueRule204Response) VisitDeleteOverdueRuleResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteOverdueRule400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteOverdueRule400JSONResponse) VisitDeleteOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOverdueRule401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteOverdueRule401JSONResponse) VisitDeleteOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOverdueRule403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteOverdueRule403JSONResponse) VisitDeleteOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOverdueRule404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteOverdueRule404JSONResponse) VisitDeleteOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOverdueRule409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteOverdueRule409JSONResponse) VisitDeleteOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOverdueRule429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteOverdueRule429JSONResponse) VisitDeleteOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOverdueRule500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteOverdueRule500JSONResponse) VisitDeleteOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOverdueRule503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteOverdueRule503JSONResponse) VisitDeleteOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverdueRuleRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+}
+
+type GetOverdueRuleResponseObject interface {
+	VisitGetOverdueRuleResponse(w http.ResponseWriter) error
+}
+
+type GetOverdueRule200JSONResponse OverdueRule
+
+func (response GetOverdueRule200JSONResponse) VisitGetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverdueRule400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetOverdueRule400JSONResponse) VisitGetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverdueRule401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetOverdueRule401JSONResponse) VisitGetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverdueRule403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetOverdueRule403JSONResponse) VisitGetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverdueRule404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetOverdueRule404JSONResponse) VisitGetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverdueRule429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetOverdueRule429JSONResponse) VisitGetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverdueRule500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetOverdueRule500JSONResponse) VisitGetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverdueRule503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetOverdueRule503JSONResponse) VisitGetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRuleRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+	Body     *SetOverdueRuleJSONRequestBody
+}
+
+type SetOverdueRuleResponseObject interface {
+	VisitSetOverdueRuleResponse(w http.ResponseWriter) error
+}
+
+type SetOverdueRule200JSONResponse OverdueRule
+
+func (response SetOverdueRule200JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRule400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SetOverdueRule400JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRule401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SetOverdueRule401JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRule403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SetOverdueRule403JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRule404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SetOverdueRule404JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRule409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SetOverdueRule409JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRule413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response SetOverdueRule413JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRule415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SetOverdueRule415JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRule429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SetOverdueRule429JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRule500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SetOverdueRule500JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRule503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SetOverdueRule503JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListProjectsRequestObject struct {
 	OrgId  OrgId `json:"org_id"`
 	Params ListProjectsParams
@@ -9839,6 +10420,15 @@ type StrictServerInterface interface {
 	// UpdateFormulas Edit a sensor's formulas and constants
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas)
 	UpdateFormulas(ctx context.Context, request UpdateFormulasRequestObject) (UpdateFormulasResponseObject, error)
+	// DeleteOverdueRule Delete a sensor's overdue rule
+	// (DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue)
+	DeleteOverdueRule(ctx context.Context, request DeleteOverdueRuleRequestObject) (DeleteOverdueRuleResponseObject, error)
+	// GetOverdueRule Get a sensor's overdue rule
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue)
+	GetOverdueRule(ctx context.Context, request GetOverdueRuleRequestObject) (GetOverdueRuleResponseObject, error)
+	// SetOverdueRule Set a sensor's overdue rule
+	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue)
+	SetOverdueRule(ctx context.Context, request SetOverdueRuleRequestObject) (SetOverdueRuleResponseObject, error)
 	// ListProjects List projects
 	// (GET /api/v1/org/{org_id}/projects)
 	ListProjects(ctx context.Context, request ListProjectsRequestObject) (ListProjectsResponseObject, error)
@@ -11378,6 +11968,110 @@ func (sh *strictHandler) UpdateFormulas(ctx echo.Context, orgId OrgId, projId Pr
 		return err
 	} else if validResponse, ok := response.(UpdateFormulasResponseObject); ok {
 		return validResponse.VisitUpdateFormulasResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteOverdueRule operation middleware
+func (sh *strictHandler) DeleteOverdueRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
+	var request DeleteOverdueRuleRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteOverdueRule(ctx.Request().Context(), request.(DeleteOverdueRuleRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteOverdueRule")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteOverdueRuleResponseObject); ok {
+		return validResponse.VisitDeleteOverdueRuleResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetOverdueRule operation middleware
+func (sh *strictHandler) GetOverdueRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
+	var request GetOverdueRuleRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetOverdueRule(ctx.Request().Context(), request.(GetOverdueRuleRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetOverdueRule")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetOverdueRuleResponseObject); ok {
+		return validResponse.VisitGetOverdueRuleResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// SetOverdueRule operation middleware
+func (sh *strictHandler) SetOverdueRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
+	var request SetOverdueRuleRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+
+	var body SetOverdueRuleJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetOverdueRule(ctx.Request().Context(), request.(SetOverdueRuleRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetOverdueRule")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SetOverdueRuleResponseObject); ok {
+		return validResponse.VisitSetOverdueRuleResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

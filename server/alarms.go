@@ -317,3 +317,54 @@ func toAlarmEvent(e store.AlarmEvent) gen.AlarmEvent {
 	}
 	return out
 }
+
+// GetOverdueRule returns a sensor's overdue rule.
+func (s *Server) GetOverdueRule(ctx context.Context, req gen.GetOverdueRuleRequestObject) (gen.GetOverdueRuleResponseObject, error) {
+	rule, err := s.store.GetOverdueRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetOverdueRule200JSONResponse(toOverdueRule(rule)), nil
+}
+
+// SetOverdueRule gives a sensor an overdue rule, or replaces it.
+func (s *Server) SetOverdueRule(ctx context.Context, req gen.SetOverdueRuleRequestObject) (gen.SetOverdueRuleResponseObject, error) {
+	rule, err := s.store.SetOverdueRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), req.Body.Level, time.Duration(req.Body.AfterSeconds)*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return gen.SetOverdueRule200JSONResponse(toOverdueRule(rule)), nil
+}
+
+// DeleteOverdueRule deletes a sensor's overdue rule.
+func (s *Server) DeleteOverdueRule(ctx context.Context, req gen.DeleteOverdueRuleRequestObject) (gen.DeleteOverdueRuleResponseObject, error) {
+	if err := s.store.DeleteOverdueRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId)); err != nil {
+		return nil, err
+	}
+	return gen.DeleteOverdueRule204Response{}, nil
+}
+
+func toOverdueRule(r store.OverdueRule) gen.OverdueRule {
+	return gen.OverdueRule{SensorId: r.SensorID, LevelId: r.LevelID, Level: r.Level, AfterSeconds: int(r.After.Seconds()), CreatedAt: datetime(r.CreatedAt)}
+}
+
+// CheckOverdue checks overdue sensors every interval until ctx ends. Each
+// replica runs it; the store lets one of them at a time make the changes.
+func (s *Server) CheckOverdue(ctx context.Context, interval time.Duration) {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ticker.C:
+		case <-ctx.Done():
+			return
+		}
+		raised, cleared, err := s.store.CheckOverdue(ctx, time.Now())
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.Warn("check overdue sensors", "err", err)
+		case raised+cleared > 0:
+			s.log.Info("overdue sensors", "raised", raised, "cleared", cleared)
+		}
+	}
+}

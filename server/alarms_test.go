@@ -14,8 +14,8 @@ import (
 )
 
 // newAlarm gives the tenant's piezometer a rule at Alarm on digits and a
-// reading that raises it; it returns an unused level (Maintenance), the
-// rule and the alarm.
+// reading that raises it, and its sensor an overdue rule; it returns an
+// unused level (Maintenance), the rule and the alarm.
 func (e *env) newAlarm(t *testing.T, tn tenant) (levelID, ruleID, alarmID int64) {
 	t.Helper()
 	ctx := context.Background()
@@ -29,6 +29,9 @@ func (e *env) newAlarm(t *testing.T, tn tenant) (levelID, ruleID, alarmID int64)
 		t.Fatal(err)
 	}
 	if _, err := e.db.InsertReadings(ctx, key, []store.Reading{{Time: time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC), InputIDs: []int64{e.freqID(t, tn)}, Values: []float64{2000}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.SetOverdueRule(ctx, store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.sensorID}, "Action", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	alarms, err := e.db.ListAlarms(ctx, tn.orgID, tn.projectID)
@@ -430,4 +433,47 @@ func TestAlarmRuleRefusals(t *testing.T) {
 		}
 		wantError(t, res.StatusCode(), res.Body, 400, "invalid")
 	})
+}
+
+// TestAlarmOverdue: a sensor silent past its rule's duration raises an
+// alarm at the check, and a reading clears it at the next.
+func TestAlarmOverdue(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := newAlarmSite(t, e, "Overdue")
+	ctx := t.Context()
+	res, err := a.admin.SetOverdueRuleWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID, gen.OverdueRuleInput{Level: "Maintenance", AfterSeconds: 3600})
+	if err != nil || res.JSON200 == nil || res.JSON200.Level != "Maintenance" || res.JSON200.AfterSeconds != 3600 {
+		t.Fatalf("set overdue rule: %v %s", err, res.Body)
+	}
+	a.post(t, 0, 2000) // 2024-05-01T12:00, long ago
+
+	check := func(now time.Time, wantRaised, wantCleared int64) {
+		t.Helper()
+		raised, cleared, err := e.db.CheckOverdue(ctx, now)
+		if err != nil || raised != wantRaised || cleared != wantCleared {
+			t.Fatalf("CheckOverdue(%v) = %d raised, %d cleared, %v; want %d, %d", now, raised, cleared, err, wantRaised, wantCleared)
+		}
+	}
+	check(time.Date(2024, 5, 1, 12, 59, 0, 0, time.UTC), 0, 0) // within the hour
+	check(time.Date(2024, 5, 1, 13, 1, 0, 0, time.UTC), 1, 0)
+	check(time.Date(2024, 5, 1, 13, 2, 0, 0, time.UTC), 0, 0) // raised once
+	list := a.alarms(t)
+	if len(list) != 1 || list[0].Target != "overdue" || list[0].Level != "Maintenance" || list[0].Value != 3660 {
+		t.Fatalf("alarms %+v, want overdue at Maintenance, 3660 s since the reading", list)
+	}
+	// A rule edit leaves the overdue alarm to the check.
+	a.rule(t, gen.AlarmRuleInput{Target: "freq", Level: "Action", Direction: "below", Threshold: 1})
+	a.post(t, 30, 2000) // 12:30, reported late: within the hour of 13:05
+	check(time.Date(2024, 5, 1, 13, 5, 0, 0, time.UTC), 0, 1)
+	wantEvents(t, a.events(t, gen.ListAlarmEventsParams{}), "triggered Maintenance", "cleared Maintenance")
+
+	del, err := a.admin.DeleteOverdueRuleWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID)
+	if err != nil || del.StatusCode() != 204 {
+		t.Fatalf("delete overdue rule: %v %s", err, del.Body)
+	}
+	get, _ := a.admin.GetOverdueRuleWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID)
+	wantError(t, get.StatusCode(), get.Body, 404, "not_found")
+	short, _ := a.admin.SetOverdueRuleWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID, gen.OverdueRuleInput{Level: "Maintenance", AfterSeconds: 10})
+	wantError(t, short.StatusCode(), short.Body, 400, "invalid")
 }

@@ -79,6 +79,10 @@ type Store interface {
 	ListAlarms(ctx context.Context, orgID, projectID int64) ([]store.Alarm, error)
 	AcknowledgeAlarm(ctx context.Context, orgID, projectID, alarmID, userID int64, note string) (store.Alarm, error)
 	ListAlarmEvents(ctx context.Context, orgID, projectID int64, q store.AlarmEventQuery) ([]store.AlarmEvent, bool, error)
+	GetOverdueRule(ctx context.Context, key store.SensorKey) (store.OverdueRule, error)
+	SetOverdueRule(ctx context.Context, key store.SensorKey, level string, after time.Duration) (store.OverdueRule, error)
+	DeleteOverdueRule(ctx context.Context, key store.SensorKey) error
+	CheckOverdue(ctx context.Context, now time.Time) (raised, cleared int64, err error)
 }
 
 // Config holds the limits a deployment may change.

@@ -220,7 +220,8 @@ func (db *DB) DeleteAlarmLevel(ctx context.Context, orgID, projectID, levelID in
 func levelUnused(ctx context.Context, tx pgx.Tx, levelID int64, what string) error {
 	var rules int
 	err := tx.QueryRow(ctx, `
-SELECT (SELECT count(*) FROM alarm_rules WHERE level_id = $1) + (SELECT count(*) FROM alarms WHERE level_id = $1)`, levelID).Scan(&rules)
+SELECT (SELECT count(*) FROM alarm_rules WHERE level_id = $1) + (SELECT count(*) FROM alarm_overdue WHERE level_id = $1)
+     + (SELECT count(*) FROM alarms WHERE level_id = $1)`, levelID).Scan(&rules)
 	if err != nil {
 		return err
 	}
@@ -344,12 +345,7 @@ func (db *DB) editRules(ctx context.Context, key SensorKey, edit func(pgx.Tx, Se
 // that the target is one of the sensor's inputs or outputs and the level
 // one of the project's (which it locks against deletion).
 func ruleTarget(ctx context.Context, tx pgx.Tx, sensor Sensor, spec AlarmRuleSpec) (targetID, levelID int64, err error) {
-	err = tx.QueryRow(ctx, `SELECT id FROM alarm_levels WHERE name = $1 AND project_id = $2 FOR SHARE`, spec.Level, sensor.ProjectID).Scan(&levelID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, 0, &apperr.Error{Code: apperr.Invalid, Message: fmt.Sprintf("level %q is not one of the project's alarm levels", spec.Level),
-			Details: map[string]any{"field": "level"}}
-	}
-	if err != nil {
+	if levelID, err = projectLevel(ctx, tx, sensor.ProjectID, spec.Level); err != nil {
 		return 0, 0, err
 	}
 	var keys []string
@@ -370,6 +366,18 @@ func ruleTarget(ctx context.Context, tx pgx.Tx, sensor Sensor, spec AlarmRuleSpe
 	return 0, 0, &apperr.Error{Code: apperr.Invalid,
 		Message: fmt.Sprintf("target %q is not one of the sensor's inputs or outputs (%s)", spec.TargetKey, strings.Join(keys, ", ")),
 		Details: map[string]any{"field": "target"}}
+}
+
+// projectLevel returns the id of the project's level of that name, and
+// locks it against deletion. It returns Invalid when there is none.
+func projectLevel(ctx context.Context, tx pgx.Tx, projectID int64, name string) (int64, error) {
+	var id int64
+	err := tx.QueryRow(ctx, `SELECT id FROM alarm_levels WHERE name = $1 AND project_id = $2 FOR SHARE`, name, projectID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, &apperr.Error{Code: apperr.Invalid, Message: fmt.Sprintf("level %q is not one of the project's alarm levels", name),
+			Details: map[string]any{"field": "level"}}
+	}
+	return id, err
 }
 
 // evaluateAlarms evaluates the sensor's rules with a batch of readings,
@@ -498,7 +506,7 @@ func targetLevel(rules []AlarmRule, target int64, rank int) (string, levelRef) {
 }
 
 // clearUnruled clears the alarms of targets left without rules, with an
-// event each.
+// event each; the overdue alarm (target 0) is the background check's.
 func clearUnruled(ctx context.Context, tx pgx.Tx, sensor Sensor, rules []AlarmRule) error {
 	targets := make([]int64, 0, len(rules))
 	for _, r := range rules {
@@ -506,7 +514,7 @@ func clearUnruled(ctx context.Context, tx pgx.Tx, sensor Sensor, rules []AlarmRu
 	}
 	_, err := tx.Exec(ctx, `
 WITH gone AS (
-    DELETE FROM alarms WHERE sensor_id = $1 AND target_id <> ALL($2) RETURNING project_id, sensor_id, target_key, level_id, value, since
+    DELETE FROM alarms WHERE sensor_id = $1 AND target_id <> 0 AND target_id <> ALL($2) RETURNING project_id, sensor_id, target_key, level_id, value, since
 )
 INSERT INTO alarm_events (project_id, sensor_id, target_key, kind, level_id, level_name, value, reading_at)
 SELECT g.project_id, g.sensor_id, g.target_key, 'cleared', g.level_id, l.name, g.value, g.since

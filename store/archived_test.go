@@ -65,6 +65,13 @@ var writesUnderAProject = []struct {
 	{"DeleteAlarmRule", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
 		return db.DeleteAlarmRule(ctx, key, unknownID)
 	}},
+	{"SetOverdueRule", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		_, err := db.SetOverdueRule(ctx, key, "Maintenance", time.Hour)
+		return err
+	}},
+	{"DeleteOverdueRule", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		return db.DeleteOverdueRule(ctx, key)
+	}},
 	{"AcknowledgeAlarm", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
 		_, err := db.AcknowledgeAlarm(ctx, key.OrgID, key.ProjectID, unknownID, unknownID, "seen")
 		return err

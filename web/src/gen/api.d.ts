@@ -1050,6 +1050,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a sensor's overdue rule
+         * @description The sensor's overdue rule; 404 when it has none. Required role: `viewer`.
+         */
+        get: operations["getOverdueRule"];
+        /**
+         * Set a sensor's overdue rule
+         * @description Raises an alarm at `level` (target `overdue`) when the sensor has
+         *     had no reading for `after_seconds` (60 to 31622400): no reading
+         *     whose datetime is within that long of now, or, for a sensor
+         *     without readings, none since the rule was set. The service checks
+         *     every sensor in the background, every `-alarm-check-interval`
+         *     (10 s by default), on one replica at a time, so an overdue alarm is
+         *     raised at most that long (and the check's own run) late, and
+         *     exactly once however many replicas run. The alarm value is the
+         *     seconds since the newest reading. It clears at the first check
+         *     after a reading within the duration arrives. Replaces the
+         *     sensor's rule, if any. Required role: `admin`.
+         */
+        put: operations["setOverdueRule"];
+        post?: never;
+        /**
+         * Delete a sensor's overdue rule
+         * @description Deletes the rule and clears its alarm, if raised. Required role: `admin`.
+         */
+        delete: operations["deleteOverdueRule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/org/{org_id}/proj/{proj_id}/alarms": {
         parameters: {
             query?: never;
@@ -1687,6 +1741,20 @@ export interface components {
             items: components["schemas"]["AlarmEvent"][];
             /** @description Present when there may be more; pass it as `cursor`. */
             next_cursor?: string;
+        };
+        OverdueRuleInput: {
+            /** @description The name of one of the project's levels. */
+            level: string;
+            after_seconds: number;
+        };
+        OverdueRule: {
+            /** Format: int64 */
+            sensor_id: number;
+            /** Format: int64 */
+            level_id: number;
+            level: string;
+            after_seconds: number;
+            created_at: components["schemas"]["Datetime"];
         };
     };
     responses: {
@@ -4745,6 +4813,165 @@ export interface operations {
                  * @example 5
                  */
                 rule_id: components["parameters"]["RuleId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getOverdueRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "sensor_id": 12,
+                     *       "level_id": 1,
+                     *       "level": "Maintenance",
+                     *       "after_seconds": 3600,
+                     *       "created_at": "2024-05-01T12:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OverdueRule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    setOverdueRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "level": "Maintenance",
+                 *       "after_seconds": 3600
+                 *     }
+                 */
+                "application/json": components["schemas"]["OverdueRuleInput"];
+            };
+        };
+        responses: {
+            /** @description The rule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "sensor_id": 12,
+                     *       "level_id": 1,
+                     *       "level": "Maintenance",
+                     *       "after_seconds": 3600,
+                     *       "created_at": "2024-05-01T12:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OverdueRule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteOverdueRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
             };
             cookie?: never;
         };
