@@ -123,11 +123,12 @@ db-destroy:
 load:
 	scripts/load.sh
 
-## chaos: kill -9 the service mid-ingest, restart PostgreSQL under load, then 8 slow export readers beside another organization's load; fails on a lost or partial batch, a 500, a hang, a slow recovery or a p99 over 1 s
+## chaos: kill -9 the service mid-ingest, restart PostgreSQL under load, then 8 slow export readers beside another organization's load, then kill -9 between alarm events and their webhook deliveries; fails on a lost or partial batch, a 500, a hang, a slow recovery, a p99 over 1 s or an event never delivered
 chaos:
 	scripts/chaos-kill.sh
 	scripts/chaos-db.sh
 	scripts/chaos-slow.sh
+	scripts/chaos-webhook.sh
 
 ## bench: the service against raw PostgreSQL, InfluxDB and VictoriaMetrics on this machine, as markdown tables (BENCH_FLAGS=-quick to try it, -profile DIR for the service's CPU profiles)
 bench:

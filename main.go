@@ -80,6 +80,9 @@ type config struct {
 	shutdownTimeout time.Duration
 	pprofAddr       string
 	alarmCheck      time.Duration
+	webhookTimeout  time.Duration
+	webhookAttempts int
+	webhookPrivate  bool
 	storage         store.StorageConfig
 }
 
@@ -99,6 +102,9 @@ func (c *config) register(fs *flag.FlagSet, e *env) {
 	fs.IntVar(&c.maxStreamsToken, "max-streams-per-token", e.int("MAX_STREAMS_PER_TOKEN", 2), "exports one token may have open at once (MAX_STREAMS_PER_TOKEN)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", e.duration("SHUTDOWN_TIMEOUT", 20*time.Second), "how long in-flight requests may finish after SIGTERM (SHUTDOWN_TIMEOUT)")
 	fs.DurationVar(&c.alarmCheck, "alarm-check-interval", e.duration("ALARM_CHECK_INTERVAL", 10*time.Second), "how often overdue sensors are checked, the most an overdue alarm is late (ALARM_CHECK_INTERVAL)")
+	fs.DurationVar(&c.webhookTimeout, "webhook-timeout", e.duration("WEBHOOK_TIMEOUT", 10*time.Second), "how long a webhook receiver may take to answer (WEBHOOK_TIMEOUT)")
+	fs.IntVar(&c.webhookAttempts, "webhook-max-attempts", e.int("WEBHOOK_MAX_ATTEMPTS", 8), "attempts of a webhook delivery before it is marked failed (WEBHOOK_MAX_ATTEMPTS)")
+	fs.BoolVar(&c.webhookPrivate, "webhook-allow-private", e.bool("WEBHOOK_ALLOW_PRIVATE", false), "let webhooks reach loopback, private and link-local addresses (WEBHOOK_ALLOW_PRIVATE)")
 	fs.StringVar(&c.pprofAddr, "pprof-addr", e.string("PPROF_ADDR", ""), "serve /debug/pprof on this `host:port`, for profiling; off when empty (PPROF_ADDR)")
 	// TimescaleDB only, applied with the migrations; docs/performance.md
 	// says why these defaults suit minute-rate sensors.
@@ -146,6 +152,12 @@ func (c *config) validate() error {
 	if c.alarmCheck < time.Second || c.alarmCheck > 5*time.Minute {
 		return fmt.Errorf("-alarm-check-interval %v is out of 1s to 5m", c.alarmCheck)
 	}
+	if c.webhookTimeout < time.Second || c.webhookTimeout > time.Minute {
+		return fmt.Errorf("-webhook-timeout %v is out of 1s to 1m", c.webhookTimeout)
+	}
+	if c.webhookAttempts < 1 || c.webhookAttempts > 20 {
+		return fmt.Errorf("-webhook-max-attempts %d is out of 1 to 20", c.webhookAttempts)
+	}
 	if c.maxStreamsToken < 1 {
 		errs = append(errs, fmt.Errorf("max streams per token %d must be at least 1", c.maxStreamsToken))
 	}
@@ -172,6 +184,9 @@ func (c *config) logValue() slog.Value {
 		slog.Duration("shutdown_timeout", c.shutdownTimeout),
 		slog.String("pprof_addr", c.pprofAddr),
 		slog.Duration("alarm_check_interval", c.alarmCheck),
+		slog.Duration("webhook_timeout", c.webhookTimeout),
+		slog.Int("webhook_max_attempts", c.webhookAttempts),
+		slog.Bool("webhook_allow_private", c.webhookPrivate),
 		slog.String("chunk_interval", days(c.storage.ChunkInterval).String()),
 		slog.String("compress_after", days(c.storage.CompressAfter).String()),
 		slog.String("retention", days(c.storage.Retention).String()),
@@ -242,13 +257,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	log.Info("export caps", "max_streams", maxStreams, "max_streams_per_token", c.maxStreamsToken, "db_max_conns", pool.Stat().MaxConns())
 	srv, err := server.New(db, log, server.Config{
-		MaxBatch:           c.maxBatch,
-		MaxBodyBytes:       c.maxBodyBytes,
-		RateLimit:          c.rateLimit,
-		RateBurst:          c.rateBurst,
-		DBTimeout:          c.dbTimeout,
-		MaxStreams:         maxStreams,
-		MaxStreamsPerToken: c.maxStreamsToken,
+		MaxBatch:            c.maxBatch,
+		MaxBodyBytes:        c.maxBodyBytes,
+		RateLimit:           c.rateLimit,
+		RateBurst:           c.rateBurst,
+		DBTimeout:           c.dbTimeout,
+		MaxStreams:          maxStreams,
+		MaxStreamsPerToken:  c.maxStreamsToken,
+		WebhookTimeout:      c.webhookTimeout,
+		WebhookMaxAttempts:  c.webhookAttempts,
+		WebhookAllowPrivate: c.webhookPrivate,
 	})
 	if err != nil {
 		return err
@@ -289,9 +307,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		srv.CheckOverdue(checkCtx, c.alarmCheck)
 		close(checked)
 	}()
+	// Webhook deliveries in flight finish (within the webhook timeout)
+	// before serve returns; a kill leaves them to their lease.
+	delivering := make(chan struct{})
+	go func() {
+		srv.DeliverWebhooks(checkCtx, time.Second)
+		close(delivering)
+	}()
 	defer func() {
 		stopChecking()
 		<-checked
+		<-delivering
 	}()
 
 	if c.pprofAddr != "" {

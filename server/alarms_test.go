@@ -13,16 +13,21 @@ import (
 	"github.com/sensorreadings/readings/store"
 )
 
-// newAlarm gives the tenant's piezometer a rule at Alarm on digits and a
-// reading that raises it, and its sensor an overdue rule; it returns an
-// unused level (Maintenance), the rule and the alarm.
-func (e *env) newAlarm(t *testing.T, tn tenant) (levelID, ruleID, alarmID int64) {
+// newAlarm gives the tenant's project a webhook, its piezometer a rule at
+// Alarm on digits and a reading that raises it, and its sensor an overdue
+// rule; it returns an unused level (Maintenance), the rule, the alarm and
+// the webhook (refused by default, being on loopback).
+func (e *env) newAlarm(t *testing.T, tn tenant) (levelID, ruleID, alarmID, webhookID int64) {
 	t.Helper()
 	ctx := context.Background()
 	key := store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.instanceID}
 	levels, err := e.db.ListAlarmLevels(ctx, tn.orgID, tn.projectID)
 	if err != nil || len(levels) == 0 {
 		t.Fatalf("list alarm levels: %v %v", levels, err)
+	}
+	hook, err := e.db.CreateWebhook(ctx, tn.orgID, tn.projectID, "http://127.0.0.1:9/hook", "a-secret-of-16-chars")
+	if err != nil {
+		t.Fatal(err)
 	}
 	rule, err := e.db.CreateAlarmRule(ctx, key, store.AlarmRuleSpec{TargetKey: "digits", Level: "Alarm", Direction: "above", Threshold: 1000, Persistence: 1})
 	if err != nil {
@@ -38,7 +43,7 @@ func (e *env) newAlarm(t *testing.T, tn tenant) (levelID, ruleID, alarmID int64)
 	if err != nil || len(alarms) != 1 {
 		t.Fatalf("alarms %+v, %v; want the one the reading raised", alarms, err)
 	}
-	return levels[0].ID, rule.ID, alarms[0].ID
+	return levels[0].ID, rule.ID, alarms[0].ID, hook.ID
 }
 
 // freqID is the input id of the tenant's piezometer's frequency.

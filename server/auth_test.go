@@ -60,6 +60,7 @@ type matrixFixture struct {
 	// An unused alarm level, a rule on the tenant's piezometer and the
 	// alarm its reading raised, for the alarm operations.
 	levelID, ruleID, alarmID int64
+	webhookID                int64 // with a delivery of the alarm's event
 }
 
 func (e *env) newMatrixFixture(t *testing.T, n int) matrixFixture {
@@ -90,7 +91,7 @@ func (e *env) newMatrixFixture(t *testing.T, n int) matrixFixture {
 		t.Fatal(err)
 	}
 	f.target = target.ID
-	f.levelID, f.ruleID, f.alarmID = e.newAlarm(t, f.tenant)
+	f.levelID, f.ruleID, f.alarmID, f.webhookID = e.newAlarm(t, f.tenant)
 	// A spare token of each user, for the operations on /me/tokens/{id}.
 	for _, tn := range []tenant{f.tenant, f.other} {
 		for role, userID := range tn.userIDs {
@@ -125,6 +126,8 @@ func pathParam(t *testing.T, f matrixFixture, operationID, name, callerToken str
 		return strconv.FormatInt(f.ruleID, 10)
 	case "alarm_id":
 		return strconv.FormatInt(f.alarmID, 10)
+	case "webhook_id":
+		return strconv.FormatInt(f.webhookID, 10)
 	case "user_id":
 		return strconv.FormatInt(f.target, 10)
 	case "token_id":
@@ -363,6 +366,7 @@ SELECT concat_ws('|',
   (SELECT string_agg(concat_ws(',', a.id, a.level_id, a.acknowledged_at, a.note), ';' ORDER BY a.id)
      FROM alarms a JOIN projects p ON p.id = a.project_id WHERE p.org_id = $1),
   (SELECT count(*) FROM alarm_events v JOIN projects p ON p.id = v.project_id WHERE p.org_id = $1),
+  (SELECT string_agg(concat_ws(',', w.id, w.url), ';' ORDER BY w.id) FROM webhooks w JOIN projects p ON p.id = w.project_id WHERE p.org_id = $1),
   (SELECT string_agg(concat_ws(',', t.id, t.revoked_at, t.expires_at), ';' ORDER BY t.id)
      FROM api_tokens t JOIN memberships m ON m.user_id = t.user_id WHERE m.org_id = $1))`, orgID).Scan(&dump)
 	if err != nil {

@@ -129,6 +129,12 @@ var badRequests = []struct {
 	{"AlarmLevelEmptyUpdate", "PUT", "/api/v1/org/{org}/proj/{proj}/alarm-levels/1", "json", `{}`, 400},
 	{"AlarmAcknowledgeUnknownField", "POST", "/api/v1/org/{org}/proj/{proj}/alarms/1/acknowledge", "json", `{"note":"x","by":3}`, 400},
 	{"AlarmEventsBadCursor", "GET", "/api/v1/org/{org}/proj/{proj}/alarm-events?cursor=abc", "", "", 400},
+	{"WebhookURLNotHTTP", "POST", "/api/v1/org/{org}/proj/{proj}/webhooks", "json", `{"url":"ftp://example.com/hook","secret":"0123456789abcdef"}`, 400},
+	{"WebhookURLFile", "POST", "/api/v1/org/{org}/proj/{proj}/webhooks", "json", `{"url":"file:///etc/passwd","secret":"0123456789abcdef"}`, 400},
+	{"WebhookURLCredentials", "POST", "/api/v1/org/{org}/proj/{proj}/webhooks", "json", `{"url":"https://u:p@example.com/","secret":"0123456789abcdef"}`, 400},
+	{"WebhookSecretShort", "POST", "/api/v1/org/{org}/proj/{proj}/webhooks", "json", `{"url":"https://example.com/hook","secret":"short"}`, 400},
+	{"OverdueTooShort", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{sensor}/overdue", "json", `{"level":"Maintenance","after_seconds":5}`, 400},
+	{"OverdueUnknownLevel", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{sensor}/overdue", "json", `{"level":"Never","after_seconds":600}`, 400},
 	{"AlarmEventsLevelWord", "GET", "/api/v1/org/{org}/proj/{proj}/alarm-events?level_id=alarm", "", "", 400},
 }
 
@@ -241,7 +247,9 @@ SELECT concat_ws('|',
   (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM alarm_levels t),
   (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM alarm_rules t),
   (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM alarms t),
-  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM alarm_events t))`).Scan(&dump)
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM alarm_events t),
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM alarm_overdue t),
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM webhooks t))`).Scan(&dump)
 	if err != nil {
 		t.Fatal(err)
 	}

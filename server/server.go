@@ -83,6 +83,13 @@ type Store interface {
 	SetOverdueRule(ctx context.Context, key store.SensorKey, level string, after time.Duration) (store.OverdueRule, error)
 	DeleteOverdueRule(ctx context.Context, key store.SensorKey) error
 	CheckOverdue(ctx context.Context, now time.Time) (raised, cleared int64, err error)
+	ListWebhooks(ctx context.Context, orgID, projectID int64) ([]store.Webhook, error)
+	GetWebhook(ctx context.Context, orgID, projectID, webhookID int64) (store.Webhook, error)
+	CreateWebhook(ctx context.Context, orgID, projectID int64, url, secret string) (store.Webhook, error)
+	DeleteWebhook(ctx context.Context, orgID, projectID, webhookID int64) error
+	ListDeliveries(ctx context.Context, orgID, projectID, webhookID, before int64, limit int) ([]store.Delivery, bool, error)
+	ClaimDeliveries(ctx context.Context, busy []int64, limit int, lease time.Duration) ([]store.Claim, error)
+	FinishDelivery(ctx context.Context, id int64, status string, httpStatus *int, lastError string, next time.Time) error
 }
 
 // Config holds the limits a deployment may change.
@@ -95,6 +102,13 @@ type Config struct {
 	// MaxStreams and MaxStreamsPerToken cap the exports open at once, in
 	// total and per token; 0: no limit.
 	MaxStreams, MaxStreamsPerToken int
+	// WebhookTimeout bounds an attempt to deliver to a webhook, and
+	// WebhookMaxAttempts the attempts before a delivery is failed.
+	WebhookTimeout     time.Duration
+	WebhookMaxAttempts int
+	// WebhookAllowPrivate lets webhooks reach loopback, private and
+	// link-local addresses: for tests and receivers on premises.
+	WebhookAllowPrivate bool
 }
 
 // Server is the API's HTTP handler.
@@ -110,6 +124,7 @@ type Server struct {
 	streams  *streamLimits
 	metrics  *metrics
 	specJSON gen.OpenAPIDocument // set by publishContract
+	webhooks *http.Client
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -128,6 +143,13 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 	s := &Server{store: st, log: log, cfg: cfg, ops: ops, limits: newRateLimits(cfg.RateLimit, cfg.RateBurst),
 		streams: newStreamLimits(cfg.MaxStreams, cfg.MaxStreamsPerToken)}
 	s.metrics = newMetrics(st, s.streams.openStreams)
+	if s.cfg.WebhookTimeout <= 0 {
+		s.cfg.WebhookTimeout = 10 * time.Second
+	}
+	if s.cfg.WebhookMaxAttempts <= 0 {
+		s.cfg.WebhookMaxAttempts = 8
+	}
+	s.webhooks = webhookClient(s.cfg.WebhookTimeout, cfg.WebhookAllowPrivate)
 	// Every write of readings and every edit of rules or formulas
 	// evaluates alarms in its transaction, with the outputs as a GET
 	// computes them.

@@ -72,6 +72,13 @@ var writesUnderAProject = []struct {
 	{"DeleteOverdueRule", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
 		return db.DeleteOverdueRule(ctx, key)
 	}},
+	{"CreateWebhook", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		_, err := db.CreateWebhook(ctx, key.OrgID, key.ProjectID, "https://example.com/hook", "0123456789abcdef")
+		return err
+	}},
+	{"DeleteWebhook", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		return db.DeleteWebhook(ctx, key.OrgID, key.ProjectID, unknownID)
+	}},
 	{"AcknowledgeAlarm", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
 		_, err := db.AcknowledgeAlarm(ctx, key.OrgID, key.ProjectID, unknownID, unknownID, "seen")
 		return err

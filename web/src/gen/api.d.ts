@@ -1220,6 +1220,171 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/org/{org_id}/proj/{proj_id}/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List webhooks
+         * @description The project's webhooks; secrets are never shown.
+         *     Required role: `admin`.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Create a webhook
+         * @description Every alarm event of the project from then on is POSTed to `url` as
+         *     the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
+         *     event's id, stable across retries: de-duplicate on it),
+         *     `X-Readings-Timestamp` (Unix seconds of the attempt) and
+         *     `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
+         *     the timestamp, a dot and the body: check it, and refuse timestamps more
+         *     than a few minutes old, to stop replays. Deliveries go through an outbox
+         *     written in the event's transaction, so none is lost to a crash; an
+         *     answer other than 2xx within `-webhook-timeout` (10 s) is retried after
+         *     30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
+         *     `-webhook-max-attempts` (8), then marked failed. Each webhook is
+         *     delivered on its own, in event order, so a slow or dead receiver delays
+         *     no other. `url` must be http or https; loopback, private and link-local
+         *     addresses are refused when the delivery resolves them (unless the
+         *     service runs with `-webhook-allow-private`).
+         *     Required role: `admin`.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The webhook's id.
+                 * @example 4
+                 */
+                webhook_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook
+         * @description Deletes the webhook and its pending deliveries.
+         *     Required role: `admin`.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The webhook's id.
+                 * @example 4
+                 */
+                webhook_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test delivery
+         * @description POSTs a signed test event (`kind` `test`, id 0) to the webhook now,
+         *     once, and answers how it went; nothing is recorded.
+         *     Required role: `admin`.
+         */
+        post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The webhook's id.
+                 * @example 4
+                 */
+                webhook_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a webhook's deliveries
+         * @description The webhook's delivery log, newest first, paged with a cursor: each
+         *     event's status (`pending`, `delivered` or `failed`), attempts, the
+         *     last HTTP status and error, and when the next attempt is due.
+         *     Required role: `admin`.
+         */
+        get: operations["listDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1720,7 +1885,7 @@ export interface components {
             sensor_id: number;
             target: string;
             /** @enum {string} */
-            kind: "triggered" | "escalated" | "de-escalated" | "cleared" | "acknowledged" | "late";
+            kind: "triggered" | "escalated" | "de-escalated" | "cleared" | "acknowledged" | "late" | "test";
             /**
              * Format: int64
              * @description Absent once the level is deleted.
@@ -1755,6 +1920,46 @@ export interface components {
             level: string;
             after_seconds: number;
             created_at: components["schemas"]["Datetime"];
+        };
+        WebhookCreate: {
+            /** @description An http or https URL. */
+            url: string;
+            /** @description The key of the HMAC signature. */
+            secret: string;
+        };
+        Webhook: {
+            /** Format: int64 */
+            id: number;
+            url: string;
+            created_at: components["schemas"]["Datetime"];
+        };
+        WebhookList: {
+            items: components["schemas"]["Webhook"][];
+        };
+        WebhookTest: {
+            delivered: boolean;
+            /** @description The receiver's HTTP status, if it answered. */
+            status?: number;
+            error?: string;
+        };
+        Delivery: {
+            /** Format: int64 */
+            id: number;
+            /** Format: int64 */
+            event_id: number;
+            /** @enum {string} */
+            status: "pending" | "delivered" | "failed";
+            attempts: number;
+            last_status?: number;
+            last_error: string;
+            next_attempt_at: components["schemas"]["Datetime"];
+            delivered_at?: components["schemas"]["Datetime"];
+            created_at: components["schemas"]["Datetime"];
+        };
+        DeliveryPage: {
+            items: components["schemas"]["Delivery"][];
+            /** @description Present when there may be more; pass it as `cursor`. */
+            next_cursor?: string;
         };
     };
     responses: {
@@ -1963,6 +2168,11 @@ export interface components {
          * @example 9
          */
         AlarmId: number;
+        /**
+         * @description The webhook's id.
+         * @example 4
+         */
+        WebhookId: number;
         /** @description The most items in a page. */
         PageLimit: number;
         /** @description The `next_cursor` of the previous page. */
@@ -5180,6 +5390,270 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["AlarmEventPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhooks. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 4,
+                     *           "url": "https://alerts.example.com/readings",
+                     *           "created_at": "2024-05-01T12:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://alerts.example.com/readings",
+                 *       "secret": "s3cret-shared-with-the-receiver"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookCreate"];
+            };
+        };
+        responses: {
+            /** @description The new webhook. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 4,
+                     *       "url": "https://alerts.example.com/readings",
+                     *       "created_at": "2024-05-01T12:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The webhook's id.
+                 * @example 4
+                 */
+                webhook_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The webhook's id.
+                 * @example 4
+                 */
+                webhook_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attempt. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "delivered": true,
+                     *       "status": 204
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookTest"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listDeliveries: {
+        parameters: {
+            query?: {
+                /** @description The most items in a page. */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The webhook's id.
+                 * @example 4
+                 */
+                webhook_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deliveries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 77,
+                     *           "event_id": 31,
+                     *           "status": "delivered",
+                     *           "attempts": 1,
+                     *           "last_status": 204,
+                     *           "last_error": "",
+                     *           "next_attempt_at": "2024-05-01T12:10:00.200Z",
+                     *           "delivered_at": "2024-05-01T12:10:00.180Z",
+                     *           "created_at": "2024-05-01T12:10:00.114Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DeliveryPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
