@@ -960,8 +960,9 @@ type ClientInterface interface {
 	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
-	// delivered on its own, in event order, so a slow or dead receiver delays
-	// no other. `url` must be http or https; loopback, private and link-local
+	// delivered on its own, so a slow or dead receiver delays no other;
+	// events go in order, but a retried one may arrive after later ones
+	// (order by the event's id). `url` must be http or https; loopback, private and link-local
 	// addresses are refused when the delivery resolves them (unless the
 	// service runs with `-webhook-allow-private`).
 	// Required role: `admin`.
@@ -984,8 +985,9 @@ type ClientInterface interface {
 	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
-	// delivered on its own, in event order, so a slow or dead receiver delays
-	// no other. `url` must be http or https; loopback, private and link-local
+	// delivered on its own, so a slow or dead receiver delays no other;
+	// events go in order, but a retried one may arrive after later ones
+	// (order by the event's id). `url` must be http or https; loopback, private and link-local
 	// addresses are refused when the delivery resolves them (unless the
 	// service runs with `-webhook-allow-private`).
 	// Required role: `admin`.
@@ -2593,8 +2595,9 @@ func (c *Client) ListWebhooks(ctx context.Context, orgId OrgId, projId ProjId, r
 // answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 // 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 // `-webhook-max-attempts` (8), then marked failed. Each webhook is
-// delivered on its own, in event order, so a slow or dead receiver delays
-// no other. `url` must be http or https; loopback, private and link-local
+// delivered on its own, so a slow or dead receiver delays no other;
+// events go in order, but a retried one may arrive after later ones
+// (order by the event's id). `url` must be http or https; loopback, private and link-local
 // addresses are refused when the delivery resolves them (unless the
 // service runs with `-webhook-allow-private`).
 // Required role: `admin`.
@@ -2627,8 +2630,9 @@ func (c *Client) CreateWebhookWithBody(ctx context.Context, orgId OrgId, projId 
 // answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 // 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 // `-webhook-max-attempts` (8), then marked failed. Each webhook is
-// delivered on its own, in event order, so a slow or dead receiver delays
-// no other. `url` must be http or https; loopback, private and link-local
+// delivered on its own, so a slow or dead receiver delays no other;
+// events go in order, but a retried one may arrive after later ones
+// (order by the event's id). `url` must be http or https; loopback, private and link-local
 // addresses are refused when the delivery resolves them (unless the
 // service runs with `-webhook-allow-private`).
 // Required role: `admin`.
@@ -6957,8 +6961,9 @@ type ClientWithResponsesInterface interface {
 	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
-	// delivered on its own, in event order, so a slow or dead receiver delays
-	// no other. `url` must be http or https; loopback, private and link-local
+	// delivered on its own, so a slow or dead receiver delays no other;
+	// events go in order, but a retried one may arrive after later ones
+	// (order by the event's id). `url` must be http or https; loopback, private and link-local
 	// addresses are refused when the delivery resolves them (unless the
 	// service runs with `-webhook-allow-private`).
 	// Required role: `admin`.
@@ -6981,8 +6986,9 @@ type ClientWithResponsesInterface interface {
 	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
-	// delivered on its own, in event order, so a slow or dead receiver delays
-	// no other. `url` must be http or https; loopback, private and link-local
+	// delivered on its own, so a slow or dead receiver delays no other;
+	// events go in order, but a retried one may arrive after later ones
+	// (order by the event's id). `url` must be http or https; loopback, private and link-local
 	// addresses are refused when the delivery resolves them (unless the
 	// service runs with `-webhook-allow-private`).
 	// Required role: `admin`.
@@ -14758,8 +14764,9 @@ func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, orgI
 // answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 // 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 // `-webhook-max-attempts` (8), then marked failed. Each webhook is
-// delivered on its own, in event order, so a slow or dead receiver delays
-// no other. `url` must be http or https; loopback, private and link-local
+// delivered on its own, so a slow or dead receiver delays no other;
+// events go in order, but a retried one may arrive after later ones
+// (order by the event's id). `url` must be http or https; loopback, private and link-local
 // addresses are refused when the delivery resolves them (unless the
 // service runs with `-webhook-allow-private`).
 // Required role: `admin`.
@@ -14788,8 +14795,9 @@ func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Cont
 // answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 // 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 // `-webhook-max-attempts` (8), then marked failed. Each webhook is
-// delivered on its own, in event order, so a slow or dead receiver delays
-// no other. `url` must be http or https; loopback, private and link-local
+// delivered on its own, so a slow or dead receiver delays no other;
+// events go in order, but a retried one may arrive after later ones
+// (order by the event's id). `url` must be http or https; loopback, private and link-local
 // addresses are refused when the delivery resolves them (unless the
 // service runs with `-webhook-allow-private`).
 // Required role: `admin`.

@@ -1258,8 +1258,9 @@ export interface paths {
          *     answer other than 2xx within `-webhook-timeout` (10 s) is retried after
          *     30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
          *     `-webhook-max-attempts` (8), then marked failed. Each webhook is
-         *     delivered on its own, in event order, so a slow or dead receiver delays
-         *     no other. `url` must be http or https; loopback, private and link-local
+         *     delivered on its own, so a slow or dead receiver delays no other;
+         *     events go in order, but a retried one may arrive after later ones
+         *     (order by the event's id). `url` must be http or https; loopback, private and link-local
          *     addresses are refused when the delivery resolves them (unless the
          *     service runs with `-webhook-allow-private`).
          *     Required role: `admin`.
