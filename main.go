@@ -83,6 +83,10 @@ type config struct {
 	maxStreamsToken int
 	shutdownTimeout time.Duration
 	pprofAddr       string
+	alarmCheck      time.Duration
+	webhookTimeout  time.Duration
+	webhookAttempts int
+	webhookPrivate  bool
 	storage         store.StorageConfig
 }
 
@@ -105,6 +109,10 @@ func (c *config) register(fs *flag.FlagSet, e *env) {
 	fs.IntVar(&c.maxStreams, "max-streams", e.int("MAX_STREAMS", 0), "exports open at once, below the database connections; 0 is half of them (MAX_STREAMS)")
 	fs.IntVar(&c.maxStreamsToken, "max-streams-per-token", e.int("MAX_STREAMS_PER_TOKEN", 2), "exports one token may have open at once (MAX_STREAMS_PER_TOKEN)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", e.duration("SHUTDOWN_TIMEOUT", 20*time.Second), "how long in-flight requests may finish after SIGTERM (SHUTDOWN_TIMEOUT)")
+	fs.DurationVar(&c.alarmCheck, "alarm-check-interval", e.duration("ALARM_CHECK_INTERVAL", 10*time.Second), "how often overdue sensors are checked, the most an overdue alarm is late (ALARM_CHECK_INTERVAL)")
+	fs.DurationVar(&c.webhookTimeout, "webhook-timeout", e.duration("WEBHOOK_TIMEOUT", 10*time.Second), "how long a webhook receiver may take to answer (WEBHOOK_TIMEOUT)")
+	fs.IntVar(&c.webhookAttempts, "webhook-max-attempts", e.int("WEBHOOK_MAX_ATTEMPTS", 8), "attempts of a webhook delivery before it is marked failed (WEBHOOK_MAX_ATTEMPTS)")
+	fs.BoolVar(&c.webhookPrivate, "webhook-allow-private", e.bool("WEBHOOK_ALLOW_PRIVATE", false), "let webhooks reach loopback, private and link-local addresses (WEBHOOK_ALLOW_PRIVATE)")
 	fs.StringVar(&c.pprofAddr, "pprof-addr", e.string("PPROF_ADDR", ""), "serve /debug/pprof on this `host:port`, for profiling; off when empty (PPROF_ADDR)")
 	// TimescaleDB only, applied with the migrations; docs/performance.md
 	// says why these defaults suit minute-rate sensors.
@@ -158,6 +166,15 @@ func (c *config) validate() error {
 	if c.maxStreams < 0 || (c.dbMaxConns > 0 && c.maxStreams >= c.dbMaxConns) {
 		errs = append(errs, fmt.Errorf("max streams %d must be from 0 (half the database connections) to below db max conns %d", c.maxStreams, c.dbMaxConns))
 	}
+	if c.alarmCheck < time.Second || c.alarmCheck > 5*time.Minute {
+		return fmt.Errorf("-alarm-check-interval %v is out of 1s to 5m", c.alarmCheck)
+	}
+	if c.webhookTimeout < time.Second || c.webhookTimeout > time.Minute {
+		return fmt.Errorf("-webhook-timeout %v is out of 1s to 1m", c.webhookTimeout)
+	}
+	if c.webhookAttempts < 1 || c.webhookAttempts > 20 {
+		return fmt.Errorf("-webhook-max-attempts %d is out of 1 to 20", c.webhookAttempts)
+	}
 	if c.maxStreamsToken < 1 {
 		errs = append(errs, fmt.Errorf("max streams per token %d must be at least 1", c.maxStreamsToken))
 	}
@@ -187,6 +204,10 @@ func (c *config) logValue() slog.Value {
 		slog.Int("max_streams_per_token", c.maxStreamsToken),
 		slog.Duration("shutdown_timeout", c.shutdownTimeout),
 		slog.String("pprof_addr", c.pprofAddr),
+		slog.Duration("alarm_check_interval", c.alarmCheck),
+		slog.Duration("webhook_timeout", c.webhookTimeout),
+		slog.Int("webhook_max_attempts", c.webhookAttempts),
+		slog.Bool("webhook_allow_private", c.webhookPrivate),
 		slog.String("chunk_interval", days(c.storage.ChunkInterval).String()),
 		slog.String("compress_after", days(c.storage.CompressAfter).String()),
 		slog.String("retention", days(c.storage.Retention).String()),
@@ -277,6 +298,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		MaxStreamsPerToken: c.maxStreamsToken,
 		Standby:            standby,
 		StandbyWait:        c.readWait,
+		WebhookTimeout:      c.webhookTimeout,
+		WebhookMaxAttempts:  c.webhookAttempts,
+		WebhookAllowPrivate: c.webhookPrivate,
 	})
 	if err != nil {
 		return err
@@ -307,6 +331,27 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	defer func() {
 		stopRecording()
 		<-recorded
+	}()
+
+	// Overdue sensors are checked until the server stops; every replica
+	// runs the check and the store lets one at a time make changes.
+	checkCtx, stopChecking := context.WithCancel(ctx)
+	checked := make(chan struct{})
+	go func() {
+		srv.CheckOverdue(checkCtx, c.alarmCheck)
+		close(checked)
+	}()
+	// Webhook deliveries in flight finish (within the webhook timeout)
+	// before serve returns; a kill leaves them to their lease.
+	delivering := make(chan struct{})
+	go func() {
+		srv.DeliverWebhooks(checkCtx, time.Second)
+		close(delivering)
+	}()
+	defer func() {
+		stopChecking()
+		<-checked
+		<-delivering
 	}()
 
 	if c.pprofAddr != "" {

@@ -461,6 +461,127 @@ type ClientInterface interface {
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id} (the `UpdateProject` operationId).
 	UpdateProject(ctx context.Context, orgId OrgId, projId ProjId, body UpdateProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListAlarmEvents List alarm events
+	//
+	// The project's alarm history, oldest first, paged with a cursor:
+	// appended in the transaction that made each change, never rewritten.
+	// `kind` is `triggered` (from rest), `escalated`, `de-escalated`,
+	// `cleared`, `acknowledged` (with `user_id` and `note`) or `late`: a
+	// reading older than the sensor's newest, stored after it, whose value
+	// was beyond a rule's threshold (persistence and deadband aside, since its
+	// neighbours in time were evaluated already). A late event names the level
+	// that value reached and changes no current alarm: an exceedance is never
+	// missed because its reading came late. `reading_datetime` is the datetime
+	// of the reading that made the change.
+	// Required role: `viewer`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-events (the `ListAlarmEvents` operationId).
+	ListAlarmEvents(ctx context.Context, orgId OrgId, projId ProjId, params *ListAlarmEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAlarmLevels List alarm levels
+	//
+	// The project's alarm levels, least severe first. A project starts with
+	// Maintenance (rank 1, for overdue sensors), Alert (2), Action (3) and
+	// Alarm (4); a target's level is the highest rank among its rules that
+	// hold.
+	// Required role: `viewer`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels (the `ListAlarmLevels` operationId).
+	ListAlarmLevels(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAlarmLevelWithBody Create an alarm level
+	//
+	// Adds a level. Names and ranks are unique in the project; the colour is
+	// `#rrggbb` in lowercase hex.
+	// Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels (the `CreateAlarmLevel` operationId).
+	CreateAlarmLevelWithBody(ctx context.Context, orgId OrgId, projId ProjId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAlarmLevel Create an alarm level
+	//
+	// Adds a level. Names and ranks are unique in the project; the colour is
+	// `#rrggbb` in lowercase hex.
+	// Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels (the `CreateAlarmLevel` operationId).
+	CreateAlarmLevel(ctx context.Context, orgId OrgId, projId ProjId, body CreateAlarmLevelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteAlarmLevel Delete an alarm level
+	//
+	// Deletes the level. A level that rules or current alarms use answers
+	// 409: move or delete the rules first. Events keep the level's name.
+	// Required role: `admin`.
+	//
+	// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels/{level_id} (the `DeleteAlarmLevel` operationId).
+	DeleteAlarmLevel(ctx context.Context, orgId OrgId, projId ProjId, levelId LevelId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateAlarmLevelWithBody Update an alarm level
+	//
+	// Updates the fields present in the body. A rank orders the levels in
+	// force, so it changes only while no rule or current alarm uses the level
+	// (409 otherwise); names and colours change at any time, and the history
+	// keeps the name each event was recorded with.
+	// Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels/{level_id} (the `UpdateAlarmLevel` operationId).
+	UpdateAlarmLevelWithBody(ctx context.Context, orgId OrgId, projId ProjId, levelId LevelId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateAlarmLevel Update an alarm level
+	//
+	// Updates the fields present in the body. A rank orders the levels in
+	// force, so it changes only while no rule or current alarm uses the level
+	// (409 otherwise); names and colours change at any time, and the history
+	// keeps the name each event was recorded with.
+	// Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels/{level_id} (the `UpdateAlarmLevel` operationId).
+	UpdateAlarmLevel(ctx context.Context, orgId OrgId, projId ProjId, levelId LevelId, body UpdateAlarmLevelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAlarms List current alarms
+	//
+	// The targets of the project not at rest, most severe first: the level,
+	// since when (the datetime of the reading that raised it), the value that
+	// raised it and whether it is acknowledged. The current level follows each
+	// sensor's newest reading: a reading older than the newest never changes
+	// it (see `late` events).
+	// Required role: `viewer`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarms (the `ListAlarms` operationId).
+	ListAlarms(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AcknowledgeAlarmWithBody Acknowledge an alarm
+	//
+	// Records that the caller has seen the alarm, with an optional note, and
+	// appends an `acknowledged` event. An escalation asks for a new
+	// acknowledgement; a de-escalation keeps the one given.
+	// Required role: `editor`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/alarms/{alarm_id}/acknowledge (the `AcknowledgeAlarm` operationId).
+	AcknowledgeAlarmWithBody(ctx context.Context, orgId OrgId, projId ProjId, alarmId AlarmId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AcknowledgeAlarm Acknowledge an alarm
+	//
+	// Records that the caller has seen the alarm, with an optional note, and
+	// appends an `acknowledged` event. An escalation asks for a new
+	// acknowledgement; a de-escalation keeps the one given.
+	// Required role: `editor`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/alarms/{alarm_id}/acknowledge (the `AcknowledgeAlarm` operationId).
+	AcknowledgeAlarm(ctx context.Context, orgId OrgId, projId ProjId, alarmId AlarmId, body AcknowledgeAlarmJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// LatestReadings Latest reading of every sensor
 	//
 	// The newest reading of each sensor of the project, in sensor id
@@ -793,6 +914,102 @@ type ClientInterface interface {
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id} (the `UpdateSensor` operationId).
 	UpdateSensor(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateSensorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListAlarmRules List a sensor's alarm rules
+	//
+	// The sensor's trigger rules, by target, each with whether it holds now
+	// (`active`).
+	// Required role: `viewer`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `ListAlarmRules` operationId).
+	ListAlarmRules(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAlarmRuleWithBody Create an alarm rule
+	//
+	// A rule watches one of the sensor's inputs or outputs (`target`, its
+	// key) and raises `level` (a level's name) when the value goes `above` (strictly
+	// greater than) or `below` (strictly less than) `threshold` for
+	// `persistence` consecutive readings (default 1). Once raised it holds
+	// until the value comes back past the threshold by more than `deadband`
+	// (default 0): above 150 with deadband 2 clears at 148 or lower. Several
+	// rules on one target escalate: the target's level is the highest rank
+	// among its rules that hold. Outputs are computed as a GET computes them
+	// (the formulas and calibrations in force at the reading's datetime); a
+	// reading whose output has no value (not a finite number) changes
+	// nothing.
+	//
+	// The rule takes effect at once: in the same transaction the sensor's
+	// newest reading is evaluated again, so a threshold raised above it clears
+	// the alarm without waiting for the next reading (its persistence counts
+	// the newest reading as one). History is never rewritten. A target that is
+	// not the sensor's, a level not of the project, a threshold that is not a
+	// finite number, a negative deadband or a persistence out of 1 to 1000
+	// answer 400 and change nothing.
+	// Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `CreateAlarmRule` operationId).
+	CreateAlarmRuleWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAlarmRule Create an alarm rule
+	//
+	// A rule watches one of the sensor's inputs or outputs (`target`, its
+	// key) and raises `level` (a level's name) when the value goes `above` (strictly
+	// greater than) or `below` (strictly less than) `threshold` for
+	// `persistence` consecutive readings (default 1). Once raised it holds
+	// until the value comes back past the threshold by more than `deadband`
+	// (default 0): above 150 with deadband 2 clears at 148 or lower. Several
+	// rules on one target escalate: the target's level is the highest rank
+	// among its rules that hold. Outputs are computed as a GET computes them
+	// (the formulas and calibrations in force at the reading's datetime); a
+	// reading whose output has no value (not a finite number) changes
+	// nothing.
+	//
+	// The rule takes effect at once: in the same transaction the sensor's
+	// newest reading is evaluated again, so a threshold raised above it clears
+	// the alarm without waiting for the next reading (its persistence counts
+	// the newest reading as one). History is never rewritten. A target that is
+	// not the sensor's, a level not of the project, a threshold that is not a
+	// finite number, a negative deadband or a persistence out of 1 to 1000
+	// answer 400 and change nothing.
+	// Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `CreateAlarmRule` operationId).
+	CreateAlarmRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body CreateAlarmRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteAlarmRule Delete an alarm rule
+	//
+	// Deletes the rule and evaluates the sensor's newest reading again: a
+	// target left without rules clears.
+	// Required role: `admin`.
+	//
+	// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules/{rule_id} (the `DeleteAlarmRule` operationId).
+	DeleteAlarmRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, ruleId RuleId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateAlarmRuleWithBody Replace an alarm rule
+	//
+	// Replaces the rule with the body, as a new rule would be made: its state
+	// starts over and the sensor's newest reading is evaluated again at once.
+	// Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules/{rule_id} (the `UpdateAlarmRule` operationId).
+	UpdateAlarmRuleWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, ruleId RuleId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateAlarmRule Replace an alarm rule
+	//
+	// Replaces the rule with the body, as a new rule would be made: its state
+	// starts over and the sensor's newest reading is evaluated again at once.
+	// Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules/{rule_id} (the `UpdateAlarmRule` operationId).
+	UpdateAlarmRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, ruleId RuleId, body UpdateAlarmRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// UpdateBaselinesWithBody Set a sensor's baselines (zero readings)
 	//
 	// Replaces the sensor's baselines with the list given (an empty list
@@ -896,6 +1113,143 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas (the `UpdateFormulas` operationId).
 	UpdateFormulas(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateFormulasJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteOverdueRule Delete a sensor's overdue rule
+	//
+	// Deletes the rule and clears its alarm, if raised. Required role: `admin`.
+	//
+	// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `DeleteOverdueRule` operationId).
+	DeleteOverdueRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetOverdueRule Get a sensor's overdue rule
+	//
+	// The sensor's overdue rule; 404 when it has none. Required role: `viewer`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `GetOverdueRule` operationId).
+	GetOverdueRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetOverdueRuleWithBody Set a sensor's overdue rule
+	//
+	// Raises an alarm at `level` (target `overdue`) when the sensor has
+	// had no reading for `after_seconds` (60 to 31622400): no reading
+	// whose datetime is within that long of now, or, for a sensor
+	// without readings, none since the rule was set. The service checks
+	// every sensor in the background, every `-alarm-check-interval`
+	// (10 s by default), on one replica at a time, so an overdue alarm is
+	// raised at most that long (and the check's own run) late, and
+	// exactly once however many replicas run. The alarm value is the
+	// seconds since the newest reading. It clears at the first check
+	// after a reading within the duration arrives. Replaces the
+	// sensor's rule, if any. Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `SetOverdueRule` operationId).
+	SetOverdueRuleWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetOverdueRule Set a sensor's overdue rule
+	//
+	// Raises an alarm at `level` (target `overdue`) when the sensor has
+	// had no reading for `after_seconds` (60 to 31622400): no reading
+	// whose datetime is within that long of now, or, for a sensor
+	// without readings, none since the rule was set. The service checks
+	// every sensor in the background, every `-alarm-check-interval`
+	// (10 s by default), on one replica at a time, so an overdue alarm is
+	// raised at most that long (and the check's own run) late, and
+	// exactly once however many replicas run. The alarm value is the
+	// seconds since the newest reading. It clears at the first check
+	// after a reading within the duration arrives. Replaces the
+	// sensor's rule, if any. Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `SetOverdueRule` operationId).
+	SetOverdueRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body SetOverdueRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWebhooks List webhooks
+	//
+	// The project's webhooks; secrets are never shown.
+	// Required role: `admin`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks (the `ListWebhooks` operationId).
+	ListWebhooks(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateWebhookWithBody Create a webhook
+	//
+	// Every alarm event of the project from then on is POSTed to `url` as
+	// the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
+	// event's id, stable across retries: de-duplicate on it),
+	// `X-Readings-Timestamp` (Unix seconds of the attempt) and
+	// `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
+	// the timestamp, a dot and the body: check it, and refuse timestamps more
+	// than a few minutes old, to stop replays. Deliveries go through an outbox
+	// written in the event's transaction, so none is lost to a crash; an
+	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
+	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
+	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
+	// delivered on its own, so a slow or dead receiver delays no other;
+	// events go in order, but a retried one may arrive after later ones
+	// (order by the event's id). `url` must be http or https; loopback, private and link-local
+	// addresses are refused when the delivery resolves them (unless the
+	// service runs with `-webhook-allow-private`).
+	// Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/webhooks (the `CreateWebhook` operationId).
+	CreateWebhookWithBody(ctx context.Context, orgId OrgId, projId ProjId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateWebhook Create a webhook
+	//
+	// Every alarm event of the project from then on is POSTed to `url` as
+	// the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
+	// event's id, stable across retries: de-duplicate on it),
+	// `X-Readings-Timestamp` (Unix seconds of the attempt) and
+	// `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
+	// the timestamp, a dot and the body: check it, and refuse timestamps more
+	// than a few minutes old, to stop replays. Deliveries go through an outbox
+	// written in the event's transaction, so none is lost to a crash; an
+	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
+	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
+	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
+	// delivered on its own, so a slow or dead receiver delays no other;
+	// events go in order, but a retried one may arrive after later ones
+	// (order by the event's id). `url` must be http or https; loopback, private and link-local
+	// addresses are refused when the delivery resolves them (unless the
+	// service runs with `-webhook-allow-private`).
+	// Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/webhooks (the `CreateWebhook` operationId).
+	CreateWebhook(ctx context.Context, orgId OrgId, projId ProjId, body CreateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteWebhook Delete a webhook
+	//
+	// Deletes the webhook and its pending deliveries.
+	// Required role: `admin`.
+	//
+	// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id} (the `DeleteWebhook` operationId).
+	DeleteWebhook(ctx context.Context, orgId OrgId, projId ProjId, webhookId WebhookId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListDeliveries List a webhook's deliveries
+	//
+	// The webhook's delivery log, newest first, paged with a cursor: each
+	// event's status (`pending`, `delivered` or `failed`), attempts, the
+	// last HTTP status and error, and when the next attempt is due.
+	// Required role: `admin`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id}/deliveries (the `ListDeliveries` operationId).
+	ListDeliveries(ctx context.Context, orgId OrgId, projId ProjId, webhookId WebhookId, params *ListDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TestWebhook Send a test delivery
+	//
+	// POSTs a signed test event (`kind` `test`, id 0) to the webhook now,
+	// once, and answers how it went; nothing is recorded.
+	// Required role: `admin`.
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id}/test (the `TestWebhook` operationId).
+	TestWebhook(ctx context.Context, orgId OrgId, projId ProjId, webhookId WebhookId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListProjects List projects
 	//
@@ -1639,6 +1993,227 @@ func (c *Client) UpdateProject(ctx context.Context, orgId OrgId, projId ProjId, 
 	return c.Client.Do(req)
 }
 
+// ListAlarmEvents List alarm events
+//
+// The project's alarm history, oldest first, paged with a cursor:
+// appended in the transaction that made each change, never rewritten.
+// `kind` is `triggered` (from rest), `escalated`, `de-escalated`,
+// `cleared`, `acknowledged` (with `user_id` and `note`) or `late`: a
+// reading older than the sensor's newest, stored after it, whose value
+// was beyond a rule's threshold (persistence and deadband aside, since its
+// neighbours in time were evaluated already). A late event names the level
+// that value reached and changes no current alarm: an exceedance is never
+// missed because its reading came late. `reading_datetime` is the datetime
+// of the reading that made the change.
+// Required role: `viewer`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-events (the `ListAlarmEvents` operationId).
+func (c *Client) ListAlarmEvents(ctx context.Context, orgId OrgId, projId ProjId, params *ListAlarmEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAlarmEventsRequest(c.Server, orgId, projId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListAlarmLevels List alarm levels
+//
+// The project's alarm levels, least severe first. A project starts with
+// Maintenance (rank 1, for overdue sensors), Alert (2), Action (3) and
+// Alarm (4); a target's level is the highest rank among its rules that
+// hold.
+// Required role: `viewer`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels (the `ListAlarmLevels` operationId).
+func (c *Client) ListAlarmLevels(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAlarmLevelsRequest(c.Server, orgId, projId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAlarmLevelWithBody Create an alarm level
+//
+// Adds a level. Names and ranks are unique in the project; the colour is
+// `#rrggbb` in lowercase hex.
+// Required role: `admin`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels (the `CreateAlarmLevel` operationId).
+func (c *Client) CreateAlarmLevelWithBody(ctx context.Context, orgId OrgId, projId ProjId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAlarmLevelRequestWithBody(c.Server, orgId, projId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAlarmLevel Create an alarm level
+//
+// Adds a level. Names and ranks are unique in the project; the colour is
+// `#rrggbb` in lowercase hex.
+// Required role: `admin`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels (the `CreateAlarmLevel` operationId).
+func (c *Client) CreateAlarmLevel(ctx context.Context, orgId OrgId, projId ProjId, body CreateAlarmLevelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAlarmLevelRequest(c.Server, orgId, projId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteAlarmLevel Delete an alarm level
+//
+// Deletes the level. A level that rules or current alarms use answers
+// 409: move or delete the rules first. Events keep the level's name.
+// Required role: `admin`.
+//
+// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels/{level_id} (the `DeleteAlarmLevel` operationId).
+func (c *Client) DeleteAlarmLevel(ctx context.Context, orgId OrgId, projId ProjId, levelId LevelId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteAlarmLevelRequest(c.Server, orgId, projId, levelId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateAlarmLevelWithBody Update an alarm level
+//
+// Updates the fields present in the body. A rank orders the levels in
+// force, so it changes only while no rule or current alarm uses the level
+// (409 otherwise); names and colours change at any time, and the history
+// keeps the name each event was recorded with.
+// Required role: `admin`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels/{level_id} (the `UpdateAlarmLevel` operationId).
+func (c *Client) UpdateAlarmLevelWithBody(ctx context.Context, orgId OrgId, projId ProjId, levelId LevelId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAlarmLevelRequestWithBody(c.Server, orgId, projId, levelId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateAlarmLevel Update an alarm level
+//
+// Updates the fields present in the body. A rank orders the levels in
+// force, so it changes only while no rule or current alarm uses the level
+// (409 otherwise); names and colours change at any time, and the history
+// keeps the name each event was recorded with.
+// Required role: `admin`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels/{level_id} (the `UpdateAlarmLevel` operationId).
+func (c *Client) UpdateAlarmLevel(ctx context.Context, orgId OrgId, projId ProjId, levelId LevelId, body UpdateAlarmLevelJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAlarmLevelRequest(c.Server, orgId, projId, levelId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListAlarms List current alarms
+//
+// The targets of the project not at rest, most severe first: the level,
+// since when (the datetime of the reading that raised it), the value that
+// raised it and whether it is acknowledged. The current level follows each
+// sensor's newest reading: a reading older than the newest never changes
+// it (see `late` events).
+// Required role: `viewer`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarms (the `ListAlarms` operationId).
+func (c *Client) ListAlarms(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAlarmsRequest(c.Server, orgId, projId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AcknowledgeAlarmWithBody Acknowledge an alarm
+//
+// Records that the caller has seen the alarm, with an optional note, and
+// appends an `acknowledged` event. An escalation asks for a new
+// acknowledgement; a de-escalation keeps the one given.
+// Required role: `editor`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/alarms/{alarm_id}/acknowledge (the `AcknowledgeAlarm` operationId).
+func (c *Client) AcknowledgeAlarmWithBody(ctx context.Context, orgId OrgId, projId ProjId, alarmId AlarmId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAcknowledgeAlarmRequestWithBody(c.Server, orgId, projId, alarmId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AcknowledgeAlarm Acknowledge an alarm
+//
+// Records that the caller has seen the alarm, with an optional note, and
+// appends an `acknowledged` event. An escalation asks for a new
+// acknowledgement; a de-escalation keeps the one given.
+// Required role: `editor`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/alarms/{alarm_id}/acknowledge (the `AcknowledgeAlarm` operationId).
+func (c *Client) AcknowledgeAlarm(ctx context.Context, orgId OrgId, projId ProjId, alarmId AlarmId, body AcknowledgeAlarmJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAcknowledgeAlarmRequest(c.Server, orgId, projId, alarmId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // LatestReadings Latest reading of every sensor
 //
 // The newest reading of each sensor of the project, in sensor id
@@ -2111,6 +2686,162 @@ func (c *Client) UpdateSensor(ctx context.Context, orgId OrgId, projId ProjId, s
 	return c.Client.Do(req)
 }
 
+// ListAlarmRules List a sensor's alarm rules
+//
+// The sensor's trigger rules, by target, each with whether it holds now
+// (`active`).
+// Required role: `viewer`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `ListAlarmRules` operationId).
+func (c *Client) ListAlarmRules(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAlarmRulesRequest(c.Server, orgId, projId, sensorId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAlarmRuleWithBody Create an alarm rule
+//
+// A rule watches one of the sensor's inputs or outputs (`target`, its
+// key) and raises `level` (a level's name) when the value goes `above` (strictly
+// greater than) or `below` (strictly less than) `threshold` for
+// `persistence` consecutive readings (default 1). Once raised it holds
+// until the value comes back past the threshold by more than `deadband`
+// (default 0): above 150 with deadband 2 clears at 148 or lower. Several
+// rules on one target escalate: the target's level is the highest rank
+// among its rules that hold. Outputs are computed as a GET computes them
+// (the formulas and calibrations in force at the reading's datetime); a
+// reading whose output has no value (not a finite number) changes
+// nothing.
+//
+// The rule takes effect at once: in the same transaction the sensor's
+// newest reading is evaluated again, so a threshold raised above it clears
+// the alarm without waiting for the next reading (its persistence counts
+// the newest reading as one). History is never rewritten. A target that is
+// not the sensor's, a level not of the project, a threshold that is not a
+// finite number, a negative deadband or a persistence out of 1 to 1000
+// answer 400 and change nothing.
+// Required role: `admin`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `CreateAlarmRule` operationId).
+func (c *Client) CreateAlarmRuleWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAlarmRuleRequestWithBody(c.Server, orgId, projId, sensorId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAlarmRule Create an alarm rule
+//
+// A rule watches one of the sensor's inputs or outputs (`target`, its
+// key) and raises `level` (a level's name) when the value goes `above` (strictly
+// greater than) or `below` (strictly less than) `threshold` for
+// `persistence` consecutive readings (default 1). Once raised it holds
+// until the value comes back past the threshold by more than `deadband`
+// (default 0): above 150 with deadband 2 clears at 148 or lower. Several
+// rules on one target escalate: the target's level is the highest rank
+// among its rules that hold. Outputs are computed as a GET computes them
+// (the formulas and calibrations in force at the reading's datetime); a
+// reading whose output has no value (not a finite number) changes
+// nothing.
+//
+// The rule takes effect at once: in the same transaction the sensor's
+// newest reading is evaluated again, so a threshold raised above it clears
+// the alarm without waiting for the next reading (its persistence counts
+// the newest reading as one). History is never rewritten. A target that is
+// not the sensor's, a level not of the project, a threshold that is not a
+// finite number, a negative deadband or a persistence out of 1 to 1000
+// answer 400 and change nothing.
+// Required role: `admin`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `CreateAlarmRule` operationId).
+func (c *Client) CreateAlarmRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body CreateAlarmRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAlarmRuleRequest(c.Server, orgId, projId, sensorId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteAlarmRule Delete an alarm rule
+//
+// Deletes the rule and evaluates the sensor's newest reading again: a
+// target left without rules clears.
+// Required role: `admin`.
+//
+// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules/{rule_id} (the `DeleteAlarmRule` operationId).
+func (c *Client) DeleteAlarmRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, ruleId RuleId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteAlarmRuleRequest(c.Server, orgId, projId, sensorId, ruleId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateAlarmRuleWithBody Replace an alarm rule
+//
+// Replaces the rule with the body, as a new rule would be made: its state
+// starts over and the sensor's newest reading is evaluated again at once.
+// Required role: `admin`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules/{rule_id} (the `UpdateAlarmRule` operationId).
+func (c *Client) UpdateAlarmRuleWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, ruleId RuleId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAlarmRuleRequestWithBody(c.Server, orgId, projId, sensorId, ruleId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateAlarmRule Replace an alarm rule
+//
+// Replaces the rule with the body, as a new rule would be made: its state
+// starts over and the sensor's newest reading is evaluated again at once.
+// Required role: `admin`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules/{rule_id} (the `UpdateAlarmRule` operationId).
+func (c *Client) UpdateAlarmRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, ruleId RuleId, body UpdateAlarmRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAlarmRuleRequest(c.Server, orgId, projId, sensorId, ruleId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // UpdateBaselinesWithBody Set a sensor's baselines (zero readings)
 //
 // Replaces the sensor's baselines with the list given (an empty list
@@ -2265,6 +2996,243 @@ func (c *Client) UpdateFormulasWithBody(ctx context.Context, orgId OrgId, projId
 // Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas (the `UpdateFormulas` operationId).
 func (c *Client) UpdateFormulas(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateFormulasJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateFormulasRequest(c.Server, orgId, projId, sensorId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteOverdueRule Delete a sensor's overdue rule
+//
+// Deletes the rule and clears its alarm, if raised. Required role: `admin`.
+//
+// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `DeleteOverdueRule` operationId).
+func (c *Client) DeleteOverdueRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteOverdueRuleRequest(c.Server, orgId, projId, sensorId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetOverdueRule Get a sensor's overdue rule
+//
+// The sensor's overdue rule; 404 when it has none. Required role: `viewer`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `GetOverdueRule` operationId).
+func (c *Client) GetOverdueRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOverdueRuleRequest(c.Server, orgId, projId, sensorId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetOverdueRuleWithBody Set a sensor's overdue rule
+//
+// Raises an alarm at `level` (target `overdue`) when the sensor has
+// had no reading for `after_seconds` (60 to 31622400): no reading
+// whose datetime is within that long of now, or, for a sensor
+// without readings, none since the rule was set. The service checks
+// every sensor in the background, every `-alarm-check-interval`
+// (10 s by default), on one replica at a time, so an overdue alarm is
+// raised at most that long (and the check's own run) late, and
+// exactly once however many replicas run. The alarm value is the
+// seconds since the newest reading. It clears at the first check
+// after a reading within the duration arrives. Replaces the
+// sensor's rule, if any. Required role: `admin`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `SetOverdueRule` operationId).
+func (c *Client) SetOverdueRuleWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetOverdueRuleRequestWithBody(c.Server, orgId, projId, sensorId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetOverdueRule Set a sensor's overdue rule
+//
+// Raises an alarm at `level` (target `overdue`) when the sensor has
+// had no reading for `after_seconds` (60 to 31622400): no reading
+// whose datetime is within that long of now, or, for a sensor
+// without readings, none since the rule was set. The service checks
+// every sensor in the background, every `-alarm-check-interval`
+// (10 s by default), on one replica at a time, so an overdue alarm is
+// raised at most that long (and the check's own run) late, and
+// exactly once however many replicas run. The alarm value is the
+// seconds since the newest reading. It clears at the first check
+// after a reading within the duration arrives. Replaces the
+// sensor's rule, if any. Required role: `admin`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `SetOverdueRule` operationId).
+func (c *Client) SetOverdueRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body SetOverdueRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetOverdueRuleRequest(c.Server, orgId, projId, sensorId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListWebhooks List webhooks
+//
+// The project's webhooks; secrets are never shown.
+// Required role: `admin`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks (the `ListWebhooks` operationId).
+func (c *Client) ListWebhooks(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWebhooksRequest(c.Server, orgId, projId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateWebhookWithBody Create a webhook
+//
+// Every alarm event of the project from then on is POSTed to `url` as
+// the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
+// event's id, stable across retries: de-duplicate on it),
+// `X-Readings-Timestamp` (Unix seconds of the attempt) and
+// `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
+// the timestamp, a dot and the body: check it, and refuse timestamps more
+// than a few minutes old, to stop replays. Deliveries go through an outbox
+// written in the event's transaction, so none is lost to a crash; an
+// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
+// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
+// `-webhook-max-attempts` (8), then marked failed. Each webhook is
+// delivered on its own, so a slow or dead receiver delays no other;
+// events go in order, but a retried one may arrive after later ones
+// (order by the event's id). `url` must be http or https; loopback, private and link-local
+// addresses are refused when the delivery resolves them (unless the
+// service runs with `-webhook-allow-private`).
+// Required role: `admin`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/webhooks (the `CreateWebhook` operationId).
+func (c *Client) CreateWebhookWithBody(ctx context.Context, orgId OrgId, projId ProjId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateWebhookRequestWithBody(c.Server, orgId, projId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateWebhook Create a webhook
+//
+// Every alarm event of the project from then on is POSTed to `url` as
+// the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
+// event's id, stable across retries: de-duplicate on it),
+// `X-Readings-Timestamp` (Unix seconds of the attempt) and
+// `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
+// the timestamp, a dot and the body: check it, and refuse timestamps more
+// than a few minutes old, to stop replays. Deliveries go through an outbox
+// written in the event's transaction, so none is lost to a crash; an
+// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
+// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
+// `-webhook-max-attempts` (8), then marked failed. Each webhook is
+// delivered on its own, so a slow or dead receiver delays no other;
+// events go in order, but a retried one may arrive after later ones
+// (order by the event's id). `url` must be http or https; loopback, private and link-local
+// addresses are refused when the delivery resolves them (unless the
+// service runs with `-webhook-allow-private`).
+// Required role: `admin`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/webhooks (the `CreateWebhook` operationId).
+func (c *Client) CreateWebhook(ctx context.Context, orgId OrgId, projId ProjId, body CreateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateWebhookRequest(c.Server, orgId, projId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteWebhook Delete a webhook
+//
+// Deletes the webhook and its pending deliveries.
+// Required role: `admin`.
+//
+// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id} (the `DeleteWebhook` operationId).
+func (c *Client) DeleteWebhook(ctx context.Context, orgId OrgId, projId ProjId, webhookId WebhookId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteWebhookRequest(c.Server, orgId, projId, webhookId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListDeliveries List a webhook's deliveries
+//
+// The webhook's delivery log, newest first, paged with a cursor: each
+// event's status (`pending`, `delivered` or `failed`), attempts, the
+// last HTTP status and error, and when the next attempt is due.
+// Required role: `admin`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id}/deliveries (the `ListDeliveries` operationId).
+func (c *Client) ListDeliveries(ctx context.Context, orgId OrgId, projId ProjId, webhookId WebhookId, params *ListDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListDeliveriesRequest(c.Server, orgId, projId, webhookId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TestWebhook Send a test delivery
+//
+// POSTs a signed test event (`kind` `test`, id 0) to the webhook now,
+// once, and answers how it went; nothing is recorded.
+// Required role: `admin`.
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id}/test (the `TestWebhook` operationId).
+func (c *Client) TestWebhook(ctx context.Context, orgId OrgId, projId ProjId, webhookId WebhookId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestWebhookRequest(c.Server, orgId, projId, webhookId)
 	if err != nil {
 		return nil, err
 	}
@@ -3471,6 +4439,440 @@ func NewUpdateProjectRequestWithBody(server string, orgId OrgId, projId ProjId, 
 	return req, nil
 }
 
+// NewListAlarmEventsRequest constructs an http.Request for the ListAlarmEvents method
+func NewListAlarmEventsRequest(server string, orgId OrgId, projId ProjId, params *ListAlarmEventsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/alarm-events", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SensorId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sensor_id", *params.SensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.LevelId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "level_id", *params.LevelId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DatetimeGte != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", *params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DatetimeLt != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", *params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListAlarmLevelsRequest constructs an http.Request for the ListAlarmLevels method
+func NewListAlarmLevelsRequest(server string, orgId OrgId, projId ProjId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/alarm-levels", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateAlarmLevelRequest calls the generic CreateAlarmLevel builder with application/json body
+func NewCreateAlarmLevelRequest(server string, orgId OrgId, projId ProjId, body CreateAlarmLevelJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateAlarmLevelRequestWithBody(server, orgId, projId, "application/json", bodyReader)
+}
+
+// NewCreateAlarmLevelRequestWithBody constructs an http.Request for the CreateAlarmLevel method, with any body, and a specified content type
+func NewCreateAlarmLevelRequestWithBody(server string, orgId OrgId, projId ProjId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/alarm-levels", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteAlarmLevelRequest constructs an http.Request for the DeleteAlarmLevel method
+func NewDeleteAlarmLevelRequest(server string, orgId OrgId, projId ProjId, levelId LevelId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "level_id", levelId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/alarm-levels/%s", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateAlarmLevelRequest calls the generic UpdateAlarmLevel builder with application/json body
+func NewUpdateAlarmLevelRequest(server string, orgId OrgId, projId ProjId, levelId LevelId, body UpdateAlarmLevelJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateAlarmLevelRequestWithBody(server, orgId, projId, levelId, "application/json", bodyReader)
+}
+
+// NewUpdateAlarmLevelRequestWithBody constructs an http.Request for the UpdateAlarmLevel method, with any body, and a specified content type
+func NewUpdateAlarmLevelRequestWithBody(server string, orgId OrgId, projId ProjId, levelId LevelId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "level_id", levelId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/alarm-levels/%s", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListAlarmsRequest constructs an http.Request for the ListAlarms method
+func NewListAlarmsRequest(server string, orgId OrgId, projId ProjId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/alarms", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAcknowledgeAlarmRequest calls the generic AcknowledgeAlarm builder with application/json body
+func NewAcknowledgeAlarmRequest(server string, orgId OrgId, projId ProjId, alarmId AlarmId, body AcknowledgeAlarmJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAcknowledgeAlarmRequestWithBody(server, orgId, projId, alarmId, "application/json", bodyReader)
+}
+
+// NewAcknowledgeAlarmRequestWithBody constructs an http.Request for the AcknowledgeAlarm method, with any body, and a specified content type
+func NewAcknowledgeAlarmRequestWithBody(server string, orgId OrgId, projId ProjId, alarmId AlarmId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "alarm_id", alarmId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/alarms/%s/acknowledge", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewLatestReadingsRequest constructs an http.Request for the LatestReadings method
 func NewLatestReadingsRequest(server string, orgId OrgId, projId ProjId, params *LatestReadingsParams) (*http.Request, error) {
 	var err error
@@ -4510,6 +5912,238 @@ func NewUpdateSensorRequestWithBody(server string, orgId OrgId, projId ProjId, s
 	return req, nil
 }
 
+// NewListAlarmRulesRequest constructs an http.Request for the ListAlarmRules method
+func NewListAlarmRulesRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/alarm-rules", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateAlarmRuleRequest calls the generic CreateAlarmRule builder with application/json body
+func NewCreateAlarmRuleRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, body CreateAlarmRuleJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateAlarmRuleRequestWithBody(server, orgId, projId, sensorId, "application/json", bodyReader)
+}
+
+// NewCreateAlarmRuleRequestWithBody constructs an http.Request for the CreateAlarmRule method, with any body, and a specified content type
+func NewCreateAlarmRuleRequestWithBody(server string, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/alarm-rules", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteAlarmRuleRequest constructs an http.Request for the DeleteAlarmRule method
+func NewDeleteAlarmRuleRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, ruleId RuleId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam3 string
+
+	pathParam3, err = runtime.StyleParamWithOptions("simple", false, "rule_id", ruleId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/alarm-rules/%s", pathParam0, pathParam1, pathParam2, pathParam3)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateAlarmRuleRequest calls the generic UpdateAlarmRule builder with application/json body
+func NewUpdateAlarmRuleRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, ruleId RuleId, body UpdateAlarmRuleJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateAlarmRuleRequestWithBody(server, orgId, projId, sensorId, ruleId, "application/json", bodyReader)
+}
+
+// NewUpdateAlarmRuleRequestWithBody constructs an http.Request for the UpdateAlarmRule method, with any body, and a specified content type
+func NewUpdateAlarmRuleRequestWithBody(server string, orgId OrgId, projId ProjId, sensorId SensorId, ruleId RuleId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam3 string
+
+	pathParam3, err = runtime.StyleParamWithOptions("simple", false, "rule_id", ruleId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/alarm-rules/%s", pathParam0, pathParam1, pathParam2, pathParam3)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewUpdateBaselinesRequest calls the generic UpdateBaselines builder with application/json body
 func NewUpdateBaselinesRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateBaselinesJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -4689,6 +6323,441 @@ func NewUpdateFormulasRequestWithBody(server string, orgId OrgId, projId ProjId,
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteOverdueRuleRequest constructs an http.Request for the DeleteOverdueRule method
+func NewDeleteOverdueRuleRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/overdue", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetOverdueRuleRequest constructs an http.Request for the GetOverdueRule method
+func NewGetOverdueRuleRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/overdue", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetOverdueRuleRequest calls the generic SetOverdueRule builder with application/json body
+func NewSetOverdueRuleRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, body SetOverdueRuleJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetOverdueRuleRequestWithBody(server, orgId, projId, sensorId, "application/json", bodyReader)
+}
+
+// NewSetOverdueRuleRequestWithBody constructs an http.Request for the SetOverdueRule method, with any body, and a specified content type
+func NewSetOverdueRuleRequestWithBody(server string, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/overdue", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListWebhooksRequest constructs an http.Request for the ListWebhooks method
+func NewListWebhooksRequest(server string, orgId OrgId, projId ProjId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/webhooks", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateWebhookRequest calls the generic CreateWebhook builder with application/json body
+func NewCreateWebhookRequest(server string, orgId OrgId, projId ProjId, body CreateWebhookJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateWebhookRequestWithBody(server, orgId, projId, "application/json", bodyReader)
+}
+
+// NewCreateWebhookRequestWithBody constructs an http.Request for the CreateWebhook method, with any body, and a specified content type
+func NewCreateWebhookRequestWithBody(server string, orgId OrgId, projId ProjId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/webhooks", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteWebhookRequest constructs an http.Request for the DeleteWebhook method
+func NewDeleteWebhookRequest(server string, orgId OrgId, projId ProjId, webhookId WebhookId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook_id", webhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/webhooks/%s", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListDeliveriesRequest constructs an http.Request for the ListDeliveries method
+func NewListDeliveriesRequest(server string, orgId OrgId, projId ProjId, webhookId WebhookId, params *ListDeliveriesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook_id", webhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/webhooks/%s/deliveries", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewTestWebhookRequest constructs an http.Request for the TestWebhook method
+func NewTestWebhookRequest(server string, orgId OrgId, projId ProjId, webhookId WebhookId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "webhook_id", webhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/webhooks/%s/test", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -5348,6 +7417,135 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id} (the `UpdateProject` operationId).
 	UpdateProjectWithResponse(ctx context.Context, orgId OrgId, projId ProjId, body UpdateProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateProjectResponse, error)
 
+	// ListAlarmEventsWithResponse List alarm events
+	//
+	// The project's alarm history, oldest first, paged with a cursor:
+	// appended in the transaction that made each change, never rewritten.
+	// `kind` is `triggered` (from rest), `escalated`, `de-escalated`,
+	// `cleared`, `acknowledged` (with `user_id` and `note`) or `late`: a
+	// reading older than the sensor's newest, stored after it, whose value
+	// was beyond a rule's threshold (persistence and deadband aside, since its
+	// neighbours in time were evaluated already). A late event names the level
+	// that value reached and changes no current alarm: an exceedance is never
+	// missed because its reading came late. `reading_datetime` is the datetime
+	// of the reading that made the change.
+	// Required role: `viewer`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-events (the `ListAlarmEvents` operationId).
+	ListAlarmEventsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *ListAlarmEventsParams, reqEditors ...RequestEditorFn) (*ListAlarmEventsResponse, error)
+
+	// ListAlarmLevelsWithResponse List alarm levels
+	//
+	// The project's alarm levels, least severe first. A project starts with
+	// Maintenance (rank 1, for overdue sensors), Alert (2), Action (3) and
+	// Alarm (4); a target's level is the highest rank among its rules that
+	// hold.
+	// Required role: `viewer`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels (the `ListAlarmLevels` operationId).
+	ListAlarmLevelsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*ListAlarmLevelsResponse, error)
+
+	// CreateAlarmLevelWithBodyWithResponse Create an alarm level
+	//
+	// Adds a level. Names and ranks are unique in the project; the colour is
+	// `#rrggbb` in lowercase hex.
+	// Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels (the `CreateAlarmLevel` operationId).
+	CreateAlarmLevelWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAlarmLevelResponse, error)
+
+	// CreateAlarmLevelWithResponse Create an alarm level
+	//
+	// Adds a level. Names and ranks are unique in the project; the colour is
+	// `#rrggbb` in lowercase hex.
+	// Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels (the `CreateAlarmLevel` operationId).
+	CreateAlarmLevelWithResponse(ctx context.Context, orgId OrgId, projId ProjId, body CreateAlarmLevelJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAlarmLevelResponse, error)
+
+	// DeleteAlarmLevelWithResponse Delete an alarm level
+	//
+	// Deletes the level. A level that rules or current alarms use answers
+	// 409: move or delete the rules first. Events keep the level's name.
+	// Required role: `admin`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels/{level_id} (the `DeleteAlarmLevel` operationId).
+	DeleteAlarmLevelWithResponse(ctx context.Context, orgId OrgId, projId ProjId, levelId LevelId, reqEditors ...RequestEditorFn) (*DeleteAlarmLevelResponse, error)
+
+	// UpdateAlarmLevelWithBodyWithResponse Update an alarm level
+	//
+	// Updates the fields present in the body. A rank orders the levels in
+	// force, so it changes only while no rule or current alarm uses the level
+	// (409 otherwise); names and colours change at any time, and the history
+	// keeps the name each event was recorded with.
+	// Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels/{level_id} (the `UpdateAlarmLevel` operationId).
+	UpdateAlarmLevelWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, levelId LevelId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateAlarmLevelResponse, error)
+
+	// UpdateAlarmLevelWithResponse Update an alarm level
+	//
+	// Updates the fields present in the body. A rank orders the levels in
+	// force, so it changes only while no rule or current alarm uses the level
+	// (409 otherwise); names and colours change at any time, and the history
+	// keeps the name each event was recorded with.
+	// Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels/{level_id} (the `UpdateAlarmLevel` operationId).
+	UpdateAlarmLevelWithResponse(ctx context.Context, orgId OrgId, projId ProjId, levelId LevelId, body UpdateAlarmLevelJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAlarmLevelResponse, error)
+
+	// ListAlarmsWithResponse List current alarms
+	//
+	// The targets of the project not at rest, most severe first: the level,
+	// since when (the datetime of the reading that raised it), the value that
+	// raised it and whether it is acknowledged. The current level follows each
+	// sensor's newest reading: a reading older than the newest never changes
+	// it (see `late` events).
+	// Required role: `viewer`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarms (the `ListAlarms` operationId).
+	ListAlarmsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*ListAlarmsResponse, error)
+
+	// AcknowledgeAlarmWithBodyWithResponse Acknowledge an alarm
+	//
+	// Records that the caller has seen the alarm, with an optional note, and
+	// appends an `acknowledged` event. An escalation asks for a new
+	// acknowledgement; a de-escalation keeps the one given.
+	// Required role: `editor`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/alarms/{alarm_id}/acknowledge (the `AcknowledgeAlarm` operationId).
+	AcknowledgeAlarmWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, alarmId AlarmId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AcknowledgeAlarmResponse, error)
+
+	// AcknowledgeAlarmWithResponse Acknowledge an alarm
+	//
+	// Records that the caller has seen the alarm, with an optional note, and
+	// appends an `acknowledged` event. An escalation asks for a new
+	// acknowledgement; a de-escalation keeps the one given.
+	// Required role: `editor`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/alarms/{alarm_id}/acknowledge (the `AcknowledgeAlarm` operationId).
+	AcknowledgeAlarmWithResponse(ctx context.Context, orgId OrgId, projId ProjId, alarmId AlarmId, body AcknowledgeAlarmJSONRequestBody, reqEditors ...RequestEditorFn) (*AcknowledgeAlarmResponse, error)
+
 	// LatestReadingsWithResponse Latest reading of every sensor
 	//
 	// The newest reading of each sensor of the project, in sensor id
@@ -5696,6 +7894,106 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id} (the `UpdateSensor` operationId).
 	UpdateSensorWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateSensorJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSensorResponse, error)
 
+	// ListAlarmRulesWithResponse List a sensor's alarm rules
+	//
+	// The sensor's trigger rules, by target, each with whether it holds now
+	// (`active`).
+	// Required role: `viewer`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `ListAlarmRules` operationId).
+	ListAlarmRulesWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*ListAlarmRulesResponse, error)
+
+	// CreateAlarmRuleWithBodyWithResponse Create an alarm rule
+	//
+	// A rule watches one of the sensor's inputs or outputs (`target`, its
+	// key) and raises `level` (a level's name) when the value goes `above` (strictly
+	// greater than) or `below` (strictly less than) `threshold` for
+	// `persistence` consecutive readings (default 1). Once raised it holds
+	// until the value comes back past the threshold by more than `deadband`
+	// (default 0): above 150 with deadband 2 clears at 148 or lower. Several
+	// rules on one target escalate: the target's level is the highest rank
+	// among its rules that hold. Outputs are computed as a GET computes them
+	// (the formulas and calibrations in force at the reading's datetime); a
+	// reading whose output has no value (not a finite number) changes
+	// nothing.
+	//
+	// The rule takes effect at once: in the same transaction the sensor's
+	// newest reading is evaluated again, so a threshold raised above it clears
+	// the alarm without waiting for the next reading (its persistence counts
+	// the newest reading as one). History is never rewritten. A target that is
+	// not the sensor's, a level not of the project, a threshold that is not a
+	// finite number, a negative deadband or a persistence out of 1 to 1000
+	// answer 400 and change nothing.
+	// Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `CreateAlarmRule` operationId).
+	CreateAlarmRuleWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAlarmRuleResponse, error)
+
+	// CreateAlarmRuleWithResponse Create an alarm rule
+	//
+	// A rule watches one of the sensor's inputs or outputs (`target`, its
+	// key) and raises `level` (a level's name) when the value goes `above` (strictly
+	// greater than) or `below` (strictly less than) `threshold` for
+	// `persistence` consecutive readings (default 1). Once raised it holds
+	// until the value comes back past the threshold by more than `deadband`
+	// (default 0): above 150 with deadband 2 clears at 148 or lower. Several
+	// rules on one target escalate: the target's level is the highest rank
+	// among its rules that hold. Outputs are computed as a GET computes them
+	// (the formulas and calibrations in force at the reading's datetime); a
+	// reading whose output has no value (not a finite number) changes
+	// nothing.
+	//
+	// The rule takes effect at once: in the same transaction the sensor's
+	// newest reading is evaluated again, so a threshold raised above it clears
+	// the alarm without waiting for the next reading (its persistence counts
+	// the newest reading as one). History is never rewritten. A target that is
+	// not the sensor's, a level not of the project, a threshold that is not a
+	// finite number, a negative deadband or a persistence out of 1 to 1000
+	// answer 400 and change nothing.
+	// Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `CreateAlarmRule` operationId).
+	CreateAlarmRuleWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body CreateAlarmRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAlarmRuleResponse, error)
+
+	// DeleteAlarmRuleWithResponse Delete an alarm rule
+	//
+	// Deletes the rule and evaluates the sensor's newest reading again: a
+	// target left without rules clears.
+	// Required role: `admin`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules/{rule_id} (the `DeleteAlarmRule` operationId).
+	DeleteAlarmRuleWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, ruleId RuleId, reqEditors ...RequestEditorFn) (*DeleteAlarmRuleResponse, error)
+
+	// UpdateAlarmRuleWithBodyWithResponse Replace an alarm rule
+	//
+	// Replaces the rule with the body, as a new rule would be made: its state
+	// starts over and the sensor's newest reading is evaluated again at once.
+	// Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules/{rule_id} (the `UpdateAlarmRule` operationId).
+	UpdateAlarmRuleWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, ruleId RuleId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateAlarmRuleResponse, error)
+
+	// UpdateAlarmRuleWithResponse Replace an alarm rule
+	//
+	// Replaces the rule with the body, as a new rule would be made: its state
+	// starts over and the sensor's newest reading is evaluated again at once.
+	// Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules/{rule_id} (the `UpdateAlarmRule` operationId).
+	UpdateAlarmRuleWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, ruleId RuleId, body UpdateAlarmRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAlarmRuleResponse, error)
+
 	// UpdateBaselinesWithBodyWithResponse Set a sensor's baselines (zero readings)
 	//
 	// Replaces the sensor's baselines with the list given (an empty list
@@ -5799,6 +8097,155 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas (the `UpdateFormulas` operationId).
 	UpdateFormulasWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateFormulasJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateFormulasResponse, error)
+
+	// DeleteOverdueRuleWithResponse Delete a sensor's overdue rule
+	//
+	// Deletes the rule and clears its alarm, if raised. Required role: `admin`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `DeleteOverdueRule` operationId).
+	DeleteOverdueRuleWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*DeleteOverdueRuleResponse, error)
+
+	// GetOverdueRuleWithResponse Get a sensor's overdue rule
+	//
+	// The sensor's overdue rule; 404 when it has none. Required role: `viewer`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `GetOverdueRule` operationId).
+	GetOverdueRuleWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*GetOverdueRuleResponse, error)
+
+	// SetOverdueRuleWithBodyWithResponse Set a sensor's overdue rule
+	//
+	// Raises an alarm at `level` (target `overdue`) when the sensor has
+	// had no reading for `after_seconds` (60 to 31622400): no reading
+	// whose datetime is within that long of now, or, for a sensor
+	// without readings, none since the rule was set. The service checks
+	// every sensor in the background, every `-alarm-check-interval`
+	// (10 s by default), on one replica at a time, so an overdue alarm is
+	// raised at most that long (and the check's own run) late, and
+	// exactly once however many replicas run. The alarm value is the
+	// seconds since the newest reading. It clears at the first check
+	// after a reading within the duration arrives. Replaces the
+	// sensor's rule, if any. Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `SetOverdueRule` operationId).
+	SetOverdueRuleWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetOverdueRuleResponse, error)
+
+	// SetOverdueRuleWithResponse Set a sensor's overdue rule
+	//
+	// Raises an alarm at `level` (target `overdue`) when the sensor has
+	// had no reading for `after_seconds` (60 to 31622400): no reading
+	// whose datetime is within that long of now, or, for a sensor
+	// without readings, none since the rule was set. The service checks
+	// every sensor in the background, every `-alarm-check-interval`
+	// (10 s by default), on one replica at a time, so an overdue alarm is
+	// raised at most that long (and the check's own run) late, and
+	// exactly once however many replicas run. The alarm value is the
+	// seconds since the newest reading. It clears at the first check
+	// after a reading within the duration arrives. Replaces the
+	// sensor's rule, if any. Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `SetOverdueRule` operationId).
+	SetOverdueRuleWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body SetOverdueRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*SetOverdueRuleResponse, error)
+
+	// ListWebhooksWithResponse List webhooks
+	//
+	// The project's webhooks; secrets are never shown.
+	// Required role: `admin`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks (the `ListWebhooks` operationId).
+	ListWebhooksWithResponse(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*ListWebhooksResponse, error)
+
+	// CreateWebhookWithBodyWithResponse Create a webhook
+	//
+	// Every alarm event of the project from then on is POSTed to `url` as
+	// the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
+	// event's id, stable across retries: de-duplicate on it),
+	// `X-Readings-Timestamp` (Unix seconds of the attempt) and
+	// `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
+	// the timestamp, a dot and the body: check it, and refuse timestamps more
+	// than a few minutes old, to stop replays. Deliveries go through an outbox
+	// written in the event's transaction, so none is lost to a crash; an
+	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
+	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
+	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
+	// delivered on its own, so a slow or dead receiver delays no other;
+	// events go in order, but a retried one may arrive after later ones
+	// (order by the event's id). `url` must be http or https; loopback, private and link-local
+	// addresses are refused when the delivery resolves them (unless the
+	// service runs with `-webhook-allow-private`).
+	// Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/webhooks (the `CreateWebhook` operationId).
+	CreateWebhookWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookResponse, error)
+
+	// CreateWebhookWithResponse Create a webhook
+	//
+	// Every alarm event of the project from then on is POSTed to `url` as
+	// the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
+	// event's id, stable across retries: de-duplicate on it),
+	// `X-Readings-Timestamp` (Unix seconds of the attempt) and
+	// `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
+	// the timestamp, a dot and the body: check it, and refuse timestamps more
+	// than a few minutes old, to stop replays. Deliveries go through an outbox
+	// written in the event's transaction, so none is lost to a crash; an
+	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
+	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
+	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
+	// delivered on its own, so a slow or dead receiver delays no other;
+	// events go in order, but a retried one may arrive after later ones
+	// (order by the event's id). `url` must be http or https; loopback, private and link-local
+	// addresses are refused when the delivery resolves them (unless the
+	// service runs with `-webhook-allow-private`).
+	// Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/webhooks (the `CreateWebhook` operationId).
+	CreateWebhookWithResponse(ctx context.Context, orgId OrgId, projId ProjId, body CreateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookResponse, error)
+
+	// DeleteWebhookWithResponse Delete a webhook
+	//
+	// Deletes the webhook and its pending deliveries.
+	// Required role: `admin`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id} (the `DeleteWebhook` operationId).
+	DeleteWebhookWithResponse(ctx context.Context, orgId OrgId, projId ProjId, webhookId WebhookId, reqEditors ...RequestEditorFn) (*DeleteWebhookResponse, error)
+
+	// ListDeliveriesWithResponse List a webhook's deliveries
+	//
+	// The webhook's delivery log, newest first, paged with a cursor: each
+	// event's status (`pending`, `delivered` or `failed`), attempts, the
+	// last HTTP status and error, and when the next attempt is due.
+	// Required role: `admin`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id}/deliveries (the `ListDeliveries` operationId).
+	ListDeliveriesWithResponse(ctx context.Context, orgId OrgId, projId ProjId, webhookId WebhookId, params *ListDeliveriesParams, reqEditors ...RequestEditorFn) (*ListDeliveriesResponse, error)
+
+	// TestWebhookWithResponse Send a test delivery
+	//
+	// POSTs a signed test event (`kind` `test`, id 0) to the webhook now,
+	// once, and answers how it went; nothing is recorded.
+	// Required role: `admin`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id}/test (the `TestWebhook` operationId).
+	TestWebhookWithResponse(ctx context.Context, orgId OrgId, projId ProjId, webhookId WebhookId, reqEditors ...RequestEditorFn) (*TestWebhookResponse, error)
 
 	// ListProjectsWithResponse List projects
 	//
@@ -8401,6 +10848,846 @@ func (r UpdateProjectResponse) ContentType() string {
 	return ""
 }
 
+// ListAlarmEventsResponse401Headers the declared response headers of an HTTP 401 response for ListAlarmEvents
+type ListAlarmEventsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListAlarmEventsResponse429Headers the declared response headers of an HTTP 429 response for ListAlarmEvents
+type ListAlarmEventsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListAlarmEventsResponse503Headers the declared response headers of an HTTP 503 response for ListAlarmEvents
+type ListAlarmEventsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListAlarmEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AlarmEventPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAlarmEventsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAlarmEventsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListAlarmEventsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAlarmEventsResponse) GetJSON200() *AlarmEventPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListAlarmEventsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAlarmEventsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListAlarmEventsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListAlarmEventsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListAlarmEventsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListAlarmEventsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListAlarmEventsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAlarmEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAlarmEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAlarmEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAlarmEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListAlarmLevelsResponse401Headers the declared response headers of an HTTP 401 response for ListAlarmLevels
+type ListAlarmLevelsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListAlarmLevelsResponse429Headers the declared response headers of an HTTP 429 response for ListAlarmLevels
+type ListAlarmLevelsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListAlarmLevelsResponse503Headers the declared response headers of an HTTP 503 response for ListAlarmLevels
+type ListAlarmLevelsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListAlarmLevelsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AlarmLevelList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAlarmLevelsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAlarmLevelsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListAlarmLevelsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAlarmLevelsResponse) GetJSON200() *AlarmLevelList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListAlarmLevelsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAlarmLevelsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListAlarmLevelsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListAlarmLevelsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListAlarmLevelsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListAlarmLevelsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListAlarmLevelsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAlarmLevelsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAlarmLevelsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAlarmLevelsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAlarmLevelsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateAlarmLevelResponse401Headers the declared response headers of an HTTP 401 response for CreateAlarmLevel
+type CreateAlarmLevelResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateAlarmLevelResponse429Headers the declared response headers of an HTTP 429 response for CreateAlarmLevel
+type CreateAlarmLevelResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CreateAlarmLevelResponse503Headers the declared response headers of an HTTP 503 response for CreateAlarmLevel
+type CreateAlarmLevelResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreateAlarmLevelResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *AlarmLevel
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateAlarmLevelResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateAlarmLevelResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateAlarmLevelResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateAlarmLevelResponse) GetJSON201() *AlarmLevel {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateAlarmLevelResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateAlarmLevelResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateAlarmLevelResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateAlarmLevelResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateAlarmLevelResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateAlarmLevelResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateAlarmLevelResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateAlarmLevelResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateAlarmLevelResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateAlarmLevelResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateAlarmLevelResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateAlarmLevelResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateAlarmLevelResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateAlarmLevelResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteAlarmLevelResponse401Headers the declared response headers of an HTTP 401 response for DeleteAlarmLevel
+type DeleteAlarmLevelResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DeleteAlarmLevelResponse429Headers the declared response headers of an HTTP 429 response for DeleteAlarmLevel
+type DeleteAlarmLevelResponse429Headers struct {
+	RetryAfter *int
+}
+
+// DeleteAlarmLevelResponse503Headers the declared response headers of an HTTP 503 response for DeleteAlarmLevel
+type DeleteAlarmLevelResponse503Headers struct {
+	RetryAfter *int
+}
+
+type DeleteAlarmLevelResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteAlarmLevelResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteAlarmLevelResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteAlarmLevelResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteAlarmLevelResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteAlarmLevelResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteAlarmLevelResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteAlarmLevelResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteAlarmLevelResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteAlarmLevelResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteAlarmLevelResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteAlarmLevelResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteAlarmLevelResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteAlarmLevelResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteAlarmLevelResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteAlarmLevelResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateAlarmLevelResponse401Headers the declared response headers of an HTTP 401 response for UpdateAlarmLevel
+type UpdateAlarmLevelResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// UpdateAlarmLevelResponse429Headers the declared response headers of an HTTP 429 response for UpdateAlarmLevel
+type UpdateAlarmLevelResponse429Headers struct {
+	RetryAfter *int
+}
+
+// UpdateAlarmLevelResponse503Headers the declared response headers of an HTTP 503 response for UpdateAlarmLevel
+type UpdateAlarmLevelResponse503Headers struct {
+	RetryAfter *int
+}
+
+type UpdateAlarmLevelResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AlarmLevel
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateAlarmLevelResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateAlarmLevelResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateAlarmLevelResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateAlarmLevelResponse) GetJSON200() *AlarmLevel {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateAlarmLevelResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateAlarmLevelResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateAlarmLevelResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateAlarmLevelResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateAlarmLevelResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateAlarmLevelResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateAlarmLevelResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateAlarmLevelResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateAlarmLevelResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateAlarmLevelResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateAlarmLevelResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateAlarmLevelResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateAlarmLevelResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateAlarmLevelResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListAlarmsResponse401Headers the declared response headers of an HTTP 401 response for ListAlarms
+type ListAlarmsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListAlarmsResponse429Headers the declared response headers of an HTTP 429 response for ListAlarms
+type ListAlarmsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListAlarmsResponse503Headers the declared response headers of an HTTP 503 response for ListAlarms
+type ListAlarmsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListAlarmsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AlarmList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAlarmsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAlarmsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListAlarmsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAlarmsResponse) GetJSON200() *AlarmList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListAlarmsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAlarmsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListAlarmsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListAlarmsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListAlarmsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListAlarmsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListAlarmsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAlarmsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAlarmsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAlarmsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAlarmsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AcknowledgeAlarmResponse401Headers the declared response headers of an HTTP 401 response for AcknowledgeAlarm
+type AcknowledgeAlarmResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// AcknowledgeAlarmResponse429Headers the declared response headers of an HTTP 429 response for AcknowledgeAlarm
+type AcknowledgeAlarmResponse429Headers struct {
+	RetryAfter *int
+}
+
+// AcknowledgeAlarmResponse503Headers the declared response headers of an HTTP 503 response for AcknowledgeAlarm
+type AcknowledgeAlarmResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AcknowledgeAlarmResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Alarm
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AcknowledgeAlarmResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AcknowledgeAlarmResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AcknowledgeAlarmResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AcknowledgeAlarmResponse) GetJSON200() *Alarm {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AcknowledgeAlarmResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AcknowledgeAlarmResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AcknowledgeAlarmResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AcknowledgeAlarmResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r AcknowledgeAlarmResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r AcknowledgeAlarmResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r AcknowledgeAlarmResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r AcknowledgeAlarmResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r AcknowledgeAlarmResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AcknowledgeAlarmResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AcknowledgeAlarmResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AcknowledgeAlarmResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AcknowledgeAlarmResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AcknowledgeAlarmResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // LatestReadingsResponse401Headers the declared response headers of an HTTP 401 response for LatestReadings
 type LatestReadingsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -9713,6 +13000,492 @@ func (r UpdateSensorResponse) ContentType() string {
 	return ""
 }
 
+// ListAlarmRulesResponse401Headers the declared response headers of an HTTP 401 response for ListAlarmRules
+type ListAlarmRulesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListAlarmRulesResponse429Headers the declared response headers of an HTTP 429 response for ListAlarmRules
+type ListAlarmRulesResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListAlarmRulesResponse503Headers the declared response headers of an HTTP 503 response for ListAlarmRules
+type ListAlarmRulesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListAlarmRulesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AlarmRuleList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAlarmRulesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAlarmRulesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListAlarmRulesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAlarmRulesResponse) GetJSON200() *AlarmRuleList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListAlarmRulesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAlarmRulesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListAlarmRulesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListAlarmRulesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListAlarmRulesResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListAlarmRulesResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListAlarmRulesResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAlarmRulesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAlarmRulesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAlarmRulesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAlarmRulesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateAlarmRuleResponse401Headers the declared response headers of an HTTP 401 response for CreateAlarmRule
+type CreateAlarmRuleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateAlarmRuleResponse429Headers the declared response headers of an HTTP 429 response for CreateAlarmRule
+type CreateAlarmRuleResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CreateAlarmRuleResponse503Headers the declared response headers of an HTTP 503 response for CreateAlarmRule
+type CreateAlarmRuleResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreateAlarmRuleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *AlarmRule
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateAlarmRuleResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateAlarmRuleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateAlarmRuleResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateAlarmRuleResponse) GetJSON201() *AlarmRule {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateAlarmRuleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateAlarmRuleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateAlarmRuleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateAlarmRuleResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateAlarmRuleResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateAlarmRuleResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateAlarmRuleResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateAlarmRuleResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateAlarmRuleResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateAlarmRuleResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateAlarmRuleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateAlarmRuleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateAlarmRuleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateAlarmRuleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteAlarmRuleResponse401Headers the declared response headers of an HTTP 401 response for DeleteAlarmRule
+type DeleteAlarmRuleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DeleteAlarmRuleResponse429Headers the declared response headers of an HTTP 429 response for DeleteAlarmRule
+type DeleteAlarmRuleResponse429Headers struct {
+	RetryAfter *int
+}
+
+// DeleteAlarmRuleResponse503Headers the declared response headers of an HTTP 503 response for DeleteAlarmRule
+type DeleteAlarmRuleResponse503Headers struct {
+	RetryAfter *int
+}
+
+type DeleteAlarmRuleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteAlarmRuleResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteAlarmRuleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteAlarmRuleResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteAlarmRuleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteAlarmRuleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteAlarmRuleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteAlarmRuleResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteAlarmRuleResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteAlarmRuleResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteAlarmRuleResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteAlarmRuleResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteAlarmRuleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteAlarmRuleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteAlarmRuleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteAlarmRuleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateAlarmRuleResponse401Headers the declared response headers of an HTTP 401 response for UpdateAlarmRule
+type UpdateAlarmRuleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// UpdateAlarmRuleResponse429Headers the declared response headers of an HTTP 429 response for UpdateAlarmRule
+type UpdateAlarmRuleResponse429Headers struct {
+	RetryAfter *int
+}
+
+// UpdateAlarmRuleResponse503Headers the declared response headers of an HTTP 503 response for UpdateAlarmRule
+type UpdateAlarmRuleResponse503Headers struct {
+	RetryAfter *int
+}
+
+type UpdateAlarmRuleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AlarmRule
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateAlarmRuleResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateAlarmRuleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateAlarmRuleResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateAlarmRuleResponse) GetJSON200() *AlarmRule {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateAlarmRuleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateAlarmRuleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateAlarmRuleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateAlarmRuleResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateAlarmRuleResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateAlarmRuleResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateAlarmRuleResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateAlarmRuleResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateAlarmRuleResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateAlarmRuleResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateAlarmRuleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateAlarmRuleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateAlarmRuleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateAlarmRuleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // UpdateBaselinesResponse401Headers the declared response headers of an HTTP 401 response for UpdateBaselines
 type UpdateBaselinesResponse401Headers struct {
 	WWWAuthenticate *string
@@ -10103,6 +13876,943 @@ func (r UpdateFormulasResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UpdateFormulasResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteOverdueRuleResponse401Headers the declared response headers of an HTTP 401 response for DeleteOverdueRule
+type DeleteOverdueRuleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DeleteOverdueRuleResponse429Headers the declared response headers of an HTTP 429 response for DeleteOverdueRule
+type DeleteOverdueRuleResponse429Headers struct {
+	RetryAfter *int
+}
+
+// DeleteOverdueRuleResponse503Headers the declared response headers of an HTTP 503 response for DeleteOverdueRule
+type DeleteOverdueRuleResponse503Headers struct {
+	RetryAfter *int
+}
+
+type DeleteOverdueRuleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteOverdueRuleResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteOverdueRuleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteOverdueRuleResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteOverdueRuleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteOverdueRuleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteOverdueRuleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteOverdueRuleResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteOverdueRuleResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteOverdueRuleResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteOverdueRuleResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteOverdueRuleResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteOverdueRuleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteOverdueRuleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteOverdueRuleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteOverdueRuleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetOverdueRuleResponse401Headers the declared response headers of an HTTP 401 response for GetOverdueRule
+type GetOverdueRuleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetOverdueRuleResponse429Headers the declared response headers of an HTTP 429 response for GetOverdueRule
+type GetOverdueRuleResponse429Headers struct {
+	RetryAfter *int
+}
+
+// GetOverdueRuleResponse503Headers the declared response headers of an HTTP 503 response for GetOverdueRule
+type GetOverdueRuleResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetOverdueRuleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OverdueRule
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetOverdueRuleResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetOverdueRuleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetOverdueRuleResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetOverdueRuleResponse) GetJSON200() *OverdueRule {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetOverdueRuleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetOverdueRuleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetOverdueRuleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetOverdueRuleResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetOverdueRuleResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetOverdueRuleResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetOverdueRuleResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOverdueRuleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOverdueRuleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOverdueRuleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOverdueRuleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetOverdueRuleResponse401Headers the declared response headers of an HTTP 401 response for SetOverdueRule
+type SetOverdueRuleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// SetOverdueRuleResponse429Headers the declared response headers of an HTTP 429 response for SetOverdueRule
+type SetOverdueRuleResponse429Headers struct {
+	RetryAfter *int
+}
+
+// SetOverdueRuleResponse503Headers the declared response headers of an HTTP 503 response for SetOverdueRule
+type SetOverdueRuleResponse503Headers struct {
+	RetryAfter *int
+}
+
+type SetOverdueRuleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OverdueRule
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetOverdueRuleResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetOverdueRuleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SetOverdueRuleResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON200() *OverdueRule {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SetOverdueRuleResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SetOverdueRuleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetOverdueRuleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetOverdueRuleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetOverdueRuleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListWebhooksResponse401Headers the declared response headers of an HTTP 401 response for ListWebhooks
+type ListWebhooksResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListWebhooksResponse429Headers the declared response headers of an HTTP 429 response for ListWebhooks
+type ListWebhooksResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListWebhooksResponse503Headers the declared response headers of an HTTP 503 response for ListWebhooks
+type ListWebhooksResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListWebhooksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListWebhooksResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListWebhooksResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListWebhooksResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListWebhooksResponse) GetJSON200() *WebhookList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListWebhooksResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListWebhooksResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListWebhooksResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListWebhooksResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListWebhooksResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListWebhooksResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListWebhooksResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWebhooksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWebhooksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWebhooksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWebhooksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateWebhookResponse401Headers the declared response headers of an HTTP 401 response for CreateWebhook
+type CreateWebhookResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateWebhookResponse429Headers the declared response headers of an HTTP 429 response for CreateWebhook
+type CreateWebhookResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CreateWebhookResponse503Headers the declared response headers of an HTTP 503 response for CreateWebhook
+type CreateWebhookResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreateWebhookResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Webhook
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateWebhookResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateWebhookResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateWebhookResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateWebhookResponse) GetJSON201() *Webhook {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateWebhookResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateWebhookResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateWebhookResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateWebhookResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateWebhookResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateWebhookResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateWebhookResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateWebhookResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateWebhookResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateWebhookResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateWebhookResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateWebhookResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateWebhookResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateWebhookResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteWebhookResponse401Headers the declared response headers of an HTTP 401 response for DeleteWebhook
+type DeleteWebhookResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DeleteWebhookResponse429Headers the declared response headers of an HTTP 429 response for DeleteWebhook
+type DeleteWebhookResponse429Headers struct {
+	RetryAfter *int
+}
+
+// DeleteWebhookResponse503Headers the declared response headers of an HTTP 503 response for DeleteWebhook
+type DeleteWebhookResponse503Headers struct {
+	RetryAfter *int
+}
+
+type DeleteWebhookResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteWebhookResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteWebhookResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteWebhookResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteWebhookResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteWebhookResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteWebhookResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteWebhookResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteWebhookResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteWebhookResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteWebhookResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteWebhookResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteWebhookResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteWebhookResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteWebhookResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteWebhookResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListDeliveriesResponse401Headers the declared response headers of an HTTP 401 response for ListDeliveries
+type ListDeliveriesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for ListDeliveries
+type ListDeliveriesResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for ListDeliveries
+type ListDeliveriesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListDeliveriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DeliveryPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListDeliveriesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListDeliveriesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListDeliveriesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListDeliveriesResponse) GetJSON200() *DeliveryPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListDeliveriesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListDeliveriesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListDeliveriesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListDeliveriesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListDeliveriesResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListDeliveriesResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListDeliveriesResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListDeliveriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListDeliveriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListDeliveriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListDeliveriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TestWebhookResponse401Headers the declared response headers of an HTTP 401 response for TestWebhook
+type TestWebhookResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// TestWebhookResponse429Headers the declared response headers of an HTTP 429 response for TestWebhook
+type TestWebhookResponse429Headers struct {
+	RetryAfter *int
+}
+
+// TestWebhookResponse503Headers the declared response headers of an HTTP 503 response for TestWebhook
+type TestWebhookResponse503Headers struct {
+	RetryAfter *int
+}
+
+type TestWebhookResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookTest
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TestWebhookResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TestWebhookResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *TestWebhookResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TestWebhookResponse) GetJSON200() *WebhookTest {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TestWebhookResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TestWebhookResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TestWebhookResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TestWebhookResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r TestWebhookResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TestWebhookResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r TestWebhookResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TestWebhookResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TestWebhookResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TestWebhookResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TestWebhookResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TestWebhookResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11168,6 +15878,195 @@ func (c *ClientWithResponses) UpdateProjectWithResponse(ctx context.Context, org
 	return ParseUpdateProjectResponse(rsp)
 }
 
+// ListAlarmEventsWithResponse List alarm events
+//
+// The project's alarm history, oldest first, paged with a cursor:
+// appended in the transaction that made each change, never rewritten.
+// `kind` is `triggered` (from rest), `escalated`, `de-escalated`,
+// `cleared`, `acknowledged` (with `user_id` and `note`) or `late`: a
+// reading older than the sensor's newest, stored after it, whose value
+// was beyond a rule's threshold (persistence and deadband aside, since its
+// neighbours in time were evaluated already). A late event names the level
+// that value reached and changes no current alarm: an exceedance is never
+// missed because its reading came late. `reading_datetime` is the datetime
+// of the reading that made the change.
+// Required role: `viewer`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-events (the `ListAlarmEvents` operationId).
+func (c *ClientWithResponses) ListAlarmEventsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *ListAlarmEventsParams, reqEditors ...RequestEditorFn) (*ListAlarmEventsResponse, error) {
+	rsp, err := c.ListAlarmEvents(ctx, orgId, projId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAlarmEventsResponse(rsp)
+}
+
+// ListAlarmLevelsWithResponse List alarm levels
+//
+// The project's alarm levels, least severe first. A project starts with
+// Maintenance (rank 1, for overdue sensors), Alert (2), Action (3) and
+// Alarm (4); a target's level is the highest rank among its rules that
+// hold.
+// Required role: `viewer`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels (the `ListAlarmLevels` operationId).
+func (c *ClientWithResponses) ListAlarmLevelsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*ListAlarmLevelsResponse, error) {
+	rsp, err := c.ListAlarmLevels(ctx, orgId, projId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAlarmLevelsResponse(rsp)
+}
+
+// CreateAlarmLevelWithBodyWithResponse Create an alarm level
+//
+// Adds a level. Names and ranks are unique in the project; the colour is
+// `#rrggbb` in lowercase hex.
+// Required role: `admin`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels (the `CreateAlarmLevel` operationId).
+func (c *ClientWithResponses) CreateAlarmLevelWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAlarmLevelResponse, error) {
+	rsp, err := c.CreateAlarmLevelWithBody(ctx, orgId, projId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAlarmLevelResponse(rsp)
+}
+
+// CreateAlarmLevelWithResponse Create an alarm level
+//
+// Adds a level. Names and ranks are unique in the project; the colour is
+// `#rrggbb` in lowercase hex.
+// Required role: `admin`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels (the `CreateAlarmLevel` operationId).
+func (c *ClientWithResponses) CreateAlarmLevelWithResponse(ctx context.Context, orgId OrgId, projId ProjId, body CreateAlarmLevelJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAlarmLevelResponse, error) {
+	rsp, err := c.CreateAlarmLevel(ctx, orgId, projId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAlarmLevelResponse(rsp)
+}
+
+// DeleteAlarmLevelWithResponse Delete an alarm level
+//
+// Deletes the level. A level that rules or current alarms use answers
+// 409: move or delete the rules first. Events keep the level's name.
+// Required role: `admin`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels/{level_id} (the `DeleteAlarmLevel` operationId).
+func (c *ClientWithResponses) DeleteAlarmLevelWithResponse(ctx context.Context, orgId OrgId, projId ProjId, levelId LevelId, reqEditors ...RequestEditorFn) (*DeleteAlarmLevelResponse, error) {
+	rsp, err := c.DeleteAlarmLevel(ctx, orgId, projId, levelId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteAlarmLevelResponse(rsp)
+}
+
+// UpdateAlarmLevelWithBodyWithResponse Update an alarm level
+//
+// Updates the fields present in the body. A rank orders the levels in
+// force, so it changes only while no rule or current alarm uses the level
+// (409 otherwise); names and colours change at any time, and the history
+// keeps the name each event was recorded with.
+// Required role: `admin`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels/{level_id} (the `UpdateAlarmLevel` operationId).
+func (c *ClientWithResponses) UpdateAlarmLevelWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, levelId LevelId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateAlarmLevelResponse, error) {
+	rsp, err := c.UpdateAlarmLevelWithBody(ctx, orgId, projId, levelId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAlarmLevelResponse(rsp)
+}
+
+// UpdateAlarmLevelWithResponse Update an alarm level
+//
+// Updates the fields present in the body. A rank orders the levels in
+// force, so it changes only while no rule or current alarm uses the level
+// (409 otherwise); names and colours change at any time, and the history
+// keeps the name each event was recorded with.
+// Required role: `admin`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels/{level_id} (the `UpdateAlarmLevel` operationId).
+func (c *ClientWithResponses) UpdateAlarmLevelWithResponse(ctx context.Context, orgId OrgId, projId ProjId, levelId LevelId, body UpdateAlarmLevelJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAlarmLevelResponse, error) {
+	rsp, err := c.UpdateAlarmLevel(ctx, orgId, projId, levelId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAlarmLevelResponse(rsp)
+}
+
+// ListAlarmsWithResponse List current alarms
+//
+// The targets of the project not at rest, most severe first: the level,
+// since when (the datetime of the reading that raised it), the value that
+// raised it and whether it is acknowledged. The current level follows each
+// sensor's newest reading: a reading older than the newest never changes
+// it (see `late` events).
+// Required role: `viewer`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarms (the `ListAlarms` operationId).
+func (c *ClientWithResponses) ListAlarmsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*ListAlarmsResponse, error) {
+	rsp, err := c.ListAlarms(ctx, orgId, projId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAlarmsResponse(rsp)
+}
+
+// AcknowledgeAlarmWithBodyWithResponse Acknowledge an alarm
+//
+// Records that the caller has seen the alarm, with an optional note, and
+// appends an `acknowledged` event. An escalation asks for a new
+// acknowledgement; a de-escalation keeps the one given.
+// Required role: `editor`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/alarms/{alarm_id}/acknowledge (the `AcknowledgeAlarm` operationId).
+func (c *ClientWithResponses) AcknowledgeAlarmWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, alarmId AlarmId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AcknowledgeAlarmResponse, error) {
+	rsp, err := c.AcknowledgeAlarmWithBody(ctx, orgId, projId, alarmId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAcknowledgeAlarmResponse(rsp)
+}
+
+// AcknowledgeAlarmWithResponse Acknowledge an alarm
+//
+// Records that the caller has seen the alarm, with an optional note, and
+// appends an `acknowledged` event. An escalation asks for a new
+// acknowledgement; a de-escalation keeps the one given.
+// Required role: `editor`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/alarms/{alarm_id}/acknowledge (the `AcknowledgeAlarm` operationId).
+func (c *ClientWithResponses) AcknowledgeAlarmWithResponse(ctx context.Context, orgId OrgId, projId ProjId, alarmId AlarmId, body AcknowledgeAlarmJSONRequestBody, reqEditors ...RequestEditorFn) (*AcknowledgeAlarmResponse, error) {
+	rsp, err := c.AcknowledgeAlarm(ctx, orgId, projId, alarmId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAcknowledgeAlarmResponse(rsp)
+}
+
 // LatestReadingsWithResponse Latest reading of every sensor
 //
 // The newest reading of each sensor of the project, in sensor id
@@ -11600,6 +16499,142 @@ func (c *ClientWithResponses) UpdateSensorWithResponse(ctx context.Context, orgI
 	return ParseUpdateSensorResponse(rsp)
 }
 
+// ListAlarmRulesWithResponse List a sensor's alarm rules
+//
+// The sensor's trigger rules, by target, each with whether it holds now
+// (`active`).
+// Required role: `viewer`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `ListAlarmRules` operationId).
+func (c *ClientWithResponses) ListAlarmRulesWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*ListAlarmRulesResponse, error) {
+	rsp, err := c.ListAlarmRules(ctx, orgId, projId, sensorId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAlarmRulesResponse(rsp)
+}
+
+// CreateAlarmRuleWithBodyWithResponse Create an alarm rule
+//
+// A rule watches one of the sensor's inputs or outputs (`target`, its
+// key) and raises `level` (a level's name) when the value goes `above` (strictly
+// greater than) or `below` (strictly less than) `threshold` for
+// `persistence` consecutive readings (default 1). Once raised it holds
+// until the value comes back past the threshold by more than `deadband`
+// (default 0): above 150 with deadband 2 clears at 148 or lower. Several
+// rules on one target escalate: the target's level is the highest rank
+// among its rules that hold. Outputs are computed as a GET computes them
+// (the formulas and calibrations in force at the reading's datetime); a
+// reading whose output has no value (not a finite number) changes
+// nothing.
+//
+// The rule takes effect at once: in the same transaction the sensor's
+// newest reading is evaluated again, so a threshold raised above it clears
+// the alarm without waiting for the next reading (its persistence counts
+// the newest reading as one). History is never rewritten. A target that is
+// not the sensor's, a level not of the project, a threshold that is not a
+// finite number, a negative deadband or a persistence out of 1 to 1000
+// answer 400 and change nothing.
+// Required role: `admin`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `CreateAlarmRule` operationId).
+func (c *ClientWithResponses) CreateAlarmRuleWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAlarmRuleResponse, error) {
+	rsp, err := c.CreateAlarmRuleWithBody(ctx, orgId, projId, sensorId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAlarmRuleResponse(rsp)
+}
+
+// CreateAlarmRuleWithResponse Create an alarm rule
+//
+// A rule watches one of the sensor's inputs or outputs (`target`, its
+// key) and raises `level` (a level's name) when the value goes `above` (strictly
+// greater than) or `below` (strictly less than) `threshold` for
+// `persistence` consecutive readings (default 1). Once raised it holds
+// until the value comes back past the threshold by more than `deadband`
+// (default 0): above 150 with deadband 2 clears at 148 or lower. Several
+// rules on one target escalate: the target's level is the highest rank
+// among its rules that hold. Outputs are computed as a GET computes them
+// (the formulas and calibrations in force at the reading's datetime); a
+// reading whose output has no value (not a finite number) changes
+// nothing.
+//
+// The rule takes effect at once: in the same transaction the sensor's
+// newest reading is evaluated again, so a threshold raised above it clears
+// the alarm without waiting for the next reading (its persistence counts
+// the newest reading as one). History is never rewritten. A target that is
+// not the sensor's, a level not of the project, a threshold that is not a
+// finite number, a negative deadband or a persistence out of 1 to 1000
+// answer 400 and change nothing.
+// Required role: `admin`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `CreateAlarmRule` operationId).
+func (c *ClientWithResponses) CreateAlarmRuleWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body CreateAlarmRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAlarmRuleResponse, error) {
+	rsp, err := c.CreateAlarmRule(ctx, orgId, projId, sensorId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAlarmRuleResponse(rsp)
+}
+
+// DeleteAlarmRuleWithResponse Delete an alarm rule
+//
+// Deletes the rule and evaluates the sensor's newest reading again: a
+// target left without rules clears.
+// Required role: `admin`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules/{rule_id} (the `DeleteAlarmRule` operationId).
+func (c *ClientWithResponses) DeleteAlarmRuleWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, ruleId RuleId, reqEditors ...RequestEditorFn) (*DeleteAlarmRuleResponse, error) {
+	rsp, err := c.DeleteAlarmRule(ctx, orgId, projId, sensorId, ruleId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteAlarmRuleResponse(rsp)
+}
+
+// UpdateAlarmRuleWithBodyWithResponse Replace an alarm rule
+//
+// Replaces the rule with the body, as a new rule would be made: its state
+// starts over and the sensor's newest reading is evaluated again at once.
+// Required role: `admin`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules/{rule_id} (the `UpdateAlarmRule` operationId).
+func (c *ClientWithResponses) UpdateAlarmRuleWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, ruleId RuleId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateAlarmRuleResponse, error) {
+	rsp, err := c.UpdateAlarmRuleWithBody(ctx, orgId, projId, sensorId, ruleId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAlarmRuleResponse(rsp)
+}
+
+// UpdateAlarmRuleWithResponse Replace an alarm rule
+//
+// Replaces the rule with the body, as a new rule would be made: its state
+// starts over and the sensor's newest reading is evaluated again at once.
+// Required role: `admin`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules/{rule_id} (the `UpdateAlarmRule` operationId).
+func (c *ClientWithResponses) UpdateAlarmRuleWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, ruleId RuleId, body UpdateAlarmRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAlarmRuleResponse, error) {
+	rsp, err := c.UpdateAlarmRule(ctx, orgId, projId, sensorId, ruleId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAlarmRuleResponse(rsp)
+}
+
 // UpdateBaselinesWithBodyWithResponse Set a sensor's baselines (zero readings)
 //
 // Replaces the sensor's baselines with the list given (an empty list
@@ -11738,6 +16773,215 @@ func (c *ClientWithResponses) UpdateFormulasWithResponse(ctx context.Context, or
 		return nil, err
 	}
 	return ParseUpdateFormulasResponse(rsp)
+}
+
+// DeleteOverdueRuleWithResponse Delete a sensor's overdue rule
+//
+// Deletes the rule and clears its alarm, if raised. Required role: `admin`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `DeleteOverdueRule` operationId).
+func (c *ClientWithResponses) DeleteOverdueRuleWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*DeleteOverdueRuleResponse, error) {
+	rsp, err := c.DeleteOverdueRule(ctx, orgId, projId, sensorId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteOverdueRuleResponse(rsp)
+}
+
+// GetOverdueRuleWithResponse Get a sensor's overdue rule
+//
+// The sensor's overdue rule; 404 when it has none. Required role: `viewer`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `GetOverdueRule` operationId).
+func (c *ClientWithResponses) GetOverdueRuleWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*GetOverdueRuleResponse, error) {
+	rsp, err := c.GetOverdueRule(ctx, orgId, projId, sensorId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOverdueRuleResponse(rsp)
+}
+
+// SetOverdueRuleWithBodyWithResponse Set a sensor's overdue rule
+//
+// Raises an alarm at `level` (target `overdue`) when the sensor has
+// had no reading for `after_seconds` (60 to 31622400): no reading
+// whose datetime is within that long of now, or, for a sensor
+// without readings, none since the rule was set. The service checks
+// every sensor in the background, every `-alarm-check-interval`
+// (10 s by default), on one replica at a time, so an overdue alarm is
+// raised at most that long (and the check's own run) late, and
+// exactly once however many replicas run. The alarm value is the
+// seconds since the newest reading. It clears at the first check
+// after a reading within the duration arrives. Replaces the
+// sensor's rule, if any. Required role: `admin`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `SetOverdueRule` operationId).
+func (c *ClientWithResponses) SetOverdueRuleWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetOverdueRuleResponse, error) {
+	rsp, err := c.SetOverdueRuleWithBody(ctx, orgId, projId, sensorId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetOverdueRuleResponse(rsp)
+}
+
+// SetOverdueRuleWithResponse Set a sensor's overdue rule
+//
+// Raises an alarm at `level` (target `overdue`) when the sensor has
+// had no reading for `after_seconds` (60 to 31622400): no reading
+// whose datetime is within that long of now, or, for a sensor
+// without readings, none since the rule was set. The service checks
+// every sensor in the background, every `-alarm-check-interval`
+// (10 s by default), on one replica at a time, so an overdue alarm is
+// raised at most that long (and the check's own run) late, and
+// exactly once however many replicas run. The alarm value is the
+// seconds since the newest reading. It clears at the first check
+// after a reading within the duration arrives. Replaces the
+// sensor's rule, if any. Required role: `admin`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `SetOverdueRule` operationId).
+func (c *ClientWithResponses) SetOverdueRuleWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body SetOverdueRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*SetOverdueRuleResponse, error) {
+	rsp, err := c.SetOverdueRule(ctx, orgId, projId, sensorId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetOverdueRuleResponse(rsp)
+}
+
+// ListWebhooksWithResponse List webhooks
+//
+// The project's webhooks; secrets are never shown.
+// Required role: `admin`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks (the `ListWebhooks` operationId).
+func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*ListWebhooksResponse, error) {
+	rsp, err := c.ListWebhooks(ctx, orgId, projId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWebhooksResponse(rsp)
+}
+
+// CreateWebhookWithBodyWithResponse Create a webhook
+//
+// Every alarm event of the project from then on is POSTed to `url` as
+// the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
+// event's id, stable across retries: de-duplicate on it),
+// `X-Readings-Timestamp` (Unix seconds of the attempt) and
+// `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
+// the timestamp, a dot and the body: check it, and refuse timestamps more
+// than a few minutes old, to stop replays. Deliveries go through an outbox
+// written in the event's transaction, so none is lost to a crash; an
+// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
+// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
+// `-webhook-max-attempts` (8), then marked failed. Each webhook is
+// delivered on its own, so a slow or dead receiver delays no other;
+// events go in order, but a retried one may arrive after later ones
+// (order by the event's id). `url` must be http or https; loopback, private and link-local
+// addresses are refused when the delivery resolves them (unless the
+// service runs with `-webhook-allow-private`).
+// Required role: `admin`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/webhooks (the `CreateWebhook` operationId).
+func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookResponse, error) {
+	rsp, err := c.CreateWebhookWithBody(ctx, orgId, projId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateWebhookResponse(rsp)
+}
+
+// CreateWebhookWithResponse Create a webhook
+//
+// Every alarm event of the project from then on is POSTed to `url` as
+// the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
+// event's id, stable across retries: de-duplicate on it),
+// `X-Readings-Timestamp` (Unix seconds of the attempt) and
+// `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
+// the timestamp, a dot and the body: check it, and refuse timestamps more
+// than a few minutes old, to stop replays. Deliveries go through an outbox
+// written in the event's transaction, so none is lost to a crash; an
+// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
+// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
+// `-webhook-max-attempts` (8), then marked failed. Each webhook is
+// delivered on its own, so a slow or dead receiver delays no other;
+// events go in order, but a retried one may arrive after later ones
+// (order by the event's id). `url` must be http or https; loopback, private and link-local
+// addresses are refused when the delivery resolves them (unless the
+// service runs with `-webhook-allow-private`).
+// Required role: `admin`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/webhooks (the `CreateWebhook` operationId).
+func (c *ClientWithResponses) CreateWebhookWithResponse(ctx context.Context, orgId OrgId, projId ProjId, body CreateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookResponse, error) {
+	rsp, err := c.CreateWebhook(ctx, orgId, projId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateWebhookResponse(rsp)
+}
+
+// DeleteWebhookWithResponse Delete a webhook
+//
+// Deletes the webhook and its pending deliveries.
+// Required role: `admin`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id} (the `DeleteWebhook` operationId).
+func (c *ClientWithResponses) DeleteWebhookWithResponse(ctx context.Context, orgId OrgId, projId ProjId, webhookId WebhookId, reqEditors ...RequestEditorFn) (*DeleteWebhookResponse, error) {
+	rsp, err := c.DeleteWebhook(ctx, orgId, projId, webhookId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteWebhookResponse(rsp)
+}
+
+// ListDeliveriesWithResponse List a webhook's deliveries
+//
+// The webhook's delivery log, newest first, paged with a cursor: each
+// event's status (`pending`, `delivered` or `failed`), attempts, the
+// last HTTP status and error, and when the next attempt is due.
+// Required role: `admin`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id}/deliveries (the `ListDeliveries` operationId).
+func (c *ClientWithResponses) ListDeliveriesWithResponse(ctx context.Context, orgId OrgId, projId ProjId, webhookId WebhookId, params *ListDeliveriesParams, reqEditors ...RequestEditorFn) (*ListDeliveriesResponse, error) {
+	rsp, err := c.ListDeliveries(ctx, orgId, projId, webhookId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListDeliveriesResponse(rsp)
+}
+
+// TestWebhookWithResponse Send a test delivery
+//
+// POSTs a signed test event (`kind` `test`, id 0) to the webhook now,
+// once, and answers how it went; nothing is recorded.
+// Required role: `admin`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id}/test (the `TestWebhook` operationId).
+func (c *ClientWithResponses) TestWebhookWithResponse(ctx context.Context, orgId OrgId, projId ProjId, webhookId WebhookId, reqEditors ...RequestEditorFn) (*TestWebhookResponse, error) {
+	rsp, err := c.TestWebhook(ctx, orgId, projId, webhookId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTestWebhookResponse(rsp)
 }
 
 // ListProjectsWithResponse List projects
@@ -14292,6 +19536,828 @@ func ParseUpdateProjectResponse(rsp *http.Response) (*UpdateProjectResponse, err
 	return response, nil
 }
 
+// ParseListAlarmEventsResponse parses an HTTP response from a ListAlarmEventsWithResponse call
+func ParseListAlarmEventsResponse(rsp *http.Response) (*ListAlarmEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAlarmEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AlarmEventPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListAlarmEventsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListAlarmEventsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListAlarmEventsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListAlarmLevelsResponse parses an HTTP response from a ListAlarmLevelsWithResponse call
+func ParseListAlarmLevelsResponse(rsp *http.Response) (*ListAlarmLevelsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAlarmLevelsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AlarmLevelList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListAlarmLevelsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListAlarmLevelsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListAlarmLevelsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateAlarmLevelResponse parses an HTTP response from a CreateAlarmLevelWithResponse call
+func ParseCreateAlarmLevelResponse(rsp *http.Response) (*CreateAlarmLevelResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateAlarmLevelResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest AlarmLevel
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateAlarmLevelResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateAlarmLevelResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateAlarmLevelResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteAlarmLevelResponse parses an HTTP response from a DeleteAlarmLevelWithResponse call
+func ParseDeleteAlarmLevelResponse(rsp *http.Response) (*DeleteAlarmLevelResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteAlarmLevelResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteAlarmLevelResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteAlarmLevelResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteAlarmLevelResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateAlarmLevelResponse parses an HTTP response from a UpdateAlarmLevelWithResponse call
+func ParseUpdateAlarmLevelResponse(rsp *http.Response) (*UpdateAlarmLevelResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateAlarmLevelResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AlarmLevel
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateAlarmLevelResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateAlarmLevelResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateAlarmLevelResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListAlarmsResponse parses an HTTP response from a ListAlarmsWithResponse call
+func ParseListAlarmsResponse(rsp *http.Response) (*ListAlarmsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAlarmsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AlarmList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListAlarmsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListAlarmsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListAlarmsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAcknowledgeAlarmResponse parses an HTTP response from a AcknowledgeAlarmWithResponse call
+func ParseAcknowledgeAlarmResponse(rsp *http.Response) (*AcknowledgeAlarmResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AcknowledgeAlarmResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Alarm
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers AcknowledgeAlarmResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers AcknowledgeAlarmResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers AcknowledgeAlarmResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseLatestReadingsResponse parses an HTTP response from a LatestReadingsWithResponse call
 func ParseLatestReadingsResponse(rsp *http.Response) (*LatestReadingsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -15589,6 +21655,483 @@ func ParseUpdateSensorResponse(rsp *http.Response) (*UpdateSensorResponse, error
 	return response, nil
 }
 
+// ParseListAlarmRulesResponse parses an HTTP response from a ListAlarmRulesWithResponse call
+func ParseListAlarmRulesResponse(rsp *http.Response) (*ListAlarmRulesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAlarmRulesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AlarmRuleList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListAlarmRulesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListAlarmRulesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListAlarmRulesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateAlarmRuleResponse parses an HTTP response from a CreateAlarmRuleWithResponse call
+func ParseCreateAlarmRuleResponse(rsp *http.Response) (*CreateAlarmRuleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateAlarmRuleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest AlarmRule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateAlarmRuleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateAlarmRuleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateAlarmRuleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteAlarmRuleResponse parses an HTTP response from a DeleteAlarmRuleWithResponse call
+func ParseDeleteAlarmRuleResponse(rsp *http.Response) (*DeleteAlarmRuleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteAlarmRuleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteAlarmRuleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteAlarmRuleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteAlarmRuleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateAlarmRuleResponse parses an HTTP response from a UpdateAlarmRuleWithResponse call
+func ParseUpdateAlarmRuleResponse(rsp *http.Response) (*UpdateAlarmRuleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateAlarmRuleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AlarmRule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateAlarmRuleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateAlarmRuleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateAlarmRuleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseUpdateBaselinesResponse parses an HTTP response from a UpdateBaselinesWithResponse call
 func ParseUpdateBaselinesResponse(rsp *http.Response) (*UpdateBaselinesResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -15963,6 +22506,925 @@ func ParseUpdateFormulasResponse(rsp *http.Response) (*UpdateFormulasResponse, e
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers UpdateFormulasResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteOverdueRuleResponse parses an HTTP response from a DeleteOverdueRuleWithResponse call
+func ParseDeleteOverdueRuleResponse(rsp *http.Response) (*DeleteOverdueRuleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteOverdueRuleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteOverdueRuleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteOverdueRuleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteOverdueRuleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetOverdueRuleResponse parses an HTTP response from a GetOverdueRuleWithResponse call
+func ParseGetOverdueRuleResponse(rsp *http.Response) (*GetOverdueRuleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOverdueRuleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OverdueRule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetOverdueRuleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetOverdueRuleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetOverdueRuleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetOverdueRuleResponse parses an HTTP response from a SetOverdueRuleWithResponse call
+func ParseSetOverdueRuleResponse(rsp *http.Response) (*SetOverdueRuleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetOverdueRuleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OverdueRule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SetOverdueRuleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetOverdueRuleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers SetOverdueRuleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListWebhooksResponse parses an HTTP response from a ListWebhooksWithResponse call
+func ParseListWebhooksResponse(rsp *http.Response) (*ListWebhooksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWebhooksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListWebhooksResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListWebhooksResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListWebhooksResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateWebhookResponse parses an HTTP response from a CreateWebhookWithResponse call
+func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateWebhookResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Webhook
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateWebhookResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateWebhookResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateWebhookResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteWebhookResponse parses an HTTP response from a DeleteWebhookWithResponse call
+func ParseDeleteWebhookResponse(rsp *http.Response) (*DeleteWebhookResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteWebhookResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteWebhookResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteWebhookResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteWebhookResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListDeliveriesResponse parses an HTTP response from a ListDeliveriesWithResponse call
+func ParseListDeliveriesResponse(rsp *http.Response) (*ListDeliveriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListDeliveriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DeliveryPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListDeliveriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListDeliveriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListDeliveriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTestWebhookResponse parses an HTTP response from a TestWebhookWithResponse call
+func ParseTestWebhookResponse(rsp *http.Response) (*TestWebhookResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TestWebhookResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookTest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers TestWebhookResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers TestWebhookResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers TestWebhookResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

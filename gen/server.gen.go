@@ -18,6 +18,96 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for AlarmEventKind.
+const (
+	Acknowledged AlarmEventKind = "acknowledged"
+	Cleared      AlarmEventKind = "cleared"
+	DeEscalated  AlarmEventKind = "de-escalated"
+	Escalated    AlarmEventKind = "escalated"
+	Late         AlarmEventKind = "late"
+	Test         AlarmEventKind = "test"
+	Triggered    AlarmEventKind = "triggered"
+)
+
+// Valid indicates whether the value is a known member of the AlarmEventKind enum.
+func (e AlarmEventKind) Valid() bool {
+	switch e {
+	case Acknowledged:
+		return true
+	case Cleared:
+		return true
+	case DeEscalated:
+		return true
+	case Escalated:
+		return true
+	case Late:
+		return true
+	case Test:
+		return true
+	case Triggered:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AlarmRuleDirection.
+const (
+	AlarmRuleDirectionAbove AlarmRuleDirection = "above"
+	AlarmRuleDirectionBelow AlarmRuleDirection = "below"
+)
+
+// Valid indicates whether the value is a known member of the AlarmRuleDirection enum.
+func (e AlarmRuleDirection) Valid() bool {
+	switch e {
+	case AlarmRuleDirectionAbove:
+		return true
+	case AlarmRuleDirectionBelow:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AlarmRuleInputDirection.
+const (
+	AlarmRuleInputDirectionAbove AlarmRuleInputDirection = "above"
+	AlarmRuleInputDirectionBelow AlarmRuleInputDirection = "below"
+)
+
+// Valid indicates whether the value is a known member of the AlarmRuleInputDirection enum.
+func (e AlarmRuleInputDirection) Valid() bool {
+	switch e {
+	case AlarmRuleInputDirectionAbove:
+		return true
+	case AlarmRuleInputDirectionBelow:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeliveryStatus.
+const (
+	DeliveryStatusDelivered DeliveryStatus = "delivered"
+	DeliveryStatusFailed    DeliveryStatus = "failed"
+	DeliveryStatusPending   DeliveryStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the DeliveryStatus enum.
+func (e DeliveryStatus) Valid() bool {
+	switch e {
+	case DeliveryStatusDelivered:
+		return true
+	case DeliveryStatusFailed:
+		return true
+	case DeliveryStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	HealthStatusOk HealthStatus = "ok"
@@ -263,6 +353,180 @@ func (e ExportReadingsParamsFormat) Valid() bool {
 // Example: {"101":{"avg":2802.1,"max":2805,"min":2799.5}}
 type Aggregates map[string]map[string]*float64
 
+// Alarm defines model for Alarm.
+type Alarm struct {
+	Acknowledged bool `json:"acknowledged"`
+
+	// AcknowledgedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	AcknowledgedAt *Datetime `json:"acknowledged_at,omitempty"`
+
+	// AcknowledgedBy The user's id.
+	AcknowledgedBy *int64  `json:"acknowledged_by,omitempty"`
+	Colour         string  `json:"colour"`
+	Id             int64   `json:"id"`
+	Level          string  `json:"level"`
+	LevelId        int64   `json:"level_id"`
+	Note           *string `json:"note,omitempty"`
+	Rank           int     `json:"rank"`
+	SensorId       int64   `json:"sensor_id"`
+
+	// Since In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	Since  Datetime `json:"since"`
+	Target string   `json:"target"`
+
+	// Value The value that raised the current level.
+	Value float64 `json:"value"`
+}
+
+// AlarmAcknowledge defines model for AlarmAcknowledge.
+type AlarmAcknowledge struct {
+	Note *string `json:"note,omitempty"`
+}
+
+// AlarmEvent defines model for AlarmEvent.
+type AlarmEvent struct {
+	// CreatedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	CreatedAt Datetime `json:"created_at"`
+
+	// Id Stable; increases with each event of the service.
+	Id   int64          `json:"id"`
+	Kind AlarmEventKind `json:"kind"`
+	Late bool           `json:"late"`
+
+	// Level The level's name when the event was recorded: the level reached, or for `cleared` the level left.
+	Level string `json:"level"`
+
+	// LevelId Absent once the level is deleted.
+	LevelId *int64  `json:"level_id,omitempty"`
+	Note    *string `json:"note,omitempty"`
+
+	// ReadingDatetime In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	ReadingDatetime *Datetime `json:"reading_datetime,omitempty"`
+	SensorId        int64     `json:"sensor_id"`
+	Target          string    `json:"target"`
+	UserId          *int64    `json:"user_id,omitempty"`
+	Value           *float64  `json:"value,omitempty"`
+}
+
+// AlarmEventKind defines model for AlarmEvent.Kind.
+type AlarmEventKind string
+
+// AlarmEventPage defines model for AlarmEventPage.
+type AlarmEventPage struct {
+	Items []AlarmEvent `json:"items"`
+
+	// NextCursor Present when there may be more; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// AlarmLevel defines model for AlarmLevel.
+type AlarmLevel struct {
+	// Colour `#rrggbb`
+	Colour string `json:"colour"`
+	Id     int64  `json:"id"`
+	Name   string `json:"name"`
+
+	// Rank Higher is more severe.
+	Rank int `json:"rank"`
+}
+
+// AlarmLevelCreate defines model for AlarmLevelCreate.
+type AlarmLevelCreate struct {
+	Colour string `json:"colour"`
+	Name   string `json:"name"`
+	Rank   int    `json:"rank"`
+}
+
+// AlarmLevelList defines model for AlarmLevelList.
+type AlarmLevelList struct {
+	Items []AlarmLevel `json:"items"`
+}
+
+// AlarmLevelUpdate defines model for AlarmLevelUpdate.
+type AlarmLevelUpdate struct {
+	Colour *string `json:"colour,omitempty"`
+	Name   *string `json:"name,omitempty"`
+	Rank   *int    `json:"rank,omitempty"`
+}
+
+// AlarmList defines model for AlarmList.
+type AlarmList struct {
+	Items []Alarm `json:"items"`
+}
+
+// AlarmRule defines model for AlarmRule.
+type AlarmRule struct {
+	// Active Whether the rule holds after the sensor's newest reading.
+	Active bool `json:"active"`
+
+	// CreatedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	CreatedAt Datetime           `json:"created_at"`
+	Deadband  float64            `json:"deadband"`
+	Direction AlarmRuleDirection `json:"direction"`
+	Id        int64              `json:"id"`
+
+	// Level The level's name.
+	Level       string  `json:"level"`
+	LevelId     int64   `json:"level_id"`
+	Persistence int     `json:"persistence"`
+	Rank        int     `json:"rank"`
+	SensorId    int64   `json:"sensor_id"`
+	Target      string  `json:"target"`
+	Threshold   float64 `json:"threshold"`
+}
+
+// AlarmRuleDirection defines model for AlarmRule.Direction.
+type AlarmRuleDirection string
+
+// AlarmRuleInput defines model for AlarmRuleInput.
+type AlarmRuleInput struct {
+	Deadband  *float64                `json:"deadband,omitempty"`
+	Direction AlarmRuleInputDirection `json:"direction"`
+
+	// Level The name of one of the project's levels.
+	Level       string `json:"level"`
+	Persistence *int   `json:"persistence,omitempty"`
+
+	// Target The key of one of the sensor's inputs or outputs.
+	Target string `json:"target"`
+
+	// Threshold A finite number.
+	Threshold float64 `json:"threshold"`
+}
+
+// AlarmRuleInputDirection defines model for AlarmRuleInput.Direction.
+type AlarmRuleInputDirection string
+
+// AlarmRuleList defines model for AlarmRuleList.
+type AlarmRuleList struct {
+	Items []AlarmRule `json:"items"`
+}
+
 // BaselineUpdate One baseline: `values` by input key from `from` on, or the inputs of
 // the stored reading at `reading` (from that datetime unless `from` is
 // given). Exactly one of `values` and `reading`.
@@ -414,6 +678,51 @@ type Datetime = string
 type Deleted struct {
 	// Deleted How many readings were deleted.
 	Deleted int64 `json:"deleted"`
+}
+
+// Delivery defines model for Delivery.
+type Delivery struct {
+	Attempts int `json:"attempts"`
+
+	// CreatedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	CreatedAt Datetime `json:"created_at"`
+
+	// DeliveredAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	DeliveredAt *Datetime `json:"delivered_at,omitempty"`
+	EventId     int64     `json:"event_id"`
+	Id          int64     `json:"id"`
+	LastError   string    `json:"last_error"`
+	LastStatus  *int      `json:"last_status,omitempty"`
+
+	// NextAttemptAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	NextAttemptAt Datetime       `json:"next_attempt_at"`
+	Status        DeliveryStatus `json:"status"`
+}
+
+// DeliveryStatus defines model for Delivery.Status.
+type DeliveryStatus string
+
+// DeliveryPage defines model for DeliveryPage.
+type DeliveryPage struct {
+	Items []Delivery `json:"items"`
+
+	// NextCursor Present when there may be more; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
 // Error defines model for Error.
@@ -717,6 +1026,30 @@ type Membership struct {
 
 // OpenAPIDocument An OpenAPI 3.0 document, with `openapi`, `info`, `paths` and `components` at its top.
 type OpenAPIDocument map[string]interface{}
+
+// OverdueRule defines model for OverdueRule.
+type OverdueRule struct {
+	AfterSeconds int `json:"after_seconds"`
+
+	// CreatedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	CreatedAt Datetime `json:"created_at"`
+	Level     string   `json:"level"`
+	LevelId   int64    `json:"level_id"`
+	SensorId  int64    `json:"sensor_id"`
+}
+
+// OverdueRuleInput defines model for OverdueRuleInput.
+type OverdueRuleInput struct {
+	AfterSeconds int `json:"after_seconds"`
+
+	// Level The name of one of the project's levels.
+	Level string `json:"level"`
+}
 
 // Project defines model for Project.
 type Project struct {
@@ -1058,6 +1391,45 @@ type User struct {
 // Example: {"101":2803.5,"102":11.2}
 type Values map[string]float64
 
+// Webhook defines model for Webhook.
+type Webhook struct {
+	// CreatedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	CreatedAt Datetime `json:"created_at"`
+	Id        int64    `json:"id"`
+	Url       string   `json:"url"`
+}
+
+// WebhookCreate defines model for WebhookCreate.
+type WebhookCreate struct {
+	// Secret The key of the HMAC signature.
+	Secret string `json:"secret"`
+
+	// Url An http or https URL.
+	Url string `json:"url"`
+}
+
+// WebhookList defines model for WebhookList.
+type WebhookList struct {
+	Items []Webhook `json:"items"`
+}
+
+// WebhookTest defines model for WebhookTest.
+type WebhookTest struct {
+	Delivered bool    `json:"delivered"`
+	Error     *string `json:"error,omitempty"`
+
+	// Status The receiver's HTTP status, if it answered.
+	Status *int `json:"status,omitempty"`
+}
+
+// AlarmId defines model for AlarmId.
+type AlarmId = int64
+
 // BlueprintId defines model for BlueprintId.
 type BlueprintId = int64
 
@@ -1066,6 +1438,9 @@ type Cursor = string
 
 // InvitationId defines model for InvitationId.
 type InvitationId = int64
+
+// LevelId defines model for LevelId.
+type LevelId = int64
 
 // MinLSN defines model for MinLSN.
 type MinLSN = string
@@ -1082,6 +1457,9 @@ type ProjId = int64
 // ProjectId defines model for ProjectId.
 type ProjectId = int64
 
+// RuleId defines model for RuleId.
+type RuleId = int64
+
 // SensorId defines model for SensorId.
 type SensorId = int64
 
@@ -1090,6 +1468,9 @@ type TokenId = int64
 
 // UserId defines model for UserId.
 type UserId = int64
+
+// WebhookId defines model for WebhookId.
+type WebhookId = int64
 
 // BadRequest defines model for BadRequest.
 type BadRequest = Error
@@ -1155,6 +1536,27 @@ type ListMembersParams struct {
 
 	// Cursor The `next_cursor` of the previous page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListAlarmEventsParams defines parameters for ListAlarmEvents.
+type ListAlarmEventsParams struct {
+	// Limit The most items in a page.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// SensorId Only this sensor's events.
+	SensorId *int64 `form:"sensor_id,omitempty" json:"sensor_id,omitempty"`
+
+	// LevelId Only events at this level.
+	LevelId *int64 `form:"level_id,omitempty" json:"level_id,omitempty"`
+
+	// DatetimeGte Only events recorded at or after this instant.
+	DatetimeGte *time.Time `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
+
+	// DatetimeLt Only events recorded before this instant.
+	DatetimeLt *time.Time `form:"datetime__lt,omitempty" json:"datetime__lt,omitempty"`
 }
 
 // LatestReadingsParams defines parameters for LatestReadings.
@@ -1325,6 +1727,15 @@ type ListSensorsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// ListDeliveriesParams defines parameters for ListDeliveries.
+type ListDeliveriesParams struct {
+	// Limit The most items in a page.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListProjectsParams defines parameters for ListProjects.
 type ListProjectsParams struct {
 	// Limit The most items in a page.
@@ -1361,6 +1772,15 @@ type ProjectActionJSONRequestBody = ProjectAction
 // UpdateProjectJSONRequestBody defines body for UpdateProject for application/json ContentType.
 type UpdateProjectJSONRequestBody = ProjectUpdate
 
+// CreateAlarmLevelJSONRequestBody defines body for CreateAlarmLevel for application/json ContentType.
+type CreateAlarmLevelJSONRequestBody = AlarmLevelCreate
+
+// UpdateAlarmLevelJSONRequestBody defines body for UpdateAlarmLevel for application/json ContentType.
+type UpdateAlarmLevelJSONRequestBody = AlarmLevelUpdate
+
+// AcknowledgeAlarmJSONRequestBody defines body for AcknowledgeAlarm for application/json ContentType.
+type AcknowledgeAlarmJSONRequestBody = AlarmAcknowledge
+
 // PostReadingsJSONRequestBody defines body for PostReadings for application/json ContentType.
 type PostReadingsJSONRequestBody = ReadingBatch
 
@@ -1370,6 +1790,12 @@ type CreateSensorJSONRequestBody = SensorCreate
 // UpdateSensorJSONRequestBody defines body for UpdateSensor for application/json ContentType.
 type UpdateSensorJSONRequestBody = SensorUpdate
 
+// CreateAlarmRuleJSONRequestBody defines body for CreateAlarmRule for application/json ContentType.
+type CreateAlarmRuleJSONRequestBody = AlarmRuleInput
+
+// UpdateAlarmRuleJSONRequestBody defines body for UpdateAlarmRule for application/json ContentType.
+type UpdateAlarmRuleJSONRequestBody = AlarmRuleInput
+
 // UpdateBaselinesJSONRequestBody defines body for UpdateBaselines for application/json ContentType.
 type UpdateBaselinesJSONRequestBody = BaselinesUpdate
 
@@ -1378,6 +1804,12 @@ type UpdateCalibrationsJSONRequestBody = CalibrationsUpdate
 
 // UpdateFormulasJSONRequestBody defines body for UpdateFormulas for application/json ContentType.
 type UpdateFormulasJSONRequestBody = FormulasUpdate
+
+// SetOverdueRuleJSONRequestBody defines body for SetOverdueRule for application/json ContentType.
+type SetOverdueRuleJSONRequestBody = OverdueRuleInput
+
+// CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
+type CreateWebhookJSONRequestBody = WebhookCreate
 
 // CreateProjectJSONRequestBody defines body for CreateProject for application/json ContentType.
 type CreateProjectJSONRequestBody = ProjectCreate
@@ -1515,6 +1947,27 @@ type ServerInterface interface {
 	// UpdateProject Update a project
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id})
 	UpdateProject(ctx echo.Context, orgId OrgId, projId ProjId) error
+	// ListAlarmEvents List alarm events
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-events)
+	ListAlarmEvents(ctx echo.Context, orgId OrgId, projId ProjId, params ListAlarmEventsParams) error
+	// ListAlarmLevels List alarm levels
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels)
+	ListAlarmLevels(ctx echo.Context, orgId OrgId, projId ProjId) error
+	// CreateAlarmLevel Create an alarm level
+	// (POST /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels)
+	CreateAlarmLevel(ctx echo.Context, orgId OrgId, projId ProjId) error
+	// DeleteAlarmLevel Delete an alarm level
+	// (DELETE /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels/{level_id})
+	DeleteAlarmLevel(ctx echo.Context, orgId OrgId, projId ProjId, levelId LevelId) error
+	// UpdateAlarmLevel Update an alarm level
+	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels/{level_id})
+	UpdateAlarmLevel(ctx echo.Context, orgId OrgId, projId ProjId, levelId LevelId) error
+	// ListAlarms List current alarms
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/alarms)
+	ListAlarms(ctx echo.Context, orgId OrgId, projId ProjId) error
+	// AcknowledgeAlarm Acknowledge an alarm
+	// (POST /api/v1/org/{org_id}/proj/{proj_id}/alarms/{alarm_id}/acknowledge)
+	AcknowledgeAlarm(ctx echo.Context, orgId OrgId, projId ProjId, alarmId AlarmId) error
 	// LatestReadings Latest reading of every sensor
 	// (GET /api/v1/org/{org_id}/proj/{proj_id}/latest)
 	LatestReadings(ctx echo.Context, orgId OrgId, projId ProjId, params LatestReadingsParams) error
@@ -1548,6 +2001,18 @@ type ServerInterface interface {
 	// UpdateSensor Update a sensor
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id})
 	UpdateSensor(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// ListAlarmRules List a sensor's alarm rules
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules)
+	ListAlarmRules(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// CreateAlarmRule Create an alarm rule
+	// (POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules)
+	CreateAlarmRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// DeleteAlarmRule Delete an alarm rule
+	// (DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules/{rule_id})
+	DeleteAlarmRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, ruleId RuleId) error
+	// UpdateAlarmRule Replace an alarm rule
+	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules/{rule_id})
+	UpdateAlarmRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, ruleId RuleId) error
 	// UpdateBaselines Set a sensor's baselines (zero readings)
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/baselines)
 	UpdateBaselines(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
@@ -1557,6 +2022,30 @@ type ServerInterface interface {
 	// UpdateFormulas Edit a sensor's formulas and constants
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas)
 	UpdateFormulas(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// DeleteOverdueRule Delete a sensor's overdue rule
+	// (DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue)
+	DeleteOverdueRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// GetOverdueRule Get a sensor's overdue rule
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue)
+	GetOverdueRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// SetOverdueRule Set a sensor's overdue rule
+	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue)
+	SetOverdueRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// ListWebhooks List webhooks
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks)
+	ListWebhooks(ctx echo.Context, orgId OrgId, projId ProjId) error
+	// CreateWebhook Create a webhook
+	// (POST /api/v1/org/{org_id}/proj/{proj_id}/webhooks)
+	CreateWebhook(ctx echo.Context, orgId OrgId, projId ProjId) error
+	// DeleteWebhook Delete a webhook
+	// (DELETE /api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id})
+	DeleteWebhook(ctx echo.Context, orgId OrgId, projId ProjId, webhookId WebhookId) error
+	// ListDeliveries List a webhook's deliveries
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id}/deliveries)
+	ListDeliveries(ctx echo.Context, orgId OrgId, projId ProjId, webhookId WebhookId, params ListDeliveriesParams) error
+	// TestWebhook Send a test delivery
+	// (POST /api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id}/test)
+	TestWebhook(ctx echo.Context, orgId OrgId, projId ProjId, webhookId WebhookId) error
 	// ListProjects List projects
 	// (GET /api/v1/org/{org_id}/projects)
 	ListProjects(ctx echo.Context, orgId OrgId, params ListProjectsParams) error
@@ -2046,6 +2535,242 @@ func (w *ServerInterfaceWrapper) UpdateProject(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.UpdateProject(ctx, orgId, projId)
+	return err
+}
+
+// ListAlarmEvents converts echo context to params.
+func (w *ServerInterfaceWrapper) ListAlarmEvents(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAlarmEventsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "sensor_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sensor_id", ctx.QueryParams(), &params.SensorId, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "level_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "level_id", ctx.QueryParams(), &params.LevelId, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter level_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "datetime__gte" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__gte: %s", err))
+	}
+
+	// ------------- Optional query parameter "datetime__lt" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lt: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListAlarmEvents(ctx, orgId, projId, params)
+	return err
+}
+
+// ListAlarmLevels converts echo context to params.
+func (w *ServerInterfaceWrapper) ListAlarmLevels(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListAlarmLevels(ctx, orgId, projId)
+	return err
+}
+
+// CreateAlarmLevel converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateAlarmLevel(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateAlarmLevel(ctx, orgId, projId)
+	return err
+}
+
+// DeleteAlarmLevel converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteAlarmLevel(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "level_id" -------------
+	var levelId LevelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "level_id", ctx.Param("level_id"), &levelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter level_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteAlarmLevel(ctx, orgId, projId, levelId)
+	return err
+}
+
+// UpdateAlarmLevel converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateAlarmLevel(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "level_id" -------------
+	var levelId LevelId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "level_id", ctx.Param("level_id"), &levelId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter level_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateAlarmLevel(ctx, orgId, projId, levelId)
+	return err
+}
+
+// ListAlarms converts echo context to params.
+func (w *ServerInterfaceWrapper) ListAlarms(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListAlarms(ctx, orgId, projId)
+	return err
+}
+
+// AcknowledgeAlarm converts echo context to params.
+func (w *ServerInterfaceWrapper) AcknowledgeAlarm(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "alarm_id" -------------
+	var alarmId AlarmId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "alarm_id", ctx.Param("alarm_id"), &alarmId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter alarm_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AcknowledgeAlarm(ctx, orgId, projId, alarmId)
 	return err
 }
 
@@ -2662,6 +3387,150 @@ func (w *ServerInterfaceWrapper) UpdateSensor(ctx echo.Context) error {
 	return err
 }
 
+// ListAlarmRules converts echo context to params.
+func (w *ServerInterfaceWrapper) ListAlarmRules(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListAlarmRules(ctx, orgId, projId, sensorId)
+	return err
+}
+
+// CreateAlarmRule converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateAlarmRule(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateAlarmRule(ctx, orgId, projId, sensorId)
+	return err
+}
+
+// DeleteAlarmRule converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteAlarmRule(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// ------------- Path parameter "rule_id" -------------
+	var ruleId RuleId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "rule_id", ctx.Param("rule_id"), &ruleId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter rule_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteAlarmRule(ctx, orgId, projId, sensorId, ruleId)
+	return err
+}
+
+// UpdateAlarmRule converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateAlarmRule(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// ------------- Path parameter "rule_id" -------------
+	var ruleId RuleId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "rule_id", ctx.Param("rule_id"), &ruleId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter rule_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateAlarmRule(ctx, orgId, projId, sensorId, ruleId)
+	return err
+}
+
 // UpdateBaselines converts echo context to params.
 func (w *ServerInterfaceWrapper) UpdateBaselines(ctx echo.Context) error {
 	var err error
@@ -2755,6 +3624,262 @@ func (w *ServerInterfaceWrapper) UpdateFormulas(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.UpdateFormulas(ctx, orgId, projId, sensorId)
+	return err
+}
+
+// DeleteOverdueRule converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteOverdueRule(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteOverdueRule(ctx, orgId, projId, sensorId)
+	return err
+}
+
+// GetOverdueRule converts echo context to params.
+func (w *ServerInterfaceWrapper) GetOverdueRule(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetOverdueRule(ctx, orgId, projId, sensorId)
+	return err
+}
+
+// SetOverdueRule converts echo context to params.
+func (w *ServerInterfaceWrapper) SetOverdueRule(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SetOverdueRule(ctx, orgId, projId, sensorId)
+	return err
+}
+
+// ListWebhooks converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhooks(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhooks(ctx, orgId, projId)
+	return err
+}
+
+// CreateWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateWebhook(ctx, orgId, projId)
+	return err
+}
+
+// DeleteWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "webhook_id" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhook_id", ctx.Param("webhook_id"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteWebhook(ctx, orgId, projId, webhookId)
+	return err
+}
+
+// ListDeliveries converts echo context to params.
+func (w *ServerInterfaceWrapper) ListDeliveries(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "webhook_id" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhook_id", ctx.Param("webhook_id"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListDeliveriesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListDeliveries(ctx, orgId, projId, webhookId, params)
+	return err
+}
+
+// TestWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) TestWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "webhook_id" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhook_id", ctx.Param("webhook_id"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.TestWebhook(ctx, orgId, projId, webhookId)
 	return err
 }
 
@@ -2937,6 +4062,25 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings/:sensor_id/aggregates", wrapper.AggregateReadings, options.OperationMiddlewares["aggregateReadings"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings/:sensor_id/export", wrapper.ExportReadings, options.OperationMiddlewares["exportReadings"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/latest", wrapper.LatestReadings, options.OperationMiddlewares["latestReadings"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/alarm-levels", wrapper.ListAlarmLevels, options.OperationMiddlewares["listAlarmLevels"]...)
+	router.POST(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/alarm-levels", wrapper.CreateAlarmLevel, options.OperationMiddlewares["createAlarmLevel"]...)
+	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/alarm-levels/:level_id", wrapper.DeleteAlarmLevel, options.OperationMiddlewares["deleteAlarmLevel"]...)
+	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/alarm-levels/:level_id", wrapper.UpdateAlarmLevel, options.OperationMiddlewares["updateAlarmLevel"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/alarm-rules", wrapper.ListAlarmRules, options.OperationMiddlewares["listAlarmRules"]...)
+	router.POST(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/alarm-rules", wrapper.CreateAlarmRule, options.OperationMiddlewares["createAlarmRule"]...)
+	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/alarm-rules/:rule_id", wrapper.DeleteAlarmRule, options.OperationMiddlewares["deleteAlarmRule"]...)
+	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/alarm-rules/:rule_id", wrapper.UpdateAlarmRule, options.OperationMiddlewares["updateAlarmRule"]...)
+	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/overdue", wrapper.DeleteOverdueRule, options.OperationMiddlewares["deleteOverdueRule"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/overdue", wrapper.GetOverdueRule, options.OperationMiddlewares["getOverdueRule"]...)
+	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/overdue", wrapper.SetOverdueRule, options.OperationMiddlewares["setOverdueRule"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/alarms", wrapper.ListAlarms, options.OperationMiddlewares["listAlarms"]...)
+	router.POST(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/alarms/:alarm_id/acknowledge", wrapper.AcknowledgeAlarm, options.OperationMiddlewares["acknowledgeAlarm"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/alarm-events", wrapper.ListAlarmEvents, options.OperationMiddlewares["listAlarmEvents"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/webhooks", wrapper.ListWebhooks, options.OperationMiddlewares["listWebhooks"]...)
+	router.POST(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/webhooks", wrapper.CreateWebhook, options.OperationMiddlewares["createWebhook"]...)
+	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/webhooks/:webhook_id", wrapper.DeleteWebhook, options.OperationMiddlewares["deleteWebhook"]...)
+	router.POST(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/webhooks/:webhook_id/test", wrapper.TestWebhook, options.OperationMiddlewares["testWebhook"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/webhooks/:webhook_id/deliveries", wrapper.ListDeliveries, options.OperationMiddlewares["listDeliveries"]...)
 
 }
 
@@ -6089,6 +7233,1063 @@ func (response UpdateProject503JSONResponse) VisitUpdateProjectResponse(w http.R
 	return err
 }
 
+type ListAlarmEventsRequestObject struct {
+	OrgId  OrgId  `json:"org_id"`
+	ProjId ProjId `json:"proj_id"`
+	Params ListAlarmEventsParams
+}
+
+type ListAlarmEventsResponseObject interface {
+	VisitListAlarmEventsResponse(w http.ResponseWriter) error
+}
+
+type ListAlarmEvents200JSONResponse AlarmEventPage
+
+func (response ListAlarmEvents200JSONResponse) VisitListAlarmEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmEvents400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListAlarmEvents400JSONResponse) VisitListAlarmEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmEvents401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListAlarmEvents401JSONResponse) VisitListAlarmEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmEvents403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListAlarmEvents403JSONResponse) VisitListAlarmEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmEvents404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListAlarmEvents404JSONResponse) VisitListAlarmEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmEvents429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListAlarmEvents429JSONResponse) VisitListAlarmEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmEvents500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListAlarmEvents500JSONResponse) VisitListAlarmEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmEvents503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAlarmEvents503JSONResponse) VisitListAlarmEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmLevelsRequestObject struct {
+	OrgId  OrgId  `json:"org_id"`
+	ProjId ProjId `json:"proj_id"`
+}
+
+type ListAlarmLevelsResponseObject interface {
+	VisitListAlarmLevelsResponse(w http.ResponseWriter) error
+}
+
+type ListAlarmLevels200JSONResponse AlarmLevelList
+
+func (response ListAlarmLevels200JSONResponse) VisitListAlarmLevelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmLevels400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListAlarmLevels400JSONResponse) VisitListAlarmLevelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmLevels401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListAlarmLevels401JSONResponse) VisitListAlarmLevelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmLevels403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListAlarmLevels403JSONResponse) VisitListAlarmLevelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmLevels404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListAlarmLevels404JSONResponse) VisitListAlarmLevelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmLevels429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListAlarmLevels429JSONResponse) VisitListAlarmLevelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmLevels500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListAlarmLevels500JSONResponse) VisitListAlarmLevelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmLevels503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAlarmLevels503JSONResponse) VisitListAlarmLevelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmLevelRequestObject struct {
+	OrgId  OrgId  `json:"org_id"`
+	ProjId ProjId `json:"proj_id"`
+	Body   *CreateAlarmLevelJSONRequestBody
+}
+
+type CreateAlarmLevelResponseObject interface {
+	VisitCreateAlarmLevelResponse(w http.ResponseWriter) error
+}
+
+type CreateAlarmLevel201JSONResponse AlarmLevel
+
+func (response CreateAlarmLevel201JSONResponse) VisitCreateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmLevel400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateAlarmLevel400JSONResponse) VisitCreateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmLevel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateAlarmLevel401JSONResponse) VisitCreateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmLevel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateAlarmLevel403JSONResponse) VisitCreateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmLevel404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateAlarmLevel404JSONResponse) VisitCreateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmLevel409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateAlarmLevel409JSONResponse) VisitCreateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmLevel413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateAlarmLevel413JSONResponse) VisitCreateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmLevel415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateAlarmLevel415JSONResponse) VisitCreateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmLevel429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateAlarmLevel429JSONResponse) VisitCreateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmLevel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateAlarmLevel500JSONResponse) VisitCreateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmLevel503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateAlarmLevel503JSONResponse) VisitCreateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlarmLevelRequestObject struct {
+	OrgId   OrgId   `json:"org_id"`
+	ProjId  ProjId  `json:"proj_id"`
+	LevelId LevelId `json:"level_id"`
+}
+
+type DeleteAlarmLevelResponseObject interface {
+	VisitDeleteAlarmLevelResponse(w http.ResponseWriter) error
+}
+
+type DeleteAlarmLevel204Response struct {
+}
+
+func (response DeleteAlarmLevel204Response) VisitDeleteAlarmLevelResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteAlarmLevel400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteAlarmLevel400JSONResponse) VisitDeleteAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlarmLevel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteAlarmLevel401JSONResponse) VisitDeleteAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlarmLevel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteAlarmLevel403JSONResponse) VisitDeleteAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlarmLevel404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteAlarmLevel404JSONResponse) VisitDeleteAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlarmLevel409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteAlarmLevel409JSONResponse) VisitDeleteAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlarmLevel429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteAlarmLevel429JSONResponse) VisitDeleteAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlarmLevel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteAlarmLevel500JSONResponse) VisitDeleteAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlarmLevel503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteAlarmLevel503JSONResponse) VisitDeleteAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmLevelRequestObject struct {
+	OrgId   OrgId   `json:"org_id"`
+	ProjId  ProjId  `json:"proj_id"`
+	LevelId LevelId `json:"level_id"`
+	Body    *UpdateAlarmLevelJSONRequestBody
+}
+
+type UpdateAlarmLevelResponseObject interface {
+	VisitUpdateAlarmLevelResponse(w http.ResponseWriter) error
+}
+
+type UpdateAlarmLevel200JSONResponse AlarmLevel
+
+func (response UpdateAlarmLevel200JSONResponse) VisitUpdateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmLevel400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateAlarmLevel400JSONResponse) VisitUpdateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmLevel401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateAlarmLevel401JSONResponse) VisitUpdateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmLevel403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateAlarmLevel403JSONResponse) VisitUpdateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmLevel404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateAlarmLevel404JSONResponse) VisitUpdateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmLevel409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateAlarmLevel409JSONResponse) VisitUpdateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmLevel413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateAlarmLevel413JSONResponse) VisitUpdateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmLevel415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateAlarmLevel415JSONResponse) VisitUpdateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmLevel429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateAlarmLevel429JSONResponse) VisitUpdateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmLevel500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateAlarmLevel500JSONResponse) VisitUpdateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmLevel503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateAlarmLevel503JSONResponse) VisitUpdateAlarmLevelResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmsRequestObject struct {
+	OrgId  OrgId  `json:"org_id"`
+	ProjId ProjId `json:"proj_id"`
+}
+
+type ListAlarmsResponseObject interface {
+	VisitListAlarmsResponse(w http.ResponseWriter) error
+}
+
+type ListAlarms200JSONResponse AlarmList
+
+func (response ListAlarms200JSONResponse) VisitListAlarmsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarms400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListAlarms400JSONResponse) VisitListAlarmsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarms401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListAlarms401JSONResponse) VisitListAlarmsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarms403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListAlarms403JSONResponse) VisitListAlarmsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarms404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListAlarms404JSONResponse) VisitListAlarmsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarms429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListAlarms429JSONResponse) VisitListAlarmsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarms500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListAlarms500JSONResponse) VisitListAlarmsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarms503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAlarms503JSONResponse) VisitListAlarmsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcknowledgeAlarmRequestObject struct {
+	OrgId   OrgId   `json:"org_id"`
+	ProjId  ProjId  `json:"proj_id"`
+	AlarmId AlarmId `json:"alarm_id"`
+	Body    *AcknowledgeAlarmJSONRequestBody
+}
+
+type AcknowledgeAlarmResponseObject interface {
+	VisitAcknowledgeAlarmResponse(w http.ResponseWriter) error
+}
+
+type AcknowledgeAlarm200JSONResponse Alarm
+
+func (response AcknowledgeAlarm200JSONResponse) VisitAcknowledgeAlarmResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcknowledgeAlarm400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AcknowledgeAlarm400JSONResponse) VisitAcknowledgeAlarmResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcknowledgeAlarm401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AcknowledgeAlarm401JSONResponse) VisitAcknowledgeAlarmResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcknowledgeAlarm403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response AcknowledgeAlarm403JSONResponse) VisitAcknowledgeAlarmResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcknowledgeAlarm404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AcknowledgeAlarm404JSONResponse) VisitAcknowledgeAlarmResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcknowledgeAlarm409JSONResponse struct{ ConflictJSONResponse }
+
+func (response AcknowledgeAlarm409JSONResponse) VisitAcknowledgeAlarmResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcknowledgeAlarm413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response AcknowledgeAlarm413JSONResponse) VisitAcknowledgeAlarmResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcknowledgeAlarm415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response AcknowledgeAlarm415JSONResponse) VisitAcknowledgeAlarmResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcknowledgeAlarm429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response AcknowledgeAlarm429JSONResponse) VisitAcknowledgeAlarmResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcknowledgeAlarm500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response AcknowledgeAlarm500JSONResponse) VisitAcknowledgeAlarmResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcknowledgeAlarm503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AcknowledgeAlarm503JSONResponse) VisitAcknowledgeAlarmResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type LatestReadingsRequestObject struct {
 	OrgId  OrgId  `json:"org_id"`
 	ProjId ProjId `json:"proj_id"`
@@ -7814,6 +10015,630 @@ func (response UpdateSensor503JSONResponse) VisitUpdateSensorResponse(w http.Res
 	return err
 }
 
+type ListAlarmRulesRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+}
+
+type ListAlarmRulesResponseObject interface {
+	VisitListAlarmRulesResponse(w http.ResponseWriter) error
+}
+
+type ListAlarmRules200JSONResponse AlarmRuleList
+
+func (response ListAlarmRules200JSONResponse) VisitListAlarmRulesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmRules400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListAlarmRules400JSONResponse) VisitListAlarmRulesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmRules401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListAlarmRules401JSONResponse) VisitListAlarmRulesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmRules403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListAlarmRules403JSONResponse) VisitListAlarmRulesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmRules404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListAlarmRules404JSONResponse) VisitListAlarmRulesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmRules429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListAlarmRules429JSONResponse) VisitListAlarmRulesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmRules500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListAlarmRules500JSONResponse) VisitListAlarmRulesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlarmRules503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAlarmRules503JSONResponse) VisitListAlarmRulesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmRuleRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+	Body     *CreateAlarmRuleJSONRequestBody
+}
+
+type CreateAlarmRuleResponseObject interface {
+	VisitCreateAlarmRuleResponse(w http.ResponseWriter) error
+}
+
+type CreateAlarmRule201JSONResponse AlarmRule
+
+func (response CreateAlarmRule201JSONResponse) VisitCreateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmRule400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateAlarmRule400JSONResponse) VisitCreateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmRule401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateAlarmRule401JSONResponse) VisitCreateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmRule403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateAlarmRule403JSONResponse) VisitCreateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmRule404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateAlarmRule404JSONResponse) VisitCreateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmRule409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateAlarmRule409JSONResponse) VisitCreateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmRule413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateAlarmRule413JSONResponse) VisitCreateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmRule415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateAlarmRule415JSONResponse) VisitCreateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmRule429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateAlarmRule429JSONResponse) VisitCreateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmRule500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateAlarmRule500JSONResponse) VisitCreateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlarmRule503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateAlarmRule503JSONResponse) VisitCreateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlarmRuleRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+	RuleId   RuleId   `json:"rule_id"`
+}
+
+type DeleteAlarmRuleResponseObject interface {
+	VisitDeleteAlarmRuleResponse(w http.ResponseWriter) error
+}
+
+type DeleteAlarmRule204Response struct {
+}
+
+func (response DeleteAlarmRule204Response) VisitDeleteAlarmRuleResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteAlarmRule400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteAlarmRule400JSONResponse) VisitDeleteAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlarmRule401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteAlarmRule401JSONResponse) VisitDeleteAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlarmRule403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteAlarmRule403JSONResponse) VisitDeleteAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlarmRule404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteAlarmRule404JSONResponse) VisitDeleteAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlarmRule409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteAlarmRule409JSONResponse) VisitDeleteAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlarmRule429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteAlarmRule429JSONResponse) VisitDeleteAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlarmRule500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteAlarmRule500JSONResponse) VisitDeleteAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlarmRule503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteAlarmRule503JSONResponse) VisitDeleteAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmRuleRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+	RuleId   RuleId   `json:"rule_id"`
+	Body     *UpdateAlarmRuleJSONRequestBody
+}
+
+type UpdateAlarmRuleResponseObject interface {
+	VisitUpdateAlarmRuleResponse(w http.ResponseWriter) error
+}
+
+type UpdateAlarmRule200JSONResponse AlarmRule
+
+func (response UpdateAlarmRule200JSONResponse) VisitUpdateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmRule400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateAlarmRule400JSONResponse) VisitUpdateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmRule401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateAlarmRule401JSONResponse) VisitUpdateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmRule403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateAlarmRule403JSONResponse) VisitUpdateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmRule404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateAlarmRule404JSONResponse) VisitUpdateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmRule409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateAlarmRule409JSONResponse) VisitUpdateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmRule413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateAlarmRule413JSONResponse) VisitUpdateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmRule415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateAlarmRule415JSONResponse) VisitUpdateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmRule429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateAlarmRule429JSONResponse) VisitUpdateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmRule500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateAlarmRule500JSONResponse) VisitUpdateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateAlarmRule503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateAlarmRule503JSONResponse) VisitUpdateAlarmRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateBaselinesRequestObject struct {
 	OrgId    OrgId    `json:"org_id"`
 	ProjId   ProjId   `json:"proj_id"`
@@ -8328,6 +11153,1173 @@ func (response UpdateFormulas500JSONResponse) VisitUpdateFormulasResponse(w http
 type UpdateFormulas503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response UpdateFormulas503JSONResponse) VisitUpdateFormulasResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOverdueRuleRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+}
+
+type DeleteOverdueRuleResponseObject interface {
+	VisitDeleteOverdueRuleResponse(w http.ResponseWriter) error
+}
+
+type DeleteOverdueRule204Response struct {
+}
+
+func (response DeleteOverdueRule204Response) VisitDeleteOverdueRuleResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteOverdueRule400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteOverdueRule400JSONResponse) VisitDeleteOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOverdueRule401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteOverdueRule401JSONResponse) VisitDeleteOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOverdueRule403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteOverdueRule403JSONResponse) VisitDeleteOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOverdueRule404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteOverdueRule404JSONResponse) VisitDeleteOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOverdueRule409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteOverdueRule409JSONResponse) VisitDeleteOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOverdueRule429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteOverdueRule429JSONResponse) VisitDeleteOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOverdueRule500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteOverdueRule500JSONResponse) VisitDeleteOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOverdueRule503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteOverdueRule503JSONResponse) VisitDeleteOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverdueRuleRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+}
+
+type GetOverdueRuleResponseObject interface {
+	VisitGetOverdueRuleResponse(w http.ResponseWriter) error
+}
+
+type GetOverdueRule200JSONResponse OverdueRule
+
+func (response GetOverdueRule200JSONResponse) VisitGetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverdueRule400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetOverdueRule400JSONResponse) VisitGetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverdueRule401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetOverdueRule401JSONResponse) VisitGetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverdueRule403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetOverdueRule403JSONResponse) VisitGetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverdueRule404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetOverdueRule404JSONResponse) VisitGetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverdueRule429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetOverdueRule429JSONResponse) VisitGetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverdueRule500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetOverdueRule500JSONResponse) VisitGetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverdueRule503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetOverdueRule503JSONResponse) VisitGetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRuleRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+	Body     *SetOverdueRuleJSONRequestBody
+}
+
+type SetOverdueRuleResponseObject interface {
+	VisitSetOverdueRuleResponse(w http.ResponseWriter) error
+}
+
+type SetOverdueRule200JSONResponse OverdueRule
+
+func (response SetOverdueRule200JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRule400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SetOverdueRule400JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRule401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SetOverdueRule401JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRule403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SetOverdueRule403JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRule404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SetOverdueRule404JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRule409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SetOverdueRule409JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRule413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response SetOverdueRule413JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRule415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SetOverdueRule415JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRule429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SetOverdueRule429JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRule500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SetOverdueRule500JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOverdueRule503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SetOverdueRule503JSONResponse) VisitSetOverdueRuleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooksRequestObject struct {
+	OrgId  OrgId  `json:"org_id"`
+	ProjId ProjId `json:"proj_id"`
+}
+
+type ListWebhooksResponseObject interface {
+	VisitListWebhooksResponse(w http.ResponseWriter) error
+}
+
+type ListWebhooks200JSONResponse WebhookList
+
+func (response ListWebhooks200JSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListWebhooks400JSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListWebhooks401JSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListWebhooks403JSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListWebhooks404JSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListWebhooks429JSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListWebhooks500JSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListWebhooks503JSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookRequestObject struct {
+	OrgId  OrgId  `json:"org_id"`
+	ProjId ProjId `json:"proj_id"`
+	Body   *CreateWebhookJSONRequestBody
+}
+
+type CreateWebhookResponseObject interface {
+	VisitCreateWebhookResponse(w http.ResponseWriter) error
+}
+
+type CreateWebhook201JSONResponse Webhook
+
+func (response CreateWebhook201JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateWebhook400JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateWebhook401JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateWebhook403JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateWebhook404JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateWebhook409JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateWebhook413JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateWebhook415JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateWebhook429JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateWebhook500JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateWebhook503JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookRequestObject struct {
+	OrgId     OrgId     `json:"org_id"`
+	ProjId    ProjId    `json:"proj_id"`
+	WebhookId WebhookId `json:"webhook_id"`
+}
+
+type DeleteWebhookResponseObject interface {
+	VisitDeleteWebhookResponse(w http.ResponseWriter) error
+}
+
+type DeleteWebhook204Response struct {
+}
+
+func (response DeleteWebhook204Response) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteWebhook400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteWebhook400JSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteWebhook401JSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteWebhook403JSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteWebhook404JSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteWebhook409JSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteWebhook429JSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteWebhook500JSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteWebhook503JSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeliveriesRequestObject struct {
+	OrgId     OrgId     `json:"org_id"`
+	ProjId    ProjId    `json:"proj_id"`
+	WebhookId WebhookId `json:"webhook_id"`
+	Params    ListDeliveriesParams
+}
+
+type ListDeliveriesResponseObject interface {
+	VisitListDeliveriesResponse(w http.ResponseWriter) error
+}
+
+type ListDeliveries200JSONResponse DeliveryPage
+
+func (response ListDeliveries200JSONResponse) VisitListDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeliveries400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListDeliveries400JSONResponse) VisitListDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeliveries401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListDeliveries401JSONResponse) VisitListDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeliveries403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListDeliveries403JSONResponse) VisitListDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeliveries404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListDeliveries404JSONResponse) VisitListDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeliveries429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListDeliveries429JSONResponse) VisitListDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeliveries500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListDeliveries500JSONResponse) VisitListDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListDeliveries503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListDeliveries503JSONResponse) VisitListDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookRequestObject struct {
+	OrgId     OrgId     `json:"org_id"`
+	ProjId    ProjId    `json:"proj_id"`
+	WebhookId WebhookId `json:"webhook_id"`
+}
+
+type TestWebhookResponseObject interface {
+	VisitTestWebhookResponse(w http.ResponseWriter) error
+}
+
+type TestWebhook200JSONResponse WebhookTest
+
+func (response TestWebhook200JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TestWebhook400JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TestWebhook401JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response TestWebhook403JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TestWebhook404JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook409JSONResponse struct{ ConflictJSONResponse }
+
+func (response TestWebhook409JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response TestWebhook429JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response TestWebhook500JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhook503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response TestWebhook503JSONResponse) VisitTestWebhookResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -8948,6 +12940,27 @@ type StrictServerInterface interface {
 	// UpdateProject Update a project
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id})
 	UpdateProject(ctx context.Context, request UpdateProjectRequestObject) (UpdateProjectResponseObject, error)
+	// ListAlarmEvents List alarm events
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-events)
+	ListAlarmEvents(ctx context.Context, request ListAlarmEventsRequestObject) (ListAlarmEventsResponseObject, error)
+	// ListAlarmLevels List alarm levels
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels)
+	ListAlarmLevels(ctx context.Context, request ListAlarmLevelsRequestObject) (ListAlarmLevelsResponseObject, error)
+	// CreateAlarmLevel Create an alarm level
+	// (POST /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels)
+	CreateAlarmLevel(ctx context.Context, request CreateAlarmLevelRequestObject) (CreateAlarmLevelResponseObject, error)
+	// DeleteAlarmLevel Delete an alarm level
+	// (DELETE /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels/{level_id})
+	DeleteAlarmLevel(ctx context.Context, request DeleteAlarmLevelRequestObject) (DeleteAlarmLevelResponseObject, error)
+	// UpdateAlarmLevel Update an alarm level
+	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels/{level_id})
+	UpdateAlarmLevel(ctx context.Context, request UpdateAlarmLevelRequestObject) (UpdateAlarmLevelResponseObject, error)
+	// ListAlarms List current alarms
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/alarms)
+	ListAlarms(ctx context.Context, request ListAlarmsRequestObject) (ListAlarmsResponseObject, error)
+	// AcknowledgeAlarm Acknowledge an alarm
+	// (POST /api/v1/org/{org_id}/proj/{proj_id}/alarms/{alarm_id}/acknowledge)
+	AcknowledgeAlarm(ctx context.Context, request AcknowledgeAlarmRequestObject) (AcknowledgeAlarmResponseObject, error)
 	// LatestReadings Latest reading of every sensor
 	// (GET /api/v1/org/{org_id}/proj/{proj_id}/latest)
 	LatestReadings(ctx context.Context, request LatestReadingsRequestObject) (LatestReadingsResponseObject, error)
@@ -8981,6 +12994,18 @@ type StrictServerInterface interface {
 	// UpdateSensor Update a sensor
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id})
 	UpdateSensor(ctx context.Context, request UpdateSensorRequestObject) (UpdateSensorResponseObject, error)
+	// ListAlarmRules List a sensor's alarm rules
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules)
+	ListAlarmRules(ctx context.Context, request ListAlarmRulesRequestObject) (ListAlarmRulesResponseObject, error)
+	// CreateAlarmRule Create an alarm rule
+	// (POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules)
+	CreateAlarmRule(ctx context.Context, request CreateAlarmRuleRequestObject) (CreateAlarmRuleResponseObject, error)
+	// DeleteAlarmRule Delete an alarm rule
+	// (DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules/{rule_id})
+	DeleteAlarmRule(ctx context.Context, request DeleteAlarmRuleRequestObject) (DeleteAlarmRuleResponseObject, error)
+	// UpdateAlarmRule Replace an alarm rule
+	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules/{rule_id})
+	UpdateAlarmRule(ctx context.Context, request UpdateAlarmRuleRequestObject) (UpdateAlarmRuleResponseObject, error)
 	// UpdateBaselines Set a sensor's baselines (zero readings)
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/baselines)
 	UpdateBaselines(ctx context.Context, request UpdateBaselinesRequestObject) (UpdateBaselinesResponseObject, error)
@@ -8990,6 +13015,30 @@ type StrictServerInterface interface {
 	// UpdateFormulas Edit a sensor's formulas and constants
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas)
 	UpdateFormulas(ctx context.Context, request UpdateFormulasRequestObject) (UpdateFormulasResponseObject, error)
+	// DeleteOverdueRule Delete a sensor's overdue rule
+	// (DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue)
+	DeleteOverdueRule(ctx context.Context, request DeleteOverdueRuleRequestObject) (DeleteOverdueRuleResponseObject, error)
+	// GetOverdueRule Get a sensor's overdue rule
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue)
+	GetOverdueRule(ctx context.Context, request GetOverdueRuleRequestObject) (GetOverdueRuleResponseObject, error)
+	// SetOverdueRule Set a sensor's overdue rule
+	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue)
+	SetOverdueRule(ctx context.Context, request SetOverdueRuleRequestObject) (SetOverdueRuleResponseObject, error)
+	// ListWebhooks List webhooks
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks)
+	ListWebhooks(ctx context.Context, request ListWebhooksRequestObject) (ListWebhooksResponseObject, error)
+	// CreateWebhook Create a webhook
+	// (POST /api/v1/org/{org_id}/proj/{proj_id}/webhooks)
+	CreateWebhook(ctx context.Context, request CreateWebhookRequestObject) (CreateWebhookResponseObject, error)
+	// DeleteWebhook Delete a webhook
+	// (DELETE /api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id})
+	DeleteWebhook(ctx context.Context, request DeleteWebhookRequestObject) (DeleteWebhookResponseObject, error)
+	// ListDeliveries List a webhook's deliveries
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id}/deliveries)
+	ListDeliveries(ctx context.Context, request ListDeliveriesRequestObject) (ListDeliveriesResponseObject, error)
+	// TestWebhook Send a test delivery
+	// (POST /api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id}/test)
+	TestWebhook(ctx context.Context, request TestWebhookRequestObject) (TestWebhookResponseObject, error)
 	// ListProjects List projects
 	// (GET /api/v1/org/{org_id}/projects)
 	ListProjects(ctx context.Context, request ListProjectsRequestObject) (ListProjectsResponseObject, error)
@@ -9804,6 +13853,261 @@ func (sh *strictHandler) UpdateProject(ctx echo.Context, orgId OrgId, projId Pro
 	return nil
 }
 
+// ListAlarmEvents operation middleware
+func (sh *strictHandler) ListAlarmEvents(ctx echo.Context, orgId OrgId, projId ProjId, params ListAlarmEventsParams) error {
+	var request ListAlarmEventsRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAlarmEvents(ctx.Request().Context(), request.(ListAlarmEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAlarmEvents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListAlarmEventsResponseObject); ok {
+		return validResponse.VisitListAlarmEventsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListAlarmLevels operation middleware
+func (sh *strictHandler) ListAlarmLevels(ctx echo.Context, orgId OrgId, projId ProjId) error {
+	var request ListAlarmLevelsRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAlarmLevels(ctx.Request().Context(), request.(ListAlarmLevelsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAlarmLevels")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListAlarmLevelsResponseObject); ok {
+		return validResponse.VisitListAlarmLevelsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateAlarmLevel operation middleware
+func (sh *strictHandler) CreateAlarmLevel(ctx echo.Context, orgId OrgId, projId ProjId) error {
+	var request CreateAlarmLevelRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+
+	var body CreateAlarmLevelJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateAlarmLevel(ctx.Request().Context(), request.(CreateAlarmLevelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateAlarmLevel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateAlarmLevelResponseObject); ok {
+		return validResponse.VisitCreateAlarmLevelResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteAlarmLevel operation middleware
+func (sh *strictHandler) DeleteAlarmLevel(ctx echo.Context, orgId OrgId, projId ProjId, levelId LevelId) error {
+	var request DeleteAlarmLevelRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.LevelId = levelId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteAlarmLevel(ctx.Request().Context(), request.(DeleteAlarmLevelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteAlarmLevel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteAlarmLevelResponseObject); ok {
+		return validResponse.VisitDeleteAlarmLevelResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateAlarmLevel operation middleware
+func (sh *strictHandler) UpdateAlarmLevel(ctx echo.Context, orgId OrgId, projId ProjId, levelId LevelId) error {
+	var request UpdateAlarmLevelRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.LevelId = levelId
+
+	var body UpdateAlarmLevelJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateAlarmLevel(ctx.Request().Context(), request.(UpdateAlarmLevelRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateAlarmLevel")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateAlarmLevelResponseObject); ok {
+		return validResponse.VisitUpdateAlarmLevelResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListAlarms operation middleware
+func (sh *strictHandler) ListAlarms(ctx echo.Context, orgId OrgId, projId ProjId) error {
+	var request ListAlarmsRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAlarms(ctx.Request().Context(), request.(ListAlarmsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAlarms")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListAlarmsResponseObject); ok {
+		return validResponse.VisitListAlarmsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AcknowledgeAlarm operation middleware
+func (sh *strictHandler) AcknowledgeAlarm(ctx echo.Context, orgId OrgId, projId ProjId, alarmId AlarmId) error {
+	var request AcknowledgeAlarmRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.AlarmId = alarmId
+
+	var body AcknowledgeAlarmJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AcknowledgeAlarm(ctx.Request().Context(), request.(AcknowledgeAlarmRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AcknowledgeAlarm")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AcknowledgeAlarmResponseObject); ok {
+		return validResponse.VisitAcknowledgeAlarmResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // LatestReadings operation middleware
 func (sh *strictHandler) LatestReadings(ctx echo.Context, orgId OrgId, projId ProjId, params LatestReadingsParams) error {
 	var request LatestReadingsRequestObject
@@ -10179,6 +14483,162 @@ func (sh *strictHandler) UpdateSensor(ctx echo.Context, orgId OrgId, projId Proj
 	return nil
 }
 
+// ListAlarmRules operation middleware
+func (sh *strictHandler) ListAlarmRules(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
+	var request ListAlarmRulesRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAlarmRules(ctx.Request().Context(), request.(ListAlarmRulesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAlarmRules")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListAlarmRulesResponseObject); ok {
+		return validResponse.VisitListAlarmRulesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateAlarmRule operation middleware
+func (sh *strictHandler) CreateAlarmRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
+	var request CreateAlarmRuleRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+
+	var body CreateAlarmRuleJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateAlarmRule(ctx.Request().Context(), request.(CreateAlarmRuleRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateAlarmRule")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateAlarmRuleResponseObject); ok {
+		return validResponse.VisitCreateAlarmRuleResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteAlarmRule operation middleware
+func (sh *strictHandler) DeleteAlarmRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, ruleId RuleId) error {
+	var request DeleteAlarmRuleRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+	request.RuleId = ruleId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteAlarmRule(ctx.Request().Context(), request.(DeleteAlarmRuleRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteAlarmRule")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteAlarmRuleResponseObject); ok {
+		return validResponse.VisitDeleteAlarmRuleResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateAlarmRule operation middleware
+func (sh *strictHandler) UpdateAlarmRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, ruleId RuleId) error {
+	var request UpdateAlarmRuleRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+	request.RuleId = ruleId
+
+	var body UpdateAlarmRuleJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateAlarmRule(ctx.Request().Context(), request.(UpdateAlarmRuleRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateAlarmRule")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateAlarmRuleResponseObject); ok {
+		return validResponse.VisitUpdateAlarmRuleResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // UpdateBaselines operation middleware
 func (sh *strictHandler) UpdateBaselines(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
 	var request UpdateBaselinesRequestObject
@@ -10323,6 +14783,267 @@ func (sh *strictHandler) UpdateFormulas(ctx echo.Context, orgId OrgId, projId Pr
 		return err
 	} else if validResponse, ok := response.(UpdateFormulasResponseObject); ok {
 		return validResponse.VisitUpdateFormulasResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteOverdueRule operation middleware
+func (sh *strictHandler) DeleteOverdueRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
+	var request DeleteOverdueRuleRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteOverdueRule(ctx.Request().Context(), request.(DeleteOverdueRuleRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteOverdueRule")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteOverdueRuleResponseObject); ok {
+		return validResponse.VisitDeleteOverdueRuleResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetOverdueRule operation middleware
+func (sh *strictHandler) GetOverdueRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
+	var request GetOverdueRuleRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetOverdueRule(ctx.Request().Context(), request.(GetOverdueRuleRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetOverdueRule")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetOverdueRuleResponseObject); ok {
+		return validResponse.VisitGetOverdueRuleResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// SetOverdueRule operation middleware
+func (sh *strictHandler) SetOverdueRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
+	var request SetOverdueRuleRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+
+	var body SetOverdueRuleJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetOverdueRule(ctx.Request().Context(), request.(SetOverdueRuleRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetOverdueRule")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SetOverdueRuleResponseObject); ok {
+		return validResponse.VisitSetOverdueRuleResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListWebhooks operation middleware
+func (sh *strictHandler) ListWebhooks(ctx echo.Context, orgId OrgId, projId ProjId) error {
+	var request ListWebhooksRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhooks(ctx.Request().Context(), request.(ListWebhooksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhooks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhooksResponseObject); ok {
+		return validResponse.VisitListWebhooksResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateWebhook operation middleware
+func (sh *strictHandler) CreateWebhook(ctx echo.Context, orgId OrgId, projId ProjId) error {
+	var request CreateWebhookRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+
+	var body CreateWebhookJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateWebhook(ctx.Request().Context(), request.(CreateWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateWebhookResponseObject); ok {
+		return validResponse.VisitCreateWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteWebhook operation middleware
+func (sh *strictHandler) DeleteWebhook(ctx echo.Context, orgId OrgId, projId ProjId, webhookId WebhookId) error {
+	var request DeleteWebhookRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.WebhookId = webhookId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteWebhook(ctx.Request().Context(), request.(DeleteWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteWebhookResponseObject); ok {
+		return validResponse.VisitDeleteWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListDeliveries operation middleware
+func (sh *strictHandler) ListDeliveries(ctx echo.Context, orgId OrgId, projId ProjId, webhookId WebhookId, params ListDeliveriesParams) error {
+	var request ListDeliveriesRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.WebhookId = webhookId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListDeliveries(ctx.Request().Context(), request.(ListDeliveriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListDeliveries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListDeliveriesResponseObject); ok {
+		return validResponse.VisitListDeliveriesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// TestWebhook operation middleware
+func (sh *strictHandler) TestWebhook(ctx echo.Context, orgId OrgId, projId ProjId, webhookId WebhookId) error {
+	var request TestWebhookRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.WebhookId = webhookId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TestWebhook(ctx.Request().Context(), request.(TestWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TestWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(TestWebhookResponseObject); ok {
+		return validResponse.VisitTestWebhookResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

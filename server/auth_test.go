@@ -83,6 +83,10 @@ type matrixFixture struct {
 	// acceptInvitation in place of the spec's example.
 	invitationID   int64
 	invitationCode string
+	// An unused alarm level, a rule on the tenant's piezometer and the
+	// alarm its reading raised, for the alarm operations.
+	levelID, ruleID, alarmID int64
+	webhookID                int64 // with a delivery of the alarm's event
 }
 
 func (e *env) newMatrixFixture(t *testing.T, n int) matrixFixture {
@@ -134,6 +138,7 @@ func (e *env) newMatrixFixture(t *testing.T, n int) matrixFixture {
 			t.Fatal(err)
 		}
 	}
+	f.levelID, f.ruleID, f.alarmID, f.webhookID = e.newAlarm(t, f.tenant)
 	// A spare token of each user, for the operations on /me/tokens/{id}.
 	for _, tn := range []tenant{f.tenant, f.other} {
 		for role, userID := range tn.userIDs {
@@ -156,12 +161,20 @@ func pathParam(t *testing.T, f matrixFixture, operationID, name, callerToken str
 	case "proj_id", "project_id":
 		return strconv.FormatInt(f.tenant.projectID, 10)
 	case "sensor_id":
-		if operationID == "updateFormulas" || operationID == "updateCalibrations" || operationID == "updateBaselines" {
+		if operationID == "updateFormulas" || operationID == "updateCalibrations" || operationID == "updateBaselines" || strings.Contains(operationID, "AlarmRule") {
 			return strconv.FormatInt(f.tenant.instanceID, 10) // these need a sensor with a blueprint
 		}
 		return strconv.FormatInt(f.tenant.sensorID, 10)
 	case "blueprint_id":
 		return strconv.FormatInt(f.tenant.blueprintID, 10)
+	case "level_id":
+		return strconv.FormatInt(f.levelID, 10)
+	case "rule_id":
+		return strconv.FormatInt(f.ruleID, 10)
+	case "alarm_id":
+		return strconv.FormatInt(f.alarmID, 10)
+	case "webhook_id":
+		return strconv.FormatInt(f.webhookID, 10)
 	case "user_id":
 		return strconv.FormatInt(f.target, 10)
 	case "invitation_id":
@@ -417,6 +430,14 @@ SELECT concat_ws('|',
      FROM readings r JOIN sensors s ON s.id = r.sensor_id JOIN projects p ON p.id = s.project_id WHERE p.org_id = $1),
   (SELECT string_agg(concat_ws(',', user_id, role), ';' ORDER BY user_id) FROM memberships WHERE org_id = $1),
   (SELECT string_agg(concat_ws(',', id, accepted_at, revoked_at), ';' ORDER BY id) FROM invitations WHERE org_id = $1),
+  (SELECT string_agg(concat_ws(',', l.id, l.name, l.rank, l.colour), ';' ORDER BY l.id)
+     FROM alarm_levels l JOIN projects p ON p.id = l.project_id WHERE p.org_id = $1),
+  (SELECT string_agg(concat_ws(',', r.id, r.level_id, r.threshold, r.active, r.streak), ';' ORDER BY r.id)
+     FROM alarm_rules r JOIN sensors s ON s.id = r.sensor_id JOIN projects p ON p.id = s.project_id WHERE p.org_id = $1),
+  (SELECT string_agg(concat_ws(',', a.id, a.level_id, a.acknowledged_at, a.note), ';' ORDER BY a.id)
+     FROM alarms a JOIN projects p ON p.id = a.project_id WHERE p.org_id = $1),
+  (SELECT count(*) FROM alarm_events v JOIN projects p ON p.id = v.project_id WHERE p.org_id = $1),
+  (SELECT string_agg(concat_ws(',', w.id, w.url), ';' ORDER BY w.id) FROM webhooks w JOIN projects p ON p.id = w.project_id WHERE p.org_id = $1),
   (SELECT string_agg(concat_ws(',', t.id, t.revoked_at, t.expires_at), ';' ORDER BY t.id)
      FROM api_tokens t JOIN memberships m ON m.user_id = t.user_id WHERE m.org_id = $1))`, orgID).Scan(&dump)
 	if err != nil {

@@ -169,6 +169,28 @@ var badRequests = []struct {
 	{"ReadingTooManyInputs", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{` + inputsJSON(1, 101) + `}}]`, 400},
 	{"SensorTooManyInputIDs", "POST", "/readings/{sensor}", "json", `[{"datetime":"2024-05-01T12:00:00Z","inputs":{` + inputsJSON(1, 60) + `}},{"datetime":"2024-05-01T12:01:00Z","inputs":{` + inputsJSON(61, 60) + `}}]`, 400},
 	{"AggregatesTooManyValues", "GET", "/readings/{inst}/aggregates?interval=1m&fill=null&outputs=true&fn=avg,min,max,sum,count,first,last,median,range,rate&datetime__gte=2024-05-01T00:00:00Z&datetime__lt=2024-05-07T22:30:00Z", "", "", 400},
+	// Alarms.
+	{"AlarmRuleUnknownTarget", "POST", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/alarm-rules", "json", `{"target":"depth","level":"Alert","direction":"above","threshold":1}`, 400},
+	{"AlarmRuleOnSensorWithoutBlueprint", "POST", "/api/v1/org/{org}/proj/{proj}/sensors/{sensor}/alarm-rules", "json", `{"target":"freq","level":"Alert","direction":"above","threshold":1}`, 400},
+	{"AlarmRuleLevelSQL", "POST", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/alarm-rules", "json", `{"target":"digits","level":"Alert'; --","direction":"above","threshold":1}`, 400},
+	{"AlarmRuleThresholdHuge", "POST", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/alarm-rules", "json", `{"target":"digits","level":"Alert","direction":"above","threshold":1e999}`, 400},
+	{"AlarmRuleThresholdNaN", "POST", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/alarm-rules", "json", `{"target":"digits","level":"Alert","direction":"above","threshold":"NaN"}`, 400},
+	{"AlarmRuleDeadbandNegative", "POST", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/alarm-rules", "json", `{"target":"digits","level":"Alert","direction":"above","threshold":1,"deadband":-0.5}`, 400},
+	{"AlarmRulePersistenceHuge", "POST", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/alarm-rules", "json", `{"target":"digits","level":"Alert","direction":"above","threshold":1,"persistence":1001}`, 400},
+	{"AlarmRuleDirectionWord", "POST", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/alarm-rules", "json", `{"target":"digits","level":"Alert","direction":"over","threshold":1}`, 400},
+	{"AlarmRuleUnknownField", "POST", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/alarm-rules", "json", `{"target":"digits","level":"Alert","direction":"above","threshold":1,"active":true}`, 400},
+	{"AlarmLevelColourName", "POST", "/api/v1/org/{org}/proj/{proj}/alarm-levels", "json", `{"name":"Red","rank":9,"colour":"red"}`, 400},
+	{"AlarmLevelRankZero", "POST", "/api/v1/org/{org}/proj/{proj}/alarm-levels", "json", `{"name":"Low","rank":0,"colour":"#000000"}`, 400},
+	{"AlarmLevelEmptyUpdate", "PUT", "/api/v1/org/{org}/proj/{proj}/alarm-levels/1", "json", `{}`, 400},
+	{"AlarmAcknowledgeUnknownField", "POST", "/api/v1/org/{org}/proj/{proj}/alarms/1/acknowledge", "json", `{"note":"x","by":3}`, 400},
+	{"AlarmEventsBadCursor", "GET", "/api/v1/org/{org}/proj/{proj}/alarm-events?cursor=abc", "", "", 400},
+	{"WebhookURLNotHTTP", "POST", "/api/v1/org/{org}/proj/{proj}/webhooks", "json", `{"url":"ftp://example.com/hook","secret":"0123456789abcdef"}`, 400},
+	{"WebhookURLFile", "POST", "/api/v1/org/{org}/proj/{proj}/webhooks", "json", `{"url":"file:///etc/passwd","secret":"0123456789abcdef"}`, 400},
+	{"WebhookURLCredentials", "POST", "/api/v1/org/{org}/proj/{proj}/webhooks", "json", `{"url":"https://u:p@example.com/","secret":"0123456789abcdef"}`, 400},
+	{"WebhookSecretShort", "POST", "/api/v1/org/{org}/proj/{proj}/webhooks", "json", `{"url":"https://example.com/hook","secret":"short"}`, 400},
+	{"OverdueTooShort", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{sensor}/overdue", "json", `{"level":"Maintenance","after_seconds":5}`, 400},
+	{"OverdueUnknownLevel", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{sensor}/overdue", "json", `{"level":"Never","after_seconds":600}`, 400},
+	{"AlarmEventsLevelWord", "GET", "/api/v1/org/{org}/proj/{proj}/alarm-events?level_id=alarm", "", "", 400},
 }
 
 // postgresWords are in PostgreSQL's error messages, never in ours: they
@@ -295,7 +317,13 @@ SELECT concat_ws('|',
   (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM sensors t),
   (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM blueprints t),
   (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM sensor_inputs t),
-  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM readings t))`).Scan(&dump)
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM readings t),
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM alarm_levels t),
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM alarm_rules t),
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM alarms t),
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM alarm_events t),
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM alarm_overdue t),
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM webhooks t))`).Scan(&dump)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,7 @@ func FuzzQueryParameters(f *testing.F) {
 		fmt.Sprintf("%s/readings/%d/export", base, tn.sensorID),
 		fmt.Sprintf("%s/readings/%d", base, tn.instanceID),
 		base + "/latest",
+		base + "/alarm-events",
 		base + "/sensors",
 		fmt.Sprintf("/api/v1/org/%d/projects", tn.orgID),
 	}
@@ -42,6 +43,7 @@ func FuzzQueryParameters(f *testing.F) {
 		"interval=1h&fn=avg,rate,median&datetime__gte=2024-05-01T00:00:00Z&datetime__lt=2024-05-02T00:00:00Z&tz=Europe/London&fill=null&outputs=true",
 		"format=ndjson&outputs=true", "outputs=true&limit=1", "limit=1&cursor=0", "limit=2&cursor=99999999999999999999",
 		"offset=1&limit=1", "datetime__gt=2024-05-01T12:00:00.000001%2B02:00", "limit=%00", "order=desc&order=asc",
+		"sensor_id=1&level_id=2&datetime__gte=2024-05-01T00:00:00Z&datetime__lt=2024-05-02T00:00:00Z&limit=5",
 	} {
 		f.Add(uint8(i), q)
 	}

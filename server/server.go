@@ -67,6 +67,30 @@ type Store interface {
 	// Reader's methods read the primary when there is no standby, or when
 	// routeReads did not choose it.
 	Reader
+
+	SetAlarmEvaluator(e store.AlarmEvaluator)
+	ListAlarmLevels(ctx context.Context, orgID, projectID int64) ([]store.AlarmLevel, error)
+	CreateAlarmLevel(ctx context.Context, orgID, projectID int64, l store.AlarmLevel) (store.AlarmLevel, error)
+	UpdateAlarmLevel(ctx context.Context, orgID, projectID, levelID int64, patch store.AlarmLevelPatch) (store.AlarmLevel, error)
+	DeleteAlarmLevel(ctx context.Context, orgID, projectID, levelID int64) error
+	ListAlarmRules(ctx context.Context, key store.SensorKey) ([]store.AlarmRule, error)
+	CreateAlarmRule(ctx context.Context, key store.SensorKey, spec store.AlarmRuleSpec) (store.AlarmRule, error)
+	UpdateAlarmRule(ctx context.Context, key store.SensorKey, ruleID int64, spec store.AlarmRuleSpec) (store.AlarmRule, error)
+	DeleteAlarmRule(ctx context.Context, key store.SensorKey, ruleID int64) error
+	ListAlarms(ctx context.Context, orgID, projectID int64) ([]store.Alarm, error)
+	AcknowledgeAlarm(ctx context.Context, orgID, projectID, alarmID, userID int64, note string) (store.Alarm, error)
+	ListAlarmEvents(ctx context.Context, orgID, projectID int64, q store.AlarmEventQuery) ([]store.AlarmEvent, bool, error)
+	GetOverdueRule(ctx context.Context, key store.SensorKey) (store.OverdueRule, error)
+	SetOverdueRule(ctx context.Context, key store.SensorKey, level string, after time.Duration) (store.OverdueRule, error)
+	DeleteOverdueRule(ctx context.Context, key store.SensorKey) error
+	CheckOverdue(ctx context.Context, now time.Time) (raised, cleared int64, err error)
+	ListWebhooks(ctx context.Context, orgID, projectID int64) ([]store.Webhook, error)
+	GetWebhook(ctx context.Context, orgID, projectID, webhookID int64) (store.Webhook, error)
+	CreateWebhook(ctx context.Context, orgID, projectID int64, url, secret string) (store.Webhook, error)
+	DeleteWebhook(ctx context.Context, orgID, projectID, webhookID int64) error
+	ListDeliveries(ctx context.Context, orgID, projectID, webhookID, before int64, limit int) ([]store.Delivery, bool, error)
+	ClaimDeliveries(ctx context.Context, busy []int64, limit int, lease time.Duration) ([]store.Claim, error)
+	FinishDelivery(ctx context.Context, id int64, status string, httpStatus *int, lastError string, next time.Time) error
 }
 
 // Config holds the limits a deployment may change.
@@ -85,6 +109,13 @@ type Config struct {
 	// waits at most StandbyWait for it to replay the client's last write.
 	Standby     Standby
 	StandbyWait time.Duration
+	// WebhookTimeout bounds an attempt to deliver to a webhook, and
+	// WebhookMaxAttempts the attempts before a delivery is failed.
+	WebhookTimeout     time.Duration
+	WebhookMaxAttempts int
+	// WebhookAllowPrivate lets webhooks reach loopback, private and
+	// link-local addresses: for tests and receivers on premises.
+	WebhookAllowPrivate bool
 }
 
 // Server is the API's HTTP handler.
@@ -100,6 +131,7 @@ type Server struct {
 	streams  *streamLimits
 	metrics  *metrics
 	specJSON gen.OpenAPIDocument // set by publishContract
+	webhooks *http.Client
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -118,6 +150,17 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 	s := &Server{store: st, log: log, cfg: cfg, ops: ops, limits: newRateLimits(cfg.RateLimit, cfg.RateBurst),
 		streams: newStreamLimits(cfg.MaxStreams, cfg.MaxStreamsPerToken)}
 	s.metrics = newMetrics(st, s.streams.openStreams)
+	if s.cfg.WebhookTimeout <= 0 {
+		s.cfg.WebhookTimeout = 10 * time.Second
+	}
+	if s.cfg.WebhookMaxAttempts <= 0 {
+		s.cfg.WebhookMaxAttempts = 8
+	}
+	s.webhooks = webhookClient(s.cfg.WebhookTimeout, cfg.WebhookAllowPrivate)
+	// Every write of readings and every edit of rules or formulas
+	// evaluates alarms in its transaction, with the outputs as a GET
+	// computes them.
+	st.SetAlarmEvaluator(alarmEvaluator{s})
 
 	e := echo.New()
 	e.HideBanner = true

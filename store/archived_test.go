@@ -43,6 +43,46 @@ var writesUnderAProject = []struct {
 		_, err := db.DeleteReadings(ctx, key, store.MinTime, store.MaxTime)
 		return err
 	}},
+	{"CreateAlarmLevel", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		_, err := db.CreateAlarmLevel(ctx, key.OrgID, key.ProjectID, store.AlarmLevel{Name: "Evacuate", Rank: 9, Colour: "#000000"})
+		return err
+	}},
+	{"UpdateAlarmLevel", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		_, err := db.UpdateAlarmLevel(ctx, key.OrgID, key.ProjectID, unknownID, store.AlarmLevelPatch{Name: ptr("renamed")})
+		return err
+	}},
+	{"DeleteAlarmLevel", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		return db.DeleteAlarmLevel(ctx, key.OrgID, key.ProjectID, unknownID)
+	}},
+	{"CreateAlarmRule", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		_, err := db.CreateAlarmRule(ctx, key, store.AlarmRuleSpec{TargetKey: "p", Level: "Alert", Direction: "above", Persistence: 1})
+		return err
+	}},
+	{"UpdateAlarmRule", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		_, err := db.UpdateAlarmRule(ctx, key, unknownID, store.AlarmRuleSpec{TargetKey: "p", Level: "Alert", Direction: "above", Persistence: 1})
+		return err
+	}},
+	{"DeleteAlarmRule", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		return db.DeleteAlarmRule(ctx, key, unknownID)
+	}},
+	{"SetOverdueRule", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		_, err := db.SetOverdueRule(ctx, key, "Maintenance", time.Hour)
+		return err
+	}},
+	{"DeleteOverdueRule", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		return db.DeleteOverdueRule(ctx, key)
+	}},
+	{"CreateWebhook", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		_, err := db.CreateWebhook(ctx, key.OrgID, key.ProjectID, "https://example.com/hook", "0123456789abcdef")
+		return err
+	}},
+	{"DeleteWebhook", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		return db.DeleteWebhook(ctx, key.OrgID, key.ProjectID, unknownID)
+	}},
+	{"AcknowledgeAlarm", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		_, err := db.AcknowledgeAlarm(ctx, key.OrgID, key.ProjectID, unknownID, unknownID, "seen")
+		return err
+	}},
 }
 
 // TestArchiveWaitsForWrites shows that no write slips in under an archive:

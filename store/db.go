@@ -21,6 +21,7 @@ import (
 type DB struct {
 	pool            *pgxpool.Pool
 	maxSensorInputs int
+	alarms          AlarmEvaluator // nil: readings raise no alarms
 }
 
 // DefaultMaxSensorInputs is how many distinct input ids a sensor without a

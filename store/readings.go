@@ -86,8 +86,13 @@ func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Read
 		if err := db.recordInputs(ctx, tx, key.SensorID, inst == nil, known, readings); err != nil {
 			return err
 		}
-		written, err = insertReadings(ctx, tx, key.SensorID, lastPerInstant(readings))
+		ordered := lastPerInstant(readings)
+		written, err = insertReadings(ctx, tx, key.SensorID, ordered)
 		if err != nil {
+			return err
+		}
+		sensor := Sensor{ID: key.SensorID, ProjectID: key.ProjectID, Instance: inst}
+		if err := db.evaluateAlarms(ctx, tx, sensor, ordered); err != nil {
 			return err
 		}
 		return keepLatest(ctx, tx, key.SensorID, readings)

@@ -112,7 +112,8 @@ func (db *DB) GetSensor(ctx context.Context, key SensorKey) (Sensor, error) {
 	return sensor, notFound("get sensor", err, "sensor")
 }
 
-// UpdateSensor applies patch to the sensor, all of it or nothing. It
+// UpdateSensor applies patch to the sensor, all of it or nothing, and
+// rechecks its alarms against its newest reading in the same transaction. It
 // returns NotFound; Invalid as CreateSensor does; and Conflict when its
 // project is archived, when attaching to a sensor with readings, or when the
 // edited instance changed meanwhile or is gone.
@@ -125,17 +126,15 @@ func (db *DB) UpdateSensor(ctx context.Context, key SensorKey, patch SensorPatch
 		// The lock waits for batches being ingested (they hold a share
 		// lock), so a new instance never meets readings checked against the
 		// old one.
-		rows, _ := tx.Query(ctx, `SELECT `+sensorColumns+` FROM sensors s WHERE s.id = $3 AND `+inOrg+` FOR NO KEY UPDATE OF s`,
-			key.OrgID, key.ProjectID, key.SensorID)
-		current, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
+		current, err := lockSensor(ctx, tx, key)
 		if err != nil {
-			return notFound("update sensor", err, "sensor")
+			return err
 		}
 		blueprintID, inst, err := nextInstance(ctx, tx, key.OrgID, current, patch)
 		if err != nil {
 			return err
 		}
-		rows, _ = tx.Query(ctx, `
+		rows, _ := tx.Query(ctx, `
 UPDATE sensors s SET
     name = coalesce($2, s.name),
     description = coalesce($3, s.description),
@@ -145,9 +144,28 @@ UPDATE sensors s SET
 WHERE s.id = $1
 RETURNING `+sensorColumns, current.ID, patch.Name, patch.Description, blueprintID, inst)
 		sensor, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
-		return err
+		if err != nil {
+			return err
+		}
+		if patch.Attach != nil {
+			// The rules watched inputs and outputs of the instance replaced.
+			if _, err := tx.Exec(ctx, `DELETE FROM alarm_rules WHERE sensor_id = $1`, sensor.ID); err != nil {
+				return err
+			}
+		}
+		// New formulas or calibrations take effect on the alarms at once.
+		return db.recheckAlarms(ctx, tx, sensor)
 	})
 	return sensor, dbError("update sensor", err)
+}
+
+// lockSensor reads the sensor and locks it as ingest does, so that its
+// batches wait for tx. It returns NotFound.
+func lockSensor(ctx context.Context, tx pgx.Tx, key SensorKey) (Sensor, error) {
+	rows, _ := tx.Query(ctx, `SELECT `+sensorColumns+` FROM sensors s WHERE s.id = $3 AND `+inOrg+` FOR NO KEY UPDATE OF s`,
+		key.OrgID, key.ProjectID, key.SensorID)
+	sensor, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
+	return sensor, notFound("lock sensor", err, "sensor")
 }
 
 // nextInstance is the blueprint and instance a sensor of orgID has after

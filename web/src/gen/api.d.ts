@@ -1059,6 +1059,539 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/org/{org_id}/proj/{proj_id}/alarm-levels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List alarm levels
+         * @description The project's alarm levels, least severe first. A project starts with
+         *     Maintenance (rank 1, for overdue sensors), Alert (2), Action (3) and
+         *     Alarm (4); a target's level is the highest rank among its rules that
+         *     hold.
+         *     Required role: `viewer`.
+         */
+        get: operations["listAlarmLevels"];
+        put?: never;
+        /**
+         * Create an alarm level
+         * @description Adds a level. Names and ranks are unique in the project; the colour is
+         *     `#rrggbb` in lowercase hex.
+         *     Required role: `admin`.
+         */
+        post: operations["createAlarmLevel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/proj/{proj_id}/alarm-levels/{level_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The alarm level's id.
+                 * @example 2
+                 */
+                level_id: components["parameters"]["LevelId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Update an alarm level
+         * @description Updates the fields present in the body. A rank orders the levels in
+         *     force, so it changes only while no rule or current alarm uses the level
+         *     (409 otherwise); names and colours change at any time, and the history
+         *     keeps the name each event was recorded with.
+         *     Required role: `admin`.
+         */
+        put: operations["updateAlarmLevel"];
+        post?: never;
+        /**
+         * Delete an alarm level
+         * @description Deletes the level. A level that rules or current alarms use answers
+         *     409: move or delete the rules first. Events keep the level's name.
+         *     Required role: `admin`.
+         */
+        delete: operations["deleteAlarmLevel"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a sensor's alarm rules
+         * @description The sensor's trigger rules, by target, each with whether it holds now
+         *     (`active`).
+         *     Required role: `viewer`.
+         */
+        get: operations["listAlarmRules"];
+        put?: never;
+        /**
+         * Create an alarm rule
+         * @description A rule watches one of the sensor's inputs or outputs (`target`, its
+         *     key) and raises `level` (a level's name) when the value goes `above` (strictly
+         *     greater than) or `below` (strictly less than) `threshold` for
+         *     `persistence` consecutive readings (default 1). Once raised it holds
+         *     until the value comes back past the threshold by more than `deadband`
+         *     (default 0): above 150 with deadband 2 clears at 148 or lower. Several
+         *     rules on one target escalate: the target's level is the highest rank
+         *     among its rules that hold. Outputs are computed as a GET computes them
+         *     (the formulas and calibrations in force at the reading's datetime); a
+         *     reading whose output has no value (not a finite number) changes
+         *     nothing.
+         *
+         *     The rule takes effect at once: in the same transaction the sensor's
+         *     newest reading is evaluated again, so a threshold raised above it clears
+         *     the alarm without waiting for the next reading (its persistence counts
+         *     the newest reading as one). History is never rewritten. A target that is
+         *     not the sensor's, a level not of the project, a threshold that is not a
+         *     finite number, a negative deadband or a persistence out of 1 to 1000
+         *     answer 400 and change nothing.
+         *     Required role: `admin`.
+         */
+        post: operations["createAlarmRule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules/{rule_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+                /**
+                 * @description The alarm rule's id.
+                 * @example 5
+                 */
+                rule_id: components["parameters"]["RuleId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Replace an alarm rule
+         * @description Replaces the rule with the body, as a new rule would be made: its state
+         *     starts over and the sensor's newest reading is evaluated again at once.
+         *     Required role: `admin`.
+         */
+        put: operations["updateAlarmRule"];
+        post?: never;
+        /**
+         * Delete an alarm rule
+         * @description Deletes the rule and evaluates the sensor's newest reading again: a
+         *     target left without rules clears.
+         *     Required role: `admin`.
+         */
+        delete: operations["deleteAlarmRule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a sensor's overdue rule
+         * @description The sensor's overdue rule; 404 when it has none. Required role: `viewer`.
+         */
+        get: operations["getOverdueRule"];
+        /**
+         * Set a sensor's overdue rule
+         * @description Raises an alarm at `level` (target `overdue`) when the sensor has
+         *     had no reading for `after_seconds` (60 to 31622400): no reading
+         *     whose datetime is within that long of now, or, for a sensor
+         *     without readings, none since the rule was set. The service checks
+         *     every sensor in the background, every `-alarm-check-interval`
+         *     (10 s by default), on one replica at a time, so an overdue alarm is
+         *     raised at most that long (and the check's own run) late, and
+         *     exactly once however many replicas run. The alarm value is the
+         *     seconds since the newest reading. It clears at the first check
+         *     after a reading within the duration arrives. Replaces the
+         *     sensor's rule, if any. Required role: `admin`.
+         */
+        put: operations["setOverdueRule"];
+        post?: never;
+        /**
+         * Delete a sensor's overdue rule
+         * @description Deletes the rule and clears its alarm, if raised. Required role: `admin`.
+         */
+        delete: operations["deleteOverdueRule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/proj/{proj_id}/alarms": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List current alarms
+         * @description The targets of the project not at rest, most severe first: the level,
+         *     since when (the datetime of the reading that raised it), the value that
+         *     raised it and whether it is acknowledged. The current level follows each
+         *     sensor's newest reading: a reading older than the newest never changes
+         *     it (see `late` events).
+         *     Required role: `viewer`.
+         */
+        get: operations["listAlarms"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/proj/{proj_id}/alarms/{alarm_id}/acknowledge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The current alarm's id.
+                 * @example 9
+                 */
+                alarm_id: components["parameters"]["AlarmId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Acknowledge an alarm
+         * @description Records that the caller has seen the alarm, with an optional note, and
+         *     appends an `acknowledged` event. An escalation asks for a new
+         *     acknowledgement; a de-escalation keeps the one given.
+         *     Required role: `editor`.
+         */
+        post: operations["acknowledgeAlarm"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/proj/{proj_id}/alarm-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List alarm events
+         * @description The project's alarm history, oldest first, paged with a cursor:
+         *     appended in the transaction that made each change, never rewritten.
+         *     `kind` is `triggered` (from rest), `escalated`, `de-escalated`,
+         *     `cleared`, `acknowledged` (with `user_id` and `note`) or `late`: a
+         *     reading older than the sensor's newest, stored after it, whose value
+         *     was beyond a rule's threshold (persistence and deadband aside, since its
+         *     neighbours in time were evaluated already). A late event names the level
+         *     that value reached and changes no current alarm: an exceedance is never
+         *     missed because its reading came late. `reading_datetime` is the datetime
+         *     of the reading that made the change.
+         *     Required role: `viewer`.
+         */
+        get: operations["listAlarmEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/proj/{proj_id}/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List webhooks
+         * @description The project's webhooks; secrets are never shown.
+         *     Required role: `admin`.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Create a webhook
+         * @description Every alarm event of the project from then on is POSTed to `url` as
+         *     the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
+         *     event's id, stable across retries: de-duplicate on it),
+         *     `X-Readings-Timestamp` (Unix seconds of the attempt) and
+         *     `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
+         *     the timestamp, a dot and the body: check it, and refuse timestamps more
+         *     than a few minutes old, to stop replays. Deliveries go through an outbox
+         *     written in the event's transaction, so none is lost to a crash; an
+         *     answer other than 2xx within `-webhook-timeout` (10 s) is retried after
+         *     30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
+         *     `-webhook-max-attempts` (8), then marked failed. Each webhook is
+         *     delivered on its own, so a slow or dead receiver delays no other;
+         *     events go in order, but a retried one may arrive after later ones
+         *     (order by the event's id). `url` must be http or https; loopback, private and link-local
+         *     addresses are refused when the delivery resolves them (unless the
+         *     service runs with `-webhook-allow-private`).
+         *     Required role: `admin`.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The webhook's id.
+                 * @example 4
+                 */
+                webhook_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook
+         * @description Deletes the webhook and its pending deliveries.
+         *     Required role: `admin`.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The webhook's id.
+                 * @example 4
+                 */
+                webhook_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test delivery
+         * @description POSTs a signed test event (`kind` `test`, id 0) to the webhook now,
+         *     once, and answers how it went; nothing is recorded.
+         *     Required role: `admin`.
+         */
+        post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/proj/{proj_id}/webhooks/{webhook_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The webhook's id.
+                 * @example 4
+                 */
+                webhook_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a webhook's deliveries
+         * @description The webhook's delivery log, newest first, paged with a cursor: each
+         *     event's status (`pending`, `delivered` or `failed`), attempts, the
+         *     last HTTP status and error, and when the next attempt is due.
+         *     Required role: `admin`.
+         */
+        get: operations["listDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1583,6 +2116,191 @@ export interface components {
             preview?: components["schemas"]["Reading"][];
         };
         ReadingBatch: components["schemas"]["ReadingInput"][];
+        AlarmLevel: {
+            /** Format: int64 */
+            id: number;
+            name: string;
+            /** @description Higher is more severe. */
+            rank: number;
+            /** @description `#rrggbb` */
+            colour: string;
+        };
+        AlarmLevelList: {
+            items: components["schemas"]["AlarmLevel"][];
+        };
+        AlarmLevelCreate: {
+            name: string;
+            rank: number;
+            colour: string;
+        };
+        AlarmLevelUpdate: {
+            name?: string;
+            rank?: number;
+            colour?: string;
+        };
+        AlarmRuleInput: {
+            /** @description The key of one of the sensor's inputs or outputs. */
+            target: string;
+            /** @description The name of one of the project's levels. */
+            level: string;
+            /** @enum {string} */
+            direction: "above" | "below";
+            /**
+             * Format: double
+             * @description A finite number.
+             */
+            threshold: number;
+            /**
+             * Format: double
+             * @default 0
+             */
+            deadband: number;
+            /** @default 1 */
+            persistence: number;
+        };
+        AlarmRule: {
+            /** Format: int64 */
+            id: number;
+            /** Format: int64 */
+            sensor_id: number;
+            target: string;
+            /** Format: int64 */
+            level_id: number;
+            /** @description The level's name. */
+            level: string;
+            rank: number;
+            /** @enum {string} */
+            direction: "above" | "below";
+            /** Format: double */
+            threshold: number;
+            /** Format: double */
+            deadband: number;
+            persistence: number;
+            /** @description Whether the rule holds after the sensor's newest reading. */
+            active: boolean;
+            created_at: components["schemas"]["Datetime"];
+        };
+        AlarmRuleList: {
+            items: components["schemas"]["AlarmRule"][];
+        };
+        Alarm: {
+            /** Format: int64 */
+            id: number;
+            /** Format: int64 */
+            sensor_id: number;
+            target: string;
+            /** Format: int64 */
+            level_id: number;
+            level: string;
+            rank: number;
+            colour: string;
+            since: components["schemas"]["Datetime"];
+            /**
+             * Format: double
+             * @description The value that raised the current level.
+             */
+            value: number;
+            acknowledged: boolean;
+            acknowledged_at?: components["schemas"]["Datetime"];
+            /**
+             * Format: int64
+             * @description The user's id.
+             */
+            acknowledged_by?: number;
+            note?: string;
+        };
+        AlarmList: {
+            items: components["schemas"]["Alarm"][];
+        };
+        AlarmAcknowledge: {
+            note?: string;
+        };
+        AlarmEvent: {
+            /**
+             * Format: int64
+             * @description Stable; increases with each event of the service.
+             */
+            id: number;
+            /** Format: int64 */
+            sensor_id: number;
+            target: string;
+            /** @enum {string} */
+            kind: "triggered" | "escalated" | "de-escalated" | "cleared" | "acknowledged" | "late" | "test";
+            /**
+             * Format: int64
+             * @description Absent once the level is deleted.
+             */
+            level_id?: number;
+            /** @description The level's name when the event was recorded: the level reached, or for `cleared` the level left. */
+            level: string;
+            /** Format: double */
+            value?: number;
+            reading_datetime?: components["schemas"]["Datetime"];
+            late: boolean;
+            /** Format: int64 */
+            user_id?: number;
+            note?: string;
+            created_at: components["schemas"]["Datetime"];
+        };
+        AlarmEventPage: {
+            items: components["schemas"]["AlarmEvent"][];
+            /** @description Present when there may be more; pass it as `cursor`. */
+            next_cursor?: string;
+        };
+        OverdueRuleInput: {
+            /** @description The name of one of the project's levels. */
+            level: string;
+            after_seconds: number;
+        };
+        OverdueRule: {
+            /** Format: int64 */
+            sensor_id: number;
+            /** Format: int64 */
+            level_id: number;
+            level: string;
+            after_seconds: number;
+            created_at: components["schemas"]["Datetime"];
+        };
+        WebhookCreate: {
+            /** @description An http or https URL. */
+            url: string;
+            /** @description The key of the HMAC signature. */
+            secret: string;
+        };
+        Webhook: {
+            /** Format: int64 */
+            id: number;
+            url: string;
+            created_at: components["schemas"]["Datetime"];
+        };
+        WebhookList: {
+            items: components["schemas"]["Webhook"][];
+        };
+        WebhookTest: {
+            delivered: boolean;
+            /** @description The receiver's HTTP status, if it answered. */
+            status?: number;
+            error?: string;
+        };
+        Delivery: {
+            /** Format: int64 */
+            id: number;
+            /** Format: int64 */
+            event_id: number;
+            /** @enum {string} */
+            status: "pending" | "delivered" | "failed";
+            attempts: number;
+            last_status?: number;
+            last_error: string;
+            next_attempt_at: components["schemas"]["Datetime"];
+            delivered_at?: components["schemas"]["Datetime"];
+            created_at: components["schemas"]["Datetime"];
+        };
+        DeliveryPage: {
+            items: components["schemas"]["Delivery"][];
+            /** @description Present when there may be more; pass it as `cursor`. */
+            next_cursor?: string;
+        };
     };
     responses: {
         /** @description The request is malformed or breaks a rule; nothing changed. */
@@ -1790,6 +2508,26 @@ export interface components {
          * @example 7
          */
         TokenId: number;
+        /**
+         * @description The alarm level's id.
+         * @example 2
+         */
+        LevelId: number;
+        /**
+         * @description The alarm rule's id.
+         * @example 5
+         */
+        RuleId: number;
+        /**
+         * @description The current alarm's id.
+         * @example 9
+         */
+        AlarmId: number;
+        /**
+         * @description The webhook's id.
+         * @example 4
+         */
+        WebhookId: number;
         /** @description The most items in a page. */
         PageLimit: number;
         /** @description The `next_cursor` of the previous page. */
@@ -4616,6 +5354,1106 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["LatestPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAlarmLevels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The levels. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 2,
+                     *           "name": "Alert",
+                     *           "rank": 2,
+                     *           "colour": "#f2c94c"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AlarmLevelList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createAlarmLevel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Evacuate",
+                 *       "rank": 5,
+                 *       "colour": "#9b51e0"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AlarmLevelCreate"];
+            };
+        };
+        responses: {
+            /** @description The new level. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 5,
+                     *       "name": "Evacuate",
+                     *       "rank": 5,
+                     *       "colour": "#9b51e0"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AlarmLevel"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateAlarmLevel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The alarm level's id.
+                 * @example 2
+                 */
+                level_id: components["parameters"]["LevelId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "colour": "#ffd000"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AlarmLevelUpdate"];
+            };
+        };
+        responses: {
+            /** @description The updated level. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 2,
+                     *       "name": "Alert",
+                     *       "rank": 2,
+                     *       "colour": "#ffd000"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AlarmLevel"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteAlarmLevel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The alarm level's id.
+                 * @example 2
+                 */
+                level_id: components["parameters"]["LevelId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAlarmRules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rules. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 5,
+                     *           "sensor_id": 12,
+                     *           "target": "pressure",
+                     *           "level_id": 2,
+                     *           "level": "Alert",
+                     *           "rank": 2,
+                     *           "direction": "above",
+                     *           "threshold": 150,
+                     *           "deadband": 2,
+                     *           "persistence": 1,
+                     *           "active": false,
+                     *           "created_at": "2024-05-01T12:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AlarmRuleList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createAlarmRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "target": "pressure",
+                 *       "level": "Alert",
+                 *       "direction": "above",
+                 *       "threshold": 150,
+                 *       "deadband": 2
+                 *     }
+                 */
+                "application/json": components["schemas"]["AlarmRuleInput"];
+            };
+        };
+        responses: {
+            /** @description The new rule. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 5,
+                     *       "sensor_id": 12,
+                     *       "target": "pressure",
+                     *       "level_id": 2,
+                     *       "level": "Alert",
+                     *       "rank": 2,
+                     *       "direction": "above",
+                     *       "threshold": 150,
+                     *       "deadband": 2,
+                     *       "persistence": 1,
+                     *       "active": false,
+                     *       "created_at": "2024-05-01T12:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AlarmRule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateAlarmRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+                /**
+                 * @description The alarm rule's id.
+                 * @example 5
+                 */
+                rule_id: components["parameters"]["RuleId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "target": "pressure",
+                 *       "level": "Alert",
+                 *       "direction": "above",
+                 *       "threshold": 160,
+                 *       "deadband": 2
+                 *     }
+                 */
+                "application/json": components["schemas"]["AlarmRuleInput"];
+            };
+        };
+        responses: {
+            /** @description The rule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 5,
+                     *       "sensor_id": 12,
+                     *       "target": "pressure",
+                     *       "level_id": 2,
+                     *       "level": "Alert",
+                     *       "rank": 2,
+                     *       "direction": "above",
+                     *       "threshold": 150,
+                     *       "deadband": 2,
+                     *       "persistence": 1,
+                     *       "active": false,
+                     *       "created_at": "2024-05-01T12:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AlarmRule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteAlarmRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+                /**
+                 * @description The alarm rule's id.
+                 * @example 5
+                 */
+                rule_id: components["parameters"]["RuleId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getOverdueRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "sensor_id": 12,
+                     *       "level_id": 1,
+                     *       "level": "Maintenance",
+                     *       "after_seconds": 3600,
+                     *       "created_at": "2024-05-01T12:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OverdueRule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    setOverdueRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "level": "Maintenance",
+                 *       "after_seconds": 3600
+                 *     }
+                 */
+                "application/json": components["schemas"]["OverdueRuleInput"];
+            };
+        };
+        responses: {
+            /** @description The rule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "sensor_id": 12,
+                     *       "level_id": 1,
+                     *       "level": "Maintenance",
+                     *       "after_seconds": 3600,
+                     *       "created_at": "2024-05-01T12:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OverdueRule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteOverdueRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAlarms: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The current alarms. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 9,
+                     *           "sensor_id": 12,
+                     *           "target": "pressure",
+                     *           "level_id": 4,
+                     *           "level": "Alarm",
+                     *           "rank": 4,
+                     *           "colour": "#eb5757",
+                     *           "since": "2024-05-01T12:10:00.000Z",
+                     *           "value": 212.5,
+                     *           "acknowledged": false
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AlarmList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    acknowledgeAlarm: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The current alarm's id.
+                 * @example 9
+                 */
+                alarm_id: components["parameters"]["AlarmId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "note": "Site team informed"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AlarmAcknowledge"];
+            };
+        };
+        responses: {
+            /** @description The acknowledged alarm. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 9,
+                     *       "sensor_id": 12,
+                     *       "target": "pressure",
+                     *       "level_id": 4,
+                     *       "level": "Alarm",
+                     *       "rank": 4,
+                     *       "colour": "#eb5757",
+                     *       "since": "2024-05-01T12:10:00.000Z",
+                     *       "value": 212.5,
+                     *       "acknowledged": true,
+                     *       "acknowledged_at": "2024-05-01T12:14:00.000Z",
+                     *       "acknowledged_by": 2,
+                     *       "note": "Site team informed"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Alarm"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAlarmEvents: {
+        parameters: {
+            query?: {
+                /** @description The most items in a page. */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Only this sensor's events. */
+                sensor_id?: number;
+                /** @description Only events at this level. */
+                level_id?: number;
+                /** @description Only events recorded at or after this instant. */
+                datetime__gte?: string;
+                /** @description Only events recorded before this instant. */
+                datetime__lt?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 31,
+                     *           "sensor_id": 12,
+                     *           "target": "pressure",
+                     *           "kind": "escalated",
+                     *           "level_id": 4,
+                     *           "level": "Alarm",
+                     *           "value": 212.5,
+                     *           "reading_datetime": "2024-05-01T12:10:00.000Z",
+                     *           "late": false,
+                     *           "created_at": "2024-05-01T12:10:00.114Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AlarmEventPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhooks. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 4,
+                     *           "url": "https://alerts.example.com/readings",
+                     *           "created_at": "2024-05-01T12:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://alerts.example.com/readings",
+                 *       "secret": "s3cret-shared-with-the-receiver"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookCreate"];
+            };
+        };
+        responses: {
+            /** @description The new webhook. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 4,
+                     *       "url": "https://alerts.example.com/readings",
+                     *       "created_at": "2024-05-01T12:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The webhook's id.
+                 * @example 4
+                 */
+                webhook_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The webhook's id.
+                 * @example 4
+                 */
+                webhook_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attempt. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "delivered": true,
+                     *       "status": 204
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookTest"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listDeliveries: {
+        parameters: {
+            query?: {
+                /** @description The most items in a page. */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The webhook's id.
+                 * @example 4
+                 */
+                webhook_id: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deliveries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 77,
+                     *           "event_id": 31,
+                     *           "status": "delivered",
+                     *           "attempts": 1,
+                     *           "last_status": 204,
+                     *           "last_error": "",
+                     *           "next_attempt_at": "2024-05-01T12:10:00.200Z",
+                     *           "delivered_at": "2024-05-01T12:10:00.180Z",
+                     *           "created_at": "2024-05-01T12:10:00.114Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DeliveryPage"];
                 };
             };
             400: components["responses"]["BadRequest"];

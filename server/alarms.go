@@ -1,0 +1,370 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/sensorreadings/readings/alarms"
+	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/store"
+)
+
+// alarmEvaluator computes the values the rules of a sensor watch, as a
+// GET computes them, and lets package alarms decide; the store calls it
+// inside the transaction that stores the readings or the edit.
+type alarmEvaluator struct{ s *Server }
+
+var _ store.AlarmEvaluator = alarmEvaluator{}
+
+// targets groups rules, ordered by target, into the alarms.Target of each.
+type targets struct {
+	ids   []int64
+	state []alarms.Target
+	level []int // the rank of each target's current alarm, 0 at rest
+}
+
+func newTargets(rules []store.AlarmRule) *targets {
+	t := &targets{}
+	for i, r := range rules {
+		if i == 0 || r.TargetID != rules[i-1].TargetID {
+			t.ids = append(t.ids, r.TargetID)
+			t.state = append(t.state, alarms.Target{})
+			t.level = append(t.level, r.TargetRank)
+		}
+		k := len(t.ids) - 1
+		t.state[k].Rules = append(t.state[k].Rules, alarms.Rule{
+			Rank: r.Rank, Below: r.Direction == "below", Threshold: r.Threshold, Deadband: r.Deadband, Persistence: r.Persistence,
+		})
+		t.state[k].States = append(t.state[k].States, alarms.State{Active: r.Active, Streak: r.Streak})
+	}
+	return t
+}
+
+// change records target k's move to rank to, if it moved, as the
+// reading r made it.
+func (t *targets) change(changes []store.AlarmChange, k, to int, r *store.Reading, v float64) []store.AlarmChange {
+	from := t.level[k]
+	if from == to {
+		return changes
+	}
+	t.level[k] = to
+	return append(changes, store.AlarmChange{TargetID: t.ids[k], Kind: string(alarms.Classify(from, to)), From: from, To: to, At: r.Time, Value: v})
+}
+
+// save copies the states back into rules, which share the order.
+func (t *targets) save(rules []store.AlarmRule) {
+	i := 0
+	for _, target := range t.state {
+		for _, st := range target.States {
+			rules[i].Active, rules[i].Streak = st.Active, st.Streak
+			i++
+		}
+	}
+}
+
+// values computes a reading's outputs and finds each target's value in
+// the reading or its outputs.
+type values struct {
+	outputs *outputsWriter
+	index   map[int64]int // output id -> index; inputs are looked up in the reading
+	r       *store.Reading
+}
+
+func (s *Server) newValues(sensor store.Sensor) *values {
+	v := &values{outputs: s.newOutputsWriter(sensor), index: map[int64]int{}}
+	for k, id := range v.outputs.outputIDs {
+		v.index[id] = k
+	}
+	return v
+}
+
+func (v *values) compute(r *store.Reading) {
+	v.r = r
+	if len(v.index) > 0 {
+		v.outputs.compute(r)
+	}
+}
+
+func (v *values) value(id int64) (float64, bool) {
+	if k, ok := v.index[id]; ok {
+		return v.outputs.value(k)
+	}
+	for i, in := range v.r.InputIDs {
+		if in == id {
+			return v.r.Values[i], true
+		}
+	}
+	return 0, false
+}
+
+// Evaluate implements store.AlarmEvaluator.
+func (e alarmEvaluator) Evaluate(sensor store.Sensor, rules []store.AlarmRule, readings []store.Reading, newest *time.Time) []store.AlarmChange {
+	t := newTargets(rules)
+	vals := e.s.newValues(sensor)
+	var changes []store.AlarmChange
+	for i := range readings {
+		r := &readings[i]
+		vals.compute(r)
+		late := newest != nil && r.Time.Before(*newest)
+		for k, target := range t.state {
+			v, ok := vals.value(t.ids[k])
+			if !ok {
+				continue
+			}
+			if late {
+				if rank := alarms.Late(target.Rules, v); rank > 0 {
+					changes = append(changes, store.AlarmChange{TargetID: t.ids[k], Kind: "late", To: rank, Late: true, At: r.Time, Value: v})
+				}
+				continue
+			}
+			_, to := target.Observe(v)
+			changes = t.change(changes, k, to, r, v)
+		}
+	}
+	t.save(rules)
+	return changes
+}
+
+// Recheck implements store.AlarmEvaluator.
+func (e alarmEvaluator) Recheck(sensor store.Sensor, rules []store.AlarmRule, newest store.Reading) []store.AlarmChange {
+	t := newTargets(rules)
+	vals := e.s.newValues(sensor)
+	vals.compute(&newest)
+	var changes []store.AlarmChange
+	for k, target := range t.state {
+		v, ok := vals.value(t.ids[k])
+		if !ok {
+			continue
+		}
+		_, to := target.Recheck(v)
+		changes = t.change(changes, k, to, &newest, v)
+	}
+	t.save(rules)
+	return changes
+}
+
+// ListAlarmLevels returns the project's alarm levels.
+func (s *Server) ListAlarmLevels(ctx context.Context, req gen.ListAlarmLevelsRequestObject) (gen.ListAlarmLevelsResponseObject, error) {
+	levels, err := s.store.ListAlarmLevels(ctx, req.OrgId, req.ProjId)
+	if err != nil {
+		return nil, err
+	}
+	return gen.ListAlarmLevels200JSONResponse{Items: mapSlice(levels, toAlarmLevel)}, nil
+}
+
+// CreateAlarmLevel adds a level to the project.
+func (s *Server) CreateAlarmLevel(ctx context.Context, req gen.CreateAlarmLevelRequestObject) (gen.CreateAlarmLevelResponseObject, error) {
+	level, err := s.store.CreateAlarmLevel(ctx, req.OrgId, req.ProjId, store.AlarmLevel{Name: req.Body.Name, Rank: req.Body.Rank, Colour: req.Body.Colour})
+	if err != nil {
+		return nil, err
+	}
+	return gen.CreateAlarmLevel201JSONResponse(toAlarmLevel(level)), nil
+}
+
+// UpdateAlarmLevel edits a level.
+func (s *Server) UpdateAlarmLevel(ctx context.Context, req gen.UpdateAlarmLevelRequestObject) (gen.UpdateAlarmLevelResponseObject, error) {
+	level, err := s.store.UpdateAlarmLevel(ctx, req.OrgId, req.ProjId, req.LevelId,
+		store.AlarmLevelPatch{Name: req.Body.Name, Rank: req.Body.Rank, Colour: req.Body.Colour})
+	if err != nil {
+		return nil, err
+	}
+	return gen.UpdateAlarmLevel200JSONResponse(toAlarmLevel(level)), nil
+}
+
+// DeleteAlarmLevel deletes a level no rule uses.
+func (s *Server) DeleteAlarmLevel(ctx context.Context, req gen.DeleteAlarmLevelRequestObject) (gen.DeleteAlarmLevelResponseObject, error) {
+	if err := s.store.DeleteAlarmLevel(ctx, req.OrgId, req.ProjId, req.LevelId); err != nil {
+		return nil, err
+	}
+	return gen.DeleteAlarmLevel204Response{}, nil
+}
+
+// ListAlarmRules returns a sensor's rules.
+func (s *Server) ListAlarmRules(ctx context.Context, req gen.ListAlarmRulesRequestObject) (gen.ListAlarmRulesResponseObject, error) {
+	rules, err := s.store.ListAlarmRules(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
+	if err != nil {
+		return nil, err
+	}
+	return gen.ListAlarmRules200JSONResponse{Items: mapSlice(rules, toAlarmRule)}, nil
+}
+
+// CreateAlarmRule adds a rule to a sensor; its alarms are rechecked at
+// once.
+func (s *Server) CreateAlarmRule(ctx context.Context, req gen.CreateAlarmRuleRequestObject) (gen.CreateAlarmRuleResponseObject, error) {
+	spec, err := alarmRuleSpec(*req.Body)
+	if err != nil {
+		return nil, err
+	}
+	rule, err := s.store.CreateAlarmRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), spec)
+	if err != nil {
+		return nil, err
+	}
+	return gen.CreateAlarmRule201JSONResponse(toAlarmRule(rule)), nil
+}
+
+// UpdateAlarmRule replaces a rule; its sensor's alarms are rechecked at
+// once.
+func (s *Server) UpdateAlarmRule(ctx context.Context, req gen.UpdateAlarmRuleRequestObject) (gen.UpdateAlarmRuleResponseObject, error) {
+	spec, err := alarmRuleSpec(*req.Body)
+	if err != nil {
+		return nil, err
+	}
+	rule, err := s.store.UpdateAlarmRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), req.RuleId, spec)
+	if err != nil {
+		return nil, err
+	}
+	return gen.UpdateAlarmRule200JSONResponse(toAlarmRule(rule)), nil
+}
+
+// DeleteAlarmRule deletes a rule; its sensor's alarms are rechecked at
+// once.
+func (s *Server) DeleteAlarmRule(ctx context.Context, req gen.DeleteAlarmRuleRequestObject) (gen.DeleteAlarmRuleResponseObject, error) {
+	if err := s.store.DeleteAlarmRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), req.RuleId); err != nil {
+		return nil, err
+	}
+	return gen.DeleteAlarmRule204Response{}, nil
+}
+
+// alarmRuleSpec checks a rule's numbers the way the evaluation needs them.
+func alarmRuleSpec(in gen.AlarmRuleInput) (store.AlarmRuleSpec, error) {
+	spec := store.AlarmRuleSpec{
+		TargetKey: in.Target, Level: in.Level, Direction: string(in.Direction),
+		Threshold: in.Threshold, Deadband: deref(in.Deadband), Persistence: 1,
+	}
+	if in.Persistence != nil {
+		spec.Persistence = *in.Persistence
+	}
+	// The level's rank is the store's to find; any rank passes here.
+	rule := alarms.Rule{Rank: 1, Threshold: spec.Threshold, Deadband: spec.Deadband, Persistence: spec.Persistence}
+	return spec, rule.Check()
+}
+
+// ListAlarms returns the project's current alarms.
+func (s *Server) ListAlarms(ctx context.Context, req gen.ListAlarmsRequestObject) (gen.ListAlarmsResponseObject, error) {
+	list, err := s.store.ListAlarms(ctx, req.OrgId, req.ProjId)
+	if err != nil {
+		return nil, err
+	}
+	return gen.ListAlarms200JSONResponse{Items: mapSlice(list, toAlarm)}, nil
+}
+
+// AcknowledgeAlarm records that the caller has seen an alarm.
+func (s *Server) AcknowledgeAlarm(ctx context.Context, req gen.AcknowledgeAlarmRequestObject) (gen.AcknowledgeAlarmResponseObject, error) {
+	alarm, err := s.store.AcknowledgeAlarm(ctx, req.OrgId, req.ProjId, req.AlarmId, principalOf(ctx).UserID, deref(req.Body.Note))
+	if err != nil {
+		return nil, err
+	}
+	return gen.AcknowledgeAlarm200JSONResponse(toAlarm(alarm)), nil
+}
+
+// ListAlarmEvents returns a page of the project's alarm history.
+func (s *Server) ListAlarmEvents(ctx context.Context, req gen.ListAlarmEventsRequestObject) (gen.ListAlarmEventsResponseObject, error) {
+	after, limit, err := page(req.Params.Limit, req.Params.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	q := store.AlarmEventQuery{After: after, Limit: limit, From: store.MinTime, To: store.MaxTime,
+		SensorID: deref(req.Params.SensorId), LevelID: deref(req.Params.LevelId)}
+	if p := req.Params.DatetimeGte; p != nil {
+		q.From = ceilMicro(*p)
+	}
+	if p := req.Params.DatetimeLt; p != nil {
+		q.To = ceilMicro(*p).Add(-time.Microsecond)
+	}
+	events, more, err := s.store.ListAlarmEvents(ctx, req.OrgId, req.ProjId, q)
+	if err != nil {
+		return nil, err
+	}
+	out := gen.ListAlarmEvents200JSONResponse{Items: mapSlice(events, toAlarmEvent)}
+	if len(events) > 0 {
+		out.NextCursor = nextCursor(more, events[len(events)-1].ID)
+	}
+	return out, nil
+}
+
+func toAlarmLevel(l store.AlarmLevel) gen.AlarmLevel {
+	return gen.AlarmLevel{Id: l.ID, Name: l.Name, Rank: l.Rank, Colour: l.Colour}
+}
+
+func toAlarmRule(r store.AlarmRule) gen.AlarmRule {
+	return gen.AlarmRule{
+		Id: r.ID, SensorId: r.SensorID, Target: r.TargetKey, LevelId: r.LevelID, Level: r.LevelName, Rank: r.Rank,
+		Direction: gen.AlarmRuleDirection(r.Direction), Threshold: r.Threshold, Deadband: r.Deadband, Persistence: r.Persistence,
+		Active: r.Active, CreatedAt: datetime(r.CreatedAt),
+	}
+}
+
+func toAlarm(a store.Alarm) gen.Alarm {
+	out := gen.Alarm{
+		Id: a.ID, SensorId: a.SensorID, Target: a.TargetKey, LevelId: a.LevelID, Level: a.LevelName, Rank: a.Rank, Colour: a.Colour,
+		Since: datetime(a.Since), Value: a.Value, Acknowledged: a.AcknowledgedAt != nil,
+		AcknowledgedAt: optionalDatetime(a.AcknowledgedAt), AcknowledgedBy: a.AcknowledgedBy,
+	}
+	if a.Note != "" {
+		out.Note = &a.Note
+	}
+	return out
+}
+
+func toAlarmEvent(e store.AlarmEvent) gen.AlarmEvent {
+	out := gen.AlarmEvent{
+		Id: e.ID, SensorId: e.SensorID, Target: e.TargetKey, Kind: gen.AlarmEventKind(e.Kind), LevelId: e.LevelID, Level: e.LevelName,
+		Value: e.Value, ReadingDatetime: optionalDatetime(e.ReadingAt), Late: e.Kind == "late", UserId: e.UserID,
+		CreatedAt: datetime(e.CreatedAt),
+	}
+	if e.Note != "" {
+		out.Note = &e.Note
+	}
+	return out
+}
+
+// GetOverdueRule returns a sensor's overdue rule.
+func (s *Server) GetOverdueRule(ctx context.Context, req gen.GetOverdueRuleRequestObject) (gen.GetOverdueRuleResponseObject, error) {
+	rule, err := s.store.GetOverdueRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetOverdueRule200JSONResponse(toOverdueRule(rule)), nil
+}
+
+// SetOverdueRule gives a sensor an overdue rule, or replaces it.
+func (s *Server) SetOverdueRule(ctx context.Context, req gen.SetOverdueRuleRequestObject) (gen.SetOverdueRuleResponseObject, error) {
+	rule, err := s.store.SetOverdueRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), req.Body.Level, time.Duration(req.Body.AfterSeconds)*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return gen.SetOverdueRule200JSONResponse(toOverdueRule(rule)), nil
+}
+
+// DeleteOverdueRule deletes a sensor's overdue rule.
+func (s *Server) DeleteOverdueRule(ctx context.Context, req gen.DeleteOverdueRuleRequestObject) (gen.DeleteOverdueRuleResponseObject, error) {
+	if err := s.store.DeleteOverdueRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId)); err != nil {
+		return nil, err
+	}
+	return gen.DeleteOverdueRule204Response{}, nil
+}
+
+func toOverdueRule(r store.OverdueRule) gen.OverdueRule {
+	return gen.OverdueRule{SensorId: r.SensorID, LevelId: r.LevelID, Level: r.Level, AfterSeconds: int(r.After.Seconds()), CreatedAt: datetime(r.CreatedAt)}
+}
+
+// CheckOverdue checks overdue sensors every interval until ctx ends. Each
+// replica runs it; the store lets one of them at a time make the changes.
+func (s *Server) CheckOverdue(ctx context.Context, interval time.Duration) {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ticker.C:
+		case <-ctx.Done():
+			return
+		}
+		raised, cleared, err := s.store.CheckOverdue(ctx, time.Now())
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.Warn("check overdue sensors", "err", err)
+		case raised+cleared > 0:
+			s.log.Info("overdue sensors", "raised", raised, "cleared", cleared)
+		}
+	}
+}

@@ -1,0 +1,197 @@
+package store_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/store"
+)
+
+// thresholdEvaluator is an evaluator of the store's hook for the tests: a
+// rule holds while the reading's first input is above its threshold, and
+// late readings are reported as such.
+type thresholdEvaluator struct {
+	calls int
+}
+
+func (e *thresholdEvaluator) Evaluate(_ store.Sensor, rules []store.AlarmRule, readings []store.Reading, newest *time.Time) []store.AlarmChange {
+	e.calls++
+	var changes []store.AlarmChange
+	for _, r := range readings {
+		if newest != nil && r.Time.Before(*newest) {
+			changes = append(changes, store.AlarmChange{TargetID: rules[0].TargetID, Kind: "late", To: rules[0].Rank, Late: true, At: r.Time, Value: r.Values[0]})
+			continue
+		}
+		changes = append(changes, step(rules, r)...)
+	}
+	return changes
+}
+
+func (e *thresholdEvaluator) Recheck(_ store.Sensor, rules []store.AlarmRule, newest store.Reading) []store.AlarmChange {
+	return step(rules, newest)
+}
+
+func step(rules []store.AlarmRule, r store.Reading) []store.AlarmChange {
+	from, to := rules[0].TargetRank, 0
+	for i := range rules {
+		rules[i].Active = r.Values[0] > rules[i].Threshold
+		if rules[i].Active {
+			to = max(to, rules[i].Rank)
+		}
+	}
+	if from == to {
+		return nil
+	}
+	for i := range rules {
+		rules[i].TargetRank = to
+	}
+	kind := map[bool]string{true: "triggered", false: "cleared"}[to > 0]
+	return []store.AlarmChange{{TargetID: rules[0].TargetID, Kind: kind, From: from, To: to, At: r.Time, Value: r.Values[0]}}
+}
+
+func TestAlarmLevels(t *testing.T) {
+	runOnOneDB(t, map[string]func(*testing.T, *store.DB){
+		"DefaultsForEveryProject": func(t *testing.T, db *store.DB) {
+			p := newProject(t, db, newOrg(t, db))
+			levels, err := db.ListAlarmLevels(t.Context(), p.OrgID, p.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, l := range levels {
+				names = append(names, l.Name)
+			}
+			if got, want := len(names), 4; got != want || names[0] != "Maintenance" || names[3] != "Alarm" {
+				t.Errorf("levels %v, want Maintenance, Alert, Action, Alarm", names)
+			}
+		},
+		"ErrNotFound": func(t *testing.T, db *store.DB) {
+			p := newProject(t, db, newOrg(t, db))
+			_, err := db.ListAlarmLevels(t.Context(), unknownID, p.ID)
+			wantCode(t, err, apperr.NotFound)
+			_, err = db.UpdateAlarmLevel(t.Context(), p.OrgID, p.ID, unknownID, store.AlarmLevelPatch{Name: ptr("x")})
+			wantCode(t, err, apperr.NotFound)
+			wantCode(t, db.DeleteAlarmLevel(t.Context(), p.OrgID, p.ID, unknownID), apperr.NotFound)
+		},
+		"ErrConflictNameTaken": func(t *testing.T, db *store.DB) {
+			p := newProject(t, db, newOrg(t, db))
+			_, err := db.CreateAlarmLevel(t.Context(), p.OrgID, p.ID, store.AlarmLevel{Name: "Alert", Rank: 7, Colour: "#000000"})
+			wantCode(t, err, apperr.Conflict)
+		},
+		"ErrInvalidColour": func(t *testing.T, db *store.DB) {
+			p := newProject(t, db, newOrg(t, db))
+			_, err := db.CreateAlarmLevel(t.Context(), p.OrgID, p.ID, store.AlarmLevel{Name: "Red", Rank: 7, Colour: "red"})
+			wantCode(t, err, apperr.Invalid)
+		},
+	})
+}
+
+// TestAlarmHook shows the contract of the evaluation hook: it runs in the
+// batch's transaction with the rules and the newest instant before the
+// batch, and the store writes what it decides.
+func TestAlarmHook(t *testing.T) {
+	db := newDB(t)
+	ev := &thresholdEvaluator{}
+	db.SetAlarmEvaluator(ev)
+	ctx := t.Context()
+	sensor, key := newBlueprintSensor(t, db)
+	u := sensor.Instance.Inputs[0].ID
+	at := func(m int) time.Time { return time.Date(2024, 5, 1, 12, m, 0, 0, time.UTC) }
+	insert := func(m int, v float64) error {
+		_, err := db.InsertReadings(ctx, key, []store.Reading{{Time: at(m), InputIDs: []int64{u}, Values: []float64{v}}})
+		return err
+	}
+	kinds := func() []string {
+		events, _, err := db.ListAlarmEvents(ctx, key.OrgID, key.ProjectID, store.AlarmEventQuery{From: store.MinTime, To: store.MaxTime, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range events {
+			out = append(out, e.Kind+" "+e.LevelName)
+		}
+		return out
+	}
+
+	if err := insert(0, 50); err != nil {
+		t.Fatal(err)
+	}
+	if ev.calls != 0 {
+		t.Errorf("the hook ran %d times for a sensor without rules, want 0", ev.calls)
+	}
+	rule, err := db.CreateAlarmRule(ctx, key, store.AlarmRuleSpec{TargetKey: "u", Level: "Alarm", Direction: "above", Threshold: 100, Persistence: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rule.LevelName != "Alarm" || rule.Rank != 4 || rule.TargetID != u {
+		t.Errorf("rule %+v, want at Alarm (rank 4) on input %d", rule, u)
+	}
+
+	t.Run("TriggerWritesAlarmAndEvent", func(t *testing.T) {
+		if err := insert(1, 150); err != nil {
+			t.Fatal(err)
+		}
+		alarms, err := db.ListAlarms(ctx, key.OrgID, key.ProjectID)
+		if err != nil || len(alarms) != 1 || alarms[0].LevelName != "Alarm" || alarms[0].Value != 150 || !alarms[0].Since.Equal(at(1)) {
+			t.Fatalf("alarms %+v, %v; want one at Alarm since minute 1, value 150", alarms, err)
+		}
+	})
+	t.Run("RolledBackBatchWritesNothing", func(t *testing.T) {
+		_, err := db.InsertReadings(ctx, key, []store.Reading{
+			{Time: at(2), InputIDs: []int64{u}, Values: []float64{10}},
+			{Time: at(3), InputIDs: []int64{unknownID}, Values: []float64{1}},
+		})
+		wantCode(t, err, apperr.Invalid)
+		if got := len(kinds()); got != 1 {
+			t.Errorf("%d events after a refused batch, want the 1 before", got)
+		}
+	})
+	t.Run("LateReadingIsAnEvent", func(t *testing.T) {
+		if err := insert(0, 500); err != nil { // older than minute 1
+			t.Fatal(err)
+		}
+		alarms, _ := db.ListAlarms(ctx, key.OrgID, key.ProjectID)
+		if len(alarms) != 1 || alarms[0].Value != 150 {
+			t.Errorf("alarms %+v after a late reading, want the current one unchanged", alarms)
+		}
+	})
+	t.Run("AcknowledgeAppendsEvent", func(t *testing.T) {
+		alarms, _ := db.ListAlarms(ctx, key.OrgID, key.ProjectID)
+		user := newMember(t, db, store.Org{ID: key.OrgID}, "ack", store.Editor)
+		got, err := db.AcknowledgeAlarm(ctx, key.OrgID, key.ProjectID, alarms[0].ID, user.ID, "seen")
+		if err != nil || got.AcknowledgedAt == nil || *got.AcknowledgedBy != user.ID || got.Note != "seen" {
+			t.Fatalf("acknowledge: %+v, %v", got, err)
+		}
+		_, err = db.AcknowledgeAlarm(ctx, key.OrgID, key.ProjectID, unknownID, user.ID, "")
+		wantCode(t, err, apperr.NotFound)
+	})
+	t.Run("LevelInUse", func(t *testing.T) {
+		wantCode(t, db.DeleteAlarmLevel(ctx, key.OrgID, key.ProjectID, rule.LevelID), apperr.Conflict)
+		_, err := db.UpdateAlarmLevel(ctx, key.OrgID, key.ProjectID, rule.LevelID, store.AlarmLevelPatch{Rank: ptr(9)})
+		wantCode(t, err, apperr.Conflict)
+	})
+	t.Run("RuleEditRechecks", func(t *testing.T) {
+		_, err := db.UpdateAlarmRule(ctx, key, rule.ID, store.AlarmRuleSpec{TargetKey: "u", Level: "Alarm", Direction: "above", Threshold: 200, Persistence: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if alarms, _ := db.ListAlarms(ctx, key.OrgID, key.ProjectID); len(alarms) != 0 {
+			t.Errorf("alarms %+v after raising the threshold past the newest reading, want none", alarms)
+		}
+	})
+	t.Run("ErrInvalidRule", func(t *testing.T) {
+		_, err := db.CreateAlarmRule(ctx, key, store.AlarmRuleSpec{TargetKey: "nope", Level: "Alarm", Direction: "above", Persistence: 1})
+		wantCode(t, err, apperr.Invalid)
+		_, err = db.CreateAlarmRule(ctx, key, store.AlarmRuleSpec{TargetKey: "u", Level: "Panic", Direction: "above", Persistence: 1})
+		wantCode(t, err, apperr.Invalid)
+		_, err = db.UpdateAlarmRule(ctx, key, unknownID, store.AlarmRuleSpec{TargetKey: "u", Level: "Alarm", Direction: "above", Persistence: 1})
+		wantCode(t, err, apperr.NotFound)
+		wantCode(t, db.DeleteAlarmRule(ctx, key, unknownID), apperr.NotFound)
+	})
+	want := "triggered Alarm,late Alarm,acknowledged Alarm,cleared Alarm"
+	if got := strings.Join(kinds(), ","); got != want {
+		t.Errorf("events %s, want %s", got, want)
+	}
+}
