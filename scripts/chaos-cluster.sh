@@ -76,7 +76,7 @@ standby_reads() {
 sensor1=${sensors%%,*}
 stale=0
 for i in $(seq 20); do
-  at=$(printf '2030-01-01T00:00:%02dZ' "$i")
+  at=$(printf '2024-12-31T00:00:%02dZ' "$i")
   lsn=$(curl -s -m 5 -D - -o /dev/null -H @"$work/owner.header" -H 'Content-Type: application/json' \
     -d "[{\"datetime\":\"$at\",\"inputs\":{\"1\":$i}}]" "$base/api/v1/org/$org/proj/$proj/readings/$sensor1" |
     sed -n 's/^x-readings-lsn: *//Ip' | tr -d '\r')
