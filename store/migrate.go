@@ -38,11 +38,17 @@ func MigrationState(ctx context.Context, pool *pgxpool.Pool) (version int64, pen
 		return 0, false, err
 	}
 	defer provider.Close()
-	current, target, err := provider.GetVersions(ctx)
+	current, _, err := provider.GetVersions(ctx)
 	if err != nil {
 		return 0, false, dbError("migration state", err)
 	}
-	return current, current < target, nil
+	// Not current < target: a migration below the current version can be
+	// missing too (see newMigrator).
+	pending, err = provider.HasPending(ctx)
+	if err != nil {
+		return 0, false, dbError("migration state", err)
+	}
+	return current, pending, nil
 }
 
 func newMigrator(pool *pgxpool.Pool, log *slog.Logger) (*goose.Provider, error) {
@@ -50,8 +56,14 @@ func newMigrator(pool *pgxpool.Pool, log *slog.Logger) (*goose.Provider, error) 
 	if err != nil {
 		return nil, fmt.Errorf("migration lock: %w", err)
 	}
+	// Capabilities built side by side land in the order they are merged,
+	// not the order of their numbers, so a database can have a higher
+	// version than a migration that lands after it (00006 came after 00007,
+	// 00010-00012 after 00030). Each migration creates what it alone owns,
+	// so applying the missing ones then is safe; refusing them would stop
+	// the service on such a database.
 	provider, err := goose.NewProvider(goose.DialectPostgres, stdlib.OpenDBFromPool(pool), migrations.FS,
-		goose.WithSessionLocker(locker), goose.WithSlog(log))
+		goose.WithSessionLocker(locker), goose.WithSlog(log), goose.WithAllowOutofOrder(true))
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %w", err)
 	}

@@ -1,0 +1,44 @@
+package store_test
+
+import (
+	"log/slog"
+	"testing"
+
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"github.com/sensorreadings/readings/migrations"
+	"github.com/sensorreadings/readings/store"
+	"github.com/sensorreadings/readings/store/storetest"
+)
+
+// A database that has a higher version than migrations it lacks (they
+// landed after it was migrated, as 00010-00012 landed after 00030) gets
+// them applied, instead of a service that refuses to start.
+func TestMigrateOutOfOrder(t *testing.T) {
+	ctx := t.Context()
+	pool := storetest.NewPool(t)
+	provider, err := goose.NewProvider(goose.DialectPostgres, stdlib.OpenDBFromPool(pool), migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer provider.Close()
+	for _, v := range []int64{12, 11, 10} {
+		if _, err := provider.ApplyVersion(ctx, v, false); err != nil {
+			t.Fatalf("undo migration %d: %v", v, err)
+		}
+	}
+	if _, pending, err := store.MigrationState(ctx, pool); err != nil || !pending {
+		t.Fatalf("MigrationState with 10-12 undone: pending=%v err=%v, want pending", pending, err)
+	}
+	if err := store.Migrate(ctx, pool, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatalf("Migrate with 10-12 missing below version 30: %v", err)
+	}
+	if _, pending, err := store.MigrationState(ctx, pool); err != nil || pending {
+		t.Errorf("MigrationState after Migrate: pending=%v err=%v, want complete", pending, err)
+	}
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('webhooks') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		t.Errorf("table webhooks after Migrate: exists=%v err=%v", exists, err)
+	}
+}
