@@ -464,8 +464,8 @@ type ClientInterface interface {
 	// LatestReadings Latest reading of every sensor
 	//
 	// The newest reading of each sensor of the project, in sensor id
-	// order, paged like sensors; a sensor without readings is listed
-	// without one. Each sensor costs one index probe, however many
+	// order, paged like sensors, each with its name; a sensor without
+	// readings is listed with `"reading": null`. Each sensor costs one index probe, however many
 	// readings it has. With `outputs=true` each reading carries its
 	// outputs. Required role: `viewer`.
 	//
@@ -502,8 +502,9 @@ type ClientInterface interface {
 	//
 	// **CSV.** With `Accept: text/csv` the same page comes as CSV: a
 	// header row `datetime,<input ids…>,<output ids…>` (every id that
-	// appears in the page, ascending) and a row per reading, empty where
-	// a reading lacks a value. For a whole range at once, use the export.
+	// appears in the page, ascending; with `keys=names`, keys and units
+	// such as `freq (Hz)`) and a row per reading, empty where a reading
+	// lacks a value. For a whole range at once, use the export.
 	//
 	// **Outputs.** With `outputs=true` each reading carries `outputs`:
 	// the values of the sensor's output formulas, keyed by output ID,
@@ -1642,8 +1643,8 @@ func (c *Client) UpdateProject(ctx context.Context, orgId OrgId, projId ProjId, 
 // LatestReadings Latest reading of every sensor
 //
 // The newest reading of each sensor of the project, in sensor id
-// order, paged like sensors; a sensor without readings is listed
-// without one. Each sensor costs one index probe, however many
+// order, paged like sensors, each with its name; a sensor without
+// readings is listed with `"reading": null`. Each sensor costs one index probe, however many
 // readings it has. With `outputs=true` each reading carries its
 // outputs. Required role: `viewer`.
 //
@@ -1700,8 +1701,9 @@ func (c *Client) DeleteReadings(ctx context.Context, orgId OrgId, projId ProjId,
 //
 // **CSV.** With `Accept: text/csv` the same page comes as CSV: a
 // header row `datetime,<input ids…>,<output ids…>` (every id that
-// appears in the page, ascending) and a row per reading, empty where
-// a reading lacks a value. For a whole range at once, use the export.
+// appears in the page, ascending; with `keys=names`, keys and units
+// such as `freq (Hz)`) and a row per reading, empty where a reading
+// lacks a value. For a whole range at once, use the export.
 //
 // **Outputs.** With `outputs=true` each reading carries `outputs`:
 // the values of the sensor's output formulas, keyed by output ID,
@@ -3549,6 +3551,18 @@ func NewLatestReadingsRequest(server string, orgId OrgId, projId ProjId, params 
 
 		}
 
+		if params.Keys != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "keys", *params.Keys, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -3793,6 +3807,18 @@ func NewListReadingsRequest(server string, orgId OrgId, projId ProjId, sensorId 
 		if params.Outputs != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "outputs", *params.Outputs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Keys != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "keys", *params.Keys, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -4064,6 +4090,18 @@ func NewAggregateReadingsRequest(server string, orgId OrgId, projId ProjId, sens
 
 		}
 
+		if params.Keys != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "keys", *params.Keys, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -4181,6 +4219,18 @@ func NewExportReadingsRequest(server string, orgId OrgId, projId ProjId, sensorI
 		if params.Outputs != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "outputs", *params.Outputs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Keys != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "keys", *params.Keys, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5351,8 +5401,8 @@ type ClientWithResponsesInterface interface {
 	// LatestReadingsWithResponse Latest reading of every sensor
 	//
 	// The newest reading of each sensor of the project, in sensor id
-	// order, paged like sensors; a sensor without readings is listed
-	// without one. Each sensor costs one index probe, however many
+	// order, paged like sensors, each with its name; a sensor without
+	// readings is listed with `"reading": null`. Each sensor costs one index probe, however many
 	// readings it has. With `outputs=true` each reading carries its
 	// outputs. Required role: `viewer`.
 	//
@@ -5393,8 +5443,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// **CSV.** With `Accept: text/csv` the same page comes as CSV: a
 	// header row `datetime,<input ids…>,<output ids…>` (every id that
-	// appears in the page, ascending) and a row per reading, empty where
-	// a reading lacks a value. For a whole range at once, use the export.
+	// appears in the page, ascending; with `keys=names`, keys and units
+	// such as `freq (Hz)`) and a row per reading, empty where a reading
+	// lacks a value. For a whole range at once, use the export.
 	//
 	// **Outputs.** With `outputs=true` each reading carries `outputs`:
 	// the values of the sensor's output formulas, keyed by output ID,
@@ -11171,8 +11222,8 @@ func (c *ClientWithResponses) UpdateProjectWithResponse(ctx context.Context, org
 // LatestReadingsWithResponse Latest reading of every sensor
 //
 // The newest reading of each sensor of the project, in sensor id
-// order, paged like sensors; a sensor without readings is listed
-// without one. Each sensor costs one index probe, however many
+// order, paged like sensors, each with its name; a sensor without
+// readings is listed with `"reading": null`. Each sensor costs one index probe, however many
 // readings it has. With `outputs=true` each reading carries its
 // outputs. Required role: `viewer`.
 //
@@ -11225,8 +11276,9 @@ func (c *ClientWithResponses) DeleteReadingsWithResponse(ctx context.Context, or
 //
 // **CSV.** With `Accept: text/csv` the same page comes as CSV: a
 // header row `datetime,<input ids…>,<output ids…>` (every id that
-// appears in the page, ascending) and a row per reading, empty where
-// a reading lacks a value. For a whole range at once, use the export.
+// appears in the page, ascending; with `keys=names`, keys and units
+// such as `freq (Hz)`) and a row per reading, empty where a reading
+// lacks a value. For a whole range at once, use the export.
 //
 // **Outputs.** With `outputs=true` each reading carries `outputs`:
 // the values of the sensor's output formulas, keyed by output ID,

@@ -174,6 +174,42 @@ func (e Role) Valid() bool {
 	}
 }
 
+// Defines values for Keys.
+const (
+	KeysIds   Keys = "ids"
+	KeysNames Keys = "names"
+)
+
+// Valid indicates whether the value is a known member of the Keys enum.
+func (e Keys) Valid() bool {
+	switch e {
+	case KeysIds:
+		return true
+	case KeysNames:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LatestReadingsParamsKeys.
+const (
+	LatestReadingsParamsKeysIds   LatestReadingsParamsKeys = "ids"
+	LatestReadingsParamsKeysNames LatestReadingsParamsKeys = "names"
+)
+
+// Valid indicates whether the value is a known member of the LatestReadingsParamsKeys enum.
+func (e LatestReadingsParamsKeys) Valid() bool {
+	switch e {
+	case LatestReadingsParamsKeysIds:
+		return true
+	case LatestReadingsParamsKeysNames:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListReadingsParamsOrder.
 const (
 	Asc  ListReadingsParamsOrder = "asc"
@@ -186,6 +222,24 @@ func (e ListReadingsParamsOrder) Valid() bool {
 	case Asc:
 		return true
 	case Desc:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListReadingsParamsKeys.
+const (
+	ListReadingsParamsKeysIds   ListReadingsParamsKeys = "ids"
+	ListReadingsParamsKeysNames ListReadingsParamsKeys = "names"
+)
+
+// Valid indicates whether the value is a known member of the ListReadingsParamsKeys enum.
+func (e ListReadingsParamsKeys) Valid() bool {
+	switch e {
+	case ListReadingsParamsKeysIds:
+		return true
+	case ListReadingsParamsKeysNames:
 		return true
 	default:
 		return false
@@ -240,6 +294,24 @@ func (e AggregateReadingsParamsFill) Valid() bool {
 	}
 }
 
+// Defines values for AggregateReadingsParamsKeys.
+const (
+	AggregateReadingsParamsKeysIds   AggregateReadingsParamsKeys = "ids"
+	AggregateReadingsParamsKeysNames AggregateReadingsParamsKeys = "names"
+)
+
+// Valid indicates whether the value is a known member of the AggregateReadingsParamsKeys enum.
+func (e AggregateReadingsParamsKeys) Valid() bool {
+	switch e {
+	case AggregateReadingsParamsKeysIds:
+		return true
+	case AggregateReadingsParamsKeysNames:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ExportReadingsParamsFormat.
 const (
 	Csv    ExportReadingsParamsFormat = "csv"
@@ -258,7 +330,25 @@ func (e ExportReadingsParamsFormat) Valid() bool {
 	}
 }
 
-// Aggregates The functions asked for, by input or output ID.
+// Defines values for ExportReadingsParamsKeys.
+const (
+	ExportReadingsParamsKeysIds   ExportReadingsParamsKeys = "ids"
+	ExportReadingsParamsKeysNames ExportReadingsParamsKeys = "names"
+)
+
+// Valid indicates whether the value is a known member of the ExportReadingsParamsKeys enum.
+func (e ExportReadingsParamsKeys) Valid() bool {
+	switch e {
+	case ExportReadingsParamsKeysIds:
+		return true
+	case ExportReadingsParamsKeysNames:
+		return true
+	default:
+		return false
+	}
+}
+
+// Aggregates The functions asked for, by input or output ID, or by blueprint key with `keys=names`.
 //
 // Example: {"101":{"avg":2802.1,"max":2805,"min":2799.5}}
 type Aggregates map[string]map[string]*float64
@@ -374,12 +464,12 @@ type Bucket struct {
 	// Example: 2024-05-01T12:00:00.123Z
 	Datetime Datetime `json:"datetime"`
 
-	// Inputs The functions asked for, by input or output ID.
+	// Inputs The functions asked for, by input or output ID, or by blueprint key with `keys=names`.
 	//
 	// Example: {"101":{"avg":2802.1,"max":2805,"min":2799.5}}
 	Inputs Aggregates `json:"inputs"`
 
-	// Outputs The functions asked for, by input or output ID.
+	// Outputs The functions asked for, by input or output ID, or by blueprint key with `keys=names`.
 	//
 	// Example: {"101":{"avg":2802.1,"max":2805,"min":2799.5}}
 	Outputs *Aggregates `json:"outputs,omitempty"`
@@ -643,8 +733,10 @@ type Key = string
 
 // Latest defines model for Latest.
 type Latest struct {
-	Reading  *Reading `json:"reading,omitempty"`
-	SensorId int64    `json:"sensor_id"`
+	// Reading The sensor's newest reading, or null when it has none.
+	Reading    *Reading `json:"reading,omitempty"`
+	SensorId   int64    `json:"sensor_id"`
+	SensorName string   `json:"sensor_name"`
 }
 
 // LatestPage defines model for LatestPage.
@@ -803,12 +895,12 @@ type Reading struct {
 	// instant, so overwriting a reading keeps its id.
 	Id string `json:"id"`
 
-	// Inputs Numbers keyed by decimal input or output ID.
+	// Inputs Numbers keyed by decimal input or output ID, or by blueprint key with `keys=names`.
 	//
 	// Example: {"101":2803.5,"102":11.2}
 	Inputs Values `json:"inputs"`
 
-	// Outputs Numbers keyed by decimal input or output ID.
+	// Outputs Numbers keyed by decimal input or output ID, or by blueprint key with `keys=names`.
 	//
 	// Example: {"101":2803.5,"102":11.2}
 	Outputs *Values `json:"outputs,omitempty"`
@@ -1053,7 +1145,7 @@ type User struct {
 	Name      string   `json:"name"`
 }
 
-// Values Numbers keyed by decimal input or output ID.
+// Values Numbers keyed by decimal input or output ID, or by blueprint key with `keys=names`.
 //
 // Example: {"101":2803.5,"102":11.2}
 type Values map[string]float64
@@ -1066,6 +1158,9 @@ type Cursor = string
 
 // InvitationId defines model for InvitationId.
 type InvitationId = int64
+
+// Keys defines model for Keys.
+type Keys string
 
 // MinLSN defines model for MinLSN.
 type MinLSN = string
@@ -1168,6 +1263,13 @@ type LatestReadingsParams struct {
 	// Outputs Whether to compute each reading's outputs.
 	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
 
+	// Keys How inputs and outputs are named: `ids` (default), their decimal
+	// ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+	// `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+	// id the sensor's instance does not know (a sensor without a
+	// blueprint, or an input no longer in it) stays an id.
+	Keys *LatestReadingsParamsKeys `form:"keys,omitempty" json:"keys,omitempty"`
+
 	// XReadingsMinLSN Read your own writes when the service reads from a hot standby: the
 	// `X-Readings-LSN` of your last write. The service waits a bounded
 	// time (its `-read-wait`, 200 ms by default) for the standby to
@@ -1176,6 +1278,9 @@ type LatestReadingsParams struct {
 	// delay. Ignored when the service has no standby.
 	XReadingsMinLSN *MinLSN `json:"X-Readings-Min-LSN,omitempty"`
 }
+
+// LatestReadingsParamsKeys defines parameters for LatestReadings.
+type LatestReadingsParamsKeys string
 
 // DeleteReadingsParams defines parameters for DeleteReadings.
 type DeleteReadingsParams struct {
@@ -1212,6 +1317,13 @@ type ListReadingsParams struct {
 	// Outputs Whether to compute each reading's outputs.
 	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
 
+	// Keys How inputs and outputs are named: `ids` (default), their decimal
+	// ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+	// `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+	// id the sensor's instance does not know (a sensor without a
+	// blueprint, or an input no longer in it) stays an id.
+	Keys *ListReadingsParamsKeys `form:"keys,omitempty" json:"keys,omitempty"`
+
 	// XReadingsMinLSN Read your own writes when the service reads from a hot standby: the
 	// `X-Readings-LSN` of your last write. The service waits a bounded
 	// time (its `-read-wait`, 200 ms by default) for the standby to
@@ -1223,6 +1335,9 @@ type ListReadingsParams struct {
 
 // ListReadingsParamsOrder defines parameters for ListReadings.
 type ListReadingsParamsOrder string
+
+// ListReadingsParamsKeys defines parameters for ListReadings.
+type ListReadingsParamsKeys string
 
 // PostReadingsParams defines parameters for PostReadings.
 type PostReadingsParams struct {
@@ -1278,6 +1393,13 @@ type AggregateReadingsParams struct {
 	// Outputs Whether to aggregate the outputs too.
 	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
 
+	// Keys How inputs and outputs are named: `ids` (default), their decimal
+	// ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+	// `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+	// id the sensor's instance does not know (a sensor without a
+	// blueprint, or an input no longer in it) stays an id.
+	Keys *AggregateReadingsParamsKeys `form:"keys,omitempty" json:"keys,omitempty"`
+
 	// XReadingsMinLSN Read your own writes when the service reads from a hot standby: the
 	// `X-Readings-LSN` of your last write. The service waits a bounded
 	// time (its `-read-wait`, 200 ms by default) for the standby to
@@ -1289,6 +1411,9 @@ type AggregateReadingsParams struct {
 
 // AggregateReadingsParamsFill defines parameters for AggregateReadings.
 type AggregateReadingsParamsFill string
+
+// AggregateReadingsParamsKeys defines parameters for AggregateReadings.
+type AggregateReadingsParamsKeys string
 
 // ExportReadingsParams defines parameters for ExportReadings.
 type ExportReadingsParams struct {
@@ -1304,6 +1429,13 @@ type ExportReadingsParams struct {
 	// Outputs Whether to compute each reading's outputs.
 	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
 
+	// Keys How inputs and outputs are named: `ids` (default), their decimal
+	// ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+	// `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+	// id the sensor's instance does not know (a sensor without a
+	// blueprint, or an input no longer in it) stays an id.
+	Keys *ExportReadingsParamsKeys `form:"keys,omitempty" json:"keys,omitempty"`
+
 	// XReadingsMinLSN Read your own writes when the service reads from a hot standby: the
 	// `X-Readings-LSN` of your last write. The service waits a bounded
 	// time (its `-read-wait`, 200 ms by default) for the standby to
@@ -1315,6 +1447,9 @@ type ExportReadingsParams struct {
 
 // ExportReadingsParamsFormat defines parameters for ExportReadings.
 type ExportReadingsParamsFormat string
+
+// ExportReadingsParamsKeys defines parameters for ExportReadings.
+type ExportReadingsParamsKeys string
 
 // ListSensorsParams defines parameters for ListSensors.
 type ListSensorsParams struct {
@@ -2091,6 +2226,13 @@ func (w *ServerInterfaceWrapper) LatestReadings(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outputs: %s", err))
 	}
 
+	// ------------- Optional query parameter "keys" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keys", ctx.QueryParams(), &params.Keys, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keys: %s", err))
+	}
+
 	headers := ctx.Request().Header
 	// ------------- Optional header parameter "X-Readings-Min-LSN" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("X-Readings-Min-LSN")]; found {
@@ -2244,6 +2386,13 @@ func (w *ServerInterfaceWrapper) ListReadings(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "outputs", ctx.QueryParams(), &params.Outputs, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outputs: %s", err))
+	}
+
+	// ------------- Optional query parameter "keys" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keys", ctx.QueryParams(), &params.Keys, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keys: %s", err))
 	}
 
 	headers := ctx.Request().Header
@@ -2401,6 +2550,13 @@ func (w *ServerInterfaceWrapper) AggregateReadings(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outputs: %s", err))
 	}
 
+	// ------------- Optional query parameter "keys" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keys", ctx.QueryParams(), &params.Keys, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keys: %s", err))
+	}
+
 	headers := ctx.Request().Header
 	// ------------- Optional header parameter "X-Readings-Min-LSN" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("X-Readings-Min-LSN")]; found {
@@ -2478,6 +2634,13 @@ func (w *ServerInterfaceWrapper) ExportReadings(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "outputs", ctx.QueryParams(), &params.Outputs, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outputs: %s", err))
+	}
+
+	// ------------- Optional query parameter "keys" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keys", ctx.QueryParams(), &params.Keys, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keys: %s", err))
 	}
 
 	headers := ctx.Request().Header

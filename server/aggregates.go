@@ -50,7 +50,8 @@ func (s *Server) AggregateReadings(ctx context.Context, req gen.AggregateReading
 	if err != nil {
 		return nil, err
 	}
-	enc := bucketEncoder{fns: fns, fill: p.Fill != nil && *p.Fill == gen.Null, budget: maxAggregateValues / len(fns)}
+	enc := bucketEncoder{fns: fns, fill: p.Fill != nil && *p.Fill == gen.Null, budget: maxAggregateValues / len(fns),
+		names: newKeyNames(sensor, p.Keys)}
 	enc.starts = make([]time.Time, len(counts))
 	enc.countOf = make(map[time.Time]int64, len(counts))
 	for i, c := range counts {
@@ -157,7 +158,7 @@ func (s *Server) aggregateOutputs(ctx context.Context, sensor store.Sensor, q st
 			if s == nil && !enc.fill {
 				continue
 			}
-			b = appendFns(b, !first, id, enc.fns, s)
+			b = appendFns(b, !first, enc.names.appendKey, id, enc.fns, s)
 			first = false
 		}
 		return append(b, '}')
@@ -209,6 +210,7 @@ type bucketEncoder struct {
 	countOf map[time.Time]int64 // readings per bucket, where there are any
 	known   []int64             // with fill: the inputs every bucket lists
 	outputs *outputAggregates   // nil without outputs
+	names   keyNames
 
 	budget int  // how many more inputs and outputs may be listed
 	next   int  // starts[next] is the next bucket to open
@@ -279,7 +281,7 @@ func (e *bucketEncoder) openNext() {
 }
 
 func (e *bucketEncoder) input(id int64, s *stats.Stats) {
-	e.b = appendFns(e.b, e.n > 0, id, e.fns, s)
+	e.b = appendFns(e.b, e.n > 0, e.names.appendKey, id, e.fns, s)
 	e.n++
 }
 
@@ -312,14 +314,14 @@ func (e *bucketEncoder) finish() []byte {
 	return append(e.b, "]\n"...)
 }
 
-// appendFns appends "<id>":{"avg":…,…}, with null for missing values.
-func appendFns(b []byte, comma bool, id int64, fns []string, s *stats.Stats) []byte {
+// appendFns appends "<id>":{"avg":…,…}, with null for missing values and
+// the id named by appendKey.
+func appendFns(b []byte, comma bool, appendKey func([]byte, int64) []byte, id int64, fns []string, s *stats.Stats) []byte {
 	if comma {
 		b = append(b, ',')
 	}
-	b = append(b, '"')
-	b = strconv.AppendInt(b, id, 10)
-	b = append(b, `":{`...)
+	b = appendKey(b, id)
+	b = append(b, `:{`...)
 	for i, fn := range fns {
 		if i > 0 {
 			b = append(b, ',')

@@ -47,6 +47,10 @@ func TestLatestReadings(t *testing.T) {
 	if r, listed := got[tn.instanceID]; !listed || r != nil {
 		t.Errorf("the sensor without readings: listed=%v reading=%+v; want it listed without one", listed, r)
 	}
+	res, _ := viewer.LatestReadingsWithResponse(ctx, tn.orgID, tn.projectID, nil)
+	if want := fmt.Sprintf(`{"sensor_id":%d,"sensor_name":"Acme piezometer","reading":null}`, tn.instanceID); !bytes.Contains(res.Body, []byte(want)) {
+		t.Errorf("latest = %s, want it to hold %s", res.Body, want)
+	}
 
 	t.Run("AfterOverwrite", func(t *testing.T) {
 		post(t, editor, tn, reading(t, "2024-05-01T12:00:02Z", gen.Values{"1": 30}))

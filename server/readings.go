@@ -94,6 +94,7 @@ func (s *Server) ListReadings(ctx context.Context, req gen.ListReadingsRequestOb
 		return nil, err
 	}
 	page := newReadingsPage(sensor.ID, prefersCSV(ctx))
+	page.names = newKeyNames(sensor, req.Params.Keys)
 	if p := req.Params.Outputs; p != nil && *p {
 		page.outputs = s.newOutputsWriter(sensor)
 	}
@@ -226,6 +227,9 @@ func nextPageLink(key store.SensorKey, p gen.ListReadingsParams, last time.Time)
 	if p.Outputs != nil {
 		v.Set("outputs", strconv.FormatBool(*p.Outputs))
 	}
+	if p.Keys != nil {
+		v.Set("keys", string(*p.Keys))
+	}
 	return fmt.Sprintf(`</api/v1/org/%d/proj/%d/readings/%d?%s>; rel="next"`,
 		key.OrgID, key.ProjectID, key.SensorID, v.Encode())
 }
@@ -236,7 +240,8 @@ func nextPageLink(key store.SensorKey, p gen.ListReadingsParams, last time.Time)
 type readingsPage struct {
 	buf      *bytes.Buffer
 	sensorID int64
-	outputs  *outputsWriter  // nil unless outputs=true
+	outputs  *outputsWriter // nil unless outputs=true
+	names    keyNames
 	csv      []store.Reading // nil for JSON
 	wantsCSV bool
 	count    int
@@ -264,7 +269,7 @@ func (p *readingsPage) add(r *store.Reading) {
 	if p.count > 0 {
 		p.buf.WriteByte(',')
 	}
-	p.buf.Write(appendReading(p.buf.AvailableBuffer(), p.sensorID, r, p.outputs))
+	p.buf.Write(appendReading(p.buf.AvailableBuffer(), p.sensorID, r, p.outputs, p.names))
 	p.count++
 }
 
@@ -274,7 +279,7 @@ func (p *readingsPage) finish(link string) *readingsPage {
 		p.buf.WriteString("]\n")
 		return p
 	}
-	columns := csvColumns{inputIDs: inputIDsOf(p.csv), outputs: p.outputs}
+	columns := csvColumns{inputIDs: inputIDsOf(p.csv), outputs: p.outputs, names: p.names}
 	p.buf.Write(columns.appendHeader(p.buf.AvailableBuffer()))
 	for i := range p.csv {
 		p.buf.Write(columns.appendRow(p.buf.AvailableBuffer(), &p.csv[i]))
@@ -304,9 +309,10 @@ func (p *readingsPage) VisitListReadingsResponse(w http.ResponseWriter) error {
 	return err
 }
 
-// appendReading appends r as JSON, with its outputs unless outputs is nil:
+// appendReading appends r as JSON, with its outputs unless outputs is nil,
+// its values named by names:
 // {"id":"12-1714564800000000","datetime":"…","inputs":{"101":2803.5},"outputs":{…}}
-func appendReading(b []byte, sensorID int64, r *store.Reading, outputs *outputsWriter) []byte {
+func appendReading(b []byte, sensorID int64, r *store.Reading, outputs *outputsWriter, names keyNames) []byte {
 	b = append(b, `{"id":"`...)
 	b = strconv.AppendInt(b, sensorID, 10)
 	b = append(b, '-')
@@ -318,14 +324,13 @@ func appendReading(b []byte, sensorID int64, r *store.Reading, outputs *outputsW
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, '"')
-		b = strconv.AppendInt(b, id, 10)
-		b = append(b, `":`...)
+		b = names.appendKey(b, id)
+		b = append(b, ':')
 		b = appendNumber(b, r.Values[i])
 	}
 	b = append(b, '}')
 	if outputs != nil {
-		b = outputs.appendOutputs(b, r)
+		b = outputs.appendOutputs(b, r, names)
 	}
 	return append(b, '}')
 }

@@ -811,8 +811,9 @@ export interface paths {
          *
          *     **CSV.** With `Accept: text/csv` the same page comes as CSV: a
          *     header row `datetime,<input ids…>,<output ids…>` (every id that
-         *     appears in the page, ascending) and a row per reading, empty where
-         *     a reading lacks a value. For a whole range at once, use the export.
+         *     appears in the page, ascending; with `keys=names`, keys and units
+         *     such as `freq (Hz)`) and a row per reading, empty where a reading
+         *     lacks a value. For a whole range at once, use the export.
          *
          *     **Outputs.** With `outputs=true` each reading carries `outputs`:
          *     the values of the sensor's output formulas, keyed by output ID,
@@ -1045,8 +1046,8 @@ export interface paths {
         /**
          * Latest reading of every sensor
          * @description The newest reading of each sensor of the project, in sensor id
-         *     order, paged like sensors; a sensor without readings is listed
-         *     without one. Each sensor costs one index probe, however many
+         *     order, paged like sensors, each with its name; a sensor without
+         *     readings is listed with `"reading": null`. Each sensor costs one index probe, however many
          *     readings it has. With `outputs=true` each reading carries its
          *     outputs. Required role: `viewer`.
          */
@@ -1471,7 +1472,7 @@ export interface components {
             next_cursor?: string;
         };
         /**
-         * @description Numbers keyed by decimal input or output ID.
+         * @description Numbers keyed by decimal input or output ID, or by blueprint key with `keys=names`.
          * @example {
          *       "101": 2803.5,
          *       "102": 11.2
@@ -1502,7 +1503,7 @@ export interface components {
             outputs?: components["schemas"]["Aggregates"];
         };
         /**
-         * @description The functions asked for, by input or output ID.
+         * @description The functions asked for, by input or output ID, or by blueprint key with `keys=names`.
          * @example {
          *       "101": {
          *         "avg": 2802.1,
@@ -1524,7 +1525,9 @@ export interface components {
         Latest: {
             /** Format: int64 */
             sensor_id: number;
-            reading?: components["schemas"]["Reading"];
+            sensor_name: string;
+            /** @description The sensor's newest reading, or null when it has none. */
+            reading?: components["schemas"]["Reading"] | null;
         };
         Deleted: {
             /**
@@ -1740,6 +1743,14 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description How inputs and outputs are named: `ids` (default), their decimal
+         *     ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+         *     `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+         *     id the sensor's instance does not know (a sensor without a
+         *     blueprint, or an input no longer in it) stays an id.
+         */
+        Keys: "ids" | "names";
         /**
          * @description Read your own writes when the service reads from a hot standby: the
          *     `X-Readings-LSN` of your last write. The service waits a bounded
@@ -4097,6 +4108,14 @@ export interface operations {
                 order?: "asc" | "desc";
                 /** @description Whether to compute each reading's outputs. */
                 outputs?: boolean;
+                /**
+                 * @description How inputs and outputs are named: `ids` (default), their decimal
+                 *     ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+                 *     `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+                 *     id the sensor's instance does not know (a sensor without a
+                 *     blueprint, or an input no longer in it) stays an id.
+                 */
+                keys?: components["parameters"]["Keys"];
             };
             header?: {
                 /**
@@ -4369,6 +4388,14 @@ export interface operations {
                 fill?: "null";
                 /** @description Whether to aggregate the outputs too. */
                 outputs?: boolean;
+                /**
+                 * @description How inputs and outputs are named: `ids` (default), their decimal
+                 *     ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+                 *     `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+                 *     id the sensor's instance does not know (a sensor without a
+                 *     blueprint, or an input no longer in it) stays an id.
+                 */
+                keys?: components["parameters"]["Keys"];
             };
             header?: {
                 /**
@@ -4468,6 +4495,14 @@ export interface operations {
                 datetime__lt?: string;
                 /** @description Whether to compute each reading's outputs. */
                 outputs?: boolean;
+                /**
+                 * @description How inputs and outputs are named: `ids` (default), their decimal
+                 *     ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+                 *     `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+                 *     id the sensor's instance does not know (a sensor without a
+                 *     blueprint, or an input no longer in it) stays an id.
+                 */
+                keys?: components["parameters"]["Keys"];
             };
             header?: {
                 /**
@@ -4560,6 +4595,14 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Whether to compute each reading's outputs. */
                 outputs?: boolean;
+                /**
+                 * @description How inputs and outputs are named: `ids` (default), their decimal
+                 *     ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+                 *     `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+                 *     id the sensor's instance does not know (a sensor without a
+                 *     blueprint, or an input no longer in it) stays an id.
+                 */
+                keys?: components["parameters"]["Keys"];
             };
             header?: {
                 /**
@@ -4600,6 +4643,7 @@ export interface operations {
                      *       "items": [
                      *         {
                      *           "sensor_id": 12,
+                     *           "sensor_name": "VW-01",
                      *           "reading": {
                      *             "id": "12-1714565400000000",
                      *             "datetime": "2024-05-01T12:10:00.000Z",
@@ -4608,9 +4652,6 @@ export interface operations {
                      *               "102": 11.3
                      *             }
                      *           }
-                     *         },
-                     *         {
-                     *           "sensor_id": 13
                      *         }
                      *       ]
                      *     }
