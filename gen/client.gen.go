@@ -3641,7 +3641,7 @@ func NewDeleteReadingsRequest(server string, orgId OrgId, projId ProjId, sensorI
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
 			for _, qp := range strings.Split(queryFrag, "&") {
@@ -3649,7 +3649,7 @@ func NewDeleteReadingsRequest(server string, orgId OrgId, projId ProjId, sensorI
 			}
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
 			for _, qp := range strings.Split(queryFrag, "&") {
@@ -3722,7 +3722,7 @@ func NewListReadingsRequest(server string, orgId OrgId, projId ProjId, sensorId 
 
 		if params.DatetimeGte != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", *params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", *params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3734,7 +3734,7 @@ func NewListReadingsRequest(server string, orgId OrgId, projId ProjId, sensorId 
 
 		if params.DatetimeGt != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gt", *params.DatetimeGt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gt", *params.DatetimeGt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3746,7 +3746,7 @@ func NewListReadingsRequest(server string, orgId OrgId, projId ProjId, sensorId 
 
 		if params.DatetimeLte != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lte", *params.DatetimeLte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lte", *params.DatetimeLte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3758,7 +3758,7 @@ func NewListReadingsRequest(server string, orgId OrgId, projId ProjId, sensorId 
 
 		if params.DatetimeLt != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", *params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", *params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -4038,7 +4038,7 @@ func NewAggregateReadingsRequest(server string, orgId OrgId, projId ProjId, sens
 
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
 			for _, qp := range strings.Split(queryFrag, "&") {
@@ -4046,7 +4046,7 @@ func NewAggregateReadingsRequest(server string, orgId OrgId, projId ProjId, sens
 			}
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
 			for _, qp := range strings.Split(queryFrag, "&") {
@@ -4194,7 +4194,7 @@ func NewExportReadingsRequest(server string, orgId OrgId, projId ProjId, sensorI
 
 		if params.DatetimeGte != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", *params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", *params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -4206,7 +4206,7 @@ func NewExportReadingsRequest(server string, orgId OrgId, projId ProjId, sensorI
 
 		if params.DatetimeLt != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", *params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", *params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

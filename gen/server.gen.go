@@ -451,6 +451,14 @@ type BlueprintWrite struct {
 	Outputs     []BlueprintOutput    `json:"outputs"`
 }
 
+// Bound An instant bounding a range of readings: RFC 3339 with a zone
+// (`2024-05-01T00:00:00Z`, `2024-05-01T02:00:00%2B02:00` in a URL), or
+// milliseconds since 1970-01-01T00:00:00Z (`1714521600000`), as
+// Grafana's `${__from}` and `${__timeFrom}` give.
+//
+// Example: 2024-05-01T00:00:00Z
+type Bound = string
+
 // Bucket The readings of one interval; `datetime` is its start.
 type Bucket struct {
 	// Count The number of readings in the bucket.
@@ -1285,25 +1293,25 @@ type LatestReadingsParamsKeys string
 // DeleteReadingsParams defines parameters for DeleteReadings.
 type DeleteReadingsParams struct {
 	// DatetimeGte The first instant to delete (RFC 3339 with a zone).
-	DatetimeGte time.Time `form:"datetime__gte" json:"datetime__gte"`
+	DatetimeGte Bound `form:"datetime__gte" json:"datetime__gte"`
 
 	// DatetimeLt The first instant to keep after the range.
-	DatetimeLt time.Time `form:"datetime__lt" json:"datetime__lt"`
+	DatetimeLt Bound `form:"datetime__lt" json:"datetime__lt"`
 }
 
 // ListReadingsParams defines parameters for ListReadings.
 type ListReadingsParams struct {
-	// DatetimeGte Only readings at or after this instant (RFC 3339 with a zone).
-	DatetimeGte *time.Time `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
+	// DatetimeGte Only readings at or after this instant (RFC 3339 with a zone, or epoch milliseconds).
+	DatetimeGte *Bound `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
 
 	// DatetimeGt Only readings strictly after this instant.
-	DatetimeGt *time.Time `form:"datetime__gt,omitempty" json:"datetime__gt,omitempty"`
+	DatetimeGt *Bound `form:"datetime__gt,omitempty" json:"datetime__gt,omitempty"`
 
 	// DatetimeLte Only readings at or before this instant.
-	DatetimeLte *time.Time `form:"datetime__lte,omitempty" json:"datetime__lte,omitempty"`
+	DatetimeLte *Bound `form:"datetime__lte,omitempty" json:"datetime__lte,omitempty"`
 
 	// DatetimeLt Only readings strictly before this instant.
-	DatetimeLt *time.Time `form:"datetime__lt,omitempty" json:"datetime__lt,omitempty"`
+	DatetimeLt *Bound `form:"datetime__lt,omitempty" json:"datetime__lt,omitempty"`
 
 	// Limit The most readings in a page.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -1379,10 +1387,10 @@ type AggregateReadingsParams struct {
 	Fn *string `form:"fn,omitempty" json:"fn,omitempty"`
 
 	// DatetimeGte The start of the range, inclusive (RFC 3339 with a zone).
-	DatetimeGte time.Time `form:"datetime__gte" json:"datetime__gte"`
+	DatetimeGte Bound `form:"datetime__gte" json:"datetime__gte"`
 
 	// DatetimeLt The end of the range, exclusive.
-	DatetimeLt time.Time `form:"datetime__lt" json:"datetime__lt"`
+	DatetimeLt Bound `form:"datetime__lt" json:"datetime__lt"`
 
 	// Tz An IANA time zone, such as `Europe/London`, to align buckets to its local time. Default UTC.
 	Tz *string `form:"tz,omitempty" json:"tz,omitempty"`
@@ -1421,10 +1429,10 @@ type ExportReadingsParams struct {
 	Format *ExportReadingsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 
 	// DatetimeGte Only readings at or after this instant.
-	DatetimeGte *time.Time `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
+	DatetimeGte *Bound `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
 
 	// DatetimeLt Only readings strictly before this instant.
-	DatetimeLt *time.Time `form:"datetime__lt,omitempty" json:"datetime__lt,omitempty"`
+	DatetimeLt *Bound `form:"datetime__lt,omitempty" json:"datetime__lt,omitempty"`
 
 	// Outputs Whether to compute each reading's outputs.
 	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
@@ -2286,14 +2294,14 @@ func (w *ServerInterfaceWrapper) DeleteReadings(ctx echo.Context) error {
 	var params DeleteReadingsParams
 	// ------------- Required query parameter "datetime__gte" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, true, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__gte: %s", err))
 	}
 
 	// ------------- Required query parameter "datetime__lt" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, true, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lt: %s", err))
 	}
@@ -2334,28 +2342,28 @@ func (w *ServerInterfaceWrapper) ListReadings(ctx echo.Context) error {
 	var params ListReadingsParams
 	// ------------- Optional query parameter "datetime__gte" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__gte: %s", err))
 	}
 
 	// ------------- Optional query parameter "datetime__gt" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gt", ctx.QueryParams(), &params.DatetimeGt, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gt", ctx.QueryParams(), &params.DatetimeGt, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__gt: %s", err))
 	}
 
 	// ------------- Optional query parameter "datetime__lte" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lte", ctx.QueryParams(), &params.DatetimeLte, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lte", ctx.QueryParams(), &params.DatetimeLte, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lte: %s", err))
 	}
 
 	// ------------- Optional query parameter "datetime__lt" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lt: %s", err))
 	}
@@ -2517,14 +2525,14 @@ func (w *ServerInterfaceWrapper) AggregateReadings(ctx echo.Context) error {
 
 	// ------------- Required query parameter "datetime__gte" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, true, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__gte: %s", err))
 	}
 
 	// ------------- Required query parameter "datetime__lt" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, true, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lt: %s", err))
 	}
@@ -2617,14 +2625,14 @@ func (w *ServerInterfaceWrapper) ExportReadings(ctx echo.Context) error {
 
 	// ------------- Optional query parameter "datetime__gte" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__gte: %s", err))
 	}
 
 	// ------------- Optional query parameter "datetime__lt" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lt: %s", err))
 	}

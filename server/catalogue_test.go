@@ -66,6 +66,10 @@ var badRequests = []struct {
 	// Readings: query parameters.
 	{"QueryBadDatetime", "GET", "/readings/{sensor}?datetime__gte=2024-05-01", "", "", 400},
 	{"QueryNoZone", "GET", "/readings/{sensor}?datetime__lt=2024-05-01T00:00:00", "", "", 400},
+	{"QueryMillisTooLarge", "GET", "/readings/{sensor}?datetime__gte=9999999999999999", "", "", 400},
+	{"QueryMillisTooLong", "GET", "/readings/{sensor}?datetime__gte=17145216000000000", "", "", 400},
+	{"QueryMillisFraction", "GET", "/readings/{sensor}?datetime__gte=1714521600000.5", "", "", 400},
+	{"ExportMillisTooSmall", "GET", "/readings/{sensor}/export?datetime__lt=-9999999999999999", "", "", 400},
 	{"QuerySQL", "GET", "/readings/{sensor}?datetime__gte=2024-05-01T00:00:00Z'%20OR%201=1--", "", "", 400},
 	{"QueryLimitZero", "GET", "/readings/{sensor}?limit=0", "", "", 400},
 	{"QueryLimitHuge", "GET", "/readings/{sensor}?limit=99999999999999999999", "", "", 400},

@@ -24,7 +24,9 @@ func (s *Server) ExportReadings(ctx context.Context, req gen.ExportReadingsReque
 		return nil, err
 	}
 	q := store.ReadingQuery{Limit: exportChunk}
-	q.From, q.To = timeRange(req.Params.DatetimeGte, nil, nil, req.Params.DatetimeLt)
+	if q.From, q.To, err = timeRange(req.Params.DatetimeGte, nil, nil, req.Params.DatetimeLt); err != nil {
+		return nil, err
+	}
 	var outputs *outputsWriter
 	if p := req.Params.Outputs; p != nil && *p {
 		outputs = s.newOutputsWriter(sensor)

@@ -88,7 +88,10 @@ func shortDuration(d time.Duration) string {
 // reading; the Link to the next page is known once the page is full.
 func (s *Server) ListReadings(ctx context.Context, req gen.ListReadingsRequestObject) (gen.ListReadingsResponseObject, error) {
 	key := sensorKey(req.OrgId, req.ProjId, req.SensorId)
-	q := readingQuery(req.Params)
+	q, err := readingQuery(req.Params)
+	if err != nil {
+		return nil, err
+	}
 	sensor, err := s.store.GetSensor(ctx, key)
 	if err != nil {
 		return nil, err
@@ -133,9 +136,12 @@ func (s *Server) DeleteReadings(ctx context.Context, req gen.DeleteReadingsReque
 }
 
 // readingQuery turns the parameters into the store's query.
-func readingQuery(p gen.ListReadingsParams) store.ReadingQuery {
+func readingQuery(p gen.ListReadingsParams) (store.ReadingQuery, error) {
 	q := store.ReadingQuery{Limit: defaultReadingsLimit}
-	q.From, q.To = timeRange(p.DatetimeGte, p.DatetimeGt, p.DatetimeLte, p.DatetimeLt)
+	var err error
+	if q.From, q.To, err = timeRange(p.DatetimeGte, p.DatetimeGt, p.DatetimeLte, p.DatetimeLt); err != nil {
+		return q, err
+	}
 	if p.Limit != nil {
 		q.Limit = *p.Limit
 	}
@@ -143,7 +149,7 @@ func readingQuery(p gen.ListReadingsParams) store.ReadingQuery {
 		q.Offset = *p.Offset
 	}
 	q.Desc = p.Order != nil && *p.Order == gen.Desc
-	return q
+	return q, nil
 }
 
 // timeRange turns a request's datetime bounds (datetime__gte, __gt, __lte,
@@ -152,28 +158,59 @@ func readingQuery(p gen.ListReadingsParams) store.ReadingQuery {
 // the bounds select nothing. Readings are stored to the microsecond, so
 // "after t" is "at or after t's next microsecond", which lets one SQL
 // statement serve every combination of bounds.
-func timeRange(gte, gt, lte, lt *time.Time) (from, to time.Time) {
+func timeRange(gte, gt, lte, lt *gen.Bound) (from, to time.Time, err error) {
 	from, to = store.MinTime, store.MaxTime
+	var bounds [4]time.Time
+	for i, b := range []*gen.Bound{gte, gt, lte, lt} {
+		if b == nil {
+			continue
+		}
+		if bounds[i], err = parseBound(*b); err != nil {
+			name := [...]string{"datetime__gte", "datetime__gt", "datetime__lte", "datetime__lt"}[i]
+			return from, to, &apperr.Error{Code: apperr.Invalid, Message: fmt.Sprintf("%s: %v", name, err),
+				Details: map[string]any{"parameter": name}}
+		}
+	}
 	if gte != nil {
-		from = later(from, ceilMicro(*gte))
+		from = later(from, ceilMicro(bounds[0]))
 	}
 	if gt != nil {
-		from = later(from, gt.Truncate(time.Microsecond).Add(time.Microsecond))
+		from = later(from, bounds[1].Truncate(time.Microsecond).Add(time.Microsecond))
 	}
 	if lte != nil {
-		to = earlier(to, lte.Truncate(time.Microsecond))
+		to = earlier(to, bounds[2].Truncate(time.Microsecond))
 	}
 	if lt != nil {
-		to = earlier(to, ceilMicro(*lt).Add(-time.Microsecond))
+		to = earlier(to, ceilMicro(bounds[3]).Add(-time.Microsecond))
 	}
-	return from, to
+	return from, to, nil
+}
+
+// parseBound reads a bound as RFC 3339 with a zone (nanoseconds allowed,
+// as before bounds took milliseconds) or as milliseconds since the epoch,
+// the form Grafana's ${__from} and ${__timeFrom} give.
+func parseBound(b gen.Bound) (time.Time, error) {
+	if ms, err := strconv.ParseInt(b, 10, 64); err == nil {
+		t := time.UnixMilli(ms).UTC()
+		if t.Before(store.MinTime) || t.After(store.MaxTime) {
+			return t, fmt.Errorf("%s milliseconds is outside 0001-01-01 to 9999-12-31", b)
+		}
+		return t, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, b)
+	if err != nil {
+		return t, fmt.Errorf("%q is neither RFC 3339 with a zone, such as 2024-05-01T00:00:00Z, nor epoch milliseconds", b)
+	}
+	return t, nil
 }
 
 // boundedRange is timeRange of the two bounds that operations on a range
 // (aggregates, range deletes) require, and Invalid when they select
 // nothing.
-func boundedRange(gte, lt time.Time) (from, to time.Time, err error) {
-	from, to = timeRange(&gte, nil, nil, &lt)
+func boundedRange(gte, lt gen.Bound) (from, to time.Time, err error) {
+	if from, to, err = timeRange(&gte, nil, nil, &lt); err != nil {
+		return from, to, err
+	}
 	if from.After(to) {
 		return from, to, apperr.Errorf(apperr.Invalid, "datetime__lt must be after datetime__gte")
 	}
@@ -204,18 +241,19 @@ func earlier(a, b time.Time) time.Time {
 // nextPageLink is the Link header of a full page: the same query from just
 // past the last reading, without offset, which applied to the first page.
 func nextPageLink(key store.SensorKey, p gen.ListReadingsParams, last time.Time) string {
+	exact := formatExact(last)
 	if p.Order != nil && *p.Order == gen.Desc {
-		p.DatetimeLt = &last
+		p.DatetimeLt = &exact
 	} else {
-		p.DatetimeGt = &last
+		p.DatetimeGt = &exact
 	}
 	v := url.Values{}
-	for name, t := range map[string]*time.Time{
+	for name, b := range map[string]*gen.Bound{
 		"datetime__gte": p.DatetimeGte, "datetime__gt": p.DatetimeGt,
 		"datetime__lte": p.DatetimeLte, "datetime__lt": p.DatetimeLt,
 	} {
-		if t != nil {
-			v.Set(name, formatExact(*t))
+		if b != nil {
+			v.Set(name, *b)
 		}
 	}
 	if p.Limit != nil {

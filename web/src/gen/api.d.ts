@@ -1104,6 +1104,14 @@ export interface components {
             migration_version: number;
         };
         /**
+         * @description An instant bounding a range of readings: RFC 3339 with a zone
+         *     (`2024-05-01T00:00:00Z`, `2024-05-01T02:00:00%2B02:00` in a URL), or
+         *     milliseconds since 1970-01-01T00:00:00Z (`1714521600000`), as
+         *     Grafana's `${__from}` and `${__timeFrom}` give.
+         * @example 2024-05-01T00:00:00Z
+         */
+        Bound: string;
+        /**
          * Format: date-time
          * @description In responses, UTC to the millisecond with exactly three fractional
          *     digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
@@ -4090,16 +4098,16 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Only readings at or after this instant (RFC 3339 with a zone).
+                 * @description Only readings at or after this instant (RFC 3339 with a zone, or epoch milliseconds).
                  * @example 2024-05-01T00:00:00Z
                  */
-                datetime__gte?: string;
+                datetime__gte?: components["schemas"]["Bound"];
                 /** @description Only readings strictly after this instant. */
-                datetime__gt?: string;
+                datetime__gt?: components["schemas"]["Bound"];
                 /** @description Only readings at or before this instant. */
-                datetime__lte?: string;
+                datetime__lte?: components["schemas"]["Bound"];
                 /** @description Only readings strictly before this instant. */
-                datetime__lt?: string;
+                datetime__lt?: components["schemas"]["Bound"];
                 /** @description The most readings in a page. */
                 limit?: number;
                 /** @description How many readings of the ordered, filtered result to skip. */
@@ -4299,12 +4307,12 @@ export interface operations {
                  * @description The first instant to delete (RFC 3339 with a zone).
                  * @example 2024-05-01T00:00:00Z
                  */
-                datetime__gte: string;
+                datetime__gte: components["schemas"]["Bound"];
                 /**
                  * @description The first instant to keep after the range.
                  * @example 2024-05-02T00:00:00Z
                  */
-                datetime__lt: string;
+                datetime__lt: components["schemas"]["Bound"];
             };
             header?: never;
             path: {
@@ -4373,12 +4381,12 @@ export interface operations {
                  * @description The start of the range, inclusive (RFC 3339 with a zone).
                  * @example 2024-05-01T00:00:00Z
                  */
-                datetime__gte: string;
+                datetime__gte: components["schemas"]["Bound"];
                 /**
                  * @description The end of the range, exclusive.
                  * @example 2024-05-02T00:00:00Z
                  */
-                datetime__lt: string;
+                datetime__lt: components["schemas"]["Bound"];
                 /**
                  * @description An IANA time zone, such as `Europe/London`, to align buckets to its local time. Default UTC.
                  * @example Europe/London
@@ -4490,9 +4498,9 @@ export interface operations {
                 /** @description `csv` (default) or `ndjson`. */
                 format?: "csv" | "ndjson";
                 /** @description Only readings at or after this instant. */
-                datetime__gte?: string;
+                datetime__gte?: components["schemas"]["Bound"];
                 /** @description Only readings strictly before this instant. */
-                datetime__lt?: string;
+                datetime__lt?: components["schemas"]["Bound"];
                 /** @description Whether to compute each reading's outputs. */
                 outputs?: boolean;
                 /**
