@@ -4018,12 +4018,28 @@ func NewAggregateReadingsRequest(server string, orgId OrgId, projId ProjId, sens
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "interval", params.Interval, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.Interval != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "interval", *params.Interval, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
+		}
+
+		if params.MaxPoints != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "max_points", *params.MaxPoints, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
 		}
 
 		if params.Fn != nil {
@@ -8945,6 +8961,11 @@ func (r PostReadingsResponse) ContentType() string {
 	return ""
 }
 
+// AggregateReadingsResponse200Headers the declared response headers of an HTTP 200 response for AggregateReadings
+type AggregateReadingsResponse200Headers struct {
+	XReadingsInterval *string
+}
+
 // AggregateReadingsResponse401Headers the declared response headers of an HTTP 401 response for AggregateReadings
 type AggregateReadingsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -8979,6 +9000,8 @@ type AggregateReadingsResponse struct {
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AggregateReadingsResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *AggregateReadingsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14910,6 +14933,16 @@ func ParseAggregateReadingsResponse(rsp *http.Response) (*AggregateReadingsRespo
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers AggregateReadingsResponse200Headers
+		if values := rsp.Header.Values("X-Readings-Interval"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Readings-Interval", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XReadingsInterval = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers AggregateReadingsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {

@@ -1377,8 +1377,19 @@ type PostReadings200JSONResponseBody struct {
 
 // AggregateReadingsParams defines parameters for AggregateReadings.
 type AggregateReadingsParams struct {
-	// Interval The bucket width: a whole number and m (minutes), h (hours) or d (days), from 1m to 31d.
-	Interval string `form:"interval" json:"interval"`
+	// Interval The bucket width: a whole number and m (minutes), h (hours) or d
+	// (days), from 1m to 31d. Exactly one of `interval` and
+	// `max_points` is required.
+	Interval *string `form:"interval,omitempty" json:"interval,omitempty"`
+
+	// MaxPoints Instead of `interval`: the most buckets wanted. The service picks
+	// the narrowest of 1m, 2m, 5m, 10m, 15m, 30m, 1h, 2h, 3h, 6h, 12h,
+	// 1d, 2d, 7d, 14d and 31d that keeps the range within that many
+	// buckets (counting one more for a range that does not start on a
+	// boundary), says which in `X-Readings-Interval`, and answers 400
+	// when even 31d does not. A chart passes about its width in
+	// pixels (docs/grafana.md).
+	MaxPoints *int `form:"max_points,omitempty" json:"max_points,omitempty"`
 
 	// Fn Comma-separated functions of each bucket: `avg`, `min`, `max`,
 	// `sum`, `count`, `first`, `last`, `median`, `range` (max − min)
@@ -2509,11 +2520,18 @@ func (w *ServerInterfaceWrapper) AggregateReadings(ctx echo.Context) error {
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params AggregateReadingsParams
-	// ------------- Required query parameter "interval" -------------
+	// ------------- Optional query parameter "interval" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, true, "interval", ctx.QueryParams(), &params.Interval, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "interval", ctx.QueryParams(), &params.Interval, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter interval: %s", err))
+	}
+
+	// ------------- Optional query parameter "max_points" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "max_points", ctx.QueryParams(), &params.MaxPoints, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter max_points: %s", err))
 	}
 
 	// ------------- Optional query parameter "fn" -------------
@@ -6912,15 +6930,25 @@ type AggregateReadingsResponseObject interface {
 	VisitAggregateReadingsResponse(w http.ResponseWriter) error
 }
 
-type AggregateReadings200JSONResponse []Bucket
+type AggregateReadings200ResponseHeaders struct {
+	XReadingsInterval *string
+}
+
+type AggregateReadings200JSONResponse struct {
+	Body    []Bucket
+	Headers AggregateReadings200ResponseHeaders
+}
 
 func (response AggregateReadings200JSONResponse) VisitAggregateReadingsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XReadingsInterval != nil {
+		w.Header().Set("X-Readings-Interval", fmt.Sprint(*response.Headers.XReadingsInterval))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err

@@ -76,7 +76,7 @@ func TestKeysNames(t *testing.T) {
 	})
 	t.Run("Aggregates", func(t *testing.T) {
 		res, err := viewer.AggregateReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID, &gen.AggregateReadingsParams{
-			Interval: "1h", Fn: ptr("max"), DatetimeGte: "1714564800000", DatetimeLt: "2024-05-01T13:00:00Z",
+			Interval: ptr("1h"), Fn: ptr("max"), DatetimeGte: "1714564800000", DatetimeLt: "2024-05-01T13:00:00Z",
 			Fill: ptr(gen.Null), Outputs: ptr(true), Keys: ptr(gen.AggregateReadingsParamsKeysNames)})
 		if err != nil || res.StatusCode() != 200 {
 			t.Fatalf("aggregates: %v %s", err, res.Body)

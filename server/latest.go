@@ -70,5 +70,4 @@ func (j jsonBody) write(w http.ResponseWriter) error {
 	return err
 }
 
-func (j jsonBody) VisitLatestReadingsResponse(w http.ResponseWriter) error    { return j.write(w) }
-func (j jsonBody) VisitAggregateReadingsResponse(w http.ResponseWriter) error { return j.write(w) }
+func (j jsonBody) VisitLatestReadingsResponse(w http.ResponseWriter) error { return j.write(w) }

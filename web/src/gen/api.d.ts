@@ -4365,10 +4365,23 @@ export interface operations {
         parameters: {
             query: {
                 /**
-                 * @description The bucket width: a whole number and m (minutes), h (hours) or d (days), from 1m to 31d.
+                 * @description The bucket width: a whole number and m (minutes), h (hours) or d
+                 *     (days), from 1m to 31d. Exactly one of `interval` and
+                 *     `max_points` is required.
                  * @example 1h
                  */
-                interval: string;
+                interval?: string;
+                /**
+                 * @description Instead of `interval`: the most buckets wanted. The service picks
+                 *     the narrowest of 1m, 2m, 5m, 10m, 15m, 30m, 1h, 2h, 3h, 6h, 12h,
+                 *     1d, 2d, 7d, 14d and 31d that keeps the range within that many
+                 *     buckets (counting one more for a range that does not start on a
+                 *     boundary), says which in `X-Readings-Interval`, and answers 400
+                 *     when even 31d does not. A chart passes about its width in
+                 *     pixels (docs/grafana.md).
+                 * @example 1000
+                 */
+                max_points?: number;
                 /**
                  * @description Comma-separated functions of each bucket: `avg`, `min`, `max`,
                  *     `sum`, `count`, `first`, `last`, `median`, `range` (max − min)
@@ -4441,6 +4454,11 @@ export interface operations {
             /** @description The buckets, oldest first. */
             200: {
                 headers: {
+                    /**
+                     * @description The bucket width used, as `interval` takes it (`15m`, `1h`, `7d`).
+                     * @example 1h
+                     */
+                    "X-Readings-Interval"?: string;
                     [name: string]: unknown;
                 };
                 content: {
