@@ -344,6 +344,7 @@ func TestReadingsLinkPaging(t *testing.T) {
 		{"Desc", gen.ListReadingsParams{Order: ptr(gen.Desc), Limit: ptr(1000)}, func(i int) float64 { return float64(total - 1 - i) }, total},
 		{"Bounded", gen.ListReadingsParams{
 			DatetimeGte: ptr(fmt.Sprint(base.Add(100 * time.Second).UnixMilli())), DatetimeLt: ptr(base.Add(1100 * time.Second).Format(time.RFC3339)), Limit: ptr(300), Outputs: ptr(false),
+			Keys: ptr(gen.ListReadingsParamsKeysNames),
 		}, func(i int) float64 { return float64(200 + i) }, 2000},
 		{"Offset", gen.ListReadingsParams{Offset: ptr(int64(10)), Limit: ptr(1000)}, func(i int) float64 { return float64(10 + i) }, total - 10},
 	} {
@@ -362,7 +363,8 @@ func TestReadingsLinkPaging(t *testing.T) {
 				if !ok {
 					break
 				}
-				if next.Outputs == nil != (tc.first.Outputs == nil) || next.DatetimeGte == nil != (tc.first.DatetimeGte == nil) {
+				if next.Outputs == nil != (tc.first.Outputs == nil) || next.DatetimeGte == nil != (tc.first.DatetimeGte == nil) ||
+					next.Keys == nil != (tc.first.Keys == nil) {
 					t.Errorf("Link %q dropped a parameter of the first request", header.Get("Link"))
 				}
 				p = next
