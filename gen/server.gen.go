@@ -210,6 +210,24 @@ func (e LatestReadingsParamsKeys) Valid() bool {
 	}
 }
 
+// Defines values for ListProjectReadingsParamsKeys.
+const (
+	ListProjectReadingsParamsKeysIds   ListProjectReadingsParamsKeys = "ids"
+	ListProjectReadingsParamsKeysNames ListProjectReadingsParamsKeys = "names"
+)
+
+// Valid indicates whether the value is a known member of the ListProjectReadingsParamsKeys enum.
+func (e ListProjectReadingsParamsKeys) Valid() bool {
+	switch e {
+	case ListProjectReadingsParamsKeysIds:
+		return true
+	case ListProjectReadingsParamsKeysNames:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListReadingsParamsOrder.
 const (
 	Asc  ListReadingsParamsOrder = "asc"
@@ -755,6 +773,33 @@ type LatestPage struct {
 	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
+// LongPage defines model for LongPage.
+type LongPage struct {
+	Items []LongRow `json:"items"`
+
+	// NextCursor Present when there may be more; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// LongRow One value of one reading of one sensor.
+type LongRow struct {
+	// Datetime In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	Datetime Datetime `json:"datetime"`
+
+	// Key The input's or output's id, or its key with `keys=names`.
+	Key string `json:"key"`
+
+	// Sensor The sensor's name.
+	Sensor   string  `json:"sensor"`
+	SensorId int64   `json:"sensor_id"`
+	Value    float64 `json:"value"`
+}
+
 // Me defines model for Me.
 type Me struct {
 	Memberships []Membership `json:"memberships"`
@@ -1290,6 +1335,48 @@ type LatestReadingsParams struct {
 // LatestReadingsParamsKeys defines parameters for LatestReadings.
 type LatestReadingsParamsKeys string
 
+// ListProjectReadingsParams defines parameters for ListProjectReadings.
+type ListProjectReadingsParams struct {
+	// Sensors Comma-separated sensor ids, at most 20.
+	Sensors *string `form:"sensors,omitempty" json:"sensors,omitempty"`
+
+	// DatetimeGte Only readings at or after this instant.
+	DatetimeGte *Bound `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
+
+	// DatetimeLt Only readings strictly before this instant.
+	DatetimeLt *Bound `form:"datetime__lt,omitempty" json:"datetime__lt,omitempty"`
+
+	// Key Only the rows of this input or output.
+	Key *string `form:"key,omitempty" json:"key,omitempty"`
+
+	// Outputs Whether the outputs are rows too.
+	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
+
+	// Keys How inputs and outputs are named: `ids` (default), their decimal
+	// ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+	// `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+	// id the sensor's instance does not know (a sensor without a
+	// blueprint, or an input no longer in it) stays an id.
+	Keys *ListProjectReadingsParamsKeys `form:"keys,omitempty" json:"keys,omitempty"`
+
+	// Limit The most readings whose values a page holds.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// XReadingsMinLSN Read your own writes when the service reads from a hot standby: the
+	// `X-Readings-LSN` of your last write. The service waits a bounded
+	// time (its `-read-wait`, 200 ms by default) for the standby to
+	// replay the database's log up to it, and otherwise reads the
+	// primary. Without it, a read may lag a write by the replication
+	// delay. Ignored when the service has no standby.
+	XReadingsMinLSN *MinLSN `json:"X-Readings-Min-LSN,omitempty"`
+}
+
+// ListProjectReadingsParamsKeys defines parameters for ListProjectReadings.
+type ListProjectReadingsParamsKeys string
+
 // DeleteReadingsParams defines parameters for DeleteReadings.
 type DeleteReadingsParams struct {
 	// DatetimeGte The first instant to delete (RFC 3339 with a zone).
@@ -1672,6 +1759,9 @@ type ServerInterface interface {
 	// LatestReadings Latest reading of every sensor
 	// (GET /api/v1/org/{org_id}/proj/{proj_id}/latest)
 	LatestReadings(ctx echo.Context, orgId OrgId, projId ProjId, params LatestReadingsParams) error
+	// ListProjectReadings Readings of several sensors, one row per value
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/readings)
+	ListProjectReadings(ctx echo.Context, orgId OrgId, projId ProjId, params ListProjectReadingsParams) error
 	// DeleteReadings Delete readings in a range
 	// (DELETE /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id})
 	DeleteReadings(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, params DeleteReadingsParams) error
@@ -2271,6 +2361,105 @@ func (w *ServerInterfaceWrapper) LatestReadings(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.LatestReadings(ctx, orgId, projId, params)
+	return err
+}
+
+// ListProjectReadings converts echo context to params.
+func (w *ServerInterfaceWrapper) ListProjectReadings(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListProjectReadingsParams
+	// ------------- Optional query parameter "sensors" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sensors", ctx.QueryParams(), &params.Sensors, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensors: %s", err))
+	}
+
+	// ------------- Optional query parameter "datetime__gte" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__gte: %s", err))
+	}
+
+	// ------------- Optional query parameter "datetime__lt" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lt: %s", err))
+	}
+
+	// ------------- Optional query parameter "key" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "key", ctx.QueryParams(), &params.Key, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key: %s", err))
+	}
+
+	// ------------- Optional query parameter "outputs" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "outputs", ctx.QueryParams(), &params.Outputs, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outputs: %s", err))
+	}
+
+	// ------------- Optional query parameter "keys" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keys", ctx.QueryParams(), &params.Keys, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keys: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "X-Readings-Min-LSN" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("X-Readings-Min-LSN")]; found {
+		var XReadingsMinLSN MinLSN
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Readings-Min-LSN, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "X-Readings-Min-LSN", valueList[0], &XReadingsMinLSN, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Readings-Min-LSN: %s", err))
+		}
+
+		params.XReadingsMinLSN = &XReadingsMinLSN
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListProjectReadings(ctx, orgId, projId, params)
 	return err
 }
 
@@ -3120,6 +3309,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/formulas", wrapper.UpdateFormulas, options.OperationMiddlewares["updateFormulas"]...)
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/calibrations", wrapper.UpdateCalibrations, options.OperationMiddlewares["updateCalibrations"]...)
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/baselines", wrapper.UpdateBaselines, options.OperationMiddlewares["updateBaselines"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings", wrapper.ListProjectReadings, options.OperationMiddlewares["listProjectReadings"]...)
 	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings/:sensor_id", wrapper.DeleteReadings, options.OperationMiddlewares["deleteReadings"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings/:sensor_id", wrapper.ListReadings, options.OperationMiddlewares["listReadings"]...)
 	router.POST(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings/:sensor_id", wrapper.PostReadings, options.OperationMiddlewares["postReadings"]...)
@@ -6409,6 +6599,137 @@ func (response LatestReadings503JSONResponse) VisitLatestReadingsResponse(w http
 	return err
 }
 
+type ListProjectReadingsRequestObject struct {
+	OrgId  OrgId  `json:"org_id"`
+	ProjId ProjId `json:"proj_id"`
+	Params ListProjectReadingsParams
+}
+
+type ListProjectReadingsResponseObject interface {
+	VisitListProjectReadingsResponse(w http.ResponseWriter) error
+}
+
+type ListProjectReadings200JSONResponse LongPage
+
+func (response ListProjectReadings200JSONResponse) VisitListProjectReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectReadings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListProjectReadings400JSONResponse) VisitListProjectReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectReadings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListProjectReadings401JSONResponse) VisitListProjectReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectReadings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListProjectReadings403JSONResponse) VisitListProjectReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectReadings404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListProjectReadings404JSONResponse) VisitListProjectReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectReadings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListProjectReadings429JSONResponse) VisitListProjectReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectReadings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListProjectReadings500JSONResponse) VisitListProjectReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectReadings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListProjectReadings503JSONResponse) VisitListProjectReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteReadingsRequestObject struct {
 	OrgId    OrgId    `json:"org_id"`
 	ProjId   ProjId   `json:"proj_id"`
@@ -9150,6 +9471,9 @@ type StrictServerInterface interface {
 	// LatestReadings Latest reading of every sensor
 	// (GET /api/v1/org/{org_id}/proj/{proj_id}/latest)
 	LatestReadings(ctx context.Context, request LatestReadingsRequestObject) (LatestReadingsResponseObject, error)
+	// ListProjectReadings Readings of several sensors, one row per value
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/readings)
+	ListProjectReadings(ctx context.Context, request ListProjectReadingsRequestObject) (ListProjectReadingsResponseObject, error)
 	// DeleteReadings Delete readings in a range
 	// (DELETE /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id})
 	DeleteReadings(ctx context.Context, request DeleteReadingsRequestObject) (DeleteReadingsResponseObject, error)
@@ -10024,6 +10348,33 @@ func (sh *strictHandler) LatestReadings(ctx echo.Context, orgId OrgId, projId Pr
 		return err
 	} else if validResponse, ok := response.(LatestReadingsResponseObject); ok {
 		return validResponse.VisitLatestReadingsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListProjectReadings operation middleware
+func (sh *strictHandler) ListProjectReadings(ctx echo.Context, orgId OrgId, projId ProjId, params ListProjectReadingsParams) error {
+	var request ListProjectReadingsRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListProjectReadings(ctx.Request().Context(), request.(ListProjectReadingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListProjectReadings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListProjectReadingsResponseObject); ok {
+		return validResponse.VisitListProjectReadingsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -27,6 +27,24 @@ func TestGrafana(t *testing.T) {
 	post(t, e.client(tn.tokens[store.Editor]), piezo,
 		reading(t, "2024-05-01T00:00:00Z", gen.Values{freq: 3000}),
 		reading(t, "2024-05-01T00:20:00Z", gen.Values{freq: 2000}))
+	blueprint, err := e.db.GetBlueprint(t.Context(), tn.orgID, tn.blueprintID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := blueprint.Instantiate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := e.db.CreateSensor(t.Context(), tn.orgID, tn.projectID, "PZ-02", "", &store.Attachment{BlueprintID: tn.blueprintID, Instance: inst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	piezo2 := tn
+	piezo2.sensorID = second.ID
+	freq2 := fmt.Sprint(second.Instance.Inputs[0].ID)
+	post(t, e.client(tn.tokens[store.Editor]), piezo2,
+		reading(t, "2024-05-01T00:10:00Z", gen.Values{freq2: 1000}),
+		reading(t, "2024-05-02T00:10:00Z", gen.Values{freq2: 1000}))
 	grafana := strings.NewReplacer("${__timeFrom}", "1714521600000", "${__timeTo}", "1714608000000") // 2024-05-01, one day
 
 	t.Run("OneOutput", func(t *testing.T) {
@@ -53,6 +71,47 @@ func TestGrafana(t *testing.T) {
 		want := "[{2024-05-01T00:00:00.000Z map[digits:map[avg:9000] pressure:map[avg:-900]]} {2024-05-01T00:20:00.000Z map[digits:map[avg:4000] pressure:map[avg:-400]]}]"
 		if got != want {
 			t.Errorf("rows = %s, want %s", got, want)
+		}
+	})
+
+	t.Run("SeveralSensors", func(t *testing.T) {
+		// docs/grafana.md, "Several sensors"
+		url := fmt.Sprintf("/api/v1/org/%d/proj/%d/readings?sensors=%d,%d", tn.orgID, tn.projectID, tn.instanceID, second.ID) +
+			"&keys=names&outputs=true&key=pressure&datetime__gte=${__timeFrom}&datetime__lt=${__timeTo}"
+		res, body := e.do(tn.tokens[store.Viewer], "GET", grafana.Replace(url), "", nil)
+		if res.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %s", url, res.StatusCode, body)
+		}
+		want := `{"items":[` +
+			fmt.Sprintf(`{"sensor_id":%d,"sensor":"Acme piezometer","datetime":"2024-05-01T00:00:00.000Z","key":"pressure","value":-900},`, tn.instanceID) +
+			fmt.Sprintf(`{"sensor_id":%d,"sensor":"Acme piezometer","datetime":"2024-05-01T00:20:00.000Z","key":"pressure","value":-400},`, tn.instanceID) +
+			fmt.Sprintf(`{"sensor_id":%d,"sensor":"PZ-02","datetime":"2024-05-01T00:10:00.000Z","key":"pressure","value":-100}]}`, second.ID) + "\n"
+		if got := string(body); got != want {
+			t.Errorf("rows = %s\nwant %s", got, want)
+		}
+	})
+	t.Run("Paging", func(t *testing.T) {
+		// Every sensor of the project, a reading a page, through the client.
+		var rows []string
+		p := &gen.ListProjectReadingsParams{Limit: ptr(1)}
+		for pages := 0; ; pages++ {
+			res, err := e.client(tn.tokens[store.Viewer]).ListProjectReadingsWithResponse(t.Context(), tn.orgID, tn.projectID, p)
+			if err != nil || res.StatusCode() != 200 || pages > 10 {
+				t.Fatalf("page %d: %v %s", pages, err, res.Body)
+			}
+			for _, r := range res.JSON200.Items {
+				rows = append(rows, fmt.Sprintf("%s %s %s=%v", r.Sensor, r.Datetime[5:16], r.Key, r.Value))
+			}
+			if res.JSON200.NextCursor == nil {
+				break
+			}
+			p.Cursor = res.JSON200.NextCursor
+		}
+		got := strings.Join(rows, "; ")
+		want := fmt.Sprintf("Acme piezometer 05-01T00:00 %[1]s=3000; Acme piezometer 05-01T00:20 %[1]s=2000; "+
+			"PZ-02 05-01T00:10 %[2]s=1000; PZ-02 05-02T00:10 %[2]s=1000", freq, freq2)
+		if got != want {
+			t.Errorf("rows = %s\nwant %s", got, want)
 		}
 	})
 }

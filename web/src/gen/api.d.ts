@@ -769,6 +769,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/org/{org_id}/proj/{proj_id}/readings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Readings of several sensors, one row per value
+         * @description The readings of several sensors of the project in long format: one
+         *     row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
+         *     by sensor (ascending id), oldest first. It is the shape a chart of
+         *     several sensors wants (docs/grafana.md). `sensors` names at most
+         *     20 sensors; without it, every sensor of the project, when it has at
+         *     most 20 (a 400 otherwise). A page holds the values of at most
+         *     `limit` readings; `next_cursor` continues. With `outputs=true` the
+         *     outputs are rows too; `key` keeps the rows of one input or output
+         *     (its key with `keys=names`, else its id). Sensor-scoped tokens
+         *     cannot use it: they read one sensor at a time.
+         *     Required role: `viewer`.
+         */
+        get: operations["listProjectReadings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}": {
         parameters: {
             query?: never;
@@ -1529,6 +1570,23 @@ export interface components {
             items: components["schemas"]["Latest"][];
             /** @description Present when there may be more; pass it as `cursor`. */
             next_cursor?: string;
+        };
+        LongPage: {
+            items: components["schemas"]["LongRow"][];
+            /** @description Present when there may be more; pass it as `cursor`. */
+            next_cursor?: string;
+        };
+        /** @description One value of one reading of one sensor. */
+        LongRow: {
+            /** Format: int64 */
+            sensor_id: number;
+            /** @description The sensor's name. */
+            sensor: string;
+            datetime: components["schemas"]["Datetime"];
+            /** @description The input's or output's id, or its key with `keys=names`. */
+            key: string;
+            /** Format: double */
+            value: number;
         };
         Latest: {
             /** Format: int64 */
@@ -4089,6 +4147,104 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listProjectReadings: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Comma-separated sensor ids, at most 20.
+                 * @example 12,13
+                 */
+                sensors?: string;
+                /** @description Only readings at or after this instant. */
+                datetime__gte?: components["schemas"]["Bound"];
+                /** @description Only readings strictly before this instant. */
+                datetime__lt?: components["schemas"]["Bound"];
+                /**
+                 * @description Only the rows of this input or output.
+                 * @example pressure
+                 */
+                key?: string;
+                /** @description Whether the outputs are rows too. */
+                outputs?: boolean;
+                /**
+                 * @description How inputs and outputs are named: `ids` (default), their decimal
+                 *     ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+                 *     `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+                 *     id the sensor's instance does not know (a sensor without a
+                 *     blueprint, or an input no longer in it) stays an id.
+                 */
+                keys?: components["parameters"]["Keys"];
+                /** @description The most readings whose values a page holds. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: {
+                /**
+                 * @description Read your own writes when the service reads from a hot standby: the
+                 *     `X-Readings-LSN` of your last write. The service waits a bounded
+                 *     time (its `-read-wait`, 200 ms by default) for the standby to
+                 *     replay the database's log up to it, and otherwise reads the
+                 *     primary. Without it, a read may lag a write by the replication
+                 *     delay. Ignored when the service has no standby.
+                 * @example 0/3A2B1C8
+                 */
+                "X-Readings-Min-LSN"?: components["parameters"]["MinLSN"];
+            };
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of rows. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "sensor_id": 12,
+                     *           "sensor": "PZ-01",
+                     *           "datetime": "2024-05-01T00:00:00.000Z",
+                     *           "key": "pressure",
+                     *           "value": 139.2
+                     *         },
+                     *         {
+                     *           "sensor_id": 13,
+                     *           "sensor": "PZ-02",
+                     *           "datetime": "2024-05-01T00:00:00.000Z",
+                     *           "key": "pressure",
+                     *           "value": 141.7
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LongPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -26,6 +26,7 @@ export const requiredRole = {
   listBlueprints: 'viewer',
   listInvitations: 'owner',
   listMembers: 'owner',
+  listProjectReadings: 'viewer',
   listProjects: 'viewer',
   listReadings: 'viewer',
   listSensors: 'viewer',
