@@ -585,13 +585,30 @@ type ClientInterface interface {
 	// LatestReadings Latest reading of every sensor
 	//
 	// The newest reading of each sensor of the project, in sensor id
-	// order, paged like sensors; a sensor without readings is listed
-	// without one. Each sensor costs one index probe, however many
+	// order, paged like sensors, each with its name; a sensor without
+	// readings is listed with `"reading": null`. Each sensor costs one index probe, however many
 	// readings it has. With `outputs=true` each reading carries its
 	// outputs. Required role: `viewer`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/latest (the `LatestReadings` operationId).
 	LatestReadings(ctx context.Context, orgId OrgId, projId ProjId, params *LatestReadingsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListProjectReadings Readings of several sensors, one row per value
+	//
+	// The readings of several sensors of the project in long format: one
+	// row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
+	// by sensor (ascending id), oldest first. It is the shape a chart of
+	// several sensors wants (docs/grafana.md). `sensors` names at most
+	// 20 sensors; without it, every sensor of the project, when it has at
+	// most 20 (a 400 otherwise). A page holds the values of at most
+	// `limit` readings; `next_cursor` continues. With `outputs=true` the
+	// outputs are rows too; `key` keeps the rows of one input or output
+	// (its key with `keys=names`, else its id). Sensor-scoped tokens
+	// cannot use it: they read one sensor at a time.
+	// Required role: `viewer`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings (the `ListProjectReadings` operationId).
+	ListProjectReadings(ctx context.Context, orgId OrgId, projId ProjId, params *ListProjectReadingsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteReadings Delete readings in a range
 	//
@@ -623,8 +640,9 @@ type ClientInterface interface {
 	//
 	// **CSV.** With `Accept: text/csv` the same page comes as CSV: a
 	// header row `datetime,<input ids…>,<output ids…>` (every id that
-	// appears in the page, ascending) and a row per reading, empty where
-	// a reading lacks a value. For a whole range at once, use the export.
+	// appears in the page, ascending; with `keys=names`, keys and units
+	// such as `freq (Hz)`) and a row per reading, empty where a reading
+	// lacks a value. For a whole range at once, use the export.
 	//
 	// **Outputs.** With `outputs=true` each reading carries `outputs`:
 	// the values of the sensor's output formulas, keyed by output ID,
@@ -2217,14 +2235,41 @@ func (c *Client) AcknowledgeAlarm(ctx context.Context, orgId OrgId, projId ProjI
 // LatestReadings Latest reading of every sensor
 //
 // The newest reading of each sensor of the project, in sensor id
-// order, paged like sensors; a sensor without readings is listed
-// without one. Each sensor costs one index probe, however many
+// order, paged like sensors, each with its name; a sensor without
+// readings is listed with `"reading": null`. Each sensor costs one index probe, however many
 // readings it has. With `outputs=true` each reading carries its
 // outputs. Required role: `viewer`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/latest (the `LatestReadings` operationId).
 func (c *Client) LatestReadings(ctx context.Context, orgId OrgId, projId ProjId, params *LatestReadingsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewLatestReadingsRequest(c.Server, orgId, projId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListProjectReadings Readings of several sensors, one row per value
+//
+// The readings of several sensors of the project in long format: one
+// row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
+// by sensor (ascending id), oldest first. It is the shape a chart of
+// several sensors wants (docs/grafana.md). `sensors` names at most
+// 20 sensors; without it, every sensor of the project, when it has at
+// most 20 (a 400 otherwise). A page holds the values of at most
+// `limit` readings; `next_cursor` continues. With `outputs=true` the
+// outputs are rows too; `key` keeps the rows of one input or output
+// (its key with `keys=names`, else its id). Sensor-scoped tokens
+// cannot use it: they read one sensor at a time.
+// Required role: `viewer`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings (the `ListProjectReadings` operationId).
+func (c *Client) ListProjectReadings(ctx context.Context, orgId OrgId, projId ProjId, params *ListProjectReadingsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListProjectReadingsRequest(c.Server, orgId, projId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2275,8 +2320,9 @@ func (c *Client) DeleteReadings(ctx context.Context, orgId OrgId, projId ProjId,
 //
 // **CSV.** With `Accept: text/csv` the same page comes as CSV: a
 // header row `datetime,<input ids…>,<output ids…>` (every id that
-// appears in the page, ascending) and a row per reading, empty where
-// a reading lacks a value. For a whole range at once, use the export.
+// appears in the page, ascending; with `keys=names`, keys and units
+// such as `freq (Hz)`) and a row per reading, empty where a reading
+// lacks a value. For a whole range at once, use the export.
 //
 // **Outputs.** With `outputs=true` each reading carries `outputs`:
 // the values of the sensor's output formulas, keyed by output ID,
@@ -4951,6 +4997,185 @@ func NewLatestReadingsRequest(server string, orgId OrgId, projId ProjId, params 
 
 		}
 
+		if params.Keys != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "keys", *params.Keys, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XReadingsMinLSN != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Readings-Min-LSN", *params.XReadingsMinLSN, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Readings-Min-LSN", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListProjectReadingsRequest constructs an http.Request for the ListProjectReadings method
+func NewListProjectReadingsRequest(server string, orgId OrgId, projId ProjId, params *ListProjectReadingsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/readings", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Sensors != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sensors", *params.Sensors, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DatetimeGte != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", *params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DatetimeLt != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", *params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Key != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "key", *params.Key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Outputs != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "outputs", *params.Outputs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Keys != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "keys", *params.Keys, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -5029,7 +5254,7 @@ func NewDeleteReadingsRequest(server string, orgId OrgId, projId ProjId, sensorI
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
 			for _, qp := range strings.Split(queryFrag, "&") {
@@ -5037,7 +5262,7 @@ func NewDeleteReadingsRequest(server string, orgId OrgId, projId ProjId, sensorI
 			}
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
 			for _, qp := range strings.Split(queryFrag, "&") {
@@ -5110,7 +5335,7 @@ func NewListReadingsRequest(server string, orgId OrgId, projId ProjId, sensorId 
 
 		if params.DatetimeGte != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", *params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", *params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5122,7 +5347,7 @@ func NewListReadingsRequest(server string, orgId OrgId, projId ProjId, sensorId 
 
 		if params.DatetimeGt != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gt", *params.DatetimeGt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gt", *params.DatetimeGt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5134,7 +5359,7 @@ func NewListReadingsRequest(server string, orgId OrgId, projId ProjId, sensorId 
 
 		if params.DatetimeLte != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lte", *params.DatetimeLte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lte", *params.DatetimeLte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5146,7 +5371,7 @@ func NewListReadingsRequest(server string, orgId OrgId, projId ProjId, sensorId 
 
 		if params.DatetimeLt != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", *params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", *params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5195,6 +5420,18 @@ func NewListReadingsRequest(server string, orgId OrgId, projId ProjId, sensorId 
 		if params.Outputs != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "outputs", *params.Outputs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Keys != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "keys", *params.Keys, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5394,12 +5631,28 @@ func NewAggregateReadingsRequest(server string, orgId OrgId, projId ProjId, sens
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "interval", params.Interval, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.Interval != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "interval", *params.Interval, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
+		}
+
+		if params.MaxPoints != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "max_points", *params.MaxPoints, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
 		}
 
 		if params.Fn != nil {
@@ -5414,7 +5667,7 @@ func NewAggregateReadingsRequest(server string, orgId OrgId, projId ProjId, sens
 
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
 			for _, qp := range strings.Split(queryFrag, "&") {
@@ -5422,7 +5675,7 @@ func NewAggregateReadingsRequest(server string, orgId OrgId, projId ProjId, sens
 			}
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
 			for _, qp := range strings.Split(queryFrag, "&") {
@@ -5457,6 +5710,18 @@ func NewAggregateReadingsRequest(server string, orgId OrgId, projId ProjId, sens
 		if params.Outputs != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "outputs", *params.Outputs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Keys != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "keys", *params.Keys, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5558,7 +5823,7 @@ func NewExportReadingsRequest(server string, orgId OrgId, projId ProjId, sensorI
 
 		if params.DatetimeGte != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", *params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", *params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5570,7 +5835,7 @@ func NewExportReadingsRequest(server string, orgId OrgId, projId ProjId, sensorI
 
 		if params.DatetimeLt != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", *params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", *params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5583,6 +5848,18 @@ func NewExportReadingsRequest(server string, orgId OrgId, projId ProjId, sensorI
 		if params.Outputs != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "outputs", *params.Outputs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Keys != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "keys", *params.Keys, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -7549,8 +7826,8 @@ type ClientWithResponsesInterface interface {
 	// LatestReadingsWithResponse Latest reading of every sensor
 	//
 	// The newest reading of each sensor of the project, in sensor id
-	// order, paged like sensors; a sensor without readings is listed
-	// without one. Each sensor costs one index probe, however many
+	// order, paged like sensors, each with its name; a sensor without
+	// readings is listed with `"reading": null`. Each sensor costs one index probe, however many
 	// readings it has. With `outputs=true` each reading carries its
 	// outputs. Required role: `viewer`.
 	//
@@ -7558,6 +7835,25 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/latest (the `LatestReadings` operationId).
 	LatestReadingsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *LatestReadingsParams, reqEditors ...RequestEditorFn) (*LatestReadingsResponse, error)
+
+	// ListProjectReadingsWithResponse Readings of several sensors, one row per value
+	//
+	// The readings of several sensors of the project in long format: one
+	// row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
+	// by sensor (ascending id), oldest first. It is the shape a chart of
+	// several sensors wants (docs/grafana.md). `sensors` names at most
+	// 20 sensors; without it, every sensor of the project, when it has at
+	// most 20 (a 400 otherwise). A page holds the values of at most
+	// `limit` readings; `next_cursor` continues. With `outputs=true` the
+	// outputs are rows too; `key` keeps the rows of one input or output
+	// (its key with `keys=names`, else its id). Sensor-scoped tokens
+	// cannot use it: they read one sensor at a time.
+	// Required role: `viewer`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings (the `ListProjectReadings` operationId).
+	ListProjectReadingsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *ListProjectReadingsParams, reqEditors ...RequestEditorFn) (*ListProjectReadingsResponse, error)
 
 	// DeleteReadingsWithResponse Delete readings in a range
 	//
@@ -7591,8 +7887,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// **CSV.** With `Accept: text/csv` the same page comes as CSV: a
 	// header row `datetime,<input ids…>,<output ids…>` (every id that
-	// appears in the page, ascending) and a row per reading, empty where
-	// a reading lacks a value. For a whole range at once, use the export.
+	// appears in the page, ascending; with `keys=names`, keys and units
+	// such as `freq (Hz)`) and a row per reading, empty where a reading
+	// lacks a value. For a whole range at once, use the export.
 	//
 	// **Outputs.** With `outputs=true` each reading carries `outputs`:
 	// the values of the sensor's output formulas, keyed by output ID,
@@ -11799,6 +12096,117 @@ func (r LatestReadingsResponse) ContentType() string {
 	return ""
 }
 
+// ListProjectReadingsResponse401Headers the declared response headers of an HTTP 401 response for ListProjectReadings
+type ListProjectReadingsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListProjectReadingsResponse429Headers the declared response headers of an HTTP 429 response for ListProjectReadings
+type ListProjectReadingsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListProjectReadingsResponse503Headers the declared response headers of an HTTP 503 response for ListProjectReadings
+type ListProjectReadingsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListProjectReadingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LongPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListProjectReadingsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListProjectReadingsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListProjectReadingsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListProjectReadingsResponse) GetJSON200() *LongPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListProjectReadingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListProjectReadingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListProjectReadingsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListProjectReadingsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListProjectReadingsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListProjectReadingsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListProjectReadingsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListProjectReadingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListProjectReadingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListProjectReadingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListProjectReadingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DeleteReadingsResponse200Headers the declared response headers of an HTTP 200 response for DeleteReadings
 type DeleteReadingsResponse200Headers struct {
 	XReadingsLSN *string
@@ -12181,6 +12589,11 @@ func (r PostReadingsResponse) ContentType() string {
 	return ""
 }
 
+// AggregateReadingsResponse200Headers the declared response headers of an HTTP 200 response for AggregateReadings
+type AggregateReadingsResponse200Headers struct {
+	XReadingsInterval *string
+}
+
 // AggregateReadingsResponse401Headers the declared response headers of an HTTP 401 response for AggregateReadings
 type AggregateReadingsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -12215,6 +12628,8 @@ type AggregateReadingsResponse struct {
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AggregateReadingsResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *AggregateReadingsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -16070,8 +16485,8 @@ func (c *ClientWithResponses) AcknowledgeAlarmWithResponse(ctx context.Context, 
 // LatestReadingsWithResponse Latest reading of every sensor
 //
 // The newest reading of each sensor of the project, in sensor id
-// order, paged like sensors; a sensor without readings is listed
-// without one. Each sensor costs one index probe, however many
+// order, paged like sensors, each with its name; a sensor without
+// readings is listed with `"reading": null`. Each sensor costs one index probe, however many
 // readings it has. With `outputs=true` each reading carries its
 // outputs. Required role: `viewer`.
 //
@@ -16084,6 +16499,31 @@ func (c *ClientWithResponses) LatestReadingsWithResponse(ctx context.Context, or
 		return nil, err
 	}
 	return ParseLatestReadingsResponse(rsp)
+}
+
+// ListProjectReadingsWithResponse Readings of several sensors, one row per value
+//
+// The readings of several sensors of the project in long format: one
+// row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
+// by sensor (ascending id), oldest first. It is the shape a chart of
+// several sensors wants (docs/grafana.md). `sensors` names at most
+// 20 sensors; without it, every sensor of the project, when it has at
+// most 20 (a 400 otherwise). A page holds the values of at most
+// `limit` readings; `next_cursor` continues. With `outputs=true` the
+// outputs are rows too; `key` keeps the rows of one input or output
+// (its key with `keys=names`, else its id). Sensor-scoped tokens
+// cannot use it: they read one sensor at a time.
+// Required role: `viewer`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings (the `ListProjectReadings` operationId).
+func (c *ClientWithResponses) ListProjectReadingsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *ListProjectReadingsParams, reqEditors ...RequestEditorFn) (*ListProjectReadingsResponse, error) {
+	rsp, err := c.ListProjectReadings(ctx, orgId, projId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListProjectReadingsResponse(rsp)
 }
 
 // DeleteReadingsWithResponse Delete readings in a range
@@ -16124,8 +16564,9 @@ func (c *ClientWithResponses) DeleteReadingsWithResponse(ctx context.Context, or
 //
 // **CSV.** With `Accept: text/csv` the same page comes as CSV: a
 // header row `datetime,<input ids…>,<output ids…>` (every id that
-// appears in the page, ascending) and a row per reading, empty where
-// a reading lacks a value. For a whole range at once, use the export.
+// appears in the page, ascending; with `keys=names`, keys and units
+// such as `freq (Hz)`) and a row per reading, empty where a reading
+// lacks a value. For a whole range at once, use the export.
 //
 // **Outputs.** With `outputs=true` each reading carries `outputs`:
 // the values of the sensor's output formulas, keyed by output ID,
@@ -20466,6 +20907,114 @@ func ParseLatestReadingsResponse(rsp *http.Response) (*LatestReadingsResponse, e
 	return response, nil
 }
 
+// ParseListProjectReadingsResponse parses an HTTP response from a ListProjectReadingsWithResponse call
+func ParseListProjectReadingsResponse(rsp *http.Response) (*ListProjectReadingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListProjectReadingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LongPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListProjectReadingsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListProjectReadingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListProjectReadingsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseDeleteReadingsResponse parses an HTTP response from a DeleteReadingsWithResponse call
 func ParseDeleteReadingsResponse(rsp *http.Response) (*DeleteReadingsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -20924,6 +21473,16 @@ func ParseAggregateReadingsResponse(rsp *http.Response) (*AggregateReadingsRespo
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers AggregateReadingsResponse200Headers
+		if values := rsp.Header.Values("X-Readings-Interval"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Readings-Interval", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XReadingsInterval = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers AggregateReadingsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {

@@ -264,6 +264,60 @@ func (e Role) Valid() bool {
 	}
 }
 
+// Defines values for Keys.
+const (
+	KeysIds   Keys = "ids"
+	KeysNames Keys = "names"
+)
+
+// Valid indicates whether the value is a known member of the Keys enum.
+func (e Keys) Valid() bool {
+	switch e {
+	case KeysIds:
+		return true
+	case KeysNames:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LatestReadingsParamsKeys.
+const (
+	LatestReadingsParamsKeysIds   LatestReadingsParamsKeys = "ids"
+	LatestReadingsParamsKeysNames LatestReadingsParamsKeys = "names"
+)
+
+// Valid indicates whether the value is a known member of the LatestReadingsParamsKeys enum.
+func (e LatestReadingsParamsKeys) Valid() bool {
+	switch e {
+	case LatestReadingsParamsKeysIds:
+		return true
+	case LatestReadingsParamsKeysNames:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListProjectReadingsParamsKeys.
+const (
+	ListProjectReadingsParamsKeysIds   ListProjectReadingsParamsKeys = "ids"
+	ListProjectReadingsParamsKeysNames ListProjectReadingsParamsKeys = "names"
+)
+
+// Valid indicates whether the value is a known member of the ListProjectReadingsParamsKeys enum.
+func (e ListProjectReadingsParamsKeys) Valid() bool {
+	switch e {
+	case ListProjectReadingsParamsKeysIds:
+		return true
+	case ListProjectReadingsParamsKeysNames:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListReadingsParamsOrder.
 const (
 	Asc  ListReadingsParamsOrder = "asc"
@@ -276,6 +330,24 @@ func (e ListReadingsParamsOrder) Valid() bool {
 	case Asc:
 		return true
 	case Desc:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListReadingsParamsKeys.
+const (
+	ListReadingsParamsKeysIds   ListReadingsParamsKeys = "ids"
+	ListReadingsParamsKeysNames ListReadingsParamsKeys = "names"
+)
+
+// Valid indicates whether the value is a known member of the ListReadingsParamsKeys enum.
+func (e ListReadingsParamsKeys) Valid() bool {
+	switch e {
+	case ListReadingsParamsKeysIds:
+		return true
+	case ListReadingsParamsKeysNames:
 		return true
 	default:
 		return false
@@ -330,6 +402,24 @@ func (e AggregateReadingsParamsFill) Valid() bool {
 	}
 }
 
+// Defines values for AggregateReadingsParamsKeys.
+const (
+	AggregateReadingsParamsKeysIds   AggregateReadingsParamsKeys = "ids"
+	AggregateReadingsParamsKeysNames AggregateReadingsParamsKeys = "names"
+)
+
+// Valid indicates whether the value is a known member of the AggregateReadingsParamsKeys enum.
+func (e AggregateReadingsParamsKeys) Valid() bool {
+	switch e {
+	case AggregateReadingsParamsKeysIds:
+		return true
+	case AggregateReadingsParamsKeysNames:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ExportReadingsParamsFormat.
 const (
 	Csv    ExportReadingsParamsFormat = "csv"
@@ -348,7 +438,25 @@ func (e ExportReadingsParamsFormat) Valid() bool {
 	}
 }
 
-// Aggregates The functions asked for, by input or output ID.
+// Defines values for ExportReadingsParamsKeys.
+const (
+	ExportReadingsParamsKeysIds   ExportReadingsParamsKeys = "ids"
+	ExportReadingsParamsKeysNames ExportReadingsParamsKeys = "names"
+)
+
+// Valid indicates whether the value is a known member of the ExportReadingsParamsKeys enum.
+func (e ExportReadingsParamsKeys) Valid() bool {
+	switch e {
+	case ExportReadingsParamsKeysIds:
+		return true
+	case ExportReadingsParamsKeysNames:
+		return true
+	default:
+		return false
+	}
+}
+
+// Aggregates The functions asked for, by input or output ID, or by blueprint key with `keys=names`.
 //
 // Example: {"101":{"avg":2802.1,"max":2805,"min":2799.5}}
 type Aggregates map[string]map[string]*float64
@@ -625,6 +733,14 @@ type BlueprintWrite struct {
 	Outputs     []BlueprintOutput    `json:"outputs"`
 }
 
+// Bound An instant bounding a range of readings: RFC 3339 with a zone
+// (`2024-05-01T00:00:00Z`, `2024-05-01T02:00:00%2B02:00` in a URL), or
+// milliseconds since 1970-01-01T00:00:00Z (`1714521600000`), as
+// Grafana's `${__from}` and `${__timeFrom}` give.
+//
+// Example: 2024-05-01T00:00:00Z
+type Bound = string
+
 // Bucket The readings of one interval; `datetime` is its start.
 type Bucket struct {
 	// Count The number of readings in the bucket.
@@ -638,12 +754,12 @@ type Bucket struct {
 	// Example: 2024-05-01T12:00:00.123Z
 	Datetime Datetime `json:"datetime"`
 
-	// Inputs The functions asked for, by input or output ID.
+	// Inputs The functions asked for, by input or output ID, or by blueprint key with `keys=names`.
 	//
 	// Example: {"101":{"avg":2802.1,"max":2805,"min":2799.5}}
 	Inputs Aggregates `json:"inputs"`
 
-	// Outputs The functions asked for, by input or output ID.
+	// Outputs The functions asked for, by input or output ID, or by blueprint key with `keys=names`.
 	//
 	// Example: {"101":{"avg":2802.1,"max":2805,"min":2799.5}}
 	Outputs *Aggregates `json:"outputs,omitempty"`
@@ -952,8 +1068,10 @@ type Key = string
 
 // Latest defines model for Latest.
 type Latest struct {
-	Reading  *Reading `json:"reading,omitempty"`
-	SensorId int64    `json:"sensor_id"`
+	// Reading The sensor's newest reading, or null when it has none.
+	Reading    *Reading `json:"reading,omitempty"`
+	SensorId   int64    `json:"sensor_id"`
+	SensorName string   `json:"sensor_name"`
 }
 
 // LatestPage defines model for LatestPage.
@@ -962,6 +1080,33 @@ type LatestPage struct {
 
 	// NextCursor Present when there may be more; pass it as `cursor`.
 	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// LongPage defines model for LongPage.
+type LongPage struct {
+	Items []LongRow `json:"items"`
+
+	// NextCursor Present when there may be more; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// LongRow One value of one reading of one sensor.
+type LongRow struct {
+	// Datetime In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	Datetime Datetime `json:"datetime"`
+
+	// Key The input's or output's id, or its key with `keys=names`.
+	Key string `json:"key"`
+
+	// Sensor The sensor's name.
+	Sensor   string  `json:"sensor"`
+	SensorId int64   `json:"sensor_id"`
+	Value    float64 `json:"value"`
 }
 
 // Me defines model for Me.
@@ -1136,12 +1281,12 @@ type Reading struct {
 	// instant, so overwriting a reading keeps its id.
 	Id string `json:"id"`
 
-	// Inputs Numbers keyed by decimal input or output ID.
+	// Inputs Numbers keyed by decimal input or output ID, or by blueprint key with `keys=names`.
 	//
 	// Example: {"101":2803.5,"102":11.2}
 	Inputs Values `json:"inputs"`
 
-	// Outputs Numbers keyed by decimal input or output ID.
+	// Outputs Numbers keyed by decimal input or output ID, or by blueprint key with `keys=names`.
 	//
 	// Example: {"101":2803.5,"102":11.2}
 	Outputs *Values `json:"outputs,omitempty"`
@@ -1386,7 +1531,7 @@ type User struct {
 	Name      string   `json:"name"`
 }
 
-// Values Numbers keyed by decimal input or output ID.
+// Values Numbers keyed by decimal input or output ID, or by blueprint key with `keys=names`.
 //
 // Example: {"101":2803.5,"102":11.2}
 type Values map[string]float64
@@ -1438,6 +1583,9 @@ type Cursor = string
 
 // InvitationId defines model for InvitationId.
 type InvitationId = int64
+
+// Keys defines model for Keys.
+type Keys string
 
 // LevelId defines model for LevelId.
 type LevelId = int64
@@ -1570,6 +1718,13 @@ type LatestReadingsParams struct {
 	// Outputs Whether to compute each reading's outputs.
 	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
 
+	// Keys How inputs and outputs are named: `ids` (default), their decimal
+	// ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+	// `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+	// id the sensor's instance does not know (a sensor without a
+	// blueprint, or an input no longer in it) stays an id.
+	Keys *LatestReadingsParamsKeys `form:"keys,omitempty" json:"keys,omitempty"`
+
 	// XReadingsMinLSN Read your own writes when the service reads from a hot standby: the
 	// `X-Readings-LSN` of your last write. The service waits a bounded
 	// time (its `-read-wait`, 200 ms by default) for the standby to
@@ -1579,28 +1734,73 @@ type LatestReadingsParams struct {
 	XReadingsMinLSN *MinLSN `json:"X-Readings-Min-LSN,omitempty"`
 }
 
+// LatestReadingsParamsKeys defines parameters for LatestReadings.
+type LatestReadingsParamsKeys string
+
+// ListProjectReadingsParams defines parameters for ListProjectReadings.
+type ListProjectReadingsParams struct {
+	// Sensors Comma-separated sensor ids, at most 20.
+	Sensors *string `form:"sensors,omitempty" json:"sensors,omitempty"`
+
+	// DatetimeGte Only readings at or after this instant.
+	DatetimeGte *Bound `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
+
+	// DatetimeLt Only readings strictly before this instant.
+	DatetimeLt *Bound `form:"datetime__lt,omitempty" json:"datetime__lt,omitempty"`
+
+	// Key Only the rows of this input or output.
+	Key *string `form:"key,omitempty" json:"key,omitempty"`
+
+	// Outputs Whether the outputs are rows too.
+	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
+
+	// Keys How inputs and outputs are named: `ids` (default), their decimal
+	// ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+	// `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+	// id the sensor's instance does not know (a sensor without a
+	// blueprint, or an input no longer in it) stays an id.
+	Keys *ListProjectReadingsParamsKeys `form:"keys,omitempty" json:"keys,omitempty"`
+
+	// Limit The most readings whose values a page holds.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// XReadingsMinLSN Read your own writes when the service reads from a hot standby: the
+	// `X-Readings-LSN` of your last write. The service waits a bounded
+	// time (its `-read-wait`, 200 ms by default) for the standby to
+	// replay the database's log up to it, and otherwise reads the
+	// primary. Without it, a read may lag a write by the replication
+	// delay. Ignored when the service has no standby.
+	XReadingsMinLSN *MinLSN `json:"X-Readings-Min-LSN,omitempty"`
+}
+
+// ListProjectReadingsParamsKeys defines parameters for ListProjectReadings.
+type ListProjectReadingsParamsKeys string
+
 // DeleteReadingsParams defines parameters for DeleteReadings.
 type DeleteReadingsParams struct {
 	// DatetimeGte The first instant to delete (RFC 3339 with a zone).
-	DatetimeGte time.Time `form:"datetime__gte" json:"datetime__gte"`
+	DatetimeGte Bound `form:"datetime__gte" json:"datetime__gte"`
 
 	// DatetimeLt The first instant to keep after the range.
-	DatetimeLt time.Time `form:"datetime__lt" json:"datetime__lt"`
+	DatetimeLt Bound `form:"datetime__lt" json:"datetime__lt"`
 }
 
 // ListReadingsParams defines parameters for ListReadings.
 type ListReadingsParams struct {
-	// DatetimeGte Only readings at or after this instant (RFC 3339 with a zone).
-	DatetimeGte *time.Time `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
+	// DatetimeGte Only readings at or after this instant (RFC 3339 with a zone, or epoch milliseconds).
+	DatetimeGte *Bound `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
 
 	// DatetimeGt Only readings strictly after this instant.
-	DatetimeGt *time.Time `form:"datetime__gt,omitempty" json:"datetime__gt,omitempty"`
+	DatetimeGt *Bound `form:"datetime__gt,omitempty" json:"datetime__gt,omitempty"`
 
 	// DatetimeLte Only readings at or before this instant.
-	DatetimeLte *time.Time `form:"datetime__lte,omitempty" json:"datetime__lte,omitempty"`
+	DatetimeLte *Bound `form:"datetime__lte,omitempty" json:"datetime__lte,omitempty"`
 
 	// DatetimeLt Only readings strictly before this instant.
-	DatetimeLt *time.Time `form:"datetime__lt,omitempty" json:"datetime__lt,omitempty"`
+	DatetimeLt *Bound `form:"datetime__lt,omitempty" json:"datetime__lt,omitempty"`
 
 	// Limit The most readings in a page.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -1614,6 +1814,13 @@ type ListReadingsParams struct {
 	// Outputs Whether to compute each reading's outputs.
 	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
 
+	// Keys How inputs and outputs are named: `ids` (default), their decimal
+	// ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+	// `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+	// id the sensor's instance does not know (a sensor without a
+	// blueprint, or an input no longer in it) stays an id.
+	Keys *ListReadingsParamsKeys `form:"keys,omitempty" json:"keys,omitempty"`
+
 	// XReadingsMinLSN Read your own writes when the service reads from a hot standby: the
 	// `X-Readings-LSN` of your last write. The service waits a bounded
 	// time (its `-read-wait`, 200 ms by default) for the standby to
@@ -1625,6 +1832,9 @@ type ListReadingsParams struct {
 
 // ListReadingsParamsOrder defines parameters for ListReadings.
 type ListReadingsParamsOrder string
+
+// ListReadingsParamsKeys defines parameters for ListReadings.
+type ListReadingsParamsKeys string
 
 // PostReadingsParams defines parameters for PostReadings.
 type PostReadingsParams struct {
@@ -1656,8 +1866,19 @@ type PostReadings200JSONResponseBody struct {
 
 // AggregateReadingsParams defines parameters for AggregateReadings.
 type AggregateReadingsParams struct {
-	// Interval The bucket width: a whole number and m (minutes), h (hours) or d (days), from 1m to 31d.
-	Interval string `form:"interval" json:"interval"`
+	// Interval The bucket width: a whole number and m (minutes), h (hours) or d
+	// (days), from 1m to 31d. Exactly one of `interval` and
+	// `max_points` is required.
+	Interval *string `form:"interval,omitempty" json:"interval,omitempty"`
+
+	// MaxPoints Instead of `interval`: the most buckets wanted. The service picks
+	// the narrowest of 1m, 2m, 5m, 10m, 15m, 30m, 1h, 2h, 3h, 6h, 12h,
+	// 1d, 2d, 7d, 14d and 31d that keeps the range within that many
+	// buckets (counting one more for a range that does not start on a
+	// boundary), says which in `X-Readings-Interval`, and answers 400
+	// when even 31d does not. A chart passes about its width in
+	// pixels (docs/grafana.md).
+	MaxPoints *int `form:"max_points,omitempty" json:"max_points,omitempty"`
 
 	// Fn Comma-separated functions of each bucket: `avg`, `min`, `max`,
 	// `sum`, `count`, `first`, `last`, `median`, `range` (max − min)
@@ -1666,10 +1887,10 @@ type AggregateReadingsParams struct {
 	Fn *string `form:"fn,omitempty" json:"fn,omitempty"`
 
 	// DatetimeGte The start of the range, inclusive (RFC 3339 with a zone).
-	DatetimeGte time.Time `form:"datetime__gte" json:"datetime__gte"`
+	DatetimeGte Bound `form:"datetime__gte" json:"datetime__gte"`
 
 	// DatetimeLt The end of the range, exclusive.
-	DatetimeLt time.Time `form:"datetime__lt" json:"datetime__lt"`
+	DatetimeLt Bound `form:"datetime__lt" json:"datetime__lt"`
 
 	// Tz An IANA time zone, such as `Europe/London`, to align buckets to its local time. Default UTC.
 	Tz *string `form:"tz,omitempty" json:"tz,omitempty"`
@@ -1679,6 +1900,13 @@ type AggregateReadingsParams struct {
 
 	// Outputs Whether to aggregate the outputs too.
 	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
+
+	// Keys How inputs and outputs are named: `ids` (default), their decimal
+	// ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+	// `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+	// id the sensor's instance does not know (a sensor without a
+	// blueprint, or an input no longer in it) stays an id.
+	Keys *AggregateReadingsParamsKeys `form:"keys,omitempty" json:"keys,omitempty"`
 
 	// XReadingsMinLSN Read your own writes when the service reads from a hot standby: the
 	// `X-Readings-LSN` of your last write. The service waits a bounded
@@ -1692,19 +1920,29 @@ type AggregateReadingsParams struct {
 // AggregateReadingsParamsFill defines parameters for AggregateReadings.
 type AggregateReadingsParamsFill string
 
+// AggregateReadingsParamsKeys defines parameters for AggregateReadings.
+type AggregateReadingsParamsKeys string
+
 // ExportReadingsParams defines parameters for ExportReadings.
 type ExportReadingsParams struct {
 	// Format `csv` (default) or `ndjson`.
 	Format *ExportReadingsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 
 	// DatetimeGte Only readings at or after this instant.
-	DatetimeGte *time.Time `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
+	DatetimeGte *Bound `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
 
 	// DatetimeLt Only readings strictly before this instant.
-	DatetimeLt *time.Time `form:"datetime__lt,omitempty" json:"datetime__lt,omitempty"`
+	DatetimeLt *Bound `form:"datetime__lt,omitempty" json:"datetime__lt,omitempty"`
 
 	// Outputs Whether to compute each reading's outputs.
 	Outputs *bool `form:"outputs,omitempty" json:"outputs,omitempty"`
+
+	// Keys How inputs and outputs are named: `ids` (default), their decimal
+	// ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+	// `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+	// id the sensor's instance does not know (a sensor without a
+	// blueprint, or an input no longer in it) stays an id.
+	Keys *ExportReadingsParamsKeys `form:"keys,omitempty" json:"keys,omitempty"`
 
 	// XReadingsMinLSN Read your own writes when the service reads from a hot standby: the
 	// `X-Readings-LSN` of your last write. The service waits a bounded
@@ -1717,6 +1955,9 @@ type ExportReadingsParams struct {
 
 // ExportReadingsParamsFormat defines parameters for ExportReadings.
 type ExportReadingsParamsFormat string
+
+// ExportReadingsParamsKeys defines parameters for ExportReadings.
+type ExportReadingsParamsKeys string
 
 // ListSensorsParams defines parameters for ListSensors.
 type ListSensorsParams struct {
@@ -1971,6 +2212,9 @@ type ServerInterface interface {
 	// LatestReadings Latest reading of every sensor
 	// (GET /api/v1/org/{org_id}/proj/{proj_id}/latest)
 	LatestReadings(ctx echo.Context, orgId OrgId, projId ProjId, params LatestReadingsParams) error
+	// ListProjectReadings Readings of several sensors, one row per value
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/readings)
+	ListProjectReadings(ctx echo.Context, orgId OrgId, projId ProjId, params ListProjectReadingsParams) error
 	// DeleteReadings Delete readings in a range
 	// (DELETE /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id})
 	DeleteReadings(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, params DeleteReadingsParams) error
@@ -2816,6 +3060,13 @@ func (w *ServerInterfaceWrapper) LatestReadings(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outputs: %s", err))
 	}
 
+	// ------------- Optional query parameter "keys" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keys", ctx.QueryParams(), &params.Keys, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keys: %s", err))
+	}
+
 	headers := ctx.Request().Header
 	// ------------- Optional header parameter "X-Readings-Min-LSN" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("X-Readings-Min-LSN")]; found {
@@ -2835,6 +3086,105 @@ func (w *ServerInterfaceWrapper) LatestReadings(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.LatestReadings(ctx, orgId, projId, params)
+	return err
+}
+
+// ListProjectReadings converts echo context to params.
+func (w *ServerInterfaceWrapper) ListProjectReadings(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListProjectReadingsParams
+	// ------------- Optional query parameter "sensors" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sensors", ctx.QueryParams(), &params.Sensors, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensors: %s", err))
+	}
+
+	// ------------- Optional query parameter "datetime__gte" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__gte: %s", err))
+	}
+
+	// ------------- Optional query parameter "datetime__lt" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lt: %s", err))
+	}
+
+	// ------------- Optional query parameter "key" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "key", ctx.QueryParams(), &params.Key, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key: %s", err))
+	}
+
+	// ------------- Optional query parameter "outputs" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "outputs", ctx.QueryParams(), &params.Outputs, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outputs: %s", err))
+	}
+
+	// ------------- Optional query parameter "keys" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keys", ctx.QueryParams(), &params.Keys, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keys: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "X-Readings-Min-LSN" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("X-Readings-Min-LSN")]; found {
+		var XReadingsMinLSN MinLSN
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Readings-Min-LSN, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "X-Readings-Min-LSN", valueList[0], &XReadingsMinLSN, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Readings-Min-LSN: %s", err))
+		}
+
+		params.XReadingsMinLSN = &XReadingsMinLSN
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListProjectReadings(ctx, orgId, projId, params)
 	return err
 }
 
@@ -2869,14 +3219,14 @@ func (w *ServerInterfaceWrapper) DeleteReadings(ctx echo.Context) error {
 	var params DeleteReadingsParams
 	// ------------- Required query parameter "datetime__gte" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, true, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__gte: %s", err))
 	}
 
 	// ------------- Required query parameter "datetime__lt" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, true, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lt: %s", err))
 	}
@@ -2917,28 +3267,28 @@ func (w *ServerInterfaceWrapper) ListReadings(ctx echo.Context) error {
 	var params ListReadingsParams
 	// ------------- Optional query parameter "datetime__gte" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__gte: %s", err))
 	}
 
 	// ------------- Optional query parameter "datetime__gt" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gt", ctx.QueryParams(), &params.DatetimeGt, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gt", ctx.QueryParams(), &params.DatetimeGt, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__gt: %s", err))
 	}
 
 	// ------------- Optional query parameter "datetime__lte" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lte", ctx.QueryParams(), &params.DatetimeLte, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lte", ctx.QueryParams(), &params.DatetimeLte, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lte: %s", err))
 	}
 
 	// ------------- Optional query parameter "datetime__lt" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lt: %s", err))
 	}
@@ -2969,6 +3319,13 @@ func (w *ServerInterfaceWrapper) ListReadings(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "outputs", ctx.QueryParams(), &params.Outputs, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outputs: %s", err))
+	}
+
+	// ------------- Optional query parameter "keys" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keys", ctx.QueryParams(), &params.Keys, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keys: %s", err))
 	}
 
 	headers := ctx.Request().Header
@@ -3077,11 +3434,18 @@ func (w *ServerInterfaceWrapper) AggregateReadings(ctx echo.Context) error {
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params AggregateReadingsParams
-	// ------------- Required query parameter "interval" -------------
+	// ------------- Optional query parameter "interval" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, true, "interval", ctx.QueryParams(), &params.Interval, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "interval", ctx.QueryParams(), &params.Interval, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter interval: %s", err))
+	}
+
+	// ------------- Optional query parameter "max_points" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "max_points", ctx.QueryParams(), &params.MaxPoints, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter max_points: %s", err))
 	}
 
 	// ------------- Optional query parameter "fn" -------------
@@ -3093,14 +3457,14 @@ func (w *ServerInterfaceWrapper) AggregateReadings(ctx echo.Context) error {
 
 	// ------------- Required query parameter "datetime__gte" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, true, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__gte: %s", err))
 	}
 
 	// ------------- Required query parameter "datetime__lt" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, true, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lt: %s", err))
 	}
@@ -3124,6 +3488,13 @@ func (w *ServerInterfaceWrapper) AggregateReadings(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "outputs", ctx.QueryParams(), &params.Outputs, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outputs: %s", err))
+	}
+
+	// ------------- Optional query parameter "keys" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keys", ctx.QueryParams(), &params.Keys, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keys: %s", err))
 	}
 
 	headers := ctx.Request().Header
@@ -3186,14 +3557,14 @@ func (w *ServerInterfaceWrapper) ExportReadings(ctx echo.Context) error {
 
 	// ------------- Optional query parameter "datetime__gte" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__gte: %s", err))
 	}
 
 	// ------------- Optional query parameter "datetime__lt" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lt: %s", err))
 	}
@@ -3203,6 +3574,13 @@ func (w *ServerInterfaceWrapper) ExportReadings(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "outputs", ctx.QueryParams(), &params.Outputs, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter outputs: %s", err))
+	}
+
+	// ------------- Optional query parameter "keys" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "keys", ctx.QueryParams(), &params.Keys, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keys: %s", err))
 	}
 
 	headers := ctx.Request().Header
@@ -4056,6 +4434,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/formulas", wrapper.UpdateFormulas, options.OperationMiddlewares["updateFormulas"]...)
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/calibrations", wrapper.UpdateCalibrations, options.OperationMiddlewares["updateCalibrations"]...)
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/baselines", wrapper.UpdateBaselines, options.OperationMiddlewares["updateBaselines"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings", wrapper.ListProjectReadings, options.OperationMiddlewares["listProjectReadings"]...)
 	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings/:sensor_id", wrapper.DeleteReadings, options.OperationMiddlewares["deleteReadings"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings/:sensor_id", wrapper.ListReadings, options.OperationMiddlewares["listReadings"]...)
 	router.POST(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings/:sensor_id", wrapper.PostReadings, options.OperationMiddlewares["postReadings"]...)
@@ -8421,6 +8800,137 @@ func (response LatestReadings503JSONResponse) VisitLatestReadingsResponse(w http
 	return err
 }
 
+type ListProjectReadingsRequestObject struct {
+	OrgId  OrgId  `json:"org_id"`
+	ProjId ProjId `json:"proj_id"`
+	Params ListProjectReadingsParams
+}
+
+type ListProjectReadingsResponseObject interface {
+	VisitListProjectReadingsResponse(w http.ResponseWriter) error
+}
+
+type ListProjectReadings200JSONResponse LongPage
+
+func (response ListProjectReadings200JSONResponse) VisitListProjectReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectReadings400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListProjectReadings400JSONResponse) VisitListProjectReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectReadings401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListProjectReadings401JSONResponse) VisitListProjectReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectReadings403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListProjectReadings403JSONResponse) VisitListProjectReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectReadings404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListProjectReadings404JSONResponse) VisitListProjectReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectReadings429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListProjectReadings429JSONResponse) VisitListProjectReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectReadings500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListProjectReadings500JSONResponse) VisitListProjectReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectReadings503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListProjectReadings503JSONResponse) VisitListProjectReadingsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteReadingsRequestObject struct {
 	OrgId    OrgId    `json:"org_id"`
 	ProjId   ProjId   `json:"proj_id"`
@@ -8942,15 +9452,25 @@ type AggregateReadingsResponseObject interface {
 	VisitAggregateReadingsResponse(w http.ResponseWriter) error
 }
 
-type AggregateReadings200JSONResponse []Bucket
+type AggregateReadings200ResponseHeaders struct {
+	XReadingsInterval *string
+}
+
+type AggregateReadings200JSONResponse struct {
+	Body    []Bucket
+	Headers AggregateReadings200ResponseHeaders
+}
 
 func (response AggregateReadings200JSONResponse) VisitAggregateReadingsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XReadingsInterval != nil {
+		w.Header().Set("X-Readings-Interval", fmt.Sprint(*response.Headers.XReadingsInterval))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -12964,6 +13484,9 @@ type StrictServerInterface interface {
 	// LatestReadings Latest reading of every sensor
 	// (GET /api/v1/org/{org_id}/proj/{proj_id}/latest)
 	LatestReadings(ctx context.Context, request LatestReadingsRequestObject) (LatestReadingsResponseObject, error)
+	// ListProjectReadings Readings of several sensors, one row per value
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/readings)
+	ListProjectReadings(ctx context.Context, request ListProjectReadingsRequestObject) (ListProjectReadingsResponseObject, error)
 	// DeleteReadings Delete readings in a range
 	// (DELETE /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id})
 	DeleteReadings(ctx context.Context, request DeleteReadingsRequestObject) (DeleteReadingsResponseObject, error)
@@ -14129,6 +14652,33 @@ func (sh *strictHandler) LatestReadings(ctx echo.Context, orgId OrgId, projId Pr
 		return err
 	} else if validResponse, ok := response.(LatestReadingsResponseObject); ok {
 		return validResponse.VisitLatestReadingsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListProjectReadings operation middleware
+func (sh *strictHandler) ListProjectReadings(ctx echo.Context, orgId OrgId, projId ProjId, params ListProjectReadingsParams) error {
+	var request ListProjectReadingsRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListProjectReadings(ctx.Request().Context(), request.(ListProjectReadingsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListProjectReadings")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListProjectReadingsResponseObject); ok {
+		return validResponse.VisitListProjectReadingsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,7 +39,7 @@ var aggregateFns = []string{"avg", "min", "max", "sum", "count", "first", "last"
 // it grows, when it would list more than maxAggregateValues values.
 func (s *Server) AggregateReadings(ctx context.Context, req gen.AggregateReadingsRequestObject) (gen.AggregateReadingsResponseObject, error) {
 	p := req.Params
-	q, fns, err := bucketQuery(p)
+	q, fns, interval, err := bucketQuery(p)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +51,8 @@ func (s *Server) AggregateReadings(ctx context.Context, req gen.AggregateReading
 	if err != nil {
 		return nil, err
 	}
-	enc := bucketEncoder{fns: fns, fill: p.Fill != nil && *p.Fill == gen.Null, budget: maxAggregateValues / len(fns)}
+	enc := bucketEncoder{fns: fns, fill: p.Fill != nil && *p.Fill == gen.Null, budget: maxAggregateValues / len(fns),
+		names: newKeyNames(sensor, p.Keys)}
 	enc.starts = make([]time.Time, len(counts))
 	enc.countOf = make(map[time.Time]int64, len(counts))
 	for i, c := range counts {
@@ -78,38 +80,58 @@ func (s *Server) AggregateReadings(ctx context.Context, req gen.AggregateReading
 	if err := s.reader(ctx).InputBucketStats(ctx, sensor, q, enc.add); err != nil {
 		return nil, err
 	}
-	return jsonBody(enc.finish()), nil
+	return aggregatesBody{jsonBody(enc.finish()), interval}, nil
 }
 
-// bucketQuery reads and checks the parameters.
-func bucketQuery(p gen.AggregateReadingsParams) (store.BucketQuery, []string, error) {
-	interval, err := parseInterval(p.Interval)
-	if err != nil {
-		return store.BucketQuery{}, nil, err
-	}
+// aggregatesBody is the buckets, with the interval they are cut by.
+type aggregatesBody struct {
+	body     jsonBody
+	interval string
+}
+
+func (a aggregatesBody) VisitAggregateReadingsResponse(w http.ResponseWriter) error {
+	w.Header().Set("X-Readings-Interval", a.interval)
+	return a.body.write(w)
+}
+
+// bucketQuery reads and checks the parameters, and returns the interval
+// used as interval takes it.
+func bucketQuery(p gen.AggregateReadingsParams) (store.BucketQuery, []string, string, error) {
 	from, to, err := boundedRange(p.DatetimeGte, p.DatetimeLt)
 	if err != nil {
-		return store.BucketQuery{}, nil, err
+		return store.BucketQuery{}, nil, "", err
 	}
-	q := store.BucketQuery{From: from, To: to.Add(time.Microsecond), Interval: interval, Zone: "UTC"}
+	q := store.BucketQuery{From: from, To: to.Add(time.Microsecond), Zone: "UTC"}
+	var name string
+	switch {
+	case (p.Interval == nil) == (p.MaxPoints == nil):
+		return q, nil, "", apperr.Errorf(apperr.Invalid, "give exactly one of interval and max_points")
+	case p.Interval != nil:
+		name = *p.Interval
+		if q.Interval, err = parseInterval(name); err != nil {
+			return q, nil, "", err
+		}
+	default:
+		if name, q.Interval, err = pickInterval(q.To.Sub(q.From), *p.MaxPoints); err != nil {
+			return q, nil, "", err
+		}
+	}
 	if p.Tz != nil && *p.Tz != "" {
 		if _, err := time.LoadLocation(*p.Tz); err != nil || *p.Tz == "Local" {
-			return q, nil, apperr.Errorf(apperr.Invalid, "tz %q is not an IANA time zone such as Europe/London", *p.Tz)
+			return q, nil, "", apperr.Errorf(apperr.Invalid, "tz %q is not an IANA time zone such as Europe/London", *p.Tz)
 		}
 		q.Zone = *p.Tz
 	}
-	// One bucket more than the range holds, for a range that does not start
-	// on a bucket boundary.
-	if n := q.To.Sub(q.From)/interval + 2; n > maxBuckets {
-		return q, nil, apperr.Errorf(apperr.Invalid,
-			"the range holds about %d buckets of %s; at most %d are returned: widen the interval or narrow the range", n, p.Interval, maxBuckets)
+	if n := bucketsAtMost(q.To.Sub(q.From), q.Interval); n > maxBuckets {
+		return q, nil, "", apperr.Errorf(apperr.Invalid,
+			"the range holds about %d buckets of %s; at most %d are returned: widen the interval or narrow the range", n, name, maxBuckets)
 	}
 	fns := []string{"avg", "min", "max"}
 	if p.Fn != nil {
 		fns = nil
 		for _, fn := range strings.Split(*p.Fn, ",") {
 			if !slices.Contains(aggregateFns, fn) {
-				return q, nil, apperr.Errorf(apperr.Invalid, "fn %q is none of %s", fn, strings.Join(aggregateFns, ", "))
+				return q, nil, "", apperr.Errorf(apperr.Invalid, "fn %q is none of %s", fn, strings.Join(aggregateFns, ", "))
 			}
 			if !slices.Contains(fns, fn) {
 				fns = append(fns, fn)
@@ -118,7 +140,30 @@ func bucketQuery(p gen.AggregateReadingsParams) (store.BucketQuery, []string, er
 	}
 	q.FirstLast = slices.ContainsFunc(fns, func(fn string) bool { return fn == "first" || fn == "last" || fn == "rate" })
 	q.Median = slices.Contains(fns, "median")
-	return q, fns, nil
+	return q, fns, name, nil
+}
+
+// bucketsAtMost is how many buckets of interval a span can touch: one more
+// than it holds, for a range that does not start on a bucket boundary.
+func bucketsAtMost(span, interval time.Duration) time.Duration {
+	return span/interval + 2
+}
+
+// intervalLadder is what max_points picks from: widths a chart reads
+// easily, each a whole number of the next smaller where it can be.
+var intervalLadder = []string{"1m", "2m", "5m", "10m", "15m", "30m", "1h", "2h", "3h", "6h", "12h", "1d", "2d", "7d", "14d", "31d"}
+
+// pickInterval is the narrowest interval of the ladder that cuts span into
+// at most maxPoints buckets.
+func pickInterval(span time.Duration, maxPoints int) (string, time.Duration, error) {
+	for _, name := range intervalLadder {
+		d, _ := parseInterval(name)
+		if bucketsAtMost(span, d) <= time.Duration(maxPoints) {
+			return name, d, nil
+		}
+	}
+	return "", 0, apperr.Errorf(apperr.Invalid,
+		"even 31d buckets are more than max_points=%d over this range: raise max_points or narrow the range", maxPoints)
 }
 
 // parseInterval reads 15m, 1h, 7d…, from 1 minute to 31 days.
@@ -157,7 +202,7 @@ func (s *Server) aggregateOutputs(ctx context.Context, sensor store.Sensor, q st
 			if s == nil && !enc.fill {
 				continue
 			}
-			b = appendFns(b, !first, id, enc.fns, s)
+			b = appendFns(b, !first, enc.names.appendKey, id, enc.fns, s)
 			first = false
 		}
 		return append(b, '}')
@@ -209,6 +254,7 @@ type bucketEncoder struct {
 	countOf map[time.Time]int64 // readings per bucket, where there are any
 	known   []int64             // with fill: the inputs every bucket lists
 	outputs *outputAggregates   // nil without outputs
+	names   keyNames
 
 	budget int  // how many more inputs and outputs may be listed
 	next   int  // starts[next] is the next bucket to open
@@ -279,7 +325,7 @@ func (e *bucketEncoder) openNext() {
 }
 
 func (e *bucketEncoder) input(id int64, s *stats.Stats) {
-	e.b = appendFns(e.b, e.n > 0, id, e.fns, s)
+	e.b = appendFns(e.b, e.n > 0, e.names.appendKey, id, e.fns, s)
 	e.n++
 }
 
@@ -312,14 +358,14 @@ func (e *bucketEncoder) finish() []byte {
 	return append(e.b, "]\n"...)
 }
 
-// appendFns appends "<id>":{"avg":…,…}, with null for missing values.
-func appendFns(b []byte, comma bool, id int64, fns []string, s *stats.Stats) []byte {
+// appendFns appends "<id>":{"avg":…,…}, with null for missing values and
+// the id named by appendKey.
+func appendFns(b []byte, comma bool, appendKey func([]byte, int64) []byte, id int64, fns []string, s *stats.Stats) []byte {
 	if comma {
 		b = append(b, ',')
 	}
-	b = append(b, '"')
-	b = strconv.AppendInt(b, id, 10)
-	b = append(b, `":{`...)
+	b = appendKey(b, id)
+	b = append(b, `:{`...)
 	for i, fn := range fns {
 		if i > 0 {
 			b = append(b, ',')

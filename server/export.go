@@ -24,12 +24,14 @@ func (s *Server) ExportReadings(ctx context.Context, req gen.ExportReadingsReque
 		return nil, err
 	}
 	q := store.ReadingQuery{Limit: exportChunk}
-	q.From, q.To = timeRange(req.Params.DatetimeGte, nil, nil, req.Params.DatetimeLt)
+	if q.From, q.To, err = timeRange(req.Params.DatetimeGte, nil, nil, req.Params.DatetimeLt); err != nil {
+		return nil, err
+	}
 	var outputs *outputsWriter
 	if p := req.Params.Outputs; p != nil && *p {
 		outputs = s.newOutputsWriter(sensor)
 	}
-	e := &export{ctx: ctx, server: s, sensor: sensor, query: q, outputs: outputs}
+	e := &export{ctx: ctx, server: s, sensor: sensor, query: q, outputs: outputs, names: newKeyNames(sensor, req.Params.Keys)}
 	if req.Params.Format != nil && *req.Params.Format == gen.Ndjson {
 		e.contentType, e.extension = "application/x-ndjson", "ndjson"
 		return e, nil
@@ -39,7 +41,7 @@ func (s *Server) ExportReadings(ctx context.Context, req gen.ExportReadingsReque
 	if err != nil {
 		return nil, err
 	}
-	e.csv = &csvColumns{inputIDs: ids, outputs: outputs}
+	e.csv = &csvColumns{inputIDs: ids, outputs: outputs, names: e.names}
 	return e, nil
 }
 
@@ -60,6 +62,7 @@ type export struct {
 	sensor                 store.Sensor
 	query                  store.ReadingQuery // Limit is the chunk's size
 	outputs                *outputsWriter
+	names                  keyNames
 	csv                    *csvColumns // nil for NDJSON
 	contentType, extension string
 }
@@ -144,7 +147,7 @@ func (e *export) readChunk(buf *[]byte, q store.ReadingQuery) (n int, last time.
 		if e.csv != nil {
 			*buf = e.csv.appendRow(*buf, r)
 		} else {
-			*buf = append(appendReading(*buf, e.sensor.ID, r, e.outputs), '\n')
+			*buf = append(appendReading(*buf, e.sensor.ID, r, e.outputs, e.names), '\n')
 		}
 		n++
 		last = r.Time

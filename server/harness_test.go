@@ -339,14 +339,13 @@ func linkParams(t *testing.T, header http.Header) (*gen.ListReadingsParams, bool
 		v := values[0]
 		switch key {
 		case "datetime__gte", "datetime__gt", "datetime__lte", "datetime__lt":
-			tm, err := time.Parse(time.RFC3339Nano, v)
-			if err != nil {
-				t.Fatalf("Link %q: %s: %v", link, key, err)
-			}
-			*map[string]**time.Time{
+			*map[string]**gen.Bound{
 				"datetime__gte": &p.DatetimeGte, "datetime__gt": &p.DatetimeGt,
 				"datetime__lte": &p.DatetimeLte, "datetime__lt": &p.DatetimeLt,
-			}[key] = &tm
+			}[key] = &v
+		case "keys":
+			k := gen.ListReadingsParamsKeys(v)
+			p.Keys = &k
 		case "limit":
 			var n int
 			fmt.Sscan(v, &n)

@@ -3,6 +3,8 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -27,13 +29,21 @@ func (s *Server) LatestReadings(ctx context.Context, req gen.LatestReadingsReque
 		}
 		b = append(b, `{"sensor_id":`...)
 		b = strconv.AppendInt(b, l.Sensor.ID, 10)
-		if l.Reading != nil {
+		b = append(b, `,"sensor_name":`...)
+		name, err := json.Marshal(l.Sensor.Name)
+		if err != nil {
+			return nil, fmt.Errorf("encode sensor name: %w", err)
+		}
+		b = append(b, name...)
+		b = append(b, `,"reading":`...)
+		if l.Reading == nil {
+			b = append(b, "null"...)
+		} else {
 			var outputs *outputsWriter
 			if withOutputs {
 				outputs = s.newOutputsWriter(l.Sensor)
 			}
-			b = append(b, `,"reading":`...)
-			b = appendReading(b, l.Sensor.ID, l.Reading, outputs)
+			b = appendReading(b, l.Sensor.ID, l.Reading, outputs, newKeyNames(l.Sensor, req.Params.Keys))
 		}
 		b = append(b, '}')
 	}
@@ -60,5 +70,4 @@ func (j jsonBody) write(w http.ResponseWriter) error {
 	return err
 }
 
-func (j jsonBody) VisitLatestReadingsResponse(w http.ResponseWriter) error    { return j.write(w) }
-func (j jsonBody) VisitAggregateReadingsResponse(w http.ResponseWriter) error { return j.write(w) }
+func (j jsonBody) VisitLatestReadingsResponse(w http.ResponseWriter) error { return j.write(w) }

@@ -47,6 +47,10 @@ func TestLatestReadings(t *testing.T) {
 	if r, listed := got[tn.instanceID]; !listed || r != nil {
 		t.Errorf("the sensor without readings: listed=%v reading=%+v; want it listed without one", listed, r)
 	}
+	res, _ := viewer.LatestReadingsWithResponse(ctx, tn.orgID, tn.projectID, nil)
+	if want := fmt.Sprintf(`{"sensor_id":%d,"sensor_name":"Acme piezometer","reading":null}`, tn.instanceID); !bytes.Contains(res.Body, []byte(want)) {
+		t.Errorf("latest = %s, want it to hold %s", res.Body, want)
+	}
 
 	t.Run("AfterOverwrite", func(t *testing.T) {
 		post(t, editor, tn, reading(t, "2024-05-01T12:00:02Z", gen.Values{"1": 30}))
@@ -56,7 +60,7 @@ func TestLatestReadings(t *testing.T) {
 	})
 	t.Run("AfterDelete", func(t *testing.T) {
 		res, err := e.client(tn.tokens[store.Admin]).DeleteReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID,
-			&gen.DeleteReadingsParams{DatetimeGte: at(t, "2024-05-01T12:00:02Z"), DatetimeLt: at(t, "2024-05-01T12:00:03Z")})
+			&gen.DeleteReadingsParams{DatetimeGte: "2024-05-01T12:00:02Z", DatetimeLt: "2024-05-01T12:00:03Z"})
 		if err != nil || res.StatusCode() != 200 || res.JSON200.Deleted != 1 {
 			t.Fatalf("delete: %v %s", err, res.Body)
 		}
@@ -99,7 +103,7 @@ func TestDeleteReadingsBounds(t *testing.T) {
 		reading(t, "2024-05-01T13:00:00Z", gen.Values{"1": 4}))
 	admin := e.client(tn.tokens[store.Admin])
 	res, err := admin.DeleteReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID,
-		&gen.DeleteReadingsParams{DatetimeGte: at(t, "2024-05-01T12:00:00.000001Z"), DatetimeLt: at(t, "2024-05-01T13:00:00Z")})
+		&gen.DeleteReadingsParams{DatetimeGte: "2024-05-01T12:00:00.000001Z", DatetimeLt: "2024-05-01T13:00:00Z"})
 	if err != nil || res.StatusCode() != 200 || res.JSON200.Deleted != 2 {
 		t.Fatalf("delete: %v %s, want 2 deleted", err, res.Body)
 	}
@@ -117,7 +121,7 @@ func TestDeleteReadingsBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	archived, _ := admin.DeleteReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID,
-		&gen.DeleteReadingsParams{DatetimeGte: at(t, "2024-01-01T00:00:00Z"), DatetimeLt: at(t, "2025-01-01T00:00:00Z")})
+		&gen.DeleteReadingsParams{DatetimeGte: "2024-01-01T00:00:00Z", DatetimeLt: "2025-01-01T00:00:00Z"})
 	wantError(t, archived.StatusCode(), archived.Body, 409, "conflict")
 	if n := countReadings(t, e); n != 2 {
 		t.Errorf("%d readings after refused deletes, want 2", n)

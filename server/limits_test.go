@@ -285,7 +285,7 @@ func TestInputsPerSensor(t *testing.T) {
 
 	// Deleting readings does not free their ids.
 	if res, err := e.client(tn.tokens[store.Admin]).DeleteReadingsWithResponse(t.Context(), tn.orgID, tn.projectID, tn.sensorID, &gen.DeleteReadingsParams{
-		DatetimeGte: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), DatetimeLt: time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC),
+		DatetimeGte: "2000-01-01T00:00:00Z", DatetimeLt: "2100-01-01T00:00:00Z",
 	}); err != nil || res.StatusCode() != 200 {
 		t.Fatalf("delete: %v %v", err, res.StatusCode())
 	}

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"strconv"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sensorreadings/readings/formulas"
@@ -76,8 +74,9 @@ func (w *outputsWriter) value(k int) (float64, bool) {
 	return w.outputs.Value(k)
 }
 
-// appendOutputs computes r's outputs and appends ,"outputs":{…}.
-func (w *outputsWriter) appendOutputs(b []byte, r *store.Reading) []byte {
+// appendOutputs computes r's outputs and appends ,"outputs":{…}, named
+// by names.
+func (w *outputsWriter) appendOutputs(b []byte, r *store.Reading, names keyNames) []byte {
 	w.compute(r)
 	b = append(b, `,"outputs":{`...)
 	first := true
@@ -90,9 +89,8 @@ func (w *outputsWriter) appendOutputs(b []byte, r *store.Reading) []byte {
 			b = append(b, ',')
 		}
 		first = false
-		b = append(b, '"')
-		b = strconv.AppendInt(b, id, 10)
-		b = append(b, `":`...)
+		b = names.appendKey(b, id)
+		b = append(b, ':')
 		b = appendNumber(b, v)
 	}
 	return append(b, '}')

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -88,12 +89,16 @@ func shortDuration(d time.Duration) string {
 // reading; the Link to the next page is known once the page is full.
 func (s *Server) ListReadings(ctx context.Context, req gen.ListReadingsRequestObject) (gen.ListReadingsResponseObject, error) {
 	key := sensorKey(req.OrgId, req.ProjId, req.SensorId)
-	q := readingQuery(req.Params)
+	q, err := readingQuery(req.Params)
+	if err != nil {
+		return nil, err
+	}
 	sensor, err := s.store.GetSensor(ctx, key)
 	if err != nil {
 		return nil, err
 	}
 	page := newReadingsPage(sensor.ID, prefersCSV(ctx))
+	page.names = newKeyNames(sensor, req.Params.Keys)
 	if p := req.Params.Outputs; p != nil && *p {
 		page.outputs = s.newOutputsWriter(sensor)
 	}
@@ -132,9 +137,12 @@ func (s *Server) DeleteReadings(ctx context.Context, req gen.DeleteReadingsReque
 }
 
 // readingQuery turns the parameters into the store's query.
-func readingQuery(p gen.ListReadingsParams) store.ReadingQuery {
+func readingQuery(p gen.ListReadingsParams) (store.ReadingQuery, error) {
 	q := store.ReadingQuery{Limit: defaultReadingsLimit}
-	q.From, q.To = timeRange(p.DatetimeGte, p.DatetimeGt, p.DatetimeLte, p.DatetimeLt)
+	var err error
+	if q.From, q.To, err = timeRange(p.DatetimeGte, p.DatetimeGt, p.DatetimeLte, p.DatetimeLt); err != nil {
+		return q, err
+	}
 	if p.Limit != nil {
 		q.Limit = *p.Limit
 	}
@@ -142,7 +150,7 @@ func readingQuery(p gen.ListReadingsParams) store.ReadingQuery {
 		q.Offset = *p.Offset
 	}
 	q.Desc = p.Order != nil && *p.Order == gen.Desc
-	return q
+	return q, nil
 }
 
 // timeRange turns a request's datetime bounds (datetime__gte, __gt, __lte,
@@ -151,28 +159,59 @@ func readingQuery(p gen.ListReadingsParams) store.ReadingQuery {
 // the bounds select nothing. Readings are stored to the microsecond, so
 // "after t" is "at or after t's next microsecond", which lets one SQL
 // statement serve every combination of bounds.
-func timeRange(gte, gt, lte, lt *time.Time) (from, to time.Time) {
+func timeRange(gte, gt, lte, lt *gen.Bound) (from, to time.Time, err error) {
 	from, to = store.MinTime, store.MaxTime
+	var bounds [4]time.Time
+	for i, b := range []*gen.Bound{gte, gt, lte, lt} {
+		if b == nil {
+			continue
+		}
+		if bounds[i], err = parseBound(*b); err != nil {
+			name := [...]string{"datetime__gte", "datetime__gt", "datetime__lte", "datetime__lt"}[i]
+			return from, to, &apperr.Error{Code: apperr.Invalid, Message: fmt.Sprintf("%s: %v", name, err),
+				Details: map[string]any{"parameter": name}}
+		}
+	}
 	if gte != nil {
-		from = later(from, ceilMicro(*gte))
+		from = later(from, ceilMicro(bounds[0]))
 	}
 	if gt != nil {
-		from = later(from, gt.Truncate(time.Microsecond).Add(time.Microsecond))
+		from = later(from, bounds[1].Truncate(time.Microsecond).Add(time.Microsecond))
 	}
 	if lte != nil {
-		to = earlier(to, lte.Truncate(time.Microsecond))
+		to = earlier(to, bounds[2].Truncate(time.Microsecond))
 	}
 	if lt != nil {
-		to = earlier(to, ceilMicro(*lt).Add(-time.Microsecond))
+		to = earlier(to, ceilMicro(bounds[3]).Add(-time.Microsecond))
 	}
-	return from, to
+	return from, to, nil
+}
+
+// parseBound reads a bound as RFC 3339 with a zone (nanoseconds allowed,
+// as before bounds took milliseconds) or as milliseconds since the epoch,
+// the form Grafana's ${__from} and ${__timeFrom} give.
+func parseBound(b gen.Bound) (time.Time, error) {
+	if ms, err := strconv.ParseInt(b, 10, 64); err == nil {
+		t := time.UnixMilli(ms).UTC()
+		if t.Before(store.MinTime) || t.After(store.MaxTime) {
+			return t, fmt.Errorf("%s milliseconds is outside 0001-01-01 to 9999-12-31", b)
+		}
+		return t, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, b)
+	if err != nil {
+		return t, fmt.Errorf("%q is neither RFC 3339 with a zone, such as 2024-05-01T00:00:00Z, nor epoch milliseconds", b)
+	}
+	return t, nil
 }
 
 // boundedRange is timeRange of the two bounds that operations on a range
 // (aggregates, range deletes) require, and Invalid when they select
 // nothing.
-func boundedRange(gte, lt time.Time) (from, to time.Time, err error) {
-	from, to = timeRange(&gte, nil, nil, &lt)
+func boundedRange(gte, lt gen.Bound) (from, to time.Time, err error) {
+	if from, to, err = timeRange(&gte, nil, nil, &lt); err != nil {
+		return from, to, err
+	}
 	if from.After(to) {
 		return from, to, apperr.Errorf(apperr.Invalid, "datetime__lt must be after datetime__gte")
 	}
@@ -203,18 +242,19 @@ func earlier(a, b time.Time) time.Time {
 // nextPageLink is the Link header of a full page: the same query from just
 // past the last reading, without offset, which applied to the first page.
 func nextPageLink(key store.SensorKey, p gen.ListReadingsParams, last time.Time) string {
+	exact := formatExact(last)
 	if p.Order != nil && *p.Order == gen.Desc {
-		p.DatetimeLt = &last
+		p.DatetimeLt = &exact
 	} else {
-		p.DatetimeGt = &last
+		p.DatetimeGt = &exact
 	}
 	v := url.Values{}
-	for name, t := range map[string]*time.Time{
+	for name, b := range map[string]*gen.Bound{
 		"datetime__gte": p.DatetimeGte, "datetime__gt": p.DatetimeGt,
 		"datetime__lte": p.DatetimeLte, "datetime__lt": p.DatetimeLt,
 	} {
-		if t != nil {
-			v.Set(name, formatExact(*t))
+		if b != nil {
+			v.Set(name, *b)
 		}
 	}
 	if p.Limit != nil {
@@ -226,6 +266,9 @@ func nextPageLink(key store.SensorKey, p gen.ListReadingsParams, last time.Time)
 	if p.Outputs != nil {
 		v.Set("outputs", strconv.FormatBool(*p.Outputs))
 	}
+	if p.Keys != nil {
+		v.Set("keys", string(*p.Keys))
+	}
 	return fmt.Sprintf(`</api/v1/org/%d/proj/%d/readings/%d?%s>; rel="next"`,
 		key.OrgID, key.ProjectID, key.SensorID, v.Encode())
 }
@@ -236,7 +279,8 @@ func nextPageLink(key store.SensorKey, p gen.ListReadingsParams, last time.Time)
 type readingsPage struct {
 	buf      *bytes.Buffer
 	sensorID int64
-	outputs  *outputsWriter  // nil unless outputs=true
+	outputs  *outputsWriter // nil unless outputs=true
+	names    keyNames
 	csv      []store.Reading // nil for JSON
 	wantsCSV bool
 	count    int
@@ -264,7 +308,7 @@ func (p *readingsPage) add(r *store.Reading) {
 	if p.count > 0 {
 		p.buf.WriteByte(',')
 	}
-	p.buf.Write(appendReading(p.buf.AvailableBuffer(), p.sensorID, r, p.outputs))
+	p.buf.Write(appendReading(p.buf.AvailableBuffer(), p.sensorID, r, p.outputs, p.names))
 	p.count++
 }
 
@@ -274,7 +318,7 @@ func (p *readingsPage) finish(link string) *readingsPage {
 		p.buf.WriteString("]\n")
 		return p
 	}
-	columns := csvColumns{inputIDs: inputIDsOf(p.csv), outputs: p.outputs}
+	columns := csvColumns{inputIDs: inputIDsOf(p.csv), outputs: p.outputs, names: p.names}
 	p.buf.Write(columns.appendHeader(p.buf.AvailableBuffer()))
 	for i := range p.csv {
 		p.buf.Write(columns.appendRow(p.buf.AvailableBuffer(), &p.csv[i]))
@@ -304,9 +348,10 @@ func (p *readingsPage) VisitListReadingsResponse(w http.ResponseWriter) error {
 	return err
 }
 
-// appendReading appends r as JSON, with its outputs unless outputs is nil:
+// appendReading appends r as JSON, with its outputs unless outputs is nil,
+// its values named by names:
 // {"id":"12-1714564800000000","datetime":"…","inputs":{"101":2803.5},"outputs":{…}}
-func appendReading(b []byte, sensorID int64, r *store.Reading, outputs *outputsWriter) []byte {
+func appendReading(b []byte, sensorID int64, r *store.Reading, outputs *outputsWriter, names keyNames) []byte {
 	b = append(b, `{"id":"`...)
 	b = strconv.AppendInt(b, sensorID, 10)
 	b = append(b, '-')
@@ -318,14 +363,13 @@ func appendReading(b []byte, sensorID int64, r *store.Reading, outputs *outputsW
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, '"')
-		b = strconv.AppendInt(b, id, 10)
-		b = append(b, `":`...)
+		b = names.appendKey(b, id)
+		b = append(b, ':')
 		b = appendNumber(b, r.Values[i])
 	}
 	b = append(b, '}')
 	if outputs != nil {
-		b = outputs.appendOutputs(b, r)
+		b = outputs.appendOutputs(b, r, names)
 	}
 	return append(b, '}')
 }
@@ -349,3 +393,147 @@ func appendNumber(b []byte, f float64) []byte {
 	}
 	return b
 }
+
+// maxLongSensors is how many sensors listProjectReadings reads at once.
+const maxLongSensors = 20
+
+// ListProjectReadings returns the readings of several sensors of a project
+// as one row per value, sensor by sensor, for charts of several sensors.
+// The cursor is the last reading's sensor id and microsecond.
+func (s *Server) ListProjectReadings(ctx context.Context, req gen.ListProjectReadingsRequestObject) (gen.ListProjectReadingsResponseObject, error) {
+	p := req.Params
+	from, to, err := timeRange(p.DatetimeGte, nil, nil, p.DatetimeLt)
+	if err != nil {
+		return nil, err
+	}
+	sensors, err := s.longSensors(ctx, req.OrgId, req.ProjId, p.Sensors)
+	if err != nil {
+		return nil, err
+	}
+	limit := defaultReadingsLimit
+	if p.Limit != nil {
+		limit = *p.Limit
+	}
+	var afterSensor int64
+	var afterTime time.Time
+	if p.Cursor != nil {
+		id, micro, _ := strings.Cut(*p.Cursor, "_")
+		afterSensor, _ = strconv.ParseInt(id, 10, 64)
+		m, err := strconv.ParseInt(micro, 10, 64)
+		if err != nil || afterSensor == 0 {
+			return nil, apperr.Errorf(apperr.Invalid, "cursor %q is not one this service gave; pass next_cursor as it came", *p.Cursor)
+		}
+		afterTime = time.UnixMicro(m)
+	}
+	b := []byte(`{"items":[`)
+	first, n, next := true, 0, ""
+	for _, sensor := range sensors {
+		if sensor.ID < afterSensor {
+			continue
+		}
+		q := store.ReadingQuery{From: from, To: to, Limit: limit - n}
+		if sensor.ID == afterSensor {
+			q.From = later(from, afterTime.Add(time.Microsecond))
+		}
+		if q.From.After(q.To) {
+			continue
+		}
+		name, err := json.Marshal(sensor.Name)
+		if err != nil {
+			return nil, fmt.Errorf("encode sensor name: %w", err)
+		}
+		names := newKeyNames(sensor, p.Keys)
+		var outputs *outputsWriter
+		if p.Outputs != nil && *p.Outputs {
+			outputs = s.newOutputsWriter(sensor)
+		}
+		row := func(r *store.Reading, id int64, v float64) {
+			key := names.appendKey(nil, id)
+			if p.Key != nil && string(key[1:len(key)-1]) != *p.Key {
+				return
+			}
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = append(b, `{"sensor_id":`...)
+			b = strconv.AppendInt(b, sensor.ID, 10)
+			b = append(b, `,"sensor":`...)
+			b = append(b, name...)
+			b = append(b, `,"datetime":"`...)
+			b = appendDatetime(b, r.Time)
+			b = append(b, `","key":`...)
+			b = append(b, key...)
+			b = append(b, `,"value":`...)
+			b = appendNumber(b, v)
+			b = append(b, '}')
+		}
+		var last time.Time
+		count := 0
+		err = s.reader(ctx).ListReadings(ctx, sensor, q, func(r *store.Reading) error {
+			for i, id := range r.InputIDs {
+				row(r, id, r.Values[i])
+			}
+			if outputs != nil {
+				outputs.compute(r)
+				for k, id := range outputs.outputIDs {
+					if v, ok := outputs.value(k); ok {
+						row(r, id, v)
+					}
+				}
+			}
+			count++
+			last = r.Time
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if n += count; n == limit {
+			next = fmt.Sprintf("%d_%d", sensor.ID, last.UnixMicro())
+			break
+		}
+	}
+	b = append(b, ']')
+	if next != "" {
+		b = append(b, `,"next_cursor":`...)
+		b = strconv.AppendQuote(b, next)
+	}
+	return jsonBody(append(b, "}\n"...)), nil
+}
+
+// longSensors is the sensors named (ascending, each checked to be in the
+// project), or without names every sensor of the project, at most
+// maxLongSensors of them either way.
+func (s *Server) longSensors(ctx context.Context, orgID, projectID int64, list *string) ([]store.Sensor, error) {
+	if list == nil {
+		sensors, more, err := s.store.ListSensors(ctx, orgID, projectID, 0, maxLongSensors)
+		if err != nil {
+			return nil, err
+		}
+		if more {
+			return nil, apperr.Errorf(apperr.Invalid, "the project has more than %d sensors: name at most %d in sensors", maxLongSensors, maxLongSensors)
+		}
+		return sensors, nil
+	}
+	var ids []int64
+	for _, field := range strings.Split(*list, ",") {
+		id, err := strconv.ParseInt(field, 10, 64)
+		if err != nil {
+			return nil, apperr.Errorf(apperr.Invalid, "sensors: %q is not a sensor id", field)
+		}
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	sensors := make([]store.Sensor, len(ids))
+	for i, id := range ids {
+		var err error
+		if sensors[i], err = s.store.GetSensor(ctx, sensorKey(orgID, projectID, id)); err != nil {
+			return nil, err
+		}
+	}
+	return sensors, nil
+}
+
+func (j jsonBody) VisitListProjectReadingsResponse(w http.ResponseWriter) error { return j.write(w) }

@@ -262,7 +262,7 @@ func TestReadingsFilters(t *testing.T) {
 	batch = append(batch, reading(t, "2024-05-01T12:00:00.000001Z", gen.Values{"1": 12.5}))
 	post(t, c, tn, batch...)
 
-	tm := func(s string) *time.Time { v := at(t, s); return &v }
+	tm := func(s string) *gen.Bound { return &s }
 	for _, tc := range []struct {
 		name string
 		p    gen.ListReadingsParams
@@ -276,6 +276,8 @@ func TestReadingsFilters(t *testing.T) {
 		{"GteLt", gen.ListReadingsParams{DatetimeGte: tm("2024-05-01T11:00:00Z"), DatetimeLt: tm("2024-05-01T13:00:00Z")}, []float64{11, 12, 12.5}},
 		{"GtLte", gen.ListReadingsParams{DatetimeGt: tm("2024-05-01T11:00:00Z"), DatetimeLte: tm("2024-05-01T13:00:00Z")}, []float64{12, 12.5, 13}},
 		{"AllFour", gen.ListReadingsParams{DatetimeGte: tm("2024-05-01T10:30:00Z"), DatetimeGt: tm("2024-05-01T11:00:00Z"), DatetimeLte: tm("2024-05-01T14:00:00Z"), DatetimeLt: tm("2024-05-01T14:00:00Z")}, []float64{12, 12.5, 13}},
+		{"GteMillis", gen.ListReadingsParams{DatetimeGte: tm("1714564800000")}, []float64{12, 12.5, 13, 14, 15}},
+		{"GtLtMillis", gen.ListReadingsParams{DatetimeGt: tm("1714561200000"), DatetimeLt: tm("1714568400000")}, []float64{12, 12.5}},
 		{"Offset", gen.ListReadingsParams{DatetimeGte: tm("2024-05-01T13:00:00+02:00")}, []float64{11, 12, 12.5, 13, 14, 15}},
 		{"Empty", gen.ListReadingsParams{DatetimeGt: tm("2024-05-01T14:00:00Z"), DatetimeLt: tm("2024-05-01T15:00:00Z")}, nil},
 		{"Crossed", gen.ListReadingsParams{DatetimeGte: tm("2024-05-01T15:00:00Z"), DatetimeLte: tm("2024-05-01T10:00:00Z")}, nil},
@@ -341,7 +343,8 @@ func TestReadingsLinkPaging(t *testing.T) {
 		{"Asc", gen.ListReadingsParams{Limit: ptr(999)}, func(i int) float64 { return float64(i) }, total},
 		{"Desc", gen.ListReadingsParams{Order: ptr(gen.Desc), Limit: ptr(1000)}, func(i int) float64 { return float64(total - 1 - i) }, total},
 		{"Bounded", gen.ListReadingsParams{
-			DatetimeGte: ptr(base.Add(100 * time.Second)), DatetimeLt: ptr(base.Add(1100 * time.Second)), Limit: ptr(300), Outputs: ptr(false),
+			DatetimeGte: ptr(fmt.Sprint(base.Add(100 * time.Second).UnixMilli())), DatetimeLt: ptr(base.Add(1100 * time.Second).Format(time.RFC3339)), Limit: ptr(300), Outputs: ptr(false),
+			Keys: ptr(gen.ListReadingsParamsKeysNames),
 		}, func(i int) float64 { return float64(200 + i) }, 2000},
 		{"Offset", gen.ListReadingsParams{Offset: ptr(int64(10)), Limit: ptr(1000)}, func(i int) float64 { return float64(10 + i) }, total - 10},
 	} {
@@ -360,7 +363,8 @@ func TestReadingsLinkPaging(t *testing.T) {
 				if !ok {
 					break
 				}
-				if next.Outputs == nil != (tc.first.Outputs == nil) || next.DatetimeGte == nil != (tc.first.DatetimeGte == nil) {
+				if next.Outputs == nil != (tc.first.Outputs == nil) || next.DatetimeGte == nil != (tc.first.DatetimeGte == nil) ||
+					next.Keys == nil != (tc.first.Keys == nil) {
 					t.Errorf("Link %q dropped a parameter of the first request", header.Get("Link"))
 				}
 				p = next

@@ -33,7 +33,7 @@ type Standby interface {
 // and latest values. Everything else, the sensor each of them looks up
 // included, uses the primary.
 var standbyOperations = map[string]bool{
-	"listReadings": true, "exportReadings": true, "aggregateReadings": true, "latestReadings": true,
+	"listReadings": true, "exportReadings": true, "aggregateReadings": true, "latestReadings": true, "listProjectReadings": true,
 }
 
 // standbyPoll is how often a read that must see a write asks the standby

@@ -769,6 +769,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/org/{org_id}/proj/{proj_id}/readings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Readings of several sensors, one row per value
+         * @description The readings of several sensors of the project in long format: one
+         *     row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
+         *     by sensor (ascending id), oldest first. It is the shape a chart of
+         *     several sensors wants (docs/grafana.md). `sensors` names at most
+         *     20 sensors; without it, every sensor of the project, when it has at
+         *     most 20 (a 400 otherwise). A page holds the values of at most
+         *     `limit` readings; `next_cursor` continues. With `outputs=true` the
+         *     outputs are rows too; `key` keeps the rows of one input or output
+         *     (its key with `keys=names`, else its id). Sensor-scoped tokens
+         *     cannot use it: they read one sensor at a time.
+         *     Required role: `viewer`.
+         */
+        get: operations["listProjectReadings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}": {
         parameters: {
             query?: never;
@@ -811,8 +852,9 @@ export interface paths {
          *
          *     **CSV.** With `Accept: text/csv` the same page comes as CSV: a
          *     header row `datetime,<input ids…>,<output ids…>` (every id that
-         *     appears in the page, ascending) and a row per reading, empty where
-         *     a reading lacks a value. For a whole range at once, use the export.
+         *     appears in the page, ascending; with `keys=names`, keys and units
+         *     such as `freq (Hz)`) and a row per reading, empty where a reading
+         *     lacks a value. For a whole range at once, use the export.
          *
          *     **Outputs.** With `outputs=true` each reading carries `outputs`:
          *     the values of the sensor's output formulas, keyed by output ID,
@@ -1045,8 +1087,8 @@ export interface paths {
         /**
          * Latest reading of every sensor
          * @description The newest reading of each sensor of the project, in sensor id
-         *     order, paged like sensors; a sensor without readings is listed
-         *     without one. Each sensor costs one index probe, however many
+         *     order, paged like sensors, each with its name; a sensor without
+         *     readings is listed with `"reading": null`. Each sensor costs one index probe, however many
          *     readings it has. With `outputs=true` each reading carries its
          *     outputs. Required role: `viewer`.
          */
@@ -1636,6 +1678,14 @@ export interface components {
             migration_version: number;
         };
         /**
+         * @description An instant bounding a range of readings: RFC 3339 with a zone
+         *     (`2024-05-01T00:00:00Z`, `2024-05-01T02:00:00%2B02:00` in a URL), or
+         *     milliseconds since 1970-01-01T00:00:00Z (`1714521600000`), as
+         *     Grafana's `${__from}` and `${__timeFrom}` give.
+         * @example 2024-05-01T00:00:00Z
+         */
+        Bound: string;
+        /**
          * Format: date-time
          * @description In responses, UTC to the millisecond with exactly three fractional
          *     digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
@@ -2004,7 +2054,7 @@ export interface components {
             next_cursor?: string;
         };
         /**
-         * @description Numbers keyed by decimal input or output ID.
+         * @description Numbers keyed by decimal input or output ID, or by blueprint key with `keys=names`.
          * @example {
          *       "101": 2803.5,
          *       "102": 11.2
@@ -2035,7 +2085,7 @@ export interface components {
             outputs?: components["schemas"]["Aggregates"];
         };
         /**
-         * @description The functions asked for, by input or output ID.
+         * @description The functions asked for, by input or output ID, or by blueprint key with `keys=names`.
          * @example {
          *       "101": {
          *         "avg": 2802.1,
@@ -2054,10 +2104,29 @@ export interface components {
             /** @description Present when there may be more; pass it as `cursor`. */
             next_cursor?: string;
         };
+        LongPage: {
+            items: components["schemas"]["LongRow"][];
+            /** @description Present when there may be more; pass it as `cursor`. */
+            next_cursor?: string;
+        };
+        /** @description One value of one reading of one sensor. */
+        LongRow: {
+            /** Format: int64 */
+            sensor_id: number;
+            /** @description The sensor's name. */
+            sensor: string;
+            datetime: components["schemas"]["Datetime"];
+            /** @description The input's or output's id, or its key with `keys=names`. */
+            key: string;
+            /** Format: double */
+            value: number;
+        };
         Latest: {
             /** Format: int64 */
             sensor_id: number;
-            reading?: components["schemas"]["Reading"];
+            sensor_name: string;
+            /** @description The sensor's newest reading, or null when it has none. */
+            reading?: components["schemas"]["Reading"] | null;
         };
         Deleted: {
             /**
@@ -2458,6 +2527,14 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description How inputs and outputs are named: `ids` (default), their decimal
+         *     ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+         *     `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+         *     id the sensor's instance does not know (a sensor without a
+         *     blueprint, or an input no longer in it) stays an id.
+         */
+        Keys: "ids" | "names";
         /**
          * @description Read your own writes when the service reads from a hot standby: the
          *     `X-Readings-LSN` of your last write. The service waits a bounded
@@ -4813,20 +4890,118 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listProjectReadings: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Comma-separated sensor ids, at most 20.
+                 * @example 12,13
+                 */
+                sensors?: string;
+                /** @description Only readings at or after this instant. */
+                datetime__gte?: components["schemas"]["Bound"];
+                /** @description Only readings strictly before this instant. */
+                datetime__lt?: components["schemas"]["Bound"];
+                /**
+                 * @description Only the rows of this input or output.
+                 * @example pressure
+                 */
+                key?: string;
+                /** @description Whether the outputs are rows too. */
+                outputs?: boolean;
+                /**
+                 * @description How inputs and outputs are named: `ids` (default), their decimal
+                 *     ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+                 *     `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+                 *     id the sensor's instance does not know (a sensor without a
+                 *     blueprint, or an input no longer in it) stays an id.
+                 */
+                keys?: components["parameters"]["Keys"];
+                /** @description The most readings whose values a page holds. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: {
+                /**
+                 * @description Read your own writes when the service reads from a hot standby: the
+                 *     `X-Readings-LSN` of your last write. The service waits a bounded
+                 *     time (its `-read-wait`, 200 ms by default) for the standby to
+                 *     replay the database's log up to it, and otherwise reads the
+                 *     primary. Without it, a read may lag a write by the replication
+                 *     delay. Ignored when the service has no standby.
+                 * @example 0/3A2B1C8
+                 */
+                "X-Readings-Min-LSN"?: components["parameters"]["MinLSN"];
+            };
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of rows. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "sensor_id": 12,
+                     *           "sensor": "PZ-01",
+                     *           "datetime": "2024-05-01T00:00:00.000Z",
+                     *           "key": "pressure",
+                     *           "value": 139.2
+                     *         },
+                     *         {
+                     *           "sensor_id": 13,
+                     *           "sensor": "PZ-02",
+                     *           "datetime": "2024-05-01T00:00:00.000Z",
+                     *           "key": "pressure",
+                     *           "value": 141.7
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LongPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listReadings: {
         parameters: {
             query?: {
                 /**
-                 * @description Only readings at or after this instant (RFC 3339 with a zone).
+                 * @description Only readings at or after this instant (RFC 3339 with a zone, or epoch milliseconds).
                  * @example 2024-05-01T00:00:00Z
                  */
-                datetime__gte?: string;
+                datetime__gte?: components["schemas"]["Bound"];
                 /** @description Only readings strictly after this instant. */
-                datetime__gt?: string;
+                datetime__gt?: components["schemas"]["Bound"];
                 /** @description Only readings at or before this instant. */
-                datetime__lte?: string;
+                datetime__lte?: components["schemas"]["Bound"];
                 /** @description Only readings strictly before this instant. */
-                datetime__lt?: string;
+                datetime__lt?: components["schemas"]["Bound"];
                 /** @description The most readings in a page. */
                 limit?: number;
                 /** @description How many readings of the ordered, filtered result to skip. */
@@ -4835,6 +5010,14 @@ export interface operations {
                 order?: "asc" | "desc";
                 /** @description Whether to compute each reading's outputs. */
                 outputs?: boolean;
+                /**
+                 * @description How inputs and outputs are named: `ids` (default), their decimal
+                 *     ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+                 *     `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+                 *     id the sensor's instance does not know (a sensor without a
+                 *     blueprint, or an input no longer in it) stays an id.
+                 */
+                keys?: components["parameters"]["Keys"];
             };
             header?: {
                 /**
@@ -5018,12 +5201,12 @@ export interface operations {
                  * @description The first instant to delete (RFC 3339 with a zone).
                  * @example 2024-05-01T00:00:00Z
                  */
-                datetime__gte: string;
+                datetime__gte: components["schemas"]["Bound"];
                 /**
                  * @description The first instant to keep after the range.
                  * @example 2024-05-02T00:00:00Z
                  */
-                datetime__lt: string;
+                datetime__lt: components["schemas"]["Bound"];
             };
             header?: never;
             path: {
@@ -5076,10 +5259,23 @@ export interface operations {
         parameters: {
             query: {
                 /**
-                 * @description The bucket width: a whole number and m (minutes), h (hours) or d (days), from 1m to 31d.
+                 * @description The bucket width: a whole number and m (minutes), h (hours) or d
+                 *     (days), from 1m to 31d. Exactly one of `interval` and
+                 *     `max_points` is required.
                  * @example 1h
                  */
-                interval: string;
+                interval?: string;
+                /**
+                 * @description Instead of `interval`: the most buckets wanted. The service picks
+                 *     the narrowest of 1m, 2m, 5m, 10m, 15m, 30m, 1h, 2h, 3h, 6h, 12h,
+                 *     1d, 2d, 7d, 14d and 31d that keeps the range within that many
+                 *     buckets (counting one more for a range that does not start on a
+                 *     boundary), says which in `X-Readings-Interval`, and answers 400
+                 *     when even 31d does not. A chart passes about its width in
+                 *     pixels (docs/grafana.md).
+                 * @example 1000
+                 */
+                max_points?: number;
                 /**
                  * @description Comma-separated functions of each bucket: `avg`, `min`, `max`,
                  *     `sum`, `count`, `first`, `last`, `median`, `range` (max − min)
@@ -5092,12 +5288,12 @@ export interface operations {
                  * @description The start of the range, inclusive (RFC 3339 with a zone).
                  * @example 2024-05-01T00:00:00Z
                  */
-                datetime__gte: string;
+                datetime__gte: components["schemas"]["Bound"];
                 /**
                  * @description The end of the range, exclusive.
                  * @example 2024-05-02T00:00:00Z
                  */
-                datetime__lt: string;
+                datetime__lt: components["schemas"]["Bound"];
                 /**
                  * @description An IANA time zone, such as `Europe/London`, to align buckets to its local time. Default UTC.
                  * @example Europe/London
@@ -5107,6 +5303,14 @@ export interface operations {
                 fill?: "null";
                 /** @description Whether to aggregate the outputs too. */
                 outputs?: boolean;
+                /**
+                 * @description How inputs and outputs are named: `ids` (default), their decimal
+                 *     ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+                 *     `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+                 *     id the sensor's instance does not know (a sensor without a
+                 *     blueprint, or an input no longer in it) stays an id.
+                 */
+                keys?: components["parameters"]["Keys"];
             };
             header?: {
                 /**
@@ -5144,6 +5348,11 @@ export interface operations {
             /** @description The buckets, oldest first. */
             200: {
                 headers: {
+                    /**
+                     * @description The bucket width used, as `interval` takes it (`15m`, `1h`, `7d`).
+                     * @example 1h
+                     */
+                    "X-Readings-Interval"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5201,11 +5410,19 @@ export interface operations {
                 /** @description `csv` (default) or `ndjson`. */
                 format?: "csv" | "ndjson";
                 /** @description Only readings at or after this instant. */
-                datetime__gte?: string;
+                datetime__gte?: components["schemas"]["Bound"];
                 /** @description Only readings strictly before this instant. */
-                datetime__lt?: string;
+                datetime__lt?: components["schemas"]["Bound"];
                 /** @description Whether to compute each reading's outputs. */
                 outputs?: boolean;
+                /**
+                 * @description How inputs and outputs are named: `ids` (default), their decimal
+                 *     ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+                 *     `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+                 *     id the sensor's instance does not know (a sensor without a
+                 *     blueprint, or an input no longer in it) stays an id.
+                 */
+                keys?: components["parameters"]["Keys"];
             };
             header?: {
                 /**
@@ -5298,6 +5515,14 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Whether to compute each reading's outputs. */
                 outputs?: boolean;
+                /**
+                 * @description How inputs and outputs are named: `ids` (default), their decimal
+                 *     ids, or `names`, the keys of the sensor's blueprint (`freq`, `temp`,
+                 *     `pressure`); CSV headers then carry the unit too (`freq (Hz)`). An
+                 *     id the sensor's instance does not know (a sensor without a
+                 *     blueprint, or an input no longer in it) stays an id.
+                 */
+                keys?: components["parameters"]["Keys"];
             };
             header?: {
                 /**
@@ -5338,6 +5563,7 @@ export interface operations {
                      *       "items": [
                      *         {
                      *           "sensor_id": 12,
+                     *           "sensor_name": "VW-01",
                      *           "reading": {
                      *             "id": "12-1714565400000000",
                      *             "datetime": "2024-05-01T12:10:00.000Z",
@@ -5346,9 +5572,6 @@ export interface operations {
                      *               "102": 11.3
                      *             }
                      *           }
-                     *         },
-                     *         {
-                     *           "sensor_id": 13
                      *         }
                      *       ]
                      *     }

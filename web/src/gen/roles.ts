@@ -40,6 +40,7 @@ export const requiredRole = {
   listDeliveries: 'admin',
   listInvitations: 'owner',
   listMembers: 'owner',
+  listProjectReadings: 'viewer',
   listProjects: 'viewer',
   listReadings: 'viewer',
   listSensors: 'viewer',
