@@ -30,21 +30,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/harness.sh"
 rate=${CHAOS_RATE:-100}
 harness_begin chaos-cluster 240 "$@"
 
-cluster_down() {
-  local rc=$?
-  # The replicas', HAProxy's and PostgreSQL's logs stay with the run's.
-  [ -z "${CLUSTER_DIR:-}" ] || cp "$CLUSTER_DIR"/*.log "$work"/ 2>/dev/null || true
-  "$root/scripts/cluster.sh" stop >/dev/null 2>&1 || true
-  (exit "$rc")
-  harness_cleanup
-}
-trap cluster_down EXIT
-
-harness_build
-"$root/scripts/cluster.sh" start >"$work/cluster.out"
-# shellcheck disable=SC1090
-source <("$root/scripts/cluster.sh" env)
-db_url=$PRIMARY_URL base=$BASE
+harness_cluster
 harness_fixtures 8 8
 
 # backend_status NAME: HAProxy's view of one replica (UP, DOWN, ...).

@@ -7,6 +7,8 @@
 #   harness_begin NAME SECONDS "$@"  re-run the script under a hard timeout; set the traps
 #   harness_build                    build bin/readings and bin/loadgen
 #   harness_database                 CREATE DATABASE chaos_NAME_<random>; sets $db_url
+#   harness_cluster                  make cluster's topology instead (scripts/cluster.sh),
+#                                    stopped on exit: sets $db_url, $base and the cluster's env
 #   service_start                    start the service on a free port; sets $base, $svc_pid
 #   service_kill9 / service_stop     kill -9 it / stop it with SIGTERM
 #   harness_fixtures TOKENS SENSORS  an owner, TOKENS editors' tokens in $work/tokens,
@@ -94,6 +96,24 @@ background() {
 
 harness_build() {
   (cd "$root" && go build -o bin/readings . && go build -o bin/loadgen ./scripts/loadgen)
+}
+
+harness_cluster() {
+  trap harness_cluster_down EXIT
+  harness_build
+  "$root/scripts/cluster.sh" start >"$work/cluster.out"
+  # shellcheck disable=SC1090
+  source <("$root/scripts/cluster.sh" env)
+  db_url=$PRIMARY_URL base=$BASE
+}
+
+harness_cluster_down() {
+  local rc=$?
+  # The replicas', HAProxy's and PostgreSQL's logs stay with the run's.
+  [ -z "${CLUSTER_DIR:-}" ] || cp "$CLUSTER_DIR"/*.log "$work"/ 2>/dev/null || true
+  "$root/scripts/cluster.sh" stop >/dev/null 2>&1 || true
+  (exit "$rc")
+  harness_cleanup
 }
 
 psql_admin() {

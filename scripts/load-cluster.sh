@@ -17,21 +17,7 @@ seconds=${LOAD_SECONDS:-20}
 rate=${LOAD_RATE:-1500}
 harness_begin load-cluster $((2 * seconds + 240)) "$@"
 
-cluster_down() {
-  local rc=$?
-  # The replicas', HAProxy's and PostgreSQL's logs stay with the run's.
-  [ -z "${CLUSTER_DIR:-}" ] || cp "$CLUSTER_DIR"/*.log "$work"/ 2>/dev/null || true
-  "$root/scripts/cluster.sh" stop >/dev/null 2>&1 || true
-  (exit "$rc")
-  harness_cleanup
-}
-trap cluster_down EXIT
-
-harness_build
-"$root/scripts/cluster.sh" start >"$work/cluster.out"
-# shellcheck disable=SC1090
-source <("$root/scripts/cluster.sh" env)
-db_url=$PRIMARY_URL base=$BASE
+harness_cluster
 harness_fixtures $((rate / 40 + 1)) 10
 read -r -a ports <<<"$REPLICA_PORTS"
 
