@@ -118,9 +118,9 @@ RETURNING cardinality(input_ids)`
 // recordInputs adds the batch's input ids that the sensor's readings never
 // had to its set (sensor_inputs), and, when limited, refuses the batch if
 // the set would exceed db.maxSensorInputs. A batch with no new id, the
-// common case, costs no statement. known is the set as the batch found it;
-// the upsert takes the set's row lock, so batches bringing new ids take
-// turns and the last one counts every id of the others.
+// common case, costs no statement. known is the set as the batch found it,
+// under the sensor's row lock that makes the batches of one sensor take
+// turns, so it is the set of every batch committed before this one.
 func (db *DB) recordInputs(ctx context.Context, tx pgx.Tx, sensorID int64, limited bool, known []int64, readings []Reading) error {
 	var fresh []int64
 	for _, r := range readings {
