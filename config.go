@@ -1,0 +1,279 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sensorreadings/readings/store"
+)
+
+// config is the service's configuration: flags whose defaults come from the
+// environment, so that both `-addr :9090` and `LISTEN_ADDR=:9090` work.
+type config struct {
+	addr            string
+	databaseURL     string
+	readURL         string
+	readWait        time.Duration
+	logFormat       string
+	logLevel        string
+	migrate         bool
+	maxBatch        int
+	maxBodyBytes    int64
+	maxInputs       int
+	maxFuture       time.Duration
+	dbMaxConns      int
+	dbTimeout       time.Duration
+	rateLimit       float64
+	rateBurst       int
+	maxStreams      int
+	maxStreamsToken int
+	shutdownTimeout time.Duration
+	pprofAddr       string
+	alarmCheck      time.Duration
+	webhookTimeout  time.Duration
+	webhookAttempts int
+	webhookPrivate  bool
+	storage         store.StorageConfig
+}
+
+func (c *config) register(fs *flag.FlagSet, e *env) {
+	fs.StringVar(&c.addr, "addr", e.string("LISTEN_ADDR", "127.0.0.1:8080"), "address to listen on `host:port` (LISTEN_ADDR)")
+	fs.StringVar(&c.databaseURL, "database-url", e.string("DATABASE_URL", ""), "PostgreSQL `url` (DATABASE_URL)")
+	fs.StringVar(&c.readURL, "read-database-url", e.string("READ_DATABASE_URL", ""), "a hot standby's PostgreSQL `url` for pages, exports, aggregates and latest values; off when empty (READ_DATABASE_URL)")
+	fs.DurationVar(&c.readWait, "read-wait", e.duration("READ_WAIT", 200*time.Millisecond), "how long a read may wait for the standby to replay the client's last write before it reads the primary (READ_WAIT)")
+	fs.StringVar(&c.logFormat, "log-format", e.string("LOG_FORMAT", "text"), "log format, text or json (LOG_FORMAT)")
+	fs.StringVar(&c.logLevel, "log-level", e.string("LOG_LEVEL", "info"), "log level: debug, info, warn or error (LOG_LEVEL)")
+	fs.BoolVar(&c.migrate, "migrate", e.bool("MIGRATE_ON_START", true), "apply pending migrations at start (MIGRATE_ON_START)")
+	fs.IntVar(&c.maxBatch, "max-batch", e.int("MAX_BATCH", 10000), "most readings in one POST (MAX_BATCH)")
+	fs.IntVar(&c.maxInputs, "max-inputs", e.int("MAX_INPUTS", store.DefaultMaxSensorInputs), "most inputs in one reading, and most distinct input ids of a sensor without a blueprint (MAX_INPUTS)")
+	fs.Int64Var(&c.maxBodyBytes, "max-body", int64(e.int("MAX_BODY_BYTES", 16<<20)), "most bytes in one request body (MAX_BODY_BYTES)")
+	fs.DurationVar(&c.maxFuture, "max-future", e.duration("MAX_FUTURE", 24*time.Hour), "refuse readings dated more than this after the server's clock; 0 for no limit (MAX_FUTURE)")
+	fs.IntVar(&c.dbMaxConns, "db-max-conns", e.int("DB_MAX_CONNS", 0), "most database connections; 0 is max(4, CPUs) (DB_MAX_CONNS)")
+	fs.DurationVar(&c.dbTimeout, "db-timeout", e.duration("DB_TIMEOUT", 20*time.Second), "how long a request may wait for the database before a 503; 0 for no limit (DB_TIMEOUT)")
+	fs.Float64Var(&c.rateLimit, "rate-limit", e.float("RATE_LIMIT", 50), "requests a second per token; 0 for no limit (RATE_LIMIT)")
+	fs.IntVar(&c.rateBurst, "rate-burst", e.int("RATE_BURST", 100), "requests a token may make at once (RATE_BURST)")
+	fs.IntVar(&c.maxStreams, "max-streams", e.int("MAX_STREAMS", 0), "exports open at once, below the database connections; 0 is half of them (MAX_STREAMS)")
+	fs.IntVar(&c.maxStreamsToken, "max-streams-per-token", e.int("MAX_STREAMS_PER_TOKEN", 2), "exports one token may have open at once (MAX_STREAMS_PER_TOKEN)")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", e.duration("SHUTDOWN_TIMEOUT", 20*time.Second), "how long in-flight requests may finish after SIGTERM (SHUTDOWN_TIMEOUT)")
+	fs.DurationVar(&c.alarmCheck, "alarm-check-interval", e.duration("ALARM_CHECK_INTERVAL", 10*time.Second), "how often overdue sensors are checked, the most an overdue alarm is late (ALARM_CHECK_INTERVAL)")
+	fs.DurationVar(&c.webhookTimeout, "webhook-timeout", e.duration("WEBHOOK_TIMEOUT", 10*time.Second), "how long a webhook receiver may take to answer (WEBHOOK_TIMEOUT)")
+	fs.IntVar(&c.webhookAttempts, "webhook-max-attempts", e.int("WEBHOOK_MAX_ATTEMPTS", 8), "attempts of a webhook delivery before it is marked failed (WEBHOOK_MAX_ATTEMPTS)")
+	fs.BoolVar(&c.webhookPrivate, "webhook-allow-private", e.bool("WEBHOOK_ALLOW_PRIVATE", false), "let webhooks reach loopback, private and link-local addresses (WEBHOOK_ALLOW_PRIVATE)")
+	fs.StringVar(&c.pprofAddr, "pprof-addr", e.string("PPROF_ADDR", ""), "serve /debug/pprof on this `host:port`, for profiling; off when empty (PPROF_ADDR)")
+	// TimescaleDB only, applied with the migrations; docs/performance.md
+	// says why these defaults suit minute-rate sensors.
+	c.storage.ChunkInterval = e.days("CHUNK_INTERVAL", 7*day)
+	c.storage.CompressAfter = e.days("COMPRESS_AFTER", 7*day)
+	c.storage.Retention = e.days("RETENTION", 0)
+	fs.Var((*days)(&c.storage.ChunkInterval), "chunk-interval", "TimescaleDB: the `duration` of one chunk of readings, e.g. 7d or 12h (CHUNK_INTERVAL)")
+	fs.Var((*days)(&c.storage.CompressAfter), "compress-after", "TimescaleDB: compress a chunk once all of it is older than `age`, e.g. 7d; 0 never (COMPRESS_AFTER)")
+	fs.Var((*days)(&c.storage.Retention), "retention", "TimescaleDB: drop a chunk of readings once all of it is older than `age`, e.g. 365d; 0 keeps them forever (RETENTION)")
+}
+
+func (c *config) validate() error {
+	var errs []error
+	if c.databaseURL == "" {
+		errs = append(errs, errors.New("DATABASE_URL (or -database-url) is required; `make run` starts a private database for you"))
+	}
+	if c.logFormat != "text" && c.logFormat != "json" {
+		errs = append(errs, fmt.Errorf("log format %q is neither text nor json", c.logFormat))
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		errs = append(errs, fmt.Errorf("log level %q: %w", c.logLevel, err))
+	}
+	if c.maxBatch < 1 {
+		errs = append(errs, fmt.Errorf("max batch %d must be at least 1", c.maxBatch))
+	}
+	if c.maxInputs < 1 || c.maxInputs > 1000 {
+		errs = append(errs, fmt.Errorf("max inputs %d must be from 1 to 1000", c.maxInputs))
+	}
+	if c.maxBodyBytes < 1024 {
+		errs = append(errs, fmt.Errorf("max body %d must be at least 1024 bytes", c.maxBodyBytes))
+	}
+	if c.maxFuture < 0 {
+		errs = append(errs, fmt.Errorf("max future %v cannot be negative", c.maxFuture))
+	}
+	if c.dbMaxConns < 0 || c.dbMaxConns > 1000 {
+		errs = append(errs, fmt.Errorf("db max conns %d must be from 0 to 1000", c.dbMaxConns))
+	}
+	if c.readWait <= 0 || c.readWait > 10*time.Second {
+		errs = append(errs, fmt.Errorf("read wait %v must be above 0 and at most 10s", c.readWait))
+	}
+	if c.dbTimeout < 0 || c.shutdownTimeout < 0 {
+		errs = append(errs, errors.New("timeouts cannot be negative"))
+	}
+	if c.rateLimit < 0 || (c.rateLimit > 0 && c.rateBurst < 1) {
+		errs = append(errs, fmt.Errorf("rate limit %v needs a burst of at least 1 (got %d)", c.rateLimit, c.rateBurst))
+	}
+	if err := c.storage.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.maxStreams < 0 || (c.dbMaxConns > 0 && c.maxStreams >= c.dbMaxConns) {
+		errs = append(errs, fmt.Errorf("max streams %d must be from 0 (half the database connections) to below db max conns %d", c.maxStreams, c.dbMaxConns))
+	}
+	if c.alarmCheck < time.Second || c.alarmCheck > 5*time.Minute {
+		return fmt.Errorf("-alarm-check-interval %v is out of 1s to 5m", c.alarmCheck)
+	}
+	if c.webhookTimeout < time.Second || c.webhookTimeout > time.Minute {
+		return fmt.Errorf("-webhook-timeout %v is out of 1s to 1m", c.webhookTimeout)
+	}
+	if c.webhookAttempts < 1 || c.webhookAttempts > 20 {
+		return fmt.Errorf("-webhook-max-attempts %d is out of 1 to 20", c.webhookAttempts)
+	}
+	if c.maxStreamsToken < 1 {
+		errs = append(errs, fmt.Errorf("max streams per token %d must be at least 1", c.maxStreamsToken))
+	}
+	return errors.Join(errs...)
+}
+
+// logValue lists the settings for the start-up log, with the database
+// password masked.
+func (c *config) logValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("addr", c.addr),
+		slog.String("database_url", redactURL(c.databaseURL)),
+		slog.String("read_database_url", redactURL(c.readURL)),
+		slog.Duration("read_wait", c.readWait),
+		slog.String("log_format", c.logFormat),
+		slog.String("log_level", c.logLevel),
+		slog.Bool("migrate", c.migrate),
+		slog.Int("max_batch", c.maxBatch),
+		slog.Int64("max_body_bytes", c.maxBodyBytes),
+		slog.Int("max_inputs", c.maxInputs),
+		slog.Duration("max_future", c.maxFuture),
+		slog.Int("db_max_conns", c.dbMaxConns),
+		slog.Duration("db_timeout", c.dbTimeout),
+		slog.Float64("rate_limit", c.rateLimit),
+		slog.Int("rate_burst", c.rateBurst),
+		slog.Int("max_streams", c.maxStreams),
+		slog.Int("max_streams_per_token", c.maxStreamsToken),
+		slog.Duration("shutdown_timeout", c.shutdownTimeout),
+		slog.String("pprof_addr", c.pprofAddr),
+		slog.Duration("alarm_check_interval", c.alarmCheck),
+		slog.Duration("webhook_timeout", c.webhookTimeout),
+		slog.Int("webhook_max_attempts", c.webhookAttempts),
+		slog.Bool("webhook_allow_private", c.webhookPrivate),
+		slog.String("chunk_interval", days(c.storage.ChunkInterval).String()),
+		slog.String("compress_after", days(c.storage.CompressAfter).String()),
+		slog.String("retention", days(c.storage.Retention).String()),
+	)
+}
+
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable)"
+	}
+	return u.Redacted()
+}
+
+func parseConfig(name string, args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("readings "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c config
+	e := &env{getenv: getenv}
+	c.register(fs, e)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return &c, errors.Join(errors.Join(e.errs...), c.validate())
+}
+
+func newLogger(c *config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.logLevel)) // validated
+	opts := &slog.HandlerOptions{Level: level}
+	if c.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// env reads flag defaults from the environment and remembers the values it
+// could not parse, so that LOG_LEVEL=loud is an error, not a silent default.
+type env struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (e *env) string(key, fallback string) string {
+	if v := e.getenv(key); v != "" {
+		return v
+	}
+	return fallback
+}
+
+func (e *env) int(key string, fallback int) int {
+	return parseEnv(e, key, fallback, "a whole number", strconv.Atoi)
+}
+
+func (e *env) float(key string, fallback float64) float64 {
+	return parseEnv(e, key, fallback, "a number", func(s string) (float64, error) { return strconv.ParseFloat(s, 64) })
+}
+
+func (e *env) bool(key string, fallback bool) bool {
+	return parseEnv(e, key, fallback, "true or false", strconv.ParseBool)
+}
+
+func (e *env) duration(key string, fallback time.Duration) time.Duration {
+	return parseEnv(e, key, fallback, "a duration such as 30s", time.ParseDuration)
+}
+
+func (e *env) days(key string, fallback time.Duration) time.Duration {
+	return parseEnv(e, key, fallback, "a duration such as 7d or 12h", parseDays)
+}
+
+const day = 24 * time.Hour
+
+// days is a duration flag that also takes whole days, "7d", the unit chunk
+// and retention periods are thought in.
+type days time.Duration
+
+func (d days) String() string {
+	v := time.Duration(d)
+	if v != 0 && v%day == 0 {
+		return strconv.FormatInt(int64(v/day), 10) + "d"
+	}
+	return v.String()
+}
+
+func (d *days) Set(s string) error {
+	v, err := parseDays(s)
+	*d = days(v)
+	return err
+}
+
+func parseDays(s string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		v, err := strconv.ParseUint(n, 10, 16)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a whole number of days", s)
+		}
+		return time.Duration(v) * day, nil
+	}
+	return time.ParseDuration(s)
+}
+
+func parseEnv[T any](e *env, key string, fallback T, want string, parse func(string) (T, error)) T {
+	raw := e.getenv(key)
+	if raw == "" {
+		return fallback
+	}
+	v, err := parse(raw)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q is not %s", key, raw, want))
+		return fallback
+	}
+	return v
+}
