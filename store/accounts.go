@@ -271,12 +271,7 @@ func (db *DB) ListTokens(ctx context.Context, userID, before int64, limit int) (
 	rows, _ := db.pool.Query(ctx, `
 SELECT `+tokenColumns+` FROM api_tokens
 WHERE user_id = $1 AND ($2 = 0 OR id < $2) ORDER BY id DESC LIMIT $3`, userID, before, limit+1)
-	tokens, err := pgx.CollectRows(rows, pgx.RowToStructByName[Token])
-	if err != nil {
-		return nil, false, dbError("list tokens", err)
-	}
-	tokens, more := pageOf(tokens, limit)
-	return tokens, more, nil
+	return collectPage[Token]("list tokens", rows, limit)
 }
 
 // CreateToken issues a token for userID and returns it with its secret,

@@ -580,10 +580,5 @@ WHERE project_id = $1 AND id > $2
   AND ($3 = 0 OR sensor_id = $3) AND ($4 = 0 OR level_id = $4)
   AND created_at BETWEEN $5 AND $6
 ORDER BY id LIMIT $7`, projectID, q.After, q.SensorID, q.LevelID, q.From, q.To, q.Limit+1)
-	events, err := pgx.CollectRows(rows, pgx.RowToStructByName[AlarmEvent])
-	if err != nil {
-		return nil, false, dbError("list alarm events", err)
-	}
-	events, more := pageOf(events, q.Limit)
-	return events, more, nil
+	return collectPage[AlarmEvent]("list alarm events", rows, q.Limit)
 }

@@ -74,12 +74,7 @@ func (db *DB) ListBlueprints(ctx context.Context, orgID, after int64, limit int)
 	rows, _ := db.pool.Query(ctx, `
 SELECT `+blueprintColumns+` FROM blueprints
 WHERE org_id = $1 AND id > $2 ORDER BY id LIMIT $3`, orgID, after, limit+1)
-	blueprints, err := pgx.CollectRows(rows, pgx.RowToStructByName[Blueprint])
-	if err != nil {
-		return nil, false, dbError("list blueprints", err)
-	}
-	blueprints, more := pageOf(blueprints, limit)
-	return blueprints, more, nil
+	return collectPage[Blueprint]("list blueprints", rows, limit)
 }
 
 // CreateBlueprint saves b in orgID. The caller has checked its formulas. It

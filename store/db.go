@@ -152,8 +152,20 @@ func notFound(op string, err error, what string) error {
 	return dbError(op, err)
 }
 
+// collectPage scans rows, fetched with a LIMIT of limit+1, into a page of
+// at most limit T by column name, and says whether there were more: one
+// query tells both. Errors are op's.
+func collectPage[T any](op string, rows pgx.Rows, limit int) ([]T, bool, error) {
+	page, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
+	if err != nil {
+		return nil, false, dbError(op, err)
+	}
+	page, more := pageOf(page, limit)
+	return page, more, nil
+}
+
 // pageOf trims rows, fetched with a LIMIT of limit+1, to limit, and says
-// whether there were more: one query tells both.
+// whether there were more.
 func pageOf[T any](rows []T, limit int) ([]T, bool) {
 	if len(rows) > limit {
 		return rows[:limit], true

@@ -64,12 +64,7 @@ func (db *DB) ListInvitations(ctx context.Context, orgID, before int64, limit in
 	rows, _ := db.pool.Query(ctx, `
 SELECT `+invitationColumns+` FROM invitations
 WHERE org_id = $1 AND ($2 = 0 OR id < $2) ORDER BY id DESC LIMIT $3`, orgID, before, limit+1)
-	invs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Invitation])
-	if err != nil {
-		return nil, false, dbError("list invitations", err)
-	}
-	invs, more := pageOf(invs, limit)
-	return invs, more, nil
+	return collectPage[Invitation]("list invitations", rows, limit)
 }
 
 // RevokeInvitation revokes invitation id of orgID, so that its code is

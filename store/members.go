@@ -17,12 +17,7 @@ func (db *DB) ListMembers(ctx context.Context, orgID, after int64, limit int) ([
 	rows, _ := db.pool.Query(ctx, `
 SELECT `+memberColumns+` FROM memberships m JOIN users u ON u.id = m.user_id
 WHERE m.org_id = $1 AND m.user_id > $2 ORDER BY m.user_id LIMIT $3`, orgID, after, limit+1)
-	members, err := pgx.CollectRows(rows, pgx.RowToStructByName[Member])
-	if err != nil {
-		return nil, false, dbError("list members", err)
-	}
-	members, more := pageOf(members, limit)
-	return members, more, nil
+	return collectPage[Member]("list members", rows, limit)
 }
 
 // AddMember makes the user with email a member of orgID, creating the user

@@ -45,12 +45,7 @@ func (db *DB) ListProjects(ctx context.Context, orgID, after int64, limit int) (
 	rows, _ := db.pool.Query(ctx, `
 SELECT `+projectColumns+` FROM projects
 WHERE org_id = $1 AND id > $2 ORDER BY id LIMIT $3`, orgID, after, limit+1)
-	projects, err := pgx.CollectRows(rows, pgx.RowToStructByName[Project])
-	if err != nil {
-		return nil, false, dbError("list projects", err)
-	}
-	projects, more := pageOf(projects, limit)
-	return projects, more, nil
+	return collectPage[Project]("list projects", rows, limit)
 }
 
 // CreateProject creates an active project in orgID. It returns Invalid for

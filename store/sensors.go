@@ -61,12 +61,7 @@ func (db *DB) ListSensors(ctx context.Context, orgID, projectID, after int64, li
 	rows, _ := db.pool.Query(ctx, `
 SELECT `+sensorColumns+` FROM sensors s
 WHERE `+inOrg+` AND s.id > $3 ORDER BY s.id LIMIT $4`, orgID, projectID, after, limit+1)
-	sensors, err := pgx.CollectRows(rows, pgx.RowToStructByName[Sensor])
-	if err != nil {
-		return nil, false, dbError("list sensors", err)
-	}
-	sensors, more := pageOf(sensors, limit)
-	return sensors, more, nil
+	return collectPage[Sensor]("list sensors", rows, limit)
 }
 
 // CreateSensor creates a sensor in the project, with an instance when

@@ -102,12 +102,7 @@ func (db *DB) ListDeliveries(ctx context.Context, orgID, projectID, webhookID, b
 	}
 	rows, _ := db.pool.Query(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d
 WHERE d.webhook_id = $1 AND ($2 = 0 OR d.id < $2) ORDER BY d.id DESC LIMIT $3`, webhookID, before, limit+1)
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[Delivery])
-	if err != nil {
-		return nil, false, dbError("list deliveries", err)
-	}
-	list, more := pageOf(list, limit)
-	return list, more, nil
+	return collectPage[Delivery]("list deliveries", rows, limit)
 }
 
 // ClaimDeliveries takes up to limit due deliveries, of webhooks other than
