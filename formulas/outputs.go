@@ -16,6 +16,7 @@ type Instance struct {
 	OutputIDs []int64
 	Constants []Factor
 	Baselines []Factor // by input; fewer than the inputs: the rest have none
+	Links     []*Link  // by input; nil, or fewer than the inputs: the rest are the reading's own
 }
 
 // Cache keeps each sensor's compiled Program for the version of its
@@ -65,6 +66,7 @@ type Outputs struct {
 	eval    *Evaluator
 	inputs  []inputSlot // by id, ascending
 	factors []Factor
+	links   []*Link // by input
 	ids     []int64
 }
 
@@ -81,7 +83,7 @@ func NewOutputs(p *Program, inst Instance) *Outputs {
 	factors := make([]Factor, p.nDeclared, p.nDeclared+len(inst.Baselines))
 	copy(factors, inst.Constants)
 	factors = append(factors, inst.Baselines...)
-	o := &Outputs{eval: p.NewEvaluator(), factors: factors, ids: inst.OutputIDs}
+	o := &Outputs{eval: p.NewEvaluator(), factors: factors, links: inst.Links, ids: inst.OutputIDs}
 	for i, id := range inst.InputIDs {
 		o.inputs = append(o.inputs, inputSlot{id: id, index: i})
 	}
@@ -91,7 +93,9 @@ func NewOutputs(p *Program, inst Instance) *Outputs {
 
 // Compute evaluates the outputs of the reading at t whose input inputIDs[i]
 // had values[i], inputIDs ascending; Value then reads them. An input id
-// that is not the sensor's is ignored.
+// that is not the sensor's is ignored. A linked input takes its link's
+// value at t, or is missing, whatever the reading carries for it: the
+// link is configuration, the reading's value a leftover of the wiring.
 func (o *Outputs) Compute(t time.Time, inputIDs []int64, values []float64) {
 	o.eval.Reset()
 	// Both the reading's inputs and the instance's are sorted by id: one
@@ -101,8 +105,16 @@ func (o *Outputs) Compute(t time.Time, inputIDs []int64, values []float64) {
 		for j < len(o.inputs) && o.inputs[j].id < id {
 			j++
 		}
-		if j < len(o.inputs) && o.inputs[j].id == id {
+		if j < len(o.inputs) && o.inputs[j].id == id && !o.linked(o.inputs[j].index) {
 			o.eval.SetInput(o.inputs[j].index, values[i])
+		}
+	}
+	for i, l := range o.links {
+		if l == nil {
+			continue
+		}
+		if v, ok := l.At(t); ok {
+			o.eval.SetInput(i, v)
 		}
 	}
 	for k := range o.factors {
@@ -112,6 +124,8 @@ func (o *Outputs) Compute(t time.Time, inputIDs []int64, values []float64) {
 	}
 	o.eval.Run()
 }
+
+func (o *Outputs) linked(i int) bool { return i < len(o.links) && o.links[i] != nil }
 
 // Value is output k's value in the reading last computed, and whether it
 // has one.
