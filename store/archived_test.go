@@ -31,6 +31,10 @@ var writesUnderAProject = []struct {
 		_, err := db.UpdateSensor(ctx, key, store.SensorPatch{Name: ptr("renamed")})
 		return err
 	}},
+	{"SetSensorLinks", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		_, err := db.SetSensorLinks(ctx, key, nil)
+		return err
+	}},
 	{"DeleteSensor", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
 		return db.DeleteSensor(ctx, key)
 	}},

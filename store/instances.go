@@ -31,6 +31,7 @@ type InstanceInput struct {
 	Name      string        `json:"name"`
 	Unit      string        `json:"unit"`
 	Baselines []Calibration `json:"baselines,omitempty"`
+	Link      *InputLink    `json:"link,omitempty"` // nil: the reading's own value
 }
 
 // InstanceOutput is an output of an instance and its formula.
@@ -68,6 +69,10 @@ func (inst Instance) Clone() Instance {
 	c.Constants = slices.Clone(inst.Constants)
 	for i := range c.Inputs {
 		c.Inputs[i].Baselines = slices.Clone(c.Inputs[i].Baselines)
+		if l := c.Inputs[i].Link; l != nil {
+			link := *l
+			c.Inputs[i].Link = &link
+		}
 	}
 	for i := range c.Constants {
 		c.Constants[i].Calibrations = slices.Clone(c.Constants[i].Calibrations)
@@ -185,16 +190,20 @@ func (inst *Instance) SetBaselines(baselines []Baseline) error {
 		for _, key := range sortedKeys(b.Values) {
 			i := slices.IndexFunc(inst.Inputs, func(in InstanceInput) bool { return in.Key == key })
 			if i < 0 {
-				return &apperr.Error{
-					Code:    apperr.Invalid,
-					Message: fmt.Sprintf("input %q is not one of the sensor's inputs; its inputs are %s", key, inst.inputList()),
-					Details: map[string]any{"input": key},
-				}
+				return inst.notAnInput(key)
 			}
 			inst.Inputs[i].Baselines = append(inst.Inputs[i].Baselines, Calibration{From: b.From, Value: b.Values[key]})
 		}
 	}
 	return nil
+}
+
+func (inst *Instance) notAnInput(key string) error {
+	return &apperr.Error{
+		Code:    apperr.Invalid,
+		Message: fmt.Sprintf("input %q is not one of the sensor's inputs; its inputs are %s", key, inst.inputList()),
+		Details: map[string]any{"input": key},
+	}
 }
 
 func (inst *Instance) constantKeys() string {

@@ -216,10 +216,20 @@ func checkBlueprint(ctx context.Context, q querier, orgID, blueprintID int64) er
 }
 
 // DeleteSensor deletes the sensor and its readings. It returns NotFound,
-// and Conflict when its project is archived.
+// and Conflict when its project is archived or other sensors have inputs
+// linked to it (listed: remove those links first).
 func (db *DB) DeleteSensor(ctx context.Context, key SensorKey) error {
 	return dbError("delete sensor", pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		if err := lockWritableProject(ctx, tx, key.OrgID, key.ProjectID); err != nil {
+			return err
+		}
+		// Locked first, so that links being set to it (SetSensorLinks locks
+		// the project's sensors) are committed before dependants looks.
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM sensors s WHERE s.id = $3 AND `+inOrg+` FOR UPDATE OF s`,
+			key.OrgID, key.ProjectID, key.SensorID); err != nil {
+			return err
+		}
+		if err := refuseDependants(ctx, tx, key); err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, `DELETE FROM sensors s WHERE s.id = $3 AND `+inOrg,

@@ -1,0 +1,239 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sensorreadings/readings/apperr"
+)
+
+// InputLink maps an input to a value of another sensor of the same
+// project: one of its inputs or outputs, by key. A reading of the sensor at
+// t takes the source's value at the source's latest reading with that value
+// at or before t, if it is no older than Staleness.
+type InputLink struct {
+	SensorID  int64         `json:"sensor_id"`
+	Key       string        `json:"key"`
+	Staleness time.Duration `json:"staleness"`
+}
+
+// MaxLinkChain is the most links a value may travel through, from the
+// sensor whose reading carries it to the one whose output needs it: each
+// link costs a read of its source per request.
+const MaxLinkChain = 5
+
+// SetSensorLinks replaces the links of the sensor's inputs with links, by
+// input key. It returns NotFound for the sensor, or for a source that is not
+// a sensor of its project; Invalid for a key that is not one of the sensor's
+// inputs, a source key that is neither an input nor an output of the
+// source, a staleness that is not positive, a cycle (named, sensor by
+// sensor) or a chain of more than MaxLinkChain links; and Conflict when the
+// project is archived or the sensor has no blueprint.
+func (db *DB) SetSensorLinks(ctx context.Context, key SensorKey, links map[string]InputLink) (Sensor, error) {
+	var sensor Sensor
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if err := lockWritableProject(ctx, tx, key.OrgID, key.ProjectID); err != nil {
+			return err
+		}
+		// Every sensor of the project, locked: two edits made at once
+		// could otherwise each close half of a cycle.
+		rows, _ := tx.Query(ctx, `SELECT `+sensorColumns+` FROM sensors s WHERE `+inOrg+` ORDER BY s.id FOR NO KEY UPDATE OF s`,
+			key.OrgID, key.ProjectID)
+		project, err := pgx.CollectRows(rows, pgx.RowToStructByName[Sensor])
+		if err != nil {
+			return err
+		}
+		byID := make(map[int64]*Sensor, len(project))
+		for i := range project {
+			byID[project[i].ID] = &project[i]
+		}
+		current, ok := byID[key.SensorID]
+		if !ok {
+			return notFound("set sensor links", pgx.ErrNoRows, "sensor")
+		}
+		if current.Instance == nil {
+			return apperr.Errorf(apperr.Conflict, "sensor %d has no blueprint, so no inputs to link; give it a blueprint_id first", key.SensorID)
+		}
+		inst := current.Instance.Clone()
+		if err := inst.setLinks(links, byID); err != nil {
+			return err
+		}
+		current.Instance = &inst
+		if err := checkChains(byID, key.SensorID); err != nil {
+			return err
+		}
+		inst.Version++
+		rows, _ = tx.Query(ctx, `UPDATE sensors s SET instance = $2, updated_at = now() WHERE s.id = $1 RETURNING `+sensorColumns,
+			key.SensorID, &inst)
+		sensor, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
+		return err
+	})
+	return sensor, dbError("set sensor links", err)
+}
+
+// setLinks replaces inst's links with links, whose sources are sensors of
+// byID.
+func (inst *Instance) setLinks(links map[string]InputLink, byID map[int64]*Sensor) error {
+	for i := range inst.Inputs {
+		inst.Inputs[i].Link = nil
+	}
+	for _, key := range sortedKeys(links) {
+		l := links[key]
+		i := slices.IndexFunc(inst.Inputs, func(in InstanceInput) bool { return in.Key == key })
+		if i < 0 {
+			return inst.notAnInput(key)
+		}
+		source, ok := byID[l.SensorID]
+		if !ok {
+			return &apperr.Error{
+				Code:    apperr.NotFound,
+				Message: fmt.Sprintf("input %q: sensor %d is not a sensor of this project", key, l.SensorID),
+				Details: map[string]any{"input": key, "sensor_id": l.SensorID},
+			}
+		}
+		if l.Staleness <= 0 {
+			return &apperr.Error{
+				Code:    apperr.Invalid,
+				Message: fmt.Sprintf("input %q: the staleness must be positive", key),
+				Details: map[string]any{"input": key},
+			}
+		}
+		if !source.hasKey(l.Key) {
+			return &apperr.Error{
+				Code:    apperr.Invalid,
+				Message: fmt.Sprintf("input %q: %q is neither an input nor an output of sensor %d", key, l.Key, l.SensorID),
+				Details: map[string]any{"input": key, "sensor_id": l.SensorID, "key": l.Key},
+			}
+		}
+		inst.Inputs[i].Link = &l
+	}
+	return nil
+}
+
+func (s *Sensor) hasKey(key string) bool {
+	if s.Instance == nil {
+		return false
+	}
+	return slices.ContainsFunc(s.Instance.Inputs, func(in InstanceInput) bool { return in.Key == key }) ||
+		slices.ContainsFunc(s.Instance.Outputs, func(o InstanceOutput) bool { return o.Key == key })
+}
+
+// sources is the ids of the sensors s's inputs are linked to, ascending.
+func (s *Sensor) sources() []int64 {
+	var ids []int64
+	if s.Instance != nil {
+		for _, in := range s.Instance.Inputs {
+			if in.Link != nil && !slices.Contains(ids, in.Link.SensorID) {
+				ids = append(ids, in.Link.SensorID)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// checkChains returns Invalid when the links of the sensors of byID, as
+// edited on sensor id, make a cycle through it, or a chain longer than
+// MaxLinkChain. The project held neither before the edit.
+func checkChains(byID map[int64]*Sensor, id int64) error {
+	// A cycle through id: a path of sources from id back to it.
+	var path []int64
+	var walk func(at int64) bool
+	seen := map[int64]bool{}
+	walk = func(at int64) bool {
+		path = append(path, at)
+		for _, src := range byID[at].sources() {
+			if src == id {
+				path = append(path, src)
+				return true
+			}
+			if !seen[src] {
+				seen[src] = true
+				if walk(src) {
+					return true
+				}
+			}
+		}
+		path = path[:len(path)-1]
+		return false
+	}
+	if walk(id) {
+		names := make([]string, len(path))
+		for i, s := range path {
+			names[i] = fmt.Sprintf("%d (%s)", s, byID[s].Name)
+		}
+		return &apperr.Error{
+			Code:    apperr.Invalid,
+			Message: "the links would make a cycle: sensor " + strings.Join(names, " takes an input from ") + "; a value cannot depend on itself",
+			Details: map[string]any{"cycle": path},
+		}
+	}
+	// The longest chain: links below each sensor, memoized; without a
+	// cycle, every walk ends.
+	depth := map[int64]int{}
+	var below func(at int64) int
+	below = func(at int64) int {
+		if d, ok := depth[at]; ok {
+			return d
+		}
+		d := 0
+		for _, src := range byID[at].sources() {
+			d = max(d, 1+below(src))
+		}
+		depth[at] = d
+		return d
+	}
+	for sid := range byID {
+		if d := below(sid); d > MaxLinkChain {
+			return &apperr.Error{
+				Code:    apperr.Invalid,
+				Message: fmt.Sprintf("sensor %d's values would travel through %d links; at most %d are allowed", sid, d, MaxLinkChain),
+				Details: map[string]any{"sensor_id": sid, "links": d},
+			}
+		}
+	}
+	return nil
+}
+
+// Dependant is a sensor with an input linked to another sensor.
+type Dependant struct {
+	ID   int64  `db:"id"`
+	Name string `db:"name"`
+}
+
+// dependants returns the sensors of the project with an input linked to
+// sensor id, by id.
+func dependants(ctx context.Context, q querier, key SensorKey) ([]Dependant, error) {
+	linked, err := json.Marshal([]map[string]any{{"link": map[string]any{"sensor_id": key.SensorID}}})
+	if err != nil {
+		return nil, err
+	}
+	rows, _ := q.Query(ctx, `SELECT s.id, s.name FROM sensors s WHERE `+inOrg+` AND s.instance->'inputs' @> $3::jsonb ORDER BY s.id`,
+		key.OrgID, key.ProjectID, linked)
+	return pgx.CollectRows(rows, pgx.RowToStructByName[Dependant])
+}
+
+// refuseDependants returns Conflict, listing them, when sensors have
+// inputs linked to sensor key.
+func refuseDependants(ctx context.Context, q querier, key SensorKey) error {
+	deps, err := dependants(ctx, q, key)
+	if err != nil || len(deps) == 0 {
+		return err
+	}
+	names := make([]string, len(deps))
+	ids := make([]int64, len(deps))
+	for i, d := range deps {
+		names[i], ids[i] = fmt.Sprintf("%d (%s)", d.ID, d.Name), d.ID
+	}
+	return &apperr.Error{
+		Code:    apperr.Conflict,
+		Message: fmt.Sprintf("sensor %d feeds linked inputs of sensors %s; remove those links first", key.SensorID, strings.Join(names, ", ")),
+		Details: map[string]any{"dependants": ids},
+	}
+}

@@ -1,0 +1,159 @@
+package store_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/store"
+)
+
+// TestSensorLinks tests links.go: setting links, the refusals, and the
+// deletion of a sensor with dependants.
+func TestSensorLinks(t *testing.T) {
+	runOnOneDB(t, map[string]func(*testing.T, *store.DB){
+		"SetSensorLinks": testSetSensorLinks,
+		"DeleteSource":   testDeleteSource,
+	})
+}
+
+// linkedProject creates a project of n sensors of testBlueprint.
+func linkedProject(t *testing.T, db *store.DB, n int) (store.Project, []store.SensorKey) {
+	t.Helper()
+	org := newOrg(t, db)
+	b := newBlueprint(t, db, org.ID)
+	project := newProject(t, db, org)
+	keys := make([]store.SensorKey, n)
+	for i := range keys {
+		keys[i] = newSensor(t, db, project, &b)
+	}
+	return project, keys
+}
+
+// link links input u of sensor to output p of source.
+func link(t *testing.T, db *store.DB, sensor, source store.SensorKey) error {
+	t.Helper()
+	_, err := db.SetSensorLinks(t.Context(), sensor, map[string]store.InputLink{"u": {SensorID: source.SensorID, Key: "p", Staleness: time.Hour}})
+	return err
+}
+
+func testSetSensorLinks(t *testing.T, db *store.DB) {
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		_, keys := linkedProject(t, db, 2)
+		before := getSensor(t, db, keys[0])
+		got, err := db.SetSensorLinks(t.Context(), keys[0], map[string]store.InputLink{"i": {SensorID: keys[1].SensorID, Key: "u", Staleness: time.Minute}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l := got.Instance.Inputs[1].Link; l == nil || *l != (store.InputLink{SensorID: keys[1].SensorID, Key: "u", Staleness: time.Minute}) {
+			t.Errorf("input i's link = %v, want sensor %d's u within a minute", l, keys[1].SensorID)
+		}
+		if got.Instance.Inputs[0].Link != nil {
+			t.Errorf("input u's link = %v, want none", got.Instance.Inputs[0].Link)
+		}
+		if got, want := got.Instance.Version, before.Instance.Version+1; got != want {
+			t.Errorf("Version = %d, want %d", got, want)
+		}
+		stored := getSensor(t, db, keys[0])
+		if l := stored.Instance.Inputs[1].Link; l == nil || l.Staleness != time.Minute {
+			t.Errorf("stored link = %v, want one of a minute", l)
+		}
+		// An empty set removes them.
+		got, err = db.SetSensorLinks(t.Context(), keys[0], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Instance.Inputs[1].Link != nil {
+			t.Errorf("link after removal = %v, want none", got.Instance.Inputs[1].Link)
+		}
+	})
+	t.Run("Chain", func(t *testing.T) {
+		t.Parallel()
+		_, keys := linkedProject(t, db, store.MaxLinkChain+2)
+		for i := 0; i < store.MaxLinkChain; i++ {
+			if err := link(t, db, keys[i], keys[i+1]); err != nil {
+				t.Fatalf("link %d: %v", i, err)
+			}
+		}
+		err := link(t, db, keys[store.MaxLinkChain], keys[store.MaxLinkChain+1])
+		wantCode(t, err, apperr.Invalid)
+		if !strings.Contains(err.Error(), "links") {
+			t.Errorf("err = %v, want it to name the chain's length", err)
+		}
+	})
+	t.Run("ErrCycle", func(t *testing.T) {
+		t.Parallel()
+		_, keys := linkedProject(t, db, 3)
+		for _, pair := range [][2]int{{0, 1}, {1, 2}} {
+			if err := link(t, db, keys[pair[0]], keys[pair[1]]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := link(t, db, keys[2], keys[0])
+		wantCode(t, err, apperr.Invalid)
+		for _, k := range keys {
+			if !strings.Contains(err.Error(), " "+strconv.FormatInt(k.SensorID, 10)+" (meter)") {
+				t.Errorf("err = %v, want it to name sensor %d", err, k.SensorID)
+			}
+		}
+		wantCode(t, link(t, db, keys[0], keys[0]), apperr.Invalid)
+	})
+	t.Run("ErrNotFound/AnotherProject", func(t *testing.T) {
+		t.Parallel()
+		_, keys := linkedProject(t, db, 1)
+		_, others := linkedProject(t, db, 1)
+		wantCode(t, link(t, db, keys[0], others[0]), apperr.NotFound)
+	})
+	t.Run("ErrNotFound/Sensor", func(t *testing.T) {
+		t.Parallel()
+		project, keys := linkedProject(t, db, 1)
+		wantCode(t, link(t, db, store.SensorKey{OrgID: project.OrgID, ProjectID: project.ID, SensorID: unknownID}, keys[0]), apperr.NotFound)
+	})
+	t.Run("ErrInvalid", func(t *testing.T) {
+		t.Parallel()
+		_, keys := linkedProject(t, db, 2)
+		for name, links := range map[string]map[string]store.InputLink{
+			"UnknownInput":     {"x": {SensorID: keys[1].SensorID, Key: "p", Staleness: time.Hour}},
+			"UnknownSourceKey": {"u": {SensorID: keys[1].SensorID, Key: "x", Staleness: time.Hour}},
+			"NoStaleness":      {"u": {SensorID: keys[1].SensorID, Key: "p"}},
+		} {
+			_, err := db.SetSensorLinks(t.Context(), keys[0], links)
+			if got := apperr.CodeOf(err); got != apperr.Invalid {
+				t.Errorf("%s: err = %v, want Invalid", name, err)
+			}
+		}
+	})
+	t.Run("ErrConflict/NoBlueprint", func(t *testing.T) {
+		t.Parallel()
+		project, keys := linkedProject(t, db, 1)
+		plain := newSensor(t, db, project, nil)
+		wantCode(t, link(t, db, plain, keys[0]), apperr.Conflict)
+	})
+}
+
+func testDeleteSource(t *testing.T, db *store.DB) {
+	_, keys := linkedProject(t, db, 3)
+	for _, dependant := range keys[1:] {
+		if err := link(t, db, dependant, keys[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := db.DeleteSensor(t.Context(), keys[0])
+	wantCode(t, err, apperr.Conflict)
+	for _, k := range keys[1:] {
+		if !strings.Contains(err.Error(), strconv.FormatInt(k.SensorID, 10)+" (meter)") {
+			t.Errorf("err = %v, want it to list sensor %d", err, k.SensorID)
+		}
+	}
+	for _, dependant := range keys[1:] {
+		if _, err := db.SetSensorLinks(t.Context(), dependant, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.DeleteSensor(t.Context(), keys[0]); err != nil {
+		t.Fatalf("DeleteSensor once the links are gone: %v", err)
+	}
+}
