@@ -1132,6 +1132,68 @@ type ClientInterface interface {
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas (the `UpdateFormulas` operationId).
 	UpdateFormulas(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateFormulasJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// UpdateLinksWithBody Link a sensor's inputs to other sensors' values
+	//
+	// Replaces the links of the sensor's inputs with those given, by
+	// input key (an empty object removes them all). A linked input takes,
+	// for each of the sensor's readings at datetime t, the value `key` (an
+	// input or output of sensor `sensor_id`, of the same project) had at
+	// that sensor's latest reading at or before t that has it, provided
+	// that reading is no older than `staleness` seconds: exactly
+	// `staleness` before t still counts, a microsecond more does not.
+	// Without such a reading the input is missing, and the outputs that
+	// need it are absent, as for a missing input. The link wins over a
+	// value the sensor's own reading carries for that input. A source's
+	// input is the value its readings carry; a source's output is
+	// computed with the source's own links, so links chain, at most 5
+	// deep. Outputs are computed on read: pages, CSV, export, aggregates,
+	// latest and project readings all use the same rule, and the next
+	// read shows every past reading through the new links; no stored
+	// reading changes. Alarms are evaluated when a reading arrives, with
+	// the source's readings stored by then: a source's reading that
+	// arrives later changes what a read shows, not the alarms already
+	// raised. Setting links rechecks the sensor's alarms against its
+	// newest reading. A link that would make a cycle, or a chain of more
+	// than 5 links, answers 400 naming it; a source that is not a sensor
+	// of the project answers 404; a sensor without a blueprint answers
+	// 409. Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/links (the `UpdateLinks` operationId).
+	UpdateLinksWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateLinks Link a sensor's inputs to other sensors' values
+	//
+	// Replaces the links of the sensor's inputs with those given, by
+	// input key (an empty object removes them all). A linked input takes,
+	// for each of the sensor's readings at datetime t, the value `key` (an
+	// input or output of sensor `sensor_id`, of the same project) had at
+	// that sensor's latest reading at or before t that has it, provided
+	// that reading is no older than `staleness` seconds: exactly
+	// `staleness` before t still counts, a microsecond more does not.
+	// Without such a reading the input is missing, and the outputs that
+	// need it are absent, as for a missing input. The link wins over a
+	// value the sensor's own reading carries for that input. A source's
+	// input is the value its readings carry; a source's output is
+	// computed with the source's own links, so links chain, at most 5
+	// deep. Outputs are computed on read: pages, CSV, export, aggregates,
+	// latest and project readings all use the same rule, and the next
+	// read shows every past reading through the new links; no stored
+	// reading changes. Alarms are evaluated when a reading arrives, with
+	// the source's readings stored by then: a source's reading that
+	// arrives later changes what a read shows, not the alarms already
+	// raised. Setting links rechecks the sensor's alarms against its
+	// newest reading. A link that would make a cycle, or a chain of more
+	// than 5 links, answers 400 naming it; a source that is not a sensor
+	// of the project answers 404; a sensor without a blueprint answers
+	// 409. Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/links (the `UpdateLinks` operationId).
+	UpdateLinks(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateLinksJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeleteOverdueRule Delete a sensor's overdue rule
 	//
 	// Deletes the rule and clears its alarm, if raised. Required role: `admin`.
@@ -3042,6 +3104,88 @@ func (c *Client) UpdateFormulasWithBody(ctx context.Context, orgId OrgId, projId
 // Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas (the `UpdateFormulas` operationId).
 func (c *Client) UpdateFormulas(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateFormulasJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateFormulasRequest(c.Server, orgId, projId, sensorId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateLinksWithBody Link a sensor's inputs to other sensors' values
+//
+// Replaces the links of the sensor's inputs with those given, by
+// input key (an empty object removes them all). A linked input takes,
+// for each of the sensor's readings at datetime t, the value `key` (an
+// input or output of sensor `sensor_id`, of the same project) had at
+// that sensor's latest reading at or before t that has it, provided
+// that reading is no older than `staleness` seconds: exactly
+// `staleness` before t still counts, a microsecond more does not.
+// Without such a reading the input is missing, and the outputs that
+// need it are absent, as for a missing input. The link wins over a
+// value the sensor's own reading carries for that input. A source's
+// input is the value its readings carry; a source's output is
+// computed with the source's own links, so links chain, at most 5
+// deep. Outputs are computed on read: pages, CSV, export, aggregates,
+// latest and project readings all use the same rule, and the next
+// read shows every past reading through the new links; no stored
+// reading changes. Alarms are evaluated when a reading arrives, with
+// the source's readings stored by then: a source's reading that
+// arrives later changes what a read shows, not the alarms already
+// raised. Setting links rechecks the sensor's alarms against its
+// newest reading. A link that would make a cycle, or a chain of more
+// than 5 links, answers 400 naming it; a source that is not a sensor
+// of the project answers 404; a sensor without a blueprint answers
+// 409. Required role: `admin`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/links (the `UpdateLinks` operationId).
+func (c *Client) UpdateLinksWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateLinksRequestWithBody(c.Server, orgId, projId, sensorId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateLinks Link a sensor's inputs to other sensors' values
+//
+// Replaces the links of the sensor's inputs with those given, by
+// input key (an empty object removes them all). A linked input takes,
+// for each of the sensor's readings at datetime t, the value `key` (an
+// input or output of sensor `sensor_id`, of the same project) had at
+// that sensor's latest reading at or before t that has it, provided
+// that reading is no older than `staleness` seconds: exactly
+// `staleness` before t still counts, a microsecond more does not.
+// Without such a reading the input is missing, and the outputs that
+// need it are absent, as for a missing input. The link wins over a
+// value the sensor's own reading carries for that input. A source's
+// input is the value its readings carry; a source's output is
+// computed with the source's own links, so links chain, at most 5
+// deep. Outputs are computed on read: pages, CSV, export, aggregates,
+// latest and project readings all use the same rule, and the next
+// read shows every past reading through the new links; no stored
+// reading changes. Alarms are evaluated when a reading arrives, with
+// the source's readings stored by then: a source's reading that
+// arrives later changes what a read shows, not the alarms already
+// raised. Setting links rechecks the sensor's alarms against its
+// newest reading. A link that would make a cycle, or a chain of more
+// than 5 links, answers 400 naming it; a source that is not a sensor
+// of the project answers 404; a sensor without a blueprint answers
+// 409. Required role: `admin`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/links (the `UpdateLinks` operationId).
+func (c *Client) UpdateLinks(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateLinksJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateLinksRequest(c.Server, orgId, projId, sensorId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6604,6 +6748,67 @@ func NewUpdateFormulasRequestWithBody(server string, orgId OrgId, projId ProjId,
 	return req, nil
 }
 
+// NewUpdateLinksRequest calls the generic UpdateLinks builder with application/json body
+func NewUpdateLinksRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateLinksJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateLinksRequestWithBody(server, orgId, projId, sensorId, "application/json", bodyReader)
+}
+
+// NewUpdateLinksRequestWithBody constructs an http.Request for the UpdateLinks method, with any body, and a specified content type
+func NewUpdateLinksRequestWithBody(server string, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/links", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewDeleteOverdueRuleRequest constructs an http.Request for the DeleteOverdueRule method
 func NewDeleteOverdueRuleRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId) (*http.Request, error) {
 	var err error
@@ -8394,6 +8599,68 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas (the `UpdateFormulas` operationId).
 	UpdateFormulasWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateFormulasJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateFormulasResponse, error)
+
+	// UpdateLinksWithBodyWithResponse Link a sensor's inputs to other sensors' values
+	//
+	// Replaces the links of the sensor's inputs with those given, by
+	// input key (an empty object removes them all). A linked input takes,
+	// for each of the sensor's readings at datetime t, the value `key` (an
+	// input or output of sensor `sensor_id`, of the same project) had at
+	// that sensor's latest reading at or before t that has it, provided
+	// that reading is no older than `staleness` seconds: exactly
+	// `staleness` before t still counts, a microsecond more does not.
+	// Without such a reading the input is missing, and the outputs that
+	// need it are absent, as for a missing input. The link wins over a
+	// value the sensor's own reading carries for that input. A source's
+	// input is the value its readings carry; a source's output is
+	// computed with the source's own links, so links chain, at most 5
+	// deep. Outputs are computed on read: pages, CSV, export, aggregates,
+	// latest and project readings all use the same rule, and the next
+	// read shows every past reading through the new links; no stored
+	// reading changes. Alarms are evaluated when a reading arrives, with
+	// the source's readings stored by then: a source's reading that
+	// arrives later changes what a read shows, not the alarms already
+	// raised. Setting links rechecks the sensor's alarms against its
+	// newest reading. A link that would make a cycle, or a chain of more
+	// than 5 links, answers 400 naming it; a source that is not a sensor
+	// of the project answers 404; a sensor without a blueprint answers
+	// 409. Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/links (the `UpdateLinks` operationId).
+	UpdateLinksWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateLinksResponse, error)
+
+	// UpdateLinksWithResponse Link a sensor's inputs to other sensors' values
+	//
+	// Replaces the links of the sensor's inputs with those given, by
+	// input key (an empty object removes them all). A linked input takes,
+	// for each of the sensor's readings at datetime t, the value `key` (an
+	// input or output of sensor `sensor_id`, of the same project) had at
+	// that sensor's latest reading at or before t that has it, provided
+	// that reading is no older than `staleness` seconds: exactly
+	// `staleness` before t still counts, a microsecond more does not.
+	// Without such a reading the input is missing, and the outputs that
+	// need it are absent, as for a missing input. The link wins over a
+	// value the sensor's own reading carries for that input. A source's
+	// input is the value its readings carry; a source's output is
+	// computed with the source's own links, so links chain, at most 5
+	// deep. Outputs are computed on read: pages, CSV, export, aggregates,
+	// latest and project readings all use the same rule, and the next
+	// read shows every past reading through the new links; no stored
+	// reading changes. Alarms are evaluated when a reading arrives, with
+	// the source's readings stored by then: a source's reading that
+	// arrives later changes what a read shows, not the alarms already
+	// raised. Setting links rechecks the sensor's alarms against its
+	// newest reading. A link that would make a cycle, or a chain of more
+	// than 5 links, answers 400 naming it; a source that is not a sensor
+	// of the project answers 404; a sensor without a blueprint answers
+	// 409. Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/links (the `UpdateLinks` operationId).
+	UpdateLinksWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateLinksJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateLinksResponse, error)
 
 	// DeleteOverdueRuleWithResponse Delete a sensor's overdue rule
 	//
@@ -14297,6 +14564,138 @@ func (r UpdateFormulasResponse) ContentType() string {
 	return ""
 }
 
+// UpdateLinksResponse401Headers the declared response headers of an HTTP 401 response for UpdateLinks
+type UpdateLinksResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// UpdateLinksResponse429Headers the declared response headers of an HTTP 429 response for UpdateLinks
+type UpdateLinksResponse429Headers struct {
+	RetryAfter *int
+}
+
+// UpdateLinksResponse503Headers the declared response headers of an HTTP 503 response for UpdateLinks
+type UpdateLinksResponse503Headers struct {
+	RetryAfter *int
+}
+
+type UpdateLinksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Sensor
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateLinksResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateLinksResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateLinksResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateLinksResponse) GetJSON200() *Sensor {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateLinksResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateLinksResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateLinksResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateLinksResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateLinksResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateLinksResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateLinksResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateLinksResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateLinksResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateLinksResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateLinksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateLinksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateLinksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateLinksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DeleteOverdueRuleResponse401Headers the declared response headers of an HTTP 401 response for DeleteOverdueRule
 type DeleteOverdueRuleResponse401Headers struct {
 	WWWAuthenticate *string
@@ -17214,6 +17613,80 @@ func (c *ClientWithResponses) UpdateFormulasWithResponse(ctx context.Context, or
 		return nil, err
 	}
 	return ParseUpdateFormulasResponse(rsp)
+}
+
+// UpdateLinksWithBodyWithResponse Link a sensor's inputs to other sensors' values
+//
+// Replaces the links of the sensor's inputs with those given, by
+// input key (an empty object removes them all). A linked input takes,
+// for each of the sensor's readings at datetime t, the value `key` (an
+// input or output of sensor `sensor_id`, of the same project) had at
+// that sensor's latest reading at or before t that has it, provided
+// that reading is no older than `staleness` seconds: exactly
+// `staleness` before t still counts, a microsecond more does not.
+// Without such a reading the input is missing, and the outputs that
+// need it are absent, as for a missing input. The link wins over a
+// value the sensor's own reading carries for that input. A source's
+// input is the value its readings carry; a source's output is
+// computed with the source's own links, so links chain, at most 5
+// deep. Outputs are computed on read: pages, CSV, export, aggregates,
+// latest and project readings all use the same rule, and the next
+// read shows every past reading through the new links; no stored
+// reading changes. Alarms are evaluated when a reading arrives, with
+// the source's readings stored by then: a source's reading that
+// arrives later changes what a read shows, not the alarms already
+// raised. Setting links rechecks the sensor's alarms against its
+// newest reading. A link that would make a cycle, or a chain of more
+// than 5 links, answers 400 naming it; a source that is not a sensor
+// of the project answers 404; a sensor without a blueprint answers
+// 409. Required role: `admin`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/links (the `UpdateLinks` operationId).
+func (c *ClientWithResponses) UpdateLinksWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateLinksResponse, error) {
+	rsp, err := c.UpdateLinksWithBody(ctx, orgId, projId, sensorId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateLinksResponse(rsp)
+}
+
+// UpdateLinksWithResponse Link a sensor's inputs to other sensors' values
+//
+// Replaces the links of the sensor's inputs with those given, by
+// input key (an empty object removes them all). A linked input takes,
+// for each of the sensor's readings at datetime t, the value `key` (an
+// input or output of sensor `sensor_id`, of the same project) had at
+// that sensor's latest reading at or before t that has it, provided
+// that reading is no older than `staleness` seconds: exactly
+// `staleness` before t still counts, a microsecond more does not.
+// Without such a reading the input is missing, and the outputs that
+// need it are absent, as for a missing input. The link wins over a
+// value the sensor's own reading carries for that input. A source's
+// input is the value its readings carry; a source's output is
+// computed with the source's own links, so links chain, at most 5
+// deep. Outputs are computed on read: pages, CSV, export, aggregates,
+// latest and project readings all use the same rule, and the next
+// read shows every past reading through the new links; no stored
+// reading changes. Alarms are evaluated when a reading arrives, with
+// the source's readings stored by then: a source's reading that
+// arrives later changes what a read shows, not the alarms already
+// raised. Setting links rechecks the sensor's alarms against its
+// newest reading. A link that would make a cycle, or a chain of more
+// than 5 links, answers 400 naming it; a source that is not a sensor
+// of the project answers 404; a sensor without a blueprint answers
+// 409. Required role: `admin`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/links (the `UpdateLinks` operationId).
+func (c *ClientWithResponses) UpdateLinksWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateLinksJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateLinksResponse, error) {
+	rsp, err := c.UpdateLinks(ctx, orgId, projId, sensorId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateLinksResponse(rsp)
 }
 
 // DeleteOverdueRuleWithResponse Delete a sensor's overdue rule
@@ -23065,6 +23538,135 @@ func ParseUpdateFormulasResponse(rsp *http.Response) (*UpdateFormulasResponse, e
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers UpdateFormulasResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateLinksResponse parses an HTTP response from a UpdateLinksWithResponse call
+func ParseUpdateLinksResponse(rsp *http.Response) (*UpdateLinksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateLinksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Sensor
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateLinksResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateLinksResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateLinksResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -905,6 +905,18 @@ type Health struct {
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
 
+// InputLink defines model for InputLink.
+type InputLink struct {
+	// Key An input or output key of the source.
+	Key string `json:"key"`
+
+	// SensorId The source, a sensor of the same project.
+	SensorId int64 `json:"sensor_id"`
+
+	// Staleness How old, in seconds, the source's reading may be at the datetime of the sensor's reading (at most a week).
+	Staleness *int `json:"staleness,omitempty"`
+}
+
 // InstanceConstant defines model for InstanceConstant.
 type InstanceConstant struct {
 	// Default The blueprint's default, when it has one.
@@ -919,10 +931,13 @@ type InstanceConstant struct {
 
 // InstanceInput defines model for InstanceInput.
 type InstanceInput struct {
-	Id   int64  `json:"id"`
-	Key  string `json:"key"`
-	Name string `json:"name"`
-	Unit string `json:"unit"`
+	Id  int64  `json:"id"`
+	Key string `json:"key"`
+
+	// Link Where the input's value comes from when it is linked to another sensor's (PUT …/links); absent, the sensor's own readings carry it.
+	Link *InputLink `json:"link,omitempty"`
+	Name string     `json:"name"`
+	Unit string     `json:"unit"`
 }
 
 // InstanceOutput defines model for InstanceOutput.
@@ -1081,6 +1096,9 @@ type LatestPage struct {
 	// NextCursor Present when there may be more; pass it as `cursor`.
 	NextCursor *string `json:"next_cursor,omitempty"`
 }
+
+// LinksUpdate The links of the sensor's inputs, by input key, replacing its previous ones.
+type LinksUpdate map[string]InputLink
 
 // LongPage defines model for LongPage.
 type LongPage struct {
@@ -1331,7 +1349,7 @@ type Sensor struct {
 	CreatedAt   Datetime `json:"created_at"`
 	Description string   `json:"description"`
 
-	// FormulasVersion Goes up with every change of the instance's formulas, constants, calibrations or baselines.
+	// FormulasVersion Goes up with every change of the instance's formulas, constants, calibrations, baselines or links.
 	FormulasVersion int64 `json:"formulas_version"`
 	Id              int64 `json:"id"`
 
@@ -2046,6 +2064,9 @@ type UpdateCalibrationsJSONRequestBody = CalibrationsUpdate
 // UpdateFormulasJSONRequestBody defines body for UpdateFormulas for application/json ContentType.
 type UpdateFormulasJSONRequestBody = FormulasUpdate
 
+// UpdateLinksJSONRequestBody defines body for UpdateLinks for application/json ContentType.
+type UpdateLinksJSONRequestBody = LinksUpdate
+
 // SetOverdueRuleJSONRequestBody defines body for SetOverdueRule for application/json ContentType.
 type SetOverdueRuleJSONRequestBody = OverdueRuleInput
 
@@ -2266,6 +2287,9 @@ type ServerInterface interface {
 	// UpdateFormulas Edit a sensor's formulas and constants
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas)
 	UpdateFormulas(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// UpdateLinks Link a sensor's inputs to other sensors' values
+	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/links)
+	UpdateLinks(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
 	// DeleteOverdueRule Delete a sensor's overdue rule
 	// (DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue)
 	DeleteOverdueRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
@@ -4005,6 +4029,38 @@ func (w *ServerInterfaceWrapper) UpdateFormulas(ctx echo.Context) error {
 	return err
 }
 
+// UpdateLinks converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateLinks(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateLinks(ctx, orgId, projId, sensorId)
+	return err
+}
+
 // DeleteOverdueRule converts echo context to params.
 func (w *ServerInterfaceWrapper) DeleteOverdueRule(ctx echo.Context) error {
 	var err error
@@ -4434,6 +4490,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/formulas", wrapper.UpdateFormulas, options.OperationMiddlewares["updateFormulas"]...)
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/calibrations", wrapper.UpdateCalibrations, options.OperationMiddlewares["updateCalibrations"]...)
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/baselines", wrapper.UpdateBaselines, options.OperationMiddlewares["updateBaselines"]...)
+	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/links", wrapper.UpdateLinks, options.OperationMiddlewares["updateLinks"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings", wrapper.ListProjectReadings, options.OperationMiddlewares["listProjectReadings"]...)
 	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings/:sensor_id", wrapper.DeleteReadings, options.OperationMiddlewares["deleteReadings"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings/:sensor_id", wrapper.ListReadings, options.OperationMiddlewares["listReadings"]...)
@@ -11687,6 +11744,182 @@ func (response UpdateFormulas503JSONResponse) VisitUpdateFormulasResponse(w http
 	return err
 }
 
+type UpdateLinksRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+	Body     *UpdateLinksJSONRequestBody
+}
+
+type UpdateLinksResponseObject interface {
+	VisitUpdateLinksResponse(w http.ResponseWriter) error
+}
+
+type UpdateLinks200JSONResponse Sensor
+
+func (response UpdateLinks200JSONResponse) VisitUpdateLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLinks400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateLinks400JSONResponse) VisitUpdateLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLinks401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateLinks401JSONResponse) VisitUpdateLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLinks403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateLinks403JSONResponse) VisitUpdateLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLinks404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateLinks404JSONResponse) VisitUpdateLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLinks409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateLinks409JSONResponse) VisitUpdateLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLinks413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateLinks413JSONResponse) VisitUpdateLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLinks415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateLinks415JSONResponse) VisitUpdateLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLinks429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateLinks429JSONResponse) VisitUpdateLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLinks500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateLinks500JSONResponse) VisitUpdateLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateLinks503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateLinks503JSONResponse) VisitUpdateLinksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteOverdueRuleRequestObject struct {
 	OrgId    OrgId    `json:"org_id"`
 	ProjId   ProjId   `json:"proj_id"`
@@ -13538,6 +13771,9 @@ type StrictServerInterface interface {
 	// UpdateFormulas Edit a sensor's formulas and constants
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas)
 	UpdateFormulas(ctx context.Context, request UpdateFormulasRequestObject) (UpdateFormulasResponseObject, error)
+	// UpdateLinks Link a sensor's inputs to other sensors' values
+	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/links)
+	UpdateLinks(ctx context.Context, request UpdateLinksRequestObject) (UpdateLinksResponseObject, error)
 	// DeleteOverdueRule Delete a sensor's overdue rule
 	// (DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue)
 	DeleteOverdueRule(ctx context.Context, request DeleteOverdueRuleRequestObject) (DeleteOverdueRuleResponseObject, error)
@@ -15333,6 +15569,56 @@ func (sh *strictHandler) UpdateFormulas(ctx echo.Context, orgId OrgId, projId Pr
 		return err
 	} else if validResponse, ok := response.(UpdateFormulasResponseObject); ok {
 		return validResponse.VisitUpdateFormulasResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateLinks operation middleware
+func (sh *strictHandler) UpdateLinks(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
+	var request UpdateLinksRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+
+	var body UpdateLinksJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateLinks(ctx.Request().Context(), request.(UpdateLinksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateLinks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateLinksResponseObject); ok {
+		return validResponse.VisitUpdateLinksResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

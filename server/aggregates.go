@@ -186,7 +186,13 @@ type outputAggregates struct {
 // aggregateOutputs computes and encodes the outputs' statistics per bucket,
 // after checking against enc's budget that the most they can list fits.
 func (s *Server) aggregateOutputs(ctx context.Context, sensor store.Sensor, q store.BucketQuery, enc *bucketEncoder) (*outputAggregates, error) {
-	w := s.newOutputsWriter(sensor)
+	// The readings stream by bucket, too many to hold: the sources are
+	// read over the whole range, each once.
+	links, err := s.sensorLinks(ctx, s.reader(ctx), sensor, q.From, q.To, nil, 0)
+	if err != nil {
+		return nil, err
+	}
+	w := s.newOutputsWriter(sensor, links)
 	buckets := len(enc.countOf) // without fill, a bucket lists the outputs it has
 	if enc.fill {
 		buckets = len(enc.starts)
@@ -220,7 +226,7 @@ func (s *Server) aggregateOutputs(ctx context.Context, sensor store.Sensor, q st
 		agg.byBucket[current] = encode(func(k int) *stats.Stats { return acc[k].Finish() })
 	}
 	started := false
-	err := s.reader(ctx).BucketReadings(ctx, sensor, q, func(bucket time.Time, r *store.Reading) error {
+	err = s.reader(ctx).BucketReadings(ctx, sensor, q, func(bucket time.Time, r *store.Reading) error {
 		if started && !bucket.Equal(current) {
 			finish()
 		}

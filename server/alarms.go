@@ -70,12 +70,18 @@ type values struct {
 	r       *store.Reading
 }
 
-func (s *Server) newValues(sensor store.Sensor) *values {
-	v := &values{outputs: s.newOutputsWriter(sensor), index: map[int64]int{}}
+// newValues prepares the values of sensor's readings at the instants at,
+// ascending, reading the sources of its linked inputs through lr.
+func (s *Server) newValues(ctx context.Context, lr store.LinkReader, sensor store.Sensor, at []time.Time) (*values, error) {
+	links, err := s.sensorLinks(ctx, lr, sensor, at[0], at[len(at)-1], at, 0)
+	if err != nil {
+		return nil, err
+	}
+	v := &values{outputs: s.newOutputsWriter(sensor, links), index: map[int64]int{}}
 	for k, id := range v.outputs.outputIDs {
 		v.index[id] = k
 	}
-	return v
+	return v, nil
 }
 
 func (v *values) compute(r *store.Reading) {
@@ -98,9 +104,19 @@ func (v *values) value(id int64) (float64, bool) {
 }
 
 // Evaluate implements store.AlarmEvaluator.
-func (e alarmEvaluator) Evaluate(sensor store.Sensor, rules []store.AlarmRule, readings []store.Reading, newest *time.Time) []store.AlarmChange {
+func (e alarmEvaluator) Evaluate(ctx context.Context, lr store.LinkReader, sensor store.Sensor, rules []store.AlarmRule, readings []store.Reading, newest *time.Time) ([]store.AlarmChange, error) {
+	if len(readings) == 0 {
+		return nil, nil
+	}
+	at := make([]time.Time, len(readings))
+	for i := range readings {
+		at[i] = readings[i].Time
+	}
+	vals, err := e.s.newValues(ctx, lr, sensor, at)
+	if err != nil {
+		return nil, err
+	}
 	t := newTargets(rules)
-	vals := e.s.newValues(sensor)
 	var changes []store.AlarmChange
 	for i := range readings {
 		r := &readings[i]
@@ -122,13 +138,16 @@ func (e alarmEvaluator) Evaluate(sensor store.Sensor, rules []store.AlarmRule, r
 		}
 	}
 	t.save(rules)
-	return changes
+	return changes, nil
 }
 
 // Recheck implements store.AlarmEvaluator.
-func (e alarmEvaluator) Recheck(sensor store.Sensor, rules []store.AlarmRule, newest store.Reading) []store.AlarmChange {
+func (e alarmEvaluator) Recheck(ctx context.Context, lr store.LinkReader, sensor store.Sensor, rules []store.AlarmRule, newest store.Reading) ([]store.AlarmChange, error) {
+	vals, err := e.s.newValues(ctx, lr, sensor, []time.Time{newest.Time})
+	if err != nil {
+		return nil, err
+	}
 	t := newTargets(rules)
-	vals := e.s.newValues(sensor)
 	vals.compute(&newest)
 	var changes []store.AlarmChange
 	for k, target := range t.state {
@@ -140,7 +159,7 @@ func (e alarmEvaluator) Recheck(sensor store.Sensor, rules []store.AlarmRule, ne
 		changes = t.change(changes, k, to, &newest, v)
 	}
 	t.save(rules)
-	return changes
+	return changes, nil
 }
 
 // ListAlarmLevels returns the project's alarm levels.

@@ -161,7 +161,7 @@ func pathParam(t *testing.T, f matrixFixture, operationID, name, callerToken str
 	case "proj_id", "project_id":
 		return strconv.FormatInt(f.tenant.projectID, 10)
 	case "sensor_id":
-		if operationID == "updateFormulas" || operationID == "updateCalibrations" || operationID == "updateBaselines" || strings.Contains(operationID, "AlarmRule") {
+		if operationID == "updateFormulas" || operationID == "updateCalibrations" || operationID == "updateBaselines" || operationID == "updateLinks" || strings.Contains(operationID, "AlarmRule") {
 			return strconv.FormatInt(f.tenant.instanceID, 10) // these need a sensor with a blueprint
 		}
 		return strconv.FormatInt(f.tenant.sensorID, 10)
@@ -371,8 +371,13 @@ func (e *env) sendExample(t *testing.T, method, path string, op *openapi3.Operat
 			t.Fatalf("%s: its request body has no application/json example for the matrix to send", op.OperationID)
 		}
 		example := media.Example
-		if op.OperationID == "acceptInvitation" {
+		switch op.OperationID {
+		case "acceptInvitation":
 			example = map[string]string{"code": f.invitationCode}
+		case "updateLinks":
+			// The example's source is no sensor of the fixture; removing
+			// every link is a write all the same.
+			example = map[string]any{}
 		}
 		b, err := json.Marshal(example)
 		if err != nil {

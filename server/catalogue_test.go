@@ -152,6 +152,17 @@ var badRequests = []struct {
 	{"BaselineUnknownField", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/baselines", "json", `[{"from":"2024-06-01T00:00:00Z","value":1}]`, 400},
 	{"BaselineHugeValue", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/baselines", "json", `[{"from":"2024-06-01T00:00:00Z","values":{"freq":1e400}}]`, 400},
 	{"BaselineEmptyValues", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/baselines", "json", `[{"from":"2024-06-01T00:00:00Z","values":{}}]`, 400},
+	{"LinksArray", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/links", "json", `[{"sensor_id":1,"key":"freq"}]`, 400},
+	{"LinkNoSensor", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/links", "json", `{"temp":{"key":"freq"}}`, 400},
+	{"LinkNoKey", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/links", "json", `{"temp":{"sensor_id":{inst}}}`, 400},
+	{"LinkUnknownField", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/links", "json", `{"temp":{"sensor_id":{inst},"key":"freq","max_age":60}}`, 400},
+	{"LinkStalenessZero", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/links", "json", `{"temp":{"sensor_id":{inst},"key":"freq","staleness":0}}`, 400},
+	{"LinkStalenessOverAWeek", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/links", "json", `{"temp":{"sensor_id":{inst},"key":"freq","staleness":604801}}`, 400},
+	{"LinkStalenessString", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/links", "json", `{"temp":{"sensor_id":{inst},"key":"freq","staleness":"1h"}}`, 400},
+	{"LinkToItself", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/links", "json", `{"temp":{"sensor_id":{inst},"key":"freq"}}`, 400},
+	{"LinkOfAnUnknownInput", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/links", "json", `{"nope":{"sensor_id":{inst},"key":"freq"}}`, 400},
+	{"LinkToAnUnknownSensor", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/links", "json", `{"temp":{"sensor_id":987654321,"key":"freq"}}`, 404},
+	{"LinkOfAPlainSensor", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{sensor}/links", "json", `{}`, 409},
 	{"BaselineOfAnotherSensorNotFound", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/987654321/baselines", "json", `[]`, 404},
 	// Control characters in names and texts: the spec's 400, never
 	// PostgreSQL's encoding error.

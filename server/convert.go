@@ -125,7 +125,12 @@ func toSensor(s store.Sensor) gen.Sensor {
 	}
 	out.FormulasVersion = inst.Version
 	for _, in := range inst.Inputs {
-		out.Inputs = append(out.Inputs, gen.InstanceInput{Id: in.ID, Key: in.Key, Name: in.Name, Unit: in.Unit})
+		input := gen.InstanceInput{Id: in.ID, Key: in.Key, Name: in.Name, Unit: in.Unit}
+		if l := in.Link; l != nil {
+			staleness := int(l.Staleness / time.Second)
+			input.Link = &gen.InputLink{SensorId: l.SensorID, Key: l.Key, Staleness: &staleness}
+		}
+		out.Inputs = append(out.Inputs, input)
 		if len(in.Baselines) > 0 {
 			if out.Baselines == nil {
 				out.Baselines = &map[string][]gen.Calibration{}

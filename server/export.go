@@ -29,7 +29,7 @@ func (s *Server) ExportReadings(ctx context.Context, req gen.ExportReadingsReque
 	}
 	var outputs *outputsWriter
 	if p := req.Params.Outputs; p != nil && *p {
-		outputs = s.newOutputsWriter(sensor)
+		outputs = s.newOutputsWriter(sensor, nil)
 	}
 	e := &export{ctx: ctx, server: s, sensor: sensor, query: q, outputs: outputs, names: newKeyNames(sensor, req.Params.Keys)}
 	if req.Params.Format != nil && *req.Params.Format == gen.Ndjson {
@@ -143,11 +143,12 @@ func (e *export) readChunk(buf *[]byte, q store.ReadingQuery) (n int, last time.
 	}
 	ctx, cancel := e.server.dbDeadline(e.ctx)
 	defer cancel()
-	err = e.server.reader(ctx).ListReadings(ctx, e.sensor, q, func(r *store.Reading) error {
+	err = e.server.listReadings(ctx, e.sensor, q, e.outputs != nil, func(r *store.Reading, outputs *outputsWriter) error {
 		if e.csv != nil {
+			e.csv.outputs = outputs
 			*buf = e.csv.appendRow(*buf, r)
 		} else {
-			*buf = append(appendReading(*buf, e.sensor.ID, r, e.outputs, e.names), '\n')
+			*buf = append(appendReading(*buf, e.sensor.ID, r, outputs, e.names), '\n')
 		}
 		n++
 		last = r.Time

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/sensorreadings/readings/gen"
 )
@@ -41,7 +42,9 @@ func (s *Server) LatestReadings(ctx context.Context, req gen.LatestReadingsReque
 		} else {
 			var outputs *outputsWriter
 			if withOutputs {
-				outputs = s.newOutputsWriter(l.Sensor)
+				if outputs, err = s.linkedOutputs(ctx, l.Sensor, []time.Time{l.Reading.Time}); err != nil {
+					return nil, err
+				}
 			}
 			b = appendReading(b, l.Sensor.ID, l.Reading, outputs, newKeyNames(l.Sensor, req.Params.Keys))
 		}

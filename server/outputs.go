@@ -17,11 +17,12 @@ type outputsWriter struct {
 	counted   int // of outputs.NonFinite(), already added to errors
 }
 
-// newOutputsWriter prepares the outputs of sensor. Formulas are checked
+// newOutputsWriter prepares the outputs of sensor, whose linked inputs
+// take their values from links (sensorLinks; nil: none). Formulas are checked
 // when saved, so one that does not compile now (after an upgrade changed the
 // language, say) leaves the outputs empty and is logged, rather than fail
 // every read of the sensor.
-func (s *Server) newOutputsWriter(sensor store.Sensor) *outputsWriter {
+func (s *Server) newOutputsWriter(sensor store.Sensor, links []*formulas.Link) *outputsWriter {
 	inst := sensor.Instance
 	if inst == nil {
 		return &outputsWriter{}
@@ -32,7 +33,7 @@ func (s *Server) newOutputsWriter(sensor store.Sensor) *outputsWriter {
 		s.metrics.formulaErrors.Inc()
 		return &outputsWriter{}
 	}
-	ids := formulas.Instance{}
+	ids := formulas.Instance{Links: links}
 	for _, in := range inst.Inputs {
 		ids.InputIDs = append(ids.InputIDs, in.ID)
 		ids.Baselines = append(ids.Baselines, formulas.NewFactor(dated(in.Baselines), nil, nil))

@@ -99,14 +99,18 @@ func (s *Server) ListReadings(ctx context.Context, req gen.ListReadingsRequestOb
 	}
 	page := newReadingsPage(sensor.ID, prefersCSV(ctx))
 	page.names = newKeyNames(sensor, req.Params.Keys)
-	if p := req.Params.Outputs; p != nil && *p {
-		page.outputs = s.newOutputsWriter(sensor)
+	withOutputs := req.Params.Outputs != nil && *req.Params.Outputs
+	if withOutputs {
+		page.outputs = s.newOutputsWriter(sensor, nil) // a CSV header names them even on an empty page
 	}
 	var last time.Time
 	if q.From.After(q.To) {
 		return page.finish(""), nil
 	}
-	err = s.reader(ctx).ListReadings(ctx, sensor, q, func(r *store.Reading) error {
+	err = s.listReadings(ctx, sensor, q, withOutputs, func(r *store.Reading, outputs *outputsWriter) error {
+		if outputs != nil {
+			page.outputs = outputs
+		}
 		page.add(r)
 		last = r.Time
 		return nil
@@ -443,10 +447,6 @@ func (s *Server) ListProjectReadings(ctx context.Context, req gen.ListProjectRea
 			return nil, fmt.Errorf("encode sensor name: %w", err)
 		}
 		names := newKeyNames(sensor, p.Keys)
-		var outputs *outputsWriter
-		if p.Outputs != nil && *p.Outputs {
-			outputs = s.newOutputsWriter(sensor)
-		}
 		row := func(r *store.Reading, id int64, v float64) {
 			key := names.appendKey(nil, id)
 			if p.Key != nil && string(key[1:len(key)-1]) != *p.Key {
@@ -470,7 +470,7 @@ func (s *Server) ListProjectReadings(ctx context.Context, req gen.ListProjectRea
 		}
 		var last time.Time
 		count := 0
-		err = s.reader(ctx).ListReadings(ctx, sensor, q, func(r *store.Reading) error {
+		err = s.listReadings(ctx, sensor, q, p.Outputs != nil && *p.Outputs, func(r *store.Reading, outputs *outputsWriter) error {
 			for i, id := range r.InputIDs {
 				row(r, id, r.Values[i])
 			}

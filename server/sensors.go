@@ -182,6 +182,27 @@ func (s *Server) UpdateBaselines(ctx context.Context, req gen.UpdateBaselinesReq
 	return gen.UpdateBaselines200JSONResponse(toSensor(updated)), nil
 }
 
+// defaultStaleness is a link's staleness when the request gives none, as
+// the spec states it.
+const defaultStaleness = time.Hour
+
+// UpdateLinks replaces the links of the sensor's inputs.
+func (s *Server) UpdateLinks(ctx context.Context, req gen.UpdateLinksRequestObject) (gen.UpdateLinksResponseObject, error) {
+	links := make(map[string]store.InputLink, len(*req.Body))
+	for key, l := range *req.Body {
+		staleness := defaultStaleness
+		if l.Staleness != nil {
+			staleness = time.Duration(*l.Staleness) * time.Second
+		}
+		links[key] = store.InputLink{SensorID: l.SensorId, Key: l.Key, Staleness: staleness}
+	}
+	sensor, err := s.store.SetSensorLinks(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), links)
+	if err != nil {
+		return nil, err
+	}
+	return gen.UpdateLinks200JSONResponse(toSensor(sensor)), nil
+}
+
 // baseline is b's values and instant; a baseline chosen by reading takes
 // that reading's inputs, by key, from sensor. b is element index of the
 // request.

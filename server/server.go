@@ -59,6 +59,7 @@ type Store interface {
 	GetSensor(ctx context.Context, key store.SensorKey) (store.Sensor, error)
 	UpdateSensor(ctx context.Context, key store.SensorKey, patch store.SensorPatch) (store.Sensor, error)
 	DeleteSensor(ctx context.Context, key store.SensorKey) error
+	SetSensorLinks(ctx context.Context, key store.SensorKey, links map[string]store.InputLink) (store.Sensor, error)
 
 	InsertReadings(ctx context.Context, key store.SensorKey, readings []store.Reading) (store.Written, error)
 	DeleteReadings(ctx context.Context, key store.SensorKey, from, to time.Time) (int64, error)

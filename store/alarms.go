@@ -119,15 +119,17 @@ type AlarmChange struct {
 
 // AlarmEvaluator decides what readings and edits do to a sensor's rules.
 // The server provides it, so that the store knows no formulas; it runs
-// inside the store's transaction, under the sensor's lock.
+// inside the store's transaction, under the sensor's lock, and reads the
+// sources of linked inputs through links, in that transaction: what is
+// stored by then is what it sees.
 type AlarmEvaluator interface {
 	// Evaluate steps rules, ordered by target, with readings, ordered and
 	// one per instant, updating their Active and Streak. newest is the
 	// datetime of the sensor's newest reading before them, if it had one.
-	Evaluate(sensor Sensor, rules []AlarmRule, readings []Reading, newest *time.Time) []AlarmChange
+	Evaluate(ctx context.Context, links LinkReader, sensor Sensor, rules []AlarmRule, readings []Reading, newest *time.Time) ([]AlarmChange, error)
 	// Recheck rechecks rules against the sensor's newest reading after an
 	// edit.
-	Recheck(sensor Sensor, rules []AlarmRule, newest Reading) []AlarmChange
+	Recheck(ctx context.Context, links LinkReader, sensor Sensor, rules []AlarmRule, newest Reading) ([]AlarmChange, error)
 }
 
 // SetAlarmEvaluator makes every write of readings, and every edit of
@@ -396,7 +398,10 @@ func (db *DB) evaluateAlarms(ctx context.Context, tx pgx.Tx, sensor Sensor, read
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return err
 	}
-	changes := db.alarms.Evaluate(sensor, rules, readings, newest)
+	changes, err := db.alarms.Evaluate(ctx, txLinks{tx}, sensor, rules, readings, newest)
+	if err != nil {
+		return err
+	}
 	return applyAlarms(ctx, tx, sensor, rules, changes)
 }
 
@@ -416,7 +421,9 @@ func (db *DB) recheckAlarms(ctx context.Context, tx pgx.Tx, sensor Sensor) error
 		Scan(&newest.Time, &newest.InputIDs, &newest.Values)
 	switch {
 	case err == nil:
-		changes = db.alarms.Recheck(sensor, rules, newest)
+		if changes, err = db.alarms.Recheck(ctx, txLinks{tx}, sensor, rules, newest); err != nil {
+			return err
+		}
 	case !errors.Is(err, pgx.ErrNoRows):
 		return err
 	}

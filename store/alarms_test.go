@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ type thresholdEvaluator struct {
 	calls int
 }
 
-func (e *thresholdEvaluator) Evaluate(_ store.Sensor, rules []store.AlarmRule, readings []store.Reading, newest *time.Time) []store.AlarmChange {
+func (e *thresholdEvaluator) Evaluate(_ context.Context, _ store.LinkReader, _ store.Sensor, rules []store.AlarmRule, readings []store.Reading, newest *time.Time) ([]store.AlarmChange, error) {
 	e.calls++
 	var changes []store.AlarmChange
 	for _, r := range readings {
@@ -26,11 +27,11 @@ func (e *thresholdEvaluator) Evaluate(_ store.Sensor, rules []store.AlarmRule, r
 		}
 		changes = append(changes, step(rules, r)...)
 	}
-	return changes
+	return changes, nil
 }
 
-func (e *thresholdEvaluator) Recheck(_ store.Sensor, rules []store.AlarmRule, newest store.Reading) []store.AlarmChange {
-	return step(rules, newest)
+func (e *thresholdEvaluator) Recheck(_ context.Context, _ store.LinkReader, _ store.Sensor, rules []store.AlarmRule, newest store.Reading) ([]store.AlarmChange, error) {
+	return step(rules, newest), nil
 }
 
 func step(rules []store.AlarmRule, r store.Reading) []store.AlarmChange {

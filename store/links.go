@@ -28,13 +28,18 @@ type InputLink struct {
 // link costs a read of its source per request.
 const MaxLinkChain = 5
 
+// MaxStaleness is the longest a link's staleness may be: a source's value
+// of a week ago is no correction any more.
+const MaxStaleness = 7 * 24 * time.Hour
+
 // SetSensorLinks replaces the links of the sensor's inputs with links, by
-// input key. It returns NotFound for the sensor, or for a source that is not
-// a sensor of its project; Invalid for a key that is not one of the sensor's
-// inputs, a source key that is neither an input nor an output of the
-// source, a staleness that is not positive, a cycle (named, sensor by
-// sensor) or a chain of more than MaxLinkChain links; and Conflict when the
-// project is archived or the sensor has no blueprint.
+// input key, and rechecks its alarms against its newest reading. It
+// returns NotFound for the sensor, or for a source that is not a sensor of
+// its project; Invalid for a key that is not one of the sensor's inputs, a
+// source key that is neither an input nor an output of the source, a
+// staleness not in (0, MaxStaleness], a cycle (named, sensor by sensor) or a
+// chain of more than MaxLinkChain links; and Conflict when the project is
+// archived or the sensor has no blueprint.
 func (db *DB) SetSensorLinks(ctx context.Context, key SensorKey, links map[string]InputLink) (Sensor, error) {
 	var sensor Sensor
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
@@ -71,8 +76,10 @@ func (db *DB) SetSensorLinks(ctx context.Context, key SensorKey, links map[strin
 		inst.Version++
 		rows, _ = tx.Query(ctx, `UPDATE sensors s SET instance = $2, updated_at = now() WHERE s.id = $1 RETURNING `+sensorColumns,
 			key.SensorID, &inst)
-		sensor, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
-		return err
+		if sensor, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor]); err != nil {
+			return err
+		}
+		return db.recheckAlarms(ctx, tx, sensor)
 	})
 	return sensor, dbError("set sensor links", err)
 }
@@ -97,10 +104,10 @@ func (inst *Instance) setLinks(links map[string]InputLink, byID map[int64]*Senso
 				Details: map[string]any{"input": key, "sensor_id": l.SensorID},
 			}
 		}
-		if l.Staleness <= 0 {
+		if l.Staleness <= 0 || l.Staleness > MaxStaleness {
 			return &apperr.Error{
 				Code:    apperr.Invalid,
-				Message: fmt.Sprintf("input %q: the staleness must be positive", key),
+				Message: fmt.Sprintf("input %q: the staleness must be positive and at most %s", key, MaxStaleness),
 				Details: map[string]any{"input": key},
 			}
 		}
@@ -236,4 +243,36 @@ func refuseDependants(ctx context.Context, q querier, key SensorKey) error {
 		Message: fmt.Sprintf("sensor %d feeds linked inputs of sensors %s; remove those links first", key.SensorID, strings.Join(names, ", ")),
 		Details: map[string]any{"dependants": ids},
 	}
+}
+
+// LinkSource returns sensor id of the project of sensor of, the source of
+// one of its links. It returns NotFound.
+func (db *DB) LinkSource(ctx context.Context, of Sensor, id int64) (Sensor, error) {
+	return linkSource(ctx, db.pool, of, id)
+}
+
+func linkSource(ctx context.Context, q querier, of Sensor, id int64) (Sensor, error) {
+	rows, _ := q.Query(ctx, `SELECT `+sensorColumns+` FROM sensors s WHERE s.id = $1 AND s.project_id = $2`, id, of.ProjectID)
+	sensor, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
+	return sensor, notFound("link source", err, "sensor")
+}
+
+// LinkReader reads what computing linked inputs needs: each link's
+// source and its readings. The DB is one; the alarm evaluator is given
+// another that reads in the transaction of the readings it evaluates.
+type LinkReader interface {
+	LinkSource(ctx context.Context, of Sensor, id int64) (Sensor, error)
+	ListReadings(ctx context.Context, sensor Sensor, q ReadingQuery, fn func(*Reading) error) error
+}
+
+// txLinks reads link sources in a transaction, whose connection the
+// evaluation already holds: it asks the pool for no other.
+type txLinks struct{ tx pgx.Tx }
+
+func (t txLinks) LinkSource(ctx context.Context, of Sensor, id int64) (Sensor, error) {
+	return linkSource(ctx, t.tx, of, id)
+}
+
+func (t txLinks) ListReadings(ctx context.Context, sensor Sensor, q ReadingQuery, fn func(*Reading) error) error {
+	return listReadings(ctx, t.tx, sensor, q, fn)
 }

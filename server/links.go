@@ -1,0 +1,173 @@
+package server
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/formulas"
+	"github.com/sensorreadings/readings/store"
+)
+
+// sensorLinks returns the values of the sensor's linked inputs (nil
+// without links) for its readings at the instants at, ascending, or, with
+// at nil, for readings anywhere from from to to. Each source is read once,
+// over the range less the link's staleness; a source's outputs are computed
+// with its own links, read before its readings so that no query waits on
+// another's rows. depth is how many links led here.
+func (s *Server) sensorLinks(ctx context.Context, lr store.LinkReader, sensor store.Sensor, from, to time.Time, at []time.Time, depth int) ([]*formulas.Link, error) {
+	inst := sensor.Instance
+	if inst == nil {
+		return nil, nil
+	}
+	var links []*formulas.Link
+	for i, in := range inst.Inputs {
+		l := in.Link
+		if l == nil {
+			continue
+		}
+		if links == nil {
+			links = make([]*formulas.Link, len(inst.Inputs))
+		}
+		var samples []formulas.Sample
+		// SetSensorLinks refuses longer chains; the bound keeps a read
+		// finite whatever the stored links.
+		if depth < store.MaxLinkChain {
+			source, err := lr.LinkSource(ctx, sensor, l.SensorID)
+			switch {
+			case apperr.CodeOf(err) == apperr.NotFound:
+				// Deleted since by a path that does not look for
+				// dependants: the input is missing.
+			case err != nil:
+				return nil, err
+			default:
+				if samples, err = s.linkSamples(ctx, lr, source, l.Key, later(from.Add(-l.Staleness), store.MinTime), to, at, depth+1); err != nil {
+					return nil, err
+				}
+			}
+		}
+		links[i] = formulas.NewLink(samples, l.Staleness)
+	}
+	return links, nil
+}
+
+// linkSamples reads the source's value key at each of its readings from
+// from to to that has it. With at given, it keeps only the samples that
+// are the latest at or before one of those instants, so that a page holds
+// at most one sample per reading whatever the source's rate.
+func (s *Server) linkSamples(ctx context.Context, lr store.LinkReader, source store.Sensor, key string, from, to time.Time, at []time.Time, depth int) ([]formulas.Sample, error) {
+	value, err := s.sourceValue(ctx, lr, source, key, from, to, depth)
+	if err != nil || value == nil {
+		return nil, err
+	}
+	var samples []formulas.Sample
+	next := 0 // the first of at not before the last sample
+	err = lr.ListReadings(ctx, source, store.ReadingQuery{From: from, To: to}, func(r *store.Reading) error {
+		v, ok := value(r)
+		if !ok {
+			return nil
+		}
+		if n := len(samples); at != nil && n > 0 {
+			last := samples[n-1].Time
+			for next < len(at) && at[next].Before(last) {
+				next++
+			}
+			if next == len(at) || !at[next].Before(r.Time) {
+				samples = samples[:n-1] // no instant falls between it and r
+			}
+		}
+		samples = append(samples, formulas.Sample{Time: r.Time, Value: v})
+		return nil
+	})
+	return samples, err
+}
+
+// sourceValue returns what reads value key from one of the source's
+// readings: the input it carries, or the output computed from it. It
+// returns nil when the source has no such key (its blueprint changed
+// since the link was set).
+func (s *Server) sourceValue(ctx context.Context, lr store.LinkReader, source store.Sensor, key string, from, to time.Time, depth int) (func(*store.Reading) (float64, bool), error) {
+	inst := source.Instance
+	if inst == nil {
+		return nil, nil
+	}
+	if i := slices.IndexFunc(inst.Inputs, func(in store.InstanceInput) bool { return in.Key == key }); i >= 0 {
+		id := inst.Inputs[i].ID
+		return func(r *store.Reading) (float64, bool) {
+			if j := slices.Index(r.InputIDs, id); j >= 0 {
+				return r.Values[j], true
+			}
+			return 0, false
+		}, nil
+	}
+	k := slices.IndexFunc(inst.Outputs, func(o store.InstanceOutput) bool { return o.Key == key })
+	if k < 0 {
+		return nil, nil
+	}
+	links, err := s.sensorLinks(ctx, lr, source, from, to, nil, depth)
+	if err != nil {
+		return nil, err
+	}
+	w := s.newOutputsWriter(source, links)
+	return func(r *store.Reading) (float64, bool) {
+		w.compute(r)
+		return w.value(k)
+	}, nil
+}
+
+// linkedOutputs returns the outputs writer of sensor for its readings at
+// the instants at, ascending, reading its links' sources from the
+// request's reader.
+func (s *Server) linkedOutputs(ctx context.Context, sensor store.Sensor, at []time.Time) (*outputsWriter, error) {
+	var links []*formulas.Link
+	if len(at) > 0 && hasLinks(sensor) {
+		var err error
+		if links, err = s.sensorLinks(ctx, s.reader(ctx), sensor, at[0], at[len(at)-1], at, 0); err != nil {
+			return nil, err
+		}
+	}
+	return s.newOutputsWriter(sensor, links), nil
+}
+
+func hasLinks(sensor store.Sensor) bool {
+	return sensor.Instance != nil && slices.ContainsFunc(sensor.Instance.Inputs, func(in store.InstanceInput) bool { return in.Link != nil })
+}
+
+// listReadings calls fn with each reading q selects and, when outputs
+// are wanted, the outputs writer to compute it with (else nil). Without
+// links, the readings stream; with links, they are read first (q's limit
+// bounds them), the connection is released, and then each source is read
+// once for their instants, before fn sees any.
+func (s *Server) listReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, outputs bool, fn func(*store.Reading, *outputsWriter) error) error {
+	if !outputs || !hasLinks(sensor) {
+		var w *outputsWriter
+		if outputs {
+			w = s.newOutputsWriter(sensor, nil)
+		}
+		return s.reader(ctx).ListReadings(ctx, sensor, q, func(r *store.Reading) error { return fn(r, w) })
+	}
+	var readings []store.Reading
+	err := s.reader(ctx).ListReadings(ctx, sensor, q, func(r *store.Reading) error {
+		readings = append(readings, store.Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	at := make([]time.Time, len(readings))
+	for i := range readings {
+		at[i] = readings[i].Time
+	}
+	slices.SortFunc(at, time.Time.Compare)
+	w, err := s.linkedOutputs(ctx, sensor, at)
+	if err != nil {
+		return err
+	}
+	for i := range readings {
+		if err := fn(&readings[i], w); err != nil {
+			return err
+		}
+	}
+	return nil
+}

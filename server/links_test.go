@@ -1,0 +1,218 @@
+package server_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/store"
+)
+
+// linkedSensors creates, in the tenant's project, sensors of a blueprint
+// whose output out is a − b, and returns them with their ids by key.
+func linkedSensors(t *testing.T, e *env, tn tenant, names ...string) ([]tenant, []map[string]string) {
+	t.Helper()
+	admin := e.client(tn.tokens[store.Admin])
+	bp, err := admin.CreateBlueprintWithResponse(t.Context(), tn.orgID, gen.BlueprintWrite{
+		Name:    "Difference",
+		Inputs:  []gen.BlueprintInput{{Key: "a", Name: "A"}, {Key: "b", Name: "B"}},
+		Outputs: []gen.BlueprintOutput{{Key: "out", Name: "A less B", Formula: "a - b"}},
+	})
+	if err != nil || bp.StatusCode() != 201 {
+		t.Fatalf("create blueprint: %v %s", err, bp.Body)
+	}
+	sensors := make([]tenant, len(names))
+	keys := make([]map[string]string, len(names))
+	for i, name := range names {
+		res, err := admin.CreateSensorWithResponse(t.Context(), tn.orgID, tn.projectID, gen.SensorCreate{Name: name, BlueprintId: &bp.JSON201.Id})
+		if err != nil || res.StatusCode() != 201 {
+			t.Fatalf("create sensor: %v %s", err, res.Body)
+		}
+		sensors[i] = tn
+		sensors[i].sensorID = res.JSON201.Id
+		keys[i] = ids(*res.JSON201)
+	}
+	return sensors, keys
+}
+
+// setLinks puts links on sensor and returns the response.
+func setLinks(t *testing.T, e *env, sensor tenant, links gen.LinksUpdate) *gen.UpdateLinksResponse {
+	t.Helper()
+	res, err := e.client(sensor.tokens[store.Admin]).UpdateLinksWithResponse(t.Context(), sensor.orgID, sensor.projectID, sensor.sensorID, links)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestLinks corrects a piezometer (P) by a barometer (B) whose own
+// reading is corrected by a thermometer (T): P.b is B's out, B.b is T's a.
+// Every read that computes outputs takes the source's value as of each
+// reading, within the link's staleness.
+func TestLinks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	s, k := linkedSensors(t, e, tn, "T", "B", "P")
+	thermo, baro, piezo := s[0], s[1], s[2]
+	editor := e.client(tn.tokens[store.Editor])
+
+	if res := setLinks(t, e, baro, gen.LinksUpdate{"b": {SensorId: thermo.sensorID, Key: "a"}}); res.StatusCode() != 200 {
+		t.Fatalf("link B: %d %s", res.StatusCode(), res.Body)
+	}
+	res := setLinks(t, e, piezo, gen.LinksUpdate{"b": {SensorId: baro.sensorID, Key: "out", Staleness: ptr(60)}})
+	if res.StatusCode() != 200 {
+		t.Fatalf("link P: %d %s", res.StatusCode(), res.Body)
+	}
+	if l := res.JSON200.Inputs[1].Link; l == nil || l.SensorId != baro.sensorID || l.Key != "out" || deref(l.Staleness) != 60 {
+		t.Errorf("P's input b shows link %+v, want B's out within 60 s", l)
+	}
+	if l := res.JSON200.Inputs[0].Link; l != nil {
+		t.Errorf("P's input a shows link %+v, want none: its own reading", l)
+	}
+	got, err := e.client(tn.tokens[store.Viewer]).GetSensorWithResponse(t.Context(), tn.orgID, tn.projectID, baro.sensorID)
+	if err != nil || got.JSON200.Inputs[1].Link == nil || deref(got.JSON200.Inputs[1].Link.Staleness) != 3600 {
+		t.Errorf("B as read: %v %s; want input b linked to T within the default hour", err, got.Body)
+	}
+
+	// T reads 2 at 11:00; B reads a = 100 at noon, so out = 98.
+	post(t, editor, thermo, reading(t, "2024-05-01T11:00:00Z", gen.Values{k[0]["a"]: 2}))
+	post(t, editor, baro, reading(t, "2024-05-01T12:00:00Z", gen.Values{k[1]["a"]: 100}))
+	post(t, editor, piezo,
+		reading(t, "2024-05-01T11:59:59.999999Z", gen.Values{k[2]["a"]: 150}),
+		// The link wins over a value of b the reading carries.
+		reading(t, "2024-05-01T12:00:30Z", gen.Values{k[2]["a"]: 150, k[2]["b"]: 7}),
+		reading(t, "2024-05-01T12:01:00Z", gen.Values{k[2]["a"]: 160}),
+		reading(t, "2024-05-01T12:01:00.000001Z", gen.Values{k[2]["a"]: 170}),
+	)
+	// out of each of P's readings; "" where it has none.
+	want := []string{"", "52", "62", ""}
+
+	t.Run("Page", func(t *testing.T) {
+		for _, order := range []gen.ListReadingsParamsOrder{gen.Asc, gen.Desc} {
+			page, _ := list(t, editor, piezo, gen.ListReadingsParams{Outputs: ptr(true), Order: &order})
+			for i, r := range page {
+				j := i
+				if order == gen.Desc {
+					j = len(page) - 1 - i
+				}
+				v, ok := (*r.Outputs)[k[2]["out"]]
+				if got := fmt.Sprint(v); !ok && want[j] != "" || ok && got != want[j] {
+					t.Errorf("order %s, reading %s: out = %v (%v), want %q", order, r.Datetime, v, ok, want[j])
+				}
+			}
+		}
+	})
+	wantCSV := "datetime,a,b,out\n" +
+		"2024-05-01T11:59:59.999Z,150,,\n" +
+		"2024-05-01T12:00:30.000Z,150,7,52\n" +
+		"2024-05-01T12:01:00.000Z,160,,62\n" +
+		"2024-05-01T12:01:00.000Z,170,,\n"
+	t.Run("CSVPage", func(t *testing.T) {
+		body := e.getText(t, tn, "text/csv", fmt.Sprintf("/api/v1/org/%d/proj/%d/readings/%d?outputs=true&keys=names", tn.orgID, tn.projectID, piezo.sensorID))
+		if body != wantCSV {
+			t.Errorf("CSV page:\n%s\nwant\n%s", body, wantCSV)
+		}
+	})
+	t.Run("Export", func(t *testing.T) {
+		body := e.getText(t, tn, "", fmt.Sprintf("/api/v1/org/%d/proj/%d/readings/%d/export?outputs=true&keys=names", tn.orgID, tn.projectID, piezo.sensorID))
+		if body != wantCSV {
+			t.Errorf("CSV export:\n%s\nwant\n%s", body, wantCSV)
+		}
+	})
+	t.Run("ProjectReadings", func(t *testing.T) {
+		body := e.getText(t, tn, "", fmt.Sprintf("/api/v1/org/%d/proj/%d/readings?sensors=%d&outputs=true&keys=names&key=out", tn.orgID, tn.projectID, piezo.sensorID))
+		if !strings.Contains(body, `"value":52}`) || !strings.Contains(body, `"value":62}`) || strings.Count(body, `"key":"out"`) != 2 {
+			t.Errorf("project readings: %s; want out 52 and 62 alone", body)
+		}
+	})
+	t.Run("Aggregates", func(t *testing.T) {
+		buckets := e.aggregates(t, tn.tokens[store.Viewer], tn, piezo.sensorID, url.Values{
+			"interval": {"1h"}, "fn": {"min,max,count"}, "outputs": {"true"},
+			"datetime__gte": {"2024-05-01T11:00:00Z"}, "datetime__lt": {"2024-05-01T13:00:00Z"},
+		})
+		if len(buckets) != 2 {
+			t.Fatalf("%d buckets, want 2: %+v", len(buckets), buckets)
+		}
+		noon := buckets[1].Outputs[k[2]["out"]]
+		if deref(noon["min"]) != 52 || deref(noon["max"]) != 62 || deref(noon["count"]) != 2 {
+			t.Errorf("noon's out = min %v max %v count %v, want 52, 62, 2", deref(noon["min"]), deref(noon["max"]), deref(noon["count"]))
+		}
+		if c := buckets[0].Outputs[k[2]["out"]]["count"]; c != nil && *c != 0 {
+			t.Errorf("11 o'clock's out count = %v, want 0", *c)
+		}
+	})
+	t.Run("Latest", func(t *testing.T) {
+		// P's latest reading is a microsecond past B's bound: no out.
+		body := e.getText(t, tn, "", fmt.Sprintf("/api/v1/org/%d/proj/%d/latest?outputs=true&keys=names", tn.orgID, tn.projectID))
+		if !strings.Contains(body, `"inputs":{"a":170},"outputs":{}`) {
+			t.Errorf("latest: %s; want P's newest without out", body)
+		}
+		// B's latest is computed with T's value: 100 − 2.
+		if !strings.Contains(body, `"inputs":{"a":100},"outputs":{"out":98}`) {
+			t.Errorf("latest: %s; want B's out 98 through its link to T", body)
+		}
+	})
+	t.Run("ErrCycle", func(t *testing.T) {
+		res := setLinks(t, e, thermo, gen.LinksUpdate{"b": {SensorId: piezo.sensorID, Key: "out"}})
+		body := wantError(t, res.StatusCode(), res.Body, 400, "invalid")
+		for _, id := range []int64{thermo.sensorID, baro.sensorID, piezo.sensorID} {
+			if !strings.Contains(body.Message, fmt.Sprint(id)) {
+				t.Errorf("cycle message %q does not name sensor %d", body.Message, id)
+			}
+		}
+	})
+	t.Run("ErrDeleteSource", func(t *testing.T) {
+		res, err := e.client(tn.tokens[store.Admin]).DeleteSensorWithResponse(t.Context(), tn.orgID, tn.projectID, baro.sensorID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := wantError(t, res.StatusCode(), res.Body, 409, "conflict")
+		if !strings.Contains(body.Message, fmt.Sprintf("%d (P)", piezo.sensorID)) {
+			t.Errorf("message %q does not list P", body.Message)
+		}
+	})
+	t.Run("ErrAnotherOrganization", func(t *testing.T) {
+		other := e.newTenant("Globex")
+		res := setLinks(t, e, piezo, gen.LinksUpdate{"b": {SensorId: other.instanceID, Key: "digits"}})
+		wantError(t, res.StatusCode(), res.Body, 404, "not_found")
+	})
+	t.Run("Removed", func(t *testing.T) {
+		// Without its link, P's b is its own reading's again.
+		if res := setLinks(t, e, piezo, gen.LinksUpdate{}); res.StatusCode() != 200 {
+			t.Fatalf("remove links: %d %s", res.StatusCode(), res.Body)
+		}
+		page, _ := list(t, editor, piezo, gen.ListReadingsParams{Outputs: ptr(true)})
+		if out := *page[1].Outputs; len(out) != 1 || out[k[2]["out"]] != 143 || len(*page[2].Outputs) != 0 {
+			t.Errorf("outputs without the link: %v, %v; want out 143 from the reading's own b, then none", out, *page[2].Outputs)
+		}
+	})
+}
+
+// getText GETs path as the tenant's viewer, accepting accept, and returns
+// the body of a 200.
+func (e *env) getText(t *testing.T, tn tenant, accept, path string) string {
+	t.Helper()
+	req, err := http.NewRequest("GET", e.url+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tn.tokens[store.Viewer])
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	res, err := e.httpClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s %v", path, res.StatusCode, body, err)
+	}
+	return string(body)
+}
