@@ -216,3 +216,52 @@ func (e *env) getText(t *testing.T, tn tenant, accept, path string) string {
 	}
 	return string(body)
 }
+
+// TestLinksAlarms evaluates a rule on a linked output: at ingest, with the
+// source's readings stored by then; again when the link changes.
+func TestLinksAlarms(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	s, k := linkedSensors(t, e, tn, "B", "C", "P")
+	baro, other, piezo := s[0], s[1], s[2]
+	editor := e.client(tn.tokens[store.Editor])
+	viewer := e.client(tn.tokens[store.Viewer])
+	if res := setLinks(t, e, piezo, gen.LinksUpdate{"b": {SensorId: baro.sensorID, Key: "a"}}); res.StatusCode() != 200 {
+		t.Fatalf("link P: %d %s", res.StatusCode(), res.Body)
+	}
+	rule, err := e.client(tn.tokens[store.Admin]).CreateAlarmRuleWithResponse(t.Context(), tn.orgID, tn.projectID, piezo.sensorID,
+		gen.AlarmRuleInput{Target: "out", Level: "Alarm", Direction: "above", Threshold: 50})
+	if err != nil || rule.JSON201 == nil {
+		t.Fatalf("create rule: %v %s", err, rule.Body)
+	}
+	alarms := func(t *testing.T) int {
+		t.Helper()
+		res, err := viewer.ListAlarmsWithResponse(t.Context(), tn.orgID, tn.projectID)
+		if err != nil || res.JSON200 == nil {
+			t.Fatalf("list alarms: %v %s", err, res.Body)
+		}
+		return len(res.JSON200.Items)
+	}
+
+	// P's reading comes before any of B's: out is missing, no alarm; B's
+	// reading of 11:30, arriving after, does not re-evaluate it.
+	post(t, editor, piezo, reading(t, "2024-05-01T12:00:00Z", gen.Values{k[2]["a"]: 100}))
+	post(t, editor, baro, reading(t, "2024-05-01T11:30:00Z", gen.Values{k[0]["a"]: 10}))
+	if n := alarms(t); n != 0 {
+		t.Fatalf("%d alarms after B's late reading, want none", n)
+	}
+	// The next reading of P finds B's: out = 90.
+	post(t, editor, piezo, reading(t, "2024-05-01T12:10:00Z", gen.Values{k[2]["a"]: 100}))
+	if n := alarms(t); n != 1 {
+		t.Fatalf("%d alarms with out at 90, want 1", n)
+	}
+	// Linked to C, whose a is 80, P's newest out is 20: the edit clears it.
+	post(t, editor, other, reading(t, "2024-05-01T12:05:00Z", gen.Values{k[1]["a"]: 80}))
+	if res := setLinks(t, e, piezo, gen.LinksUpdate{"b": {SensorId: other.sensorID, Key: "a"}}); res.StatusCode() != 200 {
+		t.Fatalf("relink P: %d %s", res.StatusCode(), res.Body)
+	}
+	if n := alarms(t); n != 0 {
+		t.Errorf("%d alarms once out is 20, want none", n)
+	}
+}

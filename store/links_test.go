@@ -119,6 +119,7 @@ func testSetSensorLinks(t *testing.T, db *store.DB) {
 			"UnknownInput":     {"x": {SensorID: keys[1].SensorID, Key: "p", Staleness: time.Hour}},
 			"UnknownSourceKey": {"u": {SensorID: keys[1].SensorID, Key: "x", Staleness: time.Hour}},
 			"NoStaleness":      {"u": {SensorID: keys[1].SensorID, Key: "p"}},
+			"StalenessTooLong": {"u": {SensorID: keys[1].SensorID, Key: "p", Staleness: store.MaxStaleness + time.Microsecond}},
 		} {
 			_, err := db.SetSensorLinks(t.Context(), keys[0], links)
 			if got := apperr.CodeOf(err); got != apperr.Invalid {
