@@ -1,13 +1,14 @@
 package formulas
 
 import (
+	"math"
 	"slices"
 	"time"
 )
 
 // Sample is a source sensor's value at the datetime of one of its
-// readings: an input it carried or an output computed from it. A source
-// reading without the value gives no sample, so the one before it may serve.
+// readings: an input it carried or an output computed from it. A NaN
+// Value is a reading that serves without a value: the input is missing.
 type Sample struct {
 	Time  time.Time
 	Value float64
@@ -49,7 +50,7 @@ func (l *Link) At(t time.Time) (float64, bool) {
 		return 0, false
 	}
 	s := l.samples[l.next-1]
-	if t.Sub(s.Time) > l.staleness {
+	if t.Sub(s.Time) > l.staleness || math.IsNaN(s.Value) {
 		return 0, false
 	}
 	return s.Value, true

@@ -1,6 +1,7 @@
 package formulas_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -37,6 +38,9 @@ func TestLinkAt(t *testing.T) {
 	}
 	if _, ok := formulas.NewLink(nil, time.Hour).At(noon); ok {
 		t.Error("a link without samples has a value")
+	}
+	if _, ok := formulas.NewLink([]formulas.Sample{{noon, 1}, {noon.Add(time.Minute), math.NaN()}}, time.Hour).At(noon.Add(2 * time.Minute)); ok {
+		t.Error("a NaN sample does not make the input missing")
 	}
 }
 

@@ -1136,17 +1136,18 @@ type ClientInterface interface {
 	//
 	// Replaces the links of the sensor's inputs with those given, by
 	// input key (an empty object removes them all). A linked input takes,
-	// for each of the sensor's readings at datetime t, the value `key` (an
-	// input or output of sensor `sensor_id`, of the same project) had at
-	// that sensor's latest reading at or before t that has it, provided
-	// that reading is no older than `staleness` seconds: exactly
+	// for each of the sensor's readings at datetime t, the value `key` of
+	// sensor `sensor_id` (of the same project) as of t: for an input of
+	// the source, the value of its latest reading at or before t that
+	// carries it; for an output, the output computed at its latest
+	// reading at or before t (missing if that reading cannot give it);
+	// provided that reading is no older than `staleness` seconds: exactly
 	// `staleness` before t still counts, a microsecond more does not.
 	// Without such a reading the input is missing, and the outputs that
 	// need it are absent, as for a missing input. The link wins over a
 	// value the sensor's own reading carries for that input. A source's
-	// input is the value its readings carry; a source's output is
-	// computed with the source's own links, so links chain, at most 5
-	// deep. Outputs are computed on read: pages, CSV, export, aggregates,
+	// output is computed with the source's own links, so links chain, at
+	// most 5 deep. Outputs are computed on read: pages, CSV, export, aggregates,
 	// latest and project readings all use the same rule, and the next
 	// read shows every past reading through the new links; no stored
 	// reading changes. Alarms are evaluated when a reading arrives, with
@@ -1167,17 +1168,18 @@ type ClientInterface interface {
 	//
 	// Replaces the links of the sensor's inputs with those given, by
 	// input key (an empty object removes them all). A linked input takes,
-	// for each of the sensor's readings at datetime t, the value `key` (an
-	// input or output of sensor `sensor_id`, of the same project) had at
-	// that sensor's latest reading at or before t that has it, provided
-	// that reading is no older than `staleness` seconds: exactly
+	// for each of the sensor's readings at datetime t, the value `key` of
+	// sensor `sensor_id` (of the same project) as of t: for an input of
+	// the source, the value of its latest reading at or before t that
+	// carries it; for an output, the output computed at its latest
+	// reading at or before t (missing if that reading cannot give it);
+	// provided that reading is no older than `staleness` seconds: exactly
 	// `staleness` before t still counts, a microsecond more does not.
 	// Without such a reading the input is missing, and the outputs that
 	// need it are absent, as for a missing input. The link wins over a
 	// value the sensor's own reading carries for that input. A source's
-	// input is the value its readings carry; a source's output is
-	// computed with the source's own links, so links chain, at most 5
-	// deep. Outputs are computed on read: pages, CSV, export, aggregates,
+	// output is computed with the source's own links, so links chain, at
+	// most 5 deep. Outputs are computed on read: pages, CSV, export, aggregates,
 	// latest and project readings all use the same rule, and the next
 	// read shows every past reading through the new links; no stored
 	// reading changes. Alarms are evaluated when a reading arrives, with
@@ -3118,17 +3120,18 @@ func (c *Client) UpdateFormulas(ctx context.Context, orgId OrgId, projId ProjId,
 //
 // Replaces the links of the sensor's inputs with those given, by
 // input key (an empty object removes them all). A linked input takes,
-// for each of the sensor's readings at datetime t, the value `key` (an
-// input or output of sensor `sensor_id`, of the same project) had at
-// that sensor's latest reading at or before t that has it, provided
-// that reading is no older than `staleness` seconds: exactly
+// for each of the sensor's readings at datetime t, the value `key` of
+// sensor `sensor_id` (of the same project) as of t: for an input of
+// the source, the value of its latest reading at or before t that
+// carries it; for an output, the output computed at its latest
+// reading at or before t (missing if that reading cannot give it);
+// provided that reading is no older than `staleness` seconds: exactly
 // `staleness` before t still counts, a microsecond more does not.
 // Without such a reading the input is missing, and the outputs that
 // need it are absent, as for a missing input. The link wins over a
 // value the sensor's own reading carries for that input. A source's
-// input is the value its readings carry; a source's output is
-// computed with the source's own links, so links chain, at most 5
-// deep. Outputs are computed on read: pages, CSV, export, aggregates,
+// output is computed with the source's own links, so links chain, at
+// most 5 deep. Outputs are computed on read: pages, CSV, export, aggregates,
 // latest and project readings all use the same rule, and the next
 // read shows every past reading through the new links; no stored
 // reading changes. Alarms are evaluated when a reading arrives, with
@@ -3159,17 +3162,18 @@ func (c *Client) UpdateLinksWithBody(ctx context.Context, orgId OrgId, projId Pr
 //
 // Replaces the links of the sensor's inputs with those given, by
 // input key (an empty object removes them all). A linked input takes,
-// for each of the sensor's readings at datetime t, the value `key` (an
-// input or output of sensor `sensor_id`, of the same project) had at
-// that sensor's latest reading at or before t that has it, provided
-// that reading is no older than `staleness` seconds: exactly
+// for each of the sensor's readings at datetime t, the value `key` of
+// sensor `sensor_id` (of the same project) as of t: for an input of
+// the source, the value of its latest reading at or before t that
+// carries it; for an output, the output computed at its latest
+// reading at or before t (missing if that reading cannot give it);
+// provided that reading is no older than `staleness` seconds: exactly
 // `staleness` before t still counts, a microsecond more does not.
 // Without such a reading the input is missing, and the outputs that
 // need it are absent, as for a missing input. The link wins over a
 // value the sensor's own reading carries for that input. A source's
-// input is the value its readings carry; a source's output is
-// computed with the source's own links, so links chain, at most 5
-// deep. Outputs are computed on read: pages, CSV, export, aggregates,
+// output is computed with the source's own links, so links chain, at
+// most 5 deep. Outputs are computed on read: pages, CSV, export, aggregates,
 // latest and project readings all use the same rule, and the next
 // read shows every past reading through the new links; no stored
 // reading changes. Alarms are evaluated when a reading arrives, with
@@ -8604,17 +8608,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Replaces the links of the sensor's inputs with those given, by
 	// input key (an empty object removes them all). A linked input takes,
-	// for each of the sensor's readings at datetime t, the value `key` (an
-	// input or output of sensor `sensor_id`, of the same project) had at
-	// that sensor's latest reading at or before t that has it, provided
-	// that reading is no older than `staleness` seconds: exactly
+	// for each of the sensor's readings at datetime t, the value `key` of
+	// sensor `sensor_id` (of the same project) as of t: for an input of
+	// the source, the value of its latest reading at or before t that
+	// carries it; for an output, the output computed at its latest
+	// reading at or before t (missing if that reading cannot give it);
+	// provided that reading is no older than `staleness` seconds: exactly
 	// `staleness` before t still counts, a microsecond more does not.
 	// Without such a reading the input is missing, and the outputs that
 	// need it are absent, as for a missing input. The link wins over a
 	// value the sensor's own reading carries for that input. A source's
-	// input is the value its readings carry; a source's output is
-	// computed with the source's own links, so links chain, at most 5
-	// deep. Outputs are computed on read: pages, CSV, export, aggregates,
+	// output is computed with the source's own links, so links chain, at
+	// most 5 deep. Outputs are computed on read: pages, CSV, export, aggregates,
 	// latest and project readings all use the same rule, and the next
 	// read shows every past reading through the new links; no stored
 	// reading changes. Alarms are evaluated when a reading arrives, with
@@ -8635,17 +8640,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Replaces the links of the sensor's inputs with those given, by
 	// input key (an empty object removes them all). A linked input takes,
-	// for each of the sensor's readings at datetime t, the value `key` (an
-	// input or output of sensor `sensor_id`, of the same project) had at
-	// that sensor's latest reading at or before t that has it, provided
-	// that reading is no older than `staleness` seconds: exactly
+	// for each of the sensor's readings at datetime t, the value `key` of
+	// sensor `sensor_id` (of the same project) as of t: for an input of
+	// the source, the value of its latest reading at or before t that
+	// carries it; for an output, the output computed at its latest
+	// reading at or before t (missing if that reading cannot give it);
+	// provided that reading is no older than `staleness` seconds: exactly
 	// `staleness` before t still counts, a microsecond more does not.
 	// Without such a reading the input is missing, and the outputs that
 	// need it are absent, as for a missing input. The link wins over a
 	// value the sensor's own reading carries for that input. A source's
-	// input is the value its readings carry; a source's output is
-	// computed with the source's own links, so links chain, at most 5
-	// deep. Outputs are computed on read: pages, CSV, export, aggregates,
+	// output is computed with the source's own links, so links chain, at
+	// most 5 deep. Outputs are computed on read: pages, CSV, export, aggregates,
 	// latest and project readings all use the same rule, and the next
 	// read shows every past reading through the new links; no stored
 	// reading changes. Alarms are evaluated when a reading arrives, with
@@ -17619,17 +17625,18 @@ func (c *ClientWithResponses) UpdateFormulasWithResponse(ctx context.Context, or
 //
 // Replaces the links of the sensor's inputs with those given, by
 // input key (an empty object removes them all). A linked input takes,
-// for each of the sensor's readings at datetime t, the value `key` (an
-// input or output of sensor `sensor_id`, of the same project) had at
-// that sensor's latest reading at or before t that has it, provided
-// that reading is no older than `staleness` seconds: exactly
+// for each of the sensor's readings at datetime t, the value `key` of
+// sensor `sensor_id` (of the same project) as of t: for an input of
+// the source, the value of its latest reading at or before t that
+// carries it; for an output, the output computed at its latest
+// reading at or before t (missing if that reading cannot give it);
+// provided that reading is no older than `staleness` seconds: exactly
 // `staleness` before t still counts, a microsecond more does not.
 // Without such a reading the input is missing, and the outputs that
 // need it are absent, as for a missing input. The link wins over a
 // value the sensor's own reading carries for that input. A source's
-// input is the value its readings carry; a source's output is
-// computed with the source's own links, so links chain, at most 5
-// deep. Outputs are computed on read: pages, CSV, export, aggregates,
+// output is computed with the source's own links, so links chain, at
+// most 5 deep. Outputs are computed on read: pages, CSV, export, aggregates,
 // latest and project readings all use the same rule, and the next
 // read shows every past reading through the new links; no stored
 // reading changes. Alarms are evaluated when a reading arrives, with
@@ -17656,17 +17663,18 @@ func (c *ClientWithResponses) UpdateLinksWithBodyWithResponse(ctx context.Contex
 //
 // Replaces the links of the sensor's inputs with those given, by
 // input key (an empty object removes them all). A linked input takes,
-// for each of the sensor's readings at datetime t, the value `key` (an
-// input or output of sensor `sensor_id`, of the same project) had at
-// that sensor's latest reading at or before t that has it, provided
-// that reading is no older than `staleness` seconds: exactly
+// for each of the sensor's readings at datetime t, the value `key` of
+// sensor `sensor_id` (of the same project) as of t: for an input of
+// the source, the value of its latest reading at or before t that
+// carries it; for an output, the output computed at its latest
+// reading at or before t (missing if that reading cannot give it);
+// provided that reading is no older than `staleness` seconds: exactly
 // `staleness` before t still counts, a microsecond more does not.
 // Without such a reading the input is missing, and the outputs that
 // need it are absent, as for a missing input. The link wins over a
 // value the sensor's own reading carries for that input. A source's
-// input is the value its readings carry; a source's output is
-// computed with the source's own links, so links chain, at most 5
-// deep. Outputs are computed on read: pages, CSV, export, aggregates,
+// output is computed with the source's own links, so links chain, at
+// most 5 deep. Outputs are computed on read: pages, CSV, export, aggregates,
 // latest and project readings all use the same rule, and the next
 // read shows every past reading through the new links; no stored
 // reading changes. Alarms are evaluated when a reading arrives, with

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math"
 	"slices"
 	"time"
 
@@ -13,8 +14,8 @@ import (
 // sensorLinks returns the values of the sensor's linked inputs (nil
 // without links) for its readings at the instants at, ascending, or, with
 // at nil, for readings anywhere from from to to. Each source is read once,
-// over the range less the link's staleness; a source's outputs are computed
-// with its own links, read before its readings so that no query waits on
+// from its reading that serves from; a source's outputs are computed with
+// its own links, read before its readings so that no query waits on
 // another's rows. depth is how many links led here.
 func (s *Server) sensorLinks(ctx context.Context, lr store.LinkReader, sensor store.Sensor, from, to time.Time, at []time.Time, depth int) ([]*formulas.Link, error) {
 	inst := sensor.Instance
@@ -37,12 +38,12 @@ func (s *Server) sensorLinks(ctx context.Context, lr store.LinkReader, sensor st
 			source, err := lr.LinkSource(ctx, sensor, l.SensorID)
 			switch {
 			case apperr.CodeOf(err) == apperr.NotFound:
-				// Deleted since by a path that does not look for
-				// dependants: the input is missing.
+				// Gone: the input is missing.
 			case err != nil:
 				return nil, err
 			default:
-				if samples, err = s.linkSamples(ctx, lr, source, l.Key, later(from.Add(-l.Staleness), store.MinTime), to, at, depth+1); err != nil {
+				q := store.LinkQuery{From: later(from.Add(-l.Staleness), store.MinTime), First: from, To: to}
+				if samples, err = s.linkSamples(ctx, lr, source, l.Key, q, at, depth+1); err != nil {
 					return nil, err
 				}
 			}
@@ -52,21 +53,26 @@ func (s *Server) sensorLinks(ctx context.Context, lr store.LinkReader, sensor st
 	return links, nil
 }
 
-// linkSamples reads the source's value key at each of its readings from
-// from to to that has it. With at given, it keeps only the samples that
-// are the latest at or before one of those instants, so that a page holds
-// at most one sample per reading whatever the source's rate.
-func (s *Server) linkSamples(ctx context.Context, lr store.LinkReader, source store.Sensor, key string, from, to time.Time, at []time.Time, depth int) ([]formulas.Sample, error) {
-	value, err := s.sourceValue(ctx, lr, source, key, from, to, depth)
+// linkSamples reads the source's value key at its readings that q
+// selects: an input at each reading that carries it, an output at each
+// reading (NaN where that reading cannot give it, so that it is missing
+// rather than an older value). With at given, it keeps only the samples
+// that are the latest at or before one of those instants, so that a page
+// holds at most one sample per reading whatever the source's rate.
+func (s *Server) linkSamples(ctx context.Context, lr store.LinkReader, source store.Sensor, key string, q store.LinkQuery, at []time.Time, depth int) ([]formulas.Sample, error) {
+	value, err := s.sourceValue(ctx, lr, source, key, &q, depth)
 	if err != nil || value == nil {
 		return nil, err
 	}
 	var samples []formulas.Sample
 	next := 0 // the first of at not before the last sample
-	err = lr.ListReadings(ctx, source, store.ReadingQuery{From: from, To: to}, func(r *store.Reading) error {
+	err = lr.ListLinkReadings(ctx, source, q, func(r *store.Reading) error {
 		v, ok := value(r)
-		if !ok {
+		if !ok && q.InputID != 0 {
 			return nil
+		}
+		if !ok {
+			v = math.NaN()
 		}
 		if n := len(samples); at != nil && n > 0 {
 			last := samples[n-1].Time
@@ -84,16 +90,17 @@ func (s *Server) linkSamples(ctx context.Context, lr store.LinkReader, source st
 }
 
 // sourceValue returns what reads value key from one of the source's
-// readings: the input it carries, or the output computed from it. It
-// returns nil when the source has no such key (its blueprint changed
-// since the link was set).
-func (s *Server) sourceValue(ctx context.Context, lr store.LinkReader, source store.Sensor, key string, from, to time.Time, depth int) (func(*store.Reading) (float64, bool), error) {
+// readings: the input it carries (and sets q.InputID to it), or the output
+// computed from it. It returns nil when the source has no such key (its
+// blueprint changed since the link was set).
+func (s *Server) sourceValue(ctx context.Context, lr store.LinkReader, source store.Sensor, key string, q *store.LinkQuery, depth int) (func(*store.Reading) (float64, bool), error) {
 	inst := source.Instance
 	if inst == nil {
 		return nil, nil
 	}
 	if i := slices.IndexFunc(inst.Inputs, func(in store.InstanceInput) bool { return in.Key == key }); i >= 0 {
 		id := inst.Inputs[i].ID
+		q.InputID = id
 		return func(r *store.Reading) (float64, bool) {
 			if j := slices.Index(r.InputIDs, id); j >= 0 {
 				return r.Values[j], true
@@ -105,7 +112,8 @@ func (s *Server) sourceValue(ctx context.Context, lr store.LinkReader, source st
 	if k < 0 {
 		return nil, nil
 	}
-	links, err := s.sensorLinks(ctx, lr, source, from, to, nil, depth)
+	// The source's own links serve its readings from the one before First.
+	links, err := s.sensorLinks(ctx, lr, source, q.From, q.To, nil, depth)
 	if err != nil {
 		return nil, err
 	}

@@ -79,8 +79,11 @@ func TestLinks(t *testing.T) {
 		t.Errorf("B as read: %v %s; want input b linked to T within the default hour", err, got.Body)
 	}
 
-	// T reads 2 at 11:00; B reads a = 100 at noon, so out = 98.
-	post(t, editor, thermo, reading(t, "2024-05-01T11:00:00Z", gen.Values{k[0]["a"]: 2}))
+	// B reads a = 100 at noon, so its out is 98.
+	// T reads 2 at 11:00, then at 11:30 only its b: 2 still serves B.
+	post(t, editor, thermo,
+		reading(t, "2024-05-01T11:00:00Z", gen.Values{k[0]["a"]: 2}),
+		reading(t, "2024-05-01T11:30:00Z", gen.Values{k[0]["b"]: 5}))
 	post(t, editor, baro, reading(t, "2024-05-01T12:00:00Z", gen.Values{k[1]["a"]: 100}))
 	post(t, editor, piezo,
 		reading(t, "2024-05-01T11:59:59.999999Z", gen.Values{k[2]["a"]: 150}),

@@ -13,6 +13,7 @@ import (
 // standbyOperations may take from a hot standby.
 type Reader interface {
 	LinkSource(ctx context.Context, of store.Sensor, id int64) (store.Sensor, error)
+	ListLinkReadings(ctx context.Context, sensor store.Sensor, q store.LinkQuery, fn func(*store.Reading) error) error
 	ListReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, fn func(*store.Reading) error) error
 	InputIDs(ctx context.Context, sensor store.Sensor) ([]int64, error)
 	LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Latest, bool, error)

@@ -257,12 +257,55 @@ func linkSource(ctx context.Context, q querier, of Sensor, id int64) (Sensor, er
 	return sensor, notFound("link source", err, "sensor")
 }
 
+// LinkQuery selects the readings of a link's source that serve the
+// readings of its dependant from First to To: those from the latest at or
+// before First, and no older than From, onwards. With InputID, that latest
+// reading is the latest to carry that input.
+type LinkQuery struct {
+	From, First, To time.Time
+	InputID         int64 // 0: any reading
+}
+
+// listLinkReadingsSQL starts at the one reading before the range that
+// serves it, found backwards through the index, rather than read every
+// reading of the staleness before it.
+const listLinkReadingsSQL = `
+SELECT datetime, input_ids, vals FROM readings
+WHERE sensor_id = $1 AND datetime BETWEEN coalesce((
+    SELECT datetime FROM readings
+    WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 AND ($5 = 0 OR $5 = ANY(input_ids))
+    ORDER BY datetime DESC LIMIT 1), $3) AND $4
+ORDER BY datetime`
+
+// ListLinkReadings calls fn with each reading of the source sensor that q
+// selects, in ascending order, as the rows arrive. fn must not keep the
+// Reading it is given.
+func (db *DB) ListLinkReadings(ctx context.Context, sensor Sensor, q LinkQuery, fn func(*Reading) error) error {
+	return listLinkReadings(ctx, db.pool, sensor, q, fn)
+}
+
+func listLinkReadings(ctx context.Context, db querier, sensor Sensor, q LinkQuery, fn func(*Reading) error) error {
+	rows, err := db.Query(ctx, listLinkReadingsSQL, sensor.ID, q.From, q.First, q.To, q.InputID)
+	if err != nil {
+		return dbError("list link readings", err)
+	}
+	var fnErr error
+	err = ScanReadings(rows, func(r *Reading) error {
+		fnErr = fn(r)
+		return fnErr
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	return dbError("list link readings", err)
+}
+
 // LinkReader reads what computing linked inputs needs: each link's
 // source and its readings. The DB is one; the alarm evaluator is given
 // another that reads in the transaction of the readings it evaluates.
 type LinkReader interface {
 	LinkSource(ctx context.Context, of Sensor, id int64) (Sensor, error)
-	ListReadings(ctx context.Context, sensor Sensor, q ReadingQuery, fn func(*Reading) error) error
+	ListLinkReadings(ctx context.Context, sensor Sensor, q LinkQuery, fn func(*Reading) error) error
 }
 
 // txLinks reads link sources in a transaction, whose connection the
@@ -273,6 +316,6 @@ func (t txLinks) LinkSource(ctx context.Context, of Sensor, id int64) (Sensor, e
 	return linkSource(ctx, t.tx, of, id)
 }
 
-func (t txLinks) ListReadings(ctx context.Context, sensor Sensor, q ReadingQuery, fn func(*Reading) error) error {
-	return listReadings(ctx, t.tx, sensor, q, fn)
+func (t txLinks) ListLinkReadings(ctx context.Context, sensor Sensor, q LinkQuery, fn func(*Reading) error) error {
+	return listLinkReadings(ctx, t.tx, sensor, q, fn)
 }

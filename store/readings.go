@@ -246,10 +246,6 @@ ORDER BY datetime DESC LIMIT $4 OFFSET $5`
 // ListReadings calls fn with each reading of sensor that q selects, in
 // order, as the rows arrive. fn must not keep the Reading it is given.
 func (db *DB) ListReadings(ctx context.Context, sensor Sensor, q ReadingQuery, fn func(*Reading) error) error {
-	return listReadings(ctx, db.pool, sensor, q, fn)
-}
-
-func listReadings(ctx context.Context, db querier, sensor Sensor, q ReadingQuery, fn func(*Reading) error) error {
 	query := listReadingsAscSQL
 	if q.Desc {
 		query = listReadingsDescSQL
@@ -258,7 +254,7 @@ func listReadings(ctx context.Context, db querier, sensor Sensor, q ReadingQuery
 	if q.Limit > 0 {
 		limit = &q.Limit
 	}
-	rows, err := db.Query(ctx, query, sensor.ID, q.From, q.To, limit, q.Offset)
+	rows, err := db.pool.Query(ctx, query, sensor.ID, q.From, q.To, limit, q.Offset)
 	if err != nil {
 		return dbError("list readings", err)
 	}
