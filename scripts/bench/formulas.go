@@ -32,9 +32,10 @@ var benchConstants = map[string]float64{"G": 0.1, "R0": 9000, "K": 0.05}
 // blueprintSensor is a sensor with an instance of the benchmark's
 // blueprint, holding the first data sensor's readings under its own ids.
 type blueprintSensor struct {
-	index    int     // in the service's paths
-	id       int64   // the sensor's id
-	inputIDs []int64 // the instance's, for x1…x10
+	index     int     // in the service's paths
+	id        int64   // the sensor's id
+	inputIDs  []int64 // the instance's, for x1…x10
+	blueprint int64   // the blueprint's id
 }
 
 func benchSpec() formulas.Spec {
@@ -66,27 +67,36 @@ func (e *env) blueprintSensor(ctx context.Context, _ *results) error {
 	if err != nil || bp.JSON201 == nil {
 		return fmt.Errorf("create blueprint: %v %s", err, bp.Body)
 	}
-	sensor, err := s.api.CreateSensorWithResponse(ctx, s.org, s.project, gen.SensorCreate{Name: "bench piezometer", BlueprintId: &bp.JSON201.Id})
-	if err != nil || sensor.JSON201 == nil {
-		return fmt.Errorf("create sensor: %v %s", err, sensor.Body)
+	if e.blueprint, err = e.copySensor(ctx, "bench piezometer", bp.JSON201.Id, 0); err != nil {
+		return err
 	}
-	b := blueprintSensor{index: len(s.paths), id: sensor.JSON201.Id}
+	_, err = e.pool.Exec(ctx, "VACUUM ANALYZE readings")
+	return err
+}
+
+// copySensor creates a sensor of the blueprint through the API, then COPYs
+// the readings of the data set's sensor dataSensor straight in, under the
+// new sensor's input ids: their ingest was measured already.
+func (e *env) copySensor(ctx context.Context, name string, blueprint int64, dataSensor int) (blueprintSensor, error) {
+	s := e.svc
+	sensor, err := s.api.CreateSensorWithResponse(ctx, s.org, s.project, gen.SensorCreate{Name: name, BlueprintId: &blueprint})
+	if err != nil || sensor.JSON201 == nil {
+		return blueprintSensor{}, fmt.Errorf("create sensor: %v %s", err, sensor.Body)
+	}
+	b := blueprintSensor{index: len(s.paths), id: sensor.JSON201.Id, blueprint: blueprint}
 	for _, in := range sensor.JSON201.Inputs {
 		b.inputIDs = append(b.inputIDs, in.Id)
 	}
 	s.paths = append(s.paths, fmt.Sprintf("%s/api/v1/org/%d/proj/%d/readings/%d", s.base, s.org, s.project, b.id))
-	e.blueprint = b
-
 	d := e.data
 	src := &funcSource{n: d.perSensor, row: func(i int) []any {
-		r := d.reading(0, i)
+		r := d.reading(dataSensor, i)
 		return []any{b.id, r.Time, b.inputIDs, r.Values}
 	}}
 	if _, err := e.pool.CopyFrom(ctx, pgx.Identifier{"readings"}, readingColumns, src); err != nil {
-		return fmt.Errorf("copy the blueprint sensor's readings: %w", err)
+		return b, fmt.Errorf("copy the readings of %s: %w", name, err)
 	}
-	_, err = e.pool.Exec(ctx, "VACUUM ANALYZE readings")
-	return err
+	return b, nil
 }
 
 // serviceReadOutputs is row 6b: row 6 with outputs=true, on the

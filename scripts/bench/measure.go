@@ -92,6 +92,8 @@ func measure(ctx context.Context, e *env) (*report, error) {
 		{name: "service read", run: e.serviceRead},
 		{name: "blueprint sensor", run: e.blueprintSensor, prepare: true},
 		{name: "service read with outputs", run: e.serviceReadOutputs},
+		{name: "linked sensors", run: e.linkedSensors, prepare: true},
+		{name: "service read with a linked input", run: e.linkedRead},
 		{name: "formulas", run: e.formulasRate},
 		{name: "peak memory with large batches", run: e.largeBatchMemory},
 		{name: "storage: arrays against jsonb", run: e.storageChoice},

@@ -769,6 +769,65 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/links": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Link a sensor's inputs to other sensors' values
+         * @description Replaces the links of the sensor's inputs with those given, by
+         *     input key (an empty object removes them all). A linked input takes,
+         *     for each of the sensor's readings at datetime t, the value `key` of
+         *     sensor `sensor_id` (of the same project) as of t: for an input of
+         *     the source, the value of its latest reading at or before t that
+         *     carries it; for an output, the output computed at its latest
+         *     reading at or before t (missing if that reading cannot give it);
+         *     provided that reading is no older than `staleness` seconds: exactly
+         *     `staleness` before t still counts, a microsecond more does not.
+         *     Without such a reading the input is missing, and the outputs that
+         *     need it are absent, as for a missing input. The link wins over a
+         *     value the sensor's own reading carries for that input. A source's
+         *     output is computed with the source's own links, so links chain, at
+         *     most 5 deep. Outputs are computed on read: pages, CSV, export, aggregates,
+         *     latest and project readings all use the same rule, and the next
+         *     read shows every past reading through the new links; no stored
+         *     reading changes. Alarms are evaluated when a reading arrives, with
+         *     the source's readings stored by then: a source's reading that
+         *     arrives later changes what a read shows, not the alarms already
+         *     raised. Setting links rechecks the sensor's alarms against its
+         *     newest reading. A link that would make a cycle, or a chain of more
+         *     than 5 links, answers 400 naming it; a source that is not a sensor
+         *     of the project answers 404; a sensor without a blueprint answers
+         *     409. Required role: `admin`.
+         */
+        put: operations["updateLinks"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/org/{org_id}/proj/{proj_id}/readings": {
         parameters: {
             query?: never;
@@ -1907,7 +1966,7 @@ export interface components {
             };
             /**
              * Format: int64
-             * @description Goes up with every change of the instance's formulas, constants, calibrations or baselines.
+             * @description Goes up with every change of the instance's formulas, constants, calibrations, baselines or links.
              */
             formulas_version: number;
         };
@@ -1917,6 +1976,26 @@ export interface components {
             key: string;
             name: string;
             unit: string;
+            /** @description Where the input's value comes from when it is linked to another sensor's (PUT …/links); absent, the sensor's own readings carry it. */
+            link?: components["schemas"]["InputLink"];
+        };
+        InputLink: {
+            /**
+             * Format: int64
+             * @description The source, a sensor of the same project.
+             */
+            sensor_id: number;
+            /** @description An input or output key of the source. */
+            key: string;
+            /**
+             * @description How old, in seconds, the source's reading may be at the datetime of the sensor's reading (at most a week).
+             * @default 3600
+             */
+            staleness: number;
+        };
+        /** @description The links of the sensor's inputs, by input key, replacing its previous ones. */
+        LinksUpdate: {
+            [key: string]: components["schemas"]["InputLink"];
         };
         InstanceOutput: {
             /** Format: int64 */
@@ -4873,6 +4952,124 @@ export interface operations {
                      *           }
                      *         ]
                      *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Sensor"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateLinks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "air": {
+                 *         "sensor_id": 11,
+                 *         "key": "kpa",
+                 *         "staleness": 3600
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["LinksUpdate"];
+            };
+        };
+        responses: {
+            /** @description The sensor with its links. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 12,
+                     *       "project_id": 1,
+                     *       "name": "PZ-02",
+                     *       "description": "",
+                     *       "blueprint_id": 3,
+                     *       "formulas_version": 4,
+                     *       "created_at": "2024-05-01T12:00:00.000Z",
+                     *       "updated_at": "2024-09-15T08:00:00.000Z",
+                     *       "inputs": [
+                     *         {
+                     *           "id": 101,
+                     *           "key": "freq",
+                     *           "name": "Frequency",
+                     *           "unit": "Hz"
+                     *         },
+                     *         {
+                     *           "id": 102,
+                     *           "key": "temp",
+                     *           "name": "Temperature",
+                     *           "unit": "degC"
+                     *         },
+                     *         {
+                     *           "id": 104,
+                     *           "key": "air",
+                     *           "name": "Air pressure",
+                     *           "unit": "kPa",
+                     *           "link": {
+                     *             "sensor_id": 11,
+                     *             "key": "kpa",
+                     *             "staleness": 3600
+                     *           }
+                     *         }
+                     *       ],
+                     *       "outputs": [
+                     *         {
+                     *           "id": 103,
+                     *           "key": "pressure",
+                     *           "name": "Pressure",
+                     *           "unit": "kPa",
+                     *           "formula": "G * (freq0^2 - freq^2) / 1000 - (air - 101.325)"
+                     *         }
+                     *       ],
+                     *       "constants": {
+                     *         "G": 0.12
+                     *       },
+                     *       "constant_definitions": [
+                     *         {
+                     *           "key": "G",
+                     *           "name": "Gauge factor",
+                     *           "unit": "kPa/digit",
+                     *           "default": 0.1,
+                     *           "value": 0.12
+                     *         }
+                     *       ],
+                     *       "calibrations": {}
                      *     }
                      */
                     "application/json": components["schemas"]["Sensor"];

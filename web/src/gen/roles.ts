@@ -59,6 +59,7 @@ export const requiredRole = {
   updateBlueprint: 'admin',
   updateCalibrations: 'admin',
   updateFormulas: 'admin',
+  updateLinks: 'admin',
   updateMember: 'owner',
   updateProject: 'admin',
   updateSensor: 'admin',

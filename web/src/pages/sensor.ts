@@ -1,12 +1,14 @@
-// Sensor, formulas setup: the instance's IDs, formulas, constants and
-// dated calibrations, editable by admins, and how to post readings to it.
+// Sensor, formulas setup: the instance's IDs, each input's source (its own
+// readings or a link to another sensor), formulas, constants and dated
+// calibrations, editable by admins, and how to post readings to it.
 import { must, type Sensor } from '../api';
-import { id, orgName, orgRole, type Ctx } from '../app';
+import { allPages, id, orgName, orgRole, type Ctx } from '../app';
 import { action, copyButton, errorBox, field, h, section, table } from '../dom';
 import { postExample } from '../examples';
 import { errorPath } from '../fielderrors';
 import { can, type Role } from '../roles';
 import { inForce } from '../inforce';
+import { sourceText } from '../sources';
 import { formatNumber } from '../readings';
 import { href } from '../router';
 import { formatDateTime } from '../time';
@@ -20,16 +22,20 @@ export function sensorPage(ctx: Ctx): HTMLElement {
   const path = { org_id: org, proj_id: proj, sensor_id: sensorId };
 
   const body = section(async () => {
-    const [project, sensor] = await Promise.all([
-      must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}', { params: { path: { org_id: org, proj_id: proj } } })),
+    const projPath = { org_id: org, proj_id: proj };
+    const [project, sensor, sensors] = await Promise.all([
+      must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}', { params: { path: projPath } })),
       must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}', { params: { path } })),
+      allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/sensors', { params: { path: projPath, query: { limit: 1000, cursor } } }))),
     ]);
     projectName = project.name;
+    projectSensors = sensors;
     return render(sensor);
   });
 
   // Each save answers the sensor as it now is; show that.
   let projectName = '';
+  let projectSensors: Sensor[] = [];
   const shown = h('div');
   function render(sensor: Sensor, savedNote?: string): HTMLElement {
     ctx.setCrumbs([
@@ -46,7 +52,8 @@ export function sensorPage(ctx: Ctx): HTMLElement {
         ? h('p', { class: 'notice' }, 'This sensor has no blueprint: it takes readings with any input ID, and has no outputs.')
         : [
             h('h2', null, 'Inputs'),
-            inputTable(sensor),
+            inputTable(sensor, projectSensors),
+            can(role, 'updateLinks') ? linksForm(ctx, path, sensor, projectSensors, (s) => replace(render(s, `Saved: links, formulas version ${s.formulas_version}.`))) : null,
             formulasForm(ctx, path, sensor, role, (s) => replace(render(s, `Saved: formulas version ${s.formulas_version}.`))),
             sensor.constant_definitions.length ? calibrationsForm(ctx, path, sensor, role, (s) => replace(render(s, `Saved: calibrations, formulas version ${s.formulas_version}.`))) : null,
           ],
@@ -83,19 +90,71 @@ function idCell(n: number, what: string): HTMLElement {
   return h('span', { class: 'id' }, h('code', { 'data-testid': `id-${what}` }, String(n)), copyButton(String(n), 'Copy', `the ID of ${what}`));
 }
 
-// inputTable shows each input with its baselines (zero readings), which
-// formulas reach as the key followed by 0; they are set through the API.
-function inputTable(s: Sensor): HTMLElement {
+// inputTable shows each input with its source (the sensor's own readings,
+// or another sensor's value through a link) and its baselines (zero
+// readings), which formulas reach as the key followed by 0; baselines are
+// set through the API.
+function inputTable(s: Sensor, sensors: Sensor[]): HTMLElement {
   const baselines = (key: string) => {
     const dated = s.baselines?.[key] ?? [];
     if (dated.length === 0) return h('span', { class: 'muted' }, 'none');
     return h('span', null, h('code', null, `${key}0`), ' = ', dated.map((b) => `${b.value} from ${b.from}`).join('; '));
   };
   return table(
-    ['ID', 'Key', 'Name', 'Unit', 'Baseline'],
-    s.inputs.map((i) => [idCell(i.id, i.key), h('code', null, i.key), i.name, i.unit, baselines(i.key)]),
+    ['ID', 'Key', 'Name', 'Unit', 'Source', 'Baseline'],
+    s.inputs.map((i) => [idCell(i.id, i.key), h('code', null, i.key), i.name, i.unit, h('span', { 'data-testid': `source-${i.key}` }, sourceText(i.link, sensors)), baselines(i.key)]),
     { 'aria-label': 'Inputs' },
   );
+}
+
+/**
+ * linksForm lets an admin link each input to an input or output of another
+ * sensor of the project, or back to the sensor's own readings; saving
+ * replaces every link of the sensor.
+ */
+function linksForm(ctx: Ctx, path: SensorPath, s: Sensor, sensors: Sensor[], saved: (s: Sensor) => void): HTMLElement {
+  const sources = sensors.filter((x) => x.id !== s.id && x.inputs.length + x.outputs.length > 0);
+  const rows = s.inputs.map((i) => {
+    const sensor = h(
+      'select',
+      { name: `link-${i.key}-sensor`, 'aria-label': `Source of ${i.key}` },
+      h('option', { value: '' }, 'own reading'),
+      sources.map((x) => h('option', { value: String(x.id), selected: x.id === i.link?.sensor_id }, x.name)),
+    );
+    const key = h('select', { name: `link-${i.key}-key`, 'aria-label': `Source key of ${i.key}` });
+    const staleness = h('input', { name: `link-${i.key}-staleness`, type: 'number', min: 1, max: 604800, step: 1, value: String(i.link?.staleness ?? 3600), 'aria-label': `Staleness of ${i.key} (s)` });
+    const keys = () => {
+      const x = sources.find((x) => String(x.id) === sensor.value);
+      key.replaceChildren(...(x ? [...x.inputs, ...x.outputs].map((k) => h('option', { value: k.key, selected: k.key === i.link?.key }, k.key)) : []));
+      key.disabled = staleness.disabled = !x;
+    };
+    sensor.addEventListener('change', keys);
+    keys();
+    return { input: i.key, sensor, key, staleness, cells: [h('code', null, i.key), sensor, key, staleness] };
+  });
+  const button = h('button', { type: 'submit' }, 'Save links');
+  const out = h('div');
+  const form = h(
+    'form',
+    { 'aria-label': 'Links' },
+    h('h2', null, 'Links'),
+    h('p', { class: 'muted' }, "A linked input takes the source's value as of each reading, if no older than the staleness; the link wins over the reading's own value."),
+    table(['Input', 'Source sensor', 'Key', 'Staleness (s)'], rows.map((r) => r.cells), { 'aria-label': 'Links' }),
+    h('div', { class: 'actions' }, button),
+    out,
+  );
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    void action(button, out, async () => {
+      const body: Record<string, { sensor_id: number; key: string; staleness: number }> = {};
+      for (const r of rows) {
+        if (r.sensor.value === '') continue;
+        body[r.input] = { sensor_id: Number(r.sensor.value), key: r.key.value, staleness: Number(r.staleness.value) };
+      }
+      saved(await must(ctx.api.PUT('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/links', { params: { path }, body })));
+    });
+  });
+  return form;
 }
 
 type SensorPath = { org_id: number; proj_id: number; sensor_id: number };
