@@ -381,6 +381,28 @@ test('dates a calibration, and the outputs use it from then on', async () => {
   assert.equal(pressure.min, fmt(pressureOf(2790) - 100));
 });
 
+test('links an input to another sensor, and back to its own readings', async () => {
+  const [bp] = (await api('GET', `/api/v1/org/${orgId}/blueprints`)).body.items;
+  const source = await api('POST', `/api/v1/org/${orgId}/proj/${state.projectId}/sensors`, { name: 'BARO-1', blueprint_id: bp.id });
+  assert.equal(source.status, 201);
+  await page.goto(base + state.sensorPath);
+  assert.equal(await page.getByTestId('source-temp').textContent(), 'own reading');
+  await page.getByLabel('Source of temp').selectOption({ label: 'BARO-1' });
+  await page.getByLabel('Source key of temp').selectOption('freq');
+  await page.getByLabel('Staleness of temp (s)').fill('600');
+  await page.getByRole('button', { name: 'Save links' }).click();
+  await page.getByText(/^Saved: links, formulas version \d+\.$/).waitFor();
+  assert.equal(await page.getByTestId('source-temp').textContent(), 'linked to BARO-1 freq, staleness 600 s');
+  const linked = await api('GET', `/api/v1/org/${orgId}/proj/${state.projectId}/sensors/${state.sensorId}`);
+  assert.deepEqual(linked.body.inputs.find((i) => i.key === 'temp').link, { sensor_id: source.body.id, key: 'freq', staleness: 600 });
+  await shot('sensor-links');
+
+  await page.getByLabel('Source of temp').selectOption({ label: 'own reading' });
+  await page.getByRole('button', { name: 'Save links' }).click();
+  await page.getByTestId('source-temp').filter({ hasText: 'own reading' }).waitFor();
+  assert.equal((await api('DELETE', `/api/v1/org/${orgId}/proj/${state.projectId}/sensors/${source.body.id}`)).status, 204);
+});
+
 test('opens a quiet sensor on its latest readings, breaks the line at a gap, and pages the table', async () => {
   const [bp] = (await api('GET', `/api/v1/org/${orgId}/blueprints`)).body.items;
   const created = await api('POST', `/api/v1/org/${orgId}/proj/${state.projectId}/sensors`, { name: 'PZ-02', blueprint_id: bp.id, constants: { R0 } });
