@@ -67,7 +67,7 @@ func (e *env) blueprintSensor(ctx context.Context, _ *results) error {
 	if err != nil || bp.JSON201 == nil {
 		return fmt.Errorf("create blueprint: %v %s", err, bp.Body)
 	}
-	if e.blueprint, err = e.copySensor(ctx, "bench piezometer", bp.JSON201.Id, 0); err != nil {
+	if e.blueprint, err = e.copySensor(ctx, "bench piezometer", bp.JSON201.Id, 0, 1); err != nil {
 		return err
 	}
 	_, err = e.pool.Exec(ctx, "VACUUM ANALYZE readings")
@@ -75,9 +75,9 @@ func (e *env) blueprintSensor(ctx context.Context, _ *results) error {
 }
 
 // copySensor creates a sensor of the blueprint through the API, then COPYs
-// the readings of the data set's sensor dataSensor straight in, under the
-// new sensor's input ids: their ingest was measured already.
-func (e *env) copySensor(ctx context.Context, name string, blueprint int64, dataSensor int) (blueprintSensor, error) {
+// every every-th reading of the data set's sensor dataSensor straight in,
+// under the new sensor's input ids: their ingest was measured already.
+func (e *env) copySensor(ctx context.Context, name string, blueprint int64, dataSensor, every int) (blueprintSensor, error) {
 	s := e.svc
 	sensor, err := s.api.CreateSensorWithResponse(ctx, s.org, s.project, gen.SensorCreate{Name: name, BlueprintId: &blueprint})
 	if err != nil || sensor.JSON201 == nil {
@@ -89,8 +89,8 @@ func (e *env) copySensor(ctx context.Context, name string, blueprint int64, data
 	}
 	s.paths = append(s.paths, fmt.Sprintf("%s/api/v1/org/%d/proj/%d/readings/%d", s.base, s.org, s.project, b.id))
 	d := e.data
-	src := &funcSource{n: d.perSensor, row: func(i int) []any {
-		r := d.reading(dataSensor, i)
+	src := &funcSource{n: d.perSensor / every, row: func(i int) []any {
+		r := d.reading(dataSensor, i*every)
 		return []any{b.id, r.Time, b.inputIDs, r.Values}
 	}}
 	if _, err := e.pool.CopyFrom(ctx, pgx.Identifier{"readings"}, readingColumns, src); err != nil {

@@ -39,6 +39,8 @@ type env struct {
 	data      *dataset
 	blueprint blueprintSensor // the sensor of rows 6b and 9
 	linked    blueprintSensor // row 6b's sensor again, with x2 linked: row 12
+	// row 12's again, linked to a source as dense as itself
+	linkedDense blueprintSensor
 
 	spans  []span   // the service's POSTs, in the order they are sent
 	bodies [][]byte // and their bodies, encoded once for rows 3 and 4
