@@ -812,7 +812,10 @@ type ClientInterface interface {
 	// outputs each lists × the functions asked for, the nulls of
 	// `fill=null` included. Beyond, the request is a 400 naming the
 	// limit: narrow the range, widen the interval, ask for fewer
-	// functions, or leave out `fill=null`.
+	// functions, or leave out `fill=null`. With `outputs=true`, each
+	// linked input's source (PUT …/links) is read over the range and
+	// may give at most 1,000,000 values; beyond, a 400 names the source:
+	// narrow the range.
 	// Required role: `viewer`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/aggregates (the `AggregateReadings` operationId).
@@ -2586,7 +2589,10 @@ func (c *Client) PostReadings(ctx context.Context, orgId OrgId, projId ProjId, s
 // outputs each lists × the functions asked for, the nulls of
 // `fill=null` included. Beyond, the request is a 400 naming the
 // limit: narrow the range, widen the interval, ask for fewer
-// functions, or leave out `fill=null`.
+// functions, or leave out `fill=null`. With `outputs=true`, each
+// linked input's source (PUT …/links) is read over the range and
+// may give at most 1,000,000 values; beyond, a 400 names the source:
+// narrow the range.
 // Required role: `viewer`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/aggregates (the `AggregateReadings` operationId).
@@ -8270,7 +8276,10 @@ type ClientWithResponsesInterface interface {
 	// outputs each lists × the functions asked for, the nulls of
 	// `fill=null` included. Beyond, the request is a 400 naming the
 	// limit: narrow the range, widen the interval, ask for fewer
-	// functions, or leave out `fill=null`.
+	// functions, or leave out `fill=null`. With `outputs=true`, each
+	// linked input's source (PUT …/links) is read over the range and
+	// may give at most 1,000,000 values; beyond, a 400 names the source:
+	// narrow the range.
 	// Required role: `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -17161,7 +17170,10 @@ func (c *ClientWithResponses) PostReadingsWithResponse(ctx context.Context, orgI
 // outputs each lists × the functions asked for, the nulls of
 // `fill=null` included. Beyond, the request is a 400 naming the
 // limit: narrow the range, widen the interval, ask for fewer
-// functions, or leave out `fill=null`.
+// functions, or leave out `fill=null`. With `outputs=true`, each
+// linked input's source (PUT …/links) is read over the range and
+// may give at most 1,000,000 values; beyond, a 400 names the source:
+// narrow the range.
 // Required role: `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).

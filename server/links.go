@@ -1,7 +1,9 @@
 package server
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -53,6 +55,11 @@ func (s *Server) sensorLinks(ctx context.Context, lr store.LinkReader, sensor st
 	return links, nil
 }
 
+// defaultMaxLinkValues bounds the memory of a link's values read over a
+// range whose readings stream (aggregates): 16 MiB. A page keeps at most
+// one per reading.
+const defaultMaxLinkValues = 1_000_000
+
 // linkSamples reads the source's value key at its readings that q
 // selects: an input at each reading that carries it, an output at each
 // reading (NaN where that reading cannot give it, so that it is missing
@@ -64,9 +71,14 @@ func (s *Server) linkSamples(ctx context.Context, lr store.LinkReader, source st
 	if err != nil || value == nil {
 		return nil, err
 	}
+	limit := cmp.Or(s.cfg.MaxLinkValues, defaultMaxLinkValues)
 	var samples []formulas.Sample
 	next := 0 // the first of at not before the last sample
 	err = lr.ListLinkReadings(ctx, source, q, func(r *store.Reading) error {
+		if at == nil && len(samples) == limit {
+			return &apperr.Error{Code: apperr.Invalid, Details: map[string]any{"sensor_id": source.ID},
+				Message: fmt.Sprintf("sensor %d (%s), the source of a linked input, has more than %d values in the range; ask for a shorter range", source.ID, source.Name, limit)}
+		}
 		v, ok := value(r)
 		if !ok && q.InputID != 0 {
 			return nil

@@ -268,3 +268,38 @@ func TestLinksAlarms(t *testing.T) {
 		t.Errorf("%d alarms once out is 20, want none", n)
 	}
 }
+
+// TestLinksAggregateLimit reads a source over an aggregate's range, which
+// streams: beyond the limit on its values, a 400 names the source.
+func TestLinksAggregateLimit(t *testing.T) {
+	t.Parallel()
+	cfg := defaultConfig()
+	cfg.MaxLinkValues = 2
+	e := newEnvWith(t, cfg, nil)
+	tn := e.newTenant("Acme")
+	s, k := linkedSensors(t, e, tn, "B", "P")
+	baro, piezo := s[0], s[1]
+	if res := setLinks(t, e, piezo, gen.LinksUpdate{"b": {SensorId: baro.sensorID, Key: "a"}}); res.StatusCode() != 200 {
+		t.Fatalf("link P: %d %s", res.StatusCode(), res.Body)
+	}
+	editor := e.client(tn.tokens[store.Editor])
+	post(t, editor, baro,
+		reading(t, "2024-05-01T12:00:00Z", gen.Values{k[0]["a"]: 1}),
+		reading(t, "2024-05-01T12:10:00Z", gen.Values{k[0]["a"]: 2}),
+		reading(t, "2024-05-01T12:20:00Z", gen.Values{k[0]["a"]: 3}))
+	post(t, editor, piezo, reading(t, "2024-05-01T12:25:00Z", gen.Values{k[1]["a"]: 10}))
+	path := func(to string) string {
+		return fmt.Sprintf("/api/v1/org/%d/proj/%d/readings/%d/aggregates?interval=1h&fn=max&outputs=true&keys=names&datetime__gte=%s&datetime__lt=%s",
+			tn.orgID, tn.projectID, piezo.sensorID, url.QueryEscape("2024-05-01T12:00:00Z"), url.QueryEscape(to))
+	}
+	res, body := e.do(tn.tokens[store.Viewer], "GET", path("2024-05-01T13:00:00Z"), "", nil)
+	got := wantError(t, res.StatusCode, body, 400, "invalid")
+	if !strings.Contains(got.Message, fmt.Sprintf("sensor %d (B)", baro.sensorID)) {
+		t.Errorf("message %q does not name the source", got.Message)
+	}
+	// The page of the same readings holds one value per reading.
+	page, _ := list(t, editor, piezo, gen.ListReadingsParams{Outputs: ptr(true)})
+	if out := (*page[0].Outputs)[k[1]["out"]]; out != 7 {
+		t.Errorf("out = %v, want 10 − 3", out)
+	}
+}

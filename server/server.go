@@ -117,6 +117,9 @@ type Config struct {
 	// WebhookAllowPrivate lets webhooks reach loopback, private and
 	// link-local addresses: for tests and receivers on premises.
 	WebhookAllowPrivate bool
+	// MaxLinkValues bounds the values of a linked input's source that an
+	// aggregate reads; 0: defaultMaxLinkValues.
+	MaxLinkValues int
 }
 
 // Server is the API's HTTP handler.
