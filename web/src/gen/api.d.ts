@@ -1051,7 +1051,10 @@ export interface paths {
          *     outputs each lists × the functions asked for, the nulls of
          *     `fill=null` included. Beyond, the request is a 400 naming the
          *     limit: narrow the range, widen the interval, ask for fewer
-         *     functions, or leave out `fill=null`.
+         *     functions, or leave out `fill=null`. With `outputs=true`, each
+         *     linked input's source (PUT …/links) is read over the range and
+         *     may give at most 1,000,000 values; beyond, a 400 names the source:
+         *     narrow the range.
          *     Required role: `viewer`.
          */
         get: operations["aggregateReadings"];
