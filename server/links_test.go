@@ -184,6 +184,17 @@ func TestLinks(t *testing.T) {
 		res := setLinks(t, e, piezo, gen.LinksUpdate{"b": {SensorId: other.instanceID, Key: "digits"}})
 		wantError(t, res.StatusCode(), res.Body, 404, "not_found")
 	})
+	t.Run("ErrAnotherProject", func(t *testing.T) {
+		project, err := e.db.CreateProject(t.Context(), tn.orgID, "second", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		elsewhere := tn
+		elsewhere.projectID = project.ID
+		s, _ := linkedSensors(t, e, elsewhere, "Q")
+		res := setLinks(t, e, piezo, gen.LinksUpdate{"b": {SensorId: s[0].sensorID, Key: "out"}})
+		wantError(t, res.StatusCode(), res.Body, 404, "not_found")
+	})
 	t.Run("Removed", func(t *testing.T) {
 		// Without its link, P's b is its own reading's again.
 		if res := setLinks(t, e, piezo, gen.LinksUpdate{}); res.StatusCode() != 200 {
