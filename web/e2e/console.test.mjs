@@ -72,7 +72,9 @@ before(async () => {
   page.on('dialog', (d) => void d.accept()); // the console confirms before revoking
   page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
   page.on('console', (msg) => {
-    if (msg.type() === 'error' && !/status of 40[01]/.test(msg.text())) problems.push(`console: ${msg.text()}`);
+    // A sensor without an overdue rule answers 404 there, by the spec: not a problem.
+    const noOverdueRule = /status of 404/.test(msg.text()) && msg.location().url.endsWith('/overdue');
+    if (msg.type() === 'error' && !/status of 40[01]/.test(msg.text()) && !noOverdueRule) problems.push(`console: ${msg.text()}: ${msg.location().url}`);
   });
 });
 
@@ -381,6 +383,102 @@ test('dates a calibration, and the outputs use it from then on', async () => {
   assert.equal(pressure.min, fmt(pressureOf(2790) - 100));
 });
 
+// The last reading's pressure, after the formula edit and the calibration:
+// 0.2 × (R0 − 2800² / 1000) − 100.
+const lastPressure = 0.2 * (R0 - digitsOf(2800)) - 100;
+
+test('sets an alarm rule on the formulas page, beside the output it watches', async () => {
+  await page.getByRole('navigation').getByRole('link', { name: 'Formulas setup' }).click();
+  const form = page.getByRole('form', { name: 'Alarm rule' });
+  await form.getByLabel('Target').selectOption('pressure');
+  await form.getByLabel('Direction').selectOption('above');
+  await form.getByLabel('Threshold').fill('100');
+  await form.getByLabel('Level').selectOption('Alert');
+  await form.getByLabel('Deadband').fill('-1');
+  await form.getByRole('button', { name: 'Add rule' }).click();
+  // The API refuses a negative deadband; its message shows next to the field.
+  const error = form.getByTestId('error-deadband').getByRole('alert');
+  await error.waitFor();
+  assert.match(await error.textContent(), /deadband/);
+  await shot('alarm-rule-error');
+
+  await form.getByLabel('Deadband').fill('2');
+  await form.getByRole('button', { name: 'Add rule' }).click();
+  const rules = page.getByRole('table', { name: 'Rules' });
+  const row = rules.getByRole('row').filter({ hasText: 'pressure' });
+  await row.getByText('above 100, deadband 2').waitFor();
+  // It holds at once: the newest reading's pressure is above 100.
+  assert.ok(lastPressure > 100);
+  await row.getByText('holds').waitFor();
+  assert.match(await page.getByTestId('rules-pressure').textContent(), /Alert above 100, deadband 2/);
+  assert.equal(await page.getByTestId('rules-freq').textContent(), '');
+
+  // Edited in the same form: the threshold moves, the alarm still holds.
+  await row.getByRole('button', { name: 'Edit' }).click();
+  assert.equal(await form.getByLabel('Threshold').inputValue(), '100');
+  await form.getByLabel('Threshold').fill('110');
+  await form.getByRole('button', { name: 'Save rule' }).click();
+  await rules.getByRole('row').filter({ hasText: 'above 110, deadband 2' }).getByText('holds').waitFor();
+  const listed = (await api('GET', `/api/v1/org/${orgId}/proj/${state.projectId}/sensors/${state.sensorId}/alarm-rules`)).body.items;
+  assert.deepEqual(listed.map((r) => [r.target, r.level, r.direction, r.threshold, r.deadband, r.persistence]), [['pressure', 'Alert', 'above', 110, 2, 1]]);
+
+  const overdue = page.getByRole('form', { name: 'Overdue rule' });
+  await overdue.getByLabel('Level').selectOption('Maintenance');
+  await overdue.getByLabel('After (seconds)').fill('3600');
+  await overdue.getByRole('button', { name: 'Save overdue rule' }).click();
+  await page.getByTestId('overdue-rule').filter({ hasText: 'Maintenance when no reading has arrived for 3,600 s' }).waitFor();
+  await shot('alarm-rules');
+});
+
+test('shows the alarm on the project page, acknowledged with a note, and in the history', async () => {
+  await page.goto(base + state.projectPath);
+  const alarms = page.getByRole('table', { name: 'Current alarms' });
+  const row = alarms.getByRole('row').filter({ hasText: 'PZ-01' });
+  await row.waitFor();
+  assert.match(await row.textContent(), new RegExp(`pressure.*Alert.*${fmt(lastPressure)}`));
+  assert.equal(await row.locator('.swatch').evaluate((el) => getComputedStyle(el).backgroundColor), 'rgb(242, 201, 76)');
+  await row.getByText('no', { exact: true }).waitFor();
+  await shot('project-alarm');
+  await row.getByLabel('Note on PZ-01 pressure').fill('Site team informed');
+  await row.getByRole('button', { name: 'Acknowledge' }).click();
+  await row.getByText(/^yes, by e2e@example\.com at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d “Site team informed”$/).waitFor();
+  assert.equal(await row.getByRole('button', { name: 'Acknowledge' }).count(), 0);
+
+  // The history, oldest first: the rule's trigger, then the acknowledgement with its note.
+  const events = page.getByRole('table', { name: 'Alarm events' });
+  const acked = events.getByRole('row').filter({ hasText: 'acknowledged' });
+  await acked.filter({ hasText: 'Site team informed' }).waitFor();
+  assert.match(await acked.textContent(), /PZ-01pressureacknowledgedAlert.*e2e@example\.com/);
+  const triggered = events.getByRole('row').filter({ hasText: 'triggered' }).first();
+  assert.match(await triggered.textContent(), new RegExp(`PZ-01pressuretriggeredAlert`));
+  await shot('project-alarm-acknowledged');
+
+  // Filtered by level, by sensor and by time.
+  const filter = page.getByRole('form', { name: 'Event filter' });
+  const label = page.getByTestId('events-page');
+  await filter.getByLabel('Level').selectOption({ label: 'Alarm' });
+  await filter.getByRole('button', { name: 'Show events' }).click();
+  await label.filter({ hasText: 'No events.' }).waitFor();
+  await filter.getByLabel('Level').selectOption({ label: 'Alert' });
+  await filter.getByLabel('Sensor').selectOption({ label: `PZ-01 (${state.sensorId})` });
+  await filter.getByRole('button', { name: 'Show events' }).click();
+  await label.filter({ hasText: /^Events 1–\d+, oldest first \(page 1\)$/ }).waitFor();
+  await filter.getByLabel('To').fill('2024-01-01T00:00');
+  await filter.getByRole('button', { name: 'Show events' }).click();
+  await label.filter({ hasText: 'No events.' }).waitFor();
+  await filter.getByLabel('To').fill('');
+  await filter.getByRole('button', { name: 'Show events' }).click();
+  await label.filter({ hasText: 'page 1' }).waitFor();
+
+  // Admins add levels.
+  const level = page.getByRole('form', { name: 'New alarm level' });
+  await level.getByLabel('Name').fill('Evacuate');
+  await level.getByLabel('Rank').fill('5');
+  await level.getByRole('button', { name: 'Add level' }).click();
+  await page.getByRole('table', { name: 'Alarm levels' }).getByLabel('Name of Evacuate').waitFor();
+  await shot('project-alarm-levels');
+});
+
 test('opens a quiet sensor on its latest readings, breaks the line at a gap, and pages the table', async () => {
   const [bp] = (await api('GET', `/api/v1/org/${orgId}/blueprints`)).body.items;
   const created = await api('POST', `/api/v1/org/${orgId}/proj/${state.projectId}/sensors`, { name: 'PZ-02', blueprint_id: bp.id, constants: { R0 } });
@@ -613,13 +711,15 @@ test('offers a viewer nothing a viewer may not do', async () => {
     await tab.goto(base + state.projectPath);
     await tab.getByRole('table', { name: 'Sensors' }).getByRole('link', { name: 'PZ-01' }).waitFor();
     await tab.getByRole('table', { name: 'Blueprints' }).waitFor();
-    for (const absent of [tab.getByRole('form', { name: 'New sensor' }), tab.getByRole('button', { name: /New blueprint|Edit|Delete/ })]) {
+    await tab.getByRole('table', { name: 'Current alarms' }).getByText('PZ-01').waitFor();
+    for (const absent of [tab.getByRole('form', { name: 'New sensor' }), tab.getByRole('form', { name: 'New alarm level' }), tab.getByRole('button', { name: /New blueprint|Edit|Delete|Acknowledge|Save/ })]) {
       assert.equal(await absent.count(), 0);
     }
 
     await tab.goto(base + state.sensorPath);
     await tab.getByRole('table', { name: 'Outputs' }).getByText('G * (R0 - digits) - 100').waitFor();
-    for (const absent of [tab.getByLabel('Formula of pressure'), tab.getByRole('button', { name: /Save|Add a dated value/ })]) {
+    await tab.getByRole('table', { name: 'Rules' }).getByText('above 110, deadband 2').waitFor();
+    for (const absent of [tab.getByLabel('Formula of pressure'), tab.getByRole('button', { name: /Save|Add a dated value|Add rule|Edit|Delete/ })]) {
       assert.equal(await absent.count(), 0);
     }
     await tab.screenshot({ path: join(output, 'viewer-sensor.png'), fullPage: true });
