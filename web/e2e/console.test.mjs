@@ -238,10 +238,11 @@ async function legendAtNewest() {
 }
 
 // inkOf counts the chart canvas's pixels drawn in a series' colour, in the
-// columns from fraction `from` to `to` of its width.
-async function inkOf(hex, from = 0, to = 1) {
+// columns from fraction `from` to `to` of its width: opaque ones (lines),
+// or with 'faint' the translucent ones (a band's fill and edges).
+async function inkOf(hex, from = 0, to = 1, alpha = 'opaque') {
   return page.evaluate(
-    ([hex, from, to]) => {
+    ([hex, from, to, faint]) => {
       const canvas = document.querySelector('.u-wrap canvas');
       const x0 = Math.floor(canvas.width * from);
       const w = Math.max(1, Math.floor(canvas.width * to) - x0);
@@ -249,11 +250,12 @@ async function inkOf(hex, from = 0, to = 1) {
       const [r, g, b] = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
       let n = 0;
       for (let i = 0; i < data.length; i += 4) {
-        if (Math.abs(data[i] - r) < 40 && Math.abs(data[i + 1] - g) < 40 && Math.abs(data[i + 2] - b) < 40 && data[i + 3] > 128) n++;
+        const a = data[i + 3];
+        if (Math.abs(data[i] - r) < 40 && Math.abs(data[i + 1] - g) < 40 && Math.abs(data[i + 2] - b) < 40 && (faint ? a > 20 && a <= 128 : a > 128)) n++;
       }
       return n;
     },
-    [hex, from, to],
+    [hex, from, to, alpha === 'faint'],
   );
 }
 
@@ -386,6 +388,15 @@ test('dates a calibration, and the outputs use it from then on', async () => {
 // The last reading's pressure, after the formula edit and the calibration:
 // 0.2 × (R0 − 2800² / 1000) − 100.
 const lastPressure = 0.2 * (R0 - digitsOf(2800)) - 100;
+const alertColour = '#f2c94c'; // the default Alert level's
+
+// piezometer makes a sensor of the project from the blueprint, with the README's zero reading.
+async function piezometer(name) {
+  const [bp] = (await api('GET', `/api/v1/org/${orgId}/blueprints`)).body.items;
+  const created = await api('POST', `/api/v1/org/${orgId}/proj/${state.projectId}/sensors`, { name, blueprint_id: bp.id, constants: { R0 } });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  return created.body;
+}
 
 test('sets an alarm rule on the formulas page, beside the output it watches', async () => {
   await page.getByRole('navigation').getByRole('link', { name: 'Formulas setup' }).click();
@@ -479,11 +490,69 @@ test('shows the alarm on the project page, acknowledged with a note, and in the 
   await shot('project-alarm-levels');
 });
 
+test('draws the thresholds of the shown outputs', async () => {
+  await page.goto(`${base}${state.sensorPath}/readings`);
+  await page.getByTestId('load-status').filter({ hasText: `${N} readings from` }).waitFor();
+  await page.getByTestId('resolution').filter({ hasText: 'Resolution: every reading.' }).waitFor();
+  const boxes = page.getByRole('group', { name: 'Series' }).getByRole('checkbox');
+  const only = async (name) => {
+    for (const box of await boxes.all()) {
+      const mine = (await box.evaluate((el) => el.parentElement.textContent)).startsWith(name);
+      if (mine) await box.check();
+      else await box.uncheck();
+    }
+    await page.locator('.u-over').waitFor();
+  };
+  // Pressure alone: its axis (kPa) carries the rule's line, in Alert's colour.
+  await only('Pressure');
+  assert.ok((await inkOf(alertColour)) > 200, 'the threshold of pressure is not drawn');
+  await shot('chart-threshold');
+  // Frequency alone: no rule of its own, no line.
+  await only('Frequency');
+  assert.equal(await inkOf(alertColour), 0, 'a threshold is drawn for a series without rules');
+  for (const box of await boxes.all()) await box.check();
+});
+
+test('draws a long range from the aggregates: a min–max band around the average', async () => {
+  const sensor = await piezometer('PZ-03');
+  const id = Object.fromEntries(sensor.inputs.map((i) => [i.key, i.id]));
+  // 60 days, one reading every 10 minutes: 8,640 readings, more than the
+  // chart draws one by one, swinging ±50 Hz a day.
+  const n = 8640;
+  const step = 10 * 60_000;
+  const end = Math.floor(Date.now() / step) * step;
+  const batch = Array.from({ length: n }, (_, i) => {
+    const t = end - (n - i) * step;
+    return { datetime: new Date(t).toISOString(), inputs: { [id.freq]: 2700 + 50 * Math.sin((2 * Math.PI * t) / 86_400_000), [id.temp]: 10 } };
+  });
+  const posted = await api('POST', `/api/v1/org/${orgId}/proj/${state.projectId}/readings/${sensor.id}`, batch);
+  assert.equal(posted.status, 200, JSON.stringify(posted.body));
+
+  await page.goto(`${base}${state.projectPath}/sensors/${sensor.id}/readings`);
+  await page.getByRole('combobox', { name: 'Range' }).selectOption({ label: '365 days to the latest reading' });
+  await page.getByTestId('load-status').filter({ hasText: '8,640 readings from' }).waitFor();
+  const interval = await page.getByTestId('interval').textContent();
+  assert.match(interval, /^\d+[mhd]$/);
+  assert.match(await page.getByTestId('resolution').textContent(), /^Resolution: \d+ buckets of \d+ (minute|hour|day)s? \(\d+[mhd]\)/);
+  await page.locator('.u-over').waitFor();
+  // Frequency alone: its band (the series' colour, light) and its average line.
+  const boxes = page.getByRole('group', { name: 'Series' }).getByRole('checkbox');
+  for (const box of await boxes.all()) if (!(await box.getAttribute('data-series')).endsWith(`:${id.freq}`)) await box.uncheck();
+  await page.locator('.u-over').waitFor();
+  const legend = await legendAtNewest();
+  assert.deepEqual(Object.keys(legend), ['Time', 'Frequency avg (Hz)', 'Frequency min', 'Frequency max']);
+  assert.ok(Number(legend['Frequency min']) < Number(legend['Frequency avg (Hz)']) && Number(legend['Frequency avg (Hz)']) < Number(legend['Frequency max']), JSON.stringify(legend));
+  assert.ok((await inkOf('#1f77b4', 0, 1, 'faint')) > 5000, 'the band is not drawn');
+  assert.ok((await inkOf('#1f77b4')) > 500, 'the average is not drawn');
+  const stats = await page.getByTestId('stats').getByRole('row').filter({ hasText: 'Frequency' }).getByRole('cell').allTextContents();
+  assert.equal(stats[2], '8640');
+  assert.ok(Number(stats[3]) < 2651 && Number(stats[4]) > 2749, JSON.stringify(stats));
+  await shot('chart-long-range');
+  for (const box of await boxes.all()) await box.check();
+});
+
 test('opens a quiet sensor on its latest readings, breaks the line at a gap, and pages the table', async () => {
-  const [bp] = (await api('GET', `/api/v1/org/${orgId}/blueprints`)).body.items;
-  const created = await api('POST', `/api/v1/org/${orgId}/proj/${state.projectId}/sensors`, { name: 'PZ-02', blueprint_id: bp.id, constants: { R0 } });
-  assert.equal(created.status, 201, JSON.stringify(created.body));
-  const sensor = created.body;
+  const sensor = await piezometer('PZ-02');
   state.quietPath = `${state.projectPath}/sensors/${sensor.id}`;
   const id = Object.fromEntries(sensor.inputs.map((i) => [i.key, i.id]));
   // Quiet for 40 days: 150 readings 5 min apart up to its latest, and 100

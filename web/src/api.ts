@@ -101,3 +101,4 @@ export type AlarmRuleInput = Schemas['AlarmRuleInput'];
 export type OverdueRule = Schemas['OverdueRule'];
 export type Alarm = Schemas['Alarm'];
 export type AlarmEvent = Schemas['AlarmEvent'];
+export type Bucket = Schemas['Bucket'];
