@@ -72,7 +72,9 @@ before(async () => {
   page.on('dialog', (d) => void d.accept()); // the console confirms before revoking
   page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
   page.on('console', (msg) => {
-    if (msg.type() === 'error' && !/status of 40[01]/.test(msg.text())) problems.push(`console: ${msg.text()}`);
+    // A sensor without an overdue rule answers 404 there, by the spec: not a problem.
+    const noOverdueRule = /status of 404/.test(msg.text()) && msg.location().url.endsWith('/overdue');
+    if (msg.type() === 'error' && !/status of 40[01]/.test(msg.text()) && !noOverdueRule) problems.push(`console: ${msg.text()}: ${msg.location().url}`);
   });
 });
 
@@ -236,10 +238,11 @@ async function legendAtNewest() {
 }
 
 // inkOf counts the chart canvas's pixels drawn in a series' colour, in the
-// columns from fraction `from` to `to` of its width.
-async function inkOf(hex, from = 0, to = 1) {
+// columns from fraction `from` to `to` of its width: opaque ones (lines),
+// or with 'faint' the translucent ones (a band's fill and edges).
+async function inkOf(hex, from = 0, to = 1, alpha = 'opaque') {
   return page.evaluate(
-    ([hex, from, to]) => {
+    ([hex, from, to, faint]) => {
       const canvas = document.querySelector('.u-wrap canvas');
       const x0 = Math.floor(canvas.width * from);
       const w = Math.max(1, Math.floor(canvas.width * to) - x0);
@@ -247,11 +250,12 @@ async function inkOf(hex, from = 0, to = 1) {
       const [r, g, b] = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
       let n = 0;
       for (let i = 0; i < data.length; i += 4) {
-        if (Math.abs(data[i] - r) < 40 && Math.abs(data[i + 1] - g) < 40 && Math.abs(data[i + 2] - b) < 40 && data[i + 3] > 128) n++;
+        const a = data[i + 3];
+        if (Math.abs(data[i] - r) < 40 && Math.abs(data[i + 1] - g) < 40 && Math.abs(data[i + 2] - b) < 40 && (faint ? a > 20 && a <= 128 : a > 128)) n++;
       }
       return n;
     },
-    [hex, from, to],
+    [hex, from, to, alpha === 'faint'],
   );
 }
 
@@ -381,10 +385,174 @@ test('dates a calibration, and the outputs use it from then on', async () => {
   assert.equal(pressure.min, fmt(pressureOf(2790) - 100));
 });
 
-test('links an input to another sensor, and back to its own readings', async () => {
+// The last reading's pressure, after the formula edit and the calibration:
+// 0.2 × (R0 − 2800² / 1000) − 100.
+const lastPressure = 0.2 * (R0 - digitsOf(2800)) - 100;
+const alertColour = '#f2c94c'; // the default Alert level's
+
+// piezometer makes a sensor of the project from the blueprint, with the README's zero reading.
+async function piezometer(name) {
   const [bp] = (await api('GET', `/api/v1/org/${orgId}/blueprints`)).body.items;
-  const source = await api('POST', `/api/v1/org/${orgId}/proj/${state.projectId}/sensors`, { name: 'BARO-1', blueprint_id: bp.id });
-  assert.equal(source.status, 201);
+  const created = await api('POST', `/api/v1/org/${orgId}/proj/${state.projectId}/sensors`, { name, blueprint_id: bp.id, constants: { R0 } });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  return created.body;
+}
+
+test('sets an alarm rule on the formulas page, beside the output it watches', async () => {
+  await page.getByRole('navigation').getByRole('link', { name: 'Formulas setup' }).click();
+  const form = page.getByRole('form', { name: 'Alarm rule' });
+  await form.getByLabel('Target').selectOption('pressure');
+  await form.getByLabel('Direction').selectOption('above');
+  await form.getByLabel('Threshold').fill('100');
+  await form.getByLabel('Level').selectOption('Alert');
+  await form.getByLabel('Deadband').fill('-1');
+  await form.getByRole('button', { name: 'Add rule' }).click();
+  // The API refuses a negative deadband; its message shows next to the field.
+  const error = form.getByTestId('error-deadband').getByRole('alert');
+  await error.waitFor();
+  assert.match(await error.textContent(), /deadband/);
+  await shot('alarm-rule-error');
+
+  await form.getByLabel('Deadband').fill('2');
+  await form.getByRole('button', { name: 'Add rule' }).click();
+  const rules = page.getByRole('table', { name: 'Rules' });
+  const row = rules.getByRole('row').filter({ hasText: 'pressure' });
+  await row.getByText('above 100, deadband 2').waitFor();
+  // It holds at once: the newest reading's pressure is above 100.
+  assert.ok(lastPressure > 100);
+  await row.getByText('holds').waitFor();
+  assert.match(await page.getByTestId('rules-pressure').textContent(), /Alert above 100, deadband 2/);
+  assert.equal(await page.getByTestId('rules-freq').textContent(), '');
+
+  // Edited in the same form: the threshold moves, the alarm still holds.
+  await row.getByRole('button', { name: 'Edit' }).click();
+  assert.equal(await form.getByLabel('Threshold').inputValue(), '100');
+  await form.getByLabel('Threshold').fill('110');
+  await form.getByRole('button', { name: 'Save rule' }).click();
+  await rules.getByRole('row').filter({ hasText: 'above 110, deadband 2' }).getByText('holds').waitFor();
+  const listed = (await api('GET', `/api/v1/org/${orgId}/proj/${state.projectId}/sensors/${state.sensorId}/alarm-rules`)).body.items;
+  assert.deepEqual(listed.map((r) => [r.target, r.level, r.direction, r.threshold, r.deadband, r.persistence]), [['pressure', 'Alert', 'above', 110, 2, 1]]);
+
+  const overdue = page.getByRole('form', { name: 'Overdue rule' });
+  await overdue.getByLabel('Level').selectOption('Maintenance');
+  await overdue.getByLabel('After (seconds)').fill('3600');
+  await overdue.getByRole('button', { name: 'Save overdue rule' }).click();
+  await page.getByTestId('overdue-rule').filter({ hasText: 'Maintenance when no reading has arrived for 3,600 s' }).waitFor();
+  await shot('alarm-rules');
+});
+
+test('shows the alarm on the project page, acknowledged with a note, and in the history', async () => {
+  await page.goto(base + state.projectPath);
+  const alarms = page.getByRole('table', { name: 'Current alarms' });
+  const row = alarms.getByRole('row').filter({ hasText: 'PZ-01' });
+  await row.waitFor();
+  assert.match(await row.textContent(), new RegExp(`pressure.*Alert.*${fmt(lastPressure)}`));
+  assert.equal(await row.locator('.swatch').evaluate((el) => getComputedStyle(el).backgroundColor), 'rgb(242, 201, 76)');
+  await row.getByText('no', { exact: true }).waitFor();
+  await shot('project-alarm');
+  await row.getByLabel('Note on PZ-01 pressure').fill('Site team informed');
+  await row.getByRole('button', { name: 'Acknowledge' }).click();
+  await row.getByText(/^yes, by e2e@example\.com at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d “Site team informed”$/).waitFor();
+  assert.equal(await row.getByRole('button', { name: 'Acknowledge' }).count(), 0);
+
+  // The history, oldest first: the rule's trigger, then the acknowledgement with its note.
+  const events = page.getByRole('table', { name: 'Alarm events' });
+  const acked = events.getByRole('row').filter({ hasText: 'acknowledged' });
+  await acked.filter({ hasText: 'Site team informed' }).waitFor();
+  assert.match(await acked.textContent(), /PZ-01pressureacknowledgedAlert.*e2e@example\.com/);
+  const triggered = events.getByRole('row').filter({ hasText: 'triggered' }).first();
+  assert.match(await triggered.textContent(), new RegExp(`PZ-01pressuretriggeredAlert`));
+  await shot('project-alarm-acknowledged');
+
+  // Filtered by level, by sensor and by time.
+  const filter = page.getByRole('form', { name: 'Event filter' });
+  const label = page.getByTestId('events-page');
+  await filter.getByLabel('Level').selectOption({ label: 'Alarm' });
+  await filter.getByRole('button', { name: 'Show events' }).click();
+  await label.filter({ hasText: 'No events.' }).waitFor();
+  await filter.getByLabel('Level').selectOption({ label: 'Alert' });
+  await filter.getByLabel('Sensor').selectOption({ label: `PZ-01 (${state.sensorId})` });
+  await filter.getByRole('button', { name: 'Show events' }).click();
+  await label.filter({ hasText: /^Events 1–\d+, oldest first \(page 1\)$/ }).waitFor();
+  await filter.getByLabel('To').fill('2024-01-01T00:00');
+  await filter.getByRole('button', { name: 'Show events' }).click();
+  await label.filter({ hasText: 'No events.' }).waitFor();
+  await filter.getByLabel('To').fill('');
+  await filter.getByRole('button', { name: 'Show events' }).click();
+  await label.filter({ hasText: 'page 1' }).waitFor();
+
+  // Admins add levels.
+  const level = page.getByRole('form', { name: 'New alarm level' });
+  await level.getByLabel('Name').fill('Evacuate');
+  await level.getByLabel('Rank').fill('5');
+  await level.getByRole('button', { name: 'Add level' }).click();
+  await page.getByRole('table', { name: 'Alarm levels' }).getByLabel('Name of Evacuate').waitFor();
+  await shot('project-alarm-levels');
+});
+
+test('draws the thresholds of the shown outputs', async () => {
+  await page.goto(`${base}${state.sensorPath}/readings`);
+  await page.getByTestId('load-status').filter({ hasText: `${N} readings from` }).waitFor();
+  await page.getByTestId('resolution').filter({ hasText: 'Resolution: every reading.' }).waitFor();
+  const boxes = page.getByRole('group', { name: 'Series' }).getByRole('checkbox');
+  const only = async (name) => {
+    for (const box of await boxes.all()) {
+      const mine = (await box.evaluate((el) => el.parentElement.textContent)).startsWith(name);
+      if (mine) await box.check();
+      else await box.uncheck();
+    }
+    await page.locator('.u-over').waitFor();
+  };
+  // Pressure alone: its axis (kPa) carries the rule's line, in Alert's colour.
+  await only('Pressure');
+  assert.ok((await inkOf(alertColour)) > 200, 'the threshold of pressure is not drawn');
+  await shot('chart-threshold');
+  // Frequency alone: no rule of its own, no line.
+  await only('Frequency');
+  assert.equal(await inkOf(alertColour), 0, 'a threshold is drawn for a series without rules');
+  for (const box of await boxes.all()) await box.check();
+});
+
+test('draws a long range from the aggregates: a min–max band around the average', async () => {
+  const sensor = await piezometer('PZ-03');
+  const id = Object.fromEntries(sensor.inputs.map((i) => [i.key, i.id]));
+  // 60 days, one reading every 10 minutes: 8,640 readings, more than the
+  // chart draws one by one, swinging ±50 Hz a day.
+  const n = 8640;
+  const step = 10 * 60_000;
+  const end = Math.floor(Date.now() / step) * step;
+  const batch = Array.from({ length: n }, (_, i) => {
+    const t = end - (n - i) * step;
+    return { datetime: new Date(t).toISOString(), inputs: { [id.freq]: 2700 + 50 * Math.sin((2 * Math.PI * t) / 86_400_000), [id.temp]: 10 } };
+  });
+  const posted = await api('POST', `/api/v1/org/${orgId}/proj/${state.projectId}/readings/${sensor.id}`, batch);
+  assert.equal(posted.status, 200, JSON.stringify(posted.body));
+
+  await page.goto(`${base}${state.projectPath}/sensors/${sensor.id}/readings`);
+  await page.getByRole('combobox', { name: 'Range' }).selectOption({ label: '365 days to the latest reading' });
+  await page.getByTestId('load-status').filter({ hasText: '8,640 readings from' }).waitFor();
+  const interval = await page.getByTestId('interval').textContent();
+  assert.match(interval, /^\d+[mhd]$/);
+  assert.match(await page.getByTestId('resolution').textContent(), /^Resolution: \d+ buckets of \d+ (minute|hour|day)s? \(\d+[mhd]\)/);
+  await page.locator('.u-over').waitFor();
+  // Frequency alone: its band (the series' colour, light) and its average line.
+  const boxes = page.getByRole('group', { name: 'Series' }).getByRole('checkbox');
+  for (const box of await boxes.all()) if (!(await box.getAttribute('data-series')).endsWith(`:${id.freq}`)) await box.uncheck();
+  await page.locator('.u-over').waitFor();
+  const legend = await legendAtNewest();
+  assert.deepEqual(Object.keys(legend), ['Time', 'Frequency avg (Hz)', 'Frequency min', 'Frequency max']);
+  assert.ok(Number(legend['Frequency min']) < Number(legend['Frequency avg (Hz)']) && Number(legend['Frequency avg (Hz)']) < Number(legend['Frequency max']), JSON.stringify(legend));
+  assert.ok((await inkOf('#1f77b4', 0, 1, 'faint')) > 5000, 'the band is not drawn');
+  assert.ok((await inkOf('#1f77b4')) > 500, 'the average is not drawn');
+  const stats = await page.getByTestId('stats').getByRole('row').filter({ hasText: 'Frequency' }).getByRole('cell').allTextContents();
+  assert.equal(stats[2], '8640');
+  assert.ok(Number(stats[3]) < 2651 && Number(stats[4]) > 2749, JSON.stringify(stats));
+  await shot('chart-long-range');
+  for (const box of await boxes.all()) await box.check();
+});
+
+test('links an input to another sensor, and back to its own readings', async () => {
+  const source = await piezometer('BARO-1');
   await page.goto(base + state.sensorPath);
   assert.equal(await page.getByTestId('source-temp').textContent(), 'own reading');
   await page.getByLabel('Source of temp').selectOption({ label: 'BARO-1' });
@@ -394,20 +562,17 @@ test('links an input to another sensor, and back to its own readings', async () 
   await page.getByText(/^Saved: links, formulas version \d+\.$/).waitFor();
   assert.equal(await page.getByTestId('source-temp').textContent(), 'linked to BARO-1 freq, staleness 600 s');
   const linked = await api('GET', `/api/v1/org/${orgId}/proj/${state.projectId}/sensors/${state.sensorId}`);
-  assert.deepEqual(linked.body.inputs.find((i) => i.key === 'temp').link, { sensor_id: source.body.id, key: 'freq', staleness: 600 });
+  assert.deepEqual(linked.body.inputs.find((i) => i.key === 'temp').link, { sensor_id: source.id, key: 'freq', staleness: 600 });
   await shot('sensor-links');
 
   await page.getByLabel('Source of temp').selectOption({ label: 'own reading' });
   await page.getByRole('button', { name: 'Save links' }).click();
   await page.getByTestId('source-temp').filter({ hasText: 'own reading' }).waitFor();
-  assert.equal((await api('DELETE', `/api/v1/org/${orgId}/proj/${state.projectId}/sensors/${source.body.id}`)).status, 204);
+  assert.equal((await api('DELETE', `/api/v1/org/${orgId}/proj/${state.projectId}/sensors/${source.id}`)).status, 204);
 });
 
 test('opens a quiet sensor on its latest readings, breaks the line at a gap, and pages the table', async () => {
-  const [bp] = (await api('GET', `/api/v1/org/${orgId}/blueprints`)).body.items;
-  const created = await api('POST', `/api/v1/org/${orgId}/proj/${state.projectId}/sensors`, { name: 'PZ-02', blueprint_id: bp.id, constants: { R0 } });
-  assert.equal(created.status, 201, JSON.stringify(created.body));
-  const sensor = created.body;
+  const sensor = await piezometer('PZ-02');
   state.quietPath = `${state.projectPath}/sensors/${sensor.id}`;
   const id = Object.fromEntries(sensor.inputs.map((i) => [i.key, i.id]));
   // Quiet for 40 days: 150 readings 5 min apart up to its latest, and 100
@@ -635,13 +800,15 @@ test('offers a viewer nothing a viewer may not do', async () => {
     await tab.goto(base + state.projectPath);
     await tab.getByRole('table', { name: 'Sensors' }).getByRole('link', { name: 'PZ-01' }).waitFor();
     await tab.getByRole('table', { name: 'Blueprints' }).waitFor();
-    for (const absent of [tab.getByRole('form', { name: 'New sensor' }), tab.getByRole('button', { name: /New blueprint|Edit|Delete/ })]) {
+    await tab.getByRole('table', { name: 'Current alarms' }).getByText('PZ-01').waitFor();
+    for (const absent of [tab.getByRole('form', { name: 'New sensor' }), tab.getByRole('form', { name: 'New alarm level' }), tab.getByRole('button', { name: /New blueprint|Edit|Delete|Acknowledge|Save/ })]) {
       assert.equal(await absent.count(), 0);
     }
 
     await tab.goto(base + state.sensorPath);
     await tab.getByRole('table', { name: 'Outputs' }).getByText('G * (R0 - digits) - 100').waitFor();
-    for (const absent of [tab.getByLabel('Formula of pressure'), tab.getByRole('button', { name: /Save|Add a dated value/ })]) {
+    await tab.getByRole('table', { name: 'Rules' }).getByText('above 110, deadband 2').waitFor();
+    for (const absent of [tab.getByLabel('Formula of pressure'), tab.getByRole('button', { name: /Save|Add a dated value|Add rule|Edit|Delete/ })]) {
       assert.equal(await absent.count(), 0);
     }
     await tab.screenshot({ path: join(output, 'viewer-sensor.png'), fullPage: true });

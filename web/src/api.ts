@@ -95,3 +95,10 @@ export async function send<D>(call: Promise<Result<D>>): Promise<{ data: D; resp
 export async function must<D>(call: Promise<Result<D>>): Promise<D> {
   return (await send(call)).data;
 }
+export type AlarmLevel = Schemas['AlarmLevel'];
+export type AlarmRule = Schemas['AlarmRule'];
+export type AlarmRuleInput = Schemas['AlarmRuleInput'];
+export type OverdueRule = Schemas['OverdueRule'];
+export type Alarm = Schemas['Alarm'];
+export type AlarmEvent = Schemas['AlarmEvent'];
+export type Bucket = Schemas['Bucket'];

@@ -115,9 +115,10 @@ export interface Series {
 
 /**
  * seriesOf lists a sensor's inputs then outputs. A sensor without a
- * blueprint accepts any input ID, so its series are the IDs its readings use.
+ * blueprint accepts any input ID, so its series are the IDs its readings
+ * (or aggregate buckets) use.
  */
-export function seriesOf(sensor: Sensor, readings: readonly Reading[] = []): Series[] {
+export function seriesOf(sensor: Sensor, readings: readonly { inputs: Record<string, unknown> }[] = []): Series[] {
   const out: Series[] = [];
   for (const i of sensor.inputs) out.push({ kind: 'input', id: i.id, key: i.key, label: i.name || i.key, unit: i.unit });
   for (const o of sensor.outputs) out.push({ kind: 'output', id: o.id, key: o.key, label: o.name || o.key, unit: o.unit });

@@ -8,6 +8,7 @@ import { can } from '../roles';
 import { href } from '../router';
 import { formatAge, formatDateTime } from '../time';
 import { blueprintsSection } from './blueprints';
+import { alarmsSection } from './projectalarms';
 
 export function projectPage(ctx: Ctx): HTMLElement {
   const org = id(ctx, 'org');
@@ -42,6 +43,7 @@ export function projectPage(ctx: Ctx): HTMLElement {
     header,
     h('h2', null, 'Sensors'),
     sensors.el,
+    alarmsSection(ctx, path, role),
     blueprintsSection(ctx, org, role, () => sensors.refresh()),
   );
 }

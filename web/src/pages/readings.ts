@@ -1,8 +1,11 @@
 // Sensor, readings: a chart and a table of a time range, both read a page
-// at a time by following the Link header, and the range as a CSV file.
-import { must, send, type Reading, type Sensor } from '../api';
+// at a time by following the Link header, and the range as a CSV file. A
+// range of many readings is charted from the aggregates endpoint instead.
+import { bandColumns, chooseSource, describeInterval, FNS, maxPoints, RAW_LIMIT, totalReadings, type BandColumns } from '../aggregates';
+import { thresholdLines } from '../alarms';
+import { ApiError, must, send, type AlarmLevel, type AlarmRule, type Bucket, type Reading, type Sensor } from '../api';
 import { id, orgName, type Ctx } from '../app';
-import { colorOf, drawChart } from '../chart';
+import { colorOf, drawChart, type ChartData } from '../chart';
 import { action, errorBox, field, h, table } from '../dom';
 import { filenameFromDisposition, rangeFilename, saveBlob } from '../download';
 import { columns, formatNumber, loadRange, nextFromHeaders, queryFromLink, seriesOf, stats, valueOf, type Page, type ReadingsQuery, type Series } from '../readings';
@@ -64,12 +67,29 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
   const csvButton = h('button', { type: 'button' }, 'Download CSV');
   const progress = h('progress', { max: 1, value: 0, hidden: true, 'aria-label': 'Loading readings' });
   const status = h('span', { class: 'muted', 'data-testid': 'load-status', 'aria-live': 'polite' });
+  const resolution = h('p', { class: 'muted resolution', 'data-testid': 'resolution', hidden: true });
   const out = h('div');
 
-  // What to show.
+  // What to show: the range's readings, or its buckets when there are too many.
   let readings: Reading[] = [];
+  let buckets: Bucket[] | undefined;
   let range: Range | undefined;
-  const allSeries = () => seriesOf(sensor, readings);
+  const allSeries = () => seriesOf(sensor, buckets ?? readings);
+  // The thresholds of the sensor's rules; a chart without them is still a chart.
+  let alarmRules: AlarmRule[] = [];
+  let levels: AlarmLevel[] = [];
+  const projPath = { org_id: path.org_id, proj_id: path.proj_id };
+  void Promise.all([
+    must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules', { params: { path } })),
+    must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/alarm-levels', { params: { path: projPath } })),
+  ]).then(
+    ([r, l]) => {
+      alarmRules = r.items;
+      levels = l.items;
+      if (alarmRules.length) draw();
+    },
+    () => undefined,
+  );
   const chosen = new Set<string>(seriesOf(sensor).map(keyOf));
   const picks = h('div', { class: 'series-picks', role: 'group', 'aria-label': 'Series' });
   const chartEl = h('div', { class: 'chart', 'data-testid': 'chart' });
@@ -111,15 +131,25 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
     destroyChart = undefined;
     const series = allSeries();
     const shown = series.filter((s) => chosen.has(keyOf(s)));
-    const [xs, ...ys] = columns(readings, shown);
-    statsEl.replaceChildren(statsTable(shown, ys));
+    const thresholds = thresholdLines(alarmRules, levels, shown);
+    let data: ChartData;
+    if (buckets) {
+      const b = bandColumns(buckets, shown);
+      data = { xs: b.xs, series: shown, ys: b.avg, band: { min: b.min, max: b.max }, thresholds };
+      statsEl.replaceChildren(bucketStatsTable(shown, buckets, b));
+    } else {
+      const [xs, ...ys] = columns(readings, shown);
+      data = { xs, series: shown, ys, thresholds };
+      statsEl.replaceChildren(statsTable(shown, ys));
+    }
     chartEl.hidden = view !== 'chart';
     tableEl.hidden = view !== 'table';
-    if (readings.length === 0) {
+    resolution.hidden = view !== 'chart' || data.xs.length === 0;
+    if (data.xs.length === 0) {
       chartEl.replaceChildren(h('p', { class: 'muted' }, range ? 'No readings in this range.' : ''));
     } else if (view === 'chart') {
       if (shown.length === 0) chartEl.replaceChildren(h('p', { class: 'muted' }, 'Choose at least one input or output.'));
-      else destroyChart = drawChart(chartEl, { xs, series: shown, ys }, (s) => series.findIndex((x) => keyOf(x) === keyOf(s)));
+      else destroyChart = drawChart(chartEl, data, (s) => series.findIndex((x) => keyOf(x) === keyOf(s)));
     }
     if (view === 'table' && range) void pager.show(range, shown);
   }
@@ -132,6 +162,27 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
     return presetRange(preset.value as PresetId, end);
   }
 
+  /**
+   * bucketsOf asks the range's buckets, about one per pixel of the chart:
+   * they say how many readings it holds, and draw it when that is too
+   * many. Should the API refuse them (too many values for a sensor of very
+   * many inputs), it is undefined and the readings are drawn as before.
+   */
+  async function bucketsOf(r: Range, signal: AbortSignal) {
+    const query = {
+      max_points: maxPoints(chartEl.clientWidth || 1000, sensor.inputs.length + sensor.outputs.length),
+      fn: FNS.join(','),
+      outputs: true,
+      tz: zoneName(),
+      datetime__gte: r.from.toISOString(),
+      datetime__lt: r.to.toISOString(),
+    };
+    return send(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/aggregates', { params: { path, query }, signal })).catch((err: unknown) => {
+      if (err instanceof ApiError && err.status === 400) return undefined;
+      throw err;
+    });
+  }
+
   let aborter: AbortController | undefined;
   async function load() {
     aborter?.abort();
@@ -142,6 +193,16 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
       stopButton.hidden = false;
       status.textContent = 'Loading…';
       const r = await chosenRange(abort.signal);
+      const agg = await bucketsOf(r, abort.signal);
+      const count = agg ? totalReadings(agg.data) : 0;
+      if (agg && chooseSource(count) === 'aggregates') {
+        if (abort.signal.aborted) return;
+        const interval = agg.response.headers.get('X-Readings-Interval') ?? '';
+        const rollups = agg.response.headers.get('X-Rollups'); // where a service with rollups says it answered from
+        loaded(r, [], agg.data, `${count.toLocaleString('en')} readings from ${formatDateTime(r.from)} to ${formatDateTime(r.to)}`);
+        resolution.replaceChildren(...bucketResolution(agg.data.length, interval, rollups));
+        return;
+      }
       const got = await loadRange({
         range: r,
         path: listPath,
@@ -152,14 +213,8 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
         },
       });
       if (abort.signal.aborted) return;
-      range = r;
-      readings = got.readings;
-      // Custom starts from what is shown.
-      from.value = toLocalInput(r.from);
-      to.value = toLocalInput(new Date(r.to.getTime() + 59e3));
-      status.textContent = `${readings.length.toLocaleString('en')} readings from ${formatDateTime(r.from)} to ${formatDateTime(r.to)}` + (got.truncated ? ' (stopped at the limit: choose a shorter range)' : '');
-      renderPicks();
-      draw();
+      resolution.replaceChildren('Resolution: every reading.');
+      loaded(r, got.readings, undefined, `${got.readings.length.toLocaleString('en')} readings from ${formatDateTime(r.from)} to ${formatDateTime(r.to)}` + (got.truncated ? ' (stopped at the limit: choose a shorter range)' : ''));
     }).catch(() => false);
     if (abort === aborter) {
       progress.hidden = true;
@@ -171,6 +226,18 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
     }
   }
   stopButton.addEventListener('click', () => aborter?.abort());
+
+  function loaded(r: Range, got: Reading[], bucketsGot: Bucket[] | undefined, said: string) {
+    range = r;
+    readings = got;
+    buckets = bucketsGot;
+    // Custom starts from what is shown.
+    from.value = toLocalInput(r.from);
+    to.value = toLocalInput(new Date(r.to.getTime() + 59e3));
+    status.textContent = said;
+    renderPicks();
+    draw();
+  }
 
   csvButton.addEventListener('click', () =>
     void action(csvButton, out, async () => {
@@ -194,7 +261,7 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
 
   renderPicks();
   void load();
-  return h('div', null, form, h('p', { class: 'muted zone' }, 'Times in ', h('span', { 'data-testid': 'zone' }, zoneName()), ', the browser’s time zone.'), out, picks, views, chartEl, statsEl, tableEl);
+  return h('div', null, form, h('p', { class: 'muted zone' }, 'Times in ', h('span', { 'data-testid': 'zone' }, zoneName()), ', the browser’s time zone.'), out, picks, views, resolution, chartEl, statsEl, tableEl);
 }
 
 /**
@@ -258,6 +325,30 @@ function tablePager(el: HTMLElement, listPath: string, fetchPage: (q: ReadingsQu
 
 function keyOf(s: Series): string {
   return `${s.kind}:${s.id}`;
+}
+
+/** bucketResolution says how a range of buckets is drawn; rollups is the service's X-Rollups, when it sends one. */
+function bucketResolution(buckets: number, interval: string, rollups: string | null): (string | Node)[] {
+  return [
+    `Resolution: ${buckets.toLocaleString('en')} buckets of ${describeInterval(interval)} (`,
+    h('span', { 'data-testid': 'interval' }, interval),
+    `), each drawn at its start: the average line in the band from the minimum to the maximum. Ranges of more than ${RAW_LIMIT.toLocaleString('en')} readings are drawn this way; shorter ones reading by reading.`,
+    rollups ? ` Rollups: ${rollups}.` : '',
+  ];
+}
+
+/** bucketStatsTable sums the buckets up: their readings, the least minimum, the greatest maximum and the last bucket's average. */
+function bucketStatsTable(series: Series[], buckets: Bucket[], b: BandColumns): HTMLElement {
+  if (series.length === 0) return h('div');
+  return table(
+    ['Series', 'ID', 'Readings', 'Min', 'Max', 'Last bucket’s average'],
+    series.map((s, i) => {
+      const lo = stats(b.min[i] ?? []).min;
+      const hi = stats(b.max[i] ?? []).max;
+      return [`${s.label}${s.unit ? ` (${s.unit})` : ''}`, String(s.id), String(totalReadings(buckets)), formatNumber(lo), formatNumber(hi), formatNumber(stats(b.avg[i] ?? []).last)];
+    }),
+    { 'aria-label': 'Series statistics', 'data-testid': 'stats' },
+  );
 }
 
 function statsTable(series: Series[], ys: (number | null)[][]): HTMLElement {

@@ -3,15 +3,16 @@
 // calibrations, editable by admins, and how to post readings to it.
 import { must, type Sensor } from '../api';
 import { allPages, id, orgName, orgRole, type Ctx } from '../app';
-import { action, copyButton, errorBox, field, h, section, table } from '../dom';
+import { action, copyButton, field, h, section, table } from '../dom';
 import { postExample } from '../examples';
-import { errorPath } from '../fielderrors';
+import { errorPath, showIn } from '../fielderrors';
 import { can, type Role } from '../roles';
 import { inForce } from '../inforce';
 import { sourceText } from '../sources';
 import { formatNumber } from '../readings';
 import { href } from '../router';
 import { formatDateTime } from '../time';
+import { alarmRulesSection } from './sensoralarms';
 import { uploadForm } from './sensorupload';
 
 export function sensorPage(ctx: Ctx): HTMLElement {
@@ -43,6 +44,8 @@ export function sensorPage(ctx: Ctx): HTMLElement {
       { label: projectName, path: `/org/${org}/proj/${proj}` },
       { label: sensor.name },
     ]);
+    // Each input's and output's rules show beside it; alarmRulesSection fills these.
+    const beside = new Map([...sensor.inputs, ...sensor.outputs].map((x) => [x.key, h('div', { 'data-testid': `rules-${x.key}` })]));
     return h(
       'div',
       null,
@@ -52,10 +55,11 @@ export function sensorPage(ctx: Ctx): HTMLElement {
         ? h('p', { class: 'notice' }, 'This sensor has no blueprint: it takes readings with any input ID, and has no outputs.')
         : [
             h('h2', null, 'Inputs'),
-            inputTable(sensor, projectSensors),
+            inputTable(sensor, projectSensors, beside),
             can(role, 'updateLinks') ? linksForm(ctx, path, sensor, projectSensors, (s) => replace(render(s, `Saved: links, formulas version ${s.formulas_version}.`))) : null,
-            formulasForm(ctx, path, sensor, role, (s) => replace(render(s, `Saved: formulas version ${s.formulas_version}.`))),
+            formulasForm(ctx, path, sensor, role, beside, (s) => replace(render(s, `Saved: formulas version ${s.formulas_version}.`))),
             sensor.constant_definitions.length ? calibrationsForm(ctx, path, sensor, role, (s) => replace(render(s, `Saved: calibrations, formulas version ${s.formulas_version}.`))) : null,
+            alarmRulesSection(ctx, path, sensor, role, beside),
           ],
       examples(sensor, org),
       can(role, 'postReadings') ? uploadForm(ctx.api, path, sensor) : null,
@@ -91,18 +95,18 @@ function idCell(n: number, what: string): HTMLElement {
 }
 
 // inputTable shows each input with its source (the sensor's own readings,
-// or another sensor's value through a link) and its baselines (zero
-// readings), which formulas reach as the key followed by 0; baselines are
-// set through the API.
-function inputTable(s: Sensor, sensors: Sensor[]): HTMLElement {
+// or another sensor's value through a link), its baselines (zero
+// readings), which formulas reach as the key followed by 0 and are set
+// through the API, and its alarm rules.
+function inputTable(s: Sensor, sensors: Sensor[], rules: Map<string, HTMLElement>): HTMLElement {
   const baselines = (key: string) => {
     const dated = s.baselines?.[key] ?? [];
     if (dated.length === 0) return h('span', { class: 'muted' }, 'none');
     return h('span', null, h('code', null, `${key}0`), ' = ', dated.map((b) => `${b.value} from ${b.from}`).join('; '));
   };
   return table(
-    ['ID', 'Key', 'Name', 'Unit', 'Source', 'Baseline'],
-    s.inputs.map((i) => [idCell(i.id, i.key), h('code', null, i.key), i.name, i.unit, h('span', { 'data-testid': `source-${i.key}` }, sourceText(i.link, sensors)), baselines(i.key)]),
+    ['ID', 'Key', 'Name', 'Unit', 'Source', 'Baseline', 'Alarm rules'],
+    s.inputs.map((i) => [idCell(i.id, i.key), h('code', null, i.key), i.name, i.unit, h('span', { 'data-testid': `source-${i.key}` }, sourceText(i.link, sensors)), baselines(i.key), rules.get(i.key)]),
     { 'aria-label': 'Inputs' },
   );
 }
@@ -159,7 +163,7 @@ function linksForm(ctx: Ctx, path: SensorPath, s: Sensor, sensors: Sensor[], sav
 
 type SensorPath = { org_id: number; proj_id: number; sensor_id: number };
 
-function formulasForm(ctx: Ctx, path: SensorPath, s: Sensor, role: Role | undefined, saved: (s: Sensor) => void): HTMLElement {
+function formulasForm(ctx: Ctx, path: SensorPath, s: Sensor, role: Role | undefined, rules: Map<string, HTMLElement>, saved: (s: Sensor) => void): HTMLElement {
   const editable = can(role, 'updateFormulas');
   const formulaInputs = new Map<string, HTMLInputElement>();
   const constantInputs = new Map<string, HTMLInputElement>();
@@ -174,7 +178,7 @@ function formulasForm(ctx: Ctx, path: SensorPath, s: Sensor, role: Role | undefi
       formulaInputs.set(o.key, input);
       formula = input;
     }
-    return [idCell(o.id, o.key), h('code', null, o.key), o.name, o.unit, h('div', null, formula, slot)];
+    return [idCell(o.id, o.key), h('code', null, o.key), o.name, o.unit, h('div', null, formula, slot), rules.get(o.key)];
   });
 
   const constantRows = s.constant_definitions.map((c) => {
@@ -203,7 +207,7 @@ function formulasForm(ctx: Ctx, path: SensorPath, s: Sensor, role: Role | undefi
     'form',
     { 'aria-label': 'Formulas' },
     h('h2', null, 'Outputs'),
-    table(['ID', 'Key', 'Name', 'Unit', 'Formula'], outputRows, { 'aria-label': 'Outputs' }),
+    table(['ID', 'Key', 'Name', 'Unit', 'Formula', 'Alarm rules'], outputRows, { 'aria-label': 'Outputs' }),
     s.constant_definitions.length
       ? [
           h('h2', null, 'Constants'),
@@ -249,16 +253,6 @@ function formulasForm(ctx: Ctx, path: SensorPath, s: Sensor, role: Role | undefi
     });
   });
   return form;
-}
-
-/**
- * showIn puts err next to its field when there is one, and returns what the
- * form's own message should say: err itself only when no field took it.
- */
-function showIn(slot: HTMLElement | undefined, err: unknown): unknown {
-  if (!slot) return err;
-  slot.replaceChildren(errorBox(err));
-  return new Error('See the message next to the field.');
 }
 
 /** slotKey is "outputs.pressure" for the error path ["outputs", "pressure", …]. */

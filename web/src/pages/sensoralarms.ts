@@ -1,0 +1,234 @@
+// Sensor, formulas setup: the alarm rules on its inputs and outputs and its
+// overdue rule. Each rule also shows beside the input or output it watches.
+import { ApiError, must, type AlarmLevel, type AlarmRule, type AlarmRuleInput, type OverdueRule, type Sensor } from '../api';
+import type { Ctx } from '../app';
+import { describeRule, levelColour } from '../alarms';
+import { action, field, h, section, table, type Child } from '../dom';
+import { errorPath, showIn } from '../fielderrors';
+import { can, type Role } from '../roles';
+
+type SensorPath = { org_id: number; proj_id: number; sensor_id: number };
+
+/** levelBadge is a level's name on its colour. */
+export function levelBadge(name: string, colour: string): HTMLElement {
+  return h('span', { class: 'level', 'data-level': name }, h('span', { class: 'swatch', style: `background:${colour}` }), name);
+}
+
+/**
+ * alarmRulesSection lists and edits the sensor's rules and overdue rule.
+ * beside holds, by input or output key, the cell of the inputs' and
+ * outputs' tables where that target's rules are summed up.
+ */
+export function alarmRulesSection(ctx: Ctx, path: SensorPath, sensor: Sensor, role: Role | undefined, beside: Map<string, HTMLElement>): HTMLElement {
+  const projPath = { org_id: path.org_id, proj_id: path.proj_id };
+  const body = section(async () => {
+    const [rules, levels, overdue] = await Promise.all([
+      must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules', { params: { path } })),
+      must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/alarm-levels', { params: { path: projPath } })),
+      must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue', { params: { path } })).catch((err: unknown) => {
+        if (err instanceof ApiError && err.status === 404) return undefined; // no overdue rule
+        throw err;
+      }),
+    ]);
+    for (const [key, cell] of beside) {
+      cell.replaceChildren(
+        ...rules.items
+          .filter((r) => r.target === key)
+          .map((r) => h('div', { class: 'rule-chip' }, levelBadge(r.level, levelColour(levels.items, r.level_id)), ' ', describeRule(r))),
+      );
+    }
+    const refresh = () => void body.refresh();
+    return [ruleTable(ctx, path, sensor, role, rules.items, levels.items, refresh), overdueForm(ctx, path, role, overdue, levels.items, refresh)];
+  });
+  return h(
+    'section',
+    { 'aria-label': 'Alarm rules' },
+    h('h2', null, 'Alarm rules'),
+    h(
+      'p',
+      { class: 'muted' },
+      'A rule raises its level when an input or output goes above or below its threshold for as many consecutive readings as its persistence, and holds until the value is back past the threshold by more than the deadband. Several rules on one target escalate. A new or edited rule takes effect at once on the newest reading.',
+    ),
+    body.el,
+  );
+}
+
+/** targets are the keys a rule may watch, outputs first: what people set levels on. */
+function targets(s: Sensor): { key: string; label: string }[] {
+  return [
+    ...s.outputs.map((o) => ({ key: o.key, label: `${o.key} (output${o.unit ? `, ${o.unit}` : ''})` })),
+    ...s.inputs.map((i) => ({ key: i.key, label: `${i.key} (input${i.unit ? `, ${i.unit}` : ''})` })),
+  ];
+}
+
+function ruleTable(ctx: Ctx, path: SensorPath, s: Sensor, role: Role | undefined, rules: AlarmRule[], levels: AlarmLevel[], changed: () => void): Child {
+  const order = targets(s).map((t) => t.key);
+  const sorted = [...rules].sort((a, b) => order.indexOf(a.target) - order.indexOf(b.target) || a.rank - b.rank);
+  const form = can(role, 'createAlarmRule') ? ruleForm(ctx, path, s, levels, changed) : undefined;
+  const out = h('div');
+  const rows = sorted.map((r) => {
+    const buttons: Child[] = [];
+    if (form && can(role, 'updateAlarmRule')) buttons.push(h('button', { type: 'button', class: 'small', onclick: () => form.edit(r) }, 'Edit'));
+    if (can(role, 'deleteAlarmRule')) {
+      const del = h('button', { type: 'button', class: 'small danger' }, 'Delete');
+      del.addEventListener('click', () => {
+        if (!confirm(`Delete the rule “${r.target} ${describeRule(r)}” at ${r.level}?`)) return;
+        void action(del, out, async () => {
+          await must(ctx.api.DELETE('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules/{rule_id}', { params: { path: { ...path, rule_id: r.id } } }));
+          changed();
+        });
+      });
+      buttons.push(del);
+    }
+    return [
+      h('code', null, r.target),
+      levelBadge(r.level, levelColour(levels, r.level_id)),
+      describeRule(r),
+      r.active ? h('strong', null, 'holds') : h('span', { class: 'muted' }, 'at rest'),
+      h('span', { class: 'actions' }, buttons),
+    ];
+  });
+  return [
+    rows.length ? table(['Target', 'Level', 'Rule', 'Now', ''], rows, { 'aria-label': 'Rules' }) : h('p', { class: 'muted' }, 'No rules yet.'),
+    out,
+    form?.el,
+  ];
+}
+
+function numberOr(input: HTMLInputElement, fallback: number): number {
+  // An empty field takes the API's default (NaN, sent as null, for a
+  // required one); anything else goes as typed, so that the API's own
+  // message answers a wrong value.
+  if (input.value.trim() === '') return fallback;
+  return Number(input.value);
+}
+
+function ruleForm(ctx: Ctx, path: SensorPath, s: Sensor, levels: AlarmLevel[], changed: () => void) {
+  const target = h('select', { name: 'target' }, targets(s).map((t) => h('option', { value: t.key }, t.label)));
+  const direction = h('select', { name: 'direction' }, h('option', { value: 'above' }, 'above'), h('option', { value: 'below' }, 'below'));
+  const threshold = h('input', { type: 'number', step: 'any', name: 'threshold', required: true });
+  const level = h('select', { name: 'level' }, levels.map((l) => h('option', { value: l.name }, `${l.name} (rank ${l.rank})`)));
+  const deadband = h('input', { type: 'number', step: 'any', name: 'deadband', placeholder: '0' });
+  const persistence = h('input', { type: 'number', step: '1', name: 'persistence', placeholder: '1' });
+  const slots = new Map<string, HTMLElement>(); // by body field: where its error goes
+  const withSlot = (label: string, name: keyof AlarmRuleInput, input: HTMLElement, hint?: string) => {
+    const slot = h('div', { class: 'field-error', 'data-testid': `error-${name}` });
+    slots.set(name, slot);
+    return h('div', null, field(label, input, hint), slot);
+  };
+  const title = h('h3', null, 'New rule');
+  const button = h('button', { type: 'submit' }, 'Add rule');
+  const cancel = h('button', { type: 'button', class: 'link', hidden: true }, 'Cancel');
+  const out = h('div');
+  const el = h(
+    'form',
+    { class: 'card', 'aria-label': 'Alarm rule' },
+    title,
+    h(
+      'div',
+      { class: 'inline' },
+      withSlot('Target', 'target', target),
+      withSlot('Direction', 'direction', direction),
+      withSlot('Threshold', 'threshold', threshold),
+      withSlot('Level', 'level', level),
+      withSlot('Deadband', 'deadband', deadband, 'clears this far back past the threshold'),
+      withSlot('Persistence', 'persistence', persistence, 'consecutive readings'),
+    ),
+    h('div', { class: 'actions' }, button, cancel),
+    out,
+  );
+  let editing: AlarmRule | undefined;
+  const reset = () => {
+    editing = undefined;
+    el.reset();
+    title.textContent = 'New rule';
+    button.textContent = 'Add rule';
+    cancel.hidden = true;
+  };
+  cancel.addEventListener('click', reset);
+  el.addEventListener('submit', (e) => {
+    e.preventDefault();
+    for (const slot of slots.values()) slot.replaceChildren();
+    void action(button, out, async () => {
+      const body: AlarmRuleInput = {
+        target: target.value,
+        direction: direction.value as AlarmRuleInput['direction'],
+        threshold: numberOr(threshold, NaN),
+        level: level.value,
+        deadband: numberOr(deadband, 0),
+        persistence: numberOr(persistence, 1),
+      };
+      try {
+        if (editing) {
+          await must(ctx.api.PUT('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules/{rule_id}', { params: { path: { ...path, rule_id: editing.id } }, body }));
+        } else {
+          await must(ctx.api.POST('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules', { params: { path }, body }));
+        }
+      } catch (err) {
+        throw showIn(slots.get(errorPath(err)[0] ?? ''), err);
+      }
+      reset();
+      changed();
+    });
+  });
+  return {
+    el,
+    /** edit fills the form with r, to replace it. */
+    edit(r: AlarmRule) {
+      editing = r;
+      target.value = r.target;
+      direction.value = r.direction;
+      threshold.value = String(r.threshold);
+      level.value = r.level;
+      deadband.value = String(r.deadband);
+      persistence.value = String(r.persistence);
+      title.textContent = `Edit the rule on ${r.target}`;
+      button.textContent = 'Save rule';
+      cancel.hidden = false;
+      el.scrollIntoView({ block: 'nearest' });
+    },
+  };
+}
+
+/** overdueForm shows the sensor's overdue rule; admins set and remove it. */
+function overdueForm(ctx: Ctx, path: SensorPath, role: Role | undefined, rule: OverdueRule | undefined, levels: AlarmLevel[], changed: () => void): HTMLElement {
+  const now = rule
+    ? h('p', { 'data-testid': 'overdue-rule' }, 'Raises ', levelBadge(rule.level, levelColour(levels, rule.level_id)), ` when no reading has arrived for ${rule.after_seconds.toLocaleString('en')} s.`)
+    : h('p', { class: 'muted', 'data-testid': 'overdue-rule' }, 'No overdue rule: a silent sensor raises nothing.');
+  if (!can(role, 'setOverdueRule')) return h('div', null, h('h3', null, 'Overdue'), now);
+  const level = h('select', { name: 'overdue-level' }, levels.map((l) => h('option', { value: l.name }, l.name)));
+  level.value = rule?.level ?? levels[0]?.name ?? '';
+  const after = h('input', { type: 'number', step: '1', name: 'after_seconds', value: rule ? String(rule.after_seconds) : '3600' });
+  const slot = h('div', { class: 'field-error' });
+  const save = h('button', { type: 'submit' }, 'Save overdue rule');
+  const remove = h('button', { type: 'button', class: 'danger' }, 'Remove overdue rule');
+  const out = h('div');
+  const form = h(
+    'form',
+    { class: 'card', 'aria-label': 'Overdue rule' },
+    h('h3', null, 'Overdue'),
+    now,
+    h('div', { class: 'inline' }, field('Level', level), h('div', null, field('After (seconds)', after, '60 to 31,622,400'), slot)),
+    h('div', { class: 'actions' }, save, rule && can(role, 'deleteOverdueRule') ? remove : null),
+    out,
+  );
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    slot.replaceChildren();
+    void action(save, out, async () => {
+      try {
+        await must(ctx.api.PUT('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue', { params: { path }, body: { level: level.value, after_seconds: Number(after.value) } }));
+      } catch (err) {
+        throw showIn(errorPath(err)[0] === 'after_seconds' ? slot : undefined, err);
+      }
+      changed();
+    });
+  });
+  remove.addEventListener('click', () => {
+    void action(remove, out, async () => {
+      await must(ctx.api.DELETE('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue', { params: { path } }));
+      changed();
+    });
+  });
+  return form;
+}
