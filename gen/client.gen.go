@@ -463,8 +463,10 @@ type ClientInterface interface {
 
 	// ListAlarmEvents List alarm events
 	//
-	// The project's alarm history, oldest first, paged with a cursor:
-	// appended in the transaction that made each change, never rewritten.
+	// The project's alarm history, oldest first (`order=desc`: newest
+	// first), paged with a cursor: appended in the transaction that made
+	// each change, never rewritten. A `next_cursor` carries the order it
+	// was issued with: passed with the other order it is a 400.
 	// `kind` is `triggered` (from rest), `escalated`, `de-escalated`,
 	// `cleared`, `acknowledged` (with `user_id` and `note`) or `late`: a
 	// reading older than the sensor's newest, stored after it, whose value
@@ -2013,8 +2015,10 @@ func (c *Client) UpdateProject(ctx context.Context, orgId OrgId, projId ProjId, 
 
 // ListAlarmEvents List alarm events
 //
-// The project's alarm history, oldest first, paged with a cursor:
-// appended in the transaction that made each change, never rewritten.
+// The project's alarm history, oldest first (`order=desc`: newest
+// first), paged with a cursor: appended in the transaction that made
+// each change, never rewritten. A `next_cursor` carries the order it
+// was issued with: passed with the other order it is a 400.
 // `kind` is `triggered` (from rest), `escalated`, `de-escalated`,
 // `cleared`, `acknowledged` (with `user_id` and `note`) or `late`: a
 // reading older than the sensor's newest, stored after it, whose value
@@ -4590,6 +4594,18 @@ func NewListAlarmEventsRequest(server string, orgId OrgId, projId ProjId, params
 		if params.DatetimeLt != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", *params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Order != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order", *params.Order, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -7696,8 +7712,10 @@ type ClientWithResponsesInterface interface {
 
 	// ListAlarmEventsWithResponse List alarm events
 	//
-	// The project's alarm history, oldest first, paged with a cursor:
-	// appended in the transaction that made each change, never rewritten.
+	// The project's alarm history, oldest first (`order=desc`: newest
+	// first), paged with a cursor: appended in the transaction that made
+	// each change, never rewritten. A `next_cursor` carries the order it
+	// was issued with: passed with the other order it is a 400.
 	// `kind` is `triggered` (from rest), `escalated`, `de-escalated`,
 	// `cleared`, `acknowledged` (with `user_id` and `note`) or `late`: a
 	// reading older than the sensor's newest, stored after it, whose value
@@ -16295,8 +16313,10 @@ func (c *ClientWithResponses) UpdateProjectWithResponse(ctx context.Context, org
 
 // ListAlarmEventsWithResponse List alarm events
 //
-// The project's alarm history, oldest first, paged with a cursor:
-// appended in the transaction that made each change, never rewritten.
+// The project's alarm history, oldest first (`order=desc`: newest
+// first), paged with a cursor: appended in the transaction that made
+// each change, never rewritten. A `next_cursor` carries the order it
+// was issued with: passed with the other order it is a 400.
 // `kind` is `triggered` (from rest), `escalated`, `de-escalated`,
 // `cleared`, `acknowledged` (with `user_id` and `note`) or `late`: a
 // reading older than the sensor's newest, stored after it, whose value
