@@ -1447,8 +1447,10 @@ export interface paths {
         };
         /**
          * List alarm events
-         * @description The project's alarm history, oldest first, paged with a cursor:
-         *     appended in the transaction that made each change, never rewritten.
+         * @description The project's alarm history, oldest first (`order=desc`: newest
+         *     first), paged with a cursor: appended in the transaction that made
+         *     each change, never rewritten. A `next_cursor` carries the order it
+         *     was issued with: passed with the other order it is a 400.
          *     `kind` is `triggered` (from rest), `escalated`, `de-escalated`,
          *     `cleared`, `acknowledged` (with `user_id` and `note`) or `late`: a
          *     reading older than the sensor's newest, stored after it, whose value
@@ -6370,6 +6372,8 @@ export interface operations {
                 datetime__gte?: string;
                 /** @description Only events recorded before this instant. */
                 datetime__lt?: string;
+                /** @description `asc` (oldest first) or `desc` (newest first). */
+                order?: "asc" | "desc";
             };
             header?: never;
             path: {
