@@ -937,7 +937,8 @@ type ClientInterface interface {
 	// ListAlarmRules List a sensor's alarm rules
 	//
 	// The sensor's trigger rules, by target, each with whether it holds now
-	// (`active`).
+	// (`active`), and its overdue rule (`overdue`), absent when it has
+	// none: a client learns whether there is one without a 404.
 	// Required role: `viewer`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `ListAlarmRules` operationId).
@@ -1143,7 +1144,8 @@ type ClientInterface interface {
 
 	// GetOverdueRule Get a sensor's overdue rule
 	//
-	// The sensor's overdue rule; 404 when it has none. Required role: `viewer`.
+	// The sensor's overdue rule; 404 when it has none (the sensor's
+	// `alarm-rules` list says whether it has one). Required role: `viewer`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `GetOverdueRule` operationId).
 	GetOverdueRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2739,7 +2741,8 @@ func (c *Client) UpdateSensor(ctx context.Context, orgId OrgId, projId ProjId, s
 // ListAlarmRules List a sensor's alarm rules
 //
 // The sensor's trigger rules, by target, each with whether it holds now
-// (`active`).
+// (`active`), and its overdue rule (`overdue`), absent when it has
+// none: a client learns whether there is one without a 404.
 // Required role: `viewer`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `ListAlarmRules` operationId).
@@ -3075,7 +3078,8 @@ func (c *Client) DeleteOverdueRule(ctx context.Context, orgId OrgId, projId Proj
 
 // GetOverdueRule Get a sensor's overdue rule
 //
-// The sensor's overdue rule; 404 when it has none. Required role: `viewer`.
+// The sensor's overdue rule; 404 when it has none (the sensor's
+// `alarm-rules` list says whether it has one). Required role: `viewer`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `GetOverdueRule` operationId).
 func (c *Client) GetOverdueRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8212,7 +8216,8 @@ type ClientWithResponsesInterface interface {
 	// ListAlarmRulesWithResponse List a sensor's alarm rules
 	//
 	// The sensor's trigger rules, by target, each with whether it holds now
-	// (`active`).
+	// (`active`), and its overdue rule (`overdue`), absent when it has
+	// none: a client learns whether there is one without a 404.
 	// Required role: `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -8424,7 +8429,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetOverdueRuleWithResponse Get a sensor's overdue rule
 	//
-	// The sensor's overdue rule; 404 when it has none. Required role: `viewer`.
+	// The sensor's overdue rule; 404 when it has none (the sensor's
+	// `alarm-rules` list says whether it has one). Required role: `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -16963,7 +16969,8 @@ func (c *ClientWithResponses) UpdateSensorWithResponse(ctx context.Context, orgI
 // ListAlarmRulesWithResponse List a sensor's alarm rules
 //
 // The sensor's trigger rules, by target, each with whether it holds now
-// (`active`).
+// (`active`), and its overdue rule (`overdue`), absent when it has
+// none: a client learns whether there is one without a 404.
 // Required role: `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -17253,7 +17260,8 @@ func (c *ClientWithResponses) DeleteOverdueRuleWithResponse(ctx context.Context,
 
 // GetOverdueRuleWithResponse Get a sensor's overdue rule
 //
-// The sensor's overdue rule; 404 when it has none. Required role: `viewer`.
+// The sensor's overdue rule; 404 when it has none (the sensor's
+// `alarm-rules` list says whether it has one). Required role: `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //

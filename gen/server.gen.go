@@ -651,6 +651,9 @@ type AlarmRuleInputDirection string
 // AlarmRuleList defines model for AlarmRuleList.
 type AlarmRuleList struct {
 	Items []AlarmRule `json:"items"`
+
+	// Overdue The sensor's overdue rule; absent when it has none.
+	Overdue *OverdueRule `json:"overdue,omitempty"`
 }
 
 // BaselineUpdate One baseline: `values` by input key from `from` on, or the inputs of

@@ -183,11 +183,16 @@ func (s *Server) DeleteAlarmLevel(ctx context.Context, req gen.DeleteAlarmLevelR
 
 // ListAlarmRules returns a sensor's rules.
 func (s *Server) ListAlarmRules(ctx context.Context, req gen.ListAlarmRulesRequestObject) (gen.ListAlarmRulesResponseObject, error) {
-	rules, err := s.store.ListAlarmRules(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
+	rules, overdue, err := s.store.ListAlarmRules(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
 	if err != nil {
 		return nil, err
 	}
-	return gen.ListAlarmRules200JSONResponse{Items: mapSlice(rules, toAlarmRule)}, nil
+	out := gen.ListAlarmRules200JSONResponse{Items: mapSlice(rules, toAlarmRule)}
+	if overdue != nil {
+		o := toOverdueRule(*overdue)
+		out.Overdue = &o
+	}
+	return out, nil
 }
 
 // CreateAlarmRule adds a rule to a sensor; its alarms are rechecked at

@@ -507,9 +507,24 @@ func TestAlarmOverdue(t *testing.T) {
 	e := newEnv(t)
 	a := newAlarmSite(t, e, "Overdue")
 	ctx := t.Context()
+	// The rules' list says whether there is an overdue rule, with no 404.
+	overdue := func() *gen.OverdueRule {
+		t.Helper()
+		res, err := e.client(a.tn.tokens[store.Viewer]).ListAlarmRulesWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID)
+		if err != nil || res.JSON200 == nil {
+			t.Fatalf("list alarm rules: %v %s", err, res.Body)
+		}
+		return res.JSON200.Overdue
+	}
+	if got := overdue(); got != nil {
+		t.Errorf("overdue rule %+v before one is set, want none", got)
+	}
 	res, err := a.admin.SetOverdueRuleWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID, gen.OverdueRuleInput{Level: "Maintenance", AfterSeconds: 3600})
 	if err != nil || res.JSON200 == nil || res.JSON200.Level != "Maintenance" || res.JSON200.AfterSeconds != 3600 {
 		t.Fatalf("set overdue rule: %v %s", err, res.Body)
+	}
+	if got := overdue(); got == nil || got.Level != "Maintenance" || got.AfterSeconds != 3600 {
+		t.Errorf("listed overdue rule %+v, want Maintenance after 3600 s", got)
 	}
 	a.post(t, 0, 2000) // 2024-05-01T12:00, long ago
 
@@ -539,6 +554,9 @@ func TestAlarmOverdue(t *testing.T) {
 	}
 	get, _ := a.admin.GetOverdueRuleWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID)
 	wantError(t, get.StatusCode(), get.Body, 404, "not_found")
+	if got := overdue(); got != nil {
+		t.Errorf("overdue rule %+v listed after its delete, want none", got)
+	}
 	short, _ := a.admin.SetOverdueRuleWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID, gen.OverdueRuleInput{Level: "Maintenance", AfterSeconds: 10})
 	wantError(t, short.StatusCode(), short.Body, 400, "invalid")
 }

@@ -246,15 +246,25 @@ coalesce((SELECT al.rank FROM alarms a JOIN alarm_levels al ON al.id = a.level_i
 const sensorRulesSQL = `SELECT ` + alarmRuleColumns + ` FROM alarm_rules r JOIN alarm_levels l ON l.id = r.level_id
 WHERE r.sensor_id = $1 ORDER BY r.target_id, r.id`
 
-// ListAlarmRules returns the sensor's rules, by target. It returns
-// NotFound.
-func (db *DB) ListAlarmRules(ctx context.Context, key SensorKey) ([]AlarmRule, error) {
+// ListAlarmRules returns the sensor's trigger rules, by target, and its
+// overdue rule, nil when it has none. It returns NotFound.
+func (db *DB) ListAlarmRules(ctx context.Context, key SensorKey) ([]AlarmRule, *OverdueRule, error) {
 	if _, err := db.GetSensor(ctx, key); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rows, _ := db.pool.Query(ctx, sensorRulesSQL, key.SensorID)
 	rules, err := pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
-	return rules, dbError("list alarm rules", err)
+	if err != nil {
+		return nil, nil, dbError("list alarm rules", err)
+	}
+	overdue, err := overdueRule(ctx, db.pool, key.SensorID)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return rules, nil, nil
+	case err != nil:
+		return nil, nil, dbError("list alarm rules", err)
+	}
+	return rules, &overdue, nil
 }
 
 // CreateAlarmRule adds a rule to the sensor and rechecks its alarms

@@ -259,3 +259,29 @@ func TestListAlarmEvents(t *testing.T) {
 		wantCode(t, err, apperr.NotFound)
 	})
 }
+
+// TestListAlarmRules: the list carries the sensor's overdue rule, nil
+// while it has none.
+func TestListAlarmRules(t *testing.T) {
+	db := newDB(t)
+	ctx := t.Context()
+	_, key := newBlueprintSensor(t, db)
+	if _, err := db.CreateAlarmRule(ctx, key, store.AlarmRuleSpec{TargetKey: "u", Level: "Alert", Direction: "above", Threshold: 50, Persistence: 1}); err != nil {
+		t.Fatal(err)
+	}
+	rules, overdue, err := db.ListAlarmRules(ctx, key)
+	if err != nil || len(rules) != 1 || overdue != nil {
+		t.Fatalf("ListAlarmRules = %d rules, overdue %+v, %v; want 1 rule, no overdue rule", len(rules), overdue, err)
+	}
+	if _, err := db.SetOverdueRule(ctx, key, "Maintenance", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	rules, overdue, err = db.ListAlarmRules(ctx, key)
+	if err != nil || len(rules) != 1 || overdue == nil || overdue.Level != "Maintenance" || overdue.After != time.Hour {
+		t.Fatalf("ListAlarmRules = %d rules, overdue %+v, %v; want 1 rule, overdue at Maintenance after 1h", len(rules), overdue, err)
+	}
+	t.Run("ErrNotFound", func(t *testing.T) {
+		_, _, err := db.ListAlarmRules(ctx, store.SensorKey{OrgID: key.OrgID, ProjectID: key.ProjectID, SensorID: unknownID})
+		wantCode(t, err, apperr.NotFound)
+	})
+}

@@ -1214,7 +1214,8 @@ export interface paths {
         /**
          * List a sensor's alarm rules
          * @description The sensor's trigger rules, by target, each with whether it holds now
-         *     (`active`).
+         *     (`active`), and its overdue rule (`overdue`), absent when it has
+         *     none: a client learns whether there is one without a 404.
          *     Required role: `viewer`.
          */
         get: operations["listAlarmRules"];
@@ -1323,7 +1324,8 @@ export interface paths {
         };
         /**
          * Get a sensor's overdue rule
-         * @description The sensor's overdue rule; 404 when it has none. Required role: `viewer`.
+         * @description The sensor's overdue rule; 404 when it has none (the sensor's
+         *     `alarm-rules` list says whether it has one). Required role: `viewer`.
          */
         get: operations["getOverdueRule"];
         /**
@@ -2253,6 +2255,8 @@ export interface components {
         };
         AlarmRuleList: {
             items: components["schemas"]["AlarmRule"][];
+            /** @description The sensor's overdue rule; absent when it has none. */
+            overdue?: components["schemas"]["OverdueRule"];
         };
         Alarm: {
             /** Format: int64 */
