@@ -463,8 +463,10 @@ type ClientInterface interface {
 
 	// ListAlarmEvents List alarm events
 	//
-	// The project's alarm history, oldest first, paged with a cursor:
-	// appended in the transaction that made each change, never rewritten.
+	// The project's alarm history, oldest first (`order=desc`: newest
+	// first), paged with a cursor: appended in the transaction that made
+	// each change, never rewritten. A `next_cursor` carries the order it
+	// was issued with: passed with the other order it is a 400.
 	// `kind` is `triggered` (from rest), `escalated`, `de-escalated`,
 	// `cleared`, `acknowledged` (with `user_id` and `note`) or `late`: a
 	// reading older than the sensor's newest, stored after it, whose value
@@ -938,7 +940,8 @@ type ClientInterface interface {
 	// ListAlarmRules List a sensor's alarm rules
 	//
 	// The sensor's trigger rules, by target, each with whether it holds now
-	// (`active`).
+	// (`active`), and its overdue rule (`overdue`), absent when it has
+	// none: a client learns whether there is one without a 404.
 	// Required role: `viewer`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `ListAlarmRules` operationId).
@@ -1208,7 +1211,8 @@ type ClientInterface interface {
 
 	// GetOverdueRule Get a sensor's overdue rule
 	//
-	// The sensor's overdue rule; 404 when it has none. Required role: `viewer`.
+	// The sensor's overdue rule; 404 when it has none (the sensor's
+	// `alarm-rules` list says whether it has one). Required role: `viewer`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `GetOverdueRule` operationId).
 	GetOverdueRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2080,8 +2084,10 @@ func (c *Client) UpdateProject(ctx context.Context, orgId OrgId, projId ProjId, 
 
 // ListAlarmEvents List alarm events
 //
-// The project's alarm history, oldest first, paged with a cursor:
-// appended in the transaction that made each change, never rewritten.
+// The project's alarm history, oldest first (`order=desc`: newest
+// first), paged with a cursor: appended in the transaction that made
+// each change, never rewritten. A `next_cursor` carries the order it
+// was issued with: passed with the other order it is a 400.
 // `kind` is `triggered` (from rest), `escalated`, `de-escalated`,
 // `cleared`, `acknowledged` (with `user_id` and `note`) or `late`: a
 // reading older than the sensor's newest, stored after it, whose value
@@ -2805,7 +2811,8 @@ func (c *Client) UpdateSensor(ctx context.Context, orgId OrgId, projId ProjId, s
 // ListAlarmRules List a sensor's alarm rules
 //
 // The sensor's trigger rules, by target, each with whether it holds now
-// (`active`).
+// (`active`), and its overdue rule (`overdue`), absent when it has
+// none: a client learns whether there is one without a 404.
 // Required role: `viewer`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `ListAlarmRules` operationId).
@@ -3225,7 +3232,8 @@ func (c *Client) DeleteOverdueRule(ctx context.Context, orgId OrgId, projId Proj
 
 // GetOverdueRule Get a sensor's overdue rule
 //
-// The sensor's overdue rule; 404 when it has none. Required role: `viewer`.
+// The sensor's overdue rule; 404 when it has none (the sensor's
+// `alarm-rules` list says whether it has one). Required role: `viewer`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `GetOverdueRule` operationId).
 func (c *Client) GetOverdueRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4744,6 +4752,18 @@ func NewListAlarmEventsRequest(server string, orgId OrgId, projId ProjId, params
 		if params.DatetimeLt != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", *params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Order != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order", *params.Order, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -7911,8 +7931,10 @@ type ClientWithResponsesInterface interface {
 
 	// ListAlarmEventsWithResponse List alarm events
 	//
-	// The project's alarm history, oldest first, paged with a cursor:
-	// appended in the transaction that made each change, never rewritten.
+	// The project's alarm history, oldest first (`order=desc`: newest
+	// first), paged with a cursor: appended in the transaction that made
+	// each change, never rewritten. A `next_cursor` carries the order it
+	// was issued with: passed with the other order it is a 400.
 	// `kind` is `triggered` (from rest), `escalated`, `de-escalated`,
 	// `cleared`, `acknowledged` (with `user_id` and `note`) or `late`: a
 	// reading older than the sensor's newest, stored after it, whose value
@@ -8412,7 +8434,8 @@ type ClientWithResponsesInterface interface {
 	// ListAlarmRulesWithResponse List a sensor's alarm rules
 	//
 	// The sensor's trigger rules, by target, each with whether it holds now
-	// (`active`).
+	// (`active`), and its overdue rule (`overdue`), absent when it has
+	// none: a client learns whether there is one without a 404.
 	// Required role: `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -8688,7 +8711,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetOverdueRuleWithResponse Get a sensor's overdue rule
 	//
-	// The sensor's overdue rule; 404 when it has none. Required role: `viewer`.
+	// The sensor's overdue rule; 404 when it has none (the sensor's
+	// `alarm-rules` list says whether it has one). Required role: `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -16709,8 +16733,10 @@ func (c *ClientWithResponses) UpdateProjectWithResponse(ctx context.Context, org
 
 // ListAlarmEventsWithResponse List alarm events
 //
-// The project's alarm history, oldest first, paged with a cursor:
-// appended in the transaction that made each change, never rewritten.
+// The project's alarm history, oldest first (`order=desc`: newest
+// first), paged with a cursor: appended in the transaction that made
+// each change, never rewritten. A `next_cursor` carries the order it
+// was issued with: passed with the other order it is a 400.
 // `kind` is `triggered` (from rest), `escalated`, `de-escalated`,
 // `cleared`, `acknowledged` (with `user_id` and `note`) or `late`: a
 // reading older than the sensor's newest, stored after it, whose value
@@ -17360,7 +17386,8 @@ func (c *ClientWithResponses) UpdateSensorWithResponse(ctx context.Context, orgI
 // ListAlarmRulesWithResponse List a sensor's alarm rules
 //
 // The sensor's trigger rules, by target, each with whether it holds now
-// (`active`).
+// (`active`), and its overdue rule (`overdue`), absent when it has
+// none: a client learns whether there is one without a 404.
 // Required role: `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -17726,7 +17753,8 @@ func (c *ClientWithResponses) DeleteOverdueRuleWithResponse(ctx context.Context,
 
 // GetOverdueRuleWithResponse Get a sensor's overdue rule
 //
-// The sensor's overdue rule; 404 when it has none. Required role: `viewer`.
+// The sensor's overdue rule; 404 when it has none (the sensor's
+// `alarm-rules` list says whether it has one). Required role: `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //

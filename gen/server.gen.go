@@ -282,6 +282,24 @@ func (e Keys) Valid() bool {
 	}
 }
 
+// Defines values for ListAlarmEventsParamsOrder.
+const (
+	EventsNewestFirst ListAlarmEventsParamsOrder = "desc"
+	EventsOldestFirst ListAlarmEventsParamsOrder = "asc"
+)
+
+// Valid indicates whether the value is a known member of the ListAlarmEventsParamsOrder enum.
+func (e ListAlarmEventsParamsOrder) Valid() bool {
+	switch e {
+	case EventsNewestFirst:
+		return true
+	case EventsOldestFirst:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LatestReadingsParamsKeys.
 const (
 	LatestReadingsParamsKeysIds   LatestReadingsParamsKeys = "ids"
@@ -633,6 +651,9 @@ type AlarmRuleInputDirection string
 // AlarmRuleList defines model for AlarmRuleList.
 type AlarmRuleList struct {
 	Items []AlarmRule `json:"items"`
+
+	// Overdue The sensor's overdue rule; absent when it has none.
+	Overdue *OverdueRule `json:"overdue,omitempty"`
 }
 
 // BaselineUpdate One baseline: `values` by input key from `from` on, or the inputs of
@@ -1723,7 +1744,13 @@ type ListAlarmEventsParams struct {
 
 	// DatetimeLt Only events recorded before this instant.
 	DatetimeLt *time.Time `form:"datetime__lt,omitempty" json:"datetime__lt,omitempty"`
+
+	// Order `asc` (oldest first) or `desc` (newest first).
+	Order *ListAlarmEventsParamsOrder `form:"order,omitempty" json:"order,omitempty"`
 }
+
+// ListAlarmEventsParamsOrder defines parameters for ListAlarmEvents.
+type ListAlarmEventsParamsOrder string
 
 // LatestReadingsParams defines parameters for LatestReadings.
 type LatestReadingsParams struct {
@@ -2867,6 +2894,13 @@ func (w *ServerInterfaceWrapper) ListAlarmEvents(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lt: %s", err))
+	}
+
+	// ------------- Optional query parameter "order" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "order", ctx.QueryParams(), &params.Order, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter order: %s", err))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments

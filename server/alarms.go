@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/sensorreadings/readings/alarms"
+	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/store"
 )
@@ -200,11 +202,16 @@ func (s *Server) DeleteAlarmLevel(ctx context.Context, req gen.DeleteAlarmLevelR
 
 // ListAlarmRules returns a sensor's rules.
 func (s *Server) ListAlarmRules(ctx context.Context, req gen.ListAlarmRulesRequestObject) (gen.ListAlarmRulesResponseObject, error) {
-	rules, err := s.store.ListAlarmRules(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
+	rules, overdue, err := s.store.ListAlarmRules(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
 	if err != nil {
 		return nil, err
 	}
-	return gen.ListAlarmRules200JSONResponse{Items: mapSlice(rules, toAlarmRule)}, nil
+	out := gen.ListAlarmRules200JSONResponse{Items: mapSlice(rules, toAlarmRule)}
+	if overdue != nil {
+		o := toOverdueRule(*overdue)
+		out.Overdue = &o
+	}
+	return out, nil
 }
 
 // CreateAlarmRule adds a rule to a sensor; its alarms are rechecked at
@@ -278,11 +285,23 @@ func (s *Server) AcknowledgeAlarm(ctx context.Context, req gen.AcknowledgeAlarmR
 
 // ListAlarmEvents returns a page of the project's alarm history.
 func (s *Server) ListAlarmEvents(ctx context.Context, req gen.ListAlarmEventsRequestObject) (gen.ListAlarmEventsResponseObject, error) {
-	after, limit, err := page(req.Params.Limit, req.Params.Cursor)
+	desc := req.Params.Order != nil && *req.Params.Order == gen.EventsNewestFirst
+	cursor := req.Params.Cursor
+	if cursor != nil {
+		// A cursor carries its order: taken with the other one, its id
+		// would silently skip the events on the wrong side of it.
+		c, descCursor := strings.CutPrefix(*cursor, descCursorPrefix)
+		if descCursor != desc {
+			return nil, apperr.Errorf(apperr.Invalid, "cursor %q belongs to order=%s; pass it with that order, or start again without a cursor",
+				*cursor, map[bool]string{false: "asc", true: "desc"}[descCursor])
+		}
+		cursor = &c
+	}
+	after, limit, err := page(req.Params.Limit, cursor)
 	if err != nil {
 		return nil, err
 	}
-	q := store.AlarmEventQuery{After: after, Limit: limit, From: store.MinTime, To: store.MaxTime,
+	q := store.AlarmEventQuery{Desc: desc, After: after, Limit: limit, From: store.MinTime, To: store.MaxTime,
 		SensorID: deref(req.Params.SensorId), LevelID: deref(req.Params.LevelId)}
 	if p := req.Params.DatetimeGte; p != nil {
 		q.From = ceilMicro(*p)
@@ -297,9 +316,16 @@ func (s *Server) ListAlarmEvents(ctx context.Context, req gen.ListAlarmEventsReq
 	out := gen.ListAlarmEvents200JSONResponse{Items: mapSlice(events, toAlarmEvent)}
 	if len(events) > 0 {
 		out.NextCursor = nextCursor(more, events[len(events)-1].ID)
+		if desc && out.NextCursor != nil {
+			*out.NextCursor = descCursorPrefix + *out.NextCursor
+		}
 	}
 	return out, nil
 }
+
+// descCursorPrefix marks the cursors of the newest-first order; the
+// oldest-first ones stay bare ids, as they were before the order existed.
+const descCursorPrefix = "d"
 
 func toAlarmLevel(l store.AlarmLevel) gen.AlarmLevel {
 	return gen.AlarmLevel{Id: l.ID, Name: l.Name, Rank: l.Rank, Colour: l.Colour}

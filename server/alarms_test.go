@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -199,25 +200,84 @@ func TestAlarmLifecycle(t *testing.T) {
 			"escalated Alarm", "acknowledged Alarm", "triggered Alarm")
 		wantEvents(t, a.events(t, gen.ListAlarmEventsParams{SensorId: ptr(a.tn.sensorID)}))
 		wantEvents(t, a.events(t, gen.ListAlarmEventsParams{DatetimeLt: ptr(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC))}))
-		var kinds []string
-		params := gen.ListAlarmEventsParams{Limit: ptr(2)}
-		for range 10 {
-			res, err := e.client(a.tn.tokens[store.Viewer]).ListAlarmEventsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, &params)
-			if err != nil || res.JSON200 == nil {
-				t.Fatalf("list events: %v %s", err, res.Body)
-			}
-			for _, ev := range res.JSON200.Items {
-				kinds = append(kinds, string(ev.Kind))
-			}
-			if res.JSON200.NextCursor == nil {
-				break
-			}
-			params.Cursor = res.JSON200.NextCursor
+		all := a.events(t, gen.ListAlarmEventsParams{})
+		atAlarm := []string{"escalated Alarm", "acknowledged Alarm", "triggered Alarm"}
+		newest := gen.EventsNewestFirst
+		for _, c := range []struct {
+			name   string
+			params gen.ListAlarmEventsParams
+			want   []string
+		}{
+			{"Asc", gen.ListAlarmEventsParams{}, all},
+			{"Desc", gen.ListAlarmEventsParams{Order: &newest}, reversed(all)},
+			{"AscAtAlarm", gen.ListAlarmEventsParams{LevelId: &alarmLevel, Order: ptr(gen.EventsOldestFirst)}, atAlarm},
+			{"DescAtAlarm", gen.ListAlarmEventsParams{LevelId: &alarmLevel, Order: &newest}, reversed(atAlarm)},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				if got, _ := a.pages(t, c.params); !slices.Equal(got, c.want) {
+					t.Errorf("paging by 2 gave %v, want %v", got, c.want)
+				}
+			})
 		}
-		if got, want := len(kinds), 6; got != want {
-			t.Errorf("paging by 2 gave %d events (%v), want %d", got, kinds, want)
+		if len(all) != 6 {
+			t.Errorf("%d events, want 6", len(all))
 		}
 	})
+
+	t.Run("CursorKeepsItsOrder", func(t *testing.T) {
+		_, ascCursor := a.pages(t, gen.ListAlarmEventsParams{})
+		_, descCursor := a.pages(t, gen.ListAlarmEventsParams{Order: ptr(gen.EventsNewestFirst)})
+		for _, c := range []struct {
+			name   string
+			params gen.ListAlarmEventsParams
+			want   string // in the message
+		}{
+			{"AscCursorDesc", gen.ListAlarmEventsParams{Cursor: &ascCursor, Order: ptr(gen.EventsNewestFirst)}, "order=asc"},
+			{"DescCursorAsc", gen.ListAlarmEventsParams{Cursor: &descCursor, Order: ptr(gen.EventsOldestFirst)}, "order=desc"},
+			{"DescCursorDefault", gen.ListAlarmEventsParams{Cursor: &descCursor}, "order=desc"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				res, err := a.e.client(a.tn.tokens[store.Viewer]).ListAlarmEventsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, &c.params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := wantError(t, res.StatusCode(), res.Body, 400, "invalid"); !strings.Contains(got.Message, c.want) {
+					t.Errorf("message %q, want it to name %s", got.Message, c.want)
+				}
+			})
+		}
+	})
+}
+
+// pages lists the project's events two at a time with params, following
+// next_cursor, and returns their kinds and levels and the first cursor.
+func (a *alarmSite) pages(t *testing.T, params gen.ListAlarmEventsParams) (events []string, first string) {
+	t.Helper()
+	params.Limit = ptr(2)
+	for range 10 {
+		res, err := a.e.client(a.tn.tokens[store.Viewer]).ListAlarmEventsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, &params)
+		if err != nil || res.JSON200 == nil {
+			t.Fatalf("list events: %v %s", err, res.Body)
+		}
+		for _, ev := range res.JSON200.Items {
+			events = append(events, string(ev.Kind)+" "+ev.Level)
+		}
+		if res.JSON200.NextCursor == nil {
+			return events, first
+		}
+		if first == "" {
+			first = *res.JSON200.NextCursor
+		}
+		params.Cursor = res.JSON200.NextCursor
+	}
+	t.Fatalf("more than 10 pages of events: %v", events)
+	return nil, ""
+}
+
+func reversed(s []string) []string {
+	out := slices.Clone(s)
+	slices.Reverse(out)
+	return out
 }
 
 // TestAlarmPersistence: a rule with persistence 3 waits for three
@@ -447,9 +507,24 @@ func TestAlarmOverdue(t *testing.T) {
 	e := newEnv(t)
 	a := newAlarmSite(t, e, "Overdue")
 	ctx := t.Context()
+	// The rules' list says whether there is an overdue rule, with no 404.
+	overdue := func() *gen.OverdueRule {
+		t.Helper()
+		res, err := e.client(a.tn.tokens[store.Viewer]).ListAlarmRulesWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID)
+		if err != nil || res.JSON200 == nil {
+			t.Fatalf("list alarm rules: %v %s", err, res.Body)
+		}
+		return res.JSON200.Overdue
+	}
+	if got := overdue(); got != nil {
+		t.Errorf("overdue rule %+v before one is set, want none", got)
+	}
 	res, err := a.admin.SetOverdueRuleWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID, gen.OverdueRuleInput{Level: "Maintenance", AfterSeconds: 3600})
 	if err != nil || res.JSON200 == nil || res.JSON200.Level != "Maintenance" || res.JSON200.AfterSeconds != 3600 {
 		t.Fatalf("set overdue rule: %v %s", err, res.Body)
+	}
+	if got := overdue(); got == nil || got.Level != "Maintenance" || got.AfterSeconds != 3600 {
+		t.Errorf("listed overdue rule %+v, want Maintenance after 3600 s", got)
 	}
 	a.post(t, 0, 2000) // 2024-05-01T12:00, long ago
 
@@ -479,6 +554,9 @@ func TestAlarmOverdue(t *testing.T) {
 	}
 	get, _ := a.admin.GetOverdueRuleWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID)
 	wantError(t, get.StatusCode(), get.Body, 404, "not_found")
+	if got := overdue(); got != nil {
+		t.Errorf("overdue rule %+v listed after its delete, want none", got)
+	}
 	short, _ := a.admin.SetOverdueRuleWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID, gen.OverdueRuleInput{Level: "Maintenance", AfterSeconds: 10})
 	wantError(t, short.StatusCode(), short.Body, 400, "invalid")
 }

@@ -210,6 +210,9 @@ var badRequests = []struct {
 	{"OverdueTooShort", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{sensor}/overdue", "json", `{"level":"Maintenance","after_seconds":5}`, 400},
 	{"OverdueUnknownLevel", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{sensor}/overdue", "json", `{"level":"Never","after_seconds":600}`, 400},
 	{"AlarmEventsLevelWord", "GET", "/api/v1/org/{org}/proj/{proj}/alarm-events?level_id=alarm", "", "", 400},
+	{"AlarmEventsOrderWord", "GET", "/api/v1/org/{org}/proj/{proj}/alarm-events?order=newest", "", "", 400},
+	{"AlarmEventsDescCursorAsc", "GET", "/api/v1/org/{org}/proj/{proj}/alarm-events?order=asc&cursor=d5", "", "", 400},
+	{"AlarmEventsDescCursorWord", "GET", "/api/v1/org/{org}/proj/{proj}/alarm-events?order=desc&cursor=dabc", "", "", 400},
 }
 
 // postgresWords are in PostgreSQL's error messages, never in ours: they

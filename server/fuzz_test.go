@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,10 @@ func FuzzQueryParameters(f *testing.F) {
 		"sensor_id=1&level_id=2&datetime__gte=2024-05-01T00:00:00Z&datetime__lt=2024-05-02T00:00:00Z&limit=5",
 	} {
 		f.Add(uint8(i), q)
+	}
+	// The alarm history's cursors carry the order they were issued with.
+	for _, q := range []string{"order=desc&cursor=d9223372036854775807&limit=1", "order=asc&cursor=d1", "order=desc&cursor=d"} {
+		f.Add(uint8(slices.Index(paths, base+"/alarm-events")), q)
 	}
 	f.Fuzz(func(t *testing.T, which uint8, query string) {
 		if strings.IndexFunc(query, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {

@@ -74,7 +74,7 @@ type Store interface {
 	CreateAlarmLevel(ctx context.Context, orgID, projectID int64, l store.AlarmLevel) (store.AlarmLevel, error)
 	UpdateAlarmLevel(ctx context.Context, orgID, projectID, levelID int64, patch store.AlarmLevelPatch) (store.AlarmLevel, error)
 	DeleteAlarmLevel(ctx context.Context, orgID, projectID, levelID int64) error
-	ListAlarmRules(ctx context.Context, key store.SensorKey) ([]store.AlarmRule, error)
+	ListAlarmRules(ctx context.Context, key store.SensorKey) ([]store.AlarmRule, *store.OverdueRule, error)
 	CreateAlarmRule(ctx context.Context, key store.SensorKey, spec store.AlarmRuleSpec) (store.AlarmRule, error)
 	UpdateAlarmRule(ctx context.Context, key store.SensorKey, ruleID int64, spec store.AlarmRuleSpec) (store.AlarmRule, error)
 	DeleteAlarmRule(ctx context.Context, key store.SensorKey, ruleID int64) error

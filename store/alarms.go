@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -100,7 +101,8 @@ type AlarmEvent struct {
 type AlarmEventQuery struct {
 	SensorID, LevelID int64
 	From, To          time.Time // of the event's creation, inclusive
-	After             int64     // the cursor: events with greater ids
+	Desc              bool      // newest first
+	After             int64     // the cursor: events past this id in the order, 0 from the start
 	Limit             int
 }
 
@@ -246,15 +248,25 @@ coalesce((SELECT al.rank FROM alarms a JOIN alarm_levels al ON al.id = a.level_i
 const sensorRulesSQL = `SELECT ` + alarmRuleColumns + ` FROM alarm_rules r JOIN alarm_levels l ON l.id = r.level_id
 WHERE r.sensor_id = $1 ORDER BY r.target_id, r.id`
 
-// ListAlarmRules returns the sensor's rules, by target. It returns
-// NotFound.
-func (db *DB) ListAlarmRules(ctx context.Context, key SensorKey) ([]AlarmRule, error) {
+// ListAlarmRules returns the sensor's trigger rules, by target, and its
+// overdue rule, nil when it has none. It returns NotFound.
+func (db *DB) ListAlarmRules(ctx context.Context, key SensorKey) ([]AlarmRule, *OverdueRule, error) {
 	if _, err := db.GetSensor(ctx, key); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rows, _ := db.pool.Query(ctx, sensorRulesSQL, key.SensorID)
 	rules, err := pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
-	return rules, dbError("list alarm rules", err)
+	if err != nil {
+		return nil, nil, dbError("list alarm rules", err)
+	}
+	overdue, err := overdueRule(ctx, db.pool, key.SensorID)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return rules, nil, nil
+	case err != nil:
+		return nil, nil, dbError("list alarm rules", err)
+	}
+	return rules, &overdue, nil
 }
 
 // CreateAlarmRule adds a rule to the sensor and rechecks its alarms
@@ -574,18 +586,31 @@ VALUES ($1, $2, $3, 'acknowledged', $4, $5, $6, $7, $8, $9)`,
 }
 
 // ListAlarmEvents returns up to q.Limit events of the project that q
-// selects, oldest first, and whether more follow. It returns NotFound for
-// a project not in orgID.
+// selects, oldest first (newest first with q.Desc), and whether more
+// follow. It returns NotFound for a project not in orgID.
 func (db *DB) ListAlarmEvents(ctx context.Context, orgID, projectID int64, q AlarmEventQuery) ([]AlarmEvent, bool, error) {
 	if _, err := db.GetProject(ctx, orgID, projectID); err != nil {
 		return nil, false, err
 	}
-	rows, _ := db.pool.Query(ctx, `
-SELECT id, project_id, sensor_id, target_key, kind, level_id, level_name, value, reading_at, user_id, note, created_at
-FROM alarm_events
-WHERE project_id = $1 AND id > $2
-  AND ($3 = 0 OR sensor_id = $3) AND ($4 = 0 OR level_id = $4)
-  AND created_at BETWEEN $5 AND $6
-ORDER BY id LIMIT $7`, projectID, q.After, q.SensorID, q.LevelID, q.From, q.To, q.Limit+1)
+	sql, after := listAlarmEventsAsc, q.After
+	if q.Desc {
+		sql = listAlarmEventsDesc
+		if after == 0 {
+			after = math.MaxInt64
+		}
+	}
+	rows, _ := db.pool.Query(ctx, sql, projectID, after, q.SensorID, q.LevelID, q.From, q.To, q.Limit+1)
 	return collectPage[AlarmEvent]("list alarm events", rows, q.Limit)
 }
+
+// The two orders are two statements rather than one with a CASE, so that
+// each walks the (project_id, id) index in its direction.
+const (
+	listAlarmEventsSelect = `
+SELECT id, project_id, sensor_id, target_key, kind, level_id, level_name, value, reading_at, user_id, note, created_at
+FROM alarm_events
+WHERE project_id = $1 AND ($3 = 0 OR sensor_id = $3) AND ($4 = 0 OR level_id = $4)
+  AND created_at BETWEEN $5 AND $6`
+	listAlarmEventsAsc  = listAlarmEventsSelect + ` AND id > $2 ORDER BY id LIMIT $7`
+	listAlarmEventsDesc = listAlarmEventsSelect + ` AND id < $2 ORDER BY id DESC LIMIT $7`
+)

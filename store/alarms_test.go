@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -195,4 +196,93 @@ func TestAlarmHook(t *testing.T) {
 	if got := strings.Join(kinds(), ","); got != want {
 		t.Errorf("events %s, want %s", got, want)
 	}
+}
+
+// TestListAlarmEvents pages a project's history both ways, whole and
+// filtered by level: the cursor is the last id of a page, in either order.
+func TestListAlarmEvents(t *testing.T) {
+	db := newDB(t)
+	db.SetAlarmEvaluator(&thresholdEvaluator{})
+	ctx := t.Context()
+	sensor, key := newBlueprintSensor(t, db)
+	u := sensor.Instance.Inputs[0].ID
+	var alarmLevel int64
+	for _, spec := range []store.AlarmRuleSpec{
+		{TargetKey: "u", Level: "Alert", Direction: "above", Threshold: 50, Persistence: 1},
+		{TargetKey: "u", Level: "Alarm", Direction: "above", Threshold: 100, Persistence: 1},
+	} {
+		rule, err := db.CreateAlarmRule(ctx, key, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alarmLevel = rule.LevelID
+	}
+	// Triggered Alert, triggered Alarm, cleared Alarm, triggered Alarm.
+	for m, v := range []float64{60, 150, 10, 150} {
+		at := time.Date(2024, 5, 1, 12, m, 0, 0, time.UTC)
+		if _, err := db.InsertReadings(ctx, key, []store.Reading{{Time: at, InputIDs: []int64{u}, Values: []float64{v}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func(q store.AlarmEventQuery) []int64 {
+		t.Helper()
+		q.From, q.To, q.Limit = store.MinTime, store.MaxTime, 100
+		events, _, err := db.ListAlarmEvents(ctx, key.OrgID, key.ProjectID, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids(events, func(e store.AlarmEvent) int64 { return e.ID })
+	}
+	asc, desc := list(store.AlarmEventQuery{}), list(store.AlarmEventQuery{Desc: true})
+	slices.Reverse(desc)
+	if len(asc) != 4 || !slices.Equal(desc, asc) {
+		t.Fatalf("events %v oldest first and %v newest first reversed, want the same 4", asc, desc)
+	}
+	alarms := list(store.AlarmEventQuery{LevelID: alarmLevel})
+	if !slices.Equal(alarms, asc[1:]) {
+		t.Fatalf("events at Alarm %v, want %v", alarms, asc[1:])
+	}
+	for _, desc := range []bool{false, true} {
+		want := slices.Clone(alarms)
+		if desc {
+			slices.Reverse(want)
+		}
+		t.Run(map[bool]string{false: "Asc", true: "Desc"}[desc], func(t *testing.T) {
+			checkPages(t, want, func(after int64, limit int) ([]int64, bool, error) {
+				q := store.AlarmEventQuery{LevelID: alarmLevel, Desc: desc, After: after, From: store.MinTime, To: store.MaxTime, Limit: limit}
+				events, more, err := db.ListAlarmEvents(ctx, key.OrgID, key.ProjectID, q)
+				return ids(events, func(e store.AlarmEvent) int64 { return e.ID }), more, err
+			})
+		})
+	}
+	t.Run("ErrNotFound", func(t *testing.T) {
+		_, _, err := db.ListAlarmEvents(ctx, unknownID, key.ProjectID, store.AlarmEventQuery{Desc: true, Limit: 1})
+		wantCode(t, err, apperr.NotFound)
+	})
+}
+
+// TestListAlarmRules: the list carries the sensor's overdue rule, nil
+// while it has none.
+func TestListAlarmRules(t *testing.T) {
+	db := newDB(t)
+	ctx := t.Context()
+	_, key := newBlueprintSensor(t, db)
+	if _, err := db.CreateAlarmRule(ctx, key, store.AlarmRuleSpec{TargetKey: "u", Level: "Alert", Direction: "above", Threshold: 50, Persistence: 1}); err != nil {
+		t.Fatal(err)
+	}
+	rules, overdue, err := db.ListAlarmRules(ctx, key)
+	if err != nil || len(rules) != 1 || overdue != nil {
+		t.Fatalf("ListAlarmRules = %d rules, overdue %+v, %v; want 1 rule, no overdue rule", len(rules), overdue, err)
+	}
+	if _, err := db.SetOverdueRule(ctx, key, "Maintenance", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	rules, overdue, err = db.ListAlarmRules(ctx, key)
+	if err != nil || len(rules) != 1 || overdue == nil || overdue.Level != "Maintenance" || overdue.After != time.Hour {
+		t.Fatalf("ListAlarmRules = %d rules, overdue %+v, %v; want 1 rule, overdue at Maintenance after 1h", len(rules), overdue, err)
+	}
+	t.Run("ErrNotFound", func(t *testing.T) {
+		_, _, err := db.ListAlarmRules(ctx, store.SensorKey{OrgID: key.OrgID, ProjectID: key.ProjectID, SensorID: unknownID})
+		wantCode(t, err, apperr.NotFound)
+	})
 }

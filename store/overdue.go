@@ -37,14 +37,21 @@ func (db *DB) GetOverdueRule(ctx context.Context, key SensorKey) (OverdueRule, e
 	if _, err := db.GetSensor(ctx, key); err != nil {
 		return OverdueRule{}, err
 	}
+	r, err := overdueRule(ctx, db.pool, key.SensorID)
+	return r, notFound("get overdue rule", err, "overdue rule")
+}
+
+// overdueRule reads the sensor's overdue rule; pgx.ErrNoRows when it has
+// none.
+func overdueRule(ctx context.Context, q querier, sensorID int64) (OverdueRule, error) {
 	var r OverdueRule
 	var seconds int
-	err := db.pool.QueryRow(ctx, `
+	err := q.QueryRow(ctx, `
 SELECT o.sensor_id, o.level_id, l.name, o.after_seconds, o.created_at
-FROM alarm_overdue o JOIN alarm_levels l ON l.id = o.level_id WHERE o.sensor_id = $1`, key.SensorID).
+FROM alarm_overdue o JOIN alarm_levels l ON l.id = o.level_id WHERE o.sensor_id = $1`, sensorID).
 		Scan(&r.SensorID, &r.LevelID, &r.Level, &seconds, &r.CreatedAt)
 	r.After = time.Duration(seconds) * time.Second
-	return r, notFound("get overdue rule", err, "overdue rule")
+	return r, err
 }
 
 // SetOverdueRule gives the sensor an overdue rule at level after after, or

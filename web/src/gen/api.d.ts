@@ -1276,7 +1276,8 @@ export interface paths {
         /**
          * List a sensor's alarm rules
          * @description The sensor's trigger rules, by target, each with whether it holds now
-         *     (`active`).
+         *     (`active`), and its overdue rule (`overdue`), absent when it has
+         *     none: a client learns whether there is one without a 404.
          *     Required role: `viewer`.
          */
         get: operations["listAlarmRules"];
@@ -1385,7 +1386,8 @@ export interface paths {
         };
         /**
          * Get a sensor's overdue rule
-         * @description The sensor's overdue rule; 404 when it has none. Required role: `viewer`.
+         * @description The sensor's overdue rule; 404 when it has none (the sensor's
+         *     `alarm-rules` list says whether it has one). Required role: `viewer`.
          */
         get: operations["getOverdueRule"];
         /**
@@ -1509,8 +1511,10 @@ export interface paths {
         };
         /**
          * List alarm events
-         * @description The project's alarm history, oldest first, paged with a cursor:
-         *     appended in the transaction that made each change, never rewritten.
+         * @description The project's alarm history, oldest first (`order=desc`: newest
+         *     first), paged with a cursor: appended in the transaction that made
+         *     each change, never rewritten. A `next_cursor` carries the order it
+         *     was issued with: passed with the other order it is a 400.
          *     `kind` is `triggered` (from rest), `escalated`, `de-escalated`,
          *     `cleared`, `acknowledged` (with `user_id` and `note`) or `late`: a
          *     reading older than the sensor's newest, stored after it, whose value
@@ -2333,6 +2337,8 @@ export interface components {
         };
         AlarmRuleList: {
             items: components["schemas"]["AlarmRule"][];
+            /** @description The sensor's overdue rule; absent when it has none. */
+            overdue?: components["schemas"]["OverdueRule"];
         };
         Alarm: {
             /** Format: int64 */
@@ -6570,6 +6576,8 @@ export interface operations {
                 datetime__gte?: string;
                 /** @description Only events recorded before this instant. */
                 datetime__lt?: string;
+                /** @description `asc` (oldest first) or `desc` (newest first). */
+                order?: "asc" | "desc";
             };
             header?: never;
             path: {

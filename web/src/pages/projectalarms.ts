@@ -143,12 +143,12 @@ export function alarmsSection(ctx: Ctx, path: ProjPath, role: Role | undefined):
   return h('div', null, h('h2', null, 'Current alarms'), current.el, h('h2', null, 'Alarm history'), history.el);
 }
 
-type EventsQuery = { limit: number; cursor?: string; sensor_id?: number; level_id?: number; datetime__gte?: string; datetime__lt?: string };
+type EventsQuery = { limit: number; order: 'desc'; cursor?: string; sensor_id?: number; level_id?: number; datetime__gte?: string; datetime__lt?: string };
 
 /**
- * eventHistory browses the project's events, oldest first as the API
- * answers them, a page at a time: Next follows next_cursor, Previous goes
- * back to the cursor before.
+ * eventHistory browses the project's events, newest first (what a person
+ * on a busy project looks for), a page at a time: Next follows
+ * next_cursor, Previous goes back to the cursor before.
  */
 function eventHistory(ctx: Ctx, path: ProjPath, sensorName: (id: number) => string, userName: (id: number | undefined) => string, levels: () => AlarmLevel[]) {
   const sensor = h('select', { name: 'sensor' }, h('option', { value: '' }, 'all sensors'));
@@ -162,7 +162,7 @@ function eventHistory(ctx: Ctx, path: ProjPath, sensorName: (id: number) => stri
   let pages: EventsQuery[] = [];
 
   function filter(): EventsQuery {
-    const q: EventsQuery = { limit: EVENTS_PAGE };
+    const q: EventsQuery = { limit: EVENTS_PAGE, order: 'desc' };
     if (sensor.value) q.sensor_id = Number(sensor.value);
     if (level.value) q.level_id = Number(level.value);
     if (from.value && to.value) customRange(from.value, to.value); // throws when they make no range
@@ -193,7 +193,7 @@ function eventHistory(ctx: Ctx, path: ProjPath, sensorName: (id: number) => stri
     });
     const first = (pageNo - 1) * EVENTS_PAGE + 1;
     list.replaceChildren(
-      h('div', { class: 'inline pager' }, prev, h('span', { class: 'muted', 'data-testid': 'events-page' }, page.items.length ? `Events ${first}–${first + page.items.length - 1}, oldest first (page ${pageNo})` : 'No events.'), next),
+      h('div', { class: 'inline pager' }, prev, h('span', { class: 'muted', 'data-testid': 'events-page' }, page.items.length ? `Events ${first}–${first + page.items.length - 1}, newest first (page ${pageNo})` : 'No events.'), next),
       page.items.length ? table(['Recorded', 'Sensor', 'Target', 'Event', 'Level', 'Value', 'Reading of', 'Who, note'], page.items.map(eventRow), { 'aria-label': 'Alarm events' }) : '',
     );
   }

@@ -1,6 +1,6 @@
 // Sensor, formulas setup: the alarm rules on its inputs and outputs and its
 // overdue rule. Each rule also shows beside the input or output it watches.
-import { ApiError, must, type AlarmLevel, type AlarmRule, type AlarmRuleInput, type OverdueRule, type Sensor } from '../api';
+import { must, type AlarmLevel, type AlarmRule, type AlarmRuleInput, type OverdueRule, type Sensor } from '../api';
 import type { Ctx } from '../app';
 import { describeRule, levelColour } from '../alarms';
 import { action, field, h, section, table, type Child } from '../dom';
@@ -22,13 +22,11 @@ export function levelBadge(name: string, colour: string): HTMLElement {
 export function alarmRulesSection(ctx: Ctx, path: SensorPath, sensor: Sensor, role: Role | undefined, beside: Map<string, HTMLElement>): HTMLElement {
   const projPath = { org_id: path.org_id, proj_id: path.proj_id };
   const body = section(async () => {
-    const [rules, levels, overdue] = await Promise.all([
+    // The rules' list carries the overdue rule: no GET …/overdue, whose 404
+    // for a sensor without one the browser would log on every visit.
+    const [rules, levels] = await Promise.all([
       must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules', { params: { path } })),
       must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/alarm-levels', { params: { path: projPath } })),
-      must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue', { params: { path } })).catch((err: unknown) => {
-        if (err instanceof ApiError && err.status === 404) return undefined; // no overdue rule
-        throw err;
-      }),
     ]);
     for (const [key, cell] of beside) {
       cell.replaceChildren(
@@ -38,7 +36,7 @@ export function alarmRulesSection(ctx: Ctx, path: SensorPath, sensor: Sensor, ro
       );
     }
     const refresh = () => void body.refresh();
-    return [ruleTable(ctx, path, sensor, role, rules.items, levels.items, refresh), overdueForm(ctx, path, role, overdue, levels.items, refresh)];
+    return [ruleTable(ctx, path, sensor, role, rules.items, levels.items, refresh), overdueForm(ctx, path, role, rules.overdue, levels.items, refresh)];
   });
   return h(
     'section',
