@@ -522,7 +522,10 @@ test('draws a long range from the aggregates: a min–max band around the averag
   // chart draws one by one, swinging ±50 Hz a day.
   const n = 8640;
   const step = 10 * 60_000;
-  const end = Math.floor(Date.now() / step) * step;
+  // Ending at the browser's last midnight, the newest bucket is a whole one
+  // (buckets divide a day, aligned in its zone): just after midnight a
+  // bucket of one reading would have min = avg = max.
+  const end = new Date().setHours(0, 0, 0, 0);
   const batch = Array.from({ length: n }, (_, i) => {
     const t = end - (n - i) * step;
     return { datetime: new Date(t).toISOString(), inputs: { [id.freq]: 2700 + 50 * Math.sin((2 * Math.PI * t) / 86_400_000), [id.temp]: 10 } };
