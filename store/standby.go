@@ -11,9 +11,10 @@ func (db *DB) WALPosition(ctx context.Context) (string, error) {
 	return lsn, dbError("wal position", err)
 }
 
-// A server that is not in recovery has no replay position: it is the
-// primary, or a standby since promoted, and shows every write.
-const caughtUpSQL = `SELECT coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, true)`
+// A server that is not in recovery (the primary, or a standby since
+// promoted) shows every write. Its replay position is no sign of that: after
+// a crash recovery it stays at the last record replayed, long behind.
+const caughtUpSQL = `SELECT NOT pg_is_in_recovery() OR coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false)`
 
 // CaughtUp tells whether this database, a hot standby, has replayed the log
 // up to lsn (as WALPosition prints it; "" for any position). It returns
