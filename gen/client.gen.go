@@ -616,6 +616,15 @@ type ClientInterface interface {
 	// `datetime__lt` (exclusive); both bounds are required, so that no
 	// request deletes everything by accident. Answers how many were
 	// deleted. An archived project is read-only: 409.
+	//
+	// The current alarms follow the newest reading: when the range holds
+	// the sensor's newest reading, its alarm rules are evaluated again, in
+	// the delete's transaction, against the newest reading left, as an
+	// edit of a rule evaluates them; when none is left, every alarm of the
+	// sensor's rules clears. Each change is an event (`cleared`,
+	// `de-escalated`, ...) with the datetime and value of the reading it was
+	// evaluated on; the events of the deleted readings stay. The overdue
+	// alarm is the background check's and is left as it is.
 	// Required role: `admin`.
 	//
 	// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id} (the `DeleteReadings` operationId).
@@ -2286,6 +2295,15 @@ func (c *Client) ListProjectReadings(ctx context.Context, orgId OrgId, projId Pr
 // `datetime__lt` (exclusive); both bounds are required, so that no
 // request deletes everything by accident. Answers how many were
 // deleted. An archived project is read-only: 409.
+//
+// The current alarms follow the newest reading: when the range holds
+// the sensor's newest reading, its alarm rules are evaluated again, in
+// the delete's transaction, against the newest reading left, as an
+// edit of a rule evaluates them; when none is left, every alarm of the
+// sensor's rules clears. Each change is an event (`cleared`,
+// `de-escalated`, ...) with the datetime and value of the reading it was
+// evaluated on; the events of the deleted readings stay. The overdue
+// alarm is the background check's and is left as it is.
 // Required role: `admin`.
 //
 // Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id} (the `DeleteReadings` operationId).
@@ -7861,6 +7879,15 @@ type ClientWithResponsesInterface interface {
 	// `datetime__lt` (exclusive); both bounds are required, so that no
 	// request deletes everything by accident. Answers how many were
 	// deleted. An archived project is read-only: 409.
+	//
+	// The current alarms follow the newest reading: when the range holds
+	// the sensor's newest reading, its alarm rules are evaluated again, in
+	// the delete's transaction, against the newest reading left, as an
+	// edit of a rule evaluates them; when none is left, every alarm of the
+	// sensor's rules clears. Each change is an event (`cleared`,
+	// `de-escalated`, ...) with the datetime and value of the reading it was
+	// evaluated on; the events of the deleted readings stay. The overdue
+	// alarm is the background check's and is left as it is.
 	// Required role: `admin`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -16532,6 +16559,15 @@ func (c *ClientWithResponses) ListProjectReadingsWithResponse(ctx context.Contex
 // `datetime__lt` (exclusive); both bounds are required, so that no
 // request deletes everything by accident. Answers how many were
 // deleted. An archived project is read-only: 409.
+//
+// The current alarms follow the newest reading: when the range holds
+// the sensor's newest reading, its alarm rules are evaluated again, in
+// the delete's transaction, against the newest reading left, as an
+// edit of a rule evaluates them; when none is left, every alarm of the
+// sensor's rules clears. Each change is an event (`cleared`,
+// `de-escalated`, ...) with the datetime and value of the reading it was
+// evaluated on; the events of the deleted readings stay. The overdue
+// alarm is the background check's and is left as it is.
 // Required role: `admin`.
 //
 // Returns a wrapper object for the known response body format(s).

@@ -280,6 +280,48 @@ func TestAlarmRolledBackBatch(t *testing.T) {
 	wantEvents(t, a.events(t, gen.ListAlarmEventsParams{}))
 }
 
+// TestAlarmRecheckOnDelete: a delete that takes the newest reading moves
+// the current alarm to the newest reading left, or clears it when none is
+// left; a delete of older readings changes nothing, and history stays.
+func TestAlarmRecheckOnDelete(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := newAlarmSite(t, e, "Delete")
+	a.post(t, 0, 2000) // 4000: rest
+	a.post(t, 1, 2500) // 6250: Alert
+	a.post(t, 2, 3000) // 9000: Alarm
+	steps := []struct {
+		from, to  int // minutes after 12:00 of the deleted range
+		wantLevel string
+	}{
+		{0, 1, "Alarm"}, // older than the newest: nothing moves
+		{2, 3, "Alert"}, // the newest: back to 12:01's 6250
+		{0, 60, ""},     // every reading: nothing holds
+	}
+	for _, step := range steps {
+		minute := func(m int) string { return time.Date(2024, 5, 1, 12, m, 0, 0, time.UTC).Format(time.RFC3339) }
+		res, err := a.admin.DeleteReadingsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.tn.instanceID,
+			&gen.DeleteReadingsParams{DatetimeGte: minute(step.from), DatetimeLt: minute(step.to)})
+		if err != nil || res.JSON200 == nil {
+			t.Fatalf("delete 12:%02d to 12:%02d: %v %s", step.from, step.to, err, res.Body)
+		}
+		if got := a.level(t); got != step.wantLevel {
+			t.Errorf("level after deleting 12:%02d to 12:%02d %q, want %q", step.from, step.to, got, step.wantLevel)
+		}
+	}
+	a.post(t, 5, 2500) // the rules start from rest again
+	wantEvents(t, a.events(t, gen.ListAlarmEventsParams{}),
+		"triggered Alert", "escalated Alarm", "de-escalated Alert", "cleared Alert", "triggered Alert")
+
+	res, err := a.editor.ListAlarmEventsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, &gen.ListAlarmEventsParams{})
+	if err != nil || res.JSON200 == nil || len(res.JSON200.Items) != 5 {
+		t.Fatalf("events: %v %s, want 5", err, res.Body)
+	}
+	if ev := res.JSON200.Items[2]; deref(ev.Value) != 6250 || deref(ev.ReadingDatetime) != "2024-05-01T12:01:00.000Z" {
+		t.Errorf("de-escalation %+v, want value 6250 of the reading at 12:01 it was evaluated on", ev)
+	}
+}
+
 // TestAlarmRecheckOnEdit: editing a rule, a formula or a calibration
 // re-evaluates the newest reading at once; history stays.
 func TestAlarmRecheckOnEdit(t *testing.T) {

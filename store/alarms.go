@@ -401,7 +401,8 @@ func (db *DB) evaluateAlarms(ctx context.Context, tx pgx.Tx, sensor Sensor, read
 }
 
 // recheckAlarms rechecks the sensor's rules against its newest reading,
-// after an edit, in the edit's transaction; the sensor is locked.
+// after an edit or a delete that took the newest, in that write's
+// transaction; the sensor is locked.
 func (db *DB) recheckAlarms(ctx context.Context, tx pgx.Tx, sensor Sensor) error {
 	if db.alarms == nil {
 		return nil
@@ -412,6 +413,7 @@ func (db *DB) recheckAlarms(ctx context.Context, tx pgx.Tx, sensor Sensor) error
 	}
 	var changes []AlarmChange
 	var newest Reading
+	ruled := rules // the rules whose targets keep their alarms
 	err = tx.QueryRow(ctx, `SELECT datetime, input_ids, vals FROM sensor_latest WHERE sensor_id = $1`, sensor.ID).
 		Scan(&newest.Time, &newest.InputIDs, &newest.Values)
 	switch {
@@ -419,11 +421,18 @@ func (db *DB) recheckAlarms(ctx context.Context, tx pgx.Tx, sensor Sensor) error
 		changes = db.alarms.Recheck(sensor, rules, newest)
 	case !errors.Is(err, pgx.ErrNoRows):
 		return err
+	default:
+		// No reading left (a delete took them all): no rule holds, and every
+		// target's alarm clears as a target without rules does.
+		for i := range rules {
+			rules[i].Active, rules[i].Streak = false, 0
+		}
+		ruled = nil
 	}
 	if err := applyAlarms(ctx, tx, sensor, rules, changes); err != nil {
 		return err
 	}
-	return clearUnruled(ctx, tx, sensor, rules)
+	return clearUnruled(ctx, tx, sensor, ruled)
 }
 
 func sensorRules(ctx context.Context, tx pgx.Tx, sensorID int64) ([]AlarmRule, error) {
