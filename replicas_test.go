@@ -27,14 +27,20 @@ type replica struct {
 	served chan error
 }
 
-func startReplica(t *testing.T, env map[string]string) *replica {
+// freeAddr is a loopback address with a port free at the time of asking.
+func freeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func startReplica(t *testing.T, env map[string]string) *replica {
+	t.Helper()
+	addr := freeAddr(t)
 	ctx, stop := context.WithCancel(context.Background())
 	r := &replica{base: "http://" + addr, stop: stop, served: make(chan error, 1)}
 	go func() {
@@ -212,12 +218,7 @@ func buildService(t *testing.T) string {
 // it with SIGTERM at the end of the test, failing it unless it exits 0.
 func startProcess(t *testing.T, bin string, env []string, args ...string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, append([]string{"serve", "-addr", addr, "-log-level", "warn"}, args...)...)
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, &logs, &logs
