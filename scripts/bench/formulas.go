@@ -48,8 +48,33 @@ func benchSpec() formulas.Spec {
 // blueprintSensor creates the blueprint and its sensor through the API,
 // then COPYs the readings straight in: their ingest was measured already.
 func (e *env) blueprintSensor(ctx context.Context, _ *results) error {
+	bpID, err := e.createBlueprint(ctx, "bench piezometer")
+	if err != nil {
+		return err
+	}
+	b, err := e.addBlueprintSensor(ctx, e.svc.project, bpID, "bench piezometer")
+	if err != nil {
+		return err
+	}
+	e.blueprint = b
+
+	d := e.data
+	src := &funcSource{n: d.perSensor, row: func(i int) []any {
+		r := d.reading(0, i)
+		return []any{b.id, r.Time, b.inputIDs, r.Values}
+	}}
+	if _, err := e.pool.CopyFrom(ctx, pgx.Identifier{"readings"}, readingColumns, src); err != nil {
+		return fmt.Errorf("copy the blueprint sensor's readings: %w", err)
+	}
+	_, err = e.pool.Exec(ctx, "VACUUM ANALYZE readings")
+	return err
+}
+
+// createBlueprint creates the benchmark's blueprint (benchSpec) through the
+// API and returns its id.
+func (e *env) createBlueprint(ctx context.Context, name string) (int64, error) {
 	s, spec := e.svc, benchSpec()
-	write := gen.BlueprintWrite{Name: "bench piezometer"}
+	write := gen.BlueprintWrite{Name: name}
 	for _, key := range spec.Inputs {
 		write.Inputs = append(write.Inputs, gen.BlueprintInput{Key: key, Name: key})
 	}
@@ -64,29 +89,25 @@ func (e *env) blueprintSensor(ctx context.Context, _ *results) error {
 	}
 	bp, err := s.api.CreateBlueprintWithResponse(ctx, s.org, write)
 	if err != nil || bp.JSON201 == nil {
-		return fmt.Errorf("create blueprint: %v %s", err, bp.Body)
+		return 0, fmt.Errorf("create blueprint: %v %s", err, bp.Body)
 	}
-	sensor, err := s.api.CreateSensorWithResponse(ctx, s.org, s.project, gen.SensorCreate{Name: "bench piezometer", BlueprintId: &bp.JSON201.Id})
+	return bp.JSON201.Id, nil
+}
+
+// addBlueprintSensor creates a sensor of the blueprint in the project
+// through the API, and adds its readings URL to the service's paths.
+func (e *env) addBlueprintSensor(ctx context.Context, project, blueprintID int64, name string) (blueprintSensor, error) {
+	s := e.svc
+	sensor, err := s.api.CreateSensorWithResponse(ctx, s.org, project, gen.SensorCreate{Name: name, BlueprintId: &blueprintID})
 	if err != nil || sensor.JSON201 == nil {
-		return fmt.Errorf("create sensor: %v %s", err, sensor.Body)
+		return blueprintSensor{}, fmt.Errorf("create sensor: %v %s", err, sensor.Body)
 	}
 	b := blueprintSensor{index: len(s.paths), id: sensor.JSON201.Id}
 	for _, in := range sensor.JSON201.Inputs {
 		b.inputIDs = append(b.inputIDs, in.Id)
 	}
-	s.paths = append(s.paths, fmt.Sprintf("%s/api/v1/org/%d/proj/%d/readings/%d", s.base, s.org, s.project, b.id))
-	e.blueprint = b
-
-	d := e.data
-	src := &funcSource{n: d.perSensor, row: func(i int) []any {
-		r := d.reading(0, i)
-		return []any{b.id, r.Time, b.inputIDs, r.Values}
-	}}
-	if _, err := e.pool.CopyFrom(ctx, pgx.Identifier{"readings"}, readingColumns, src); err != nil {
-		return fmt.Errorf("copy the blueprint sensor's readings: %w", err)
-	}
-	_, err = e.pool.Exec(ctx, "VACUUM ANALYZE readings")
-	return err
+	s.paths = append(s.paths, fmt.Sprintf("%s/api/v1/org/%d/proj/%d/readings/%d", s.base, s.org, project, b.id))
+	return b, nil
 }
 
 // serviceReadOutputs is row 6b: row 6 with outputs=true, on the
