@@ -65,6 +65,7 @@ type alarmSite struct {
 	editor *gen.ClientWithResponses
 	freq   string
 	rules  map[string]int64 // by level
+	minute int              // of the next reading a batch posts
 }
 
 func newAlarmSite(t *testing.T, e *env, name string) *alarmSite {
@@ -278,6 +279,63 @@ func TestAlarmRolledBackBatch(t *testing.T) {
 		t.Errorf("level %q after a refused batch, want none", got)
 	}
 	wantEvents(t, a.events(t, gen.ListAlarmEventsParams{}))
+}
+
+// TestAlarmChangesInOneBatch: a batch whose readings move a target
+// several times leaves the alarm the last reading makes, with every change
+// in the history, in order: a rise on the way asks for a new
+// acknowledgement, and a target that came to rest on the way has a new
+// alarm.
+func TestAlarmChangesInOneBatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := newAlarmSite(t, e, "Batch")
+	ack := func() gen.Alarm {
+		t.Helper()
+		list := a.alarms(t)
+		if len(list) != 1 {
+			t.Fatalf("%d alarms, want 1", len(list))
+		}
+		res, err := a.editor.AcknowledgeAlarmWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, list[0].Id, gen.AlarmAcknowledge{})
+		if err != nil || res.JSON200 == nil {
+			t.Fatalf("acknowledge: %v %s", err, res.Body)
+		}
+		return *res.JSON200
+	}
+	batch := func(freqs ...float64) {
+		t.Helper()
+		var readings []gen.ReadingInput
+		for _, f := range freqs {
+			readings = append(readings, gen.ReadingInput{Datetime: time.Date(2024, 5, 1, 12, len(readings)+a.minute, 0, 0, time.UTC), Inputs: gen.Values{a.freq: f}})
+		}
+		a.minute += len(readings)
+		res, err := a.editor.PostReadingsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.tn.instanceID, nil, readings)
+		if err != nil || res.StatusCode() != http.StatusOK {
+			t.Fatalf("POST %v: %v %s", freqs, err, res.Body)
+		}
+	}
+	batch(2500) // 6250: Alert
+	first := ack()
+	batch(2400, 2300) // 5760, 5290: still Alert, no change
+	if got := a.alarms(t)[0]; !got.Acknowledged || got.Id != first.Id {
+		t.Errorf("after a batch that changes nothing: %+v, want alarm %d acknowledged", got, first.Id)
+	}
+	batch(3000, 2500) // Alarm, then back to Alert
+	if got := a.alarms(t)[0]; got.Acknowledged || got.Id != first.Id || got.Level != "Alert" || got.Value != 6250 {
+		t.Errorf("after a rise and a fall in one batch: %+v, want alarm %d at Alert, 6250, to acknowledge again", got, first.Id)
+	}
+	ack()
+	batch(2000, 2500) // rest, then Alert again
+	if got := a.alarms(t)[0]; got.Acknowledged || got.Id == first.Id || got.Level != "Alert" {
+		t.Errorf("after a clear and a trigger in one batch: %+v, want a new alarm at Alert, not acknowledged", got)
+	}
+	batch(3000, 2000) // Alarm, then rest
+	if got := a.alarms(t); len(got) != 0 {
+		t.Errorf("after a rise and a clear in one batch: %+v, want no alarm", got)
+	}
+	wantEvents(t, a.events(t, gen.ListAlarmEventsParams{}),
+		"triggered Alert", "acknowledged Alert", "escalated Alarm", "de-escalated Alert", "acknowledged Alert",
+		"cleared Alert", "triggered Alert", "escalated Alarm", "cleared Alarm")
 }
 
 // TestAlarmRecheckOnDelete: a delete that takes the newest reading moves
