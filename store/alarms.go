@@ -387,23 +387,23 @@ func (db *DB) evaluateAlarms(ctx context.Context, tx pgx.Tx, sensor Sensor, read
 	if db.alarms == nil {
 		return nil
 	}
-	// The rules and the newest reading's datetime in one round trip: a
-	// batch of readings pays for its alarms in two, this and applyAlarms'.
-	var (
-		rules  []AlarmRule
-		newest *time.Time
-	)
-	read := &pgx.Batch{}
-	read.Queue(sensorRulesSQL, sensor.ID).Query(func(rows pgx.Rows) (err error) {
-		rules, err = pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
-		return err
-	})
-	read.Queue(`SELECT max(datetime) FROM sensor_latest WHERE sensor_id = $1`, sensor.ID).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&newest)
-	})
-	if err := tx.SendBatch(ctx, read).Close(); err != nil || len(rules) == 0 {
+	// The rules and the newest reading's datetime in one round trip, and a
+	// sensor without rules pays for no more: a batch of readings pays for
+	// its alarms in two, this and applyAlarms'.
+	rows, _ := tx.Query(ctx, `SELECT r.*, (SELECT datetime FROM sensor_latest WHERE sensor_id = $1) AS newest
+FROM (`+sensorRulesSQL+`) r ORDER BY r.target_id, r.id`, sensor.ID)
+	withNewest, err := pgx.CollectRows(rows, pgx.RowToStructByName[struct {
+		AlarmRule
+		Newest *time.Time `db:"newest"`
+	}])
+	if err != nil || len(withNewest) == 0 {
 		return err
 	}
+	rules := make([]AlarmRule, len(withNewest))
+	for i, r := range withNewest {
+		rules[i] = r.AlarmRule
+	}
+	newest := withNewest[0].Newest
 	before := ruleStates(rules)
 	changes := db.alarms.Evaluate(sensor, rules, readings, newest)
 	return applyAlarms(ctx, tx, sensor, rules, before, changes)
