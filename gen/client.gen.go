@@ -1210,7 +1210,10 @@ type ClientInterface interface {
 	// `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
 	// the timestamp, a dot and the body: check it, and refuse timestamps more
 	// than a few minutes old, to stop replays. Deliveries go through an outbox
-	// written in the event's transaction, so none is lost to a crash; an
+	// written in the event's transaction, so none is lost to a crash. The
+	// events a POST of readings raises are sent as soon as its batch is
+	// committed; other events (of edits, overdue checks, or readings that
+	// another replica took) within about a second. An
 	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
@@ -1235,7 +1238,10 @@ type ClientInterface interface {
 	// `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
 	// the timestamp, a dot and the body: check it, and refuse timestamps more
 	// than a few minutes old, to stop replays. Deliveries go through an outbox
-	// written in the event's transaction, so none is lost to a crash; an
+	// written in the event's transaction, so none is lost to a crash. The
+	// events a POST of readings raises are sent as soon as its batch is
+	// committed; other events (of edits, overdue checks, or readings that
+	// another replica took) within about a second. An
 	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
@@ -3189,7 +3195,10 @@ func (c *Client) ListWebhooks(ctx context.Context, orgId OrgId, projId ProjId, r
 // `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
 // the timestamp, a dot and the body: check it, and refuse timestamps more
 // than a few minutes old, to stop replays. Deliveries go through an outbox
-// written in the event's transaction, so none is lost to a crash; an
+// written in the event's transaction, so none is lost to a crash. The
+// events a POST of readings raises are sent as soon as its batch is
+// committed; other events (of edits, overdue checks, or readings that
+// another replica took) within about a second. An
 // answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 // 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 // `-webhook-max-attempts` (8), then marked failed. Each webhook is
@@ -3224,7 +3233,10 @@ func (c *Client) CreateWebhookWithBody(ctx context.Context, orgId OrgId, projId 
 // `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
 // the timestamp, a dot and the body: check it, and refuse timestamps more
 // than a few minutes old, to stop replays. Deliveries go through an outbox
-// written in the event's transaction, so none is lost to a crash; an
+// written in the event's transaction, so none is lost to a crash. The
+// events a POST of readings raises are sent as soon as its batch is
+// committed; other events (of edits, overdue checks, or readings that
+// another replica took) within about a second. An
 // answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 // 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 // `-webhook-max-attempts` (8), then marked failed. Each webhook is
@@ -8497,7 +8509,10 @@ type ClientWithResponsesInterface interface {
 	// `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
 	// the timestamp, a dot and the body: check it, and refuse timestamps more
 	// than a few minutes old, to stop replays. Deliveries go through an outbox
-	// written in the event's transaction, so none is lost to a crash; an
+	// written in the event's transaction, so none is lost to a crash. The
+	// events a POST of readings raises are sent as soon as its batch is
+	// committed; other events (of edits, overdue checks, or readings that
+	// another replica took) within about a second. An
 	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
@@ -8522,7 +8537,10 @@ type ClientWithResponsesInterface interface {
 	// `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
 	// the timestamp, a dot and the body: check it, and refuse timestamps more
 	// than a few minutes old, to stop replays. Deliveries go through an outbox
-	// written in the event's transaction, so none is lost to a crash; an
+	// written in the event's transaction, so none is lost to a crash. The
+	// events a POST of readings raises are sent as soon as its batch is
+	// committed; other events (of edits, overdue checks, or readings that
+	// another replica took) within about a second. An
 	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
@@ -17357,7 +17375,10 @@ func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, orgI
 // `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
 // the timestamp, a dot and the body: check it, and refuse timestamps more
 // than a few minutes old, to stop replays. Deliveries go through an outbox
-// written in the event's transaction, so none is lost to a crash; an
+// written in the event's transaction, so none is lost to a crash. The
+// events a POST of readings raises are sent as soon as its batch is
+// committed; other events (of edits, overdue checks, or readings that
+// another replica took) within about a second. An
 // answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 // 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 // `-webhook-max-attempts` (8), then marked failed. Each webhook is
@@ -17388,7 +17409,10 @@ func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Cont
 // `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
 // the timestamp, a dot and the body: check it, and refuse timestamps more
 // than a few minutes old, to stop replays. Deliveries go through an outbox
-// written in the event's transaction, so none is lost to a crash; an
+// written in the event's transaction, so none is lost to a crash. The
+// events a POST of readings raises are sent as soon as its batch is
+// committed; other events (of edits, overdue checks, or readings that
+// another replica took) within about a second. An
 // answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 // 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 // `-webhook-max-attempts` (8), then marked failed. Each webhook is

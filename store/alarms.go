@@ -382,10 +382,11 @@ func projectLevel(ctx context.Context, tx pgx.Tx, projectID int64, name string) 
 
 // evaluateAlarms evaluates the sensor's rules with a batch of readings,
 // ordered and one per instant, inside the batch's transaction and before
-// sensor_latest takes the batch's newest.
-func (db *DB) evaluateAlarms(ctx context.Context, tx pgx.Tx, sensor Sensor, readings []Reading) error {
+// sensor_latest takes the batch's newest, and returns how many events it
+// raised.
+func (db *DB) evaluateAlarms(ctx context.Context, tx pgx.Tx, sensor Sensor, readings []Reading) (int, error) {
 	if db.alarms == nil {
-		return nil
+		return 0, nil
 	}
 	// The rules and the newest reading's datetime in one round trip, and a
 	// sensor without rules pays for no more: a batch of readings pays for
@@ -397,7 +398,7 @@ FROM (`+sensorRulesSQL+`) r ORDER BY r.target_id, r.id`, sensor.ID)
 		Newest *time.Time `db:"newest"`
 	}])
 	if err != nil || len(withNewest) == 0 {
-		return err
+		return 0, err
 	}
 	rules := make([]AlarmRule, len(withNewest))
 	for i, r := range withNewest {
@@ -406,7 +407,7 @@ FROM (`+sensorRulesSQL+`) r ORDER BY r.target_id, r.id`, sensor.ID)
 	newest := withNewest[0].Newest
 	before := ruleStates(rules)
 	changes := db.alarms.Evaluate(sensor, rules, readings, newest)
-	return applyAlarms(ctx, tx, sensor, rules, before, changes)
+	return len(changes), applyAlarms(ctx, tx, sensor, rules, before, changes)
 }
 
 // recheckAlarms rechecks the sensor's rules against its newest reading,

@@ -51,6 +51,7 @@ FOR NO KEY UPDATE OF s`
 // instant of a batch count once.
 type Written struct {
 	New, Replaced int
+	Events        int // alarm events it raised
 }
 
 // InsertReadings stores readings of the sensor in one transaction: all of
@@ -92,7 +93,7 @@ func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Read
 			return err
 		}
 		sensor := Sensor{ID: key.SensorID, ProjectID: key.ProjectID, Instance: inst}
-		if err := db.evaluateAlarms(ctx, tx, sensor, ordered); err != nil {
+		if written.Events, err = db.evaluateAlarms(ctx, tx, sensor, ordered); err != nil {
 			return err
 		}
 		return keepLatest(ctx, tx, key.SensorID, readings)
