@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -272,12 +271,7 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	serveCtx, sigterm := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() {
@@ -340,83 +334,5 @@ func TestGracefulShutdown(t *testing.T) {
 	var n int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM readings`).Scan(&n); err != nil || n != 1 {
 		t.Errorf("%d readings after shutdown (%v), want the in-flight POST's 1", n, err)
-	}
-}
-
-// TestOverdueTwoReplicas runs two replicas of the service on one database,
-// each checking overdue sensors every second, and shows that each overdue
-// sensor raises its alarm once: one triggered event each, however the
-// replicas' checks interleave.
-func TestOverdueTwoReplicas(t *testing.T) {
-	t.Parallel()
-	url := storetest.NewDatabase(t)
-	demo, err := runAdmin(t, url, "demo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	org, project := int64(demo["org_id"].(float64)), int64(demo["project_id"].(float64))
-	ctx := t.Context()
-	pool, err := store.Open(ctx, url, store.PoolConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	db := store.New(pool)
-	const sensors = 20
-	for i := range sensors {
-		s, err := db.CreateSensor(ctx, org, project, fmt.Sprintf("silent-%d", i), "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		key := store.SensorKey{OrgID: org, ProjectID: project, SensorID: s.ID}
-		// A reading of 2024: overdue from the first check.
-		if _, err := db.InsertReadings(ctx, key, []store.Reading{{Time: time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC), InputIDs: []int64{1}, Values: []float64{1}}}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.SetOverdueRule(ctx, key, "Maintenance", time.Hour); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	serveCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 2)
-	for range 2 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		go func() {
-			done <- run(serveCtx, []string{"serve", "-addr", addr, "-log-level", "warn", "-alarm-check-interval", "1s"},
-				envOf(map[string]string{"DATABASE_URL": url}), io.Discard, io.Discard)
-		}()
-	}
-	count := func() (alarms, events int) {
-		err := pool.QueryRow(ctx, `
-SELECT (SELECT count(*) FROM alarms WHERE target_key = 'overdue'),
-       (SELECT count(*) FROM alarm_events WHERE target_key = 'overdue' AND kind = 'triggered')`).Scan(&alarms, &events)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return alarms, events
-	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if a, _ := count(); a == sensors {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the replicas did not raise every overdue alarm in 30 s")
-		}
-	}
-	time.Sleep(3 * time.Second) // more checks of both replicas, which must change nothing
-	stop()
-	for range 2 {
-		if err := <-done; err != nil {
-			t.Errorf("serve returned %v", err)
-		}
-	}
-	if a, ev := count(); a != sensors || ev != sensors {
-		t.Errorf("%d overdue alarms and %d triggered events, want %d of each", a, ev, sensors)
 	}
 }

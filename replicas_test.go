@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,14 +27,20 @@ type replica struct {
 	served chan error
 }
 
-func startReplica(t *testing.T, env map[string]string) *replica {
+// freeAddr is a loopback address with a port free at the time of asking.
+func freeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func startReplica(t *testing.T, env map[string]string) *replica {
+	t.Helper()
+	addr := freeAddr(t)
 	ctx, stop := context.WithCancel(context.Background())
 	r := &replica{base: "http://" + addr, stop: stop, served: make(chan error, 1)}
 	go func() {
@@ -189,5 +201,134 @@ func TestRateLimitPerReplica(t *testing.T) {
 	}
 	if got, want := fmt.Sprint(statuses(b.base, 4)), "[200 200 200 429]"; got != want {
 		t.Errorf("then four to replica b = %s, want %s: each replica keeps its own bucket", got, want)
+	}
+}
+
+// buildService builds the service's binary, as it is deployed.
+func buildService(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "readings")
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startProcess starts the binary bin's serve with args and env, and stops
+// it with SIGTERM at the end of the test, failing it unless it exits 0.
+func startProcess(t *testing.T, bin string, env []string, args ...string) {
+	t.Helper()
+	addr := freeAddr(t)
+	var logs bytes.Buffer
+	cmd := exec.Command(bin, append([]string{"serve", "-addr", addr, "-log-level", "warn"}, args...)...)
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("process %s: %v, want exit 0; its log:\n%s", addr, err, logs.String())
+			}
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("process %s did not stop within 30 s of SIGTERM", addr)
+		}
+	})
+}
+
+// TestOverdueTwoProcesses runs two processes of the service on one
+// database, each checking overdue sensors every second and delivering
+// webhooks, and shows that each overdue sensor raises its alarm once, one
+// triggered event each, delivered to the project's webhook once, however
+// the processes' checks and deliveries interleave.
+func TestOverdueTwoProcesses(t *testing.T) {
+	t.Parallel()
+	url := storetest.NewDatabase(t)
+	demo, err := runAdmin(t, url, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	org, project := int64(demo["org_id"].(float64)), int64(demo["project_id"].(float64))
+	ctx := t.Context()
+	pool, err := store.Open(ctx, url, store.PoolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	db := store.New(pool)
+
+	var (
+		mu         sync.Mutex
+		deliveries = map[string]int{} // by event id
+	)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		deliveries[r.Header.Get("X-Readings-Event-Id")]++
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+	if _, err := db.CreateWebhook(ctx, org, project, receiver.URL, "a secret of sixteen bytes or more"); err != nil {
+		t.Fatal(err)
+	}
+	const sensors = 20
+	for i := range sensors {
+		s, err := db.CreateSensor(ctx, org, project, fmt.Sprintf("silent-%d", i), "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := store.SensorKey{OrgID: org, ProjectID: project, SensorID: s.ID}
+		// A reading of 2024: overdue from the first check.
+		if _, err := db.InsertReadings(ctx, key, []store.Reading{{Time: time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC), InputIDs: []int64{1}, Values: []float64{1}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.SetOverdueRule(ctx, key, "Maintenance", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	bin, env := buildService(t), []string{"DATABASE_URL=" + url}
+	for range 2 {
+		startProcess(t, bin, env, "-alarm-check-interval", "1s", "-webhook-allow-private")
+	}
+	count := func() (alarms, events, delivered int) {
+		err := pool.QueryRow(ctx, `
+SELECT (SELECT count(*) FROM alarms WHERE target_key = 'overdue'),
+       (SELECT count(*) FROM alarm_events WHERE target_key = 'overdue' AND kind = 'triggered'),
+       (SELECT count(*) FROM webhook_deliveries WHERE status = 'delivered')`).Scan(&alarms, &events, &delivered)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return alarms, events, delivered
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if a, _, d := count(); a == sensors && d == sensors {
+			break
+		}
+		if time.Now().After(deadline) {
+			a, ev, d := count()
+			t.Fatalf("after 30 s: %d overdue alarms, %d triggered events, %d deliveries; want %d of each", a, ev, d, sensors)
+		}
+	}
+	// More checks and delivery rounds of both processes, which must change
+	// nothing.
+	time.Sleep(3 * time.Second)
+	if a, ev, d := count(); a != sensors || ev != sensors || d != sensors {
+		t.Errorf("%d overdue alarms, %d triggered events and %d deliveries, want %d of each", a, ev, d, sensors)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(deliveries) != sensors {
+		t.Errorf("the receiver got %d distinct events, want %d", len(deliveries), sensors)
+	}
+	for id, n := range deliveries {
+		if n != 1 {
+			t.Errorf("event %s arrived %d times, want once", id, n)
+		}
 	}
 }

@@ -618,6 +618,15 @@ type ClientInterface interface {
 	// `datetime__lt` (exclusive); both bounds are required, so that no
 	// request deletes everything by accident. Answers how many were
 	// deleted. An archived project is read-only: 409.
+	//
+	// The current alarms follow the newest reading: when the range holds
+	// the sensor's newest reading, its alarm rules are evaluated again, in
+	// the delete's transaction, against the newest reading left, as an
+	// edit of a rule evaluates them; when none is left, every alarm of the
+	// sensor's rules clears. Each change is an event (`cleared`,
+	// `de-escalated`, ...) with the datetime and value of the reading it was
+	// evaluated on; the events of the deleted readings stay. The overdue
+	// alarm is the background check's and is left as it is.
 	// Required role: `admin`.
 	//
 	// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id} (the `DeleteReadings` operationId).
@@ -1272,7 +1281,10 @@ type ClientInterface interface {
 	// `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
 	// the timestamp, a dot and the body: check it, and refuse timestamps more
 	// than a few minutes old, to stop replays. Deliveries go through an outbox
-	// written in the event's transaction, so none is lost to a crash; an
+	// written in the event's transaction, so none is lost to a crash. The
+	// events a POST of readings raises are sent as soon as its batch is
+	// committed; other events (of edits, overdue checks, or readings that
+	// another replica took) within about a second. An
 	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
@@ -1297,7 +1309,10 @@ type ClientInterface interface {
 	// `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
 	// the timestamp, a dot and the body: check it, and refuse timestamps more
 	// than a few minutes old, to stop replays. Deliveries go through an outbox
-	// written in the event's transaction, so none is lost to a crash; an
+	// written in the event's transaction, so none is lost to a crash. The
+	// events a POST of readings raises are sent as soon as its batch is
+	// committed; other events (of edits, overdue checks, or readings that
+	// another replica took) within about a second. An
 	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
@@ -2359,6 +2374,15 @@ func (c *Client) ListProjectReadings(ctx context.Context, orgId OrgId, projId Pr
 // `datetime__lt` (exclusive); both bounds are required, so that no
 // request deletes everything by accident. Answers how many were
 // deleted. An archived project is read-only: 409.
+//
+// The current alarms follow the newest reading: when the range holds
+// the sensor's newest reading, its alarm rules are evaluated again, in
+// the delete's transaction, against the newest reading left, as an
+// edit of a rule evaluates them; when none is left, every alarm of the
+// sensor's rules clears. Each change is an event (`cleared`,
+// `de-escalated`, ...) with the datetime and value of the reading it was
+// evaluated on; the events of the deleted readings stay. The overdue
+// alarm is the background check's and is left as it is.
 // Required role: `admin`.
 //
 // Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id} (the `DeleteReadings` operationId).
@@ -3333,7 +3357,10 @@ func (c *Client) ListWebhooks(ctx context.Context, orgId OrgId, projId ProjId, r
 // `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
 // the timestamp, a dot and the body: check it, and refuse timestamps more
 // than a few minutes old, to stop replays. Deliveries go through an outbox
-// written in the event's transaction, so none is lost to a crash; an
+// written in the event's transaction, so none is lost to a crash. The
+// events a POST of readings raises are sent as soon as its batch is
+// committed; other events (of edits, overdue checks, or readings that
+// another replica took) within about a second. An
 // answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 // 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 // `-webhook-max-attempts` (8), then marked failed. Each webhook is
@@ -3368,7 +3395,10 @@ func (c *Client) CreateWebhookWithBody(ctx context.Context, orgId OrgId, projId 
 // `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
 // the timestamp, a dot and the body: check it, and refuse timestamps more
 // than a few minutes old, to stop replays. Deliveries go through an outbox
-// written in the event's transaction, so none is lost to a crash; an
+// written in the event's transaction, so none is lost to a crash. The
+// events a POST of readings raises are sent as soon as its batch is
+// committed; other events (of edits, overdue checks, or readings that
+// another replica took) within about a second. An
 // answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 // 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 // `-webhook-max-attempts` (8), then marked failed. Each webhook is
@@ -8098,6 +8128,15 @@ type ClientWithResponsesInterface interface {
 	// `datetime__lt` (exclusive); both bounds are required, so that no
 	// request deletes everything by accident. Answers how many were
 	// deleted. An archived project is read-only: 409.
+	//
+	// The current alarms follow the newest reading: when the range holds
+	// the sensor's newest reading, its alarm rules are evaluated again, in
+	// the delete's transaction, against the newest reading left, as an
+	// edit of a rule evaluates them; when none is left, every alarm of the
+	// sensor's rules clears. Each change is an event (`cleared`,
+	// `de-escalated`, ...) with the datetime and value of the reading it was
+	// evaluated on; the events of the deleted readings stay. The overdue
+	// alarm is the background check's and is left as it is.
 	// Required role: `admin`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -8776,7 +8815,10 @@ type ClientWithResponsesInterface interface {
 	// `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
 	// the timestamp, a dot and the body: check it, and refuse timestamps more
 	// than a few minutes old, to stop replays. Deliveries go through an outbox
-	// written in the event's transaction, so none is lost to a crash; an
+	// written in the event's transaction, so none is lost to a crash. The
+	// events a POST of readings raises are sent as soon as its batch is
+	// committed; other events (of edits, overdue checks, or readings that
+	// another replica took) within about a second. An
 	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
@@ -8801,7 +8843,10 @@ type ClientWithResponsesInterface interface {
 	// `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
 	// the timestamp, a dot and the body: check it, and refuse timestamps more
 	// than a few minutes old, to stop replays. Deliveries go through an outbox
-	// written in the event's transaction, so none is lost to a crash; an
+	// written in the event's transaction, so none is lost to a crash. The
+	// events a POST of readings raises are sent as soon as its batch is
+	// committed; other events (of edits, overdue checks, or readings that
+	// another replica took) within about a second. An
 	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
@@ -16972,6 +17017,15 @@ func (c *ClientWithResponses) ListProjectReadingsWithResponse(ctx context.Contex
 // `datetime__lt` (exclusive); both bounds are required, so that no
 // request deletes everything by accident. Answers how many were
 // deleted. An archived project is read-only: 409.
+//
+// The current alarms follow the newest reading: when the range holds
+// the sensor's newest reading, its alarm rules are evaluated again, in
+// the delete's transaction, against the newest reading left, as an
+// edit of a rule evaluates them; when none is left, every alarm of the
+// sensor's rules clears. Each change is an event (`cleared`,
+// `de-escalated`, ...) with the datetime and value of the reading it was
+// evaluated on; the events of the deleted readings stay. The overdue
+// alarm is the background check's and is left as it is.
 // Required role: `admin`.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -17842,7 +17896,10 @@ func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, orgI
 // `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
 // the timestamp, a dot and the body: check it, and refuse timestamps more
 // than a few minutes old, to stop replays. Deliveries go through an outbox
-// written in the event's transaction, so none is lost to a crash; an
+// written in the event's transaction, so none is lost to a crash. The
+// events a POST of readings raises are sent as soon as its batch is
+// committed; other events (of edits, overdue checks, or readings that
+// another replica took) within about a second. An
 // answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 // 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 // `-webhook-max-attempts` (8), then marked failed. Each webhook is
@@ -17873,7 +17930,10 @@ func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Cont
 // `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
 // the timestamp, a dot and the body: check it, and refuse timestamps more
 // than a few minutes old, to stop replays. Deliveries go through an outbox
-// written in the event's transaction, so none is lost to a crash; an
+// written in the event's transaction, so none is lost to a crash. The
+// events a POST of readings raises are sent as soon as its batch is
+// committed; other events (of edits, overdue checks, or readings that
+// another replica took) within about a second. An
 // answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 // 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
 // `-webhook-max-attempts` (8), then marked failed. Each webhook is

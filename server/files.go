@@ -369,6 +369,7 @@ func (s *Server) postFile(ctx context.Context, req gen.PostReadingsRequestObject
 		if err != nil {
 			return nil, err
 		}
+		s.deliverSoon(written)
 		s.metrics.ingested.Add(float64(len(file.readings)))
 		answer.New, answer.Replaced = int64(written.New), int64(written.Replaced)
 	}

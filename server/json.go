@@ -37,6 +37,17 @@ func (s jsonSerializer) Deserialize(c echo.Context, i any) error {
 		// The generated body type is a map per reading; the batch goes to
 		// the handler in the columns the store writes instead, through the
 		// request's context (batchOf), and the generated body stays empty.
+		//
+		// Not through the request object: decoding into the generated type
+		// and converting costs 17,014 allocations per 1,000 readings
+		// against 76 (BenchmarkDecodeGeneratedBatch against
+		// BenchmarkDecodeReadingBatch) and 1.4 to 2 times the time. The
+		// contract-first way to a type of ours, x-go-type next to the
+		// request body's $ref (oapi-codegen honours it), maps
+		// PostReadingsJSONRequestBody for the generated client too, which
+		// shares package gen: gen would import a package of ours holding
+		// store's columns, and every client call that posts
+		// []gen.ReadingInput would change.
 		readings, err := decodeReadingBatch(body, s.maxBatch, s.maxInputs)
 		if err != nil {
 			return err

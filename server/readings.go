@@ -40,9 +40,11 @@ func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestOb
 	}); err != nil {
 		return nil, err
 	}
-	if _, err := s.store.InsertReadings(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), readings); err != nil {
+	written, err := s.store.InsertReadings(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), readings)
+	if err != nil {
 		return nil, err
 	}
+	s.deliverSoon(written)
 	s.metrics.ingested.Add(float64(len(readings)))
 	ok := gen.PostReadings200JSONResponse{Headers: gen.PostReadings200ResponseHeaders{XReadingsLSN: s.writePosition(ctx)}}
 	if err := ok.Body.FromPostReadings200JSONResponseBody0(gen.OK); err != nil {

@@ -136,6 +136,9 @@ type Server struct {
 	metrics  *metrics
 	specJSON gen.OpenAPIDocument // set by publishContract
 	webhooks *http.Client
+	// wake has DeliverWebhooks look for due deliveries before its next
+	// poll; it holds one wake-up at most.
+	wake chan struct{}
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -152,7 +155,7 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("load spec: %w", err)
 	}
 	s := &Server{store: st, log: log, cfg: cfg, ops: ops, limits: newRateLimits(cfg.RateLimit, cfg.RateBurst),
-		streams: newStreamLimits(cfg.MaxStreams, cfg.MaxStreamsPerToken)}
+		streams: newStreamLimits(cfg.MaxStreams, cfg.MaxStreamsPerToken), wake: make(chan struct{}, 1)}
 	s.metrics = newMetrics(st, s.streams.openStreams)
 	if s.cfg.WebhookTimeout <= 0 {
 		s.cfg.WebhookTimeout = 10 * time.Second

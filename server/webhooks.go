@@ -106,8 +106,10 @@ func (s *Server) post(ctx context.Context, rawURL, secret string, event gen.Alar
 }
 
 // DeliverWebhooks delivers due webhook deliveries until ctx ends, looking
-// every poll. Each webhook's deliveries go in their own goroutine, one at a
-// time and in event order, so a slow receiver holds up only itself.
+// every poll, and at once when a batch of readings through this replica
+// has raised events (deliverSoon). Each webhook's deliveries go in their
+// own goroutine, one at a time and in event order, so a slow receiver
+// holds up only itself.
 func (s *Server) DeliverWebhooks(ctx context.Context, poll time.Duration) {
 	var (
 		mu   sync.Mutex
@@ -141,9 +143,23 @@ func (s *Server) DeliverWebhooks(ctx context.Context, poll time.Duration) {
 		}
 		select {
 		case <-ticker.C:
+		case <-s.wake:
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// deliverSoon wakes DeliverWebhooks when a batch has raised events: their
+// deliveries are committed, and need not wait for the next poll. Events of
+// other replicas, and of edits and overdue checks, wait for it.
+func (s *Server) deliverSoon(w store.Written) {
+	if w.Events == 0 {
+		return
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
 }
 

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -144,6 +145,40 @@ func TestWebhookDelivery(t *testing.T) {
 			t.Fatalf("test delivery: %v %s", err, res.Body)
 		}
 	})
+}
+
+// TestWebhookDeliveredAtOnce: the events a batch raises are delivered as
+// soon as it commits, not at the delivery loop's next poll (an hour here).
+func TestWebhookDeliveredAtOnce(t *testing.T) {
+	t.Parallel()
+	cfg := defaultConfig()
+	cfg.WebhookAllowPrivate = true
+	e := newEnvWith(t, cfg, nil)
+	a := newAlarmSite(t, e, "AtOnce")
+	live := newReceiver(t, http.StatusNoContent)
+	a.webhook(t, live.URL+"/hook")
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		e.srv.DeliverWebhooks(ctx, time.Hour)
+		close(done)
+	}()
+	t.Cleanup(func() { stop(); <-done })
+
+	// The first event may go out with the loop's first look; the second
+	// comes when the loop waits for its next.
+	for i, want := range []string{"triggered Alert", "escalated Alarm"} {
+		a.post(t, i, []float64{2500, 3000}[i])
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			got := live.got(t)
+			if len(got) == i+1 && got[i] == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the receiver got %q 10 s after the POST, want %q last", got, want)
+			}
+		}
+	}
 }
 
 // TestWebhookRefusesPrivateTargets: by default a webhook on loopback is

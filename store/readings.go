@@ -51,6 +51,7 @@ FOR NO KEY UPDATE OF s`
 // instant of a batch count once.
 type Written struct {
 	New, Replaced int
+	Events        int // alarm events it raised
 }
 
 // InsertReadings stores readings of the sensor in one transaction: all of
@@ -92,7 +93,7 @@ func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Read
 			return err
 		}
 		sensor := Sensor{ID: key.SensorID, ProjectID: key.ProjectID, Instance: inst}
-		if err := db.evaluateAlarms(ctx, tx, sensor, ordered); err != nil {
+		if written.Events, err = db.evaluateAlarms(ctx, tx, sensor, ordered); err != nil {
 			return err
 		}
 		return keepLatest(ctx, tx, key.SensorID, readings)
@@ -280,7 +281,9 @@ func (db *DB) InputIDs(ctx context.Context, sensor Sensor) ([]int64, error) {
 }
 
 // DeleteReadings deletes the sensor's readings from from (inclusive) to to
-// (exclusive) and returns how many there were. It returns NotFound, and
+// (exclusive) and returns how many there were. When the newest reading is
+// among them, the sensor's alarm rules are rechecked against the newest
+// that is left, or rest when none is. It returns NotFound, and
 // Conflict when the sensor's project is archived.
 func (db *DB) DeleteReadings(ctx context.Context, key SensorKey, from, to time.Time) (int64, error) {
 	var deleted int64
@@ -307,26 +310,37 @@ func (db *DB) DeleteReadings(ctx context.Context, key SensorKey, from, to time.T
 		if deleted == 0 {
 			return nil
 		}
-		_, err = tx.Exec(ctx, recomputeLatestSQL, key.SensorID, from, to)
-		return err
+		var tookNewest bool
+		if err := tx.QueryRow(ctx, recomputeLatestSQL, key.SensorID, from, to).Scan(&tookNewest); err != nil {
+			return err
+		}
+		if !tookNewest {
+			return nil
+		}
+		// The current alarms follow the newest reading, so they follow it
+		// back to the one the delete left; the events stay.
+		return db.recheckAlarms(ctx, tx, Sensor{ID: key.SensorID, ProjectID: key.ProjectID, Instance: inst})
 	})
 	return deleted, dbError("delete readings", err)
 }
 
 // recomputeLatestSQL replaces the sensor's newest reading after a delete
 // of [$2, $3) that took it, with the newest before $2 (nothing was after
-// it), or removes it when there is none.
+// it), or removes it when there is none, and says whether the delete took
+// it.
 const recomputeLatestSQL = `
 WITH gone AS (
     DELETE FROM sensor_latest WHERE sensor_id = $1 AND datetime >= $2 AND datetime < $3
     RETURNING sensor_id
+), refill AS (
+    INSERT INTO sensor_latest (sensor_id, datetime, input_ids, vals)
+    SELECT r.sensor_id, r.datetime, r.input_ids, r.vals FROM gone
+    CROSS JOIN LATERAL (
+        SELECT sensor_id, datetime, input_ids, vals FROM readings
+        WHERE sensor_id = gone.sensor_id AND datetime < $2 ORDER BY datetime DESC LIMIT 1
+    ) r
 )
-INSERT INTO sensor_latest (sensor_id, datetime, input_ids, vals)
-SELECT r.sensor_id, r.datetime, r.input_ids, r.vals FROM gone
-CROSS JOIN LATERAL (
-    SELECT sensor_id, datetime, input_ids, vals FROM readings
-    WHERE sensor_id = gone.sensor_id AND datetime < $2 ORDER BY datetime DESC LIMIT 1
-) r`
+SELECT EXISTS (SELECT FROM gone)`
 
 // Latest is a sensor and its newest reading, if it has one.
 type Latest struct {

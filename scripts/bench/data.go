@@ -96,14 +96,19 @@ func (d *dataset) roundRobin(size int) []span {
 }
 
 // appendJSON appends the span as the body of a POST:
-// [{"datetime":"2024-01-01T00:00:00Z","inputs":{"1":512.25,…}},…]
-func (d *dataset) appendJSON(b []byte, sp span) []byte {
+// [{"datetime":"2024-01-01T00:00:00Z","inputs":{"1":512.25,…}},…]. ids
+// are the input ids to write, in place of the data set's 1..10 (a
+// blueprint sensor's); nil keeps those.
+func (d *dataset) appendJSON(b []byte, sp span, ids []int64) []byte {
 	b = append(b, '[')
 	for i := sp.from; i < sp.to; i++ {
 		if i > sp.from {
 			b = append(b, ',')
 		}
 		r := d.reading(sp.sensor, i)
+		if ids != nil {
+			r.InputIDs = ids
+		}
 		b = append(b, `{"datetime":"`...)
 		b = r.Time.AppendFormat(b, time.RFC3339Nano)
 		b = append(b, `","inputs":`...)

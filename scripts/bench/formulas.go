@@ -49,8 +49,22 @@ func benchSpec() formulas.Spec {
 // blueprintSensor creates the blueprint and its sensor through the API,
 // then COPYs the readings straight in: their ingest was measured already.
 func (e *env) blueprintSensor(ctx context.Context, _ *results) error {
+	bpID, err := e.createBlueprint(ctx, "bench piezometer")
+	if err != nil {
+		return err
+	}
+	if e.blueprint, err = e.copySensor(ctx, "bench piezometer", bpID, 0, 1); err != nil {
+		return err
+	}
+	_, err = e.pool.Exec(ctx, "VACUUM ANALYZE readings")
+	return err
+}
+
+// createBlueprint creates the benchmark's blueprint (benchSpec) through the
+// API and returns its id.
+func (e *env) createBlueprint(ctx context.Context, name string) (int64, error) {
 	s, spec := e.svc, benchSpec()
-	write := gen.BlueprintWrite{Name: "bench piezometer"}
+	write := gen.BlueprintWrite{Name: name}
 	for _, key := range spec.Inputs {
 		write.Inputs = append(write.Inputs, gen.BlueprintInput{Key: key, Name: key})
 	}
@@ -65,29 +79,36 @@ func (e *env) blueprintSensor(ctx context.Context, _ *results) error {
 	}
 	bp, err := s.api.CreateBlueprintWithResponse(ctx, s.org, write)
 	if err != nil || bp.JSON201 == nil {
-		return fmt.Errorf("create blueprint: %v %s", err, bp.Body)
+		return 0, fmt.Errorf("create blueprint: %v %s", err, bp.Body)
 	}
-	if e.blueprint, err = e.copySensor(ctx, "bench piezometer", bp.JSON201.Id, 0, 1); err != nil {
-		return err
-	}
-	_, err = e.pool.Exec(ctx, "VACUUM ANALYZE readings")
-	return err
+	return bp.JSON201.Id, nil
 }
 
-// copySensor creates a sensor of the blueprint through the API, then COPYs
-// every every-th reading of the data set's sensor dataSensor straight in,
-// under the new sensor's input ids: their ingest was measured already.
-func (e *env) copySensor(ctx context.Context, name string, blueprint int64, dataSensor, every int) (blueprintSensor, error) {
+// addBlueprintSensor creates a sensor of the blueprint in the project
+// through the API, and adds its readings URL to the service's paths.
+func (e *env) addBlueprintSensor(ctx context.Context, project, blueprintID int64, name string) (blueprintSensor, error) {
 	s := e.svc
-	sensor, err := s.api.CreateSensorWithResponse(ctx, s.org, s.project, gen.SensorCreate{Name: name, BlueprintId: &blueprint})
+	sensor, err := s.api.CreateSensorWithResponse(ctx, s.org, project, gen.SensorCreate{Name: name, BlueprintId: &blueprintID})
 	if err != nil || sensor.JSON201 == nil {
 		return blueprintSensor{}, fmt.Errorf("create sensor: %v %s", err, sensor.Body)
 	}
-	b := blueprintSensor{index: len(s.paths), id: sensor.JSON201.Id, blueprint: blueprint}
+	b := blueprintSensor{index: len(s.paths), id: sensor.JSON201.Id, blueprint: blueprintID}
 	for _, in := range sensor.JSON201.Inputs {
 		b.inputIDs = append(b.inputIDs, in.Id)
 	}
-	s.paths = append(s.paths, fmt.Sprintf("%s/api/v1/org/%d/proj/%d/readings/%d", s.base, s.org, s.project, b.id))
+	s.paths = append(s.paths, fmt.Sprintf("%s/api/v1/org/%d/proj/%d/readings/%d", s.base, s.org, project, b.id))
+	return b, nil
+}
+
+// copySensor creates a sensor of the blueprint in the service's project,
+// then COPYs every every-th reading of the data set's sensor dataSensor
+// straight in, under the new sensor's input ids: their ingest was measured
+// already.
+func (e *env) copySensor(ctx context.Context, name string, blueprint int64, dataSensor, every int) (blueprintSensor, error) {
+	b, err := e.addBlueprintSensor(ctx, e.svc.project, blueprint, name)
+	if err != nil {
+		return b, err
+	}
 	d := e.data
 	src := &funcSource{n: d.perSensor / every, row: func(i int) []any {
 		r := d.reading(dataSensor, i*every)

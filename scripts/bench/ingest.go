@@ -73,7 +73,7 @@ func (e *env) postBodies() ([]span, [][]byte) {
 		e.spans = e.data.roundRobin(e.cfg.postBatch)
 		e.bodies = make([][]byte, len(e.spans))
 		for i, sp := range e.spans {
-			e.bodies[i] = e.data.appendJSON(nil, sp)
+			e.bodies[i] = e.data.appendJSON(nil, sp, nil)
 		}
 	}
 	return e.spans, e.bodies
@@ -121,7 +121,7 @@ func (e *env) largeBatchMemory(ctx context.Context, res *results) error {
 	}
 	bodies := make([][]byte, len(spans))
 	for i, sp := range spans {
-		bodies[i] = e.data.appendJSON(nil, sp)
+		bodies[i] = e.data.appendJSON(nil, sp, nil)
 	}
 	// Before the reset: the profile's own request is not the phase's.
 	if err := e.heapProfile(ctx, "heap-before-7b"); err != nil {

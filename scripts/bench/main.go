@@ -3,6 +3,7 @@
 //
 //	go run ./scripts/bench            # the full run: 1,000,000 readings
 //	go run ./scripts/bench -quick     # 100,000 readings, to try it fast
+//	go run ./scripts/bench -phases alarm  # only rows 11a-11c
 //
 // It creates a database of its own on the private cluster of
 // scripts/devdb.sh (or on -pg), builds and starts the real service binary
@@ -28,6 +29,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"regexp"
 	"syscall"
 	"time"
 )
@@ -45,20 +47,21 @@ func main() {
 
 // config is the size and shape of a run.
 type config struct {
-	readings        int           // readings in the main data set
-	sensors         int           // sensors they are spread over
-	copyBatch       int           // rows per raw COPY
-	postBatch       int           // readings per service POST
-	clients         int           // concurrent service clients when ingesting
-	queries         int           // timed reads, raw and through the service
-	largeBatch      int           // readings per POST in the peak-memory phase
-	storageReadings int           // readings per table in the storage comparison
-	latestPerSensor int           // readings per sensor when timing latest values
-	seed            uint64        // makes the data and the read pattern repeatable
-	serverURL       string        // PostgreSQL server to create the bench database on
-	profileDir      string        // where to write the service's CPU profiles; none when empty
-	timeout         time.Duration // bounds the whole run
-	environ         []string      // the environment the service inherits
+	readings        int            // readings in the main data set
+	sensors         int            // sensors they are spread over
+	copyBatch       int            // rows per raw COPY
+	postBatch       int            // readings per service POST
+	clients         int            // concurrent service clients when ingesting
+	queries         int            // timed reads, raw and through the service
+	largeBatch      int            // readings per POST in the peak-memory phase
+	storageReadings int            // readings per table in the storage comparison
+	latestPerSensor int            // readings per sensor when timing latest values
+	seed            uint64         // makes the data and the read pattern repeatable
+	serverURL       string         // PostgreSQL server to create the bench database on
+	profileDir      string         // where to write the service's CPU profiles; none when empty
+	phases          *regexp.Regexp // runs only the phases it matches; all when nil
+	timeout         time.Duration  // bounds the whole run
+	environ         []string       // the environment the service inherits
 }
 
 // perSensor is how many readings each sensor holds.
@@ -89,6 +92,12 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.serverURL, "pg", "", "PostgreSQL `url` of a server to create the bench database on (its user needs CREATEDB); default: scripts/devdb.sh start")
 	fs.StringVar(&c.profileDir, "profile", "", "write the service's CPU profile of each service phase into this `directory`; a profile runs for a fixed time, so the phases take longer and the CPU table is diluted")
 	fs.DurationVar(&c.timeout, "timeout", 20*time.Minute, "give up after this long")
+	fs.Func("phases", "run only the phases whose names match this `regexp` (the progress on stderr names them), with the preparing phases they need: "+
+		"'service ingest|service overwrite' for rows 3 and 4, 'alarm' for rows 11a-11c; rows whose ratio needs a phase left out show none",
+		func(v string) (err error) {
+			c.phases, err = regexp.Compile(v)
+			return err
+		})
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

@@ -101,6 +101,8 @@ func measure(ctx context.Context, e *env) (*report, error) {
 		{name: "latest values", run: e.latestValues},
 		{name: "latest values over 100 chunks", run: e.latestOverChunks},
 		{name: "file import", run: e.serviceImport},
+		{name: "ingest with alarm rules", run: e.alarmIngest},
+		{name: "alarm to webhook", run: e.webhookLatency},
 	}
 	// The peers last, so that none runs while the service is measured;
 	// they need nothing of PostgreSQL.
@@ -114,6 +116,9 @@ func measure(ctx context.Context, e *env) (*report, error) {
 	)
 	e.meter = meter
 	for _, p := range phases {
+		if e.cfg.phases != nil && !e.cfg.phases.MatchString(p.name) {
+			continue
+		}
 		e.log.Info("phase", "name", p.name)
 		pctx, cancel := context.WithTimeout(ctx, phaseTimeout)
 		e.timed = nil

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -224,7 +225,14 @@ func perSecond(r float64) string { return count(int(r+0.5)) + " readings/s" }
 func mib(bytes int64) string { return fmt.Sprintf("%.0f MiB", float64(bytes)/(1<<20)) }
 
 // ratio writes x as a multiple of what: "0.42 × (1)".
-func ratio(x float64, what string) string { return fmt.Sprintf("%.2f × %s", x, what) }
+// ratio is x to the figure of row what; a row that -phases left out has
+// none.
+func ratio(x float64, what string) string {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return "– " + what + " not run"
+	}
+	return fmt.Sprintf("%.2f × %s", x, what)
+}
 
 func latency(p50, p99 time.Duration) string {
 	return fmt.Sprintf("p50 %s, p99 %s", duration(p50), duration(p99))
