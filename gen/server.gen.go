@@ -1700,11 +1700,11 @@ type ListAlarmEventsParams struct {
 	// LevelId Only events at this level.
 	LevelId *int64 `form:"level_id,omitempty" json:"level_id,omitempty"`
 
-	// DatetimeGte Only events recorded at or after this instant.
-	DatetimeGte *time.Time `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
+	// DatetimeGte Only events recorded at or after this instant (RFC 3339 with a zone, or epoch milliseconds, as Grafana's `${__timeFrom}` gives).
+	DatetimeGte *Bound `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
 
 	// DatetimeLt Only events recorded before this instant.
-	DatetimeLt *time.Time `form:"datetime__lt,omitempty" json:"datetime__lt,omitempty"`
+	DatetimeLt *Bound `form:"datetime__lt,omitempty" json:"datetime__lt,omitempty"`
 }
 
 // LatestReadingsParams defines parameters for LatestReadings.
@@ -2833,14 +2833,14 @@ func (w *ServerInterfaceWrapper) ListAlarmEvents(ctx echo.Context) error {
 
 	// ------------- Optional query parameter "datetime__gte" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__gte: %s", err))
 	}
 
 	// ------------- Optional query parameter "datetime__lt" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lt: %s", err))
 	}

@@ -6366,10 +6366,10 @@ export interface operations {
                 sensor_id?: number;
                 /** @description Only events at this level. */
                 level_id?: number;
-                /** @description Only events recorded at or after this instant. */
-                datetime__gte?: string;
+                /** @description Only events recorded at or after this instant (RFC 3339 with a zone, or epoch milliseconds, as Grafana's `${__timeFrom}` gives). */
+                datetime__gte?: components["schemas"]["Bound"];
                 /** @description Only events recorded before this instant. */
-                datetime__lt?: string;
+                datetime__lt?: components["schemas"]["Bound"];
             };
             header?: never;
             path: {
