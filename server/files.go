@@ -22,11 +22,14 @@ import (
 
 // fileOptions say how to read a file of readings.
 type fileOptions struct {
-	// inputs are the sensor's inputs, which columns name by key or id; nil
-	// for a sensor without a blueprint, whose columns name any input id.
-	inputs []store.InstanceInput
-	loc    *time.Location // of datetimes written without a zone
-	dst    string         // "earlier", "later", or "" to refuse a time in the fold
+	// instance is the sensor's, whose inputs columns name by key or id;
+	// nil for a sensor without a blueprint, whose columns name any input id.
+	instance *store.Instance
+	// columns are the import profile's: the input id each column feeds,
+	// whatever its name.
+	columns map[string]int64
+	loc     *time.Location // of datetimes written without a zone
+	dst     string         // "earlier", "later", or "" to refuse a time in the fold
 }
 
 // parsedFile is a file's readings, in the columns the store writes.
@@ -139,37 +142,20 @@ func (p *fileParser) mapColumns() error {
 		p.columns = append(p.columns, fileColumn{index: i + 1, id: id, name: name})
 	}
 	if len(p.columns) == 0 {
-		return p.errorAt(line, -1, "no column names an input of the sensor; name columns by input key or id (%s)", p.inputList())
+		return p.errorAt(line, -1, "no column names an input of the sensor; name columns by input key or id, or map them in the sensor's import profile (%s)", p.opts.instance.InputList())
 	}
 	slices.SortFunc(p.columns, func(a, b fileColumn) int { return cmp.Compare(a.id, b.id) })
 	return nil
 }
 
 func (p *fileParser) inputOf(name string) (int64, bool) {
+	if id, ok := p.opts.columns[name]; ok {
+		return id, true
+	}
 	if name == "RECORD" {
 		return 0, false
 	}
-	id, err := parseInputID(name)
-	if p.opts.inputs == nil {
-		return id, err == nil
-	}
-	for _, in := range p.opts.inputs {
-		if in.Key == name || (err == nil && in.ID == id) {
-			return in.ID, true
-		}
-	}
-	return 0, false
-}
-
-func (p *fileParser) inputList() string {
-	if p.opts.inputs == nil {
-		return "the sensor has no blueprint, so columns are decimal input ids"
-	}
-	parts := make([]string, len(p.opts.inputs))
-	for i, in := range p.opts.inputs {
-		parts[i] = fmt.Sprintf("%s or %d", in.Key, in.ID)
-	}
-	return strings.Join(parts, ", ")
+	return p.opts.instance.InputID(name)
 }
 
 // line reads one reading; a line with every input missing is skipped.
@@ -330,18 +316,19 @@ const previewReadings = 10
 // is parsed as it streams in, before the database deadline starts.
 func (s *Server) postFile(ctx context.Context, req gen.PostReadingsRequestObject) (gen.PostReadingsResponseObject, error) {
 	key := sensorKey(req.OrgId, req.ProjId, req.SensorId)
-	opts, err := fileOptionsOf(req.Params)
-	if err != nil {
-		return nil, err
-	}
 	dbCtx, cancel := s.dbDeadline(ctx)
 	sensor, err := s.store.GetSensor(dbCtx, key)
+	var profile *store.ImportProfile
+	if err == nil {
+		profile, err = s.store.ImportProfileOf(dbCtx, sensor)
+	}
 	cancel()
 	if err != nil {
 		return nil, err
 	}
-	if sensor.Instance != nil {
-		opts.inputs = sensor.Instance.Inputs
+	opts, err := fileOptionsOf(req.Params, sensor.Instance, profile)
+	if err != nil {
+		return nil, err
 	}
 	file, err := parseReadingsFile(req.Body, opts)
 	if err != nil {
@@ -379,21 +366,60 @@ func (s *Server) postFile(ctx context.Context, req gen.PostReadingsRequestObject
 	return ok, nil
 }
 
-// fileOptionsOf reads the parameters of a file upload.
-func fileOptionsOf(p gen.PostReadingsParams) (fileOptions, error) {
-	opts := fileOptions{loc: time.UTC}
+// fileOptionsOf reads how to parse a file into inst's inputs: from the
+// sensor's import profile, if it has one, and from the query, whose tz, dst
+// and columns each override the profile's.
+func fileOptionsOf(p gen.PostReadingsParams, inst *store.Instance, profile *store.ImportProfile) (fileOptions, error) {
+	opts := fileOptions{instance: inst, loc: time.UTC}
+	if profile != nil {
+		opts.columns = make(map[string]int64, len(profile.Columns))
+		for _, c := range profile.Columns {
+			opts.columns[c.Name] = c.InputID
+		}
+		loc, err := loadZone(profile.TZ, map[string]any{"field": "tz"})
+		if err != nil {
+			return opts, err
+		}
+		opts.loc, opts.dst = loc, profile.DST
+	}
 	if p.Tz != nil {
-		loc, err := time.LoadLocation(*p.Tz)
-		if err != nil || *p.Tz == "" || *p.Tz == "Local" {
-			return opts, &apperr.Error{Code: apperr.Invalid, Details: map[string]any{"parameter": "tz"},
-				Message: fmt.Sprintf("tz %q is not an IANA time zone such as Europe/Zurich, UTC or Etc/GMT-1", *p.Tz)}
+		loc, err := loadZone(*p.Tz, map[string]any{"parameter": "tz"})
+		if err != nil {
+			return opts, err
 		}
 		opts.loc = loc
 	}
 	if p.Dst != nil {
 		opts.dst = string(*p.Dst)
 	}
+	if p.Columns != nil {
+		spec := map[string]string{}
+		for pair := range strings.SplitSeq(*p.Columns, ",") {
+			column, input, ok := strings.Cut(pair, ":")
+			if _, twice := spec[column]; !ok || column == "" || twice {
+				return opts, &apperr.Error{Code: apperr.Invalid, Details: map[string]any{"parameter": "columns"},
+					Message: fmt.Sprintf("columns: %q is not column:input, or names its column twice; write columns=Freq_Avg:freq,Temp_Avg:temp", pair)}
+			}
+			spec[column] = input
+		}
+		columns, err := store.ResolveColumns(inst, spec)
+		if err != nil {
+			return opts, err
+		}
+		opts.columns = columns
+	}
 	return opts, nil
+}
+
+// loadZone loads an IANA time zone a client named; Invalid otherwise, with
+// details saying where the name came from.
+func loadZone(name string, details map[string]any) (*time.Location, error) {
+	loc, err := time.LoadLocation(name)
+	if err != nil || name == "" || name == "Local" {
+		return nil, &apperr.Error{Code: apperr.Invalid, Details: details,
+			Message: fmt.Sprintf("tz %q is not an IANA time zone such as Europe/Zurich, UTC or Etc/GMT-1", name)}
+	}
+	return loc, nil
 }
 
 // readingOf is a reading as the API shows it.
@@ -403,4 +429,61 @@ func readingOf(sensorID int64, r store.Reading) gen.Reading {
 		inputs[strconv.FormatInt(id, 10)] = r.Values[i]
 	}
 	return gen.Reading{Id: fmt.Sprintf("%d-%d", sensorID, r.Time.UnixMicro()), Datetime: datetime(r.Time), Inputs: inputs}
+}
+
+// GetImportProfile returns how a sensor's files are read.
+func (s *Server) GetImportProfile(ctx context.Context, req gen.GetImportProfileRequestObject) (gen.GetImportProfileResponseObject, error) {
+	p, err := s.store.GetImportProfile(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetImportProfile200JSONResponse(toImportProfile(p)), nil
+}
+
+// maxColumnName is the longest file column name a profile maps.
+const maxColumnName = 200
+
+// SetImportProfile gives a sensor an import profile, or replaces it.
+func (s *Server) SetImportProfile(ctx context.Context, req gen.SetImportProfileRequestObject) (gen.SetImportProfileResponseObject, error) {
+	spec := store.ImportProfileSpec{TZ: "UTC", Columns: deref(req.Body.Columns)}
+	if req.Body.Tz != nil {
+		spec.TZ = *req.Body.Tz
+	}
+	if _, err := loadZone(spec.TZ, map[string]any{"field": "tz"}); err != nil {
+		return nil, err
+	}
+	if req.Body.Dst != nil {
+		spec.DST = string(*req.Body.Dst)
+	}
+	for name := range spec.Columns {
+		if name == "" || len(name) > maxColumnName {
+			return nil, &apperr.Error{Code: apperr.Invalid, Details: map[string]any{"field": "columns"},
+				Message: fmt.Sprintf("columns: a column's name has 1 to %d characters; %q has %d", maxColumnName, name, len(name))}
+		}
+	}
+	p, err := s.store.SetImportProfile(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), spec)
+	if err != nil {
+		return nil, err
+	}
+	return gen.SetImportProfile200JSONResponse(toImportProfile(p)), nil
+}
+
+// DeleteImportProfile deletes a sensor's import profile.
+func (s *Server) DeleteImportProfile(ctx context.Context, req gen.DeleteImportProfileRequestObject) (gen.DeleteImportProfileResponseObject, error) {
+	if err := s.store.DeleteImportProfile(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId)); err != nil {
+		return nil, err
+	}
+	return gen.DeleteImportProfile204Response{}, nil
+}
+
+func toImportProfile(p store.ImportProfile) gen.ImportProfile {
+	out := gen.ImportProfile{SensorId: p.SensorID, Tz: p.TZ, Columns: make(map[string]string, len(p.Columns)), UpdatedAt: datetime(p.UpdatedAt)}
+	for _, c := range p.Columns {
+		out.Columns[c.Name] = cmp.Or(c.InputKey, strconv.FormatInt(c.InputID, 10))
+	}
+	if p.DST != "" {
+		dst := gen.Dst(p.DST)
+		out.Dst = &dst
+	}
+	return out
 }

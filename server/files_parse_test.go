@@ -58,6 +58,7 @@ var fileSeeds = []string{
 	"datetime,1,1\n", "datetime\n", "", "\n\n", "datetime,1\n2024-05-01 00:00:00,\"1\n",
 	"\"TOA5\",\"a\"\n\"TIMESTAMP\",\"RECORD\",\"1\"\n\"TS\",\"RN\",\"\"\n\"\",\"\",\"Smp\"\n\"2024-05-01 00:00:00\",0,NAN\n\"2024-05-01 00:10:00\",1,1e3\n",
 	"\"TOA5\"\n\"TIMESTAMP\",\"1\"\n",
+	"datetime,RECORD,Freq_Avg,temp\n2024-05-01 00:00:00,1,2800.5,NAN\n",
 }
 
 // FuzzParseReadingsFile feeds the file parser anything: it must not panic,
@@ -67,6 +68,7 @@ func FuzzParseReadingsFile(f *testing.F) {
 	for _, seed := range fileSeeds {
 		f.Add(seed, uint8(0))
 		f.Add(seed, uint8(1))
+		f.Add(seed, uint8(6))
 	}
 	zurich, err := time.LoadLocation("Europe/Zurich")
 	if err != nil {
@@ -78,7 +80,10 @@ func FuzzParseReadingsFile(f *testing.F) {
 			opts.loc, opts.dst = zurich, "later"
 		}
 		if mode&2 == 2 {
-			opts.inputs = []store.InstanceInput{{ID: 1, Key: "freq"}, {ID: 2, Key: "temp"}}
+			opts.instance = &store.Instance{Inputs: []store.InstanceInput{{ID: 1, Key: "freq"}, {ID: 2, Key: "temp"}}}
+		}
+		if mode&4 == 4 { // an import profile's mapping
+			opts.columns = map[string]int64{"Freq_Avg": 1, "RECORD": 3}
 		}
 		file, err := parseReadingsFile(strings.NewReader(body), opts)
 		if err != nil {

@@ -84,6 +84,10 @@ type Store interface {
 	SetOverdueRule(ctx context.Context, key store.SensorKey, level string, after time.Duration) (store.OverdueRule, error)
 	DeleteOverdueRule(ctx context.Context, key store.SensorKey) error
 	CheckOverdue(ctx context.Context, now time.Time) (raised, cleared int64, err error)
+	GetImportProfile(ctx context.Context, key store.SensorKey) (store.ImportProfile, error)
+	ImportProfileOf(ctx context.Context, sensor store.Sensor) (*store.ImportProfile, error)
+	SetImportProfile(ctx context.Context, key store.SensorKey, spec store.ImportProfileSpec) (store.ImportProfile, error)
+	DeleteImportProfile(ctx context.Context, key store.SensorKey) error
 	ListWebhooks(ctx context.Context, orgID, projectID int64) ([]store.Webhook, error)
 	GetWebhook(ctx context.Context, orgID, projectID, webhookID int64) (store.Webhook, error)
 	CreateWebhook(ctx context.Context, orgID, projectID int64, url, secret string) (store.Webhook, error)

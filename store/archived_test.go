@@ -72,6 +72,13 @@ var writesUnderAProject = []struct {
 	{"DeleteOverdueRule", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
 		return db.DeleteOverdueRule(ctx, key)
 	}},
+	{"SetImportProfile", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		_, err := db.SetImportProfile(ctx, key, store.ImportProfileSpec{TZ: "UTC"})
+		return err
+	}},
+	{"DeleteImportProfile", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		return db.DeleteImportProfile(ctx, key)
+	}},
 	{"CreateWebhook", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
 		_, err := db.CreateWebhook(ctx, key.OrgID, key.ProjectID, "https://example.com/hook", "0123456789abcdef")
 		return err
