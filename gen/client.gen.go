@@ -1138,16 +1138,18 @@ type ClientInterface interface {
 
 	// DeleteImportProfile Delete a sensor's import profile
 	//
-	// Deletes the profile: files are then read by column names and the
-	// query's `tz` and `dst` alone. Required role: `editor`.
+	// Deletes the profile, if any: files are then read by column names
+	// and the query's `tz` and `dst` alone. Required role: `editor`.
 	//
 	// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile (the `DeleteImportProfile` operationId).
 	DeleteImportProfile(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetImportProfile Get a sensor's import profile
 	//
-	// How the sensor's datalogger files are read (see `postReadings`);
-	// 404 when it has none. Required role: `viewer`.
+	// How the sensor's datalogger files are read (see `postReadings`).
+	// A sensor whose profile was never set (or was deleted) has the
+	// defaults: `UTC`, no `dst`, no column mapping, and no `updated_at`.
+	// Required role: `viewer`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile (the `GetImportProfile` operationId).
 	GetImportProfile(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3114,8 +3116,8 @@ func (c *Client) UpdateFormulas(ctx context.Context, orgId OrgId, projId ProjId,
 
 // DeleteImportProfile Delete a sensor's import profile
 //
-// Deletes the profile: files are then read by column names and the
-// query's `tz` and `dst` alone. Required role: `editor`.
+// Deletes the profile, if any: files are then read by column names
+// and the query's `tz` and `dst` alone. Required role: `editor`.
 //
 // Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile (the `DeleteImportProfile` operationId).
 func (c *Client) DeleteImportProfile(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3132,8 +3134,10 @@ func (c *Client) DeleteImportProfile(ctx context.Context, orgId OrgId, projId Pr
 
 // GetImportProfile Get a sensor's import profile
 //
-// How the sensor's datalogger files are read (see `postReadings`);
-// 404 when it has none. Required role: `viewer`.
+// How the sensor's datalogger files are read (see `postReadings`).
+// A sensor whose profile was never set (or was deleted) has the
+// defaults: `UTC`, no `dst`, no column mapping, and no `updated_at`.
+// Required role: `viewer`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile (the `GetImportProfile` operationId).
 func (c *Client) GetImportProfile(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8722,8 +8726,8 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteImportProfileWithResponse Delete a sensor's import profile
 	//
-	// Deletes the profile: files are then read by column names and the
-	// query's `tz` and `dst` alone. Required role: `editor`.
+	// Deletes the profile, if any: files are then read by column names
+	// and the query's `tz` and `dst` alone. Required role: `editor`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8732,8 +8736,10 @@ type ClientWithResponsesInterface interface {
 
 	// GetImportProfileWithResponse Get a sensor's import profile
 	//
-	// How the sensor's datalogger files are read (see `postReadings`);
-	// 404 when it has none. Required role: `viewer`.
+	// How the sensor's datalogger files are read (see `postReadings`).
+	// A sensor whose profile was never set (or was deleted) has the
+	// defaults: `UTC`, no `dst`, no column mapping, and no `updated_at`.
+	// Required role: `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -17957,8 +17963,8 @@ func (c *ClientWithResponses) UpdateFormulasWithResponse(ctx context.Context, or
 
 // DeleteImportProfileWithResponse Delete a sensor's import profile
 //
-// Deletes the profile: files are then read by column names and the
-// query's `tz` and `dst` alone. Required role: `editor`.
+// Deletes the profile, if any: files are then read by column names
+// and the query's `tz` and `dst` alone. Required role: `editor`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17973,8 +17979,10 @@ func (c *ClientWithResponses) DeleteImportProfileWithResponse(ctx context.Contex
 
 // GetImportProfileWithResponse Get a sensor's import profile
 //
-// How the sensor's datalogger files are read (see `postReadings`);
-// 404 when it has none. Required role: `viewer`.
+// How the sensor's datalogger files are read (see `postReadings`).
+// A sensor whose profile was never set (or was deleted) has the
+// defaults: `UTC`, no `dst`, no column mapping, and no `updated_at`.
+// Required role: `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //

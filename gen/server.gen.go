@@ -910,7 +910,7 @@ type Health struct {
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
 
-// ImportProfile defines model for ImportProfile.
+// ImportProfile A sensor's import profile; `updated_at` is absent for the defaults of a sensor whose profile was never set.
 type ImportProfile struct {
 	// Columns A file column's name to the input it feeds, by key (by decimal ID for a sensor without a blueprint).
 	Columns map[string]string `json:"columns"`
@@ -928,7 +928,7 @@ type ImportProfile struct {
 	//
 	//
 	// Example: 2024-05-01T12:00:00.123Z
-	UpdatedAt Datetime `json:"updated_at"`
+	UpdatedAt *Datetime `json:"updated_at,omitempty"`
 }
 
 // ImportProfileInput defines model for ImportProfileInput.

@@ -215,7 +215,6 @@ var badRequests = []struct {
 	{"FileColumnsNoColon", "POST", "/readings/{inst}?columns=Freq_Avg", "text/csv", "datetime,Freq_Avg\n2024-05-01T00:00:00Z,1\n", 400},
 	{"FileColumnsUnknownInput", "POST", "/readings/{inst}?columns=Freq_Avg:frequency", "text/csv", "datetime,Freq_Avg\n2024-05-01T00:00:00Z,1\n", 400},
 	{"FileColumnsEmpty", "POST", "/readings/{inst}?columns=", "text/csv", "datetime,Freq_Avg\n2024-05-01T00:00:00Z,1\n", 400},
-	{"ProfileNone", "GET", "/api/v1/org/{org}/proj/{proj}/sensors/{sensor}/import-profile", "", "", 404},
 }
 
 // postgresWords are in PostgreSQL's error messages, never in ours: they

@@ -477,7 +477,7 @@ func (s *Server) DeleteImportProfile(ctx context.Context, req gen.DeleteImportPr
 }
 
 func toImportProfile(p store.ImportProfile) gen.ImportProfile {
-	out := gen.ImportProfile{SensorId: p.SensorID, Tz: p.TZ, Columns: make(map[string]string, len(p.Columns)), UpdatedAt: datetime(p.UpdatedAt)}
+	out := gen.ImportProfile{SensorId: p.SensorID, Tz: p.TZ, Columns: make(map[string]string, len(p.Columns)), UpdatedAt: optionalDatetime(p.UpdatedAt)}
 	for _, c := range p.Columns {
 		out.Columns[c.Name] = cmp.Or(c.InputKey, strconv.FormatInt(c.InputID, 10))
 	}

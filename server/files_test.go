@@ -357,15 +357,16 @@ func TestImportProfile(t *testing.T) {
 			t.Fatalf("DELETE profile: %v %s", err, del.Body)
 		}
 		get, err := c.GetImportProfileWithResponse(t.Context(), tn.orgID, tn.projectID, tn.instanceID)
-		if err != nil {
-			t.Fatal(err)
+		if err != nil || get.JSON200 == nil {
+			t.Fatalf("GET profile: %v %s", err, get.Body)
 		}
-		wantError(t, get.StatusCode(), get.Body, http.StatusNotFound, "not_found")
-		del, err = c.DeleteImportProfileWithResponse(t.Context(), tn.orgID, tn.projectID, tn.instanceID)
-		if err != nil {
-			t.Fatal(err)
+		want := fmt.Sprintf("{columns:map[] dst: sensor:%d tz:UTC}", tn.instanceID)
+		if got := show(get.JSON200); got != want || get.JSON200.UpdatedAt != nil {
+			t.Errorf("GET profile after delete = %s %v, want the defaults %s without updated_at", got, get.JSON200.UpdatedAt, want)
 		}
-		wantError(t, del.StatusCode(), del.Body, http.StatusNotFound, "not_found")
+		if del, err = c.DeleteImportProfileWithResponse(t.Context(), tn.orgID, tn.projectID, tn.instanceID); err != nil || del.StatusCode() != http.StatusNoContent {
+			t.Fatalf("DELETE profile again: %v %s, want 204", err, del.Body)
+		}
 		res := postFile(t, c, tn, tn.instanceID, gen.PostReadingsParams{}, file)
 		got := wantError(t, res.StatusCode(), res.Body, http.StatusBadRequest, "invalid")
 		wantRefusal(t, got, "line", "2", "no column names an input")

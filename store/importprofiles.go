@@ -22,7 +22,7 @@ type ImportProfile struct {
 	Columns   []ProfileColumn // by name
 	TZ        string          // an IANA zone
 	DST       string          // "earlier", "later", or "" to refuse a time in the autumn fold
-	UpdatedAt time.Time
+	UpdatedAt *time.Time      // nil for the defaults of a sensor whose profile was never set
 }
 
 // ProfileColumn is a file column that feeds an input.
@@ -42,19 +42,20 @@ type ImportProfileSpec struct {
 	DST     string
 }
 
-// GetImportProfile returns the sensor's import profile. It returns
-// NotFound when the sensor or its profile does not exist.
+// GetImportProfile returns the sensor's import profile, or the defaults
+// (UTC, no DST choice, no columns) when it has none. It returns NotFound
+// when the sensor does not exist.
 func (db *DB) GetImportProfile(ctx context.Context, key SensorKey) (ImportProfile, error) {
 	sensor, err := db.GetSensor(ctx, key)
 	if err != nil {
 		return ImportProfile{}, err
 	}
 	p, err := db.ImportProfileOf(ctx, sensor)
-	if err == nil && p == nil {
-		err = apperr.Errorf(apperr.NotFound, "sensor %d has no import profile", key.SensorID)
-	}
 	if err != nil {
 		return ImportProfile{}, err
+	}
+	if p == nil {
+		return ImportProfile{SensorID: sensor.ID, TZ: "UTC"}, nil
 	}
 	return *p, nil
 }
@@ -180,8 +181,9 @@ func (inst *Instance) InputList() string {
 	return "its inputs are " + strings.Join(parts, ", ")
 }
 
-// DeleteImportProfile deletes the sensor's import profile. It returns
-// NotFound, and Conflict when the project is archived.
+// DeleteImportProfile deletes the sensor's import profile, if it has one,
+// so that it has the defaults again. It returns NotFound for a sensor that
+// does not exist, and Conflict when the project is archived.
 func (db *DB) DeleteImportProfile(ctx context.Context, key SensorKey) error {
 	return dbError("delete import profile", pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		if err := lockWritableProject(ctx, tx, key.OrgID, key.ProjectID); err != nil {
@@ -191,10 +193,7 @@ func (db *DB) DeleteImportProfile(ctx context.Context, key SensorKey) error {
 		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM import_profiles WHERE sensor_id = $1`, sensor.ID)
-		if err == nil && tag.RowsAffected() == 0 {
-			err = apperr.Errorf(apperr.NotFound, "sensor %d has no import profile", key.SensorID)
-		}
+		_, err = tx.Exec(ctx, `DELETE FROM import_profiles WHERE sensor_id = $1`, sensor.ID)
 		return err
 	}))
 }

@@ -40,9 +40,13 @@ func TestImportProfiles(t *testing.T) {
 			if p, err := db.ImportProfileOf(t.Context(), sensor); p != nil || err != nil {
 				t.Errorf("after delete: %+v, %v; want none", p, err)
 			}
-			_, err = db.GetImportProfile(t.Context(), key)
-			wantCode(t, err, apperr.NotFound)
-			wantCode(t, db.DeleteImportProfile(t.Context(), key), apperr.NotFound)
+			defaults, err := db.GetImportProfile(t.Context(), key)
+			if err != nil || defaults.TZ != "UTC" || defaults.DST != "" || len(defaults.Columns) != 0 || defaults.UpdatedAt != nil {
+				t.Errorf("after delete: %+v, %v; want the defaults", defaults, err)
+			}
+			if err := db.DeleteImportProfile(t.Context(), key); err != nil {
+				t.Errorf("delete again: %v, want nil", err)
+			}
 		},
 		"WithoutBlueprint": func(t *testing.T, db *store.DB) {
 			key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
@@ -68,8 +72,9 @@ func TestImportProfiles(t *testing.T) {
 				_, err := db.SetImportProfile(t.Context(), key, store.ImportProfileSpec{TZ: "UTC", Columns: columns})
 				wantCode(t, err, apperr.Invalid)
 			}
-			_, err := db.GetImportProfile(t.Context(), key)
-			wantCode(t, err, apperr.NotFound)
+			if p, err := db.GetImportProfile(t.Context(), key); err != nil || p.UpdatedAt != nil {
+				t.Errorf("after the refusals: %+v, %v; want the defaults", p, err)
+			}
 		},
 		"NotFound": func(t *testing.T, db *store.DB) {
 			_, key := newBlueprintSensor(t, db)

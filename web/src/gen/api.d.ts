@@ -1325,8 +1325,10 @@ export interface paths {
         };
         /**
          * Get a sensor's import profile
-         * @description How the sensor's datalogger files are read (see `postReadings`);
-         *     404 when it has none. Required role: `viewer`.
+         * @description How the sensor's datalogger files are read (see `postReadings`).
+         *     A sensor whose profile was never set (or was deleted) has the
+         *     defaults: `UTC`, no `dst`, no column mapping, and no `updated_at`.
+         *     Required role: `viewer`.
          */
         get: operations["getImportProfile"];
         /**
@@ -1346,8 +1348,8 @@ export interface paths {
         post?: never;
         /**
          * Delete a sensor's import profile
-         * @description Deletes the profile: files are then read by column names and the
-         *     query's `tz` and `dst` alone. Required role: `editor`.
+         * @description Deletes the profile, if any: files are then read by column names
+         *     and the query's `tz` and `dst` alone. Required role: `editor`.
          */
         delete: operations["deleteImportProfile"];
         options?: never;
@@ -2222,6 +2224,7 @@ export interface components {
                 [key: string]: string;
             };
         };
+        /** @description A sensor's import profile; `updated_at` is absent for the defaults of a sensor whose profile was never set. */
         ImportProfile: {
             /** Format: int64 */
             sensor_id: number;
@@ -2231,7 +2234,7 @@ export interface components {
             columns: {
                 [key: string]: string;
             };
-            updated_at: components["schemas"]["Datetime"];
+            updated_at?: components["schemas"]["Datetime"];
         };
         /**
          * @description What a file did, or with `dry_run` would do.

@@ -51,7 +51,7 @@ export function sensorPage(ctx: Ctx): HTMLElement {
             sensor.constant_definitions.length ? calibrationsForm(ctx, path, sensor, role, (s) => replace(render(s, `Saved: calibrations, formulas version ${s.formulas_version}.`))) : null,
           ],
       examples(sensor, org),
-      can(role, 'postReadings') ? uploadForm(ctx.api, path, sensor) : null,
+      can(role, 'postReadings') ? uploadForm(ctx.api, path, sensor, can(role, 'setImportProfile')) : null,
       can(role, 'updateSensor') || can(role, 'deleteSensor') ? manageForm(ctx, path, sensor, role, (s) => replace(render(s, 'Saved: name and description.'))) : null,
     );
   }
