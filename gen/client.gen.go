@@ -697,7 +697,9 @@ type ClientInterface interface {
 	// counts the readings (`FileImport`). The rules above
 	// hold (one transaction; the later of two lines at one instant wins;
 	// an overlapping file overwrites), except that a file's readings are
-	// bounded by the body limit, not by `-max-batch`.
+	// bounded by the body limit, not by `-max-batch`. Each line goes to
+	// the database as it is parsed, so the service's memory does not grow
+	// with the file; an error on any line stores nothing.
 	//
 	// - CSV: a header line `datetime,<column>,…`, then one reading a line.
 	//   TOA5: four header lines (environment, field names, units,
@@ -763,7 +765,9 @@ type ClientInterface interface {
 	// counts the readings (`FileImport`). The rules above
 	// hold (one transaction; the later of two lines at one instant wins;
 	// an overlapping file overwrites), except that a file's readings are
-	// bounded by the body limit, not by `-max-batch`.
+	// bounded by the body limit, not by `-max-batch`. Each line goes to
+	// the database as it is parsed, so the service's memory does not grow
+	// with the file; an error on any line stores nothing.
 	//
 	// - CSV: a header line `datetime,<column>,…`, then one reading a line.
 	//   TOA5: four header lines (environment, field names, units,
@@ -2445,7 +2449,9 @@ func (c *Client) ListReadings(ctx context.Context, orgId OrgId, projId ProjId, s
 // counts the readings (`FileImport`). The rules above
 // hold (one transaction; the later of two lines at one instant wins;
 // an overlapping file overwrites), except that a file's readings are
-// bounded by the body limit, not by `-max-batch`.
+// bounded by the body limit, not by `-max-batch`. Each line goes to
+// the database as it is parsed, so the service's memory does not grow
+// with the file; an error on any line stores nothing.
 //
 //   - CSV: a header line `datetime,<column>,…`, then one reading a line.
 //     TOA5: four header lines (environment, field names, units,
@@ -2521,7 +2527,9 @@ func (c *Client) PostReadingsWithBody(ctx context.Context, orgId OrgId, projId P
 // counts the readings (`FileImport`). The rules above
 // hold (one transaction; the later of two lines at one instant wins;
 // an overlapping file overwrites), except that a file's readings are
-// bounded by the body limit, not by `-max-batch`.
+// bounded by the body limit, not by `-max-batch`. Each line goes to
+// the database as it is parsed, so the service's memory does not grow
+// with the file; an error on any line stores nothing.
 //
 //   - CSV: a header line `datetime,<column>,…`, then one reading a line.
 //     TOA5: four header lines (environment, field names, units,
@@ -8271,7 +8279,9 @@ type ClientWithResponsesInterface interface {
 	// counts the readings (`FileImport`). The rules above
 	// hold (one transaction; the later of two lines at one instant wins;
 	// an overlapping file overwrites), except that a file's readings are
-	// bounded by the body limit, not by `-max-batch`.
+	// bounded by the body limit, not by `-max-batch`. Each line goes to
+	// the database as it is parsed, so the service's memory does not grow
+	// with the file; an error on any line stores nothing.
 	//
 	// - CSV: a header line `datetime,<column>,…`, then one reading a line.
 	//   TOA5: four header lines (environment, field names, units,
@@ -8337,7 +8347,9 @@ type ClientWithResponsesInterface interface {
 	// counts the readings (`FileImport`). The rules above
 	// hold (one transaction; the later of two lines at one instant wins;
 	// an overlapping file overwrites), except that a file's readings are
-	// bounded by the body limit, not by `-max-batch`.
+	// bounded by the body limit, not by `-max-batch`. Each line goes to
+	// the database as it is parsed, so the service's memory does not grow
+	// with the file; an error on any line stores nothing.
 	//
 	// - CSV: a header line `datetime,<column>,…`, then one reading a line.
 	//   TOA5: four header lines (environment, field names, units,
@@ -17370,7 +17382,9 @@ func (c *ClientWithResponses) ListReadingsWithResponse(ctx context.Context, orgI
 // counts the readings (`FileImport`). The rules above
 // hold (one transaction; the later of two lines at one instant wins;
 // an overlapping file overwrites), except that a file's readings are
-// bounded by the body limit, not by `-max-batch`.
+// bounded by the body limit, not by `-max-batch`. Each line goes to
+// the database as it is parsed, so the service's memory does not grow
+// with the file; an error on any line stores nothing.
 //
 //   - CSV: a header line `datetime,<column>,…`, then one reading a line.
 //     TOA5: four header lines (environment, field names, units,
@@ -17442,7 +17456,9 @@ func (c *ClientWithResponses) PostReadingsWithBodyWithResponse(ctx context.Conte
 // counts the readings (`FileImport`). The rules above
 // hold (one transaction; the later of two lines at one instant wins;
 // an overlapping file overwrites), except that a file's readings are
-// bounded by the body limit, not by `-max-batch`.
+// bounded by the body limit, not by `-max-batch`. Each line goes to
+// the database as it is parsed, so the service's memory does not grow
+// with the file; an error on any line stores nothing.
 //
 //   - CSV: a header line `datetime,<column>,…`, then one reading a line.
 //     TOA5: four header lines (environment, field names, units,

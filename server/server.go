@@ -61,6 +61,7 @@ type Store interface {
 	DeleteSensor(ctx context.Context, key store.SensorKey) error
 
 	InsertReadings(ctx context.Context, key store.SensorKey, readings []store.Reading) (store.Written, error)
+	InsertReadingStream(ctx context.Context, key store.SensorKey, stream store.ReadingStream, mergeTimeout time.Duration) (store.Written, error)
 	DeleteReadings(ctx context.Context, key store.SensorKey, from, to time.Time) (int64, error)
 	WALPosition(ctx context.Context) (string, error)
 

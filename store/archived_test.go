@@ -39,6 +39,11 @@ var writesUnderAProject = []struct {
 		_, err := db.InsertReadings(ctx, key, []store.Reading{{Time: at, InputIDs: []int64{1}, Values: []float64{2}}})
 		return err
 	}},
+	{"InsertReadingStream", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		at := time.Date(2024, 5, 2, 0, 0, 0, 0, time.UTC)
+		_, err := db.InsertReadingStream(ctx, key, &sliceStream{readings: []store.Reading{{Time: at, InputIDs: []int64{1}, Values: []float64{2}}}}, 0)
+		return err
+	}},
 	{"DeleteReadings", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
 		_, err := db.DeleteReadings(ctx, key, store.MinTime, store.MaxTime)
 		return err

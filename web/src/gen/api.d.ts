@@ -908,7 +908,9 @@ export interface paths {
          *     counts the readings (`FileImport`). The rules above
          *     hold (one transaction; the later of two lines at one instant wins;
          *     an overlapping file overwrites), except that a file's readings are
-         *     bounded by the body limit, not by `-max-batch`.
+         *     bounded by the body limit, not by `-max-batch`. Each line goes to
+         *     the database as it is parsed, so the service's memory does not grow
+         *     with the file; an error on any line stores nothing.
          *
          *     - CSV: a header line `datetime,<column>,…`, then one reading a line.
          *       TOA5: four header lines (environment, field names, units,
