@@ -360,8 +360,9 @@ func (s *Server) postFile(ctx context.Context, req gen.PostReadingsRequestObject
 		}
 		answer.Preview = &preview
 	} else {
-		// The file streams into the database as it arrives; only the
-		// statements after it wait for the sensor, within the deadline.
+		// The file streams into the database as it arrives, which the
+		// database deadline cannot bound; taking the sensor's lock and
+		// the statements after the file have it.
 		written, err := s.store.InsertReadingStream(ctx, key, file, s.cfg.DBTimeout)
 		if err != nil {
 			return nil, err

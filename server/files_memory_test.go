@@ -106,8 +106,9 @@ func TestFileMemoryBounded(t *testing.T) {
 }
 
 // TestFileAlarmsMatchBatches imports a file of 12,000 readings, which the
-// store evaluates in chunks of 5,000, and posts the same readings as two
-// JSON batches to a twin sensor: the alarm events must be the same. The
+// store evaluates in chunks of 5,000, in order (straight into readings)
+// and reversed (staged), and posts the same readings as two JSON batches
+// to a twin sensor: the alarm events must be the same. The
 // readings exceed an Action rule of persistence 3 across the first chunk's
 // end, so a rule's streak that did not carry over would miss it.
 func TestFileAlarmsMatchBatches(t *testing.T) {
@@ -122,13 +123,17 @@ func TestFileAlarmsMatchBatches(t *testing.T) {
 	const n = 12_000
 	start := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 	events := map[string][]string{}
-	for _, how := range []string{"file", "json"} {
+	for _, how := range []string{"file", "reversed file", "json"} {
 		a := newAlarmSite(t, e, "Alarms by "+how)
 		a.rule(t, gen.AlarmRuleInput{Target: "digits", Level: "Action", Direction: "above", Threshold: 7000, Persistence: ptr(3)})
-		if how == "file" {
+		if how != "json" {
 			var b []byte
 			b = append(b, "datetime,freq\n"...)
-			for i := range n {
+			for k := range n {
+				i := k
+				if how == "reversed file" { // the first line goes straight in, the rest is staged
+					i = n - 1 - k
+				}
 				b = start.Add(time.Duration(i)*time.Minute).AppendFormat(b, time.RFC3339)
 				b = append(b, ',')
 				b = strconv.AppendFloat(b, freq(i), 'f', -1, 64)
@@ -155,8 +160,13 @@ func TestFileAlarmsMatchBatches(t *testing.T) {
 			events[how] = append(events[how], fmt.Sprintf("%s %s at %s", ev.Kind, ev.Level, deref(ev.ReadingDatetime)))
 		}
 	}
-	got, want := strings.Join(events["file"], "; "), strings.Join(events["json"], "; ")
-	if got != want || !strings.Contains(got, "escalated Action at 2024-05-04T11:20:00.000Z") {
-		t.Errorf("events of the file\n  %s\nwant those of the batches, with Action at the third reading over 7000 (minute 5000)\n  %s", got, want)
+	want := strings.Join(events["json"], "; ")
+	if !strings.Contains(want, "escalated Action at 2024-05-04T11:20:00.000Z") {
+		t.Errorf("events of the batches\n  %s\nwant Action at the third reading over 7000 (minute 5000)", want)
+	}
+	for _, how := range []string{"file", "reversed file"} {
+		if got := strings.Join(events[how], "; "); got != want {
+			t.Errorf("events of the %s\n  %s\nwant those of the batches\n  %s", how, got, want)
+		}
 	}
 }

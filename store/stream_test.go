@@ -80,6 +80,25 @@ func TestInsertReadingStream(t *testing.T) {
 				t.Errorf("latest %+v, %v; want minute 3", latest, err)
 			}
 		},
+		"StraightThenStaged": func(t *testing.T, db *store.DB) {
+			key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+			if _, err := db.InsertReadings(t.Context(), key, []store.Reading{one(1, 10), one(2, 20)}); err != nil {
+				t.Fatal(err)
+			}
+			// 3, 4, 5 go straight in; from the second 4 on, staged: 4 again
+			// (the stream's own, counted new once), 6 new, 1 replaced.
+			stream := &sliceStream{readings: []store.Reading{one(3, 3), one(4, 4), one(5, 5), one(4, 44), one(6, 6), one(1, 1)}}
+			written, err := db.InsertReadingStream(t.Context(), key, stream, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := written, (store.Written{New: 4, Replaced: 1}); got != want {
+				t.Errorf("written %+v, want %+v", got, want)
+			}
+			if got, want := storedReadings(t, db, key), "1=[1] 2=[20] 3=[3] 4=[44] 5=[5] 6=[6]"; got != want {
+				t.Errorf("stored %s, want %s", got, want)
+			}
+		},
 		"StreamErrorStoresNothing": func(t *testing.T, db *store.DB) {
 			key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
 			bad := apperr.Errorf(apperr.Invalid, "line 4, column freq: not a number")
