@@ -320,8 +320,8 @@ func (p *fileReader) readError(err error) error {
 // previewReadings is how many readings a dry run shows.
 const previewReadings = 10
 
-// postFile stores the readings of a CSV or TOA5 file, all or none. The file
-// is parsed as it streams in, before the database deadline starts.
+// postFile stores the readings of a CSV or TOA5 file, all or none, a line
+// at a time as it streams in (store.InsertReadingStream).
 func (s *Server) postFile(ctx context.Context, req gen.PostReadingsRequestObject) (gen.PostReadingsResponseObject, error) {
 	key := sensorKey(req.OrgId, req.ProjId, req.SensorId)
 	dbCtx, cancel := s.dbDeadline(ctx)
