@@ -708,19 +708,23 @@ type ClientInterface interface {
 	// counts the readings (`FileImport`). The rules above
 	// hold (one transaction; the later of two lines at one instant wins;
 	// an overlapping file overwrites), except that a file's readings are
-	// bounded by the body limit, not by `-max-batch`.
+	// bounded by the body limit, not by `-max-batch`. Each line goes to
+	// the database as it is parsed, so the service's memory does not grow
+	// with the file; an error on any line stores nothing.
 	//
 	// - CSV: a header line `datetime,<column>,…`, then one reading a line.
 	//   TOA5: four header lines (environment, field names, units,
 	//   processing), then data lines starting `"TIMESTAMP","RECORD"`.
-	// - A column feeds the input whose key or decimal ID is its name;
-	//   `RECORD` and columns that name no input of the sensor are ignored
-	//   and listed in the answer; at least one column must name an input.
+	// - A column feeds the input `columns` or else the sensor's import
+	//   profile (`setImportProfile`) maps it to, else the input whose key
+	//   or decimal ID is its name; `RECORD` and columns that feed no input of the sensor
+	//   are ignored and listed in the answer; at least one column must
+	//   feed an input.
 	// - An empty cell, `NAN`, `NaN` or `nan` means the input is missing
 	//   from that reading; a line with every input missing is skipped.
 	// - A datetime with a zone (`Z`, `+01:00`) is taken as it is; one
 	//   without (`2024-03-31 02:30:00`, TOA5's form) is local time in
-	//   `tz`. A local time that falls in a daylight-saving gap is a
+	//   `tz` (the query's, else the profile's, else UTC). A local time that falls in a daylight-saving gap is a
 	//   400; one that falls in the fold happens twice, and is a 400
 	//   unless `dst` picks the earlier or the later instant.
 	// - Errors name the line (counted from 1, header lines included) and
@@ -772,19 +776,23 @@ type ClientInterface interface {
 	// counts the readings (`FileImport`). The rules above
 	// hold (one transaction; the later of two lines at one instant wins;
 	// an overlapping file overwrites), except that a file's readings are
-	// bounded by the body limit, not by `-max-batch`.
+	// bounded by the body limit, not by `-max-batch`. Each line goes to
+	// the database as it is parsed, so the service's memory does not grow
+	// with the file; an error on any line stores nothing.
 	//
 	// - CSV: a header line `datetime,<column>,…`, then one reading a line.
 	//   TOA5: four header lines (environment, field names, units,
 	//   processing), then data lines starting `"TIMESTAMP","RECORD"`.
-	// - A column feeds the input whose key or decimal ID is its name;
-	//   `RECORD` and columns that name no input of the sensor are ignored
-	//   and listed in the answer; at least one column must name an input.
+	// - A column feeds the input `columns` or else the sensor's import
+	//   profile (`setImportProfile`) maps it to, else the input whose key
+	//   or decimal ID is its name; `RECORD` and columns that feed no input of the sensor
+	//   are ignored and listed in the answer; at least one column must
+	//   feed an input.
 	// - An empty cell, `NAN`, `NaN` or `nan` means the input is missing
 	//   from that reading; a line with every input missing is skipped.
 	// - A datetime with a zone (`Z`, `+01:00`) is taken as it is; one
 	//   without (`2024-03-31 02:30:00`, TOA5's form) is local time in
-	//   `tz`. A local time that falls in a daylight-saving gap is a
+	//   `tz` (the query's, else the profile's, else UTC). A local time that falls in a daylight-saving gap is a
 	//   400; one that falls in the fold happens twice, and is a 400
 	//   unless `dst` picks the earlier or the later instant.
 	// - Errors name the line (counted from 1, header lines included) and
@@ -1146,6 +1154,60 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas (the `UpdateFormulas` operationId).
 	UpdateFormulas(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateFormulasJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteImportProfile Delete a sensor's import profile
+	//
+	// Deletes the profile, if any: files are then read by column names
+	// and the query's `tz` and `dst` alone. Required role: `editor`.
+	//
+	// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile (the `DeleteImportProfile` operationId).
+	DeleteImportProfile(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetImportProfile Get a sensor's import profile
+	//
+	// How the sensor's datalogger files are read (see `postReadings`).
+	// A sensor whose profile was never set (or was deleted) has the
+	// defaults: `UTC`, no `dst`, no column mapping, and no `updated_at`.
+	// Required role: `viewer`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile (the `GetImportProfile` operationId).
+	GetImportProfile(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetImportProfileWithBody Set a sensor's import profile
+	//
+	// Says how the sensor's datalogger files are read, so that a logger's
+	// upload needs no parameters: `columns` maps a file's column names
+	// to the inputs they feed (by key, or by decimal ID for a sensor
+	// without a blueprint), and `tz` and `dst` are the logger's zone and
+	// its choice in the autumn fold. A file POST uses the profile; the
+	// query's `tz`, `dst` and `columns` each override the profile's, and
+	// a column the mapping leaves out still feeds the input it names. An input
+	// that is not the sensor's, or two columns feeding one input, is a
+	// 400 naming the column; a zone that is not IANA's is a 400. Replaces
+	// the sensor's profile, if any. Required role: `editor`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile (the `SetImportProfile` operationId).
+	SetImportProfileWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetImportProfile Set a sensor's import profile
+	//
+	// Says how the sensor's datalogger files are read, so that a logger's
+	// upload needs no parameters: `columns` maps a file's column names
+	// to the inputs they feed (by key, or by decimal ID for a sensor
+	// without a blueprint), and `tz` and `dst` are the logger's zone and
+	// its choice in the autumn fold. A file POST uses the profile; the
+	// query's `tz`, `dst` and `columns` each override the profile's, and
+	// a column the mapping leaves out still feeds the input it names. An input
+	// that is not the sensor's, or two columns feeding one input, is a
+	// 400 naming the column; a zone that is not IANA's is a 400. Replaces
+	// the sensor's profile, if any. Required role: `editor`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile (the `SetImportProfile` operationId).
+	SetImportProfile(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body SetImportProfileJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateLinksWithBody Link a sensor's inputs to other sensors' values
 	//
@@ -2484,19 +2546,23 @@ func (c *Client) ListReadings(ctx context.Context, orgId OrgId, projId ProjId, s
 // counts the readings (`FileImport`). The rules above
 // hold (one transaction; the later of two lines at one instant wins;
 // an overlapping file overwrites), except that a file's readings are
-// bounded by the body limit, not by `-max-batch`.
+// bounded by the body limit, not by `-max-batch`. Each line goes to
+// the database as it is parsed, so the service's memory does not grow
+// with the file; an error on any line stores nothing.
 //
 //   - CSV: a header line `datetime,<column>,…`, then one reading a line.
 //     TOA5: four header lines (environment, field names, units,
 //     processing), then data lines starting `"TIMESTAMP","RECORD"`.
-//   - A column feeds the input whose key or decimal ID is its name;
-//     `RECORD` and columns that name no input of the sensor are ignored
-//     and listed in the answer; at least one column must name an input.
+//   - A column feeds the input `columns` or else the sensor's import
+//     profile (`setImportProfile`) maps it to, else the input whose key
+//     or decimal ID is its name; `RECORD` and columns that feed no input of the sensor
+//     are ignored and listed in the answer; at least one column must
+//     feed an input.
 //   - An empty cell, `NAN`, `NaN` or `nan` means the input is missing
 //     from that reading; a line with every input missing is skipped.
 //   - A datetime with a zone (`Z`, `+01:00`) is taken as it is; one
 //     without (`2024-03-31 02:30:00`, TOA5's form) is local time in
-//     `tz`. A local time that falls in a daylight-saving gap is a
+//     `tz` (the query's, else the profile's, else UTC). A local time that falls in a daylight-saving gap is a
 //     400; one that falls in the fold happens twice, and is a 400
 //     unless `dst` picks the earlier or the later instant.
 //   - Errors name the line (counted from 1, header lines included) and
@@ -2558,19 +2624,23 @@ func (c *Client) PostReadingsWithBody(ctx context.Context, orgId OrgId, projId P
 // counts the readings (`FileImport`). The rules above
 // hold (one transaction; the later of two lines at one instant wins;
 // an overlapping file overwrites), except that a file's readings are
-// bounded by the body limit, not by `-max-batch`.
+// bounded by the body limit, not by `-max-batch`. Each line goes to
+// the database as it is parsed, so the service's memory does not grow
+// with the file; an error on any line stores nothing.
 //
 //   - CSV: a header line `datetime,<column>,…`, then one reading a line.
 //     TOA5: four header lines (environment, field names, units,
 //     processing), then data lines starting `"TIMESTAMP","RECORD"`.
-//   - A column feeds the input whose key or decimal ID is its name;
-//     `RECORD` and columns that name no input of the sensor are ignored
-//     and listed in the answer; at least one column must name an input.
+//   - A column feeds the input `columns` or else the sensor's import
+//     profile (`setImportProfile`) maps it to, else the input whose key
+//     or decimal ID is its name; `RECORD` and columns that feed no input of the sensor
+//     are ignored and listed in the answer; at least one column must
+//     feed an input.
 //   - An empty cell, `NAN`, `NaN` or `nan` means the input is missing
 //     from that reading; a line with every input missing is skipped.
 //   - A datetime with a zone (`Z`, `+01:00`) is taken as it is; one
 //     without (`2024-03-31 02:30:00`, TOA5's form) is local time in
-//     `tz`. A local time that falls in a daylight-saving gap is a
+//     `tz` (the query's, else the profile's, else UTC). A local time that falls in a daylight-saving gap is a
 //     400; one that falls in the fold happens twice, and is a 400
 //     unless `dst` picks the earlier or the later instant.
 //   - Errors name the line (counted from 1, header lines included) and
@@ -3143,6 +3213,100 @@ func (c *Client) UpdateFormulasWithBody(ctx context.Context, orgId OrgId, projId
 // Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas (the `UpdateFormulas` operationId).
 func (c *Client) UpdateFormulas(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateFormulasJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateFormulasRequest(c.Server, orgId, projId, sensorId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteImportProfile Delete a sensor's import profile
+//
+// Deletes the profile, if any: files are then read by column names
+// and the query's `tz` and `dst` alone. Required role: `editor`.
+//
+// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile (the `DeleteImportProfile` operationId).
+func (c *Client) DeleteImportProfile(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteImportProfileRequest(c.Server, orgId, projId, sensorId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetImportProfile Get a sensor's import profile
+//
+// How the sensor's datalogger files are read (see `postReadings`).
+// A sensor whose profile was never set (or was deleted) has the
+// defaults: `UTC`, no `dst`, no column mapping, and no `updated_at`.
+// Required role: `viewer`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile (the `GetImportProfile` operationId).
+func (c *Client) GetImportProfile(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetImportProfileRequest(c.Server, orgId, projId, sensorId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetImportProfileWithBody Set a sensor's import profile
+//
+// Says how the sensor's datalogger files are read, so that a logger's
+// upload needs no parameters: `columns` maps a file's column names
+// to the inputs they feed (by key, or by decimal ID for a sensor
+// without a blueprint), and `tz` and `dst` are the logger's zone and
+// its choice in the autumn fold. A file POST uses the profile; the
+// query's `tz`, `dst` and `columns` each override the profile's, and
+// a column the mapping leaves out still feeds the input it names. An input
+// that is not the sensor's, or two columns feeding one input, is a
+// 400 naming the column; a zone that is not IANA's is a 400. Replaces
+// the sensor's profile, if any. Required role: `editor`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile (the `SetImportProfile` operationId).
+func (c *Client) SetImportProfileWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetImportProfileRequestWithBody(c.Server, orgId, projId, sensorId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetImportProfile Set a sensor's import profile
+//
+// Says how the sensor's datalogger files are read, so that a logger's
+// upload needs no parameters: `columns` maps a file's column names
+// to the inputs they feed (by key, or by decimal ID for a sensor
+// without a blueprint), and `tz` and `dst` are the logger's zone and
+// its choice in the autumn fold. A file POST uses the profile; the
+// query's `tz`, `dst` and `columns` each override the profile's, and
+// a column the mapping leaves out still feeds the input it names. An input
+// that is not the sensor's, or two columns feeding one input, is a
+// 400 naming the column; a zone that is not IANA's is a 400. Replaces
+// the sensor's profile, if any. Required role: `editor`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile (the `SetImportProfile` operationId).
+func (c *Client) SetImportProfile(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body SetImportProfileJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetImportProfileRequest(c.Server, orgId, projId, sensorId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4769,7 +4933,7 @@ func NewListAlarmEventsRequest(server string, orgId OrgId, projId ProjId, params
 
 		if params.DatetimeGte != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", *params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", *params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -4781,7 +4945,7 @@ func NewListAlarmEventsRequest(server string, orgId OrgId, projId ProjId, params
 
 		if params.DatetimeLt != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", *params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lt", *params.DatetimeLt, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5749,6 +5913,18 @@ func NewPostReadingsRequestWithBody(server string, orgId OrgId, projId ProjId, s
 		if params.Dst != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dst", *params.Dst, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Columns != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "columns", *params.Columns, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -6789,6 +6965,163 @@ func NewUpdateFormulasRequestWithBody(server string, orgId OrgId, projId ProjId,
 	}
 
 	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/formulas", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteImportProfileRequest constructs an http.Request for the DeleteImportProfile method
+func NewDeleteImportProfileRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/import-profile", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetImportProfileRequest constructs an http.Request for the GetImportProfile method
+func NewGetImportProfileRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/import-profile", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetImportProfileRequest calls the generic SetImportProfile builder with application/json body
+func NewSetImportProfileRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, body SetImportProfileJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetImportProfileRequestWithBody(server, orgId, projId, sensorId, "application/json", bodyReader)
+}
+
+// NewSetImportProfileRequestWithBody constructs an http.Request for the SetImportProfile method, with any body, and a specified content type
+func NewSetImportProfileRequestWithBody(server string, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/import-profile", pathParam0, pathParam1, pathParam2)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -8222,19 +8555,23 @@ type ClientWithResponsesInterface interface {
 	// counts the readings (`FileImport`). The rules above
 	// hold (one transaction; the later of two lines at one instant wins;
 	// an overlapping file overwrites), except that a file's readings are
-	// bounded by the body limit, not by `-max-batch`.
+	// bounded by the body limit, not by `-max-batch`. Each line goes to
+	// the database as it is parsed, so the service's memory does not grow
+	// with the file; an error on any line stores nothing.
 	//
 	// - CSV: a header line `datetime,<column>,…`, then one reading a line.
 	//   TOA5: four header lines (environment, field names, units,
 	//   processing), then data lines starting `"TIMESTAMP","RECORD"`.
-	// - A column feeds the input whose key or decimal ID is its name;
-	//   `RECORD` and columns that name no input of the sensor are ignored
-	//   and listed in the answer; at least one column must name an input.
+	// - A column feeds the input `columns` or else the sensor's import
+	//   profile (`setImportProfile`) maps it to, else the input whose key
+	//   or decimal ID is its name; `RECORD` and columns that feed no input of the sensor
+	//   are ignored and listed in the answer; at least one column must
+	//   feed an input.
 	// - An empty cell, `NAN`, `NaN` or `nan` means the input is missing
 	//   from that reading; a line with every input missing is skipped.
 	// - A datetime with a zone (`Z`, `+01:00`) is taken as it is; one
 	//   without (`2024-03-31 02:30:00`, TOA5's form) is local time in
-	//   `tz`. A local time that falls in a daylight-saving gap is a
+	//   `tz` (the query's, else the profile's, else UTC). A local time that falls in a daylight-saving gap is a
 	//   400; one that falls in the fold happens twice, and is a 400
 	//   unless `dst` picks the earlier or the later instant.
 	// - Errors name the line (counted from 1, header lines included) and
@@ -8286,19 +8623,23 @@ type ClientWithResponsesInterface interface {
 	// counts the readings (`FileImport`). The rules above
 	// hold (one transaction; the later of two lines at one instant wins;
 	// an overlapping file overwrites), except that a file's readings are
-	// bounded by the body limit, not by `-max-batch`.
+	// bounded by the body limit, not by `-max-batch`. Each line goes to
+	// the database as it is parsed, so the service's memory does not grow
+	// with the file; an error on any line stores nothing.
 	//
 	// - CSV: a header line `datetime,<column>,…`, then one reading a line.
 	//   TOA5: four header lines (environment, field names, units,
 	//   processing), then data lines starting `"TIMESTAMP","RECORD"`.
-	// - A column feeds the input whose key or decimal ID is its name;
-	//   `RECORD` and columns that name no input of the sensor are ignored
-	//   and listed in the answer; at least one column must name an input.
+	// - A column feeds the input `columns` or else the sensor's import
+	//   profile (`setImportProfile`) maps it to, else the input whose key
+	//   or decimal ID is its name; `RECORD` and columns that feed no input of the sensor
+	//   are ignored and listed in the answer; at least one column must
+	//   feed an input.
 	// - An empty cell, `NAN`, `NaN` or `nan` means the input is missing
 	//   from that reading; a line with every input missing is skipped.
 	// - A datetime with a zone (`Z`, `+01:00`) is taken as it is; one
 	//   without (`2024-03-31 02:30:00`, TOA5's form) is local time in
-	//   `tz`. A local time that falls in a daylight-saving gap is a
+	//   `tz` (the query's, else the profile's, else UTC). A local time that falls in a daylight-saving gap is a
 	//   400; one that falls in the fold happens twice, and is a 400
 	//   unless `dst` picks the earlier or the later instant.
 	// - Errors name the line (counted from 1, header lines included) and
@@ -8674,6 +9015,64 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas (the `UpdateFormulas` operationId).
 	UpdateFormulasWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateFormulasJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateFormulasResponse, error)
+
+	// DeleteImportProfileWithResponse Delete a sensor's import profile
+	//
+	// Deletes the profile, if any: files are then read by column names
+	// and the query's `tz` and `dst` alone. Required role: `editor`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile (the `DeleteImportProfile` operationId).
+	DeleteImportProfileWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*DeleteImportProfileResponse, error)
+
+	// GetImportProfileWithResponse Get a sensor's import profile
+	//
+	// How the sensor's datalogger files are read (see `postReadings`).
+	// A sensor whose profile was never set (or was deleted) has the
+	// defaults: `UTC`, no `dst`, no column mapping, and no `updated_at`.
+	// Required role: `viewer`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile (the `GetImportProfile` operationId).
+	GetImportProfileWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*GetImportProfileResponse, error)
+
+	// SetImportProfileWithBodyWithResponse Set a sensor's import profile
+	//
+	// Says how the sensor's datalogger files are read, so that a logger's
+	// upload needs no parameters: `columns` maps a file's column names
+	// to the inputs they feed (by key, or by decimal ID for a sensor
+	// without a blueprint), and `tz` and `dst` are the logger's zone and
+	// its choice in the autumn fold. A file POST uses the profile; the
+	// query's `tz`, `dst` and `columns` each override the profile's, and
+	// a column the mapping leaves out still feeds the input it names. An input
+	// that is not the sensor's, or two columns feeding one input, is a
+	// 400 naming the column; a zone that is not IANA's is a 400. Replaces
+	// the sensor's profile, if any. Required role: `editor`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile (the `SetImportProfile` operationId).
+	SetImportProfileWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetImportProfileResponse, error)
+
+	// SetImportProfileWithResponse Set a sensor's import profile
+	//
+	// Says how the sensor's datalogger files are read, so that a logger's
+	// upload needs no parameters: `columns` maps a file's column names
+	// to the inputs they feed (by key, or by decimal ID for a sensor
+	// without a blueprint), and `tz` and `dst` are the logger's zone and
+	// its choice in the autumn fold. A file POST uses the profile; the
+	// query's `tz`, `dst` and `columns` each override the profile's, and
+	// a column the mapping leaves out still feeds the input it names. An input
+	// that is not the sensor's, or two columns feeding one input, is a
+	// 400 naming the column; a zone that is not IANA's is a 400. Replaces
+	// the sensor's profile, if any. Required role: `editor`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile (the `SetImportProfile` operationId).
+	SetImportProfileWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body SetImportProfileJSONRequestBody, reqEditors ...RequestEditorFn) (*SetImportProfileResponse, error)
 
 	// UpdateLinksWithBodyWithResponse Link a sensor's inputs to other sensors' values
 	//
@@ -14648,6 +15047,360 @@ func (r UpdateFormulasResponse) ContentType() string {
 	return ""
 }
 
+// DeleteImportProfileResponse401Headers the declared response headers of an HTTP 401 response for DeleteImportProfile
+type DeleteImportProfileResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DeleteImportProfileResponse429Headers the declared response headers of an HTTP 429 response for DeleteImportProfile
+type DeleteImportProfileResponse429Headers struct {
+	RetryAfter *int
+}
+
+// DeleteImportProfileResponse503Headers the declared response headers of an HTTP 503 response for DeleteImportProfile
+type DeleteImportProfileResponse503Headers struct {
+	RetryAfter *int
+}
+
+type DeleteImportProfileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteImportProfileResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteImportProfileResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteImportProfileResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteImportProfileResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteImportProfileResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteImportProfileResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteImportProfileResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteImportProfileResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteImportProfileResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteImportProfileResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteImportProfileResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteImportProfileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteImportProfileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteImportProfileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteImportProfileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetImportProfileResponse401Headers the declared response headers of an HTTP 401 response for GetImportProfile
+type GetImportProfileResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetImportProfileResponse429Headers the declared response headers of an HTTP 429 response for GetImportProfile
+type GetImportProfileResponse429Headers struct {
+	RetryAfter *int
+}
+
+// GetImportProfileResponse503Headers the declared response headers of an HTTP 503 response for GetImportProfile
+type GetImportProfileResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetImportProfileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ImportProfile
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetImportProfileResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetImportProfileResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetImportProfileResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetImportProfileResponse) GetJSON200() *ImportProfile {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetImportProfileResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetImportProfileResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetImportProfileResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetImportProfileResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetImportProfileResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetImportProfileResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetImportProfileResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetImportProfileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetImportProfileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetImportProfileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetImportProfileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetImportProfileResponse401Headers the declared response headers of an HTTP 401 response for SetImportProfile
+type SetImportProfileResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// SetImportProfileResponse429Headers the declared response headers of an HTTP 429 response for SetImportProfile
+type SetImportProfileResponse429Headers struct {
+	RetryAfter *int
+}
+
+// SetImportProfileResponse503Headers the declared response headers of an HTTP 503 response for SetImportProfile
+type SetImportProfileResponse503Headers struct {
+	RetryAfter *int
+}
+
+type SetImportProfileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ImportProfile
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetImportProfileResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetImportProfileResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SetImportProfileResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetImportProfileResponse) GetJSON200() *ImportProfile {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetImportProfileResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetImportProfileResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SetImportProfileResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SetImportProfileResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SetImportProfileResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SetImportProfileResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r SetImportProfileResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SetImportProfileResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SetImportProfileResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SetImportProfileResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SetImportProfileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetImportProfileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetImportProfileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetImportProfileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // UpdateLinksResponse401Headers the declared response headers of an HTTP 401 response for UpdateLinks
 type UpdateLinksResponse401Headers struct {
 	WWWAuthenticate *string
@@ -17123,19 +17876,23 @@ func (c *ClientWithResponses) ListReadingsWithResponse(ctx context.Context, orgI
 // counts the readings (`FileImport`). The rules above
 // hold (one transaction; the later of two lines at one instant wins;
 // an overlapping file overwrites), except that a file's readings are
-// bounded by the body limit, not by `-max-batch`.
+// bounded by the body limit, not by `-max-batch`. Each line goes to
+// the database as it is parsed, so the service's memory does not grow
+// with the file; an error on any line stores nothing.
 //
 //   - CSV: a header line `datetime,<column>,…`, then one reading a line.
 //     TOA5: four header lines (environment, field names, units,
 //     processing), then data lines starting `"TIMESTAMP","RECORD"`.
-//   - A column feeds the input whose key or decimal ID is its name;
-//     `RECORD` and columns that name no input of the sensor are ignored
-//     and listed in the answer; at least one column must name an input.
+//   - A column feeds the input `columns` or else the sensor's import
+//     profile (`setImportProfile`) maps it to, else the input whose key
+//     or decimal ID is its name; `RECORD` and columns that feed no input of the sensor
+//     are ignored and listed in the answer; at least one column must
+//     feed an input.
 //   - An empty cell, `NAN`, `NaN` or `nan` means the input is missing
 //     from that reading; a line with every input missing is skipped.
 //   - A datetime with a zone (`Z`, `+01:00`) is taken as it is; one
 //     without (`2024-03-31 02:30:00`, TOA5's form) is local time in
-//     `tz`. A local time that falls in a daylight-saving gap is a
+//     `tz` (the query's, else the profile's, else UTC). A local time that falls in a daylight-saving gap is a
 //     400; one that falls in the fold happens twice, and is a 400
 //     unless `dst` picks the earlier or the later instant.
 //   - Errors name the line (counted from 1, header lines included) and
@@ -17193,19 +17950,23 @@ func (c *ClientWithResponses) PostReadingsWithBodyWithResponse(ctx context.Conte
 // counts the readings (`FileImport`). The rules above
 // hold (one transaction; the later of two lines at one instant wins;
 // an overlapping file overwrites), except that a file's readings are
-// bounded by the body limit, not by `-max-batch`.
+// bounded by the body limit, not by `-max-batch`. Each line goes to
+// the database as it is parsed, so the service's memory does not grow
+// with the file; an error on any line stores nothing.
 //
 //   - CSV: a header line `datetime,<column>,…`, then one reading a line.
 //     TOA5: four header lines (environment, field names, units,
 //     processing), then data lines starting `"TIMESTAMP","RECORD"`.
-//   - A column feeds the input whose key or decimal ID is its name;
-//     `RECORD` and columns that name no input of the sensor are ignored
-//     and listed in the answer; at least one column must name an input.
+//   - A column feeds the input `columns` or else the sensor's import
+//     profile (`setImportProfile`) maps it to, else the input whose key
+//     or decimal ID is its name; `RECORD` and columns that feed no input of the sensor
+//     are ignored and listed in the answer; at least one column must
+//     feed an input.
 //   - An empty cell, `NAN`, `NaN` or `nan` means the input is missing
 //     from that reading; a line with every input missing is skipped.
 //   - A datetime with a zone (`Z`, `+01:00`) is taken as it is; one
 //     without (`2024-03-31 02:30:00`, TOA5's form) is local time in
-//     `tz`. A local time that falls in a daylight-saving gap is a
+//     `tz` (the query's, else the profile's, else UTC). A local time that falls in a daylight-saving gap is a
 //     400; one that falls in the fold happens twice, and is a 400
 //     unless `dst` picks the earlier or the later instant.
 //   - Errors name the line (counted from 1, header lines included) and
@@ -17712,6 +18473,88 @@ func (c *ClientWithResponses) UpdateFormulasWithResponse(ctx context.Context, or
 		return nil, err
 	}
 	return ParseUpdateFormulasResponse(rsp)
+}
+
+// DeleteImportProfileWithResponse Delete a sensor's import profile
+//
+// Deletes the profile, if any: files are then read by column names
+// and the query's `tz` and `dst` alone. Required role: `editor`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile (the `DeleteImportProfile` operationId).
+func (c *ClientWithResponses) DeleteImportProfileWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*DeleteImportProfileResponse, error) {
+	rsp, err := c.DeleteImportProfile(ctx, orgId, projId, sensorId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteImportProfileResponse(rsp)
+}
+
+// GetImportProfileWithResponse Get a sensor's import profile
+//
+// How the sensor's datalogger files are read (see `postReadings`).
+// A sensor whose profile was never set (or was deleted) has the
+// defaults: `UTC`, no `dst`, no column mapping, and no `updated_at`.
+// Required role: `viewer`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile (the `GetImportProfile` operationId).
+func (c *ClientWithResponses) GetImportProfileWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*GetImportProfileResponse, error) {
+	rsp, err := c.GetImportProfile(ctx, orgId, projId, sensorId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetImportProfileResponse(rsp)
+}
+
+// SetImportProfileWithBodyWithResponse Set a sensor's import profile
+//
+// Says how the sensor's datalogger files are read, so that a logger's
+// upload needs no parameters: `columns` maps a file's column names
+// to the inputs they feed (by key, or by decimal ID for a sensor
+// without a blueprint), and `tz` and `dst` are the logger's zone and
+// its choice in the autumn fold. A file POST uses the profile; the
+// query's `tz`, `dst` and `columns` each override the profile's, and
+// a column the mapping leaves out still feeds the input it names. An input
+// that is not the sensor's, or two columns feeding one input, is a
+// 400 naming the column; a zone that is not IANA's is a 400. Replaces
+// the sensor's profile, if any. Required role: `editor`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile (the `SetImportProfile` operationId).
+func (c *ClientWithResponses) SetImportProfileWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetImportProfileResponse, error) {
+	rsp, err := c.SetImportProfileWithBody(ctx, orgId, projId, sensorId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetImportProfileResponse(rsp)
+}
+
+// SetImportProfileWithResponse Set a sensor's import profile
+//
+// Says how the sensor's datalogger files are read, so that a logger's
+// upload needs no parameters: `columns` maps a file's column names
+// to the inputs they feed (by key, or by decimal ID for a sensor
+// without a blueprint), and `tz` and `dst` are the logger's zone and
+// its choice in the autumn fold. A file POST uses the profile; the
+// query's `tz`, `dst` and `columns` each override the profile's, and
+// a column the mapping leaves out still feeds the input it names. An input
+// that is not the sensor's, or two columns feeding one input, is a
+// 400 naming the column; a zone that is not IANA's is a 400. Replaces
+// the sensor's profile, if any. Required role: `editor`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile (the `SetImportProfile` operationId).
+func (c *ClientWithResponses) SetImportProfileWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body SetImportProfileJSONRequestBody, reqEditors ...RequestEditorFn) (*SetImportProfileResponse, error) {
+	rsp, err := c.SetImportProfile(ctx, orgId, projId, sensorId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetImportProfileResponse(rsp)
 }
 
 // UpdateLinksWithBodyWithResponse Link a sensor's inputs to other sensors' values
@@ -23646,6 +24489,354 @@ func ParseUpdateFormulasResponse(rsp *http.Response) (*UpdateFormulasResponse, e
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers UpdateFormulasResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteImportProfileResponse parses an HTTP response from a DeleteImportProfileWithResponse call
+func ParseDeleteImportProfileResponse(rsp *http.Response) (*DeleteImportProfileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteImportProfileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteImportProfileResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteImportProfileResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteImportProfileResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetImportProfileResponse parses an HTTP response from a GetImportProfileWithResponse call
+func ParseGetImportProfileResponse(rsp *http.Response) (*GetImportProfileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetImportProfileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ImportProfile
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetImportProfileResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetImportProfileResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetImportProfileResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetImportProfileResponse parses an HTTP response from a SetImportProfileWithResponse call
+func ParseSetImportProfileResponse(rsp *http.Response) (*SetImportProfileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetImportProfileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ImportProfile
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SetImportProfileResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetImportProfileResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers SetImportProfileResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -108,6 +108,24 @@ func (e DeliveryStatus) Valid() bool {
 	}
 }
 
+// Defines values for Dst.
+const (
+	Earlier Dst = "earlier"
+	Later   Dst = "later"
+)
+
+// Valid indicates whether the value is a known member of the Dst enum.
+func (e Dst) Valid() bool {
+	switch e {
+	case Earlier:
+		return true
+	case Later:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	HealthStatusOk HealthStatus = "ok"
@@ -366,24 +384,6 @@ func (e ListReadingsParamsKeys) Valid() bool {
 	case ListReadingsParamsKeysIds:
 		return true
 	case ListReadingsParamsKeysNames:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for PostReadingsParamsDst.
-const (
-	Earlier PostReadingsParamsDst = "earlier"
-	Later   PostReadingsParamsDst = "later"
-)
-
-// Valid indicates whether the value is a known member of the PostReadingsParamsDst enum.
-func (e PostReadingsParamsDst) Valid() bool {
-	switch e {
-	case Earlier:
-		return true
-	case Later:
 		return true
 	default:
 		return false
@@ -862,6 +862,11 @@ type DeliveryPage struct {
 	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
+// Dst Which instant a local time in the autumn fold (written twice, once
+// in summer time and once in standard time) stands for: `earlier`
+// (summer time) or `later` (standard time).
+type Dst string
+
 // Error defines model for Error.
 type Error struct {
 	// Code A machine-readable code: `invalid`, `unauthorized`, `forbidden`,
@@ -925,6 +930,41 @@ type Health struct {
 
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
+
+// ImportProfile A sensor's import profile; `updated_at` is absent for the defaults of a sensor whose profile was never set.
+type ImportProfile struct {
+	// Columns A file column's name to the input it feeds, by key (by decimal ID for a sensor without a blueprint).
+	Columns map[string]string `json:"columns"`
+
+	// Dst Which instant a local time in the autumn fold (written twice, once
+	// in summer time and once in standard time) stands for: `earlier`
+	// (summer time) or `later` (standard time).
+	Dst      *Dst   `json:"dst,omitempty"`
+	SensorId int64  `json:"sensor_id"`
+	Tz       string `json:"tz"`
+
+	// UpdatedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	UpdatedAt *Datetime `json:"updated_at,omitempty"`
+}
+
+// ImportProfileInput defines model for ImportProfileInput.
+type ImportProfileInput struct {
+	// Columns A file column's name (1 to 200 characters) to the input it feeds, by key or decimal ID.
+	Columns *map[string]string `json:"columns,omitempty"`
+
+	// Dst Which instant a local time in the autumn fold (written twice, once
+	// in summer time and once in standard time) stands for: `earlier`
+	// (summer time) or `later` (standard time).
+	Dst *Dst `json:"dst,omitempty"`
+
+	// Tz The IANA time zone of the logger's datetimes written without a zone (`Etc/GMT-1` for UTC+1 all year).
+	Tz *string `json:"tz,omitempty"`
+}
 
 // InputLink defines model for InputLink.
 type InputLink struct {
@@ -1739,11 +1779,11 @@ type ListAlarmEventsParams struct {
 	// LevelId Only events at this level.
 	LevelId *int64 `form:"level_id,omitempty" json:"level_id,omitempty"`
 
-	// DatetimeGte Only events recorded at or after this instant.
-	DatetimeGte *time.Time `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
+	// DatetimeGte Only events recorded at or after this instant (RFC 3339 with a zone, or epoch milliseconds, as Grafana's `${__timeFrom}` gives).
+	DatetimeGte *Bound `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
 
 	// DatetimeLt Only events recorded before this instant.
-	DatetimeLt *time.Time `form:"datetime__lt,omitempty" json:"datetime__lt,omitempty"`
+	DatetimeLt *Bound `form:"datetime__lt,omitempty" json:"datetime__lt,omitempty"`
 
 	// Order `asc` (oldest first) or `desc` (newest first).
 	Order *ListAlarmEventsParamsOrder `form:"order,omitempty" json:"order,omitempty"`
@@ -1885,21 +1925,28 @@ type ListReadingsParamsKeys string
 type PostReadingsParams struct {
 	// Tz Files only: the IANA time zone (`Europe/Zurich`, `UTC`,
 	// `Etc/GMT-1` for a logger on UTC+1 all year) of datetimes
-	// written without a zone. Default `UTC`.
+	// written without a zone. Default: the sensor's import profile's,
+	// else `UTC`.
 	Tz *string `form:"tz,omitempty" json:"tz,omitempty"`
 
 	// Dst Files only: which instant a local time in the autumn fold
 	// (written twice, once in summer time and once in standard time)
-	// stands for. Without it such a time is a 400 naming the line.
-	Dst *PostReadingsParamsDst `form:"dst,omitempty" json:"dst,omitempty"`
+	// stands for. Default: the sensor's import profile's; without
+	// either, such a time is a 400 naming the line.
+	Dst *Dst `form:"dst,omitempty" json:"dst,omitempty"`
+
+	// Columns Files only: which file column feeds which input, as
+	// `column:input,…` (`Freq_Avg:freq,Temp_Avg:temp`; an input by key
+	// or decimal ID), in place of the import profile's mapping. An
+	// input the sensor does not have is a 400 naming the column. A
+	// column whose name holds `,` or `:` can be mapped by the profile
+	// only.
+	Columns *string `form:"columns,omitempty" json:"columns,omitempty"`
 
 	// DryRun Files only: parse and check the file, store nothing, and answer
 	// the first readings as they would be stored (`preview`).
 	DryRun *bool `form:"dry_run,omitempty" json:"dry_run,omitempty"`
 }
-
-// PostReadingsParamsDst defines parameters for PostReadings.
-type PostReadingsParamsDst string
 
 // PostReadings200JSONResponseBody0 defines parameters for PostReadings.
 type PostReadings200JSONResponseBody0 string
@@ -2090,6 +2137,9 @@ type UpdateCalibrationsJSONRequestBody = CalibrationsUpdate
 
 // UpdateFormulasJSONRequestBody defines body for UpdateFormulas for application/json ContentType.
 type UpdateFormulasJSONRequestBody = FormulasUpdate
+
+// SetImportProfileJSONRequestBody defines body for SetImportProfile for application/json ContentType.
+type SetImportProfileJSONRequestBody = ImportProfileInput
 
 // UpdateLinksJSONRequestBody defines body for UpdateLinks for application/json ContentType.
 type UpdateLinksJSONRequestBody = LinksUpdate
@@ -2314,6 +2364,15 @@ type ServerInterface interface {
 	// UpdateFormulas Edit a sensor's formulas and constants
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas)
 	UpdateFormulas(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// DeleteImportProfile Delete a sensor's import profile
+	// (DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile)
+	DeleteImportProfile(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// GetImportProfile Get a sensor's import profile
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile)
+	GetImportProfile(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// SetImportProfile Set a sensor's import profile
+	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile)
+	SetImportProfile(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
 	// UpdateLinks Link a sensor's inputs to other sensors' values
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/links)
 	UpdateLinks(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
@@ -2884,14 +2943,14 @@ func (w *ServerInterfaceWrapper) ListAlarmEvents(ctx echo.Context) error {
 
 	// ------------- Optional query parameter "datetime__gte" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__gte: %s", err))
 	}
 
 	// ------------- Optional query parameter "datetime__lt" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lt", ctx.QueryParams(), &params.DatetimeLt, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lt: %s", err))
 	}
@@ -3449,6 +3508,13 @@ func (w *ServerInterfaceWrapper) PostReadings(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "dst", ctx.QueryParams(), &params.Dst, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter dst: %s", err))
+	}
+
+	// ------------- Optional query parameter "columns" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "columns", ctx.QueryParams(), &params.Columns, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter columns: %s", err))
 	}
 
 	// ------------- Optional query parameter "dry_run" -------------
@@ -4063,6 +4129,102 @@ func (w *ServerInterfaceWrapper) UpdateFormulas(ctx echo.Context) error {
 	return err
 }
 
+// DeleteImportProfile converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteImportProfile(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteImportProfile(ctx, orgId, projId, sensorId)
+	return err
+}
+
+// GetImportProfile converts echo context to params.
+func (w *ServerInterfaceWrapper) GetImportProfile(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetImportProfile(ctx, orgId, projId, sensorId)
+	return err
+}
+
+// SetImportProfile converts echo context to params.
+func (w *ServerInterfaceWrapper) SetImportProfile(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SetImportProfile(ctx, orgId, projId, sensorId)
+	return err
+}
+
 // UpdateLinks converts echo context to params.
 func (w *ServerInterfaceWrapper) UpdateLinks(ctx echo.Context) error {
 	var err error
@@ -4540,6 +4702,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/alarm-rules", wrapper.CreateAlarmRule, options.OperationMiddlewares["createAlarmRule"]...)
 	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/alarm-rules/:rule_id", wrapper.DeleteAlarmRule, options.OperationMiddlewares["deleteAlarmRule"]...)
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/alarm-rules/:rule_id", wrapper.UpdateAlarmRule, options.OperationMiddlewares["updateAlarmRule"]...)
+	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/import-profile", wrapper.DeleteImportProfile, options.OperationMiddlewares["deleteImportProfile"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/import-profile", wrapper.GetImportProfile, options.OperationMiddlewares["getImportProfile"]...)
+	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/import-profile", wrapper.SetImportProfile, options.OperationMiddlewares["setImportProfile"]...)
 	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/overdue", wrapper.DeleteOverdueRule, options.OperationMiddlewares["deleteOverdueRule"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/overdue", wrapper.GetOverdueRule, options.OperationMiddlewares["getOverdueRule"]...)
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/overdue", wrapper.SetOverdueRule, options.OperationMiddlewares["setOverdueRule"]...)
@@ -11778,6 +11943,452 @@ func (response UpdateFormulas503JSONResponse) VisitUpdateFormulasResponse(w http
 	return err
 }
 
+type DeleteImportProfileRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+}
+
+type DeleteImportProfileResponseObject interface {
+	VisitDeleteImportProfileResponse(w http.ResponseWriter) error
+}
+
+type DeleteImportProfile204Response struct {
+}
+
+func (response DeleteImportProfile204Response) VisitDeleteImportProfileResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteImportProfile400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteImportProfile400JSONResponse) VisitDeleteImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteImportProfile401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteImportProfile401JSONResponse) VisitDeleteImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteImportProfile403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteImportProfile403JSONResponse) VisitDeleteImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteImportProfile404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteImportProfile404JSONResponse) VisitDeleteImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteImportProfile409JSONResponse struct{ ConflictJSONResponse }
+
+func (response DeleteImportProfile409JSONResponse) VisitDeleteImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteImportProfile429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteImportProfile429JSONResponse) VisitDeleteImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteImportProfile500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteImportProfile500JSONResponse) VisitDeleteImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteImportProfile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteImportProfile503JSONResponse) VisitDeleteImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetImportProfileRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+}
+
+type GetImportProfileResponseObject interface {
+	VisitGetImportProfileResponse(w http.ResponseWriter) error
+}
+
+type GetImportProfile200JSONResponse ImportProfile
+
+func (response GetImportProfile200JSONResponse) VisitGetImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetImportProfile400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetImportProfile400JSONResponse) VisitGetImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetImportProfile401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetImportProfile401JSONResponse) VisitGetImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetImportProfile403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetImportProfile403JSONResponse) VisitGetImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetImportProfile404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetImportProfile404JSONResponse) VisitGetImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetImportProfile429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetImportProfile429JSONResponse) VisitGetImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetImportProfile500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetImportProfile500JSONResponse) VisitGetImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetImportProfile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetImportProfile503JSONResponse) VisitGetImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetImportProfileRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+	Body     *SetImportProfileJSONRequestBody
+}
+
+type SetImportProfileResponseObject interface {
+	VisitSetImportProfileResponse(w http.ResponseWriter) error
+}
+
+type SetImportProfile200JSONResponse ImportProfile
+
+func (response SetImportProfile200JSONResponse) VisitSetImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetImportProfile400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SetImportProfile400JSONResponse) VisitSetImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetImportProfile401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SetImportProfile401JSONResponse) VisitSetImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetImportProfile403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SetImportProfile403JSONResponse) VisitSetImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetImportProfile404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SetImportProfile404JSONResponse) VisitSetImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetImportProfile409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SetImportProfile409JSONResponse) VisitSetImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetImportProfile413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response SetImportProfile413JSONResponse) VisitSetImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetImportProfile415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SetImportProfile415JSONResponse) VisitSetImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetImportProfile429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SetImportProfile429JSONResponse) VisitSetImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetImportProfile500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SetImportProfile500JSONResponse) VisitSetImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetImportProfile503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SetImportProfile503JSONResponse) VisitSetImportProfileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateLinksRequestObject struct {
 	OrgId    OrgId    `json:"org_id"`
 	ProjId   ProjId   `json:"proj_id"`
@@ -13805,6 +14416,15 @@ type StrictServerInterface interface {
 	// UpdateFormulas Edit a sensor's formulas and constants
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas)
 	UpdateFormulas(ctx context.Context, request UpdateFormulasRequestObject) (UpdateFormulasResponseObject, error)
+	// DeleteImportProfile Delete a sensor's import profile
+	// (DELETE /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile)
+	DeleteImportProfile(ctx context.Context, request DeleteImportProfileRequestObject) (DeleteImportProfileResponseObject, error)
+	// GetImportProfile Get a sensor's import profile
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile)
+	GetImportProfile(ctx context.Context, request GetImportProfileRequestObject) (GetImportProfileResponseObject, error)
+	// SetImportProfile Set a sensor's import profile
+	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile)
+	SetImportProfile(ctx context.Context, request SetImportProfileRequestObject) (SetImportProfileResponseObject, error)
 	// UpdateLinks Link a sensor's inputs to other sensors' values
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/links)
 	UpdateLinks(ctx context.Context, request UpdateLinksRequestObject) (UpdateLinksResponseObject, error)
@@ -15603,6 +16223,110 @@ func (sh *strictHandler) UpdateFormulas(ctx echo.Context, orgId OrgId, projId Pr
 		return err
 	} else if validResponse, ok := response.(UpdateFormulasResponseObject); ok {
 		return validResponse.VisitUpdateFormulasResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteImportProfile operation middleware
+func (sh *strictHandler) DeleteImportProfile(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
+	var request DeleteImportProfileRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteImportProfile(ctx.Request().Context(), request.(DeleteImportProfileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteImportProfile")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteImportProfileResponseObject); ok {
+		return validResponse.VisitDeleteImportProfileResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetImportProfile operation middleware
+func (sh *strictHandler) GetImportProfile(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
+	var request GetImportProfileRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetImportProfile(ctx.Request().Context(), request.(GetImportProfileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetImportProfile")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetImportProfileResponseObject); ok {
+		return validResponse.VisitGetImportProfileResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// SetImportProfile operation middleware
+func (sh *strictHandler) SetImportProfile(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
+	var request SetImportProfileRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+
+	var body SetImportProfileJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetImportProfile(ctx.Request().Context(), request.(SetImportProfileRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetImportProfile")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SetImportProfileResponseObject); ok {
+		return validResponse.VisitSetImportProfileResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -301,13 +301,9 @@ func (s *Server) ListAlarmEvents(ctx context.Context, req gen.ListAlarmEventsReq
 	if err != nil {
 		return nil, err
 	}
-	q := store.AlarmEventQuery{Desc: desc, After: after, Limit: limit, From: store.MinTime, To: store.MaxTime,
-		SensorID: deref(req.Params.SensorId), LevelID: deref(req.Params.LevelId)}
-	if p := req.Params.DatetimeGte; p != nil {
-		q.From = ceilMicro(*p)
-	}
-	if p := req.Params.DatetimeLt; p != nil {
-		q.To = ceilMicro(*p).Add(-time.Microsecond)
+	q := store.AlarmEventQuery{Desc: desc, After: after, Limit: limit, SensorID: deref(req.Params.SensorId), LevelID: deref(req.Params.LevelId)}
+	if q.From, q.To, err = timeRange(req.Params.DatetimeGte, nil, nil, req.Params.DatetimeLt); err != nil {
+		return nil, err
 	}
 	events, more, err := s.store.ListAlarmEvents(ctx, req.OrgId, req.ProjId, q)
 	if err != nil {

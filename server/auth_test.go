@@ -139,6 +139,10 @@ func (e *env) newMatrixFixture(t *testing.T, n int) matrixFixture {
 		}
 	}
 	f.levelID, f.ruleID, f.alarmID, f.webhookID = e.newAlarm(t, f.tenant)
+	instance := store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.instanceID}
+	if _, err := e.db.SetImportProfile(ctx, instance, store.ImportProfileSpec{TZ: "Europe/Zurich", Columns: map[string]string{"Freq_Avg": "freq"}}); err != nil {
+		t.Fatal(err)
+	}
 	// A spare token of each user, for the operations on /me/tokens/{id}.
 	for _, tn := range []tenant{f.tenant, f.other} {
 		for role, userID := range tn.userIDs {
@@ -161,7 +165,8 @@ func pathParam(t *testing.T, f matrixFixture, operationID, name, callerToken str
 	case "proj_id", "project_id":
 		return strconv.FormatInt(f.tenant.projectID, 10)
 	case "sensor_id":
-		if operationID == "updateFormulas" || operationID == "updateCalibrations" || operationID == "updateBaselines" || operationID == "updateLinks" || strings.Contains(operationID, "AlarmRule") {
+		if operationID == "updateFormulas" || operationID == "updateCalibrations" || operationID == "updateBaselines" || operationID == "updateLinks" ||
+			strings.Contains(operationID, "AlarmRule") || strings.Contains(operationID, "ImportProfile") {
 			return strconv.FormatInt(f.tenant.instanceID, 10) // these need a sensor with a blueprint
 		}
 		return strconv.FormatInt(f.tenant.sensorID, 10)
@@ -447,6 +452,8 @@ SELECT concat_ws('|',
   (SELECT string_agg(concat_ws(',', a.id, a.level_id, a.acknowledged_at, a.note), ';' ORDER BY a.id)
      FROM alarms a JOIN projects p ON p.id = a.project_id WHERE p.org_id = $1),
   (SELECT count(*) FROM alarm_events v JOIN projects p ON p.id = v.project_id WHERE p.org_id = $1),
+  (SELECT string_agg(concat_ws(',', i.sensor_id, i.columns, i.tz, i.dst, i.updated_at), ';' ORDER BY i.sensor_id)
+     FROM import_profiles i JOIN sensors s ON s.id = i.sensor_id JOIN projects p ON p.id = s.project_id WHERE p.org_id = $1),
   (SELECT string_agg(concat_ws(',', w.id, w.url), ';' ORDER BY w.id) FROM webhooks w JOIN projects p ON p.id = w.project_id WHERE p.org_id = $1),
   (SELECT string_agg(concat_ws(',', t.id, t.revoked_at, t.expires_at), ';' ORDER BY t.id)
      FROM api_tokens t JOIN memberships m ON m.user_id = t.user_id WHERE m.org_id = $1))`, orgID).Scan(&dump)

@@ -213,6 +213,22 @@ var badRequests = []struct {
 	{"AlarmEventsOrderWord", "GET", "/api/v1/org/{org}/proj/{proj}/alarm-events?order=newest", "", "", 400},
 	{"AlarmEventsDescCursorAsc", "GET", "/api/v1/org/{org}/proj/{proj}/alarm-events?order=asc&cursor=d5", "", "", 400},
 	{"AlarmEventsDescCursorWord", "GET", "/api/v1/org/{org}/proj/{proj}/alarm-events?order=desc&cursor=dabc", "", "", 400},
+	{"AlarmEventsBoundWord", "GET", "/api/v1/org/{org}/proj/{proj}/alarm-events?datetime__gte=yesterday", "", "", 400},
+	// Import profiles.
+	{"ProfileOutputNotInput", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/import-profile", "json", `{"columns":{"Freq_Avg":"pressure"}}`, 400},
+	{"ProfileTwoColumnsOneInput", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/import-profile", "json", `{"columns":{"a":"freq","b":"freq"}}`, 400},
+	{"ProfileEmptyColumnName", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/import-profile", "json", `{"columns":{"":"freq"}}`, 400},
+	{"ProfileLongColumnName", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/import-profile", "json", `{"columns":{"` + strings.Repeat("c", 201) + `":"freq"}}`, 400},
+	{"ProfileColumnsArray", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/import-profile", "json", `{"columns":["freq"]}`, 400},
+	{"ProfileBadZone", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/import-profile", "json", `{"tz":"Mars/Olympus_Mons"}`, 400},
+	{"ProfileLocalZone", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/import-profile", "json", `{"tz":"Local"}`, 400},
+	{"ProfileDstWord", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/import-profile", "json", `{"dst":"summer"}`, 400},
+	{"ProfileUnknownField", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/import-profile", "json", `{"zone":"UTC"}`, 400},
+	{"ProfileKeyWithoutBlueprint", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{sensor}/import-profile", "json", `{"columns":{"ch1":"freq"}}`, 400},
+	{"ProfileLeadingZeroID", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{sensor}/import-profile", "json", `{"columns":{"ch1":"05"}}`, 400},
+	{"FileColumnsNoColon", "POST", "/readings/{inst}?columns=Freq_Avg", "text/csv", "datetime,Freq_Avg\n2024-05-01T00:00:00Z,1\n", 400},
+	{"FileColumnsUnknownInput", "POST", "/readings/{inst}?columns=Freq_Avg:frequency", "text/csv", "datetime,Freq_Avg\n2024-05-01T00:00:00Z,1\n", 400},
+	{"FileColumnsEmpty", "POST", "/readings/{inst}?columns=", "text/csv", "datetime,Freq_Avg\n2024-05-01T00:00:00Z,1\n", 400},
 }
 
 // postgresWords are in PostgreSQL's error messages, never in ours: they
@@ -345,6 +361,7 @@ SELECT concat_ws('|',
   (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM alarms t),
   (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM alarm_events t),
   (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM alarm_overdue t),
+  (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM import_profiles t),
   (SELECT string_agg(t::text, ';' ORDER BY t::text) FROM webhooks t))`).Scan(&dump)
 	if err != nil {
 		t.Fatal(err)

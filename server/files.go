@@ -22,19 +22,15 @@ import (
 
 // fileOptions say how to read a file of readings.
 type fileOptions struct {
-	// inputs are the sensor's inputs, which columns name by key or id; nil
-	// for a sensor without a blueprint, whose columns name any input id.
-	inputs []store.InstanceInput
-	loc    *time.Location // of datetimes written without a zone
-	dst    string         // "earlier", "later", or "" to refuse a time in the fold
-}
-
-// parsedFile is a file's readings, in the columns the store writes.
-type parsedFile struct {
-	readings []store.Reading
-	lines    []int    // the line of each reading, for errors found later
-	skipped  int      // lines with every input missing
-	ignored  []string // columns that feed no input
+	// instance is the sensor's, whose inputs columns name by key or id;
+	// nil for a sensor without a blueprint, whose columns name any input id.
+	instance *store.Instance
+	// columns are the import profile's: the input id each column feeds,
+	// whatever its name.
+	columns map[string]int64
+	loc     *time.Location // of datetimes written without a zone
+	dst     string         // "earlier", "later", or "" to refuse a time in the fold
+	future  futureGuard
 }
 
 // fileColumn is a column that feeds an input.
@@ -44,50 +40,64 @@ type fileColumn struct {
 	name  string
 }
 
-// parseReadingsFile reads a CSV or TOA5 file as it streams, one line at a
-// time, keeping only the readings: memory grows with the readings, not the
-// file's text. Errors are Invalid and name the line and the column.
-func parseReadingsFile(r io.Reader, opts fileOptions) (*parsedFile, error) {
-	p := fileParser{opts: opts, csv: csv.NewReader(r)}
-	p.csv.FieldsPerRecord = -1 // TOA5's first line is shorter than the others
-	p.csv.ReuseRecord = true
-	if err := p.header(); err != nil {
-		return nil, err
-	}
-	for {
-		record, err := p.csv.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, p.readError(err)
-		}
-		if err := p.line(record); err != nil {
-			return nil, err
-		}
-	}
-	if len(p.out.readings) == 0 {
-		return nil, apperr.Errorf(apperr.Invalid, "the file has no readings: no line after the header has a value for an input")
-	}
-	p.file.readings = p.out.finish()
-	return &p.file, nil
-}
-
-type fileParser struct {
+// fileReader reads a CSV or TOA5 file as it streams, a line at a time,
+// and yields its readings (a store.ReadingStream): it holds one line, and
+// one reading, whatever the file's length. Errors are Invalid and name the
+// line and the column.
+type fileReader struct {
 	opts    fileOptions
 	csv     *csv.Reader
 	width   int          // cells a line has
 	columns []fileColumn // by input id
 	names   []string     // of every column, for errors
-	out     readingColumns
-	file    parsedFile
 	zone    zoneCache
-	wall    []byte // a datetime being parsed
+	wall    []byte        // a datetime being parsed
+	reading store.Reading // the last one yielded, its slices reused
+
+	readings int      // yielded so far
+	skipped  int      // lines with every input missing
+	ignored  []string // columns that feed no input
+}
+
+// newFileReader reads a file's header, and is ready to yield its readings.
+func newFileReader(r io.Reader, opts fileOptions) (*fileReader, error) {
+	p := &fileReader{opts: opts, csv: csv.NewReader(r)}
+	p.csv.FieldsPerRecord = -1 // TOA5's first line is shorter than the others
+	p.csv.ReuseRecord = true
+	if err := p.header(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Next returns the file's next reading, valid until the following call, or
+// nil after the last; a file without a reading is an error.
+func (p *fileReader) Next() (*store.Reading, error) {
+	for {
+		record, err := p.csv.Read()
+		if errors.Is(err, io.EOF) {
+			if p.readings == 0 {
+				return nil, apperr.Errorf(apperr.Invalid, "the file has no readings: no line after the header has a value for an input")
+			}
+			return nil, nil
+		}
+		if err != nil {
+			return nil, p.readError(err)
+		}
+		found, err := p.line(record)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			p.readings++
+			return &p.reading, nil
+		}
+	}
 }
 
 // header reads the header lines: CSV's one (datetime, then columns) or
 // TOA5's four (environment, field names, units, processing).
-func (p *fileParser) header() error {
+func (p *fileReader) header() error {
 	names, err := p.csv.Read()
 	if err != nil {
 		return p.readError(err)
@@ -125,12 +135,12 @@ func (p *fileParser) header() error {
 }
 
 // mapColumns finds the input each column feeds, by key or id.
-func (p *fileParser) mapColumns() error {
+func (p *fileReader) mapColumns() error {
 	line := p.lineOf()
 	for i, name := range p.names[1:] {
 		id, ok := p.inputOf(name)
 		if !ok {
-			p.file.ignored = append(p.file.ignored, name)
+			p.ignored = append(p.ignored, name)
 			continue
 		}
 		if j := slices.IndexFunc(p.columns, func(c fileColumn) bool { return c.id == id }); j >= 0 {
@@ -139,50 +149,35 @@ func (p *fileParser) mapColumns() error {
 		p.columns = append(p.columns, fileColumn{index: i + 1, id: id, name: name})
 	}
 	if len(p.columns) == 0 {
-		return p.errorAt(line, -1, "no column names an input of the sensor; name columns by input key or id (%s)", p.inputList())
+		return p.errorAt(line, -1, "no column names an input of the sensor; name columns by input key or id, or map them in the sensor's import profile (%s)", p.opts.instance.InputList())
 	}
 	slices.SortFunc(p.columns, func(a, b fileColumn) int { return cmp.Compare(a.id, b.id) })
 	return nil
 }
 
-func (p *fileParser) inputOf(name string) (int64, bool) {
+func (p *fileReader) inputOf(name string) (int64, bool) {
+	if id, ok := p.opts.columns[name]; ok {
+		return id, p.opts.instance == nil || slices.ContainsFunc(p.opts.instance.Inputs, func(in store.InstanceInput) bool { return in.ID == id })
+	}
 	if name == "RECORD" {
 		return 0, false
 	}
-	id, err := parseInputID(name)
-	if p.opts.inputs == nil {
-		return id, err == nil
-	}
-	for _, in := range p.opts.inputs {
-		if in.Key == name || (err == nil && in.ID == id) {
-			return in.ID, true
-		}
-	}
-	return 0, false
+	return p.opts.instance.InputID(name)
 }
 
-func (p *fileParser) inputList() string {
-	if p.opts.inputs == nil {
-		return "the sensor has no blueprint, so columns are decimal input ids"
-	}
-	parts := make([]string, len(p.opts.inputs))
-	for i, in := range p.opts.inputs {
-		parts[i] = fmt.Sprintf("%s or %d", in.Key, in.ID)
-	}
-	return strings.Join(parts, ", ")
-}
-
-// line reads one reading; a line with every input missing is skipped.
-func (p *fileParser) line(record []string) error {
+// line reads one line into p.reading, and says whether it is a reading: a
+// line with every input missing is skipped.
+func (p *fileReader) line(record []string) (bool, error) {
 	line := p.lineOf()
 	if len(record) != p.width {
-		return p.errorAt(line, -1, "the line has %d cells; the header has %d", len(record), p.width)
+		return false, p.errorAt(line, -1, "the line has %d cells; the header has %d", len(record), p.width)
 	}
 	t, err := p.datetime(record[0])
 	if err != nil {
-		return p.errorAt(line, 0, "%v", err)
+		return false, p.errorAt(line, 0, "%v", err)
 	}
-	start := len(p.out.ids)
+	r := &p.reading
+	r.Time, r.InputIDs, r.Values = t, r.InputIDs[:0], r.Values[:0]
 	for _, c := range p.columns {
 		cell := record[c.index]
 		switch cell {
@@ -191,25 +186,24 @@ func (p *fileParser) line(record []string) error {
 		}
 		v, err := strconv.ParseFloat(cell, 64)
 		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
-			p.out.ids, p.out.values = p.out.ids[:start], p.out.values[:start]
-			return p.errorAt(line, c.index, "%q is not a finite number; write a missing value as NAN or leave the cell empty", cell)
+			return false, p.errorAt(line, c.index, "%q is not a finite number; write a missing value as NAN or leave the cell empty", cell)
 		}
-		p.out.ids = append(p.out.ids, c.id)
-		p.out.values = append(p.out.values, v)
+		r.InputIDs = append(r.InputIDs, c.id)
+		r.Values = append(r.Values, v)
 	}
-	if len(p.out.ids) == start {
-		p.file.skipped++
-		return nil
+	if len(r.InputIDs) == 0 {
+		p.skipped++
+		return false, nil
 	}
-	p.out.spans = append(p.out.spans, start)
-	p.out.readings = append(p.out.readings, store.Reading{Time: t})
-	p.file.lines = append(p.file.lines, line)
-	return nil
+	if p.opts.future.refuses(t) {
+		return false, p.opts.future.error(t, fmt.Sprintf("line %d", line), map[string]any{"line": line})
+	}
+	return true, nil
 }
 
 // datetime parses a line's datetime: RFC 3339 with a zone, or local time
 // in opts.loc written 2006-01-02 15:04:05[.ffffff] (TOA5's form) or with a T.
-func (p *fileParser) datetime(cell string) (time.Time, error) {
+func (p *fileReader) datetime(cell string) (time.Time, error) {
 	if len(cell) < len("2006-01-02 15:04:05") || (cell[10] != ' ' && cell[10] != 'T') {
 		return time.Time{}, fmt.Errorf("datetime %q is neither 2006-01-02 15:04:05 (local time) nor RFC 3339 such as 2024-05-01T12:00:00Z", cell)
 	}
@@ -287,14 +281,14 @@ func (z *zoneCache) resolve(wall time.Time, loc *time.Location, dst string) (tim
 }
 
 // lineOf is the line the last record read starts on.
-func (p *fileParser) lineOf() int {
+func (p *fileReader) lineOf() int {
 	line, _ := p.csv.FieldPos(0)
 	return line
 }
 
 // errorAt is a file's Invalid error at a line and, unless column is -1, a
 // column.
-func (p *fileParser) errorAt(line, column int, format string, args ...any) error {
+func (p *fileReader) errorAt(line, column int, format string, args ...any) error {
 	where := fmt.Sprintf("line %d", line)
 	details := map[string]any{"line": line}
 	if column >= 0 {
@@ -309,7 +303,7 @@ func (p *fileParser) errorAt(line, column int, format string, args ...any) error
 }
 
 // readError explains why the file could not be read on.
-func (p *fileParser) readError(err error) error {
+func (p *fileReader) readError(err error) error {
 	if tooBig, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return bodyTooLarge(tooBig.Limit)
 	}
@@ -326,52 +320,60 @@ func (p *fileParser) readError(err error) error {
 // previewReadings is how many readings a dry run shows.
 const previewReadings = 10
 
-// postFile stores the readings of a CSV or TOA5 file, all or none. The file
-// is parsed as it streams in, before the database deadline starts.
+// postFile stores the readings of a CSV or TOA5 file, all or none, a line
+// at a time as it streams in (store.InsertReadingStream).
 func (s *Server) postFile(ctx context.Context, req gen.PostReadingsRequestObject) (gen.PostReadingsResponseObject, error) {
 	key := sensorKey(req.OrgId, req.ProjId, req.SensorId)
-	opts, err := fileOptionsOf(req.Params)
-	if err != nil {
-		return nil, err
-	}
 	dbCtx, cancel := s.dbDeadline(ctx)
 	sensor, err := s.store.GetSensor(dbCtx, key)
+	var profile *store.ImportProfile
+	if err == nil {
+		profile, err = s.store.ImportProfileOf(dbCtx, sensor)
+	}
 	cancel()
 	if err != nil {
 		return nil, err
 	}
-	if sensor.Instance != nil {
-		opts.inputs = sensor.Instance.Inputs
-	}
-	file, err := parseReadingsFile(req.Body, opts)
+	opts, err := fileOptionsOf(req.Params, sensor.Instance, profile)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.refuseFuture(file.readings, func(i int) (string, map[string]any) {
-		return fmt.Sprintf("line %d", file.lines[i]), map[string]any{"line": file.lines[i]}
-	}); err != nil {
+	opts.future = s.futureGuard()
+	file, err := newFileReader(req.Body, opts)
+	if err != nil {
 		return nil, err
 	}
-	answer := gen.FileImport{Readings: int64(len(file.readings)), Skipped: int64(file.skipped), IgnoredColumns: file.ignored}
-	if answer.IgnoredColumns == nil {
-		answer.IgnoredColumns = []string{}
-	}
+	var answer gen.FileImport
 	if req.Params.DryRun != nil && *req.Params.DryRun {
 		preview := make([]gen.Reading, 0, previewReadings)
-		for _, r := range file.readings[:min(previewReadings, len(file.readings))] {
-			preview = append(preview, readingOf(sensor.ID, r))
+		for {
+			r, err := file.Next()
+			if err != nil {
+				return nil, err
+			}
+			if r == nil {
+				break
+			}
+			if len(preview) < previewReadings {
+				preview = append(preview, readingOf(sensor.ID, *r))
+			}
 		}
 		answer.Preview = &preview
 	} else {
-		dbCtx, cancel := s.dbDeadline(ctx)
-		defer cancel()
-		written, err := s.store.InsertReadings(dbCtx, key, file.readings)
+		// The file streams into the database as it arrives, which the
+		// database deadline cannot bound; taking the sensor's lock and
+		// the statements after the file have it.
+		written, err := s.store.InsertReadingStream(ctx, key, file, s.cfg.DBTimeout)
 		if err != nil {
 			return nil, err
 		}
 		s.deliverSoon(written)
-		s.metrics.ingested.Add(float64(len(file.readings)))
+		s.metrics.ingested.Add(float64(file.readings))
 		answer.New, answer.Replaced = int64(written.New), int64(written.Replaced)
+	}
+	answer.Readings, answer.Skipped, answer.IgnoredColumns = int64(file.readings), int64(file.skipped), file.ignored
+	if answer.IgnoredColumns == nil {
+		answer.IgnoredColumns = []string{}
 	}
 	ok := gen.PostReadings200JSONResponse{Headers: gen.PostReadings200ResponseHeaders{XReadingsLSN: s.writePosition(ctx)}}
 	if err := ok.Body.FromFileImport(answer); err != nil {
@@ -380,21 +382,60 @@ func (s *Server) postFile(ctx context.Context, req gen.PostReadingsRequestObject
 	return ok, nil
 }
 
-// fileOptionsOf reads the parameters of a file upload.
-func fileOptionsOf(p gen.PostReadingsParams) (fileOptions, error) {
-	opts := fileOptions{loc: time.UTC}
+// fileOptionsOf reads how to parse a file into inst's inputs: from the
+// sensor's import profile, if it has one, and from the query, whose tz, dst
+// and columns each override the profile's.
+func fileOptionsOf(p gen.PostReadingsParams, inst *store.Instance, profile *store.ImportProfile) (fileOptions, error) {
+	opts := fileOptions{instance: inst, loc: time.UTC}
+	if profile != nil {
+		opts.columns = make(map[string]int64, len(profile.Columns))
+		for _, c := range profile.Columns {
+			opts.columns[c.Name] = c.InputID
+		}
+		loc, err := loadZone(profile.TZ, map[string]any{"field": "tz"})
+		if err != nil {
+			return opts, err
+		}
+		opts.loc, opts.dst = loc, profile.DST
+	}
 	if p.Tz != nil {
-		loc, err := time.LoadLocation(*p.Tz)
-		if err != nil || *p.Tz == "" || *p.Tz == "Local" {
-			return opts, &apperr.Error{Code: apperr.Invalid, Details: map[string]any{"parameter": "tz"},
-				Message: fmt.Sprintf("tz %q is not an IANA time zone such as Europe/Zurich, UTC or Etc/GMT-1", *p.Tz)}
+		loc, err := loadZone(*p.Tz, map[string]any{"parameter": "tz"})
+		if err != nil {
+			return opts, err
 		}
 		opts.loc = loc
 	}
 	if p.Dst != nil {
 		opts.dst = string(*p.Dst)
 	}
+	if p.Columns != nil {
+		spec := map[string]string{}
+		for pair := range strings.SplitSeq(*p.Columns, ",") {
+			column, input, ok := strings.Cut(pair, ":")
+			if _, twice := spec[column]; !ok || column == "" || twice {
+				return opts, &apperr.Error{Code: apperr.Invalid, Details: map[string]any{"parameter": "columns"},
+					Message: fmt.Sprintf("columns: %q is not column:input, or names its column twice; write columns=Freq_Avg:freq,Temp_Avg:temp", pair)}
+			}
+			spec[column] = input
+		}
+		columns, err := store.ResolveColumns(inst, spec)
+		if err != nil {
+			return opts, err
+		}
+		opts.columns = columns
+	}
 	return opts, nil
+}
+
+// loadZone loads an IANA time zone a client named; Invalid otherwise, with
+// details saying where the name came from.
+func loadZone(name string, details map[string]any) (*time.Location, error) {
+	loc, err := time.LoadLocation(name)
+	if err != nil || name == "" || name == "Local" {
+		return nil, &apperr.Error{Code: apperr.Invalid, Details: details,
+			Message: fmt.Sprintf("tz %q is not an IANA time zone such as Europe/Zurich, UTC or Etc/GMT-1", name)}
+	}
+	return loc, nil
 }
 
 // readingOf is a reading as the API shows it.
@@ -404,4 +445,61 @@ func readingOf(sensorID int64, r store.Reading) gen.Reading {
 		inputs[strconv.FormatInt(id, 10)] = r.Values[i]
 	}
 	return gen.Reading{Id: fmt.Sprintf("%d-%d", sensorID, r.Time.UnixMicro()), Datetime: datetime(r.Time), Inputs: inputs}
+}
+
+// GetImportProfile returns how a sensor's files are read.
+func (s *Server) GetImportProfile(ctx context.Context, req gen.GetImportProfileRequestObject) (gen.GetImportProfileResponseObject, error) {
+	p, err := s.store.GetImportProfile(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetImportProfile200JSONResponse(toImportProfile(p)), nil
+}
+
+// maxColumnName is the longest file column name a profile maps.
+const maxColumnName = 200
+
+// SetImportProfile gives a sensor an import profile, or replaces it.
+func (s *Server) SetImportProfile(ctx context.Context, req gen.SetImportProfileRequestObject) (gen.SetImportProfileResponseObject, error) {
+	spec := store.ImportProfileSpec{TZ: "UTC", Columns: deref(req.Body.Columns)}
+	if req.Body.Tz != nil {
+		spec.TZ = *req.Body.Tz
+	}
+	if _, err := loadZone(spec.TZ, map[string]any{"field": "tz"}); err != nil {
+		return nil, err
+	}
+	if req.Body.Dst != nil {
+		spec.DST = string(*req.Body.Dst)
+	}
+	for name := range spec.Columns {
+		if name == "" || len(name) > maxColumnName {
+			return nil, &apperr.Error{Code: apperr.Invalid, Details: map[string]any{"field": "columns"},
+				Message: fmt.Sprintf("columns: a column's name has 1 to %d characters; %q has %d", maxColumnName, name, len(name))}
+		}
+	}
+	p, err := s.store.SetImportProfile(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), spec)
+	if err != nil {
+		return nil, err
+	}
+	return gen.SetImportProfile200JSONResponse(toImportProfile(p)), nil
+}
+
+// DeleteImportProfile deletes a sensor's import profile.
+func (s *Server) DeleteImportProfile(ctx context.Context, req gen.DeleteImportProfileRequestObject) (gen.DeleteImportProfileResponseObject, error) {
+	if err := s.store.DeleteImportProfile(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId)); err != nil {
+		return nil, err
+	}
+	return gen.DeleteImportProfile204Response{}, nil
+}
+
+func toImportProfile(p store.ImportProfile) gen.ImportProfile {
+	out := gen.ImportProfile{SensorId: p.SensorID, Tz: p.TZ, Columns: make(map[string]string, len(p.Columns)), UpdatedAt: optionalDatetime(p.UpdatedAt)}
+	for _, c := range p.Columns {
+		out.Columns[c.Name] = cmp.Or(c.InputKey, strconv.FormatInt(c.InputID, 10))
+	}
+	if p.DST != "" {
+		dst := gen.Dst(p.DST)
+		out.Dst = &dst
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,19 +36,35 @@ func TestFileLocalTimesRoundTrip(t *testing.T) {
 				fmt.Fprintf(&b, "%s,1\n", text)
 				want = append(want, text)
 			}
-			file, err := parseReadingsFile(strings.NewReader(b.String()), fileOptions{loc: loc, dst: "earlier"})
+			readings, err := readAll(b.String(), fileOptions{loc: loc, dst: "earlier"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(file.readings) != len(want) {
-				t.Fatalf("%d readings, want %d", len(file.readings), len(want))
+			if len(readings) != len(want) {
+				t.Fatalf("%d readings, want %d", len(readings), len(want))
 			}
-			for i, r := range file.readings {
+			for i, r := range readings {
 				if got := r.Time.In(loc).Format("2006-01-02 15:04:05"); got != want[i] {
 					t.Fatalf("line %d: %s read as %s, which is %s there", i+2, want[i], r.Time, got)
 				}
 			}
 		})
+	}
+}
+
+// readAll reads every reading of a file, each a copy.
+func readAll(body string, opts fileOptions) ([]store.Reading, error) {
+	file, err := newFileReader(strings.NewReader(body), opts)
+	if err != nil {
+		return nil, err
+	}
+	var readings []store.Reading
+	for {
+		r, err := file.Next()
+		if err != nil || r == nil {
+			return readings, err
+		}
+		readings = append(readings, store.Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)})
 	}
 }
 
@@ -58,6 +75,7 @@ var fileSeeds = []string{
 	"datetime,1,1\n", "datetime\n", "", "\n\n", "datetime,1\n2024-05-01 00:00:00,\"1\n",
 	"\"TOA5\",\"a\"\n\"TIMESTAMP\",\"RECORD\",\"1\"\n\"TS\",\"RN\",\"\"\n\"\",\"\",\"Smp\"\n\"2024-05-01 00:00:00\",0,NAN\n\"2024-05-01 00:10:00\",1,1e3\n",
 	"\"TOA5\"\n\"TIMESTAMP\",\"1\"\n",
+	"datetime,RECORD,Freq_Avg,temp\n2024-05-01 00:00:00,1,2800.5,NAN\n",
 }
 
 // FuzzParseReadingsFile feeds the file parser anything: it must not panic,
@@ -67,6 +85,7 @@ func FuzzParseReadingsFile(f *testing.F) {
 	for _, seed := range fileSeeds {
 		f.Add(seed, uint8(0))
 		f.Add(seed, uint8(1))
+		f.Add(seed, uint8(6))
 	}
 	zurich, err := time.LoadLocation("Europe/Zurich")
 	if err != nil {
@@ -78,19 +97,22 @@ func FuzzParseReadingsFile(f *testing.F) {
 			opts.loc, opts.dst = zurich, "later"
 		}
 		if mode&2 == 2 {
-			opts.inputs = []store.InstanceInput{{ID: 1, Key: "freq"}, {ID: 2, Key: "temp"}}
+			opts.instance = &store.Instance{Inputs: []store.InstanceInput{{ID: 1, Key: "freq"}, {ID: 2, Key: "temp"}}}
 		}
-		file, err := parseReadingsFile(strings.NewReader(body), opts)
+		if mode&4 == 4 { // an import profile's mapping
+			opts.columns = map[string]int64{"Freq_Avg": 1, "RECORD": 3}
+		}
+		readings, err := readAll(body, opts)
 		if err != nil {
 			if e, ok := errors.AsType[*apperr.Error](err); !ok || e.Code != apperr.Invalid || e.Message == "" {
 				t.Fatalf("error %v, want an invalid apperr.Error", err)
 			}
 			return
 		}
-		if len(file.readings) == 0 || len(file.lines) != len(file.readings) {
-			t.Fatalf("%d readings on %d lines", len(file.readings), len(file.lines))
+		if len(readings) == 0 {
+			t.Fatalf("no reading and no error")
 		}
-		for i, r := range file.readings {
+		for i, r := range readings {
 			if len(r.InputIDs) == 0 || len(r.InputIDs) != len(r.Values) {
 				t.Fatalf("reading %d: ids %v, values %v", i, r.InputIDs, r.Values)
 			}

@@ -45,6 +45,7 @@ func FuzzQueryParameters(f *testing.F) {
 		"format=ndjson&outputs=true", "outputs=true&limit=1", "limit=1&cursor=0", "limit=2&cursor=99999999999999999999",
 		"offset=1&limit=1", "datetime__gt=2024-05-01T12:00:00.000001%2B02:00", "limit=%00", "order=desc&order=asc",
 		"sensor_id=1&level_id=2&datetime__gte=2024-05-01T00:00:00Z&datetime__lt=2024-05-02T00:00:00Z&limit=5",
+		"datetime__gte=1714521600000&datetime__lt=1714608000000&limit=1000",
 	} {
 		f.Add(uint8(i), q)
 	}

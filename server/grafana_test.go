@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/store"
@@ -142,5 +143,59 @@ func TestMaxPoints(t *testing.T) {
 			t.Errorf("GET ?%s: %d X-Readings-Interval=%q; want %d %q (%s)", tc.query, res.StatusCode,
 				res.Header.Get("X-Readings-Interval"), tc.status, tc.wantInterval, body)
 		}
+	}
+}
+
+// TestGrafanaAnnotations requests the annotation URL of docs/grafana.md,
+// "Alarm events as annotations", and checks the four columns it maps.
+func TestGrafanaAnnotations(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := newAlarmSite(t, e, "Annotations")
+	before := time.Now().Add(-time.Minute)
+	a.post(t, 0, 2500) // digits 6250: Alert
+	a.post(t, 1, 3000) // 9000: Alarm
+	a.post(t, 2, 2000) // 4000: clear
+	after := time.Now().Add(time.Minute)
+
+	url := fmt.Sprintf("/api/v1/org/%d/proj/%d/alarm-events", a.tn.orgID, a.tn.projectID) +
+		"?limit=1000&datetime__gte=${__timeFrom}&datetime__lt=${__timeTo}"
+	for _, tc := range []struct {
+		name     string
+		from, to time.Time
+		want     string
+	}{
+		{"PanelRange", before, after, "[{Alert triggered digits} {Alarm escalated digits} {Alarm cleared digits}]"},
+		{"Earlier", before.Add(-time.Hour), before, "[]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			grafana := strings.NewReplacer("${__timeFrom}", fmt.Sprint(tc.from.UnixMilli()), "${__timeTo}", fmt.Sprint(tc.to.UnixMilli()))
+			res, body := e.do(a.tn.tokens[store.Viewer], "GET", grafana.Replace(url), "", nil)
+			if res.StatusCode != 200 {
+				t.Fatalf("GET %s: %d %s", url, res.StatusCode, body)
+			}
+			// Root items; columns created_at (time), level (title), kind
+			// (text), target (tags).
+			var page struct {
+				Items []struct {
+					CreatedAt           string `json:"created_at"`
+					Level, Kind, Target string
+				}
+			}
+			if err := json.Unmarshal(body, &page); err != nil {
+				t.Fatal(err)
+			}
+			rows := make([]string, len(page.Items))
+			for i, ev := range page.Items {
+				at, err := time.Parse(time.RFC3339, ev.CreatedAt)
+				if err != nil || at.Before(tc.from.Truncate(time.Millisecond)) || !at.Before(tc.to) {
+					t.Errorf("created_at %q: %v; want an instant in the panel's range", ev.CreatedAt, err)
+				}
+				rows[i] = fmt.Sprintf("{%s %s %s}", ev.Level, ev.Kind, ev.Target)
+			}
+			if got := "[" + strings.Join(rows, " ") + "]"; got != tc.want {
+				t.Errorf("annotations = %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

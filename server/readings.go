@@ -53,25 +53,42 @@ func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestOb
 	return ok, nil
 }
 
-// refuseFuture refuses readings dated more than MaxFuture after the
-// server's clock: a logger whose clock is wrong is the commonest bad data in
-// the field, and a reading from next year would stand as the sensor's latest
-// until then. where names the i-th reading and gives the error's details.
+// refuseFuture refuses readings that the future guard refuses. where
+// names the i-th reading and gives the error's details.
 func (s *Server) refuseFuture(readings []store.Reading, where func(i int) (string, map[string]any)) error {
-	if s.cfg.MaxFuture == 0 {
-		return nil
-	}
-	now := time.Now()
-	limit := now.Add(s.cfg.MaxFuture)
+	guard := s.futureGuard()
 	for i := range readings {
-		if readings[i].Time.After(limit) {
+		if guard.refuses(readings[i].Time) {
 			name, details := where(i)
-			return &apperr.Error{Code: apperr.Invalid, Details: details, Message: fmt.Sprintf(
-				"%s: datetime %s is more than %s after the server's clock (%s); check the clock of the device that sent it",
-				name, formatExact(readings[i].Time), shortDuration(s.cfg.MaxFuture), now.UTC().Format(time.RFC3339))}
+			return guard.error(readings[i].Time, name, details)
 		}
 	}
 	return nil
+}
+
+// futureGuard refuses readings dated more than a margin (MaxFuture) after
+// the server's clock as the request arrived: a logger whose clock is wrong
+// is the commonest bad data in the field, and a reading from next year
+// would stand as the sensor's latest until then. The zero guard is off.
+type futureGuard struct {
+	now, limit time.Time
+	margin     time.Duration
+}
+
+func (s *Server) futureGuard() futureGuard {
+	now := time.Now()
+	return futureGuard{now: now, limit: now.Add(s.cfg.MaxFuture), margin: s.cfg.MaxFuture}
+}
+
+func (g futureGuard) refuses(t time.Time) bool {
+	return g.margin != 0 && t.After(g.limit)
+}
+
+// error is the refusal of a reading dated t, which where names.
+func (g futureGuard) error(t time.Time, where string, details map[string]any) error {
+	return &apperr.Error{Code: apperr.Invalid, Details: details, Message: fmt.Sprintf(
+		"%s: datetime %s is more than %s after the server's clock (%s); check the clock of the device that sent it",
+		where, formatExact(t), shortDuration(g.margin), g.now.UTC().Format(time.RFC3339))}
 }
 
 // shortDuration writes 24h rather than 24h0m0s.

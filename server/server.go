@@ -62,6 +62,7 @@ type Store interface {
 	SetSensorLinks(ctx context.Context, key store.SensorKey, links map[string]store.InputLink) (store.Sensor, error)
 
 	InsertReadings(ctx context.Context, key store.SensorKey, readings []store.Reading) (store.Written, error)
+	InsertReadingStream(ctx context.Context, key store.SensorKey, stream store.ReadingStream, mergeTimeout time.Duration) (store.Written, error)
 	DeleteReadings(ctx context.Context, key store.SensorKey, from, to time.Time) (int64, error)
 	WALPosition(ctx context.Context) (string, error)
 
@@ -85,6 +86,10 @@ type Store interface {
 	SetOverdueRule(ctx context.Context, key store.SensorKey, level string, after time.Duration) (store.OverdueRule, error)
 	DeleteOverdueRule(ctx context.Context, key store.SensorKey) error
 	CheckOverdue(ctx context.Context, now time.Time) (raised, cleared int64, err error)
+	GetImportProfile(ctx context.Context, key store.SensorKey) (store.ImportProfile, error)
+	ImportProfileOf(ctx context.Context, sensor store.Sensor) (*store.ImportProfile, error)
+	SetImportProfile(ctx context.Context, key store.SensorKey, spec store.ImportProfileSpec) (store.ImportProfile, error)
+	DeleteImportProfile(ctx context.Context, key store.SensorKey) error
 	ListWebhooks(ctx context.Context, orgID, projectID int64) ([]store.Webhook, error)
 	GetWebhook(ctx context.Context, orgID, projectID, webhookID int64) (store.Webhook, error)
 	CreateWebhook(ctx context.Context, orgID, projectID int64, url, secret string) (store.Webhook, error)

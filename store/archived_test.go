@@ -43,6 +43,11 @@ var writesUnderAProject = []struct {
 		_, err := db.InsertReadings(ctx, key, []store.Reading{{Time: at, InputIDs: []int64{1}, Values: []float64{2}}})
 		return err
 	}},
+	{"InsertReadingStream", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		at := time.Date(2024, 5, 2, 0, 0, 0, 0, time.UTC)
+		_, err := db.InsertReadingStream(ctx, key, &sliceStream{readings: []store.Reading{{Time: at, InputIDs: []int64{1}, Values: []float64{2}}}}, 0)
+		return err
+	}},
 	{"DeleteReadings", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
 		_, err := db.DeleteReadings(ctx, key, store.MinTime, store.MaxTime)
 		return err
@@ -75,6 +80,13 @@ var writesUnderAProject = []struct {
 	}},
 	{"DeleteOverdueRule", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
 		return db.DeleteOverdueRule(ctx, key)
+	}},
+	{"SetImportProfile", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		_, err := db.SetImportProfile(ctx, key, store.ImportProfileSpec{TZ: "UTC"})
+		return err
+	}},
+	{"DeleteImportProfile", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+		return db.DeleteImportProfile(ctx, key)
 	}},
 	{"CreateWebhook", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
 		_, err := db.CreateWebhook(ctx, key.OrgID, key.ProjectID, "https://example.com/hook", "0123456789abcdef")

@@ -250,6 +250,23 @@ func (inst *Instance) checkInputs(readings []Reading) error {
 	return nil
 }
 
+// checkInputIDs is checkInputs for a stream's ids, which name no element.
+func (inst *Instance) checkInputIDs(ids []int64) error {
+	if inst == nil {
+		return nil
+	}
+	for _, id := range ids {
+		if !slices.ContainsFunc(inst.Inputs, func(in InstanceInput) bool { return in.ID == id }) {
+			return &apperr.Error{
+				Code:    apperr.Invalid,
+				Message: fmt.Sprintf("input %d is not an input of this sensor; its inputs are %s", id, inst.inputList()),
+				Details: map[string]any{"input_id": id},
+			}
+		}
+	}
+	return nil
+}
+
 func (inst *Instance) inputList() string {
 	parts := make([]string, len(inst.Inputs))
 	for i, in := range inst.Inputs {

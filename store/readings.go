@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"iter"
 	"slices"
 	"time"
 
@@ -84,7 +85,7 @@ func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Read
 		if err := inst.checkInputs(readings); err != nil {
 			return err
 		}
-		if err := db.recordInputs(ctx, tx, key.SensorID, inst == nil, known, readings); err != nil {
+		if err := db.recordInputs(ctx, tx, key.SensorID, inst == nil, known, freshInputs(known, inputIDsOf(readings))); err != nil {
 			return err
 		}
 		ordered := lastPerInstant(readings)
@@ -116,26 +117,42 @@ ON CONFLICT (sensor_id) DO UPDATE
 SET input_ids = ARRAY(SELECT DISTINCT u.id FROM unnest(si.input_ids || EXCLUDED.input_ids) AS u(id) ORDER BY 1)
 RETURNING cardinality(input_ids)`
 
-// recordInputs adds the batch's input ids that the sensor's readings never
-// had to its set (sensor_inputs), and, when limited, refuses the batch if
-// the set would exceed db.maxSensorInputs. A batch with no new id, the
-// common case, costs no statement. known is the set as the batch found it,
-// under the sensor's row lock that makes the batches of one sensor take
-// turns, so it is the set of every batch committed before this one.
-func (db *DB) recordInputs(ctx context.Context, tx pgx.Tx, sensorID int64, limited bool, known []int64, readings []Reading) error {
+// freshInputs returns the input ids of a batch that known, ascending, lacks:
+// ascending, each once.
+func freshInputs(known []int64, ids iter.Seq[int64]) []int64 {
 	var fresh []int64
-	for _, r := range readings {
-		for _, id := range r.InputIDs {
-			if _, found := slices.BinarySearch(known, id); !found {
-				fresh = append(fresh, id)
+	for id := range ids {
+		if _, found := slices.BinarySearch(known, id); !found {
+			fresh = append(fresh, id)
+		}
+	}
+	slices.Sort(fresh)
+	return slices.Compact(fresh)
+}
+
+// inputIDsOf yields the input ids of readings.
+func inputIDsOf(readings []Reading) iter.Seq[int64] {
+	return func(yield func(int64) bool) {
+		for _, r := range readings {
+			for _, id := range r.InputIDs {
+				if !yield(id) {
+					return
+				}
 			}
 		}
 	}
+}
+
+// recordInputs adds fresh, the batch's input ids that the sensor's readings
+// never had, to its set (sensor_inputs), and, when limited, refuses the
+// batch if the set would exceed db.maxSensorInputs. A batch with no new id,
+// the common case, costs no statement. known is the set as the batch found
+// it, under the sensor's row lock that makes the batches of one sensor take
+// turns, so it is the set of every batch committed before this one.
+func (db *DB) recordInputs(ctx context.Context, tx pgx.Tx, sensorID int64, limited bool, known, fresh []int64) error {
 	if len(fresh) == 0 {
 		return nil
 	}
-	slices.Sort(fresh)
-	fresh = slices.Compact(fresh)
 	total := len(known) + len(fresh)
 	if !limited || total <= db.maxSensorInputs {
 		if err := tx.QueryRow(ctx, recordInputsSQL, sensorID, fresh).Scan(&total); err != nil {

@@ -52,7 +52,7 @@ func main() {
 	flag.IntVar(&c.posts, "posts", 4, "POSTs of a full body per sensor")
 	flag.IntVar(&c.postsAtOnce, "posts-at-once", 4, "POSTs sent at once")
 	flag.IntVar(&c.rounds, "rounds", 4, "copies of each heavy read run at once")
-	flag.StringVar(&c.phase, "phase", "ingest", "ingest: create the sensors and post; read: run the reads on what ingest posted")
+	flag.StringVar(&c.phase, "phase", "ingest", "ingest: create the sensors and post; read: run the reads on what ingest posted; file: post a CSV file of the largest body, short lines, to the sensor without a blueprint")
 	flag.StringVar(&c.stateFile, "state", "widest.json", "where ingest leaves the sensors' ids for read")
 	flag.Int64Var(&c.maxRSS, "max-rss", 256<<20, "the peak RSS, in bytes, above which the run fails")
 	flag.Parse()
@@ -121,8 +121,22 @@ func run(ctx context.Context, c config) error {
 			return err
 		}
 		phase = fmt.Sprintf("reads: %d heavy reads at once (%s of answers)", n, mib(bytesRead))
+	case "file":
+		var st state
+		b, err := os.ReadFile(c.stateFile)
+		if err == nil {
+			err = json.Unmarshal(b, &st)
+		}
+		if err != nil {
+			return err
+		}
+		lines, size, err := w.postFile(ctx, st.Sensors[0])
+		if err != nil {
+			return err
+		}
+		phase = fmt.Sprintf("file: one CSV of %d readings (%s body)", lines, mib(int64(size)))
 	default:
-		return fmt.Errorf("phase %q is neither ingest nor read", c.phase)
+		return fmt.Errorf("phase %q is not ingest, read or file", c.phase)
 	}
 	peak, err := w.peak()
 	if err != nil {
@@ -246,7 +260,7 @@ func (w *widest) postAll(ctx context.Context, sensors []sensor) (int, error) {
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				err := w.request(ctx, "POST", w.path(s, "", ""), "", b, func(r io.Reader) (int64, error) { return io.Copy(io.Discard, r) })
+				err := w.request(ctx, "POST", w.path(s, "", ""), "", "application/json", b, func(r io.Reader) (int64, error) { return io.Copy(io.Discard, r) })
 				if err != nil {
 					mu.Lock()
 					errs = append(errs, err)
@@ -257,6 +271,31 @@ func (w *widest) postAll(ctx context.Context, sensors []sensor) (int, error) {
 	}
 	wg.Wait()
 	return len(sensors) * w.cfg.posts * perBody, errors.Join(errs...)
+}
+
+// postFile posts to s a CSV file of the largest body, of the shortest
+// lines (one input), so of the most readings a file can bring, dated
+// before the readings ingest posted, and checks they are all new.
+func (w *widest) postFile(ctx context.Context, s sensor) (int, int, error) {
+	b := []byte("datetime,1\n")
+	lines := 0
+	at := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	for line := make([]byte, 0, 64); ; lines++ {
+		line = at.Add(time.Duration(lines)*time.Second).AppendFormat(line[:0], time.RFC3339)
+		line = append(line, ",1\n"...)
+		if len(b)+len(line) > w.cfg.maxBody {
+			break
+		}
+		b = append(b, line...)
+	}
+	var answer gen.FileImport
+	err := w.request(ctx, "POST", w.path(s, "", ""), "", "text/csv", b, func(r io.Reader) (int64, error) {
+		return 0, json.NewDecoder(r).Decode(&answer)
+	})
+	if err == nil && (answer.New != int64(lines) || answer.Readings != int64(lines)) {
+		err = fmt.Errorf("file: %d new of %d readings, want %d of %d", answer.New, answer.Readings, lines, lines)
+	}
+	return lines, len(b), err
 }
 
 func (w *widest) path(s sensor, suffix, query string) string {
@@ -297,7 +336,7 @@ func (w *widest) readAll(ctx context.Context, sensors []sensor, perSensor int) (
 		for _, r := range reads {
 			wg.Go(func() {
 				var n int64
-				err := w.request(ctx, "GET", r.path, r.accept, nil, func(body io.Reader) (int64, error) {
+				err := w.request(ctx, "GET", r.path, r.accept, "", nil, func(body io.Reader) (int64, error) {
 					lines, size, err := countLines(body, r.accept == "" && !strings.Contains(r.path, "/export"))
 					n = size
 					if err == nil && lines != r.lines {
@@ -347,14 +386,14 @@ func countLines(r io.Reader, jsonArray bool) (int, int64, error) {
 	}
 }
 
-func (w *widest) request(ctx context.Context, method, path, accept string, body []byte, read func(io.Reader) (int64, error)) error {
+func (w *widest) request(ctx context.Context, method, path, accept, contentType string, body []byte, read func(io.Reader) (int64, error)) error {
 	req, err := http.NewRequestWithContext(ctx, method, w.cfg.base+path, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Authorization", w.auth)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	if accept != "" {
 		req.Header.Set("Accept", accept)

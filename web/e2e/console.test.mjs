@@ -736,6 +736,7 @@ test('uploads a logger’s TOA5 file after a preview of what it will store', asy
     '"2024-10-27 02:30:00",1,2803.25,NAN',
     '"2024-10-27 03:30:00",2,NAN,NAN',
   ].join('\n');
+  await form.getByText('No import profile: files are read in UTC').waitFor();
   await form.getByLabel('File').setInputFiles({ name: 'dam.dat', mimeType: 'text/csv', buffer: Buffer.from(toa5) });
   await form.getByLabel('Time zone of the logger').fill('Europe/Zurich');
   await form.getByRole('button', { name: 'Preview' }).click();
@@ -753,6 +754,21 @@ test('uploads a logger’s TOA5 file after a preview of what it will store', asy
   await form.getByText('Stored: 2 new, 0 replaced.').waitFor();
   const stored = await api('GET', `/api/v1/org/${orgId}/proj/${state.projectId}/readings/${state.sensorId}?datetime__lt=2024-10-28T00:00:00Z`);
   assert.deepEqual(stored.body.map((r) => r.datetime), ['2024-10-26T23:30:00.000Z', '2024-10-27T00:30:00.000Z']);
+  // What the preview used becomes the sensor's import profile, which the
+  // card then shows and fills in.
+  await form.getByLabel('Column mapping').fill('RECORD:nope');
+  await form.getByRole('button', { name: 'Save as the sensor’s import profile' }).click();
+  await form.getByRole('alert').filter({ hasText: 'column "RECORD": "nope" is not an input of the sensor' }).waitFor();
+  await form.getByLabel('Column mapping').fill('');
+  await form.getByRole('button', { name: 'Save as the sensor’s import profile' }).click();
+  await form.getByText('Saved: the sensor’s files are now read this way without parameters.').waitFor();
+  const profilePath = `/api/v1/org/${orgId}/proj/${state.projectId}/sensors/${state.sensorId}/import-profile`;
+  const profile = await api('GET', profilePath);
+  assert.deepEqual({ tz: profile.body.tz, dst: profile.body.dst, columns: profile.body.columns }, { tz: 'Europe/Zurich', dst: 'earlier', columns: {} });
+  await page.reload();
+  await form.getByText('Import profile: times in Europe/Zurich, the autumn fold’s earlier; columns by input key or ID.').waitFor();
+  assert.equal(await form.getByLabel('Time zone of the logger').inputValue(), 'Europe/Zurich');
+  assert.equal((await api('DELETE', profilePath)).status, 204);
   // Nothing else of the sensor's readings is disturbed: delete the two again.
   const deleted = await api('DELETE', `/api/v1/org/${orgId}/proj/${state.projectId}/readings/${state.sensorId}?datetime__gte=2024-10-26T00:00:00Z&datetime__lt=2024-10-28T00:00:00Z`);
   assert.equal(deleted.status, 200);

@@ -967,19 +967,23 @@ export interface paths {
          *     counts the readings (`FileImport`). The rules above
          *     hold (one transaction; the later of two lines at one instant wins;
          *     an overlapping file overwrites), except that a file's readings are
-         *     bounded by the body limit, not by `-max-batch`.
+         *     bounded by the body limit, not by `-max-batch`. Each line goes to
+         *     the database as it is parsed, so the service's memory does not grow
+         *     with the file; an error on any line stores nothing.
          *
          *     - CSV: a header line `datetime,<column>,…`, then one reading a line.
          *       TOA5: four header lines (environment, field names, units,
          *       processing), then data lines starting `"TIMESTAMP","RECORD"`.
-         *     - A column feeds the input whose key or decimal ID is its name;
-         *       `RECORD` and columns that name no input of the sensor are ignored
-         *       and listed in the answer; at least one column must name an input.
+         *     - A column feeds the input `columns` or else the sensor's import
+         *       profile (`setImportProfile`) maps it to, else the input whose key
+         *       or decimal ID is its name; `RECORD` and columns that feed no input of the sensor
+         *       are ignored and listed in the answer; at least one column must
+         *       feed an input.
          *     - An empty cell, `NAN`, `NaN` or `nan` means the input is missing
          *       from that reading; a line with every input missing is skipped.
          *     - A datetime with a zone (`Z`, `+01:00`) is taken as it is; one
          *       without (`2024-03-31 02:30:00`, TOA5's form) is local time in
-         *       `tz`. A local time that falls in a daylight-saving gap is a
+         *       `tz` (the query's, else the profile's, else UTC). A local time that falls in a daylight-saving gap is a
          *       400; one that falls in the fold happens twice, and is a 400
          *       unless `dst` picks the earlier or the later instant.
          *     - Errors name the line (counted from 1, header lines included) and
@@ -994,6 +998,15 @@ export interface paths {
          *     `datetime__lt` (exclusive); both bounds are required, so that no
          *     request deletes everything by accident. Answers how many were
          *     deleted. An archived project is read-only: 409.
+         *
+         *     The current alarms follow the newest reading: when the range holds
+         *     the sensor's newest reading, its alarm rules are evaluated again, in
+         *     the delete's transaction, against the newest reading left, as an
+         *     edit of a rule evaluates them; when none is left, every alarm of the
+         *     sensor's rules clears. Each change is an event (`cleared`,
+         *     `de-escalated`, ...) with the datetime and value of the reading it was
+         *     evaluated on; the events of the deleted readings stay. The overdue
+         *     alarm is the background check's and is left as it is.
          *     Required role: `admin`.
          */
         delete: operations["deleteReadings"];
@@ -1361,6 +1374,63 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/import-profile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a sensor's import profile
+         * @description How the sensor's datalogger files are read (see `postReadings`).
+         *     A sensor whose profile was never set (or was deleted) has the
+         *     defaults: `UTC`, no `dst`, no column mapping, and no `updated_at`.
+         *     Required role: `viewer`.
+         */
+        get: operations["getImportProfile"];
+        /**
+         * Set a sensor's import profile
+         * @description Says how the sensor's datalogger files are read, so that a logger's
+         *     upload needs no parameters: `columns` maps a file's column names
+         *     to the inputs they feed (by key, or by decimal ID for a sensor
+         *     without a blueprint), and `tz` and `dst` are the logger's zone and
+         *     its choice in the autumn fold. A file POST uses the profile; the
+         *     query's `tz`, `dst` and `columns` each override the profile's, and
+         *     a column the mapping leaves out still feeds the input it names. An input
+         *     that is not the sensor's, or two columns feeding one input, is a
+         *     400 naming the column; a zone that is not IANA's is a 400. Replaces
+         *     the sensor's profile, if any. Required role: `editor`.
+         */
+        put: operations["setImportProfile"];
+        post?: never;
+        /**
+         * Delete a sensor's import profile
+         * @description Deletes the profile, if any: files are then read by column names
+         *     and the query's `tz` and `dst` alone. Required role: `editor`.
+         */
+        delete: operations["deleteImportProfile"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue": {
         parameters: {
             query?: never;
@@ -1568,7 +1638,10 @@ export interface paths {
          *     `X-Readings-Signature: sha256=<hex>`, the HMAC-SHA256 with `secret` of
          *     the timestamp, a dot and the body: check it, and refuse timestamps more
          *     than a few minutes old, to stop replays. Deliveries go through an outbox
-         *     written in the event's transaction, so none is lost to a crash; an
+         *     written in the event's transaction, so none is lost to a crash. The
+         *     events a POST of readings raises are sent as soon as its batch is
+         *     committed; other events (of edits, overdue checks, or readings that
+         *     another replica took) within about a second. An
          *     answer other than 2xx within `-webhook-timeout` (10 s) is retried after
          *     30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
          *     `-webhook-max-attempts` (8), then marked failed. Each webhook is
@@ -2231,6 +2304,37 @@ export interface components {
             inputs: {
                 [key: string]: number;
             };
+        };
+        /**
+         * @description Which instant a local time in the autumn fold (written twice, once
+         *     in summer time and once in standard time) stands for: `earlier`
+         *     (summer time) or `later` (standard time).
+         * @enum {string}
+         */
+        Dst: "earlier" | "later";
+        ImportProfileInput: {
+            /**
+             * @description The IANA time zone of the logger's datetimes written without a zone (`Etc/GMT-1` for UTC+1 all year).
+             * @default UTC
+             */
+            tz: string;
+            dst?: components["schemas"]["Dst"];
+            /** @description A file column's name (1 to 200 characters) to the input it feeds, by key or decimal ID. */
+            columns?: {
+                [key: string]: string;
+            };
+        };
+        /** @description A sensor's import profile; `updated_at` is absent for the defaults of a sensor whose profile was never set. */
+        ImportProfile: {
+            /** Format: int64 */
+            sensor_id: number;
+            tz: string;
+            dst?: components["schemas"]["Dst"];
+            /** @description A file column's name to the input it feeds, by key (by decimal ID for a sensor without a blueprint). */
+            columns: {
+                [key: string]: string;
+            };
+            updated_at?: components["schemas"]["Datetime"];
         };
         /**
          * @description What a file did, or with `dry_run` would do.
@@ -5313,16 +5417,28 @@ export interface operations {
                 /**
                  * @description Files only: the IANA time zone (`Europe/Zurich`, `UTC`,
                  *     `Etc/GMT-1` for a logger on UTC+1 all year) of datetimes
-                 *     written without a zone. Default `UTC`.
+                 *     written without a zone. Default: the sensor's import profile's,
+                 *     else `UTC`.
                  * @example Europe/Zurich
                  */
                 tz?: string;
                 /**
                  * @description Files only: which instant a local time in the autumn fold
                  *     (written twice, once in summer time and once in standard time)
-                 *     stands for. Without it such a time is a 400 naming the line.
+                 *     stands for. Default: the sensor's import profile's; without
+                 *     either, such a time is a 400 naming the line.
                  */
-                dst?: "earlier" | "later";
+                dst?: components["schemas"]["Dst"];
+                /**
+                 * @description Files only: which file column feeds which input, as
+                 *     `column:input,…` (`Freq_Avg:freq,Temp_Avg:temp`; an input by key
+                 *     or decimal ID), in place of the import profile's mapping. An
+                 *     input the sensor does not have is a 400 naming the column. A
+                 *     column whose name holds `,` or `:` can be mapped by the profile
+                 *     only.
+                 * @example Freq_Avg:freq,Temp_Avg:temp
+                 */
+                columns?: string;
                 /**
                  * @description Files only: parse and check the file, store nothing, and answer
                  *     the first readings as they would be stored (`preview`).
@@ -6274,6 +6390,175 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getImportProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The profile. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "sensor_id": 12,
+                     *       "tz": "Europe/Zurich",
+                     *       "dst": "earlier",
+                     *       "columns": {
+                     *         "Freq_Avg": "freq",
+                     *         "Temp_Avg": "temp"
+                     *       },
+                     *       "updated_at": "2024-05-01T12:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ImportProfile"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    setImportProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "tz": "Europe/Zurich",
+                 *       "dst": "earlier",
+                 *       "columns": {
+                 *         "Freq_Avg": "freq",
+                 *         "Temp_Avg": "temp"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ImportProfileInput"];
+            };
+        };
+        responses: {
+            /** @description The profile. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "sensor_id": 12,
+                     *       "tz": "Europe/Zurich",
+                     *       "dst": "earlier",
+                     *       "columns": {
+                     *         "Freq_Avg": "freq",
+                     *         "Temp_Avg": "temp"
+                     *       },
+                     *       "updated_at": "2024-05-01T12:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ImportProfile"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteImportProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getOverdueRule: {
         parameters: {
             query?: never;
@@ -6572,10 +6857,10 @@ export interface operations {
                 sensor_id?: number;
                 /** @description Only events at this level. */
                 level_id?: number;
-                /** @description Only events recorded at or after this instant. */
-                datetime__gte?: string;
+                /** @description Only events recorded at or after this instant (RFC 3339 with a zone, or epoch milliseconds, as Grafana's `${__timeFrom}` gives). */
+                datetime__gte?: components["schemas"]["Bound"];
                 /** @description Only events recorded before this instant. */
-                datetime__lt?: string;
+                datetime__lt?: components["schemas"]["Bound"];
                 /** @description `asc` (oldest first) or `desc` (newest first). */
                 order?: "asc" | "desc";
             };

@@ -62,7 +62,7 @@ export function sensorPage(ctx: Ctx): HTMLElement {
             alarmRulesSection(ctx, path, sensor, role, beside),
           ],
       examples(sensor, org),
-      can(role, 'postReadings') ? uploadForm(ctx.api, path, sensor) : null,
+      can(role, 'postReadings') ? uploadForm(ctx.api, path, sensor, can(role, 'setImportProfile')) : null,
       can(role, 'updateSensor') || can(role, 'deleteSensor') ? manageForm(ctx, path, sensor, role, (s) => replace(render(s, 'Saved: name and description.'))) : null,
     );
   }

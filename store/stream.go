@@ -1,0 +1,418 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sensorreadings/readings/apperr"
+)
+
+// ReadingStream yields readings one at a time, as a file is parsed.
+type ReadingStream interface {
+	// Next returns the next reading, valid until the following call, or
+	// nil at the end. An error ends the stream.
+	Next() (*Reading, error)
+}
+
+// The statements of a streamed write. Readings after the sensor's newest,
+// each after the one before (a logger's new data), go straight into
+// readings by COPY. From the first that is not, the rest is staged in a
+// temporary table, numbered in the stream's order, and merged into
+// readings by set-based statements: the stream never sits in memory.
+const (
+	copyReadingsSQL = `COPY readings (sensor_id, datetime, input_ids, vals) FROM STDIN (FORMAT binary)`
+	createStageSQL  = `
+CREATE TEMPORARY TABLE reading_stage (seq bigint, datetime timestamptz, input_ids bigint[], vals float8[]) ON COMMIT DROP`
+	copyStageSQL = `COPY reading_stage (seq, datetime, input_ids, vals) FROM STDIN (FORMAT binary)`
+	// lastOfStageSQL is the stage, one reading an instant, the later of the
+	// stream winning.
+	lastOfStageSQL = `SELECT DISTINCT ON (datetime) datetime, input_ids, vals FROM reading_stage ORDER BY datetime, seq DESC`
+	// deleteStagedSQL deletes the stored readings at staged instants
+	// (%s: the stage, or its instants once each), and counts those before
+	// $4 (stored before the stream; those after, the stream wrote itself).
+	deleteStagedSQL = `
+WITH gone AS (
+    DELETE FROM readings r USING %s s
+    WHERE r.sensor_id = $1 AND r.datetime BETWEEN $2 AND $3 AND r.datetime = s.datetime
+    RETURNING r.datetime
+)
+SELECT count(*), count(*) FILTER (WHERE $4::timestamptz IS NULL OR datetime < $4) FROM gone`
+	insertStagedSQL = `
+INSERT INTO readings (sensor_id, datetime, input_ids, vals) SELECT $1, datetime, input_ids, vals FROM reading_stage`
+	insertLastOfStageSQL = `
+INSERT INTO readings (sensor_id, datetime, input_ids, vals) SELECT $1, datetime, input_ids, vals FROM (` + lastOfStageSQL + `) s`
+	// streamedSQL is the stream's readings as stored, in time order: those
+	// of the straight COPY, from %[2]s to %[3]s, and the staged ones, which
+	// streamedWithStageSQL adds; the cursor alarm evaluation reads. A
+	// cursor takes no parameters, so the values are written in.
+	streamedSQL = `
+SELECT datetime, input_ids, vals FROM readings
+WHERE sensor_id = %[1]d AND datetime BETWEEN %[2]s AND %[3]s ORDER BY datetime`
+	streamedWithStageSQL = `
+SELECT datetime, input_ids, vals FROM readings
+WHERE sensor_id = %[1]d AND datetime BETWEEN least(%[2]s, %[4]s) AND greatest(%[3]s, %[5]s)
+  AND (datetime BETWEEN %[2]s AND %[3]s OR datetime IN (SELECT datetime FROM reading_stage))
+ORDER BY datetime`
+)
+
+// stageChunk is how many readings alarm evaluation holds at a time.
+const stageChunk = 5000
+
+// InsertReadingStream stores the readings of stream in the sensor, in one
+// transaction, by the rules of InsertReadings: all or none, the later of
+// two readings at one instant wins, a reading at a stored instant replaces
+// it, alarms are evaluated in time order and the newest reading is kept.
+// Memory stays bounded whatever the stream's length: the readings go to
+// the database as they come. The sensor is locked from the stream's first
+// reading; taking the lock, and the statements after the stream, have
+// timeout (0: no limit), the stream itself is read under ctx alone.
+//
+// It returns the stream's own error; NotFound; Invalid, naming the input,
+// for an input id that is not one of the sensor's instance, or one past
+// the limit of a sensor without one; Invalid for an empty stream; and
+// Conflict when its project is archived.
+func (db *DB) InsertReadingStream(ctx context.Context, key SensorKey, stream ReadingStream, timeout time.Duration) (Written, error) {
+	var written Written
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		src := &streamSource{stream: stream, sensorID: key.SensorID}
+		if err := src.peek(); err != nil {
+			return err
+		}
+		if src.held == nil {
+			return apperr.Errorf(apperr.Invalid, "there are no readings to store")
+		}
+		w := streamWrite{db: db, tx: tx, key: key, src: src, timeout: timeout}
+		if err := w.lock(ctx); err != nil {
+			return err
+		}
+		if err := w.copy(ctx); err != nil {
+			return err
+		}
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
+		var err error
+		written, err = w.merge(ctx)
+		return err
+	})
+	return written, dbError("insert reading stream", err)
+}
+
+// streamWrite is one InsertReadingStream.
+type streamWrite struct {
+	db      *DB
+	tx      pgx.Tx
+	key     SensorKey
+	src     *streamSource
+	timeout time.Duration
+
+	inst   *Instance
+	known  []int64    // the sensor's input ids before the stream
+	newest *time.Time // the sensor's newest reading before the stream
+
+	direct, staged phase // what went straight into readings, and what was staged
+}
+
+// phase is a COPY of the stream's: how many readings and their span.
+type phase struct {
+	count       int64
+	first, last time.Time
+	ordered     bool // each reading after the one before
+}
+
+// lock takes the sensor's lock, as InsertReadings does, and reads what the
+// stream is written against.
+func (w *streamWrite) lock(ctx context.Context) error {
+	if w.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, w.timeout)
+		defer cancel()
+	}
+	var state ProjectState
+	err := w.tx.QueryRow(ctx, lockSensorWriteSQL, w.key.OrgID, w.key.ProjectID, w.key.SensorID).Scan(&state, &w.inst, &w.known)
+	if err != nil {
+		return notFound("lock sensor", err, "sensor")
+	}
+	if err := writable(w.key.ProjectID, state); err != nil {
+		return err
+	}
+	err = w.tx.QueryRow(ctx, `SELECT datetime FROM sensor_latest WHERE sensor_id = $1`, w.key.SensorID).Scan(&w.newest)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	return err
+}
+
+// copy writes the stream: straight into readings while it brings new
+// readings in order, then into the stage.
+func (w *streamWrite) copy(ctx context.Context) error {
+	conn := w.tx.Conn().PgConn()
+	if w.newest == nil || w.src.held.Time.After(*w.newest) {
+		w.src.begin(true)
+		if _, err := conn.CopyFrom(ctx, w.src, copyReadingsSQL); err != nil {
+			return w.src.failure(err)
+		}
+		w.direct = w.src.phase
+	}
+	if w.src.held == nil {
+		return nil
+	}
+	if _, err := w.tx.Exec(ctx, createStageSQL); err != nil {
+		return err
+	}
+	w.src.begin(false)
+	if _, err := conn.CopyFrom(ctx, w.src, copyStageSQL); err != nil {
+		return w.src.failure(err)
+	}
+	w.staged = w.src.phase
+	return nil
+}
+
+// merge checks the stream's inputs, moves the staged readings into
+// readings, evaluates alarms and keeps the newest reading.
+func (w *streamWrite) merge(ctx context.Context) (Written, error) {
+	written := Written{New: int(w.direct.count)}
+	if err := w.inst.checkInputIDs(w.src.ids); err != nil {
+		return written, err
+	}
+	err := w.db.recordInputs(ctx, w.tx, w.key.SensorID, w.inst == nil, w.known, freshInputs(w.known, slices.Values(w.src.ids)))
+	if err != nil {
+		return written, err
+	}
+	if w.staged.count > 0 {
+		// Stored readings at staged instants are replaced: those stored
+		// before the stream count as replaced; those the straight COPY
+		// wrote were counted new already.
+		var deleted, replaced int
+		var ownFrom *time.Time
+		if w.direct.count > 0 {
+			ownFrom = &w.direct.first
+		}
+		instants, insert := "(SELECT DISTINCT datetime FROM reading_stage)", insertLastOfStageSQL
+		if w.staged.ordered { // one reading an instant already, and no sort to pay
+			instants, insert = "reading_stage", insertStagedSQL
+		}
+		err := w.tx.QueryRow(ctx, fmt.Sprintf(deleteStagedSQL, instants), w.key.SensorID, w.staged.first, w.staged.last, ownFrom).Scan(&deleted, &replaced)
+		if err != nil {
+			return written, err
+		}
+		tag, err := w.tx.Exec(ctx, insert, w.key.SensorID)
+		if err != nil {
+			return written, err
+		}
+		written.New += int(tag.RowsAffected()) - deleted
+		written.Replaced = replaced
+	}
+	if written.Events, err = w.evaluateAlarms(ctx); err != nil {
+		return written, err
+	}
+	return written, keepLatest(ctx, w.tx, w.key.SensorID, []Reading{w.src.newest})
+}
+
+// evaluateAlarms evaluates the sensor's rules with the stream's readings
+// as stored, in time order, a chunk at a time through a cursor. Each chunk
+// reads the rules again, with the states and current alarms the chunk
+// before left, so that the chunks evaluate as one batch would. It returns
+// how many events the readings raised.
+func (w *streamWrite) evaluateAlarms(ctx context.Context) (events int, err error) {
+	if w.db.alarms == nil {
+		return 0, nil
+	}
+	tx, sensorID := w.tx, w.key.SensorID
+	rules, err := sensorRules(ctx, tx, sensorID)
+	if err != nil || len(rules) == 0 {
+		return 0, err
+	}
+	literal := func(t time.Time) string {
+		return "'" + t.UTC().Format("2006-01-02T15:04:05.999999Z") + "'::timestamptz"
+	}
+	from, to := "NULL::timestamptz", "NULL::timestamptz" // BETWEEN NULL AND NULL selects nothing; least and greatest skip NULL
+	if w.direct.count > 0 {
+		from, to = literal(w.direct.first), literal(w.direct.last)
+	}
+	query := fmt.Sprintf(streamedSQL, sensorID, from, to)
+	if w.staged.count > 0 {
+		query = fmt.Sprintf(streamedWithStageSQL, sensorID, from, to, literal(w.staged.first), literal(w.staged.last))
+	}
+	if _, err := tx.Exec(ctx, `DECLARE streamed NO SCROLL CURSOR FOR `+query); err != nil {
+		return 0, err
+	}
+	sensor := Sensor{ID: sensorID, ProjectID: w.key.ProjectID, Instance: w.inst}
+	chunk := make([]Reading, 0, stageChunk)
+	for first := true; ; first = false {
+		rows, _ := tx.Query(ctx, fmt.Sprintf(`FETCH %d FROM streamed`, stageChunk))
+		chunk = chunk[:0]
+		err := ScanReadings(rows, func(r *Reading) error {
+			chunk = append(chunk, Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)})
+			return nil
+		})
+		if err != nil {
+			return events, err
+		}
+		if len(chunk) == 0 {
+			break
+		}
+		if !first {
+			if rules, err = sensorRules(ctx, tx, sensorID); err != nil {
+				return events, err
+			}
+		}
+		before := ruleStates(rules)
+		changes, err := w.db.alarms.Evaluate(ctx, txLinks{tx}, sensor, rules, chunk, w.newest)
+		if err != nil {
+			return events, err
+		}
+		if err := applyAlarms(ctx, tx, sensor, rules, before, changes); err != nil {
+			return events, err
+		}
+		events += len(changes)
+	}
+	_, err = tx.Exec(ctx, `CLOSE streamed`)
+	return events, err
+}
+
+// streamSource encodes the stream's readings as a COPY reads them, and
+// notes what the merge needs to know of them. A straight COPY into
+// readings ends before a reading that is not after the one before, which
+// it holds for the stage's COPY.
+type streamSource struct {
+	stream   ReadingStream
+	sensorID int64
+	err      error    // the stream's
+	held     *Reading // read and not yet written: heldBuf, or nil
+	heldBuf  Reading
+
+	straight bool // this COPY goes into readings
+	phase    phase
+	started  bool
+	done     bool
+	buf      []byte
+	pending  []byte
+
+	seq    int64   // readings written, all COPYs
+	ids    []int64 // every input id, ascending, once
+	newest Reading // of the latest instant, the last there; its own copy
+}
+
+// peek reads the stream's first reading, and holds it.
+func (s *streamSource) peek() error {
+	r, err := s.stream.Next()
+	if err != nil || r == nil {
+		return err
+	}
+	s.hold(r)
+	return nil
+}
+
+func (s *streamSource) hold(r *Reading) {
+	s.heldBuf = Reading{Time: r.Time, InputIDs: append(s.heldBuf.InputIDs[:0], r.InputIDs...), Values: append(s.heldBuf.Values[:0], r.Values...)}
+	s.held = &s.heldBuf
+}
+
+// begin starts a COPY: into readings when straight, else into the stage.
+func (s *streamSource) begin(straight bool) {
+	s.straight, s.phase = straight, phase{}
+	s.started, s.done, s.pending = false, false, nil
+}
+
+// failure is the error of a COPY that failed: the stream's own, which the
+// COPY passed on, or the COPY's.
+func (s *streamSource) failure(err error) error {
+	if s.err != nil {
+		return s.err
+	}
+	return err
+}
+
+func (s *streamSource) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		if len(s.pending) == 0 {
+			if s.done {
+				break
+			}
+			if err := s.encode(); err != nil {
+				s.err = err
+				return n, err
+			}
+		}
+		c := copy(p[n:], s.pending)
+		s.pending = s.pending[c:]
+		n += c
+	}
+	if n == 0 && len(p) > 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// encode fills pending with the next readings, the header before the first
+// and the trailer after the last.
+func (s *streamSource) encode() error {
+	b := s.buf[:0]
+	if !s.started {
+		b = append(b, copySignature...)
+		s.started = true
+	}
+	for len(b) < copyChunk {
+		r := s.held
+		s.held = nil
+		if r == nil {
+			var err error
+			if r, err = s.stream.Next(); err != nil {
+				return err
+			}
+		}
+		if r != nil && s.straight && s.phase.count > 0 && !r.Time.After(s.phase.last) {
+			s.hold(r) // for the stage
+			r = nil
+		}
+		if r == nil {
+			b = binary.BigEndian.AppendUint16(b, 0xffff)
+			s.done = true
+			break
+		}
+		s.note(r)
+		first := s.seq // the stage's order of the stream
+		if s.straight {
+			first = s.sensorID
+		}
+		b = appendCopyRow(b, first, r)
+	}
+	s.buf, s.pending = b, b
+	return nil
+}
+
+// note counts r and keeps what the merge needs of it.
+func (s *streamSource) note(r *Reading) {
+	s.seq++
+	p := &s.phase
+	p.count++
+	if p.count == 1 {
+		p.first, p.last, p.ordered = r.Time, r.Time, true
+	}
+	p.ordered = p.ordered && (p.count == 1 || r.Time.After(p.last))
+	if r.Time.Before(p.first) {
+		p.first = r.Time
+	}
+	if r.Time.After(p.last) {
+		p.last = r.Time
+	}
+	if s.seq == 1 || !r.Time.Before(s.newest.Time) {
+		s.newest = Reading{Time: r.Time, InputIDs: append(s.newest.InputIDs[:0], r.InputIDs...), Values: append(s.newest.Values[:0], r.Values...)}
+	}
+	for _, id := range r.InputIDs {
+		if i, found := slices.BinarySearch(s.ids, id); !found {
+			s.ids = slices.Insert(s.ids, i, id)
+		}
+	}
+}

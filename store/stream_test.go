@@ -1,0 +1,144 @@
+package store_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/store"
+)
+
+// sliceStream yields readings, reusing one Reading as a file reader does,
+// and fails with err at reading failAt (when err is set).
+type sliceStream struct {
+	readings []store.Reading
+	next     int
+	failAt   int
+	err      error
+	current  store.Reading
+}
+
+func (s *sliceStream) Next() (*store.Reading, error) {
+	if s.err != nil && s.next == s.failAt {
+		return nil, s.err
+	}
+	if s.next == len(s.readings) {
+		return nil, nil
+	}
+	r := s.readings[s.next]
+	s.next++
+	s.current.Time = r.Time
+	s.current.InputIDs = append(s.current.InputIDs[:0], r.InputIDs...)
+	s.current.Values = append(s.current.Values[:0], r.Values...)
+	return &s.current, nil
+}
+
+func at(minute int) time.Time { return time.Date(2024, 5, 1, 0, minute, 0, 0, time.UTC) }
+
+func one(minute int, v float64) store.Reading {
+	return store.Reading{Time: at(minute), InputIDs: []int64{1}, Values: []float64{v}}
+}
+
+// storedReadings lists the sensor's readings as "minute=value".
+func storedReadings(t *testing.T, db *store.DB, key store.SensorKey) string {
+	t.Helper()
+	var out []string
+	err := db.ListReadings(t.Context(), store.Sensor{ID: key.SensorID}, store.ReadingQuery{From: store.MinTime, To: store.MaxTime}, func(r *store.Reading) error {
+		out = append(out, fmt.Sprintf("%d=%v", r.Time.Minute(), r.Values))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(out, " ")
+}
+
+func TestInsertReadingStream(t *testing.T) {
+	runOnOneDB(t, map[string]func(*testing.T, *store.DB){
+		"NewReplacedAndLaterWins": func(t *testing.T, db *store.DB) {
+			key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+			if _, err := db.InsertReadings(t.Context(), key, []store.Reading{one(1, 10), one(2, 20)}); err != nil {
+				t.Fatal(err)
+			}
+			// Out of order, minute 1 twice: the later wins, and counts once.
+			stream := &sliceStream{readings: []store.Reading{one(3, 3), one(1, 1), one(0, 0), one(1, 11)}}
+			written, err := db.InsertReadingStream(t.Context(), key, stream, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := written, (store.Written{New: 2, Replaced: 1}); got != want {
+				t.Errorf("written %+v, want %+v", got, want)
+			}
+			if got, want := storedReadings(t, db, key), "0=[0] 1=[11] 2=[20] 3=[3]"; got != want {
+				t.Errorf("stored %s, want %s", got, want)
+			}
+			latest, _, err := db.LatestReadings(t.Context(), key.OrgID, key.ProjectID, 0, 10)
+			if err != nil || len(latest) != 1 || latest[0].Reading == nil || !latest[0].Reading.Time.Equal(at(3)) {
+				t.Errorf("latest %+v, %v; want minute 3", latest, err)
+			}
+		},
+		"StraightThenStaged": func(t *testing.T, db *store.DB) {
+			key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+			if _, err := db.InsertReadings(t.Context(), key, []store.Reading{one(1, 10), one(2, 20)}); err != nil {
+				t.Fatal(err)
+			}
+			// 3, 4, 5 go straight in; from the second 4 on, staged: 4 again
+			// (the stream's own, counted new once), 6 new, 1 replaced.
+			stream := &sliceStream{readings: []store.Reading{one(3, 3), one(4, 4), one(5, 5), one(4, 44), one(6, 6), one(1, 1)}}
+			written, err := db.InsertReadingStream(t.Context(), key, stream, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := written, (store.Written{New: 4, Replaced: 1}); got != want {
+				t.Errorf("written %+v, want %+v", got, want)
+			}
+			if got, want := storedReadings(t, db, key), "1=[1] 2=[20] 3=[3] 4=[44] 5=[5] 6=[6]"; got != want {
+				t.Errorf("stored %s, want %s", got, want)
+			}
+		},
+		"StreamErrorStoresNothing": func(t *testing.T, db *store.DB) {
+			key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+			bad := apperr.Errorf(apperr.Invalid, "line 4, column freq: not a number")
+			readings := make([]store.Reading, 20_000) // past the first COPY message
+			for i := range readings {
+				readings[i] = store.Reading{Time: at(0).Add(time.Duration(i) * time.Second), InputIDs: []int64{int64(i%3 + 1)}, Values: []float64{1}}
+			}
+			_, err := db.InsertReadingStream(t.Context(), key, &sliceStream{readings: readings, failAt: 15_000, err: bad}, 0)
+			if !errors.Is(err, bad) {
+				t.Fatalf("err %v, want the stream's", err)
+			}
+			if got := storedReadings(t, db, key); got != "" {
+				t.Errorf("stored %s, want nothing", got)
+			}
+			ids, err := db.InputIDs(t.Context(), store.Sensor{ID: key.SensorID})
+			if err != nil || len(ids) != 0 {
+				t.Errorf("input ids %v, %v; want none recorded", ids, err)
+			}
+		},
+		"Refusals": func(t *testing.T, db *store.DB) {
+			sensor, key := newBlueprintSensor(t, db)
+			for name, stream := range map[string]*sliceStream{
+				"Empty":        {},
+				"UnknownInput": {readings: []store.Reading{{Time: at(0), InputIDs: []int64{sensor.Instance.Inputs[0].ID + 1000}, Values: []float64{1}}}},
+			} {
+				_, err := db.InsertReadingStream(t.Context(), key, stream, 0)
+				if apperr.CodeOf(err) != apperr.Invalid {
+					t.Errorf("%s: err %v, want invalid", name, err)
+				}
+			}
+			plain := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+			wide := store.Reading{Time: at(0)}
+			for id := range int64(store.DefaultMaxSensorInputs + 1) {
+				wide.InputIDs, wide.Values = append(wide.InputIDs, id+1), append(wide.Values, 1)
+			}
+			_, err := db.InsertReadingStream(t.Context(), plain, &sliceStream{readings: []store.Reading{wide}}, 0)
+			wantCode(t, err, apperr.Invalid)
+			key.SensorID = unknownID
+			_, err = db.InsertReadingStream(t.Context(), key, &sliceStream{readings: []store.Reading{one(0, 1)}}, 0)
+			wantCode(t, err, apperr.NotFound)
+		},
+	})
+}
