@@ -91,6 +91,9 @@ func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Read
 		if err != nil {
 			return err
 		}
+		if err := queueReadingHours(ctx, tx, key.SensorID, ordered); err != nil {
+			return err
+		}
 		sensor := Sensor{ID: key.SensorID, ProjectID: key.ProjectID, Instance: inst}
 		if err := db.evaluateAlarms(ctx, tx, sensor, ordered); err != nil {
 			return err
@@ -306,6 +309,9 @@ func (db *DB) DeleteReadings(ctx context.Context, key SensorKey, from, to time.T
 		deleted = tag.RowsAffected()
 		if deleted == 0 {
 			return nil
+		}
+		if err := queueDeletedHours(ctx, tx, key.SensorID, from, to); err != nil {
+			return err
 		}
 		_, err = tx.Exec(ctx, recomputeLatestSQL, key.SensorID, from, to)
 		return err
