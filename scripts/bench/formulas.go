@@ -48,8 +48,28 @@ func benchSpec() formulas.Spec {
 // blueprintSensor creates the blueprint and its sensor through the API,
 // then COPYs the readings straight in: their ingest was measured already.
 func (e *env) blueprintSensor(ctx context.Context, _ *results) error {
+	b, err := e.newBlueprintSensor(ctx, "bench piezometer")
+	if err != nil {
+		return err
+	}
+	e.blueprint = b
+	d := e.data
+	src := &funcSource{n: d.perSensor, row: func(i int) []any {
+		r := d.reading(0, i)
+		return []any{b.id, r.Time, b.inputIDs, r.Values}
+	}}
+	if _, err := e.pool.CopyFrom(ctx, pgx.Identifier{"readings"}, readingColumns, src); err != nil {
+		return fmt.Errorf("copy the blueprint sensor's readings: %w", err)
+	}
+	_, err = e.pool.Exec(ctx, "VACUUM ANALYZE readings")
+	return err
+}
+
+// newBlueprintSensor creates a blueprint of the bench's inputs, constants
+// and outputs, and a sensor of it named name, through the API.
+func (e *env) newBlueprintSensor(ctx context.Context, name string) (blueprintSensor, error) {
 	s, spec := e.svc, benchSpec()
-	write := gen.BlueprintWrite{Name: "bench piezometer"}
+	write := gen.BlueprintWrite{Name: name}
 	for _, key := range spec.Inputs {
 		write.Inputs = append(write.Inputs, gen.BlueprintInput{Key: key, Name: key})
 	}
@@ -64,29 +84,18 @@ func (e *env) blueprintSensor(ctx context.Context, _ *results) error {
 	}
 	bp, err := s.api.CreateBlueprintWithResponse(ctx, s.org, write)
 	if err != nil || bp.JSON201 == nil {
-		return fmt.Errorf("create blueprint: %v %s", err, bp.Body)
+		return blueprintSensor{}, fmt.Errorf("create blueprint: %v %s", err, bp.Body)
 	}
-	sensor, err := s.api.CreateSensorWithResponse(ctx, s.org, s.project, gen.SensorCreate{Name: "bench piezometer", BlueprintId: &bp.JSON201.Id})
+	sensor, err := s.api.CreateSensorWithResponse(ctx, s.org, s.project, gen.SensorCreate{Name: name, BlueprintId: &bp.JSON201.Id})
 	if err != nil || sensor.JSON201 == nil {
-		return fmt.Errorf("create sensor: %v %s", err, sensor.Body)
+		return blueprintSensor{}, fmt.Errorf("create sensor: %v %s", err, sensor.Body)
 	}
 	b := blueprintSensor{index: len(s.paths), id: sensor.JSON201.Id}
 	for _, in := range sensor.JSON201.Inputs {
 		b.inputIDs = append(b.inputIDs, in.Id)
 	}
 	s.paths = append(s.paths, fmt.Sprintf("%s/api/v1/org/%d/proj/%d/readings/%d", s.base, s.org, s.project, b.id))
-	e.blueprint = b
-
-	d := e.data
-	src := &funcSource{n: d.perSensor, row: func(i int) []any {
-		r := d.reading(0, i)
-		return []any{b.id, r.Time, b.inputIDs, r.Values}
-	}}
-	if _, err := e.pool.CopyFrom(ctx, pgx.Identifier{"readings"}, readingColumns, src); err != nil {
-		return fmt.Errorf("copy the blueprint sensor's readings: %w", err)
-	}
-	_, err = e.pool.Exec(ctx, "VACUUM ANALYZE readings")
-	return err
+	return b, nil
 }
 
 // serviceReadOutputs is row 6b: row 6 with outputs=true, on the

@@ -58,6 +58,8 @@ type config struct {
 	serverURL       string        // PostgreSQL server to create the bench database on
 	profileDir      string        // where to write the service's CPU profiles; none when empty
 	timeout         time.Duration // bounds the whole run
+	rollupsOnly     bool          // only the rows of the rollups (13)
+	yearSeconds     bool          // row 13b: a year of 1-second readings
 	environ         []string      // the environment the service inherits
 }
 
@@ -89,6 +91,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.serverURL, "pg", "", "PostgreSQL `url` of a server to create the bench database on (its user needs CREATEDB); default: scripts/devdb.sh start")
 	fs.StringVar(&c.profileDir, "profile", "", "write the service's CPU profile of each service phase into this `directory`; a profile runs for a fixed time, so the phases take longer and the CPU table is diluted")
 	fs.DurationVar(&c.timeout, "timeout", 20*time.Minute, "give up after this long")
+	fs.BoolVar(&c.rollupsOnly, "rollups-only", false, "run only the phases of the rollups' rows (13a-13e)")
+	fs.BoolVar(&c.yearSeconds, "year-seconds", false, "also run row 13b: a year of 1-second readings of one sensor (31.5 million, some 5 GB; tens of minutes: raise -timeout)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
