@@ -88,9 +88,16 @@ const (
 // and ends of the spans read from the readings: within [$2, $3), the
 // rollups of an hour in a span are not read.
 const (
-	// spansSQL are the readings of the spans, by an index range scan each.
+	// spansSQL are the readings of the spans, with their bucket, a scan of
+	// each span's range. OFFSET 0 keeps the planner from joining the spans
+	// to every reading of the sensor, which it prefers on compressed
+	// chunks, and has the bucket computed once a reading, not once an
+	// input.
 	spansSQL = `unnest($6::timestamptz[], $7::timestamptz[]) AS w(a, b)
-JOIN readings r ON r.sensor_id = $1 AND r.datetime >= w.a AND r.datetime < w.b`
+CROSS JOIN LATERAL (
+    SELECT ` + bucketOfReading + ` AS bucket, r.datetime, r.input_ids, r.vals
+    FROM readings r WHERE r.sensor_id = $1 AND r.datetime >= w.a AND r.datetime < w.b OFFSET 0
+) r`
 	notInSpans = `NOT EXISTS (SELECT FROM unnest($6::timestamptz[], $7::timestamptz[]) AS w(a, b) WHERE x.hour >= w.a AND x.hour < w.b)`
 
 	bucketCountsSQL = `
@@ -98,13 +105,13 @@ SELECT bucket, sum(n)::bigint FROM (
     SELECT ` + bucketOfHour + ` AS bucket, x.n FROM rollup_hours x
     WHERE x.sensor_id = $1 AND x.hour >= $2 AND x.hour < $3 AND ` + notInSpans + `
     UNION ALL
-    SELECT ` + bucketOfReading + `, count(*) FROM ` + spansSQL + ` GROUP BY 1
+    SELECT r.bucket, count(*) FROM ` + spansSQL + ` GROUP BY 1
 ) p GROUP BY 1 ORDER BY 1`
 
 	// bucketReadingsSQL names $2 and $3, which it has no use for, so that
 	// PostgreSQL knows their type.
 	bucketReadingsSQL = `
-SELECT ` + bucketOfReading + `, r.datetime, r.input_ids, r.vals FROM ` + spansSQL + `
+SELECT r.bucket, r.datetime, r.input_ids, r.vals FROM ` + spansSQL + `
 WHERE $2::timestamptz <= $3::timestamptz ORDER BY r.datetime`
 
 	outputRollupsSQL = `
@@ -139,7 +146,7 @@ FROM (
     FROM rollup_inputs x
     WHERE x.sensor_id = $1 AND x.hour >= $2 AND x.hour < $3 AND ` + notInSpans + `
     UNION ALL
-    SELECT ` + bucketOfReading + `, u.id, count(*), coalesce(sum(u.v) FILTER (WHERE abs(u.v) < $8), 0),
+    SELECT r.bucket, u.id, count(*), coalesce(sum(u.v) FILTER (WHERE abs(u.v) < $8), 0),
            coalesce(sum(u.v * $9) FILTER (WHERE abs(u.v) >= $8), 0), min(u.v), max(u.v),
            ` + rawFirst + `, min(r.datetime), ` + rawLast + `, max(r.datetime), ` + median + `
     FROM ` + spansSQL + ` CROSS JOIN LATERAL unnest(r.input_ids, r.vals) AS u(id, v)

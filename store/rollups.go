@@ -108,10 +108,12 @@ func (db *DB) MaintainRollups(ctx context.Context, outputsOf OutputsOf, maxHours
 }
 
 // The statements of rollupSensor take $1 the sensor and $2 the hours to
-// recompute.
+// recompute, whose readings are read a range scan an hour (see spansSQL).
 const (
 	hoursReadingsSQL = `unnest($2::timestamptz[]) AS h(hour)
-JOIN readings r ON r.sensor_id = $1 AND r.datetime >= h.hour AND r.datetime < h.hour + interval '1 hour'`
+CROSS JOIN LATERAL (
+    SELECT * FROM readings r WHERE r.sensor_id = $1 AND r.datetime >= h.hour AND r.datetime < h.hour + interval '1 hour' OFFSET 0
+) r`
 	rollupHoursSQL = `
 INSERT INTO rollup_hours (sensor_id, hour, n, version)
 SELECT $1, h.hour, count(*), $3 FROM ` + hoursReadingsSQL + ` GROUP BY h.hour`
