@@ -188,6 +188,10 @@ type Partial struct {
 func (p *Partial) Add(t time.Time, v float64) {
 	if p.Count == 0 {
 		p.Min, p.Max, p.First, p.FirstAt = v, v, v, t
+		p.Sums = Sums{}
+		if math.Abs(v) < SplitAt {
+			p.Sums.Lo = math.Copysign(0, v) // a sum of -0 is -0, as PostgreSQL's
+		}
 	}
 	p.Count++
 	p.Sums.Add(v)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -130,25 +131,17 @@ func inputStatsSQL(q BucketQuery) string {
 		rawFirst, rawLast = `(array_agg(u.v ORDER BY r.datetime))[1]`, `(array_agg(u.v ORDER BY r.datetime DESC))[1]`
 		mergedFL = `(array_agg(f ORDER BY fa))[1], (array_agg(l ORDER BY la DESC))[1]`
 	}
-	median := `NULL::float8, NULL::float8`
-	if q.Median {
-		// The two middle values, interpolated in Go: percentile_cont's
-		// lo + (hi - lo) * 0.5 is infinite when hi - lo is beyond float64.
-		// A median is only asked of the readings alone, so each bucket
-		// and input has one group of them.
-		median = `percentile_disc(0.5) WITHIN GROUP (ORDER BY u.v), percentile_disc(0.5) WITHIN GROUP (ORDER BY u.v DESC)`
-	}
 	return `
-SELECT bucket, id, sum(n)::bigint, sum(lo), sum(hi), min(mn), max(mx), ` + mergedFL + `, min(lm), min(hm), min(fa), max(la)
+SELECT bucket, id, sum(n)::bigint, sum(lo), sum(hi), min(mn), max(mx), ` + mergedFL + `, min(fa), max(la)
 FROM (
     SELECT ` + bucketOfHour + ` AS bucket, x.id, x.n, x.sum_lo AS lo, x.sum_hi AS hi, x.min AS mn, x.max AS mx,
-           x.first AS f, x.first_at AS fa, x.last AS l, x.last_at AS la, NULL::float8 AS lm, NULL::float8 AS hm
+           x.first AS f, x.first_at AS fa, x.last AS l, x.last_at AS la
     FROM rollup_inputs x
     WHERE x.sensor_id = $1 AND x.hour >= $2 AND x.hour < $3 AND ` + notInSpans + `
     UNION ALL
     SELECT r.bucket, u.id, count(*), coalesce(sum(u.v) FILTER (WHERE abs(u.v) < $8), 0),
            coalesce(sum(u.v * $9) FILTER (WHERE abs(u.v) >= $8), 0), min(u.v), max(u.v),
-           ` + rawFirst + `, min(r.datetime), ` + rawLast + `, max(r.datetime), ` + median + `
+           ` + rawFirst + `, min(r.datetime), ` + rawLast + `, max(r.datetime)
     FROM ` + spansSQL + ` CROSS JOIN LATERAL unnest(r.input_ids, r.vals) AS u(id, v)
     GROUP BY 1, 2
 ) p GROUP BY 1, 2 ORDER BY 1, 2`
@@ -223,6 +216,9 @@ func (db *DB) AggregateBuckets(ctx context.Context, sensor Sensor, q BucketQuery
 			return err
 		}
 		use = plan.use(outputs != nil)
+		if use == RollupsNone {
+			return rawBuckets(ctx, tx, sensor, q, plan, outputs, sink)
+		}
 		rows, _ := tx.Query(ctx, bucketCountsSQL, plan.args(sensor, q, plan.inputs)...)
 		counts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[BucketCount])
 		if err != nil {
@@ -343,23 +339,15 @@ func inputStats(ctx context.Context, tx pgx.Tx, q BucketQuery, args []any, sink 
 	}
 	defer rows.Close()
 	var (
-		s               InputStats
-		sums            stats.Sums
-		first, last     *float64
-		lowMid, highMid *float64
+		s    InputStats
+		sums stats.Sums
 	)
 	for rows.Next() {
-		err := rows.Scan(&s.Bucket, &s.InputID, &s.Count, &sums.Lo, &sums.Hi, &s.Min, &s.Max,
-			&first, &last, &lowMid, &highMid, &s.FirstAt, &s.LastAt)
+		err := rows.Scan(&s.Bucket, &s.InputID, &s.Count, &sums.Lo, &sums.Hi, &s.Min, &s.Max, &s.First, &s.Last, &s.FirstAt, &s.LastAt)
 		if err != nil {
 			return err
 		}
 		s.Sum, s.Avg = sums.Sum(), sums.Mean(s.Count, s.Min, s.Max)
-		s.First, s.Last, s.Median = first, last, nil
-		if lowMid != nil && highMid != nil {
-			m := stats.Midpoint(*lowMid, *highMid)
-			s.Median = &m
-		}
 		if err := sink.Input(&s); err != nil {
 			return err
 		}
@@ -408,10 +396,7 @@ func outputStats(ctx context.Context, tx pgx.Tx, sensor Sensor, q BucketQuery, p
 			return err
 		}
 	}
-	acc := make([]stats.Accumulator, len(ids))
-	for k := range acc {
-		acc[k] = stats.NewAccumulator(q.Median)
-	}
+	acc := make([]stats.Accumulator, len(ids)) // no median: it is never asked of rollups
 	done := map[time.Time][]*stats.Stats{}
 	finish := func(bucket time.Time) {
 		for k, p := range rolled[bucket] {
@@ -424,7 +409,8 @@ func outputStats(ctx context.Context, tx pgx.Tx, sensor Sensor, q BucketQuery, p
 		}
 		done[bucket] = out
 	}
-	err := eachOutputs(ctx, tx, outputs, bucketReadingsSQL, args, finish, func(k int, t time.Time, v float64) { acc[k].Add(t, v) })
+	add := func(k int, t time.Time, v float64) { acc[k].Add(t, v) }
+	err := eachReading(ctx, tx, bucketReadingsSQL, args, finish, func(_ time.Time, r *Reading) { addOutputs(outputs, r, add) })
 	if err != nil {
 		return err
 	}
@@ -444,18 +430,108 @@ func outputStats(ctx context.Context, tx pgx.Tx, sensor Sensor, q BucketQuery, p
 	return nil
 }
 
-// eachOutputs runs query, whose rows are a key (a bucket, an hour) and a
-// reading's datetime, input ids and values, in time order; it computes the
-// outputs of each reading and gives each value to add, output k's as k.
-// It calls flush with a key when its readings are done.
-func eachOutputs(ctx context.Context, tx pgx.Tx, outputs Outputs, query string, args []any,
-	flush func(key time.Time), add func(k int, t time.Time, v float64)) error {
+// bucketStats are a bucket's statistics, as rawBuckets gathers them.
+type bucketStats struct {
+	count   int64
+	inputs  []InputStats   // by input id
+	outputs []*stats.Stats // by output, nil without outputs
+}
+
+// rawBuckets reads the readings of the range once, in time order, and
+// computes every statistic of a bucket from them when the bucket is done:
+// one scan where the rollups serve nothing, instead of one for the counts,
+// one for the inputs, which multiplies the rows by the inputs, and one for
+// the outputs. It gives sink what it gathered once the scan is over.
+func rawBuckets(ctx context.Context, tx pgx.Tx, sensor Sensor, q BucketQuery, plan bucketPlan, outputs Outputs, sink BucketSink) error {
+	var (
+		buckets  []time.Time
+		gathered []bucketStats
+		slots    = map[int64]int{} // an input id's accumulator
+		ids      []int64           // of each slot
+		inputs   []stats.Accumulator
+		seen     []bool // whether a slot had a value in the bucket
+		outAcc   []stats.Accumulator
+		n        int64
+	)
+	if outputs != nil {
+		outAcc = make([]stats.Accumulator, len(outputs.IDs()))
+		for k := range outAcc {
+			outAcc[k] = stats.NewAccumulator(q.Median)
+		}
+	}
+	addOutput := func(k int, t time.Time, v float64) { outAcc[k].Add(t, v) }
+	finish := func(bucket time.Time) {
+		b := bucketStats{count: n}
+		for k, id := range ids {
+			if seen[k] {
+				b.inputs = append(b.inputs, InputStats{Bucket: bucket, InputID: id, Stats: *inputs[k].Finish()})
+				seen[k] = false
+			}
+		}
+		slices.SortFunc(b.inputs, func(x, y InputStats) int { return cmp.Compare(x.InputID, y.InputID) })
+		if outAcc != nil {
+			b.outputs = make([]*stats.Stats, len(outAcc))
+			for k := range outAcc {
+				b.outputs[k] = outAcc[k].Finish()
+			}
+		}
+		buckets, gathered = append(buckets, bucket), append(gathered, b)
+		n = 0
+	}
+	err := eachReading(ctx, tx, bucketReadingsSQL, plan.args(sensor, q, plan.inputs), finish, func(_ time.Time, r *Reading) {
+		n++
+		for i, id := range r.InputIDs {
+			k, ok := slots[id]
+			if !ok {
+				k = len(ids)
+				slots[id] = k
+				ids, seen = append(ids, id), append(seen, false)
+				inputs = append(inputs, stats.NewAccumulator(q.Median))
+			}
+			inputs[k].Add(r.Time, r.Values[i])
+			seen[k] = true
+		}
+		if outputs != nil {
+			addOutputs(outputs, r, addOutput)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	counts := make([]BucketCount, len(buckets))
+	for i, b := range buckets {
+		counts[i] = BucketCount{Bucket: b, Count: gathered[i].count}
+	}
+	if err := sink.Counts(counts); err != nil {
+		return err
+	}
+	for i, b := range buckets {
+		if gathered[i].outputs != nil {
+			if err := sink.Outputs(b, gathered[i].outputs); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range gathered {
+		for j := range gathered[i].inputs {
+			if err := sink.Input(&gathered[i].inputs[j]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// eachReading runs query, whose rows are a key (a bucket, an hour) and a
+// reading's datetime, input ids and values, in time order, and calls fn
+// with each reading, which it must not keep. It calls flush with a key
+// when its readings are done.
+func eachReading(ctx context.Context, tx pgx.Tx, query string, args []any, flush func(key time.Time), fn func(key time.Time, r *Reading)) error {
 	var (
 		current, key time.Time
 		started      bool
 		r            Reading
 	)
-	n := len(outputs.IDs())
 	rows, err := tx.Query(ctx, query, args...)
 	if err != nil {
 		return err
@@ -465,18 +541,24 @@ func eachOutputs(ctx context.Context, tx pgx.Tx, outputs Outputs, query string, 
 			flush(current)
 		}
 		current, started = key, true
-		outputs.Compute(&r)
-		for k := range n {
-			if v, ok := outputs.Value(k); ok {
-				add(k, r.Time, v)
-			}
-		}
+		fn(key, &r)
 		return nil
 	})
 	if err == nil && started {
 		flush(current)
 	}
 	return err
+}
+
+// addOutputs computes the outputs of r and gives add each value, output
+// k's as k.
+func addOutputs(outputs Outputs, r *Reading, add func(k int, t time.Time, v float64)) {
+	outputs.Compute(r)
+	for k := range outputs.IDs() {
+		if v, ok := outputs.Value(k); ok {
+			add(k, r.Time, v)
+		}
+	}
 }
 
 // Buckets returns the start of every bucket of the range, empty or not.

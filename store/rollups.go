@@ -228,7 +228,8 @@ func rollupOutputs(ctx context.Context, tx pgx.Tx, sensorID int64, hours []time.
 		}
 	}
 	query := `SELECT h.hour, r.datetime, r.input_ids, r.vals FROM ` + hoursReadingsSQL + ` ORDER BY r.datetime`
-	err := eachOutputs(ctx, tx, out, query, []any{sensorID, hours}, flush, func(k int, t time.Time, v float64) { parts[k].Add(t, v) })
+	add := func(k int, t time.Time, v float64) { parts[k].Add(t, v) }
+	err := eachReading(ctx, tx, query, []any{sensorID, hours}, flush, func(_ time.Time, r *Reading) { addOutputs(out, r, add) })
 	if err != nil {
 		return err
 	}
