@@ -187,6 +187,9 @@ func randomBucketQuery(rng *rand.Rand, start time.Time, span time.Duration) url.
 	if rng.IntN(3) == 0 {
 		q.Set("fill", "null")
 	}
+	if rng.IntN(2) == 0 { // without first and last, which cost more
+		q.Set("fn", "avg,min,max,sum,count,range")
+	}
 	return q
 }
 

@@ -114,12 +114,23 @@ SELECT bucket, sum(n)::bigint FROM (
 	bucketReadingsSQL = `
 SELECT r.bucket, r.datetime, r.input_ids, r.vals FROM ` + spansSQL + `
 WHERE $2::timestamptz <= $3::timestamptz ORDER BY r.datetime`
-
-	outputRollupsSQL = `
-SELECT ` + bucketOfHour + `, x.id, x.n, x.sum_lo, x.sum_hi, x.min, x.max, x.first, x.first_at, x.last, x.last_at
-FROM rollup_outputs x
-WHERE x.sensor_id = $1 AND x.hour >= $2 AND x.hour < $3 AND ` + notInSpans
 )
+
+// outputRollupsSQL merges the rollups of each output per bucket, so that
+// a row per bucket and output reaches Go, not one per hour; the first and
+// last values only when asked for (0 stands in otherwise).
+func outputRollupsSQL(q BucketQuery) string {
+	first, last := `0::float8`, `0::float8`
+	if q.FirstLast {
+		first, last = `(array_agg(x.first ORDER BY x.first_at))[1]`, `(array_agg(x.last ORDER BY x.last_at DESC))[1]`
+	}
+	return `
+SELECT ` + bucketOfHour + ` AS bucket, x.id, sum(x.n)::bigint, sum(x.sum_lo), sum(x.sum_hi), min(x.min), max(x.max),
+       ` + first + `, min(x.first_at), ` + last + `, max(x.last_at)
+FROM rollup_outputs x
+WHERE x.sensor_id = $1 AND x.hour >= $2 AND x.hour < $3 AND ` + notInSpans + `
+GROUP BY 1, 2`
+}
 
 // inputStatsSQL merges, per bucket and input, the hours of the rollups
 // outside the spans with the readings of the spans, aggregated per bucket
@@ -361,7 +372,7 @@ func inputStats(ctx context.Context, tx pgx.Tx, q BucketQuery, args []any, sink 
 func outputStats(ctx context.Context, tx pgx.Tx, sensor Sensor, q BucketQuery, plan bucketPlan, outputs Outputs, sink BucketSink) error {
 	ids := outputs.IDs()
 	args := plan.args(sensor, q, plan.outputs)
-	// The rollups' rows are few (an hour's per output), so they are read
+	// The rollups' rows are few (a bucket's per output), so they are read
 	// first; the readings, many, stream.
 	rolled := map[time.Time][]stats.Partial{}
 	if plan.h0.Before(plan.h1) {
@@ -369,7 +380,7 @@ func outputStats(ctx context.Context, tx pgx.Tx, sensor Sensor, q BucketQuery, p
 		for k, id := range ids {
 			index[id] = k
 		}
-		rows, err := tx.Query(ctx, outputRollupsSQL, args...)
+		rows, err := tx.Query(ctx, outputRollupsSQL(q), args...)
 		if err != nil {
 			return err
 		}
