@@ -259,7 +259,8 @@ func (e *env) rollupRawFallback(ctx context.Context, res *results) error {
 
 // rollupIngest is row 13c: the service's storage of batches of 1,000 new
 // readings (store.WriteReadings) with the queueing of their hours for the
-// rollups, against without, in alternating rounds on one connection.
+// rollups, against without, in alternating batches on one connection,
+// compared at the median batch.
 func (e *env) rollupIngest(ctx context.Context, res *results) error {
 	with, err := e.newBlueprintSensor(ctx, "bench ingest with rollups")
 	if err != nil {
@@ -275,7 +276,7 @@ func (e *env) rollupIngest(ctx context.Context, res *results) error {
 	}
 	defer conn.Release()
 	const batches, size = 200, 1000
-	var took [2]time.Duration
+	var took [2][]time.Duration
 	start := rollupYear.AddDate(1, 0, 0)
 	for i := range batches {
 		for k, b := range []blueprintSensor{with, without} {
@@ -295,11 +296,15 @@ func (e *env) rollupIngest(ctx context.Context, res *results) error {
 			if err != nil {
 				return err
 			}
-			took[k] += time.Since(t)
+			took[k] = append(took[k], time.Since(t))
 		}
 	}
-	withRate, withoutRate := rate(batches*size, took[0]), rate(batches*size, took[1])
-	res.add("13c", "Ingest with the rollups' queue: `store.WriteReadings` of 200 batches of 1,000 new 1-second readings, queueing their hours, against the same without (alternating, 1 connection)",
+	// The median batch, not the total: a burst of the machine's other
+	// work lands on one side or the other, and moves the total.
+	with50, _ := percentiles(took[0])
+	without50, _ := percentiles(took[1])
+	withRate, withoutRate := rate(size, with50), rate(size, without50)
+	res.add("13c", "Ingest with the rollups' queue: `store.WriteReadings` of 200 batches of 1,000 new 1-second readings, queueing their hours, against the same without (alternating, 1 connection), at the median batch",
 		fmt.Sprintf("%s against %s", perSecond(withRate), perSecond(withoutRate)),
 		ratio(withRate/withoutRate, "without; target ≥ 0.85"))
 	return nil
