@@ -40,11 +40,7 @@ func CopyReadings(ctx context.Context, conn *pgconn.PgConn, sensorID int64, read
 // for their rollups, as InsertReadings does. Concurrent calls for one
 // sensor are unsafe.
 func WriteReadings(ctx context.Context, tx pgx.Tx, sensorID int64, readings []Reading, rollups bool) (Written, error) {
-	ordered := lastPerInstant(readings)
-	written, err := insertReadings(ctx, tx, sensorID, ordered)
-	if err == nil && rollups {
-		err = queueReadingHours(ctx, tx, sensorID, ordered)
-	}
+	written, err := insertReadings(ctx, tx, sensorID, lastPerInstant(readings), rollups)
 	return written, dbError("write readings", err)
 }
 

@@ -20,16 +20,16 @@ func (s Sensor) version() int64 {
 	return s.Instance.Version
 }
 
-// queueHoursSQL queues the hours of a batch, in the batch's transaction:
-// one row per hour the batch touches, whatever its size.
+// queueHoursSQL queues the hours $4 of a batch of sensor $1, in the
+// batch's transaction: one row per hour the batch touches, whatever its
+// size.
 const queueHoursSQL = `
 INSERT INTO rollup_dirty AS d (sensor_id, hour, inputs)
-SELECT $1, h, true FROM unnest($2::timestamptz[]) AS h
+SELECT $1, h, true FROM unnest($4::timestamptz[]) AS h
 ON CONFLICT (sensor_id, hour) DO UPDATE SET inputs = true WHERE NOT d.inputs`
 
-// queueReadingHours queues for a recomputation of their rollups the hours
-// of readings, ordered by time.
-func queueReadingHours(ctx context.Context, tx pgx.Tx, sensorID int64, readings []Reading) error {
+// readingHours are the hours of readings, ordered by time, each once.
+func readingHours(readings []Reading) []time.Time {
 	var hours []time.Time
 	for _, r := range readings {
 		h := r.Time.Truncate(time.Hour)
@@ -37,11 +37,7 @@ func queueReadingHours(ctx context.Context, tx pgx.Tx, sensorID int64, readings 
 			hours = append(hours, h)
 		}
 	}
-	if len(hours) == 0 {
-		return nil
-	}
-	_, err := tx.Exec(ctx, queueHoursSQL, sensorID, hours)
-	return err
+	return hours
 }
 
 // queueDeletedHours queues the hours of [from, to) that have rollups, after
