@@ -92,9 +92,9 @@ func (s *Server) ListProjectReadings(ctx context.Context, req gen.ListProjectRea
 				row(r, id, r.Values[i])
 			}
 			if outputs != nil {
-				outputs.compute(r)
+				outputs.Compute(r)
 				for k, id := range outputs.outputIDs {
-					if v, ok := outputs.value(k); ok {
+					if v, ok := outputs.Value(k); ok {
 						row(r, id, v)
 					}
 				}

@@ -61,6 +61,8 @@ type config struct {
 	profileDir      string         // where to write the service's CPU profiles; none when empty
 	phases          *regexp.Regexp // runs only the phases it matches; all when nil
 	timeout         time.Duration  // bounds the whole run
+	rollupsOnly     bool           // only the rows of the rollups (13)
+	yearSeconds     bool           // row 13b: a year of 1-second readings
 	environ         []string       // the environment the service inherits
 }
 
