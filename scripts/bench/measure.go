@@ -113,15 +113,11 @@ func measure(ctx context.Context, e *env) (*report, error) {
 	if e.cfg.yearSeconds {
 		rollups = append(rollups, phase{name: "rollups: a year of seconds", run: e.rollupYearSeconds, timeout: time.Hour})
 	}
-	if e.cfg.rollupsOnly {
-		phases = rollups
-	} else {
-		phases = append(phases, rollups...)
-		// The peers last, so that none runs while the service is measured;
-		// they need nothing of PostgreSQL.
-		for _, p := range peers() {
-			phases = append(phases, e.peerPhases(p)...)
-		}
+	phases = append(phases, rollups...)
+	// The peers last, so that none runs while the service is measured;
+	// they need nothing of PostgreSQL.
+	for _, p := range peers() {
+		phases = append(phases, e.peerPhases(p)...)
 	}
 	var (
 		res      results
