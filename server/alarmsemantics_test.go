@@ -1,0 +1,230 @@
+package server_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/sensorreadings/readings/gen"
+)
+
+// TestAlarmPersistence: a rule with persistence 3 waits for three
+// consecutive readings beyond its threshold.
+func TestAlarmPersistence(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := newAlarmSite(t, e, "Persistence")
+	a.rule(t, gen.AlarmRuleInput{Target: "freq", Level: "Action", Direction: "below", Threshold: 1000, Persistence: ptr(3)})
+	for m, want := range []string{"", "", "", "", "Action"} {
+		freq := 900.0
+		if m == 1 {
+			freq = 1100 // breaks the streak
+		}
+		a.post(t, m, freq)
+		if got := a.level(t); got != want {
+			t.Fatalf("after reading %d: level %q, want %q", m, got, want)
+		}
+	}
+}
+
+// TestAlarmLateReading: a reading older than the newest is evaluated, its
+// exceedance recorded as a late event, and the current state left alone.
+func TestAlarmLateReading(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := newAlarmSite(t, e, "Late")
+	a.post(t, 30, 2000)
+	a.post(t, 10, 3000) // older, and past Alarm's threshold
+	if got := a.level(t); got != "" {
+		t.Errorf("level after a late exceedance %q, want none: the newest reading is at rest", got)
+	}
+	res, err := a.editor.ListAlarmEventsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, &gen.ListAlarmEventsParams{})
+	if err != nil || res.JSON200 == nil || len(res.JSON200.Items) != 1 {
+		t.Fatalf("events: %v %s, want the late one", err, res.Body)
+	}
+	ev := res.JSON200.Items[0]
+	if ev.Kind != "late" || !ev.Late || ev.Level != "Alarm" || deref(ev.Value) != 9000 || deref(ev.ReadingDatetime) != "2024-05-01T12:10:00.000Z" {
+		t.Errorf("late event %+v, want late at Alarm, value 9000, reading at 12:10", ev)
+	}
+}
+
+// TestAlarmRolledBackBatch: a batch refused as a whole raises nothing,
+// though a reading of it was past a threshold.
+func TestAlarmRolledBackBatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := newAlarmSite(t, e, "Rollback")
+	res, err := a.editor.PostReadingsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.tn.instanceID, nil, []gen.ReadingInput{
+		{Datetime: time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC), Inputs: gen.Values{a.freq: 3000}},
+		{Datetime: time.Date(2024, 5, 1, 12, 1, 0, 0, time.UTC), Inputs: gen.Values{"999999999": 1}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, res.StatusCode(), res.Body, 400, "invalid")
+	if got := a.level(t); got != "" {
+		t.Errorf("level %q after a refused batch, want none", got)
+	}
+	wantEvents(t, a.events(t, gen.ListAlarmEventsParams{}))
+}
+
+// TestAlarmChangesInOneBatch: a batch whose readings move a target
+// several times leaves the alarm the last reading makes, with every change
+// in the history, in order: a rise on the way asks for a new
+// acknowledgement, and a target that came to rest on the way has a new
+// alarm.
+func TestAlarmChangesInOneBatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := newAlarmSite(t, e, "Batch")
+	ack := func() gen.Alarm {
+		t.Helper()
+		list := a.alarms(t)
+		if len(list) != 1 {
+			t.Fatalf("%d alarms, want 1", len(list))
+		}
+		res, err := a.editor.AcknowledgeAlarmWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, list[0].Id, gen.AlarmAcknowledge{})
+		if err != nil || res.JSON200 == nil {
+			t.Fatalf("acknowledge: %v %s", err, res.Body)
+		}
+		return *res.JSON200
+	}
+	batch := func(freqs ...float64) {
+		t.Helper()
+		var readings []gen.ReadingInput
+		for _, f := range freqs {
+			readings = append(readings, gen.ReadingInput{Datetime: time.Date(2024, 5, 1, 12, len(readings)+a.minute, 0, 0, time.UTC), Inputs: gen.Values{a.freq: f}})
+		}
+		a.minute += len(readings)
+		res, err := a.editor.PostReadingsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.tn.instanceID, nil, readings)
+		if err != nil || res.StatusCode() != http.StatusOK {
+			t.Fatalf("POST %v: %v %s", freqs, err, res.Body)
+		}
+	}
+	batch(2500) // 6250: Alert
+	first := ack()
+	batch(2400, 2300) // 5760, 5290: still Alert, no change
+	if got := a.alarms(t)[0]; !got.Acknowledged || got.Id != first.Id {
+		t.Errorf("after a batch that changes nothing: %+v, want alarm %d acknowledged", got, first.Id)
+	}
+	batch(3000, 2500) // Alarm, then back to Alert
+	if got := a.alarms(t)[0]; got.Acknowledged || got.Id != first.Id || got.Level != "Alert" || got.Value != 6250 {
+		t.Errorf("after a rise and a fall in one batch: %+v, want alarm %d at Alert, 6250, to acknowledge again", got, first.Id)
+	}
+	ack()
+	batch(2000, 2500) // rest, then Alert again
+	if got := a.alarms(t)[0]; got.Acknowledged || got.Id == first.Id || got.Level != "Alert" {
+		t.Errorf("after a clear and a trigger in one batch: %+v, want a new alarm at Alert, not acknowledged", got)
+	}
+	batch(3000, 2000) // Alarm, then rest
+	if got := a.alarms(t); len(got) != 0 {
+		t.Errorf("after a rise and a clear in one batch: %+v, want no alarm", got)
+	}
+	wantEvents(t, a.events(t, gen.ListAlarmEventsParams{}),
+		"triggered Alert", "acknowledged Alert", "escalated Alarm", "de-escalated Alert", "acknowledged Alert",
+		"cleared Alert", "triggered Alert", "escalated Alarm", "cleared Alarm")
+}
+
+// TestAlarmRecheckOnDelete: a delete that takes the newest reading moves
+// the current alarm to the newest reading left, or clears it when none is
+// left; a delete of older readings changes nothing, and history stays.
+func TestAlarmRecheckOnDelete(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := newAlarmSite(t, e, "Delete")
+	a.post(t, 0, 2000) // 4000: rest
+	a.post(t, 1, 2500) // 6250: Alert
+	a.post(t, 2, 3000) // 9000: Alarm
+	steps := []struct {
+		from, to  int // minutes after 12:00 of the deleted range
+		wantLevel string
+	}{
+		{0, 1, "Alarm"}, // older than the newest: nothing moves
+		{2, 3, "Alert"}, // the newest: back to 12:01's 6250
+		{0, 60, ""},     // every reading: nothing holds
+	}
+	for _, step := range steps {
+		minute := func(m int) string { return time.Date(2024, 5, 1, 12, m, 0, 0, time.UTC).Format(time.RFC3339) }
+		res, err := a.admin.DeleteReadingsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.tn.instanceID,
+			&gen.DeleteReadingsParams{DatetimeGte: minute(step.from), DatetimeLt: minute(step.to)})
+		if err != nil || res.JSON200 == nil {
+			t.Fatalf("delete 12:%02d to 12:%02d: %v %s", step.from, step.to, err, res.Body)
+		}
+		if got := a.level(t); got != step.wantLevel {
+			t.Errorf("level after deleting 12:%02d to 12:%02d %q, want %q", step.from, step.to, got, step.wantLevel)
+		}
+	}
+	a.post(t, 5, 2500) // the rules start from rest again
+	wantEvents(t, a.events(t, gen.ListAlarmEventsParams{}),
+		"triggered Alert", "escalated Alarm", "de-escalated Alert", "cleared Alert", "triggered Alert")
+
+	res, err := a.editor.ListAlarmEventsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, &gen.ListAlarmEventsParams{})
+	if err != nil || res.JSON200 == nil || len(res.JSON200.Items) != 5 {
+		t.Fatalf("events: %v %s, want 5", err, res.Body)
+	}
+	if ev := res.JSON200.Items[2]; deref(ev.Value) != 6250 || deref(ev.ReadingDatetime) != "2024-05-01T12:01:00.000Z" {
+		t.Errorf("de-escalation %+v, want value 6250 of the reading at 12:01 it was evaluated on", ev)
+	}
+}
+
+// TestAlarmRecheckOnEdit: editing a rule, a formula or a calibration
+// re-evaluates the newest reading at once; history stays.
+func TestAlarmRecheckOnEdit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := newAlarmSite(t, e, "Recheck")
+	ctx := t.Context()
+	a.post(t, 0, 2500) // 6250: Alert
+	if got := a.level(t); got != "Alert" {
+		t.Fatalf("level %q, want Alert", got)
+	}
+
+	// Raising the threshold clears without a new reading.
+	res, err := a.admin.UpdateAlarmRuleWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID, a.rules["Alert"],
+		gen.AlarmRuleInput{Target: "digits", Level: "Alert", Direction: "above", Threshold: 7000})
+	if err != nil || res.JSON200 == nil || res.JSON200.Active {
+		t.Fatalf("update rule: %v %s, want an inactive rule", err, res.Body)
+	}
+	if got := a.level(t); got != "" {
+		t.Errorf("level %q after raising the threshold, want none", got)
+	}
+
+	// A formula that doubles digits escalates to Alarm (12500).
+	f, err := a.admin.UpdateFormulasWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID, gen.FormulasUpdate{
+		Outputs: &map[string]string{"digits": "freq^2 / 500"},
+	})
+	if err != nil || f.StatusCode() != 200 {
+		t.Fatalf("update formulas: %v %s", err, f.Body)
+	}
+	if got := a.level(t); got != "Alarm" {
+		t.Errorf("level %q after the formula edit, want Alarm", got)
+	}
+
+	// A rule on pressure, then a calibration in force at the reading's
+	// datetime that brings pressure past it.
+	a.rule(t, gen.AlarmRuleInput{Target: "pressure", Level: "Maintenance", Direction: "below", Threshold: -1000})
+	c, err := a.admin.UpdateCalibrationsWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID, gen.CalibrationsUpdate{
+		"G": {{From: "2024-01-01T00:00:00Z", Value: 1}},
+	})
+	if err != nil || c.StatusCode() != 200 {
+		t.Fatalf("update calibrations: %v %s", err, c.Body)
+	}
+	if got := len(a.alarms(t)); got != 2 {
+		t.Errorf("%d alarms after the calibration, want 2 (digits at Alarm, pressure at Maintenance)", got)
+	}
+
+	// Deleting the rules de-escalates, then clears their targets: the
+	// Alert rule holds at 12500 too.
+	for _, level := range []string{"Alarm", "Maintenance", "Alert"} {
+		d, err := a.admin.DeleteAlarmRuleWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID, a.rules[level])
+		if err != nil || d.StatusCode() != 204 {
+			t.Fatalf("delete rule: %v %s", err, d.Body)
+		}
+	}
+	if got := len(a.alarms(t)); got != 0 {
+		t.Errorf("%d alarms after deleting the rules, want 0", got)
+	}
+	wantEvents(t, a.events(t, gen.ListAlarmEventsParams{}),
+		"triggered Alert", "cleared Alert", "triggered Alarm", "triggered Maintenance",
+		"de-escalated Alert", "cleared Maintenance", "cleared Alert")
+}
