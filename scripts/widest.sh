@@ -6,7 +6,8 @@
 # two sensors, one with a blueprint of 100 inputs and 100 outputs; then,
 # restarted, WIDEST_ROUNDS (4) copies at once of every heavy read of both:
 # CSV and JSON pages of 1,000 readings, fill=null aggregates at the
-# 200,000-value limit, and CSV exports of every reading
+# 200,000-value limit, and CSV exports of every reading, as many at once as
+# the export caps allow, the rest waiting the 429's Retry-After
 # (scripts/widest/main.go); then, restarted again, one CSV file of the
 # largest body, of one-input lines: the most readings a file can bring,
 # which stream to the database. It prints the service's peak RSS (VmHWM, from

@@ -40,7 +40,10 @@ func parseProbe(args []string, getenv func(string) string, stderr io.Writer) (*p
 	fs.DurationVar(&c.duration, "duration", 5*time.Minute, "the longest the probe runs (SIGINT or SIGTERM end it normally)")
 	fs.IntVar(&c.batch, "batch", 10, "readings per probe write")
 	fs.StringVar(&c.ackLog, "ack-log", "", "`file` to record the probe's batches, for verify")
-	fs.Int64Var(&c.tagStart, "tag-start", 1_000_000_000, "tag of the probe's first batch, apart from the load's")
+	// 100,000,000 s after tagEpoch is in 2023: apart from the load's tags,
+	// and in the past, since the service refuses readings dated more than
+	// -max-future after its clock.
+	fs.Int64Var(&c.tagStart, "tag-start", 100_000_000, "tag of the probe's first batch, apart from the load's")
 	fs.IntVar(&c.expectOutages, "expect-outages", 0, "how many PostgreSQL outages the run causes; fewer seen is a failure")
 	fs.DurationVar(&c.maxRecovery, "max-recovery", 5*time.Second, "how long after PostgreSQL is back the service may take to answer 200")
 	if err := fs.Parse(args); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"testing"
 	"time"
 )
@@ -66,5 +67,15 @@ func TestFindOutagesUnfinished(t *testing.T) {
 	outages, unfinished := findOutages(events(time.Now(), "ooxx"))
 	if len(outages) != 0 || !unfinished {
 		t.Errorf("findOutages(ooxx) = %d outages, unfinished %v; want 0, true", len(outages), unfinished)
+	}
+}
+
+// The service refuses readings dated more than -max-future (24h) after its
+// clock, so the probe's writes, a million batches on, must still be dated
+// in the past: dated in 2051, every one was a 400.
+func TestProbeWritesAreDatedInThePast(t *testing.T) {
+	c, _ := parseProbe(nil, func(string) string { return "" }, io.Discard)
+	if got := readingTime(c.tagStart+1_000_000, 0); !got.Before(time.Now()) {
+		t.Errorf("the probe's millionth batch is dated %v, want before now", got)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sensorreadings/readings/gen"
@@ -120,7 +121,7 @@ func run(ctx context.Context, c config) error {
 		if err != nil {
 			return err
 		}
-		phase = fmt.Sprintf("reads: %d heavy reads at once (%s of answers)", n, mib(bytesRead))
+		phase = fmt.Sprintf("reads: %d heavy reads started at once, %d waits for an export slot (%s of answers)", n, w.retries.Load(), mib(bytesRead))
 	case "file":
 		var st state
 		b, err := os.ReadFile(c.stateFile)
@@ -161,6 +162,7 @@ type widest struct {
 	http     *http.Client
 	api      *gen.ClientWithResponses
 	bodySize int
+	retries  atomic.Int64 // 429s waited out
 }
 
 // sensor is a sensor and the ids its readings use.
@@ -302,8 +304,9 @@ func (w *widest) path(s sensor, suffix, query string) string {
 	return fmt.Sprintf("/api/v1/org/%d/proj/%d/readings/%d%s?%s", w.cfg.org, w.cfg.proj, s.ID, suffix, query)
 }
 
-// readAll runs cfg.rounds copies of every heavy read of every sensor at
-// once; each must answer 200 with the lines or buckets it should have.
+// readAll starts cfg.rounds copies of every heavy read of every sensor at
+// once; the exports beyond the service's caps wait their turn. Each must
+// answer 200 with the lines or buckets it should have.
 func (w *widest) readAll(ctx context.Context, sensors []sensor, perSensor int) (int, int64, error) {
 	type read struct {
 		path, accept string
@@ -403,12 +406,39 @@ func (w *widest) request(ctx context.Context, method, path, accept, contentType 
 		return err
 	}
 	defer res.Body.Close()
+	if wait, ok := retryAfter(res); ok && body == nil {
+		// The service caps the exports open at once, per token and in
+		// total (MAX_STREAMS_PER_TOKEN, MAX_STREAMS): a client beyond the
+		// caps waits as asked and tries again, so the reads the limits
+		// allow at once are the ones that run at once.
+		w.retries.Add(1)
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		return w.request(ctx, method, path, accept, contentType, body, read)
+	}
 	if res.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(res.Body, 500))
 		return fmt.Errorf("%s %s: %d %s", method, path, res.StatusCode, b)
 	}
 	_, err = read(res.Body)
 	return err
+}
+
+// retryAfter is how long a 429 asks to wait before trying again.
+func retryAfter(res *http.Response) (time.Duration, bool) {
+	if res.StatusCode != http.StatusTooManyRequests {
+		return 0, false
+	}
+	seconds, err := strconv.Atoi(res.Header.Get("Retry-After"))
+	if err != nil || seconds < 0 {
+		return 0, false
+	}
+	return time.Duration(seconds) * time.Second, true
 }
 
 // peak is the service's peak RSS (VmHWM) since it started or since the
