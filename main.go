@@ -153,6 +153,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		srv.CheckOverdue(checkCtx, c.alarmCheck)
 		close(checked)
 	}()
+	// Queued hours of rollups are recomputed until the server stops; every
+	// replica runs the maintainer and the store gives each hour to one.
+	rolling := make(chan struct{})
+	go func() {
+		srv.MaintainRollups(checkCtx, c.rollupInterval)
+		close(rolling)
+	}()
 	// Webhook deliveries in flight finish (within the webhook timeout)
 	// before serve returns; a kill leaves them to their lease.
 	delivering := make(chan struct{})
@@ -163,6 +170,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	defer func() {
 		stopChecking()
 		<-checked
+		<-rolling
 		<-delivering
 	}()
 

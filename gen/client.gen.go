@@ -821,7 +821,18 @@ type ClientInterface interface {
 	// (its blueprint's, or every input its readings have had).
 	//
 	// Input aggregates are computed by the database; output aggregates by
-	// evaluating the formulas on each reading as it streams. A function
+	// evaluating the formulas on each reading as it streams. Buckets of
+	// whole hours (`1h`, `6h`, `1d`, `7d`…) aligned on the hour in the
+	// zone throughout the range (UTC, Europe/Paris, America/New_York; not
+	// Asia/Kolkata's +05:30 nor Australia/Lord_Howe's half-hour shift),
+	// without `median`, are read from hourly rollups of every input and
+	// output kept by the service: for the whole hours of the range whose
+	// rollups are current, and from the readings for the rest (the edges
+	// of a range that does not start or end on the hour, the hours
+	// written, deleted or whose formulas, constants, calibrations or
+	// baselines were edited since their rollups were last computed,
+	// usually a few seconds). The answer is the same either way, to the
+	// rounding of sums; `X-Rollups` says where it came from. A function
 	// without a value (`rate` of one reading, say) is null, and so is one
 	// whose value is beyond a float64 (a `sum`, `range` or `rate` past
 	// ±1.7976931348623157e308): any finite values stored can be
@@ -2679,7 +2690,18 @@ func (c *Client) PostReadings(ctx context.Context, orgId OrgId, projId ProjId, s
 // (its blueprint's, or every input its readings have had).
 //
 // Input aggregates are computed by the database; output aggregates by
-// evaluating the formulas on each reading as it streams. A function
+// evaluating the formulas on each reading as it streams. Buckets of
+// whole hours (`1h`, `6h`, `1d`, `7d`…) aligned on the hour in the
+// zone throughout the range (UTC, Europe/Paris, America/New_York; not
+// Asia/Kolkata's +05:30 nor Australia/Lord_Howe's half-hour shift),
+// without `median`, are read from hourly rollups of every input and
+// output kept by the service: for the whole hours of the range whose
+// rollups are current, and from the readings for the rest (the edges
+// of a range that does not start or end on the hour, the hours
+// written, deleted or whose formulas, constants, calibrations or
+// baselines were edited since their rollups were last computed,
+// usually a few seconds). The answer is the same either way, to the
+// rounding of sums; `X-Rollups` says where it came from. A function
 // without a value (`rate` of one reading, say) is null, and so is one
 // whose value is beyond a float64 (a `sum`, `range` or `rate` past
 // ±1.7976931348623157e308): any finite values stored can be
@@ -8668,7 +8690,18 @@ type ClientWithResponsesInterface interface {
 	// (its blueprint's, or every input its readings have had).
 	//
 	// Input aggregates are computed by the database; output aggregates by
-	// evaluating the formulas on each reading as it streams. A function
+	// evaluating the formulas on each reading as it streams. Buckets of
+	// whole hours (`1h`, `6h`, `1d`, `7d`…) aligned on the hour in the
+	// zone throughout the range (UTC, Europe/Paris, America/New_York; not
+	// Asia/Kolkata's +05:30 nor Australia/Lord_Howe's half-hour shift),
+	// without `median`, are read from hourly rollups of every input and
+	// output kept by the service: for the whole hours of the range whose
+	// rollups are current, and from the readings for the rest (the edges
+	// of a range that does not start or end on the hour, the hours
+	// written, deleted or whose formulas, constants, calibrations or
+	// baselines were edited since their rollups were last computed,
+	// usually a few seconds). The answer is the same either way, to the
+	// rounding of sums; `X-Rollups` says where it came from. A function
 	// without a value (`rate` of one reading, say) is null, and so is one
 	// whose value is beyond a float64 (a `sum`, `range` or `rate` past
 	// ±1.7976931348623157e308): any finite values stored can be
@@ -13342,6 +13375,7 @@ func (r PostReadingsResponse) ContentType() string {
 // AggregateReadingsResponse200Headers the declared response headers of an HTTP 200 response for AggregateReadings
 type AggregateReadingsResponse200Headers struct {
 	XReadingsInterval *string
+	XRollups          *string
 }
 
 // AggregateReadingsResponse401Headers the declared response headers of an HTTP 401 response for AggregateReadings
@@ -18001,7 +18035,18 @@ func (c *ClientWithResponses) PostReadingsWithResponse(ctx context.Context, orgI
 // (its blueprint's, or every input its readings have had).
 //
 // Input aggregates are computed by the database; output aggregates by
-// evaluating the formulas on each reading as it streams. A function
+// evaluating the formulas on each reading as it streams. Buckets of
+// whole hours (`1h`, `6h`, `1d`, `7d`…) aligned on the hour in the
+// zone throughout the range (UTC, Europe/Paris, America/New_York; not
+// Asia/Kolkata's +05:30 nor Australia/Lord_Howe's half-hour shift),
+// without `median`, are read from hourly rollups of every input and
+// output kept by the service: for the whole hours of the range whose
+// rollups are current, and from the readings for the rest (the edges
+// of a range that does not start or end on the hour, the hours
+// written, deleted or whose formulas, constants, calibrations or
+// baselines were edited since their rollups were last computed,
+// usually a few seconds). The answer is the same either way, to the
+// rounding of sums; `X-Rollups` says where it came from. A function
 // without a value (`rate` of one reading, say) is null, and so is one
 // whose value is beyond a float64 (a `sum`, `range` or `rate` past
 // ±1.7976931348623157e308): any finite values stored can be
@@ -22905,6 +22950,13 @@ func ParseAggregateReadingsResponse(rsp *http.Response) (*AggregateReadingsRespo
 				return nil, err
 			}
 			headers.XReadingsInterval = &value
+		}
+		if values := rsp.Header.Values("X-Rollups"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Rollups", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRollups = &value
 		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 401:

@@ -9710,6 +9710,7 @@ type AggregateReadingsResponseObject interface {
 
 type AggregateReadings200ResponseHeaders struct {
 	XReadingsInterval *string
+	XRollups          *string
 }
 
 type AggregateReadings200JSONResponse struct {
@@ -9726,6 +9727,9 @@ func (response AggregateReadings200JSONResponse) VisitAggregateReadingsResponse(
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.XReadingsInterval != nil {
 		w.Header().Set("X-Readings-Interval", fmt.Sprint(*response.Headers.XReadingsInterval))
+	}
+	if response.Headers.XRollups != nil {
+		w.Header().Set("X-Rollups", fmt.Sprint(*response.Headers.XRollups))
 	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)

@@ -32,11 +32,12 @@ const (
 var aggregateFns = []string{"avg", "min", "max", "sum", "count", "first", "last", "median", "range", "rate"}
 
 // AggregateReadings cuts a range of readings into buckets and reports, per
-// bucket, the functions asked for of each input and output. Input
-// statistics come from the database and are encoded as their rows arrive;
-// output statistics from the formulas evaluated on each reading as the rows
-// stream, one bucket in memory at a time. The response is refused, before
-// it grows, when it would list more than maxAggregateValues values.
+// bucket, the functions asked for of each input and output, in one call
+// to the store, which reads its hourly rollups where they serve and the
+// readings elsewhere. Input statistics are encoded as their rows arrive;
+// output statistics, which the store computes with the sensor's formulas,
+// are encoded bucket by bucket. The response is refused, before it grows,
+// when it would list more than maxAggregateValues values.
 func (s *Server) AggregateReadings(ctx context.Context, req gen.AggregateReadingsRequestObject) (gen.AggregateReadingsResponseObject, error) {
 	p := req.Params
 	q, fns, interval, err := bucketQuery(p)
@@ -47,18 +48,8 @@ func (s *Server) AggregateReadings(ctx context.Context, req gen.AggregateReading
 	if err != nil {
 		return nil, err
 	}
-	counts, err := s.reader(ctx).BucketCounts(ctx, sensor, q)
-	if err != nil {
-		return nil, err
-	}
-	enc := bucketEncoder{fns: fns, fill: p.Fill != nil && *p.Fill == gen.Null, budget: maxAggregateValues / len(fns),
+	enc := &bucketEncoder{fns: fns, fill: p.Fill != nil && *p.Fill == gen.Null, budget: maxAggregateValues / len(fns),
 		names: newKeyNames(sensor, p.Keys)}
-	enc.starts = make([]time.Time, len(counts))
-	enc.countOf = make(map[time.Time]int64, len(counts))
-	for i, c := range counts {
-		enc.starts[i] = c.Bucket
-		enc.countOf[c.Bucket] = c.Count
-	}
 	if enc.fill {
 		if enc.starts, err = s.reader(ctx).Buckets(ctx, q); err != nil {
 			return nil, err
@@ -71,26 +62,36 @@ func (s *Server) AggregateReadings(ctx context.Context, req gen.AggregateReading
 			return nil, err
 		}
 	}
+	var outputs store.Outputs
 	if p.Outputs != nil && *p.Outputs {
-		if enc.outputs, err = s.aggregateOutputs(ctx, sensor, q, &enc); err != nil {
+		// The readings stream, too many to hold: a linked input's sources
+		// are read over the whole range, each once.
+		links, err := s.sensorLinks(ctx, s.reader(ctx), sensor, q.From, q.To, nil, 0)
+		if err != nil {
 			return nil, err
 		}
+		w := s.newOutputsWriter(sensor, links)
+		enc.outputs = &outputAggregates{ids: w.outputIDs, byBucket: map[time.Time][]byte{}}
+		enc.outputs.empty = enc.encodeOutputs(func(int) *stats.Stats { return nil })
+		outputs = w
 	}
-	enc.b = append(enc.b, '[')
-	if err := s.reader(ctx).InputBucketStats(ctx, sensor, q, enc.add); err != nil {
+	use, err := s.reader(ctx).AggregateBuckets(ctx, sensor, q, outputs, enc)
+	if err != nil {
 		return nil, err
 	}
-	return aggregatesBody{jsonBody(enc.finish()), interval}, nil
+	return aggregatesBody{jsonBody(enc.finish()), interval, use}, nil
 }
 
 // aggregatesBody is the buckets, with the interval they are cut by.
 type aggregatesBody struct {
 	body     jsonBody
 	interval string
+	rollups  store.RollupUse
 }
 
 func (a aggregatesBody) VisitAggregateReadingsResponse(w http.ResponseWriter) error {
 	w.Header().Set("X-Readings-Interval", a.interval)
+	w.Header().Set("X-Rollups", string(a.rollups))
 	return a.body.write(w)
 }
 
@@ -179,73 +180,50 @@ func parseInterval(s string) (time.Duration, error) {
 
 // outputAggregates are a sensor's outputs aggregated per bucket, encoded.
 type outputAggregates struct {
+	ids      []int64
 	byBucket map[time.Time][]byte // ,"outputs":{…} of each bucket with readings
 	empty    []byte               // that of a bucket without
 }
 
-// aggregateOutputs computes and encodes the outputs' statistics per bucket,
-// after checking against enc's budget that the most they can list fits.
-func (s *Server) aggregateOutputs(ctx context.Context, sensor store.Sensor, q store.BucketQuery, enc *bucketEncoder) (*outputAggregates, error) {
-	// The readings stream by bucket, too many to hold: the sources are
-	// read over the whole range, each once.
-	links, err := s.sensorLinks(ctx, s.reader(ctx), sensor, q.From, q.To, nil, 0)
-	if err != nil {
-		return nil, err
+// Counts implements store.BucketSink: it takes the buckets to list, and
+// checks against the budget that the most the outputs can list fits.
+func (e *bucketEncoder) Counts(counts []store.BucketCount) error {
+	if !e.fill {
+		e.starts = make([]time.Time, len(counts))
 	}
-	w := s.newOutputsWriter(sensor, links)
-	buckets := len(enc.countOf) // without fill, a bucket lists the outputs it has
-	if enc.fill {
-		buckets = len(enc.starts)
-	}
-	if err := enc.spend(buckets * len(w.outputIDs)); err != nil {
-		return nil, err
-	}
-	encode := func(stats func(k int) *stats.Stats) []byte {
-		b := []byte(`,"outputs":{`)
-		first := true
-		for k, id := range w.outputIDs {
-			s := stats(k)
-			if s == nil && !enc.fill {
-				continue
-			}
-			b = appendFns(b, !first, enc.names.appendKey, id, enc.fns, s)
-			first = false
+	e.countOf = make(map[time.Time]int64, len(counts))
+	for i, c := range counts {
+		if !e.fill {
+			e.starts[i] = c.Bucket
 		}
-		return append(b, '}')
+		e.countOf[c.Bucket] = c.Count
 	}
-	agg := &outputAggregates{byBucket: map[time.Time][]byte{}, empty: encode(func(int) *stats.Stats { return nil })}
-	if w.outputs == nil {
-		return agg, nil
-	}
-	var current time.Time
-	acc := make([]stats.Accumulator, len(w.outputIDs))
-	for k := range acc {
-		acc[k] = stats.NewAccumulator(q.Median)
-	}
-	finish := func() {
-		agg.byBucket[current] = encode(func(k int) *stats.Stats { return acc[k].Finish() })
-	}
-	started := false
-	err = s.reader(ctx).BucketReadings(ctx, sensor, q, func(bucket time.Time, r *store.Reading) error {
-		if started && !bucket.Equal(current) {
-			finish()
-		}
-		current, started = bucket, true
-		w.compute(r)
-		for k := range acc {
-			if v, ok := w.value(k); ok {
-				acc[k].Add(r.Time, v)
-			}
-		}
+	e.b = append(e.b, '[')
+	if e.outputs == nil {
 		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	if started {
-		finish()
+	return e.spend(len(e.starts) * len(e.outputs.ids)) // without fill, a bucket lists the outputs it has
+}
+
+// Outputs implements store.BucketSink.
+func (e *bucketEncoder) Outputs(bucket time.Time, all []*stats.Stats) error {
+	e.outputs.byBucket[bucket] = e.encodeOutputs(func(k int) *stats.Stats { return all[k] })
+	return nil
+}
+
+// encodeOutputs encodes the outputs' statistics of a bucket.
+func (e *bucketEncoder) encodeOutputs(of func(k int) *stats.Stats) []byte {
+	b := []byte(`,"outputs":{`)
+	first := true
+	for k, id := range e.outputs.ids {
+		s := of(k)
+		if s == nil && !e.fill {
+			continue
+		}
+		b = appendFns(b, !first, e.names.appendKey, id, e.fns, s)
+		first = false
 	}
-	return agg, nil
+	return append(b, '}')
 }
 
 // bucketEncoder writes the response as the inputs' statistics arrive,
@@ -284,8 +262,9 @@ func (e *bucketEncoder) spend(n int) error {
 	return nil
 }
 
-// add lists one input's statistics over one bucket.
-func (e *bucketEncoder) add(st *store.InputStats) error {
+// Input implements store.BucketSink: it lists one input's statistics over
+// one bucket.
+func (e *bucketEncoder) Input(st *store.InputStats) error {
 	// Closes and lists the buckets before st's; a row of a bucket or input
 	// not to list (a reading stored since the buckets were counted) is
 	// left out.
@@ -386,4 +365,56 @@ func appendFns(b []byte, comma bool, appendKey func([]byte, int64) []byte, id in
 		}
 	}
 	return append(b, '}')
+}
+
+// rollupRound bounds a round of the rollups' maintainer: the hours it
+// recomputes, each in one statement per table, and the time it takes.
+const (
+	rollupHours     = 24 // per sensor transaction
+	rollupRoundMax  = 2_000
+	rollupRoundTime = 5 * time.Second
+)
+
+// MaintainRollups recomputes the queued hours of rollups every interval,
+// a round at a time, until ctx ends.
+func (s *Server) MaintainRollups(ctx context.Context, interval time.Duration) {
+	every(ctx, interval, func() {
+		start := time.Now()
+		done, err := s.RecomputeRollups(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("maintain rollups", "err", err)
+		}
+		if done > 0 {
+			s.log.Debug("rollups recomputed", "hours", done, "took", time.Since(start))
+		}
+	})
+}
+
+// RecomputeRollups runs a round of the rollups' maintainer: it recomputes
+// queued hours, a sensor at a time, until the queue is empty (for this
+// replica), rollupRoundMax hours are done or rollupRoundTime has passed,
+// and tells how many hours it recomputed.
+func (s *Server) RecomputeRollups(ctx context.Context) (int, error) {
+	start, done := time.Now(), 0
+	for done < rollupRoundMax && time.Since(start) < rollupRoundTime {
+		n, err := s.store.MaintainRollups(ctx, s.rollupOutputs, rollupHours)
+		done += n
+		if err != nil || n < rollupHours {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// rollupOutputs computes a sensor's outputs for its rollups, as a read
+// does. A sensor with linked inputs has none: its outputs follow other
+// sensors' readings, so queries always compute them from the readings.
+func (s *Server) rollupOutputs(sensor store.Sensor) store.Outputs {
+	if inst := sensor.Instance; inst != nil && slices.ContainsFunc(inst.Inputs, func(in store.InstanceInput) bool { return in.Link != nil }) {
+		return nil
+	}
+	if w := s.newOutputsWriter(sensor, nil); w.outputs != nil {
+		return w
+	}
+	return nil
 }

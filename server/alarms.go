@@ -89,13 +89,13 @@ func (s *Server) newValues(ctx context.Context, lr store.LinkReader, sensor stor
 func (v *values) compute(r *store.Reading) {
 	v.r = r
 	if len(v.index) > 0 {
-		v.outputs.compute(r)
+		v.outputs.Compute(r)
 	}
 }
 
 func (v *values) value(id int64) (float64, bool) {
 	if k, ok := v.index[id]; ok {
-		return v.outputs.value(k)
+		return v.outputs.Value(k)
 	}
 	for i, in := range v.r.InputIDs {
 		if in == id {
@@ -392,6 +392,19 @@ func toOverdueRule(r store.OverdueRule) gen.OverdueRule {
 // CheckOverdue checks overdue sensors every interval until ctx ends. Each
 // replica runs it; the store lets one of them at a time make the changes.
 func (s *Server) CheckOverdue(ctx context.Context, interval time.Duration) {
+	every(ctx, interval, func() {
+		raised, cleared, err := s.store.CheckOverdue(ctx, time.Now())
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.Warn("check overdue sensors", "err", err)
+		case raised+cleared > 0:
+			s.log.Info("overdue sensors", "raised", raised, "cleared", cleared)
+		}
+	})
+}
+
+// every calls fn every interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, fn func()) {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
@@ -400,12 +413,6 @@ func (s *Server) CheckOverdue(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		}
-		raised, cleared, err := s.store.CheckOverdue(ctx, time.Now())
-		switch {
-		case err != nil && ctx.Err() == nil:
-			s.log.Warn("check overdue sensors", "err", err)
-		case raised+cleared > 0:
-			s.log.Info("overdue sensors", "raised", raised, "cleared", cleared)
-		}
+		fn()
 	}
 }

@@ -100,10 +100,10 @@ func (c *csvColumns) appendRow(b []byte, r *store.Reading) []byte {
 		}
 	}
 	if c.outputs != nil {
-		c.outputs.compute(r)
+		c.outputs.Compute(r)
 		for k := range c.outputs.outputIDs {
 			b = append(b, ',')
-			if v, ok := c.outputs.value(k); ok {
+			if v, ok := c.outputs.Value(k); ok {
 				b = appendNumber(b, v)
 			}
 		}

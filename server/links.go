@@ -131,8 +131,8 @@ func (s *Server) sourceValue(ctx context.Context, lr store.LinkReader, source st
 	}
 	w := s.newOutputsWriter(source, links)
 	return func(r *store.Reading) (float64, bool) {
-		w.compute(r)
-		return w.value(k)
+		w.Compute(r)
+		return w.Value(k)
 	}, nil
 }
 

@@ -55,8 +55,8 @@ func dated(cals []store.Calibration) []formulas.Dated {
 	return out
 }
 
-// compute evaluates the outputs of r; value then reads them.
-func (w *outputsWriter) compute(r *store.Reading) {
+// Compute evaluates the outputs of r; Value then reads them.
+func (w *outputsWriter) Compute(r *store.Reading) {
 	if w.outputs == nil {
 		return
 	}
@@ -67,8 +67,8 @@ func (w *outputsWriter) compute(r *store.Reading) {
 	}
 }
 
-// value is output k of the reading last computed, if it has one.
-func (w *outputsWriter) value(k int) (float64, bool) {
+// Value is output k of the reading last computed, if it has one.
+func (w *outputsWriter) Value(k int) (float64, bool) {
 	if w.outputs == nil {
 		return 0, false
 	}
@@ -78,11 +78,11 @@ func (w *outputsWriter) value(k int) (float64, bool) {
 // appendOutputs computes r's outputs and appends ,"outputs":{…}, named
 // by names.
 func (w *outputsWriter) appendOutputs(b []byte, r *store.Reading, names keyNames) []byte {
-	w.compute(r)
+	w.Compute(r)
 	b = append(b, `,"outputs":{`...)
 	first := true
 	for k, id := range w.outputIDs {
-		v, ok := w.value(k)
+		v, ok := w.Value(k)
 		if !ok {
 			continue
 		}
@@ -96,3 +96,6 @@ func (w *outputsWriter) appendOutputs(b []byte, r *store.Reading, names keyNames
 	}
 	return append(b, '}')
 }
+
+// IDs is the id of each output, in the order Value takes them.
+func (w *outputsWriter) IDs() []int64 { return w.outputIDs }

@@ -17,9 +17,7 @@ type Reader interface {
 	ListReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, fn func(*store.Reading) error) error
 	InputIDs(ctx context.Context, sensor store.Sensor) ([]int64, error)
 	LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Latest, bool, error)
-	BucketCounts(ctx context.Context, sensor store.Sensor, q store.BucketQuery) ([]store.BucketCount, error)
-	InputBucketStats(ctx context.Context, sensor store.Sensor, q store.BucketQuery, fn func(*store.InputStats) error) error
-	BucketReadings(ctx context.Context, sensor store.Sensor, q store.BucketQuery, fn func(time.Time, *store.Reading) error) error
+	AggregateBuckets(ctx context.Context, sensor store.Sensor, q store.BucketQuery, outputs store.Outputs, sink store.BucketSink) (store.RollupUse, error)
 	Buckets(ctx context.Context, q store.BucketQuery) ([]time.Time, error)
 }
 

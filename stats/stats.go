@@ -127,13 +127,9 @@ func Midpoint(low, high float64) float64 {
 // Accumulator gathers one series' values over one bucket, in time order,
 // and is reused bucket after bucket.
 type Accumulator struct {
-	count           int64
-	sums            Sums
-	min, max        float64
-	first, last     float64
-	firstAt, lastAt time.Time
-	values          []float64 // for the median only
-	median          bool
+	part   Partial
+	values []float64 // for the median only
+	median bool
 }
 
 // NewAccumulator returns an Accumulator; with median it keeps every value
@@ -142,28 +138,27 @@ func NewAccumulator(median bool) Accumulator { return Accumulator{median: median
 
 // Add adds the value v, of time t.
 func (a *Accumulator) Add(t time.Time, v float64) {
-	if a.count == 0 {
-		a.min, a.max, a.first, a.firstAt = v, v, v, t
-	}
-	a.count++
-	a.sums.Add(v)
-	a.min, a.max = math.Min(a.min, v), math.Max(a.max, v)
-	a.last, a.lastAt = v, t
+	a.part.Add(t, v)
 	if a.median {
 		a.values = append(a.values, v)
 	}
 }
 
+// Merge adds the values p summarizes. Unlike Add it takes parts in any
+// order: the first and last values are those of the earliest and latest
+// times. An Accumulator that keeps values for the median cannot merge.
+func (a *Accumulator) Merge(p Partial) { a.part.Merge(p) }
+
 // Finish returns the bucket's statistics, nil when it had no value, and
 // starts the next bucket.
 func (a *Accumulator) Finish() *Stats {
-	if a.count == 0 {
+	p := a.part
+	if p.Count == 0 {
 		return nil
 	}
-	first, last := a.first, a.last
 	s := &Stats{
-		Count: a.count, Sum: a.sums.Sum(), Min: a.min, Max: a.max, Avg: a.sums.Mean(a.count, a.min, a.max),
-		First: &first, Last: &last, FirstAt: a.firstAt, LastAt: a.lastAt,
+		Count: p.Count, Sum: p.Sums.Sum(), Min: p.Min, Max: p.Max, Avg: p.Sums.Mean(p.Count, p.Min, p.Max),
+		First: &p.First, Last: &p.Last, FirstAt: p.FirstAt, LastAt: p.LastAt,
 	}
 	if a.median {
 		slices.Sort(a.values)
@@ -176,4 +171,51 @@ func (a *Accumulator) Finish() *Stats {
 	}
 	*a = Accumulator{values: a.values[:0], median: a.median}
 	return s
+}
+
+// Partial is what an Accumulator keeps of a series' values over part of a
+// bucket (an hour of a rollup, say): enough to merge parts into the
+// bucket's statistics, the median excepted.
+type Partial struct {
+	Count           int64
+	Sums            Sums
+	Min, Max        float64
+	First, Last     float64
+	FirstAt, LastAt time.Time
+}
+
+// Add adds the value v, of time t, later than the values added before.
+func (p *Partial) Add(t time.Time, v float64) {
+	if p.Count == 0 {
+		p.Min, p.Max, p.First, p.FirstAt = v, v, v, t
+		p.Sums = Sums{}
+		if math.Abs(v) < SplitAt {
+			p.Sums.Lo = math.Copysign(0, v) // a sum of -0 is -0, as PostgreSQL's
+		}
+	}
+	p.Count++
+	p.Sums.Add(v)
+	p.Min, p.Max = math.Min(p.Min, v), math.Max(p.Max, v)
+	p.Last, p.LastAt = v, t
+}
+
+// Merge adds the values o summarizes, of any times.
+func (p *Partial) Merge(o Partial) {
+	switch {
+	case o.Count == 0:
+		return
+	case p.Count == 0:
+		*p = o
+		return
+	}
+	p.Count += o.Count
+	p.Sums.Lo += o.Sums.Lo
+	p.Sums.Hi += o.Sums.Hi
+	p.Min, p.Max = math.Min(p.Min, o.Min), math.Max(p.Max, o.Max)
+	if o.FirstAt.Before(p.FirstAt) {
+		p.First, p.FirstAt = o.First, o.FirstAt
+	}
+	if !o.LastAt.Before(p.LastAt) {
+		p.Last, p.LastAt = o.Last, o.LastAt
+	}
 }

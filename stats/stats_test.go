@@ -91,3 +91,34 @@ func TestAccumulator(t *testing.T) {
 		t.Errorf("rate of one value has a value; want null")
 	}
 }
+
+// TestMergeParts checks that parts merged in any order give what adding
+// every value in time order gives, as rollups' hours merge into a bucket.
+func TestMergeParts(t *testing.T) {
+	values := []float64{3, -1, 8, 0.5, 1e300, -7, 2, 2}
+	start := time.Date(2024, 3, 31, 0, 0, 0, 0, time.UTC)
+	whole := stats.NewAccumulator(false)
+	for i, v := range values {
+		whole.Add(start.Add(time.Duration(i)*time.Minute), v)
+	}
+	want := whole.Finish()
+	for _, cuts := range [][]int{{0, 8}, {0, 3, 8}, {0, 1, 2, 5, 8}} {
+		var parts []stats.Partial
+		for c := 1; c < len(cuts); c++ {
+			var p stats.Partial
+			for i := cuts[c-1]; i < cuts[c]; i++ {
+				p.Add(start.Add(time.Duration(i)*time.Minute), values[i])
+			}
+			parts = append(parts, p)
+		}
+		merged := stats.NewAccumulator(false)
+		for i := len(parts) - 1; i >= 0; i-- { // latest first
+			merged.Merge(parts[i])
+		}
+		got := merged.Finish()
+		if got.Count != want.Count || got.Sum != want.Sum || got.Min != want.Min || got.Max != want.Max ||
+			*got.First != *want.First || *got.Last != *want.Last || !got.FirstAt.Equal(want.FirstAt) || !got.LastAt.Equal(want.LastAt) {
+			t.Errorf("cuts %v: merged %+v (first %v, last %v), want %+v (first %v, last %v)", cuts, *got, *got.First, *got.Last, *want, *want.First, *want.Last)
+		}
+	}
+}

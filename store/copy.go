@@ -36,9 +36,11 @@ func CopyReadings(ctx context.Context, conn *pgconn.PgConn, sensorID int64, read
 
 // WriteReadings is InsertReadings' storage alone, in tx, without the lock
 // on the sensor or the checks of the batch: the limit InsertReadings
-// approaches, for the bench. Concurrent calls for one sensor are unsafe.
-func WriteReadings(ctx context.Context, tx pgx.Tx, sensorID int64, readings []Reading) (Written, error) {
-	written, err := insertReadings(ctx, tx, sensorID, lastPerInstant(readings))
+// approaches, for the bench. With rollups it also queues the batch's hours
+// for their rollups, as InsertReadings does. Concurrent calls for one
+// sensor are unsafe.
+func WriteReadings(ctx context.Context, tx pgx.Tx, sensorID int64, readings []Reading, rollups bool) (Written, error) {
+	written, err := insertReadings(ctx, tx, sensorID, lastPerInstant(readings), rollups)
 	return written, dbError("write readings", err)
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,6 +23,7 @@ type DB struct {
 	pool            *pgxpool.Pool
 	maxSensorInputs int
 	alarms          AlarmEvaluator // nil: readings raise no alarms
+	rollupCursor    atomic.Int64   // the sensor whose queued hours MaintainRollups took last
 }
 
 // DefaultMaxSensorInputs is how many distinct input ids a sensor without a

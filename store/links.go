@@ -79,6 +79,11 @@ func (db *DB) SetSensorLinks(ctx context.Context, key SensorKey, links map[strin
 		if sensor, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor]); err != nil {
 			return err
 		}
+		// Output rollups are rebuilt for the new version: of no use while
+		// an input is linked, they serve again once none is.
+		if err := queueOutputHours(ctx, tx, sensor.ID); err != nil {
+			return err
+		}
 		return db.recheckAlarms(ctx, tx, sensor)
 	})
 	return sensor, dbError("set sensor links", err)
@@ -318,4 +323,9 @@ func (t txLinks) LinkSource(ctx context.Context, of Sensor, id int64) (Sensor, e
 
 func (t txLinks) ListLinkReadings(ctx context.Context, sensor Sensor, q LinkQuery, fn func(*Reading) error) error {
 	return listLinkReadings(ctx, t.tx, sensor, q, fn)
+}
+
+// linked tells whether any input of inst takes another sensor's value.
+func (inst *Instance) linked() bool {
+	return inst != nil && slices.ContainsFunc(inst.Inputs, func(in InstanceInput) bool { return in.Link != nil })
 }

@@ -89,7 +89,7 @@ func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Read
 			return err
 		}
 		ordered := lastPerInstant(readings)
-		written, err = insertReadings(ctx, tx, key.SensorID, ordered)
+		written, err = insertReadings(ctx, tx, key.SensorID, ordered, true)
 		if err != nil {
 			return err
 		}
@@ -190,26 +190,36 @@ func keepLatest(ctx context.Context, tx pgx.Tx, sensorID int64, readings []Readi
 const (
 	probeReadingsSQL = `
 SELECT EXISTS (SELECT FROM readings WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3)`
+	// probeQueueSQL is the probe, queueing the hours $4 of the batch for
+	// their rollups in the same round trip (queueHoursSQL).
+	probeQueueSQL = `
+WITH queued AS (` + queueHoursSQL + `)
+SELECT EXISTS (SELECT FROM readings WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3)`
 	deleteReplacedSQL = `
 DELETE FROM readings WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 AND datetime = ANY($4)`
 )
 
 // insertReadings stores readings, ordered and one per instant, of a sensor
-// whose writers wait for this transaction. One probe of the primary key
+// whose writers wait for this transaction, and with queue queues their
+// hours for the rollups. One probe of the primary key
 // decides: when the sensor has no reading from the batch's first instant
 // to its last, the common case, the batch goes straight in with COPY, as
 // fast as PostgreSQL ingests. Otherwise the stored readings at the batch's
 // instants are deleted first, and the COPY follows in the same
 // transaction: cheaper than an upsert, which must look up each row and
 // cannot COPY (issue 14).
-func insertReadings(ctx context.Context, tx pgx.Tx, sensorID int64, readings []Reading) (Written, error) {
+func insertReadings(ctx context.Context, tx pgx.Tx, sensorID int64, readings []Reading, queue bool) (Written, error) {
 	written := Written{New: len(readings)}
 	if len(readings) == 0 {
 		return written, nil
 	}
 	first, last := readings[0].Time, readings[len(readings)-1].Time
+	probe, args := probeReadingsSQL, []any{sensorID, first, last}
+	if queue {
+		probe, args = probeQueueSQL, append(args, readingHours(readings))
+	}
 	var stored bool
-	if err := tx.QueryRow(ctx, probeReadingsSQL, sensorID, first, last).Scan(&stored); err != nil {
+	if err := tx.QueryRow(ctx, probe, args...).Scan(&stored); err != nil {
 		return written, err
 	}
 	if stored {
@@ -326,6 +336,9 @@ func (db *DB) DeleteReadings(ctx context.Context, key SensorKey, from, to time.T
 		deleted = tag.RowsAffected()
 		if deleted == 0 {
 			return nil
+		}
+		if err := queueDeletedHours(ctx, tx, key.SensorID, from, to); err != nil {
+			return err
 		}
 		var tookNewest bool
 		if err := tx.QueryRow(ctx, recomputeLatestSQL, key.SensorID, from, to).Scan(&tookNewest); err != nil {

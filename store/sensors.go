@@ -148,7 +148,13 @@ RETURNING `+sensorColumns, current.ID, patch.Name, patch.Description, blueprintI
 				return err
 			}
 		}
-		// New formulas or calibrations take effect on the alarms at once.
+		// New formulas or calibrations take effect on the output rollups
+		// and the alarms at once.
+		if sensor.version() != current.version() {
+			if err := queueOutputHours(ctx, tx, sensor.ID); err != nil {
+				return err
+			}
+		}
 		return db.recheckAlarms(ctx, tx, sensor)
 	})
 	return sensor, dbError("update sensor", err)

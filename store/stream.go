@@ -290,6 +290,9 @@ func (w *streamWrite) merge(ctx context.Context) (Written, error) {
 		written.New += int(tag.RowsAffected()) - deleted
 		written.Replaced += replaced
 	}
+	if err := w.queueHours(ctx); err != nil {
+		return written, err
+	}
 	if written.Events, err = w.evaluateAlarms(ctx); err != nil {
 		return written, err
 	}
@@ -536,4 +539,22 @@ func (s *streamSource) note(r *Reading) {
 			s.ids = slices.Insert(s.ids, i, id)
 		}
 	}
+}
+
+// queueHours queues for the rollups the hours the stream wrote, read back
+// from the readings of its spans, since the stream keeps none of them.
+func (w *streamWrite) queueHours(ctx context.Context) error {
+	for _, span := range []phase{w.direct, w.staged} {
+		if span.count == 0 {
+			continue
+		}
+		_, err := w.tx.Exec(ctx, `
+INSERT INTO rollup_dirty AS d (sensor_id, hour, inputs)
+SELECT DISTINCT $1::bigint, date_trunc('hour', datetime, 'UTC'), true FROM readings WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3
+ON CONFLICT (sensor_id, hour) DO UPDATE SET inputs = true WHERE NOT d.inputs`, w.key.SensorID, span.first, span.last)
+		if err != nil {
+			return fmt.Errorf("queue the stream's hours: %w", err)
+		}
+	}
+	return nil
 }

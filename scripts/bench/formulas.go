@@ -84,6 +84,16 @@ func (e *env) createBlueprint(ctx context.Context, name string) (int64, error) {
 	return bp.JSON201.Id, nil
 }
 
+// newBlueprintSensor creates a blueprint of the bench's inputs, constants
+// and outputs, and a sensor of it named name in the service's project.
+func (e *env) newBlueprintSensor(ctx context.Context, name string) (blueprintSensor, error) {
+	bpID, err := e.createBlueprint(ctx, name)
+	if err != nil {
+		return blueprintSensor{}, err
+	}
+	return e.addBlueprintSensor(ctx, e.svc.project, bpID, name)
+}
+
 // addBlueprintSensor creates a sensor of the blueprint in the project
 // through the API, and adds its readings URL to the service's paths.
 func (e *env) addBlueprintSensor(ctx context.Context, project, blueprintID int64, name string) (blueprintSensor, error) {

@@ -61,6 +61,7 @@ type config struct {
 	profileDir      string         // where to write the service's CPU profiles; none when empty
 	phases          *regexp.Regexp // runs only the phases it matches; all when nil
 	timeout         time.Duration  // bounds the whole run
+	yearSeconds     bool           // row 13b: a year of 1-second readings
 	environ         []string       // the environment the service inherits
 }
 
@@ -92,8 +93,9 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.serverURL, "pg", "", "PostgreSQL `url` of a server to create the bench database on (its user needs CREATEDB); default: scripts/devdb.sh start")
 	fs.StringVar(&c.profileDir, "profile", "", "write the service's CPU profile of each service phase into this `directory`; a profile runs for a fixed time, so the phases take longer and the CPU table is diluted")
 	fs.DurationVar(&c.timeout, "timeout", 20*time.Minute, "give up after this long")
+	fs.BoolVar(&c.yearSeconds, "year-seconds", false, "also run row 13b: a year of 1-second readings of one sensor (31.5 million, some 5 GB; tens of minutes: raise -timeout)")
 	fs.Func("phases", "run only the phases whose names match this `regexp` (the progress on stderr names them), with the preparing phases they need: "+
-		"'service ingest|service overwrite' for rows 3 and 4, 'alarm' for rows 11a-11c; rows whose ratio needs a phase left out show none",
+		"'service ingest|service overwrite' for rows 3 and 4, 'alarm' for rows 11a-11c, 'rollups' for rows 13a-13e; rows whose ratio needs a phase left out show none",
 		func(v string) (err error) {
 			c.phases, err = regexp.Compile(v)
 			return err

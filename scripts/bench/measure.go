@@ -47,7 +47,8 @@ func (r *results) add(id, measurement, figure, ratio string) {
 type phase struct {
 	name    string
 	run     func(context.Context, *results) error
-	prepare bool // measures nothing: other processes' load does not matter
+	prepare bool          // measures nothing: other processes' load does not matter
+	timeout time.Duration // phaseTimeout when 0
 }
 
 // The service's CPU profiles (-profile) run for these fixed times, meant
@@ -104,6 +105,15 @@ func measure(ctx context.Context, e *env) (*report, error) {
 		{name: "ingest with alarm rules", run: e.alarmIngest},
 		{name: "alarm to webhook", run: e.webhookLatency},
 	}
+	rollups := []phase{
+		{name: "rollups: ingest with their queue", run: e.rollupIngest},
+		{name: "rollups: a year of minutes", run: e.rollupYearMinutes},
+		{name: "rollups: the readings alone", run: e.rollupRawFallback},
+	}
+	if e.cfg.yearSeconds {
+		rollups = append(rollups, phase{name: "rollups: a year of seconds", run: e.rollupYearSeconds, timeout: time.Hour})
+	}
+	phases = append(phases, rollups...)
 	// The peers last, so that none runs while the service is measured;
 	// they need nothing of PostgreSQL.
 	for _, p := range peers() {
@@ -120,7 +130,11 @@ func measure(ctx context.Context, e *env) (*report, error) {
 			continue
 		}
 		e.log.Info("phase", "name", p.name)
-		pctx, cancel := context.WithTimeout(ctx, phaseTimeout)
+		timeout := phaseTimeout
+		if p.timeout > 0 {
+			timeout = p.timeout
+		}
+		pctx, cancel := context.WithTimeout(ctx, timeout)
 		e.timed = nil
 		before := meter.sample()
 		err := p.run(pctx, &res)

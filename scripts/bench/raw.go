@@ -120,7 +120,7 @@ func (e *env) rawWrite(ctx context.Context, rows int) (float64, error) {
 	stop := e.clock()
 	for _, sp := range spans {
 		err := pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{}, func(tx pgx.Tx) error {
-			written, err := store.WriteReadings(ctx, tx, e.data.sensors[sp.sensor], e.data.readings(sp))
+			written, err := store.WriteReadings(ctx, tx, e.data.sensors[sp.sensor], e.data.readings(sp), false)
 			if err != nil {
 				return err
 			}

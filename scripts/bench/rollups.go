@@ -1,0 +1,333 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sensorreadings/readings/store"
+)
+
+// The rows of issue 18: aggregates over long ranges from the rollups, the
+// readings alone as the fallback, and what the rollups cost ingest and
+// an edit of the formulas.
+
+// rollupYear is the year the long-range rows aggregate.
+var rollupYear = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// longSensor is a sensor of the bench's blueprint whose readings the
+// rollup rows aggregate.
+type longSensor struct {
+	blueprintSensor
+	n       int           // readings
+	spacing time.Duration // between them, from rollupYear on
+}
+
+// copyLong creates a sensor of the bench's blueprint and COPYs n readings
+// of random values spacing apart into it, through the service's COPY, 10,000
+// a transaction, generated as they go; then, with queue, queues its hours
+// for the maintainer, as the migration queues readings stored before
+// rollups.
+func (e *env) copyLong(ctx context.Context, name string, n int, spacing time.Duration, queue bool) (longSensor, error) {
+	b, err := e.newBlueprintSensor(ctx, name)
+	if err != nil {
+		return longSensor{}, err
+	}
+	s := longSensor{blueprintSensor: b, n: n, spacing: spacing}
+	rng := rand.New(rand.NewPCG(e.cfg.seed, uint64(n)))
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return s, err
+	}
+	defer conn.Release()
+	const batch = 10_000
+	values := make([]float64, batch*inputsPerReading)
+	readings := make([]store.Reading, batch)
+	start := time.Now()
+	for i := 0; i < n; i += batch {
+		m := min(batch, n-i)
+		for j := range m {
+			v := values[j*inputsPerReading : (j+1)*inputsPerReading]
+			for k := range v {
+				v[k] = 1000 + rng.Float64()*2000
+			}
+			readings[j] = store.Reading{Time: rollupYear.Add(time.Duration(i+j) * spacing), InputIDs: b.inputIDs, Values: v}
+		}
+		err := pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{}, func(tx pgx.Tx) error {
+			return store.CopyReadings(ctx, tx.Conn().PgConn(), b.id, readings[:m])
+		})
+		if err != nil {
+			return s, fmt.Errorf("copy %s: %w", name, err)
+		}
+	}
+	e.log.Info("copied", "sensor", name, "readings", n, "took", time.Since(start).Round(time.Millisecond))
+	if queue {
+		_, err = e.pool.Exec(ctx, `
+INSERT INTO rollup_dirty (sensor_id, hour, inputs)
+SELECT $1, h, true FROM generate_series($2::timestamptz, $3::timestamptz, interval '1 hour') AS h
+ON CONFLICT DO NOTHING`, b.id, rollupYear, s.end().Add(-time.Nanosecond).Truncate(time.Hour))
+		if err != nil {
+			return s, err
+		}
+	}
+	_, err = e.pool.Exec(ctx, "VACUUM ANALYZE readings")
+	return s, err
+}
+
+// end is the instant after the sensor's last reading, on the hour.
+func (s longSensor) end() time.Time {
+	return rollupYear.Add(time.Duration(s.n) * s.spacing).Truncate(time.Hour)
+}
+
+// waitRollups waits until the service's maintainer has emptied the
+// sensor's queue, and says how long that took.
+func (e *env) waitRollups(ctx context.Context, sensorID int64) (time.Duration, error) {
+	start := time.Now()
+	for {
+		var queued int64
+		if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM rollup_dirty WHERE sensor_id = $1`, sensorID).Scan(&queued); err != nil {
+			return 0, err
+		}
+		if queued == 0 {
+			return time.Since(start), nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// getAggregates GETs the sensor's aggregates with query and says where the
+// answer came from (X-Rollups).
+func (e *env) getAggregates(ctx context.Context, s longSensor, query string, body *bytes.Buffer) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.svc.paths[s.index]+"/aggregates?"+query, nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+e.svc.token)
+	body.Reset()
+	resp, err := e.svc.http.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("GET aggregates: %w", err)
+	}
+	defer resp.Body.Close()
+	if _, err := body.ReadFrom(resp.Body); err != nil {
+		return "", fmt.Errorf("GET aggregates: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET aggregates: %s: %s", resp.Status, truncate(body.Bytes()))
+	}
+	return resp.Header.Get("X-Rollups"), nil
+}
+
+// yearQuery is the query of rows 13a and 13b: daily buckets of the
+// sensor's whole range, in zone.
+func yearQuery(s longSensor, zone string, outputs bool) string {
+	return url.Values{
+		"interval": {"1d"}, "fn": {"avg,min,max"}, "outputs": {fmt.Sprint(outputs)}, "tz": {zone},
+		"datetime__gte": {rollupYear.Format(time.RFC3339)}, "datetime__lt": {s.end().Format(time.RFC3339)},
+	}.Encode()
+}
+
+// timeAggregates GETs query n times after two warm-ups and returns the
+// p50 and p99, and where the last answer came from.
+func (e *env) timeAggregates(ctx context.Context, s longSensor, query string, n int) (p50, p99 time.Duration, use string, err error) {
+	var body bytes.Buffer
+	for range 2 {
+		if _, err := e.getAggregates(ctx, s, query, &body); err != nil {
+			return 0, 0, "", err
+		}
+	}
+	times := make([]time.Duration, 0, n)
+	stop := e.clock()
+	for range n {
+		start := time.Now()
+		if use, err = e.getAggregates(ctx, s, query, &body); err != nil {
+			return 0, 0, "", err
+		}
+		times = append(times, time.Since(start))
+	}
+	stop()
+	p50, p99 = percentiles(times)
+	return p50, p99, use, nil
+}
+
+// target says how a p50 compares with its target.
+func target(p50, limit time.Duration) string {
+	verdict := "met"
+	if p50 > limit {
+		verdict = "not met"
+	}
+	return fmt.Sprintf("target ≤ %s: %.2f × (%s)", duration(limit), float64(p50)/float64(limit), verdict)
+}
+
+// rollupYearMinutes is rows 13a and 13d: a year of 1-minute readings of a
+// 10-input, 5-output sensor, its rollups built by the service's
+// maintainer, daily buckets of it from the rollups; then a formula edit,
+// the rebuild, and the answers meanwhile.
+func (e *env) rollupYearMinutes(ctx context.Context, res *results) error {
+	s, err := e.copyLong(ctx, "bench year of minutes", 525_600, time.Minute, true)
+	if err != nil {
+		return err
+	}
+	built, err := e.waitRollups(ctx, s.id)
+	if err != nil {
+		return err
+	}
+	query := yearQuery(s, "UTC", true)
+	p50, p99, use, err := e.timeAggregates(ctx, s, query, 20)
+	if err != nil {
+		return err
+	}
+	res.add("13a", "Aggregates from rollups: 365 daily buckets of a year of 1-minute readings (525,600, 10 inputs, 5 outputs), `fn=avg,min,max&outputs=true`, 20 requests, 1 client; "+
+		fmt.Sprintf("rollups built by the maintainer in %s; `X-Rollups: %s`", duration(built), use),
+		latency(p50, p99), target(p50, 100*time.Millisecond))
+
+	// An edit of a formula makes every hour's outputs stale at once.
+	db := store.New(e.pool)
+	key := store.SensorKey{OrgID: e.svc.org, ProjectID: e.svc.project, SensorID: s.id}
+	sensor, err := db.GetSensor(ctx, key)
+	if err != nil {
+		return err
+	}
+	inst := sensor.Instance.Clone()
+	inst.Outputs[0].Formula = "x1^2 / 1001"
+	if _, err := db.UpdateSensor(ctx, key, store.SensorPatch{Instance: &inst}); err != nil {
+		return err
+	}
+	edited := time.Now()
+	var (
+		body   bytes.Buffer
+		during []time.Duration
+		uses   = map[string]int{}
+	)
+	for {
+		var queued int64
+		if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM rollup_dirty WHERE sensor_id = $1`, s.id).Scan(&queued); err != nil {
+			return err
+		}
+		if queued == 0 {
+			break
+		}
+		start := time.Now()
+		use, err := e.getAggregates(ctx, s, query, &body)
+		if err != nil {
+			return err
+		}
+		during = append(during, time.Since(start))
+		uses[use]++
+	}
+	rebuilt := time.Since(edited)
+	figure := duration(rebuilt)
+	if len(during) > 0 {
+		mid, _ := percentiles(during)
+		figure += fmt.Sprintf("; meanwhile the request of 13a %d times, p50 %s, `X-Rollups` %v", len(during), duration(mid), uses)
+	}
+	res.add("13d", "Rebuild of the outputs' rollups after a formula edit of 13a's sensor (8,784 hours queued), until its queue is empty", figure, "–")
+	return nil
+}
+
+// rollupRawFallback is row 13e: the readings alone, 1-day buckets over
+// 1,000,000 readings of one sensor (116 days at 10 s), in a zone the
+// rollups cannot serve.
+func (e *env) rollupRawFallback(ctx context.Context, res *results) error {
+	// Not queued, so without rollups: it is only asked what rollups cannot
+	// serve, and the maintainer would compete with the requests timed.
+	s, err := e.copyLong(ctx, "bench million", 1_000_000, 10*time.Second, false)
+	if err != nil {
+		return err
+	}
+	for _, outputs := range []bool{false, true} {
+		p50, p99, use, err := e.timeAggregates(ctx, s, yearQuery(s, "Asia/Kolkata", outputs), 5)
+		if err != nil {
+			return err
+		}
+		res.add(fmt.Sprintf("13e%s", map[bool]string{false: "", true: "2"}[outputs]),
+			fmt.Sprintf("Aggregates from the readings alone: 1-day buckets of 1,000,000 readings (116 days at 10 s, 10 inputs), `tz=Asia/Kolkata`, `fn=avg,min,max&outputs=%t`, 5 requests; `X-Rollups: %s`", outputs, use),
+			latency(p50, p99), target(p50, time.Second))
+	}
+	return nil
+}
+
+// rollupIngest is row 13c: the service's storage of batches of 1,000 new
+// readings (store.WriteReadings) with the queueing of their hours for the
+// rollups, against without, in alternating batches on one connection,
+// compared at the median batch.
+func (e *env) rollupIngest(ctx context.Context, res *results) error {
+	with, err := e.newBlueprintSensor(ctx, "bench ingest with rollups")
+	if err != nil {
+		return err
+	}
+	without, err := e.newBlueprintSensor(ctx, "bench ingest without rollups")
+	if err != nil {
+		return err
+	}
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	const batches, size = 200, 1000
+	var took [2][]time.Duration
+	start := rollupYear.AddDate(1, 0, 0)
+	for i := range batches {
+		for k, b := range []blueprintSensor{with, without} {
+			readings := make([]store.Reading, size)
+			for j := range readings {
+				v := make([]float64, inputsPerReading)
+				for x := range v {
+					v[x] = float64(i*size + j + x)
+				}
+				readings[j] = store.Reading{Time: start.Add(time.Duration(i*size+j) * time.Second), InputIDs: b.inputIDs, Values: v}
+			}
+			t := time.Now()
+			err := pgx.BeginTxFunc(ctx, conn, pgx.TxOptions{}, func(tx pgx.Tx) error {
+				_, err := store.WriteReadings(ctx, tx, b.id, readings, k == 0)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			took[k] = append(took[k], time.Since(t))
+		}
+	}
+	// The median batch, not the total: a burst of the machine's other
+	// work lands on one side or the other, and moves the total.
+	with50, _ := percentiles(took[0])
+	without50, _ := percentiles(took[1])
+	withRate, withoutRate := rate(size, with50), rate(size, without50)
+	res.add("13c", "Ingest with the rollups' queue: `store.WriteReadings` of 200 batches of 1,000 new 1-second readings, queueing their hours, against the same without (alternating, 1 connection), at the median batch",
+		fmt.Sprintf("%s against %s", perSecond(withRate), perSecond(withoutRate)),
+		ratio(withRate/withoutRate, "without; target ≥ 0.85"))
+	return nil
+}
+
+// rollupYearSeconds is row 13b, with -year-seconds: a year of 1-second
+// readings (31,536,000) COPYed, its rollups built, then 13a's request.
+func (e *env) rollupYearSeconds(ctx context.Context, res *results) error {
+	copied := time.Now()
+	s, err := e.copyLong(ctx, "bench year of seconds", 31_536_000, time.Second, true)
+	if err != nil {
+		return err
+	}
+	copyTook := time.Since(copied)
+	built, err := e.waitRollups(ctx, s.id)
+	if err != nil {
+		return err
+	}
+	p50, p99, use, err := e.timeAggregates(ctx, s, yearQuery(s, "UTC", true), 20)
+	if err != nil {
+		return err
+	}
+	res.add("13b", fmt.Sprintf("Aggregates from rollups: 365 daily buckets of a year of 1-second readings (31,536,000, COPYed in %s; rollups built by the maintainer in %s), otherwise as 13a; `X-Rollups: %s`",
+		duration(copyTook), duration(built), use), latency(p50, p99), target(p50, 150*time.Millisecond))
+	return nil
+}

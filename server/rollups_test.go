@@ -1,0 +1,301 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/sensorreadings/readings/server"
+	"github.com/sensorreadings/readings/store"
+)
+
+// rawStore answers aggregates from the readings alone, never the rollups:
+// what an answer from the rollups must equal.
+type rawStore struct{ *store.DB }
+
+func (r rawStore) AggregateBuckets(ctx context.Context, sensor store.Sensor, q store.BucketQuery, outputs store.Outputs, sink store.BucketSink) (store.RollupUse, error) {
+	q.Raw = true
+	return r.DB.AggregateBuckets(ctx, sensor, q, outputs, sink)
+}
+
+// rollupZones have offsets and changes of every kind: whole hours with
+// changes in spring and autumn, none, half an hour, and a change of half
+// an hour.
+var rollupZones = []string{"UTC", "Europe/Paris", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"}
+
+// TestRollupsMatchReadings is the rollups' property test: over random
+// readings, overwrites, deletes and edits of the formulas and
+// calibrations, an aggregate answered from the rollups, before and after
+// the maintainer has run, equals the one computed from the readings alone,
+// in time zones whose clocks change by an hour, by half an hour, or never.
+func TestRollupsMatchReadings(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := t.Context()
+	rawSrv, err := server.New(rawStore{e.db}, slog.New(slog.DiscardHandler), defaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := httptest.NewServer(rawSrv)
+	t.Cleanup(raw.Close)
+
+	tn := e.newTenant("Rollups")
+	key := store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.instanceID}
+	sensor, err := e.db.GetSensor(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	freq, temp := sensor.Instance.Inputs[0].ID, sensor.Instance.Inputs[1].ID
+	rng := rand.New(rand.NewPCG(18, 2026))
+	// Five weeks around the spring changes of New York (10 March),
+	// Paris (31 March) and Lord Howe's autumn one (7 April).
+	start := time.Date(2024, 3, 6, 0, 0, 0, 0, time.UTC)
+	span := 35 * 24 * time.Hour
+	at := func() time.Time {
+		return start.Add(time.Duration(rng.Int64N(int64(span/time.Second))) * time.Second)
+	}
+	reading := func(t time.Time) store.Reading {
+		r := store.Reading{Time: t}
+		if rng.IntN(8) > 0 {
+			r.InputIDs, r.Values = append(r.InputIDs, freq), append(r.Values, 500+rng.Float64()*2500)
+		}
+		if len(r.InputIDs) == 0 || rng.IntN(4) > 0 {
+			r.InputIDs, r.Values = append(r.InputIDs, temp), append(r.Values, rng.NormFloat64()*10)
+		}
+		return r
+	}
+	var stored []time.Time
+	write := func(n int) {
+		batch := make([]store.Reading, n)
+		for i := range batch {
+			t := at()
+			if len(stored) > 0 && rng.IntN(3) == 0 {
+				t = stored[rng.IntN(len(stored))] // an overwrite
+			}
+			batch[i] = reading(t)
+			stored = append(stored, t)
+		}
+		if rng.IntN(2) == 0 { // as a file streams in
+			if _, err := e.db.InsertReadingStream(ctx, key, &readingStream{readings: batch}, 0); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		if _, err := e.db.InsertReadings(ctx, key, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit := func() {
+		s, err := e.db.GetSensor(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inst := s.Instance.Clone()
+		g := 0.05 + rng.Float64()
+		switch rng.IntN(3) {
+		case 0:
+			inst.Constants[0].Value = &g
+		case 1:
+			inst.Constants[0].Calibrations = append(inst.Constants[0].Calibrations, store.Calibration{From: at().Truncate(time.Second), Value: g})
+		default:
+			inst.Outputs[0].Formula = fmt.Sprintf("freq^2 / %d", 500+rng.IntN(1000))
+		}
+		if _, err := e.db.UpdateSensor(ctx, key, store.SensorPatch{Instance: &inst}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uses := map[string]int{}
+	compare := func(round string, wantUsed bool) {
+		for i := range 12 {
+			q := randomBucketQuery(rng, start, span)
+			what := fmt.Sprintf("%s query %d %s", round, i, q.Encode())
+			got, use := e.getBuckets(t, e.url, tn.tokens[store.Viewer], tn, q)
+			want, _ := e.getBuckets(t, raw.URL, tn.tokens[store.Viewer], tn, q)
+			sameBuckets(t, what, got, want)
+			uses[use]++
+		}
+		// An hour-aligned UTC range, after the maintainer, comes from rollups alone.
+		q := url.Values{"datetime__gte": {start.Format(time.RFC3339)}, "datetime__lt": {start.Add(span).Format(time.RFC3339)},
+			"interval": {"1d"}, "outputs": {"true"}, "fn": {"avg,min,max,sum,count,first,last,range,rate"}}
+		got, use := e.getBuckets(t, e.url, tn.tokens[store.Viewer], tn, q)
+		want, _ := e.getBuckets(t, raw.URL, tn.tokens[store.Viewer], tn, q)
+		sameBuckets(t, round+" whole range", got, want)
+		if wantUsed && use != "used" {
+			t.Errorf("%s: X-Rollups = %q over a clean range, want used", round, use)
+		}
+	}
+	maintain := func() {
+		for {
+			n, err := e.srv.RecomputeRollups(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				return
+			}
+		}
+	}
+
+	write(400)
+	compare("before any rollup", false)
+	maintain()
+	compare("after the first rollups", true)
+	for round := range 4 {
+		write(40 + rng.IntN(100))
+		if rng.IntN(2) == 0 {
+			from := at()
+			if _, err := e.db.DeleteReadings(ctx, key, from, from.Add(time.Duration(rng.IntN(30))*time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if rng.IntN(2) == 0 {
+			edit()
+		}
+		compare(fmt.Sprintf("round %d, before the maintainer", round), false)
+		maintain()
+		compare(fmt.Sprintf("round %d, after the maintainer", round), true)
+	}
+	// Linked to another sensor, the outputs follow its readings, which no
+	// rollup of this sensor's hours does: they are computed from the
+	// readings, before and after the maintainer, and after the source's.
+	sources, _ := linkedSensors(t, e, tn, "Source")
+	sourceKey := store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: sources[0].sensorID}
+	source, err := e.db.GetSensor(ctx, sourceKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSource := func(n int) {
+		batch := make([]store.Reading, n)
+		for i := range batch {
+			batch[i] = store.Reading{Time: at(), InputIDs: []int64{source.Instance.Inputs[0].ID}, Values: []float64{500 + rng.Float64()*2500}}
+		}
+		if _, err := e.db.InsertReadings(ctx, sourceKey, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeSource(300)
+	if _, err := e.db.SetSensorLinks(ctx, key, map[string]store.InputLink{"freq": {SensorID: source.ID, Key: "a", Staleness: 6 * time.Hour}}); err != nil {
+		t.Fatal(err)
+	}
+	compare("linked, before the maintainer", false)
+	maintain()
+	compare("linked, after the maintainer", false)
+	writeSource(100)
+	compare("linked, after the source's new readings", false)
+	// The random queries must have tried every source.
+	for _, use := range []string{"used", "partial", "none"} {
+		if uses[use] == 0 {
+			t.Errorf("no query answered with X-Rollups: %s, of %v", use, uses)
+		}
+	}
+}
+
+// randomBucketQuery is an aggregates query over part of [start, start+span):
+// its bounds on the hour or not, in a zone of rollupZones, of an interval
+// of whole hours or not.
+func randomBucketQuery(rng *rand.Rand, start time.Time, span time.Duration) url.Values {
+	from := start.Add(time.Duration(rng.Int64N(int64(span))))
+	to := from.Add(time.Duration(rng.Int64N(int64(span))))
+	if rng.IntN(3) > 0 {
+		from, to = from.Truncate(time.Hour), to.Truncate(time.Hour).Add(time.Hour)
+	}
+	intervals := []string{"1h", "2h", "3h", "6h", "1d", "1d", "2d", "7d", "30m", "90m"}
+	q := url.Values{
+		"datetime__gte": {from.Format(time.RFC3339Nano)},
+		"datetime__lt":  {to.Format(time.RFC3339Nano)},
+		"interval":      {intervals[rng.IntN(len(intervals))]},
+		"tz":            {rollupZones[rng.IntN(len(rollupZones))]},
+		"outputs":       {"true"},
+		"fn":            {"avg,min,max,sum,count,first,last,range,rate"},
+	}
+	if rng.IntN(3) == 0 {
+		q.Set("fill", "null")
+	}
+	if rng.IntN(2) == 0 { // without first and last, which cost more
+		q.Set("fn", "avg,min,max,sum,count,range")
+	}
+	return q
+}
+
+// getBuckets asks the server at base for the instance sensor's
+// aggregates, and returns them with the X-Rollups header.
+func (e *env) getBuckets(t *testing.T, base, token string, tn tenant, q url.Values) ([]bucketJSON, string) {
+	t.Helper()
+	path := fmt.Sprintf("%s/api/v1/org/%d/proj/%d/readings/%d/aggregates?%s", base, tn.orgID, tn.projectID, tn.instanceID, q.Encode())
+	req, err := http.NewRequestWithContext(t.Context(), "GET", path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := e.httpClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("aggregates %s: %d %s %v", q.Encode(), res.StatusCode, body, err)
+	}
+	var buckets []bucketJSON
+	if err := json.Unmarshal(body, &buckets); err != nil {
+		t.Fatalf("aggregates: %v in %s", err, body)
+	}
+	return buckets, res.Header.Get("X-Rollups")
+}
+
+// sameBuckets compares two answers, floats to a relative 1e-9: sums added
+// in another order may differ in their last bits.
+func sameBuckets(t *testing.T, what string, got, want []bucketJSON) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d buckets, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if g.Datetime != w.Datetime || g.Count != w.Count {
+			t.Fatalf("%s: bucket %d is %s with %d readings, want %s with %d", what, i, g.Datetime, g.Count, w.Datetime, w.Count)
+		}
+		for _, side := range []struct {
+			name      string
+			got, want map[string]map[string]*float64
+		}{{"input", g.Inputs, w.Inputs}, {"output", g.Outputs, w.Outputs}} {
+			if len(side.got) != len(side.want) {
+				t.Fatalf("%s: bucket %s lists %d %ss, want %d", what, g.Datetime, len(side.got), side.name, len(side.want))
+			}
+			for k, wantFns := range side.want {
+				for fn, wv := range wantFns {
+					gv := side.got[k][fn]
+					switch {
+					case (gv == nil) != (wv == nil):
+						t.Fatalf("%s: bucket %s %s %s %s = %v, want %v", what, g.Datetime, side.name, k, fn, deref(gv), deref(wv))
+					case gv != nil && math.Abs(*gv-*wv) > 1e-9*math.Max(1, math.Abs(*wv)):
+						t.Fatalf("%s: bucket %s %s %s %s = %v, want %v", what, g.Datetime, side.name, k, fn, *gv, *wv)
+					}
+				}
+			}
+		}
+	}
+}
+
+// readingStream yields readings as a file does, one at a time.
+type readingStream struct {
+	readings []store.Reading
+	next     int
+}
+
+func (s *readingStream) Next() (*store.Reading, error) {
+	if s.next == len(s.readings) {
+		return nil, nil
+	}
+	s.next++
+	return &s.readings[s.next-1], nil
+}

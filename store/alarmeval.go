@@ -1,0 +1,310 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// AlarmChange is a change of a target's level that readings or an edit
+// made: From and To are ranks, 0 at rest. A Late change comes from a
+// reading older than the sensor's newest: it is recorded, and changes no
+// current alarm.
+type AlarmChange struct {
+	TargetID int64
+	Kind     string
+	From, To int
+	Late     bool
+	At       time.Time // the reading's datetime
+	Value    float64
+}
+
+// AlarmEvaluator decides what readings and edits do to a sensor's rules.
+// The server provides it, so that the store knows no formulas; it runs
+// inside the store's transaction, under the sensor's lock, and reads the
+// sources of linked inputs through links, in that transaction: what is
+// stored by then is what it sees.
+type AlarmEvaluator interface {
+	// Evaluate steps rules, ordered by target, with readings, ordered and
+	// one per instant, updating their Active and Streak. newest is the
+	// datetime of the sensor's newest reading before them, if it had one.
+	Evaluate(ctx context.Context, links LinkReader, sensor Sensor, rules []AlarmRule, readings []Reading, newest *time.Time) ([]AlarmChange, error)
+	// Recheck rechecks rules against the sensor's newest reading after an
+	// edit.
+	Recheck(ctx context.Context, links LinkReader, sensor Sensor, rules []AlarmRule, newest Reading) ([]AlarmChange, error)
+}
+
+// SetAlarmEvaluator makes every write of readings, and every edit of
+// rules and formulas, evaluate the sensor's alarm rules in its
+// transaction. It is called once, before the DB serves.
+func (db *DB) SetAlarmEvaluator(e AlarmEvaluator) { db.alarms = e }
+
+// evaluateAlarms evaluates the sensor's rules with a batch of readings,
+// ordered and one per instant, inside the batch's transaction and before
+// sensor_latest takes the batch's newest, and returns how many events it
+// raised.
+func (db *DB) evaluateAlarms(ctx context.Context, tx pgx.Tx, sensor Sensor, readings []Reading) (int, error) {
+	if db.alarms == nil {
+		return 0, nil
+	}
+	// The rules and the newest reading's datetime in one round trip, and a
+	// sensor without rules pays for no more: a batch of readings pays for
+	// its alarms in two, this and applyAlarms'.
+	rows, _ := tx.Query(ctx, `SELECT r.*, (SELECT datetime FROM sensor_latest WHERE sensor_id = $1) AS newest
+FROM (`+sensorRulesSQL+`) r ORDER BY r.target_id, r.id`, sensor.ID)
+	withNewest, err := pgx.CollectRows(rows, pgx.RowToStructByName[struct {
+		AlarmRule
+		Newest *time.Time `db:"newest"`
+	}])
+	if err != nil || len(withNewest) == 0 {
+		return 0, err
+	}
+	rules := make([]AlarmRule, len(withNewest))
+	for i, r := range withNewest {
+		rules[i] = r.AlarmRule
+	}
+	newest := withNewest[0].Newest
+	before := ruleStates(rules)
+	changes, err := db.alarms.Evaluate(ctx, txLinks{tx}, sensor, rules, readings, newest)
+	if err != nil {
+		return 0, err
+	}
+	return len(changes), applyAlarms(ctx, tx, sensor, rules, before, changes)
+}
+
+// recheckAlarms rechecks the sensor's rules against its newest reading,
+// after an edit or a delete that took the newest, in that write's
+// transaction; the sensor is locked.
+func (db *DB) recheckAlarms(ctx context.Context, tx pgx.Tx, sensor Sensor) error {
+	if db.alarms == nil {
+		return nil
+	}
+	rules, err := sensorRules(ctx, tx, sensor.ID)
+	if err != nil {
+		return err
+	}
+	var changes []AlarmChange
+	var newest Reading
+	ruled := rules // the rules whose targets keep their alarms
+	err = tx.QueryRow(ctx, `SELECT datetime, input_ids, vals FROM sensor_latest WHERE sensor_id = $1`, sensor.ID).
+		Scan(&newest.Time, &newest.InputIDs, &newest.Values)
+	switch {
+	case err == nil:
+		if changes, err = db.alarms.Recheck(ctx, txLinks{tx}, sensor, rules, newest); err != nil {
+			return err
+		}
+	case !errors.Is(err, pgx.ErrNoRows):
+		return err
+	default:
+		// No reading left (a delete took them all): no rule holds, and every
+		// target's alarm clears as a target without rules does.
+		for i := range rules {
+			rules[i].Active, rules[i].Streak = false, 0
+		}
+		ruled = nil
+	}
+	if err := applyAlarms(ctx, tx, sensor, rules, nil, changes); err != nil {
+		return err
+	}
+	return clearUnruled(ctx, tx, sensor, ruled)
+}
+
+func sensorRules(ctx context.Context, tx pgx.Tx, sensorID int64) ([]AlarmRule, error) {
+	rows, _ := tx.Query(ctx, sensorRulesSQL, sensorID)
+	return pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
+}
+
+// ruleState is the state a rule carries from reading to reading.
+type ruleState struct {
+	active bool
+	streak int
+}
+
+func ruleStates(rules []AlarmRule) []ruleState {
+	states := make([]ruleState, len(rules))
+	for i, r := range rules {
+		states[i] = ruleState{r.Active, r.Streak}
+	}
+	return states
+}
+
+// applyAlarms writes the rules' states (those that differ from before,
+// all of them when before is nil), the current alarms and the events that
+// changes make, in one round trip however many changes a batch makes,
+// since a noisy target can change level at many of a batch's readings.
+func applyAlarms(ctx context.Context, tx pgx.Tx, sensor Sensor, rules []AlarmRule, before []ruleState, changes []AlarmChange) error {
+	var (
+		ids     []int64
+		active  []bool
+		streaks []int32
+	)
+	for i, r := range rules {
+		if before == nil || before[i] != (ruleState{r.Active, r.Streak}) {
+			ids, active, streaks = append(ids, r.ID), append(active, r.Active), append(streaks, int32(r.Streak))
+		}
+	}
+	write := &pgx.Batch{}
+	if len(ids) > 0 {
+		write.Queue(`
+UPDATE alarm_rules r SET active = u.active, streak = u.streak
+FROM unnest($1::bigint[], $2::boolean[], $3::int[]) AS u(id, active, streak)
+WHERE r.id = u.id AND (r.active, r.streak) IS DISTINCT FROM (u.active, u.streak)`, ids, active, streaks)
+	}
+	if len(changes) > 0 {
+		queueChanges(write, sensor, rules, changes)
+	}
+	if write.Len() == 0 {
+		return nil
+	}
+	return tx.SendBatch(ctx, write).Close()
+}
+
+// queueChanges queues the statements that write the current alarms and
+// events of changes.
+func queueChanges(write *pgx.Batch, sensor Sensor, rules []AlarmRule, changes []AlarmChange) {
+	var events eventColumns
+	targets := map[int64]*targetOutcome{}
+	var order []int64 // targets in the order of their first change
+	for _, c := range changes {
+		rank := c.To
+		if rank == 0 { // a clearing names the level it leaves
+			rank = c.From
+		}
+		key, level := targetLevel(rules, c.TargetID, rank)
+		events.add(key, c, level)
+		if c.Late {
+			continue
+		}
+		t := targets[c.TargetID]
+		if t == nil {
+			t = &targetOutcome{}
+			targets[c.TargetID] = t
+			order = append(order, c.TargetID)
+		}
+		t.last, t.key, t.level = c, key, level
+		t.cleared = t.cleared || c.To == 0
+		t.reask = t.reask || c.To > c.From
+	}
+	var cleared []int64
+	var raised raisedAlarms
+	for _, id := range order {
+		t := targets[id]
+		if t.cleared {
+			cleared = append(cleared, id)
+		}
+		if t.last.To > 0 {
+			raised.add(id, t)
+		}
+	}
+	if len(cleared) > 0 {
+		// A target cleared within the batch has a new alarm if it rose
+		// again, with a new id, as it would have batch by batch.
+		write.Queue(`DELETE FROM alarms WHERE sensor_id = $1 AND target_id = ANY($2)`, sensor.ID, cleared)
+	}
+	if len(raised.targets) > 0 {
+		// An escalation asks for a new acknowledgement; a de-escalation
+		// keeps the one given.
+		write.Queue(`
+WITH u AS (
+    SELECT * FROM unnest($3::bigint[], $4::text[], $5::bigint[], $6::timestamptz[], $7::float8[], $8::boolean[])
+        AS u(target_id, target_key, level_id, since, value, reask)
+)
+INSERT INTO alarms AS a (project_id, sensor_id, target_id, target_key, level_id, since, value)
+SELECT $1, $2, target_id, target_key, level_id, since, value FROM u
+ON CONFLICT (sensor_id, target_id) DO UPDATE SET level_id = EXCLUDED.level_id, since = EXCLUDED.since, value = EXCLUDED.value,
+    acknowledged_at = CASE WHEN (SELECT reask FROM u WHERE u.target_id = EXCLUDED.target_id) THEN NULL ELSE a.acknowledged_at END,
+    acknowledged_by = CASE WHEN (SELECT reask FROM u WHERE u.target_id = EXCLUDED.target_id) THEN NULL ELSE a.acknowledged_by END,
+    note = CASE WHEN (SELECT reask FROM u WHERE u.target_id = EXCLUDED.target_id) THEN '' ELSE a.note END`,
+			sensor.ProjectID, sensor.ID, raised.targets, raised.keys, raised.levels, raised.since, raised.values, raised.reask)
+	}
+	write.Queue(`
+INSERT INTO alarm_events (project_id, sensor_id, target_key, kind, level_id, level_name, value, reading_at)
+SELECT $1, $2, target_key, kind, level_id, level_name, value, reading_at
+FROM unnest($3::text[], $4::text[], $5::bigint[], $6::text[], $7::float8[], $8::timestamptz[]) WITH ORDINALITY
+    AS u(target_key, kind, level_id, level_name, value, reading_at, n)
+ORDER BY n`, sensor.ProjectID, sensor.ID, events.keys, events.kinds, events.levelIDs, events.levelNames, events.values, events.at)
+}
+
+// targetOutcome is what a batch's changes leave of a target's alarm.
+type targetOutcome struct {
+	last    AlarmChange // the last change: the alarm's level, since and value
+	key     string
+	level   levelRef
+	cleared bool // it came to rest on the way
+	reask   bool // it rose on the way: a new acknowledgement is needed
+}
+
+// raisedAlarms are the alarms a batch leaves raised, as arrays.
+type raisedAlarms struct {
+	targets []int64
+	levels  []*int64
+	keys    []string
+	since   []time.Time
+	values  []float64
+	reask   []bool
+}
+
+func (a *raisedAlarms) add(target int64, t *targetOutcome) {
+	a.targets = append(a.targets, target)
+	a.keys = append(a.keys, t.key)
+	a.levels = append(a.levels, t.level.id)
+	a.since = append(a.since, t.last.At)
+	a.values = append(a.values, t.last.Value)
+	a.reask = append(a.reask, t.reask)
+}
+
+// eventColumns are a batch's events, in order, as arrays.
+type eventColumns struct {
+	keys, kinds, levelNames []string
+	levelIDs                []*int64
+	values                  []float64
+	at                      []time.Time
+}
+
+func (e *eventColumns) add(key string, c AlarmChange, level levelRef) {
+	e.keys = append(e.keys, key)
+	e.kinds = append(e.kinds, c.Kind)
+	e.levelIDs = append(e.levelIDs, level.id)
+	e.levelNames = append(e.levelNames, level.name)
+	e.values = append(e.values, c.Value)
+	e.at = append(e.at, c.At)
+}
+
+type levelRef struct {
+	id   *int64
+	name string
+}
+
+// targetLevel is the key of target and the level of its rules at rank.
+func targetLevel(rules []AlarmRule, target int64, rank int) (string, levelRef) {
+	key := ""
+	for _, r := range rules {
+		if r.TargetID != target {
+			continue
+		}
+		key = r.TargetKey
+		if r.Rank == rank {
+			return key, levelRef{id: &r.LevelID, name: r.LevelName}
+		}
+	}
+	return key, levelRef{}
+}
+
+// clearUnruled clears the alarms of targets left without rules, with an
+// event each; the overdue alarm (target 0) is the background check's.
+func clearUnruled(ctx context.Context, tx pgx.Tx, sensor Sensor, rules []AlarmRule) error {
+	targets := make([]int64, 0, len(rules))
+	for _, r := range rules {
+		targets = append(targets, r.TargetID)
+	}
+	_, err := tx.Exec(ctx, `
+WITH gone AS (
+    DELETE FROM alarms WHERE sensor_id = $1 AND target_id <> 0 AND target_id <> ALL($2) RETURNING project_id, sensor_id, target_key, level_id, value, since
+)
+INSERT INTO alarm_events (project_id, sensor_id, target_key, kind, level_id, level_name, value, reading_at)
+SELECT g.project_id, g.sensor_id, g.target_key, 'cleared', g.level_id, l.name, g.value, g.since
+FROM gone g JOIN alarm_levels l ON l.id = g.level_id`, sensor.ID, targets)
+	return err
+}

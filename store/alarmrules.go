@@ -1,0 +1,201 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sensorreadings/readings/apperr"
+)
+
+// AlarmRule raises its level when its target, an input or output of its
+// sensor, goes above or below the threshold; Active and Streak are the
+// state it carries from reading to reading (alarms.State).
+type AlarmRule struct {
+	ID          int64     `db:"id"`
+	SensorID    int64     `db:"sensor_id"`
+	TargetID    int64     `db:"target_id"`
+	TargetKey   string    `db:"target_key"`
+	LevelID     int64     `db:"level_id"`
+	Rank        int       `db:"rank"`
+	LevelName   string    `db:"level_name"`
+	Direction   string    `db:"direction"` // above or below
+	Threshold   float64   `db:"threshold"`
+	Deadband    float64   `db:"deadband"`
+	Persistence int       `db:"persistence"`
+	Active      bool      `db:"active"`
+	Streak      int       `db:"streak"`
+	CreatedAt   time.Time `db:"created_at"`
+	// TargetRank is the rank of the target's current alarm, 0 at rest: the
+	// level an evaluation starts from.
+	TargetRank int `db:"target_rank"`
+}
+
+// AlarmRuleSpec is a rule as a client writes it.
+type AlarmRuleSpec struct {
+	TargetKey   string
+	Level       string // the level's name
+	Direction   string
+	Threshold   float64
+	Deadband    float64
+	Persistence int
+}
+
+const alarmRuleColumns = `r.id, r.sensor_id, r.target_id, r.target_key, r.level_id, l.rank, l.name AS level_name,
+r.direction, r.threshold, r.deadband, r.persistence, r.active, r.streak, r.created_at,
+coalesce((SELECT al.rank FROM alarms a JOIN alarm_levels al ON al.id = a.level_id WHERE a.sensor_id = r.sensor_id AND a.target_id = r.target_id), 0) AS target_rank`
+
+// sensorRulesSQL is a sensor's rules, ordered by target as evaluators
+// take them.
+const sensorRulesSQL = `SELECT ` + alarmRuleColumns + ` FROM alarm_rules r JOIN alarm_levels l ON l.id = r.level_id
+WHERE r.sensor_id = $1 ORDER BY r.target_id, r.id`
+
+// ListAlarmRules returns the sensor's trigger rules, by target, and its
+// overdue rule, nil when it has none. It returns NotFound.
+func (db *DB) ListAlarmRules(ctx context.Context, key SensorKey) ([]AlarmRule, *OverdueRule, error) {
+	if _, err := db.GetSensor(ctx, key); err != nil {
+		return nil, nil, err
+	}
+	rows, _ := db.pool.Query(ctx, sensorRulesSQL, key.SensorID)
+	rules, err := pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
+	if err != nil {
+		return nil, nil, dbError("list alarm rules", err)
+	}
+	overdue, err := overdueRule(ctx, db.pool, key.SensorID)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return rules, nil, nil
+	case err != nil:
+		return nil, nil, dbError("list alarm rules", err)
+	}
+	return rules, &overdue, nil
+}
+
+// CreateAlarmRule adds a rule to the sensor and rechecks its alarms
+// against its newest reading, in one transaction. It returns NotFound;
+// Invalid for a target that is not one of the sensor's inputs or outputs,
+// a level that is not the project's, or values the table refuses; and Conflict
+// when the project is archived.
+func (db *DB) CreateAlarmRule(ctx context.Context, key SensorKey, spec AlarmRuleSpec) (AlarmRule, error) {
+	var rule AlarmRule
+	err := db.editRules(ctx, key, func(tx pgx.Tx, sensor Sensor) error {
+		targetID, levelID, err := ruleTarget(ctx, tx, sensor, spec)
+		if err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `
+INSERT INTO alarm_rules (sensor_id, target_id, target_key, level_id, direction, threshold, deadband, persistence)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+			sensor.ID, targetID, spec.TargetKey, levelID, spec.Direction, spec.Threshold, spec.Deadband, spec.Persistence).Scan(&rule.ID)
+	})
+	if err != nil {
+		return AlarmRule{}, dbError("create alarm rule", err)
+	}
+	return db.getRule(ctx, rule.ID)
+}
+
+// UpdateAlarmRule replaces the rule, whose state starts over, and
+// rechecks the sensor's alarms at once. It returns NotFound, and Invalid
+// and Conflict as CreateAlarmRule.
+func (db *DB) UpdateAlarmRule(ctx context.Context, key SensorKey, ruleID int64, spec AlarmRuleSpec) (AlarmRule, error) {
+	err := db.editRules(ctx, key, func(tx pgx.Tx, sensor Sensor) error {
+		targetID, levelID, err := ruleTarget(ctx, tx, sensor, spec)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `
+UPDATE alarm_rules SET target_id = $3, target_key = $4, level_id = $5, direction = $6, threshold = $7, deadband = $8, persistence = $9,
+    active = false, streak = 0
+WHERE id = $1 AND sensor_id = $2`,
+			ruleID, sensor.ID, targetID, spec.TargetKey, levelID, spec.Direction, spec.Threshold, spec.Deadband, spec.Persistence)
+		if err == nil && tag.RowsAffected() == 0 {
+			return notFound("update alarm rule", pgx.ErrNoRows, "alarm rule")
+		}
+		return err
+	})
+	if err != nil {
+		return AlarmRule{}, dbError("update alarm rule", err)
+	}
+	return db.getRule(ctx, ruleID)
+}
+
+// DeleteAlarmRule deletes the rule and rechecks the sensor's alarms: a
+// target left without rules is at rest. It returns NotFound, and Conflict
+// when the project is archived.
+func (db *DB) DeleteAlarmRule(ctx context.Context, key SensorKey, ruleID int64) error {
+	return dbError("delete alarm rule", db.editRules(ctx, key, func(tx pgx.Tx, sensor Sensor) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM alarm_rules WHERE id = $1 AND sensor_id = $2`, ruleID, sensor.ID)
+		if err == nil && tag.RowsAffected() == 0 {
+			return notFound("delete alarm rule", pgx.ErrNoRows, "alarm rule")
+		}
+		return err
+	}))
+}
+
+func (db *DB) getRule(ctx context.Context, ruleID int64) (AlarmRule, error) {
+	rows, _ := db.pool.Query(ctx, `SELECT `+alarmRuleColumns+` FROM alarm_rules r JOIN alarm_levels l ON l.id = r.level_id WHERE r.id = $1`, ruleID)
+	rule, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[AlarmRule])
+	return rule, notFound("get alarm rule", err, "alarm rule")
+}
+
+// editRules runs edit on the sensor's rules, under the project's and the
+// sensor's locks as ingest takes them, then rechecks the sensor's alarms
+// in the same transaction.
+func (db *DB) editRules(ctx context.Context, key SensorKey, edit func(pgx.Tx, Sensor) error) error {
+	return pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if err := lockWritableProject(ctx, tx, key.OrgID, key.ProjectID); err != nil {
+			return err
+		}
+		sensor, err := lockSensor(ctx, tx, key)
+		if err != nil {
+			return err
+		}
+		if err := edit(tx, sensor); err != nil {
+			return err
+		}
+		return db.recheckAlarms(ctx, tx, sensor)
+	})
+}
+
+// ruleTarget returns the ids of spec's target and level, after checking
+// that the target is one of the sensor's inputs or outputs and the level
+// one of the project's (which it locks against deletion).
+func ruleTarget(ctx context.Context, tx pgx.Tx, sensor Sensor, spec AlarmRuleSpec) (targetID, levelID int64, err error) {
+	if levelID, err = projectLevel(ctx, tx, sensor.ProjectID, spec.Level); err != nil {
+		return 0, 0, err
+	}
+	var keys []string
+	if inst := sensor.Instance; inst != nil {
+		for _, in := range inst.Inputs {
+			if in.Key == spec.TargetKey {
+				return in.ID, levelID, nil
+			}
+			keys = append(keys, in.Key)
+		}
+		for _, o := range inst.Outputs {
+			if o.Key == spec.TargetKey {
+				return o.ID, levelID, nil
+			}
+			keys = append(keys, o.Key)
+		}
+	}
+	return 0, 0, &apperr.Error{Code: apperr.Invalid,
+		Message: fmt.Sprintf("target %q is not one of the sensor's inputs or outputs (%s)", spec.TargetKey, strings.Join(keys, ", ")),
+		Details: map[string]any{"field": "target"}}
+}
+
+// projectLevel returns the id of the project's level of that name, and
+// locks it against deletion. It returns Invalid when there is none.
+func projectLevel(ctx context.Context, tx pgx.Tx, projectID int64, name string) (int64, error) {
+	var id int64
+	err := tx.QueryRow(ctx, `SELECT id FROM alarm_levels WHERE name = $1 AND project_id = $2 FOR SHARE`, name, projectID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, &apperr.Error{Code: apperr.Invalid, Message: fmt.Sprintf("level %q is not one of the project's alarm levels", name),
+			Details: map[string]any{"field": "level"}}
+	}
+	return id, err
+}
