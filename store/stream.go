@@ -542,9 +542,11 @@ func (s *streamSource) note(r *Reading) {
 }
 
 // queueHours queues for the rollups the hours the stream wrote, read back
-// from the readings of its spans, since the stream keeps none of them.
+// from the readings of its spans, since the stream keeps none of them. A
+// span may hold stored readings the stream left alone (between a chunk's
+// instants, or a stage's): their hours are recomputed for nothing.
 func (w *streamWrite) queueHours(ctx context.Context) error {
-	for _, span := range []phase{w.direct, w.staged} {
+	for _, span := range []phase{w.chunked, w.direct, w.staged} {
 		if span.count == 0 {
 			continue
 		}
