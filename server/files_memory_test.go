@@ -108,7 +108,9 @@ func TestFileMemoryBounded(t *testing.T) {
 // TestFileAlarmsMatchBatches imports a file of 12,000 readings, which the
 // store evaluates in chunks of 5,000, in order (straight into readings)
 // and reversed (staged), and posts the same readings as two JSON batches
-// to a twin sensor: the alarm events must be the same. The
+// to a twin sensor: the alarm events must be the same. Over a stored
+// reading at the last instant, the file overwrites in order, a chunk at a
+// time, and its events must be those of the batches over that reading. The
 // readings exceed an Action rule of persistence 3 across the first chunk's
 // end, so a rule's streak that did not carry over would miss it.
 func TestFileAlarmsMatchBatches(t *testing.T) {
@@ -123,10 +125,16 @@ func TestFileAlarmsMatchBatches(t *testing.T) {
 	const n = 12_000
 	start := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 	events := map[string][]string{}
-	for _, how := range []string{"file", "reversed file", "json"} {
+	for _, how := range []string{"file", "reversed file", "json", "file over a stored reading", "json over a stored reading"} {
 		a := newAlarmSite(t, e, "Alarms by "+how)
 		a.rule(t, gen.AlarmRuleInput{Target: "digits", Level: "Action", Direction: "above", Threshold: 7000, Persistence: ptr(3)})
-		if how != "json" {
+		if strings.HasSuffix(how, "over a stored reading") {
+			last := []gen.ReadingInput{{Datetime: start.Add((n - 1) * time.Minute), Inputs: gen.Values{a.freq: freq(n - 1)}}}
+			if res, err := a.editor.PostReadingsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.tn.instanceID, nil, last); err != nil || res.StatusCode() != http.StatusOK {
+				t.Fatalf("POST the last reading: %v", err)
+			}
+		}
+		if strings.HasPrefix(how, "file") || how == "reversed file" {
 			var b []byte
 			b = append(b, "datetime,freq\n"...)
 			for k := range n {
@@ -168,5 +176,9 @@ func TestFileAlarmsMatchBatches(t *testing.T) {
 		if got := strings.Join(events[how], "; "); got != want {
 			t.Errorf("events of the %s\n  %s\nwant those of the batches\n  %s", how, got, want)
 		}
+	}
+	want = strings.Join(events["json over a stored reading"], "; ")
+	if got := strings.Join(events["file over a stored reading"], "; "); got != want || !strings.Contains(want, "2024-05-04T11:20:00.000Z") {
+		t.Errorf("events of the file over a stored reading\n  %s\nwant those of the batches\n  %s\nwith one at minute 5000", got, want)
 	}
 }

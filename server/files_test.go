@@ -372,3 +372,75 @@ func TestImportProfile(t *testing.T) {
 		wantRefusal(t, got, "line", "2", "no column names an input")
 	})
 }
+
+// TestFileReupload posts files over stored readings: in order they
+// overwrite a chunk at a time, out of order the rest is staged; the counts
+// are exact either way, the later reading wins, and a bad line anywhere
+// stores nothing.
+func TestFileReupload(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	c := e.client(tn.tokens[store.Editor])
+	file := func(lines ...string) string { return "datetime,1\n" + strings.Join(lines, "\n") + "\n" }
+	day := "2024-05-01T00:"
+
+	for _, step := range []struct {
+		name          string
+		body          string
+		new, replaced int64
+		stored        []string // minute=value
+	}{
+		{"First", file("2024-05-01 00:00:00,1", "2024-05-01 00:10:00,1", "2024-05-01 00:20:00,1"), 3, 0,
+			[]string{"00=1", "10=1", "20=1"}},
+		{"OrderedReupload", file("2024-05-01 00:00:00,2", "2024-05-01 00:10:00,2", "2024-05-01 00:20:00,2"), 0, 3,
+			[]string{"00=2", "10=2", "20=2"}},
+		{"PartialOverlap", file("2024-05-01 00:10:00,3", "2024-05-01 00:20:00,3", "2024-05-01 00:30:00,3", "2024-05-01 00:40:00,3"), 2, 2,
+			[]string{"00=2", "10=3", "20=3", "30=3", "40=3"}},
+		// 00 and 10 overwrite in order; from 05 on staged: 10 again is the
+		// file's own (counted once, the later wins), 05 and 50 are new.
+		{"OutOfOrderAfterOverlap", file("2024-05-01 00:00:00,4", "2024-05-01 00:10:00,4", "2024-05-01 00:05:00,4", "2024-05-01 00:10:00,5", "2024-05-01 00:50:00,4"), 2, 2,
+			[]string{"00=4", "05=4", "10=5", "20=3", "30=3", "40=3", "50=4"}},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			answer := fileImport(t, postFile(t, c, tn, tn.sensorID, gen.PostReadingsParams{}, step.body))
+			if answer.New != step.new || answer.Replaced != step.replaced {
+				t.Errorf("%d new, %d replaced; want %d and %d", answer.New, answer.Replaced, step.new, step.replaced)
+			}
+			var want []string
+			for _, s := range step.stored {
+				minute, value, _ := strings.Cut(s, "=")
+				want = append(want, day+minute+":00.000Z 1="+value)
+			}
+			if got := stored(t, c, tn, tn.sensorID); !slices.Equal(got, want) {
+				t.Errorf("stored\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
+	}
+
+	t.Run("BadLastLineStoresNothing", func(t *testing.T) {
+		// Past several chunks of the ordered overwrite, then a bad line.
+		start := time.Date(2024, 5, 2, 0, 0, 0, 0, time.UTC)
+		lines := func(value string) []string {
+			var out []string
+			for i := range 12_000 {
+				out = append(out, start.Add(time.Duration(i)*time.Second).Format("2006-01-02 15:04:05")+","+value)
+			}
+			return out
+		}
+		answer := fileImport(t, postFile(t, c, tn, tn.sensorID, gen.PostReadingsParams{}, file(lines("1")...)))
+		if answer.New != 12_000 || answer.Replaced != 0 {
+			t.Fatalf("%d new, %d replaced; want 12000 and 0", answer.New, answer.Replaced)
+		}
+		before := stored(t, c, tn, tn.sensorID)
+		res := postFile(t, c, tn, tn.sensorID, gen.PostReadingsParams{}, file(append(lines("9"), "2024-05-03 00:00:00,nine")...))
+		got := wantError(t, res.StatusCode(), res.Body, http.StatusBadRequest, "invalid")
+		wantRefusal(t, got, "line", "12002", "line 12002, column 1")
+		if n := countReadings(t, e); n != 7+12_000 {
+			t.Errorf("%d readings stored, want %d", n, 7+12_000)
+		}
+		if after := stored(t, c, tn, tn.sensorID); !slices.Equal(after, before) {
+			t.Errorf("a refused file changed the stored readings")
+		}
+	})
+}

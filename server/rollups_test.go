@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -85,6 +86,9 @@ func TestRollupsMatchReadings(t *testing.T) {
 			stored = append(stored, t)
 		}
 		if rng.IntN(2) == 0 { // as a file streams in
+			if rng.IntN(2) == 0 { // in time order: over stored readings, a chunk at a time
+				slices.SortStableFunc(batch, func(a, b store.Reading) int { return a.Time.Compare(b.Time) })
+			}
 			if _, err := e.db.InsertReadingStream(ctx, key, &readingStream{readings: batch}, 0); err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,42 +24,50 @@ type ReadingStream interface {
 
 // The statements of a streamed write. Readings after the sensor's newest,
 // each after the one before (a logger's new data), go straight into
-// readings by COPY. From the first that is not, the rest is staged in a
-// temporary table, numbered in the stream's order, and merged into
-// readings by set-based statements: the stream never sits in memory.
+// readings by COPY. Readings in order at or before it (a logger's file
+// uploaded again) overwrite a chunk at a time, as a JSON batch does, and
+// their instants are noted as the stream's own. From the first reading
+// that is not after the one before, the rest is staged in a temporary
+// table, numbered in the stream's order, and merged into readings by
+// set-based statements: the stream never sits in memory.
 const (
 	copyReadingsSQL = `COPY readings (sensor_id, datetime, input_ids, vals) FROM STDIN (FORMAT binary)`
-	createStageSQL  = `
+	createOwnSQL    = `CREATE TEMPORARY TABLE reading_own (datetime timestamptz) ON COMMIT DROP`
+	// overwriteChunkSQL deletes the stored readings at a chunk's instants
+	// ($4, ascending, from $2 to $3), whose count is the chunk's replaced,
+	// and notes the instants as the stream's own.
+	overwriteChunkSQL = `
+WITH own AS (INSERT INTO reading_own SELECT unnest($4::timestamptz[]))
+DELETE FROM readings WHERE sensor_id = $1 AND datetime BETWEEN $2::timestamptz AND $3::timestamptz AND datetime = ANY($4::timestamptz[])`
+	createStageSQL = `
 CREATE TEMPORARY TABLE reading_stage (seq bigint, datetime timestamptz, input_ids bigint[], vals float8[]) ON COMMIT DROP`
 	copyStageSQL = `COPY reading_stage (seq, datetime, input_ids, vals) FROM STDIN (FORMAT binary)`
 	// lastOfStageSQL is the stage, one reading an instant, the later of the
 	// stream winning.
 	lastOfStageSQL = `SELECT DISTINCT ON (datetime) datetime, input_ids, vals FROM reading_stage ORDER BY datetime, seq DESC`
 	// deleteStagedSQL deletes the stored readings at staged instants
-	// (%s: the stage, or its instants once each), and counts those before
-	// $4 (stored before the stream; those after, the stream wrote itself).
+	// (%s: the stage, or its instants once each), and counts those stored
+	// before the stream: neither from $4 on (the straight COPY's) nor
+	// among the overwriting chunks' own instants, once each.
 	deleteStagedSQL = `
 WITH gone AS (
     DELETE FROM readings r USING %s s
     WHERE r.sensor_id = $1 AND r.datetime BETWEEN $2 AND $3 AND r.datetime = s.datetime
     RETURNING r.datetime
 )
-SELECT count(*), count(*) FILTER (WHERE $4::timestamptz IS NULL OR datetime < $4) FROM gone`
+SELECT count(*), count(*) FILTER (WHERE ($4::timestamptz IS NULL OR g.datetime < $4) AND o.datetime IS NULL)
+FROM gone g LEFT JOIN reading_own o ON o.datetime = g.datetime`
 	insertStagedSQL = `
 INSERT INTO readings (sensor_id, datetime, input_ids, vals) SELECT $1, datetime, input_ids, vals FROM reading_stage`
 	insertLastOfStageSQL = `
 INSERT INTO readings (sensor_id, datetime, input_ids, vals) SELECT $1, datetime, input_ids, vals FROM (` + lastOfStageSQL + `) s`
-	// streamedSQL is the stream's readings as stored, in time order: those
-	// of the straight COPY, from %[2]s to %[3]s, and the staged ones, which
-	// streamedWithStageSQL adds; the cursor alarm evaluation reads. A
+	// streamedSQL is the stream's readings as stored, in time order, from
+	// %[2]s to %[3]s where %[4]s (those of the straight COPY, the chunks'
+	// own instants, the staged ones); the cursor alarm evaluation reads. A
 	// cursor takes no parameters, so the values are written in.
 	streamedSQL = `
 SELECT datetime, input_ids, vals FROM readings
-WHERE sensor_id = %[1]d AND datetime BETWEEN %[2]s AND %[3]s ORDER BY datetime`
-	streamedWithStageSQL = `
-SELECT datetime, input_ids, vals FROM readings
-WHERE sensor_id = %[1]d AND datetime BETWEEN least(%[2]s, %[4]s) AND greatest(%[3]s, %[5]s)
-  AND (datetime BETWEEN %[2]s AND %[3]s OR datetime IN (SELECT datetime FROM reading_stage))
+WHERE sensor_id = %[1]d AND datetime BETWEEN %[2]s AND %[3]s AND (%[4]s)
 ORDER BY datetime`
 )
 
@@ -119,7 +128,11 @@ type streamWrite struct {
 	known  []int64    // the sensor's input ids before the stream
 	newest *time.Time // the sensor's newest reading before the stream
 
-	direct, staged phase // what went straight into readings, and what was staged
+	chunked  phase // what overwrote a chunk at a time
+	replaced int64 // of the chunked, how many replaced a stored reading
+	own      bool  // reading_own exists
+	direct   phase // what went straight into readings
+	staged   phase // what was staged
 }
 
 // phase is a COPY of the stream's: how many readings and their span.
@@ -152,9 +165,18 @@ func (w *streamWrite) lock(ctx context.Context) error {
 	return err
 }
 
-// copy writes the stream: straight into readings while it brings new
-// readings in order, then into the stage.
+// copy writes the stream: a chunk at a time while it brings readings in
+// order that the sensor may hold already, straight into readings while
+// it brings new readings in order, then into the stage.
 func (w *streamWrite) copy(ctx context.Context) error {
+	if w.newest != nil && !w.src.held.Time.After(*w.newest) {
+		if err := w.overwrite(ctx); err != nil {
+			return err
+		}
+		if w.src.held == nil {
+			return nil
+		}
+	}
 	conn := w.tx.Conn().PgConn()
 	if w.newest == nil || w.src.held.Time.After(*w.newest) {
 		w.src.begin(true)
@@ -165,6 +187,9 @@ func (w *streamWrite) copy(ctx context.Context) error {
 	}
 	if w.src.held == nil {
 		return nil
+	}
+	if err := w.createOwn(ctx); err != nil { // deleteStagedSQL reads it
+		return err
 	}
 	if _, err := w.tx.Exec(ctx, createStageSQL); err != nil {
 		return err
@@ -177,10 +202,63 @@ func (w *streamWrite) copy(ctx context.Context) error {
 	return nil
 }
 
+// overwrite writes the stream, while each reading is after the one before
+// and not after the sensor's newest, in chunks the way insertReadings
+// writes a batch: the stored readings at the chunk's instants deleted,
+// then one COPY. A chunk holds each instant once and comes after the
+// chunk before, so each DELETE counts exactly the readings it replaces,
+// and each reading is written once. The chunks' instants are noted for
+// the stage's counting and for alarm evaluation.
+func (w *streamWrite) overwrite(ctx context.Context) error {
+	if err := w.createOwn(ctx); err != nil {
+		return err
+	}
+	conn := w.tx.Conn().PgConn()
+	chunk := make([]Reading, 0, stageChunk)
+	instants := make([]time.Time, 0, stageChunk)
+	w.src.begin(false)
+	for full := true; full; {
+		var err error
+		if chunk, err = w.src.chunk(chunk[:0], *w.newest); err != nil {
+			return err
+		}
+		if full = len(chunk) == cap(chunk); len(chunk) == 0 {
+			break
+		}
+		instants = instants[:0]
+		for _, r := range chunk {
+			instants = append(instants, r.Time)
+		}
+		// Planned for these instants, not cached: a cached statement's
+		// generic plan searches the array once for every stored row,
+		// where a plan for the values hashes it (twice as fast a file).
+		tag, err := w.tx.Exec(ctx, overwriteChunkSQL, pgx.QueryExecModeExec, w.key.SensorID, instants[0], instants[len(instants)-1], instants)
+		if err != nil {
+			return err
+		}
+		w.replaced += tag.RowsAffected()
+		if err := copyReadings(ctx, conn, w.key.SensorID, chunk); err != nil {
+			return err
+		}
+	}
+	w.chunked = w.src.phase
+	return nil
+}
+
+// createOwn creates reading_own, once.
+func (w *streamWrite) createOwn(ctx context.Context) error {
+	if w.own {
+		return nil
+	}
+	_, err := w.tx.Exec(ctx, createOwnSQL)
+	w.own = err == nil
+	return err
+}
+
 // merge checks the stream's inputs, moves the staged readings into
 // readings, evaluates alarms and keeps the newest reading.
 func (w *streamWrite) merge(ctx context.Context) (Written, error) {
-	written := Written{New: int(w.direct.count)}
+	written := Written{New: int(w.direct.count + w.chunked.count - w.replaced), Replaced: int(w.replaced)}
 	if err := w.inst.checkInputIDs(w.src.ids); err != nil {
 		return written, err
 	}
@@ -191,7 +269,7 @@ func (w *streamWrite) merge(ctx context.Context) (Written, error) {
 	if w.staged.count > 0 {
 		// Stored readings at staged instants are replaced: those stored
 		// before the stream count as replaced; those the straight COPY
-		// wrote were counted new already.
+		// or the chunks wrote were counted already.
 		var deleted, replaced int
 		var ownFrom *time.Time
 		if w.direct.count > 0 {
@@ -210,7 +288,7 @@ func (w *streamWrite) merge(ctx context.Context) (Written, error) {
 			return written, err
 		}
 		written.New += int(tag.RowsAffected()) - deleted
-		written.Replaced = replaced
+		written.Replaced += replaced
 	}
 	if err := w.queueHours(ctx); err != nil {
 		return written, err
@@ -238,14 +316,31 @@ func (w *streamWrite) evaluateAlarms(ctx context.Context) (events int, err error
 	literal := func(t time.Time) string {
 		return "'" + t.UTC().Format("2006-01-02T15:04:05.999999Z") + "'::timestamptz"
 	}
-	from, to := "NULL::timestamptz", "NULL::timestamptz" // BETWEEN NULL AND NULL selects nothing; least and greatest skip NULL
-	if w.direct.count > 0 {
-		from, to = literal(w.direct.first), literal(w.direct.last)
+	var from, to time.Time
+	var which []string
+	for _, p := range []struct {
+		phase
+		which string
+	}{
+		{w.chunked, "datetime IN (SELECT datetime FROM reading_own)"},
+		{w.direct, ""},
+		{w.staged, "datetime IN (SELECT datetime FROM reading_stage)"},
+	} {
+		if p.count == 0 {
+			continue
+		}
+		if p.which == "" {
+			p.which = fmt.Sprintf("datetime BETWEEN %s AND %s", literal(p.first), literal(p.last))
+		}
+		which = append(which, p.which)
+		if from.IsZero() || p.first.Before(from) {
+			from = p.first
+		}
+		if p.last.After(to) {
+			to = p.last
+		}
 	}
-	query := fmt.Sprintf(streamedSQL, sensorID, from, to)
-	if w.staged.count > 0 {
-		query = fmt.Sprintf(streamedWithStageSQL, sensorID, from, to, literal(w.staged.first), literal(w.staged.last))
-	}
+	query := fmt.Sprintf(streamedSQL, sensorID, literal(from), literal(to), strings.Join(which, " OR "))
 	if _, err := tx.Exec(ctx, `DECLARE streamed NO SCROLL CURSOR FOR `+query); err != nil {
 		return 0, err
 	}
@@ -319,6 +414,32 @@ func (s *streamSource) peek() error {
 func (s *streamSource) hold(r *Reading) {
 	s.heldBuf = Reading{Time: r.Time, InputIDs: append(s.heldBuf.InputIDs[:0], r.InputIDs...), Values: append(s.heldBuf.Values[:0], r.Values...)}
 	s.held = &s.heldBuf
+}
+
+// chunk appends to buf, up to its capacity, the stream's next readings
+// while each is after the one before in this phase and not after until,
+// and holds the first that is not. The readings appended reuse the
+// memory of buf's elements.
+func (s *streamSource) chunk(buf []Reading, until time.Time) ([]Reading, error) {
+	for len(buf) < cap(buf) {
+		r := s.held
+		s.held = nil
+		if r == nil {
+			var err error
+			if r, err = s.stream.Next(); err != nil || r == nil {
+				return buf, err
+			}
+		}
+		if r.Time.After(until) || (s.phase.count > 0 && !r.Time.After(s.phase.last)) {
+			s.hold(r)
+			break
+		}
+		s.note(r)
+		buf = buf[:len(buf)+1]
+		c := &buf[len(buf)-1]
+		c.Time, c.InputIDs, c.Values = r.Time, append(c.InputIDs[:0], r.InputIDs...), append(c.Values[:0], r.Values...)
+	}
+	return buf, nil
 }
 
 // begin starts a COPY: into readings when straight, else into the stage.
@@ -421,9 +542,11 @@ func (s *streamSource) note(r *Reading) {
 }
 
 // queueHours queues for the rollups the hours the stream wrote, read back
-// from the readings of its spans, since the stream keeps none of them.
+// from the readings of its spans, since the stream keeps none of them. A
+// span may hold stored readings the stream left alone (between a chunk's
+// instants, or a stage's): their hours are recomputed for nothing.
 func (w *streamWrite) queueHours(ctx context.Context) error {
-	for _, span := range []phase{w.direct, w.staged} {
+	for _, span := range []phase{w.chunked, w.direct, w.staged} {
 		if span.count == 0 {
 			continue
 		}

@@ -99,6 +99,76 @@ func TestInsertReadingStream(t *testing.T) {
 				t.Errorf("stored %s, want %s", got, want)
 			}
 		},
+		"OverwriteCounts": func(t *testing.T, db *store.DB) {
+			for _, c := range []struct {
+				name   string
+				stream []store.Reading
+				want   store.Written
+				stored string
+			}{
+				// Stored: 1, 3, 5. In order and not after 5: chunks.
+				{"OrderedReupload", []store.Reading{one(1, 1), one(3, 3), one(5, 5)}, store.Written{Replaced: 3}, "1=[1] 3=[3] 5=[5]"},
+				{"PartialOverlap", []store.Reading{one(0, 0), one(1, 1), one(2, 2), one(5, 5), one(6, 6), one(7, 7)}, store.Written{New: 4, Replaced: 2}, "0=[0] 1=[1] 2=[2] 3=[30] 5=[5] 6=[6] 7=[7]"},
+				// Chunked 1, 2, 3; staged from the second 2: 2 again and 3
+				// again (the stream's, counted once), 5 replaced once, 4 new.
+				{"OutOfOrderAfterOverlap", []store.Reading{one(1, 1), one(2, 2), one(3, 3), one(2, 22), one(5, 5), one(3, 33), one(4, 4), one(5, 55)}, store.Written{New: 2, Replaced: 3}, "1=[1] 2=[22] 3=[33] 4=[4] 5=[55]"},
+				// Chunked 1, 3; straight 6, 7; staged 3, 7, 5: replaced 1, 3, 5.
+				{"AllThreePhases", []store.Reading{one(1, 1), one(3, 3), one(6, 6), one(7, 7), one(3, 33), one(7, 77), one(5, 55)}, store.Written{New: 2, Replaced: 3}, "1=[1] 3=[33] 5=[55] 6=[6] 7=[77]"},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+					if _, err := db.InsertReadings(t.Context(), key, []store.Reading{one(1, 10), one(3, 30), one(5, 50)}); err != nil {
+						t.Fatal(err)
+					}
+					written, err := db.InsertReadingStream(t.Context(), key, &sliceStream{readings: c.stream}, time.Minute)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := written; got != c.want {
+						t.Errorf("written %+v, want %+v", got, c.want)
+					}
+					if got := storedReadings(t, db, key); got != c.stored {
+						t.Errorf("stored %s, want %s", got, c.stored)
+					}
+				})
+			}
+		},
+		"OverwriteManyChunks": func(t *testing.T, db *store.DB) {
+			key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+			// Every other second stored; the stream is every second, past
+			// several chunks, then one out of order.
+			const n = 12_000
+			var stored, stream []store.Reading
+			for i := range n {
+				r := store.Reading{Time: at(0).Add(time.Duration(i) * time.Second), InputIDs: []int64{1}, Values: []float64{float64(i)}}
+				if i%2 == 0 {
+					stored = append(stored, store.Reading{Time: r.Time, InputIDs: r.InputIDs, Values: []float64{-1}})
+				}
+				stream = append(stream, r)
+			}
+			if _, err := db.InsertReadings(t.Context(), key, stored); err != nil {
+				t.Fatal(err)
+			}
+			stream = append(stream, stream[0], stream[1])
+			written, err := db.InsertReadingStream(t.Context(), key, &sliceStream{readings: stream}, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := written, (store.Written{New: n / 2, Replaced: n / 2}); got != want {
+				t.Errorf("written %+v, want %+v", got, want)
+			}
+			var count int
+			err = db.ListReadings(t.Context(), store.Sensor{ID: key.SensorID}, store.ReadingQuery{From: store.MinTime, To: store.MaxTime}, func(r *store.Reading) error {
+				if want := float64(r.Time.Sub(at(0)) / time.Second); r.Values[0] != want {
+					t.Fatalf("at %s: %v, want %v", r.Time, r.Values[0], want)
+				}
+				count++
+				return nil
+			})
+			if err != nil || count != n {
+				t.Errorf("%d readings stored, %v; want %d", count, err, n)
+			}
+		},
 		"StreamErrorStoresNothing": func(t *testing.T, db *store.DB) {
 			key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
 			bad := apperr.Errorf(apperr.Invalid, "line 4, column freq: not a number")
