@@ -1054,7 +1054,18 @@ export interface paths {
          *     (its blueprint's, or every input its readings have had).
          *
          *     Input aggregates are computed by the database; output aggregates by
-         *     evaluating the formulas on each reading as it streams. A function
+         *     evaluating the formulas on each reading as it streams. Buckets of
+         *     whole hours (`1h`, `6h`, `1d`, `7d`…) aligned on the hour in the
+         *     zone throughout the range (UTC, Europe/Paris, America/New_York; not
+         *     Asia/Kolkata's +05:30 nor Australia/Lord_Howe's half-hour shift),
+         *     without `median`, are read from hourly rollups of every input and
+         *     output kept by the service: for the whole hours of the range whose
+         *     rollups are current, and from the readings for the rest (the edges
+         *     of a range that does not start or end on the hour, the hours
+         *     written, deleted or whose formulas, constants, calibrations or
+         *     baselines were edited since their rollups were last computed,
+         *     usually a few seconds). The answer is the same either way, to the
+         *     rounding of sums; `X-Rollups` says where it came from. A function
          *     without a value (`rate` of one reading, say) is null, and so is one
          *     whose value is beyond a float64 (a `sum`, `range` or `rate` past
          *     ±1.7976931348623157e308): any finite values stored can be
@@ -5675,6 +5686,16 @@ export interface operations {
                      * @example 1h
                      */
                     "X-Readings-Interval"?: string;
+                    /**
+                     * @description Where the answer came from: `used`, every bucket from the
+                     *     hourly rollups; `partial`, from rollups and, for some hours
+                     *     (the edges of the range, hours changed since their rollups
+                     *     were computed), from the readings; `none`, from the readings
+                     *     alone (buckets not of whole hours or not aligned on the
+                     *     hour in `tz`, `median`, or a range with no whole hour).
+                     * @example used
+                     */
+                    "X-Rollups"?: "used" | "partial" | "none";
                     [name: string]: unknown;
                 };
                 content: {
