@@ -290,19 +290,7 @@ func (db *DB) ListLinkReadings(ctx context.Context, sensor Sensor, q LinkQuery, 
 }
 
 func listLinkReadings(ctx context.Context, db querier, sensor Sensor, q LinkQuery, fn func(*Reading) error) error {
-	rows, err := db.Query(ctx, listLinkReadingsSQL, sensor.ID, q.From, q.First, q.To, q.InputID)
-	if err != nil {
-		return dbError("list link readings", err)
-	}
-	var fnErr error
-	err = ScanReadings(rows, func(r *Reading) error {
-		fnErr = fn(r)
-		return fnErr
-	})
-	if fnErr != nil {
-		return fnErr
-	}
-	return dbError("list link readings", err)
+	return streamReadings(ctx, db, "list link readings", fn, listLinkReadingsSQL, sensor.ID, q.From, q.First, q.To, q.InputID)
 }
 
 // LinkReader reads what computing linked inputs needs: each link's

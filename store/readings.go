@@ -282,11 +282,17 @@ func (db *DB) ListReadings(ctx context.Context, sensor Sensor, q ReadingQuery, f
 	if q.Limit > 0 {
 		limit = &q.Limit
 	}
-	rows, err := db.pool.Query(ctx, query, sensor.ID, q.From, q.To, limit, q.Offset)
+	return streamReadings(ctx, db.pool, "list readings", fn, query, sensor.ID, q.From, q.To, limit, q.Offset)
+}
+
+// streamReadings runs query and calls fn with each reading as its row
+// arrives. fn's own errors (a client gone, say) are returned as they are,
+// not as the database's.
+func streamReadings(ctx context.Context, db querier, what string, fn func(*Reading) error, query string, args ...any) error {
+	rows, err := db.Query(ctx, query, args...)
 	if err != nil {
-		return dbError("list readings", err)
+		return dbError(what, err)
 	}
-	// fn's own errors (a client gone, say) are not the database's.
 	var fnErr error
 	err = ScanReadings(rows, func(r *Reading) error {
 		fnErr = fn(r)
@@ -295,7 +301,7 @@ func (db *DB) ListReadings(ctx context.Context, sensor Sensor, q ReadingQuery, f
 	if fnErr != nil {
 		return fnErr
 	}
-	return dbError("list readings", err)
+	return dbError(what, err)
 }
 
 // InputIDs returns every input id the sensor's readings have had,
