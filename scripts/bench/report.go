@@ -241,6 +241,8 @@ func latency(p50, p99 time.Duration) string {
 // duration writes d to three significant digits in a unit that suits it.
 func duration(d time.Duration) string {
 	switch {
+	case d >= 1000*time.Second: // whole seconds, not 1.51e+03
+		return strconv.FormatFloat(d.Seconds(), 'f', 0, 64) + " s"
 	case d >= time.Second:
 		return strconv.FormatFloat(d.Seconds(), 'g', 3, 64) + " s"
 	case d >= time.Millisecond:
