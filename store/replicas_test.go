@@ -143,3 +143,54 @@ func TestCaughtUp(t *testing.T) {
 		t.Errorf("CaughtUp(%q) = %v, want Invalid", "yesterday", err)
 	}
 }
+
+// Two replicas maintaining the rollups at once recompute each queued hour
+// once between them: the queue's rows are locked FOR UPDATE SKIP LOCKED.
+func TestMaintainRollupsOnce(t *testing.T) {
+	t.Parallel()
+	url := storetest.NewDatabase(t)
+	pool := openReplica(t, url)
+	a, b := store.New(pool), store.New(openReplica(t, url))
+	org := newOrg(t, a)
+	key := newSensor(t, a, newProject(t, a, org), nil)
+	const hours = 200
+	start := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	readings := make([]store.Reading, 0, hours*6)
+	for i := range hours * 6 {
+		readings = append(readings, store.Reading{Time: start.Add(time.Duration(i) * 10 * time.Minute), InputIDs: []int64{1}, Values: []float64{float64(i)}})
+	}
+	if _, err := a.InsertReadings(t.Context(), key, readings); err != nil {
+		t.Fatal(err)
+	}
+	noOutputs := func(store.Sensor) store.Outputs { return nil }
+	done := make([]int, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, db := range []*store.DB{a, b} {
+		wg.Go(func() {
+			for {
+				n, err := db.MaintainRollups(t.Context(), noOutputs, 7)
+				done[i] += n
+				if err != nil || n < 7 {
+					errs[i] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if got := done[0] + done[1]; got != hours {
+		t.Errorf("the replicas recomputed %d + %d hours, want %d between them", done[0], done[1], hours)
+	}
+	var rolled, queued int
+	err := pool.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM rollup_hours WHERE sensor_id = $1), (SELECT count(*) FROM rollup_dirty WHERE sensor_id = $1)`, key.SensorID).Scan(&rolled, &queued)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rolled != hours || queued != 0 {
+		t.Errorf("%d hours rolled up and %d queued, want %d and 0", rolled, queued, hours)
+	}
+}
