@@ -194,3 +194,49 @@ func TestMaintainRollupsOnce(t *testing.T) {
 		t.Errorf("%d hours rolled up and %d queued, want %d and 0", rolled, queued, hours)
 	}
 }
+
+// A sensor being written (a slow file upload holds its lock) holds up no
+// other sensor's rollups: the maintainer skips it and comes back to it.
+func TestMaintainRollupsSkipsASensorBeingWritten(t *testing.T) {
+	t.Parallel()
+	url := storetest.NewDatabase(t)
+	pool := openReplica(t, url)
+	db := store.New(pool)
+	project := newProject(t, db, newOrg(t, db))
+	busy, free := newSensor(t, db, project, nil), newSensor(t, db, project, nil)
+	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	for _, key := range []store.SensorKey{busy, free} {
+		if _, err := db.InsertReadings(t.Context(), key, []store.Reading{{Time: at, InputIDs: []int64{1}, Values: []float64{1}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writer, err := pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Rollback(context.WithoutCancel(t.Context()))
+	if _, err := writer.Exec(t.Context(), `SELECT FROM sensors WHERE id = $1 FOR NO KEY UPDATE`, busy.SensorID); err != nil {
+		t.Fatal(err)
+	}
+	noOutputs := func(store.Sensor) store.Outputs { return nil }
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	done := 0
+	for range 3 { // a round may stop at the busy sensor; the next goes on
+		n, err := db.MaintainRollups(ctx, noOutputs, 10)
+		if err != nil {
+			t.Fatalf("MaintainRollups while a sensor is being written: %v", err)
+		}
+		done += n
+	}
+	if done != 1 {
+		t.Errorf("recomputed %d hours while the other sensor was being written, want 1 (the free sensor's)", done)
+	}
+	if err := writer.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	n, err := db.MaintainRollups(t.Context(), noOutputs, 10)
+	if err != nil || n != 1 {
+		t.Errorf("MaintainRollups after the write = %d, %v; want the busy sensor's 1 hour", n, err)
+	}
+}

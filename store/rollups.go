@@ -132,11 +132,14 @@ func (db *DB) rollupSensor(ctx context.Context, sensorID int64, outputsOf Output
 	var n int
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		// The sensor first, as its writers lock it, then the hours: a
-		// writer holding the sensor never waits for an hour held here.
-		rows, _ := tx.Query(ctx, `SELECT `+sensorColumns+` FROM sensors s WHERE s.id = $1 FOR SHARE OF s`, sensorID)
+		// writer holding the sensor never waits for an hour held here. A
+		// sensor being written (a file can take a while) is skipped, not
+		// waited for, so that it holds up no other sensor's hours; its own
+		// wait for a later round.
+		rows, _ := tx.Query(ctx, `SELECT `+sensorColumns+` FROM sensors s WHERE s.id = $1 FOR SHARE OF s SKIP LOCKED`, sensorID)
 		sensor, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil // deleted, and its queue with it
+			return nil // being written, or deleted and its queue with it
 		}
 		if err != nil {
 			return err
