@@ -146,14 +146,7 @@ func (db *DB) getRule(ctx context.Context, ruleID int64) (AlarmRule, error) {
 // sensor's locks as ingest takes them, then rechecks the sensor's alarms
 // in the same transaction.
 func (db *DB) editRules(ctx context.Context, key SensorKey, edit func(pgx.Tx, Sensor) error) error {
-	return pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if err := lockWritableProject(ctx, tx, key.OrgID, key.ProjectID); err != nil {
-			return err
-		}
-		sensor, err := lockSensor(ctx, tx, key)
-		if err != nil {
-			return err
-		}
+	return db.editSensor(ctx, key, func(tx pgx.Tx, sensor Sensor) error {
 		if err := edit(tx, sensor); err != nil {
 			return err
 		}

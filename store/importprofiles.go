@@ -97,14 +97,7 @@ func (db *DB) ImportProfileOf(ctx context.Context, sensor Sensor) (*ImportProfil
 // its instance, or a decimal id for a sensor without one) or two columns
 // that feed one input; Conflict when the project is archived.
 func (db *DB) SetImportProfile(ctx context.Context, key SensorKey, spec ImportProfileSpec) (ImportProfile, error) {
-	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if err := lockWritableProject(ctx, tx, key.OrgID, key.ProjectID); err != nil {
-			return err
-		}
-		sensor, err := lockSensor(ctx, tx, key)
-		if err != nil {
-			return err
-		}
+	err := db.editSensor(ctx, key, func(tx pgx.Tx, sensor Sensor) error {
 		columns, err := ResolveColumns(sensor.Instance, spec.Columns)
 		if err != nil {
 			return err
@@ -185,15 +178,8 @@ func (inst *Instance) InputList() string {
 // so that it has the defaults again. It returns NotFound for a sensor that
 // does not exist, and Conflict when the project is archived.
 func (db *DB) DeleteImportProfile(ctx context.Context, key SensorKey) error {
-	return dbError("delete import profile", pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if err := lockWritableProject(ctx, tx, key.OrgID, key.ProjectID); err != nil {
-			return err
-		}
-		sensor, err := lockSensor(ctx, tx, key)
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `DELETE FROM import_profiles WHERE sensor_id = $1`, sensor.ID)
+	return dbError("delete import profile", db.editSensor(ctx, key, func(tx pgx.Tx, sensor Sensor) error {
+		_, err := tx.Exec(ctx, `DELETE FROM import_profiles WHERE sensor_id = $1`, sensor.ID)
 		return err
 	}))
 }

@@ -65,14 +65,7 @@ func (db *DB) SetOverdueRule(ctx context.Context, key SensorKey, level string, a
 			Message: fmt.Sprintf("after_seconds must be whole seconds from %d to %d", int(MinOverdue.Seconds()), int(MaxOverdue.Seconds())),
 			Details: map[string]any{"field": "after_seconds"}}
 	}
-	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if err := lockWritableProject(ctx, tx, key.OrgID, key.ProjectID); err != nil {
-			return err
-		}
-		sensor, err := lockSensor(ctx, tx, key)
-		if err != nil {
-			return err
-		}
+	err := db.editSensor(ctx, key, func(tx pgx.Tx, sensor Sensor) error {
 		levelID, err := projectLevel(ctx, tx, sensor.ProjectID, level)
 		if err != nil {
 			return err
@@ -93,14 +86,7 @@ ON CONFLICT (sensor_id) DO UPDATE SET level_id = EXCLUDED.level_id, after_second
 // overdue alarm, if raised. It returns NotFound, and Conflict when the
 // project is archived.
 func (db *DB) DeleteOverdueRule(ctx context.Context, key SensorKey) error {
-	return dbError("delete overdue rule", pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if err := lockWritableProject(ctx, tx, key.OrgID, key.ProjectID); err != nil {
-			return err
-		}
-		sensor, err := lockSensor(ctx, tx, key)
-		if err != nil {
-			return err
-		}
+	return dbError("delete overdue rule", db.editSensor(ctx, key, func(tx pgx.Tx, sensor Sensor) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM alarm_overdue WHERE sensor_id = $1`, sensor.ID)
 		if err != nil {
 			return err

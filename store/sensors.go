@@ -114,17 +114,9 @@ func (db *DB) GetSensor(ctx context.Context, key SensorKey) (Sensor, error) {
 // edited instance changed meanwhile or is gone.
 func (db *DB) UpdateSensor(ctx context.Context, key SensorKey, patch SensorPatch) (Sensor, error) {
 	var sensor Sensor
-	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if err := lockWritableProject(ctx, tx, key.OrgID, key.ProjectID); err != nil {
-			return err
-		}
-		// The lock waits for batches being ingested (they hold a share
-		// lock), so a new instance never meets readings checked against the
-		// old one.
-		current, err := lockSensor(ctx, tx, key)
-		if err != nil {
-			return err
-		}
+	// The sensor's lock waits for batches being ingested, so a new
+	// instance never meets readings checked against the old one.
+	err := db.editSensor(ctx, key, func(tx pgx.Tx, current Sensor) error {
 		blueprintID, inst, err := nextInstance(ctx, tx, key.OrgID, current, patch)
 		if err != nil {
 			return err
@@ -167,6 +159,22 @@ func lockSensor(ctx context.Context, tx pgx.Tx, key SensorKey) (Sensor, error) {
 		key.OrgID, key.ProjectID, key.SensorID)
 	sensor, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
 	return sensor, notFound("lock sensor", err, "sensor")
+}
+
+// editSensor runs edit in a transaction, with the sensor locked as its
+// writers lock it, under its project's lock: NotFound for a sensor not
+// there, Conflict for an archived project.
+func (db *DB) editSensor(ctx context.Context, key SensorKey, edit func(pgx.Tx, Sensor) error) error {
+	return pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if err := lockWritableProject(ctx, tx, key.OrgID, key.ProjectID); err != nil {
+			return err
+		}
+		sensor, err := lockSensor(ctx, tx, key)
+		if err != nil {
+			return err
+		}
+		return edit(tx, sensor)
+	})
 }
 
 // nextInstance is the blueprint and instance a sensor of orgID has after
