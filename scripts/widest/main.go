@@ -109,11 +109,7 @@ func run(ctx context.Context, c config) error {
 		phase = fmt.Sprintf("ingest: %d POSTs, %d at once, of %d readings x 100 inputs (%s bodies)",
 			2*c.posts, c.postsAtOnce, readings/(2*c.posts), mib(int64(w.bodySize)))
 	case "read":
-		var st state
-		b, err := os.ReadFile(c.stateFile)
-		if err == nil {
-			err = json.Unmarshal(b, &st)
-		}
+		st, err := loadState(c.stateFile)
 		if err != nil {
 			return err
 		}
@@ -123,11 +119,7 @@ func run(ctx context.Context, c config) error {
 		}
 		phase = fmt.Sprintf("reads: %d heavy reads started at once, %d waits for an export slot (%s of answers)", n, w.retries.Load(), mib(bytesRead))
 	case "file":
-		var st state
-		b, err := os.ReadFile(c.stateFile)
-		if err == nil {
-			err = json.Unmarshal(b, &st)
-		}
+		st, err := loadState(c.stateFile)
 		if err != nil {
 			return err
 		}
@@ -154,6 +146,16 @@ func run(ctx context.Context, c config) error {
 type state struct {
 	Sensors   []sensor
 	PerSensor int
+}
+
+// loadState reads the state the ingest phase left for the later ones.
+func loadState(path string) (state, error) {
+	var st state
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(b, &st)
+	}
+	return st, err
 }
 
 type widest struct {
