@@ -141,7 +141,7 @@ func (s *Server) sourceValue(ctx context.Context, lr store.LinkReader, source st
 // request's reader.
 func (s *Server) linkedOutputs(ctx context.Context, sensor store.Sensor, at []time.Time) (*outputsWriter, error) {
 	var links []*formulas.Link
-	if len(at) > 0 && hasLinks(sensor) {
+	if len(at) > 0 && sensor.Instance.Linked() {
 		var err error
 		if links, err = s.sensorLinks(ctx, s.reader(ctx), sensor, at[0], at[len(at)-1], at, 0); err != nil {
 			return nil, err
@@ -150,17 +150,13 @@ func (s *Server) linkedOutputs(ctx context.Context, sensor store.Sensor, at []ti
 	return s.newOutputsWriter(sensor, links), nil
 }
 
-func hasLinks(sensor store.Sensor) bool {
-	return sensor.Instance != nil && slices.ContainsFunc(sensor.Instance.Inputs, func(in store.InstanceInput) bool { return in.Link != nil })
-}
-
 // listReadings calls fn with each reading q selects and, when outputs
 // are wanted, the outputs writer to compute it with (else nil). Without
 // links, the readings stream; with links, they are read first (q's limit
 // bounds them), the connection is released, and then each source is read
 // once for their instants, before fn sees any.
 func (s *Server) listReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, outputs bool, fn func(*store.Reading, *outputsWriter) error) error {
-	if !outputs || !hasLinks(sensor) {
+	if !outputs || !sensor.Instance.Linked() {
 		var w *outputsWriter
 		if outputs {
 			w = s.newOutputsWriter(sensor, nil)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/sensorreadings/readings/store"
@@ -51,7 +50,7 @@ func (s *Server) RecomputeRollups(ctx context.Context) (int, error) {
 // does. A sensor with linked inputs has none: its outputs follow other
 // sensors' readings, so queries always compute them from the readings.
 func (s *Server) rollupOutputs(sensor store.Sensor) store.Outputs {
-	if inst := sensor.Instance; inst != nil && slices.ContainsFunc(inst.Inputs, func(in store.InstanceInput) bool { return in.Link != nil }) {
+	if sensor.Instance.Linked() {
 		return nil
 	}
 	if w := s.newOutputsWriter(sensor, nil); w.outputs != nil {

@@ -153,7 +153,7 @@ func planBuckets(ctx context.Context, tx pgx.Tx, sensor Sensor, q BucketQuery, o
 	}
 	p.inputs.add(h1, q.To)
 	p.outputs.add(h1, q.To)
-	if sensor.Instance.linked() {
+	if sensor.Instance.Linked() {
 		// A linked input's value is another sensor's, which the hours'
 		// rollups do not follow: its outputs are always read.
 		p.outputs = spans{}

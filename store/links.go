@@ -313,7 +313,7 @@ func (t txLinks) ListLinkReadings(ctx context.Context, sensor Sensor, q LinkQuer
 	return listLinkReadings(ctx, t.tx, sensor, q, fn)
 }
 
-// linked tells whether any input of inst takes another sensor's value.
-func (inst *Instance) linked() bool {
+// Linked tells whether any input of inst takes another sensor's value.
+func (inst *Instance) Linked() bool {
 	return inst != nil && slices.ContainsFunc(inst.Inputs, func(in InstanceInput) bool { return in.Link != nil })
 }
