@@ -130,8 +130,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	serveFn, err := serveHTTP(c, httpServer, ln)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	served := make(chan error, 1)
-	go func() { served <- httpServer.Serve(ln) }()
+	go func() { served <- serveFn() }()
 
 	// Token use is recorded until the server has stopped, then flushed.
 	recordCtx, stopRecording := context.WithCancel(context.WithoutCancel(ctx))
@@ -182,7 +187,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		defer stopProfiling()
 	}
 
-	log.Info("listening", "url", "http://"+ln.Addr().String())
+	log.Info("listening", "url", listenURL(c, ln))
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)
