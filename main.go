@@ -4,6 +4,7 @@
 //	readings [serve]   serve the API (the default)
 //	readings migrate   apply the database migrations and exit
 //	readings admin …   create organizations, users and tokens
+//	readings backup-metrics   pgBackRest's info as Prometheus metrics, for a textfile collector
 //
 // Every setting is a flag whose default comes from the environment; run
 // `readings serve -h` for the list.
@@ -55,8 +56,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return migrate(ctx, args, getenv, stderr)
 	case "admin":
 		return admin(ctx, args, getenv, stdout, stderr)
+	case "backup-metrics":
+		return backupMetrics(ctx, args, stdout, stderr)
 	}
-	return fmt.Errorf("unknown command %q: use serve, migrate or admin", command)
+	return fmt.Errorf("unknown command %q: use serve, migrate, admin or backup-metrics", command)
 }
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
