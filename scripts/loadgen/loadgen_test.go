@@ -352,3 +352,20 @@ func TestLoadPolicy(t *testing.T) {
 		})
 	}
 }
+
+// Load goes to this machine only, over http or https.
+func TestLoopbackBase(t *testing.T) {
+	for base, want := range map[string]bool{
+		"http://127.0.0.1:8080":             true,
+		"https://127.0.0.1:8090":            true,
+		"https://localhost:8090/":           true,
+		"http://127.0.0.1":                  false,
+		"https://example.com:443":           false,
+		"https://127.0.0.1.example.com:443": false,
+		"ftp://127.0.0.1:21":                false,
+	} {
+		if got := loopbackBase(base); got != want {
+			t.Errorf("loopbackBase(%q) = %v, want %v", base, got, want)
+		}
+	}
+}
