@@ -1,10 +1,11 @@
 // Command readings is the Sensor Readings Service: an HTTP API that stores
 // time-stamped sensor readings in PostgreSQL and serves them back.
 //
-//	readings [serve]   serve the API (the default)
-//	readings migrate   apply the database migrations and exit
-//	readings admin …   create organizations, users and tokens
-//	readings backup-metrics   pgBackRest's info as Prometheus metrics, for a textfile collector
+//	readings [serve]         serve the API (the default)
+//	readings migrate         apply the database migrations and exit
+//	readings admin …         create organizations, users and tokens
+//	readings backup-metrics  pgBackRest's info as Prometheus metrics, for a textfile collector
+//	readings healthcheck     exit 0 when the service on this host is ready, for a container's health check
 //
 // Every setting is a flag whose default comes from the environment; run
 // `readings serve -h` for the list.
@@ -58,8 +59,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return admin(ctx, args, getenv, stdout, stderr)
 	case "backup-metrics":
 		return backupMetrics(ctx, args, stdout, stderr)
+	case "healthcheck":
+		return healthcheck(ctx, args, getenv, stderr)
 	}
-	return fmt.Errorf("unknown command %q: use serve, migrate, admin or backup-metrics", command)
+	return fmt.Errorf("unknown command %q: use serve, migrate, admin, backup-metrics or healthcheck", command)
 }
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {

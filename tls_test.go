@@ -128,6 +128,13 @@ func TestServeTLS(t *testing.T) {
 	if res.StatusCode != http.StatusOK || res.TLS == nil || res.ProtoMajor != 2 {
 		t.Errorf("GET https://%s/readyz = %d over %s (TLS %v), want 200 over HTTP/2 and TLS", addr, res.StatusCode, res.Proto, res.TLS != nil)
 	}
+	// The container's health check finds it where serve listens, over TLS.
+	if err := run(t.Context(), []string{"healthcheck"}, envOf(map[string]string{"LISTEN_ADDR": addr, "TLS_CERT": certFile, "TLS_KEY": keyFile}), io.Discard, io.Discard); err != nil {
+		t.Errorf("healthcheck of the HTTPS service: %v", err)
+	}
+	if err := run(t.Context(), []string{"healthcheck"}, envOf(map[string]string{"LISTEN_ADDR": addr}), io.Discard, io.Discard); err == nil {
+		t.Error("healthcheck over plain HTTP of the HTTPS service passed")
+	}
 	plain, err := http.Get("http://" + addr + "/readyz")
 	if err != nil {
 		t.Fatalf("plain HTTP: %v", err)
@@ -149,5 +156,30 @@ func TestServeTLSBadKey(t *testing.T) {
 		envOf(map[string]string{"DATABASE_URL": url}), io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "tls") {
 		t.Errorf("serve with another certificate's key = %v, want a tls error", err)
+	}
+}
+
+func TestReadyURL(t *testing.T) {
+	for _, tt := range []struct {
+		addr, cert, want string
+	}{
+		{addr: "127.0.0.1:8080", want: "http://127.0.0.1:8080/readyz"},
+		{addr: "0.0.0.0:8080", want: "http://127.0.0.1:8080/readyz"},
+		{addr: ":9090", want: "http://127.0.0.1:9090/readyz"},
+		{addr: "[::]:8080", want: "http://[::1]:8080/readyz"},
+		{addr: "0.0.0.0:8443", cert: "c.pem", want: "https://127.0.0.1:8443/readyz"},
+	} {
+		got, err := readyURL(&config{addr: tt.addr, tlsCert: tt.cert})
+		if err != nil || got != tt.want {
+			t.Errorf("readyURL(%q, cert %q) = %q, %v; want %q", tt.addr, tt.cert, got, err, tt.want)
+		}
+	}
+}
+
+// Nothing listening is unhealthy.
+func TestHealthcheckNothingListens(t *testing.T) {
+	err := run(t.Context(), []string{"healthcheck"}, envOf(map[string]string{"LISTEN_ADDR": freeAddr(t)}), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "healthcheck") {
+		t.Errorf("healthcheck with nothing listening = %v, want an error", err)
 	}
 }
