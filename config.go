@@ -36,6 +36,8 @@ type config struct {
 	maxStreamsToken int
 	shutdownTimeout time.Duration
 	pprofAddr       string
+	tlsCert         string
+	tlsKey          string
 	alarmCheck      time.Duration
 	rollupInterval  time.Duration
 	webhookTimeout  time.Duration
@@ -68,6 +70,8 @@ func (c *config) register(fs *flag.FlagSet, e *env) {
 	fs.DurationVar(&c.webhookTimeout, "webhook-timeout", e.duration("WEBHOOK_TIMEOUT", 10*time.Second), "how long a webhook receiver may take to answer (WEBHOOK_TIMEOUT)")
 	fs.IntVar(&c.webhookAttempts, "webhook-max-attempts", e.int("WEBHOOK_MAX_ATTEMPTS", 8), "attempts of a webhook delivery before it is marked failed (WEBHOOK_MAX_ATTEMPTS)")
 	fs.BoolVar(&c.webhookPrivate, "webhook-allow-private", e.bool("WEBHOOK_ALLOW_PRIVATE", false), "let webhooks reach loopback, private and link-local addresses (WEBHOOK_ALLOW_PRIVATE)")
+	fs.StringVar(&c.tlsCert, "tls-cert", e.string("TLS_CERT", ""), "serve HTTPS with the PEM certificate chain in this `file`; needs -tls-key (TLS_CERT)")
+	fs.StringVar(&c.tlsKey, "tls-key", e.string("TLS_KEY", ""), "the PEM private key `file` of -tls-cert (TLS_KEY)")
 	fs.StringVar(&c.pprofAddr, "pprof-addr", e.string("PPROF_ADDR", ""), "serve /debug/pprof on this `host:port`, for profiling; off when empty (PPROF_ADDR)")
 	// TimescaleDB only, applied with the migrations; docs/performance.md
 	// says why these defaults suit minute-rate sensors.
@@ -133,6 +137,9 @@ func (c *config) validate() error {
 	if c.webhookAttempts < 1 || c.webhookAttempts > 20 {
 		return fmt.Errorf("-webhook-max-attempts %d is out of 1 to 20", c.webhookAttempts)
 	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		errs = append(errs, errors.New("-tls-cert and -tls-key (TLS_CERT, TLS_KEY) go together: set both to serve HTTPS, or neither"))
+	}
 	if c.maxStreamsToken < 1 {
 		errs = append(errs, fmt.Errorf("max streams per token %d must be at least 1", c.maxStreamsToken))
 	}
@@ -162,6 +169,8 @@ func (c *config) logValue() slog.Value {
 		slog.Int("max_streams_per_token", c.maxStreamsToken),
 		slog.Duration("shutdown_timeout", c.shutdownTimeout),
 		slog.String("pprof_addr", c.pprofAddr),
+		slog.String("tls_cert", c.tlsCert),
+		slog.String("tls_key", c.tlsKey),
 		slog.Duration("alarm_check_interval", c.alarmCheck),
 		slog.Duration("rollup_interval", c.rollupInterval),
 		slog.Duration("webhook_timeout", c.webhookTimeout),

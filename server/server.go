@@ -162,7 +162,7 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 	}
 	s := &Server{store: st, log: log, cfg: cfg, ops: ops, limits: newRateLimits(cfg.RateLimit, cfg.RateBurst),
 		streams: newStreamLimits(cfg.MaxStreams, cfg.MaxStreamsPerToken), wake: make(chan struct{}, 1)}
-	s.metrics = newMetrics(st, s.streams.openStreams)
+	s.metrics = newMetrics(st, log, s.streams.openStreams)
 	if s.cfg.WebhookTimeout <= 0 {
 		s.cfg.WebhookTimeout = 10 * time.Second
 	}
