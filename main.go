@@ -86,7 +86,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 			return err
 		}
 	}
-	db := store.New(pool, c.maxInputs)
+	limits := c.caps
+	limits.SensorInputs = c.maxInputs
+	db := store.New(pool, limits)
 	if err := db.LogStorageMode(ctx, log); err != nil {
 		return err
 	}
