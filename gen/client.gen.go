@@ -601,8 +601,8 @@ type ClientInterface interface {
 	// row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
 	// by sensor (ascending id), oldest first. It is the shape a chart of
 	// several sensors wants (docs/grafana.md). `sensors` names at most
-	// 20 sensors; without it, every sensor of the project, when it has at
-	// most 20 (a 400 otherwise). A page holds the values of at most
+	// 20 sensors of the project (another's answers 404); without it, every
+	// sensor of the project, when it has at most 20 (a 400 otherwise). A page holds the values of at most
 	// `limit` readings; `next_cursor` continues. With `outputs=true` the
 	// outputs are rows too; `key` keeps the rows of one input or output
 	// (its key with `keys=names`, else its id). Sensor-scoped tokens
@@ -898,7 +898,8 @@ type ClientInterface interface {
 	// an instance of that blueprint of the same organization: its inputs
 	// and outputs get numeric IDs of their own, unique in the service, and
 	// `constants` override the blueprint's defaults, as in
-	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+	// a `blueprint_id` that is not one of the organization's answers 404.
 	// The instance keeps its own copy of the formulas: editing the
 	// blueprint later does not change it. Required role: `admin`.
 	//
@@ -913,7 +914,8 @@ type ClientInterface interface {
 	// an instance of that blueprint of the same organization: its inputs
 	// and outputs get numeric IDs of their own, unique in the service, and
 	// `constants` override the blueprint's defaults, as in
-	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+	// a `blueprint_id` that is not one of the organization's answers 404.
 	// The instance keeps its own copy of the formulas: editing the
 	// blueprint later does not change it. Required role: `admin`.
 	//
@@ -2420,8 +2422,8 @@ func (c *Client) LatestReadings(ctx context.Context, orgId OrgId, projId ProjId,
 // row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
 // by sensor (ascending id), oldest first. It is the shape a chart of
 // several sensors wants (docs/grafana.md). `sensors` names at most
-// 20 sensors; without it, every sensor of the project, when it has at
-// most 20 (a 400 otherwise). A page holds the values of at most
+// 20 sensors of the project (another's answers 404); without it, every
+// sensor of the project, when it has at most 20 (a 400 otherwise). A page holds the values of at most
 // `limit` readings; `next_cursor` continues. With `outputs=true` the
 // outputs are rows too; `key` keeps the rows of one input or output
 // (its key with `keys=names`, else its id). Sensor-scoped tokens
@@ -2797,7 +2799,8 @@ func (c *Client) ListSensors(ctx context.Context, orgId OrgId, projId ProjId, pa
 // an instance of that blueprint of the same organization: its inputs
 // and outputs get numeric IDs of their own, unique in the service, and
 // `constants` override the blueprint's defaults, as in
-// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+// a `blueprint_id` that is not one of the organization's answers 404.
 // The instance keeps its own copy of the formulas: editing the
 // blueprint later does not change it. Required role: `admin`.
 //
@@ -2822,7 +2825,8 @@ func (c *Client) CreateSensorWithBody(ctx context.Context, orgId OrgId, projId P
 // an instance of that blueprint of the same organization: its inputs
 // and outputs get numeric IDs of their own, unique in the service, and
 // `constants` override the blueprint's defaults, as in
-// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+// a `blueprint_id` that is not one of the organization's answers 404.
 // The instance keeps its own copy of the formulas: editing the
 // blueprint later does not change it. Required role: `admin`.
 //
@@ -8464,8 +8468,8 @@ type ClientWithResponsesInterface interface {
 	// row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
 	// by sensor (ascending id), oldest first. It is the shape a chart of
 	// several sensors wants (docs/grafana.md). `sensors` names at most
-	// 20 sensors; without it, every sensor of the project, when it has at
-	// most 20 (a 400 otherwise). A page holds the values of at most
+	// 20 sensors of the project (another's answers 404); without it, every
+	// sensor of the project, when it has at most 20 (a 400 otherwise). A page holds the values of at most
 	// `limit` readings; `next_cursor` continues. With `outputs=true` the
 	// outputs are rows too; `key` keeps the rows of one input or output
 	// (its key with `keys=names`, else its id). Sensor-scoped tokens
@@ -8773,7 +8777,8 @@ type ClientWithResponsesInterface interface {
 	// an instance of that blueprint of the same organization: its inputs
 	// and outputs get numeric IDs of their own, unique in the service, and
 	// `constants` override the blueprint's defaults, as in
-	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+	// a `blueprint_id` that is not one of the organization's answers 404.
 	// The instance keeps its own copy of the formulas: editing the
 	// blueprint later does not change it. Required role: `admin`.
 	//
@@ -8788,7 +8793,8 @@ type ClientWithResponsesInterface interface {
 	// an instance of that blueprint of the same organization: its inputs
 	// and outputs get numeric IDs of their own, unique in the service, and
 	// `constants` override the blueprint's defaults, as in
-	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+	// a `blueprint_id` that is not one of the organization's answers 404.
 	// The instance keeps its own copy of the formulas: editing the
 	// blueprint later does not change it. Required role: `admin`.
 	//
@@ -17779,8 +17785,8 @@ func (c *ClientWithResponses) LatestReadingsWithResponse(ctx context.Context, or
 // row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
 // by sensor (ascending id), oldest first. It is the shape a chart of
 // several sensors wants (docs/grafana.md). `sensors` names at most
-// 20 sensors; without it, every sensor of the project, when it has at
-// most 20 (a 400 otherwise). A page holds the values of at most
+// 20 sensors of the project (another's answers 404); without it, every
+// sensor of the project, when it has at most 20 (a 400 otherwise). A page holds the values of at most
 // `limit` readings; `next_cursor` continues. With `outputs=true` the
 // outputs are rows too; `key` keeps the rows of one input or output
 // (its key with `keys=names`, else its id). Sensor-scoped tokens
@@ -18136,7 +18142,8 @@ func (c *ClientWithResponses) ListSensorsWithResponse(ctx context.Context, orgId
 // an instance of that blueprint of the same organization: its inputs
 // and outputs get numeric IDs of their own, unique in the service, and
 // `constants` override the blueprint's defaults, as in
-// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+// a `blueprint_id` that is not one of the organization's answers 404.
 // The instance keeps its own copy of the formulas: editing the
 // blueprint later does not change it. Required role: `admin`.
 //
@@ -18157,7 +18164,8 @@ func (c *ClientWithResponses) CreateSensorWithBodyWithResponse(ctx context.Conte
 // an instance of that blueprint of the same organization: its inputs
 // and outputs get numeric IDs of their own, unique in the service, and
 // `constants` override the blueprint's defaults, as in
-// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+// a `blueprint_id` that is not one of the organization's answers 404.
 // The instance keeps its own copy of the formulas: editing the
 // blueprint later does not change it. Required role: `admin`.
 //
