@@ -601,9 +601,10 @@ type ClientInterface interface {
 	// row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
 	// by sensor (ascending id), oldest first. It is the shape a chart of
 	// several sensors wants (docs/grafana.md). `sensors` names at most
-	// 20 sensors of the project (another's answers 404); without it, every
-	// sensor of the project, when it has at most 20 (a 400 otherwise). A page holds the values of at most
-	// `limit` readings; `next_cursor` continues. With `outputs=true` the
+	// 20 sensors of the project (another's answers 404); without it,
+	// every sensor of the project, when it has at most 20 (a 400
+	// otherwise). A page holds the values of at most `limit` readings;
+	// `next_cursor` continues. With `outputs=true` the
 	// outputs are rows too; `key` keeps the rows of one input or output
 	// (its key with `keys=names`, else its id). Sensor-scoped tokens
 	// cannot use it: they read one sensor at a time.
@@ -2422,9 +2423,10 @@ func (c *Client) LatestReadings(ctx context.Context, orgId OrgId, projId ProjId,
 // row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
 // by sensor (ascending id), oldest first. It is the shape a chart of
 // several sensors wants (docs/grafana.md). `sensors` names at most
-// 20 sensors of the project (another's answers 404); without it, every
-// sensor of the project, when it has at most 20 (a 400 otherwise). A page holds the values of at most
-// `limit` readings; `next_cursor` continues. With `outputs=true` the
+// 20 sensors of the project (another's answers 404); without it,
+// every sensor of the project, when it has at most 20 (a 400
+// otherwise). A page holds the values of at most `limit` readings;
+// `next_cursor` continues. With `outputs=true` the
 // outputs are rows too; `key` keeps the rows of one input or output
 // (its key with `keys=names`, else its id). Sensor-scoped tokens
 // cannot use it: they read one sensor at a time.
@@ -8468,9 +8470,10 @@ type ClientWithResponsesInterface interface {
 	// row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
 	// by sensor (ascending id), oldest first. It is the shape a chart of
 	// several sensors wants (docs/grafana.md). `sensors` names at most
-	// 20 sensors of the project (another's answers 404); without it, every
-	// sensor of the project, when it has at most 20 (a 400 otherwise). A page holds the values of at most
-	// `limit` readings; `next_cursor` continues. With `outputs=true` the
+	// 20 sensors of the project (another's answers 404); without it,
+	// every sensor of the project, when it has at most 20 (a 400
+	// otherwise). A page holds the values of at most `limit` readings;
+	// `next_cursor` continues. With `outputs=true` the
 	// outputs are rows too; `key` keeps the rows of one input or output
 	// (its key with `keys=names`, else its id). Sensor-scoped tokens
 	// cannot use it: they read one sensor at a time.
@@ -17785,9 +17788,10 @@ func (c *ClientWithResponses) LatestReadingsWithResponse(ctx context.Context, or
 // row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
 // by sensor (ascending id), oldest first. It is the shape a chart of
 // several sensors wants (docs/grafana.md). `sensors` names at most
-// 20 sensors of the project (another's answers 404); without it, every
-// sensor of the project, when it has at most 20 (a 400 otherwise). A page holds the values of at most
-// `limit` readings; `next_cursor` continues. With `outputs=true` the
+// 20 sensors of the project (another's answers 404); without it,
+// every sensor of the project, when it has at most 20 (a 400
+// otherwise). A page holds the values of at most `limit` readings;
+// `next_cursor` continues. With `outputs=true` the
 // outputs are rows too; `key` keeps the rows of one input or output
 // (its key with `keys=names`, else its id). Sensor-scoped tokens
 // cannot use it: they read one sensor at a time.
