@@ -23,10 +23,12 @@ func principalOf(ctx context.Context) store.Principal {
 	return p
 }
 
-// authenticate enforces each operation's x-required-role, the one place
-// where permissions are decided: no token or a bad one is 401; a user who is
-// not a member of the path's organization gets 404, as if it did not exist;
-// a member whose role is too low gets 403 naming the role needed.
+// authenticate enforces each operation's x-required-role and the token's
+// scope over every resource the request names (scopeRefuses), the one
+// place where permissions are decided: no token or a bad one is 401; a
+// user who is not a member of the path's organization gets 404, as if it
+// did not exist; a member whose role is too low gets 403 naming the role
+// needed.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		op := s.ops.lookup(c)
