@@ -100,8 +100,8 @@ VALUES ($1, $2, $3, 'acknowledged', $4, $5, $6, $7, $8, $9)`,
 // alarmEventFiltersSQL tells whether the project is orgID's, and whether
 // the sensor and level an events query filters on (0 for none) are its.
 const alarmEventFiltersSQL = `
-SELECT ($3 = 0 OR EXISTS (SELECT 1 FROM sensors WHERE id = $3 AND project_id = p.id)),
-       ($4 = 0 OR EXISTS (SELECT 1 FROM alarm_levels WHERE id = $4 AND project_id = p.id))
+SELECT ($3::bigint = 0 OR EXISTS (SELECT 1 FROM sensors WHERE id = $3 AND project_id = p.id)),
+       ($4::bigint = 0 OR EXISTS (SELECT 1 FROM alarm_levels WHERE id = $4 AND project_id = p.id))
 FROM projects p WHERE p.id = $2 AND p.org_id = $1`
 
 // ListAlarmEvents returns up to q.Limit events of the project that q
@@ -138,7 +138,7 @@ const (
 	listAlarmEventsSelect = `
 SELECT id, project_id, sensor_id, target_key, kind, level_id, level_name, value, reading_at, user_id, note, created_at
 FROM alarm_events
-WHERE project_id = $1 AND ($3 = 0 OR sensor_id = $3) AND ($4 = 0 OR level_id = $4)
+WHERE project_id = $1 AND ($3::bigint = 0 OR sensor_id = $3) AND ($4::bigint = 0 OR level_id = $4)
   AND created_at BETWEEN $5 AND $6`
 	listAlarmEventsAsc  = listAlarmEventsSelect + ` AND id > $2 ORDER BY id LIMIT $7`
 	listAlarmEventsDesc = listAlarmEventsSelect + ` AND id < $2 ORDER BY id DESC LIMIT $7`
