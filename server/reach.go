@@ -284,15 +284,13 @@ func loadRefs(item *openapi3.PathItem, op *openapi3.Operation) (refs, error) {
 	for _, params := range []openapi3.Parameters{item.Parameters, op.Parameters} {
 		for _, p := range params {
 			ref, ok, err := paramResource(p.Value)
-			if err != nil || !ok {
-				if err != nil {
-					return refs{}, err
-				}
-				continue
-			}
-			if p.Value.In == openapi3.ParameterInPath {
+			switch {
+			case err != nil:
+				return refs{}, err
+			case !ok:
+			case p.Value.In == openapi3.ParameterInPath:
 				r.path = append(r.path, ref)
-			} else {
+			default:
 				r.query = append(r.query, ref)
 			}
 		}
