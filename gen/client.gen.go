@@ -637,9 +637,10 @@ type ClientInterface interface {
 	// row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
 	// by sensor (ascending id), oldest first. It is the shape a chart of
 	// several sensors wants (docs/grafana.md). `sensors` names at most
-	// 20 sensors; without it, every sensor of the project, when it has at
-	// most 20 (a 400 otherwise). A page holds the values of at most
-	// `limit` readings; `next_cursor` continues. With `outputs=true` the
+	// 20 sensors of the project (another's answers 404); without it,
+	// every sensor of the project, when it has at most 20 (a 400
+	// otherwise). A page holds the values of at most `limit` readings;
+	// `next_cursor` continues. With `outputs=true` the
 	// outputs are rows too; `key` keeps the rows of one input or output
 	// (its key with `keys=names`, else its id). Sensor-scoped tokens
 	// cannot use it: they read one sensor at a time.
@@ -934,7 +935,8 @@ type ClientInterface interface {
 	// an instance of that blueprint of the same organization: its inputs
 	// and outputs get numeric IDs of their own, unique in the service, and
 	// `constants` override the blueprint's defaults, as in
-	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+	// a `blueprint_id` that is not one of the organization's answers 404.
 	// The instance keeps its own copy of the formulas: editing the
 	// blueprint later does not change it. A project has at most 10,000
 	// sensors (`-max-sensors`): one more answers 409 with `details.cap`
@@ -951,7 +953,8 @@ type ClientInterface interface {
 	// an instance of that blueprint of the same organization: its inputs
 	// and outputs get numeric IDs of their own, unique in the service, and
 	// `constants` override the blueprint's defaults, as in
-	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+	// a `blueprint_id` that is not one of the organization's answers 404.
 	// The instance keeps its own copy of the formulas: editing the
 	// blueprint later does not change it. A project has at most 10,000
 	// sensors (`-max-sensors`): one more answers 409 with `details.cap`
@@ -2516,9 +2519,10 @@ func (c *Client) LatestReadings(ctx context.Context, orgId OrgId, projId ProjId,
 // row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
 // by sensor (ascending id), oldest first. It is the shape a chart of
 // several sensors wants (docs/grafana.md). `sensors` names at most
-// 20 sensors; without it, every sensor of the project, when it has at
-// most 20 (a 400 otherwise). A page holds the values of at most
-// `limit` readings; `next_cursor` continues. With `outputs=true` the
+// 20 sensors of the project (another's answers 404); without it,
+// every sensor of the project, when it has at most 20 (a 400
+// otherwise). A page holds the values of at most `limit` readings;
+// `next_cursor` continues. With `outputs=true` the
 // outputs are rows too; `key` keeps the rows of one input or output
 // (its key with `keys=names`, else its id). Sensor-scoped tokens
 // cannot use it: they read one sensor at a time.
@@ -2893,7 +2897,8 @@ func (c *Client) ListSensors(ctx context.Context, orgId OrgId, projId ProjId, pa
 // an instance of that blueprint of the same organization: its inputs
 // and outputs get numeric IDs of their own, unique in the service, and
 // `constants` override the blueprint's defaults, as in
-// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+// a `blueprint_id` that is not one of the organization's answers 404.
 // The instance keeps its own copy of the formulas: editing the
 // blueprint later does not change it. A project has at most 10,000
 // sensors (`-max-sensors`): one more answers 409 with `details.cap`
@@ -2920,7 +2925,8 @@ func (c *Client) CreateSensorWithBody(ctx context.Context, orgId OrgId, projId P
 // an instance of that blueprint of the same organization: its inputs
 // and outputs get numeric IDs of their own, unique in the service, and
 // `constants` override the blueprint's defaults, as in
-// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+// a `blueprint_id` that is not one of the organization's answers 404.
 // The instance keeps its own copy of the formulas: editing the
 // blueprint later does not change it. A project has at most 10,000
 // sensors (`-max-sensors`): one more answers 409 with `details.cap`
@@ -8776,9 +8782,10 @@ type ClientWithResponsesInterface interface {
 	// row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
 	// by sensor (ascending id), oldest first. It is the shape a chart of
 	// several sensors wants (docs/grafana.md). `sensors` names at most
-	// 20 sensors; without it, every sensor of the project, when it has at
-	// most 20 (a 400 otherwise). A page holds the values of at most
-	// `limit` readings; `next_cursor` continues. With `outputs=true` the
+	// 20 sensors of the project (another's answers 404); without it,
+	// every sensor of the project, when it has at most 20 (a 400
+	// otherwise). A page holds the values of at most `limit` readings;
+	// `next_cursor` continues. With `outputs=true` the
 	// outputs are rows too; `key` keeps the rows of one input or output
 	// (its key with `keys=names`, else its id). Sensor-scoped tokens
 	// cannot use it: they read one sensor at a time.
@@ -9085,7 +9092,8 @@ type ClientWithResponsesInterface interface {
 	// an instance of that blueprint of the same organization: its inputs
 	// and outputs get numeric IDs of their own, unique in the service, and
 	// `constants` override the blueprint's defaults, as in
-	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+	// a `blueprint_id` that is not one of the organization's answers 404.
 	// The instance keeps its own copy of the formulas: editing the
 	// blueprint later does not change it. A project has at most 10,000
 	// sensors (`-max-sensors`): one more answers 409 with `details.cap`
@@ -9102,7 +9110,8 @@ type ClientWithResponsesInterface interface {
 	// an instance of that blueprint of the same organization: its inputs
 	// and outputs get numeric IDs of their own, unique in the service, and
 	// `constants` override the blueprint's defaults, as in
-	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+	// a `blueprint_id` that is not one of the organization's answers 404.
 	// The instance keeps its own copy of the formulas: editing the
 	// blueprint later does not change it. A project has at most 10,000
 	// sensors (`-max-sensors`): one more answers 409 with `details.cap`
@@ -18172,9 +18181,10 @@ func (c *ClientWithResponses) LatestReadingsWithResponse(ctx context.Context, or
 // row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
 // by sensor (ascending id), oldest first. It is the shape a chart of
 // several sensors wants (docs/grafana.md). `sensors` names at most
-// 20 sensors; without it, every sensor of the project, when it has at
-// most 20 (a 400 otherwise). A page holds the values of at most
-// `limit` readings; `next_cursor` continues. With `outputs=true` the
+// 20 sensors of the project (another's answers 404); without it,
+// every sensor of the project, when it has at most 20 (a 400
+// otherwise). A page holds the values of at most `limit` readings;
+// `next_cursor` continues. With `outputs=true` the
 // outputs are rows too; `key` keeps the rows of one input or output
 // (its key with `keys=names`, else its id). Sensor-scoped tokens
 // cannot use it: they read one sensor at a time.
@@ -18529,7 +18539,8 @@ func (c *ClientWithResponses) ListSensorsWithResponse(ctx context.Context, orgId
 // an instance of that blueprint of the same organization: its inputs
 // and outputs get numeric IDs of their own, unique in the service, and
 // `constants` override the blueprint's defaults, as in
-// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+// a `blueprint_id` that is not one of the organization's answers 404.
 // The instance keeps its own copy of the formulas: editing the
 // blueprint later does not change it. A project has at most 10,000
 // sensors (`-max-sensors`): one more answers 409 with `details.cap`
@@ -18552,7 +18563,8 @@ func (c *ClientWithResponses) CreateSensorWithBodyWithResponse(ctx context.Conte
 // an instance of that blueprint of the same organization: its inputs
 // and outputs get numeric IDs of their own, unique in the service, and
 // `constants` override the blueprint's defaults, as in
-// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+// a `blueprint_id` that is not one of the organization's answers 404.
 // The instance keeps its own copy of the formulas: editing the
 // blueprint later does not change it. A project has at most 10,000
 // sensors (`-max-sensors`): one more answers 409 with `details.cap`

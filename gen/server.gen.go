@@ -1786,10 +1786,10 @@ type ListAlarmEventsParams struct {
 	// Cursor The `next_cursor` of the previous page, as it came.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
-	// SensorId Only this sensor's events.
+	// SensorId Only this sensor's events; one that is not a sensor of the project answers 404.
 	SensorId *int64 `form:"sensor_id,omitempty" json:"sensor_id,omitempty"`
 
-	// LevelId Only events at this level.
+	// LevelId Only events at this level; one that is not a level of the project answers 404.
 	LevelId *int64 `form:"level_id,omitempty" json:"level_id,omitempty"`
 
 	// DatetimeGte Only events recorded at or after this instant (RFC 3339 with a zone, or epoch milliseconds, as Grafana's `${__timeFrom}` gives).

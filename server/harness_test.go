@@ -258,6 +258,26 @@ func (e *env) newTenant(name string) tenant {
 	return tn
 }
 
+// newPiezometer makes another sensor using the tenant's piezometer
+// blueprint, in projectID, and returns its id.
+func (e *env) newPiezometer(t testing.TB, tn tenant, projectID int64, name string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	b, err := e.db.GetBlueprint(ctx, tn.orgID, tn.blueprintID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := b.Instantiate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sensor, err := e.db.CreateSensor(ctx, tn.orgID, projectID, name, "", &store.Attachment{BlueprintID: b.ID, Instance: inst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sensor.ID
+}
+
 // owner returns a client of the tenant's owner.
 func (e *env) owner(tn tenant) *gen.ClientWithResponses { return e.client(tn.tokens[store.Owner]) }
 

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sensorreadings/readings/apperr"
 )
 
 // Alarm is the current alarm of a target not at rest.
@@ -109,12 +111,29 @@ VALUES ($1, $2, $3, 'acknowledged', $4, $5, $6, $7, $8, $9)`,
 	return alarm, dbError("acknowledge alarm", err)
 }
 
+// alarmEventFiltersSQL tells whether the project is orgID's, and whether
+// the sensor and level an events query filters on (0 for none) are its.
+const alarmEventFiltersSQL = `
+SELECT ($3::bigint = 0 OR EXISTS (SELECT 1 FROM sensors WHERE id = $3 AND project_id = p.id)),
+       ($4::bigint = 0 OR EXISTS (SELECT 1 FROM alarm_levels WHERE id = $4 AND project_id = p.id))
+FROM projects p WHERE p.id = $2 AND p.org_id = $1`
+
 // ListAlarmEvents returns up to q.Limit events of the project that q
 // selects, oldest first (newest first with q.Desc), and whether more
-// follow. It returns NotFound for a project not in orgID.
+// follow. It returns NotFound for a project not in orgID, and for a sensor
+// or level to filter on that is not the project's: a filter naming
+// another's is refused as the same id in a path would be, not answered
+// with nothing.
 func (db *DB) ListAlarmEvents(ctx context.Context, orgID, projectID int64, q AlarmEventQuery) ([]AlarmEvent, bool, error) {
-	if _, err := db.GetProject(ctx, orgID, projectID); err != nil {
-		return nil, false, err
+	var sensorOK, levelOK bool
+	err := db.pool.QueryRow(ctx, alarmEventFiltersSQL, orgID, projectID, q.SensorID, q.LevelID).Scan(&sensorOK, &levelOK)
+	switch {
+	case err != nil:
+		return nil, false, notFound("list alarm events", err, "project")
+	case !sensorOK:
+		return nil, false, apperr.Errorf(apperr.NotFound, "sensor %d is not a sensor of this project", q.SensorID)
+	case !levelOK:
+		return nil, false, apperr.Errorf(apperr.NotFound, "level %d is not an alarm level of this project", q.LevelID)
 	}
 	sql, after := listAlarmEventsAsc, q.After
 	if q.Desc {
@@ -133,7 +152,7 @@ const (
 	listAlarmEventsSelect = `
 SELECT id, project_id, sensor_id, target_key, kind, level_id, level_name, value, reading_at, user_id, note, created_at
 FROM alarm_events
-WHERE project_id = $1 AND ($3 = 0 OR sensor_id = $3) AND ($4 = 0 OR level_id = $4)
+WHERE project_id = $1 AND ($3::bigint = 0 OR sensor_id = $3) AND ($4::bigint = 0 OR level_id = $4)
   AND created_at BETWEEN $5 AND $6`
 	listAlarmEventsAsc  = listAlarmEventsSelect + ` AND id > $2 ORDER BY id LIMIT $7`
 	listAlarmEventsDesc = listAlarmEventsSelect + ` AND id < $2 ORDER BY id DESC LIMIT $7`

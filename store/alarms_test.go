@@ -259,6 +259,25 @@ func TestListAlarmEvents(t *testing.T) {
 		_, _, err := db.ListAlarmEvents(ctx, unknownID, key.ProjectID, store.AlarmEventQuery{Desc: true, Limit: 1})
 		wantCode(t, err, apperr.NotFound)
 	})
+	// A filter naming another project's sensor or level is refused, as the
+	// id would be in a path, rather than answered with no events.
+	_, elsewhere := newBlueprintSensor(t, db)
+	otherLevels, _, err := db.ListAlarmLevels(ctx, elsewhere.OrgID, elsewhere.ProjectID, 0, 100)
+	if err != nil || len(otherLevels) == 0 {
+		t.Fatalf("levels of another project: %v %v", otherLevels, err)
+	}
+	for name, q := range map[string]store.AlarmEventQuery{
+		"SensorOfAnotherProject": {SensorID: elsewhere.SensorID},
+		"LevelOfAnotherProject":  {LevelID: otherLevels[0].ID},
+		"UnknownSensor":          {SensorID: unknownID},
+		"UnknownLevel":           {LevelID: unknownID},
+	} {
+		t.Run("ErrNotFound/"+name, func(t *testing.T) {
+			q.From, q.To, q.Limit = store.MinTime, store.MaxTime, 1
+			_, _, err := db.ListAlarmEvents(ctx, key.OrgID, key.ProjectID, q)
+			wantCode(t, err, apperr.NotFound)
+		})
+	}
 }
 
 // TestListAlarmRules: the list carries the sensor's overdue rule, nil
