@@ -475,6 +475,23 @@ type ClientInterface interface {
 	// that value reached and changes no current alarm: an exceedance is never
 	// missed because its reading came late. `reading_datetime` is the datetime
 	// of the reading that made the change.
+	//
+	// Storms: a value flapping across a threshold changes its target's level
+	// at every reading. The current alarm follows every reading all the same
+	// (its level, `since` and value; a rise anywhere in a write asks for a
+	// new acknowledgement; a return to rest anywhere gives a new alarm), and
+	// is the same however the readings were split into writes. Only the
+	// events are bounded: of one target's changes within one write (a POST of
+	// readings, or each 5,000 readings of a file), three at most raise an
+	// event: the first; the first to reach the highest level the write
+	// reaches; and the last, so that the events end where the alarm is. Of
+	// its late exceedances within one write, one does: the first at the
+	// highest level. Each event's `coalesced` counts the changes before it
+	// that raised none; the readings are stored, so they can always be
+	// evaluated again. A POST of 10,000 readings alternating across a
+	// threshold raises two events, not 10,000. Changes in separate writes are
+	// not coalesced: a rule's `deadband` is what keeps a value hovering at
+	// its threshold quiet.
 	// Required role: `viewer`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-events (the `ListAlarmEvents` operationId).
@@ -2184,6 +2201,23 @@ func (c *Client) UpdateProject(ctx context.Context, orgId OrgId, projId ProjId, 
 // that value reached and changes no current alarm: an exceedance is never
 // missed because its reading came late. `reading_datetime` is the datetime
 // of the reading that made the change.
+//
+// Storms: a value flapping across a threshold changes its target's level
+// at every reading. The current alarm follows every reading all the same
+// (its level, `since` and value; a rise anywhere in a write asks for a
+// new acknowledgement; a return to rest anywhere gives a new alarm), and
+// is the same however the readings were split into writes. Only the
+// events are bounded: of one target's changes within one write (a POST of
+// readings, or each 5,000 readings of a file), three at most raise an
+// event: the first; the first to reach the highest level the write
+// reaches; and the last, so that the events end where the alarm is. Of
+// its late exceedances within one write, one does: the first at the
+// highest level. Each event's `coalesced` counts the changes before it
+// that raised none; the readings are stored, so they can always be
+// evaluated again. A POST of 10,000 readings alternating across a
+// threshold raises two events, not 10,000. Changes in separate writes are
+// not coalesced: a rule's `deadband` is what keeps a value hovering at
+// its threshold quiet.
 // Required role: `viewer`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-events (the `ListAlarmEvents` operationId).
@@ -8328,6 +8362,23 @@ type ClientWithResponsesInterface interface {
 	// that value reached and changes no current alarm: an exceedance is never
 	// missed because its reading came late. `reading_datetime` is the datetime
 	// of the reading that made the change.
+	//
+	// Storms: a value flapping across a threshold changes its target's level
+	// at every reading. The current alarm follows every reading all the same
+	// (its level, `since` and value; a rise anywhere in a write asks for a
+	// new acknowledgement; a return to rest anywhere gives a new alarm), and
+	// is the same however the readings were split into writes. Only the
+	// events are bounded: of one target's changes within one write (a POST of
+	// readings, or each 5,000 readings of a file), three at most raise an
+	// event: the first; the first to reach the highest level the write
+	// reaches; and the last, so that the events end where the alarm is. Of
+	// its late exceedances within one write, one does: the first at the
+	// highest level. Each event's `coalesced` counts the changes before it
+	// that raised none; the readings are stored, so they can always be
+	// evaluated again. A POST of 10,000 readings alternating across a
+	// threshold raises two events, not 10,000. Changes in separate writes are
+	// not coalesced: a rule's `deadband` is what keeps a value hovering at
+	// its threshold quiet.
 	// Required role: `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -17577,6 +17628,23 @@ func (c *ClientWithResponses) UpdateProjectWithResponse(ctx context.Context, org
 // that value reached and changes no current alarm: an exceedance is never
 // missed because its reading came late. `reading_datetime` is the datetime
 // of the reading that made the change.
+//
+// Storms: a value flapping across a threshold changes its target's level
+// at every reading. The current alarm follows every reading all the same
+// (its level, `since` and value; a rise anywhere in a write asks for a
+// new acknowledgement; a return to rest anywhere gives a new alarm), and
+// is the same however the readings were split into writes. Only the
+// events are bounded: of one target's changes within one write (a POST of
+// readings, or each 5,000 readings of a file), three at most raise an
+// event: the first; the first to reach the highest level the write
+// reaches; and the last, so that the events end where the alarm is. Of
+// its late exceedances within one write, one does: the first at the
+// highest level. Each event's `coalesced` counts the changes before it
+// that raised none; the readings are stored, so they can always be
+// evaluated again. A POST of 10,000 readings alternating across a
+// threshold raises two events, not 10,000. Changes in separate writes are
+// not coalesced: a rule's `deadband` is what keeps a value hovering at
+// its threshold quiet.
 // Required role: `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).

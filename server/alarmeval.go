@@ -137,7 +137,54 @@ func (e alarmEvaluator) Evaluate(ctx context.Context, lr store.LinkReader, senso
 		}
 	}
 	t.save(rules)
+	coalesce(changes)
 	return changes, nil
+}
+
+// coalesce bounds the events of one write: of each target's changes it
+// keeps those alarms.Coalesce picks, of its late exceedances the one
+// alarms.CoalesceLate picks, and folds the others into the next kept one
+// (or, late, the one kept), which counts them.
+func coalesce(changes []store.AlarmChange) {
+	type series struct{ changes, late []int } // indices into changes
+	byTarget := map[int64]*series{}
+	for i, c := range changes {
+		s := byTarget[c.TargetID]
+		if s == nil {
+			s = &series{}
+			byTarget[c.TargetID] = s
+		}
+		if c.Late {
+			s.late = append(s.late, i)
+		} else {
+			s.changes = append(s.changes, i)
+		}
+	}
+	for _, s := range byTarget {
+		to := make([]int, len(s.changes))
+		for j, i := range s.changes {
+			to[j] = changes[i].To
+		}
+		kept, folded := alarms.Coalesce(to), 0
+		for j, i := range s.changes {
+			if len(kept) > 0 && kept[0] == j {
+				changes[i].Coalesced, folded, kept = folded, 0, kept[1:]
+				continue
+			}
+			changes[i].Folded = true
+			folded++
+		}
+		ranks := make([]int, len(s.late))
+		for j, i := range s.late {
+			ranks[j] = changes[i].To
+		}
+		if worst := alarms.CoalesceLate(ranks); worst >= 0 {
+			for j, i := range s.late {
+				changes[i].Folded = j != worst
+			}
+			changes[s.late[worst]].Coalesced = len(s.late) - 1
+		}
+	}
 }
 
 // Recheck implements store.AlarmEvaluator.

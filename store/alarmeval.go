@@ -11,14 +11,29 @@ import (
 // AlarmChange is a change of a target's level that readings or an edit
 // made: From and To are ranks, 0 at rest. A Late change comes from a
 // reading older than the sensor's newest: it is recorded, and changes no
-// current alarm.
+// current alarm. A Folded change moves the current alarm as any other
+// but raises no event of its own: it is one of the Coalesced changes that
+// the target's next event stands for (alarms.Coalesce).
 type AlarmChange struct {
-	TargetID int64
-	Kind     string
-	From, To int
-	Late     bool
-	At       time.Time // the reading's datetime
-	Value    float64
+	TargetID  int64
+	Kind      string
+	From, To  int
+	Late      bool
+	At        time.Time // the reading's datetime
+	Value     float64
+	Folded    bool
+	Coalesced int
+}
+
+// raisedEvents counts the events that changes raise.
+func raisedEvents(changes []AlarmChange) int {
+	n := 0
+	for _, c := range changes {
+		if !c.Folded {
+			n++
+		}
+	}
+	return n
 }
 
 // AlarmEvaluator decides what readings and edits do to a sensor's rules.
@@ -71,7 +86,7 @@ FROM (`+sensorRulesSQL+`) r ORDER BY r.target_id, r.id`, sensor.ID)
 	if err != nil {
 		return 0, err
 	}
-	return len(changes), applyAlarms(ctx, tx, sensor, rules, before, changes)
+	return raisedEvents(changes), applyAlarms(ctx, tx, sensor, rules, before, changes)
 }
 
 // recheckAlarms rechecks the sensor's rules against its newest reading,
@@ -173,7 +188,9 @@ func queueChanges(write *pgx.Batch, sensor Sensor, rules []AlarmRule, changes []
 			rank = c.From
 		}
 		key, level := targetLevel(rules, c.TargetID, rank)
-		events.add(key, c, level)
+		if !c.Folded {
+			events.add(key, c, level)
+		}
 		if c.Late {
 			continue
 		}
@@ -220,11 +237,11 @@ ON CONFLICT (sensor_id, target_id) DO UPDATE SET level_id = EXCLUDED.level_id, s
 			sensor.ProjectID, sensor.ID, raised.targets, raised.keys, raised.levels, raised.since, raised.values, raised.reask)
 	}
 	write.Queue(`
-INSERT INTO alarm_events (project_id, sensor_id, target_key, kind, level_id, level_name, value, reading_at)
-SELECT $1, $2, target_key, kind, level_id, level_name, value, reading_at
-FROM unnest($3::text[], $4::text[], $5::bigint[], $6::text[], $7::float8[], $8::timestamptz[]) WITH ORDINALITY
-    AS u(target_key, kind, level_id, level_name, value, reading_at, n)
-ORDER BY n`, sensor.ProjectID, sensor.ID, events.keys, events.kinds, events.levelIDs, events.levelNames, events.values, events.at)
+INSERT INTO alarm_events (project_id, sensor_id, target_key, kind, level_id, level_name, value, reading_at, coalesced)
+SELECT $1, $2, target_key, kind, level_id, level_name, value, reading_at, coalesced
+FROM unnest($3::text[], $4::text[], $5::bigint[], $6::text[], $7::float8[], $8::timestamptz[], $9::int[]) WITH ORDINALITY
+    AS u(target_key, kind, level_id, level_name, value, reading_at, coalesced, n)
+ORDER BY n`, sensor.ProjectID, sensor.ID, events.keys, events.kinds, events.levelIDs, events.levelNames, events.values, events.at, events.coalesced)
 }
 
 // targetOutcome is what a batch's changes leave of a target's alarm.
@@ -261,6 +278,7 @@ type eventColumns struct {
 	levelIDs                []*int64
 	values                  []float64
 	at                      []time.Time
+	coalesced               []int32
 }
 
 func (e *eventColumns) add(key string, c AlarmChange, level levelRef) {
@@ -270,6 +288,7 @@ func (e *eventColumns) add(key string, c AlarmChange, level levelRef) {
 	e.levelNames = append(e.levelNames, level.name)
 	e.values = append(e.values, c.Value)
 	e.at = append(e.at, c.At)
+	e.coalesced = append(e.coalesced, int32(c.Coalesced))
 }
 
 type levelRef struct {

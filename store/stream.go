@@ -300,8 +300,10 @@ func (w *streamWrite) merge(ctx context.Context) (Written, error) {
 // evaluateAlarms evaluates the sensor's rules with the stream's readings
 // as stored, in time order, a chunk at a time through a cursor. Each chunk
 // reads the rules again, with the states and current alarms the chunk
-// before left, so that the chunks evaluate as one batch would. It returns
-// how many events the readings raised.
+// before left, so that the chunks leave the alarms as one batch would;
+// the events of a storm are coalesced chunk by chunk (the spec's storms:
+// each 5,000 readings of a file). It returns how many events the readings
+// raised.
 func (w *streamWrite) evaluateAlarms(ctx context.Context) (events int, err error) {
 	if w.db.alarms == nil {
 		return 0, nil
@@ -370,7 +372,7 @@ func (w *streamWrite) evaluateAlarms(ctx context.Context) (events int, err error
 		if err := applyAlarms(ctx, tx, sensor, rules, before, changes); err != nil {
 			return events, err
 		}
-		events += len(changes)
+		events += raisedEvents(changes)
 	}
 	_, err = tx.Exec(ctx, `CLOSE streamed`)
 	return events, err

@@ -124,7 +124,7 @@ WITH due AS (
     RETURNING `+deliveryColumns+`
 )
 SELECT d.*, w.url, w.secret,
-       e.id, e.project_id, e.sensor_id, e.target_key, e.kind, e.level_id, e.level_name, e.value, e.reading_at, e.user_id, e.note, e.created_at
+       e.id, e.project_id, e.sensor_id, e.target_key, e.kind, e.level_id, e.level_name, e.value, e.reading_at, e.user_id, e.note, e.coalesced, e.created_at
 FROM claimed d JOIN webhooks w ON w.id = d.webhook_id JOIN alarm_events e ON e.id = d.event_id
 ORDER BY d.webhook_id, d.event_id`, busy, limit, lease)
 	claims, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Claim, error) {
@@ -132,7 +132,7 @@ ORDER BY d.webhook_id, d.event_id`, busy, limit, lease)
 		d, e := &c.Delivery, &c.Event
 		err := row.Scan(&d.ID, &d.WebhookID, &d.EventID, &d.Status, &d.Attempts, &d.NextAt, &d.LastStatus, &d.LastError, &d.DeliveredAt, &d.CreatedAt,
 			&c.URL, &c.Secret,
-			&e.ID, &e.ProjectID, &e.SensorID, &e.TargetKey, &e.Kind, &e.LevelID, &e.LevelName, &e.Value, &e.ReadingAt, &e.UserID, &e.Note, &e.CreatedAt)
+			&e.ID, &e.ProjectID, &e.SensorID, &e.TargetKey, &e.Kind, &e.LevelID, &e.LevelName, &e.Value, &e.ReadingAt, &e.UserID, &e.Note, &e.Coalesced, &e.CreatedAt)
 		return c, err
 	})
 	return claims, dbError("claim deliveries", err)

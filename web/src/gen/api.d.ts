@@ -1604,6 +1604,23 @@ export interface paths {
          *     that value reached and changes no current alarm: an exceedance is never
          *     missed because its reading came late. `reading_datetime` is the datetime
          *     of the reading that made the change.
+         *
+         *     Storms: a value flapping across a threshold changes its target's level
+         *     at every reading. The current alarm follows every reading all the same
+         *     (its level, `since` and value; a rise anywhere in a write asks for a
+         *     new acknowledgement; a return to rest anywhere gives a new alarm), and
+         *     is the same however the readings were split into writes. Only the
+         *     events are bounded: of one target's changes within one write (a POST of
+         *     readings, or each 5,000 readings of a file), three at most raise an
+         *     event: the first; the first to reach the highest level the write
+         *     reaches; and the last, so that the events end where the alarm is. Of
+         *     its late exceedances within one write, one does: the first at the
+         *     highest level. Each event's `coalesced` counts the changes before it
+         *     that raised none; the readings are stored, so they can always be
+         *     evaluated again. A POST of 10,000 readings alternating across a
+         *     threshold raises two events, not 10,000. Changes in separate writes are
+         *     not coalesced: a rule's `deadband` is what keeps a value hovering at
+         *     its threshold quiet.
          *     Required role: `viewer`.
          */
         get: operations["listAlarmEvents"];
@@ -2512,6 +2529,14 @@ export interface components {
             /** Format: int64 */
             user_id?: number;
             note?: string;
+            /**
+             * @description How many changes of the target, in the write of readings that
+             *     raised this event, raised no event of their own since the
+             *     target's previous event of that write (for a `late` event: how
+             *     many other late exceedances of the target the write had). 0 for
+             *     most events; see `listAlarmEvents` on storms.
+             */
+            coalesced: number;
             created_at: components["schemas"]["Datetime"];
         };
         AlarmEventPage: {
@@ -6921,6 +6946,7 @@ export interface operations {
                      *           "value": 212.5,
                      *           "reading_datetime": "2024-05-01T12:10:00.000Z",
                      *           "late": false,
+                     *           "coalesced": 0,
                      *           "created_at": "2024-05-01T12:10:00.114Z"
                      *         }
                      *       ]
