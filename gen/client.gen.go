@@ -482,7 +482,7 @@ type ClientInterface interface {
 	// new acknowledgement; a return to rest anywhere gives a new alarm), and
 	// is the same however the readings were split into writes. Only the
 	// events are bounded: of one target's changes within one write (a POST of
-	// readings, or each 5,000 readings of a file), three at most raise an
+	// readings, JSON or a file, however long), three at most raise an
 	// event: the first; the first to reach the highest level the write
 	// reaches; and the last, so that the events end where the alarm is. Of
 	// its late exceedances within one write, one does: the first at the
@@ -2208,7 +2208,7 @@ func (c *Client) UpdateProject(ctx context.Context, orgId OrgId, projId ProjId, 
 // new acknowledgement; a return to rest anywhere gives a new alarm), and
 // is the same however the readings were split into writes. Only the
 // events are bounded: of one target's changes within one write (a POST of
-// readings, or each 5,000 readings of a file), three at most raise an
+// readings, JSON or a file, however long), three at most raise an
 // event: the first; the first to reach the highest level the write
 // reaches; and the last, so that the events end where the alarm is. Of
 // its late exceedances within one write, one does: the first at the
@@ -8369,7 +8369,7 @@ type ClientWithResponsesInterface interface {
 	// new acknowledgement; a return to rest anywhere gives a new alarm), and
 	// is the same however the readings were split into writes. Only the
 	// events are bounded: of one target's changes within one write (a POST of
-	// readings, or each 5,000 readings of a file), three at most raise an
+	// readings, JSON or a file, however long), three at most raise an
 	// event: the first; the first to reach the highest level the write
 	// reaches; and the last, so that the events end where the alarm is. Of
 	// its late exceedances within one write, one does: the first at the
@@ -17635,7 +17635,7 @@ func (c *ClientWithResponses) UpdateProjectWithResponse(ctx context.Context, org
 // new acknowledgement; a return to rest anywhere gives a new alarm), and
 // is the same however the readings were split into writes. Only the
 // events are bounded: of one target's changes within one write (a POST of
-// readings, or each 5,000 readings of a file), three at most raise an
+// readings, JSON or a file, however long), three at most raise an
 // event: the first; the first to reach the highest level the write
 // reaches; and the last, so that the events end where the alarm is. Of
 // its late exceedances within one write, one does: the first at the

@@ -137,15 +137,18 @@ func (e alarmEvaluator) Evaluate(ctx context.Context, lr store.LinkReader, senso
 		}
 	}
 	t.save(rules)
-	coalesce(changes)
 	return changes, nil
 }
 
-// coalesce bounds the events of one write: of each target's changes it
-// keeps those alarms.Coalesce picks, of its late exceedances the one
-// alarms.CoalesceLate picks, and folds the others into the next kept one
-// (or, late, the one kept), which counts them.
-func coalesce(changes []store.AlarmChange) {
+// Coalesce implements store.AlarmEvaluator: of each target's changes it
+// raises those alarms.Coalesce picks, of its late exceedances the one
+// alarms.CoalesceLate picks, and folds the others into the next one
+// raised (or, late, the one raised), which counts them and what they
+// stood for. Both picks are what they would be on the whole write when
+// given what they picked of its start, followed by the rest: the first
+// of the start is the first; the first at the highest level is the first
+// of the part that reached it; the last is the rest's.
+func (alarmEvaluator) Coalesce(changes []store.AlarmChange) {
 	type series struct{ changes, late []int } // indices into changes
 	byTarget := map[int64]*series{}
 	for i, c := range changes {
@@ -168,21 +171,25 @@ func coalesce(changes []store.AlarmChange) {
 		kept, folded := alarms.Coalesce(to), 0
 		for j, i := range s.changes {
 			if len(kept) > 0 && kept[0] == j {
-				changes[i].Coalesced, folded, kept = folded, 0, kept[1:]
+				changes[i].Coalesced += folded
+				folded, kept = 0, kept[1:]
 				continue
 			}
 			changes[i].Folded = true
-			folded++
+			folded += 1 + changes[i].Coalesced
 		}
 		ranks := make([]int, len(s.late))
 		for j, i := range s.late {
 			ranks[j] = changes[i].To
 		}
 		if worst := alarms.CoalesceLate(ranks); worst >= 0 {
+			folded := 0
 			for j, i := range s.late {
-				changes[i].Folded = j != worst
+				if changes[i].Folded = j != worst; changes[i].Folded {
+					folded += 1 + changes[i].Coalesced
+				}
 			}
-			changes[s.late[worst]].Coalesced = len(s.late) - 1
+			changes[s.late[worst]].Coalesced += folded
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -351,6 +352,20 @@ func TestAlarmStorm(t *testing.T) {
 	if got := one.alarms(t)[0]; got.Since != alarm[0].Since || got.Acknowledged {
 		t.Errorf("after late readings: %+v, want the alarm as it was", got)
 	}
+
+	// A file is one write, however many chunks the store evaluates it in.
+	file := newAlarmSite(t, e, "Storm in a file")
+	var csv strings.Builder
+	csv.WriteString("datetime,freq\n")
+	for _, r := range file.storm(12000) {
+		fmt.Fprintf(&csv, "%s,%v\n", r.Datetime.Format(time.RFC3339), r.Inputs[file.freq])
+	}
+	fileImport(t, postFile(t, file.editor, file.tn, file.tn.instanceID, gen.PostReadingsParams{}, csv.String()))
+	got = nil
+	for _, ev := range file.allEvents(t) {
+		got = append(got, fmt.Sprintf("%s %s %d", ev.Kind, ev.Level, ev.Coalesced))
+	}
+	wantEvents(t, got, "triggered Alarm 0", "triggered Alarm 11997")
 
 	// The receiver gets the events as they are listed, coalesced included.
 	if err := e.srv.DeliverOnce(t.Context()); err != nil {

@@ -1611,7 +1611,7 @@ export interface paths {
          *     new acknowledgement; a return to rest anywhere gives a new alarm), and
          *     is the same however the readings were split into writes. Only the
          *     events are bounded: of one target's changes within one write (a POST of
-         *     readings, or each 5,000 readings of a file), three at most raise an
+         *     readings, JSON or a file, however long), three at most raise an
          *     event: the first; the first to reach the highest level the write
          *     reaches; and the last, so that the events end where the alarm is. Of
          *     its late exceedances within one write, one does: the first at the
