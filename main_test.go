@@ -61,6 +61,16 @@ func TestParseConfig(t *testing.T) {
 			check: func(c *config) bool { return c.maxStreams == 3 && c.maxStreamsToken == 1 }},
 		{name: "StreamsFillThePool", env: map[string]string{"DATABASE_URL": "postgres://x", "MAX_STREAMS": "8", "DB_MAX_CONNS": "8"}, wantErr: "max streams"},
 		{name: "NoStreamPerToken", env: map[string]string{"DATABASE_URL": "postgres://x", "MAX_STREAMS_PER_TOKEN": "0"}, wantErr: "per token"},
+		{name: "WebhookDefaults", env: map[string]string{"DATABASE_URL": "postgres://x"},
+			check: func(c *config) bool {
+				return c.webhookLease == time.Minute && c.webhookConc == 32 && c.webhookConcHook == 1
+			}},
+		{name: "WebhookLeaseOutlivesTheAttempt", env: map[string]string{"DATABASE_URL": "postgres://x", "WEBHOOK_TIMEOUT": "30s", "WEBHOOK_LEASE": "35s"},
+			check: func(c *config) bool { return c.webhookLease == 35*time.Second }},
+		{name: "WebhookLeaseWithinTheAttempt", env: map[string]string{"DATABASE_URL": "postgres://x", "WEBHOOK_TIMEOUT": "30s", "WEBHOOK_LEASE": "34s"}, wantErr: "-webhook-lease"},
+		{name: "WebhookLeaseBelowALongTimeout", env: map[string]string{"DATABASE_URL": "postgres://x"}, args: []string{"-webhook-timeout", "1m"}, wantErr: "-webhook-lease"},
+		{name: "NoWebhookConcurrency", env: map[string]string{"DATABASE_URL": "postgres://x", "WEBHOOK_CONCURRENCY": "0"}, wantErr: "-webhook-concurrency"},
+		{name: "WebhookConcurrencyPerWebhook", env: map[string]string{"DATABASE_URL": "postgres://x"}, args: []string{"-webhook-concurrency-per-webhook", "17"}, wantErr: "per-webhook"},
 		{name: "StrayArgument", env: map[string]string{"DATABASE_URL": "postgres://x"}, args: []string{"extra"}, wantErr: "unexpected"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1377,10 +1377,20 @@ type ClientInterface interface {
 	// another replica took) within about a second. An
 	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
-	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
-	// delivered on its own, so a slow or dead receiver delays no other;
-	// events go in order, but a retried one may arrive after later ones
-	// (order by the event's id). `url` must be http or https; loopback, private and link-local
+	// `-webhook-max-attempts` (8), then marked failed. Deliveries are fair,
+	// so a slow or dead receiver, or another project's storm of events,
+	// delays no other webhook: webhooks with due deliveries take turns, the
+	// least recently served first; a webhook has at most
+	// `-webhook-concurrency-per-webhook` (1) deliveries in flight on all
+	// replicas together; each replica sends up to `-webhook-concurrency` (32)
+	// at once, an organization's webhooks a quarter of them. With one in
+	// flight, events go in order, but a retried one may arrive after later
+	// ones (order by the event's id). Each attempt is claimed for
+	// `-webhook-lease` (1 min, longer than the timeout) and ends before its
+	// lease does, so no two replicas send one delivery at once; a replica
+	// that dies leaves its attempts to the others when their leases end, so
+	// an event may come twice (de-duplicate on its id). A storm is bounded
+	// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
 	// addresses are refused when the delivery resolves them (unless the
 	// service runs with `-webhook-allow-private`).
 	// Required role: `admin`.
@@ -1405,10 +1415,20 @@ type ClientInterface interface {
 	// another replica took) within about a second. An
 	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
-	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
-	// delivered on its own, so a slow or dead receiver delays no other;
-	// events go in order, but a retried one may arrive after later ones
-	// (order by the event's id). `url` must be http or https; loopback, private and link-local
+	// `-webhook-max-attempts` (8), then marked failed. Deliveries are fair,
+	// so a slow or dead receiver, or another project's storm of events,
+	// delays no other webhook: webhooks with due deliveries take turns, the
+	// least recently served first; a webhook has at most
+	// `-webhook-concurrency-per-webhook` (1) deliveries in flight on all
+	// replicas together; each replica sends up to `-webhook-concurrency` (32)
+	// at once, an organization's webhooks a quarter of them. With one in
+	// flight, events go in order, but a retried one may arrive after later
+	// ones (order by the event's id). Each attempt is claimed for
+	// `-webhook-lease` (1 min, longer than the timeout) and ends before its
+	// lease does, so no two replicas send one delivery at once; a replica
+	// that dies leaves its attempts to the others when their leases end, so
+	// an event may come twice (de-duplicate on its id). A storm is bounded
+	// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
 	// addresses are refused when the delivery resolves them (unless the
 	// service runs with `-webhook-allow-private`).
 	// Required role: `admin`.
@@ -3583,10 +3603,20 @@ func (c *Client) ListWebhooks(ctx context.Context, orgId OrgId, projId ProjId, r
 // another replica took) within about a second. An
 // answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 // 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
-// `-webhook-max-attempts` (8), then marked failed. Each webhook is
-// delivered on its own, so a slow or dead receiver delays no other;
-// events go in order, but a retried one may arrive after later ones
-// (order by the event's id). `url` must be http or https; loopback, private and link-local
+// `-webhook-max-attempts` (8), then marked failed. Deliveries are fair,
+// so a slow or dead receiver, or another project's storm of events,
+// delays no other webhook: webhooks with due deliveries take turns, the
+// least recently served first; a webhook has at most
+// `-webhook-concurrency-per-webhook` (1) deliveries in flight on all
+// replicas together; each replica sends up to `-webhook-concurrency` (32)
+// at once, an organization's webhooks a quarter of them. With one in
+// flight, events go in order, but a retried one may arrive after later
+// ones (order by the event's id). Each attempt is claimed for
+// `-webhook-lease` (1 min, longer than the timeout) and ends before its
+// lease does, so no two replicas send one delivery at once; a replica
+// that dies leaves its attempts to the others when their leases end, so
+// an event may come twice (de-duplicate on its id). A storm is bounded
+// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
 // addresses are refused when the delivery resolves them (unless the
 // service runs with `-webhook-allow-private`).
 // Required role: `admin`.
@@ -3621,10 +3651,20 @@ func (c *Client) CreateWebhookWithBody(ctx context.Context, orgId OrgId, projId 
 // another replica took) within about a second. An
 // answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 // 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
-// `-webhook-max-attempts` (8), then marked failed. Each webhook is
-// delivered on its own, so a slow or dead receiver delays no other;
-// events go in order, but a retried one may arrive after later ones
-// (order by the event's id). `url` must be http or https; loopback, private and link-local
+// `-webhook-max-attempts` (8), then marked failed. Deliveries are fair,
+// so a slow or dead receiver, or another project's storm of events,
+// delays no other webhook: webhooks with due deliveries take turns, the
+// least recently served first; a webhook has at most
+// `-webhook-concurrency-per-webhook` (1) deliveries in flight on all
+// replicas together; each replica sends up to `-webhook-concurrency` (32)
+// at once, an organization's webhooks a quarter of them. With one in
+// flight, events go in order, but a retried one may arrive after later
+// ones (order by the event's id). Each attempt is claimed for
+// `-webhook-lease` (1 min, longer than the timeout) and ends before its
+// lease does, so no two replicas send one delivery at once; a replica
+// that dies leaves its attempts to the others when their leases end, so
+// an event may come twice (de-duplicate on its id). A storm is bounded
+// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
 // addresses are refused when the delivery resolves them (unless the
 // service runs with `-webhook-allow-private`).
 // Required role: `admin`.
@@ -9304,10 +9344,20 @@ type ClientWithResponsesInterface interface {
 	// another replica took) within about a second. An
 	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
-	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
-	// delivered on its own, so a slow or dead receiver delays no other;
-	// events go in order, but a retried one may arrive after later ones
-	// (order by the event's id). `url` must be http or https; loopback, private and link-local
+	// `-webhook-max-attempts` (8), then marked failed. Deliveries are fair,
+	// so a slow or dead receiver, or another project's storm of events,
+	// delays no other webhook: webhooks with due deliveries take turns, the
+	// least recently served first; a webhook has at most
+	// `-webhook-concurrency-per-webhook` (1) deliveries in flight on all
+	// replicas together; each replica sends up to `-webhook-concurrency` (32)
+	// at once, an organization's webhooks a quarter of them. With one in
+	// flight, events go in order, but a retried one may arrive after later
+	// ones (order by the event's id). Each attempt is claimed for
+	// `-webhook-lease` (1 min, longer than the timeout) and ends before its
+	// lease does, so no two replicas send one delivery at once; a replica
+	// that dies leaves its attempts to the others when their leases end, so
+	// an event may come twice (de-duplicate on its id). A storm is bounded
+	// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
 	// addresses are refused when the delivery resolves them (unless the
 	// service runs with `-webhook-allow-private`).
 	// Required role: `admin`.
@@ -9332,10 +9382,20 @@ type ClientWithResponsesInterface interface {
 	// another replica took) within about a second. An
 	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
-	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
-	// delivered on its own, so a slow or dead receiver delays no other;
-	// events go in order, but a retried one may arrive after later ones
-	// (order by the event's id). `url` must be http or https; loopback, private and link-local
+	// `-webhook-max-attempts` (8), then marked failed. Deliveries are fair,
+	// so a slow or dead receiver, or another project's storm of events,
+	// delays no other webhook: webhooks with due deliveries take turns, the
+	// least recently served first; a webhook has at most
+	// `-webhook-concurrency-per-webhook` (1) deliveries in flight on all
+	// replicas together; each replica sends up to `-webhook-concurrency` (32)
+	// at once, an organization's webhooks a quarter of them. With one in
+	// flight, events go in order, but a retried one may arrive after later
+	// ones (order by the event's id). Each attempt is claimed for
+	// `-webhook-lease` (1 min, longer than the timeout) and ends before its
+	// lease does, so no two replicas send one delivery at once; a replica
+	// that dies leaves its attempts to the others when their leases end, so
+	// an event may come twice (de-duplicate on its id). A storm is bounded
+	// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
 	// addresses are refused when the delivery resolves them (unless the
 	// service runs with `-webhook-allow-private`).
 	// Required role: `admin`.
@@ -18858,10 +18918,20 @@ func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, orgI
 // another replica took) within about a second. An
 // answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 // 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
-// `-webhook-max-attempts` (8), then marked failed. Each webhook is
-// delivered on its own, so a slow or dead receiver delays no other;
-// events go in order, but a retried one may arrive after later ones
-// (order by the event's id). `url` must be http or https; loopback, private and link-local
+// `-webhook-max-attempts` (8), then marked failed. Deliveries are fair,
+// so a slow or dead receiver, or another project's storm of events,
+// delays no other webhook: webhooks with due deliveries take turns, the
+// least recently served first; a webhook has at most
+// `-webhook-concurrency-per-webhook` (1) deliveries in flight on all
+// replicas together; each replica sends up to `-webhook-concurrency` (32)
+// at once, an organization's webhooks a quarter of them. With one in
+// flight, events go in order, but a retried one may arrive after later
+// ones (order by the event's id). Each attempt is claimed for
+// `-webhook-lease` (1 min, longer than the timeout) and ends before its
+// lease does, so no two replicas send one delivery at once; a replica
+// that dies leaves its attempts to the others when their leases end, so
+// an event may come twice (de-duplicate on its id). A storm is bounded
+// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
 // addresses are refused when the delivery resolves them (unless the
 // service runs with `-webhook-allow-private`).
 // Required role: `admin`.
@@ -18892,10 +18962,20 @@ func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Cont
 // another replica took) within about a second. An
 // answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 // 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
-// `-webhook-max-attempts` (8), then marked failed. Each webhook is
-// delivered on its own, so a slow or dead receiver delays no other;
-// events go in order, but a retried one may arrive after later ones
-// (order by the event's id). `url` must be http or https; loopback, private and link-local
+// `-webhook-max-attempts` (8), then marked failed. Deliveries are fair,
+// so a slow or dead receiver, or another project's storm of events,
+// delays no other webhook: webhooks with due deliveries take turns, the
+// least recently served first; a webhook has at most
+// `-webhook-concurrency-per-webhook` (1) deliveries in flight on all
+// replicas together; each replica sends up to `-webhook-concurrency` (32)
+// at once, an organization's webhooks a quarter of them. With one in
+// flight, events go in order, but a retried one may arrive after later
+// ones (order by the event's id). Each attempt is claimed for
+// `-webhook-lease` (1 min, longer than the timeout) and ends before its
+// lease does, so no two replicas send one delivery at once; a replica
+// that dies leaves its attempts to the others when their leases end, so
+// an event may come twice (de-duplicate on its id). A storm is bounded
+// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
 // addresses are refused when the delivery resolves them (unless the
 // service runs with `-webhook-allow-private`).
 // Required role: `admin`.
