@@ -152,7 +152,11 @@ type ClientInterface interface {
 	// "Scoped and device tokens"): the scope's organization, project and
 	// sensors must be the user's (404 otherwise), and its `role` no higher
 	// than the user's role there (403). `expires_in_days` is optional;
-	// `expires_at` shows it. Required role: `user`.
+	// `expires_at` shows it. A user has at most 100 live tokens, neither
+	// revoked nor expired (the service's `-max-tokens`): one more answers
+	// 409 with `details.cap` `tokens`. Of the user's revoked and expired
+	// tokens the newest 100 are kept; making a token deletes older ones.
+	// Required role: `user`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -166,7 +170,11 @@ type ClientInterface interface {
 	// "Scoped and device tokens"): the scope's organization, project and
 	// sensors must be the user's (404 otherwise), and its `role` no higher
 	// than the user's role there (403). `expires_in_days` is optional;
-	// `expires_at` shows it. Required role: `user`.
+	// `expires_at` shows it. A user has at most 100 live tokens, neither
+	// revoked nor expired (the service's `-max-tokens`): one more answers
+	// 409 with `details.cap` `tokens`. Of the user's revoked and expired
+	// tokens the newest 100 are kept; making a token deletes older ones.
+	// Required role: `user`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -214,7 +222,9 @@ type ClientInterface interface {
 	// outputs. Keys are identifiers, unique within the blueprint. Every
 	// formula is checked; a syntax error, an unknown name, a cycle between
 	// outputs, a result that is not a number or a formula over 1,000
-	// characters is a 400 naming the output, and nothing is saved.
+	// characters is a 400 naming the output, and nothing is saved. An
+	// organization has at most 1,000 blueprints (`-max-blueprints`): one
+	// more answers 409 with `details.cap` `blueprints`.
 	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type.
@@ -229,7 +239,9 @@ type ClientInterface interface {
 	// outputs. Keys are identifiers, unique within the blueprint. Every
 	// formula is checked; a syntax error, an unknown name, a cycle between
 	// outputs, a result that is not a number or a formula over 1,000
-	// characters is a 400 naming the output, and nothing is saved.
+	// characters is a 400 naming the output, and nothing is saved. An
+	// organization has at most 1,000 blueprints (`-max-blueprints`): one
+	// more answers 409 with `details.cap` `blueprints`.
 	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -292,6 +304,12 @@ type ClientInterface interface {
 	// either to the invitee, who exchanges it for their first token
 	// (`acceptInvitation`). The invitation expires after
 	// `expires_in_days` (7 by default, at most 30) and can be revoked.
+	// An organization has at most 100 pending invitations
+	// (`-max-invitations`), and each holds a member's place until it is
+	// accepted, revoked or expired (`-max-members`): beyond either, 409
+	// with `details.cap` `invitations` or `members`. Of its accepted,
+	// revoked and expired invitations the newest 100 are kept; inviting
+	// deletes older ones.
 	// Required role: `owner`.
 	//
 	// Takes any type of body and a specified content type.
@@ -307,6 +325,12 @@ type ClientInterface interface {
 	// either to the invitee, who exchanges it for their first token
 	// (`acceptInvitation`). The invitation expires after
 	// `expires_in_days` (7 by default, at most 30) and can be revoked.
+	// An organization has at most 100 pending invitations
+	// (`-max-invitations`), and each holds a member's place until it is
+	// accepted, revoked or expired (`-max-members`): beyond either, 409
+	// with `details.cap` `invitations` or `members`. Of its accepted,
+	// revoked and expired invitations the newest 100 are kept; inviting
+	// deletes older ones.
 	// Required role: `owner`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -338,7 +362,10 @@ type ClientInterface interface {
 	// when nobody has that email yet. A user who is already a member answers
 	// 409. The new member gets a first token from an operator
 	// (`readings admin token create`); an invitation
-	// (`createInvitation`) lets them get one themselves.
+	// (`createInvitation`) lets them get one themselves. An organization
+	// has at most 1,000 members, its pending invitations counted among
+	// them (`-max-members`): one more answers 409 with `details.cap`
+	// `members`.
 	// Required role: `owner`.
 	//
 	// Takes any type of body and a specified content type.
@@ -352,7 +379,10 @@ type ClientInterface interface {
 	// when nobody has that email yet. A user who is already a member answers
 	// 409. The new member gets a first token from an operator
 	// (`readings admin token create`); an invitation
-	// (`createInvitation`) lets them get one themselves.
+	// (`createInvitation`) lets them get one themselves. An organization
+	// has at most 1,000 members, its pending invitations counted among
+	// them (`-max-members`): one more answers 409 with `details.cap`
+	// `members`.
 	// Required role: `owner`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -502,16 +532,19 @@ type ClientInterface interface {
 	// The project's alarm levels, least severe first. A project starts with
 	// Maintenance (rank 1, for overdue sensors), Alert (2), Action (3) and
 	// Alarm (4); a target's level is the highest rank among its rules that
-	// hold.
+	// hold. A page holds at most `limit`; when there are more,
+	// `next_cursor` is set: pass it as `cursor` to get the next page.
 	// Required role: `viewer`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels (the `ListAlarmLevels` operationId).
-	ListAlarmLevels(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListAlarmLevels(ctx context.Context, orgId OrgId, projId ProjId, params *ListAlarmLevelsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateAlarmLevelWithBody Create an alarm level
 	//
 	// Adds a level. Names and ranks are unique in the project; the colour is
-	// `#rrggbb` in lowercase hex.
+	// `#rrggbb` in lowercase hex. A project has at most 20 levels, the
+	// four it starts with included (`-max-alarm-levels`): one more answers
+	// 409 with `details.cap` `alarm_levels`.
 	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type.
@@ -522,7 +555,9 @@ type ClientInterface interface {
 	// CreateAlarmLevel Create an alarm level
 	//
 	// Adds a level. Names and ranks are unique in the project; the colour is
-	// `#rrggbb` in lowercase hex.
+	// `#rrggbb` in lowercase hex. A project has at most 20 levels, the
+	// four it starts with included (`-max-alarm-levels`): one more answers
+	// 409 with `details.cap` `alarm_levels`.
 	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -571,11 +606,12 @@ type ClientInterface interface {
 	// since when (the datetime of the reading that raised it), the value that
 	// raised it and whether it is acknowledged. The current level follows each
 	// sensor's newest reading: a reading older than the newest never changes
-	// it (see `late` events).
+	// it (see `late` events). A page holds at most `limit`; when there are
+	// more, `next_cursor` is set: pass it as `cursor` to get the next page.
 	// Required role: `viewer`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarms (the `ListAlarms` operationId).
-	ListAlarms(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListAlarms(ctx context.Context, orgId OrgId, projId ProjId, params *ListAlarmsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AcknowledgeAlarmWithBody Acknowledge an alarm
 	//
@@ -917,7 +953,9 @@ type ClientInterface interface {
 	// `constants` override the blueprint's defaults, as in
 	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
 	// The instance keeps its own copy of the formulas: editing the
-	// blueprint later does not change it. Required role: `admin`.
+	// blueprint later does not change it. A project has at most 10,000
+	// sensors (`-max-sensors`): one more answers 409 with `details.cap`
+	// `sensors`. Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -932,7 +970,9 @@ type ClientInterface interface {
 	// `constants` override the blueprint's defaults, as in
 	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
 	// The instance keeps its own copy of the formulas: editing the
-	// blueprint later does not change it. Required role: `admin`.
+	// blueprint later does not change it. A project has at most 10,000
+	// sensors (`-max-sensors`): one more answers 409 with `details.cap`
+	// `sensors`. Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -986,11 +1026,13 @@ type ClientInterface interface {
 	//
 	// The sensor's trigger rules, by target, each with whether it holds now
 	// (`active`), and its overdue rule (`overdue`), absent when it has
-	// none: a client learns whether there is one without a 404.
+	// none: a client learns whether there is one without a 404. Every
+	// page carries `overdue`. A page holds at most `limit`; when there are
+	// more, `next_cursor` is set: pass it as `cursor` to get the next page.
 	// Required role: `viewer`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `ListAlarmRules` operationId).
-	ListAlarmRules(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListAlarmRules(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *ListAlarmRulesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateAlarmRuleWithBody Create an alarm rule
 	//
@@ -1012,7 +1054,9 @@ type ClientInterface interface {
 	// the newest reading as one). History is never rewritten. A target that is
 	// not the sensor's, a level not of the project, a threshold that is not a
 	// finite number, a negative deadband or a persistence out of 1 to 1000
-	// answer 400 and change nothing.
+	// answer 400 and change nothing. A sensor has at most 200 rules
+	// (`-max-alarm-rules`): one more answers 409 with `details.cap`
+	// `alarm_rules`.
 	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type.
@@ -1040,7 +1084,9 @@ type ClientInterface interface {
 	// the newest reading as one). History is never rewritten. A target that is
 	// not the sensor's, a level not of the project, a threshold that is not a
 	// finite number, a negative deadband or a persistence out of 1 to 1000
-	// answer 400 and change nothing.
+	// answer 400 and change nothing. A sensor has at most 200 rules
+	// (`-max-alarm-rules`): one more answers 409 with `details.cap`
+	// `alarm_rules`.
 	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -1356,13 +1402,19 @@ type ClientInterface interface {
 
 	// ListWebhooks List webhooks
 	//
-	// The project's webhooks; secrets are never shown.
+	// The project's webhooks, oldest first; secrets are never shown. A page
+	// holds at most `limit`; when there are more, `next_cursor` is set:
+	// pass it as `cursor` to get the next page.
 	// Required role: `admin`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks (the `ListWebhooks` operationId).
-	ListWebhooks(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListWebhooks(ctx context.Context, orgId OrgId, projId ProjId, params *ListWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateWebhookWithBody Create a webhook
+	//
+	// A project has at most 20 webhooks (`-max-webhooks`): one more
+	// answers 409 with `details.cap` `webhooks`, since every alarm event
+	// is delivered to each of them.
 	//
 	// Every alarm event of the project from then on is POSTed to `url` as
 	// the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
@@ -1401,6 +1453,10 @@ type ClientInterface interface {
 	CreateWebhookWithBody(ctx context.Context, orgId OrgId, projId ProjId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateWebhook Create a webhook
+	//
+	// A project has at most 20 webhooks (`-max-webhooks`): one more
+	// answers 409 with `details.cap` `webhooks`, since every alarm event
+	// is delivered to each of them.
 	//
 	// Every alarm event of the project from then on is POSTed to `url` as
 	// the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
@@ -1476,7 +1532,9 @@ type ClientInterface interface {
 
 	// CreateProjectWithBody Create a project
 	//
-	// Creates an active project. Required role: `owner`.
+	// Creates an active project. An organization has at most 1,000
+	// projects (`-max-projects`), archived ones included: one more
+	// answers 409 with `details.cap` `projects`. Required role: `owner`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1485,7 +1543,9 @@ type ClientInterface interface {
 
 	// CreateProject Create a project
 	//
-	// Creates an active project. Required role: `owner`.
+	// Creates an active project. An organization has at most 1,000
+	// projects (`-max-projects`), archived ones included: one more
+	// answers 409 with `details.cap` `projects`. Required role: `owner`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1618,7 +1678,11 @@ func (c *Client) ListTokens(ctx context.Context, params *ListTokensParams, reqEd
 // "Scoped and device tokens"): the scope's organization, project and
 // sensors must be the user's (404 otherwise), and its `role` no higher
 // than the user's role there (403). `expires_in_days` is optional;
-// `expires_at` shows it. Required role: `user`.
+// `expires_at` shows it. A user has at most 100 live tokens, neither
+// revoked nor expired (the service's `-max-tokens`): one more answers
+// 409 with `details.cap` `tokens`. Of the user's revoked and expired
+// tokens the newest 100 are kept; making a token deletes older ones.
+// Required role: `user`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1642,7 +1706,11 @@ func (c *Client) CreateTokenWithBody(ctx context.Context, contentType string, bo
 // "Scoped and device tokens"): the scope's organization, project and
 // sensors must be the user's (404 otherwise), and its `role` no higher
 // than the user's role there (403). `expires_in_days` is optional;
-// `expires_at` shows it. Required role: `user`.
+// `expires_at` shows it. A user has at most 100 live tokens, neither
+// revoked nor expired (the service's `-max-tokens`): one more answers
+// 409 with `details.cap` `tokens`. Of the user's revoked and expired
+// tokens the newest 100 are kept; making a token deletes older ones.
+// Required role: `user`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1740,7 +1808,9 @@ func (c *Client) ListBlueprints(ctx context.Context, orgId OrgId, params *ListBl
 // outputs. Keys are identifiers, unique within the blueprint. Every
 // formula is checked; a syntax error, an unknown name, a cycle between
 // outputs, a result that is not a number or a formula over 1,000
-// characters is a 400 naming the output, and nothing is saved.
+// characters is a 400 naming the output, and nothing is saved. An
+// organization has at most 1,000 blueprints (`-max-blueprints`): one
+// more answers 409 with `details.cap` `blueprints`.
 // Required role: `admin`.
 //
 // Takes any type of body and a specified content type.
@@ -1765,7 +1835,9 @@ func (c *Client) CreateBlueprintWithBody(ctx context.Context, orgId OrgId, conte
 // outputs. Keys are identifiers, unique within the blueprint. Every
 // formula is checked; a syntax error, an unknown name, a cycle between
 // outputs, a result that is not a number or a formula over 1,000
-// characters is a 400 naming the output, and nothing is saved.
+// characters is a 400 naming the output, and nothing is saved. An
+// organization has at most 1,000 blueprints (`-max-blueprints`): one
+// more answers 409 with `details.cap` `blueprints`.
 // Required role: `admin`.
 //
 // Takes a body of the `application/json` content type.
@@ -1888,6 +1960,12 @@ func (c *Client) ListInvitations(ctx context.Context, orgId OrgId, params *ListI
 // either to the invitee, who exchanges it for their first token
 // (`acceptInvitation`). The invitation expires after
 // `expires_in_days` (7 by default, at most 30) and can be revoked.
+// An organization has at most 100 pending invitations
+// (`-max-invitations`), and each holds a member's place until it is
+// accepted, revoked or expired (`-max-members`): beyond either, 409
+// with `details.cap` `invitations` or `members`. Of its accepted,
+// revoked and expired invitations the newest 100 are kept; inviting
+// deletes older ones.
 // Required role: `owner`.
 //
 // Takes any type of body and a specified content type.
@@ -1913,6 +1991,12 @@ func (c *Client) CreateInvitationWithBody(ctx context.Context, orgId OrgId, cont
 // either to the invitee, who exchanges it for their first token
 // (`acceptInvitation`). The invitation expires after
 // `expires_in_days` (7 by default, at most 30) and can be revoked.
+// An organization has at most 100 pending invitations
+// (`-max-invitations`), and each holds a member's place until it is
+// accepted, revoked or expired (`-max-members`): beyond either, 409
+// with `details.cap` `invitations` or `members`. Of its accepted,
+// revoked and expired invitations the newest 100 are kept; inviting
+// deletes older ones.
 // Required role: `owner`.
 //
 // Takes a body of the `application/json` content type.
@@ -1974,7 +2058,10 @@ func (c *Client) ListMembers(ctx context.Context, orgId OrgId, params *ListMembe
 // when nobody has that email yet. A user who is already a member answers
 // 409. The new member gets a first token from an operator
 // (`readings admin token create`); an invitation
-// (`createInvitation`) lets them get one themselves.
+// (`createInvitation`) lets them get one themselves. An organization
+// has at most 1,000 members, its pending invitations counted among
+// them (`-max-members`): one more answers 409 with `details.cap`
+// `members`.
 // Required role: `owner`.
 //
 // Takes any type of body and a specified content type.
@@ -1998,7 +2085,10 @@ func (c *Client) AddMemberWithBody(ctx context.Context, orgId OrgId, contentType
 // when nobody has that email yet. A user who is already a member answers
 // 409. The new member gets a first token from an operator
 // (`readings admin token create`); an invitation
-// (`createInvitation`) lets them get one themselves.
+// (`createInvitation`) lets them get one themselves. An organization
+// has at most 1,000 members, its pending invitations counted among
+// them (`-max-members`): one more answers 409 with `details.cap`
+// `members`.
 // Required role: `owner`.
 //
 // Takes a body of the `application/json` content type.
@@ -2258,12 +2348,13 @@ func (c *Client) ListAlarmEvents(ctx context.Context, orgId OrgId, projId ProjId
 // The project's alarm levels, least severe first. A project starts with
 // Maintenance (rank 1, for overdue sensors), Alert (2), Action (3) and
 // Alarm (4); a target's level is the highest rank among its rules that
-// hold.
+// hold. A page holds at most `limit`; when there are more,
+// `next_cursor` is set: pass it as `cursor` to get the next page.
 // Required role: `viewer`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels (the `ListAlarmLevels` operationId).
-func (c *Client) ListAlarmLevels(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListAlarmLevelsRequest(c.Server, orgId, projId)
+func (c *Client) ListAlarmLevels(ctx context.Context, orgId OrgId, projId ProjId, params *ListAlarmLevelsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAlarmLevelsRequest(c.Server, orgId, projId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2277,7 +2368,9 @@ func (c *Client) ListAlarmLevels(ctx context.Context, orgId OrgId, projId ProjId
 // CreateAlarmLevelWithBody Create an alarm level
 //
 // Adds a level. Names and ranks are unique in the project; the colour is
-// `#rrggbb` in lowercase hex.
+// `#rrggbb` in lowercase hex. A project has at most 20 levels, the
+// four it starts with included (`-max-alarm-levels`): one more answers
+// 409 with `details.cap` `alarm_levels`.
 // Required role: `admin`.
 //
 // Takes any type of body and a specified content type.
@@ -2298,7 +2391,9 @@ func (c *Client) CreateAlarmLevelWithBody(ctx context.Context, orgId OrgId, proj
 // CreateAlarmLevel Create an alarm level
 //
 // Adds a level. Names and ranks are unique in the project; the colour is
-// `#rrggbb` in lowercase hex.
+// `#rrggbb` in lowercase hex. A project has at most 20 levels, the
+// four it starts with included (`-max-alarm-levels`): one more answers
+// 409 with `details.cap` `alarm_levels`.
 // Required role: `admin`.
 //
 // Takes a body of the `application/json` content type.
@@ -2387,12 +2482,13 @@ func (c *Client) UpdateAlarmLevel(ctx context.Context, orgId OrgId, projId ProjI
 // since when (the datetime of the reading that raised it), the value that
 // raised it and whether it is acknowledged. The current level follows each
 // sensor's newest reading: a reading older than the newest never changes
-// it (see `late` events).
+// it (see `late` events). A page holds at most `limit`; when there are
+// more, `next_cursor` is set: pass it as `cursor` to get the next page.
 // Required role: `viewer`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarms (the `ListAlarms` operationId).
-func (c *Client) ListAlarms(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListAlarmsRequest(c.Server, orgId, projId)
+func (c *Client) ListAlarms(ctx context.Context, orgId OrgId, projId ProjId, params *ListAlarmsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAlarmsRequest(c.Server, orgId, projId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2853,7 +2949,9 @@ func (c *Client) ListSensors(ctx context.Context, orgId OrgId, projId ProjId, pa
 // `constants` override the blueprint's defaults, as in
 // `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
 // The instance keeps its own copy of the formulas: editing the
-// blueprint later does not change it. Required role: `admin`.
+// blueprint later does not change it. A project has at most 10,000
+// sensors (`-max-sensors`): one more answers 409 with `details.cap`
+// `sensors`. Required role: `admin`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2878,7 +2976,9 @@ func (c *Client) CreateSensorWithBody(ctx context.Context, orgId OrgId, projId P
 // `constants` override the blueprint's defaults, as in
 // `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
 // The instance keeps its own copy of the formulas: editing the
-// blueprint later does not change it. Required role: `admin`.
+// blueprint later does not change it. A project has at most 10,000
+// sensors (`-max-sensors`): one more answers 409 with `details.cap`
+// `sensors`. Required role: `admin`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2982,12 +3082,14 @@ func (c *Client) UpdateSensor(ctx context.Context, orgId OrgId, projId ProjId, s
 //
 // The sensor's trigger rules, by target, each with whether it holds now
 // (`active`), and its overdue rule (`overdue`), absent when it has
-// none: a client learns whether there is one without a 404.
+// none: a client learns whether there is one without a 404. Every
+// page carries `overdue`. A page holds at most `limit`; when there are
+// more, `next_cursor` is set: pass it as `cursor` to get the next page.
 // Required role: `viewer`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `ListAlarmRules` operationId).
-func (c *Client) ListAlarmRules(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListAlarmRulesRequest(c.Server, orgId, projId, sensorId)
+func (c *Client) ListAlarmRules(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *ListAlarmRulesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAlarmRulesRequest(c.Server, orgId, projId, sensorId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3018,7 +3120,9 @@ func (c *Client) ListAlarmRules(ctx context.Context, orgId OrgId, projId ProjId,
 // the newest reading as one). History is never rewritten. A target that is
 // not the sensor's, a level not of the project, a threshold that is not a
 // finite number, a negative deadband or a persistence out of 1 to 1000
-// answer 400 and change nothing.
+// answer 400 and change nothing. A sensor has at most 200 rules
+// (`-max-alarm-rules`): one more answers 409 with `details.cap`
+// `alarm_rules`.
 // Required role: `admin`.
 //
 // Takes any type of body and a specified content type.
@@ -3056,7 +3160,9 @@ func (c *Client) CreateAlarmRuleWithBody(ctx context.Context, orgId OrgId, projI
 // the newest reading as one). History is never rewritten. A target that is
 // not the sensor's, a level not of the project, a threshold that is not a
 // finite number, a negative deadband or a persistence out of 1 to 1000
-// answer 400 and change nothing.
+// answer 400 and change nothing. A sensor has at most 200 rules
+// (`-max-alarm-rules`): one more answers 409 with `details.cap`
+// `alarm_rules`.
 // Required role: `admin`.
 //
 // Takes a body of the `application/json` content type.
@@ -3572,12 +3678,14 @@ func (c *Client) SetOverdueRule(ctx context.Context, orgId OrgId, projId ProjId,
 
 // ListWebhooks List webhooks
 //
-// The project's webhooks; secrets are never shown.
+// The project's webhooks, oldest first; secrets are never shown. A page
+// holds at most `limit`; when there are more, `next_cursor` is set:
+// pass it as `cursor` to get the next page.
 // Required role: `admin`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks (the `ListWebhooks` operationId).
-func (c *Client) ListWebhooks(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListWebhooksRequest(c.Server, orgId, projId)
+func (c *Client) ListWebhooks(ctx context.Context, orgId OrgId, projId ProjId, params *ListWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWebhooksRequest(c.Server, orgId, projId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3589,6 +3697,10 @@ func (c *Client) ListWebhooks(ctx context.Context, orgId OrgId, projId ProjId, r
 }
 
 // CreateWebhookWithBody Create a webhook
+//
+// A project has at most 20 webhooks (`-max-webhooks`): one more
+// answers 409 with `details.cap` `webhooks`, since every alarm event
+// is delivered to each of them.
 //
 // Every alarm event of the project from then on is POSTed to `url` as
 // the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
@@ -3637,6 +3749,10 @@ func (c *Client) CreateWebhookWithBody(ctx context.Context, orgId OrgId, projId 
 }
 
 // CreateWebhook Create a webhook
+//
+// A project has at most 20 webhooks (`-max-webhooks`): one more
+// answers 409 with `details.cap` `webhooks`, since every alarm event
+// is delivered to each of them.
 //
 // Every alarm event of the project from then on is POSTed to `url` as
 // the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
@@ -3762,7 +3878,9 @@ func (c *Client) ListProjects(ctx context.Context, orgId OrgId, params *ListProj
 
 // CreateProjectWithBody Create a project
 //
-// Creates an active project. Required role: `owner`.
+// Creates an active project. An organization has at most 1,000
+// projects (`-max-projects`), archived ones included: one more
+// answers 409 with `details.cap` `projects`. Required role: `owner`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3781,7 +3899,9 @@ func (c *Client) CreateProjectWithBody(ctx context.Context, orgId OrgId, content
 
 // CreateProject Create a project
 //
-// Creates an active project. Required role: `owner`.
+// Creates an active project. An organization has at most 1,000
+// projects (`-max-projects`), archived ones included: one more
+// answers 409 with `details.cap` `projects`. Required role: `owner`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5078,7 +5198,7 @@ func NewListAlarmEventsRequest(server string, orgId OrgId, projId ProjId, params
 }
 
 // NewListAlarmLevelsRequest constructs an http.Request for the ListAlarmLevels method
-func NewListAlarmLevelsRequest(server string, orgId OrgId, projId ProjId) (*http.Request, error) {
+func NewListAlarmLevelsRequest(server string, orgId OrgId, projId ProjId, params *ListAlarmLevelsParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5108,6 +5228,45 @@ func NewListAlarmLevelsRequest(server string, orgId OrgId, projId ProjId) (*http
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -5282,7 +5441,7 @@ func NewUpdateAlarmLevelRequestWithBody(server string, orgId OrgId, projId ProjI
 }
 
 // NewListAlarmsRequest constructs an http.Request for the ListAlarms method
-func NewListAlarmsRequest(server string, orgId OrgId, projId ProjId) (*http.Request, error) {
+func NewListAlarmsRequest(server string, orgId OrgId, projId ProjId, params *ListAlarmsParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5312,6 +5471,45 @@ func NewListAlarmsRequest(server string, orgId OrgId, projId ProjId) (*http.Requ
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -6666,7 +6864,7 @@ func NewUpdateSensorRequestWithBody(server string, orgId OrgId, projId ProjId, s
 }
 
 // NewListAlarmRulesRequest constructs an http.Request for the ListAlarmRules method
-func NewListAlarmRulesRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId) (*http.Request, error) {
+func NewListAlarmRulesRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, params *ListAlarmRulesParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -6703,6 +6901,45 @@ func NewListAlarmRulesRequest(server string, orgId OrgId, projId ProjId, sensorI
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -7456,7 +7693,7 @@ func NewSetOverdueRuleRequestWithBody(server string, orgId OrgId, projId ProjId,
 }
 
 // NewListWebhooksRequest constructs an http.Request for the ListWebhooks method
-func NewListWebhooksRequest(server string, orgId OrgId, projId ProjId) (*http.Request, error) {
+func NewListWebhooksRequest(server string, orgId OrgId, projId ProjId, params *ListWebhooksParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -7486,6 +7723,45 @@ func NewListWebhooksRequest(server string, orgId OrgId, projId ProjId) (*http.Re
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -8055,7 +8331,11 @@ type ClientWithResponsesInterface interface {
 	// "Scoped and device tokens"): the scope's organization, project and
 	// sensors must be the user's (404 otherwise), and its `role` no higher
 	// than the user's role there (403). `expires_in_days` is optional;
-	// `expires_at` shows it. Required role: `user`.
+	// `expires_at` shows it. A user has at most 100 live tokens, neither
+	// revoked nor expired (the service's `-max-tokens`): one more answers
+	// 409 with `details.cap` `tokens`. Of the user's revoked and expired
+	// tokens the newest 100 are kept; making a token deletes older ones.
+	// Required role: `user`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8069,7 +8349,11 @@ type ClientWithResponsesInterface interface {
 	// "Scoped and device tokens"): the scope's organization, project and
 	// sensors must be the user's (404 otherwise), and its `role` no higher
 	// than the user's role there (403). `expires_in_days` is optional;
-	// `expires_at` shows it. Required role: `user`.
+	// `expires_at` shows it. A user has at most 100 live tokens, neither
+	// revoked nor expired (the service's `-max-tokens`): one more answers
+	// 409 with `details.cap` `tokens`. Of the user's revoked and expired
+	// tokens the newest 100 are kept; making a token deletes older ones.
+	// Required role: `user`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8125,7 +8409,9 @@ type ClientWithResponsesInterface interface {
 	// outputs. Keys are identifiers, unique within the blueprint. Every
 	// formula is checked; a syntax error, an unknown name, a cycle between
 	// outputs, a result that is not a number or a formula over 1,000
-	// characters is a 400 naming the output, and nothing is saved.
+	// characters is a 400 naming the output, and nothing is saved. An
+	// organization has at most 1,000 blueprints (`-max-blueprints`): one
+	// more answers 409 with `details.cap` `blueprints`.
 	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8140,7 +8426,9 @@ type ClientWithResponsesInterface interface {
 	// outputs. Keys are identifiers, unique within the blueprint. Every
 	// formula is checked; a syntax error, an unknown name, a cycle between
 	// outputs, a result that is not a number or a formula over 1,000
-	// characters is a 400 naming the output, and nothing is saved.
+	// characters is a 400 naming the output, and nothing is saved. An
+	// organization has at most 1,000 blueprints (`-max-blueprints`): one
+	// more answers 409 with `details.cap` `blueprints`.
 	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -8209,6 +8497,12 @@ type ClientWithResponsesInterface interface {
 	// either to the invitee, who exchanges it for their first token
 	// (`acceptInvitation`). The invitation expires after
 	// `expires_in_days` (7 by default, at most 30) and can be revoked.
+	// An organization has at most 100 pending invitations
+	// (`-max-invitations`), and each holds a member's place until it is
+	// accepted, revoked or expired (`-max-members`): beyond either, 409
+	// with `details.cap` `invitations` or `members`. Of its accepted,
+	// revoked and expired invitations the newest 100 are kept; inviting
+	// deletes older ones.
 	// Required role: `owner`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8224,6 +8518,12 @@ type ClientWithResponsesInterface interface {
 	// either to the invitee, who exchanges it for their first token
 	// (`acceptInvitation`). The invitation expires after
 	// `expires_in_days` (7 by default, at most 30) and can be revoked.
+	// An organization has at most 100 pending invitations
+	// (`-max-invitations`), and each holds a member's place until it is
+	// accepted, revoked or expired (`-max-members`): beyond either, 409
+	// with `details.cap` `invitations` or `members`. Of its accepted,
+	// revoked and expired invitations the newest 100 are kept; inviting
+	// deletes older ones.
 	// Required role: `owner`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -8259,7 +8559,10 @@ type ClientWithResponsesInterface interface {
 	// when nobody has that email yet. A user who is already a member answers
 	// 409. The new member gets a first token from an operator
 	// (`readings admin token create`); an invitation
-	// (`createInvitation`) lets them get one themselves.
+	// (`createInvitation`) lets them get one themselves. An organization
+	// has at most 1,000 members, its pending invitations counted among
+	// them (`-max-members`): one more answers 409 with `details.cap`
+	// `members`.
 	// Required role: `owner`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8273,7 +8576,10 @@ type ClientWithResponsesInterface interface {
 	// when nobody has that email yet. A user who is already a member answers
 	// 409. The new member gets a first token from an operator
 	// (`readings admin token create`); an invitation
-	// (`createInvitation`) lets them get one themselves.
+	// (`createInvitation`) lets them get one themselves. An organization
+	// has at most 1,000 members, its pending invitations counted among
+	// them (`-max-members`): one more answers 409 with `details.cap`
+	// `members`.
 	// Required role: `owner`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -8431,18 +8737,21 @@ type ClientWithResponsesInterface interface {
 	// The project's alarm levels, least severe first. A project starts with
 	// Maintenance (rank 1, for overdue sensors), Alert (2), Action (3) and
 	// Alarm (4); a target's level is the highest rank among its rules that
-	// hold.
+	// hold. A page holds at most `limit`; when there are more,
+	// `next_cursor` is set: pass it as `cursor` to get the next page.
 	// Required role: `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels (the `ListAlarmLevels` operationId).
-	ListAlarmLevelsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*ListAlarmLevelsResponse, error)
+	ListAlarmLevelsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *ListAlarmLevelsParams, reqEditors ...RequestEditorFn) (*ListAlarmLevelsResponse, error)
 
 	// CreateAlarmLevelWithBodyWithResponse Create an alarm level
 	//
 	// Adds a level. Names and ranks are unique in the project; the colour is
-	// `#rrggbb` in lowercase hex.
+	// `#rrggbb` in lowercase hex. A project has at most 20 levels, the
+	// four it starts with included (`-max-alarm-levels`): one more answers
+	// 409 with `details.cap` `alarm_levels`.
 	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8453,7 +8762,9 @@ type ClientWithResponsesInterface interface {
 	// CreateAlarmLevelWithResponse Create an alarm level
 	//
 	// Adds a level. Names and ranks are unique in the project; the colour is
-	// `#rrggbb` in lowercase hex.
+	// `#rrggbb` in lowercase hex. A project has at most 20 levels, the
+	// four it starts with included (`-max-alarm-levels`): one more answers
+	// 409 with `details.cap` `alarm_levels`.
 	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -8504,13 +8815,14 @@ type ClientWithResponsesInterface interface {
 	// since when (the datetime of the reading that raised it), the value that
 	// raised it and whether it is acknowledged. The current level follows each
 	// sensor's newest reading: a reading older than the newest never changes
-	// it (see `late` events).
+	// it (see `late` events). A page holds at most `limit`; when there are
+	// more, `next_cursor` is set: pass it as `cursor` to get the next page.
 	// Required role: `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarms (the `ListAlarms` operationId).
-	ListAlarmsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*ListAlarmsResponse, error)
+	ListAlarmsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *ListAlarmsParams, reqEditors ...RequestEditorFn) (*ListAlarmsResponse, error)
 
 	// AcknowledgeAlarmWithBodyWithResponse Acknowledge an alarm
 	//
@@ -8866,7 +9178,9 @@ type ClientWithResponsesInterface interface {
 	// `constants` override the blueprint's defaults, as in
 	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
 	// The instance keeps its own copy of the formulas: editing the
-	// blueprint later does not change it. Required role: `admin`.
+	// blueprint later does not change it. A project has at most 10,000
+	// sensors (`-max-sensors`): one more answers 409 with `details.cap`
+	// `sensors`. Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8881,7 +9195,9 @@ type ClientWithResponsesInterface interface {
 	// `constants` override the blueprint's defaults, as in
 	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
 	// The instance keeps its own copy of the formulas: editing the
-	// blueprint later does not change it. Required role: `admin`.
+	// blueprint later does not change it. A project has at most 10,000
+	// sensors (`-max-sensors`): one more answers 409 with `details.cap`
+	// `sensors`. Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8939,13 +9255,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// The sensor's trigger rules, by target, each with whether it holds now
 	// (`active`), and its overdue rule (`overdue`), absent when it has
-	// none: a client learns whether there is one without a 404.
+	// none: a client learns whether there is one without a 404. Every
+	// page carries `overdue`. A page holds at most `limit`; when there are
+	// more, `next_cursor` is set: pass it as `cursor` to get the next page.
 	// Required role: `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `ListAlarmRules` operationId).
-	ListAlarmRulesWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*ListAlarmRulesResponse, error)
+	ListAlarmRulesWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *ListAlarmRulesParams, reqEditors ...RequestEditorFn) (*ListAlarmRulesResponse, error)
 
 	// CreateAlarmRuleWithBodyWithResponse Create an alarm rule
 	//
@@ -8967,7 +9285,9 @@ type ClientWithResponsesInterface interface {
 	// the newest reading as one). History is never rewritten. A target that is
 	// not the sensor's, a level not of the project, a threshold that is not a
 	// finite number, a negative deadband or a persistence out of 1 to 1000
-	// answer 400 and change nothing.
+	// answer 400 and change nothing. A sensor has at most 200 rules
+	// (`-max-alarm-rules`): one more answers 409 with `details.cap`
+	// `alarm_rules`.
 	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8995,7 +9315,9 @@ type ClientWithResponsesInterface interface {
 	// the newest reading as one). History is never rewritten. A target that is
 	// not the sensor's, a level not of the project, a threshold that is not a
 	// finite number, a negative deadband or a persistence out of 1 to 1000
-	// answer 400 and change nothing.
+	// answer 400 and change nothing. A sensor has at most 200 rules
+	// (`-max-alarm-rules`): one more answers 409 with `details.cap`
+	// `alarm_rules`.
 	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -9321,15 +9643,21 @@ type ClientWithResponsesInterface interface {
 
 	// ListWebhooksWithResponse List webhooks
 	//
-	// The project's webhooks; secrets are never shown.
+	// The project's webhooks, oldest first; secrets are never shown. A page
+	// holds at most `limit`; when there are more, `next_cursor` is set:
+	// pass it as `cursor` to get the next page.
 	// Required role: `admin`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks (the `ListWebhooks` operationId).
-	ListWebhooksWithResponse(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*ListWebhooksResponse, error)
+	ListWebhooksWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *ListWebhooksParams, reqEditors ...RequestEditorFn) (*ListWebhooksResponse, error)
 
 	// CreateWebhookWithBodyWithResponse Create a webhook
+	//
+	// A project has at most 20 webhooks (`-max-webhooks`): one more
+	// answers 409 with `details.cap` `webhooks`, since every alarm event
+	// is delivered to each of them.
 	//
 	// Every alarm event of the project from then on is POSTed to `url` as
 	// the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
@@ -9368,6 +9696,10 @@ type ClientWithResponsesInterface interface {
 	CreateWebhookWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookResponse, error)
 
 	// CreateWebhookWithResponse Create a webhook
+	//
+	// A project has at most 20 webhooks (`-max-webhooks`): one more
+	// answers 409 with `details.cap` `webhooks`, since every alarm event
+	// is delivered to each of them.
 	//
 	// Every alarm event of the project from then on is POSTed to `url` as
 	// the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
@@ -9451,7 +9783,9 @@ type ClientWithResponsesInterface interface {
 
 	// CreateProjectWithBodyWithResponse Create a project
 	//
-	// Creates an active project. Required role: `owner`.
+	// Creates an active project. An organization has at most 1,000
+	// projects (`-max-projects`), archived ones included: one more
+	// answers 409 with `details.cap` `projects`. Required role: `owner`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9460,7 +9794,9 @@ type ClientWithResponsesInterface interface {
 
 	// CreateProjectWithResponse Create a project
 	//
-	// Creates an active project. Required role: `owner`.
+	// Creates an active project. An organization has at most 1,000
+	// projects (`-max-projects`), archived ones included: one more
+	// answers 409 with `details.cap` `projects`. Required role: `owner`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9833,6 +10169,8 @@ type CreateTokenResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -9874,6 +10212,11 @@ func (r CreateTokenResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CreateTokenResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateTokenResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -10873,6 +11216,8 @@ type CreateInvitationResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -10914,6 +11259,11 @@ func (r CreateInvitationResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CreateInvitationResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateInvitationResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -12169,7 +12519,7 @@ type ListAlarmLevelsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *AlarmLevelList
+	JSON200 *AlarmLevelPage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -12193,7 +12543,7 @@ type ListAlarmLevelsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListAlarmLevelsResponse) GetJSON200() *AlarmLevelList {
+func (r ListAlarmLevelsResponse) GetJSON200() *AlarmLevelPage {
 	return r.JSON200
 }
 
@@ -12655,7 +13005,7 @@ type ListAlarmsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *AlarmList
+	JSON200 *AlarmPage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -12679,7 +13029,7 @@ type ListAlarmsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListAlarmsResponse) GetJSON200() *AlarmList {
+func (r ListAlarmsResponse) GetJSON200() *AlarmPage {
 	return r.JSON200
 }
 
@@ -14329,7 +14679,7 @@ type ListAlarmRulesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *AlarmRuleList
+	JSON200 *AlarmRulePage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -14353,7 +14703,7 @@ type ListAlarmRulesResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListAlarmRulesResponse) GetJSON200() *AlarmRuleList {
+func (r ListAlarmRulesResponse) GetJSON200() *AlarmRulePage {
 	return r.JSON200
 }
 
@@ -16051,7 +16401,7 @@ type ListWebhooksResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *WebhookList
+	JSON200 *WebhookPage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -16075,7 +16425,7 @@ type ListWebhooksResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListWebhooksResponse) GetJSON200() *WebhookList {
+func (r ListWebhooksResponse) GetJSON200() *WebhookPage {
 	return r.JSON200
 }
 
@@ -16754,6 +17104,8 @@ type CreateProjectResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -16795,6 +17147,11 @@ func (r CreateProjectResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CreateProjectResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateProjectResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -17173,7 +17530,11 @@ func (c *ClientWithResponses) ListTokensWithResponse(ctx context.Context, params
 // "Scoped and device tokens"): the scope's organization, project and
 // sensors must be the user's (404 otherwise), and its `role` no higher
 // than the user's role there (403). `expires_in_days` is optional;
-// `expires_at` shows it. Required role: `user`.
+// `expires_at` shows it. A user has at most 100 live tokens, neither
+// revoked nor expired (the service's `-max-tokens`): one more answers
+// 409 with `details.cap` `tokens`. Of the user's revoked and expired
+// tokens the newest 100 are kept; making a token deletes older ones.
+// Required role: `user`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17193,7 +17554,11 @@ func (c *ClientWithResponses) CreateTokenWithBodyWithResponse(ctx context.Contex
 // "Scoped and device tokens"): the scope's organization, project and
 // sensors must be the user's (404 otherwise), and its `role` no higher
 // than the user's role there (403). `expires_in_days` is optional;
-// `expires_at` shows it. Required role: `user`.
+// `expires_at` shows it. A user has at most 100 live tokens, neither
+// revoked nor expired (the service's `-max-tokens`): one more answers
+// 409 with `details.cap` `tokens`. Of the user's revoked and expired
+// tokens the newest 100 are kept; making a token deletes older ones.
+// Required role: `user`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17279,7 +17644,9 @@ func (c *ClientWithResponses) ListBlueprintsWithResponse(ctx context.Context, or
 // outputs. Keys are identifiers, unique within the blueprint. Every
 // formula is checked; a syntax error, an unknown name, a cycle between
 // outputs, a result that is not a number or a formula over 1,000
-// characters is a 400 naming the output, and nothing is saved.
+// characters is a 400 naming the output, and nothing is saved. An
+// organization has at most 1,000 blueprints (`-max-blueprints`): one
+// more answers 409 with `details.cap` `blueprints`.
 // Required role: `admin`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -17300,7 +17667,9 @@ func (c *ClientWithResponses) CreateBlueprintWithBodyWithResponse(ctx context.Co
 // outputs. Keys are identifiers, unique within the blueprint. Every
 // formula is checked; a syntax error, an unknown name, a cycle between
 // outputs, a result that is not a number or a formula over 1,000
-// characters is a 400 naming the output, and nothing is saved.
+// characters is a 400 naming the output, and nothing is saved. An
+// organization has at most 1,000 blueprints (`-max-blueprints`): one
+// more answers 409 with `details.cap` `blueprints`.
 // Required role: `admin`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -17405,6 +17774,12 @@ func (c *ClientWithResponses) ListInvitationsWithResponse(ctx context.Context, o
 // either to the invitee, who exchanges it for their first token
 // (`acceptInvitation`). The invitation expires after
 // `expires_in_days` (7 by default, at most 30) and can be revoked.
+// An organization has at most 100 pending invitations
+// (`-max-invitations`), and each holds a member's place until it is
+// accepted, revoked or expired (`-max-members`): beyond either, 409
+// with `details.cap` `invitations` or `members`. Of its accepted,
+// revoked and expired invitations the newest 100 are kept; inviting
+// deletes older ones.
 // Required role: `owner`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -17426,6 +17801,12 @@ func (c *ClientWithResponses) CreateInvitationWithBodyWithResponse(ctx context.C
 // either to the invitee, who exchanges it for their first token
 // (`acceptInvitation`). The invitation expires after
 // `expires_in_days` (7 by default, at most 30) and can be revoked.
+// An organization has at most 100 pending invitations
+// (`-max-invitations`), and each holds a member's place until it is
+// accepted, revoked or expired (`-max-members`): beyond either, 409
+// with `details.cap` `invitations` or `members`. Of its accepted,
+// revoked and expired invitations the newest 100 are kept; inviting
+// deletes older ones.
 // Required role: `owner`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -17479,7 +17860,10 @@ func (c *ClientWithResponses) ListMembersWithResponse(ctx context.Context, orgId
 // when nobody has that email yet. A user who is already a member answers
 // 409. The new member gets a first token from an operator
 // (`readings admin token create`); an invitation
-// (`createInvitation`) lets them get one themselves.
+// (`createInvitation`) lets them get one themselves. An organization
+// has at most 1,000 members, its pending invitations counted among
+// them (`-max-members`): one more answers 409 with `details.cap`
+// `members`.
 // Required role: `owner`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -17499,7 +17883,10 @@ func (c *ClientWithResponses) AddMemberWithBodyWithResponse(ctx context.Context,
 // when nobody has that email yet. A user who is already a member answers
 // 409. The new member gets a first token from an operator
 // (`readings admin token create`); an invitation
-// (`createInvitation`) lets them get one themselves.
+// (`createInvitation`) lets them get one themselves. An organization
+// has at most 1,000 members, its pending invitations counted among
+// them (`-max-members`): one more answers 409 with `details.cap`
+// `members`.
 // Required role: `owner`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -17723,14 +18110,15 @@ func (c *ClientWithResponses) ListAlarmEventsWithResponse(ctx context.Context, o
 // The project's alarm levels, least severe first. A project starts with
 // Maintenance (rank 1, for overdue sensors), Alert (2), Action (3) and
 // Alarm (4); a target's level is the highest rank among its rules that
-// hold.
+// hold. A page holds at most `limit`; when there are more,
+// `next_cursor` is set: pass it as `cursor` to get the next page.
 // Required role: `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels (the `ListAlarmLevels` operationId).
-func (c *ClientWithResponses) ListAlarmLevelsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*ListAlarmLevelsResponse, error) {
-	rsp, err := c.ListAlarmLevels(ctx, orgId, projId, reqEditors...)
+func (c *ClientWithResponses) ListAlarmLevelsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *ListAlarmLevelsParams, reqEditors ...RequestEditorFn) (*ListAlarmLevelsResponse, error) {
+	rsp, err := c.ListAlarmLevels(ctx, orgId, projId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -17740,7 +18128,9 @@ func (c *ClientWithResponses) ListAlarmLevelsWithResponse(ctx context.Context, o
 // CreateAlarmLevelWithBodyWithResponse Create an alarm level
 //
 // Adds a level. Names and ranks are unique in the project; the colour is
-// `#rrggbb` in lowercase hex.
+// `#rrggbb` in lowercase hex. A project has at most 20 levels, the
+// four it starts with included (`-max-alarm-levels`): one more answers
+// 409 with `details.cap` `alarm_levels`.
 // Required role: `admin`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -17757,7 +18147,9 @@ func (c *ClientWithResponses) CreateAlarmLevelWithBodyWithResponse(ctx context.C
 // CreateAlarmLevelWithResponse Create an alarm level
 //
 // Adds a level. Names and ranks are unique in the project; the colour is
-// `#rrggbb` in lowercase hex.
+// `#rrggbb` in lowercase hex. A project has at most 20 levels, the
+// four it starts with included (`-max-alarm-levels`): one more answers
+// 409 with `details.cap` `alarm_levels`.
 // Required role: `admin`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -17832,14 +18224,15 @@ func (c *ClientWithResponses) UpdateAlarmLevelWithResponse(ctx context.Context, 
 // since when (the datetime of the reading that raised it), the value that
 // raised it and whether it is acknowledged. The current level follows each
 // sensor's newest reading: a reading older than the newest never changes
-// it (see `late` events).
+// it (see `late` events). A page holds at most `limit`; when there are
+// more, `next_cursor` is set: pass it as `cursor` to get the next page.
 // Required role: `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarms (the `ListAlarms` operationId).
-func (c *ClientWithResponses) ListAlarmsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*ListAlarmsResponse, error) {
-	rsp, err := c.ListAlarms(ctx, orgId, projId, reqEditors...)
+func (c *ClientWithResponses) ListAlarmsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *ListAlarmsParams, reqEditors ...RequestEditorFn) (*ListAlarmsResponse, error) {
+	rsp, err := c.ListAlarms(ctx, orgId, projId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18266,7 +18659,9 @@ func (c *ClientWithResponses) ListSensorsWithResponse(ctx context.Context, orgId
 // `constants` override the blueprint's defaults, as in
 // `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
 // The instance keeps its own copy of the formulas: editing the
-// blueprint later does not change it. Required role: `admin`.
+// blueprint later does not change it. A project has at most 10,000
+// sensors (`-max-sensors`): one more answers 409 with `details.cap`
+// `sensors`. Required role: `admin`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18287,7 +18682,9 @@ func (c *ClientWithResponses) CreateSensorWithBodyWithResponse(ctx context.Conte
 // `constants` override the blueprint's defaults, as in
 // `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
 // The instance keeps its own copy of the formulas: editing the
-// blueprint later does not change it. Required role: `admin`.
+// blueprint later does not change it. A project has at most 10,000
+// sensors (`-max-sensors`): one more answers 409 with `details.cap`
+// `sensors`. Required role: `admin`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18375,14 +18772,16 @@ func (c *ClientWithResponses) UpdateSensorWithResponse(ctx context.Context, orgI
 //
 // The sensor's trigger rules, by target, each with whether it holds now
 // (`active`), and its overdue rule (`overdue`), absent when it has
-// none: a client learns whether there is one without a 404.
+// none: a client learns whether there is one without a 404. Every
+// page carries `overdue`. A page holds at most `limit`; when there are
+// more, `next_cursor` is set: pass it as `cursor` to get the next page.
 // Required role: `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `ListAlarmRules` operationId).
-func (c *ClientWithResponses) ListAlarmRulesWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*ListAlarmRulesResponse, error) {
-	rsp, err := c.ListAlarmRules(ctx, orgId, projId, sensorId, reqEditors...)
+func (c *ClientWithResponses) ListAlarmRulesWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *ListAlarmRulesParams, reqEditors ...RequestEditorFn) (*ListAlarmRulesResponse, error) {
+	rsp, err := c.ListAlarmRules(ctx, orgId, projId, sensorId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18409,7 +18808,9 @@ func (c *ClientWithResponses) ListAlarmRulesWithResponse(ctx context.Context, or
 // the newest reading as one). History is never rewritten. A target that is
 // not the sensor's, a level not of the project, a threshold that is not a
 // finite number, a negative deadband or a persistence out of 1 to 1000
-// answer 400 and change nothing.
+// answer 400 and change nothing. A sensor has at most 200 rules
+// (`-max-alarm-rules`): one more answers 409 with `details.cap`
+// `alarm_rules`.
 // Required role: `admin`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -18443,7 +18844,9 @@ func (c *ClientWithResponses) CreateAlarmRuleWithBodyWithResponse(ctx context.Co
 // the newest reading as one). History is never rewritten. A target that is
 // not the sensor's, a level not of the project, a threshold that is not a
 // finite number, a negative deadband or a persistence out of 1 to 1000
-// answer 400 and change nothing.
+// answer 400 and change nothing. A sensor has at most 200 rules
+// (`-max-alarm-rules`): one more answers 409 with `details.cap`
+// `alarm_rules`.
 // Required role: `admin`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -18889,14 +19292,16 @@ func (c *ClientWithResponses) SetOverdueRuleWithResponse(ctx context.Context, or
 
 // ListWebhooksWithResponse List webhooks
 //
-// The project's webhooks; secrets are never shown.
+// The project's webhooks, oldest first; secrets are never shown. A page
+// holds at most `limit`; when there are more, `next_cursor` is set:
+// pass it as `cursor` to get the next page.
 // Required role: `admin`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks (the `ListWebhooks` operationId).
-func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*ListWebhooksResponse, error) {
-	rsp, err := c.ListWebhooks(ctx, orgId, projId, reqEditors...)
+func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *ListWebhooksParams, reqEditors ...RequestEditorFn) (*ListWebhooksResponse, error) {
+	rsp, err := c.ListWebhooks(ctx, orgId, projId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18904,6 +19309,10 @@ func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, orgI
 }
 
 // CreateWebhookWithBodyWithResponse Create a webhook
+//
+// A project has at most 20 webhooks (`-max-webhooks`): one more
+// answers 409 with `details.cap` `webhooks`, since every alarm event
+// is delivered to each of them.
 //
 // Every alarm event of the project from then on is POSTed to `url` as
 // the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
@@ -18948,6 +19357,10 @@ func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Cont
 }
 
 // CreateWebhookWithResponse Create a webhook
+//
+// A project has at most 20 webhooks (`-max-webhooks`): one more
+// answers 409 with `details.cap` `webhooks`, since every alarm event
+// is delivered to each of them.
 //
 // Every alarm event of the project from then on is POSTed to `url` as
 // the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
@@ -19061,7 +19474,9 @@ func (c *ClientWithResponses) ListProjectsWithResponse(ctx context.Context, orgI
 
 // CreateProjectWithBodyWithResponse Create a project
 //
-// Creates an active project. Required role: `owner`.
+// Creates an active project. An organization has at most 1,000
+// projects (`-max-projects`), archived ones included: one more
+// answers 409 with `details.cap` `projects`. Required role: `owner`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19076,7 +19491,9 @@ func (c *ClientWithResponses) CreateProjectWithBodyWithResponse(ctx context.Cont
 
 // CreateProjectWithResponse Create a project
 //
-// Creates an active project. Required role: `owner`.
+// Creates an active project. An organization has at most 1,000
+// projects (`-max-projects`), archived ones included: one more
+// answers 409 with `details.cap` `projects`. Required role: `owner`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19477,6 +19894,13 @@ func ParseCreateTokenResponse(rsp *http.Response) (*CreateTokenResponse, error) 
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -20469,6 +20893,13 @@ func ParseCreateInvitationResponse(rsp *http.Response) (*CreateInvitationRespons
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -21717,7 +22148,7 @@ func ParseListAlarmLevelsResponse(rsp *http.Response) (*ListAlarmLevelsResponse,
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest AlarmLevelList
+		var dest AlarmLevelPage
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -22194,7 +22625,7 @@ func ParseListAlarmsResponse(rsp *http.Response) (*ListAlarmsResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest AlarmList
+		var dest AlarmPage
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -23853,7 +24284,7 @@ func ParseListAlarmRulesResponse(rsp *http.Response) (*ListAlarmRulesResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest AlarmRuleList
+		var dest AlarmRulePage
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -25542,7 +25973,7 @@ func ParseListWebhooksResponse(rsp *http.Response) (*ListWebhooksResponse, error
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest WebhookList
+		var dest WebhookPage
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -26254,6 +26685,13 @@ func ParseCreateProjectResponse(rsp *http.Response) (*CreateProjectResponse, err
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge

@@ -62,8 +62,15 @@ func newEnv(t testing.TB) *env {
 // else the real store.
 func newEnvWith(t testing.TB, cfg server.Config, wrap func(*store.DB) server.Store) *env {
 	t.Helper()
+	return newEnvLimits(t, cfg, store.Limits{}, wrap)
+}
+
+// newEnvLimits is newEnvWith on a store with limits; zero fields keep the
+// defaults.
+func newEnvLimits(t testing.TB, cfg server.Config, limits store.Limits, wrap func(*store.DB) server.Store) *env {
+	t.Helper()
 	pool := storetest.NewPool(t)
-	db := store.New(pool)
+	db := store.New(pool, limits)
 	var st server.Store = db
 	if wrap != nil {
 		st = wrap(db)

@@ -57,16 +57,30 @@ type AlarmEventQuery struct {
 const alarmColumns = `a.id, a.project_id, a.sensor_id, a.target_id, a.target_key, a.level_id, l.name AS level_name, l.rank, l.colour,
 a.since, a.value, a.acknowledged_at, a.acknowledged_by, a.note`
 
-// ListAlarms returns the project's current alarms, most severe first. It
-// returns NotFound for a project not in orgID.
-func (db *DB) ListAlarms(ctx context.Context, orgID, projectID int64) ([]Alarm, error) {
+// AlarmKey is where an alarm stands in its project's list: most severe
+// first, then oldest first, then by id. An alarm's rank cannot change while
+// it stands: a level in use keeps its rank.
+type AlarmKey struct {
+	Rank  int
+	Since time.Time
+	ID    int64
+}
+
+// Key is the alarm's place in its project's list.
+func (a Alarm) Key() AlarmKey { return AlarmKey{Rank: a.Rank, Since: a.Since, ID: a.ID} }
+
+// ListAlarms returns up to limit current alarms of the project after after
+// (the zero key: from the first), most severe first, and whether more
+// follow. It returns NotFound for a project not in orgID.
+func (db *DB) ListAlarms(ctx context.Context, orgID, projectID int64, after AlarmKey, limit int) ([]Alarm, bool, error) {
 	if _, err := db.GetProject(ctx, orgID, projectID); err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	// Ranks are 1 to 100, so a zero key's rank of 0 means from the first.
 	rows, _ := db.pool.Query(ctx, `SELECT `+alarmColumns+` FROM alarms a JOIN alarm_levels l ON l.id = a.level_id
-WHERE a.project_id = $1 ORDER BY l.rank DESC, a.since, a.id`, projectID)
-	alarms, err := pgx.CollectRows(rows, pgx.RowToStructByName[Alarm])
-	return alarms, dbError("list alarms", err)
+WHERE a.project_id = $1 AND ($2 = 0 OR l.rank < $2 OR (l.rank = $2 AND (a.since, a.id) > ($3, $4)))
+ORDER BY l.rank DESC, a.since, a.id LIMIT $5`, projectID, after.Rank, after.Since, after.ID, limit+1)
+	return collectPage[Alarm]("list alarms", rows, limit)
 }
 
 // AcknowledgeAlarm records that userID has seen the alarm, with a note,

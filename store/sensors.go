@@ -68,11 +68,15 @@ WHERE `+inOrg+` AND s.id > $3 ORDER BY s.id LIMIT $4`, orgID, projectID, after, 
 // attach is not nil. It returns NotFound for a project that is not in orgID,
 // and Invalid for a name or description the sensors table refuses (a name
 // of 1 to 200 characters, a description of at most 2,000) or a blueprint
-// that is not orgID's, and Conflict when the project is archived.
+// that is not orgID's, and Conflict when the project is archived or has
+// its Limits.Sensors.
 func (db *DB) CreateSensor(ctx context.Context, orgID, projectID int64, name, description string, attach *Attachment) (Sensor, error) {
 	var sensor Sensor
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		if err := lockWritableProject(ctx, tx, orgID, projectID); err != nil {
+			return err
+		}
+		if err := db.makeRoom(ctx, tx, sensorsCap, projectID); err != nil {
 			return err
 		}
 		var blueprintID *int64

@@ -59,9 +59,9 @@ func (t *target) register(fs *flag.FlagSet) {
 // setup checks the flags, reads the tokens and parses the sensors.
 func (t *target) setup() error {
 	var errs []error
-	if !strings.HasPrefix(t.base, "http://127.0.0.1:") && !strings.HasPrefix(t.base, "http://localhost:") {
+	if !loopbackBase(t.base) {
 		// Load and chaos traffic stays on this machine.
-		errs = append(errs, fmt.Errorf("base %q is not a loopback http URL with a port", t.base))
+		errs = append(errs, fmt.Errorf("base %q is not a loopback http or https URL with a port", t.base))
 	}
 	t.base = strings.TrimSuffix(t.base, "/")
 	if t.org < 1 || t.proj < 1 {
@@ -84,6 +84,18 @@ func (t *target) setup() error {
 	}
 	t.tokens = tokens
 	return errors.Join(errs...)
+}
+
+// loopbackBase tells whether base is an http or https URL of this
+// machine with a port. An https service's certificate is checked against
+// the system's roots, or the file SSL_CERT_FILE names (make cluster's CA).
+func loopbackBase(base string) bool {
+	for _, prefix := range []string{"http://127.0.0.1:", "http://localhost:", "https://127.0.0.1:", "https://localhost:"} {
+		if strings.HasPrefix(base, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 func readTokens(path string) ([]string, error) {
