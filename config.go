@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sensorreadings/readings/server"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -43,6 +44,9 @@ type config struct {
 	webhookTimeout  time.Duration
 	webhookAttempts int
 	webhookPrivate  bool
+	webhookLease    time.Duration
+	webhookConc     int
+	webhookConcHook int
 	storage         store.StorageConfig
 	caps            store.Limits // all but SensorInputs, which is maxInputs
 }
@@ -70,6 +74,9 @@ func (c *config) register(fs *flag.FlagSet, e *env) {
 	fs.DurationVar(&c.alarmCheck, "alarm-check-interval", e.duration("ALARM_CHECK_INTERVAL", 10*time.Second), "how often overdue sensors are checked, the most an overdue alarm is late (ALARM_CHECK_INTERVAL)")
 	fs.DurationVar(&c.webhookTimeout, "webhook-timeout", e.duration("WEBHOOK_TIMEOUT", 10*time.Second), "how long a webhook receiver may take to answer (WEBHOOK_TIMEOUT)")
 	fs.IntVar(&c.webhookAttempts, "webhook-max-attempts", e.int("WEBHOOK_MAX_ATTEMPTS", 8), "attempts of a webhook delivery before it is marked failed (WEBHOOK_MAX_ATTEMPTS)")
+	fs.DurationVar(&c.webhookLease, "webhook-lease", e.duration("WEBHOOK_LEASE", time.Minute), "how long a claimed webhook delivery is its replica's, at least the webhook timeout and 5s more; a replica that dies leaves its deliveries to others after it (WEBHOOK_LEASE)")
+	fs.IntVar(&c.webhookConc, "webhook-concurrency", e.int("WEBHOOK_CONCURRENCY", 32), "webhook deliveries a replica sends at once; one organization's webhooks get a quarter of them (WEBHOOK_CONCURRENCY)")
+	fs.IntVar(&c.webhookConcHook, "webhook-concurrency-per-webhook", e.int("WEBHOOK_CONCURRENCY_PER_WEBHOOK", 1), "deliveries of one webhook in flight at once, on all replicas together; above 1, events may arrive out of order (WEBHOOK_CONCURRENCY_PER_WEBHOOK)")
 	fs.BoolVar(&c.webhookPrivate, "webhook-allow-private", e.bool("WEBHOOK_ALLOW_PRIVATE", false), "let webhooks reach loopback, private and link-local addresses (WEBHOOK_ALLOW_PRIVATE)")
 	fs.StringVar(&c.tlsCert, "tls-cert", e.string("TLS_CERT", ""), "serve HTTPS with the PEM certificate chain in this `file`; needs -tls-key (TLS_CERT)")
 	fs.StringVar(&c.tlsKey, "tls-key", e.string("TLS_KEY", ""), "the PEM private key `file` of -tls-cert (TLS_KEY)")
@@ -149,6 +156,15 @@ func (c *config) validate() error {
 	if c.webhookAttempts < 1 || c.webhookAttempts > 20 {
 		return fmt.Errorf("-webhook-max-attempts %d is out of 1 to 20", c.webhookAttempts)
 	}
+	if c.webhookLease < c.webhookTimeout+server.WebhookLeaseMargin || c.webhookLease > time.Hour {
+		return fmt.Errorf("-webhook-lease %v must be at least -webhook-timeout %v and %v more, so that an attempt ends before its lease, and at most 1h", c.webhookLease, c.webhookTimeout, server.WebhookLeaseMargin)
+	}
+	if c.webhookConc < 1 || c.webhookConc > 1000 {
+		return fmt.Errorf("-webhook-concurrency %d is out of 1 to 1000", c.webhookConc)
+	}
+	if c.webhookConcHook < 1 || c.webhookConcHook > 16 {
+		return fmt.Errorf("-webhook-concurrency-per-webhook %d is out of 1 to 16", c.webhookConcHook)
+	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
 		errs = append(errs, errors.New("-tls-cert and -tls-key (TLS_CERT, TLS_KEY) go together: set both to serve HTTPS, or neither"))
 	}
@@ -193,6 +209,9 @@ func (c *config) logValue() slog.Value {
 		slog.Duration("webhook_timeout", c.webhookTimeout),
 		slog.Int("webhook_max_attempts", c.webhookAttempts),
 		slog.Bool("webhook_allow_private", c.webhookPrivate),
+		slog.Duration("webhook_lease", c.webhookLease),
+		slog.Int("webhook_concurrency", c.webhookConc),
+		slog.Int("webhook_concurrency_per_webhook", c.webhookConcHook),
 		slog.String("chunk_interval", days(c.storage.ChunkInterval).String()),
 		slog.String("compress_after", days(c.storage.CompressAfter).String()),
 		slog.String("retention", days(c.storage.Retention).String()),

@@ -107,20 +107,23 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	log.Info("export caps", "max_streams", maxStreams, "max_streams_per_token", c.maxStreamsToken, "db_max_conns", pool.Stat().MaxConns())
 	srv, err := server.New(db, log, server.Config{
-		MaxBatch:            c.maxBatch,
-		MaxBodyBytes:        c.maxBodyBytes,
-		MaxInputs:           c.maxInputs,
-		MaxFuture:           c.maxFuture,
-		RateLimit:           c.rateLimit,
-		RateBurst:           c.rateBurst,
-		DBTimeout:           c.dbTimeout,
-		MaxStreams:          maxStreams,
-		MaxStreamsPerToken:  c.maxStreamsToken,
-		Standby:             standby,
-		StandbyWait:         c.readWait,
-		WebhookTimeout:      c.webhookTimeout,
-		WebhookMaxAttempts:  c.webhookAttempts,
-		WebhookAllowPrivate: c.webhookPrivate,
+		MaxBatch:                     c.maxBatch,
+		MaxBodyBytes:                 c.maxBodyBytes,
+		MaxInputs:                    c.maxInputs,
+		MaxFuture:                    c.maxFuture,
+		RateLimit:                    c.rateLimit,
+		RateBurst:                    c.rateBurst,
+		DBTimeout:                    c.dbTimeout,
+		MaxStreams:                   maxStreams,
+		MaxStreamsPerToken:           c.maxStreamsToken,
+		Standby:                      standby,
+		StandbyWait:                  c.readWait,
+		WebhookTimeout:               c.webhookTimeout,
+		WebhookMaxAttempts:           c.webhookAttempts,
+		WebhookAllowPrivate:          c.webhookPrivate,
+		WebhookLease:                 c.webhookLease,
+		WebhookConcurrency:           c.webhookConc,
+		WebhookConcurrencyPerWebhook: c.webhookConcHook,
 	})
 	if err != nil {
 		return err

@@ -71,6 +71,16 @@ func TestParseConfig(t *testing.T) {
 			args:  []string{"-max-tokens", "10"},
 			check: func(c *config) bool { return c.caps.Webhooks == 5 && c.caps.Sensors == 50000 && c.caps.Tokens == 10 }},
 		{name: "ZeroCap", env: map[string]string{"DATABASE_URL": "postgres://x", "MAX_ALARM_RULES": "0"}, wantErr: "-max-alarm-rules 0"},
+		{name: "WebhookDefaults", env: map[string]string{"DATABASE_URL": "postgres://x"},
+			check: func(c *config) bool {
+				return c.webhookLease == time.Minute && c.webhookConc == 32 && c.webhookConcHook == 1
+			}},
+		{name: "WebhookLeaseOutlivesTheAttempt", env: map[string]string{"DATABASE_URL": "postgres://x", "WEBHOOK_TIMEOUT": "30s", "WEBHOOK_LEASE": "35s"},
+			check: func(c *config) bool { return c.webhookLease == 35*time.Second }},
+		{name: "WebhookLeaseWithinTheAttempt", env: map[string]string{"DATABASE_URL": "postgres://x", "WEBHOOK_TIMEOUT": "30s", "WEBHOOK_LEASE": "34s"}, wantErr: "-webhook-lease"},
+		{name: "WebhookLeaseBelowALongTimeout", env: map[string]string{"DATABASE_URL": "postgres://x"}, args: []string{"-webhook-timeout", "1m"}, wantErr: "-webhook-lease"},
+		{name: "NoWebhookConcurrency", env: map[string]string{"DATABASE_URL": "postgres://x", "WEBHOOK_CONCURRENCY": "0"}, wantErr: "-webhook-concurrency"},
+		{name: "WebhookConcurrencyPerWebhook", env: map[string]string{"DATABASE_URL": "postgres://x"}, args: []string{"-webhook-concurrency-per-webhook", "17"}, wantErr: "per-webhook"},
 		{name: "StrayArgument", env: map[string]string{"DATABASE_URL": "postgres://x"}, args: []string{"extra"}, wantErr: "unexpected"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -202,3 +202,50 @@ func (t Target) Recheck(v float64) (from, to int) {
 	}
 	return from, Level(t.Rules, t.States)
 }
+
+// Storms. A value flapping across a threshold changes its target's level
+// at every reading, and a write of thousands of readings would raise
+// thousands of events, each a notification to every webhook. The state
+// follows every reading all the same; only the events are bounded: of one
+// target's changes within one write, Coalesce keeps at most three, and of
+// its late exceedances, CoalesceLate keeps one. The readings stay stored,
+// so the changes left out can always be recomputed from them.
+
+// Coalesce picks, of the successive changes of one target within one
+// write (to[i] the level change i moves to), those that raise an event:
+// the first, so the onset is known at once and with its reading; the first
+// to reach the highest level that any of them reaches, so no exceedance of
+// a more severe level goes unsaid; and the last, so the events end where
+// the target is. It returns their indices, ascending: at most three.
+func Coalesce(to []int) []int {
+	if len(to) == 0 {
+		return nil
+	}
+	peak := 0
+	for i, level := range to {
+		if level > to[peak] {
+			peak = i
+		}
+	}
+	kept := []int{0}
+	for _, i := range []int{peak, len(to) - 1} {
+		if i != kept[len(kept)-1] {
+			kept = append(kept, i)
+		}
+	}
+	return kept
+}
+
+// CoalesceLate picks, of the late exceedances of one target within one
+// write (ranks[i] the level exceedance i reaches), the one that raises an
+// event: the first that reaches the highest of them. It returns -1 for
+// none.
+func CoalesceLate(ranks []int) int {
+	worst := -1
+	for i, rank := range ranks {
+		if worst < 0 || rank > ranks[worst] {
+			worst = i
+		}
+	}
+	return worst
+}

@@ -3,6 +3,8 @@ package alarms
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/sensorreadings/readings/apperr"
@@ -177,5 +179,65 @@ func TestCheck(t *testing.T) {
 				t.Errorf("Check() names field %v, want %q", got, tt.field)
 			}
 		})
+	}
+}
+
+var coalesceTests = []struct {
+	name string
+	to   []int // the level of each change
+	want []int // the changes kept
+}{
+	{"no change", nil, nil},
+	{"one change", []int{alert}, []int{0}},
+	{"two changes", []int{alarm, alert}, []int{0, 1}},
+	{"a flapping value keeps its first and last change", []int{alert, 0, alert, 0, alert, 0}, []int{0, 5}},
+	{"the first change to the highest level is kept", []int{alert, 0, alert, alarm, alert, alarm, 0}, []int{0, 3, 6}},
+	{"a peak at the end is the last change", []int{alert, action, alarm}, []int{0, 2}},
+	{"a peak at the start is the first change", []int{alarm, alert, 0, alert}, []int{0, 3}},
+	{"a rise back to the first change's level is folded", []int{action, alert, action, alert}, []int{0, 3}},
+}
+
+func TestCoalesce(t *testing.T) {
+	for _, tt := range coalesceTests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Coalesce(tt.to); !slices.Equal(got, tt.want) {
+				t.Errorf("Coalesce(%v) = %v, want %v", tt.to, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCoalesceBound: whatever the changes, at most three are kept, the
+// first and the last among them, and one that reaches the highest level.
+func TestCoalesceBound(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1000 {
+		to := make([]int, 1+r.IntN(50))
+		for i := range to {
+			to[i] = r.IntN(5)
+		}
+		kept := Coalesce(to)
+		if len(kept) > 3 || kept[0] != 0 || kept[len(kept)-1] != len(to)-1 || !slices.IsSorted(kept) {
+			t.Fatalf("Coalesce(%v) = %v, want at most 3, ascending, from the first to the last", to, kept)
+		}
+		if !slices.ContainsFunc(kept, func(i int) bool { return to[i] == slices.Max(to) }) {
+			t.Fatalf("Coalesce(%v) = %v, keeps no change to the highest level %d", to, kept, slices.Max(to))
+		}
+	}
+}
+
+func TestCoalesceLate(t *testing.T) {
+	for _, tt := range []struct {
+		ranks []int
+		want  int
+	}{
+		{nil, -1},
+		{[]int{alert}, 0},
+		{[]int{alert, alarm, action, alarm}, 1},
+		{[]int{action, alert}, 0},
+	} {
+		if got := CoalesceLate(tt.ranks); got != tt.want {
+			t.Errorf("CoalesceLate(%v) = %d, want %d", tt.ranks, got, tt.want)
+		}
 	}
 }

@@ -505,6 +505,23 @@ type ClientInterface interface {
 	// that value reached and changes no current alarm: an exceedance is never
 	// missed because its reading came late. `reading_datetime` is the datetime
 	// of the reading that made the change.
+	//
+	// Storms: a value flapping across a threshold changes its target's level
+	// at every reading. The current alarm follows every reading all the same
+	// (its level, `since` and value; a rise anywhere in a write asks for a
+	// new acknowledgement; a return to rest anywhere gives a new alarm), and
+	// is the same however the readings were split into writes. Only the
+	// events are bounded: of one target's changes within one write (a POST of
+	// readings, JSON or a file, however long), three at most raise an
+	// event: the first; the first to reach the highest level the write
+	// reaches; and the last, so that the events end where the alarm is. Of
+	// its late exceedances within one write, one does: the first at the
+	// highest level. Each event's `coalesced` counts the changes before it
+	// that raised none; the readings are stored, so they can always be
+	// evaluated again. A POST of 10,000 readings alternating across a
+	// threshold raises two events, not 10,000. Changes in separate writes are
+	// not coalesced: a rule's `deadband` is what keeps a value hovering at
+	// its threshold quiet.
 	// Required role: `viewer`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-events (the `ListAlarmEvents` operationId).
@@ -1415,10 +1432,20 @@ type ClientInterface interface {
 	// another replica took) within about a second. An
 	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
-	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
-	// delivered on its own, so a slow or dead receiver delays no other;
-	// events go in order, but a retried one may arrive after later ones
-	// (order by the event's id). `url` must be http or https; loopback, private and link-local
+	// `-webhook-max-attempts` (8), then marked failed. Deliveries are fair,
+	// so a slow or dead receiver, or another project's storm of events,
+	// delays no other webhook: webhooks with due deliveries take turns, the
+	// least recently served first; a webhook has at most
+	// `-webhook-concurrency-per-webhook` (1) deliveries in flight on all
+	// replicas together; each replica sends up to `-webhook-concurrency` (32)
+	// at once, an organization's webhooks a quarter of them. With one in
+	// flight, events go in order, but a retried one may arrive after later
+	// ones (order by the event's id). Each attempt is claimed for
+	// `-webhook-lease` (1 min, longer than the timeout) and ends before its
+	// lease does, so no two replicas send one delivery at once; a replica
+	// that dies leaves its attempts to the others when their leases end, so
+	// an event may come twice (de-duplicate on its id). A storm is bounded
+	// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
 	// addresses are refused when the delivery resolves them (unless the
 	// service runs with `-webhook-allow-private`).
 	// Required role: `admin`.
@@ -1447,10 +1474,20 @@ type ClientInterface interface {
 	// another replica took) within about a second. An
 	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
-	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
-	// delivered on its own, so a slow or dead receiver delays no other;
-	// events go in order, but a retried one may arrive after later ones
-	// (order by the event's id). `url` must be http or https; loopback, private and link-local
+	// `-webhook-max-attempts` (8), then marked failed. Deliveries are fair,
+	// so a slow or dead receiver, or another project's storm of events,
+	// delays no other webhook: webhooks with due deliveries take turns, the
+	// least recently served first; a webhook has at most
+	// `-webhook-concurrency-per-webhook` (1) deliveries in flight on all
+	// replicas together; each replica sends up to `-webhook-concurrency` (32)
+	// at once, an organization's webhooks a quarter of them. With one in
+	// flight, events go in order, but a retried one may arrive after later
+	// ones (order by the event's id). Each attempt is claimed for
+	// `-webhook-lease` (1 min, longer than the timeout) and ends before its
+	// lease does, so no two replicas send one delivery at once; a replica
+	// that dies leaves its attempts to the others when their leases end, so
+	// an event may come twice (de-duplicate on its id). A storm is bounded
+	// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
 	// addresses are refused when the delivery resolves them (unless the
 	// service runs with `-webhook-allow-private`).
 	// Required role: `admin`.
@@ -2277,6 +2314,23 @@ func (c *Client) UpdateProject(ctx context.Context, orgId OrgId, projId ProjId, 
 // that value reached and changes no current alarm: an exceedance is never
 // missed because its reading came late. `reading_datetime` is the datetime
 // of the reading that made the change.
+//
+// Storms: a value flapping across a threshold changes its target's level
+// at every reading. The current alarm follows every reading all the same
+// (its level, `since` and value; a rise anywhere in a write asks for a
+// new acknowledgement; a return to rest anywhere gives a new alarm), and
+// is the same however the readings were split into writes. Only the
+// events are bounded: of one target's changes within one write (a POST of
+// readings, JSON or a file, however long), three at most raise an
+// event: the first; the first to reach the highest level the write
+// reaches; and the last, so that the events end where the alarm is. Of
+// its late exceedances within one write, one does: the first at the
+// highest level. Each event's `coalesced` counts the changes before it
+// that raised none; the readings are stored, so they can always be
+// evaluated again. A POST of 10,000 readings alternating across a
+// threshold raises two events, not 10,000. Changes in separate writes are
+// not coalesced: a rule's `deadband` is what keeps a value hovering at
+// its threshold quiet.
 // Required role: `viewer`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-events (the `ListAlarmEvents` operationId).
@@ -3667,10 +3721,20 @@ func (c *Client) ListWebhooks(ctx context.Context, orgId OrgId, projId ProjId, p
 // another replica took) within about a second. An
 // answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 // 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
-// `-webhook-max-attempts` (8), then marked failed. Each webhook is
-// delivered on its own, so a slow or dead receiver delays no other;
-// events go in order, but a retried one may arrive after later ones
-// (order by the event's id). `url` must be http or https; loopback, private and link-local
+// `-webhook-max-attempts` (8), then marked failed. Deliveries are fair,
+// so a slow or dead receiver, or another project's storm of events,
+// delays no other webhook: webhooks with due deliveries take turns, the
+// least recently served first; a webhook has at most
+// `-webhook-concurrency-per-webhook` (1) deliveries in flight on all
+// replicas together; each replica sends up to `-webhook-concurrency` (32)
+// at once, an organization's webhooks a quarter of them. With one in
+// flight, events go in order, but a retried one may arrive after later
+// ones (order by the event's id). Each attempt is claimed for
+// `-webhook-lease` (1 min, longer than the timeout) and ends before its
+// lease does, so no two replicas send one delivery at once; a replica
+// that dies leaves its attempts to the others when their leases end, so
+// an event may come twice (de-duplicate on its id). A storm is bounded
+// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
 // addresses are refused when the delivery resolves them (unless the
 // service runs with `-webhook-allow-private`).
 // Required role: `admin`.
@@ -3709,10 +3773,20 @@ func (c *Client) CreateWebhookWithBody(ctx context.Context, orgId OrgId, projId 
 // another replica took) within about a second. An
 // answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 // 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
-// `-webhook-max-attempts` (8), then marked failed. Each webhook is
-// delivered on its own, so a slow or dead receiver delays no other;
-// events go in order, but a retried one may arrive after later ones
-// (order by the event's id). `url` must be http or https; loopback, private and link-local
+// `-webhook-max-attempts` (8), then marked failed. Deliveries are fair,
+// so a slow or dead receiver, or another project's storm of events,
+// delays no other webhook: webhooks with due deliveries take turns, the
+// least recently served first; a webhook has at most
+// `-webhook-concurrency-per-webhook` (1) deliveries in flight on all
+// replicas together; each replica sends up to `-webhook-concurrency` (32)
+// at once, an organization's webhooks a quarter of them. With one in
+// flight, events go in order, but a retried one may arrive after later
+// ones (order by the event's id). Each attempt is claimed for
+// `-webhook-lease` (1 min, longer than the timeout) and ends before its
+// lease does, so no two replicas send one delivery at once; a replica
+// that dies leaves its attempts to the others when their leases end, so
+// an event may come twice (de-duplicate on its id). A storm is bounded
+// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
 // addresses are refused when the delivery resolves them (unless the
 // service runs with `-webhook-allow-private`).
 // Required role: `admin`.
@@ -8640,6 +8714,23 @@ type ClientWithResponsesInterface interface {
 	// that value reached and changes no current alarm: an exceedance is never
 	// missed because its reading came late. `reading_datetime` is the datetime
 	// of the reading that made the change.
+	//
+	// Storms: a value flapping across a threshold changes its target's level
+	// at every reading. The current alarm follows every reading all the same
+	// (its level, `since` and value; a rise anywhere in a write asks for a
+	// new acknowledgement; a return to rest anywhere gives a new alarm), and
+	// is the same however the readings were split into writes. Only the
+	// events are bounded: of one target's changes within one write (a POST of
+	// readings, JSON or a file, however long), three at most raise an
+	// event: the first; the first to reach the highest level the write
+	// reaches; and the last, so that the events end where the alarm is. Of
+	// its late exceedances within one write, one does: the first at the
+	// highest level. Each event's `coalesced` counts the changes before it
+	// that raised none; the readings are stored, so they can always be
+	// evaluated again. A POST of 10,000 readings alternating across a
+	// threshold raises two events, not 10,000. Changes in separate writes are
+	// not coalesced: a rule's `deadband` is what keeps a value hovering at
+	// its threshold quiet.
 	// Required role: `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -9590,10 +9681,20 @@ type ClientWithResponsesInterface interface {
 	// another replica took) within about a second. An
 	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
-	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
-	// delivered on its own, so a slow or dead receiver delays no other;
-	// events go in order, but a retried one may arrive after later ones
-	// (order by the event's id). `url` must be http or https; loopback, private and link-local
+	// `-webhook-max-attempts` (8), then marked failed. Deliveries are fair,
+	// so a slow or dead receiver, or another project's storm of events,
+	// delays no other webhook: webhooks with due deliveries take turns, the
+	// least recently served first; a webhook has at most
+	// `-webhook-concurrency-per-webhook` (1) deliveries in flight on all
+	// replicas together; each replica sends up to `-webhook-concurrency` (32)
+	// at once, an organization's webhooks a quarter of them. With one in
+	// flight, events go in order, but a retried one may arrive after later
+	// ones (order by the event's id). Each attempt is claimed for
+	// `-webhook-lease` (1 min, longer than the timeout) and ends before its
+	// lease does, so no two replicas send one delivery at once; a replica
+	// that dies leaves its attempts to the others when their leases end, so
+	// an event may come twice (de-duplicate on its id). A storm is bounded
+	// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
 	// addresses are refused when the delivery resolves them (unless the
 	// service runs with `-webhook-allow-private`).
 	// Required role: `admin`.
@@ -9622,10 +9723,20 @@ type ClientWithResponsesInterface interface {
 	// another replica took) within about a second. An
 	// answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 	// 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
-	// `-webhook-max-attempts` (8), then marked failed. Each webhook is
-	// delivered on its own, so a slow or dead receiver delays no other;
-	// events go in order, but a retried one may arrive after later ones
-	// (order by the event's id). `url` must be http or https; loopback, private and link-local
+	// `-webhook-max-attempts` (8), then marked failed. Deliveries are fair,
+	// so a slow or dead receiver, or another project's storm of events,
+	// delays no other webhook: webhooks with due deliveries take turns, the
+	// least recently served first; a webhook has at most
+	// `-webhook-concurrency-per-webhook` (1) deliveries in flight on all
+	// replicas together; each replica sends up to `-webhook-concurrency` (32)
+	// at once, an organization's webhooks a quarter of them. With one in
+	// flight, events go in order, but a retried one may arrive after later
+	// ones (order by the event's id). Each attempt is claimed for
+	// `-webhook-lease` (1 min, longer than the timeout) and ends before its
+	// lease does, so no two replicas send one delivery at once; a replica
+	// that dies leaves its attempts to the others when their leases end, so
+	// an event may come twice (de-duplicate on its id). A storm is bounded
+	// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
 	// addresses are refused when the delivery resolves them (unless the
 	// service runs with `-webhook-allow-private`).
 	// Required role: `admin`.
@@ -17973,6 +18084,23 @@ func (c *ClientWithResponses) UpdateProjectWithResponse(ctx context.Context, org
 // that value reached and changes no current alarm: an exceedance is never
 // missed because its reading came late. `reading_datetime` is the datetime
 // of the reading that made the change.
+//
+// Storms: a value flapping across a threshold changes its target's level
+// at every reading. The current alarm follows every reading all the same
+// (its level, `since` and value; a rise anywhere in a write asks for a
+// new acknowledgement; a return to rest anywhere gives a new alarm), and
+// is the same however the readings were split into writes. Only the
+// events are bounded: of one target's changes within one write (a POST of
+// readings, JSON or a file, however long), three at most raise an
+// event: the first; the first to reach the highest level the write
+// reaches; and the last, so that the events end where the alarm is. Of
+// its late exceedances within one write, one does: the first at the
+// highest level. Each event's `coalesced` counts the changes before it
+// that raised none; the readings are stored, so they can always be
+// evaluated again. A POST of 10,000 readings alternating across a
+// threshold raises two events, not 10,000. Changes in separate writes are
+// not coalesced: a rule's `deadband` is what keeps a value hovering at
+// its threshold quiet.
 // Required role: `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -19211,10 +19339,20 @@ func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, orgI
 // another replica took) within about a second. An
 // answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 // 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
-// `-webhook-max-attempts` (8), then marked failed. Each webhook is
-// delivered on its own, so a slow or dead receiver delays no other;
-// events go in order, but a retried one may arrive after later ones
-// (order by the event's id). `url` must be http or https; loopback, private and link-local
+// `-webhook-max-attempts` (8), then marked failed. Deliveries are fair,
+// so a slow or dead receiver, or another project's storm of events,
+// delays no other webhook: webhooks with due deliveries take turns, the
+// least recently served first; a webhook has at most
+// `-webhook-concurrency-per-webhook` (1) deliveries in flight on all
+// replicas together; each replica sends up to `-webhook-concurrency` (32)
+// at once, an organization's webhooks a quarter of them. With one in
+// flight, events go in order, but a retried one may arrive after later
+// ones (order by the event's id). Each attempt is claimed for
+// `-webhook-lease` (1 min, longer than the timeout) and ends before its
+// lease does, so no two replicas send one delivery at once; a replica
+// that dies leaves its attempts to the others when their leases end, so
+// an event may come twice (de-duplicate on its id). A storm is bounded
+// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
 // addresses are refused when the delivery resolves them (unless the
 // service runs with `-webhook-allow-private`).
 // Required role: `admin`.
@@ -19249,10 +19387,20 @@ func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Cont
 // another replica took) within about a second. An
 // answer other than 2xx within `-webhook-timeout` (10 s) is retried after
 // 30 s, 1 min, 2 min… (doubling, at most 1 h apart) up to
-// `-webhook-max-attempts` (8), then marked failed. Each webhook is
-// delivered on its own, so a slow or dead receiver delays no other;
-// events go in order, but a retried one may arrive after later ones
-// (order by the event's id). `url` must be http or https; loopback, private and link-local
+// `-webhook-max-attempts` (8), then marked failed. Deliveries are fair,
+// so a slow or dead receiver, or another project's storm of events,
+// delays no other webhook: webhooks with due deliveries take turns, the
+// least recently served first; a webhook has at most
+// `-webhook-concurrency-per-webhook` (1) deliveries in flight on all
+// replicas together; each replica sends up to `-webhook-concurrency` (32)
+// at once, an organization's webhooks a quarter of them. With one in
+// flight, events go in order, but a retried one may arrive after later
+// ones (order by the event's id). Each attempt is claimed for
+// `-webhook-lease` (1 min, longer than the timeout) and ends before its
+// lease does, so no two replicas send one delivery at once; a replica
+// that dies leaves its attempts to the others when their leases end, so
+// an event may come twice (de-duplicate on its id). A storm is bounded
+// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
 // addresses are refused when the delivery resolves them (unless the
 // service runs with `-webhook-allow-private`).
 // Required role: `admin`.

@@ -521,6 +521,13 @@ type AlarmAcknowledge struct {
 
 // AlarmEvent defines model for AlarmEvent.
 type AlarmEvent struct {
+	// Coalesced How many changes of the target, in the write of readings that
+	// raised this event, raised no event of their own since the
+	// target's previous event of that write (for a `late` event: how
+	// many other late exceedances of the target the write had). 0 for
+	// most events; see `listAlarmEvents` on storms.
+	Coalesced int `json:"coalesced"`
+
 	// CreatedAt In responses, UTC to the millisecond with exactly three fractional
 	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
 	// such as `+02:00`) and at most six fractional digits.

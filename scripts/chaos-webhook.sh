@@ -7,8 +7,8 @@
 # logs the X-Readings-Event-Id of every POST. Each round posts readings
 # that trigger and clear an alarm (two events), one batch each, and kills the service
 # with SIGKILL at once: the events are committed, their deliveries sit in
-# the outbox (or, claimed a moment before the kill, under a lease of the
-# webhook timeout plus a minute). After the last restart every event id in
+# the outbox (or, claimed a moment before the kill, under their lease,
+# -webhook-lease: a minute). After the last restart every event id in
 # the database must reach the receiver within 100 s:
 #
 #   events=N delivered=N duplicates=N

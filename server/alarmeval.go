@@ -140,6 +140,60 @@ func (e alarmEvaluator) Evaluate(ctx context.Context, lr store.LinkReader, senso
 	return changes, nil
 }
 
+// Coalesce implements store.AlarmEvaluator: of each target's changes it
+// raises those alarms.Coalesce picks, of its late exceedances the one
+// alarms.CoalesceLate picks, and folds the others into the next one
+// raised (or, late, the one raised), which counts them and what they
+// stood for. Both picks are what they would be on the whole write when
+// given what they picked of its start, followed by the rest: the first
+// of the start is the first; the first at the highest level is the first
+// of the part that reached it; the last is the rest's.
+func (alarmEvaluator) Coalesce(changes []store.AlarmChange) {
+	type series struct{ changes, late []int } // indices into changes
+	byTarget := map[int64]*series{}
+	for i, c := range changes {
+		s := byTarget[c.TargetID]
+		if s == nil {
+			s = &series{}
+			byTarget[c.TargetID] = s
+		}
+		if c.Late {
+			s.late = append(s.late, i)
+		} else {
+			s.changes = append(s.changes, i)
+		}
+	}
+	for _, s := range byTarget {
+		to := make([]int, len(s.changes))
+		for j, i := range s.changes {
+			to[j] = changes[i].To
+		}
+		kept, folded := alarms.Coalesce(to), 0
+		for j, i := range s.changes {
+			if len(kept) > 0 && kept[0] == j {
+				changes[i].Coalesced += folded
+				folded, kept = 0, kept[1:]
+				continue
+			}
+			changes[i].Folded = true
+			folded += 1 + changes[i].Coalesced
+		}
+		ranks := make([]int, len(s.late))
+		for j, i := range s.late {
+			ranks[j] = changes[i].To
+		}
+		if worst := alarms.CoalesceLate(ranks); worst >= 0 {
+			folded := 0
+			for j, i := range s.late {
+				if changes[i].Folded = j != worst; changes[i].Folded {
+					folded += 1 + changes[i].Coalesced
+				}
+			}
+			changes[s.late[worst]].Coalesced += folded
+		}
+	}
+}
+
 // Recheck implements store.AlarmEvaluator.
 func (e alarmEvaluator) Recheck(ctx context.Context, lr store.LinkReader, sensor store.Sensor, rules []store.AlarmRule, newest store.Reading) ([]store.AlarmChange, error) {
 	vals, err := e.s.newValues(ctx, lr, sensor, []time.Time{newest.Time})

@@ -229,7 +229,7 @@ func toAlarmEvent(e store.AlarmEvent) gen.AlarmEvent {
 	out := gen.AlarmEvent{
 		Id: e.ID, SensorId: e.SensorID, Target: e.TargetKey, Kind: gen.AlarmEventKind(e.Kind), LevelId: e.LevelID, Level: e.LevelName,
 		Value: e.Value, ReadingDatetime: optionalDatetime(e.ReadingAt), Late: e.Kind == "late", UserId: e.UserID,
-		CreatedAt: datetime(e.CreatedAt),
+		Coalesced: e.Coalesced, CreatedAt: datetime(e.CreatedAt),
 	}
 	if e.Note != "" {
 		out.Note = &e.Note

@@ -1,7 +1,10 @@
 package server_test
 
 import (
+	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -227,4 +230,151 @@ func TestAlarmRecheckOnEdit(t *testing.T) {
 	wantEvents(t, a.events(t, gen.ListAlarmEventsParams{}),
 		"triggered Alert", "cleared Alert", "triggered Alarm", "triggered Maintenance",
 		"de-escalated Alert", "cleared Maintenance", "cleared Alert")
+}
+
+// storm is n readings a second apart from 13:00, alternating 2000 Hz
+// (4000 digits: at rest) and 3000 Hz (9000: Alarm), from 2000.
+func (a *alarmSite) storm(n int) []gen.ReadingInput {
+	readings := make([]gen.ReadingInput, n)
+	for i := range readings {
+		freq := 2000.0
+		if i%2 == 1 {
+			freq = 3000
+		}
+		readings[i] = gen.ReadingInput{Datetime: time.Date(2024, 5, 1, 13, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second), Inputs: gen.Values{a.freq: freq}}
+	}
+	return readings
+}
+
+// allEvents is the project's history, up to 1,000 events.
+func (a *alarmSite) allEvents(t *testing.T) []gen.AlarmEvent {
+	t.Helper()
+	res, err := a.editor.ListAlarmEventsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, &gen.ListAlarmEventsParams{Limit: ptr(1000)})
+	if err != nil || res.JSON200 == nil || res.JSON200.NextCursor != nil {
+		t.Fatalf("list events: %v %s, want them on one page", err, res.Body)
+	}
+	return res.JSON200.Items
+}
+
+// changes counts the changes of level the events stand for: each one and
+// those it coalesced.
+func changes(events []gen.AlarmEvent) int {
+	n := 0
+	for _, ev := range events {
+		if ev.Kind != "acknowledged" {
+			n += 1 + ev.Coalesced
+		}
+	}
+	return n
+}
+
+// TestAlarmStorm: 10,000 readings alternating across the thresholds in one
+// POST change the level 10,000 times and raise three events: the first
+// change, the first to the highest level, the last. The current alarm is
+// exactly what the readings make, the same as when they come in a hundred
+// POSTs (each of which raises its own three), and the events still account
+// for every change.
+func TestAlarmStorm(t *testing.T) {
+	t.Parallel()
+	cfg := defaultConfig()
+	cfg.WebhookAllowPrivate = true
+	e := newEnvWith(t, cfg, nil)
+	one, hundred := newAlarmSite(t, e, "Storm in one"), newAlarmSite(t, e, "Storm in a hundred")
+	for _, a := range []*alarmSite{one, hundred} {
+		a.post(t, 0, 2500) // 6250: Alert, acknowledged before the storm
+		if res, err := a.editor.AcknowledgeAlarmWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.alarms(t)[0].Id, gen.AlarmAcknowledge{}); err != nil || res.JSON200 == nil {
+			t.Fatalf("acknowledge: %v %s", err, res.Body)
+		}
+	}
+	acknowledged := one.alarms(t)[0]
+	hook := newReceiver(t, http.StatusNoContent)
+	one.webhook(t, hook.URL+"/hook")
+
+	storm := one.storm(10000)
+	res, err := one.editor.PostReadingsWithResponse(t.Context(), one.tn.orgID, one.tn.projectID, one.tn.instanceID, nil, storm)
+	if err != nil || res.StatusCode() != http.StatusOK {
+		t.Fatalf("POST the storm: %v %s", err, res.Body)
+	}
+	for batch := range slices.Chunk(hundred.storm(10000), 100) {
+		res, err := hundred.editor.PostReadingsWithResponse(t.Context(), hundred.tn.orgID, hundred.tn.projectID, hundred.tn.instanceID, nil, batch)
+		if err != nil || res.StatusCode() != http.StatusOK {
+			t.Fatalf("POST a hundredth of the storm: %v %s", err, res.Body)
+		}
+	}
+
+	events := one.allEvents(t)
+	var got []string
+	for _, ev := range events {
+		got = append(got, fmt.Sprintf("%s %s %d", ev.Kind, ev.Level, ev.Coalesced))
+	}
+	wantEvents(t, got, "triggered Alert 0", "acknowledged Alert 0", "cleared Alert 0", "triggered Alarm 0", "triggered Alarm 9997")
+	if last := events[len(events)-1]; deref(last.ReadingDatetime) != "2024-05-01T15:46:39.000Z" || deref(last.Value) != 9000 {
+		t.Errorf("the last event %+v, want the last reading's, 15:46:39 at 9000", last)
+	}
+	if got, want := changes(events), 1+10000; got != want {
+		t.Errorf("the events stand for %d changes, want %d", got, want)
+	}
+	if got, want := len(hundred.allEvents(t)), 2+100*3; got != want {
+		t.Errorf("a hundred POSTs of the storm raised %d events, want %d: three each", got, want)
+	}
+	if got, want := changes(hundred.allEvents(t)), 1+10000; got != want {
+		t.Errorf("the events of a hundred POSTs stand for %d changes, want %d", got, want)
+	}
+
+	// The state is the readings', however they came: the alarm came to
+	// rest on the way, so it is a new one, and it rose, so it asks for an
+	// acknowledgement.
+	alarm, split := one.alarms(t), hundred.alarms(t)
+	if len(alarm) != 1 || len(split) != 1 {
+		t.Fatalf("alarms %+v and %+v, want one each", alarm, split)
+	}
+	if a := alarm[0]; a.Level != "Alarm" || a.Acknowledged || a.Id == acknowledged.Id || a.Since != "2024-05-01T15:46:39.000Z" || a.Value != 9000 {
+		t.Errorf("after the storm: %+v, want a new alarm at Alarm since 15:46:39, 9000, to acknowledge", a)
+	}
+	if a, b := alarm[0], split[0]; a.Level != b.Level || a.Since != b.Since || a.Value != b.Value || a.Acknowledged != b.Acknowledged {
+		t.Errorf("after the storm in one POST: %+v; in a hundred: %+v; want the same", a, b)
+	}
+
+	// Late readings raise one event per target and write: the first at
+	// the highest level their values reach; the alarm stays.
+	late := one.storm(1000)
+	for i := range late {
+		late[i].Datetime = late[i].Datetime.Add(-time.Hour)
+	}
+	res, err = one.editor.PostReadingsWithResponse(t.Context(), one.tn.orgID, one.tn.projectID, one.tn.instanceID, nil, late)
+	if err != nil || res.StatusCode() != http.StatusOK {
+		t.Fatalf("POST late readings: %v %s", err, res.Body)
+	}
+	events = one.allEvents(t)
+	if ev := events[len(events)-1]; len(events) != 6 || ev.Kind != "late" || ev.Level != "Alarm" || ev.Coalesced != 499 || deref(ev.ReadingDatetime) != "2024-05-01T12:00:01.000Z" {
+		t.Errorf("after 500 late exceedances: %d events, the last %+v; want one more, late at Alarm, 12:00:01, coalescing 499", len(events), ev)
+	}
+	if got := one.alarms(t)[0]; got.Since != alarm[0].Since || got.Acknowledged {
+		t.Errorf("after late readings: %+v, want the alarm as it was", got)
+	}
+
+	// A file is one write, however many chunks the store evaluates it in.
+	file := newAlarmSite(t, e, "Storm in a file")
+	var csv strings.Builder
+	csv.WriteString("datetime,freq\n")
+	for _, r := range file.storm(12000) {
+		fmt.Fprintf(&csv, "%s,%v\n", r.Datetime.Format(time.RFC3339), r.Inputs[file.freq])
+	}
+	fileImport(t, postFile(t, file.editor, file.tn, file.tn.instanceID, gen.PostReadingsParams{}, csv.String()))
+	got = nil
+	for _, ev := range file.allEvents(t) {
+		got = append(got, fmt.Sprintf("%s %s %d", ev.Kind, ev.Level, ev.Coalesced))
+	}
+	wantEvents(t, got, "triggered Alarm 0", "triggered Alarm 11997")
+
+	// The receiver gets the events as they are listed, coalesced included.
+	if err := e.srv.DeliverOnce(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wantEvents(t, hook.got(t), "cleared Alert", "triggered Alarm", "triggered Alarm", "late Alarm")
+	hook.mu.Lock()
+	defer hook.mu.Unlock()
+	if n := len(hook.events); n != 4 || hook.events[2].Coalesced != 9997 || hook.events[3].Coalesced != 499 {
+		t.Errorf("the receiver got %+v, want the storm's last event coalescing 9997 changes, the late one 499", hook.events)
+	}
 }

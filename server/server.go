@@ -96,8 +96,8 @@ type Store interface {
 	CreateWebhook(ctx context.Context, orgID, projectID int64, url, secret string) (store.Webhook, error)
 	DeleteWebhook(ctx context.Context, orgID, projectID, webhookID int64) error
 	ListDeliveries(ctx context.Context, orgID, projectID, webhookID, before int64, limit int) ([]store.Delivery, bool, error)
-	ClaimDeliveries(ctx context.Context, busy []int64, limit int, lease time.Duration) ([]store.Claim, error)
-	FinishDelivery(ctx context.Context, id int64, status string, httpStatus *int, lastError string, next time.Time) error
+	ClaimDeliveries(ctx context.Context, q store.ClaimQuery) ([]store.Claim, error)
+	FinishDelivery(ctx context.Context, id int64, attempt int, status string, httpStatus *int, lastError string, next time.Time) error
 }
 
 // Config holds the limits a deployment may change.
@@ -120,6 +120,14 @@ type Config struct {
 	// WebhookMaxAttempts the attempts before a delivery is failed.
 	WebhookTimeout     time.Duration
 	WebhookMaxAttempts int
+	// WebhookLease is how long a claimed delivery is its replica's: at
+	// least WebhookTimeout + WebhookLeaseMargin.
+	WebhookLease time.Duration
+	// WebhookConcurrency bounds the deliveries this replica sends at once,
+	// an organization's webhooks a quarter of them; and
+	// WebhookConcurrencyPerWebhook those of one webhook, on all replicas
+	// together.
+	WebhookConcurrency, WebhookConcurrencyPerWebhook int
 	// WebhookAllowPrivate lets webhooks reach loopback, private and
 	// link-local addresses: for tests and receivers on premises.
 	WebhookAllowPrivate bool
@@ -168,6 +176,18 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 	}
 	if s.cfg.WebhookMaxAttempts <= 0 {
 		s.cfg.WebhookMaxAttempts = 8
+	}
+	if s.cfg.WebhookLease <= 0 {
+		s.cfg.WebhookLease = s.cfg.WebhookTimeout + time.Minute
+	}
+	if s.cfg.WebhookLease < s.cfg.WebhookTimeout+WebhookLeaseMargin {
+		return nil, fmt.Errorf("webhook lease %v must be at least the webhook timeout %v and %v more", s.cfg.WebhookLease, s.cfg.WebhookTimeout, WebhookLeaseMargin)
+	}
+	if s.cfg.WebhookConcurrency <= 0 {
+		s.cfg.WebhookConcurrency = 32
+	}
+	if s.cfg.WebhookConcurrencyPerWebhook <= 0 {
+		s.cfg.WebhookConcurrencyPerWebhook = 1
 	}
 	s.webhooks = webhookClient(s.cfg.WebhookTimeout, cfg.WebhookAllowPrivate)
 	// Every write of readings and every edit of rules or formulas

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -24,14 +25,16 @@ import (
 )
 
 // The retry schedule of deliveries: 30 s after the first failure,
-// doubling, at most an hour apart; and how long a claim holds a delivery
-// against other workers (past the timeout, so an attempt in flight is
-// never sent twice by a live worker).
+// doubling, at most an hour apart.
 const (
 	firstRetry = 30 * time.Second
 	maxRetry   = time.Hour
-	claimBatch = 100
 )
+
+// WebhookLeaseMargin is what a claim's lease keeps past the attempt's
+// timeout, to record the outcome: an attempt never outlives its lease, so
+// no other replica sends the delivery while it is in flight.
+const WebhookLeaseMargin = 5 * time.Second
 
 // retryAfter is the wait after the attempts-th failed attempt.
 func retryAfter(attempts int) time.Duration {
@@ -106,40 +109,20 @@ func (s *Server) post(ctx context.Context, rawURL, secret string, event gen.Alar
 }
 
 // DeliverWebhooks delivers due webhook deliveries until ctx ends, looking
-// every poll, and at once when a batch of readings through this replica
-// has raised events (deliverSoon). Each webhook's deliveries go in their
-// own goroutine, one at a time and in event order, so a slow receiver
-// holds up only itself.
+// every poll, at once when a batch of readings through this replica has
+// raised events (deliverSoon), and whenever an attempt ends and frees its
+// slot. Each delivery is sent in its own goroutine as soon as it is
+// claimed; ClaimDeliveries shares the free slots fairly. Attempts in
+// flight when ctx ends finish first (within the webhook timeout).
 func (s *Server) DeliverWebhooks(ctx context.Context, poll time.Duration) {
-	var (
-		mu   sync.Mutex
-		busy = map[int64]bool{}
-		wg   sync.WaitGroup
-	)
+	var wg sync.WaitGroup
 	defer wg.Wait()
+	slots := newSlots()
 	ticker := time.NewTicker(poll)
 	defer ticker.Stop()
 	for {
-		mu.Lock()
-		ids := make([]int64, 0, len(busy))
-		for id := range busy {
-			ids = append(ids, id)
-		}
-		mu.Unlock()
-		claims, err := s.store.ClaimDeliveries(ctx, ids, claimBatch, s.cfg.WebhookTimeout+time.Minute)
-		if err != nil && ctx.Err() == nil {
+		if _, err := s.dispatch(ctx, &wg, slots); err != nil && ctx.Err() == nil {
 			s.log.Warn("claim webhook deliveries", "err", err)
-		}
-		for _, batch := range byWebhook(claims) {
-			mu.Lock()
-			busy[batch[0].WebhookID] = true
-			mu.Unlock()
-			wg.Go(func() {
-				s.deliver(context.WithoutCancel(ctx), batch)
-				mu.Lock()
-				delete(busy, batch[0].WebhookID)
-				mu.Unlock()
-			})
 		}
 		select {
 		case <-ticker.C:
@@ -157,58 +140,115 @@ func (s *Server) deliverSoon(w store.Written) {
 	if w.Events == 0 {
 		return
 	}
+	s.wakeDeliveries()
+}
+
+func (s *Server) wakeDeliveries() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
 }
 
-// DeliverOnce claims the due deliveries and delivers them before it
-// returns: DeliverWebhooks' work, once, for tests and tools.
+// DeliverOnce delivers what is due, claim after claim, until a claim
+// finds nothing: DeliverWebhooks' work, for tests and tools. A delivery
+// that fails is due again after its retry, not before DeliverOnce returns.
 func (s *Server) DeliverOnce(ctx context.Context) error {
-	claims, err := s.store.ClaimDeliveries(ctx, nil, claimBatch, s.cfg.WebhookTimeout+time.Minute)
+	slots := newSlots()
+	for {
+		var wg sync.WaitGroup
+		n, err := s.dispatch(ctx, &wg, slots)
+		wg.Wait()
+		if err != nil || n == 0 {
+			return err
+		}
+	}
+}
+
+// slots counts one replica's deliveries in flight, in total and by
+// organization.
+type slots struct {
+	mu    sync.Mutex
+	total int
+	orgs  map[int64]int
+}
+
+func newSlots() *slots { return &slots{orgs: map[int64]int{}} }
+
+// query is the claim that fills the free slots.
+func (sl *slots) query(cfg Config) store.ClaimQuery {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	return store.ClaimQuery{
+		Max: cfg.WebhookConcurrency - sl.total, PerWebhook: cfg.WebhookConcurrencyPerWebhook,
+		PerOrg: cfg.webhookConcurrencyPerOrg(), InFlight: maps.Clone(sl.orgs), Lease: cfg.WebhookLease,
+	}
+}
+
+func (sl *slots) take(org int64) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	sl.total++
+	sl.orgs[org]++
+}
+
+func (sl *slots) free(org int64) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	sl.total--
+	if sl.orgs[org]--; sl.orgs[org] == 0 {
+		delete(sl.orgs, org)
+	}
+}
+
+// dispatch claims due deliveries while slots are free and claims find
+// some, and starts each in a goroutine of wg, which frees its slot and
+// wakes DeliverWebhooks when it ends. It returns how many it started.
+func (s *Server) dispatch(ctx context.Context, wg *sync.WaitGroup, sl *slots) (int, error) {
+	started := 0
+	for {
+		q := sl.query(s.cfg)
+		if q.Max <= 0 {
+			return started, nil
+		}
+		claimed := time.Now() // before the lease starts, so the attempt ends before it does
+		claims, err := s.store.ClaimDeliveries(ctx, q)
+		if err != nil || len(claims) == 0 {
+			return started, err
+		}
+		for _, c := range claims {
+			sl.take(c.OrgID)
+			wg.Go(func() {
+				s.attempt(context.WithoutCancel(ctx), c, claimed)
+				sl.free(c.OrgID)
+				s.wakeDeliveries()
+			})
+		}
+		started += len(claims)
+	}
+}
+
+// attempt sends a claimed delivery and records how it went. It gives up
+// WebhookLeaseMargin before the lease ends, whatever held it up, so that
+// the delivery is never sent by two workers at once. A delivery that fails
+// waits for its retry; the webhook's others are tried anyway, since each
+// event stands alone.
+func (s *Server) attempt(ctx context.Context, c store.Claim, claimed time.Time) {
+	sendCtx, cancel := context.WithDeadline(ctx, claimed.Add(s.cfg.WebhookLease-WebhookLeaseMargin))
+	status, err := s.post(sendCtx, c.URL, c.Secret, toAlarmEvent(c.Event))
+	cancel()
+	outcome, lastError, next := "delivered", "", time.Now()
 	if err != nil {
-		return err
-	}
-	var wg sync.WaitGroup
-	for _, batch := range byWebhook(claims) {
-		wg.Go(func() { s.deliver(ctx, batch) })
-	}
-	wg.Wait()
-	return nil
-}
-
-// byWebhook splits claims, ordered by webhook, into each webhook's.
-func byWebhook(claims []store.Claim) [][]store.Claim {
-	var out [][]store.Claim
-	for i, c := range claims {
-		if i == 0 || c.WebhookID != claims[i-1].WebhookID {
-			out = append(out, nil)
+		lastError = err.Error()
+		outcome, next = "pending", time.Now().Add(retryAfter(c.Attempts))
+		if c.Attempts >= s.cfg.WebhookMaxAttempts {
+			outcome = "failed"
 		}
-		out[len(out)-1] = append(out[len(out)-1], c)
+		s.log.Warn("webhook delivery", "webhook_id", c.WebhookID, "event_id", c.EventID, "attempt", c.Attempts, "outcome", outcome, "err", err)
 	}
-	return out
-}
-
-// deliver sends one webhook's claimed deliveries in order and records
-// each attempt. A delivery that fails waits for its retry; the ones after
-// it are tried anyway, since each event stands alone.
-func (s *Server) deliver(ctx context.Context, claims []store.Claim) {
-	for _, c := range claims {
-		status, err := s.post(ctx, c.URL, c.Secret, toAlarmEvent(c.Event))
-		outcome, lastError, next := "delivered", "", time.Now()
-		if err != nil {
-			lastError = err.Error()
-			outcome, next = "pending", time.Now().Add(retryAfter(c.Attempts))
-			if c.Attempts >= s.cfg.WebhookMaxAttempts {
-				outcome = "failed"
-			}
-			s.log.Warn("webhook delivery", "webhook_id", c.WebhookID, "event_id", c.EventID, "attempt", c.Attempts, "outcome", outcome, "err", err)
-		}
-		if err := s.store.FinishDelivery(ctx, c.ID, outcome, status, lastError, next); err != nil {
-			// The claim's lease runs out and the delivery is tried again.
-			s.log.Warn("record webhook delivery", "delivery_id", c.ID, "err", err)
-		}
+	if err := s.store.FinishDelivery(ctx, c.ID, c.Attempts, outcome, status, lastError, next); err != nil {
+		// Unrecorded, the attempt is made again when the lease runs out.
+		s.log.Warn("record webhook delivery", "delivery_id", c.ID, "attempt", c.Attempts, "err", err)
 	}
 }
 
@@ -305,3 +345,9 @@ func toDelivery(d store.Delivery) gen.Delivery {
 		LastError: d.LastError, NextAttemptAt: datetime(d.NextAt), DeliveredAt: optionalDatetime(d.DeliveredAt), CreatedAt: datetime(d.CreatedAt),
 	}
 }
+
+// webhookConcurrencyPerOrg is the deliveries one organization's webhooks
+// may have in flight on a replica: a quarter of them, so that however many
+// webhooks one organization has, and however slow their receivers, the
+// others always find free slots.
+func (c Config) webhookConcurrencyPerOrg() int { return max(1, c.WebhookConcurrency/4) }

@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +18,8 @@ import (
 	"time"
 
 	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/server"
+	"github.com/sensorreadings/readings/store"
 )
 
 const hookSecret = "receiver-shared-secret"
@@ -27,15 +31,23 @@ type receiver struct {
 	mu       sync.Mutex
 	status   int
 	events   []gen.AlarmEvent
+	arrived  []time.Time // of each event
 	problems []string
 }
 
 func newReceiver(t *testing.T, status int) *receiver {
+	return newSlowReceiver(t, status, 0)
+}
+
+// newSlowReceiver is a receiver that takes delay to answer.
+func newSlowReceiver(t *testing.T, status int, delay time.Duration) *receiver {
 	r := &receiver{status: status}
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
+		time.Sleep(delay)
 		r.mu.Lock()
 		defer r.mu.Unlock()
+		r.arrived = append(r.arrived, time.Now())
 		ts := req.Header.Get("X-Readings-Timestamp")
 		mac := hmac.New(sha256.New, []byte(hookSecret))
 		mac.Write([]byte(ts + "."))
@@ -58,6 +70,13 @@ func newReceiver(t *testing.T, status int) *receiver {
 	}))
 	t.Cleanup(r.Close)
 	return r
+}
+
+// count is how many events the receiver got.
+func (r *receiver) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.events)
 }
 
 func (r *receiver) got(t *testing.T) []string {
@@ -90,6 +109,17 @@ func (a *alarmSite) deliveries(t *testing.T, id int64) []gen.Delivery {
 		t.Fatalf("list deliveries: %v %s", err, res.Body)
 	}
 	return res.JSON200.Items
+}
+
+// deliverInBackground runs srv's delivery loop until the test ends.
+func deliverInBackground(t *testing.T, srv *server.Server, poll time.Duration) {
+	ctx, stop := context.WithCancel(context.WithoutCancel(t.Context()))
+	done := make(chan struct{})
+	go func() {
+		srv.DeliverWebhooks(ctx, poll)
+		close(done)
+	}()
+	t.Cleanup(func() { stop(); <-done })
 }
 
 // TestWebhookDelivery: every event reaches the receiver signed, with its
@@ -157,13 +187,7 @@ func TestWebhookDeliveredAtOnce(t *testing.T) {
 	a := newAlarmSite(t, e, "AtOnce")
 	live := newReceiver(t, http.StatusNoContent)
 	a.webhook(t, live.URL+"/hook")
-	ctx, stop := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() {
-		e.srv.DeliverWebhooks(ctx, time.Hour)
-		close(done)
-	}()
-	t.Cleanup(func() { stop(); <-done })
+	deliverInBackground(t, e.srv, time.Hour)
 
 	// The first event may go out with the loop's first look; the second
 	// comes when the loop waits for its next.
@@ -210,5 +234,163 @@ func TestWebhookRefusesPrivateTargets(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantError(t, res.StatusCode(), res.Body, 400, "invalid")
+	}
+}
+
+// TestWebhookFairness: an organization's storm leaves a backlog of
+// deliveries to five slow webhooks; while it drains, every event of
+// another organization reaches its receiver within 2 s. (Before, a claim
+// took the 100 oldest due deliveries of any webhook, so the other
+// organization's waited behind the whole backlog.)
+func TestWebhookFairness(t *testing.T) {
+	t.Parallel()
+	cfg := defaultConfig()
+	cfg.WebhookAllowPrivate = true
+	cfg.WebhookConcurrency = 4 // an organization's share: one
+	e := newEnvWith(t, cfg, nil)
+	stormy, calm := newAlarmSite(t, e, "Stormy"), newAlarmSite(t, e, "Calm")
+	slow := newSlowReceiver(t, http.StatusNoContent, 20*time.Millisecond)
+	var stormHooks []int64
+	for range 5 {
+		stormHooks = append(stormHooks, stormy.webhook(t, slow.URL+"/hook"))
+	}
+	fast := newReceiver(t, http.StatusNoContent)
+	calm.webhook(t, fast.URL+"/hook")
+
+	deliverInBackground(t, e.srv, time.Second)
+
+	// 10,000 readings alternating across Alarm, in a hundred POSTs: three
+	// events each, at least a second's worth of deliveries each.
+	for batch := range slices.Chunk(stormy.storm(10000), 100) {
+		res, err := stormy.editor.PostReadingsWithResponse(t.Context(), stormy.tn.orgID, stormy.tn.projectID, stormy.tn.instanceID, nil, batch)
+		if err != nil || res.StatusCode() != http.StatusOK {
+			t.Fatalf("POST a hundredth of the storm: %v %s", err, res.Body)
+		}
+	}
+
+	var took []time.Duration
+	for i := range 20 {
+		raised := time.Now()
+		calm.post(t, i, []float64{2500, 2000}[i%2]) // triggered Alert, cleared Alert, …
+		for deadline := raised.Add(20 * time.Second); fast.count() <= i; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("event %d of the calm organization not delivered 20 s after its POST", i+1)
+			}
+		}
+		fast.mu.Lock()
+		took = append(took, fast.arrived[i].Sub(raised))
+		fast.mu.Unlock()
+	}
+	var pending int
+	if err := e.pool.QueryRow(t.Context(), `SELECT count(*) FROM webhook_deliveries WHERE webhook_id = ANY($1) AND status = 'pending'`, stormHooks).Scan(&pending); err != nil {
+		t.Fatal(err)
+	}
+	if pending == 0 {
+		t.Errorf("the storm's backlog had drained before the calm organization's last event: the test shows nothing")
+	}
+	slices.Sort(took)
+	if p99 := took[len(took)-1]; p99 > 2*time.Second { // nearest rank: the 20th of 20
+		t.Errorf("the calm organization's events took %v from POST to receiver (p99 %v), want within 2 s, with %d of the storm's deliveries pending", took, p99, pending)
+	}
+	t.Logf("calm organization: median %v, p99 %v; storm deliveries pending at the end: %d", took[len(took)/2], took[len(took)-1], pending)
+}
+
+// TestWebhookLeaseTwoReplicas: two replicas deliver from one database.
+// To a receiver that never answers, each attempt gives up at the webhook
+// timeout, before its claim's lease ends, so no event is sent twice while
+// the other replica waits for the lease (before, a claim of up to 100
+// deliveries sent one after another outlived its lease, and the other
+// replica sent the rest again). To a receiver of many events, one delivery
+// is in flight at a time on both replicas together, in order (before, each
+// replica took a share and sent it at once).
+func TestWebhookLeaseTwoReplicas(t *testing.T) {
+	t.Parallel()
+	cfg := defaultConfig()
+	cfg.WebhookAllowPrivate = true
+	cfg.WebhookTimeout = time.Second
+	cfg.WebhookLease = cfg.WebhookTimeout + server.WebhookLeaseMargin
+	cfg.WebhookMaxAttempts = 1 // no retry: a second send is a double
+	e := newEnvWith(t, cfg, nil)
+	other, err := server.New(store.New(e.pool), slog.New(slog.DiscardHandler), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var (
+		mu       sync.Mutex
+		sent     = map[string]int{} // to the hung receiver, by event id
+		lastSent time.Time
+		hangs    = make(chan struct{})
+	)
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		sent[req.Header.Get("X-Readings-Event-Id")]++
+		lastSent = time.Now()
+		mu.Unlock()
+		<-hangs // past every lease
+	}))
+	t.Cleanup(func() { close(hangs); hung.Close() })
+	var (
+		inFlight, most int
+		order          []int64 // event ids, as the busy receiver got them
+	)
+	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		id, _ := strconv.ParseInt(req.Header.Get("X-Readings-Event-Id"), 10, 64)
+		mu.Lock()
+		order = append(order, id)
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		mu.Lock()
+		inFlight-- // before the answer, so the sender sees it done after
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(busy.Close)
+
+	const hungEvents, busyEvents = 4, 150
+	h, b := newAlarmSite(t, e, "Hung"), newAlarmSite(t, e, "Busy")
+	hungID := h.webhook(t, hung.URL+"/hook")
+	b.webhook(t, busy.URL+"/hook")
+	for m := range hungEvents {
+		h.post(t, m, []float64{2500, 2000}[m%2])
+	}
+	for m := range busyEvents {
+		b.post(t, m, []float64{2500, 2000}[m%2])
+	}
+
+	for _, srv := range []*server.Server{e.srv, other} {
+		deliverInBackground(t, srv, 50*time.Millisecond)
+	}
+
+	// Wait for every event, and past the lease of the last attempt.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		mu.Lock()
+		n, last, got := len(sent), lastSent, len(order)
+		mu.Unlock()
+		if n == hungEvents && got >= busyEvents && time.Since(last) > cfg.WebhookLease+time.Second {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("60 s on: %d of %d events sent to the hung receiver, the last %v ago; %d of %d to the busy one", n, hungEvents, time.Since(last), got, busyEvents)
+			break
+		}
+	}
+	mu.Lock()
+	for id, n := range sent {
+		if n != 1 {
+			t.Errorf("event %s sent %d times to the hung receiver, want once", id, n)
+		}
+	}
+	if most != 1 || len(order) != busyEvents || !slices.IsSorted(order) {
+		t.Errorf("the busy receiver had up to %d deliveries in flight at once and got %d events, in order: %v; want one at a time, %d, in order",
+			most, len(order), slices.IsSorted(order), busyEvents)
+	}
+	mu.Unlock()
+	for _, d := range h.deliveries(t, hungID) {
+		if d.Status != "failed" || d.Attempts != 1 || d.LastError == "" {
+			t.Errorf("delivery %+v, want failed after one attempt that gave up", d)
+		}
 	}
 }

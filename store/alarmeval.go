@@ -11,14 +11,29 @@ import (
 // AlarmChange is a change of a target's level that readings or an edit
 // made: From and To are ranks, 0 at rest. A Late change comes from a
 // reading older than the sensor's newest: it is recorded, and changes no
-// current alarm.
+// current alarm. A Folded change moves the current alarm as any other
+// but raises no event of its own: it is one of the Coalesced changes that
+// the target's next event stands for (alarms.Coalesce).
 type AlarmChange struct {
-	TargetID int64
-	Kind     string
-	From, To int
-	Late     bool
-	At       time.Time // the reading's datetime
-	Value    float64
+	TargetID  int64
+	Kind      string
+	From, To  int
+	Late      bool
+	At        time.Time // the reading's datetime
+	Value     float64
+	Folded    bool
+	Coalesced int
+}
+
+// raisedEvents counts the events that changes raise.
+func raisedEvents(changes []AlarmChange) int {
+	n := 0
+	for _, c := range changes {
+		if !c.Folded {
+			n++
+		}
+	}
+	return n
 }
 
 // AlarmEvaluator decides what readings and edits do to a sensor's rules.
@@ -34,6 +49,13 @@ type AlarmEvaluator interface {
 	// Recheck rechecks rules against the sensor's newest reading after an
 	// edit.
 	Recheck(ctx context.Context, links LinkReader, sensor Sensor, rules []AlarmRule, newest Reading) ([]AlarmChange, error)
+	// Coalesce bounds the events of one write of readings: it marks the
+	// changes that raise none (Folded) and counts on the next one raised
+	// the changes it stands for (Coalesced). Given the changes it raised
+	// of the start of a write, followed by the rest's, it decides as it
+	// would on the whole write, so that a write evaluated in parts keeps
+	// only what it raised so far.
+	Coalesce(changes []AlarmChange)
 }
 
 // SetAlarmEvaluator makes every write of readings, and every edit of
@@ -71,7 +93,8 @@ FROM (`+sensorRulesSQL+`) r ORDER BY r.target_id, r.id`, sensor.ID)
 	if err != nil {
 		return 0, err
 	}
-	return len(changes), applyAlarms(ctx, tx, sensor, rules, before, changes)
+	db.alarms.Coalesce(changes)
+	return raisedEvents(changes), applyAlarms(ctx, tx, sensor, rules, before, changes, changes)
 }
 
 // recheckAlarms rechecks the sensor's rules against its newest reading,
@@ -105,7 +128,7 @@ func (db *DB) recheckAlarms(ctx context.Context, tx pgx.Tx, sensor Sensor) error
 		}
 		ruled = nil
 	}
-	if err := applyAlarms(ctx, tx, sensor, rules, nil, changes); err != nil {
+	if err := applyAlarms(ctx, tx, sensor, rules, nil, changes, changes); err != nil {
 		return err
 	}
 	return clearUnruled(ctx, tx, sensor, ruled)
@@ -131,10 +154,11 @@ func ruleStates(rules []AlarmRule) []ruleState {
 }
 
 // applyAlarms writes the rules' states (those that differ from before,
-// all of them when before is nil), the current alarms and the events that
-// changes make, in one round trip however many changes a batch makes,
-// since a noisy target can change level at many of a batch's readings.
-func applyAlarms(ctx context.Context, tx pgx.Tx, sensor Sensor, rules []AlarmRule, before []ruleState, changes []AlarmChange) error {
+// all of them when before is nil), the current alarms that changes make
+// and the events that events (changes, or nil) raise, in one round trip
+// however many changes a batch makes, since a noisy target can change
+// level at many of a batch's readings.
+func applyAlarms(ctx context.Context, tx pgx.Tx, sensor Sensor, rules []AlarmRule, before []ruleState, changes, events []AlarmChange) error {
 	var (
 		ids     []int64
 		active  []bool
@@ -152,31 +176,34 @@ UPDATE alarm_rules r SET active = u.active, streak = u.streak
 FROM unnest($1::bigint[], $2::boolean[], $3::int[]) AS u(id, active, streak)
 WHERE r.id = u.id AND (r.active, r.streak) IS DISTINCT FROM (u.active, u.streak)`, ids, active, streaks)
 	}
-	if len(changes) > 0 {
-		queueChanges(write, sensor, rules, changes)
-	}
+	queueAlarms(write, sensor, rules, changes)
+	queueEvents(write, sensor, rules, events)
 	if write.Len() == 0 {
 		return nil
 	}
 	return tx.SendBatch(ctx, write).Close()
 }
 
-// queueChanges queues the statements that write the current alarms and
-// events of changes.
-func queueChanges(write *pgx.Batch, sensor Sensor, rules []AlarmRule, changes []AlarmChange) {
-	var events eventColumns
+// changeLevel is the key of the target of c and the level its event
+// names: the one reached, or for a clearing the one left.
+func changeLevel(rules []AlarmRule, c AlarmChange) (string, levelRef) {
+	rank := c.To
+	if rank == 0 {
+		rank = c.From
+	}
+	return targetLevel(rules, c.TargetID, rank)
+}
+
+// queueAlarms queues the statements that write the current alarms that
+// changes leave.
+func queueAlarms(write *pgx.Batch, sensor Sensor, rules []AlarmRule, changes []AlarmChange) {
 	targets := map[int64]*targetOutcome{}
 	var order []int64 // targets in the order of their first change
 	for _, c := range changes {
-		rank := c.To
-		if rank == 0 { // a clearing names the level it leaves
-			rank = c.From
-		}
-		key, level := targetLevel(rules, c.TargetID, rank)
-		events.add(key, c, level)
 		if c.Late {
 			continue
 		}
+		key, level := changeLevel(rules, c)
 		t := targets[c.TargetID]
 		if t == nil {
 			t = &targetOutcome{}
@@ -219,12 +246,27 @@ ON CONFLICT (sensor_id, target_id) DO UPDATE SET level_id = EXCLUDED.level_id, s
     note = CASE WHEN (SELECT reask FROM u WHERE u.target_id = EXCLUDED.target_id) THEN '' ELSE a.note END`,
 			sensor.ProjectID, sensor.ID, raised.targets, raised.keys, raised.levels, raised.since, raised.values, raised.reask)
 	}
+}
+
+// queueEvents queues the statement that appends the events that changes
+// raise, in order: those not folded into another.
+func queueEvents(write *pgx.Batch, sensor Sensor, rules []AlarmRule, changes []AlarmChange) {
+	var events eventColumns
+	for _, c := range changes {
+		if !c.Folded {
+			key, level := changeLevel(rules, c)
+			events.add(key, c, level)
+		}
+	}
+	if len(events.keys) == 0 {
+		return
+	}
 	write.Queue(`
-INSERT INTO alarm_events (project_id, sensor_id, target_key, kind, level_id, level_name, value, reading_at)
-SELECT $1, $2, target_key, kind, level_id, level_name, value, reading_at
-FROM unnest($3::text[], $4::text[], $5::bigint[], $6::text[], $7::float8[], $8::timestamptz[]) WITH ORDINALITY
-    AS u(target_key, kind, level_id, level_name, value, reading_at, n)
-ORDER BY n`, sensor.ProjectID, sensor.ID, events.keys, events.kinds, events.levelIDs, events.levelNames, events.values, events.at)
+INSERT INTO alarm_events (project_id, sensor_id, target_key, kind, level_id, level_name, value, reading_at, coalesced)
+SELECT $1, $2, target_key, kind, level_id, level_name, value, reading_at, coalesced
+FROM unnest($3::text[], $4::text[], $5::bigint[], $6::text[], $7::float8[], $8::timestamptz[], $9::int[]) WITH ORDINALITY
+    AS u(target_key, kind, level_id, level_name, value, reading_at, coalesced, n)
+ORDER BY n`, sensor.ProjectID, sensor.ID, events.keys, events.kinds, events.levelIDs, events.levelNames, events.values, events.at, events.coalesced)
 }
 
 // targetOutcome is what a batch's changes leave of a target's alarm.
@@ -261,6 +303,7 @@ type eventColumns struct {
 	levelIDs                []*int64
 	values                  []float64
 	at                      []time.Time
+	coalesced               []int32
 }
 
 func (e *eventColumns) add(key string, c AlarmChange, level levelRef) {
@@ -270,6 +313,7 @@ func (e *eventColumns) add(key string, c AlarmChange, level levelRef) {
 	e.levelNames = append(e.levelNames, level.name)
 	e.values = append(e.values, c.Value)
 	e.at = append(e.at, c.At)
+	e.coalesced = append(e.coalesced, int32(c.Coalesced))
 }
 
 type levelRef struct {

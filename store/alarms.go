@@ -41,7 +41,10 @@ type AlarmEvent struct {
 	ReadingAt *time.Time `db:"reading_at"`
 	UserID    *int64     `db:"user_id"`
 	Note      string     `db:"note"`
-	CreatedAt time.Time  `db:"created_at"`
+	// Coalesced counts the changes of the target, in the write that raised
+	// the event, that raised no event of their own since its previous one.
+	Coalesced int       `db:"coalesced"`
+	CreatedAt time.Time `db:"created_at"`
 }
 
 // AlarmEventQuery selects events of a project; zero fields select all.
@@ -150,7 +153,7 @@ func (db *DB) ListAlarmEvents(ctx context.Context, orgID, projectID int64, q Ala
 // each walks the (project_id, id) index in its direction.
 const (
 	listAlarmEventsSelect = `
-SELECT id, project_id, sensor_id, target_key, kind, level_id, level_name, value, reading_at, user_id, note, created_at
+SELECT id, project_id, sensor_id, target_key, kind, level_id, level_name, value, reading_at, user_id, note, coalesced, created_at
 FROM alarm_events
 WHERE project_id = $1 AND ($3::bigint = 0 OR sensor_id = $3) AND ($4::bigint = 0 OR level_id = $4)
   AND created_at BETWEEN $5 AND $6`

@@ -35,6 +35,9 @@ func (e *thresholdEvaluator) Recheck(_ context.Context, _ store.LinkReader, _ st
 	return step(rules, newest), nil
 }
 
+// Coalesce raises every change: the store's tests see them all.
+func (e *thresholdEvaluator) Coalesce([]store.AlarmChange) {}
+
 func step(rules []store.AlarmRule, r store.Reading) []store.AlarmChange {
 	from, to := rules[0].TargetRank, 0
 	for i := range rules {

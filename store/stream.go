@@ -300,9 +300,11 @@ func (w *streamWrite) merge(ctx context.Context) (Written, error) {
 // evaluateAlarms evaluates the sensor's rules with the stream's readings
 // as stored, in time order, a chunk at a time through a cursor. Each chunk
 // reads the rules again, with the states and current alarms the chunk
-// before left, so that the chunks evaluate as one batch would. It returns
-// how many events the readings raised.
-func (w *streamWrite) evaluateAlarms(ctx context.Context) (events int, err error) {
+// before left, so that the chunks evaluate as one batch would. The events
+// are coalesced as one batch's, chunk after chunk keeping only what the
+// file so far raises, and written at the end. It returns how many events
+// the readings raised.
+func (w *streamWrite) evaluateAlarms(ctx context.Context) (int, error) {
 	if w.db.alarms == nil {
 		return 0, nil
 	}
@@ -344,6 +346,7 @@ func (w *streamWrite) evaluateAlarms(ctx context.Context) (events int, err error
 	}
 	sensor := Sensor{ID: sensorID, ProjectID: w.key.ProjectID, Instance: w.inst}
 	chunk := make([]Reading, 0, stageChunk)
+	var raised []AlarmChange // the changes that raise events, of the chunks so far
 	for first := true; ; first = false {
 		rows, _ := tx.Query(ctx, fmt.Sprintf(`FETCH %d FROM streamed`, stageChunk))
 		chunk = chunk[:0]
@@ -352,28 +355,37 @@ func (w *streamWrite) evaluateAlarms(ctx context.Context) (events int, err error
 			return nil
 		})
 		if err != nil {
-			return events, err
+			return 0, err
 		}
 		if len(chunk) == 0 {
 			break
 		}
 		if !first {
 			if rules, err = sensorRules(ctx, tx, sensorID); err != nil {
-				return events, err
+				return 0, err
 			}
 		}
 		before := ruleStates(rules)
 		changes, err := w.db.alarms.Evaluate(ctx, txLinks{tx}, sensor, rules, chunk, w.newest)
 		if err != nil {
-			return events, err
+			return 0, err
 		}
-		if err := applyAlarms(ctx, tx, sensor, rules, before, changes); err != nil {
-			return events, err
+		if err := applyAlarms(ctx, tx, sensor, rules, before, changes, nil); err != nil {
+			return 0, err
 		}
-		events += len(changes)
+		raised = append(raised, changes...)
+		w.db.alarms.Coalesce(raised)
+		raised = slices.DeleteFunc(raised, func(c AlarmChange) bool { return c.Folded })
 	}
-	_, err = tx.Exec(ctx, `CLOSE streamed`)
-	return events, err
+	if _, err = tx.Exec(ctx, `CLOSE streamed`); err != nil {
+		return 0, err
+	}
+	write := &pgx.Batch{}
+	queueEvents(write, sensor, rules, raised)
+	if write.Len() > 0 {
+		err = tx.SendBatch(ctx, write).Close()
+	}
+	return len(raised), err
 }
 
 // queueHours queues for the rollups the hours the stream wrote, read back

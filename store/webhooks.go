@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sensorreadings/readings/apperr"
 )
 
 // Webhook receives every alarm event of its project as a signed POST.
@@ -33,6 +35,7 @@ type Delivery struct {
 // Claim is a delivery a worker has taken, with what sending it needs.
 type Claim struct {
 	Delivery
+	OrgID       int64
 	URL, Secret string
 	Event       AlarmEvent
 }
@@ -110,45 +113,168 @@ WHERE d.webhook_id = $1 AND ($2 = 0 OR d.id < $2) ORDER BY d.id DESC LIMIT $3`, 
 	return collectPage[Delivery]("list deliveries", rows, limit)
 }
 
-// ClaimDeliveries takes up to limit due deliveries, of webhooks other than
-// busy, for lease: until it ends no worker of any replica takes them
-// again, and if the claimer dies they are due again when it ends, so that
-// every event is delivered at least once. Each claim counts an attempt.
-func (db *DB) ClaimDeliveries(ctx context.Context, busy []int64, limit int, lease time.Duration) ([]Claim, error) {
-	if busy == nil {
-		busy = []int64{} // a NULL array would match nothing
+// ClaimQuery bounds what ClaimDeliveries takes.
+type ClaimQuery struct {
+	// Max is how many deliveries the worker can send now.
+	Max int
+	// PerWebhook bounds the deliveries of one webhook in flight on every
+	// replica together.
+	PerWebhook int
+	// PerOrg bounds the deliveries of one organization that this worker
+	// has in flight; InFlight counts those it has, by organization.
+	PerOrg   int
+	InFlight map[int64]int
+	// Lease is how long the claimed deliveries are the worker's.
+	Lease time.Duration
+}
+
+// ClaimDeliveries takes due deliveries, at most q.Max, for q.Lease: until it
+// ends no worker of any replica takes them again, and if the claimer dies
+// they are due again when it ends, so that every event is delivered at
+// least once. Each claim counts an attempt, which FinishDelivery names.
+//
+// Webhooks take turns, the least recently served first, one delivery each
+// a round, oldest first, so that a webhook's backlog delays no other; a
+// webhook has at most q.PerWebhook deliveries leased, counted under its
+// row's lock, and an organization gets at most q.PerOrg of this worker's.
+func (db *DB) ClaimDeliveries(ctx context.Context, q ClaimQuery) ([]Claim, error) {
+	full := []int64{} // a NULL array would match nothing
+	for org, n := range q.InFlight {
+		if n >= q.PerOrg {
+			full = append(full, org)
+		}
 	}
-	rows, _ := db.pool.Query(ctx, `
-WITH due AS (
-    SELECT id FROM webhook_deliveries
-    WHERE status = 'pending' AND next_at <= now() AND webhook_id <> ALL($1)
-    ORDER BY next_at, id LIMIT $2 FOR UPDATE SKIP LOCKED
-), claimed AS (
-    UPDATE webhook_deliveries d SET attempts = d.attempts + 1, next_at = now() + $3
-    FROM due WHERE d.id = due.id
-    RETURNING `+deliveryColumns+`
-)
-SELECT d.*, w.url, w.secret,
-       e.id, e.project_id, e.sensor_id, e.target_key, e.kind, e.level_id, e.level_name, e.value, e.reading_at, e.user_id, e.note, e.created_at
-FROM claimed d JOIN webhooks w ON w.id = d.webhook_id JOIN alarm_events e ON e.id = d.event_id
-ORDER BY d.webhook_id, d.event_id`, busy, limit, lease)
-	claims, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Claim, error) {
-		var c Claim
-		d, e := &c.Delivery, &c.Event
-		err := row.Scan(&d.ID, &d.WebhookID, &d.EventID, &d.Status, &d.Attempts, &d.NextAt, &d.LastStatus, &d.LastError, &d.DeliveredAt, &d.CreatedAt,
-			&c.URL, &c.Secret,
-			&e.ID, &e.ProjectID, &e.SensorID, &e.TargetKey, &e.Kind, &e.LevelID, &e.LevelName, &e.Value, &e.ReadingAt, &e.UserID, &e.Note, &e.CreatedAt)
-		return c, err
+	var claims []Claim
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		rows, _ := tx.Query(ctx, lockDueWebhooksSQL, full, q.Max, q.PerWebhook)
+		hooks, err := pgx.CollectRows(rows, pgx.RowToStructByPos[dueWebhook])
+		if err != nil || len(hooks) == 0 {
+			return err
+		}
+		ids, counts := shareClaims(hooks, q)
+		if len(ids) == 0 {
+			return nil
+		}
+		// A statement of its own, so that it sees what claims committed
+		// before the locks above were taken.
+		rows, _ = tx.Query(ctx, claimDeliveriesSQL, ids, counts, q.PerWebhook, q.Lease)
+		claims, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Claim, error) {
+			var c Claim
+			d, e := &c.Delivery, &c.Event
+			err := row.Scan(&d.ID, &d.WebhookID, &d.EventID, &d.Status, &d.Attempts, &d.NextAt, &d.LastStatus, &d.LastError, &d.DeliveredAt, &d.CreatedAt,
+				&c.OrgID, &c.URL, &c.Secret,
+				&e.ID, &e.ProjectID, &e.SensorID, &e.TargetKey, &e.Kind, &e.LevelID, &e.LevelName, &e.Value, &e.ReadingAt, &e.UserID, &e.Note, &e.Coalesced, &e.CreatedAt)
+			return c, err
+		})
+		return err
 	})
 	return claims, dbError("claim deliveries", err)
 }
 
-// FinishDelivery records an attempt of a claimed delivery: delivered, or
-// failed for good, or due again at next.
-func (db *DB) FinishDelivery(ctx context.Context, id int64, status string, httpStatus *int, lastError string, next time.Time) error {
-	_, err := db.pool.Exec(ctx, `
-UPDATE webhook_deliveries SET status = $2, last_status = $3, last_error = $4, next_at = $5,
-    delivered_at = CASE WHEN $2 = 'delivered' THEN now() END
-WHERE id = $1`, id, status, httpStatus, lastError, next)
+// dueWebhook is a webhook with due deliveries, locked for a claim: its
+// organization, and how many more of its deliveries it may have in
+// flight, at most.
+type dueWebhook struct {
+	ID, OrgID int64
+	Free      int
+}
+
+// lockDueWebhooksSQL locks up to $2 webhooks with due deliveries, of
+// organizations other than $1, with fewer than $3 deliveries leased, the
+// least recently served first; a webhook another claim holds is skipped.
+// The webhooks with pending deliveries are found by skipping through
+// webhook_deliveries_pending_idx, a probe each. NO KEY UPDATE leaves the
+// key share lock that a new delivery's foreign key takes free.
+const lockDueWebhooksSQL = `
+WITH RECURSIVE pending AS (
+    (SELECT webhook_id FROM webhook_deliveries WHERE status = 'pending' ORDER BY webhook_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT d.webhook_id FROM webhook_deliveries d
+            WHERE d.status = 'pending' AND d.webhook_id > p.webhook_id ORDER BY d.webhook_id LIMIT 1)
+    FROM pending p WHERE p.webhook_id IS NOT NULL
+)
+SELECT w.id, p.org_id,
+       least((SELECT count(*) FROM (SELECT FROM webhook_deliveries d
+                  WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.next_at <= now() LIMIT $3) due),
+             $3 - (SELECT count(*) FROM webhook_deliveries l WHERE l.webhook_id = w.id AND l.leased_until > now()))::int
+FROM webhooks w JOIN projects p ON p.id = w.project_id
+WHERE w.id IN (SELECT webhook_id FROM pending) AND p.org_id <> ALL($1)
+  AND EXISTS (SELECT FROM webhook_deliveries d WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.next_at <= now())
+  AND (SELECT count(*) FROM webhook_deliveries l WHERE l.webhook_id = w.id AND l.leased_until > now()) < $3
+ORDER BY w.served_at NULLS FIRST, w.id
+LIMIT $2
+FOR NO KEY UPDATE OF w SKIP LOCKED`
+
+// claimDeliveriesSQL claims, of each webhook $1[i], its $2[i] oldest due
+// deliveries, or fewer if it has $3 leased less than that, for $4; and
+// marks the webhooks served.
+const claimDeliveriesSQL = `
+WITH want AS (
+    SELECT u.webhook_id, least(u.n, $3 - (SELECT count(*) FROM webhook_deliveries l
+                                           WHERE l.webhook_id = u.webhook_id AND l.leased_until > now())) AS n
+    FROM unnest($1::bigint[], $2::int[]) AS u(webhook_id, n)
+), picked AS (
+    SELECT d.id FROM want u CROSS JOIN LATERAL (
+        SELECT d.id, row_number() OVER (ORDER BY d.next_at, d.id) AS n FROM (
+            SELECT d.id, d.next_at FROM webhook_deliveries d
+            WHERE d.webhook_id = u.webhook_id AND d.status = 'pending' AND d.next_at <= now()
+            ORDER BY d.next_at, d.id LIMIT $3
+        ) d
+    ) d
+    WHERE d.n <= u.n
+), claimed AS (
+    UPDATE webhook_deliveries d SET attempts = d.attempts + 1, next_at = now() + $4, leased_until = now() + $4
+    FROM picked WHERE d.id = picked.id
+    RETURNING ` + deliveryColumns + `
+), served AS (
+    UPDATE webhooks SET served_at = now() WHERE id IN (SELECT webhook_id FROM claimed)
+)
+SELECT d.*, p.org_id, w.url, w.secret,
+       e.id, e.project_id, e.sensor_id, e.target_key, e.kind, e.level_id, e.level_name, e.value, e.reading_at, e.user_id, e.note, e.coalesced, e.created_at
+FROM claimed d JOIN webhooks w ON w.id = d.webhook_id JOIN projects p ON p.id = w.project_id JOIN alarm_events e ON e.id = d.event_id
+ORDER BY d.webhook_id, d.event_id`
+
+// shareClaims shares q.Max deliveries between hooks, in their order, one
+// each a round: at most hook.Free each, and what q.PerOrg leaves of each
+// organization's. It returns the webhooks that get any and how many.
+func shareClaims(hooks []dueWebhook, q ClaimQuery) (ids []int64, counts []int32) {
+	orgs := map[int64]int{} // deliveries of the organization, in flight and shared out
+	for org, n := range q.InFlight {
+		orgs[org] = n
+	}
+	share := make([]int32, len(hooks))
+	left := q.Max
+	for more := true; more && left > 0; {
+		more = false
+		for i, h := range hooks {
+			if left == 0 || int(share[i]) >= h.Free || orgs[h.OrgID] >= q.PerOrg {
+				continue
+			}
+			share[i]++
+			orgs[h.OrgID]++
+			left--
+			more = true
+		}
+	}
+	for i, h := range hooks {
+		if share[i] > 0 {
+			ids, counts = append(ids, h.ID), append(counts, share[i])
+		}
+	}
+	return ids, counts
+}
+
+// FinishDelivery records the attempt-th attempt of a claimed delivery:
+// delivered, or failed for good, or due again at next; and ends its lease.
+// It returns Conflict when the lease ran out and another claim took the
+// delivery: that claim's attempt is the one to record.
+func (db *DB) FinishDelivery(ctx context.Context, id int64, attempt int, status string, httpStatus *int, lastError string, next time.Time) error {
+	tag, err := db.pool.Exec(ctx, `
+UPDATE webhook_deliveries SET status = $3, last_status = $4, last_error = $5, next_at = $6, leased_until = NULL,
+    delivered_at = CASE WHEN $3 = 'delivered' THEN now() END
+WHERE id = $1 AND attempts = $2 AND status = 'pending'`, id, attempt, status, httpStatus, lastError, next)
+	if err == nil && tag.RowsAffected() == 0 {
+		return apperr.Errorf(apperr.Conflict, "delivery %d: attempt %d is no longer the claimed one", id, attempt)
+	}
 	return dbError("finish delivery", err)
 }
