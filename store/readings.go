@@ -65,7 +65,7 @@ type Written struct {
 // archived.
 func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Reading) (Written, error) {
 	var written Written
-	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+	err := db.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		// The lock stands in for a foreign key, checked once per batch
 		// instead of once per row: the sensor cannot be deleted, with its
 		// readings, nor get a new instance until this batch is in. It also
@@ -320,7 +320,7 @@ func (db *DB) InputIDs(ctx context.Context, sensor Sensor) ([]int64, error) {
 // Conflict when the sensor's project is archived.
 func (db *DB) DeleteReadings(ctx context.Context, key SensorKey, from, to time.Time) (int64, error) {
 	var deleted int64
-	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+	err := db.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		var (
 			state ProjectState
 			inst  *Instance

@@ -130,7 +130,8 @@ SELECT $1, * FROM unnest($2::timestamptz[], $3::bigint[], $4::bigint[], $5::floa
 // tells how many.
 func (db *DB) rollupSensor(ctx context.Context, sensorID int64, outputsOf OutputsOf, limit int) (int, error) {
 	var n int
-	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+	err := db.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		n = 0
 		// The sensor first, as its writers lock it, then the hours: a
 		// writer holding the sensor never waits for an hour held here. A
 		// sensor being written (a file can take a while) is skipped, not

@@ -81,10 +81,16 @@ const stageChunk = 5000
 // reading; taking the lock, and the statements after the stream, have
 // timeout (0: no limit), the stream itself is read under ctx alone.
 //
+// Unlike InsertReadings, a transaction PostgreSQL aborts as a deadlock's
+// victim or a serialization failure is not run again: the readings it read
+// are gone from the stream, which cannot be read twice, and keeping them
+// for a retry is what the stream avoids. Nothing of it is stored, and the
+// caller gets Unavailable, to send the stream again.
+//
 // It returns the stream's own error; NotFound; Invalid, naming the input,
 // for an input id that is not one of the sensor's instance, or one past
-// the limit of a sensor without one; Invalid for an empty stream; and
-// Conflict when its project is archived.
+// the limit of a sensor without one; Invalid for an empty stream;
+// Conflict when its project is archived; and Unavailable as above.
 func (db *DB) InsertReadingStream(ctx context.Context, key SensorKey, stream ReadingStream, timeout time.Duration) (Written, error) {
 	var written Written
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
