@@ -20,12 +20,12 @@ func (s Sensor) version() int64 {
 	return s.Instance.Version
 }
 
-// queueHoursSQL queues the hours $4 of a batch of sensor $1, in the
+// queueHoursSQL queues the hours $2 of a batch of sensor $1, in the
 // batch's transaction: one row per hour the batch touches, whatever its
 // size.
 const queueHoursSQL = `
 INSERT INTO rollup_dirty AS d (sensor_id, hour, inputs)
-SELECT $1, h, true FROM unnest($4::timestamptz[]) AS h
+SELECT $1, h, true FROM unnest($2::timestamptz[]) AS h
 ON CONFLICT (sensor_id, hour) DO UPDATE SET inputs = true WHERE NOT d.inputs`
 
 // readingHours are the hours of readings, ordered by time, each once.
