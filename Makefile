@@ -123,13 +123,14 @@ db-destroy:
 load:
 	scripts/load.sh
 
-## chaos: kill -9 mid-ingest, PostgreSQL restarts under load, 8 slow export readers beside another organization, the widest data, kill -9 between alarm events and their webhook deliveries; fails on a lost or partial batch, a 500, a hang, a slow recovery, a p99 over 1 s, a peak RSS over 256 MiB or an event never delivered
+## chaos: kill -9 mid-ingest, PostgreSQL restarts under load, 8 slow export readers beside another organization, the widest data, kill -9 between alarm events and their webhook deliveries, writes into chunks being compressed; fails on a lost or partial batch, a 500, a hang, a slow recovery, a p99 over 1 s, a peak RSS over 256 MiB, an event never delivered, a deadlock or a write that does not read back
 chaos:
 	scripts/chaos-kill.sh
 	scripts/chaos-db.sh
 	scripts/chaos-slow.sh
 	scripts/widest.sh
 	scripts/chaos-webhook.sh
+	scripts/chaos-stress.sh
 
 ## widest: the service's peak RSS on the widest data its limits allow, under its heaviest reads at once; fails above 256 MiB
 widest:
