@@ -10,5 +10,7 @@ FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/readings /readings
 ENV LISTEN_ADDR=0.0.0.0:8080 LOG_FORMAT=json
 EXPOSE 8080
+# The image has no shell and no curl: the binary asks itself.
+HEALTHCHECK --interval=10s --timeout=6s --start-period=60s CMD ["/readings", "healthcheck"]
 ENTRYPOINT ["/readings"]
 CMD ["serve"]

@@ -117,13 +117,13 @@ db-stop:
 db-destroy:
 	@scripts/devdb.sh destroy
 
-.PHONY: load chaos widest cluster cluster-stop chaos-cluster load-cluster
+.PHONY: load chaos widest cluster cluster-stop chaos-cluster load-cluster backup-drill check-rules
 
 ## load: a fresh service under a mixed read/write load for LOAD_SECONDS (60) at LOAD_RATE req/s (200), then the report
 load:
 	scripts/load.sh
 
-## chaos: kill -9 mid-ingest, PostgreSQL restarts under load, 8 slow export readers beside another organization, the widest data, kill -9 between alarm events and their webhook deliveries, writes into chunks being compressed; fails on a lost or partial batch, a 500, a hang, a slow recovery, a p99 over 1 s, a peak RSS over 256 MiB, an event never delivered, a deadlock or a write that does not read back
+## chaos: kill -9 mid-ingest, PostgreSQL restarts under load, 8 slow export readers beside another organization, the widest data, kill -9 between alarm events and their webhook deliveries, writes into chunks being compressed, a point-in-time restore from backups (backup-drill); fails on a lost or partial batch, a 500, a hang, a slow recovery, a p99 over 1 s, a peak RSS over 256 MiB, an event never delivered, a deadlock or a write that does not read back
 chaos:
 	scripts/chaos-kill.sh
 	scripts/chaos-db.sh
@@ -131,6 +131,17 @@ chaos:
 	scripts/widest.sh
 	scripts/chaos-webhook.sh
 	scripts/chaos-stress.sh
+	scripts/backup-drill.sh
+
+## backup-drill: pgBackRest's full and incremental backups under load, the cluster destroyed, a point-in-time restore; fails unless every batch acknowledged before the target is there and none sent after, and the rollups and alarms agree with the readings
+backup-drill: build
+	scripts/backup-drill.sh
+
+## check-rules: promtool checks the alerting rules in prometheus/ and runs their unit tests (Debian's prometheus package has promtool)
+check-rules:
+	@command -v promtool >/dev/null || { echo "promtool is not installed: install Debian's prometheus package"; exit 1; }
+	promtool check rules prometheus/readings.rules.yml
+	promtool test rules prometheus/readings.rules.test.yml
 
 ## widest: the service's peak RSS on the widest data its limits allow, under its heaviest reads at once; fails above 256 MiB
 widest:

@@ -36,12 +36,15 @@ type config struct {
 	maxStreamsToken int
 	shutdownTimeout time.Duration
 	pprofAddr       string
+	tlsCert         string
+	tlsKey          string
 	alarmCheck      time.Duration
 	rollupInterval  time.Duration
 	webhookTimeout  time.Duration
 	webhookAttempts int
 	webhookPrivate  bool
 	storage         store.StorageConfig
+	caps            store.Limits // all but SensorInputs, which is maxInputs
 }
 
 func (c *config) register(fs *flag.FlagSet, e *env) {
@@ -68,6 +71,19 @@ func (c *config) register(fs *flag.FlagSet, e *env) {
 	fs.DurationVar(&c.webhookTimeout, "webhook-timeout", e.duration("WEBHOOK_TIMEOUT", 10*time.Second), "how long a webhook receiver may take to answer (WEBHOOK_TIMEOUT)")
 	fs.IntVar(&c.webhookAttempts, "webhook-max-attempts", e.int("WEBHOOK_MAX_ATTEMPTS", 8), "attempts of a webhook delivery before it is marked failed (WEBHOOK_MAX_ATTEMPTS)")
 	fs.BoolVar(&c.webhookPrivate, "webhook-allow-private", e.bool("WEBHOOK_ALLOW_PRIVATE", false), "let webhooks reach loopback, private and link-local addresses (WEBHOOK_ALLOW_PRIVATE)")
+	fs.StringVar(&c.tlsCert, "tls-cert", e.string("TLS_CERT", ""), "serve HTTPS with the PEM certificate chain in this `file`; needs -tls-key (TLS_CERT)")
+	fs.StringVar(&c.tlsKey, "tls-key", e.string("TLS_KEY", ""), "the PEM private key `file` of -tls-cert (TLS_KEY)")
+	// The caps of what clients grow; docs/reliability.md says why these.
+	caps := store.DefaultLimits()
+	fs.IntVar(&c.caps.Projects, "max-projects", e.int("MAX_PROJECTS", caps.Projects), "most projects of an organization (MAX_PROJECTS)")
+	fs.IntVar(&c.caps.Blueprints, "max-blueprints", e.int("MAX_BLUEPRINTS", caps.Blueprints), "most blueprints of an organization (MAX_BLUEPRINTS)")
+	fs.IntVar(&c.caps.Members, "max-members", e.int("MAX_MEMBERS", caps.Members), "most members of an organization, its pending invitations included (MAX_MEMBERS)")
+	fs.IntVar(&c.caps.Invitations, "max-invitations", e.int("MAX_INVITATIONS", caps.Invitations), "most pending invitations of an organization, and finished ones kept (MAX_INVITATIONS)")
+	fs.IntVar(&c.caps.Sensors, "max-sensors", e.int("MAX_SENSORS", caps.Sensors), "most sensors of a project (MAX_SENSORS)")
+	fs.IntVar(&c.caps.AlarmLevels, "max-alarm-levels", e.int("MAX_ALARM_LEVELS", caps.AlarmLevels), "most alarm levels of a project (MAX_ALARM_LEVELS)")
+	fs.IntVar(&c.caps.Webhooks, "max-webhooks", e.int("MAX_WEBHOOKS", caps.Webhooks), "most webhooks of a project (MAX_WEBHOOKS)")
+	fs.IntVar(&c.caps.AlarmRules, "max-alarm-rules", e.int("MAX_ALARM_RULES", caps.AlarmRules), "most alarm rules of a sensor (MAX_ALARM_RULES)")
+	fs.IntVar(&c.caps.Tokens, "max-tokens", e.int("MAX_TOKENS", caps.Tokens), "most live tokens of a user, and revoked or expired ones kept (MAX_TOKENS)")
 	fs.StringVar(&c.pprofAddr, "pprof-addr", e.string("PPROF_ADDR", ""), "serve /debug/pprof on this `host:port`, for profiling; off when empty (PPROF_ADDR)")
 	// TimescaleDB only, applied with the migrations; docs/performance.md
 	// says why these defaults suit minute-rate sensors.
@@ -133,8 +149,16 @@ func (c *config) validate() error {
 	if c.webhookAttempts < 1 || c.webhookAttempts > 20 {
 		return fmt.Errorf("-webhook-max-attempts %d is out of 1 to 20", c.webhookAttempts)
 	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		errs = append(errs, errors.New("-tls-cert and -tls-key (TLS_CERT, TLS_KEY) go together: set both to serve HTTPS, or neither"))
+	}
 	if c.maxStreamsToken < 1 {
 		errs = append(errs, fmt.Errorf("max streams per token %d must be at least 1", c.maxStreamsToken))
+	}
+	for _, f := range c.capFlags() {
+		if f.value < 1 {
+			errs = append(errs, fmt.Errorf("-%s %d must be at least 1", f.name, f.value))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -142,7 +166,7 @@ func (c *config) validate() error {
 // logValue lists the settings for the start-up log, with the database
 // password masked.
 func (c *config) logValue() slog.Value {
-	return slog.GroupValue(
+	attrs := []slog.Attr{
 		slog.String("addr", c.addr),
 		slog.String("database_url", redactURL(c.databaseURL)),
 		slog.String("read_database_url", redactURL(c.readURL)),
@@ -162,6 +186,8 @@ func (c *config) logValue() slog.Value {
 		slog.Int("max_streams_per_token", c.maxStreamsToken),
 		slog.Duration("shutdown_timeout", c.shutdownTimeout),
 		slog.String("pprof_addr", c.pprofAddr),
+		slog.String("tls_cert", c.tlsCert),
+		slog.String("tls_key", c.tlsKey),
 		slog.Duration("alarm_check_interval", c.alarmCheck),
 		slog.Duration("rollup_interval", c.rollupInterval),
 		slog.Duration("webhook_timeout", c.webhookTimeout),
@@ -170,7 +196,26 @@ func (c *config) logValue() slog.Value {
 		slog.String("chunk_interval", days(c.storage.ChunkInterval).String()),
 		slog.String("compress_after", days(c.storage.CompressAfter).String()),
 		slog.String("retention", days(c.storage.Retention).String()),
-	)
+	}
+	for _, f := range c.capFlags() {
+		attrs = append(attrs, slog.Int(strings.ReplaceAll(f.name, "-", "_"), f.value))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// capFlag is a cap's flag and value.
+type capFlag struct {
+	name  string
+	value int
+}
+
+// capFlags lists the caps of what clients grow, for validation and the log.
+func (c *config) capFlags() []capFlag {
+	return []capFlag{
+		{"max-projects", c.caps.Projects}, {"max-blueprints", c.caps.Blueprints}, {"max-members", c.caps.Members},
+		{"max-invitations", c.caps.Invitations}, {"max-sensors", c.caps.Sensors}, {"max-alarm-levels", c.caps.AlarmLevels},
+		{"max-webhooks", c.caps.Webhooks}, {"max-alarm-rules", c.caps.AlarmRules}, {"max-tokens", c.caps.Tokens},
+	}
 }
 
 func redactURL(raw string) string {

@@ -1,9 +1,11 @@
 // Command readings is the Sensor Readings Service: an HTTP API that stores
 // time-stamped sensor readings in PostgreSQL and serves them back.
 //
-//	readings [serve]   serve the API (the default)
-//	readings migrate   apply the database migrations and exit
-//	readings admin …   create organizations, users and tokens
+//	readings [serve]         serve the API (the default)
+//	readings migrate         apply the database migrations and exit
+//	readings admin …         create organizations, users and tokens
+//	readings backup-metrics  pgBackRest's info as Prometheus metrics, for a textfile collector
+//	readings healthcheck     exit 0 when the service on this host is ready, for a container's health check
 //
 // Every setting is a flag whose default comes from the environment; run
 // `readings serve -h` for the list.
@@ -55,8 +57,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return migrate(ctx, args, getenv, stderr)
 	case "admin":
 		return admin(ctx, args, getenv, stdout, stderr)
+	case "backup-metrics":
+		return backupMetrics(ctx, args, stdout, stderr)
+	case "healthcheck":
+		return healthcheck(ctx, args, getenv, stderr)
 	}
-	return fmt.Errorf("unknown command %q: use serve, migrate or admin", command)
+	return fmt.Errorf("unknown command %q: use serve, migrate, admin, backup-metrics or healthcheck", command)
 }
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
@@ -80,7 +86,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 			return err
 		}
 	}
-	db := store.New(pool, c.maxInputs)
+	limits := c.caps
+	limits.SensorInputs = c.maxInputs
+	db := store.New(pool, limits)
 	if err := db.LogStorageMode(ctx, log); err != nil {
 		return err
 	}
@@ -130,8 +138,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	serveFn, err := serveHTTP(c, httpServer, ln)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	served := make(chan error, 1)
-	go func() { served <- httpServer.Serve(ln) }()
+	go func() { served <- serveFn() }()
 
 	// Token use is recorded until the server has stopped, then flushed.
 	recordCtx, stopRecording := context.WithCancel(context.WithoutCancel(ctx))
@@ -182,7 +195,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		defer stopProfiling()
 	}
 
-	log.Info("listening", "url", "http://"+ln.Addr().String())
+	log.Info("listening", "url", listenURL(c, ln))
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)

@@ -61,6 +61,16 @@ func TestParseConfig(t *testing.T) {
 			check: func(c *config) bool { return c.maxStreams == 3 && c.maxStreamsToken == 1 }},
 		{name: "StreamsFillThePool", env: map[string]string{"DATABASE_URL": "postgres://x", "MAX_STREAMS": "8", "DB_MAX_CONNS": "8"}, wantErr: "max streams"},
 		{name: "NoStreamPerToken", env: map[string]string{"DATABASE_URL": "postgres://x", "MAX_STREAMS_PER_TOKEN": "0"}, wantErr: "per token"},
+		{name: "CapDefaults", env: map[string]string{"DATABASE_URL": "postgres://x"},
+			check: func(c *config) bool {
+				want := store.DefaultLimits()
+				want.SensorInputs = 0 // -max-inputs
+				return c.caps == want
+			}},
+		{name: "CapsFromEnvAndFlags", env: map[string]string{"DATABASE_URL": "postgres://x", "MAX_WEBHOOKS": "5", "MAX_SENSORS": "50000"},
+			args:  []string{"-max-tokens", "10"},
+			check: func(c *config) bool { return c.caps.Webhooks == 5 && c.caps.Sensors == 50000 && c.caps.Tokens == 10 }},
+		{name: "ZeroCap", env: map[string]string{"DATABASE_URL": "postgres://x", "MAX_ALARM_RULES": "0"}, wantErr: "-max-alarm-rules 0"},
 		{name: "StrayArgument", env: map[string]string{"DATABASE_URL": "postgres://x"}, args: []string{"extra"}, wantErr: "unexpected"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -152,7 +152,11 @@ type ClientInterface interface {
 	// "Scoped and device tokens"): the scope's organization, project and
 	// sensors must be the user's (404 otherwise), and its `role` no higher
 	// than the user's role there (403). `expires_in_days` is optional;
-	// `expires_at` shows it. Required role: `user`.
+	// `expires_at` shows it. A user has at most 100 live tokens, neither
+	// revoked nor expired (the service's `-max-tokens`): one more answers
+	// 409 with `details.cap` `tokens`. Of the user's revoked and expired
+	// tokens the newest 100 are kept; making a token deletes older ones.
+	// Required role: `user`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -166,7 +170,11 @@ type ClientInterface interface {
 	// "Scoped and device tokens"): the scope's organization, project and
 	// sensors must be the user's (404 otherwise), and its `role` no higher
 	// than the user's role there (403). `expires_in_days` is optional;
-	// `expires_at` shows it. Required role: `user`.
+	// `expires_at` shows it. A user has at most 100 live tokens, neither
+	// revoked nor expired (the service's `-max-tokens`): one more answers
+	// 409 with `details.cap` `tokens`. Of the user's revoked and expired
+	// tokens the newest 100 are kept; making a token deletes older ones.
+	// Required role: `user`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -214,7 +222,9 @@ type ClientInterface interface {
 	// outputs. Keys are identifiers, unique within the blueprint. Every
 	// formula is checked; a syntax error, an unknown name, a cycle between
 	// outputs, a result that is not a number or a formula over 1,000
-	// characters is a 400 naming the output, and nothing is saved.
+	// characters is a 400 naming the output, and nothing is saved. An
+	// organization has at most 1,000 blueprints (`-max-blueprints`): one
+	// more answers 409 with `details.cap` `blueprints`.
 	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type.
@@ -229,7 +239,9 @@ type ClientInterface interface {
 	// outputs. Keys are identifiers, unique within the blueprint. Every
 	// formula is checked; a syntax error, an unknown name, a cycle between
 	// outputs, a result that is not a number or a formula over 1,000
-	// characters is a 400 naming the output, and nothing is saved.
+	// characters is a 400 naming the output, and nothing is saved. An
+	// organization has at most 1,000 blueprints (`-max-blueprints`): one
+	// more answers 409 with `details.cap` `blueprints`.
 	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -292,6 +304,12 @@ type ClientInterface interface {
 	// either to the invitee, who exchanges it for their first token
 	// (`acceptInvitation`). The invitation expires after
 	// `expires_in_days` (7 by default, at most 30) and can be revoked.
+	// An organization has at most 100 pending invitations
+	// (`-max-invitations`), and each holds a member's place until it is
+	// accepted, revoked or expired (`-max-members`): beyond either, 409
+	// with `details.cap` `invitations` or `members`. Of its accepted,
+	// revoked and expired invitations the newest 100 are kept; inviting
+	// deletes older ones.
 	// Required role: `owner`.
 	//
 	// Takes any type of body and a specified content type.
@@ -307,6 +325,12 @@ type ClientInterface interface {
 	// either to the invitee, who exchanges it for their first token
 	// (`acceptInvitation`). The invitation expires after
 	// `expires_in_days` (7 by default, at most 30) and can be revoked.
+	// An organization has at most 100 pending invitations
+	// (`-max-invitations`), and each holds a member's place until it is
+	// accepted, revoked or expired (`-max-members`): beyond either, 409
+	// with `details.cap` `invitations` or `members`. Of its accepted,
+	// revoked and expired invitations the newest 100 are kept; inviting
+	// deletes older ones.
 	// Required role: `owner`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -338,7 +362,10 @@ type ClientInterface interface {
 	// when nobody has that email yet. A user who is already a member answers
 	// 409. The new member gets a first token from an operator
 	// (`readings admin token create`); an invitation
-	// (`createInvitation`) lets them get one themselves.
+	// (`createInvitation`) lets them get one themselves. An organization
+	// has at most 1,000 members, its pending invitations counted among
+	// them (`-max-members`): one more answers 409 with `details.cap`
+	// `members`.
 	// Required role: `owner`.
 	//
 	// Takes any type of body and a specified content type.
@@ -352,7 +379,10 @@ type ClientInterface interface {
 	// when nobody has that email yet. A user who is already a member answers
 	// 409. The new member gets a first token from an operator
 	// (`readings admin token create`); an invitation
-	// (`createInvitation`) lets them get one themselves.
+	// (`createInvitation`) lets them get one themselves. An organization
+	// has at most 1,000 members, its pending invitations counted among
+	// them (`-max-members`): one more answers 409 with `details.cap`
+	// `members`.
 	// Required role: `owner`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -485,16 +515,19 @@ type ClientInterface interface {
 	// The project's alarm levels, least severe first. A project starts with
 	// Maintenance (rank 1, for overdue sensors), Alert (2), Action (3) and
 	// Alarm (4); a target's level is the highest rank among its rules that
-	// hold.
+	// hold. A page holds at most `limit`; when there are more,
+	// `next_cursor` is set: pass it as `cursor` to get the next page.
 	// Required role: `viewer`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels (the `ListAlarmLevels` operationId).
-	ListAlarmLevels(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListAlarmLevels(ctx context.Context, orgId OrgId, projId ProjId, params *ListAlarmLevelsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateAlarmLevelWithBody Create an alarm level
 	//
 	// Adds a level. Names and ranks are unique in the project; the colour is
-	// `#rrggbb` in lowercase hex.
+	// `#rrggbb` in lowercase hex. A project has at most 20 levels, the
+	// four it starts with included (`-max-alarm-levels`): one more answers
+	// 409 with `details.cap` `alarm_levels`.
 	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type.
@@ -505,7 +538,9 @@ type ClientInterface interface {
 	// CreateAlarmLevel Create an alarm level
 	//
 	// Adds a level. Names and ranks are unique in the project; the colour is
-	// `#rrggbb` in lowercase hex.
+	// `#rrggbb` in lowercase hex. A project has at most 20 levels, the
+	// four it starts with included (`-max-alarm-levels`): one more answers
+	// 409 with `details.cap` `alarm_levels`.
 	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -554,11 +589,12 @@ type ClientInterface interface {
 	// since when (the datetime of the reading that raised it), the value that
 	// raised it and whether it is acknowledged. The current level follows each
 	// sensor's newest reading: a reading older than the newest never changes
-	// it (see `late` events).
+	// it (see `late` events). A page holds at most `limit`; when there are
+	// more, `next_cursor` is set: pass it as `cursor` to get the next page.
 	// Required role: `viewer`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarms (the `ListAlarms` operationId).
-	ListAlarms(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListAlarms(ctx context.Context, orgId OrgId, projId ProjId, params *ListAlarmsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AcknowledgeAlarmWithBody Acknowledge an alarm
 	//
@@ -601,9 +637,10 @@ type ClientInterface interface {
 	// row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
 	// by sensor (ascending id), oldest first. It is the shape a chart of
 	// several sensors wants (docs/grafana.md). `sensors` names at most
-	// 20 sensors; without it, every sensor of the project, when it has at
-	// most 20 (a 400 otherwise). A page holds the values of at most
-	// `limit` readings; `next_cursor` continues. With `outputs=true` the
+	// 20 sensors of the project (another's answers 404); without it,
+	// every sensor of the project, when it has at most 20 (a 400
+	// otherwise). A page holds the values of at most `limit` readings;
+	// `next_cursor` continues. With `outputs=true` the
 	// outputs are rows too; `key` keeps the rows of one input or output
 	// (its key with `keys=names`, else its id). Sensor-scoped tokens
 	// cannot use it: they read one sensor at a time.
@@ -898,9 +935,12 @@ type ClientInterface interface {
 	// an instance of that blueprint of the same organization: its inputs
 	// and outputs get numeric IDs of their own, unique in the service, and
 	// `constants` override the blueprint's defaults, as in
-	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+	// a `blueprint_id` that is not one of the organization's answers 404.
 	// The instance keeps its own copy of the formulas: editing the
-	// blueprint later does not change it. Required role: `admin`.
+	// blueprint later does not change it. A project has at most 10,000
+	// sensors (`-max-sensors`): one more answers 409 with `details.cap`
+	// `sensors`. Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -913,9 +953,12 @@ type ClientInterface interface {
 	// an instance of that blueprint of the same organization: its inputs
 	// and outputs get numeric IDs of their own, unique in the service, and
 	// `constants` override the blueprint's defaults, as in
-	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+	// a `blueprint_id` that is not one of the organization's answers 404.
 	// The instance keeps its own copy of the formulas: editing the
-	// blueprint later does not change it. Required role: `admin`.
+	// blueprint later does not change it. A project has at most 10,000
+	// sensors (`-max-sensors`): one more answers 409 with `details.cap`
+	// `sensors`. Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -969,11 +1012,13 @@ type ClientInterface interface {
 	//
 	// The sensor's trigger rules, by target, each with whether it holds now
 	// (`active`), and its overdue rule (`overdue`), absent when it has
-	// none: a client learns whether there is one without a 404.
+	// none: a client learns whether there is one without a 404. Every
+	// page carries `overdue`. A page holds at most `limit`; when there are
+	// more, `next_cursor` is set: pass it as `cursor` to get the next page.
 	// Required role: `viewer`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `ListAlarmRules` operationId).
-	ListAlarmRules(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListAlarmRules(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *ListAlarmRulesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateAlarmRuleWithBody Create an alarm rule
 	//
@@ -995,7 +1040,9 @@ type ClientInterface interface {
 	// the newest reading as one). History is never rewritten. A target that is
 	// not the sensor's, a level not of the project, a threshold that is not a
 	// finite number, a negative deadband or a persistence out of 1 to 1000
-	// answer 400 and change nothing.
+	// answer 400 and change nothing. A sensor has at most 200 rules
+	// (`-max-alarm-rules`): one more answers 409 with `details.cap`
+	// `alarm_rules`.
 	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type.
@@ -1023,7 +1070,9 @@ type ClientInterface interface {
 	// the newest reading as one). History is never rewritten. A target that is
 	// not the sensor's, a level not of the project, a threshold that is not a
 	// finite number, a negative deadband or a persistence out of 1 to 1000
-	// answer 400 and change nothing.
+	// answer 400 and change nothing. A sensor has at most 200 rules
+	// (`-max-alarm-rules`): one more answers 409 with `details.cap`
+	// `alarm_rules`.
 	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -1339,13 +1388,19 @@ type ClientInterface interface {
 
 	// ListWebhooks List webhooks
 	//
-	// The project's webhooks; secrets are never shown.
+	// The project's webhooks, oldest first; secrets are never shown. A page
+	// holds at most `limit`; when there are more, `next_cursor` is set:
+	// pass it as `cursor` to get the next page.
 	// Required role: `admin`.
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks (the `ListWebhooks` operationId).
-	ListWebhooks(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListWebhooks(ctx context.Context, orgId OrgId, projId ProjId, params *ListWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateWebhookWithBody Create a webhook
+	//
+	// A project has at most 20 webhooks (`-max-webhooks`): one more
+	// answers 409 with `details.cap` `webhooks`, since every alarm event
+	// is delivered to each of them.
 	//
 	// Every alarm event of the project from then on is POSTed to `url` as
 	// the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
@@ -1374,6 +1429,10 @@ type ClientInterface interface {
 	CreateWebhookWithBody(ctx context.Context, orgId OrgId, projId ProjId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateWebhook Create a webhook
+	//
+	// A project has at most 20 webhooks (`-max-webhooks`): one more
+	// answers 409 with `details.cap` `webhooks`, since every alarm event
+	// is delivered to each of them.
 	//
 	// Every alarm event of the project from then on is POSTed to `url` as
 	// the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
@@ -1439,7 +1498,9 @@ type ClientInterface interface {
 
 	// CreateProjectWithBody Create a project
 	//
-	// Creates an active project. Required role: `owner`.
+	// Creates an active project. An organization has at most 1,000
+	// projects (`-max-projects`), archived ones included: one more
+	// answers 409 with `details.cap` `projects`. Required role: `owner`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1448,7 +1509,9 @@ type ClientInterface interface {
 
 	// CreateProject Create a project
 	//
-	// Creates an active project. Required role: `owner`.
+	// Creates an active project. An organization has at most 1,000
+	// projects (`-max-projects`), archived ones included: one more
+	// answers 409 with `details.cap` `projects`. Required role: `owner`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1581,7 +1644,11 @@ func (c *Client) ListTokens(ctx context.Context, params *ListTokensParams, reqEd
 // "Scoped and device tokens"): the scope's organization, project and
 // sensors must be the user's (404 otherwise), and its `role` no higher
 // than the user's role there (403). `expires_in_days` is optional;
-// `expires_at` shows it. Required role: `user`.
+// `expires_at` shows it. A user has at most 100 live tokens, neither
+// revoked nor expired (the service's `-max-tokens`): one more answers
+// 409 with `details.cap` `tokens`. Of the user's revoked and expired
+// tokens the newest 100 are kept; making a token deletes older ones.
+// Required role: `user`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1605,7 +1672,11 @@ func (c *Client) CreateTokenWithBody(ctx context.Context, contentType string, bo
 // "Scoped and device tokens"): the scope's organization, project and
 // sensors must be the user's (404 otherwise), and its `role` no higher
 // than the user's role there (403). `expires_in_days` is optional;
-// `expires_at` shows it. Required role: `user`.
+// `expires_at` shows it. A user has at most 100 live tokens, neither
+// revoked nor expired (the service's `-max-tokens`): one more answers
+// 409 with `details.cap` `tokens`. Of the user's revoked and expired
+// tokens the newest 100 are kept; making a token deletes older ones.
+// Required role: `user`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1703,7 +1774,9 @@ func (c *Client) ListBlueprints(ctx context.Context, orgId OrgId, params *ListBl
 // outputs. Keys are identifiers, unique within the blueprint. Every
 // formula is checked; a syntax error, an unknown name, a cycle between
 // outputs, a result that is not a number or a formula over 1,000
-// characters is a 400 naming the output, and nothing is saved.
+// characters is a 400 naming the output, and nothing is saved. An
+// organization has at most 1,000 blueprints (`-max-blueprints`): one
+// more answers 409 with `details.cap` `blueprints`.
 // Required role: `admin`.
 //
 // Takes any type of body and a specified content type.
@@ -1728,7 +1801,9 @@ func (c *Client) CreateBlueprintWithBody(ctx context.Context, orgId OrgId, conte
 // outputs. Keys are identifiers, unique within the blueprint. Every
 // formula is checked; a syntax error, an unknown name, a cycle between
 // outputs, a result that is not a number or a formula over 1,000
-// characters is a 400 naming the output, and nothing is saved.
+// characters is a 400 naming the output, and nothing is saved. An
+// organization has at most 1,000 blueprints (`-max-blueprints`): one
+// more answers 409 with `details.cap` `blueprints`.
 // Required role: `admin`.
 //
 // Takes a body of the `application/json` content type.
@@ -1851,6 +1926,12 @@ func (c *Client) ListInvitations(ctx context.Context, orgId OrgId, params *ListI
 // either to the invitee, who exchanges it for their first token
 // (`acceptInvitation`). The invitation expires after
 // `expires_in_days` (7 by default, at most 30) and can be revoked.
+// An organization has at most 100 pending invitations
+// (`-max-invitations`), and each holds a member's place until it is
+// accepted, revoked or expired (`-max-members`): beyond either, 409
+// with `details.cap` `invitations` or `members`. Of its accepted,
+// revoked and expired invitations the newest 100 are kept; inviting
+// deletes older ones.
 // Required role: `owner`.
 //
 // Takes any type of body and a specified content type.
@@ -1876,6 +1957,12 @@ func (c *Client) CreateInvitationWithBody(ctx context.Context, orgId OrgId, cont
 // either to the invitee, who exchanges it for their first token
 // (`acceptInvitation`). The invitation expires after
 // `expires_in_days` (7 by default, at most 30) and can be revoked.
+// An organization has at most 100 pending invitations
+// (`-max-invitations`), and each holds a member's place until it is
+// accepted, revoked or expired (`-max-members`): beyond either, 409
+// with `details.cap` `invitations` or `members`. Of its accepted,
+// revoked and expired invitations the newest 100 are kept; inviting
+// deletes older ones.
 // Required role: `owner`.
 //
 // Takes a body of the `application/json` content type.
@@ -1937,7 +2024,10 @@ func (c *Client) ListMembers(ctx context.Context, orgId OrgId, params *ListMembe
 // when nobody has that email yet. A user who is already a member answers
 // 409. The new member gets a first token from an operator
 // (`readings admin token create`); an invitation
-// (`createInvitation`) lets them get one themselves.
+// (`createInvitation`) lets them get one themselves. An organization
+// has at most 1,000 members, its pending invitations counted among
+// them (`-max-members`): one more answers 409 with `details.cap`
+// `members`.
 // Required role: `owner`.
 //
 // Takes any type of body and a specified content type.
@@ -1961,7 +2051,10 @@ func (c *Client) AddMemberWithBody(ctx context.Context, orgId OrgId, contentType
 // when nobody has that email yet. A user who is already a member answers
 // 409. The new member gets a first token from an operator
 // (`readings admin token create`); an invitation
-// (`createInvitation`) lets them get one themselves.
+// (`createInvitation`) lets them get one themselves. An organization
+// has at most 1,000 members, its pending invitations counted among
+// them (`-max-members`): one more answers 409 with `details.cap`
+// `members`.
 // Required role: `owner`.
 //
 // Takes a body of the `application/json` content type.
@@ -2204,12 +2297,13 @@ func (c *Client) ListAlarmEvents(ctx context.Context, orgId OrgId, projId ProjId
 // The project's alarm levels, least severe first. A project starts with
 // Maintenance (rank 1, for overdue sensors), Alert (2), Action (3) and
 // Alarm (4); a target's level is the highest rank among its rules that
-// hold.
+// hold. A page holds at most `limit`; when there are more,
+// `next_cursor` is set: pass it as `cursor` to get the next page.
 // Required role: `viewer`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels (the `ListAlarmLevels` operationId).
-func (c *Client) ListAlarmLevels(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListAlarmLevelsRequest(c.Server, orgId, projId)
+func (c *Client) ListAlarmLevels(ctx context.Context, orgId OrgId, projId ProjId, params *ListAlarmLevelsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAlarmLevelsRequest(c.Server, orgId, projId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2223,7 +2317,9 @@ func (c *Client) ListAlarmLevels(ctx context.Context, orgId OrgId, projId ProjId
 // CreateAlarmLevelWithBody Create an alarm level
 //
 // Adds a level. Names and ranks are unique in the project; the colour is
-// `#rrggbb` in lowercase hex.
+// `#rrggbb` in lowercase hex. A project has at most 20 levels, the
+// four it starts with included (`-max-alarm-levels`): one more answers
+// 409 with `details.cap` `alarm_levels`.
 // Required role: `admin`.
 //
 // Takes any type of body and a specified content type.
@@ -2244,7 +2340,9 @@ func (c *Client) CreateAlarmLevelWithBody(ctx context.Context, orgId OrgId, proj
 // CreateAlarmLevel Create an alarm level
 //
 // Adds a level. Names and ranks are unique in the project; the colour is
-// `#rrggbb` in lowercase hex.
+// `#rrggbb` in lowercase hex. A project has at most 20 levels, the
+// four it starts with included (`-max-alarm-levels`): one more answers
+// 409 with `details.cap` `alarm_levels`.
 // Required role: `admin`.
 //
 // Takes a body of the `application/json` content type.
@@ -2333,12 +2431,13 @@ func (c *Client) UpdateAlarmLevel(ctx context.Context, orgId OrgId, projId ProjI
 // since when (the datetime of the reading that raised it), the value that
 // raised it and whether it is acknowledged. The current level follows each
 // sensor's newest reading: a reading older than the newest never changes
-// it (see `late` events).
+// it (see `late` events). A page holds at most `limit`; when there are
+// more, `next_cursor` is set: pass it as `cursor` to get the next page.
 // Required role: `viewer`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarms (the `ListAlarms` operationId).
-func (c *Client) ListAlarms(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListAlarmsRequest(c.Server, orgId, projId)
+func (c *Client) ListAlarms(ctx context.Context, orgId OrgId, projId ProjId, params *ListAlarmsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAlarmsRequest(c.Server, orgId, projId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2420,9 +2519,10 @@ func (c *Client) LatestReadings(ctx context.Context, orgId OrgId, projId ProjId,
 // row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
 // by sensor (ascending id), oldest first. It is the shape a chart of
 // several sensors wants (docs/grafana.md). `sensors` names at most
-// 20 sensors; without it, every sensor of the project, when it has at
-// most 20 (a 400 otherwise). A page holds the values of at most
-// `limit` readings; `next_cursor` continues. With `outputs=true` the
+// 20 sensors of the project (another's answers 404); without it,
+// every sensor of the project, when it has at most 20 (a 400
+// otherwise). A page holds the values of at most `limit` readings;
+// `next_cursor` continues. With `outputs=true` the
 // outputs are rows too; `key` keeps the rows of one input or output
 // (its key with `keys=names`, else its id). Sensor-scoped tokens
 // cannot use it: they read one sensor at a time.
@@ -2797,9 +2897,12 @@ func (c *Client) ListSensors(ctx context.Context, orgId OrgId, projId ProjId, pa
 // an instance of that blueprint of the same organization: its inputs
 // and outputs get numeric IDs of their own, unique in the service, and
 // `constants` override the blueprint's defaults, as in
-// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+// a `blueprint_id` that is not one of the organization's answers 404.
 // The instance keeps its own copy of the formulas: editing the
-// blueprint later does not change it. Required role: `admin`.
+// blueprint later does not change it. A project has at most 10,000
+// sensors (`-max-sensors`): one more answers 409 with `details.cap`
+// `sensors`. Required role: `admin`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2822,9 +2925,12 @@ func (c *Client) CreateSensorWithBody(ctx context.Context, orgId OrgId, projId P
 // an instance of that blueprint of the same organization: its inputs
 // and outputs get numeric IDs of their own, unique in the service, and
 // `constants` override the blueprint's defaults, as in
-// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+// a `blueprint_id` that is not one of the organization's answers 404.
 // The instance keeps its own copy of the formulas: editing the
-// blueprint later does not change it. Required role: `admin`.
+// blueprint later does not change it. A project has at most 10,000
+// sensors (`-max-sensors`): one more answers 409 with `details.cap`
+// `sensors`. Required role: `admin`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2928,12 +3034,14 @@ func (c *Client) UpdateSensor(ctx context.Context, orgId OrgId, projId ProjId, s
 //
 // The sensor's trigger rules, by target, each with whether it holds now
 // (`active`), and its overdue rule (`overdue`), absent when it has
-// none: a client learns whether there is one without a 404.
+// none: a client learns whether there is one without a 404. Every
+// page carries `overdue`. A page holds at most `limit`; when there are
+// more, `next_cursor` is set: pass it as `cursor` to get the next page.
 // Required role: `viewer`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `ListAlarmRules` operationId).
-func (c *Client) ListAlarmRules(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListAlarmRulesRequest(c.Server, orgId, projId, sensorId)
+func (c *Client) ListAlarmRules(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *ListAlarmRulesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAlarmRulesRequest(c.Server, orgId, projId, sensorId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2964,7 +3072,9 @@ func (c *Client) ListAlarmRules(ctx context.Context, orgId OrgId, projId ProjId,
 // the newest reading as one). History is never rewritten. A target that is
 // not the sensor's, a level not of the project, a threshold that is not a
 // finite number, a negative deadband or a persistence out of 1 to 1000
-// answer 400 and change nothing.
+// answer 400 and change nothing. A sensor has at most 200 rules
+// (`-max-alarm-rules`): one more answers 409 with `details.cap`
+// `alarm_rules`.
 // Required role: `admin`.
 //
 // Takes any type of body and a specified content type.
@@ -3002,7 +3112,9 @@ func (c *Client) CreateAlarmRuleWithBody(ctx context.Context, orgId OrgId, projI
 // the newest reading as one). History is never rewritten. A target that is
 // not the sensor's, a level not of the project, a threshold that is not a
 // finite number, a negative deadband or a persistence out of 1 to 1000
-// answer 400 and change nothing.
+// answer 400 and change nothing. A sensor has at most 200 rules
+// (`-max-alarm-rules`): one more answers 409 with `details.cap`
+// `alarm_rules`.
 // Required role: `admin`.
 //
 // Takes a body of the `application/json` content type.
@@ -3518,12 +3630,14 @@ func (c *Client) SetOverdueRule(ctx context.Context, orgId OrgId, projId ProjId,
 
 // ListWebhooks List webhooks
 //
-// The project's webhooks; secrets are never shown.
+// The project's webhooks, oldest first; secrets are never shown. A page
+// holds at most `limit`; when there are more, `next_cursor` is set:
+// pass it as `cursor` to get the next page.
 // Required role: `admin`.
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks (the `ListWebhooks` operationId).
-func (c *Client) ListWebhooks(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListWebhooksRequest(c.Server, orgId, projId)
+func (c *Client) ListWebhooks(ctx context.Context, orgId OrgId, projId ProjId, params *ListWebhooksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWebhooksRequest(c.Server, orgId, projId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3535,6 +3649,10 @@ func (c *Client) ListWebhooks(ctx context.Context, orgId OrgId, projId ProjId, r
 }
 
 // CreateWebhookWithBody Create a webhook
+//
+// A project has at most 20 webhooks (`-max-webhooks`): one more
+// answers 409 with `details.cap` `webhooks`, since every alarm event
+// is delivered to each of them.
 //
 // Every alarm event of the project from then on is POSTed to `url` as
 // the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
@@ -3573,6 +3691,10 @@ func (c *Client) CreateWebhookWithBody(ctx context.Context, orgId OrgId, projId 
 }
 
 // CreateWebhook Create a webhook
+//
+// A project has at most 20 webhooks (`-max-webhooks`): one more
+// answers 409 with `details.cap` `webhooks`, since every alarm event
+// is delivered to each of them.
 //
 // Every alarm event of the project from then on is POSTed to `url` as
 // the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
@@ -3688,7 +3810,9 @@ func (c *Client) ListProjects(ctx context.Context, orgId OrgId, params *ListProj
 
 // CreateProjectWithBody Create a project
 //
-// Creates an active project. Required role: `owner`.
+// Creates an active project. An organization has at most 1,000
+// projects (`-max-projects`), archived ones included: one more
+// answers 409 with `details.cap` `projects`. Required role: `owner`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3707,7 +3831,9 @@ func (c *Client) CreateProjectWithBody(ctx context.Context, orgId OrgId, content
 
 // CreateProject Create a project
 //
-// Creates an active project. Required role: `owner`.
+// Creates an active project. An organization has at most 1,000
+// projects (`-max-projects`), archived ones included: one more
+// answers 409 with `details.cap` `projects`. Required role: `owner`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5004,7 +5130,7 @@ func NewListAlarmEventsRequest(server string, orgId OrgId, projId ProjId, params
 }
 
 // NewListAlarmLevelsRequest constructs an http.Request for the ListAlarmLevels method
-func NewListAlarmLevelsRequest(server string, orgId OrgId, projId ProjId) (*http.Request, error) {
+func NewListAlarmLevelsRequest(server string, orgId OrgId, projId ProjId, params *ListAlarmLevelsParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5034,6 +5160,45 @@ func NewListAlarmLevelsRequest(server string, orgId OrgId, projId ProjId) (*http
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -5208,7 +5373,7 @@ func NewUpdateAlarmLevelRequestWithBody(server string, orgId OrgId, projId ProjI
 }
 
 // NewListAlarmsRequest constructs an http.Request for the ListAlarms method
-func NewListAlarmsRequest(server string, orgId OrgId, projId ProjId) (*http.Request, error) {
+func NewListAlarmsRequest(server string, orgId OrgId, projId ProjId, params *ListAlarmsParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5238,6 +5403,45 @@ func NewListAlarmsRequest(server string, orgId OrgId, projId ProjId) (*http.Requ
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -6592,7 +6796,7 @@ func NewUpdateSensorRequestWithBody(server string, orgId OrgId, projId ProjId, s
 }
 
 // NewListAlarmRulesRequest constructs an http.Request for the ListAlarmRules method
-func NewListAlarmRulesRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId) (*http.Request, error) {
+func NewListAlarmRulesRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, params *ListAlarmRulesParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -6629,6 +6833,45 @@ func NewListAlarmRulesRequest(server string, orgId OrgId, projId ProjId, sensorI
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -7382,7 +7625,7 @@ func NewSetOverdueRuleRequestWithBody(server string, orgId OrgId, projId ProjId,
 }
 
 // NewListWebhooksRequest constructs an http.Request for the ListWebhooks method
-func NewListWebhooksRequest(server string, orgId OrgId, projId ProjId) (*http.Request, error) {
+func NewListWebhooksRequest(server string, orgId OrgId, projId ProjId, params *ListWebhooksParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -7412,6 +7655,45 @@ func NewListWebhooksRequest(server string, orgId OrgId, projId ProjId) (*http.Re
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -7981,7 +8263,11 @@ type ClientWithResponsesInterface interface {
 	// "Scoped and device tokens"): the scope's organization, project and
 	// sensors must be the user's (404 otherwise), and its `role` no higher
 	// than the user's role there (403). `expires_in_days` is optional;
-	// `expires_at` shows it. Required role: `user`.
+	// `expires_at` shows it. A user has at most 100 live tokens, neither
+	// revoked nor expired (the service's `-max-tokens`): one more answers
+	// 409 with `details.cap` `tokens`. Of the user's revoked and expired
+	// tokens the newest 100 are kept; making a token deletes older ones.
+	// Required role: `user`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7995,7 +8281,11 @@ type ClientWithResponsesInterface interface {
 	// "Scoped and device tokens"): the scope's organization, project and
 	// sensors must be the user's (404 otherwise), and its `role` no higher
 	// than the user's role there (403). `expires_in_days` is optional;
-	// `expires_at` shows it. Required role: `user`.
+	// `expires_at` shows it. A user has at most 100 live tokens, neither
+	// revoked nor expired (the service's `-max-tokens`): one more answers
+	// 409 with `details.cap` `tokens`. Of the user's revoked and expired
+	// tokens the newest 100 are kept; making a token deletes older ones.
+	// Required role: `user`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8051,7 +8341,9 @@ type ClientWithResponsesInterface interface {
 	// outputs. Keys are identifiers, unique within the blueprint. Every
 	// formula is checked; a syntax error, an unknown name, a cycle between
 	// outputs, a result that is not a number or a formula over 1,000
-	// characters is a 400 naming the output, and nothing is saved.
+	// characters is a 400 naming the output, and nothing is saved. An
+	// organization has at most 1,000 blueprints (`-max-blueprints`): one
+	// more answers 409 with `details.cap` `blueprints`.
 	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8066,7 +8358,9 @@ type ClientWithResponsesInterface interface {
 	// outputs. Keys are identifiers, unique within the blueprint. Every
 	// formula is checked; a syntax error, an unknown name, a cycle between
 	// outputs, a result that is not a number or a formula over 1,000
-	// characters is a 400 naming the output, and nothing is saved.
+	// characters is a 400 naming the output, and nothing is saved. An
+	// organization has at most 1,000 blueprints (`-max-blueprints`): one
+	// more answers 409 with `details.cap` `blueprints`.
 	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -8135,6 +8429,12 @@ type ClientWithResponsesInterface interface {
 	// either to the invitee, who exchanges it for their first token
 	// (`acceptInvitation`). The invitation expires after
 	// `expires_in_days` (7 by default, at most 30) and can be revoked.
+	// An organization has at most 100 pending invitations
+	// (`-max-invitations`), and each holds a member's place until it is
+	// accepted, revoked or expired (`-max-members`): beyond either, 409
+	// with `details.cap` `invitations` or `members`. Of its accepted,
+	// revoked and expired invitations the newest 100 are kept; inviting
+	// deletes older ones.
 	// Required role: `owner`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8150,6 +8450,12 @@ type ClientWithResponsesInterface interface {
 	// either to the invitee, who exchanges it for their first token
 	// (`acceptInvitation`). The invitation expires after
 	// `expires_in_days` (7 by default, at most 30) and can be revoked.
+	// An organization has at most 100 pending invitations
+	// (`-max-invitations`), and each holds a member's place until it is
+	// accepted, revoked or expired (`-max-members`): beyond either, 409
+	// with `details.cap` `invitations` or `members`. Of its accepted,
+	// revoked and expired invitations the newest 100 are kept; inviting
+	// deletes older ones.
 	// Required role: `owner`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -8185,7 +8491,10 @@ type ClientWithResponsesInterface interface {
 	// when nobody has that email yet. A user who is already a member answers
 	// 409. The new member gets a first token from an operator
 	// (`readings admin token create`); an invitation
-	// (`createInvitation`) lets them get one themselves.
+	// (`createInvitation`) lets them get one themselves. An organization
+	// has at most 1,000 members, its pending invitations counted among
+	// them (`-max-members`): one more answers 409 with `details.cap`
+	// `members`.
 	// Required role: `owner`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8199,7 +8508,10 @@ type ClientWithResponsesInterface interface {
 	// when nobody has that email yet. A user who is already a member answers
 	// 409. The new member gets a first token from an operator
 	// (`readings admin token create`); an invitation
-	// (`createInvitation`) lets them get one themselves.
+	// (`createInvitation`) lets them get one themselves. An organization
+	// has at most 1,000 members, its pending invitations counted among
+	// them (`-max-members`): one more answers 409 with `details.cap`
+	// `members`.
 	// Required role: `owner`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -8340,18 +8652,21 @@ type ClientWithResponsesInterface interface {
 	// The project's alarm levels, least severe first. A project starts with
 	// Maintenance (rank 1, for overdue sensors), Alert (2), Action (3) and
 	// Alarm (4); a target's level is the highest rank among its rules that
-	// hold.
+	// hold. A page holds at most `limit`; when there are more,
+	// `next_cursor` is set: pass it as `cursor` to get the next page.
 	// Required role: `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels (the `ListAlarmLevels` operationId).
-	ListAlarmLevelsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*ListAlarmLevelsResponse, error)
+	ListAlarmLevelsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *ListAlarmLevelsParams, reqEditors ...RequestEditorFn) (*ListAlarmLevelsResponse, error)
 
 	// CreateAlarmLevelWithBodyWithResponse Create an alarm level
 	//
 	// Adds a level. Names and ranks are unique in the project; the colour is
-	// `#rrggbb` in lowercase hex.
+	// `#rrggbb` in lowercase hex. A project has at most 20 levels, the
+	// four it starts with included (`-max-alarm-levels`): one more answers
+	// 409 with `details.cap` `alarm_levels`.
 	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8362,7 +8677,9 @@ type ClientWithResponsesInterface interface {
 	// CreateAlarmLevelWithResponse Create an alarm level
 	//
 	// Adds a level. Names and ranks are unique in the project; the colour is
-	// `#rrggbb` in lowercase hex.
+	// `#rrggbb` in lowercase hex. A project has at most 20 levels, the
+	// four it starts with included (`-max-alarm-levels`): one more answers
+	// 409 with `details.cap` `alarm_levels`.
 	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -8413,13 +8730,14 @@ type ClientWithResponsesInterface interface {
 	// since when (the datetime of the reading that raised it), the value that
 	// raised it and whether it is acknowledged. The current level follows each
 	// sensor's newest reading: a reading older than the newest never changes
-	// it (see `late` events).
+	// it (see `late` events). A page holds at most `limit`; when there are
+	// more, `next_cursor` is set: pass it as `cursor` to get the next page.
 	// Required role: `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarms (the `ListAlarms` operationId).
-	ListAlarmsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*ListAlarmsResponse, error)
+	ListAlarmsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *ListAlarmsParams, reqEditors ...RequestEditorFn) (*ListAlarmsResponse, error)
 
 	// AcknowledgeAlarmWithBodyWithResponse Acknowledge an alarm
 	//
@@ -8464,9 +8782,10 @@ type ClientWithResponsesInterface interface {
 	// row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
 	// by sensor (ascending id), oldest first. It is the shape a chart of
 	// several sensors wants (docs/grafana.md). `sensors` names at most
-	// 20 sensors; without it, every sensor of the project, when it has at
-	// most 20 (a 400 otherwise). A page holds the values of at most
-	// `limit` readings; `next_cursor` continues. With `outputs=true` the
+	// 20 sensors of the project (another's answers 404); without it,
+	// every sensor of the project, when it has at most 20 (a 400
+	// otherwise). A page holds the values of at most `limit` readings;
+	// `next_cursor` continues. With `outputs=true` the
 	// outputs are rows too; `key` keeps the rows of one input or output
 	// (its key with `keys=names`, else its id). Sensor-scoped tokens
 	// cannot use it: they read one sensor at a time.
@@ -8773,9 +9092,12 @@ type ClientWithResponsesInterface interface {
 	// an instance of that blueprint of the same organization: its inputs
 	// and outputs get numeric IDs of their own, unique in the service, and
 	// `constants` override the blueprint's defaults, as in
-	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+	// a `blueprint_id` that is not one of the organization's answers 404.
 	// The instance keeps its own copy of the formulas: editing the
-	// blueprint later does not change it. Required role: `admin`.
+	// blueprint later does not change it. A project has at most 10,000
+	// sensors (`-max-sensors`): one more answers 409 with `details.cap`
+	// `sensors`. Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8788,9 +9110,12 @@ type ClientWithResponsesInterface interface {
 	// an instance of that blueprint of the same organization: its inputs
 	// and outputs get numeric IDs of their own, unique in the service, and
 	// `constants` override the blueprint's defaults, as in
-	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+	// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+	// a `blueprint_id` that is not one of the organization's answers 404.
 	// The instance keeps its own copy of the formulas: editing the
-	// blueprint later does not change it. Required role: `admin`.
+	// blueprint later does not change it. A project has at most 10,000
+	// sensors (`-max-sensors`): one more answers 409 with `details.cap`
+	// `sensors`. Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8848,13 +9173,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// The sensor's trigger rules, by target, each with whether it holds now
 	// (`active`), and its overdue rule (`overdue`), absent when it has
-	// none: a client learns whether there is one without a 404.
+	// none: a client learns whether there is one without a 404. Every
+	// page carries `overdue`. A page holds at most `limit`; when there are
+	// more, `next_cursor` is set: pass it as `cursor` to get the next page.
 	// Required role: `viewer`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `ListAlarmRules` operationId).
-	ListAlarmRulesWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*ListAlarmRulesResponse, error)
+	ListAlarmRulesWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *ListAlarmRulesParams, reqEditors ...RequestEditorFn) (*ListAlarmRulesResponse, error)
 
 	// CreateAlarmRuleWithBodyWithResponse Create an alarm rule
 	//
@@ -8876,7 +9203,9 @@ type ClientWithResponsesInterface interface {
 	// the newest reading as one). History is never rewritten. A target that is
 	// not the sensor's, a level not of the project, a threshold that is not a
 	// finite number, a negative deadband or a persistence out of 1 to 1000
-	// answer 400 and change nothing.
+	// answer 400 and change nothing. A sensor has at most 200 rules
+	// (`-max-alarm-rules`): one more answers 409 with `details.cap`
+	// `alarm_rules`.
 	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8904,7 +9233,9 @@ type ClientWithResponsesInterface interface {
 	// the newest reading as one). History is never rewritten. A target that is
 	// not the sensor's, a level not of the project, a threshold that is not a
 	// finite number, a negative deadband or a persistence out of 1 to 1000
-	// answer 400 and change nothing.
+	// answer 400 and change nothing. A sensor has at most 200 rules
+	// (`-max-alarm-rules`): one more answers 409 with `details.cap`
+	// `alarm_rules`.
 	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -9230,15 +9561,21 @@ type ClientWithResponsesInterface interface {
 
 	// ListWebhooksWithResponse List webhooks
 	//
-	// The project's webhooks; secrets are never shown.
+	// The project's webhooks, oldest first; secrets are never shown. A page
+	// holds at most `limit`; when there are more, `next_cursor` is set:
+	// pass it as `cursor` to get the next page.
 	// Required role: `admin`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks (the `ListWebhooks` operationId).
-	ListWebhooksWithResponse(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*ListWebhooksResponse, error)
+	ListWebhooksWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *ListWebhooksParams, reqEditors ...RequestEditorFn) (*ListWebhooksResponse, error)
 
 	// CreateWebhookWithBodyWithResponse Create a webhook
+	//
+	// A project has at most 20 webhooks (`-max-webhooks`): one more
+	// answers 409 with `details.cap` `webhooks`, since every alarm event
+	// is delivered to each of them.
 	//
 	// Every alarm event of the project from then on is POSTed to `url` as
 	// the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
@@ -9267,6 +9604,10 @@ type ClientWithResponsesInterface interface {
 	CreateWebhookWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookResponse, error)
 
 	// CreateWebhookWithResponse Create a webhook
+	//
+	// A project has at most 20 webhooks (`-max-webhooks`): one more
+	// answers 409 with `details.cap` `webhooks`, since every alarm event
+	// is delivered to each of them.
 	//
 	// Every alarm event of the project from then on is POSTed to `url` as
 	// the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
@@ -9340,7 +9681,9 @@ type ClientWithResponsesInterface interface {
 
 	// CreateProjectWithBodyWithResponse Create a project
 	//
-	// Creates an active project. Required role: `owner`.
+	// Creates an active project. An organization has at most 1,000
+	// projects (`-max-projects`), archived ones included: one more
+	// answers 409 with `details.cap` `projects`. Required role: `owner`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9349,7 +9692,9 @@ type ClientWithResponsesInterface interface {
 
 	// CreateProjectWithResponse Create a project
 	//
-	// Creates an active project. Required role: `owner`.
+	// Creates an active project. An organization has at most 1,000
+	// projects (`-max-projects`), archived ones included: one more
+	// answers 409 with `details.cap` `projects`. Required role: `owner`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9722,6 +10067,8 @@ type CreateTokenResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -9763,6 +10110,11 @@ func (r CreateTokenResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CreateTokenResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateTokenResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -10762,6 +11114,8 @@ type CreateInvitationResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -10803,6 +11157,11 @@ func (r CreateInvitationResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CreateInvitationResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateInvitationResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -12058,7 +12417,7 @@ type ListAlarmLevelsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *AlarmLevelList
+	JSON200 *AlarmLevelPage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -12082,7 +12441,7 @@ type ListAlarmLevelsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListAlarmLevelsResponse) GetJSON200() *AlarmLevelList {
+func (r ListAlarmLevelsResponse) GetJSON200() *AlarmLevelPage {
 	return r.JSON200
 }
 
@@ -12544,7 +12903,7 @@ type ListAlarmsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *AlarmList
+	JSON200 *AlarmPage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -12568,7 +12927,7 @@ type ListAlarmsResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListAlarmsResponse) GetJSON200() *AlarmList {
+func (r ListAlarmsResponse) GetJSON200() *AlarmPage {
 	return r.JSON200
 }
 
@@ -14218,7 +14577,7 @@ type ListAlarmRulesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *AlarmRuleList
+	JSON200 *AlarmRulePage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -14242,7 +14601,7 @@ type ListAlarmRulesResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListAlarmRulesResponse) GetJSON200() *AlarmRuleList {
+func (r ListAlarmRulesResponse) GetJSON200() *AlarmRulePage {
 	return r.JSON200
 }
 
@@ -15940,7 +16299,7 @@ type ListWebhooksResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *WebhookList
+	JSON200 *WebhookPage
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -15964,7 +16323,7 @@ type ListWebhooksResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListWebhooksResponse) GetJSON200() *WebhookList {
+func (r ListWebhooksResponse) GetJSON200() *WebhookPage {
 	return r.JSON200
 }
 
@@ -16643,6 +17002,8 @@ type CreateProjectResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -16684,6 +17045,11 @@ func (r CreateProjectResponse) GetJSON403() *Forbidden {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CreateProjectResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateProjectResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -17062,7 +17428,11 @@ func (c *ClientWithResponses) ListTokensWithResponse(ctx context.Context, params
 // "Scoped and device tokens"): the scope's organization, project and
 // sensors must be the user's (404 otherwise), and its `role` no higher
 // than the user's role there (403). `expires_in_days` is optional;
-// `expires_at` shows it. Required role: `user`.
+// `expires_at` shows it. A user has at most 100 live tokens, neither
+// revoked nor expired (the service's `-max-tokens`): one more answers
+// 409 with `details.cap` `tokens`. Of the user's revoked and expired
+// tokens the newest 100 are kept; making a token deletes older ones.
+// Required role: `user`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17082,7 +17452,11 @@ func (c *ClientWithResponses) CreateTokenWithBodyWithResponse(ctx context.Contex
 // "Scoped and device tokens"): the scope's organization, project and
 // sensors must be the user's (404 otherwise), and its `role` no higher
 // than the user's role there (403). `expires_in_days` is optional;
-// `expires_at` shows it. Required role: `user`.
+// `expires_at` shows it. A user has at most 100 live tokens, neither
+// revoked nor expired (the service's `-max-tokens`): one more answers
+// 409 with `details.cap` `tokens`. Of the user's revoked and expired
+// tokens the newest 100 are kept; making a token deletes older ones.
+// Required role: `user`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17168,7 +17542,9 @@ func (c *ClientWithResponses) ListBlueprintsWithResponse(ctx context.Context, or
 // outputs. Keys are identifiers, unique within the blueprint. Every
 // formula is checked; a syntax error, an unknown name, a cycle between
 // outputs, a result that is not a number or a formula over 1,000
-// characters is a 400 naming the output, and nothing is saved.
+// characters is a 400 naming the output, and nothing is saved. An
+// organization has at most 1,000 blueprints (`-max-blueprints`): one
+// more answers 409 with `details.cap` `blueprints`.
 // Required role: `admin`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -17189,7 +17565,9 @@ func (c *ClientWithResponses) CreateBlueprintWithBodyWithResponse(ctx context.Co
 // outputs. Keys are identifiers, unique within the blueprint. Every
 // formula is checked; a syntax error, an unknown name, a cycle between
 // outputs, a result that is not a number or a formula over 1,000
-// characters is a 400 naming the output, and nothing is saved.
+// characters is a 400 naming the output, and nothing is saved. An
+// organization has at most 1,000 blueprints (`-max-blueprints`): one
+// more answers 409 with `details.cap` `blueprints`.
 // Required role: `admin`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -17294,6 +17672,12 @@ func (c *ClientWithResponses) ListInvitationsWithResponse(ctx context.Context, o
 // either to the invitee, who exchanges it for their first token
 // (`acceptInvitation`). The invitation expires after
 // `expires_in_days` (7 by default, at most 30) and can be revoked.
+// An organization has at most 100 pending invitations
+// (`-max-invitations`), and each holds a member's place until it is
+// accepted, revoked or expired (`-max-members`): beyond either, 409
+// with `details.cap` `invitations` or `members`. Of its accepted,
+// revoked and expired invitations the newest 100 are kept; inviting
+// deletes older ones.
 // Required role: `owner`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -17315,6 +17699,12 @@ func (c *ClientWithResponses) CreateInvitationWithBodyWithResponse(ctx context.C
 // either to the invitee, who exchanges it for their first token
 // (`acceptInvitation`). The invitation expires after
 // `expires_in_days` (7 by default, at most 30) and can be revoked.
+// An organization has at most 100 pending invitations
+// (`-max-invitations`), and each holds a member's place until it is
+// accepted, revoked or expired (`-max-members`): beyond either, 409
+// with `details.cap` `invitations` or `members`. Of its accepted,
+// revoked and expired invitations the newest 100 are kept; inviting
+// deletes older ones.
 // Required role: `owner`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -17368,7 +17758,10 @@ func (c *ClientWithResponses) ListMembersWithResponse(ctx context.Context, orgId
 // when nobody has that email yet. A user who is already a member answers
 // 409. The new member gets a first token from an operator
 // (`readings admin token create`); an invitation
-// (`createInvitation`) lets them get one themselves.
+// (`createInvitation`) lets them get one themselves. An organization
+// has at most 1,000 members, its pending invitations counted among
+// them (`-max-members`): one more answers 409 with `details.cap`
+// `members`.
 // Required role: `owner`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -17388,7 +17781,10 @@ func (c *ClientWithResponses) AddMemberWithBodyWithResponse(ctx context.Context,
 // when nobody has that email yet. A user who is already a member answers
 // 409. The new member gets a first token from an operator
 // (`readings admin token create`); an invitation
-// (`createInvitation`) lets them get one themselves.
+// (`createInvitation`) lets them get one themselves. An organization
+// has at most 1,000 members, its pending invitations counted among
+// them (`-max-members`): one more answers 409 with `details.cap`
+// `members`.
 // Required role: `owner`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -17595,14 +17991,15 @@ func (c *ClientWithResponses) ListAlarmEventsWithResponse(ctx context.Context, o
 // The project's alarm levels, least severe first. A project starts with
 // Maintenance (rank 1, for overdue sensors), Alert (2), Action (3) and
 // Alarm (4); a target's level is the highest rank among its rules that
-// hold.
+// hold. A page holds at most `limit`; when there are more,
+// `next_cursor` is set: pass it as `cursor` to get the next page.
 // Required role: `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels (the `ListAlarmLevels` operationId).
-func (c *ClientWithResponses) ListAlarmLevelsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*ListAlarmLevelsResponse, error) {
-	rsp, err := c.ListAlarmLevels(ctx, orgId, projId, reqEditors...)
+func (c *ClientWithResponses) ListAlarmLevelsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *ListAlarmLevelsParams, reqEditors ...RequestEditorFn) (*ListAlarmLevelsResponse, error) {
+	rsp, err := c.ListAlarmLevels(ctx, orgId, projId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -17612,7 +18009,9 @@ func (c *ClientWithResponses) ListAlarmLevelsWithResponse(ctx context.Context, o
 // CreateAlarmLevelWithBodyWithResponse Create an alarm level
 //
 // Adds a level. Names and ranks are unique in the project; the colour is
-// `#rrggbb` in lowercase hex.
+// `#rrggbb` in lowercase hex. A project has at most 20 levels, the
+// four it starts with included (`-max-alarm-levels`): one more answers
+// 409 with `details.cap` `alarm_levels`.
 // Required role: `admin`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -17629,7 +18028,9 @@ func (c *ClientWithResponses) CreateAlarmLevelWithBodyWithResponse(ctx context.C
 // CreateAlarmLevelWithResponse Create an alarm level
 //
 // Adds a level. Names and ranks are unique in the project; the colour is
-// `#rrggbb` in lowercase hex.
+// `#rrggbb` in lowercase hex. A project has at most 20 levels, the
+// four it starts with included (`-max-alarm-levels`): one more answers
+// 409 with `details.cap` `alarm_levels`.
 // Required role: `admin`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -17704,14 +18105,15 @@ func (c *ClientWithResponses) UpdateAlarmLevelWithResponse(ctx context.Context, 
 // since when (the datetime of the reading that raised it), the value that
 // raised it and whether it is acknowledged. The current level follows each
 // sensor's newest reading: a reading older than the newest never changes
-// it (see `late` events).
+// it (see `late` events). A page holds at most `limit`; when there are
+// more, `next_cursor` is set: pass it as `cursor` to get the next page.
 // Required role: `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/alarms (the `ListAlarms` operationId).
-func (c *ClientWithResponses) ListAlarmsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*ListAlarmsResponse, error) {
-	rsp, err := c.ListAlarms(ctx, orgId, projId, reqEditors...)
+func (c *ClientWithResponses) ListAlarmsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *ListAlarmsParams, reqEditors ...RequestEditorFn) (*ListAlarmsResponse, error) {
+	rsp, err := c.ListAlarms(ctx, orgId, projId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -17779,9 +18181,10 @@ func (c *ClientWithResponses) LatestReadingsWithResponse(ctx context.Context, or
 // row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
 // by sensor (ascending id), oldest first. It is the shape a chart of
 // several sensors wants (docs/grafana.md). `sensors` names at most
-// 20 sensors; without it, every sensor of the project, when it has at
-// most 20 (a 400 otherwise). A page holds the values of at most
-// `limit` readings; `next_cursor` continues. With `outputs=true` the
+// 20 sensors of the project (another's answers 404); without it,
+// every sensor of the project, when it has at most 20 (a 400
+// otherwise). A page holds the values of at most `limit` readings;
+// `next_cursor` continues. With `outputs=true` the
 // outputs are rows too; `key` keeps the rows of one input or output
 // (its key with `keys=names`, else its id). Sensor-scoped tokens
 // cannot use it: they read one sensor at a time.
@@ -18136,9 +18539,12 @@ func (c *ClientWithResponses) ListSensorsWithResponse(ctx context.Context, orgId
 // an instance of that blueprint of the same organization: its inputs
 // and outputs get numeric IDs of their own, unique in the service, and
 // `constants` override the blueprint's defaults, as in
-// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+// a `blueprint_id` that is not one of the organization's answers 404.
 // The instance keeps its own copy of the formulas: editing the
-// blueprint later does not change it. Required role: `admin`.
+// blueprint later does not change it. A project has at most 10,000
+// sensors (`-max-sensors`): one more answers 409 with `details.cap`
+// `sensors`. Required role: `admin`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18157,9 +18563,12 @@ func (c *ClientWithResponses) CreateSensorWithBodyWithResponse(ctx context.Conte
 // an instance of that blueprint of the same organization: its inputs
 // and outputs get numeric IDs of their own, unique in the service, and
 // `constants` override the blueprint's defaults, as in
-// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+// `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+// a `blueprint_id` that is not one of the organization's answers 404.
 // The instance keeps its own copy of the formulas: editing the
-// blueprint later does not change it. Required role: `admin`.
+// blueprint later does not change it. A project has at most 10,000
+// sensors (`-max-sensors`): one more answers 409 with `details.cap`
+// `sensors`. Required role: `admin`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18247,14 +18656,16 @@ func (c *ClientWithResponses) UpdateSensorWithResponse(ctx context.Context, orgI
 //
 // The sensor's trigger rules, by target, each with whether it holds now
 // (`active`), and its overdue rule (`overdue`), absent when it has
-// none: a client learns whether there is one without a 404.
+// none: a client learns whether there is one without a 404. Every
+// page carries `overdue`. A page holds at most `limit`; when there are
+// more, `next_cursor` is set: pass it as `cursor` to get the next page.
 // Required role: `viewer`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules (the `ListAlarmRules` operationId).
-func (c *ClientWithResponses) ListAlarmRulesWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*ListAlarmRulesResponse, error) {
-	rsp, err := c.ListAlarmRules(ctx, orgId, projId, sensorId, reqEditors...)
+func (c *ClientWithResponses) ListAlarmRulesWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *ListAlarmRulesParams, reqEditors ...RequestEditorFn) (*ListAlarmRulesResponse, error) {
+	rsp, err := c.ListAlarmRules(ctx, orgId, projId, sensorId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18281,7 +18692,9 @@ func (c *ClientWithResponses) ListAlarmRulesWithResponse(ctx context.Context, or
 // the newest reading as one). History is never rewritten. A target that is
 // not the sensor's, a level not of the project, a threshold that is not a
 // finite number, a negative deadband or a persistence out of 1 to 1000
-// answer 400 and change nothing.
+// answer 400 and change nothing. A sensor has at most 200 rules
+// (`-max-alarm-rules`): one more answers 409 with `details.cap`
+// `alarm_rules`.
 // Required role: `admin`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -18315,7 +18728,9 @@ func (c *ClientWithResponses) CreateAlarmRuleWithBodyWithResponse(ctx context.Co
 // the newest reading as one). History is never rewritten. A target that is
 // not the sensor's, a level not of the project, a threshold that is not a
 // finite number, a negative deadband or a persistence out of 1 to 1000
-// answer 400 and change nothing.
+// answer 400 and change nothing. A sensor has at most 200 rules
+// (`-max-alarm-rules`): one more answers 409 with `details.cap`
+// `alarm_rules`.
 // Required role: `admin`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -18761,14 +19176,16 @@ func (c *ClientWithResponses) SetOverdueRuleWithResponse(ctx context.Context, or
 
 // ListWebhooksWithResponse List webhooks
 //
-// The project's webhooks; secrets are never shown.
+// The project's webhooks, oldest first; secrets are never shown. A page
+// holds at most `limit`; when there are more, `next_cursor` is set:
+// pass it as `cursor` to get the next page.
 // Required role: `admin`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks (the `ListWebhooks` operationId).
-func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, orgId OrgId, projId ProjId, reqEditors ...RequestEditorFn) (*ListWebhooksResponse, error) {
-	rsp, err := c.ListWebhooks(ctx, orgId, projId, reqEditors...)
+func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *ListWebhooksParams, reqEditors ...RequestEditorFn) (*ListWebhooksResponse, error) {
+	rsp, err := c.ListWebhooks(ctx, orgId, projId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18776,6 +19193,10 @@ func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, orgI
 }
 
 // CreateWebhookWithBodyWithResponse Create a webhook
+//
+// A project has at most 20 webhooks (`-max-webhooks`): one more
+// answers 409 with `details.cap` `webhooks`, since every alarm event
+// is delivered to each of them.
 //
 // Every alarm event of the project from then on is POSTed to `url` as
 // the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
@@ -18810,6 +19231,10 @@ func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Cont
 }
 
 // CreateWebhookWithResponse Create a webhook
+//
+// A project has at most 20 webhooks (`-max-webhooks`): one more
+// answers 409 with `details.cap` `webhooks`, since every alarm event
+// is delivered to each of them.
 //
 // Every alarm event of the project from then on is POSTed to `url` as
 // the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
@@ -18913,7 +19338,9 @@ func (c *ClientWithResponses) ListProjectsWithResponse(ctx context.Context, orgI
 
 // CreateProjectWithBodyWithResponse Create a project
 //
-// Creates an active project. Required role: `owner`.
+// Creates an active project. An organization has at most 1,000
+// projects (`-max-projects`), archived ones included: one more
+// answers 409 with `details.cap` `projects`. Required role: `owner`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18928,7 +19355,9 @@ func (c *ClientWithResponses) CreateProjectWithBodyWithResponse(ctx context.Cont
 
 // CreateProjectWithResponse Create a project
 //
-// Creates an active project. Required role: `owner`.
+// Creates an active project. An organization has at most 1,000
+// projects (`-max-projects`), archived ones included: one more
+// answers 409 with `details.cap` `projects`. Required role: `owner`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19329,6 +19758,13 @@ func ParseCreateTokenResponse(rsp *http.Response) (*CreateTokenResponse, error) 
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -20321,6 +20757,13 @@ func ParseCreateInvitationResponse(rsp *http.Response) (*CreateInvitationRespons
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -21569,7 +22012,7 @@ func ParseListAlarmLevelsResponse(rsp *http.Response) (*ListAlarmLevelsResponse,
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest AlarmLevelList
+		var dest AlarmLevelPage
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -22046,7 +22489,7 @@ func ParseListAlarmsResponse(rsp *http.Response) (*ListAlarmsResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest AlarmList
+		var dest AlarmPage
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -23705,7 +24148,7 @@ func ParseListAlarmRulesResponse(rsp *http.Response) (*ListAlarmRulesResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest AlarmRuleList
+		var dest AlarmRulePage
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -25394,7 +25837,7 @@ func ParseListWebhooksResponse(rsp *http.Response) (*ListWebhooksResponse, error
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest WebhookList
+		var dest WebhookPage
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -26106,6 +26549,13 @@ func ParseCreateProjectResponse(rsp *http.Response) (*CreateProjectResponse, err
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge

@@ -583,9 +583,12 @@ type AlarmLevelCreate struct {
 	Rank   int    `json:"rank"`
 }
 
-// AlarmLevelList defines model for AlarmLevelList.
-type AlarmLevelList struct {
+// AlarmLevelPage defines model for AlarmLevelPage.
+type AlarmLevelPage struct {
 	Items []AlarmLevel `json:"items"`
+
+	// NextCursor Present when there may be more; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
 // AlarmLevelUpdate defines model for AlarmLevelUpdate.
@@ -595,9 +598,12 @@ type AlarmLevelUpdate struct {
 	Rank   *int    `json:"rank,omitempty"`
 }
 
-// AlarmList defines model for AlarmList.
-type AlarmList struct {
+// AlarmPage defines model for AlarmPage.
+type AlarmPage struct {
 	Items []Alarm `json:"items"`
+
+	// NextCursor Present when there may be more; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
 // AlarmRule defines model for AlarmRule.
@@ -648,9 +654,12 @@ type AlarmRuleInput struct {
 // AlarmRuleInputDirection defines model for AlarmRuleInput.Direction.
 type AlarmRuleInputDirection string
 
-// AlarmRuleList defines model for AlarmRuleList.
-type AlarmRuleList struct {
+// AlarmRulePage defines model for AlarmRulePage.
+type AlarmRulePage struct {
 	Items []AlarmRule `json:"items"`
+
+	// NextCursor Present when there may be more; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
 
 	// Overdue The sensor's overdue rule; absent when it has none.
 	Overdue *OverdueRule `json:"overdue,omitempty"`
@@ -881,7 +890,8 @@ type Error struct {
 	// Details Structured context where it helps: `index` (and `input_id`) of a
 	// rejected reading, `line` (and `column`) of a rejected file,
 	// `parameter` or `field` of a request that breaks the schema,
-	// `output` or `constant` of a formula error.
+	// `output` or `constant` of a formula error, `cap` and `limit` of a
+	// collection at its cap.
 	Details *map[string]interface{} `json:"details,omitempty"`
 
 	// Message One sentence for humans.
@@ -1637,9 +1647,12 @@ type WebhookCreate struct {
 	Url string `json:"url"`
 }
 
-// WebhookList defines model for WebhookList.
-type WebhookList struct {
+// WebhookPage defines model for WebhookPage.
+type WebhookPage struct {
 	Items []Webhook `json:"items"`
+
+	// NextCursor Present when there may be more; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
 // WebhookTest defines model for WebhookTest.
@@ -1734,7 +1747,7 @@ type ListTokensParams struct {
 	// Limit The most items in a page.
 	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page.
+	// Cursor The `next_cursor` of the previous page, as it came.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1743,7 +1756,7 @@ type ListBlueprintsParams struct {
 	// Limit The most items in a page.
 	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page.
+	// Cursor The `next_cursor` of the previous page, as it came.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1752,7 +1765,7 @@ type ListInvitationsParams struct {
 	// Limit The most items in a page.
 	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page.
+	// Cursor The `next_cursor` of the previous page, as it came.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1761,7 +1774,7 @@ type ListMembersParams struct {
 	// Limit The most items in a page.
 	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page.
+	// Cursor The `next_cursor` of the previous page, as it came.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1770,13 +1783,13 @@ type ListAlarmEventsParams struct {
 	// Limit The most items in a page.
 	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page.
+	// Cursor The `next_cursor` of the previous page, as it came.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
-	// SensorId Only this sensor's events.
+	// SensorId Only this sensor's events; one that is not a sensor of the project answers 404.
 	SensorId *int64 `form:"sensor_id,omitempty" json:"sensor_id,omitempty"`
 
-	// LevelId Only events at this level.
+	// LevelId Only events at this level; one that is not a level of the project answers 404.
 	LevelId *int64 `form:"level_id,omitempty" json:"level_id,omitempty"`
 
 	// DatetimeGte Only events recorded at or after this instant (RFC 3339 with a zone, or epoch milliseconds, as Grafana's `${__timeFrom}` gives).
@@ -1792,12 +1805,30 @@ type ListAlarmEventsParams struct {
 // ListAlarmEventsParamsOrder defines parameters for ListAlarmEvents.
 type ListAlarmEventsParamsOrder string
 
+// ListAlarmLevelsParams defines parameters for ListAlarmLevels.
+type ListAlarmLevelsParams struct {
+	// Limit The most items in a page.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, as it came.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListAlarmsParams defines parameters for ListAlarms.
+type ListAlarmsParams struct {
+	// Limit The most items in a page.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, as it came.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // LatestReadingsParams defines parameters for LatestReadings.
 type LatestReadingsParams struct {
 	// Limit The most items in a page.
 	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page.
+	// Cursor The `next_cursor` of the previous page, as it came.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
 	// Outputs Whether to compute each reading's outputs.
@@ -2056,7 +2087,25 @@ type ListSensorsParams struct {
 	// Limit The most items in a page.
 	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page.
+	// Cursor The `next_cursor` of the previous page, as it came.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListAlarmRulesParams defines parameters for ListAlarmRules.
+type ListAlarmRulesParams struct {
+	// Limit The most items in a page.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, as it came.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListWebhooksParams defines parameters for ListWebhooks.
+type ListWebhooksParams struct {
+	// Limit The most items in a page.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, as it came.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -2065,7 +2114,7 @@ type ListDeliveriesParams struct {
 	// Limit The most items in a page.
 	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page.
+	// Cursor The `next_cursor` of the previous page, as it came.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -2074,7 +2123,7 @@ type ListProjectsParams struct {
 	// Limit The most items in a page.
 	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page.
+	// Cursor The `next_cursor` of the previous page, as it came.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -2291,7 +2340,7 @@ type ServerInterface interface {
 	ListAlarmEvents(ctx echo.Context, orgId OrgId, projId ProjId, params ListAlarmEventsParams) error
 	// ListAlarmLevels List alarm levels
 	// (GET /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels)
-	ListAlarmLevels(ctx echo.Context, orgId OrgId, projId ProjId) error
+	ListAlarmLevels(ctx echo.Context, orgId OrgId, projId ProjId, params ListAlarmLevelsParams) error
 	// CreateAlarmLevel Create an alarm level
 	// (POST /api/v1/org/{org_id}/proj/{proj_id}/alarm-levels)
 	CreateAlarmLevel(ctx echo.Context, orgId OrgId, projId ProjId) error
@@ -2303,7 +2352,7 @@ type ServerInterface interface {
 	UpdateAlarmLevel(ctx echo.Context, orgId OrgId, projId ProjId, levelId LevelId) error
 	// ListAlarms List current alarms
 	// (GET /api/v1/org/{org_id}/proj/{proj_id}/alarms)
-	ListAlarms(ctx echo.Context, orgId OrgId, projId ProjId) error
+	ListAlarms(ctx echo.Context, orgId OrgId, projId ProjId, params ListAlarmsParams) error
 	// AcknowledgeAlarm Acknowledge an alarm
 	// (POST /api/v1/org/{org_id}/proj/{proj_id}/alarms/{alarm_id}/acknowledge)
 	AcknowledgeAlarm(ctx echo.Context, orgId OrgId, projId ProjId, alarmId AlarmId) error
@@ -2345,7 +2394,7 @@ type ServerInterface interface {
 	UpdateSensor(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
 	// ListAlarmRules List a sensor's alarm rules
 	// (GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules)
-	ListAlarmRules(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	ListAlarmRules(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, params ListAlarmRulesParams) error
 	// CreateAlarmRule Create an alarm rule
 	// (POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules)
 	CreateAlarmRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
@@ -2387,7 +2436,7 @@ type ServerInterface interface {
 	SetOverdueRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
 	// ListWebhooks List webhooks
 	// (GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks)
-	ListWebhooks(ctx echo.Context, orgId OrgId, projId ProjId) error
+	ListWebhooks(ctx echo.Context, orgId OrgId, projId ProjId, params ListWebhooksParams) error
 	// CreateWebhook Create a webhook
 	// (POST /api/v1/org/{org_id}/proj/{proj_id}/webhooks)
 	CreateWebhook(ctx echo.Context, orgId OrgId, projId ProjId) error
@@ -2986,8 +3035,24 @@ func (w *ServerInterfaceWrapper) ListAlarmLevels(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAlarmLevelsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListAlarmLevels(ctx, orgId, projId)
+	err = w.Handler.ListAlarmLevels(ctx, orgId, projId, params)
 	return err
 }
 
@@ -3098,8 +3163,24 @@ func (w *ServerInterfaceWrapper) ListAlarms(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAlarmsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListAlarms(ctx, orgId, projId)
+	err = w.Handler.ListAlarms(ctx, orgId, projId, params)
 	return err
 }
 
@@ -3916,8 +3997,24 @@ func (w *ServerInterfaceWrapper) ListAlarmRules(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAlarmRulesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListAlarmRules(ctx, orgId, projId, sensorId)
+	err = w.Handler.ListAlarmRules(ctx, orgId, projId, sensorId, params)
 	return err
 }
 
@@ -4372,8 +4469,24 @@ func (w *ServerInterfaceWrapper) ListWebhooks(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhooksParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListWebhooks(ctx, orgId, projId)
+	err = w.Handler.ListWebhooks(ctx, orgId, projId, params)
 	return err
 }
 
@@ -5191,6 +5304,20 @@ func (response CreateToken404JSONResponse) VisitCreateTokenResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateToken409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateToken409JSONResponse) VisitCreateTokenResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6441,6 +6568,20 @@ func (response CreateInvitation404JSONResponse) VisitCreateInvitationResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateInvitation409JSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8002,13 +8143,14 @@ func (response ListAlarmEvents503JSONResponse) VisitListAlarmEventsResponse(w ht
 type ListAlarmLevelsRequestObject struct {
 	OrgId  OrgId  `json:"org_id"`
 	ProjId ProjId `json:"proj_id"`
+	Params ListAlarmLevelsParams
 }
 
 type ListAlarmLevelsResponseObject interface {
 	VisitListAlarmLevelsResponse(w http.ResponseWriter) error
 }
 
-type ListAlarmLevels200JSONResponse AlarmLevelList
+type ListAlarmLevels200JSONResponse AlarmLevelPage
 
 func (response ListAlarmLevels200JSONResponse) VisitListAlarmLevelsResponse(w http.ResponseWriter) error {
 
@@ -8622,13 +8764,14 @@ func (response UpdateAlarmLevel503JSONResponse) VisitUpdateAlarmLevelResponse(w 
 type ListAlarmsRequestObject struct {
 	OrgId  OrgId  `json:"org_id"`
 	ProjId ProjId `json:"proj_id"`
+	Params ListAlarmsParams
 }
 
 type ListAlarmsResponseObject interface {
 	VisitListAlarmsResponse(w http.ResponseWriter) error
 }
 
-type ListAlarms200JSONResponse AlarmList
+type ListAlarms200JSONResponse AlarmPage
 
 func (response ListAlarms200JSONResponse) VisitListAlarmsResponse(w http.ResponseWriter) error {
 
@@ -10799,13 +10942,14 @@ type ListAlarmRulesRequestObject struct {
 	OrgId    OrgId    `json:"org_id"`
 	ProjId   ProjId   `json:"proj_id"`
 	SensorId SensorId `json:"sensor_id"`
+	Params   ListAlarmRulesParams
 }
 
 type ListAlarmRulesResponseObject interface {
 	VisitListAlarmRulesResponse(w http.ResponseWriter) error
 }
 
-type ListAlarmRules200JSONResponse AlarmRuleList
+type ListAlarmRules200JSONResponse AlarmRulePage
 
 func (response ListAlarmRules200JSONResponse) VisitListAlarmRulesResponse(w http.ResponseWriter) error {
 
@@ -13018,13 +13162,14 @@ func (response SetOverdueRule503JSONResponse) VisitSetOverdueRuleResponse(w http
 type ListWebhooksRequestObject struct {
 	OrgId  OrgId  `json:"org_id"`
 	ProjId ProjId `json:"proj_id"`
+	Params ListWebhooksParams
 }
 
 type ListWebhooksResponseObject interface {
 	VisitListWebhooksResponse(w http.ResponseWriter) error
 }
 
-type ListWebhooks200JSONResponse WebhookList
+type ListWebhooks200JSONResponse WebhookPage
 
 func (response ListWebhooks200JSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
 
@@ -13944,6 +14089,20 @@ func (response CreateProject404JSONResponse) VisitCreateProjectResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateProject409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateProject409JSONResponse) VisitCreateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15298,11 +15457,12 @@ func (sh *strictHandler) ListAlarmEvents(ctx echo.Context, orgId OrgId, projId P
 }
 
 // ListAlarmLevels operation middleware
-func (sh *strictHandler) ListAlarmLevels(ctx echo.Context, orgId OrgId, projId ProjId) error {
+func (sh *strictHandler) ListAlarmLevels(ctx echo.Context, orgId OrgId, projId ProjId, params ListAlarmLevelsParams) error {
 	var request ListAlarmLevelsRequestObject
 
 	request.OrgId = orgId
 	request.ProjId = projId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListAlarmLevels(ctx.Request().Context(), request.(ListAlarmLevelsRequestObject))
@@ -15450,11 +15610,12 @@ func (sh *strictHandler) UpdateAlarmLevel(ctx echo.Context, orgId OrgId, projId 
 }
 
 // ListAlarms operation middleware
-func (sh *strictHandler) ListAlarms(ctx echo.Context, orgId OrgId, projId ProjId) error {
+func (sh *strictHandler) ListAlarms(ctx echo.Context, orgId OrgId, projId ProjId, params ListAlarmsParams) error {
 	var request ListAlarmsRequestObject
 
 	request.OrgId = orgId
 	request.ProjId = projId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListAlarms(ctx.Request().Context(), request.(ListAlarmsRequestObject))
@@ -15928,12 +16089,13 @@ func (sh *strictHandler) UpdateSensor(ctx echo.Context, orgId OrgId, projId Proj
 }
 
 // ListAlarmRules operation middleware
-func (sh *strictHandler) ListAlarmRules(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
+func (sh *strictHandler) ListAlarmRules(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, params ListAlarmRulesParams) error {
 	var request ListAlarmRulesRequestObject
 
 	request.OrgId = orgId
 	request.ProjId = projId
 	request.SensorId = sensorId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListAlarmRules(ctx.Request().Context(), request.(ListAlarmRulesRequestObject))
@@ -16492,11 +16654,12 @@ func (sh *strictHandler) SetOverdueRule(ctx echo.Context, orgId OrgId, projId Pr
 }
 
 // ListWebhooks operation middleware
-func (sh *strictHandler) ListWebhooks(ctx echo.Context, orgId OrgId, projId ProjId) error {
+func (sh *strictHandler) ListWebhooks(ctx echo.Context, orgId OrgId, projId ProjId, params ListWebhooksParams) error {
 	var request ListWebhooksRequestObject
 
 	request.OrgId = orgId
 	request.ProjId = projId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListWebhooks(ctx.Request().Context(), request.(ListWebhooksRequestObject))

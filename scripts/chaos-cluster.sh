@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make chaos-cluster`: faults in the cluster of scripts/cluster.sh (three
-# replicas behind HAProxy, a primary and a hot standby) under a mixed load,
-# with figures.
+# replicas behind HAProxy, which terminates TLS, a primary and a hot
+# standby) under a mixed load over https, with figures.
 #
 #   1. kill -9 one replica: HAProxy must take it out of rotation within its
 #      check interval (inter 1s, fall 2), and the load must see no failure a
@@ -56,6 +56,24 @@ standby_reads() {
   done
   echo "$sum"
 }
+
+# metric NAME_AND_LABELS: its value on the first replica's /metrics.
+metric() {
+  curl -s -m 5 "http://127.0.0.1:${REPLICA_PORTS%% *}/metrics" | awk -v m="$1" '$1 == m { print $2 }'
+}
+
+# TLS: HAProxy answers https with a certificate that the cluster's CA
+# signed for 127.0.0.1, verified by curl and by the load generator, and a
+# plain http request to it gets no answer.
+[[ $base == https://* ]] || fail "make cluster answers on $base, want https"
+curl -sf -m 5 -o /dev/null "$base/readyz" || fail "https through HAProxy, trusting the cluster's CA, failed"
+! curl -s -m 5 -o /dev/null "http://${base#https://}/readyz" || fail "HAProxy answered plain http on its TLS port"
+say "TLS: $base answers with a certificate of the cluster's CA; plain http is refused"
+
+# The standby streams through its replication slot, and the replicas'
+# metrics say so.
+[ "$(metric 'readings_replication_slot_active{slot="standby"}')" = 1 ] || fail "the standby's replication slot is not active in the metrics"
+[ -n "$(metric 'readings_standby_replay_lag_bytes{standby="standby"}')" ] || fail "the metrics show no replay lag of the standby"
 
 # 0. Read your writes through HAProxy: each write's X-Readings-LSN, sent
 # back as X-Readings-Min-LSN, must find the write, whichever replica reads.
@@ -115,14 +133,17 @@ pg_bin=$(dirname "$(ls -d /usr/lib/postgresql/*/bin/pg_ctl | sort -V -r | head -
 as_pg() { if [ "$(id -u)" = 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi; }
 as_pg "$pg_bin/pg_ctl" -D "$CLUSTER_DIR/standby" -m fast -w stop >/dev/null
 stopped=$(standby_reads)
-nap 4
+nap 2
+slot_active=$(metric 'readings_replication_slot_active{slot="standby"}')
+[ "$slot_active" = 0 ] || fail "with the standby stopped its slot shows active=$slot_active in the metrics, want 0"
+nap 2
 during=$(($(standby_reads) - stopped))
 as_pg "$pg_bin/pg_ctl" -D "$CLUSTER_DIR/standby" -l "$CLUSTER_DIR/standby.log" -w start >/dev/null
 nap 3
 after=$(($(standby_reads) - stopped - during))
 [ "$during" -eq 0 ] || fail "$during reads went to the standby while it was stopped"
 [ "$after" -gt 0 ] || fail "no read went to the standby once it was back"
-say "standby stopped for 4 s: $stopped reads served by it until then, 0 while it was down (the primary served them), $after in the 3 s after its restart"
+say "standby stopped for 4 s: $stopped reads served by it until then, 0 while it was down (the primary served them, and its slot showed inactive), $after in the 3 s after its restart"
 end_phase standby
 
 # 3. restart the primary, and time the service's recovery from the moment

@@ -13,8 +13,10 @@
 #
 # start always begins from nothing: it stops and deletes what an earlier
 # start left. It is bounded (each wait has a limit) and, when it fails,
-# stops what it started. The replicas' logs, HAProxy's configuration and
-# the clusters' data live in one directory, which `env` names (CLUSTER_DIR).
+# stops what it started. The replicas' logs, HAProxy's configuration, the
+# certificates and the clusters' data live in one directory, which `env`
+# names (CLUSTER_DIR); its CA_FILE is the CA that clients trust (curl
+# --cacert, or CURL_CA_BUNDLE and SSL_CERT_FILE as the chaos scripts set).
 # HAProxy is Debian's package, installed with apt-get when missing (as root).
 set -euo pipefail
 
@@ -89,6 +91,27 @@ ensure_haproxy() {
   fi
 }
 
+# make_certificates: a CA of the cluster's own, and HAProxy's certificate
+# for 127.0.0.1 and localhost signed by it, valid for a week. Clients trust
+# the CA (ca.pem), never a certificate they were shown.
+make_certificates() {
+  local tls=$dir/tls
+  mkdir -p "$tls"
+  (
+    umask 077
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 7 \
+      -subj "/CN=readings make cluster CA" -keyout "$tls/ca.key" -out "$tls/ca.pem" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+      -subj "/CN=127.0.0.1" -keyout "$tls/server.key" -out "$tls/server.csr" 2>/dev/null
+    printf 'subjectAltName = IP:127.0.0.1, DNS:localhost\nextendedKeyUsage = serverAuth\n' >"$tls/server.ext"
+    openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial -days 7 \
+      -extfile "$tls/server.ext" -out "$tls/server.pem" 2>/dev/null
+    # HAProxy takes the certificate and its key in one file.
+    cat "$tls/server.pem" "$tls/server.key" >"$tls/haproxy.pem"
+  )
+  openssl verify -CAfile "$tls/ca.pem" "$tls/server.pem" >/dev/null || fail "the certificate made for HAProxy does not verify"
+}
+
 # wait_for SECONDS WHAT CMD...: run CMD until it succeeds, at most SECONDS.
 wait_for() {
   local limit=$1 what=$2 deadline
@@ -129,6 +152,7 @@ max_wal_size = 4GB
 wal_level = replica
 max_wal_senders = 5
 hot_standby = on
+max_slot_wal_keep_size = 4GB
 EOF
   if ls "$("$bindir/pg_config" --pkglibdir)"/timescaledb-[0-9]*.so >/dev/null 2>&1; then
     cat >>"$dir/primary/postgresql.conf" <<EOF
@@ -144,11 +168,15 @@ EOF
   sport=$(free_port $((pport + 1)))
   # -R writes standby.signal and primary_conninfo: the copy starts as a hot
   # standby streaming from the primary.
-  as_postgres "$bindir/pg_basebackup" -h 127.0.0.1 -p "$pport" -U postgres -D "$dir/standby" -R -X stream -c fast
+  # -C -S: a replication slot, so that the primary keeps the WAL the
+  # standby has not received (up to max_slot_wal_keep_size) while it is
+  # away, and it catches up instead of being rebuilt.
+  as_postgres "$bindir/pg_basebackup" -h 127.0.0.1 -p "$pport" -U postgres -D "$dir/standby" -R -X stream -c fast -C -S standby
   as_postgres sed -i "s/^port = .*/port = $sport/" "$dir/standby/postgresql.conf"
   # Feedback keeps the primary's vacuum from removing rows a standby query
   # still reads, so that replay need not cancel it.
-  echo "hot_standby_feedback = on" | as_postgres tee -a "$dir/standby/postgresql.conf" >/dev/null
+  # Its name in pg_stat_replication, and so in the metrics' standby label.
+  printf "hot_standby_feedback = on\ncluster_name = 'standby'\n" | as_postgres tee -a "$dir/standby/postgresql.conf" >/dev/null
   as_postgres "$bindir/pg_ctl" -D "$dir/standby" -l "$dir/standby.log" -w -t 60 start >/dev/null
   standby_url="postgres://postgres@127.0.0.1:$sport/readings?sslmode=disable"
   say "hot standby on 127.0.0.1:$sport, streaming from the primary"
@@ -170,18 +198,20 @@ EOF
 
   local stats_port
   stats_port=$(free_port 28404)
+  make_certificates
   write_haproxy_cfg "$servers" "$stats_port"
   haproxy -c -q -f "$dir/haproxy.cfg"
   # In the foreground of its own session, so that its log (requests that
   # failed, servers going up and down) goes to a file.
   setsid haproxy -db -f "$dir/haproxy.cfg" >>"$dir/haproxy.log" 2>&1 </dev/null &
   echo $! >"$dir/haproxy.pid"
-  wait_for 30 "HAProxy" curl -sf -m 1 "http://$addr/readyz"
-  say "HAProxy on http://$addr (statistics: http://127.0.0.1:$stats_port/stats)"
+  wait_for 30 "HAProxy" curl -sf -m 1 --cacert "$dir/tls/ca.pem" "https://$addr/readyz"
+  say "HAProxy on https://$addr, TLS with a certificate of the cluster's CA, $dir/tls/ca.pem (statistics: http://127.0.0.1:$stats_port/stats)"
 
   cat >"$dir/cluster.env" <<EOF
 CLUSTER_DIR=$dir
-BASE=http://$addr
+BASE=https://$addr
+CA_FILE=$dir/tls/ca.pem
 PRIMARY_URL='$primary_url'
 STANDBY_URL='$standby_url'
 REPLICA_PORTS='${ports[*]}'
@@ -192,10 +222,10 @@ EOF
   token=$(sed -E 's/.*"token":"([^"]*)".*/\1/' <<<"$demo")
   cat <<MSG
 
-  The cluster answers on http://$addr ($replicas replicas behind HAProxy).
-  Paste into another terminal:
+  The cluster answers on https://$addr ($replicas replicas behind HAProxy),
+  with a certificate of a CA made for it. Paste into another terminal:
 
-    export BASE=http://$addr TOKEN=$token
+    export BASE=https://$addr TOKEN=$token CURL_CA_BUNDLE=$dir/tls/ca.pem
 
   Stop it with: make cluster-stop
 
@@ -209,6 +239,7 @@ write_haproxy_cfg() {
 global
     maxconn 4096
     log stdout format raw local0
+    ssl-default-bind-options ssl-min-ver TLSv1.2
 
 defaults
     mode http
@@ -230,8 +261,10 @@ defaults
     # like the service would: 503, JSON, Retry-After.
     http-error status 503 content-type application/json hdr Retry-After 1 string '{"code":"unavailable","message":"no replica of the service is ready; retry later"}'
 
+# TLS ends here; HAProxy reaches the replicas over plain HTTP on loopback
+# (docs/deployment.md says where TLS belongs in each deployment).
 frontend api
-    bind $addr
+    bind $addr ssl crt $dir/tls/haproxy.pem alpn h2,http/1.1
     default_backend replicas
 
 backend replicas

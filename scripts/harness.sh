@@ -105,6 +105,9 @@ harness_cluster() {
   # shellcheck disable=SC1090
   source <("$root/scripts/cluster.sh" env)
   db_url=$PRIMARY_URL base=$BASE
+  # HAProxy speaks https with a certificate of the cluster's own CA: curl
+  # and the load generator (Go) trust it through these.
+  export CURL_CA_BUNDLE=$CA_FILE SSL_CERT_FILE=$CA_FILE
 }
 
 harness_cluster_down() {

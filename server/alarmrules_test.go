@@ -19,7 +19,7 @@ func TestAlarmLevels(t *testing.T) {
 	e := newEnv(t)
 	a := newAlarmSite(t, e, "Levels")
 	ctx := t.Context()
-	res, err := e.client(a.tn.tokens[store.Viewer]).ListAlarmLevelsWithResponse(ctx, a.tn.orgID, a.tn.projectID)
+	res, err := e.client(a.tn.tokens[store.Viewer]).ListAlarmLevelsWithResponse(ctx, a.tn.orgID, a.tn.projectID, nil)
 	if err != nil || res.JSON200 == nil {
 		t.Fatalf("list levels: %v %s", err, res.Body)
 	}
@@ -59,7 +59,7 @@ func TestAlarmLevels(t *testing.T) {
 
 func (e *env) mustLevel(t *testing.T, tn tenant, name string) int64 {
 	t.Helper()
-	levels, err := e.db.ListAlarmLevels(t.Context(), tn.orgID, tn.projectID)
+	levels, _, err := e.db.ListAlarmLevels(t.Context(), tn.orgID, tn.projectID, 0, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestAlarmOverdue(t *testing.T) {
 	// The rules' list says whether there is an overdue rule, with no 404.
 	overdue := func() *gen.OverdueRule {
 		t.Helper()
-		res, err := e.client(a.tn.tokens[store.Viewer]).ListAlarmRulesWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID)
+		res, err := e.client(a.tn.tokens[store.Viewer]).ListAlarmRulesWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID, nil)
 		if err != nil || res.JSON200 == nil {
 			t.Fatalf("list alarm rules: %v %s", err, res.Body)
 		}

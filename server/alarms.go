@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math"
 	"strings"
 	"time"
 
@@ -11,13 +12,22 @@ import (
 	"github.com/sensorreadings/readings/store"
 )
 
-// ListAlarmLevels returns the project's alarm levels.
+// ListAlarmLevels returns a page of the project's alarm levels; the cursor
+// is the last level's rank.
 func (s *Server) ListAlarmLevels(ctx context.Context, req gen.ListAlarmLevelsRequestObject) (gen.ListAlarmLevelsResponseObject, error) {
-	levels, err := s.store.ListAlarmLevels(ctx, req.OrgId, req.ProjId)
+	after, limit, err := page(req.Params.Limit, req.Params.Cursor)
 	if err != nil {
 		return nil, err
 	}
-	return gen.ListAlarmLevels200JSONResponse{Items: mapSlice(levels, toAlarmLevel)}, nil
+	levels, more, err := s.store.ListAlarmLevels(ctx, req.OrgId, req.ProjId, int(min(after, math.MaxInt32)), limit)
+	if err != nil {
+		return nil, err
+	}
+	out := gen.ListAlarmLevels200JSONResponse{Items: mapSlice(levels, toAlarmLevel)}
+	if len(levels) > 0 {
+		out.NextCursor = nextCursor(more, int64(levels[len(levels)-1].Rank))
+	}
+	return out, nil
 }
 
 // CreateAlarmLevel adds a level to the project.
@@ -47,13 +57,23 @@ func (s *Server) DeleteAlarmLevel(ctx context.Context, req gen.DeleteAlarmLevelR
 	return gen.DeleteAlarmLevel204Response{}, nil
 }
 
-// ListAlarmRules returns a sensor's rules.
+// ListAlarmRules returns a page of a sensor's rules; the cursor is the
+// last rule's target and id.
 func (s *Server) ListAlarmRules(ctx context.Context, req gen.ListAlarmRulesRequestObject) (gen.ListAlarmRulesResponseObject, error) {
-	rules, overdue, err := s.store.ListAlarmRules(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
+	after, limit, err := keyPage(req.Params.Limit, req.Params.Cursor, 2)
+	if err != nil {
+		return nil, err
+	}
+	rules, more, overdue, err := s.store.ListAlarmRules(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId),
+		store.RuleKey{TargetID: after[0], ID: after[1]}, limit)
 	if err != nil {
 		return nil, err
 	}
 	out := gen.ListAlarmRules200JSONResponse{Items: mapSlice(rules, toAlarmRule)}
+	if len(rules) > 0 {
+		last := rules[len(rules)-1].Key()
+		out.NextCursor = nextKeyCursor(more, last.TargetID, last.ID)
+	}
 	if overdue != nil {
 		o := toOverdueRule(*overdue)
 		out.Overdue = &o
@@ -112,13 +132,24 @@ func alarmRuleSpec(in gen.AlarmRuleInput) (store.AlarmRuleSpec, error) {
 	return spec, rule.Check()
 }
 
-// ListAlarms returns the project's current alarms.
+// ListAlarms returns a page of the project's current alarms; the cursor
+// is the last alarm's rank, since (in microseconds) and id.
 func (s *Server) ListAlarms(ctx context.Context, req gen.ListAlarmsRequestObject) (gen.ListAlarmsResponseObject, error) {
-	list, err := s.store.ListAlarms(ctx, req.OrgId, req.ProjId)
+	after, limit, err := keyPage(req.Params.Limit, req.Params.Cursor, 3)
 	if err != nil {
 		return nil, err
 	}
-	return gen.ListAlarms200JSONResponse{Items: mapSlice(list, toAlarm)}, nil
+	key := store.AlarmKey{Rank: int(min(max(after[0], 0), math.MaxInt32)), Since: time.UnixMicro(after[1]), ID: after[2]}
+	list, more, err := s.store.ListAlarms(ctx, req.OrgId, req.ProjId, key, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := gen.ListAlarms200JSONResponse{Items: mapSlice(list, toAlarm)}
+	if len(list) > 0 {
+		last := list[len(list)-1].Key()
+		out.NextCursor = nextKeyCursor(more, int64(last.Rank), last.Since.UnixMicro(), last.ID)
+	}
+	return out, nil
 }
 
 // AcknowledgeAlarm records that the caller has seen an alarm.

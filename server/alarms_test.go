@@ -21,7 +21,7 @@ func (e *env) newAlarm(t *testing.T, tn tenant) (levelID, ruleID, alarmID, webho
 	t.Helper()
 	ctx := context.Background()
 	key := store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.instanceID}
-	levels, err := e.db.ListAlarmLevels(ctx, tn.orgID, tn.projectID)
+	levels, _, err := e.db.ListAlarmLevels(ctx, tn.orgID, tn.projectID, 0, 1000)
 	if err != nil || len(levels) == 0 {
 		t.Fatalf("list alarm levels: %v %v", levels, err)
 	}
@@ -39,7 +39,7 @@ func (e *env) newAlarm(t *testing.T, tn tenant) (levelID, ruleID, alarmID, webho
 	if _, err := e.db.SetOverdueRule(ctx, store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.sensorID}, "Action", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	alarms, err := e.db.ListAlarms(ctx, tn.orgID, tn.projectID)
+	alarms, _, err := e.db.ListAlarms(ctx, tn.orgID, tn.projectID, store.AlarmKey{}, 1000)
 	if err != nil || len(alarms) != 1 {
 		t.Fatalf("alarms %+v, %v; want the one the reading raised", alarms, err)
 	}
@@ -102,7 +102,7 @@ func (a *alarmSite) post(t *testing.T, m int, freq float64) {
 
 func (a *alarmSite) alarms(t *testing.T) []gen.Alarm {
 	t.Helper()
-	res, err := a.e.client(a.tn.tokens[store.Viewer]).ListAlarmsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID)
+	res, err := a.e.client(a.tn.tokens[store.Viewer]).ListAlarmsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, nil)
 	if err != nil || res.JSON200 == nil {
 		t.Fatalf("list alarms: %v %s", err, res.Body)
 	}

@@ -1,10 +1,8 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,10 +23,12 @@ func principalOf(ctx context.Context) store.Principal {
 	return p
 }
 
-// authenticate enforces each operation's x-required-role, the one place
-// where permissions are decided: no token or a bad one is 401; a user who is
-// not a member of the path's organization gets 404, as if it did not exist;
-// a member whose role is too low gets 403 naming the role needed.
+// authenticate enforces each operation's x-required-role and the token's
+// scope over every resource the request names (scopeRefuses), the one
+// place where permissions are decided: no token or a bad one is 401; a
+// user who is not a member of the path's organization gets 404, as if it
+// did not exist; a member whose role is too low gets 403 naming the role
+// needed.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		op := s.ops.lookup(c)
@@ -71,12 +71,17 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 
 var errOrgNotFound = apperr.Errorf(apperr.NotFound, "organization not found")
 
-// scopeRefuses applies a token's scope to an operation. The organization
-// is the store's to check (a token limited to another one has no role in
-// it); here the path must name the scope's project and sensors: another one
-// is 404, as for a non-member, and an operation that names none is 403, as
-// it would reach beyond the scope. Of the user operations a scoped token may
-// only read, so that it cannot mint itself a broader token.
+// scopeRefuses applies a token's scope to an operation and to every
+// resource its request names, in the path, the query or the body, as the
+// spec declares them (x-resource; loadOperations refuses to serve an
+// operation naming one it could not check). The organization is the
+// store's to check (a token limited to another one has no role in it).
+// Of the user operations a scoped token may only read, so that it cannot
+// mint itself a broader token; every other operation's path must name the
+// scope's project, and its sensors if it has some, or it is 403, as it
+// would reach beyond the scope. Then each resource named is checked against
+// the scope (named.beyond): another project or sensor is 404, as for a
+// non-member.
 func scopeRefuses(c echo.Context, op *operation, scope store.TokenScope) error {
 	switch {
 	case !scope.Scoped():
@@ -85,25 +90,18 @@ func scopeRefuses(c echo.Context, op *operation, scope store.TokenScope) error {
 		return apperr.Errorf(apperr.Forbidden, "%s: a device token may only post readings", op.id)
 	case op.needs.role == "" && c.Request().Method != http.MethodGet && c.Request().Method != http.MethodHead:
 		return apperr.Errorf(apperr.Forbidden, "%s needs a token without a scope", op.id)
-	case op.needs.role == "":
-		return nil
+	case op.needs.role != "" && scope.ProjectID != 0 && !op.names.pathNames(project):
+		return apperr.Errorf(apperr.Forbidden, "%s: this token is limited to project %d", op.id, scope.ProjectID)
+	case op.needs.role != "" && len(scope.SensorIDs) > 0 && !op.names.pathNames(sensor):
+		return apperr.Errorf(apperr.Forbidden, "%s: this token is limited to sensors %v", op.id, scope.SensorIDs)
 	}
-	if scope.ProjectID != 0 {
-		param := cmp.Or(c.Param("proj_id"), c.Param("project_id"))
-		if param == "" {
-			return apperr.Errorf(apperr.Forbidden, "%s: this token is limited to project %d", op.id, scope.ProjectID)
-		}
-		if id, err := strconv.ParseInt(param, 10, 64); err != nil || id != scope.ProjectID {
-			return apperr.Errorf(apperr.NotFound, "project not found")
-		}
+	named, err := op.names.named(c)
+	if err != nil {
+		return err
 	}
-	if len(scope.SensorIDs) > 0 {
-		param := c.Param("sensor_id")
-		if param == "" {
-			return apperr.Errorf(apperr.Forbidden, "%s: this token is limited to sensors %v", op.id, scope.SensorIDs)
-		}
-		if id, err := strconv.ParseInt(param, 10, 64); err != nil || !slices.Contains(scope.SensorIDs, id) {
-			return apperr.Errorf(apperr.NotFound, "sensor not found")
+	for _, n := range named {
+		if err := n.beyond(scope, op.id); err != nil {
+			return err
 		}
 	}
 	return nil

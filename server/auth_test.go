@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -39,6 +41,8 @@ const (
 	otherProject                 // another project of the tenant
 	device                       // a device token of the project and the fixture's sensor
 	deviceOtherSensors           // a device token of the project and its piezometer only
+	projectOwner                 // the tenant's project, no ceiling
+	piezometerOwner              // the tenant's project and its piezometer only, no ceiling
 )
 
 var identities = []identity{
@@ -56,6 +60,8 @@ var identities = []identity{
 	{name: "OtherProjectToken", valid: true, role: store.Owner, scope: otherProject, header: scopedHeader(otherProject)},
 	{name: "DeviceToken", valid: true, role: store.Editor, scope: device, header: scopedHeader(device)},
 	{name: "OtherSensorsDeviceToken", valid: true, role: store.Editor, scope: deviceOtherSensors, header: scopedHeader(deviceOtherSensors)},
+	{name: "ProjectToken", valid: true, role: store.Owner, scope: projectOwner, header: scopedHeader(projectOwner)},
+	{name: "PiezometerToken", valid: true, role: store.Owner, scope: piezometerOwner, header: scopedHeader(piezometerOwner)},
 }
 
 func scopedHeader(kind scopeKind) func(*env, matrixFixture) string {
@@ -68,8 +74,12 @@ func roleHeader(role store.Role) func(*env, matrixFixture) string {
 
 // TestAuthMatrix calls every operation in the spec as every identity and
 // checks the status each gets: 401 without a valid token, 404 from another
-// organization, 403 below the operation's x-required-role, 2xx otherwise.
-// Each operation is also called by the owner on an archived project: reads
+// organization, 403 below the operation's x-required-role, 2xx otherwise,
+// and for scoped tokens what their reach allows (expectedStatus). The
+// requests name resources in their query and body too (namingRequest),
+// and each operation that does is also called by the owner naming the
+// other organization's resources there: refused, changing nothing. Each
+// operation is also called by the owner on an archived project: reads
 // answer as before, writes under the project 409 (archivedRefuses).
 // It reads the operations from the embedded spec, so a new operation joins
 // the matrix by itself. It also checks that no call returns the other
@@ -81,6 +91,12 @@ func TestAuthMatrix(t *testing.T) {
 	slices.SortFunc(ops, func(a, b specOperation) int { return strings.Compare(a.operation.OperationID, b.operation.OperationID) })
 	if len(ops) < 20 {
 		t.Fatalf("the spec has %d operations; the matrix expects the whole API", len(ops))
+	}
+	for _, o := range ops {
+		_, ok := namingRequest(o.operation.OperationID, namedIDs{})
+		if names := namesInQueryOrBody(o.operation); names != ok {
+			t.Errorf("%s: names a resource in its query or body: %v; has a namingRequest: %v", o.operation.OperationID, names, ok)
+		}
 	}
 
 	n := 0
@@ -99,7 +115,7 @@ func TestAuthMatrix(t *testing.T) {
 				f := e.newMatrixFixture(t, n)
 				header := id.header(e, f)
 				callerToken := strings.TrimPrefix(header, "Bearer ")
-				want := expectedStatus(o, required, id)
+				want := expectedStatus(t, o, required, id, f)
 
 				// The organizations whose data this caller must neither see
 				// nor change: the other one for the tenant's members, the
@@ -144,6 +160,31 @@ func TestAuthMatrix(t *testing.T) {
 				}
 			})
 		}
+		if _, ok := namingRequest(o.operation.OperationID, namedIDs{}); ok {
+			n++
+			t.Run(o.operation.OperationID+"/ForeignIDs", func(t *testing.T) {
+				f := e.newMatrixFixture(t, n)
+				f.names = e.foreignIDs(t, f)
+				header := roleHeader(store.Owner)(e, f)
+				before := map[int64]string{f.tenant.orgID: e.snapshot(t, f.tenant.orgID), f.other.orgID: e.snapshot(t, f.other.orgID)}
+				status, body := e.callExample(t, o.method, o.path, o.operation, f, header, strings.TrimPrefix(header, "Bearer "))
+				// A level is named by name, looked up within the path's
+				// project: one of another project's is no level of it.
+				want, code := 404, "not_found"
+				if names, _ := namingRequest(o.operation.OperationID, f.names); names.levelByName {
+					want, code = 400, "invalid"
+				}
+				wantError(t, status, body, want, code)
+				if bytes.Contains(body, []byte("BRAVO-")) {
+					t.Errorf("%s naming the other organization's resources returned its data: %s", o.operation.OperationID, body)
+				}
+				for orgID, snapshot := range before {
+					if e.snapshot(t, orgID) != snapshot {
+						t.Errorf("%s naming the other organization's resources was refused but changed organization %d", o.operation.OperationID, orgID)
+					}
+				}
+			})
+		}
 		n++
 		t.Run(o.operation.OperationID+"/ArchivedProject", func(t *testing.T) {
 			f := e.newMatrixFixture(t, n)
@@ -181,10 +222,18 @@ func archivedRefuses(method, path, operationID string) bool {
 
 // expectedStatus is the matrix's rule: 200 stands for any 2xx. A scoped
 // token answers as a non-member (404) for a project or sensor outside its
-// scope and 403 for an operation that names none of its scope, or that a
-// device token may not call.
-func expectedStatus(o specOperation, required string, id identity) int {
+// scope, in the path, the query or the body, and 403 for an operation
+// that names none of its scope, or that a device token may not call, and
+// for a kind of resource its scope never reaches (a blueprint for a
+// project's token, a level for a sensor's).
+func expectedStatus(t *testing.T, o specOperation, required string, id identity, f matrixFixture) int {
 	namesProject := strings.Contains(o.path, "{proj_id}") || strings.Contains(o.path, "{project_id}")
+	pathSensor := int64(0)
+	if strings.Contains(o.path, "{sensor_id}") {
+		pathSensor, _ = strconv.ParseInt(pathParam(t, f, o.operation.OperationID, "sensor_id", ""), 10, 64)
+	}
+	names, _ := namingRequest(o.operation.OperationID, f.names)
+	beyondPiezometer := slices.ContainsFunc(names.sensors, func(id int64) bool { return id != f.tenant.instanceID })
 	switch {
 	case required == "public":
 		return 200
@@ -194,18 +243,96 @@ func expectedStatus(o specOperation, required string, id identity) int {
 		return 403
 	case required == "user" && id.scope != unscoped && o.method != http.MethodGet:
 		return 403
+	case required == "user" && id.role == "" && names.kinds[organization]:
+		return 404 // the body names the tenant's organization
 	case required == "user":
 		return 200
 	case id.role == "":
 		return 404
 	case id.scope != unscoped && !namesProject:
 		return 403
+	case id.scope == piezometerOwner && pathSensor == 0:
+		return 403
 	case id.scope == otherProject, id.scope == deviceOtherSensors:
 		return 404
+	case id.scope == piezometerOwner && (pathSensor != f.tenant.instanceID || beyondPiezometer):
+		return 404
+	case id.scope == piezometerOwner && names.kinds[level], id.scope == projectOwner && names.kinds[blueprint]:
+		return 403
 	case !id.role.AtLeast(store.Role(required)):
 		return 403
 	}
 	return 200
+}
+
+// namedIDs are the resources the matrix's requests name in their query
+// or body.
+type namedIDs struct {
+	org, project, blueprint, levelID int64
+	sensor                           int64 // in a filter or a token's scope
+	source                           int64 // of a link
+	levelName                        string
+}
+
+// foreignIDs are the other organization's resources, each one that the
+// tenant's owner may not name, with a level of its own named as no level
+// of the tenant.
+func (e *env) foreignIDs(t *testing.T, f matrixFixture) namedIDs {
+	t.Helper()
+	o := f.other
+	lvl, err := e.db.CreateAlarmLevel(t.Context(), o.orgID, o.projectID, store.AlarmLevel{Name: "Only in BRAVO", Rank: 60, Colour: "#abcdef"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return namedIDs{org: o.orgID, project: o.projectID, blueprint: o.blueprintID, levelID: lvl.ID,
+		sensor: o.instanceID, source: o.instanceID, levelName: lvl.Name}
+}
+
+// naming is a request's query and body that name resources, and what they
+// name.
+type naming struct {
+	query       url.Values
+	body        any
+	kinds       map[string]bool // the x-resource kinds named
+	sensors     []int64
+	levelByName bool
+}
+
+// Kinds of resource, as x-resource names them.
+const (
+	organization = "organization"
+	blueprint    = "blueprint"
+	level        = "level"
+)
+
+// namingRequest is what the matrix sends to an operation whose query or
+// body names resources (x-resource), naming ids; ok is false for the
+// others. TestAuthMatrix checks that it knows every such operation.
+func namingRequest(operationID string, ids namedIDs) (naming, bool) {
+	id := func(n int64) string { return strconv.FormatInt(n, 10) }
+	rule := map[string]any{"target": "pressure", "level": ids.levelName, "direction": "above", "threshold": 150}
+	switch operationID {
+	case "createToken":
+		return naming{body: map[string]any{"name": "scoped", "scope": map[string]any{"org_id": ids.org, "project_id": ids.project, "sensor_ids": []int64{ids.sensor}}},
+			kinds: map[string]bool{organization: true, "project": true, "sensor": true}, sensors: []int64{ids.sensor}}, true
+	case "createSensor":
+		return naming{body: map[string]any{"name": "PZ-02", "blueprint_id": ids.blueprint}, kinds: map[string]bool{blueprint: true}}, true
+	case "updateSensor":
+		return naming{body: map[string]any{"name": "PZ-01 (replaced)", "blueprint_id": ids.blueprint}, kinds: map[string]bool{blueprint: true}}, true
+	case "updateLinks":
+		return naming{body: map[string]any{"temp": map[string]any{"sensor_id": ids.source, "key": "temp"}},
+			kinds: map[string]bool{"sensor": true}, sensors: []int64{ids.source}}, true
+	case "createAlarmRule", "updateAlarmRule":
+		return naming{body: rule, kinds: map[string]bool{level: true}, levelByName: true}, true
+	case "setOverdueRule":
+		return naming{body: map[string]any{"level": ids.levelName, "after_seconds": 3600}, kinds: map[string]bool{level: true}, levelByName: true}, true
+	case "listProjectReadings":
+		return naming{query: url.Values{"sensors": {id(ids.sensor)}}, kinds: map[string]bool{"sensor": true}, sensors: []int64{ids.sensor}}, true
+	case "listAlarmEvents":
+		return naming{query: url.Values{"sensor_id": {id(ids.sensor)}, "level_id": {id(ids.levelID)}},
+			kinds: map[string]bool{"sensor": true, level: true}, sensors: []int64{ids.sensor}}, true
+	}
+	return naming{}, false
 }
 
 // oneRequired names, for an operation that requires one of several
@@ -237,6 +364,10 @@ func (e *env) sendExample(t *testing.T, method, path string, op *openapi3.Operat
 			query = append(query, fmt.Sprintf("%s=%v", p.Value.Name, p.Value.Example))
 		}
 	}
+	names, naming := namingRequest(op.OperationID, f.names)
+	if len(names.query) > 0 {
+		query = append(query, names.query.Encode())
+	}
 	if len(query) > 0 {
 		path += "?" + strings.Join(query, "&")
 	}
@@ -248,13 +379,11 @@ func (e *env) sendExample(t *testing.T, method, path string, op *openapi3.Operat
 			t.Fatalf("%s: its request body has no application/json example for the matrix to send", op.OperationID)
 		}
 		example := media.Example
-		switch op.OperationID {
-		case "acceptInvitation":
+		switch {
+		case op.OperationID == "acceptInvitation":
 			example = map[string]string{"code": f.invitationCode}
-		case "updateLinks":
-			// The example's source is no sensor of the fixture; removing
-			// every link is a write all the same.
-			example = map[string]any{}
+		case naming:
+			example = names.body
 		}
 		b, err := json.Marshal(example)
 		if err != nil {

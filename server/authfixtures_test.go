@@ -29,6 +29,13 @@ type matrixFixture struct {
 	// alarm its reading raised, for the alarm operations.
 	levelID, ruleID, alarmID int64
 	webhookID                int64 // with a delivery of the alarm's event
+	// A second piezometer of the tenant's project, the source of the link
+	// the matrix sets.
+	source int64
+	// names is what the matrix's requests name in their query or body
+	// (namingRequest): the tenant's own resources unless a row says
+	// otherwise.
+	names namedIDs
 }
 
 func (e *env) newMatrixFixture(t *testing.T, n int) matrixFixture {
@@ -75,12 +82,17 @@ func (e *env) newMatrixFixture(t *testing.T, n int) matrixFixture {
 		otherProject:       {OrgID: tn.orgID, ProjectID: spare.ID},
 		device:             {OrgID: tn.orgID, ProjectID: tn.projectID, SensorIDs: []int64{tn.sensorID}, Device: true},
 		deviceOtherSensors: {OrgID: tn.orgID, ProjectID: tn.projectID, SensorIDs: []int64{tn.instanceID}, Device: true},
+		projectOwner:       {OrgID: tn.orgID, ProjectID: tn.projectID},
+		piezometerOwner:    {OrgID: tn.orgID, ProjectID: tn.projectID, SensorIDs: []int64{tn.instanceID}},
 	} {
 		if _, f.scoped[kind], err = e.db.CreateScopedToken(ctx, owner, "scoped", nil, scope); err != nil {
 			t.Fatal(err)
 		}
 	}
 	f.levelID, f.ruleID, f.alarmID, f.webhookID = e.newAlarm(t, f.tenant)
+	f.source = e.newPiezometer(t, tn, tn.projectID, fmt.Sprintf("ALPHA-%d source", n))
+	f.names = namedIDs{org: tn.orgID, project: tn.projectID, sensor: tn.instanceID, source: f.source,
+		blueprint: tn.blueprintID, levelID: f.levelID, levelName: "Alarm"}
 	instance := store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.instanceID}
 	if _, err := e.db.SetImportProfile(ctx, instance, store.ImportProfileSpec{TZ: "Europe/Zurich", Columns: map[string]string{"Freq_Avg": "freq"}}); err != nil {
 		t.Fatal(err)

@@ -320,8 +320,9 @@ func TestBlueprintLifecycle(t *testing.T) {
 
 	t.Run("BlueprintOfAnotherOrg", func(t *testing.T) {
 		other := e.newTenant("Globex")
+		// As another organization's id in the path would be: not found.
 		res, _ := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, gen.SensorCreate{Name: "x", BlueprintId: &other.blueprintID})
-		wantError(t, res.StatusCode(), res.Body, 400, "invalid")
+		wantError(t, res.StatusCode(), res.Body, 404, "not_found")
 		get, _ := admin.GetBlueprintWithResponse(ctx, tn.orgID, other.blueprintID)
 		wantError(t, get.StatusCode(), get.Body, 404, "not_found")
 	})

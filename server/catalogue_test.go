@@ -113,7 +113,7 @@ var badRequests = []struct {
 	{"ProjectStateWord", "PUT", "/api/v1/org/{org}/proj/{proj}", "json", `{"state":"deleted"}`, 400},
 	{"ProjectActionSQL", "POST", "/api/v1/org/{org}/proj/{proj}", "json", `{"action":"archive'; --"}`, 400},
 	{"SensorNameNull", "POST", "/api/v1/org/{org}/proj/{proj}/sensors", "json", `{"name":null}`, 400},
-	{"SensorBlueprintOfNobody", "POST", "/api/v1/org/{org}/proj/{proj}/sensors", "json", `{"name":"x","blueprint_id":999999}`, 400},
+	{"SensorBlueprintOfNobody", "POST", "/api/v1/org/{org}/proj/{proj}/sensors", "json", `{"name":"x","blueprint_id":999999}`, 404},
 	{"SensorBlueprintString", "POST", "/api/v1/org/{org}/proj/{proj}/sensors", "json", `{"name":"x","blueprint_id":"1"}`, 400},
 	{"SensorConstantsNaN", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}", "json", `{"constants":{"G":"NaN"}}`, 400},
 	{"MemberRoleGod", "POST", "/api/v1/org/{org}/members", "json", `{"email":"x@example.com","role":"god"}`, 400},

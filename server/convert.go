@@ -2,6 +2,7 @@ package server
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sensorreadings/readings/apperr"
@@ -34,6 +35,43 @@ func nextCursor(more bool, lastID int64) *string {
 		return nil
 	}
 	c := strconv.FormatInt(lastID, 10)
+	return &c
+}
+
+// keyPage reads the limit and cursor of a list ordered by n keys: the
+// cursor holds the last item's keys, joined by "_"; none gives n zeros.
+func keyPage(limit *int, cursor *string, n int) (after []int64, size int, err error) {
+	size = defaultPageLimit
+	if limit != nil {
+		size = *limit
+	}
+	after = make([]int64, n)
+	if cursor == nil {
+		return after, size, nil
+	}
+	parts := strings.Split(*cursor, "_")
+	if len(parts) != n {
+		return nil, 0, apperr.Errorf(apperr.Invalid, "cursor %q is not one this service gave; pass next_cursor as it came", *cursor)
+	}
+	for i, part := range parts {
+		if after[i], err = strconv.ParseInt(part, 10, 64); err != nil {
+			return nil, 0, apperr.Errorf(apperr.Invalid, "cursor %q is not one this service gave; pass next_cursor as it came", *cursor)
+		}
+	}
+	return after, size, nil
+}
+
+// nextKeyCursor is keyPage's cursor after the item with keys when more
+// follow, else nil.
+func nextKeyCursor(more bool, keys ...int64) *string {
+	if !more {
+		return nil
+	}
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = strconv.FormatInt(k, 10)
+	}
+	c := strings.Join(parts, "_")
 	return &c
 }
 

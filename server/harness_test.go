@@ -62,8 +62,15 @@ func newEnv(t testing.TB) *env {
 // else the real store.
 func newEnvWith(t testing.TB, cfg server.Config, wrap func(*store.DB) server.Store) *env {
 	t.Helper()
+	return newEnvLimits(t, cfg, store.Limits{}, wrap)
+}
+
+// newEnvLimits is newEnvWith on a store with limits; zero fields keep the
+// defaults.
+func newEnvLimits(t testing.TB, cfg server.Config, limits store.Limits, wrap func(*store.DB) server.Store) *env {
+	t.Helper()
 	pool := storetest.NewPool(t)
-	db := store.New(pool)
+	db := store.New(pool, limits)
 	var st server.Store = db
 	if wrap != nil {
 		st = wrap(db)
@@ -249,6 +256,26 @@ func (e *env) newTenant(name string) tenant {
 	}
 	tn.projectID, tn.sensorID, tn.blueprintID, tn.instanceID = project.ID, sensor.ID, blueprint.ID, instance.ID
 	return tn
+}
+
+// newPiezometer makes another sensor using the tenant's piezometer
+// blueprint, in projectID, and returns its id.
+func (e *env) newPiezometer(t testing.TB, tn tenant, projectID int64, name string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	b, err := e.db.GetBlueprint(ctx, tn.orgID, tn.blueprintID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := b.Instantiate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sensor, err := e.db.CreateSensor(ctx, tn.orgID, projectID, name, "", &store.Attachment{BlueprintID: b.ID, Instance: inst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sensor.ID
 }
 
 // owner returns a client of the tenant's owner.

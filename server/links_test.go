@@ -251,7 +251,7 @@ func TestLinksAlarms(t *testing.T) {
 	}
 	alarms := func(t *testing.T) int {
 		t.Helper()
-		res, err := viewer.ListAlarmsWithResponse(t.Context(), tn.orgID, tn.projectID)
+		res, err := viewer.ListAlarmsWithResponse(t.Context(), tn.orgID, tn.projectID, nil)
 		if err != nil || res.JSON200 == nil {
 			t.Fatalf("list alarms: %v %s", err, res.Body)
 		}

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"log/slog"
+
 	"github.com/sensorreadings/readings/store"
 
 	"github.com/labstack/echo/v4"
@@ -22,7 +24,7 @@ type metrics struct {
 	standbyReads  prometheus.Counter
 }
 
-func newMetrics(st Store, openStreams func() int) *metrics {
+func newMetrics(st Store, log *slog.Logger, openStreams func() int) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -65,6 +67,9 @@ func newMetrics(st Store, openStreams func() int) *metrics {
 		pool("empty_acquires", "Acquires that had to wait for a connection, ever.", func(s store.PoolStats) float64 { return float64(s.EmptyAcquires) }),
 		pool("acquire_wait_seconds", "Time spent waiting for connections, ever.", func(s store.PoolStats) float64 { return s.AcquireWait.Seconds() }),
 	)
+	if ops, ok := st.(opsStater); ok {
+		m.registry.MustRegister(newOpsCollector(ops, log))
+	}
 	return m
 }
 

@@ -37,6 +37,7 @@ func parseRequirement(s string) (requirement, error) {
 type operation struct {
 	id    string
 	needs requirement
+	names refs           // the resources its requests name (x-resource)
 	route *routers.Route // for validateRequest, which checks shape only
 }
 
@@ -46,8 +47,10 @@ type operations map[string]*operation
 func routeKey(method, echoPath string) string { return method + " " + echoPath }
 
 // loadOperations reads every operation of the spec with the role it
-// requires. A missing or unknown x-required-role is an error, so that no
-// operation is served before someone decides who may call it.
+// requires and the resources it names. A missing or unknown
+// x-required-role is an error, so that no operation is served before
+// someone decides who may call it; so is a parameter or body field that
+// names a resource the authorization step could not check (loadRefs).
 func loadOperations(spec *openapi3.T) (operations, error) {
 	ops := operations{}
 	for path, item := range spec.Paths.Map() {
@@ -64,6 +67,10 @@ func loadOperations(spec *openapi3.T) (operations, error) {
 				return nil, fmt.Errorf("%s %s (%s): public operations, and only they, have security: []", method, path, op.OperationID)
 			}
 			needs.device, _ = op.Extensions["x-device"].(bool)
+			names, err := loadRefs(item, op)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s (%s): %w", method, path, op.OperationID, err)
+			}
 			// Who may call an operation is authenticate's to decide, not the
 			// validator's. Given security requirements, kin-openapi reads
 			// the whole body into memory to offer it to an authentication
@@ -74,6 +81,7 @@ func loadOperations(spec *openapi3.T) (operations, error) {
 			ops[routeKey(method, echoPath(path))] = &operation{
 				id:    op.OperationID,
 				needs: needs,
+				names: names,
 				route: &routers.Route{Spec: spec, Path: path, PathItem: item, Method: method, Operation: &shapeOnly},
 			}
 		}

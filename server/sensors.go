@@ -57,7 +57,9 @@ func (s *Server) CreateSensor(ctx context.Context, req gen.CreateSensorRequestOb
 func (s *Server) attachment(ctx context.Context, orgID, blueprintID int64, constants map[string]float64) (store.Attachment, error) {
 	b, err := s.store.GetBlueprint(ctx, orgID, blueprintID)
 	if apperr.CodeOf(err) == apperr.NotFound {
-		return store.Attachment{}, apperr.Errorf(apperr.Invalid, "blueprint_id %d is not a blueprint of this organization", blueprintID)
+		// As another organization's id in the path would be: not found.
+		return store.Attachment{}, &apperr.Error{Code: apperr.NotFound, Message: fmt.Sprintf("blueprint_id %d is not a blueprint of this organization", blueprintID),
+			Details: map[string]any{"field": "/blueprint_id"}}
 	}
 	if err != nil {
 		return store.Attachment{}, err

@@ -72,15 +72,15 @@ type Store interface {
 	Reader
 
 	SetAlarmEvaluator(e store.AlarmEvaluator)
-	ListAlarmLevels(ctx context.Context, orgID, projectID int64) ([]store.AlarmLevel, error)
+	ListAlarmLevels(ctx context.Context, orgID, projectID int64, after, limit int) ([]store.AlarmLevel, bool, error)
 	CreateAlarmLevel(ctx context.Context, orgID, projectID int64, l store.AlarmLevel) (store.AlarmLevel, error)
 	UpdateAlarmLevel(ctx context.Context, orgID, projectID, levelID int64, patch store.AlarmLevelPatch) (store.AlarmLevel, error)
 	DeleteAlarmLevel(ctx context.Context, orgID, projectID, levelID int64) error
-	ListAlarmRules(ctx context.Context, key store.SensorKey) ([]store.AlarmRule, *store.OverdueRule, error)
+	ListAlarmRules(ctx context.Context, key store.SensorKey, after store.RuleKey, limit int) ([]store.AlarmRule, bool, *store.OverdueRule, error)
 	CreateAlarmRule(ctx context.Context, key store.SensorKey, spec store.AlarmRuleSpec) (store.AlarmRule, error)
 	UpdateAlarmRule(ctx context.Context, key store.SensorKey, ruleID int64, spec store.AlarmRuleSpec) (store.AlarmRule, error)
 	DeleteAlarmRule(ctx context.Context, key store.SensorKey, ruleID int64) error
-	ListAlarms(ctx context.Context, orgID, projectID int64) ([]store.Alarm, error)
+	ListAlarms(ctx context.Context, orgID, projectID int64, after store.AlarmKey, limit int) ([]store.Alarm, bool, error)
 	AcknowledgeAlarm(ctx context.Context, orgID, projectID, alarmID, userID int64, note string) (store.Alarm, error)
 	ListAlarmEvents(ctx context.Context, orgID, projectID int64, q store.AlarmEventQuery) ([]store.AlarmEvent, bool, error)
 	GetOverdueRule(ctx context.Context, key store.SensorKey) (store.OverdueRule, error)
@@ -91,7 +91,7 @@ type Store interface {
 	ImportProfileOf(ctx context.Context, sensor store.Sensor) (*store.ImportProfile, error)
 	SetImportProfile(ctx context.Context, key store.SensorKey, spec store.ImportProfileSpec) (store.ImportProfile, error)
 	DeleteImportProfile(ctx context.Context, key store.SensorKey) error
-	ListWebhooks(ctx context.Context, orgID, projectID int64) ([]store.Webhook, error)
+	ListWebhooks(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Webhook, bool, error)
 	GetWebhook(ctx context.Context, orgID, projectID, webhookID int64) (store.Webhook, error)
 	CreateWebhook(ctx context.Context, orgID, projectID int64, url, secret string) (store.Webhook, error)
 	DeleteWebhook(ctx context.Context, orgID, projectID, webhookID int64) error
@@ -162,7 +162,7 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 	}
 	s := &Server{store: st, log: log, cfg: cfg, ops: ops, limits: newRateLimits(cfg.RateLimit, cfg.RateBurst),
 		streams: newStreamLimits(cfg.MaxStreams, cfg.MaxStreamsPerToken), wake: make(chan struct{}, 1)}
-	s.metrics = newMetrics(st, s.streams.openStreams)
+	s.metrics = newMetrics(st, log, s.streams.openStreams)
 	if s.cfg.WebhookTimeout <= 0 {
 		s.cfg.WebhookTimeout = 10 * time.Second
 	}

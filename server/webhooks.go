@@ -212,13 +212,21 @@ func (s *Server) deliver(ctx context.Context, claims []store.Claim) {
 	}
 }
 
-// ListWebhooks returns the project's webhooks.
+// ListWebhooks returns a page of the project's webhooks.
 func (s *Server) ListWebhooks(ctx context.Context, req gen.ListWebhooksRequestObject) (gen.ListWebhooksResponseObject, error) {
-	hooks, err := s.store.ListWebhooks(ctx, req.OrgId, req.ProjId)
+	after, limit, err := page(req.Params.Limit, req.Params.Cursor)
 	if err != nil {
 		return nil, err
 	}
-	return gen.ListWebhooks200JSONResponse{Items: mapSlice(hooks, toWebhook)}, nil
+	hooks, more, err := s.store.ListWebhooks(ctx, req.OrgId, req.ProjId, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := gen.ListWebhooks200JSONResponse{Items: mapSlice(hooks, toWebhook)}
+	if len(hooks) > 0 {
+		out.NextCursor = nextCursor(more, hooks[len(hooks)-1].ID)
+	}
+	return out, nil
 }
 
 // CreateWebhook adds a webhook to the project.

@@ -28,24 +28,29 @@ type AlarmLevelPatch struct {
 
 const alarmLevelColumns = `id, project_id, name, rank, colour`
 
-// ListAlarmLevels returns the project's levels by rank. It returns
-// NotFound for a project not in orgID.
-func (db *DB) ListAlarmLevels(ctx context.Context, orgID, projectID int64) ([]AlarmLevel, error) {
+// ListAlarmLevels returns up to limit levels of the project with ranks
+// above after, by rank (unique in a project), and whether more follow. It
+// returns NotFound for a project not in orgID.
+func (db *DB) ListAlarmLevels(ctx context.Context, orgID, projectID int64, after, limit int) ([]AlarmLevel, bool, error) {
 	if _, err := db.GetProject(ctx, orgID, projectID); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	rows, _ := db.pool.Query(ctx, `SELECT `+alarmLevelColumns+` FROM alarm_levels WHERE project_id = $1 ORDER BY rank`, projectID)
-	levels, err := pgx.CollectRows(rows, pgx.RowToStructByName[AlarmLevel])
-	return levels, dbError("list alarm levels", err)
+	rows, _ := db.pool.Query(ctx, `SELECT `+alarmLevelColumns+` FROM alarm_levels
+WHERE project_id = $1 AND rank > $2 ORDER BY rank LIMIT $3`, projectID, after, limit+1)
+	return collectPage[AlarmLevel]("list alarm levels", rows, limit)
 }
 
 // CreateAlarmLevel adds a level to the project. It returns NotFound;
 // Invalid for a name, rank or colour the table refuses; Conflict for a
-// name or rank the project has already, or an archived project.
+// name or rank the project has already, an archived project, or one with
+// its Limits.AlarmLevels.
 func (db *DB) CreateAlarmLevel(ctx context.Context, orgID, projectID int64, l AlarmLevel) (AlarmLevel, error) {
 	var level AlarmLevel
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		if err := lockWritableProject(ctx, tx, orgID, projectID); err != nil {
+			return err
+		}
+		if err := db.makeRoom(ctx, tx, alarmLevelsCap, projectID); err != nil {
 			return err
 		}
 		rows, _ := tx.Query(ctx, `INSERT INTO alarm_levels (project_id, name, rank, colour) VALUES ($1, $2, $3, $4) RETURNING `+alarmLevelColumns,

@@ -54,35 +54,47 @@ coalesce((SELECT al.rank FROM alarms a JOIN alarm_levels al ON al.id = a.level_i
 const sensorRulesSQL = `SELECT ` + alarmRuleColumns + ` FROM alarm_rules r JOIN alarm_levels l ON l.id = r.level_id
 WHERE r.sensor_id = $1 ORDER BY r.target_id, r.id`
 
-// ListAlarmRules returns the sensor's trigger rules, by target, and its
-// overdue rule, nil when it has none. It returns NotFound.
-func (db *DB) ListAlarmRules(ctx context.Context, key SensorKey) ([]AlarmRule, *OverdueRule, error) {
+// RuleKey is where a rule stands in a sensor's list: by target, then id.
+type RuleKey struct{ TargetID, ID int64 }
+
+// Key is the rule's place in its sensor's list.
+func (r AlarmRule) Key() RuleKey { return RuleKey{TargetID: r.TargetID, ID: r.ID} }
+
+// ListAlarmRules returns up to limit trigger rules of the sensor after
+// after (the zero key: from the first), by target, whether more follow, and
+// its overdue rule, nil when it has none. It returns NotFound.
+func (db *DB) ListAlarmRules(ctx context.Context, key SensorKey, after RuleKey, limit int) ([]AlarmRule, bool, *OverdueRule, error) {
 	if _, err := db.GetSensor(ctx, key); err != nil {
-		return nil, nil, err
+		return nil, false, nil, err
 	}
-	rows, _ := db.pool.Query(ctx, sensorRulesSQL, key.SensorID)
-	rules, err := pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
+	rows, _ := db.pool.Query(ctx, `SELECT `+alarmRuleColumns+` FROM alarm_rules r JOIN alarm_levels l ON l.id = r.level_id
+WHERE r.sensor_id = $1 AND (r.target_id, r.id) > ($2, $3) ORDER BY r.target_id, r.id LIMIT $4`,
+		key.SensorID, after.TargetID, after.ID, limit+1)
+	rules, more, err := collectPage[AlarmRule]("list alarm rules", rows, limit)
 	if err != nil {
-		return nil, nil, dbError("list alarm rules", err)
+		return nil, false, nil, err
 	}
 	overdue, err := overdueRule(ctx, db.pool, key.SensorID)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return rules, nil, nil
+		return rules, more, nil, nil
 	case err != nil:
-		return nil, nil, dbError("list alarm rules", err)
+		return nil, false, nil, dbError("list alarm rules", err)
 	}
-	return rules, &overdue, nil
+	return rules, more, &overdue, nil
 }
 
 // CreateAlarmRule adds a rule to the sensor and rechecks its alarms
 // against its newest reading, in one transaction. It returns NotFound;
 // Invalid for a target that is not one of the sensor's inputs or outputs,
 // a level that is not the project's, or values the table refuses; and Conflict
-// when the project is archived.
+// when the project is archived or the sensor has its Limits.AlarmRules.
 func (db *DB) CreateAlarmRule(ctx context.Context, key SensorKey, spec AlarmRuleSpec) (AlarmRule, error) {
 	var rule AlarmRule
 	err := db.editRules(ctx, key, func(tx pgx.Tx, sensor Sensor) error {
+		if err := db.makeRoom(ctx, tx, alarmRulesCap, sensor.ID); err != nil {
+			return err
+		}
 		targetID, levelID, err := ruleTarget(ctx, tx, sensor, spec)
 		if err != nil {
 			return err

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sensorreadings/readings/apperr"
 )
 
 // Alarm is the current alarm of a target not at rest.
@@ -54,16 +56,30 @@ type AlarmEventQuery struct {
 const alarmColumns = `a.id, a.project_id, a.sensor_id, a.target_id, a.target_key, a.level_id, l.name AS level_name, l.rank, l.colour,
 a.since, a.value, a.acknowledged_at, a.acknowledged_by, a.note`
 
-// ListAlarms returns the project's current alarms, most severe first. It
-// returns NotFound for a project not in orgID.
-func (db *DB) ListAlarms(ctx context.Context, orgID, projectID int64) ([]Alarm, error) {
+// AlarmKey is where an alarm stands in its project's list: most severe
+// first, then oldest first, then by id. An alarm's rank cannot change while
+// it stands: a level in use keeps its rank.
+type AlarmKey struct {
+	Rank  int
+	Since time.Time
+	ID    int64
+}
+
+// Key is the alarm's place in its project's list.
+func (a Alarm) Key() AlarmKey { return AlarmKey{Rank: a.Rank, Since: a.Since, ID: a.ID} }
+
+// ListAlarms returns up to limit current alarms of the project after after
+// (the zero key: from the first), most severe first, and whether more
+// follow. It returns NotFound for a project not in orgID.
+func (db *DB) ListAlarms(ctx context.Context, orgID, projectID int64, after AlarmKey, limit int) ([]Alarm, bool, error) {
 	if _, err := db.GetProject(ctx, orgID, projectID); err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	// Ranks are 1 to 100, so a zero key's rank of 0 means from the first.
 	rows, _ := db.pool.Query(ctx, `SELECT `+alarmColumns+` FROM alarms a JOIN alarm_levels l ON l.id = a.level_id
-WHERE a.project_id = $1 ORDER BY l.rank DESC, a.since, a.id`, projectID)
-	alarms, err := pgx.CollectRows(rows, pgx.RowToStructByName[Alarm])
-	return alarms, dbError("list alarms", err)
+WHERE a.project_id = $1 AND ($2 = 0 OR l.rank < $2 OR (l.rank = $2 AND (a.since, a.id) > ($3, $4)))
+ORDER BY l.rank DESC, a.since, a.id LIMIT $5`, projectID, after.Rank, after.Since, after.ID, limit+1)
+	return collectPage[Alarm]("list alarms", rows, limit)
 }
 
 // AcknowledgeAlarm records that userID has seen the alarm, with a note,
@@ -95,12 +111,29 @@ VALUES ($1, $2, $3, 'acknowledged', $4, $5, $6, $7, $8, $9)`,
 	return alarm, dbError("acknowledge alarm", err)
 }
 
+// alarmEventFiltersSQL tells whether the project is orgID's, and whether
+// the sensor and level an events query filters on (0 for none) are its.
+const alarmEventFiltersSQL = `
+SELECT ($3::bigint = 0 OR EXISTS (SELECT 1 FROM sensors WHERE id = $3 AND project_id = p.id)),
+       ($4::bigint = 0 OR EXISTS (SELECT 1 FROM alarm_levels WHERE id = $4 AND project_id = p.id))
+FROM projects p WHERE p.id = $2 AND p.org_id = $1`
+
 // ListAlarmEvents returns up to q.Limit events of the project that q
 // selects, oldest first (newest first with q.Desc), and whether more
-// follow. It returns NotFound for a project not in orgID.
+// follow. It returns NotFound for a project not in orgID, and for a sensor
+// or level to filter on that is not the project's: a filter naming
+// another's is refused as the same id in a path would be, not answered
+// with nothing.
 func (db *DB) ListAlarmEvents(ctx context.Context, orgID, projectID int64, q AlarmEventQuery) ([]AlarmEvent, bool, error) {
-	if _, err := db.GetProject(ctx, orgID, projectID); err != nil {
-		return nil, false, err
+	var sensorOK, levelOK bool
+	err := db.pool.QueryRow(ctx, alarmEventFiltersSQL, orgID, projectID, q.SensorID, q.LevelID).Scan(&sensorOK, &levelOK)
+	switch {
+	case err != nil:
+		return nil, false, notFound("list alarm events", err, "project")
+	case !sensorOK:
+		return nil, false, apperr.Errorf(apperr.NotFound, "sensor %d is not a sensor of this project", q.SensorID)
+	case !levelOK:
+		return nil, false, apperr.Errorf(apperr.NotFound, "level %d is not an alarm level of this project", q.LevelID)
 	}
 	sql, after := listAlarmEventsAsc, q.After
 	if q.Desc {
@@ -119,7 +152,7 @@ const (
 	listAlarmEventsSelect = `
 SELECT id, project_id, sensor_id, target_key, kind, level_id, level_name, value, reading_at, user_id, note, created_at
 FROM alarm_events
-WHERE project_id = $1 AND ($3 = 0 OR sensor_id = $3) AND ($4 = 0 OR level_id = $4)
+WHERE project_id = $1 AND ($3::bigint = 0 OR sensor_id = $3) AND ($4::bigint = 0 OR level_id = $4)
   AND created_at BETWEEN $5 AND $6`
 	listAlarmEventsAsc  = listAlarmEventsSelect + ` AND id > $2 ORDER BY id LIMIT $7`
 	listAlarmEventsDesc = listAlarmEventsSelect + ` AND id < $2 ORDER BY id DESC LIMIT $7`

@@ -57,7 +57,7 @@ func TestAlarmLevels(t *testing.T) {
 	runOnOneDB(t, map[string]func(*testing.T, *store.DB){
 		"DefaultsForEveryProject": func(t *testing.T, db *store.DB) {
 			p := newProject(t, db, newOrg(t, db))
-			levels, err := db.ListAlarmLevels(t.Context(), p.OrgID, p.ID)
+			levels, _, err := db.ListAlarmLevels(t.Context(), p.OrgID, p.ID, 0, 1000)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +71,7 @@ func TestAlarmLevels(t *testing.T) {
 		},
 		"ErrNotFound": func(t *testing.T, db *store.DB) {
 			p := newProject(t, db, newOrg(t, db))
-			_, err := db.ListAlarmLevels(t.Context(), unknownID, p.ID)
+			_, _, err := db.ListAlarmLevels(t.Context(), unknownID, p.ID, 0, 1000)
 			wantCode(t, err, apperr.NotFound)
 			_, err = db.UpdateAlarmLevel(t.Context(), p.OrgID, p.ID, unknownID, store.AlarmLevelPatch{Name: ptr("x")})
 			wantCode(t, err, apperr.NotFound)
@@ -135,7 +135,7 @@ func TestAlarmHook(t *testing.T) {
 		if err := insert(1, 150); err != nil {
 			t.Fatal(err)
 		}
-		alarms, err := db.ListAlarms(ctx, key.OrgID, key.ProjectID)
+		alarms, _, err := db.ListAlarms(ctx, key.OrgID, key.ProjectID, store.AlarmKey{}, 1000)
 		if err != nil || len(alarms) != 1 || alarms[0].LevelName != "Alarm" || alarms[0].Value != 150 || !alarms[0].Since.Equal(at(1)) {
 			t.Fatalf("alarms %+v, %v; want one at Alarm since minute 1, value 150", alarms, err)
 		}
@@ -154,13 +154,13 @@ func TestAlarmHook(t *testing.T) {
 		if err := insert(0, 500); err != nil { // older than minute 1
 			t.Fatal(err)
 		}
-		alarms, _ := db.ListAlarms(ctx, key.OrgID, key.ProjectID)
+		alarms, _, _ := db.ListAlarms(ctx, key.OrgID, key.ProjectID, store.AlarmKey{}, 1000)
 		if len(alarms) != 1 || alarms[0].Value != 150 {
 			t.Errorf("alarms %+v after a late reading, want the current one unchanged", alarms)
 		}
 	})
 	t.Run("AcknowledgeAppendsEvent", func(t *testing.T) {
-		alarms, _ := db.ListAlarms(ctx, key.OrgID, key.ProjectID)
+		alarms, _, _ := db.ListAlarms(ctx, key.OrgID, key.ProjectID, store.AlarmKey{}, 1000)
 		user := newMember(t, db, store.Org{ID: key.OrgID}, "ack", store.Editor)
 		got, err := db.AcknowledgeAlarm(ctx, key.OrgID, key.ProjectID, alarms[0].ID, user.ID, "seen")
 		if err != nil || got.AcknowledgedAt == nil || *got.AcknowledgedBy != user.ID || got.Note != "seen" {
@@ -179,7 +179,7 @@ func TestAlarmHook(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if alarms, _ := db.ListAlarms(ctx, key.OrgID, key.ProjectID); len(alarms) != 0 {
+		if alarms, _, _ := db.ListAlarms(ctx, key.OrgID, key.ProjectID, store.AlarmKey{}, 1000); len(alarms) != 0 {
 			t.Errorf("alarms %+v after raising the threshold past the newest reading, want none", alarms)
 		}
 	})
@@ -259,6 +259,25 @@ func TestListAlarmEvents(t *testing.T) {
 		_, _, err := db.ListAlarmEvents(ctx, unknownID, key.ProjectID, store.AlarmEventQuery{Desc: true, Limit: 1})
 		wantCode(t, err, apperr.NotFound)
 	})
+	// A filter naming another project's sensor or level is refused, as the
+	// id would be in a path, rather than answered with no events.
+	_, elsewhere := newBlueprintSensor(t, db)
+	otherLevels, _, err := db.ListAlarmLevels(ctx, elsewhere.OrgID, elsewhere.ProjectID, 0, 100)
+	if err != nil || len(otherLevels) == 0 {
+		t.Fatalf("levels of another project: %v %v", otherLevels, err)
+	}
+	for name, q := range map[string]store.AlarmEventQuery{
+		"SensorOfAnotherProject": {SensorID: elsewhere.SensorID},
+		"LevelOfAnotherProject":  {LevelID: otherLevels[0].ID},
+		"UnknownSensor":          {SensorID: unknownID},
+		"UnknownLevel":           {LevelID: unknownID},
+	} {
+		t.Run("ErrNotFound/"+name, func(t *testing.T) {
+			q.From, q.To, q.Limit = store.MinTime, store.MaxTime, 1
+			_, _, err := db.ListAlarmEvents(ctx, key.OrgID, key.ProjectID, q)
+			wantCode(t, err, apperr.NotFound)
+		})
+	}
 }
 
 // TestListAlarmRules: the list carries the sensor's overdue rule, nil
@@ -270,19 +289,19 @@ func TestListAlarmRules(t *testing.T) {
 	if _, err := db.CreateAlarmRule(ctx, key, store.AlarmRuleSpec{TargetKey: "u", Level: "Alert", Direction: "above", Threshold: 50, Persistence: 1}); err != nil {
 		t.Fatal(err)
 	}
-	rules, overdue, err := db.ListAlarmRules(ctx, key)
+	rules, _, overdue, err := db.ListAlarmRules(ctx, key, store.RuleKey{}, 100)
 	if err != nil || len(rules) != 1 || overdue != nil {
 		t.Fatalf("ListAlarmRules = %d rules, overdue %+v, %v; want 1 rule, no overdue rule", len(rules), overdue, err)
 	}
 	if _, err := db.SetOverdueRule(ctx, key, "Maintenance", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	rules, overdue, err = db.ListAlarmRules(ctx, key)
+	rules, _, overdue, err = db.ListAlarmRules(ctx, key, store.RuleKey{}, 100)
 	if err != nil || len(rules) != 1 || overdue == nil || overdue.Level != "Maintenance" || overdue.After != time.Hour {
 		t.Fatalf("ListAlarmRules = %d rules, overdue %+v, %v; want 1 rule, overdue at Maintenance after 1h", len(rules), overdue, err)
 	}
 	t.Run("ErrNotFound", func(t *testing.T) {
-		_, _, err := db.ListAlarmRules(ctx, store.SensorKey{OrgID: key.OrgID, ProjectID: key.ProjectID, SensorID: unknownID})
+		_, _, _, err := db.ListAlarmRules(ctx, store.SensorKey{OrgID: key.OrgID, ProjectID: key.ProjectID, SensorID: unknownID}, store.RuleKey{}, 100)
 		wantCode(t, err, apperr.NotFound)
 	})
 }

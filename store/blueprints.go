@@ -80,13 +80,22 @@ WHERE org_id = $1 AND id > $2 ORDER BY id LIMIT $3`, orgID, after, limit+1)
 // CreateBlueprint saves b in orgID. The caller has checked its formulas. It
 // returns Invalid for an unknown organization, or a name or description the
 // blueprints table refuses (a name of 1 to 200 characters, a description of
-// at most 2,000).
+// at most 2,000), and Conflict when the organization has its
+// Limits.Blueprints.
 func (db *DB) CreateBlueprint(ctx context.Context, orgID int64, b Blueprint) (Blueprint, error) {
-	rows, _ := db.pool.Query(ctx, `
+	var created Blueprint
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if err := db.makeRoom(ctx, tx, blueprintsCap, orgID); err != nil {
+			return err
+		}
+		rows, _ := tx.Query(ctx, `
 INSERT INTO blueprints (org_id, name, description, inputs, constants, outputs)
 VALUES ($1, $2, $3, $4, $5, $6)
 RETURNING `+blueprintColumns, orgID, b.Name, b.Description, nonNil(b.Inputs), nonNil(b.Constants), nonNil(b.Outputs))
-	created, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Blueprint])
+		var err error
+		created, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Blueprint])
+		return err
+	})
 	return created, dbError("create blueprint", err)
 }
 

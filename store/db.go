@@ -20,11 +20,11 @@ import (
 
 // DB is the service's database.
 type DB struct {
-	pool            *pgxpool.Pool
-	maxSensorInputs int
-	alarms          AlarmEvaluator // nil: readings raise no alarms
-	rollupCursor    atomic.Int64   // the sensor whose queued hours MaintainRollups took last
-	txAttempts      int            // inTx's attempts in all
+	pool         *pgxpool.Pool
+	limits       Limits
+	alarms       AlarmEvaluator // nil: readings raise no alarms
+	rollupCursor atomic.Int64   // the sensor whose queued hours MaintainRollups took last
+	txAttempts   int            // inTx's attempts in all
 }
 
 // DefaultMaxSensorInputs is how many distinct input ids a sensor without a
@@ -32,15 +32,15 @@ type DB struct {
 // may have inputs.
 const DefaultMaxSensorInputs = 100
 
-// New returns a DB on pool. The caller owns the pool and closes it. A sensor
-// without a blueprint may have at most maxSensorInputs distinct input ids,
-// DefaultMaxSensorInputs when none (or 0) is given.
-func New(pool *pgxpool.Pool, maxSensorInputs ...int) *DB {
-	db := &DB{pool: pool, maxSensorInputs: DefaultMaxSensorInputs, txAttempts: DefaultTxAttempts}
-	if len(maxSensorInputs) > 0 && maxSensorInputs[0] > 0 {
-		db.maxSensorInputs = maxSensorInputs[0]
+// New returns a DB on pool. The caller owns the pool and closes it. The
+// collections clients grow are capped by limits, DefaultLimits when none
+// is given, and by DefaultLimits' value for each field of 0.
+func New(pool *pgxpool.Pool, limits ...Limits) *DB {
+	var l Limits
+	if len(limits) > 0 {
+		l = limits[0]
 	}
-	return db
+	return &DB{pool: pool, limits: l.withDefaults(), txAttempts: DefaultTxAttempts}
 }
 
 // querier is what both the pool and a transaction can do, so helpers run in

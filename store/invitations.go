@@ -43,14 +43,30 @@ CASE WHEN accepted_at IS NOT NULL THEN 'accepted' WHEN revoked_at IS NOT NULL TH
 
 // CreateInvitation invites email to orgID with role until expiresAt, on
 // behalf of invitedBy, and returns the invitation with its code, which is
-// not stored and cannot be shown again. It returns Invalid for an unknown
-// organization or role, or an email the users table would refuse.
+// not stored and cannot be shown again. It keeps, of the organization's
+// accepted, revoked and expired invitations, the newest Limits.Invitations,
+// and deletes the others. It returns Invalid for an unknown organization or
+// role, or an email the users table would refuse; and Conflict when the
+// organization has its Limits.Invitations pending, or its Limits.Members
+// with them.
 func (db *DB) CreateInvitation(ctx context.Context, orgID, invitedBy int64, email string, role Role, expiresAt time.Time) (Invitation, string, error) {
 	code := newSecret(invitationScheme)
-	rows, _ := db.pool.Query(ctx, `
+	var inv Invitation
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		// The locks in this order only: AddMember takes the second alone.
+		if err := db.makeRoom(ctx, tx, invitationsCap, orgID); err != nil {
+			return err
+		}
+		if err := db.makeRoom(ctx, tx, membersCap, orgID); err != nil {
+			return err
+		}
+		rows, _ := tx.Query(ctx, `
 INSERT INTO invitations (org_id, email, role, code_hash, invited_by, expires_at) VALUES ($1, $2, $3, $4, $5, $6)
 RETURNING `+invitationColumns, orgID, email, role, tokenHash(code), invitedBy, expiresAt)
-	inv, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Invitation])
+		var err error
+		inv, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Invitation])
+		return err
+	})
 	if err != nil {
 		return Invitation{}, "", dbError("create invitation", err)
 	}

@@ -21,11 +21,15 @@ WHERE m.org_id = $1 AND m.user_id > $2 ORDER BY m.user_id LIMIT $3`, orgID, afte
 }
 
 // AddMember makes the user with email a member of orgID, creating the user
-// when there is none. It returns Conflict when they are a member already,
+// when there is none. It returns Conflict when they are a member already or
+// the organization has its Limits.Members (pending invitations included),
 // and Invalid for an unknown organization or role, or as EnsureUser does.
 func (db *DB) AddMember(ctx context.Context, orgID int64, email, name string, role Role) (Member, error) {
 	var member Member
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if err := db.makeRoom(ctx, tx, membersCap, orgID); err != nil {
+			return err
+		}
 		user, err := ensureUser(ctx, tx, email, name)
 		if err != nil {
 			return err

@@ -50,12 +50,21 @@ WHERE org_id = $1 AND id > $2 ORDER BY id LIMIT $3`, orgID, after, limit+1)
 
 // CreateProject creates an active project in orgID. It returns Invalid for
 // an unknown organization, or a name or description the projects table
-// refuses (a name of 1 to 200 characters, a description of at most 2,000).
+// refuses (a name of 1 to 200 characters, a description of at most 2,000),
+// and Conflict when the organization has its Limits.Projects.
 func (db *DB) CreateProject(ctx context.Context, orgID int64, name, description string) (Project, error) {
-	rows, _ := db.pool.Query(ctx, `
+	var project Project
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if err := db.makeRoom(ctx, tx, projectsCap, orgID); err != nil {
+			return err
+		}
+		rows, _ := tx.Query(ctx, `
 INSERT INTO projects (org_id, name, description) VALUES ($1, $2, $3)
 RETURNING `+projectColumns, orgID, name, description)
-	project, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Project])
+		var err error
+		project, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Project])
+		return err
+	})
 	return project, dbError("create project", err)
 }
 

@@ -174,7 +174,7 @@ func inputIDsOf(readings []Reading) iter.Seq[int64] {
 
 // recordInputs adds fresh, the batch's input ids that the sensor's readings
 // never had, to its set (sensor_inputs), and, when limited, refuses the
-// batch if the set would exceed db.maxSensorInputs. A batch with no new id,
+// batch if the set would exceed db.limits.SensorInputs. A batch with no new id,
 // the common case, costs no statement. known is the set as the batch found
 // it, under the sensor's row lock that makes the batches of one sensor take
 // turns, so it is the set of every batch committed before this one.
@@ -183,17 +183,17 @@ func (db *DB) recordInputs(ctx context.Context, tx pgx.Tx, sensorID int64, limit
 		return nil
 	}
 	total := len(known) + len(fresh)
-	if !limited || total <= db.maxSensorInputs {
+	if !limited || total <= db.limits.SensorInputs {
 		if err := tx.QueryRow(ctx, recordInputsSQL, sensorID, fresh).Scan(&total); err != nil {
 			return err
 		}
 	}
-	if limited && total > db.maxSensorInputs {
+	if limited && total > db.limits.SensorInputs {
 		return &apperr.Error{
 			Code: apperr.Invalid,
 			Message: fmt.Sprintf("the batch would give the sensor %d distinct input ids; a sensor without a blueprint has at most %d "+
-				"(it has %d): reuse its input ids, or give it a blueprint", total, db.maxSensorInputs, len(known)),
-			Details: map[string]any{"limit": db.maxSensorInputs},
+				"(it has %d): reuse its input ids, or give it a blueprint", total, db.limits.SensorInputs, len(known)),
+			Details: map[string]any{"limit": db.limits.SensorInputs},
 		}
 	}
 	return nil

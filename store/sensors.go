@@ -66,13 +66,17 @@ WHERE `+inOrg+` AND s.id > $3 ORDER BY s.id LIMIT $4`, orgID, projectID, after, 
 
 // CreateSensor creates a sensor in the project, with an instance when
 // attach is not nil. It returns NotFound for a project that is not in orgID,
-// and Invalid for a name or description the sensors table refuses (a name
-// of 1 to 200 characters, a description of at most 2,000) or a blueprint
-// that is not orgID's, and Conflict when the project is archived.
+// or a blueprint that is not orgID's, Invalid for a name or description the
+// sensors table refuses (a name of 1 to 200 characters, a description of at
+// most 2,000), and Conflict when the project is archived or has its
+// Limits.Sensors.
 func (db *DB) CreateSensor(ctx context.Context, orgID, projectID int64, name, description string, attach *Attachment) (Sensor, error) {
 	var sensor Sensor
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		if err := lockWritableProject(ctx, tx, orgID, projectID); err != nil {
+			return err
+		}
+		if err := db.makeRoom(ctx, tx, sensorsCap, projectID); err != nil {
 			return err
 		}
 		var blueprintID *int64
@@ -109,7 +113,7 @@ func (db *DB) GetSensor(ctx context.Context, key SensorKey) (Sensor, error) {
 
 // UpdateSensor applies patch to the sensor, all of it or nothing, and
 // rechecks its alarms against its newest reading in the same transaction. It
-// returns NotFound; Invalid as CreateSensor does; and Conflict when its
+// returns NotFound and Invalid as CreateSensor does, and Conflict when its
 // project is archived, when attaching to a sensor with readings, or when the
 // edited instance changed meanwhile or is gone.
 func (db *DB) UpdateSensor(ctx context.Context, key SensorKey, patch SensorPatch) (Sensor, error) {
@@ -214,7 +218,7 @@ func nextInstance(ctx context.Context, tx pgx.Tx, orgID int64, current Sensor, p
 	return current.BlueprintID, current.Instance, nil
 }
 
-// checkBlueprint returns Invalid unless blueprint blueprintID is orgID's.
+// checkBlueprint returns NotFound unless blueprint blueprintID is orgID's.
 // The foreign key only knows that the blueprint exists: without this, a
 // sensor could name another organization's blueprint.
 func checkBlueprint(ctx context.Context, q querier, orgID, blueprintID int64) error {
@@ -224,7 +228,7 @@ func checkBlueprint(ctx context.Context, q querier, orgID, blueprintID int64) er
 		return err
 	}
 	if !ours {
-		return apperr.Errorf(apperr.Invalid, "blueprint %d is not a blueprint of this organization", blueprintID)
+		return apperr.Errorf(apperr.NotFound, "blueprint %d is not a blueprint of this organization", blueprintID)
 	}
 	return nil
 }

@@ -112,13 +112,13 @@ func testCreateSensor(t *testing.T, db *store.DB) {
 		wantCode(t, err, apperr.Invalid)
 	})
 	for name, foreign := range foreignAttachments {
-		t.Run("ErrInvalid/"+name, func(t *testing.T) {
+		t.Run("ErrNotFound/"+name, func(t *testing.T) {
 			t.Parallel()
 			org := newOrg(t, db)
 			project := newProject(t, db, org)
 			attach := foreign(t, db, org)
 			_, err := db.CreateSensor(t.Context(), org.ID, project.ID, "meter", "", attach)
-			wantCode(t, err, apperr.Invalid)
+			wantCode(t, err, apperr.NotFound)
 			sensors, _, err := db.ListSensors(t.Context(), org.ID, project.ID, 0, 10)
 			if err != nil {
 				t.Fatal(err)
@@ -132,7 +132,8 @@ func testCreateSensor(t *testing.T, db *store.DB) {
 
 // foreignAttachments make, for a sensor of org, attachments it may not be
 // given: of a blueprint that does not exist, and of another
-// organization's.
+// organization's, both not found as an id of another organization in a
+// path would be.
 var foreignAttachments = map[string]func(*testing.T, *store.DB, store.Org) *store.Attachment{
 	"UnknownBlueprint": func(t *testing.T, db *store.DB, org store.Org) *store.Attachment {
 		a := attachment(t, newBlueprint(t, db, org.ID))
@@ -221,13 +222,13 @@ func testUpdateSensor(t *testing.T, db *store.DB) {
 		wantCode(t, err, apperr.Invalid)
 	})
 	for name, foreign := range foreignAttachments {
-		t.Run("ErrInvalid/"+name, func(t *testing.T) {
+		t.Run("ErrNotFound/"+name, func(t *testing.T) {
 			t.Parallel()
 			org := newOrg(t, db)
 			key := newSensor(t, db, newProject(t, db, org), nil)
 			attach := foreign(t, db, org)
 			_, err := db.UpdateSensor(t.Context(), key, store.SensorPatch{Attach: attach})
-			wantCode(t, err, apperr.Invalid)
+			wantCode(t, err, apperr.NotFound)
 			wantUnchanged(t, db, key, "meter", 0)
 		})
 	}

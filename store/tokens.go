@@ -109,7 +109,9 @@ FOR SHARE OF m`
 // errors it returns NotFound when userID is not a member of the scope's
 // organization or the project or a sensor is not there, Forbidden for a
 // ceiling above the user's role, and Invalid for a scope field without the
-// one it needs.
+// one it needs, and Conflict when the user has Limits.Tokens live tokens.
+// It keeps, of the user's revoked and expired tokens, the newest
+// Limits.Tokens, and deletes the others.
 func (db *DB) CreateScopedToken(ctx context.Context, userID int64, name string, expiresAt *time.Time, scope TokenScope) (Token, string, error) {
 	if scope.Device {
 		if scope.Role != "" && scope.Role != Editor {
@@ -132,6 +134,9 @@ func (db *DB) CreateScopedToken(ctx context.Context, userID int64, name string, 
 			if err := checkScope(ctx, tx, userID, scope); err != nil {
 				return err
 			}
+		}
+		if err := db.makeRoom(ctx, tx, tokensCap, userID); err != nil {
+			return err
 		}
 		rows, _ := tx.Query(ctx, `
 INSERT INTO api_tokens (user_id, name, secret_hash, prefix, expires_at,

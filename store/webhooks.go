@@ -39,15 +39,16 @@ type Claim struct {
 
 const webhookColumns = `id, project_id, url, secret, created_at`
 
-// ListWebhooks returns the project's webhooks. It returns NotFound for a
+// ListWebhooks returns up to limit webhooks of the project with ids above
+// after, in id order, and whether more follow. It returns NotFound for a
 // project not in orgID.
-func (db *DB) ListWebhooks(ctx context.Context, orgID, projectID int64) ([]Webhook, error) {
+func (db *DB) ListWebhooks(ctx context.Context, orgID, projectID, after int64, limit int) ([]Webhook, bool, error) {
 	if _, err := db.GetProject(ctx, orgID, projectID); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	rows, _ := db.pool.Query(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE project_id = $1 ORDER BY id`, projectID)
-	hooks, err := pgx.CollectRows(rows, pgx.RowToStructByName[Webhook])
-	return hooks, dbError("list webhooks", err)
+	rows, _ := db.pool.Query(ctx, `SELECT `+webhookColumns+` FROM webhooks
+WHERE project_id = $1 AND id > $2 ORDER BY id LIMIT $3`, projectID, after, limit+1)
+	return collectPage[Webhook]("list webhooks", rows, limit)
 }
 
 // GetWebhook returns the webhook. It returns NotFound.
@@ -61,11 +62,15 @@ WHERE w.id = $1 AND w.project_id = $2 AND p.org_id = $3`, webhookID, projectID, 
 
 // CreateWebhook adds a webhook to the project; events from then on are
 // delivered to it. It returns NotFound; Invalid for a URL or secret the
-// table refuses; and Conflict when the project is archived.
+// table refuses; and Conflict when the project is archived or has its
+// Limits.Webhooks.
 func (db *DB) CreateWebhook(ctx context.Context, orgID, projectID int64, url, secret string) (Webhook, error) {
 	var hook Webhook
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		if err := lockWritableProject(ctx, tx, orgID, projectID); err != nil {
+			return err
+		}
+		if err := db.makeRoom(ctx, tx, webhooksCap, projectID); err != nil {
 			return err
 		}
 		rows, _ := tx.Query(ctx, `INSERT INTO webhooks (project_id, url, secret) VALUES ($1, $2, $3) RETURNING `+webhookColumns, projectID, url, secret)

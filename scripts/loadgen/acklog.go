@@ -8,12 +8,17 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // An ack log has one line per event, in the order they happened:
 //
-//	sent SENSOR TAG READINGS   before the batch's request is sent
-//	ack SENSOR TAG READINGS    once the service answered it 200
+//	sent SENSOR TAG READINGS MICROS   before the batch's request is sent
+//	ack SENSOR TAG READINGS MICROS    once the service answered it 200
+//
+// MICROS is when, in Unix microseconds, so that verify -until can tell the
+// batches a restore to a point in time must hold from those it must not.
+// Logs of older loads, without it, are read too.
 //
 // Every batch ever sent is there, so verify can check the unacknowledged
 // ones for partial presence too. Each line is written straight to the file,
@@ -46,7 +51,7 @@ func (l *ackLog) write(event string, sensor, tag int64, n int) {
 	if l == nil {
 		return
 	}
-	line := fmt.Appendf(nil, "%s %d %d %d\n", event, sensor, tag, n)
+	line := fmt.Appendf(nil, "%s %d %d %d %d\n", event, sensor, tag, n, time.Now().UnixMicro())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, err := l.f.Write(line); err != nil && l.err == nil {
@@ -71,9 +76,10 @@ func (l *ackLog) Close() error {
 
 // sentBatch is one batch an ack log names.
 type sentBatch struct {
-	sensor, tag int64
-	readings    int
-	acked       bool
+	sensor, tag     int64
+	readings        int
+	acked           bool
+	sentAt, ackedAt time.Time // zero in a log without times
 }
 
 // readAckLogs reads the logs into one list of batches, in the order they
@@ -115,6 +121,7 @@ func readAckLog(path string, batches *[]sentBatch, byTag map[int64]int) error {
 			return fmt.Errorf("%s:%d: batch %d acknowledged with another sensor or size than it was sent with", path, line, b.tag)
 		default:
 			(*batches)[i].acked = true
+			(*batches)[i].ackedAt = b.sentAt
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -125,10 +132,10 @@ func readAckLog(path string, batches *[]sentBatch, byTag map[int64]int) error {
 
 func parseAckLine(line string) (sentBatch, string, error) {
 	fields := strings.Fields(line)
-	if len(fields) != 4 || (fields[0] != "sent" && fields[0] != "ack") {
+	if len(fields) < 4 || len(fields) > 5 || (fields[0] != "sent" && fields[0] != "ack") {
 		return sentBatch{}, "", fmt.Errorf("malformed line %q", line)
 	}
-	var nums [3]int64
+	var nums [4]int64
 	for i, s := range fields[1:] {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
@@ -136,7 +143,11 @@ func parseAckLine(line string) (sentBatch, string, error) {
 		}
 		nums[i] = n
 	}
+	// The event's time goes in sentAt, whichever event it is.
 	b := sentBatch{sensor: nums[0], tag: nums[1], readings: int(nums[2])}
+	if len(fields) == 5 {
+		b.sentAt = time.UnixMicro(nums[3])
+	}
 	if err := checkBatch(b.tag, b.readings); err != nil {
 		return sentBatch{}, "", err
 	}

@@ -79,9 +79,9 @@ func (t *target) setup() error {
 // setupService checks the flags of registerService and reads the tokens.
 func (t *target) setupService() error {
 	var errs []error
-	if !strings.HasPrefix(t.base, "http://127.0.0.1:") && !strings.HasPrefix(t.base, "http://localhost:") {
+	if !loopbackBase(t.base) {
 		// Load and chaos traffic stays on this machine.
-		errs = append(errs, fmt.Errorf("base %q is not a loopback http URL with a port", t.base))
+		errs = append(errs, fmt.Errorf("base %q is not a loopback http or https URL with a port", t.base))
 	}
 	t.base = strings.TrimSuffix(t.base, "/")
 	if t.org < 1 || t.proj < 1 {
@@ -96,6 +96,18 @@ func (t *target) setupService() error {
 	}
 	t.tokens = tokens
 	return errors.Join(errs...)
+}
+
+// loopbackBase tells whether base is an http or https URL of this
+// machine with a port. An https service's certificate is checked against
+// the system's roots, or the file SSL_CERT_FILE names (make cluster's CA).
+func loopbackBase(base string) bool {
+	for _, prefix := range []string{"http://127.0.0.1:", "http://localhost:", "https://127.0.0.1:", "https://localhost:"} {
+		if strings.HasPrefix(base, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 func readTokens(path string) ([]string, error) {

@@ -55,6 +55,10 @@ var readAckLogTests = []struct {
 	{name: "Malformed", log: "sent 1 10\n", wantErr: "malformed"},
 	{name: "UnknownEvent", log: "lost 1 10 100\n", wantErr: "malformed"},
 	{name: "EmptyBatch", log: "sent 1 10 0\n", wantErr: "batch size"},
+	{name: "WithTimes", log: "sent 1 10 100 1700000000000001\nack 1 10 100 1700000000250000\n",
+		want: []sentBatch{{sensor: 1, tag: 10, readings: 100, acked: true,
+			sentAt: time.UnixMicro(1700000000000001), ackedAt: time.UnixMicro(1700000000250000)}}},
+	{name: "TooManyFields", log: "sent 1 10 100 1700000000000001 9\n", wantErr: "malformed"},
 }
 
 func TestReadAckLogs(t *testing.T) {
@@ -103,21 +107,61 @@ var classifyTests = []struct {
 	found presence
 	want  verifyResult
 }{
-	{"AckedPresent", sentBatch{1, 10, 3, true}, presence{3, 3, 2}, verifyResult{sent: 1, acked: 1}},
-	{"AckedAbsent", sentBatch{1, 10, 3, true}, presence{}, verifyResult{sent: 1, acked: 1, lost: 1}},
-	{"AckedPartial", sentBatch{1, 10, 3, true}, presence{2, 2, 1}, verifyResult{sent: 1, acked: 1, lost: 1, partial: 1}},
-	{"UnackedPresent", sentBatch{1, 10, 3, false}, presence{3, 3, 2}, verifyResult{sent: 1, unackedPresent: 1}},
-	{"UnackedAbsent", sentBatch{1, 10, 3, false}, presence{}, verifyResult{sent: 1, unackedAbsent: 1}},
-	{"UnackedPartial", sentBatch{1, 10, 3, false}, presence{1, 1, 0}, verifyResult{sent: 1, partial: 1}},
-	{"OffTheirInstant", sentBatch{1, 10, 3, true}, presence{3, 2, 2}, verifyResult{sent: 1, acked: 1, lost: 1, partial: 1, stray: 1}},
-	{"PastTheEnd", sentBatch{1, 10, 3, true}, presence{3, 3, 3}, verifyResult{sent: 1, acked: 1, lost: 1, partial: 1, stray: 1}},
+	{"AckedPresent", sentBatch{sensor: 1, tag: 10, readings: 3, acked: true}, presence{3, 3, 2}, verifyResult{sent: 1, acked: 1}},
+	{"AckedAbsent", sentBatch{sensor: 1, tag: 10, readings: 3, acked: true}, presence{}, verifyResult{sent: 1, acked: 1, lost: 1}},
+	{"AckedPartial", sentBatch{sensor: 1, tag: 10, readings: 3, acked: true}, presence{2, 2, 1}, verifyResult{sent: 1, acked: 1, lost: 1, partial: 1}},
+	{"UnackedPresent", sentBatch{sensor: 1, tag: 10, readings: 3}, presence{3, 3, 2}, verifyResult{sent: 1, unackedPresent: 1}},
+	{"UnackedAbsent", sentBatch{sensor: 1, tag: 10, readings: 3}, presence{}, verifyResult{sent: 1, unackedAbsent: 1}},
+	{"UnackedPartial", sentBatch{sensor: 1, tag: 10, readings: 3}, presence{1, 1, 0}, verifyResult{sent: 1, partial: 1}},
+	{"OffTheirInstant", sentBatch{sensor: 1, tag: 10, readings: 3, acked: true}, presence{3, 2, 2}, verifyResult{sent: 1, acked: 1, lost: 1, partial: 1, stray: 1}},
+	{"PastTheEnd", sentBatch{sensor: 1, tag: 10, readings: 3, acked: true}, presence{3, 3, 3}, verifyResult{sent: 1, acked: 1, lost: 1, partial: 1, stray: 1}},
+}
+
+// After a restore to a point in time, a batch answered by then must be
+// there, one sent after it must not, and one in flight at it may be
+// either, but whole.
+func TestClassifyUntil(t *testing.T) {
+	target := time.UnixMicro(1_700_000_010_000_000)
+	at := func(s float64) time.Time { return target.Add(time.Duration(s * float64(time.Second))) }
+	for _, tt := range []struct {
+		name  string
+		batch sentBatch
+		found presence
+		want  verifyResult
+	}{
+		{"AckedBeforePresent", sentBatch{sensor: 1, tag: 10, readings: 3, acked: true, sentAt: at(-2), ackedAt: at(-1)}, presence{3, 3, 2},
+			verifyResult{sent: 1, acked: 1}},
+		{"AckedBeforeAbsent", sentBatch{sensor: 1, tag: 10, readings: 3, acked: true, sentAt: at(-2), ackedAt: at(-1)}, presence{},
+			verifyResult{sent: 1, acked: 1, lost: 1}},
+		{"InFlightAbsent", sentBatch{sensor: 1, tag: 10, readings: 3, acked: true, sentAt: at(-1), ackedAt: at(1)}, presence{},
+			verifyResult{sent: 1, unackedAbsent: 1}},
+		{"InFlightPresent", sentBatch{sensor: 1, tag: 10, readings: 3, acked: true, sentAt: at(-1), ackedAt: at(1)}, presence{3, 3, 2},
+			verifyResult{sent: 1, unackedPresent: 1}},
+		{"InFlightPartial", sentBatch{sensor: 1, tag: 10, readings: 3, sentAt: at(-1)}, presence{1, 1, 0},
+			verifyResult{sent: 1, partial: 1}},
+		{"SentAfterAbsent", sentBatch{sensor: 1, tag: 10, readings: 3, acked: true, sentAt: at(1), ackedAt: at(2)}, presence{},
+			verifyResult{sent: 1, unackedAbsent: 1, sentAfter: 1}},
+		{"SentAfterPresent", sentBatch{sensor: 1, tag: 10, readings: 3, acked: true, sentAt: at(1), ackedAt: at(2)}, presence{3, 3, 2},
+			verifyResult{sent: 1, unackedPresent: 1, sentAfter: 1, presentAfter: 1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			found := map[batchKey]presence{{1, 10}: tt.found}
+			got := classify([]sentBatch{tt.batch}, found, target)
+			if got != tt.want {
+				t.Errorf("classify(%+v, %+v, target) = %+v, want %+v", tt.batch, tt.found, got, tt.want)
+			}
+			if wantOK := tt.want.lost+tt.want.partial+tt.want.presentAfter == 0; got.ok() != wantOK {
+				t.Errorf("ok() = %v, want %v", got.ok(), wantOK)
+			}
+		})
+	}
 }
 
 func TestClassify(t *testing.T) {
 	for _, tt := range classifyTests {
 		t.Run(tt.name, func(t *testing.T) {
 			found := map[batchKey]presence{{1, 10}: tt.found}
-			if got := classify([]sentBatch{tt.batch}, found); got != tt.want {
+			if got := classify([]sentBatch{tt.batch}, found, time.Time{}); got != tt.want {
 				t.Errorf("classify(%+v, %+v) = %+v, want %+v", tt.batch, tt.found, got, tt.want)
 			}
 		})
@@ -128,7 +172,7 @@ func TestClassify(t *testing.T) {
 // stray: the verifier does not pass what it cannot account for.
 func TestClassifyStray(t *testing.T) {
 	found := map[batchKey]presence{{1, 10}: {3, 3, 2}, {2, 10}: {3, 3, 2}, {1, 99}: {1, 1, 0}}
-	got := classify([]sentBatch{{1, 10, 3, true}}, found)
+	got := classify([]sentBatch{{sensor: 1, tag: 10, readings: 3, acked: true}}, found, time.Time{})
 	if want := (verifyResult{sent: 1, acked: 1, stray: 4}); got != want {
 		t.Errorf("classify = %+v, want %+v", got, want)
 	}
@@ -306,5 +350,22 @@ func TestLoadPolicy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Load goes to this machine only, over http or https.
+func TestLoopbackBase(t *testing.T) {
+	for base, want := range map[string]bool{
+		"http://127.0.0.1:8080":             true,
+		"https://127.0.0.1:8090":            true,
+		"https://localhost:8090/":           true,
+		"http://127.0.0.1":                  false,
+		"https://example.com:443":           false,
+		"https://127.0.0.1.example.com:443": false,
+		"ftp://127.0.0.1:21":                false,
+	} {
+		if got := loopbackBase(base); got != want {
+			t.Errorf("loopbackBase(%q) = %v, want %v", base, got, want)
+		}
 	}
 }

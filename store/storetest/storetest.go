@@ -37,10 +37,12 @@ import (
 )
 
 // The images tests run against where Docker is available: the database the
-// docker-compose file deploys, and plain PostgreSQL of the same version.
+// docker-compose file deploys (TestComposeFile checks it builds on this
+// one), TimescaleDB 2.28 on PostgreSQL 15 as .ci/run's private clusters
+// are, and plain PostgreSQL of the same version.
 const (
-	TimescaleImage  = "timescale/timescaledb:2.17.2-pg16"
-	PostgreSQLImage = "postgres:16"
+	TimescaleImage  = "timescale/timescaledb:2.28.3-pg15"
+	PostgreSQLImage = "postgres:15"
 )
 
 var server = sync.OnceValues(findServer)

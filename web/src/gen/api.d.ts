@@ -136,7 +136,11 @@ export interface paths {
          *     "Scoped and device tokens"): the scope's organization, project and
          *     sensors must be the user's (404 otherwise), and its `role` no higher
          *     than the user's role there (403). `expires_in_days` is optional;
-         *     `expires_at` shows it. Required role: `user`.
+         *     `expires_at` shows it. A user has at most 100 live tokens, neither
+         *     revoked nor expired (the service's `-max-tokens`): one more answers
+         *     409 with `details.cap` `tokens`. Of the user's revoked and expired
+         *     tokens the newest 100 are kept; making a token deletes older ones.
+         *     Required role: `user`.
          */
         post: operations["createToken"];
         delete?: never;
@@ -200,7 +204,10 @@ export interface paths {
          *     when nobody has that email yet. A user who is already a member answers
          *     409. The new member gets a first token from an operator
          *     (`readings admin token create`); an invitation
-         *     (`createInvitation`) lets them get one themselves.
+         *     (`createInvitation`) lets them get one themselves. An organization
+         *     has at most 1,000 members, its pending invitations counted among
+         *     them (`-max-members`): one more answers 409 with `details.cap`
+         *     `members`.
          *     Required role: `owner`.
          */
         post: operations["addMember"];
@@ -277,6 +284,12 @@ export interface paths {
          *     either to the invitee, who exchanges it for their first token
          *     (`acceptInvitation`). The invitation expires after
          *     `expires_in_days` (7 by default, at most 30) and can be revoked.
+         *     An organization has at most 100 pending invitations
+         *     (`-max-invitations`), and each holds a member's place until it is
+         *     accepted, revoked or expired (`-max-members`): beyond either, 409
+         *     with `details.cap` `invitations` or `members`. Of its accepted,
+         *     revoked and expired invitations the newest 100 are kept; inviting
+         *     deletes older ones.
          *     Required role: `owner`.
          */
         post: operations["createInvitation"];
@@ -370,7 +383,9 @@ export interface paths {
         put?: never;
         /**
          * Create a project
-         * @description Creates an active project. Required role: `owner`.
+         * @description Creates an active project. An organization has at most 1,000
+         *     projects (`-max-projects`), archived ones included: one more
+         *     answers 409 with `details.cap` `projects`. Required role: `owner`.
          */
         post: operations["createProject"];
         delete?: never;
@@ -499,7 +514,9 @@ export interface paths {
          *     `constants` override the blueprint's defaults, as in
          *     `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
          *     The instance keeps its own copy of the formulas: editing the
-         *     blueprint later does not change it. Required role: `admin`.
+         *     blueprint later does not change it. A project has at most 10,000
+         *     sensors (`-max-sensors`): one more answers 409 with `details.cap`
+         *     `sensors`. Required role: `admin`.
          */
         post: operations["createSensor"];
         delete?: never;
@@ -584,7 +601,9 @@ export interface paths {
          *     outputs. Keys are identifiers, unique within the blueprint. Every
          *     formula is checked; a syntax error, an unknown name, a cycle between
          *     outputs, a result that is not a number or a formula over 1,000
-         *     characters is a 400 naming the output, and nothing is saved.
+         *     characters is a 400 naming the output, and nothing is saved. An
+         *     organization has at most 1,000 blueprints (`-max-blueprints`): one
+         *     more answers 409 with `details.cap` `blueprints`.
          *     Required role: `admin`.
          */
         post: operations["createBlueprint"];
@@ -1210,7 +1229,8 @@ export interface paths {
          * @description The project's alarm levels, least severe first. A project starts with
          *     Maintenance (rank 1, for overdue sensors), Alert (2), Action (3) and
          *     Alarm (4); a target's level is the highest rank among its rules that
-         *     hold.
+         *     hold. A page holds at most `limit`; when there are more,
+         *     `next_cursor` is set: pass it as `cursor` to get the next page.
          *     Required role: `viewer`.
          */
         get: operations["listAlarmLevels"];
@@ -1218,7 +1238,9 @@ export interface paths {
         /**
          * Create an alarm level
          * @description Adds a level. Names and ranks are unique in the project; the colour is
-         *     `#rrggbb` in lowercase hex.
+         *     `#rrggbb` in lowercase hex. A project has at most 20 levels, the
+         *     four it starts with included (`-max-alarm-levels`): one more answers
+         *     409 with `details.cap` `alarm_levels`.
          *     Required role: `admin`.
          */
         post: operations["createAlarmLevel"];
@@ -1301,7 +1323,9 @@ export interface paths {
          * List a sensor's alarm rules
          * @description The sensor's trigger rules, by target, each with whether it holds now
          *     (`active`), and its overdue rule (`overdue`), absent when it has
-         *     none: a client learns whether there is one without a 404.
+         *     none: a client learns whether there is one without a 404. Every
+         *     page carries `overdue`. A page holds at most `limit`; when there are
+         *     more, `next_cursor` is set: pass it as `cursor` to get the next page.
          *     Required role: `viewer`.
          */
         get: operations["listAlarmRules"];
@@ -1326,7 +1350,9 @@ export interface paths {
          *     the newest reading as one). History is never rewritten. A target that is
          *     not the sensor's, a level not of the project, a threshold that is not a
          *     finite number, a negative deadband or a persistence out of 1 to 1000
-         *     answer 400 and change nothing.
+         *     answer 400 and change nothing. A sensor has at most 200 rules
+         *     (`-max-alarm-rules`): one more answers 409 with `details.cap`
+         *     `alarm_rules`.
          *     Required role: `admin`.
          */
         post: operations["createAlarmRule"];
@@ -1521,7 +1547,8 @@ export interface paths {
          *     since when (the datetime of the reading that raised it), the value that
          *     raised it and whether it is acknowledged. The current level follows each
          *     sensor's newest reading: a reading older than the newest never changes
-         *     it (see `late` events).
+         *     it (see `late` events). A page holds at most `limit`; when there are
+         *     more, `next_cursor` is set: pass it as `cursor` to get the next page.
          *     Required role: `viewer`.
          */
         get: operations["listAlarms"];
@@ -1635,14 +1662,20 @@ export interface paths {
         };
         /**
          * List webhooks
-         * @description The project's webhooks; secrets are never shown.
+         * @description The project's webhooks, oldest first; secrets are never shown. A page
+         *     holds at most `limit`; when there are more, `next_cursor` is set:
+         *     pass it as `cursor` to get the next page.
          *     Required role: `admin`.
          */
         get: operations["listWebhooks"];
         put?: never;
         /**
          * Create a webhook
-         * @description Every alarm event of the project from then on is POSTed to `url` as
+         * @description A project has at most 20 webhooks (`-max-webhooks`): one more
+         *     answers 409 with `details.cap` `webhooks`, since every alarm event
+         *     is delivered to each of them.
+         *
+         *     Every alarm event of the project from then on is POSTed to `url` as
          *     the JSON of an `AlarmEvent`, with the headers `X-Readings-Event-Id` (the
          *     event's id, stable across retries: de-duplicate on it),
          *     `X-Readings-Timestamp` (Unix seconds of the attempt) and
@@ -1806,7 +1839,8 @@ export interface components {
              * @description Structured context where it helps: `index` (and `input_id`) of a
              *     rejected reading, `line` (and `column`) of a rejected file,
              *     `parameter` or `field` of a request that breaks the schema,
-             *     `output` or `constant` of a formula error.
+             *     `output` or `constant` of a formula error, `cap` and `limit` of a
+             *     collection at its cap.
              */
             details?: {
                 [key: string]: unknown;
@@ -2395,8 +2429,10 @@ export interface components {
             /** @description `#rrggbb` */
             colour: string;
         };
-        AlarmLevelList: {
+        AlarmLevelPage: {
             items: components["schemas"]["AlarmLevel"][];
+            /** @description Present when there may be more; pass it as `cursor`. */
+            next_cursor?: string;
         };
         AlarmLevelCreate: {
             name: string;
@@ -2450,8 +2486,10 @@ export interface components {
             active: boolean;
             created_at: components["schemas"]["Datetime"];
         };
-        AlarmRuleList: {
+        AlarmRulePage: {
             items: components["schemas"]["AlarmRule"][];
+            /** @description Present when there may be more; pass it as `cursor`. */
+            next_cursor?: string;
             /** @description The sensor's overdue rule; absent when it has none. */
             overdue?: components["schemas"]["OverdueRule"];
         };
@@ -2481,8 +2519,10 @@ export interface components {
             acknowledged_by?: number;
             note?: string;
         };
-        AlarmList: {
+        AlarmPage: {
             items: components["schemas"]["Alarm"][];
+            /** @description Present when there may be more; pass it as `cursor`. */
+            next_cursor?: string;
         };
         AlarmAcknowledge: {
             note?: string;
@@ -2545,8 +2585,10 @@ export interface components {
             url: string;
             created_at: components["schemas"]["Datetime"];
         };
-        WebhookList: {
+        WebhookPage: {
             items: components["schemas"]["Webhook"][];
+            /** @description Present when there may be more; pass it as `cursor`. */
+            next_cursor?: string;
         };
         WebhookTest: {
             delivered: boolean;
@@ -2636,7 +2678,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request conflicts with the resource's state. */
+        /** @description The request conflicts with the resource's state, or a collection is at its cap. */
         Conflict: {
             headers: {
                 [name: string]: unknown;
@@ -2810,7 +2852,7 @@ export interface components {
         WebhookId: number;
         /** @description The most items in a page. */
         PageLimit: number;
-        /** @description The `next_cursor` of the previous page. */
+        /** @description The `next_cursor` of the previous page, as it came. */
         Cursor: string;
     };
     requestBodies: never;
@@ -2996,7 +3038,7 @@ export interface operations {
             query?: {
                 /** @description The most items in a page. */
                 limit?: components["parameters"]["PageLimit"];
-                /** @description The `next_cursor` of the previous page. */
+                /** @description The `next_cursor` of the previous page, as it came. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -3077,6 +3119,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -3120,7 +3163,7 @@ export interface operations {
             query?: {
                 /** @description The most items in a page. */
                 limit?: components["parameters"]["PageLimit"];
-                /** @description The `next_cursor` of the previous page. */
+                /** @description The `next_cursor` of the previous page, as it came. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -3323,7 +3366,7 @@ export interface operations {
             query?: {
                 /** @description The most items in a page. */
                 limit?: components["parameters"]["PageLimit"];
-                /** @description The `next_cursor` of the previous page. */
+                /** @description The `next_cursor` of the previous page, as it came. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -3421,6 +3464,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -3529,7 +3573,7 @@ export interface operations {
             query?: {
                 /** @description The most items in a page. */
                 limit?: components["parameters"]["PageLimit"];
-                /** @description The `next_cursor` of the previous page. */
+                /** @description The `next_cursor` of the previous page, as it came. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -3627,6 +3671,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -3895,7 +3940,7 @@ export interface operations {
             query?: {
                 /** @description The most items in a page. */
                 limit?: components["parameters"]["PageLimit"];
-                /** @description The `next_cursor` of the previous page. */
+                /** @description The `next_cursor` of the previous page, as it came. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -4198,7 +4243,7 @@ export interface operations {
             query?: {
                 /** @description The most items in a page. */
                 limit?: components["parameters"]["PageLimit"];
-                /** @description The `next_cursor` of the previous page. */
+                /** @description The `next_cursor` of the previous page, as it came. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -5854,7 +5899,7 @@ export interface operations {
             query?: {
                 /** @description The most items in a page. */
                 limit?: components["parameters"]["PageLimit"];
-                /** @description The `next_cursor` of the previous page. */
+                /** @description The `next_cursor` of the previous page, as it came. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Whether to compute each reading's outputs. */
                 outputs?: boolean;
@@ -5933,7 +5978,12 @@ export interface operations {
     };
     listAlarmLevels: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The most items in a page. */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description The `next_cursor` of the previous page, as it came. */
+                cursor?: components["parameters"]["Cursor"];
+            };
             header?: never;
             path: {
                 /**
@@ -5969,7 +6019,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": components["schemas"]["AlarmLevelList"];
+                    "application/json": components["schemas"]["AlarmLevelPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6148,7 +6198,12 @@ export interface operations {
     };
     listAlarmRules: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The most items in a page. */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description The `next_cursor` of the previous page, as it came. */
+                cursor?: components["parameters"]["Cursor"];
+            };
             header?: never;
             path: {
                 /**
@@ -6197,7 +6252,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": components["schemas"]["AlarmRuleList"];
+                    "application/json": components["schemas"]["AlarmRulePage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6741,7 +6796,12 @@ export interface operations {
     };
     listAlarms: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The most items in a page. */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description The `next_cursor` of the previous page, as it came. */
+                cursor?: components["parameters"]["Cursor"];
+            };
             header?: never;
             path: {
                 /**
@@ -6783,7 +6843,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": components["schemas"]["AlarmList"];
+                    "application/json": components["schemas"]["AlarmPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6872,7 +6932,7 @@ export interface operations {
             query?: {
                 /** @description The most items in a page. */
                 limit?: components["parameters"]["PageLimit"];
-                /** @description The `next_cursor` of the previous page. */
+                /** @description The `next_cursor` of the previous page, as it came. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Only this sensor's events. */
                 sensor_id?: number;
@@ -6940,7 +7000,12 @@ export interface operations {
     };
     listWebhooks: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The most items in a page. */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description The `next_cursor` of the previous page, as it came. */
+                cursor?: components["parameters"]["Cursor"];
+            };
             header?: never;
             path: {
                 /**
@@ -6975,7 +7040,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": components["schemas"]["WebhookList"];
+                    "application/json": components["schemas"]["WebhookPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7142,7 +7207,7 @@ export interface operations {
             query?: {
                 /** @description The most items in a page. */
                 limit?: components["parameters"]["PageLimit"];
-                /** @description The `next_cursor` of the previous page. */
+                /** @description The `next_cursor` of the previous page, as it came. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;

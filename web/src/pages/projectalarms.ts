@@ -24,14 +24,14 @@ export function alarmsSection(ctx: Ctx, path: ProjPath, role: Role | undefined):
 
   const current = section(async () => {
     [levels, sensors] = await Promise.all([
-      must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/alarm-levels', { params: { path } })).then((l) => l.items),
+      allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/alarm-levels', { params: { path, query: { limit: 1000, cursor } } }))),
       allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/sensors', { params: { path, query: { limit: 1000, cursor } } }))),
     ]);
-    const alarms = await must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/alarms', { params: { path } }));
+    const alarms = await allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/alarms', { params: { path, query: { limit: 1000, cursor } } })));
     // The history names sensors and colours levels: it follows what was just read.
     history.setChoices(sensors, levels);
     void history.load();
-    return [alarmTable(alarms.items), levelsTable()];
+    return [alarmTable(alarms), levelsTable()];
   });
   const refreshAll = () => void current.refresh();
 

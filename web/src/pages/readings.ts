@@ -4,7 +4,7 @@
 import { bandColumns, chooseSource, describeInterval, FNS, maxPoints, RAW_LIMIT, totalReadings, type BandColumns } from '../aggregates';
 import { thresholdLines } from '../alarms';
 import { ApiError, must, send, type AlarmLevel, type AlarmRule, type Bucket, type Reading, type Sensor } from '../api';
-import { id, orgName, type Ctx } from '../app';
+import { allPages, id, orgName, type Ctx } from '../app';
 import { colorOf, drawChart, type ChartData } from '../chart';
 import { action, errorBox, field, h, table } from '../dom';
 import { filenameFromDisposition, rangeFilename, saveBlob } from '../download';
@@ -80,12 +80,12 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
   let levels: AlarmLevel[] = [];
   const projPath = { org_id: path.org_id, proj_id: path.proj_id };
   void Promise.all([
-    must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules', { params: { path } })),
-    must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/alarm-levels', { params: { path: projPath } })),
+    allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules', { params: { path, query: { limit: 1000, cursor } } }))),
+    allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/alarm-levels', { params: { path: projPath, query: { limit: 1000, cursor } } }))),
   ]).then(
     ([r, l]) => {
-      alarmRules = r.items;
-      levels = l.items;
+      alarmRules = r;
+      levels = l;
       if (alarmRules.length) draw();
     },
     () => undefined,

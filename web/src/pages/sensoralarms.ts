@@ -1,7 +1,7 @@
 // Sensor, formulas setup: the alarm rules on its inputs and outputs and its
 // overdue rule. Each rule also shows beside the input or output it watches.
 import { must, type AlarmLevel, type AlarmRule, type AlarmRuleInput, type OverdueRule, type Sensor } from '../api';
-import type { Ctx } from '../app';
+import { allPages, type Ctx } from '../app';
 import { describeRule, levelColour } from '../alarms';
 import { action, field, h, section, table, type Child } from '../dom';
 import { errorPath, showIn } from '../fielderrors';
@@ -24,19 +24,24 @@ export function alarmRulesSection(ctx: Ctx, path: SensorPath, sensor: Sensor, ro
   const body = section(async () => {
     // The rules' list carries the overdue rule: no GET …/overdue, whose 404
     // for a sensor without one the browser would log on every visit.
+    let overdue: OverdueRule | undefined;
     const [rules, levels] = await Promise.all([
-      must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules', { params: { path } })),
-      must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/alarm-levels', { params: { path: projPath } })),
+      allPages(async (cursor) => {
+        const page = await must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules', { params: { path, query: { limit: 1000, cursor } } }));
+        overdue = page.overdue;
+        return page;
+      }),
+      allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/alarm-levels', { params: { path: projPath, query: { limit: 1000, cursor } } }))),
     ]);
     for (const [key, cell] of beside) {
       cell.replaceChildren(
-        ...rules.items
+        ...rules
           .filter((r) => r.target === key)
-          .map((r) => h('div', { class: 'rule-chip' }, levelBadge(r.level, levelColour(levels.items, r.level_id)), ' ', describeRule(r))),
+          .map((r) => h('div', { class: 'rule-chip' }, levelBadge(r.level, levelColour(levels, r.level_id)), ' ', describeRule(r))),
       );
     }
     const refresh = () => void body.refresh();
-    return [ruleTable(ctx, path, sensor, role, rules.items, levels.items, refresh), overdueForm(ctx, path, role, rules.overdue, levels.items, refresh)];
+    return [ruleTable(ctx, path, sensor, role, rules, levels, refresh), overdueForm(ctx, path, role, overdue, levels, refresh)];
   });
   return h(
     'section',
