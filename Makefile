@@ -123,13 +123,14 @@ db-destroy:
 load:
 	scripts/load.sh
 
-## chaos: kill -9 mid-ingest, PostgreSQL restarts under load, 8 slow export readers beside another organization, the widest data, kill -9 between alarm events and their webhook deliveries, a point-in-time restore from backups (backup-drill); fails on a lost or partial batch, a 500, a hang, a slow recovery, a p99 over 1 s, a peak RSS over 256 MiB or an event never delivered
+## chaos: kill -9 mid-ingest, PostgreSQL restarts under load, 8 slow export readers beside another organization, the widest data, kill -9 between alarm events and their webhook deliveries, writes into chunks being compressed, a point-in-time restore from backups (backup-drill); fails on a lost or partial batch, a 500, a hang, a slow recovery, a p99 over 1 s, a peak RSS over 256 MiB, an event never delivered, a deadlock or a write that does not read back
 chaos:
 	scripts/chaos-kill.sh
 	scripts/chaos-db.sh
 	scripts/chaos-slow.sh
 	scripts/widest.sh
 	scripts/chaos-webhook.sh
+	scripts/chaos-stress.sh
 	scripts/backup-drill.sh
 
 ## backup-drill: pgBackRest's full and incremental backups under load, the cluster destroyed, a point-in-time restore; fails unless every batch acknowledged before the target is there and none sent after, and the rollups and alarms agree with the readings

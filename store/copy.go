@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -37,10 +38,21 @@ func CopyReadings(ctx context.Context, conn *pgconn.PgConn, sensorID int64, read
 // WriteReadings is InsertReadings' storage alone, in tx, without the lock
 // on the sensor or the checks of the batch: the limit InsertReadings
 // approaches, for the bench. With rollups it also queues the batch's hours
-// for their rollups, as InsertReadings does. Concurrent calls for one
+// for their rollups, as InsertReadings does. The sensor's newest reading,
+// which tells whether the batch can go straight in, is read from
+// sensor_latest and kept there, as InsertReadings does: readings written
+// otherwise (CopyReadings) need it filled in. Concurrent calls for one
 // sensor are unsafe.
 func WriteReadings(ctx context.Context, tx pgx.Tx, sensorID int64, readings []Reading, rollups bool) (Written, error) {
-	written, err := insertReadings(ctx, tx, sensorID, lastPerInstant(readings), rollups)
+	var newest *time.Time
+	err := tx.QueryRow(ctx, `SELECT (SELECT datetime FROM sensor_latest WHERE sensor_id = $1)`, sensorID).Scan(&newest)
+	if err != nil {
+		return Written{}, dbError("write readings", err)
+	}
+	written, err := insertReadings(ctx, tx, sensorID, lastPerInstant(readings), newest, rollups)
+	if err == nil {
+		err = keepLatest(ctx, tx, sensorID, readings)
+	}
 	return written, dbError("write readings", err)
 }
 

@@ -24,6 +24,7 @@ type DB struct {
 	limits       Limits
 	alarms       AlarmEvaluator // nil: readings raise no alarms
 	rollupCursor atomic.Int64   // the sensor whose queued hours MaintainRollups took last
+	txAttempts   int            // inTx's attempts in all
 }
 
 // DefaultMaxSensorInputs is how many distinct input ids a sensor without a
@@ -39,7 +40,7 @@ func New(pool *pgxpool.Pool, limits ...Limits) *DB {
 	if len(limits) > 0 {
 		l = limits[0]
 	}
-	return &DB{pool: pool, limits: l.withDefaults()}
+	return &DB{pool: pool, limits: l.withDefaults(), txAttempts: DefaultTxAttempts}
 }
 
 // querier is what both the pool and a transaction can do, so helpers run in
@@ -90,6 +91,11 @@ func dbError(op string, err error) error {
 		switch {
 		case pgErr.Code == "23505":
 			return apperr.Wrap(apperr.Conflict, err, "%s: already exists", op)
+		case retryable(err):
+			// A deadlock's victim or a serialization failure, after inTx's
+			// attempts: nothing of it was stored, and the same request may
+			// well pass a moment later.
+			return apperr.Wrap(apperr.Unavailable, err, "%s: it met concurrent writes and was undone, storing nothing; retry it", op)
 		case pgErr.Code[:2] == "22", pgErr.Code[:2] == "23":
 			return apperr.Wrap(apperr.Invalid, err, "%s: %s", op, invalidValue(pgErr.Code))
 		case pgErr.Code[:2] == "08", pgErr.Code[:2] == "53", pgErr.Code[:2] == "57":

@@ -34,18 +34,55 @@ var (
 )
 
 // lockSensorWriteSQL locks the project as lockWritableProject does, then
-// reads the sensor and the input ids its readings have used, in that order
-// (the CTE is read before the join yields the row the outer lock takes), in
-// one round trip. Writers of readings take the sensor's row lock: it
-// serializes the batches of one sensor, so that what a batch's probe finds
-// stored stays true until it commits.
+// the sensor, in that order (the CTE is read before the join yields the
+// row the outer lock takes), in one round trip. Writers of readings take
+// the sensor's row lock: it serializes the batches of one sensor, so that
+// what a batch finds stored stays true until it commits.
 const lockSensorWriteSQL = `
 WITH p AS MATERIALIZED (` + lockWritableProjectSQL + `)
-SELECT p.state, s.instance, coalesce(si.input_ids, '{}')
+SELECT p.state, s.instance
 FROM p JOIN sensors s ON s.project_id = $2
-LEFT JOIN sensor_inputs si ON si.sensor_id = s.id
 WHERE s.id = $3
 FOR NO KEY UPDATE OF s`
+
+// sensorWrittenSQL reads what the sensor's readings hold: the input ids
+// they have used and the newest one's datetime.
+const sensorWrittenSQL = `
+SELECT coalesce((SELECT input_ids FROM sensor_inputs WHERE sensor_id = $1), '{}'),
+       (SELECT datetime FROM sensor_latest WHERE sensor_id = $1)`
+
+// sensorWrite is what a write of a sensor's readings is made against.
+type sensorWrite struct {
+	inst   *Instance
+	known  []int64    // the input ids its readings have used, ascending
+	newest *time.Time // its newest reading's datetime; nil: it has none
+}
+
+// lockSensorWrite locks the sensor for a write of its readings
+// (lockSensorWriteSQL) and reads what its readings hold
+// (sensorWrittenSQL), in one round trip but in a statement of its own:
+// when the lock waited for another writer of the sensor, its statement
+// still sees what was stored before that writer committed (a READ
+// COMMITTED statement reads one snapshot, taken before it waited), the
+// next one sees it all. It returns NotFound, and Conflict when the
+// project is archived.
+func lockSensorWrite(ctx context.Context, tx pgx.Tx, key SensorKey) (sensorWrite, error) {
+	var (
+		w     sensorWrite
+		state ProjectState
+	)
+	b := &pgx.Batch{}
+	b.Queue(lockSensorWriteSQL, key.OrgID, key.ProjectID, key.SensorID).QueryRow(func(row pgx.Row) error {
+		return notFound("lock sensor", row.Scan(&state, &w.inst), "sensor")
+	})
+	b.Queue(sensorWrittenSQL, key.SensorID).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&w.known, &w.newest)
+	})
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return w, err
+	}
+	return w, writable(key.ProjectID, state)
+}
 
 // Written is what a batch did: how many of its instants were new to the
 // sensor and how many replaced a stored reading. Two readings at one
@@ -65,35 +102,27 @@ type Written struct {
 // archived.
 func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Reading) (Written, error) {
 	var written Written
-	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+	err := db.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		// The lock stands in for a foreign key, checked once per batch
 		// instead of once per row: the sensor cannot be deleted, with its
 		// readings, nor get a new instance until this batch is in. It also
 		// makes the batches of one sensor wait for each other.
-		var (
-			state ProjectState
-			inst  *Instance
-			known []int64
-		)
-		err := tx.QueryRow(ctx, lockSensorWriteSQL, key.OrgID, key.ProjectID, key.SensorID).Scan(&state, &inst, &known)
+		w, err := lockSensorWrite(ctx, tx, key)
 		if err != nil {
-			return notFound("lock sensor", err, "sensor")
-		}
-		if err := writable(key.ProjectID, state); err != nil {
 			return err
 		}
-		if err := inst.checkInputs(readings); err != nil {
+		if err := w.inst.checkInputs(readings); err != nil {
 			return err
 		}
-		if err := db.recordInputs(ctx, tx, key.SensorID, inst == nil, known, freshInputs(known, inputIDsOf(readings))); err != nil {
+		if err := db.recordInputs(ctx, tx, key.SensorID, w.inst == nil, w.known, freshInputs(w.known, inputIDsOf(readings))); err != nil {
 			return err
 		}
 		ordered := lastPerInstant(readings)
-		written, err = insertReadings(ctx, tx, key.SensorID, ordered, true)
+		written, err = insertReadings(ctx, tx, key.SensorID, ordered, w.newest, true)
 		if err != nil {
 			return err
 		}
-		sensor := Sensor{ID: key.SensorID, ProjectID: key.ProjectID, Instance: inst}
+		sensor := Sensor{ID: key.SensorID, ProjectID: key.ProjectID, Instance: w.inst}
 		if written.Events, err = db.evaluateAlarms(ctx, tx, sensor, ordered); err != nil {
 			return err
 		}
@@ -187,52 +216,56 @@ func keepLatest(ctx context.Context, tx pgx.Tx, sensorID int64, readings []Readi
 	return err
 }
 
-const (
-	probeReadingsSQL = `
-SELECT EXISTS (SELECT FROM readings WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3)`
-	// probeQueueSQL is the probe, queueing the hours $4 of the batch for
-	// their rollups in the same round trip (queueHoursSQL).
-	probeQueueSQL = `
+// replaceSQL deletes the sensor's ($1) stored readings at the instants of
+// a batch ($5, from $3 to $4), and returns how many there were, queueing
+// the batch's hours ($2) for their rollups in the same round trip
+// (queueHoursSQL). The deletes run a chunk of readings at a time
+// (delete_readings, migration 00049).
+const replaceSQL = `
 WITH queued AS (` + queueHoursSQL + `)
-SELECT EXISTS (SELECT FROM readings WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3)`
-	deleteReplacedSQL = `
-DELETE FROM readings WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 AND datetime = ANY($4)`
-)
+SELECT delete_readings($1, $3, $4::timestamptz + interval '1 microsecond', $5)`
 
 // insertReadings stores readings, ordered and one per instant, of a sensor
-// whose writers wait for this transaction, and with queue queues their
-// hours for the rollups. One probe of the primary key
-// decides: when the sensor has no reading from the batch's first instant
-// to its last, the common case, the batch goes straight in with COPY, as
-// fast as PostgreSQL ingests. Otherwise the stored readings at the batch's
-// instants are deleted first, and the COPY follows in the same
-// transaction: cheaper than an upsert, which must look up each row and
-// cannot COPY (issue 14).
-func insertReadings(ctx context.Context, tx pgx.Tx, sensorID int64, readings []Reading, queue bool) (Written, error) {
+// whose writers wait for this transaction and whose newest reading was
+// newest (nil: it had none), and with queue queues their hours for the
+// rollups. A batch after the sensor's newest reading, the common case,
+// goes straight in with COPY, as fast as PostgreSQL ingests. Otherwise the
+// stored readings at the batch's instants are deleted first, and the COPY
+// follows in the same transaction: cheaper than an upsert, which must look
+// up each row and cannot COPY (issue 14).
+//
+// It reads no readings: the first lock this transaction takes on a chunk
+// of readings is the one to write it, and no chunk outside the batch's
+// span is locked. A compression of the chunk (ExclusiveLock, then
+// AccessExclusiveLock to truncate it) then waits for the batch, or the
+// batch for it, never each for the other (docs/reliability.md).
+func insertReadings(ctx context.Context, tx pgx.Tx, sensorID int64, readings []Reading, newest *time.Time, queue bool) (Written, error) {
 	written := Written{New: len(readings)}
 	if len(readings) == 0 {
 		return written, nil
 	}
-	first, last := readings[0].Time, readings[len(readings)-1].Time
-	probe, args := probeReadingsSQL, []any{sensorID, first, last}
+	var hours []time.Time
 	if queue {
-		probe, args = probeQueueSQL, append(args, readingHours(readings))
+		hours = readingHours(readings)
 	}
-	var stored bool
-	if err := tx.QueryRow(ctx, probe, args...).Scan(&stored); err != nil {
-		return written, err
-	}
-	if stored {
+	first, last := readings[0].Time, readings[len(readings)-1].Time
+	switch {
+	case newest != nil && !first.After(*newest):
 		instants := make([]time.Time, len(readings))
 		for i, r := range readings {
 			instants[i] = r.Time
 		}
-		tag, err := tx.Exec(ctx, deleteReplacedSQL, sensorID, first, last, instants)
-		if err != nil {
+		if newest.Before(last) { // nothing stored after the newest
+			last = *newest
+		}
+		if err := tx.QueryRow(ctx, replaceSQL, sensorID, hours, first, last, instants).Scan(&written.Replaced); err != nil {
 			return written, err
 		}
-		written.Replaced = int(tag.RowsAffected())
 		written.New -= written.Replaced
+	case queue:
+		if _, err := tx.Exec(ctx, queueHoursSQL, sensorID, hours); err != nil {
+			return written, err
+		}
 	}
 	return written, copyReadings(ctx, tx.Conn().PgConn(), sensorID, readings)
 }
@@ -320,26 +353,18 @@ func (db *DB) InputIDs(ctx context.Context, sensor Sensor) ([]int64, error) {
 // Conflict when the sensor's project is archived.
 func (db *DB) DeleteReadings(ctx context.Context, key SensorKey, from, to time.Time) (int64, error) {
 	var deleted int64
-	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		var (
-			state ProjectState
-			inst  *Instance
-		)
+	err := db.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		// Unlike ingest, a delete excludes the sensor's other writers until it
 		// commits: the newest reading it recomputes must not miss a batch
 		// that commits meanwhile.
-		err := tx.QueryRow(ctx, lockSensorWriteSQL, key.OrgID, key.ProjectID, key.SensorID).Scan(&state, &inst, nil)
-		if err != nil {
-			return notFound("lock sensor", err, "sensor")
-		}
-		if err := writable(key.ProjectID, state); err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, `DELETE FROM readings WHERE sensor_id = $1 AND datetime >= $2 AND datetime < $3`, key.SensorID, from, to)
+		w, err := lockSensorWrite(ctx, tx, key)
 		if err != nil {
 			return err
 		}
-		deleted = tag.RowsAffected()
+		// A chunk of readings at a time, as ingest deletes (replaceSQL).
+		if err := tx.QueryRow(ctx, `SELECT delete_readings($1, $2, $3)`, key.SensorID, from, to).Scan(&deleted); err != nil {
+			return err
+		}
 		if deleted == 0 {
 			return nil
 		}
@@ -355,7 +380,7 @@ func (db *DB) DeleteReadings(ctx context.Context, key SensorKey, from, to time.T
 		}
 		// The current alarms follow the newest reading, so they follow it
 		// back to the one the delete left; the events stay.
-		return db.recheckAlarms(ctx, tx, Sensor{ID: key.SensorID, ProjectID: key.ProjectID, Instance: inst})
+		return db.recheckAlarms(ctx, tx, Sensor{ID: key.SensorID, ProjectID: key.ProjectID, Instance: w.inst})
 	})
 	return deleted, dbError("delete readings", err)
 }

@@ -67,8 +67,9 @@ WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 ORDER BY datetime LIMIT $4 O
 }
 
 // BenchmarkInsertReadings stores batches of 1,000 readings of 10 inputs,
-// as a POST does, through the store: new ones (lock, probe, COPY, commit),
-// and the same again over themselves (lock, probe, DELETE, COPY, commit).
+// as a POST does, through the store: new ones (lock, queue, COPY, commit),
+// and the same again over themselves (lock, queue and DELETE a chunk of
+// readings at a time, COPY, commit).
 func BenchmarkInsertReadings(b *testing.B) {
 	ctx := context.Background()
 	db := store.New(storetest.NewPool(b))

@@ -20,12 +20,12 @@ func (s Sensor) version() int64 {
 	return s.Instance.Version
 }
 
-// queueHoursSQL queues the hours $4 of a batch of sensor $1, in the
+// queueHoursSQL queues the hours $2 of a batch of sensor $1, in the
 // batch's transaction: one row per hour the batch touches, whatever its
 // size.
 const queueHoursSQL = `
 INSERT INTO rollup_dirty AS d (sensor_id, hour, inputs)
-SELECT $1, h, true FROM unnest($4::timestamptz[]) AS h
+SELECT $1, h, true FROM unnest($2::timestamptz[]) AS h
 ON CONFLICT (sensor_id, hour) DO UPDATE SET inputs = true WHERE NOT d.inputs`
 
 // readingHours are the hours of readings, ordered by time, each once.
@@ -130,7 +130,8 @@ SELECT $1, * FROM unnest($2::timestamptz[], $3::bigint[], $4::bigint[], $5::floa
 // tells how many.
 func (db *DB) rollupSensor(ctx context.Context, sensorID int64, outputsOf OutputsOf, limit int) (int, error) {
 	var n int
-	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+	err := db.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		n = 0
 		// The sensor first, as its writers lock it, then the hours: a
 		// writer holding the sensor never waits for an hour held here. A
 		// sensor being written (a file can take a while) is skipped, not

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -32,29 +31,29 @@ const (
 	copyReadingsSQL = `COPY readings (sensor_id, datetime, input_ids, vals) FROM STDIN (FORMAT binary)`
 	createOwnSQL    = `CREATE TEMPORARY TABLE reading_own (datetime timestamptz) ON COMMIT DROP`
 	// overwriteChunkSQL deletes the stored readings at a chunk's instants
-	// ($4, ascending, from $2 to $3), whose count is the chunk's replaced,
-	// and notes the instants as the stream's own.
+	// ($4, ascending, from $2 to $3), a chunk of readings at a time as
+	// ingest does (storeSQL), returns how many, the chunk's replaced, and
+	// notes the instants as the stream's own.
 	overwriteChunkSQL = `
 WITH own AS (INSERT INTO reading_own SELECT unnest($4::timestamptz[]))
-DELETE FROM readings WHERE sensor_id = $1 AND datetime BETWEEN $2::timestamptz AND $3::timestamptz AND datetime = ANY($4::timestamptz[])`
+SELECT delete_readings($1, $2, $3::timestamptz + interval '1 microsecond', $4)`
 	createStageSQL = `
 CREATE TEMPORARY TABLE reading_stage (seq bigint, datetime timestamptz, input_ids bigint[], vals float8[]) ON COMMIT DROP`
 	copyStageSQL = `COPY reading_stage (seq, datetime, input_ids, vals) FROM STDIN (FORMAT binary)`
 	// lastOfStageSQL is the stage, one reading an instant, the later of the
 	// stream winning.
 	lastOfStageSQL = `SELECT DISTINCT ON (datetime) datetime, input_ids, vals FROM reading_stage ORDER BY datetime, seq DESC`
-	// deleteStagedSQL deletes the stored readings at staged instants
-	// (%s: the stage, or its instants once each), and counts those stored
-	// before the stream: neither from $4 on (the straight COPY's) nor
-	// among the overwriting chunks' own instants, once each.
+	// deleteStagedSQL deletes the stored readings at staged instants: from
+	// $2 to $3, those before the straight COPY's first reading, and from $4
+	// to $5, the straight COPY's (none where a bound is NULL). It returns how
+	// many of each there were, and how many of the first were the
+	// overwriting chunks' own instants: the others were stored before the
+	// stream.
 	deleteStagedSQL = `
-WITH gone AS (
-    DELETE FROM readings r USING %s s
-    WHERE r.sensor_id = $1 AND r.datetime BETWEEN $2 AND $3 AND r.datetime = s.datetime
-    RETURNING r.datetime
-)
-SELECT count(*), count(*) FILTER (WHERE ($4::timestamptz IS NULL OR g.datetime < $4) AND o.datetime IS NULL)
-FROM gone g LEFT JOIN reading_own o ON o.datetime = g.datetime`
+SELECT CASE WHEN $2::timestamptz IS NULL THEN 0 ELSE delete_readings($1, $2, $3::timestamptz + interval '1 microsecond', s.instants) END,
+       CASE WHEN $4::timestamptz IS NULL THEN 0 ELSE delete_readings($1, $4, $5::timestamptz + interval '1 microsecond', s.instants) END,
+       (SELECT count(DISTINCT datetime) FROM reading_stage JOIN reading_own USING (datetime))
+FROM (SELECT ARRAY(SELECT datetime FROM reading_stage) AS instants) s`
 	insertStagedSQL = `
 INSERT INTO readings (sensor_id, datetime, input_ids, vals) SELECT $1, datetime, input_ids, vals FROM reading_stage`
 	insertLastOfStageSQL = `
@@ -81,10 +80,18 @@ const stageChunk = 5000
 // reading; taking the lock, and the statements after the stream, have
 // timeout (0: no limit), the stream itself is read under ctx alone.
 //
+// Unlike InsertReadings, a transaction PostgreSQL aborts as a deadlock's
+// victim or a serialization failure is not run again: the readings it read
+// are gone from the stream, which cannot be read twice, and keeping them
+// for a retry is what the stream avoids. Nothing of it is stored, and the
+// caller gets Unavailable, to send the stream again. Its writes lock each
+// chunk of readings to write it before anything reads it, as ingest does,
+// so that a compression never makes it a deadlock's victim.
+//
 // It returns the stream's own error; NotFound; Invalid, naming the input,
 // for an input id that is not one of the sensor's instance, or one past
-// the limit of a sensor without one; Invalid for an empty stream; and
-// Conflict when its project is archived.
+// the limit of a sensor without one; Invalid for an empty stream;
+// Conflict when its project is archived; and Unavailable as above.
 func (db *DB) InsertReadingStream(ctx context.Context, key SensorKey, stream ReadingStream, timeout time.Duration) (Written, error) {
 	var written Written
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
@@ -122,9 +129,7 @@ type streamWrite struct {
 	src     *streamSource
 	timeout time.Duration
 
-	inst   *Instance
-	known  []int64    // the sensor's input ids before the stream
-	newest *time.Time // the sensor's newest reading before the stream
+	sensorWrite // before the stream
 
 	chunked  phase // what overwrote a chunk at a time
 	replaced int64 // of the chunked, how many replaced a stored reading
@@ -148,18 +153,8 @@ func (w *streamWrite) lock(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, w.timeout)
 		defer cancel()
 	}
-	var state ProjectState
-	err := w.tx.QueryRow(ctx, lockSensorWriteSQL, w.key.OrgID, w.key.ProjectID, w.key.SensorID).Scan(&state, &w.inst, &w.known)
-	if err != nil {
-		return notFound("lock sensor", err, "sensor")
-	}
-	if err := writable(w.key.ProjectID, state); err != nil {
-		return err
-	}
-	err = w.tx.QueryRow(ctx, `SELECT datetime FROM sensor_latest WHERE sensor_id = $1`, w.key.SensorID).Scan(&w.newest)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
-	}
+	var err error
+	w.sensorWrite, err = lockSensorWrite(ctx, w.tx, w.key)
 	return err
 }
 
@@ -227,14 +222,14 @@ func (w *streamWrite) overwrite(ctx context.Context) error {
 		for _, r := range chunk {
 			instants = append(instants, r.Time)
 		}
-		// Planned for these instants, not cached: a cached statement's
-		// generic plan searches the array once for every stored row,
-		// where a plan for the values hashes it (twice as fast a file).
-		tag, err := w.tx.Exec(ctx, overwriteChunkSQL, pgx.QueryExecModeExec, w.key.SensorID, instants[0], instants[len(instants)-1], instants)
-		if err != nil {
+		// delete_readings plans each DELETE for these instants (EXECUTE),
+		// which joins them as their number deserves; a cached generic plan
+		// would search the array once for every stored row.
+		var replaced int64
+		if err := w.tx.QueryRow(ctx, overwriteChunkSQL, w.key.SensorID, instants[0], instants[len(instants)-1], instants).Scan(&replaced); err != nil {
 			return err
 		}
-		w.replaced += tag.RowsAffected()
+		w.replaced += replaced
 		if err := copyReadings(ctx, conn, w.key.SensorID, chunk); err != nil {
 			return err
 		}
@@ -267,19 +262,28 @@ func (w *streamWrite) merge(ctx context.Context) (Written, error) {
 	if w.staged.count > 0 {
 		// Stored readings at staged instants are replaced: those stored
 		// before the stream count as replaced; those the straight COPY
-		// or the chunks wrote were counted already.
-		var deleted, replaced int
-		var ownFrom *time.Time
-		if w.direct.count > 0 {
-			ownFrom = &w.direct.first
+		// or the chunks wrote were counted already. Nothing was stored
+		// from the straight COPY's first reading on before the stream.
+		var beforeLo, beforeHi, straightLo, straightHi *time.Time
+		first, last := w.staged.first, w.staged.last
+		switch {
+		case w.direct.count == 0 || last.Before(w.direct.first):
+			beforeLo, beforeHi = &first, &last
+		case !first.Before(w.direct.first):
+			straightLo, straightHi = &first, &last
+		default:
+			below := w.direct.first.Add(-time.Microsecond)
+			beforeLo, beforeHi, straightLo, straightHi = &first, &below, &w.direct.first, &last
 		}
-		instants, insert := "(SELECT DISTINCT datetime FROM reading_stage)", insertLastOfStageSQL
-		if w.staged.ordered { // one reading an instant already, and no sort to pay
-			instants, insert = "reading_stage", insertStagedSQL
-		}
-		err := w.tx.QueryRow(ctx, fmt.Sprintf(deleteStagedSQL, instants), w.key.SensorID, w.staged.first, w.staged.last, ownFrom).Scan(&deleted, &replaced)
+		var beforeDeleted, straightDeleted, own int
+		err := w.tx.QueryRow(ctx, deleteStagedSQL, w.key.SensorID, beforeLo, beforeHi, straightLo, straightHi).Scan(&beforeDeleted, &straightDeleted, &own)
 		if err != nil {
 			return written, err
+		}
+		deleted, replaced := beforeDeleted+straightDeleted, beforeDeleted-own
+		insert := insertLastOfStageSQL
+		if w.staged.ordered { // one reading an instant already, and no sort to pay
+			insert = insertStagedSQL
 		}
 		tag, err := w.tx.Exec(ctx, insert, w.key.SensorID)
 		if err != nil {

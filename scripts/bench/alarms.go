@@ -78,7 +78,7 @@ func (e *env) alarmIngest(ctx context.Context, res *results) error {
 				}
 			}
 			spans, bodies := e.sensorBodies(sensors)
-			if _, err := e.pool.Exec(ctx, "TRUNCATE readings"); err != nil {
+			if _, err := e.pool.Exec(ctx, "TRUNCATE readings, sensor_latest"); err != nil {
 				return err
 			}
 			before, err := e.triggerEvents(ctx)

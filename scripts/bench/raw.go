@@ -92,10 +92,10 @@ func (e *env) copySpan(ctx context.Context, conn *pgxpool.Conn, sp span) error {
 }
 
 // rawOverwrite is row 2: the service's storage of a batch
-// (store.WriteReadings: a probe, the DELETE of the stored readings, the
-// COPY) without the service, overwriting every reading of row 1.
+// (store.WriteReadings: the DELETE of the stored readings, chunk by chunk,
+// the COPY) without the service, overwriting every reading of row 1.
 func (e *env) rawOverwrite(ctx context.Context, res *results) error {
-	return e.rawRow(ctx, res, "2", "Raw overwrite: the service's storage of a batch (`store.WriteReadings`: probe, `DELETE`, COPY), 1 connection,",
+	return e.rawRow(ctx, res, "2", "Raw overwrite: the service's storage of a batch (`store.WriteReadings`: `DELETE` by chunk, COPY), 1 connection,",
 		e.cfg.copyRows(), e.rawWrite, &res.rawOverwrite, "1 (the limit)")
 }
 
@@ -116,6 +116,15 @@ func (e *env) rawWrite(ctx context.Context, rows int) (float64, error) {
 	}
 	defer conn.Release()
 	spans := e.data.bySensor(rows)
+	// The raw COPYs kept no sensor's newest reading, which tells the
+	// service's storage that a batch may overwrite.
+	_, err = conn.Exec(ctx, `
+INSERT INTO sensor_latest (sensor_id, datetime, input_ids, vals)
+SELECT DISTINCT ON (sensor_id) sensor_id, datetime, input_ids, vals FROM readings ORDER BY sensor_id, datetime DESC
+ON CONFLICT (sensor_id) DO UPDATE SET datetime = EXCLUDED.datetime, input_ids = EXCLUDED.input_ids, vals = EXCLUDED.vals`)
+	if err != nil {
+		return 0, err
+	}
 	e.checkpoint(ctx)
 	stop := e.clock()
 	for _, sp := range spans {

@@ -48,16 +48,36 @@ type target struct {
 }
 
 func (t *target) register(fs *flag.FlagSet) {
+	t.registerService(fs, 10*time.Second)
+	fs.StringVar(&t.sensorList, "sensors", "", "comma-separated sensor `ids`")
+}
+
+// registerService registers the flags of the service, the credentials and
+// the project, but not the sensors.
+func (t *target) registerService(fs *flag.FlagSet, timeout time.Duration) {
 	fs.StringVar(&t.base, "base", "http://127.0.0.1:8080", "the service's base `url`")
 	fs.StringVar(&t.tokensFile, "tokens-file", "", "`file` of bearer tokens, one a line, used in turn (a file keeps them out of ps)")
 	fs.Int64Var(&t.org, "org", 0, "organization `id`")
 	fs.Int64Var(&t.proj, "proj", 0, "project `id`")
-	fs.StringVar(&t.sensorList, "sensors", "", "comma-separated sensor `ids`")
-	fs.DurationVar(&t.timeout, "timeout", 10*time.Second, "the client's timeout for one request: longer is a hang")
+	fs.DurationVar(&t.timeout, "timeout", timeout, "the client's timeout for one request: longer is a hang")
 }
 
 // setup checks the flags, reads the tokens and parses the sensors.
 func (t *target) setup() error {
+	errs := []error{t.setupService()}
+	for s := range strings.SplitSeq(t.sensorList, ",") {
+		id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil || id < 1 {
+			errs = append(errs, fmt.Errorf("-sensors %q is not a list of sensor ids", t.sensorList))
+			break
+		}
+		t.sensors = append(t.sensors, id)
+	}
+	return errors.Join(errs...)
+}
+
+// setupService checks the flags of registerService and reads the tokens.
+func (t *target) setupService() error {
 	var errs []error
 	if !loopbackBase(t.base) {
 		// Load and chaos traffic stays on this machine.
@@ -66,14 +86,6 @@ func (t *target) setup() error {
 	t.base = strings.TrimSuffix(t.base, "/")
 	if t.org < 1 || t.proj < 1 {
 		errs = append(errs, errors.New("-org and -proj are required"))
-	}
-	for s := range strings.SplitSeq(t.sensorList, ",") {
-		id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-		if err != nil || id < 1 {
-			errs = append(errs, fmt.Errorf("-sensors %q is not a list of sensor ids", t.sensorList))
-			break
-		}
-		t.sensors = append(t.sensors, id)
 	}
 	if t.timeout <= 0 {
 		errs = append(errs, errors.New("-timeout must be positive"))
@@ -309,9 +321,14 @@ func (l *loader) read(ks *kindStats, due time.Time, sensor int64, query string) 
 	send(l.client, ks, due, http.MethodGet, l.readingsURL(sensor)+query, l.token(), nil)
 }
 
-// send makes one request and records its outcome in ks. It returns the
-// status, or 0 when there was none.
+// send makes one request, with a JSON body if any, and records its
+// outcome in ks. It returns the status, or 0 when there was none.
 func send(client *http.Client, ks *kindStats, due time.Time, method, url, token string, body []byte) int {
+	return sendAs(client, ks, due, method, url, token, "application/json", body)
+}
+
+// sendAs is send with a body of contentType.
+func sendAs(client *http.Client, ks *kindStats, due time.Time, method, url, token, contentType string, body []byte) int {
 	req, err := http.NewRequest(method, url, bytes.NewReader(body))
 	if err != nil {
 		ks.errors[errOther]++
@@ -322,7 +339,7 @@ func send(client *http.Client, ks *kindStats, due time.Time, method, url, token 
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	res, err := client.Do(req)
 	if err != nil {

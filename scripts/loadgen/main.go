@@ -4,12 +4,15 @@
 //	loadgen load   -base URL -tokens-file F -org N -proj N -sensors 1,2,3 [...]
 //	loadgen probe  -base URL -tokens-file F -org N -proj N -sensors 1 -database-url URL [...]
 //	loadgen verify -database-url URL ACKLOG...
+//	loadgen stress -base URL -tokens-file F -admin-token-file F -org N -proj N -database-url URL [...]
 //
 // load offers requests at a fixed rate (an open model: a slow answer does
 // not slow the offered rate) and reports throughput, latency and statuses.
 // probe watches PostgreSQL and the service side by side during the database
 // chaos and reports how soon the service recovers. verify counts, with SQL,
-// the readings of every batch the ack logs name.
+// the readings of every batch the ack logs name. stress writes, overwrites,
+// deletes, edits and reads while the compression job runs, and checks that
+// every acknowledged write reads back (scripts/chaos-stress.sh).
 //
 // Every batch is recoverable from the stored data: see batch.go.
 package main
@@ -46,7 +49,7 @@ type reported struct{ error }
 // commands finish what is in flight and report rather than abort.
 func run(stop context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: loadgen load|probe|verify [flags]")
+		return errors.New("usage: loadgen load|probe|verify|stress [flags]")
 	}
 	command, args := args[0], args[1:]
 	switch command {
@@ -56,6 +59,8 @@ func run(stop context.Context, args []string, getenv func(string) string, stdout
 		return runProbe(stop, args, getenv, stdout, stderr)
 	case "verify":
 		return runVerify(stop, args, getenv, stdout, stderr)
+	case "stress":
+		return runStress(stop, args, getenv, stdout, stderr)
 	}
-	return fmt.Errorf("unknown command %q: use load, probe or verify", command)
+	return fmt.Errorf("unknown command %q: use load, probe, verify or stress", command)
 }

@@ -170,11 +170,16 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[max(0, min(rank, len(sorted)-1))]
 }
 
-// writeTable writes one line per kind: count, latency percentiles and
-// statuses.
+// writeTable writes one line per kind of a load: count, latency
+// percentiles and statuses.
 func writeTable(w io.Writer, s stats) {
-	fmt.Fprintf(w, "  %-7s %8s %9s %9s %9s %9s  %s\n", "kind", "count", "p50", "p90", "p99", "max", "statuses / transport errors")
-	for _, k := range []string{kindWrite, kindRead, kindLatest} {
+	writeKinds(w, s, []string{kindWrite, kindRead, kindLatest})
+}
+
+// writeKinds writes writeTable's line for each of kinds that s has.
+func writeKinds(w io.Writer, s stats, kinds []string) {
+	fmt.Fprintf(w, "  %-9s %8s %9s %9s %9s %9s  %s\n", "kind", "count", "p50", "p90", "p99", "max", "statuses / transport errors")
+	for _, k := range kinds {
 		ks := s[k]
 		if ks == nil {
 			continue
@@ -184,7 +189,7 @@ func writeTable(w io.Writer, s stats) {
 		if len(ks.errors) > 0 {
 			line += " / " + counts(ks.errors)
 		}
-		fmt.Fprintf(w, "  %-7s %8d %9s %9s %9s %9s  %s\n", k, sum(ks.statuses)+sum(ks.errors),
+		fmt.Fprintf(w, "  %-9s %8d %9s %9s %9s %9s  %s\n", k, sum(ks.statuses)+sum(ks.errors),
 			ms(percentile(lat, 50)), ms(percentile(lat, 90)), ms(percentile(lat, 99)), ms(percentile(lat, 100)), line)
 	}
 }
