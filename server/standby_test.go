@@ -48,7 +48,9 @@ func TestStandbyReads(t *testing.T) {
 	standby := &testStandby{}
 	standby.state.Store("caught up")
 	cfg := defaultConfig()
-	cfg.Standby, cfg.StandbyWait = standby, 50*time.Millisecond
+	// Long enough for the caught-up standby's own query on a loaded
+	// machine: a wait of 50 ms sent it to the primary there.
+	cfg.Standby, cfg.StandbyWait = standby, 2*time.Second
 	e := newEnvWith(t, cfg, func(db *store.DB) server.Store {
 		standby.DB = db
 		return db
