@@ -75,8 +75,9 @@ var errOrgNotFound = apperr.Errorf(apperr.NotFound, "organization not found")
 // is the store's to check (a token limited to another one has no role in
 // it); here the path must name the scope's project and sensors: another one
 // is 404, as for a non-member, and an operation that names none is 403, as
-// it would reach beyond the scope. Of the user operations a scoped token may
-// only read, so that it cannot mint itself a broader token.
+// it would reach beyond the scope, unless the operation narrows its answer
+// to the scope itself (the status operations). Of the user operations a
+// scoped token may only read, so that it cannot mint itself a broader token.
 func scopeRefuses(c echo.Context, op *operation, scope store.TokenScope) error {
 	switch {
 	case !scope.Scoped():
@@ -89,21 +90,23 @@ func scopeRefuses(c echo.Context, op *operation, scope store.TokenScope) error {
 		return nil
 	}
 	if scope.ProjectID != 0 {
-		param := cmp.Or(c.Param("proj_id"), c.Param("project_id"))
-		if param == "" {
+		switch param := cmp.Or(c.Param("proj_id"), c.Param("project_id")); {
+		case param == "" && !op.needs.narrows:
 			return apperr.Errorf(apperr.Forbidden, "%s: this token is limited to project %d", op.id, scope.ProjectID)
-		}
-		if id, err := strconv.ParseInt(param, 10, 64); err != nil || id != scope.ProjectID {
-			return apperr.Errorf(apperr.NotFound, "project not found")
+		case param != "":
+			if id, err := strconv.ParseInt(param, 10, 64); err != nil || id != scope.ProjectID {
+				return apperr.Errorf(apperr.NotFound, "project not found")
+			}
 		}
 	}
 	if len(scope.SensorIDs) > 0 {
-		param := c.Param("sensor_id")
-		if param == "" {
+		switch param := c.Param("sensor_id"); {
+		case param == "" && !op.needs.narrows:
 			return apperr.Errorf(apperr.Forbidden, "%s: this token is limited to sensors %v", op.id, scope.SensorIDs)
-		}
-		if id, err := strconv.ParseInt(param, 10, 64); err != nil || !slices.Contains(scope.SensorIDs, id) {
-			return apperr.Errorf(apperr.NotFound, "sensor not found")
+		case param != "":
+			if id, err := strconv.ParseInt(param, 10, 64); err != nil || !slices.Contains(scope.SensorIDs, id) {
+				return apperr.Errorf(apperr.NotFound, "sensor not found")
+			}
 		}
 	}
 	return nil

@@ -181,10 +181,12 @@ func archivedRefuses(method, path, operationID string) bool {
 
 // expectedStatus is the matrix's rule: 200 stands for any 2xx. A scoped
 // token answers as a non-member (404) for a project or sensor outside its
-// scope and 403 for an operation that names none of its scope, or that a
+// scope and 403 for an operation that names none of its scope, unless the
+// operation narrows its answer to the scope (x-scope: narrows), or that a
 // device token may not call.
 func expectedStatus(o specOperation, required string, id identity) int {
 	namesProject := strings.Contains(o.path, "{proj_id}") || strings.Contains(o.path, "{project_id}")
+	narrows := o.operation.Extensions["x-scope"] == "narrows"
 	switch {
 	case required == "public":
 		return 200
@@ -198,9 +200,9 @@ func expectedStatus(o specOperation, required string, id identity) int {
 		return 200
 	case id.role == "":
 		return 404
-	case id.scope != unscoped && !namesProject:
+	case id.scope != unscoped && !namesProject && !narrows:
 		return 403
-	case id.scope == otherProject, id.scope == deviceOtherSensors:
+	case (id.scope == otherProject || id.scope == deviceOtherSensors) && namesProject:
 		return 404
 	case !id.role.AtLeast(store.Role(required)):
 		return 403

@@ -18,6 +18,9 @@ type requirement struct {
 	public bool
 	role   store.Role // empty for public and user
 	device bool       // a device token may call it (x-device)
+	// narrows: a scoped token gets what its scope reaches rather than 403
+	// when the path names no project or sensor of it (x-scope: narrows).
+	narrows bool
 }
 
 func parseRequirement(s string) (requirement, error) {
@@ -64,6 +67,13 @@ func loadOperations(spec *openapi3.T) (operations, error) {
 				return nil, fmt.Errorf("%s %s (%s): public operations, and only they, have security: []", method, path, op.OperationID)
 			}
 			needs.device, _ = op.Extensions["x-device"].(bool)
+			switch scope, _ := op.Extensions["x-scope"].(string); scope {
+			case "":
+			case "narrows":
+				needs.narrows = true
+			default:
+				return nil, fmt.Errorf("%s %s (%s): x-scope %q is not narrows", method, path, op.OperationID, scope)
+			}
 			// Who may call an operation is authenticate's to decide, not the
 			// validator's. Given security requirements, kin-openapi reads
 			// the whole body into memory to offer it to an authentication

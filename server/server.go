@@ -81,6 +81,7 @@ type Store interface {
 	UpdateAlarmRule(ctx context.Context, key store.SensorKey, ruleID int64, spec store.AlarmRuleSpec) (store.AlarmRule, error)
 	DeleteAlarmRule(ctx context.Context, key store.SensorKey, ruleID int64) error
 	ListAlarms(ctx context.Context, orgID, projectID int64) ([]store.Alarm, error)
+	SensorStatuses(ctx context.Context, q store.StatusQuery) ([]store.SensorStatus, bool, error)
 	AcknowledgeAlarm(ctx context.Context, orgID, projectID, alarmID, userID int64, note string) (store.Alarm, error)
 	ListAlarmEvents(ctx context.Context, orgID, projectID int64, q store.AlarmEventQuery) ([]store.AlarmEvent, bool, error)
 	GetOverdueRule(ctx context.Context, key store.SensorKey) (store.OverdueRule, error)
