@@ -861,7 +861,11 @@ type ClientInterface interface {
 	// and a row per reading, empty where a reading lacks a value; `format=ndjson` has one reading per line, as
 	// `listReadings` returns them. Both bounds are optional. If the
 	// export fails part way, the connection is cut, so a truncated file
-	// never looks complete. Required role: `viewer`.
+	// never looks complete. Values are written as computed (the shortest
+	// decimal that reads back as the same float64), whatever `decimals`
+	// an output declares: the file feeds further computation, where a
+	// rounded value would lose what the sensor measured.
+	// Required role: `viewer`.
 	//
 	// **Chunks, not a snapshot.** The service reads the range in chunks of
 	// 1,000 readings, in the order it streams them, and sends each chunk
@@ -2773,7 +2777,11 @@ func (c *Client) AggregateReadings(ctx context.Context, orgId OrgId, projId Proj
 // and a row per reading, empty where a reading lacks a value; `format=ndjson` has one reading per line, as
 // `listReadings` returns them. Both bounds are optional. If the
 // export fails part way, the connection is cut, so a truncated file
-// never looks complete. Required role: `viewer`.
+// never looks complete. Values are written as computed (the shortest
+// decimal that reads back as the same float64), whatever `decimals`
+// an output declares: the file feeds further computation, where a
+// rounded value would lose what the sensor measured.
+// Required role: `viewer`.
 //
 // **Chunks, not a snapshot.** The service reads the range in chunks of
 // 1,000 readings, in the order it streams them, and sends each chunk
@@ -8983,7 +8991,11 @@ type ClientWithResponsesInterface interface {
 	// and a row per reading, empty where a reading lacks a value; `format=ndjson` has one reading per line, as
 	// `listReadings` returns them. Both bounds are optional. If the
 	// export fails part way, the connection is cut, so a truncated file
-	// never looks complete. Required role: `viewer`.
+	// never looks complete. Values are written as computed (the shortest
+	// decimal that reads back as the same float64), whatever `decimals`
+	// an output declares: the file feeds further computation, where a
+	// rounded value would lose what the sensor measured.
+	// Required role: `viewer`.
 	//
 	// **Chunks, not a snapshot.** The service reads the range in chunks of
 	// 1,000 readings, in the order it streams them, and sends each chunk
@@ -18593,7 +18605,11 @@ func (c *ClientWithResponses) AggregateReadingsWithResponse(ctx context.Context,
 // and a row per reading, empty where a reading lacks a value; `format=ndjson` has one reading per line, as
 // `listReadings` returns them. Both bounds are optional. If the
 // export fails part way, the connection is cut, so a truncated file
-// never looks complete. Required role: `viewer`.
+// never looks complete. Values are written as computed (the shortest
+// decimal that reads back as the same float64), whatever `decimals`
+// an output declares: the file feeds further computation, where a
+// rounded value would lose what the sensor measured.
+// Required role: `viewer`.
 //
 // **Chunks, not a snapshot.** The service reads the range in chunks of
 // 1,000 readings, in the order it streams them, and sends each chunk

@@ -728,6 +728,13 @@ type BlueprintInput struct {
 
 // BlueprintOutput defines model for BlueprintOutput.
 type BlueprintOutput struct {
+	// Decimals How many decimals a person needs to see of the output
+	// (`pressure` in kPa to 1 decimal, say): the console shows its
+	// values so. A display precision only: the API's JSON and CSV
+	// answer every value as computed. Absent: the console shows up to
+	// 6 significant digits.
+	Decimals *int `json:"decimals,omitempty"`
+
 	// Formula See the README's formula language.
 	Formula string `json:"formula"`
 
@@ -1003,11 +1010,15 @@ type InstanceInput struct {
 
 // InstanceOutput defines model for InstanceOutput.
 type InstanceOutput struct {
-	Formula string `json:"formula"`
-	Id      int64  `json:"id"`
-	Key     string `json:"key"`
-	Name    string `json:"name"`
-	Unit    string `json:"unit"`
+	// Decimals The blueprint output's `decimals` when the sensor took the
+	// blueprint (a later edit of the blueprint leaves it, as it leaves
+	// the formula); absent without.
+	Decimals *int   `json:"decimals,omitempty"`
+	Formula  string `json:"formula"`
+	Id       int64  `json:"id"`
+	Key      string `json:"key"`
+	Name     string `json:"name"`
+	Unit     string `json:"unit"`
 }
 
 // Invitation An invitation, without its code. `state` is `pending` until it is

@@ -223,6 +223,10 @@ var badRequests = []struct {
 	{"StatusTooManySensors", "GET", "/api/v1/org/{org}/proj/{proj}/status?" + strings.Repeat("sensor_id=1&", 100) + "sensor_id=1", "", "", 400},
 	{"StatusSensorOfOrgStatus", "GET", "/api/v1/org/{org}/status?sensor_id={sensor}", "", "", 400},
 	{"StatusUnknownProject", "GET", "/api/v1/org/{org}/proj/999999/status", "", "", 404},
+	// Output precision.
+	{"BlueprintDecimalsNegative", "POST", "/api/v1/org/{org}/blueprints", "json", `{"name":"P","inputs":[{"key":"f","name":"F"}],"outputs":[{"key":"d","name":"D","formula":"f","decimals":-1}]}`, 400},
+	{"BlueprintDecimalsTooMany", "POST", "/api/v1/org/{org}/blueprints", "json", `{"name":"P","inputs":[{"key":"f","name":"F"}],"outputs":[{"key":"d","name":"D","formula":"f","decimals":13}]}`, 400},
+	{"BlueprintDecimalsFraction", "POST", "/api/v1/org/{org}/blueprints", "json", `{"name":"P","inputs":[{"key":"f","name":"F"}],"outputs":[{"key":"d","name":"D","formula":"f","decimals":1.5}]}`, 400},
 	// Import profiles.
 	{"ProfileOutputNotInput", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/import-profile", "json", `{"columns":{"Freq_Avg":"pressure"}}`, 400},
 	{"ProfileTwoColumnsOneInput", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/import-profile", "json", `{"columns":{"a":"freq","b":"freq"}}`, 400},
