@@ -904,7 +904,7 @@ type FileImport struct {
 	// IgnoredColumns Columns that feed no input, such as `RECORD`.
 	IgnoredColumns []string `json:"ignored_columns"`
 
-	// New Instants new to the sensor (0 with `dry_run`).
+	// New Instants new to the sensor (with `dry_run`, that would be).
 	New int64 `json:"new"`
 
 	// Preview With `dry_run`, the first 10 readings as they would be stored.
@@ -913,7 +913,8 @@ type FileImport struct {
 	// Readings The file's readings (lines with at least one input).
 	Readings int64 `json:"readings"`
 
-	// Replaced Instants whose stored reading was replaced (0 with `dry_run`).
+	// Replaced Instants whose stored reading was replaced (with `dry_run`, that
+	// would be: a file overlapping stored readings overwrites them).
 	Replaced int64 `json:"replaced"`
 
 	// Skipped Lines skipped because every input was missing.
@@ -1987,7 +1988,9 @@ type PostReadingsParams struct {
 	Columns *string `form:"columns,omitempty" json:"columns,omitempty"`
 
 	// DryRun Files only: parse and check the file, store nothing, and answer
-	// the first readings as they would be stored (`preview`).
+	// the first readings as they would be stored (`preview`) and how
+	// many instants would be new or replace a stored reading. A dry
+	// run holds the file's instants, 8 bytes each, while it counts.
 	DryRun *bool `form:"dry_run,omitempty" json:"dry_run,omitempty"`
 }
 

@@ -64,6 +64,7 @@ type Store interface {
 	InsertReadings(ctx context.Context, key store.SensorKey, readings []store.Reading) (store.Written, error)
 	InsertReadingStream(ctx context.Context, key store.SensorKey, stream store.ReadingStream, mergeTimeout time.Duration) (store.Written, error)
 	DeleteReadings(ctx context.Context, key store.SensorKey, from, to time.Time) (int64, error)
+	CountStored(ctx context.Context, sensor store.Sensor, micros []int64) (store.Written, error)
 	MaintainRollups(ctx context.Context, outputsOf store.OutputsOf, maxHours int) (int, error)
 	WALPosition(ctx context.Context) (string, error)
 
