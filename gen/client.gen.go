@@ -1349,7 +1349,8 @@ type ClientInterface interface {
 	// how many of them nobody has acknowledged, whether it is overdue
 	// (it has an overdue rule and its newest reading, or without one the
 	// rule itself, is older than the rule allows; the background check
-	// raises the overdue alarm within a minute of that), and its newest
+	// raises the overdue alarm within its period, `-alarm-check-interval`,
+	// 10 s by default), and its newest
 	// reading with its outputs (absent when it has none). A status
 	// board sorts them. One statement reads the whole page, an index
 	// probe a sensor whatever its readings and alarms (plus a read of
@@ -3565,7 +3566,8 @@ func (c *Client) SetOverdueRule(ctx context.Context, orgId OrgId, projId ProjId,
 // how many of them nobody has acknowledged, whether it is overdue
 // (it has an overdue rule and its newest reading, or without one the
 // rule itself, is older than the rule allows; the background check
-// raises the overdue alarm within a minute of that), and its newest
+// raises the overdue alarm within its period, `-alarm-check-interval`,
+// 10 s by default), and its newest
 // reading with its outputs (absent when it has none). A status
 // board sorts them. One statement reads the whole page, an index
 // probe a sensor whatever its readings and alarms (plus a read of
@@ -9499,7 +9501,8 @@ type ClientWithResponsesInterface interface {
 	// how many of them nobody has acknowledged, whether it is overdue
 	// (it has an overdue rule and its newest reading, or without one the
 	// rule itself, is older than the rule allows; the background check
-	// raises the overdue alarm within a minute of that), and its newest
+	// raises the overdue alarm within its period, `-alarm-check-interval`,
+	// 10 s by default), and its newest
 	// reading with its outputs (absent when it has none). A status
 	// board sorts them. One statement reads the whole page, an index
 	// probe a sensor whatever its readings and alarms (plus a read of
@@ -19293,7 +19296,8 @@ func (c *ClientWithResponses) SetOverdueRuleWithResponse(ctx context.Context, or
 // how many of them nobody has acknowledged, whether it is overdue
 // (it has an overdue rule and its newest reading, or without one the
 // rule itself, is older than the rule allows; the background check
-// raises the overdue alarm within a minute of that), and its newest
+// raises the overdue alarm within its period, `-alarm-check-interval`,
+// 10 s by default), and its newest
 // reading with its outputs (absent when it has none). A status
 // board sorts them. One statement reads the whole page, an index
 // probe a sensor whatever its readings and alarms (plus a read of
