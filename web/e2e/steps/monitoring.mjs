@@ -80,7 +80,7 @@ test('the project opens on its status board: worst first, tinted by level, updat
 
   // It reads again by itself: PZ-06 crosses a rule, and its row follows
   // without a reload, within the board's period (15 s).
-  await rule(pz6.id, { target: 'pressure', level: 'Alarm', direction: 'above', threshold: -200 });
+  await rule(pz6.id, { target: 'pressure', level: 'Alarm', direction: 'above', threshold: 2 }); // its pressure is 3 kPa
   await rowOf('PZ-06').getByText('Alarm', { exact: true }).waitFor({ timeout: 25_000 });
   // The current alarms below follow the board.
   await page.getByRole('table', { name: 'Current alarms' }).getByRole('row').filter({ hasText: 'PZ-06' }).waitFor({ timeout: 10_000 });
