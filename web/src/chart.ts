@@ -194,11 +194,14 @@ function options(
     scales: { x: { time: true }, ...Object.fromEntries(units.map((u) => [u, { auto: true, range: reaching(thresholds.filter((t) => t.scale === u).map((t) => t.value)) }])) },
     series: [
       { label: 'Time', value: (_u: uPlot, v: number | null) => (v === null || v === undefined ? '–' : formatDateTime(new Date(v * 1000))) },
+      // An input is a wide translucent line and an output a thin one on
+      // top: an output that follows an input's shape on its own axis
+      // (digits = freq² / 1000) runs inside it instead of hiding it.
       ...series.map((s, i) => ({
         label: `${s.label}${s.unit ? ` (${s.unit})` : ''}`,
         scale: scaleOf(s),
-        stroke: colour(s),
-        width: 1.75,
+        stroke: s.kind === 'input' && !band ? colour(s) + 'aa' : colour(s),
+        width: s.kind === 'input' && !band ? 3.5 : 1.75,
         spanGaps: false,
         points: { show: size.points && !band },
         value: band ? bucketValue(s, i) : value(s),

@@ -108,7 +108,7 @@ function projectTable(ctx: Ctx, org: number, role: Role | undefined, list: Proje
       String(p.id),
       p.description,
       h('span', { class: `badge ${p.state}` }, p.state),
-      p.state === 'active' ? alarmsOf(summaries.get(p.id)) : h('span', { class: 'muted' }, 'not watched'),
+      p.state === 'active' ? alarmsOf(summaries.get(p.id)) : h('span', { class: 'muted' }, 'archived: not on the board'),
       formatDateTime(p.created_at),
       h('span', { class: 'actions' }, buttons),
     ];
