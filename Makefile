@@ -110,12 +110,12 @@ smoke:
 ## db-start: start the private PostgreSQL and print its URL
 db-start:
 	@scripts/devdb.sh start
-## db-stop: stop the private PostgreSQL
+## db-stop: stop the private PostgreSQL clusters, both storage modes' (make test starts both)
 db-stop:
-	@scripts/devdb.sh stop
-## db-destroy: stop the private PostgreSQL and delete its data
+	@for mode in $$(scripts/devdb.sh modes); do DEVDB_STORAGE=$$mode scripts/devdb.sh stop; done
+## db-destroy: stop the private PostgreSQL clusters and delete their data
 db-destroy:
-	@scripts/devdb.sh destroy
+	@for mode in $$(scripts/devdb.sh modes); do DEVDB_STORAGE=$$mode scripts/devdb.sh destroy; done
 
 .PHONY: load chaos widest cluster cluster-stop chaos-cluster load-cluster backup-drill check-rules
 

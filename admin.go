@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -19,7 +20,7 @@ const adminUsage = `usage:
   readings admin user add --org-id N --email EMAIL --role viewer|editor|admin|owner [--name NAME]
   readings admin token create --email EMAIL [--name NAME] [--expires-in DURATION]
   readings admin token revoke --token-id N
-  readings admin demo
+  readings admin demo [--token-file FILE]
 
 Each command needs DATABASE_URL (or --database-url), applies pending
 migrations first, and prints one JSON object on stdout.`
@@ -178,18 +179,35 @@ const (
 	demoOrg     = "Demo organization"
 	demoEmail   = "demo@example.com"
 	demoProject = "Demo project"
-	// The demo owner's token is replaced at every start, so there is one.
+	// The demo owner's one token: replaced, never added to.
 	demoTokenName = "make run"
 )
 
 // adminDemo gives `make run` something to show: on an empty database a demo
-// organization, owner and project; on the demo's own database a fresh token
-// for the demo owner in place of the last one. It refuses to touch a database that holds other data.
-func adminDemo(*flag.FlagSet) (adminRun, []string) {
-	return runDemo, nil
+// organization, owner and project; on the demo's own database the demo
+// owner's token. It refuses to touch a database that holds other data.
+//
+// With --token-file the token outlives a restart: the file's token is
+// answered again while it still signs the demo owner in, so the TOKEN
+// printed before and a console signed in with it keep working; otherwise
+// (a first start, another database, a revoked token) the token is replaced
+// and the file rewritten, readable by its owner only. Without the file the
+// secret could not be printed again: the database keeps only its hash.
+func adminDemo(fs *flag.FlagSet) (adminRun, []string) {
+	tokenFile := fs.String("token-file", "", "a `file` keeping the demo owner's token across starts")
+	return func(ctx context.Context, db *store.DB) (any, error) {
+		out, err := runDemo(ctx, db, *tokenFile)
+		if err != nil || *tokenFile == "" || out["kept"] == true {
+			return out, err
+		}
+		if err := os.WriteFile(*tokenFile, []byte(out["token"].(string)+"\n"), 0o600); err != nil {
+			return nil, fmt.Errorf("keep the demo token: %w", err)
+		}
+		return out, nil
+	}, nil
 }
 
-func runDemo(ctx context.Context, db *store.DB) (any, error) {
+func runDemo(ctx context.Context, db *store.DB, tokenFile string) (map[string]any, error) {
 	user, err := db.UserByEmail(ctx, demoEmail)
 	switch {
 	case apperr.CodeOf(err) == apperr.NotFound:
@@ -206,18 +224,40 @@ func runDemo(ctx context.Context, db *store.DB) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, secret, err := db.ReplaceToken(ctx, user.ID, demoTokenName)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]any{"org_id": orgID, "user_id": user.ID, "token": secret, "created": false}
+	out := map[string]any{"org_id": orgID, "user_id": user.ID, "created": false, "kept": false}
 	if len(projects) > 0 {
 		out["project_id"] = projects[0].ID
+	}
+	if secret := keptToken(ctx, db, tokenFile, user.ID); secret != "" {
+		out["token"], out["kept"] = secret, true
+		return out, nil
+	}
+	if _, out["token"], err = db.ReplaceToken(ctx, user.ID, demoTokenName); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-func createDemo(ctx context.Context, db *store.DB) (any, error) {
+// keptToken is the token of file when it still signs userID in, else "".
+func keptToken(ctx context.Context, db *store.DB, file string, userID int64) string {
+	if file == "" {
+		return ""
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	secret := strings.TrimSpace(string(b))
+	if !store.WellFormedToken(secret) {
+		return ""
+	}
+	if p, err := db.Authenticate(ctx, secret, 0); err != nil || p.UserID != userID {
+		return ""
+	}
+	return secret
+}
+
+func createDemo(ctx context.Context, db *store.DB) (map[string]any, error) {
 	empty, err := db.Empty(ctx)
 	if err != nil {
 		return nil, err
@@ -244,5 +284,5 @@ func createDemo(ctx context.Context, db *store.DB) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"org_id": org.ID, "user_id": user.ID, "project_id": project.ID, "token": secret, "created": true}, nil
+	return map[string]any{"org_id": org.ID, "user_id": user.ID, "project_id": project.ID, "token": secret, "created": true, "kept": false}, nil
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -266,6 +268,63 @@ func TestAdminDemo(t *testing.T) {
 	}
 	if out, err := runAdmin(t, other, "demo"); err == nil {
 		t.Errorf("demo on a database with other data = %v, want a refusal", out)
+	}
+}
+
+// TestAdminDemoKeepsItsToken: with --token-file, as make run calls it, a
+// restart answers the token it printed before, so a console signed in with
+// it keeps working; a token that no longer works is replaced and the file
+// rewritten, for its owner's eyes only.
+func TestAdminDemoKeepsItsToken(t *testing.T) {
+	t.Parallel()
+	url := storetest.NewDatabase(t)
+	file := filepath.Join(t.TempDir(), "demo-token")
+	first, err := runAdmin(t, url, "demo", "--token-file", file)
+	if err != nil || first["created"] != true {
+		t.Fatalf("first demo: %v %v", first, err)
+	}
+	kept, err := os.ReadFile(file)
+	if err != nil || strings.TrimSpace(string(kept)) != first["token"] {
+		t.Fatalf("the token file holds %q (%v), want the first token", kept, err)
+	}
+	if st, err := os.Stat(file); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("the token file's mode = %v (%v), want 0600", st.Mode().Perm(), err)
+	}
+	second, err := runAdmin(t, url, "demo", "--token-file", file)
+	if err != nil || second["token"] != first["token"] || second["kept"] != true || second["created"] != false {
+		t.Fatalf("second demo: %v %v, want the first token kept", second, err)
+	}
+
+	// Revoked meanwhile: replaced, and the file follows.
+	pool, err := store.Open(t.Context(), url, store.PoolConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	db := store.New(pool)
+	p, err := db.Authenticate(t.Context(), first["token"].(string), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RevokeToken(t.Context(), p.UserID, p.TokenID); err != nil {
+		t.Fatal(err)
+	}
+	third, err := runAdmin(t, url, "demo", "--token-file", file)
+	if err != nil || third["token"] == first["token"] || third["kept"] != false {
+		t.Fatalf("third demo: %v %v, want a new token", third, err)
+	}
+	if kept, _ := os.ReadFile(file); strings.TrimSpace(string(kept)) != third["token"] {
+		t.Errorf("the token file holds %q, want the new token", kept)
+	}
+	if _, err := db.Authenticate(t.Context(), third["token"].(string), 0); err != nil {
+		t.Errorf("the new token: %v", err)
+	}
+
+	// Another database's token is no token of this one: replaced too.
+	other := storetest.NewDatabase(t)
+	fourth, err := runAdmin(t, other, "demo", "--token-file", file)
+	if err != nil || fourth["token"] == third["token"] || fourth["created"] != true {
+		t.Fatalf("demo on another database: %v %v, want its own new token", fourth, err)
 	}
 }
 

@@ -915,7 +915,11 @@ type ClientInterface interface {
 	// and a row per reading, empty where a reading lacks a value; `format=ndjson` has one reading per line, as
 	// `listReadings` returns them. Both bounds are optional. If the
 	// export fails part way, the connection is cut, so a truncated file
-	// never looks complete. Required role: `viewer`.
+	// never looks complete. Values are written as computed (the shortest
+	// decimal that reads back as the same float64), whatever `decimals`
+	// an output declares: the file feeds further computation, where a
+	// rounded value would lose what the sensor measured.
+	// Required role: `viewer`.
 	//
 	// **Chunks, not a snapshot.** The service reads the range in chunks of
 	// 1,000 readings, in the order it streams them, and sends each chunk
@@ -1403,6 +1407,27 @@ type ClientInterface interface {
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `SetOverdueRule` operationId).
 	SetOverdueRule(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body SetOverdueRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ProjectStatus The state of every sensor of the project
+	//
+	// Every sensor of the project in sensor id order, paged like
+	// sensors, each with the most severe level among its current alarms
+	// (absent when every target is at rest), how many alarms it has and
+	// how many of them nobody has acknowledged, whether it is overdue
+	// (it has an overdue rule and its newest reading, or without one the
+	// rule itself, is older than the rule allows; the background check
+	// raises the overdue alarm within its period, `-alarm-check-interval`,
+	// 10 s by default), and its newest
+	// reading with its outputs (absent when it has none). A status
+	// board sorts them. One statement reads the whole page, an index
+	// probe a sensor whatever its readings and alarms (plus a read of
+	// each linked input's source), so a project of 500 sensors is one
+	// request. A token limited to sensors gets only those
+	// (`x-scope: narrows`); a device token gets 403.
+	// Required role: `viewer`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/status (the `ProjectStatus` operationId).
+	ProjectStatus(ctx context.Context, orgId OrgId, projId ProjId, params *ProjectStatusParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListWebhooks List webhooks
 	//
 	// The project's webhooks, oldest first; secrets are never shown. A page
@@ -1562,6 +1587,19 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/projects/{project_id} (the `FetchProject` operationId).
 	FetchProject(ctx context.Context, orgId OrgId, projectId ProjectId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// OrgStatus The state of every sensor of the organization
+	//
+	// Every sensor of the organization's active projects, with its state
+	// as `projectStatus` gives it, in sensor id order, paged like
+	// sensors. An archived project's sensors are left out: nothing
+	// reaches them any more. A token limited to a project gets that
+	// project's sensors, one limited to sensors only those
+	// (`x-scope: narrows`); a device token gets 403.
+	// Required role: `viewer`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/status (the `OrgStatus` operationId).
+	OrgStatus(ctx context.Context, orgId OrgId, params *OrgStatusParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetHealth Liveness probe
 	//
@@ -2894,7 +2932,11 @@ func (c *Client) AggregateReadings(ctx context.Context, orgId OrgId, projId Proj
 // and a row per reading, empty where a reading lacks a value; `format=ndjson` has one reading per line, as
 // `listReadings` returns them. Both bounds are optional. If the
 // export fails part way, the connection is cut, so a truncated file
-// never looks complete. Required role: `viewer`.
+// never looks complete. Values are written as computed (the shortest
+// decimal that reads back as the same float64), whatever `decimals`
+// an output declares: the file feeds further computation, where a
+// rounded value would lose what the sensor measured.
+// Required role: `viewer`.
 //
 // **Chunks, not a snapshot.** The service reads the range in chunks of
 // 1,000 readings, in the order it streams them, and sends each chunk
@@ -3682,6 +3724,37 @@ func (c *Client) SetOverdueRule(ctx context.Context, orgId OrgId, projId ProjId,
 	return c.Client.Do(req)
 }
 
+// ProjectStatus The state of every sensor of the project
+//
+// Every sensor of the project in sensor id order, paged like
+// sensors, each with the most severe level among its current alarms
+// (absent when every target is at rest), how many alarms it has and
+// how many of them nobody has acknowledged, whether it is overdue
+// (it has an overdue rule and its newest reading, or without one the
+// rule itself, is older than the rule allows; the background check
+// raises the overdue alarm within its period, `-alarm-check-interval`,
+// 10 s by default), and its newest
+// reading with its outputs (absent when it has none). A status
+// board sorts them. One statement reads the whole page, an index
+// probe a sensor whatever its readings and alarms (plus a read of
+// each linked input's source), so a project of 500 sensors is one
+// request. A token limited to sensors gets only those
+// (`x-scope: narrows`); a device token gets 403.
+// Required role: `viewer`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/status (the `ProjectStatus` operationId).
+func (c *Client) ProjectStatus(ctx context.Context, orgId OrgId, projId ProjId, params *ProjectStatusParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewProjectStatusRequest(c.Server, orgId, projId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListWebhooks List webhooks
 //
 // The project's webhooks, oldest first; secrets are never shown. A page
@@ -3932,6 +4005,29 @@ func (c *Client) CreateProject(ctx context.Context, orgId OrgId, body CreateProj
 // Corresponds with GET /api/v1/org/{org_id}/projects/{project_id} (the `FetchProject` operationId).
 func (c *Client) FetchProject(ctx context.Context, orgId OrgId, projectId ProjectId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewFetchProjectRequest(c.Server, orgId, projectId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// OrgStatus The state of every sensor of the organization
+//
+// Every sensor of the organization's active projects, with its state
+// as `projectStatus` gives it, in sensor id order, paged like
+// sensors. An archived project's sensors are left out: nothing
+// reaches them any more. A token limited to a project gets that
+// project's sensors, one limited to sensors only those
+// (`x-scope: narrows`); a device token gets 403.
+// Required role: `viewer`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/status (the `OrgStatus` operationId).
+func (c *Client) OrgStatus(ctx context.Context, orgId OrgId, params *OrgStatusParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOrgStatusRequest(c.Server, orgId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -7698,6 +7794,98 @@ func NewSetOverdueRuleRequestWithBody(server string, orgId OrgId, projId ProjId,
 	return req, nil
 }
 
+// NewProjectStatusRequest constructs an http.Request for the ProjectStatus method
+func NewProjectStatusRequest(server string, orgId OrgId, projId ProjId, params *ProjectStatusParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/status", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SensorId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sensor_id", *params.SensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListWebhooksRequest constructs an http.Request for the ListWebhooks method
 func NewListWebhooksRequest(server string, orgId OrgId, projId ProjId, params *ListWebhooksParams) (*http.Request, error) {
 	var err error
@@ -8166,6 +8354,79 @@ func NewFetchProjectRequest(server string, orgId OrgId, projectId ProjectId) (*h
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewOrgStatusRequest constructs an http.Request for the OrgStatus method
+func NewOrgStatusRequest(server string, orgId OrgId, params *OrgStatusParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/status", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -9142,7 +9403,11 @@ type ClientWithResponsesInterface interface {
 	// and a row per reading, empty where a reading lacks a value; `format=ndjson` has one reading per line, as
 	// `listReadings` returns them. Both bounds are optional. If the
 	// export fails part way, the connection is cut, so a truncated file
-	// never looks complete. Required role: `viewer`.
+	// never looks complete. Values are written as computed (the shortest
+	// decimal that reads back as the same float64), whatever `decimals`
+	// an output declares: the file feeds further computation, where a
+	// rounded value would lose what the sensor measured.
+	// Required role: `viewer`.
 	//
 	// **Chunks, not a snapshot.** The service reads the range in chunks of
 	// 1,000 readings, in the order it streams them, and sends each chunk
@@ -9650,6 +9915,29 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue (the `SetOverdueRule` operationId).
 	SetOverdueRuleWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body SetOverdueRuleJSONRequestBody, reqEditors ...RequestEditorFn) (*SetOverdueRuleResponse, error)
 
+	// ProjectStatusWithResponse The state of every sensor of the project
+	//
+	// Every sensor of the project in sensor id order, paged like
+	// sensors, each with the most severe level among its current alarms
+	// (absent when every target is at rest), how many alarms it has and
+	// how many of them nobody has acknowledged, whether it is overdue
+	// (it has an overdue rule and its newest reading, or without one the
+	// rule itself, is older than the rule allows; the background check
+	// raises the overdue alarm within its period, `-alarm-check-interval`,
+	// 10 s by default), and its newest
+	// reading with its outputs (absent when it has none). A status
+	// board sorts them. One statement reads the whole page, an index
+	// probe a sensor whatever its readings and alarms (plus a read of
+	// each linked input's source), so a project of 500 sensors is one
+	// request. A token limited to sensors gets only those
+	// (`x-scope: narrows`); a device token gets 403.
+	// Required role: `viewer`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/status (the `ProjectStatus` operationId).
+	ProjectStatusWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *ProjectStatusParams, reqEditors ...RequestEditorFn) (*ProjectStatusResponse, error)
+
 	// ListWebhooksWithResponse List webhooks
 	//
 	// The project's webhooks, oldest first; secrets are never shown. A page
@@ -9821,6 +10109,21 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/org/{org_id}/projects/{project_id} (the `FetchProject` operationId).
 	FetchProjectWithResponse(ctx context.Context, orgId OrgId, projectId ProjectId, reqEditors ...RequestEditorFn) (*FetchProjectResponse, error)
+
+	// OrgStatusWithResponse The state of every sensor of the organization
+	//
+	// Every sensor of the organization's active projects, with its state
+	// as `projectStatus` gives it, in sensor id order, paged like
+	// sensors. An archived project's sensors are left out: nothing
+	// reaches them any more. A token limited to a project gets that
+	// project's sensors, one limited to sensors only those
+	// (`x-scope: narrows`); a device token gets 403.
+	// Required role: `viewer`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/status (the `OrgStatus` operationId).
+	OrgStatusWithResponse(ctx context.Context, orgId OrgId, params *OrgStatusParams, reqEditors ...RequestEditorFn) (*OrgStatusResponse, error)
 
 	// GetHealthWithResponse Liveness probe
 	//
@@ -16391,6 +16694,117 @@ func (r SetOverdueRuleResponse) ContentType() string {
 	return ""
 }
 
+// ProjectStatusResponse401Headers the declared response headers of an HTTP 401 response for ProjectStatus
+type ProjectStatusResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ProjectStatusResponse429Headers the declared response headers of an HTTP 429 response for ProjectStatus
+type ProjectStatusResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ProjectStatusResponse503Headers the declared response headers of an HTTP 503 response for ProjectStatus
+type ProjectStatusResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ProjectStatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SensorStatusPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ProjectStatusResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ProjectStatusResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ProjectStatusResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ProjectStatusResponse) GetJSON200() *SensorStatusPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ProjectStatusResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ProjectStatusResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ProjectStatusResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ProjectStatusResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ProjectStatusResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ProjectStatusResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ProjectStatusResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ProjectStatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ProjectStatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ProjectStatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ProjectStatusResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListWebhooksResponse401Headers the declared response headers of an HTTP 401 response for ListWebhooks
 type ListWebhooksResponse401Headers struct {
 	WWWAuthenticate *string
@@ -17322,6 +17736,117 @@ func (r FetchProjectResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r FetchProjectResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// OrgStatusResponse401Headers the declared response headers of an HTTP 401 response for OrgStatus
+type OrgStatusResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// OrgStatusResponse429Headers the declared response headers of an HTTP 429 response for OrgStatus
+type OrgStatusResponse429Headers struct {
+	RetryAfter *int
+}
+
+// OrgStatusResponse503Headers the declared response headers of an HTTP 503 response for OrgStatus
+type OrgStatusResponse503Headers struct {
+	RetryAfter *int
+}
+
+type OrgStatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SensorStatusPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *OrgStatusResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *OrgStatusResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *OrgStatusResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r OrgStatusResponse) GetJSON200() *SensorStatusPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r OrgStatusResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r OrgStatusResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r OrgStatusResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r OrgStatusResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r OrgStatusResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r OrgStatusResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r OrgStatusResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r OrgStatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r OrgStatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r OrgStatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r OrgStatusResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -18614,7 +19139,11 @@ func (c *ClientWithResponses) AggregateReadingsWithResponse(ctx context.Context,
 // and a row per reading, empty where a reading lacks a value; `format=ndjson` has one reading per line, as
 // `listReadings` returns them. Both bounds are optional. If the
 // export fails part way, the connection is cut, so a truncated file
-// never looks complete. Required role: `viewer`.
+// never looks complete. Values are written as computed (the shortest
+// decimal that reads back as the same float64), whatever `decimals`
+// an output declares: the file feeds further computation, where a
+// rounded value would lose what the sensor measured.
+// Required role: `viewer`.
 //
 // **Chunks, not a snapshot.** The service reads the range in chunks of
 // 1,000 readings, in the order it streams them, and sends each chunk
@@ -19302,6 +19831,35 @@ func (c *ClientWithResponses) SetOverdueRuleWithResponse(ctx context.Context, or
 	return ParseSetOverdueRuleResponse(rsp)
 }
 
+// ProjectStatusWithResponse The state of every sensor of the project
+//
+// Every sensor of the project in sensor id order, paged like
+// sensors, each with the most severe level among its current alarms
+// (absent when every target is at rest), how many alarms it has and
+// how many of them nobody has acknowledged, whether it is overdue
+// (it has an overdue rule and its newest reading, or without one the
+// rule itself, is older than the rule allows; the background check
+// raises the overdue alarm within its period, `-alarm-check-interval`,
+// 10 s by default), and its newest
+// reading with its outputs (absent when it has none). A status
+// board sorts them. One statement reads the whole page, an index
+// probe a sensor whatever its readings and alarms (plus a read of
+// each linked input's source), so a project of 500 sensors is one
+// request. A token limited to sensors gets only those
+// (`x-scope: narrows`); a device token gets 403.
+// Required role: `viewer`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/status (the `ProjectStatus` operationId).
+func (c *ClientWithResponses) ProjectStatusWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *ProjectStatusParams, reqEditors ...RequestEditorFn) (*ProjectStatusResponse, error) {
+	rsp, err := c.ProjectStatus(ctx, orgId, projId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseProjectStatusResponse(rsp)
+}
+
 // ListWebhooksWithResponse List webhooks
 //
 // The project's webhooks, oldest first; secrets are never shown. A page
@@ -19532,6 +20090,27 @@ func (c *ClientWithResponses) FetchProjectWithResponse(ctx context.Context, orgI
 		return nil, err
 	}
 	return ParseFetchProjectResponse(rsp)
+}
+
+// OrgStatusWithResponse The state of every sensor of the organization
+//
+// Every sensor of the organization's active projects, with its state
+// as `projectStatus` gives it, in sensor id order, paged like
+// sensors. An archived project's sensors are left out: nothing
+// reaches them any more. A token limited to a project gets that
+// project's sensors, one limited to sensors only those
+// (`x-scope: narrows`); a device token gets 403.
+// Required role: `viewer`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/status (the `OrgStatus` operationId).
+func (c *ClientWithResponses) OrgStatusWithResponse(ctx context.Context, orgId OrgId, params *OrgStatusParams, reqEditors ...RequestEditorFn) (*OrgStatusResponse, error) {
+	rsp, err := c.OrgStatus(ctx, orgId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseOrgStatusResponse(rsp)
 }
 
 // GetHealthWithResponse Liveness probe
@@ -25970,6 +26549,114 @@ func ParseSetOverdueRuleResponse(rsp *http.Response) (*SetOverdueRuleResponse, e
 	return response, nil
 }
 
+// ParseProjectStatusResponse parses an HTTP response from a ProjectStatusWithResponse call
+func ParseProjectStatusResponse(rsp *http.Response) (*ProjectStatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ProjectStatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SensorStatusPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ProjectStatusResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ProjectStatusResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ProjectStatusResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListWebhooksResponse parses an HTTP response from a ListWebhooksWithResponse call
 func ParseListWebhooksResponse(rsp *http.Response) (*ListWebhooksResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -26873,6 +27560,114 @@ func ParseFetchProjectResponse(rsp *http.Response) (*FetchProjectResponse, error
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers FetchProjectResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseOrgStatusResponse parses an HTTP response from a OrgStatusWithResponse call
+func ParseOrgStatusResponse(rsp *http.Response) (*OrgStatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &OrgStatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SensorStatusPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers OrgStatusResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers OrgStatusResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers OrgStatusResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

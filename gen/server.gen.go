@@ -744,6 +744,13 @@ type BlueprintInput struct {
 
 // BlueprintOutput defines model for BlueprintOutput.
 type BlueprintOutput struct {
+	// Decimals How many decimals a person needs to see of the output
+	// (`pressure` in kPa to 1 decimal, say): the console shows its
+	// values so. A display precision only: the API's JSON and CSV
+	// answer every value as computed. Absent: the console shows up to
+	// 6 significant digits.
+	Decimals *int `json:"decimals,omitempty"`
+
 	// Formula See the README's formula language.
 	Formula string `json:"formula"`
 
@@ -914,7 +921,7 @@ type FileImport struct {
 	// IgnoredColumns Columns that feed no input, such as `RECORD`.
 	IgnoredColumns []string `json:"ignored_columns"`
 
-	// New Instants new to the sensor (0 with `dry_run`).
+	// New Instants new to the sensor (with `dry_run`, that would be).
 	New int64 `json:"new"`
 
 	// Preview With `dry_run`, the first 10 readings as they would be stored.
@@ -923,7 +930,8 @@ type FileImport struct {
 	// Readings The file's readings (lines with at least one input).
 	Readings int64 `json:"readings"`
 
-	// Replaced Instants whose stored reading was replaced (0 with `dry_run`).
+	// Replaced Instants whose stored reading was replaced (with `dry_run`, that
+	// would be: a file overlapping stored readings overwrites them).
 	Replaced int64 `json:"replaced"`
 
 	// Skipped Lines skipped because every input was missing.
@@ -1020,11 +1028,15 @@ type InstanceInput struct {
 
 // InstanceOutput defines model for InstanceOutput.
 type InstanceOutput struct {
-	Formula string `json:"formula"`
-	Id      int64  `json:"id"`
-	Key     string `json:"key"`
-	Name    string `json:"name"`
-	Unit    string `json:"unit"`
+	// Decimals The blueprint output's `decimals` when the sensor took the
+	// blueprint (a later edit of the blueprint leaves it, as it leaves
+	// the formula); absent without.
+	Decimals *int   `json:"decimals,omitempty"`
+	Formula  string `json:"formula"`
+	Id       int64  `json:"id"`
+	Key      string `json:"key"`
+	Name     string `json:"name"`
+	Unit     string `json:"unit"`
 }
 
 // Invitation An invitation, without its code. `state` is `pending` until it is
@@ -1462,6 +1474,38 @@ type SensorCreate struct {
 // SensorPage defines model for SensorPage.
 type SensorPage struct {
 	Items []Sensor `json:"items"`
+
+	// NextCursor Present when there may be more; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// SensorStatus defines model for SensorStatus.
+type SensorStatus struct {
+	// Alarms The sensor's current alarms (`listAlarms`), its overdue alarm included.
+	Alarms int `json:"alarms"`
+
+	// Level The most severe level among the sensor's current alarms; absent when every target is at rest.
+	Level *AlarmLevel `json:"level,omitempty"`
+
+	// Overdue Whether the sensor has been silent for longer than its overdue rule allows.
+	Overdue bool `json:"overdue"`
+
+	// OverdueAfter The overdue rule's `after_seconds`; absent without a rule.
+	OverdueAfter *int  `json:"overdue_after,omitempty"`
+	ProjectId    int64 `json:"project_id"`
+
+	// Reading The sensor's newest reading with its outputs; absent when it has none.
+	Reading    *Reading `json:"reading,omitempty"`
+	SensorId   int64    `json:"sensor_id"`
+	SensorName string   `json:"sensor_name"`
+
+	// Unacknowledged How many of them nobody has acknowledged.
+	Unacknowledged int `json:"unacknowledged"`
+}
+
+// SensorStatusPage defines model for SensorStatusPage.
+type SensorStatusPage struct {
+	Items []SensorStatus `json:"items"`
 
 	// NextCursor Present when there may be more; pass it as `cursor`.
 	NextCursor *string `json:"next_cursor,omitempty"`
@@ -1982,7 +2026,9 @@ type PostReadingsParams struct {
 	Columns *string `form:"columns,omitempty" json:"columns,omitempty"`
 
 	// DryRun Files only: parse and check the file, store nothing, and answer
-	// the first readings as they would be stored (`preview`).
+	// the first readings as they would be stored (`preview`) and how
+	// many instants would be new or replace a stored reading. A dry
+	// run holds the file's instants, 8 bytes each, while it counts.
 	DryRun *bool `form:"dry_run,omitempty" json:"dry_run,omitempty"`
 }
 
@@ -2107,6 +2153,20 @@ type ListAlarmRulesParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// ProjectStatusParams defines parameters for ProjectStatus.
+type ProjectStatusParams struct {
+	// Limit The most items in a page.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, as it came.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// SensorId Only these sensors (`sensor_id=12&sensor_id=13`, at most 100).
+	// An ID that names no sensor of the project, or one beyond a
+	// scoped token's sensors, is refused (404), as everywhere else.
+	SensorId *[]int64 `form:"sensor_id,omitempty" json:"sensor_id,omitempty"`
+}
+
 // ListWebhooksParams defines parameters for ListWebhooks.
 type ListWebhooksParams struct {
 	// Limit The most items in a page.
@@ -2127,6 +2187,15 @@ type ListDeliveriesParams struct {
 
 // ListProjectsParams defines parameters for ListProjects.
 type ListProjectsParams struct {
+	// Limit The most items in a page.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, as it came.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// OrgStatusParams defines parameters for OrgStatus.
+type OrgStatusParams struct {
 	// Limit The most items in a page.
 	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -2441,6 +2510,9 @@ type ServerInterface interface {
 	// SetOverdueRule Set a sensor's overdue rule
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue)
 	SetOverdueRule(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// ProjectStatus The state of every sensor of the project
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/status)
+	ProjectStatus(ctx echo.Context, orgId OrgId, projId ProjId, params ProjectStatusParams) error
 	// ListWebhooks List webhooks
 	// (GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks)
 	ListWebhooks(ctx echo.Context, orgId OrgId, projId ProjId, params ListWebhooksParams) error
@@ -2465,6 +2537,9 @@ type ServerInterface interface {
 	// FetchProject Fetch a project
 	// (GET /api/v1/org/{org_id}/projects/{project_id})
 	FetchProject(ctx echo.Context, orgId OrgId, projectId ProjectId) error
+	// OrgStatus The state of every sensor of the organization
+	// (GET /api/v1/org/{org_id}/status)
+	OrgStatus(ctx echo.Context, orgId OrgId, params OrgStatusParams) error
 	// GetHealth Liveness probe
 	// (GET /healthz)
 	GetHealth(ctx echo.Context) error
@@ -4457,6 +4532,53 @@ func (w *ServerInterfaceWrapper) SetOverdueRule(ctx echo.Context) error {
 	return err
 }
 
+// ProjectStatus converts echo context to params.
+func (w *ServerInterfaceWrapper) ProjectStatus(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ProjectStatusParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "sensor_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sensor_id", ctx.QueryParams(), &params.SensorId, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ProjectStatus(ctx, orgId, projId, params)
+	return err
+}
+
 // ListWebhooks converts echo context to params.
 func (w *ServerInterfaceWrapper) ListWebhooks(ctx echo.Context) error {
 	var err error
@@ -4705,6 +4827,38 @@ func (w *ServerInterfaceWrapper) FetchProject(ctx echo.Context) error {
 	return err
 }
 
+// OrgStatus converts echo context to params.
+func (w *ServerInterfaceWrapper) OrgStatus(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params OrgStatusParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.OrgStatus(ctx, orgId, params)
+	return err
+}
+
 // GetHealth converts echo context to params.
 func (w *ServerInterfaceWrapper) GetHealth(ctx echo.Context) error {
 	var err error
@@ -4829,6 +4983,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/overdue", wrapper.GetOverdueRule, options.OperationMiddlewares["getOverdueRule"]...)
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/overdue", wrapper.SetOverdueRule, options.OperationMiddlewares["setOverdueRule"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/alarms", wrapper.ListAlarms, options.OperationMiddlewares["listAlarms"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/status", wrapper.OrgStatus, options.OperationMiddlewares["orgStatus"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/status", wrapper.ProjectStatus, options.OperationMiddlewares["projectStatus"]...)
 	router.POST(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/alarms/:alarm_id/acknowledge", wrapper.AcknowledgeAlarm, options.OperationMiddlewares["acknowledgeAlarm"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/alarm-events", wrapper.ListAlarmEvents, options.OperationMiddlewares["listAlarmEvents"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/webhooks", wrapper.ListWebhooks, options.OperationMiddlewares["listWebhooks"]...)
@@ -13166,6 +13322,137 @@ func (response SetOverdueRule503JSONResponse) VisitSetOverdueRuleResponse(w http
 	return err
 }
 
+type ProjectStatusRequestObject struct {
+	OrgId  OrgId  `json:"org_id"`
+	ProjId ProjId `json:"proj_id"`
+	Params ProjectStatusParams
+}
+
+type ProjectStatusResponseObject interface {
+	VisitProjectStatusResponse(w http.ResponseWriter) error
+}
+
+type ProjectStatus200JSONResponse SensorStatusPage
+
+func (response ProjectStatus200JSONResponse) VisitProjectStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ProjectStatus400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ProjectStatus400JSONResponse) VisitProjectStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ProjectStatus401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ProjectStatus401JSONResponse) VisitProjectStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ProjectStatus403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ProjectStatus403JSONResponse) VisitProjectStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ProjectStatus404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ProjectStatus404JSONResponse) VisitProjectStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ProjectStatus429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ProjectStatus429JSONResponse) VisitProjectStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ProjectStatus500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ProjectStatus500JSONResponse) VisitProjectStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ProjectStatus503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ProjectStatus503JSONResponse) VisitProjectStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhooksRequestObject struct {
 	OrgId  OrgId  `json:"org_id"`
 	ProjId ProjId `json:"proj_id"`
@@ -14322,6 +14609,136 @@ func (response FetchProject503JSONResponse) VisitFetchProjectResponse(w http.Res
 	return err
 }
 
+type OrgStatusRequestObject struct {
+	OrgId  OrgId `json:"org_id"`
+	Params OrgStatusParams
+}
+
+type OrgStatusResponseObject interface {
+	VisitOrgStatusResponse(w http.ResponseWriter) error
+}
+
+type OrgStatus200JSONResponse SensorStatusPage
+
+func (response OrgStatus200JSONResponse) VisitOrgStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OrgStatus400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response OrgStatus400JSONResponse) VisitOrgStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OrgStatus401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response OrgStatus401JSONResponse) VisitOrgStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OrgStatus403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response OrgStatus403JSONResponse) VisitOrgStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OrgStatus404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response OrgStatus404JSONResponse) VisitOrgStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OrgStatus429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response OrgStatus429JSONResponse) VisitOrgStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OrgStatus500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response OrgStatus500JSONResponse) VisitOrgStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type OrgStatus503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response OrgStatus503JSONResponse) VisitOrgStatusResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetHealthRequestObject struct {
 }
 
@@ -14607,6 +15024,9 @@ type StrictServerInterface interface {
 	// SetOverdueRule Set a sensor's overdue rule
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/overdue)
 	SetOverdueRule(ctx context.Context, request SetOverdueRuleRequestObject) (SetOverdueRuleResponseObject, error)
+	// ProjectStatus The state of every sensor of the project
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/status)
+	ProjectStatus(ctx context.Context, request ProjectStatusRequestObject) (ProjectStatusResponseObject, error)
 	// ListWebhooks List webhooks
 	// (GET /api/v1/org/{org_id}/proj/{proj_id}/webhooks)
 	ListWebhooks(ctx context.Context, request ListWebhooksRequestObject) (ListWebhooksResponseObject, error)
@@ -14631,6 +15051,9 @@ type StrictServerInterface interface {
 	// FetchProject Fetch a project
 	// (GET /api/v1/org/{org_id}/projects/{project_id})
 	FetchProject(ctx context.Context, request FetchProjectRequestObject) (FetchProjectResponseObject, error)
+	// OrgStatus The state of every sensor of the organization
+	// (GET /api/v1/org/{org_id}/status)
+	OrgStatus(ctx context.Context, request OrgStatusRequestObject) (OrgStatusResponseObject, error)
 	// GetHealth Liveness probe
 	// (GET /healthz)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
@@ -16660,6 +17083,33 @@ func (sh *strictHandler) SetOverdueRule(ctx echo.Context, orgId OrgId, projId Pr
 	return nil
 }
 
+// ProjectStatus operation middleware
+func (sh *strictHandler) ProjectStatus(ctx echo.Context, orgId OrgId, projId ProjId, params ProjectStatusParams) error {
+	var request ProjectStatusRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ProjectStatus(ctx.Request().Context(), request.(ProjectStatusRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ProjectStatus")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ProjectStatusResponseObject); ok {
+		return validResponse.VisitProjectStatusResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListWebhooks operation middleware
 func (sh *strictHandler) ListWebhooks(ctx echo.Context, orgId OrgId, projId ProjId, params ListWebhooksParams) error {
 	var request ListWebhooksRequestObject
@@ -16912,6 +17362,32 @@ func (sh *strictHandler) FetchProject(ctx echo.Context, orgId OrgId, projectId P
 		return err
 	} else if validResponse, ok := response.(FetchProjectResponseObject); ok {
 		return validResponse.VisitFetchProjectResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// OrgStatus operation middleware
+func (sh *strictHandler) OrgStatus(ctx echo.Context, orgId OrgId, params OrgStatusParams) error {
+	var request OrgStatusRequestObject
+
+	request.OrgId = orgId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.OrgStatus(ctx.Request().Context(), request.(OrgStatusRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "OrgStatus")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(OrgStatusResponseObject); ok {
+		return validResponse.VisitOrgStatusResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -79,7 +79,9 @@ var errOrgNotFound = apperr.Errorf(apperr.NotFound, "organization not found")
 // Of the user operations a scoped token may only read, so that it cannot
 // mint itself a broader token; every other operation's path must name the
 // scope's project, and its sensors if it has some, or it is 403, as it
-// would reach beyond the scope. Then each resource named is checked against
+// would reach beyond the scope, unless the operation narrows its answer to
+// the scope itself (x-scope: narrows, the status operations). Then each
+// resource named is checked against
 // the scope (named.beyond): another project or sensor is 404, as for a
 // non-member.
 func scopeRefuses(c echo.Context, op *operation, scope store.TokenScope) error {
@@ -90,9 +92,9 @@ func scopeRefuses(c echo.Context, op *operation, scope store.TokenScope) error {
 		return apperr.Errorf(apperr.Forbidden, "%s: a device token may only post readings", op.id)
 	case op.needs.role == "" && c.Request().Method != http.MethodGet && c.Request().Method != http.MethodHead:
 		return apperr.Errorf(apperr.Forbidden, "%s needs a token without a scope", op.id)
-	case op.needs.role != "" && scope.ProjectID != 0 && !op.names.pathNames(project):
+	case op.needs.role != "" && !op.needs.narrows && scope.ProjectID != 0 && !op.names.pathNames(project):
 		return apperr.Errorf(apperr.Forbidden, "%s: this token is limited to project %d", op.id, scope.ProjectID)
-	case op.needs.role != "" && len(scope.SensorIDs) > 0 && !op.names.pathNames(sensor):
+	case op.needs.role != "" && !op.needs.narrows && len(scope.SensorIDs) > 0 && !op.names.pathNames(sensor):
 		return apperr.Errorf(apperr.Forbidden, "%s: this token is limited to sensors %v", op.id, scope.SensorIDs)
 	}
 	named, err := op.names.named(c)

@@ -82,7 +82,7 @@ func fromBlueprintWrite(w gen.BlueprintWrite) (store.Blueprint, error) {
 		spec.Constants = append(spec.Constants, c.Key)
 	}
 	for _, o := range w.Outputs {
-		b.Outputs = append(b.Outputs, store.BlueprintOutput{Key: o.Key, Name: o.Name, Unit: deref(o.Unit), Formula: o.Formula})
+		b.Outputs = append(b.Outputs, store.BlueprintOutput{Key: o.Key, Name: o.Name, Unit: deref(o.Unit), Formula: o.Formula, Decimals: o.Decimals})
 		spec.Outputs = append(spec.Outputs, formulas.Output{Key: o.Key, Formula: o.Formula})
 	}
 	if _, err := formulas.Compile(spec); err != nil {
@@ -106,7 +106,7 @@ func toBlueprint(b store.Blueprint) gen.Blueprint {
 		out.Constants[i] = gen.BlueprintConstant{Key: c.Key, Name: c.Name, Unit: &c.Unit, Default: c.Default}
 	}
 	for i, o := range b.Outputs {
-		out.Outputs[i] = gen.BlueprintOutput{Key: o.Key, Name: o.Name, Unit: &o.Unit, Formula: o.Formula}
+		out.Outputs[i] = gen.BlueprintOutput{Key: o.Key, Name: o.Name, Unit: &o.Unit, Formula: o.Formula, Decimals: o.Decimals}
 	}
 	return out
 }

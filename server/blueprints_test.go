@@ -349,3 +349,51 @@ func TestBlueprintLifecycle(t *testing.T) {
 		wantError(t, formulas.StatusCode(), formulas.Body, 409, "conflict")
 	})
 }
+
+// TestOutputDecimals: an output's decimals are the blueprint's to declare
+// and a sensor's to keep, like its formula; the values stay as computed.
+func TestOutputDecimals(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	ctx := context.Background()
+	admin := e.client(tn.tokens[store.Admin])
+
+	write := piezometerWrite()
+	write.Outputs[1].Decimals = ptr(1)
+	created, err := admin.CreateBlueprintWithResponse(ctx, tn.orgID, write)
+	if err != nil || created.StatusCode() != 201 {
+		t.Fatalf("create: %v %s", err, created.Body)
+	}
+	bp := created.JSON201
+	if got := bp.Outputs[1].Decimals; got == nil || *got != 1 || bp.Outputs[0].Decimals != nil {
+		t.Errorf("blueprint's decimals = %v, %v; want none for digits, 1 for pressure", bp.Outputs[0].Decimals, got)
+	}
+	s, err := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, gen.SensorCreate{Name: "PZ", BlueprintId: &bp.Id, Constants: &gen.ConstantValues{"R0": 9000}})
+	if err != nil || s.StatusCode() != 201 {
+		t.Fatalf("create sensor: %v %s", err, s.Body)
+	}
+	sensor := *s.JSON201
+	if got := sensor.Outputs[1].Decimals; got == nil || *got != 1 || sensor.Outputs[0].Decimals != nil {
+		t.Errorf("sensor's decimals = %v, %v; want none for digits, 1 for pressure", sensor.Outputs[0].Decimals, got)
+	}
+
+	// The values keep every digit: 0.1 × (9000 − 2801.5² / 1000) = 115.159775.
+	piezo := tn
+	piezo.sensorID = sensor.Id
+	post(t, admin, piezo, reading(t, "2024-05-01T00:00:00Z", gen.Values{ids(sensor)["freq"]: 2801.5}))
+	got, _ := list(t, admin, piezo, gen.ListReadingsParams{Outputs: ptr(true)})
+	if v := (*got[0].Outputs)[ids(sensor)["pressure"]]; math.Abs(v-115.159775) > 1e-9 {
+		t.Errorf("pressure = %v, want 115.159775 as computed", v)
+	}
+
+	// Like a formula, a new precision of the blueprint leaves the sensor its own.
+	write.Outputs[1].Decimals = ptr(3)
+	if res, err := admin.UpdateBlueprintWithResponse(ctx, tn.orgID, bp.Id, write); err != nil || res.StatusCode() != 200 {
+		t.Fatalf("update: %v %s", err, res.Body)
+	}
+	kept, _ := admin.GetSensorWithResponse(ctx, tn.orgID, tn.projectID, sensor.Id)
+	if got := kept.JSON200.Outputs[1].Decimals; got == nil || *got != 1 {
+		t.Errorf("after the blueprint's edit the sensor's decimals = %v, want its own 1", got)
+	}
+}

@@ -214,6 +214,19 @@ var badRequests = []struct {
 	{"AlarmEventsDescCursorAsc", "GET", "/api/v1/org/{org}/proj/{proj}/alarm-events?order=asc&cursor=d5", "", "", 400},
 	{"AlarmEventsDescCursorWord", "GET", "/api/v1/org/{org}/proj/{proj}/alarm-events?order=desc&cursor=dabc", "", "", 400},
 	{"AlarmEventsBoundWord", "GET", "/api/v1/org/{org}/proj/{proj}/alarm-events?datetime__gte=yesterday", "", "", 400},
+	// Status boards.
+	{"StatusBadCursor", "GET", "/api/v1/org/{org}/proj/{proj}/status?cursor=abc", "", "", 400},
+	{"StatusLimitZero", "GET", "/api/v1/org/{org}/proj/{proj}/status?limit=0", "", "", 400},
+	{"StatusLimitHuge", "GET", "/api/v1/org/{org}/status?limit=1001", "", "", 400},
+	{"StatusSensorWord", "GET", "/api/v1/org/{org}/proj/{proj}/status?sensor_id=PZ-01", "", "", 400},
+	{"StatusSensorZero", "GET", "/api/v1/org/{org}/proj/{proj}/status?sensor_id=0", "", "", 400},
+	{"StatusTooManySensors", "GET", "/api/v1/org/{org}/proj/{proj}/status?" + strings.Repeat("sensor_id=1&", 100) + "sensor_id=1", "", "", 400},
+	{"StatusSensorOfOrgStatus", "GET", "/api/v1/org/{org}/status?sensor_id={sensor}", "", "", 400},
+	{"StatusUnknownProject", "GET", "/api/v1/org/{org}/proj/999999/status", "", "", 404},
+	// Output precision.
+	{"BlueprintDecimalsNegative", "POST", "/api/v1/org/{org}/blueprints", "json", `{"name":"P","inputs":[{"key":"f","name":"F"}],"outputs":[{"key":"d","name":"D","formula":"f","decimals":-1}]}`, 400},
+	{"BlueprintDecimalsTooMany", "POST", "/api/v1/org/{org}/blueprints", "json", `{"name":"P","inputs":[{"key":"f","name":"F"}],"outputs":[{"key":"d","name":"D","formula":"f","decimals":13}]}`, 400},
+	{"BlueprintDecimalsFraction", "POST", "/api/v1/org/{org}/blueprints", "json", `{"name":"P","inputs":[{"key":"f","name":"F"}],"outputs":[{"key":"d","name":"D","formula":"f","decimals":1.5}]}`, 400},
 	// Import profiles.
 	{"ProfileOutputNotInput", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/import-profile", "json", `{"columns":{"Freq_Avg":"pressure"}}`, 400},
 	{"ProfileTwoColumnsOneInput", "PUT", "/api/v1/org/{org}/proj/{proj}/sensors/{inst}/import-profile", "json", `{"columns":{"a":"freq","b":"freq"}}`, 400},

@@ -17,8 +17,12 @@ import (
 // registerConsole serves the web console (web/dist) under /console/. These
 // routes are not operations of the spec, so authenticate lets them through:
 // the console is public files, and sends the user's token on its API calls.
+// The service's root leads a browser there too: a JSON 404 told someone who
+// opened the address make run printed nothing of where to go.
 func registerConsole(e *echo.Echo) {
 	c := console{files: web.Dist()}
+	e.GET("/", c.root)
+	e.HEAD("/", c.root)
 	e.GET("/console", c.redirect)
 	e.HEAD("/console", c.redirect)
 	e.GET("/console/*", c.serve)
@@ -37,6 +41,12 @@ const consoleCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img
 
 func (console) redirect(c echo.Context) error {
 	return c.Redirect(http.StatusMovedPermanently, "/console/")
+}
+
+// root is a temporary redirect: the root may one day answer something of
+// its own, and a browser must not remember it.
+func (console) root(c echo.Context) error {
+	return c.Redirect(http.StatusFound, "/console/")
 }
 
 // serve answers a file of dist, or index.html for any other path, so that

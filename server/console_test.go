@@ -38,6 +38,18 @@ func TestConsole(t *testing.T) {
 		t.Fatalf("/console/ names no script; body:\n%s", index)
 	}
 
+	t.Run("RootLeadsToTheConsole", func(t *testing.T) {
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			res, _ := get(t, method, "/")
+			if got, want := res.StatusCode, http.StatusFound; got != want {
+				t.Fatalf("%s / = %d, want %d", method, got, want)
+			}
+			if got, want := res.Header.Get("Location"), "/console/"; got != want {
+				t.Errorf("%s /: Location = %q, want %q", method, got, want)
+			}
+		}
+	})
+
 	t.Run("RedirectsToSlash", func(t *testing.T) {
 		res, _ := get(t, http.MethodGet, "/console")
 		if got, want := res.StatusCode, http.StatusMovedPermanently; got != want {

@@ -177,7 +177,7 @@ func toSensor(s store.Sensor) gen.Sensor {
 		}
 	}
 	for _, o := range inst.Outputs {
-		out.Outputs = append(out.Outputs, gen.InstanceOutput{Id: o.ID, Key: o.Key, Name: o.Name, Unit: o.Unit, Formula: o.Formula})
+		out.Outputs = append(out.Outputs, gen.InstanceOutput{Id: o.ID, Key: o.Key, Name: o.Name, Unit: o.Unit, Formula: o.Formula, Decimals: o.Decimals})
 	}
 	for _, c := range inst.Constants {
 		out.ConstantDefinitions = append(out.ConstantDefinitions,

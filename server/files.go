@@ -41,7 +41,10 @@ func (s *Server) postFile(ctx context.Context, req gen.PostReadingsRequestObject
 	}
 	var answer gen.FileImport
 	if req.Params.DryRun != nil && *req.Params.DryRun {
+		// The instants, to tell how many the file would replace: 8 bytes a
+		// reading, bounded by the body's limit.
 		preview := make([]gen.Reading, 0, previewReadings)
+		var micros []int64
 		for {
 			r, err := file.Next()
 			if err != nil {
@@ -53,8 +56,16 @@ func (s *Server) postFile(ctx context.Context, req gen.PostReadingsRequestObject
 			if len(preview) < previewReadings {
 				preview = append(preview, readingOf(sensor.ID, *r))
 			}
+			micros = append(micros, r.Time.UnixMicro())
 		}
 		answer.Preview = &preview
+		dbCtx, cancel := s.dbDeadline(ctx)
+		would, err := s.store.CountStored(dbCtx, sensor, micros)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		answer.New, answer.Replaced = int64(would.New), int64(would.Replaced)
 	} else {
 		// The file streams into the database as it arrives, which the
 		// database deadline cannot bound; taking the sensor's lock and

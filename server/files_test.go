@@ -236,6 +236,15 @@ func TestFileReupload(t *testing.T) {
 			[]string{"00=4", "05=4", "10=5", "20=3", "30=3", "40=3", "50=4"}},
 	} {
 		t.Run(step.name, func(t *testing.T) {
+			// A dry run first tells what the upload will do, and does nothing.
+			before := stored(t, c, tn, tn.sensorID)
+			dry := fileImport(t, postFile(t, c, tn, tn.sensorID, gen.PostReadingsParams{DryRun: ptr(true)}, step.body))
+			if dry.New != step.new || dry.Replaced != step.replaced {
+				t.Errorf("dry run: %d new, %d replaced; want %d and %d, as the upload", dry.New, dry.Replaced, step.new, step.replaced)
+			}
+			if after := stored(t, c, tn, tn.sensorID); !slices.Equal(after, before) {
+				t.Errorf("a dry run changed the stored readings")
+			}
 			answer := fileImport(t, postFile(t, c, tn, tn.sensorID, gen.PostReadingsParams{}, step.body))
 			if answer.New != step.new || answer.Replaced != step.replaced {
 				t.Errorf("%d new, %d replaced; want %d and %d", answer.New, answer.Replaced, step.new, step.replaced)

@@ -19,7 +19,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sensorreadings/readings/gen"
@@ -88,7 +88,7 @@ func newEnvLimits(t testing.TB, cfg server.Config, limits store.Limits, wrap fun
 		t.Fatal(err)
 	}
 	spec.Servers = openapi3.Servers{{URL: ts.URL}}
-	router, err := gorillamux.NewRouter(spec)
+	router, err := legacy.NewRouter(spec)
 	if err != nil {
 		t.Fatal(err)
 	}

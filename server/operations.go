@@ -18,6 +18,9 @@ type requirement struct {
 	public bool
 	role   store.Role // empty for public and user
 	device bool       // a device token may call it (x-device)
+	// narrows: a scoped token gets what its scope reaches rather than 403
+	// when the path names no project or sensor of it (x-scope: narrows).
+	narrows bool
 }
 
 func parseRequirement(s string) (requirement, error) {
@@ -67,6 +70,13 @@ func loadOperations(spec *openapi3.T) (operations, error) {
 				return nil, fmt.Errorf("%s %s (%s): public operations, and only they, have security: []", method, path, op.OperationID)
 			}
 			needs.device, _ = op.Extensions["x-device"].(bool)
+			switch scope, _ := op.Extensions["x-scope"].(string); scope {
+			case "":
+			case "narrows":
+				needs.narrows = true
+			default:
+				return nil, fmt.Errorf("%s %s (%s): x-scope %q is not narrows", method, path, op.OperationID, scope)
+			}
 			names, err := loadRefs(item, op)
 			if err != nil {
 				return nil, fmt.Errorf("%s %s (%s): %w", method, path, op.OperationID, err)

@@ -371,8 +371,11 @@ func paramResource(p *openapi3.Parameter) (paramRef, bool, error) {
 	case isType(p.Schema, openapi3.TypeInteger):
 	case p.In == openapi3.ParameterInQuery && isType(p.Schema, openapi3.TypeString):
 		ref.list = true
+	case p.In == openapi3.ParameterInQuery && isType(p.Schema, openapi3.TypeArray) && isType(p.Schema.Value.Items, openapi3.TypeInteger) &&
+		(p.Explode == nil || *p.Explode) && (p.Style == "" || p.Style == openapi3.SerializationForm):
+		// Repeated, each an id: named reads every value of the parameter.
 	default:
-		return paramRef{}, false, wrapParam(p, fmt.Errorf("a parameter naming a %s is an integer id, or in the query a string of comma-separated ids", k))
+		return paramRef{}, false, wrapParam(p, fmt.Errorf("a parameter naming a %s is an integer id, or in the query a string of comma-separated ids or a repeated integer id", k))
 	}
 	return ref, true, nil
 }

@@ -131,6 +131,10 @@ var reachCalls = []reachCall{
 		res, err := c.ListAlarmEventsWithResponse(ctx, s.tn.orgID, s.tn.projectID, &gen.ListAlarmEventsParams{SensorId: &ids.sensor})
 		return statusOf(res, func() []byte { return res.Body }, err)
 	}},
+	{"projectStatus", "sensor_id", func(ctx context.Context, c *gen.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
+		res, err := c.ProjectStatusWithResponse(ctx, s.tn.orgID, s.tn.projectID, &gen.ProjectStatusParams{SensorId: &[]int64{ids.sensor}})
+		return statusOf(res, func() []byte { return res.Body }, err)
+	}},
 	{"listAlarmEvents", "level_id", func(ctx context.Context, c *gen.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
 		res, err := c.ListAlarmEventsWithResponse(ctx, s.tn.orgID, s.tn.projectID, &gen.ListAlarmEventsParams{LevelId: &ids.levelID})
 		return statusOf(res, func() []byte { return res.Body }, err)
@@ -165,7 +169,7 @@ var reachScopes = []reachScope{
 		want: map[string][2]int{
 			"createToken": {403, 403}, "createSensor": {0, 404}, "updateSensor": {0, 404}, "updateLinks": {0, 404},
 			"createAlarmRule": {0, 400}, "updateAlarmRule": {0, 400}, "setOverdueRule": {0, 400},
-			"listProjectReadings": {0, 404}, "listAlarmEvents": {0, 404},
+			"listProjectReadings": {0, 404}, "listAlarmEvents": {0, 404}, "projectStatus": {0, 404},
 		},
 	},
 	{
@@ -180,7 +184,7 @@ var reachScopes = []reachScope{
 		want: map[string][2]int{
 			"createToken": {403, 403}, "createSensor": {403, 403}, "updateSensor": {403, 403}, "updateLinks": {0, 404},
 			"createAlarmRule": {0, 400}, "updateAlarmRule": {0, 400}, "setOverdueRule": {0, 400},
-			"listProjectReadings": {0, 404}, "listAlarmEvents": {0, 404},
+			"listProjectReadings": {0, 404}, "listAlarmEvents": {0, 404}, "projectStatus": {0, 404},
 		},
 	},
 	{
@@ -192,11 +196,12 @@ var reachScopes = []reachScope{
 			return reachIDs{org: s.tn.orgID, project: s.tn.projectID, sensor: s.d, blueprint: s.other.blueprintID, levelID: s.qLevel.ID, levelName: s.qLevel.Name}
 		},
 		// The project's levels are beyond sensors, whichever; so are the
-		// project-wide operations, whatever they name.
+		// project-wide operations, whatever they name, but for the status,
+		// which narrows its answer to the scope.
 		want: map[string][2]int{
 			"createToken": {403, 403}, "createSensor": {403, 403}, "updateSensor": {403, 403}, "updateLinks": {0, 404},
 			"createAlarmRule": {403, 403}, "updateAlarmRule": {403, 403}, "setOverdueRule": {403, 403},
-			"listProjectReadings": {403, 403}, "listAlarmEvents": {403, 403},
+			"listProjectReadings": {403, 403}, "listAlarmEvents": {403, 403}, "projectStatus": {0, 404},
 		},
 	},
 	{
@@ -210,7 +215,7 @@ var reachScopes = []reachScope{
 		want: map[string][2]int{
 			"createToken": {403, 403}, "createSensor": {403, 403}, "updateSensor": {403, 403}, "updateLinks": {403, 403},
 			"createAlarmRule": {403, 403}, "updateAlarmRule": {403, 403}, "setOverdueRule": {403, 403},
-			"listProjectReadings": {403, 403}, "listAlarmEvents": {403, 403},
+			"listProjectReadings": {403, 403}, "listAlarmEvents": {403, 403}, "projectStatus": {403, 403},
 		},
 	},
 }

@@ -64,6 +64,7 @@ type Store interface {
 	InsertReadings(ctx context.Context, key store.SensorKey, readings []store.Reading) (store.Written, error)
 	InsertReadingStream(ctx context.Context, key store.SensorKey, stream store.ReadingStream, mergeTimeout time.Duration) (store.Written, error)
 	DeleteReadings(ctx context.Context, key store.SensorKey, from, to time.Time) (int64, error)
+	CountStored(ctx context.Context, sensor store.Sensor, micros []int64) (store.Written, error)
 	MaintainRollups(ctx context.Context, outputsOf store.OutputsOf, maxHours int) (int, error)
 	WALPosition(ctx context.Context) (string, error)
 
@@ -81,6 +82,7 @@ type Store interface {
 	UpdateAlarmRule(ctx context.Context, key store.SensorKey, ruleID int64, spec store.AlarmRuleSpec) (store.AlarmRule, error)
 	DeleteAlarmRule(ctx context.Context, key store.SensorKey, ruleID int64) error
 	ListAlarms(ctx context.Context, orgID, projectID int64, after store.AlarmKey, limit int) ([]store.Alarm, bool, error)
+	SensorStatuses(ctx context.Context, q store.StatusQuery) ([]store.SensorStatus, bool, error)
 	AcknowledgeAlarm(ctx context.Context, orgID, projectID, alarmID, userID int64, note string) (store.Alarm, error)
 	ListAlarmEvents(ctx context.Context, orgID, projectID int64, q store.AlarmEventQuery) ([]store.AlarmEvent, bool, error)
 	GetOverdueRule(ctx context.Context, key store.SensorKey) (store.OverdueRule, error)

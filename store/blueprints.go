@@ -37,12 +37,14 @@ type BlueprintConstant struct {
 	Default *float64 `json:"default,omitempty"`
 }
 
-// BlueprintOutput is an output of a blueprint and its formula.
+// BlueprintOutput is an output of a blueprint and its formula, with the
+// decimals a person needs to see of it, if declared.
 type BlueprintOutput struct {
-	Key     string `json:"key"`
-	Name    string `json:"name"`
-	Unit    string `json:"unit"`
-	Formula string `json:"formula"`
+	Key      string `json:"key"`
+	Name     string `json:"name"`
+	Unit     string `json:"unit"`
+	Formula  string `json:"formula"`
+	Decimals *int   `json:"decimals,omitempty"`
 }
 
 // Instantiate makes an instance of b, its constants' values overridden by
@@ -58,7 +60,7 @@ func (b Blueprint) Instantiate(values map[string]float64) (Instance, error) {
 		inst.Inputs[i] = InstanceInput{Key: in.Key, Name: in.Name, Unit: in.Unit}
 	}
 	for i, out := range b.Outputs {
-		inst.Outputs[i] = InstanceOutput{Key: out.Key, Name: out.Name, Unit: out.Unit, Formula: out.Formula}
+		inst.Outputs[i] = InstanceOutput{Key: out.Key, Name: out.Name, Unit: out.Unit, Formula: out.Formula, Decimals: out.Decimals}
 	}
 	for i, c := range b.Constants {
 		inst.Constants[i] = InstanceConstant{Key: c.Key, Name: c.Name, Unit: c.Unit, Default: c.Default}

@@ -34,13 +34,15 @@ type InstanceInput struct {
 	Link      *InputLink    `json:"link,omitempty"` // nil: the reading's own value
 }
 
-// InstanceOutput is an output of an instance and its formula.
+// InstanceOutput is an output of an instance and its formula, with its
+// blueprint's decimals.
 type InstanceOutput struct {
-	ID      int64  `json:"id"`
-	Key     string `json:"key"`
-	Name    string `json:"name"`
-	Unit    string `json:"unit"`
-	Formula string `json:"formula"`
+	ID       int64  `json:"id"`
+	Key      string `json:"key"`
+	Name     string `json:"name"`
+	Unit     string `json:"unit"`
+	Formula  string `json:"formula"`
+	Decimals *int   `json:"decimals,omitempty"`
 }
 
 // InstanceConstant is a constant of an instance: the blueprint's default,

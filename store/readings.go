@@ -346,6 +346,29 @@ func (db *DB) InputIDs(ctx context.Context, sensor Sensor) ([]int64, error) {
 	return ids, dbError("input ids", err)
 }
 
+// CountStored splits the instants a write would bring, in microseconds
+// since 1970 (the readings' precision), into those new to the sensor and
+// those it already has a reading at, as Written counts them: each instant
+// once, however often it comes. It sorts micros. The range bounds the
+// probe to the chunks that can hold them.
+func (db *DB) CountStored(ctx context.Context, sensor Sensor, micros []int64) (Written, error) {
+	slices.Sort(micros)
+	micros = slices.Compact(micros)
+	if len(micros) == 0 {
+		return Written{}, nil
+	}
+	var stored int
+	err := db.pool.QueryRow(ctx, `
+SELECT count(*) FROM readings r
+JOIN unnest($2::bigint[]) AS m(us) ON r.datetime = 'epoch'::timestamptz + m.us * interval '1 microsecond'
+WHERE r.sensor_id = $1 AND r.datetime BETWEEN $3 AND $4`,
+		sensor.ID, micros, time.UnixMicro(micros[0]), time.UnixMicro(micros[len(micros)-1])).Scan(&stored)
+	if err != nil {
+		return Written{}, dbError("count stored readings", err)
+	}
+	return Written{New: len(micros) - stored, Replaced: stored}, nil
+}
+
 // DeleteReadings deletes the sensor's readings from from (inclusive) to to
 // (exclusive) and returns how many there were. When the newest reading is
 // among them, the sensor's alarm rules are rechecked against the newest

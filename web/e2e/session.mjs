@@ -32,7 +32,7 @@ export const blueprint = {
   ],
   outputs: [
     { key: 'digits', name: 'Digits', unit: 'digit', formula: 'freq^2 / 1000' },
-    { key: 'pressure', name: 'Pressure', unit: 'kPa', formula: 'G * (R0 - digits)' },
+    { key: 'pressure', name: 'Pressure', unit: 'kPa', formula: 'G * (R0 - digits)', decimals: 1 },
   ],
 };
 export const R0 = 9000;
@@ -41,8 +41,10 @@ export const N = 50;
 export const freqs = Array.from({ length: N }, (_, i) => 2751 + i);
 export const digitsOf = (f) => (f * f) / 1000;
 export const pressureOf = (f) => 0.1 * (R0 - digitsOf(f));
-// As the console shows numbers (src/readings.ts formatNumber).
+// As the console shows numbers (src/readings.ts formatNumber): pressure
+// with the 1 decimal its blueprint declares, the rest to 6 digits.
 export const fmt = (v) => (Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(6))));
+export const fmtP = (v) => v.toFixed(1);
 // The browser runs in this zone; the console shows datetimes in it, as "2026-11-23 19:01:05".
 export const zone = 'Europe/Berlin';
 export const local = new Intl.DateTimeFormat('sv-SE', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
@@ -97,7 +99,27 @@ export async function api(method, path, body, secret = token) {
 export async function statsOf(label) {
   const row = page.getByTestId('stats').getByRole('row').filter({ hasText: label });
   const cells = await row.getByRole('cell').allTextContents();
-  return { points: Number(cells[2]), min: cells[3], max: cells[4], last: cells[5] };
+  return { points: Number(cells[2].replaceAll(',', '')), min: cells[3], max: cells[4], last: cells[5] };
+}
+
+// chooseSeries ticks exactly the series whose names start with one of names.
+export async function chooseSeries(...names) {
+  for (const box of await page.getByRole('group', { name: 'Series' }).getByRole('checkbox').all()) {
+    const label = await box.evaluate((el) => el.parentElement.textContent);
+    if (names.some((n) => label.startsWith(n))) await box.check();
+    else await box.uncheck();
+  }
+  await page.locator('.u-over').first().waitFor();
+}
+
+// The series' colours (src/colours.ts SERIES_COLOURS) by their place in the
+// sensor's inputs then outputs, while no level of the project is near one.
+export const seriesColours = { Frequency: '#1f77b4', Temperature: '#2ca02c', Digits: '#17becf', Pressure: '#9467bd' };
+
+// viewShot saves what the screen shows, not the whole page: the first
+// screen a person sees, at the viewport's size.
+export async function viewShot(name) {
+  await page.screenshot({ path: join(output, `${name}.png`), fullPage: false });
 }
 
 // legendAt hovers the chart's right edge, where the newest reading is, and
@@ -107,7 +129,7 @@ export async function legendAtNewest() {
   const box = await over.boundingBox();
   await page.mouse.move(box.x + box.width - 1, box.y + box.height / 2);
   const legend = {};
-  for (const row of await page.locator('.u-legend .u-series').all()) {
+  for (const row of await page.locator('.u-legend .u-series:visible').all()) {
     legend[(await row.locator('.u-label').textContent()).trim()] = (await row.locator('.u-value').textContent()).trim();
   }
   return legend;

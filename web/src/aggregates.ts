@@ -14,8 +14,8 @@ export const RAW_LIMIT = 5000;
 
 /** The aggregates endpoint's limit of values per response (openapi.yaml). */
 const MAX_VALUES = 200_000;
-/** The functions the chart asks for: fn=avg,min,max. */
-export const FNS = ['avg', 'min', 'max'] as const;
+/** The functions the chart asks for: fn=avg,min,max,count (each series' own count: a sparse input has fewer). */
+export const FNS = ['avg', 'min', 'max', 'count'] as const;
 
 /** chooseSource says how to draw a range holding `readings` readings. */
 export function chooseSource(readings: number): 'raw' | 'aggregates' {
@@ -44,6 +44,8 @@ export interface BandColumns {
   avg: (number | null)[][];
   min: (number | null)[][];
   max: (number | null)[][];
+  /** Per series its readings in each bucket. */
+  count: (number | null)[][];
 }
 
 /**
@@ -60,7 +62,13 @@ export function bandColumns(buckets: readonly Bucket[], series: readonly Series[
     avg: series.map((s) => buckets.map((b) => pick(b, s, 'avg'))),
     min: series.map((s) => buckets.map((b) => pick(b, s, 'min'))),
     max: series.map((s) => buckets.map((b) => pick(b, s, 'max'))),
+    count: series.map((s) => buckets.map((b) => pick(b, s, 'count'))),
   };
+}
+
+/** seriesReadings is how many readings of the buckets have a value of each series. */
+export function seriesReadings(b: BandColumns): number[] {
+  return b.count.map((col) => col.reduce<number>((n, c) => n + (c ?? 0), 0));
 }
 
 /** describeInterval spells the bucket width of X-Readings-Interval: "2h" is "2 hours". */

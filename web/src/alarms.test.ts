@@ -20,10 +20,13 @@ describe('thresholdLines', () => {
   it('puts each rule of a shown series on its unit’s axis, in its level’s colour', () => {
     const rules = [rule(1, 'pressure', levels[0]!, 150), rule(2, 'pressure', levels[1]!, 200), rule(3, 'freq', levels[0]!, 2500, 'below')];
     expect(thresholdLines(rules, levels, [freq, pressure])).toEqual([
-      { scale: 'kPa', value: 150, colour: '#f2c94c', label: 'Alert above 150' },
-      { scale: 'kPa', value: 200, colour: '#eb5757', label: 'Alarm above 200' },
-      { scale: 'Hz', value: 2500, colour: '#f2c94c', label: 'Alert below 2500' },
+      { scale: 'kPa', value: 150, colour: '#f2c94c', label: 'Alert > 150', level: 'Alert' },
+      { scale: 'kPa', value: 200, colour: '#eb5757', label: 'Alarm > 200', level: 'Alarm' },
+      { scale: 'Hz', value: 2500, colour: '#f2c94c', label: 'Alert < 2500', level: 'Alert' },
     ]);
+  });
+  it('writes the threshold with its output’s decimals', () => {
+    expect(thresholdLines([rule(1, 'pressure', levels[0]!, 150)], levels, [{ ...pressure, decimals: 1 }])[0]!.label).toBe('Alert > 150.0');
   });
   it('leaves out the rules of series not shown', () => {
     expect(thresholdLines([rule(1, 'pressure', levels[0]!, 150)], levels, [freq])).toEqual([]);
@@ -34,7 +37,7 @@ describe('thresholdLines', () => {
   });
   it('uses the scale of a series without a unit, and a grey for an unknown level', () => {
     const r = { ...rule(1, '7', levels[0]!, 3), level_id: 99 };
-    expect(thresholdLines([r], levels, [bare])).toEqual([{ scale: 'value', value: 3, colour: NO_COLOUR, label: 'Alert above 3' }]);
+    expect(thresholdLines([r], levels, [bare])).toEqual([{ scale: 'value', value: 3, colour: NO_COLOUR, label: 'Alert > 3', level: 'Alert' }]);
   });
 });
 

@@ -25,7 +25,9 @@ export interface Threshold {
   scale: string;
   value: number;
   colour: string;
+  /** "Alert > 110"; a phone's narrow chart names the level alone. */
   label: string;
+  level: string;
 }
 
 /**
@@ -43,7 +45,7 @@ export function thresholdLines(rules: readonly AlarmRule[], levels: readonly Ala
     const id = `${scale}|${r.threshold}|${r.level_id}`;
     if (seen.has(id)) continue;
     seen.add(id);
-    out.push({ scale, value: r.threshold, colour: levelColour(levels, r.level_id), label: `${r.level} ${r.direction} ${formatNumber(r.threshold)}` });
+    out.push({ scale, value: r.threshold, colour: levelColour(levels, r.level_id), label: `${r.level} ${r.direction === 'above' ? '>' : '<'} ${formatNumber(r.threshold, s.decimals)}`, level: r.level });
   }
   return out;
 }

@@ -36,6 +36,19 @@ export function orgName(ctx: Ctx, orgId: number): string {
   return ctx.me.memberships.find((m) => m.org_id === orgId)?.org_name ?? `Organization ${orgId}`;
 }
 
+/**
+ * shared is load, its answer reused by the calls made within ms of the one
+ * that asked for it: the parts of a page that read one list at once (the
+ * board and the alarms, a project's 500 sensors) read it once.
+ */
+export function shared<T>(load: () => Promise<T>, ms = 2000): () => Promise<T> {
+  let last: { at: number; answer: Promise<T> } | undefined;
+  return () => {
+    if (!last || performance.now() - last.at > ms) last = { at: performance.now(), answer: load() };
+    return last.answer;
+  };
+}
+
 /** allPages reads every page of a cursor-paged list. */
 export async function allPages<T>(page: (cursor: string | undefined) => Promise<{ items: T[]; next_cursor?: string }>): Promise<T[]> {
   const items: T[] = [];

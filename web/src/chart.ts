@@ -1,32 +1,29 @@
 // The readings chart: uPlot, which draws tens of thousands of points on a
 // canvas without a framework. One y scale per unit, so that kPa and Hz do
-// not squash each other, and every scale has its axis: no series is drawn
-// against a scale the reader cannot see. Alarm thresholds are lines on the
-// axis of their target's unit; buckets of a long range are an average line
-// in a min–max band.
+// not squash each other, and every scale has its axis, all on the left: no
+// series is drawn against a scale the reader cannot see, and several
+// sensors of one unit share one axis. Alarm thresholds are lines on the
+// axis of their target's unit, named in a margin right of the plot, never
+// over the data; buckets of a long range are an average line in a min–max
+// band.
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { reach, type Threshold } from './alarms';
+import { textOn } from './colours';
 import { breakGaps, formatNumber, type Series } from './readings';
 import { formatDateTime, timeAxisLabels } from './time';
-
-export const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#7f7f7f', '#bcbd22'];
 
 export interface ChartData {
   xs: number[];
   series: Series[];
-  /** Per series its values, or with band its buckets' averages. */
+  /** Per series its values, or with band its buckets' averages; null where it has none. */
   ys: (number | null)[][];
   /** Per series the buckets' minima and maxima, drawn as a band around ys. */
   band?: { min: (number | null)[][]; max: (number | null)[][] };
   thresholds?: Threshold[];
 }
 
-export function colorOf(index: number): string {
-  return COLORS[index % COLORS.length]!;
-}
-
-const scaleOf = (s: Series) => s.unit || 'value';
+export const scaleOf = (s: Series) => s.unit || 'value';
 
 /**
  * fitLabels sizes a y axis to its widest tick label (uPlot's own recipe),
@@ -44,19 +41,36 @@ function fitLabels(u: uPlot, values: string[] | null, axisIdx: number, cycleNum:
   return Math.ceil(size);
 }
 
+const LABEL_FONT = '600 12px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+const LABEL_PAD = 4; // CSS pixels around a threshold's name
+const LABEL_HEIGHT = 18;
+
+/** gutterWidth is the margin right of the plot that names thresholds: the widest name, padded. */
+function gutterWidth(thresholds: Threshold[]): number {
+  if (thresholds.length === 0) return 0;
+  const ctx = document.createElement('canvas').getContext('2d');
+  if (!ctx) return 90;
+  ctx.font = LABEL_FONT;
+  return Math.ceil(Math.max(...thresholds.map((t) => ctx.measureText(t.label).width)) + 2 * LABEL_PAD + 10);
+}
+
 let syncs = 0;
 
 /**
  * drawChart draws data into el, replacing what it held, and follows el's
  * width. Every unit has an axis; since an axis takes room, a narrow el (a
- * phone) gets one chart per two units, an axis on each side, their cursors
- * in step, rather than one plot squeezed between four axes.
+ * phone) gets one chart per unit, their cursors in step, each with the
+ * width of the screen but its one axis, rather than a plot squeezed
+ * between several; its thresholds are named by their level alone.
  */
-export function drawChart(el: HTMLElement, data: ChartData, colorIndex: (s: Series) => number): () => void {
-  const units = [...new Set(data.series.map(scaleOf))];
+export function drawChart(el: HTMLElement, data: ChartData, colour: (s: Series) => string): () => void {
+  // The units with thresholds first: what the rules watch is what is read first.
+  const watched = new Set((data.thresholds ?? []).map((t) => t.scale));
+  const units = [...new Set(data.series.map(scaleOf))].sort((a, b) => Number(watched.has(b)) - Number(watched.has(a)));
   const n = data.series.length;
-  // One gap rule for all columns: a band breaks where its average does.
-  const cols = breakGaps([data.xs, ...data.ys, ...(data.band ? [...data.band.min, ...data.band.max] : [])]);
+  // Each band column breaks where its series' average does.
+  const follow = [...data.series.map((_, i) => i), ...(data.band ? [...data.series.map((_, i) => i), ...data.series.map((_, i) => i)] : [])];
+  const cols = breakGaps(data.xs, [...data.ys, ...(data.band ? [...data.band.min, ...data.band.max] : [])], follow);
   const sync = `readings-${++syncs}`;
   const width = () => {
     const style = getComputedStyle(el);
@@ -69,20 +83,23 @@ export function drawChart(el: HTMLElement, data: ChartData, colorIndex: (s: Seri
     for (const p of plots) p.destroy();
     el.replaceChildren();
     narrow = isNarrow();
-    const groups = narrow ? chunks(units, 2) : [units];
-    const height = narrow ? 240 : 360;
+    const groups = narrow ? units.map((u) => [u]) : [units];
+    const height = narrow ? 220 : 380;
     plots = groups.map((group) => {
       const idx = data.series.flatMap((s, i) => (group.includes(scaleOf(s)) ? [i] : []));
       const series = idx.map((i) => data.series[i]!);
       const band = data.band ? idx.flatMap((i) => [cols[n + i + 1]!, cols[2 * n + i + 1]!]) : [];
-      const thresholds = (data.thresholds ?? []).filter((t) => group.includes(t.scale));
-      const plot = new uPlot(
-        options(series, group, colorIndex, { width: width(), height, points: data.xs.length <= 200 }, sync, !!data.band, thresholds),
-        [cols[0], ...idx.map((i) => cols[i + 1]!), ...band] as uPlot.AlignedData,
-        el,
-      );
+      const thresholds = (data.thresholds ?? []).filter((t) => group.includes(t.scale)).map((t) => (narrow ? { ...t, label: t.level } : t));
+      const columns = [cols[0], ...idx.map((i) => cols[i + 1]!), ...band] as uPlot.AlignedData;
+      const plot = new uPlot(options(series, group, colour, { width: width(), height, points: data.xs.length <= 200 }, sync, !!data.band, thresholds), columns, el);
       // Which unit each axis measures, for the reader's tools and the end-to-end test.
-      plot.root.querySelectorAll('.u-axis').forEach((axis, i) => axis.setAttribute('data-unit', i === 0 ? 'time' : group[i - 1]!));
+      plot.root.querySelectorAll('.u-axis').forEach((axis, i) => axis.setAttribute('data-unit', i === 0 ? 'time' : (group[i - 1] ?? 'thresholds')));
+      // A band's minimum and maximum are in its average's legend entry.
+      const rows = plot.root.querySelectorAll<HTMLElement>('.u-legend .u-series');
+      rows.forEach((row, i) => {
+        if (i > series.length) row.hidden = true;
+      });
+      showLatest(plot);
       return plot;
     });
   };
@@ -98,27 +115,43 @@ export function drawChart(el: HTMLElement, data: ChartData, colorIndex: (s: Seri
   };
 }
 
-function chunks<T>(list: T[], n: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < list.length; i += n) out.push(list.slice(i, i + n));
-  return out;
+/**
+ * showLatest sets the legend, when the cursor is not over the plot, to
+ * each series' latest value rather than a row of dashes.
+ */
+function showLatest(u: uPlot): void {
+  const latest = () => {
+    const idxs = u.data.map((col) => {
+      for (let i = col.length - 1; i >= 0; i--) if (col[i] !== null && col[i] !== undefined) return i;
+      return null;
+    });
+    u.setLegend({ idxs }, false);
+  };
+  latest();
+  u.hooks.setLegend = [
+    ...(u.hooks.setLegend ?? []),
+    () => {
+      if (u.legend.idx == null) latest();
+    },
+  ];
 }
 
 /**
- * options are uPlot's for series whose units are `units`, an axis each, on
- * alternate sides; with band, each series' minimum and maximum follow the
- * series, in that order. Each axis reaches its thresholds, so that a
- * threshold far from the values is still seen, with the distance to it.
+ * options are uPlot's for series whose units are `units`, an axis each on
+ * the left; with band, each series' minimum and maximum follow the series,
+ * in that order. Each axis reaches its thresholds, so that a threshold far
+ * from the values is still seen, with the distance to it.
  */
 function options(
   series: Series[],
   units: string[],
-  colorIndex: (s: Series) => number,
+  colour: (s: Series) => string,
   size: { width: number; height: number; points: boolean },
   sync: string,
   band: boolean,
   thresholds: Threshold[],
 ): uPlot.Options {
+  const gutter = gutterWidth(thresholds);
   const axes: uPlot.Axis[] = [
     {
       size: 48,
@@ -128,45 +161,59 @@ function options(
     ...units.map((unit, i): uPlot.Axis => {
       // An axis of one series wears its colour, so that the reader sees which line it measures.
       const own = series.filter((s) => scaleOf(s) === unit);
-      const color = own.length === 1 ? colorOf(colorIndex(own[0]!)) : undefined;
+      const stroke = own.length === 1 ? colour(own[0]!) : undefined;
       return {
         scale: unit,
-        side: i % 2 === 0 ? 3 : 1,
+        side: 3,
         label: unit,
         grid: { show: i === 0 },
         size: fitLabels,
         labelSize: 20,
         gap: 4,
-        ...(color ? { stroke: color } : {}),
+        ...(stroke ? { stroke } : {}),
         values: (_u, ticks) => ticks.map((t) => formatNumber(t)),
       };
     }),
+    // The margin where thresholds are named: an axis with nothing drawn.
+    ...(gutter ? [{ scale: units[0], side: 1, size: gutter, grid: { show: false }, ticks: { show: false }, values: (_u: uPlot, ticks: number[]) => ticks.map(() => '') } as uPlot.Axis] : []),
   ];
-  const value = (_u: uPlot, v: number | null) => (v === null || v === undefined ? '–' : formatNumber(v));
   const k = series.length;
+  const value = (s: Series) => (_u: uPlot, v: number | null) => (v === null || v === undefined ? '–' : formatNumber(v, s.decimals));
+  // In bucket mode the average's entry carries the bucket's minimum and maximum.
+  const bucketValue = (s: Series, i: number) => (u: uPlot, v: number | null, _sidx: number, idx: number | null) => {
+    if (v === null || v === undefined || idx === null) return '–';
+    const lo = u.data[k + 1 + 2 * i]?.[idx];
+    const hi = u.data[k + 2 + 2 * i]?.[idx];
+    const f = (x: number | null | undefined) => formatNumber(x ?? null, s.decimals);
+    return lo === null || lo === undefined || hi === null || hi === undefined ? f(v) : `${f(v)} (min ${f(lo)}, max ${f(hi)})`;
+  };
   return {
     width: size.width,
     height: size.height,
+    padding: [12, gutter ? 0 : null, 0, null],
     scales: { x: { time: true }, ...Object.fromEntries(units.map((u) => [u, { auto: true, range: reaching(thresholds.filter((t) => t.scale === u).map((t) => t.value)) }])) },
     series: [
       { label: 'Time', value: (_u: uPlot, v: number | null) => (v === null || v === undefined ? '–' : formatDateTime(new Date(v * 1000))) },
-      ...series.map((s) => ({
-        label: `${s.label}${band ? ' avg' : ''}${s.unit ? ` (${s.unit})` : ''}`,
+      // An input is a wide translucent line and an output a thin one on
+      // top: an output that follows an input's shape on its own axis
+      // (digits = freq² / 1000) runs inside it instead of hiding it.
+      ...series.map((s, i) => ({
+        label: `${s.label}${s.unit ? ` (${s.unit})` : ''}`,
         scale: scaleOf(s),
-        stroke: colorOf(colorIndex(s)),
-        width: 1.5,
+        stroke: s.kind === 'input' && !band ? colour(s) + 'aa' : colour(s),
+        width: s.kind === 'input' && !band ? 3.5 : 1.75,
         spanGaps: false,
         points: { show: size.points && !band },
-        value,
+        value: band ? bucketValue(s, i) : value(s),
       })),
       ...(band
         ? series.flatMap((s) =>
-            (['min', 'max'] as const).map((fn) => ({ label: `${s.label} ${fn}`, scale: scaleOf(s), stroke: colorOf(colorIndex(s)) + '66', width: 1, spanGaps: false, points: { show: false }, value })),
+            (['min', 'max'] as const).map((fn) => ({ label: `${s.label} ${fn}`, scale: scaleOf(s), stroke: colour(s) + '66', width: 1, spanGaps: false, points: { show: false }, value: value(s) })),
           )
         : []),
     ],
     // uPlot fills between the two series of a band: max (above) and min.
-    bands: band ? series.map((s, i) => ({ series: [k + 2 + 2 * i, k + 1 + 2 * i] as [number, number], fill: colorOf(colorIndex(s)) + '33' })) : [],
+    bands: band ? series.map((s, i) => ({ series: [k + 2 + 2 * i, k + 1 + 2 * i] as [number, number], fill: colour(s) + '33' })) : [],
     axes,
     legend: { live: true },
     cursor: { drag: { x: true, y: false }, sync: { key: sync } },
@@ -182,27 +229,58 @@ function reaching(values: number[]): uPlot.Range.Function {
   };
 }
 
-/** drawThresholds draws each threshold across the plot, dashed, in its level's colour, named at its right end. */
+/**
+ * drawThresholds draws each threshold across the plot, dashed, in its
+ * level's colour, and names it in the margin right of the plot, on a chip
+ * of that colour with text that reads on it: never over the data. Names
+ * that would overlap are moved apart, each tied to its line.
+ */
 function drawThresholds(u: uPlot, thresholds: Threshold[]): void {
   const { ctx } = u;
   const { left, top, width, height } = u.bbox;
   const px = devicePixelRatio;
-  for (const t of thresholds) {
-    const y = Math.round(u.valToPos(t.value, t.scale, true));
-    if (y < top || y > top + height) continue;
+  const shown = thresholds
+    .map((t) => ({ t, y: Math.round(u.valToPos(t.value, t.scale, true)) }))
+    .filter(({ y }) => y >= top && y <= top + height)
+    .sort((a, b) => a.y - b.y);
+  const h = LABEL_HEIGHT * px;
+  let next = -Infinity;
+  const placed = shown.map((s) => {
+    const at = Math.max(s.y, next);
+    next = at + h + 2 * px;
+    return { ...s, at };
+  });
+  // Pushed past the plot's bottom: move the lot up.
+  const over = placed.length ? placed[placed.length - 1]!.at + h / 2 - (top + height) : 0;
+  if (over > 0) for (const p of placed) p.at = Math.max(top + h / 2, p.at - over);
+  for (const { t, y, at } of placed) {
     ctx.save();
     ctx.strokeStyle = t.colour;
-    ctx.fillStyle = t.colour;
     ctx.lineWidth = 2 * px;
     ctx.setLineDash([8 * px, 4 * px]);
     ctx.beginPath();
     ctx.moveTo(left, y);
     ctx.lineTo(left + width, y);
     ctx.stroke();
-    ctx.font = `${12 * px}px system-ui, sans-serif`;
-    ctx.textAlign = 'right';
-    ctx.textBaseline = 'bottom';
-    ctx.fillText(t.label, left + width - 4 * px, y - 3 * px);
+    ctx.setLineDash([]);
+    const x = left + width + 4 * px;
+    if (at !== y) {
+      ctx.lineWidth = 1 * px;
+      ctx.beginPath();
+      ctx.moveTo(left + width, y);
+      ctx.lineTo(x, at);
+      ctx.stroke();
+    }
+    ctx.font = LABEL_FONT.replace('12px', `${12 * px}px`);
+    const w = ctx.measureText(t.label).width + 2 * LABEL_PAD * px;
+    ctx.fillStyle = t.colour;
+    ctx.beginPath();
+    ctx.roundRect(x, at - h / 2, w, h, 3 * px);
+    ctx.fill();
+    ctx.fillStyle = textOn(t.colour);
+    ctx.textAlign = 'left';
+    ctx.textBaseline = 'middle';
+    ctx.fillText(t.label, x + LABEL_PAD * px, at + 0.5 * px);
     ctx.restore();
   }
 }

@@ -21,17 +21,23 @@ const sensor: Sensor = {
 };
 
 describe('postExample', () => {
-  const ex = postExample('http://127.0.0.1:8080', 1, sensor, new Date('2024-05-01T12:00:00.789Z'));
+  const latest = { id: '13-1', datetime: '2024-05-01T12:00:00.789Z', inputs: { '105': 2801.5, '106': 11.2 } };
+  const ex = postExample('http://127.0.0.1:8080', 1, sensor, latest);
   it('posts to the sensor’s readings', () => expect(ex.url).toBe('http://127.0.0.1:8080/api/v1/org/1/proj/2/readings/13'));
-  it('uses the sensor’s input IDs', () => {
-    expect(JSON.parse(ex.json)).toEqual([{ datetime: '2024-05-01T12:00:00Z', inputs: { '105': 0, '106': 0 } }]);
+  it('is the latest reading again, at its own datetime: posting it changes nothing', () => {
+    expect(JSON.parse(ex.json)).toEqual([{ datetime: '2024-05-01T12:00:00.789Z', inputs: { '105': 2801.5, '106': 11.2 } }]);
+    expect(ex.note).toContain('changes nothing');
   });
   it('keeps the token a shell variable', () => {
     expect(ex.curl).toContain('Bearer $TOKEN');
-    expect(ex.curl).toContain(`-d '[{"datetime":"2024-05-01T12:00:00Z","inputs":{"105":0,"106":0}}]'`);
+    expect(ex.curl).toContain(`-d '[{"datetime":"2024-05-01T12:00:00.789Z","inputs":{"105":2801.5,"106":11.2}}]'`);
+  });
+  it('names each input with a placeholder the API refuses, without a reading', () => {
+    const first = postExample('http://x', 1, sensor);
+    expect(JSON.parse(first.json)).toEqual([{ datetime: '<datetime, such as 2024-05-01T12:00:00Z>', inputs: { '105': '<freq in Hz>', '106': '<temp in degC>' } }]);
   });
   it('offers an ID to a sensor without a blueprint', () => {
-    const bare = postExample('http://x', 1, { ...sensor, inputs: [] }, new Date(0));
-    expect(JSON.parse(bare.json)[0].inputs).toEqual({ '1': 0 });
+    const bare = postExample('http://x', 1, { ...sensor, inputs: [] });
+    expect(JSON.parse(bare.json)[0].inputs).toEqual({ '1': '<a number>' });
   });
 });

@@ -4,6 +4,7 @@ import { must, newClient, type Me } from './api';
 import type { Crumb, Ctx, Page } from './app';
 import { errorBox, h } from './dom';
 import { acceptPage } from './pages/accept';
+import { comparePage } from './pages/compare';
 import { orgPage } from './pages/org';
 import { profilePage } from './pages/profile';
 import { projectPage } from './pages/project';
@@ -33,6 +34,7 @@ const routes: [string, Page][] = [
   ['/', profilePage],
   ['/org/:org', orgPage],
   ['/org/:org/proj/:proj', projectPage],
+  ['/org/:org/proj/:proj/compare', comparePage],
   ['/org/:org/proj/:proj/sensors/:sensor', sensorPage],
   ['/org/:org/proj/:proj/sensors/:sensor/readings', readingsPage],
 ];
@@ -148,7 +150,7 @@ document.addEventListener('click', (e) => {
   if (!a || a.target || a.hasAttribute('download') || a.origin !== location.origin) return;
   if (a.pathname !== BASE && !a.pathname.startsWith(BASE + '/')) return;
   e.preventDefault();
-  navigate(route(a.pathname));
+  navigate(route(a.pathname) + a.search); // the query too: a comparison's sensors
 });
 window.addEventListener('popstate', () => void render());
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Reading, Sensor } from './api';
-import { breakGaps, columns, formatNumber, loadRange, queryFromLink, seriesOf, stats, type Page, type ReadingsQuery } from './readings';
+import { alignSeries, breakGaps, quantitiesOf, seriesFor, columns, formatNumber, loadRange, queryFromLink, seriesOf, stats, type Page, type ReadingsQuery } from './readings';
 
 const path = '/api/v1/org/1/proj/1/readings/12';
 
@@ -116,6 +116,11 @@ describe('formatNumber', () => {
     [null, ''],
   ];
   for (const [v, want] of cases) it(`${v} → ${want}`, () => expect(formatNumber(v)).toBe(want));
+  it('shows an output’s declared decimals', () => {
+    expect(formatNumber(115.159775, 1)).toBe('115.2');
+    expect(formatNumber(115, 2)).toBe('115.00');
+    expect(formatNumber(7840.4, 0)).toBe('7840');
+  });
 });
 
 describe('breakGaps', () => {
@@ -123,16 +128,69 @@ describe('breakGaps', () => {
     // Every 60 s, then nothing for a month, then every 60 s again.
     const xs = [0, 60, 120, 180, 180 + 30 * 86400, 240 + 30 * 86400, 300 + 30 * 86400];
     const ys = [1, 2, 3, 4, 5, 6, 7];
-    const [gx, gy] = breakGaps([xs, ys]);
+    const [gx, gy] = breakGaps(xs, [ys]);
     expect(gx).toEqual([0, 60, 120, 180, 180 + 15 * 86400, 180 + 30 * 86400, 240 + 30 * 86400, 300 + 30 * 86400]);
     expect(gy).toEqual([1, 2, 3, 4, null, 5, 6, 7]);
   });
   it('keeps uneven spacing within the factor', () => {
-    const cols: [number[], number[]] = [[0, 60, 120, 400, 460], [1, 2, 3, 4, 5]];
-    expect(breakGaps(cols)).toEqual(cols);
+    expect(breakGaps([0, 60, 120, 400, 460], [[1, 2, 3, 4, 5]])).toEqual([[0, 60, 120, 400, 460], [1, 2, 3, 4, 5]]);
   });
   it('judges nothing from fewer than three readings', () => {
-    const cols: [number[], number[]] = [[0, 1e6], [1, 2]];
-    expect(breakGaps(cols)).toEqual(cols);
+    expect(breakGaps([0, 1e6], [[1, 2]])).toEqual([[0, 1e6], [1, 2]]);
   });
+  it('draws a sparse series across the readings that lack it', () => {
+    // Frequency every minute, temperature every 10: temperature is one line
+    // (undefined is spanned), not 144 dots between nulls.
+    const xs = Array.from({ length: 31 }, (_, i) => i * 60);
+    const freq = xs.map((_, i) => 2800 + i);
+    const temp = xs.map((_, i) => (i % 10 === 0 ? 11 + i / 10 : null));
+    const [gx, gf, gt] = breakGaps(xs, [freq, temp]);
+    expect(gx).toEqual(xs);
+    expect(gf).toEqual(freq);
+    expect(gt!.filter((v) => v === null)).toEqual([]);
+    expect(gt!.filter((v) => v !== undefined)).toEqual([11, 12, 13, 14]);
+  });
+  it('breaks each series at its own silence, not at another’s', () => {
+    // Both every minute; b is silent from 10 to 20 min, a is not.
+    const xs = Array.from({ length: 31 }, (_, i) => i * 60);
+    const a = xs.map((_, i) => i);
+    const b = xs.map((_, i) => (i > 10 && i < 20 ? null : i));
+    const [gx, ga, gb] = breakGaps(xs, [a, b]);
+    expect(gx).toEqual(xs); // a row inside the gap carries the break: none added
+    expect(ga).toEqual(a); // a goes on through b's gap
+    expect(gb!.flatMap((v, i) => (v === null ? [i] : []))).toEqual([11]);
+    expect(gb!.slice(12, 20).every((v) => v === undefined)).toBe(true);
+  });
+  it('breaks a band where its average breaks', () => {
+    const xs = [0, 60, 120, 180, 10000, 10060];
+    const avg = [1, 2, 3, 4, 5, 6];
+    const [gx, gAvg, gMin] = breakGaps(xs, [avg, avg.map((v) => v - 1)], [0, 0]);
+    expect(gx).toHaveLength(7);
+    expect(gAvg![4]).toBeNull();
+    expect(gMin![4]).toBeNull();
+  });
+});
+
+describe('alignSeries', () => {
+  it('puts the readings of two sensors on one time axis, null where one has none', () => {
+    const got = alignSeries([
+      { xs: [0, 60, 120], ys: [[1, 2, 3]] },
+      { xs: [30, 60], ys: [[7, 8]] },
+    ]);
+    expect(got).toEqual({ xs: [0, 30, 60, 120], ys: [[1, null, 2, 3], [null, 7, 8, null]] });
+  });
+});
+
+describe('quantitiesOf', () => {
+  const plain = { ...sensor, id: 13, name: 'Logger', inputs: [{ id: 201, key: 'level', name: 'Water level', unit: 'm' }], outputs: [] };
+  it('lists each key once, outputs first, then the most common', () => {
+    expect(quantitiesOf([sensor, { ...sensor, id: 14 }, plain]).map((q) => `${q.key} (${q.unit})`)).toEqual(['digits (digit)', 'freq (Hz)', 'level (m)']);
+  });
+});
+
+describe('seriesFor', () => {
+  it('is the sensor’s series of the key, named after the sensor', () => {
+    expect(seriesFor(sensor, 'digits')).toEqual({ kind: 'output', id: 103, key: 'digits', label: 'PZ', unit: 'digit', decimals: undefined });
+  });
+  it('is undefined for a key the sensor lacks', () => expect(seriesFor(sensor, 'pressure')).toBeUndefined());
 });

@@ -111,6 +111,8 @@ export interface Series {
   key: string;
   label: string;
   unit: string;
+  /** The output's declared decimals, to show its values with. */
+  decimals?: number;
 }
 
 /**
@@ -118,10 +120,10 @@ export interface Series {
  * blueprint accepts any input ID, so its series are the IDs its readings
  * (or aggregate buckets) use.
  */
-export function seriesOf(sensor: Sensor, readings: readonly { inputs: Record<string, unknown> }[] = []): Series[] {
+export function seriesOf(sensor: Pick<Sensor, 'inputs' | 'outputs'>, readings: readonly { inputs: Record<string, unknown> }[] = []): Series[] {
   const out: Series[] = [];
   for (const i of sensor.inputs) out.push({ kind: 'input', id: i.id, key: i.key, label: i.name || i.key, unit: i.unit });
-  for (const o of sensor.outputs) out.push({ kind: 'output', id: o.id, key: o.key, label: o.name || o.key, unit: o.unit });
+  for (const o of sensor.outputs) out.push({ kind: 'output', id: o.id, key: o.key, label: o.name || o.key, unit: o.unit, decimals: o.decimals });
   if (sensor.inputs.length === 0) {
     const ids = new Set<number>();
     for (const r of readings) for (const id of Object.keys(r.inputs)) ids.add(Number(id));
@@ -175,9 +177,13 @@ export function stats(values: readonly (number | null)[]): Stats {
   return { count, min, max, last };
 }
 
-/** formatNumber shows a value with up to 6 significant digits, without exponent noise for everyday sizes. */
-export function formatNumber(v: number | null | undefined): string {
+/**
+ * formatNumber shows a value with its declared decimals, or else with up to
+ * 6 significant digits, without exponent noise for everyday sizes.
+ */
+export function formatNumber(v: number | null | undefined, decimals?: number): string {
   if (v === null || v === undefined) return '';
+  if (decimals !== undefined && Math.abs(v) < 1e15) return v.toFixed(decimals);
   if (Number.isInteger(v) && Math.abs(v) < 1e15) return String(v);
   const abs = Math.abs(v);
   if (abs !== 0 && (abs < 1e-4 || abs >= 1e9)) return v.toExponential(4);
@@ -192,27 +198,112 @@ export function formatNumber(v: number | null | undefined): string {
  */
 export const GAP_FACTOR = 5;
 
+/** A chart column: a value, null where the line breaks, undefined where the series has no value and the line goes on. */
+export type Column = (number | null | undefined)[];
+
 /**
- * breakGaps returns the chart's columns with a row of nulls in the middle
- * of each gap (GAP_FACTOR): uPlot breaks a line at a null. With fewer
- * than three readings there is no spacing to judge by, and nothing breaks.
+ * breakGaps turns the chart's columns, null where a series has no value,
+ * into what uPlot draws: each series' line runs across the readings that
+ * lack it (undefined: a temperature logged every 10 minutes beside a
+ * frequency logged every minute is one line, not 144 dots), and breaks
+ * (null) only where that series itself was silent for more than
+ * GAP_FACTOR times its own median spacing: at a row inside the gap, or
+ * at a row added in its middle when there is none. A series with fewer
+ * than three values has no spacing to judge by, and never breaks.
+ * follow[j] names the column (index into ys) whose gaps column j takes,
+ * so that a band breaks where its average does; by default each column
+ * follows itself.
  */
-export function breakGaps(cols: [number[], ...(number | null)[][]]): [number[], ...(number | null)[][]] {
-  const [xs, ...ys] = cols;
-  const steps: number[] = [];
-  for (let i = 1; i < xs.length; i++) if (xs[i]! > xs[i - 1]!) steps.push(xs[i]! - xs[i - 1]!);
-  if (steps.length < 2) return cols;
-  steps.sort((a, b) => a - b);
-  const limit = GAP_FACTOR * steps[Math.floor(steps.length / 2)]!;
-  const outX: number[] = [];
-  const outY = ys.map(() => [] as (number | null)[]);
-  xs.forEach((x, i) => {
-    if (i > 0 && x - xs[i - 1]! > limit) {
-      outX.push((x + xs[i - 1]!) / 2);
-      for (const y of outY) y.push(null);
+export function breakGaps(xs: readonly number[], ys: readonly (number | null)[][], follow: readonly number[] = ys.map((_, j) => j)): [number[], ...Column[]] {
+  // Each leading column's gaps, as the indexes of their two ends.
+  const gapsOf = new Map<number, [number, number][]>();
+  for (const lead of new Set(follow)) {
+    const y = ys[lead] ?? [];
+    const present: number[] = [];
+    xs.forEach((_, i) => {
+      if (y[i] !== null && y[i] !== undefined) present.push(i);
+    });
+    const steps: number[] = [];
+    for (let i = 1; i < present.length; i++) steps.push(xs[present[i]!]! - xs[present[i - 1]!]!);
+    const gaps: [number, number][] = [];
+    if (steps.length >= 2) {
+      const limit = GAP_FACTOR * [...steps].sort((a, b) => a - b)[Math.floor(steps.length / 2)]!;
+      for (let i = 1; i < present.length; i++) if (steps[i - 1]! > limit) gaps.push([present[i - 1]!, present[i]!]);
     }
+    gapsOf.set(lead, gaps);
+  }
+  // A gap with a row inside breaks there; one without gets a row in its
+  // middle, which every other column spans.
+  const out: Column[] = ys.map((y) => y.map((v) => (v === null ? undefined : v)));
+  const added = new Map<number, Set<number>>(); // index of the row before → columns breaking there
+  ys.forEach((_, j) => {
+    for (const [a, b] of gapsOf.get(follow[j]!) ?? []) {
+      if (b - a > 1) out[j]![a + 1] = null;
+      else added.set(a, (added.get(a) ?? new Set()).add(j));
+    }
+  });
+  if (added.size === 0) return [[...xs], ...out];
+  const outX: number[] = [];
+  const outY: Column[] = ys.map(() => []);
+  xs.forEach((x, i) => {
     outX.push(x);
-    ys.forEach((y, j) => outY[j]!.push(y[i]!));
+    out.forEach((col, j) => outY[j]!.push(col[i]));
+    const breaking = added.get(i);
+    if (breaking) {
+      outX.push((x + xs[i + 1]!) / 2);
+      out.forEach((_, j) => outY[j]!.push(breaking.has(j) ? null : undefined));
+    }
   });
   return [outX, ...outY];
+}
+
+/**
+ * alignSeries puts tables of their own x (one sensor's readings each, for a
+ * chart of several sensors) on one x: every x of any table, in order, a
+ * column per table's column, null where that table has no row.
+ */
+export function alignSeries(tables: readonly { xs: readonly number[]; ys: readonly (number | null)[][] }[]): { xs: number[]; ys: (number | null)[][] } {
+  const xs = [...new Set(tables.flatMap((t) => t.xs))].sort((a, b) => a - b);
+  const at = new Map(xs.map((x, i) => [x, i]));
+  const ys: (number | null)[][] = [];
+  for (const t of tables) {
+    for (const col of t.ys) {
+      const out = new Array<number | null>(xs.length).fill(null);
+      t.xs.forEach((x, i) => {
+        out[at.get(x)!] = col[i] ?? null;
+      });
+      ys.push(out);
+    }
+  }
+  return { xs, ys };
+}
+
+/** A quantity the chosen sensors have: a key, with its unit. */
+export interface Quantity {
+  key: string;
+  unit: string;
+  label: string;
+}
+
+/**
+ * quantitiesOf lists the keys of the sensors' inputs and outputs, each once
+ * with the unit and name of the first sensor that has it: outputs first,
+ * then those most sensors have.
+ */
+export function quantitiesOf(sensors: readonly Pick<Sensor, 'inputs' | 'outputs'>[]): Quantity[] {
+  const seen = new Map<string, Quantity & { n: number; output: boolean }>();
+  for (const s of sensors) {
+    for (const x of seriesOf(s)) {
+      const q = seen.get(x.key);
+      if (q) q.n++;
+      else seen.set(x.key, { key: x.key, unit: x.unit, label: x.label, n: 1, output: x.kind === 'output' });
+    }
+  }
+  return [...seen.values()].sort((a, b) => Number(b.output) - Number(a.output) || b.n - a.n || a.key.localeCompare(b.key)).map(({ key, unit, label }) => ({ key, unit, label }));
+}
+
+/** seriesFor is a sensor's series of key, labelled with the sensor's name, or undefined when it has none. */
+export function seriesFor(sensor: Sensor, key: string): Series | undefined {
+  const s = seriesOf(sensor).find((x) => x.key === key);
+  return s && { ...s, label: sensor.name };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { customRange, formatAge, formatDateTime, fromLocalInput, presetRange, timeAxisLabels, toLocalInput, zoneName } from './time';
+import { customRange, formatAge, formatDateTime, formatDuration, fromLocalInput, presetRange, timeAxisLabels, toLocalInput, toLocalText, zoneName } from './time';
 
 describe('formatAge', () => {
   const now = new Date('2024-05-01T12:00:00Z');
@@ -88,3 +88,18 @@ describe('zoneName', () => {
 function dstShift(from: Date, to: Date): number {
   return (from.getTimezoneOffset() - to.getTimezoneOffset()) * 60 * 1000;
 }
+
+describe('formatDuration', () => {
+  it('says a silence in its largest unit', () => {
+    expect(formatDuration(7204.79 * 1000)).toBe('2 h');
+    expect(formatDuration(40 * 86_400_000)).toBe('40 d');
+  });
+});
+
+describe('datetimes typed as the console shows them', () => {
+  it('reads "2024-05-01 12:00" as local time, as datetime-local’s form', () => {
+    expect(fromLocalInput('2024-05-01 12:00').getTime()).toBe(fromLocalInput('2024-05-01T12:00').getTime());
+    expect(toLocalText(fromLocalInput('2024-02-29 23:59'))).toBe('2024-02-29 23:59');
+  });
+  it('refuses the US form', () => expect(Number.isNaN(fromLocalInput('05/01/2024 12:00').getTime())).toBe(true));
+});

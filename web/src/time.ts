@@ -16,6 +16,11 @@ export function formatAge(then: Date | string, now: Date = new Date()): string {
   return `${spell(ms)} ago`;
 }
 
+/** formatDuration says a length of time in its largest unit, rounded down: "2 h", "40 d". */
+export function formatDuration(ms: number): string {
+  return spell(ms);
+}
+
 function spell(ms: number): string {
   if (ms < MINUTE) return `${Math.floor(ms / SECOND)} s`;
   if (ms < HOUR) return `${Math.floor(ms / MINUTE)} min`;
@@ -57,18 +62,26 @@ export function presetRange(id: PresetId, end: Date = new Date()): Range {
  */
 export function customRange(from: string, to: string): Range {
   const r = { from: fromLocalInput(from), to: fromLocalInput(to) };
-  if (Number.isNaN(r.from.getTime())) throw new Error('choose when the range starts');
-  if (Number.isNaN(r.to.getTime())) throw new Error('choose when the range ends');
+  if (Number.isNaN(r.from.getTime())) throw new Error('write when the range starts as 2024-05-01 12:00');
+  if (Number.isNaN(r.to.getTime())) throw new Error('write when the range ends as 2024-05-01 12:00');
   if (r.to <= r.from) throw new Error('the range must end after it starts');
   return r;
 }
 
-/** fromLocalInput parses "2024-05-01T12:00" (or with seconds) as local time. */
+/**
+ * fromLocalInput parses "2024-05-01 12:00" (or "2024-05-01T12:00", or with
+ * seconds) as local time: the form every datetime of the console has.
+ */
 export function fromLocalInput(s: string): Date {
-  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?$/.exec(s.trim());
+  const m = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?$/.exec(s.trim());
   if (!m) return new Date(NaN);
   const [y, mo, d, h, mi, sec, frac] = m.slice(1).map((x) => x ?? '0');
   return new Date(+y!, +mo! - 1, +d!, +h!, +mi!, +sec!, +frac!.padEnd(3, '0'));
+}
+
+/** toLocalText is d as a datetime field shows it: "2024-05-01 12:00", local, to the minute. */
+export function toLocalText(d: Date): string {
+  return toLocalInput(d).replace('T', ' ');
 }
 
 /** toLocalInput is the value of a datetime-local input for d, to the minute. */

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { base, token, viewerToken, orgId, output, blueprint, R0, N, freqs, zone, context, page, problems, state, shot, api, legendInsideCard } from '../session.mjs';
+import { base, token, viewerToken, orgId, output, blueprint, R0, N, freqs, zone, context, page, problems, state, shot, api, legendInsideCard, chooseSeries } from '../session.mjs';
 
 test('creates a token, shown once, and revokes it', async () => {
   await page.getByRole('link', { name: 'e2e@example.com' }).click();
@@ -27,9 +27,10 @@ test('creates a token, shown once, and revokes it', async () => {
 test('creates a device token that may only post to its sensor', async () => {
   const form = page.getByRole('form', { name: 'New token' });
   await form.getByLabel('Name').fill('logger 7');
+  // The project and the sensors are chosen by name, their IDs beside.
   await form.getByLabel('Organization').selectOption({ label: 'E2E Monitoring' });
-  await form.getByLabel('Project ID').fill(String(state.projectId));
-  await form.getByLabel('Sensor IDs').fill(String(state.sensorId));
+  await form.getByLabel('Project').selectOption({ label: `Dam monitoring (${state.projectId})` });
+  await form.getByRole('checkbox', { name: `PZ-01 (${state.sensorId})` }).check();
   await form.getByLabel('Device (post readings only)').check();
   await form.getByRole('button', { name: 'Create token' }).click();
   await page.getByText('Token “logger 7” created.').waitFor(); // the box of the token before is gone
@@ -103,9 +104,10 @@ test('uploads a logger’s TOA5 file after a preview of what it will store', asy
   await form.getByRole('button', { name: 'Preview' }).click();
   const preview = form.getByRole('table', { name: 'Preview' });
   await preview.waitFor();
-  assert.deepEqual(await preview.getByRole('columnheader').allTextContents(), ['Datetime', 'freq', 'temp']);
+  // Times in the zone the page names; what storing it would add and replace.
+  assert.deepEqual(await preview.getByRole('columnheader').allTextContents(), [`Datetime (${zone})`, 'freq', 'temp']);
   assert.equal(await preview.getByRole('row').count(), 3); // the header and two readings; the NAN line is skipped
-  assert.match(await form.textContent(), /2 readings · 1 line skipped.*ignored columns: RECORD/);
+  assert.equal(await form.getByTestId('preview-counts').textContent(), '2 readings: 2 new, 0 replacing stored ones · 1 line skipped (every value missing) · ignored columns: RECORD');
   await shot('sensor-upload');
   await form.getByRole('button', { name: 'Store 2 readings' }).click();
   await form.getByText('Stored: 2 new, 0 replaced.').waitFor();
@@ -143,9 +145,11 @@ test('fits a narrow screen', async () => {
     await page.locator('main h1').first().waitFor();
     await page.locator('main table').first().waitFor();
     if (name === 'readings') {
-      // Two charts of two units each, every unit with its axis, side by side with its plot.
-      await page.locator('.u-over').nth(1).waitFor();
-      assert.deepEqual(await page.locator('.u-axis').evaluateAll((els) => els.map((e) => e.dataset.unit)), ['time', 'Hz', 'degC', 'time', 'digit', 'kPa']);
+      // A chart per unit, each the screen's width but its one axis; the
+      // unit with thresholds first, named in the margin.
+      await chooseSeries('Frequency', 'Temperature', 'Digits', 'Pressure');
+      await page.locator('.u-over').nth(3).waitFor();
+      assert.deepEqual(await page.locator('.u-axis').evaluateAll((els) => els.map((e) => e.dataset.unit)), ['time', 'kPa', 'thresholds', 'time', 'Hz', 'time', 'degC', 'time', 'digit']);
       for (const over of await page.locator('.u-over').all()) assert.ok((await over.boundingBox()).width > 150, 'a plot is squeezed by its axes');
       await legendInsideCard();
     }
@@ -176,7 +180,7 @@ test('offers a viewer nothing a viewer may not do', async () => {
     }
 
     await tab.goto(base + state.projectPath);
-    await tab.getByRole('table', { name: 'Sensors' }).getByRole('link', { name: 'PZ-01' }).waitFor();
+    await tab.getByRole('table', { name: 'Status board' }).getByRole('link', { name: 'PZ-01', exact: true }).waitFor();
     await tab.getByRole('table', { name: 'Blueprints' }).waitFor();
     await tab.getByRole('table', { name: 'Current alarms' }).getByText('PZ-01').waitFor();
     for (const absent of [tab.getByRole('form', { name: 'New sensor' }), tab.getByRole('form', { name: 'New alarm level' }), tab.getByRole('button', { name: /New blueprint|Edit|Delete|Acknowledge|Save/ })]) {

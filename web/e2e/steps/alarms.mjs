@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { base, orgId, output, N, fmt, zone, when, page, state, shot, api, legendAtNewest, inkOf, lastPressure, alertColour, piezometer } from '../session.mjs';
+import { base, orgId, output, N, fmtP, zone, when, page, state, shot, api, legendAtNewest, inkOf, lastPressure, alertColour, piezometer, chooseSeries } from '../session.mjs';
 
 test('sets an alarm rule on the formulas page, beside the output it watches', async () => {
   await page.getByRole('navigation').getByRole('link', { name: 'Formulas setup' }).click();
@@ -52,13 +52,16 @@ test('shows the alarm on the project page, acknowledged with a note, and in the 
   const alarms = page.getByRole('table', { name: 'Current alarms' });
   const row = alarms.getByRole('row').filter({ hasText: 'PZ-01' });
   await row.waitFor();
-  assert.match(await row.textContent(), new RegExp(`pressure.*Alert.*${fmt(lastPressure)}`));
-  assert.equal(await row.locator('.swatch').evaluate((el) => getComputedStyle(el).backgroundColor), 'rgb(242, 201, 76)');
-  await row.getByText('no', { exact: true }).waitFor();
+  assert.match(await row.textContent(), new RegExp(`pressure.*Alert.*${fmtP(lastPressure)}`));
+  // The level in its colour, with dark text on Alert's yellow; the row tinted.
+  const badge = row.locator('.level');
+  assert.deepEqual(await badge.evaluate((el) => [getComputedStyle(el).backgroundColor, getComputedStyle(el).color]), ['rgb(242, 201, 76)', 'rgb(17, 17, 17)']);
+  assert.match(await row.locator('td').first().evaluate((el) => getComputedStyle(el).boxShadow), /rgb\(242, 201, 76\)/); // the level's bar
+  await row.getByText('Unacknowledged', { exact: true }).waitFor();
   await shot('project-alarm');
   await row.getByLabel('Note on PZ-01 pressure').fill('Site team informed');
   await row.getByRole('button', { name: 'Acknowledge' }).click();
-  await row.getByText(/^yes, by e2e@example\.com at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d “Site team informed”$/).waitFor();
+  await row.getByText(/^Acknowledged by e2e@example\.com at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d “Site team informed”$/).waitFor();
   assert.equal(await row.getByRole('button', { name: 'Acknowledge' }).count(), 0);
 
   // The history, newest first: the acknowledgement with its note, then, below, the rule's trigger.
@@ -83,7 +86,7 @@ test('shows the alarm on the project page, acknowledged with a note, and in the 
   await filter.getByLabel('Sensor').selectOption({ label: `PZ-01 (${state.sensorId})` });
   await filter.getByRole('button', { name: 'Show events' }).click();
   await label.filter({ hasText: /^Events 1–\d+, newest first \(page 1\)$/ }).waitFor();
-  await filter.getByLabel('To').fill('2024-01-01T00:00');
+  await filter.getByLabel('To').fill('2024-01-01 00:00');
   await filter.getByRole('button', { name: 'Show events' }).click();
   await label.filter({ hasText: 'No events.' }).waitFor();
   await filter.getByLabel('To').fill('');
@@ -103,23 +106,19 @@ test('draws the thresholds of the shown outputs', async () => {
   await page.goto(`${base}${state.sensorPath}/readings`);
   await page.getByTestId('load-status').filter({ hasText: `${N} readings from` }).waitFor();
   await page.getByTestId('resolution').filter({ hasText: 'Resolution: every reading.' }).waitFor();
-  const boxes = page.getByRole('group', { name: 'Series' }).getByRole('checkbox');
-  const only = async (name) => {
-    for (const box of await boxes.all()) {
-      const mine = (await box.evaluate((el) => el.parentElement.textContent)).startsWith(name);
-      if (mine) await box.check();
-      else await box.uncheck();
-    }
-    await page.locator('.u-over').waitFor();
-  };
-  // Pressure alone: its axis (kPa) carries the rule's line, in Alert's colour.
-  await only('Pressure');
+  // Pressure alone: its axis (kPa) carries the rule's line, in Alert's
+  // colour, named in the margin right of the plot, not over the data.
+  await chooseSeries('Pressure');
   assert.ok((await inkOf(alertColour)) > 200, 'the threshold of pressure is not drawn');
+  assert.deepEqual(await page.locator('.u-axis').evaluateAll((els) => els.map((e) => e.dataset.unit)), ['time', 'kPa', 'thresholds']);
+  const margin = await page.locator('.u-axis[data-unit="thresholds"]').boundingBox();
+  const plot = await page.locator('.u-over').boundingBox();
+  assert.ok(margin.x >= plot.x + plot.width - 1, `the thresholds' margin (x ${margin.x}) overlaps the plot (to ${plot.x + plot.width})`);
   await shot('chart-threshold');
   // Frequency alone: no rule of its own, no line.
-  await only('Frequency');
+  await chooseSeries('Frequency');
   assert.equal(await inkOf(alertColour), 0, 'a threshold is drawn for a series without rules');
-  for (const box of await boxes.all()) await box.check();
+  await chooseSeries('Digits', 'Pressure');
 });
 
 test('draws a long range from the aggregates: a min–max band around the average', async () => {
@@ -147,18 +146,18 @@ test('draws a long range from the aggregates: a min–max band around the averag
   assert.match(interval, /^\d+[mhd]$/);
   assert.match(await page.getByTestId('resolution').textContent(), /^Resolution: \d+ buckets of \d+ (minute|hour|day)s? \(\d+[mhd]\)/);
   await page.locator('.u-over').waitFor();
-  // Frequency alone: its band (the series' colour, light) and its average line.
-  const boxes = page.getByRole('group', { name: 'Series' }).getByRole('checkbox');
-  for (const box of await boxes.all()) if (!(await box.getAttribute('data-series')).endsWith(`:${id.freq}`)) await box.uncheck();
-  await page.locator('.u-over').waitFor();
+  // Frequency alone: its band (the series' colour, light) and its average
+  // line; one legend entry, the bucket's minimum and maximum in it.
+  await chooseSeries('Frequency');
   const legend = await legendAtNewest();
-  assert.deepEqual(Object.keys(legend), ['Time', 'Frequency avg (Hz)', 'Frequency min', 'Frequency max']);
-  assert.ok(Number(legend['Frequency min']) < Number(legend['Frequency avg (Hz)']) && Number(legend['Frequency avg (Hz)']) < Number(legend['Frequency max']), JSON.stringify(legend));
+  assert.deepEqual(Object.keys(legend), ['Time', 'Frequency (Hz)']);
+  const [, avg, min, max] = /^([\d.]+) \(min ([\d.]+), max ([\d.]+)\)$/.exec(legend['Frequency (Hz)']) ?? [];
+  assert.ok(Number(min) < Number(avg) && Number(avg) < Number(max), JSON.stringify(legend));
   assert.ok((await inkOf('#1f77b4', 0, 1, 'faint')) > 5000, 'the band is not drawn');
   assert.ok((await inkOf('#1f77b4')) > 500, 'the average is not drawn');
   const stats = await page.getByTestId('stats').getByRole('row').filter({ hasText: 'Frequency' }).getByRole('cell').allTextContents();
-  assert.equal(stats[2], '8640');
+  assert.equal(stats[2], '8,640');
   assert.ok(Number(stats[3]) < 2651 && Number(stats[4]) > 2749, JSON.stringify(stats));
   await shot('chart-long-range');
-  for (const box of await boxes.all()) await box.check();
+  await chooseSeries('Digits', 'Pressure');
 });

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { base, orgId, when, page, state, shot, api, inkOf, legendInsideCard, piezometer } from '../session.mjs';
+import { base, orgId, when, page, state, shot, api, inkOf, legendInsideCard, piezometer, chooseSeries } from '../session.mjs';
 
 test('links an input to another sensor, and back to its own readings', async () => {
   const source = await piezometer('BARO-1');
@@ -47,14 +47,11 @@ test('opens a quiet sensor on its latest readings, breaks the line at a gap, and
   await page.getByTestId('load-status').filter({ hasText: '250 readings from' }).waitFor();
   await page.locator('.u-over').waitFor();
   // Frequency alone: drawn at both ends, and nothing across the month between.
-  const boxes = page.getByRole('group', { name: 'Series' }).getByRole('checkbox');
-  for (const box of await boxes.all()) if (!(await box.getAttribute('data-series')).endsWith(`:${id.freq}`)) await box.uncheck();
-  await page.locator('.u-over').waitFor();
+  await chooseSeries('Frequency');
   const blue = '#1f77b4';
   assert.ok((await inkOf(blue, 0.9, 1)) > 50, 'the latest readings are not drawn');
   assert.equal(await inkOf(blue, 0.3, 0.7), 0, 'a line is drawn across the month without readings');
-  for (const box of await boxes.all()) await box.check();
-  await page.locator('.u-over').waitFor();
+  await chooseSeries('Frequency', 'Temperature', 'Digits', 'Pressure');
   await legendInsideCard();
   await shot('chart-gap');
 
@@ -91,7 +88,7 @@ test('renames a sensor and deletes it', async () => {
 
   await page.getByRole('button', { name: 'Delete sensor' }).click(); // the dialog is accepted
   await page.waitForURL(base + state.projectPath);
-  await page.getByRole('table', { name: 'Sensors' }).getByRole('link', { name: 'PZ-01' }).waitFor();
-  assert.equal(await page.getByRole('table', { name: 'Sensors' }).getByText(/PZ-02/).count(), 0);
+  await page.getByRole('table', { name: 'Status board' }).getByRole('link', { name: 'PZ-01', exact: true }).waitFor();
+  assert.equal(await page.getByRole('table', { name: 'Status board' }).getByText(/PZ-02/).count(), 0);
   assert.equal((await api('GET', `/api/v1/org/${orgId}/proj/${state.projectId}/sensors/${state.quietPath.split('/').pop()}`)).status, 404);
 });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
-import { base, token, orgId, output, blueprint, R0, N, freqs, digitsOf, pressureOf, fmt, zone, when, page, state, shot, api, statsOf, legendAtNewest, inkOf, legendInsideCard, piezometer } from '../session.mjs';
+import { base, token, orgId, output, blueprint, R0, N, freqs, digitsOf, pressureOf, fmt, fmtP, zone, when, page, state, shot, api, statsOf, legendAtNewest, inkOf, legendInsideCard, chooseSeries, seriesColours } from '../session.mjs';
 
 test('signs in with a token, which stays out of the URL', async () => {
   await page.goto(`${base}/console/`);
@@ -80,13 +80,14 @@ test('creates the piezometer blueprint and a sensor from it', async () => {
   await sensorForm.getByLabel('Blueprint').selectOption({ label: 'Vibrating-wire piezometer' });
   await sensorForm.getByLabel('R0 (digit)').fill(String(R0));
   await sensorForm.getByRole('button', { name: 'Create sensor' }).click();
-  const sensors = page.getByRole('table', { name: 'Sensors' });
-  await sensors.getByRole('link', { name: 'PZ-01' }).waitFor();
-  await sensors.getByText('no readings').waitFor();
+  // The board reads the new sensor at once.
+  const board = page.getByRole('table', { name: 'Status board' });
+  await board.getByRole('link', { name: 'PZ-01', exact: true }).waitFor();
+  await board.getByRole('row').filter({ hasText: 'PZ-01' }).getByText('no readings').waitFor();
 });
 
 test('shows the sensor’s IDs on its formulas setup page', async () => {
-  await page.getByRole('table', { name: 'Sensors' }).getByRole('link', { name: 'PZ-01' }).click();
+  await page.getByRole('table', { name: 'Status board' }).getByRole('link', { name: 'Setup of PZ-01' }).click();
   await page.getByRole('heading', { name: 'PZ-01' }).waitFor();
   state.sensorPath = new URL(page.url()).pathname;
   state.sensorId = Number(state.sensorPath.split('/').pop());
@@ -100,9 +101,14 @@ test('shows the sensor’s IDs on its formulas setup page', async () => {
   assert.deepEqual(ids, Object.fromEntries([...s.body.inputs, ...s.body.outputs].map((x) => [x.key, x.id])));
   state.ids = ids;
   assert.equal(await page.getByRole('button', { name: `Copy the ID of freq` }).getAttribute('data-copy'), String(ids.freq));
-  // The example posts to this sensor with its input IDs, and never holds the token.
+  // The example posts to this sensor with its input IDs, and never holds the
+  // token. Without a reading yet its values are placeholders the API
+  // refuses, so that no made-up value becomes the sensor's latest.
   const example = JSON.parse(await page.getByTestId('example-json').textContent());
   assert.deepEqual(Object.keys(example[0].inputs).map(Number).sort(), [ids.freq, ids.temp].sort());
+  assert.equal(example[0].inputs[ids.freq], '<freq in Hz>');
+  const refused = await api('POST', `/api/v1/org/${orgId}/proj/${state.projectId}/readings/${state.sensorId}`, example);
+  assert.equal(refused.status, 400, JSON.stringify(refused.body));
   const curl = await page.getByTestId('example-curl').textContent();
   assert.match(curl, new RegExp(`/api/v1/org/${orgId}/proj/${state.projectId}/readings/${state.sensorId} `));
   assert.ok(curl.includes('$TOKEN') && !curl.includes(token));
@@ -120,10 +126,11 @@ test('posts readings through the API, and the project shows the latest', async (
   assert.equal(res.status, 200, JSON.stringify(res.body));
 
   await page.goto(base + state.projectPath);
-  const row = page.getByRole('table', { name: 'Sensors' }).getByRole('row').filter({ hasText: 'PZ-01' });
+  const row = page.getByRole('table', { name: 'Status board' }).getByRole('row').filter({ hasText: 'PZ-01' });
   await row.getByTestId('age').waitFor();
   assert.match(await row.getByTestId('age').textContent(), /^(1 min ago|\d+ s ago|just now)$/);
-  assert.match(await row.textContent(), new RegExp(`pressure ${fmt(pressureOf(2800))} kPa`));
+  // The board shows the last output, with its declared decimals.
+  assert.equal(await row.locator('.board-value').textContent(), `${fmtP(pressureOf(2800))} kPa`);
   await shot('project');
 });
 
@@ -131,13 +138,17 @@ test('charts the readings and their outputs', async () => {
   await page.goto(`${base}${state.sensorPath}/readings`);
   await page.getByTestId('load-status').filter({ hasText: `${N} readings from` }).waitFor();
   await page.locator('.u-over').waitFor();
+  // The outputs first, their inputs a tick away: an axis per unit.
+  assert.deepEqual(await page.locator('.u-axis').evaluateAll((els) => els.map((e) => e.dataset.unit)), ['time', 'digit', 'kPa']);
+  assert.equal(await page.getByTestId('stats').getByRole('row').filter({ hasText: 'Frequency' }).count(), 0);
+  await chooseSeries('Frequency', 'Temperature', 'Digits', 'Pressure');
 
   const freq = await statsOf('Frequency');
   assert.deepEqual(freq, { points: N, min: '2751', max: '2800', last: '2800' });
   const pressure = await statsOf('Pressure');
   assert.equal(pressure.points, N);
-  assert.equal(pressure.last, fmt(pressureOf(2800)));
-  assert.equal(pressure.max, fmt(pressureOf(2751)));
+  assert.equal(pressure.last, fmtP(pressureOf(2800)));
+  assert.equal(pressure.max, fmtP(pressureOf(2751)));
   assert.equal((await statsOf('Digits')).last, fmt(digitsOf(2800)));
 
   // One axis per unit, each named by its unit: no series on a scale nobody sees.
@@ -152,12 +163,12 @@ test('charts the readings and their outputs', async () => {
   assert.equal(legend['Time'], when(newest));
   assert.equal(legend['Frequency (Hz)'], '2800');
   assert.equal(legend['Digits (digit)'], fmt(digitsOf(2800)));
-  assert.equal(legend['Pressure (kPa)'], fmt(pressureOf(2800)));
+  assert.equal(legend['Pressure (kPa)'], fmtP(pressureOf(2800)));
   await shot('sensor-readings');
-  // Each series alone: its line is on the canvas in its colour (src/chart.ts
-  // COLORS), and no other line is. (Together, freq and digits overlap: each
-  // has its own scale and digits = freq² / 1000 is nearly a straight line.)
-  const colors = { Frequency: '#1f77b4', Temperature: '#d62728', Digits: '#2ca02c', Pressure: '#ff7f0e' };
+  // Each series alone: its line is on the canvas in its colour (src/colours.ts
+  // SERIES_COLOURS), and no other line is. (Together, freq and digits overlap:
+  // each has its own scale and digits = freq² / 1000 is nearly a straight line.)
+  const colors = seriesColours;
   const boxes = Object.fromEntries(Object.keys(colors).map((name) => [name, page.getByRole('group', { name: 'Series' }).getByRole('checkbox', { name: new RegExp(`^${name}`) })]));
   for (const box of Object.values(boxes)) await box.uncheck();
   for (const [name, color] of Object.entries(colors)) {
@@ -174,7 +185,7 @@ test('charts the readings and their outputs', async () => {
   const rows = page.getByRole('table', { name: 'Readings' }).getByRole('row');
   await rows.nth(1).waitFor();
   assert.equal(await rows.count(), N + 1);
-  assert.match(await rows.nth(1).textContent(), new RegExp(`^${when(newest)}2800.*${fmt(pressureOf(2800))}`));
+  assert.match(await rows.nth(1).textContent(), new RegExp(`^${when(newest)}2800.*${fmtP(pressureOf(2800))}`));
   await page.getByRole('button', { name: 'Chart' }).click();
 });
 
@@ -207,9 +218,10 @@ test('edits a formula, and the chart follows', async () => {
   await page.getByRole('navigation').getByRole('link', { name: 'Readings' }).click();
   await page.getByTestId('load-status').filter({ hasText: `${N} readings from` }).waitFor();
   await page.locator('.u-over').waitFor();
-  const edited = fmt(pressureOf(2800) - 100);
+  const edited = fmtP(pressureOf(2800) - 100);
   assert.equal((await statsOf('Pressure')).last, edited);
   assert.equal((await legendAtNewest())['Pressure (kPa)'], edited);
+  await chooseSeries('Frequency', 'Pressure');
   assert.equal((await statsOf('Frequency')).last, '2800'); // inputs are untouched
 });
 
@@ -236,9 +248,9 @@ test('dates a calibration, and the outputs use it from then on', async () => {
   await page.getByRole('navigation').getByRole('link', { name: 'Readings' }).click();
   await page.getByTestId('load-status').filter({ hasText: `${N} readings from` }).waitFor();
   const pressure = await statsOf('Pressure');
-  assert.equal(pressure.last, fmt(0.2 * (R0 - digitsOf(2800)) - 100));
+  assert.equal(pressure.last, fmtP(0.2 * (R0 - digitsOf(2800)) - 100));
   // The first reading with G = 0.2 (2791 Hz) has the highest pressure; the
   // last one before it (2790 Hz) keeps G = 0.1 and has the lowest.
-  assert.equal(pressure.max, fmt(0.2 * (R0 - digitsOf(2791)) - 100));
-  assert.equal(pressure.min, fmt(pressureOf(2790) - 100));
+  assert.equal(pressure.max, fmtP(0.2 * (R0 - digitsOf(2791)) - 100));
+  assert.equal(pressure.min, fmtP(pressureOf(2790) - 100));
 });

@@ -512,7 +512,8 @@ export interface paths {
          *     an instance of that blueprint of the same organization: its inputs
          *     and outputs get numeric IDs of their own, unique in the service, and
          *     `constants` override the blueprint's defaults, as in
-         *     `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+         *     `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+         *     a `blueprint_id` that is not one of the organization's answers 404.
          *     The instance keeps its own copy of the formulas: editing the
          *     blueprint later does not change it. A project has at most 10,000
          *     sensors (`-max-sensors`): one more answers 409 with `details.cap`
@@ -871,9 +872,10 @@ export interface paths {
          *     row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
          *     by sensor (ascending id), oldest first. It is the shape a chart of
          *     several sensors wants (docs/grafana.md). `sensors` names at most
-         *     20 sensors; without it, every sensor of the project, when it has at
-         *     most 20 (a 400 otherwise). A page holds the values of at most
-         *     `limit` readings; `next_cursor` continues. With `outputs=true` the
+         *     20 sensors of the project (another's answers 404); without it,
+         *     every sensor of the project, when it has at most 20 (a 400
+         *     otherwise). A page holds the values of at most `limit` readings;
+         *     `next_cursor` continues. With `outputs=true` the
          *     outputs are rows too; `key` keeps the rows of one input or output
          *     (its key with `keys=names`, else its id). Sensor-scoped tokens
          *     cannot use it: they read one sensor at a time.
@@ -1142,7 +1144,11 @@ export interface paths {
          *     and a row per reading, empty where a reading lacks a value; `format=ndjson` has one reading per line, as
          *     `listReadings` returns them. Both bounds are optional. If the
          *     export fails part way, the connection is cut, so a truncated file
-         *     never looks complete. Required role: `viewer`.
+         *     never looks complete. Values are written as computed (the shortest
+         *     decimal that reads back as the same float64), whatever `decimals`
+         *     an output declares: the file feeds further computation, where a
+         *     rounded value would lose what the sensor measured.
+         *     Required role: `viewer`.
          *
          *     **Chunks, not a snapshot.** The service reads the range in chunks of
          *     1,000 readings, in the order it streams them, and sends each chunk
@@ -1552,6 +1558,83 @@ export interface paths {
          *     Required role: `viewer`.
          */
         get: operations["listAlarms"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The state of every sensor of the organization
+         * @description Every sensor of the organization's active projects, with its state
+         *     as `projectStatus` gives it, in sensor id order, paged like
+         *     sensors. An archived project's sensors are left out: nothing
+         *     reaches them any more. A token limited to a project gets that
+         *     project's sensors, one limited to sensors only those
+         *     (`x-scope: narrows`); a device token gets 403.
+         *     Required role: `viewer`.
+         */
+        get: operations["orgStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/proj/{proj_id}/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The state of every sensor of the project
+         * @description Every sensor of the project in sensor id order, paged like
+         *     sensors, each with the most severe level among its current alarms
+         *     (absent when every target is at rest), how many alarms it has and
+         *     how many of them nobody has acknowledged, whether it is overdue
+         *     (it has an overdue rule and its newest reading, or without one the
+         *     rule itself, is older than the rule allows; the background check
+         *     raises the overdue alarm within its period, `-alarm-check-interval`,
+         *     10 s by default), and its newest
+         *     reading with its outputs (absent when it has none). A status
+         *     board sorts them. One statement reads the whole page, an index
+         *     probe a sensor whatever its readings and alarms (plus a read of
+         *     each linked input's source), so a project of 500 sensors is one
+         *     request. A token limited to sensors gets only those
+         *     (`x-scope: narrows`); a device token gets 403.
+         *     Required role: `viewer`.
+         */
+        get: operations["projectStatus"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2156,6 +2239,12 @@ export interface components {
             name: string;
             unit: string;
             formula: string;
+            /**
+             * @description The blueprint output's `decimals` when the sensor took the
+             *     blueprint (a later edit of the blueprint leaves it, as it leaves
+             *     the formula); absent without.
+             */
+            decimals?: number;
         };
         InstanceConstant: {
             key: string;
@@ -2251,6 +2340,14 @@ export interface components {
             unit: string;
             /** @description See the README's formula language. */
             formula: string;
+            /**
+             * @description How many decimals a person needs to see of the output
+             *     (`pressure` in kPa to 1 decimal, say): the console shows its
+             *     values so. A display precision only: the API's JSON and CSV
+             *     answer every value as computed. Absent: the console shows up to
+             *     6 significant digits.
+             */
+            decimals?: number;
         };
         /** @description An identifier, unique within the blueprint; formulas name values by it. */
         Key: string;
@@ -2428,12 +2525,13 @@ export interface components {
             readings: number;
             /**
              * Format: int64
-             * @description Instants new to the sensor (0 with `dry_run`).
+             * @description Instants new to the sensor (with `dry_run`, that would be).
              */
             new: number;
             /**
              * Format: int64
-             * @description Instants whose stored reading was replaced (0 with `dry_run`).
+             * @description Instants whose stored reading was replaced (with `dry_run`, that
+             *     would be: a file overlapping stored readings overwrites them).
              */
             replaced: number;
             /**
@@ -2548,6 +2646,30 @@ export interface components {
         };
         AlarmPage: {
             items: components["schemas"]["Alarm"][];
+            /** @description Present when there may be more; pass it as `cursor`. */
+            next_cursor?: string;
+        };
+        SensorStatus: {
+            /** Format: int64 */
+            sensor_id: number;
+            sensor_name: string;
+            /** Format: int64 */
+            project_id: number;
+            /** @description The most severe level among the sensor's current alarms; absent when every target is at rest. */
+            level?: components["schemas"]["AlarmLevel"];
+            /** @description The sensor's current alarms (`listAlarms`), its overdue alarm included. */
+            alarms: number;
+            /** @description How many of them nobody has acknowledged. */
+            unacknowledged: number;
+            /** @description Whether the sensor has been silent for longer than its overdue rule allows. */
+            overdue: boolean;
+            /** @description The overdue rule's `after_seconds`; absent without a rule. */
+            overdue_after?: number;
+            /** @description The sensor's newest reading with its outputs; absent when it has none. */
+            reading?: components["schemas"]["Reading"];
+        };
+        SensorStatusPage: {
+            items: components["schemas"]["SensorStatus"][];
             /** @description Present when there may be more; pass it as `cursor`. */
             next_cursor?: string;
         };
@@ -4344,7 +4466,8 @@ export interface operations {
                      *               "key": "pressure",
                      *               "name": "Pressure",
                      *               "unit": "kPa",
-                     *               "formula": "G * (R0 - digits)"
+                     *               "formula": "G * (R0 - digits)",
+                     *               "decimals": 1
                      *             }
                      *           ],
                      *           "created_at": "2024-05-01T12:00:00.000Z",
@@ -4420,7 +4543,8 @@ export interface operations {
                  *           "key": "pressure",
                  *           "name": "Pressure",
                  *           "unit": "kPa",
-                 *           "formula": "G * (R0 - digits)"
+                 *           "formula": "G * (R0 - digits)",
+                 *           "decimals": 1
                  *         }
                  *       ]
                  *     }
@@ -4478,7 +4602,8 @@ export interface operations {
                      *           "key": "pressure",
                      *           "name": "Pressure",
                      *           "unit": "kPa",
-                     *           "formula": "G * (R0 - digits)"
+                     *           "formula": "G * (R0 - digits)",
+                     *           "decimals": 1
                      *         }
                      *       ],
                      *       "created_at": "2024-05-01T12:00:00.000Z",
@@ -4569,7 +4694,8 @@ export interface operations {
                      *           "key": "pressure",
                      *           "name": "Pressure",
                      *           "unit": "kPa",
-                     *           "formula": "G * (R0 - digits)"
+                     *           "formula": "G * (R0 - digits)",
+                     *           "decimals": 1
                      *         }
                      *       ],
                      *       "created_at": "2024-05-01T12:00:00.000Z",
@@ -4648,7 +4774,8 @@ export interface operations {
                  *           "key": "pressure",
                  *           "name": "Pressure",
                  *           "unit": "kPa",
-                 *           "formula": "G * (R0 - digits)"
+                 *           "formula": "G * (R0 - digits)",
+                 *           "decimals": 1
                  *         }
                  *       ]
                  *     }
@@ -4706,7 +4833,8 @@ export interface operations {
                      *           "key": "pressure",
                      *           "name": "Pressure",
                      *           "unit": "kPa",
-                     *           "formula": "G * (R0 - digits)"
+                     *           "formula": "G * (R0 - digits)",
+                     *           "decimals": 1
                      *         }
                      *       ],
                      *       "created_at": "2024-05-01T12:00:00.000Z",
@@ -4846,7 +4974,8 @@ export interface operations {
                      *           "key": "pressure",
                      *           "name": "Pressure",
                      *           "unit": "kPa",
-                     *           "formula": "G * (R0 - digits)"
+                     *           "formula": "G * (R0 - digits)",
+                     *           "decimals": 1
                      *         }
                      *       ],
                      *       "constants": {
@@ -4980,7 +5109,8 @@ export interface operations {
                      *           "key": "pressure",
                      *           "name": "Pressure",
                      *           "unit": "kPa",
-                     *           "formula": "G * (R0 - digits)"
+                     *           "formula": "G * (R0 - digits)",
+                     *           "decimals": 1
                      *         }
                      *       ],
                      *       "constants": {
@@ -5532,7 +5662,9 @@ export interface operations {
                 columns?: string;
                 /**
                  * @description Files only: parse and check the file, store nothing, and answer
-                 *     the first readings as they would be stored (`preview`).
+                 *     the first readings as they would be stored (`preview`) and how
+                 *     many instants would be new or replace a stored reading. A dry
+                 *     run holds the file's instants, 8 bytes each, while it counts.
                  */
                 dry_run?: boolean;
             };
@@ -6890,6 +7022,175 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    orgStatus: {
+        parameters: {
+            query?: {
+                /** @description The most items in a page. */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description The `next_cursor` of the previous page, as it came. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of sensors and their state. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "sensor_id": 12,
+                     *           "sensor_name": "PZ-01",
+                     *           "project_id": 1,
+                     *           "level": {
+                     *             "id": 4,
+                     *             "name": "Alarm",
+                     *             "rank": 4,
+                     *             "colour": "#eb5757"
+                     *           },
+                     *           "alarms": 2,
+                     *           "unacknowledged": 1,
+                     *           "overdue": false,
+                     *           "overdue_after": 3600,
+                     *           "reading": {
+                     *             "id": "12-1714565400000000",
+                     *             "datetime": "2024-05-01T12:10:00.000Z",
+                     *             "inputs": {
+                     *               "101": 2801,
+                     *               "102": 11.3
+                     *             },
+                     *             "outputs": {
+                     *               "103": 7845.6,
+                     *               "104": 115.4
+                     *             }
+                     *           }
+                     *         },
+                     *         {
+                     *           "sensor_id": 13,
+                     *           "sensor_name": "PZ-02",
+                     *           "project_id": 1,
+                     *           "alarms": 0,
+                     *           "unacknowledged": 0,
+                     *           "overdue": false
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SensorStatusPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    projectStatus: {
+        parameters: {
+            query?: {
+                /** @description The most items in a page. */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description The `next_cursor` of the previous page, as it came. */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Only these sensors (`sensor_id=12&sensor_id=13`, at most 100).
+                 *     An ID that names no sensor of the project, or one beyond a
+                 *     scoped token's sensors, is refused (404), as everywhere else.
+                 */
+                sensor_id?: number[];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of sensors and their state. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "sensor_id": 12,
+                     *           "sensor_name": "PZ-01",
+                     *           "project_id": 1,
+                     *           "level": {
+                     *             "id": 4,
+                     *             "name": "Alarm",
+                     *             "rank": 4,
+                     *             "colour": "#eb5757"
+                     *           },
+                     *           "alarms": 2,
+                     *           "unacknowledged": 1,
+                     *           "overdue": false,
+                     *           "overdue_after": 3600,
+                     *           "reading": {
+                     *             "id": "12-1714565400000000",
+                     *             "datetime": "2024-05-01T12:10:00.000Z",
+                     *             "inputs": {
+                     *               "101": 2801,
+                     *               "102": 11.3
+                     *             },
+                     *             "outputs": {
+                     *               "103": 7845.6,
+                     *               "104": 115.4
+                     *             }
+                     *           }
+                     *         },
+                     *         {
+                     *           "sensor_id": 13,
+                     *           "sensor_name": "PZ-02",
+                     *           "project_id": 1,
+                     *           "alarms": 0,
+                     *           "unacknowledged": 0,
+                     *           "overdue": false
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SensorStatusPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     acknowledgeAlarm: {
         parameters: {
             query?: never;
@@ -6969,9 +7270,9 @@ export interface operations {
                 limit?: components["parameters"]["PageLimit"];
                 /** @description The `next_cursor` of the previous page, as it came. */
                 cursor?: components["parameters"]["Cursor"];
-                /** @description Only this sensor's events. */
+                /** @description Only this sensor's events; one that is not a sensor of the project answers 404. */
                 sensor_id?: number;
-                /** @description Only events at this level. */
+                /** @description Only events at this level; one that is not a level of the project answers 404. */
                 level_id?: number;
                 /** @description Only events recorded at or after this instant (RFC 3339 with a zone, or epoch milliseconds, as Grafana's `${__timeFrom}` gives). */
                 datetime__gte?: components["schemas"]["Bound"];

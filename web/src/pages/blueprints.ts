@@ -20,7 +20,7 @@ const EXAMPLE: BlueprintWrite = {
   ],
   outputs: [
     { key: 'digits', name: 'Digits', unit: 'digit', formula: 'freq^2 / 1000' },
-    { key: 'pressure', name: 'Pressure', unit: 'kPa', formula: 'G * (R0 - digits)' },
+    { key: 'pressure', name: 'Pressure', unit: 'kPa', formula: 'G * (R0 - digits)', decimals: 1 },
   ],
 };
 
@@ -61,7 +61,7 @@ export function blueprintsSection(ctx: Ctx, org: number, role: Role | undefined,
         h('strong', null, b.name),
         b.inputs.map((i) => i.key).join(', '),
         (b.constants ?? []).map((c) => (c.default !== undefined ? `${c.key} = ${c.default}` : c.key)).join(', '),
-        h('span', { class: 'formulas' }, b.outputs.map((o) => h('code', null, `${o.key} = ${o.formula}`))),
+        h('span', { class: 'formulas' }, b.outputs.map((o) => h('code', null, `${o.key} = ${o.formula}${o.decimals !== undefined ? `  (${o.decimals} decimals)` : ''}`))),
         h('span', { class: 'actions' }, buttons),
       ];
     });
@@ -82,12 +82,19 @@ export function blueprintsSection(ctx: Ctx, org: number, role: Role | undefined,
 type Part = 'inputs' | 'constants' | 'outputs';
 type Item = Record<string, string | number | undefined>;
 
-/** The columns of each part of a blueprint; `default` is a number and may be left out. */
+/**
+ * The columns of each part of a blueprint; `default` and `decimals` (how
+ * many an output is shown with) are numbers and may be left out.
+ */
 const PARTS: { part: Part; one: string; columns: string[] }[] = [
   { part: 'inputs', one: 'input', columns: ['key', 'name', 'unit'] },
   { part: 'constants', one: 'constant', columns: ['key', 'name', 'unit', 'default'] },
-  { part: 'outputs', one: 'output', columns: ['key', 'name', 'unit', 'formula'] },
+  { part: 'outputs', one: 'output', columns: ['key', 'name', 'unit', 'formula', 'decimals'] },
 ];
+const NUMBERS: Record<string, Record<string, unknown>> = {
+  default: { type: 'number', step: 'any', placeholder: 'none' },
+  decimals: { type: 'number', step: 1, min: 0, max: 12, placeholder: 'as computed', class: 'decimals' },
+};
 
 /**
  * partEditor edits one part of a blueprint as rows of fields, one row per
@@ -110,7 +117,7 @@ function partEditor(part: Part, one: string, columns: string[]) {
         name: `${part}-${c}`,
         value: v === undefined ? '' : String(v),
         spellcheck: 'false',
-        ...(c === 'default' ? { type: 'number', step: 'any', placeholder: 'none' } : { required: c !== 'unit' }),
+        ...(NUMBERS[c] ?? { required: c !== 'unit' }),
       });
       inputs.set(c, input);
       return h('td', { 'data-label': c }, input);
@@ -135,7 +142,7 @@ function partEditor(part: Part, one: string, columns: string[]) {
     rows.map((r) => {
       const item: Item = {};
       for (const [c, input] of r.inputs) {
-        if (c === 'default') {
+        if (c in NUMBERS) {
           if (input.value !== '') item[c] = Number(input.value);
         } else item[c] = input.value.trim();
       }
@@ -166,7 +173,7 @@ function blueprintForm(ctx: Ctx, org: number, b: Blueprint | undefined, saved: (
     PARTS.map((p) => [h('h4', null, p.part[0]!.toUpperCase() + p.part.slice(1)), editors[p.part].el, slots[p.part]]),
     h('p', { class: 'muted' }, 'Formulas use the keys of inputs, constants and outputs above them.'),
   );
-  const jsonView = h('div', { hidden: true }, field('Blueprint JSON', jsonArea, '{"inputs": [{"key", "name", "unit"}], "constants": [{"key", "name", "unit", "default"?}], "outputs": [{"key", "name", "unit", "formula"}]}'), slots.json);
+  const jsonView = h('div', { hidden: true }, field('Blueprint JSON', jsonArea, '{"inputs": [{"key", "name", "unit"}], "constants": [{"key", "name", "unit", "default"?}], "outputs": [{"key", "name", "unit", "formula", "decimals"?}]}'), slots.json);
   let mode: 'fields' | 'json' = 'fields';
   const modeButtons = h(
     'div',

@@ -1,19 +1,39 @@
-// Organization: its projects, and for owners its members.
+// Organization: first the state of its projects' sensors, those needing
+// attention on top; then its projects with their alarms, and for owners its
+// members and invitations.
 import { must, type Invitation, type InvitationCreated, type Member, type Project } from '../api';
 import { allPages, id, orgName, orgRole, type Ctx } from '../app';
-import { action, copyButton, field, h, section, table } from '../dom';
+import { action, copyButton, field, h, section, table, type Child } from '../dom';
 import { can, ROLES, type Role } from '../roles';
 import { href } from '../router';
+import { summarize, type ProjectSummary } from '../status';
 import { formatDateTime } from '../time';
+import { statusBoard } from './board';
+import { levelBadge } from './sensoralarms';
 
 export function orgPage(ctx: Ctx): HTMLElement {
   const org = id(ctx, 'org');
   const role = orgRole(ctx, org);
   ctx.setCrumbs([{ label: orgName(ctx, org), path: `/org/${org}` }]);
 
+  // The projects, with what the board last read of their sensors.
+  let projectList: Project[] = [];
+  let summaries = new Map<number, ProjectSummary>();
+  const projectsEl = h('div');
+  const showProjects = () => projectsEl.replaceChildren(projectTable(ctx, org, role, projectList, summaries, () => projects.refresh()));
   const projects = section(async () => {
-    const list = await allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/projects', { params: { path: { org_id: org }, query: { limit: 1000, cursor } } })));
-    return projectTable(ctx, org, role, list, () => projects.refresh());
+    projectList = await allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/projects', { params: { path: { org_id: org }, query: { limit: 1000, cursor } } })));
+    showProjects();
+    return projectsEl;
+  });
+  const board = statusBoard(ctx, {
+    org,
+    show: 'attention',
+    projectName: (id) => projectList.find((p) => p.id === id)?.name ?? `project ${id}`,
+    onRead(list) {
+      summaries = summarize(list);
+      if (projectList.length) showProjects();
+    },
   });
   const members = can(role, 'listMembers')
     ? section(async () => {
@@ -34,6 +54,9 @@ export function orgPage(ctx: Ctx): HTMLElement {
     null,
     h('h1', null, orgName(ctx, org)),
     h('p', { class: 'muted' }, `Organization ${org} · your role: ${role ?? 'none'}`),
+    h('h2', null, 'Status'),
+    h('p', { class: 'muted' }, 'The sensors of the active projects that need someone: at an alarm level, with an alarm nobody acknowledged, or silent past their overdue rule.'),
+    board.el,
     h('h2', null, 'Projects'),
     can(role, 'createProject') ? createProjectForm(ctx, org, () => projects.refresh()) : null,
     projects.el,
@@ -53,7 +76,7 @@ export function orgPage(ctx: Ctx): HTMLElement {
   );
 }
 
-function projectTable(ctx: Ctx, org: number, role: Role | undefined, list: Project[], changed: () => void): HTMLElement {
+function projectTable(ctx: Ctx, org: number, role: Role | undefined, list: Project[], summaries: Map<number, ProjectSummary>, changed: () => void): HTMLElement {
   if (list.length === 0) return h('p', { class: 'muted' }, 'No projects yet.');
   const out = h('div');
   const rows = list.map((p) => {
@@ -85,11 +108,26 @@ function projectTable(ctx: Ctx, org: number, role: Role | undefined, list: Proje
       String(p.id),
       p.description,
       h('span', { class: `badge ${p.state}` }, p.state),
+      p.state === 'active' ? alarmsOf(summaries.get(p.id)) : h('span', { class: 'muted' }, 'archived: not on the board'),
       formatDateTime(p.created_at),
       h('span', { class: 'actions' }, buttons),
     ];
   });
-  return h('div', null, out, table(['Project', 'ID', 'Description', 'State', 'Created', ''], rows, { 'aria-label': 'Projects' }));
+  return h('div', null, out, table(['Project', 'ID', 'Description', 'State', 'Alarms', 'Created', ''], rows, { 'aria-label': 'Projects' }));
+}
+
+/** alarmsOf says a project's alarms in a line: its worst level, how many, how many unacknowledged, how many overdue. */
+function alarmsOf(s: ProjectSummary | undefined): Child {
+  if (!s) return h('span', { class: 'muted' }, 'no sensors');
+  if (!s.worst && !s.overdue && !s.unacknowledged) return h('span', { class: 'muted' }, `${s.sensors} ${s.sensors === 1 ? 'sensor' : 'sensors'}, all at rest`);
+  return h(
+    'span',
+    { class: 'project-alarms', 'data-testid': 'project-alarms' },
+    s.worst ? [levelBadge(s.worst.name, s.worst.colour), ' '] : null,
+    `${s.alarms} ${s.alarms === 1 ? 'alarm' : 'alarms'} on ${s.inAlarm} of ${s.sensors} sensors`,
+    s.unacknowledged ? [' · ', h('span', { class: 'badge unacked' }, `${s.unacknowledged} unacknowledged`)] : null,
+    s.overdue ? ` · ${s.overdue} overdue` : null,
+  );
 }
 
 function createProjectForm(ctx: Ctx, org: number, created: () => void): HTMLElement {

@@ -52,8 +52,35 @@ function createTokenForm(ctx: Ctx, created: (t: TokenCreated) => void): HTMLElem
     h('option', { value: '' }, 'all of yours'),
     ctx.me.memberships.map((m) => h('option', { value: String(m.org_id) }, m.org_name)),
   );
-  const project = h('input', { name: 'project_id', type: 'number', min: 1, placeholder: 'any' });
-  const sensors = h('input', { name: 'sensor_ids', placeholder: 'any, or 3, 4' });
+  // The organization's projects and the project's sensors, by name and ID,
+  // rather than IDs typed from memory.
+  const project = h('select', { name: 'project_id', disabled: true }, h('option', { value: '' }, 'any'));
+  const sensors = h('fieldset', { class: 'sensor-picks' }, h('legend', null, 'Sensors'), h('span', { class: 'muted' }, 'any (choose a project to pick some)'));
+  const picked = () => [...sensors.querySelectorAll<HTMLInputElement>('input[type=checkbox]:checked')].map((b) => Number(b.value));
+  org.addEventListener('change', () =>
+    void action(null, out, async () => {
+      project.replaceChildren(h('option', { value: '' }, 'any'));
+      project.disabled = !org.value;
+      sensors.replaceChildren(h('legend', null, 'Sensors'), h('span', { class: 'muted' }, 'any (choose a project to pick some)'));
+      if (!org.value) return;
+      const path = { org_id: Number(org.value) };
+      const list = await allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/projects', { params: { path, query: { limit: 1000, cursor } } })));
+      project.append(...list.map((p) => h('option', { value: String(p.id) }, `${p.name} (${p.id})`)));
+    }),
+  );
+  project.addEventListener('change', () =>
+    void action(null, out, async () => {
+      sensors.replaceChildren(h('legend', null, 'Sensors'));
+      if (!project.value) {
+        sensors.append(h('span', { class: 'muted' }, 'any (choose a project to pick some)'));
+        return;
+      }
+      const path = { org_id: Number(org.value), proj_id: Number(project.value) };
+      const list = await allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/sensors', { params: { path, query: { limit: 1000, cursor } } })));
+      if (list.length === 0) sensors.append(h('span', { class: 'muted' }, 'the project has no sensors'));
+      sensors.append(...list.map((x) => h('label', { class: 'pick' }, h('input', { type: 'checkbox', name: 'sensor_ids', value: String(x.id) }), `${x.name} (${x.id})`)));
+    }),
+  );
   const role = h('select', { name: 'role', 'aria-label': 'Role' }, h('option', { value: '' }, 'yours'), ROLES.map((r) => h('option', { value: r }, r)));
   const device = h('input', { name: 'device', type: 'checkbox' });
   const button = h('button', { type: 'submit' }, 'Create token');
@@ -64,8 +91,8 @@ function createTokenForm(ctx: Ctx, created: (t: TokenCreated) => void): HTMLElem
     field('Name', name),
     field('Expires in days', days),
     field('Organization', org),
-    field('Project ID', project),
-    field('Sensor IDs', sensors),
+    field('Project', project),
+    sensors,
     field('Role', role),
     field('Device (post readings only)', device),
     button,
@@ -76,10 +103,11 @@ function createTokenForm(ctx: Ctx, created: (t: TokenCreated) => void): HTMLElem
     void action(button, out, async () => {
       const t = await must(
         ctx.api.POST('/api/v1/me/tokens', {
-          body: { name: name.value.trim(), expires_in_days: days.value ? Number(days.value) : undefined, scope: scopeOf(org.value, project.value, sensors.value, role.value, device.checked) },
+          body: { name: name.value.trim(), expires_in_days: days.value ? Number(days.value) : undefined, scope: scopeOf(org.value, project.value, picked(), role.value, device.checked) },
         }),
       );
       form.reset();
+      org.dispatchEvent(new Event('change')); // the project and sensors follow the reset organization
       created(t);
     });
   });
@@ -87,17 +115,15 @@ function createTokenForm(ctx: Ctx, created: (t: TokenCreated) => void): HTMLElem
 }
 
 /** scopeOf reads the form's scope fields; the API says what does not fit together. */
-function scopeOf(org: string, project: string, sensors: string, role: string, device: boolean): TokenScope | undefined {
+function scopeOf(org: string, project: string, ids: number[], role: string, device: boolean): TokenScope | undefined {
   if (!org) {
-    if (project || sensors.trim() || role || device) throw new Error('Choose the organization the token is limited to.');
+    if (project || ids.length || role || device) throw new Error('Choose the organization the token is limited to.');
     return undefined;
   }
-  const ids = sensors.split(/[\s,]+/).filter(Boolean);
-  if (ids.some((s) => !/^[1-9][0-9]*$/.test(s))) throw new Error('Sensor IDs are numbers separated by commas.');
   return {
     org_id: Number(org),
     project_id: project ? Number(project) : undefined,
-    sensor_ids: ids.length ? ids.map(Number) : undefined,
+    sensor_ids: ids.length ? ids : undefined,
     role: role ? (role as Role) : undefined,
     device: device || undefined,
   };

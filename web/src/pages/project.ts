@@ -1,12 +1,13 @@
-// Project: its sensors with their latest reading, and the organization's
-// blueprints that sensors are made from.
-import { must, type Blueprint, type Latest, type Project, type Sensor } from '../api';
-import { allPages, id, orgName, orgRole, type Ctx } from '../app';
-import { action, field, h, section, table } from '../dom';
-import { formatNumber, seriesOf, valueOf } from '../readings';
+// Project: first the state of every sensor (the status board) and the
+// current alarms, which follow it as it reads again; then the history, the
+// levels, a new sensor and the organization's blueprints.
+import { must, type Blueprint, type Project } from '../api';
+import { allPages, id, orgName, orgRole, shared, type Ctx } from '../app';
+import { action, field, h, section } from '../dom';
 import { can } from '../roles';
-import { href } from '../router';
-import { formatAge, formatDateTime } from '../time';
+import type { SensorStatus } from '../status';
+import { formatDateTime } from '../time';
+import { statusBoard } from './board';
 import { blueprintsSection } from './blueprints';
 import { alarmsSection } from './projectalarms';
 
@@ -17,34 +18,52 @@ export function projectPage(ctx: Ctx): HTMLElement {
   const path = { org_id: org, proj_id: proj };
   const header = h('div');
 
-  const sensors = section(async () => {
-    const [project, list, latest, blueprints] = await Promise.all([
-      must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}', { params: { path } })),
-      allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/sensors', { params: { path, query: { limit: 1000, cursor } } }))),
-      allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/latest', { params: { path, query: { limit: 1000, cursor, outputs: true } } }))),
-      allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/blueprints', { params: { path: { org_id: org }, query: { limit: 1000, cursor } } }))),
-    ]);
-    ctx.setCrumbs([
-      { label: orgName(ctx, org), path: `/org/${org}` },
-      { label: project.name, path: `/org/${org}/proj/${proj}` },
-    ]);
-    header.replaceChildren(projectHeader(project));
-    return h(
-      'div',
-      null,
-      sensorTable(org, list, latest, blueprints),
-      can(role, 'createSensor') ? createSensorForm(ctx, org, proj, blueprints, () => sensors.refresh()) : null,
-    );
+  void must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}', { params: { path } })).then(
+    (project) => {
+      ctx.setCrumbs([
+        { label: orgName(ctx, org), path: `/org/${org}` },
+        { label: project.name, path: `/org/${org}/proj/${proj}` },
+      ]);
+      header.replaceChildren(projectHeader(project));
+    },
+    () => undefined, // the board says what went wrong
+  );
+
+  // The board and the alarms both name the project's sensors: one read.
+  const sensors = shared(() => allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/sensors', { params: { path, query: { limit: 1000, cursor } } }))));
+  const alarms = alarmsSection(ctx, path, role, sensors);
+  // The alarms are read again when the board sees them change.
+  let seen = '';
+  const board = statusBoard(ctx, {
+    org,
+    project: proj,
+    show: 'all',
+    sensors,
+    onRead(list: SensorStatus[]) {
+      const now = JSON.stringify(list.map((s) => [s.sensor_id, s.level?.id, s.alarms, s.unacknowledged]));
+      if (seen && now !== seen) alarms.refresh();
+      seen = now;
+    },
   });
+
+  const newSensor = can(role, 'createSensor')
+    ? section(async () => {
+        const blueprints = await allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/blueprints', { params: { path: { org_id: org }, query: { limit: 1000, cursor } } })));
+        return createSensorForm(ctx, org, proj, blueprints, () => void board.refresh());
+      })
+    : undefined;
 
   return h(
     'div',
     null,
     header,
-    h('h2', null, 'Sensors'),
-    sensors.el,
-    alarmsSection(ctx, path, role),
-    blueprintsSection(ctx, org, role, () => sensors.refresh()),
+    h('h2', null, 'Status'),
+    board.el,
+    alarms.current,
+    alarms.history,
+    alarms.levels,
+    newSensor ? [h('h2', null, 'New sensor'), newSensor.el] : null,
+    blueprintsSection(ctx, org, role, () => void newSensor?.refresh()),
   );
 }
 
@@ -58,33 +77,6 @@ function projectHeader(p: Project): HTMLElement {
     h('p', { class: 'muted', 'data-testid': 'project-id' }, `Project ${p.id} · created ${formatDateTime(p.created_at)}`),
     p.state === 'archived' ? h('p', { class: 'notice' }, 'This project is archived: its readings can be read, but posting new ones answers 409 until it is restored.') : null,
   );
-}
-
-function sensorTable(org: number, sensors: Sensor[], latest: Latest[], blueprints: Blueprint[]): HTMLElement {
-  if (sensors.length === 0) return h('p', { class: 'muted' }, 'No sensors yet.');
-  const latestOf = new Map(latest.map((l) => [l.sensor_id, l.reading]));
-  const blueprintName = new Map(blueprints.map((b) => [b.id, b.name]));
-  const now = new Date();
-  const rows = sensors.map((s) => {
-    const r = latestOf.get(s.id);
-    const base = `/org/${org}/proj/${s.project_id}/sensors/${s.id}`;
-    const values = r
-      ? seriesOf(s, [r])
-          .map((series) => [series, valueOf(r, series)] as const)
-          .filter(([, v]) => v !== null)
-          .map(([series, v]) => `${series.key} ${formatNumber(v)}${series.unit ? ' ' + series.unit : ''}`)
-          .join(' · ')
-      : '';
-    return [
-      h('a', { href: href(base) }, s.name),
-      s.blueprint_id ? (blueprintName.get(s.blueprint_id) ?? `blueprint ${s.blueprint_id}`) : s.inputs.length ? 'blueprint deleted' : 'none',
-      r ? h('span', { title: r.datetime }, formatDateTime(r.datetime)) : h('span', { class: 'muted' }, 'no readings'),
-      r ? h('span', { 'data-testid': 'age' }, formatAge(r.datetime, now)) : '',
-      h('span', { class: 'values' }, values),
-      h('span', { class: 'actions' }, h('a', { href: href(base) }, 'Formulas'), h('a', { href: href(base + '/readings') }, 'Readings')),
-    ];
-  });
-  return table(['Sensor', 'Blueprint', 'Latest reading', 'Age', 'Latest values', ''], rows, { 'aria-label': 'Sensors' });
 }
 
 function createSensorForm(ctx: Ctx, org: number, proj: number, blueprints: Blueprint[], created: () => void): HTMLElement {
@@ -112,7 +104,6 @@ function createSensorForm(ctx: Ctx, org: number, proj: number, blueprints: Bluep
   const form = h(
     'form',
     { class: 'card', 'aria-label': 'New sensor' },
-    h('h3', null, 'New sensor'),
     h('div', { class: 'inline' }, field('Name', name), field('Description', description), field('Blueprint', blueprint)),
     constants,
     button,

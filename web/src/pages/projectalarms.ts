@@ -9,38 +9,58 @@ import { errorPath, showIn } from '../fielderrors';
 import { formatNumber } from '../readings';
 import { can, type Role } from '../roles';
 import { href } from '../router';
-import { customRange, formatDateTime, fromLocalInput } from '../time';
+import { tint } from '../colours';
+import { customRange, formatDateTime, formatDuration, fromLocalInput, zoneName } from '../time';
 import { levelBadge } from './sensoralarms';
 
 type ProjPath = { org_id: number; proj_id: number };
 
 const EVENTS_PAGE = 50;
 
-export function alarmsSection(ctx: Ctx, path: ProjPath, role: Role | undefined): HTMLElement {
+/**
+ * alarmsSection is the project's current alarms, its levels and the
+ * alarms' history, as sections a page places where it wants them.
+ */
+export function alarmsSection(
+  ctx: Ctx,
+  path: ProjPath,
+  role: Role | undefined,
+  readSensors: () => Promise<Sensor[]> = () => allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/sensors', { params: { path, query: { limit: 1000, cursor } } }))),
+): { current: HTMLElement; levels: HTMLElement; history: HTMLElement; refresh: () => void } {
   let levels: AlarmLevel[] = [];
   let sensors: Sensor[] = [];
   const sensorName = (id: number) => sensors.find((s) => s.id === id)?.name ?? `sensor ${id}`;
+  const decimalsOf = (id: number, target: string) => sensors.find((s) => s.id === id)?.outputs.find((o) => o.key === target)?.decimals;
   const userName = (id: number | undefined) => (id === undefined ? '' : id === ctx.me.user.id ? ctx.me.user.email : `user ${id}`);
 
   const current = section(async () => {
     [levels, sensors] = await Promise.all([
       allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/alarm-levels', { params: { path, query: { limit: 1000, cursor } } }))),
-      allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/sensors', { params: { path, query: { limit: 1000, cursor } } }))),
+      readSensors(),
     ]);
     const alarms = await allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/alarms', { params: { path, query: { limit: 1000, cursor } } })));
     // The history names sensors and colours levels: it follows what was just read.
     history.setChoices(sensors, levels);
     void history.load();
-    return [alarmTable(alarms), levelsTable()];
+    // The levels' form is redrawn only when they changed, not at every
+    // read of the alarms, so that an admin's typing survives the board's polling.
+    const seen = JSON.stringify(levels);
+    if (seen !== levelsSeen) {
+      levelsSeen = seen;
+      levelsEl.replaceChildren(...[levelsTable()].flat(3).filter((c): c is Node => c instanceof Node));
+    }
+    return alarmTable(alarms);
   });
+  const levelsEl = h('div');
+  let levelsSeen = '';
   const refreshAll = () => void current.refresh();
 
   function alarmTable(alarms: Alarm[]): Child {
     if (alarms.length === 0) return h('p', { class: 'muted', 'data-testid': 'no-alarms' }, 'No current alarms: every target is at rest.');
     const rows = alarms.map((a) => {
       let ack: Child = a.acknowledged
-        ? h('span', null, `yes, by ${userName(a.acknowledged_by)} at ${formatDateTime(a.acknowledged_at)}`, a.note ? h('small', { class: 'muted' }, ` “${a.note}”`) : '')
-        : h('strong', null, 'no');
+        ? h('span', { class: 'muted' }, `Acknowledged by ${userName(a.acknowledged_by)} at ${formatDateTime(a.acknowledged_at)}`, a.note ? ` “${a.note}”` : '')
+        : h('span', { class: 'badge unacked' }, 'Unacknowledged');
       if (!a.acknowledged && can(role, 'acknowledgeAlarm')) {
         const note = h('input', { name: 'note', maxlength: 2000, placeholder: 'note (optional)', 'aria-label': `Note on ${sensorName(a.sensor_id)} ${a.target}` });
         const button = h('button', { type: 'submit', class: 'small' }, 'Acknowledge');
@@ -60,11 +80,19 @@ export function alarmsSection(ctx: Ctx, path: ProjPath, role: Role | undefined):
         h('code', null, a.target),
         levelBadge(a.level, a.colour),
         h('span', { title: a.since }, formatDateTime(a.since)),
-        formatNumber(a.value),
+        // An overdue alarm's value is how long the sensor had been silent, in seconds.
+        a.target === 'overdue' ? `silent ${formatDuration(a.value * 1000)}` : formatNumber(a.value, decimalsOf(a.sensor_id, a.target)),
         ack,
       ];
     });
-    return table(['Sensor', 'Target', 'Level', 'Since', 'Value', 'Acknowledged'], rows, { 'aria-label': 'Current alarms' });
+    const t = table(['Sensor', 'Target', 'Level', 'Since', 'Value', 'Acknowledged'], rows, { 'aria-label': 'Current alarms', class: 'barred' });
+    // A row wears its level; an unacknowledged one is bold, an acknowledged one quiet.
+    t.querySelectorAll<HTMLTableRowElement>('tbody tr').forEach((tr, i) => {
+      const a = alarms[i]!;
+      tr.style.cssText = `background:${tint(a.colour, a.acknowledged ? 0.1 : 0.22)};--bar:${a.colour}`;
+      tr.classList.add(a.acknowledged ? 'acked' : 'unacked-row');
+    });
+    return t;
   }
 
   function levelsTable(): Child {
@@ -140,7 +168,13 @@ export function alarmsSection(ctx: Ctx, path: ProjPath, role: Role | undefined):
   }
 
   const history = eventHistory(ctx, path, sensorName, userName, () => levels);
-  return h('div', null, h('h2', null, 'Current alarms'), current.el, h('h2', null, 'Alarm history'), history.el);
+  return {
+    current: h('section', { 'aria-label': 'Current alarms' }, h('h2', null, 'Current alarms'), current.el),
+    levels: h('section', { 'aria-label': 'Alarm levels' }, levelsEl),
+    history: h('section', { 'aria-label': 'Alarm history' }, h('h2', null, 'Alarm history'), history.el),
+    /** refresh reads the current alarms (and the history's first page) again. */
+    refresh: refreshAll,
+  };
 }
 
 type EventsQuery = { limit: number; order: 'desc'; cursor?: string; sensor_id?: number; level_id?: number; datetime__gte?: string; datetime__lt?: string };
@@ -153,11 +187,13 @@ type EventsQuery = { limit: number; order: 'desc'; cursor?: string; sensor_id?: 
 function eventHistory(ctx: Ctx, path: ProjPath, sensorName: (id: number) => string, userName: (id: number | undefined) => string, levels: () => AlarmLevel[]) {
   const sensor = h('select', { name: 'sensor' }, h('option', { value: '' }, 'all sensors'));
   const level = h('select', { name: 'level' }, h('option', { value: '' }, 'all levels'));
-  const from = h('input', { type: 'datetime-local', name: 'from' });
-  const to = h('input', { type: 'datetime-local', name: 'to' });
+  // Text in the console's one form of datetimes: a datetime-local input
+  // follows the browser's locale (mm/dd/yyyy in the US).
+  const from = h('input', { name: 'from', placeholder: 'YYYY-MM-DD HH:MM', size: 16, spellcheck: 'false', autocomplete: 'off' });
+  const to = h('input', { name: 'to', placeholder: 'YYYY-MM-DD HH:MM', size: 16, spellcheck: 'false', autocomplete: 'off' });
   const apply = h('button', { type: 'submit' }, 'Show events');
   const out = h('div');
-  const form = h('form', { class: 'inline controls', 'aria-label': 'Event filter' }, field('Sensor', sensor), field('Level', level), field('From', from), field('To', to), apply);
+  const form = h('form', { class: 'inline controls', 'aria-label': 'Event filter' }, field('Sensor', sensor), field('Level', level), field('From', from), field('To', to), apply, h('small', { class: 'muted' }, `Recorded times in ${zoneName()}.`));
   const list = h('div');
   let pages: EventsQuery[] = [];
 
@@ -168,7 +204,7 @@ function eventHistory(ctx: Ctx, path: ProjPath, sensorName: (id: number) => stri
     if (from.value && to.value) customRange(from.value, to.value); // throws when they make no range
     const bound = (input: HTMLInputElement, what: string) => {
       const d = fromLocalInput(input.value);
-      if (Number.isNaN(d.getTime())) throw new Error(`choose when the events ${what}`);
+      if (Number.isNaN(d.getTime())) throw new Error(`write when the events ${what} as 2024-05-01 12:00, in ${zoneName()}`);
       return d.toISOString();
     };
     if (from.value) q.datetime__gte = bound(from, 'start');

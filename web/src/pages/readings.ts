@@ -1,15 +1,17 @@
 // Sensor, readings: a chart and a table of a time range, both read a page
 // at a time by following the Link header, and the range as a CSV file. A
 // range of many readings is charted from the aggregates endpoint instead.
-import { bandColumns, chooseSource, describeInterval, FNS, maxPoints, RAW_LIMIT, totalReadings, type BandColumns } from '../aggregates';
+import { bandColumns, chooseSource, describeInterval, FNS, maxPoints, RAW_LIMIT, seriesReadings, totalReadings } from '../aggregates';
 import { thresholdLines } from '../alarms';
 import { ApiError, must, send, type AlarmLevel, type AlarmRule, type Bucket, type Reading, type Sensor } from '../api';
 import { allPages, id, orgName, type Ctx } from '../app';
-import { colorOf, drawChart, type ChartData } from '../chart';
+import { drawChart, type ChartData } from '../chart';
+import { seriesPalette } from '../colours';
 import { action, errorBox, field, h, table } from '../dom';
 import { filenameFromDisposition, rangeFilename, saveBlob } from '../download';
 import { columns, formatNumber, loadRange, nextFromHeaders, queryFromLink, seriesOf, stats, valueOf, type Page, type ReadingsQuery, type Series } from '../readings';
-import { customRange, formatDateTime, presetRange, PRESETS, toLocalInput, zoneName, type PresetId, type Range } from '../time';
+import { href } from '../router';
+import { customRange, formatDateTime, presetRange, PRESETS, toLocalText, zoneName, type PresetId, type Range } from '../time';
 import { sensorHeader } from './sensor';
 
 const TABLE_PAGE = 100;
@@ -32,7 +34,7 @@ export function readingsPage(ctx: Ctx): HTMLElement {
         { label: sensor.name, path: `/org/${org}/proj/${proj}/sensors/${sensor.id}` },
         { label: 'Readings' },
       ]);
-      root.replaceChildren(sensorHeader(org, sensor, 'readings'), viewer(ctx, path, sensor));
+      root.replaceChildren(sensorHeader(ctx, org, sensor, 'readings'), viewer(ctx, path, sensor));
     },
     (err) => root.replaceChildren(errorBox(err)),
   );
@@ -55,8 +57,10 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
     PRESETS.map((p) => h('option', { value: p.id }, p.label)),
     h('option', { value: 'custom' }, 'Custom…'),
   );
-  const from = h('input', { type: 'datetime-local', name: 'from', 'aria-label': 'From' });
-  const to = h('input', { type: 'datetime-local', name: 'to', 'aria-label': 'To' });
+  // Text, not datetime-local, whose form follows the browser's locale
+  // (mm/dd/yyyy in the US): every datetime of the console reads 2024-05-01 12:00.
+  const from = h('input', { name: 'from', placeholder: 'YYYY-MM-DD HH:MM', size: 16, spellcheck: 'false', autocomplete: 'off' });
+  const to = h('input', { name: 'to', placeholder: 'YYYY-MM-DD HH:MM', size: 16, spellcheck: 'false', autocomplete: 'off' });
   const custom = h('span', { class: 'inline', hidden: true }, field('From', from), field('To', to));
   preset.addEventListener('change', () => {
     custom.hidden = preset.value !== 'custom';
@@ -79,6 +83,8 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
   let alarmRules: AlarmRule[] = [];
   let levels: AlarmLevel[] = [];
   const projPath = { org_id: path.org_id, proj_id: path.proj_id };
+  // Series colours stay clear of the project's level colours, once known.
+  let palette = seriesPalette([]);
   void Promise.all([
     allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules', { params: { path, query: { limit: 1000, cursor } } }))),
     allPages((cursor) => must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/alarm-levels', { params: { path: projPath, query: { limit: 1000, cursor } } }))),
@@ -86,11 +92,19 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
     ([r, l]) => {
       alarmRules = r;
       levels = l;
-      if (alarmRules.length) draw();
+      palette = seriesPalette(levels.map((x) => x.colour));
+      renderPicks();
+      draw();
     },
     () => undefined,
   );
-  const chosen = new Set<string>(seriesOf(sensor).map(keyOf));
+  const colourOf = (s: Series) => {
+    const i = allSeries().findIndex((x) => keyOf(x) === keyOf(s));
+    return palette[Math.max(0, i) % palette.length]!;
+  };
+  // By default the outputs, the values engineers read; the inputs they are
+  // computed from are a tick away.
+  const chosen = new Set<string>(defaultSeries(seriesOf(sensor)).map(keyOf));
   const picks = h('div', { class: 'series-picks', role: 'group', 'aria-label': 'Series' });
   const chartEl = h('div', { class: 'chart', 'data-testid': 'chart' });
   const statsEl = h('div');
@@ -114,14 +128,14 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
   function renderPicks() {
     const series = allSeries();
     picks.replaceChildren(
-      ...series.map((s, i) => {
+      ...series.map((s) => {
         const box = h('input', { type: 'checkbox', checked: chosen.has(keyOf(s)), 'data-series': keyOf(s) });
         box.addEventListener('change', () => {
           if (box.checked) chosen.add(keyOf(s));
           else chosen.delete(keyOf(s));
           draw();
         });
-        return h('label', { class: 'pick' }, box, h('span', { class: 'swatch', style: `background:${colorOf(i)}` }), `${s.label}${s.unit ? ` (${s.unit})` : ''} `, h('small', { class: 'muted' }, `${s.kind} ${s.id}`));
+        return h('label', { class: 'pick' }, box, h('span', { class: 'swatch', style: `background:${colourOf(s)}` }), `${s.label}${s.unit ? ` (${s.unit})` : ''} `, h('small', { class: 'muted' }, `${s.kind} ${s.id}`));
       }),
     );
   }
@@ -136,7 +150,7 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
     if (buckets) {
       const b = bandColumns(buckets, shown);
       data = { xs: b.xs, series: shown, ys: b.avg, band: { min: b.min, max: b.max }, thresholds };
-      statsEl.replaceChildren(bucketStatsTable(shown, buckets, b));
+      statsEl.replaceChildren(bucketStatsTable(shown, b));
     } else {
       const [xs, ...ys] = columns(readings, shown);
       data = { xs, series: shown, ys, thresholds };
@@ -149,7 +163,7 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
       chartEl.replaceChildren(h('p', { class: 'muted' }, range ? 'No readings in this range.' : ''));
     } else if (view === 'chart') {
       if (shown.length === 0) chartEl.replaceChildren(h('p', { class: 'muted' }, 'Choose at least one input or output.'));
-      else destroyChart = drawChart(chartEl, data, (s) => series.findIndex((x) => keyOf(x) === keyOf(s)));
+      else destroyChart = drawChart(chartEl, data, colourOf);
     }
     if (view === 'table' && range) void pager.show(range, shown);
   }
@@ -232,8 +246,8 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
     readings = got;
     buckets = bucketsGot;
     // Custom starts from what is shown.
-    from.value = toLocalInput(r.from);
-    to.value = toLocalInput(new Date(r.to.getTime() + 59e3));
+    from.value = toLocalText(r.from);
+    to.value = toLocalText(new Date(r.to.getTime() + 59e3));
     status.textContent = said;
     renderPicks();
     draw();
@@ -261,7 +275,22 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
 
   renderPicks();
   void load();
-  return h('div', null, form, h('p', { class: 'muted zone' }, 'Times in ', h('span', { 'data-testid': 'zone' }, zoneName()), ', the browser’s time zone.'), out, picks, views, resolution, chartEl, statsEl, tableEl);
+  const compare = h('a', { href: href(`/org/${path.org_id}/proj/${path.proj_id}/compare?sensors=${sensor.id}`) }, 'Compare with other sensors');
+  // On a phone the chart comes first (style.css orders .viewer's parts).
+  return h(
+    'div',
+    { class: 'viewer' },
+    h('div', { class: 'viewer-controls' }, form, h('p', { class: 'muted zone' }, 'Times in ', h('span', { 'data-testid': 'zone' }, zoneName()), ', the browser’s time zone. ', compare), out),
+    h('div', { class: 'viewer-picks' }, picks, views),
+    h('div', { class: 'viewer-chart' }, resolution, chartEl),
+    h('div', { class: 'viewer-data' }, statsEl, tableEl),
+  );
+}
+
+/** defaultSeries is what a chart shows first: the outputs, or the inputs of a sensor without any. */
+export function defaultSeries(series: Series[]): Series[] {
+  const outputs = series.filter((s) => s.kind === 'output');
+  return outputs.length ? outputs : series;
 }
 
 /**
@@ -301,7 +330,7 @@ function tablePager(el: HTMLElement, listPath: string, fetchPage: (q: ReadingsQu
         h('div', { class: 'inline pager' }, newer, h('span', { class: 'muted', 'data-testid': 'table-page' }, page.readings.length ? `Readings ${first}–${first + page.readings.length - 1}, newest first (page ${pageNo})` : 'No readings in this range.'), older),
         table(
           [`Datetime (${zoneName()})`, ...shown.map((s) => `${s.key}${s.unit ? ` (${s.unit})` : ''}`)],
-          page.readings.map((r) => [h('span', { title: r.datetime }, formatDateTime(r.datetime)), ...shown.map((s) => formatNumber(valueOf(r, s)))]),
+          page.readings.map((r) => [h('span', { title: r.datetime }, formatDateTime(r.datetime)), ...shown.map((s) => formatNumber(valueOf(r, s), s.decimals))]),
           { 'aria-label': 'Readings' },
         ),
         out,
@@ -337,15 +366,16 @@ function bucketResolution(buckets: number, interval: string, rollups: string | n
   ];
 }
 
-/** bucketStatsTable sums the buckets up: their readings, the least minimum, the greatest maximum and the last bucket's average. */
-function bucketStatsTable(series: Series[], buckets: Bucket[], b: BandColumns): HTMLElement {
+/** bucketStatsTable sums the buckets up: each series' readings, its least minimum, its greatest maximum and its last bucket's average. */
+function bucketStatsTable(series: Series[], b: ReturnType<typeof bandColumns>): HTMLElement {
   if (series.length === 0) return h('div');
+  const counts = seriesReadings(b);
   return table(
     ['Series', 'ID', 'Readings', 'Min', 'Max', 'Last bucket’s average'],
     series.map((s, i) => {
       const lo = stats(b.min[i] ?? []).min;
       const hi = stats(b.max[i] ?? []).max;
-      return [`${s.label}${s.unit ? ` (${s.unit})` : ''}`, String(s.id), String(totalReadings(buckets)), formatNumber(lo), formatNumber(hi), formatNumber(stats(b.avg[i] ?? []).last)];
+      return [`${s.label}${s.unit ? ` (${s.unit})` : ''}`, String(s.id), counts[i]!.toLocaleString('en'), formatNumber(lo, s.decimals), formatNumber(hi, s.decimals), formatNumber(stats(b.avg[i] ?? []).last, s.decimals)];
     }),
     { 'aria-label': 'Series statistics', 'data-testid': 'stats' },
   );
@@ -354,10 +384,10 @@ function bucketStatsTable(series: Series[], buckets: Bucket[], b: BandColumns): 
 function statsTable(series: Series[], ys: (number | null)[][]): HTMLElement {
   if (series.length === 0) return h('div');
   return table(
-    ['Series', 'ID', 'Points', 'Min', 'Max', 'Last'],
+    ['Series', 'ID', 'Readings', 'Min', 'Max', 'Last'],
     series.map((s, i) => {
       const st = stats(ys[i] ?? []);
-      return [`${s.label}${s.unit ? ` (${s.unit})` : ''}`, String(s.id), String(st.count), formatNumber(st.min), formatNumber(st.max), formatNumber(st.last)];
+      return [`${s.label}${s.unit ? ` (${s.unit})` : ''}`, String(s.id), st.count.toLocaleString('en'), formatNumber(st.min, s.decimals), formatNumber(st.max, s.decimals), formatNumber(st.last, s.decimals)];
     }),
     { 'aria-label': 'Series statistics', 'data-testid': 'stats' },
   );

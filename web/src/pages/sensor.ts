@@ -12,7 +12,7 @@ import { sourceText } from '../sources';
 import { formatNumber } from '../readings';
 import { href } from '../router';
 import { formatDateTime } from '../time';
-import { alarmRulesSection } from './sensoralarms';
+import { alarmRulesSection, levelBadge } from './sensoralarms';
 import { uploadForm } from './sensorupload';
 
 export function sensorPage(ctx: Ctx): HTMLElement {
@@ -49,7 +49,7 @@ export function sensorPage(ctx: Ctx): HTMLElement {
     return h(
       'div',
       null,
-      sensorHeader(org, sensor, 'setup'),
+      sensorHeader(ctx, org, sensor, 'setup'),
       savedNote ? h('p', { class: 'ok', role: 'status' }, savedNote) : null,
       sensor.inputs.length === 0 && sensor.outputs.length === 0
         ? h('p', { class: 'notice' }, 'This sensor has no blueprint: it takes readings with any input ID, and has no outputs.')
@@ -61,7 +61,7 @@ export function sensorPage(ctx: Ctx): HTMLElement {
             sensor.constant_definitions.length ? calibrationsForm(ctx, path, sensor, role, (s) => replace(render(s, `Saved: calibrations, formulas version ${s.formulas_version}.`))) : null,
             alarmRulesSection(ctx, path, sensor, role, beside),
           ],
-      examples(sensor, org),
+      examples(ctx, sensor, org),
       can(role, 'postReadings') ? uploadForm(ctx.api, path, sensor, can(role, 'setImportProfile')) : null,
       can(role, 'updateSensor') || can(role, 'deleteSensor') ? manageForm(ctx, path, sensor, role, (s) => replace(render(s, 'Saved: name and description.'))) : null,
     );
@@ -73,12 +73,12 @@ export function sensorPage(ctx: Ctx): HTMLElement {
   return shown;
 }
 
-export function sensorHeader(org: number, s: Sensor, tab: 'setup' | 'readings'): HTMLElement {
+export function sensorHeader(ctx: Ctx, org: number, s: Sensor, tab: 'setup' | 'readings'): HTMLElement {
   const base = href(`/org/${org}/proj/${s.project_id}/sensors/${s.id}`);
   return h(
     'div',
     null,
-    h('h1', null, s.name),
+    h('div', { class: 'sensor-title' }, h('h1', null, s.name), statusBadge(ctx, org, s)),
     s.description ? h('p', null, s.description) : null,
     h('p', { class: 'muted' }, `Sensor ${s.id}`, s.blueprint_id ? ` · from blueprint ${s.blueprint_id}` : '', ` · formulas version ${s.formulas_version}`),
     h(
@@ -88,6 +88,35 @@ export function sensorHeader(org: number, s: Sensor, tab: 'setup' | 'readings'):
       h('a', { href: base + '/readings', 'aria-current': tab === 'readings' ? 'page' : undefined }, 'Readings'),
     ),
   );
+}
+
+/**
+ * statusBadge says the sensor's state beside its name: its most severe
+ * level, its unacknowledged alarms and whether it is overdue, or at rest;
+ * it links to the project's current alarms.
+ */
+function statusBadge(ctx: Ctx, org: number, s: Sensor): HTMLElement {
+  const el = h('a', { class: 'sensor-status', href: href(`/org/${org}/proj/${s.project_id}`), 'data-testid': 'sensor-status' });
+  const path = { org_id: org, proj_id: s.project_id };
+  void must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/status', { params: { path, query: { sensor_id: [s.id] } } })).then(
+    (page) => {
+      const st = page.items[0];
+      if (!st) return;
+      el.replaceChildren(
+        h(
+          'span',
+          null,
+          st.level ? levelBadge(st.level.name, st.level.colour) : h('span', { class: 'badge' }, 'at rest'),
+          st.alarms ? ` ${st.alarms} ${st.alarms === 1 ? 'alarm' : 'alarms'}` : '',
+          st.unacknowledged ? [' ', h('span', { class: 'badge unacked' }, `${st.unacknowledged} unacknowledged`)] : '',
+          st.overdue ? [' ', h('span', { class: 'badge overdue' }, 'overdue')] : '',
+        ),
+      );
+      el.title = 'The project’s status board and current alarms';
+    },
+    () => undefined, // a badge is not worth an error on the page
+  );
+  return el;
 }
 
 function idCell(n: number, what: string): HTMLElement {
@@ -340,16 +369,22 @@ function calibrationsForm(ctx: Ctx, path: SensorPath, s: Sensor, role: Role | un
   return form;
 }
 
-function examples(s: Sensor, org: number): HTMLElement {
-  const ex = postExample(location.origin, org, s, new Date());
-  return h(
-    'div',
-    null,
-    h('h2', null, 'Posting readings'),
-    h('p', { class: 'muted' }, 'A batch is a JSON array; each reading has a datetime with a zone and its inputs by ID. Set TOKEN to a token of an editor or above.'),
-    h('div', { class: 'snippet' }, h('pre', { 'data-testid': 'example-json' }, ex.json), copyButton(ex.json, 'Copy', 'the JSON example')),
-    h('div', { class: 'snippet' }, h('pre', { 'data-testid': 'example-curl' }, ex.curl), copyButton(ex.curl, 'Copy', 'the curl command')),
-  );
+/** examples shows how to post readings to the sensor, from its latest reading when it has one. */
+function examples(ctx: Ctx, s: Sensor, org: number): HTMLElement {
+  const path = { org_id: org, proj_id: s.project_id, sensor_id: s.id };
+  return section(async () => {
+    const [latest] = await must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}', { params: { path, query: { order: 'desc', limit: 1 } } })).catch(() => []);
+    const ex = postExample(location.origin, org, s, latest);
+    return h(
+      'div',
+      null,
+      h('h2', null, 'Posting readings'),
+      h('p', { class: 'muted' }, 'A batch is a JSON array; each reading has a datetime with a zone and its inputs by ID. Set TOKEN to a token of an editor or above.'),
+      h('p', { class: 'notice', 'data-testid': 'example-note' }, ex.note),
+      h('div', { class: 'snippet' }, h('pre', { 'data-testid': 'example-json' }, ex.json), copyButton(ex.json, 'Copy', 'the JSON example')),
+      h('div', { class: 'snippet' }, h('pre', { 'data-testid': 'example-curl' }, ex.curl), copyButton(ex.curl, 'Copy', 'the curl command')),
+    );
+  }).el;
 }
 
 /** manageForm renames a sensor, and deletes it with its readings after asking. */

@@ -3,15 +3,16 @@
 import { must, type AlarmLevel, type AlarmRule, type AlarmRuleInput, type OverdueRule, type Sensor } from '../api';
 import { allPages, type Ctx } from '../app';
 import { describeRule, levelColour } from '../alarms';
+import { textOn } from '../colours';
 import { action, field, h, section, table, type Child } from '../dom';
 import { errorPath, showIn } from '../fielderrors';
 import { can, type Role } from '../roles';
 
 type SensorPath = { org_id: number; proj_id: number; sensor_id: number };
 
-/** levelBadge is a level's name on its colour. */
+/** levelBadge is a level's name on its colour, in the text colour that reads on it. */
 export function levelBadge(name: string, colour: string): HTMLElement {
-  return h('span', { class: 'level', 'data-level': name }, h('span', { class: 'swatch', style: `background:${colour}` }), name);
+  return h('span', { class: 'level', 'data-level': name, style: `background:${colour};color:${textOn(colour)}` }, name);
 }
 
 /**
@@ -111,7 +112,9 @@ function ruleForm(ctx: Ctx, path: SensorPath, s: Sensor, levels: AlarmLevel[], c
   const direction = h('select', { name: 'direction' }, h('option', { value: 'above' }, 'above'), h('option', { value: 'below' }, 'below'));
   const threshold = h('input', { type: 'number', step: 'any', name: 'threshold', required: true });
   const level = h('select', { name: 'level' }, levels.map((l) => h('option', { value: l.name }, `${l.name} (rank ${l.rank})`)));
-  const deadband = h('input', { type: 'number', step: 'any', name: 'deadband', placeholder: '0' });
+  // No default: a deadband of 0 raises and clears an alarm at every reading
+  // that hovers at the threshold, so the admin chooses one.
+  const deadband = h('input', { type: 'number', step: 'any', name: 'deadband', required: true });
   const persistence = h('input', { type: 'number', step: '1', name: 'persistence', placeholder: '1' });
   const slots = new Map<string, HTMLElement>(); // by body field: where its error goes
   const withSlot = (label: string, name: keyof AlarmRuleInput, input: HTMLElement, hint?: string) => {
@@ -134,7 +137,7 @@ function ruleForm(ctx: Ctx, path: SensorPath, s: Sensor, levels: AlarmLevel[], c
       withSlot('Direction', 'direction', direction),
       withSlot('Threshold', 'threshold', threshold),
       withSlot('Level', 'level', level),
-      withSlot('Deadband', 'deadband', deadband, 'clears this far back past the threshold'),
+      withSlot('Deadband', 'deadband', deadband, 'in the target’s unit: the alarm clears only this far back past the threshold; 0 lets a value hovering at it raise and clear alarms at every reading'),
       withSlot('Persistence', 'persistence', persistence, 'consecutive readings'),
     ),
     h('div', { class: 'actions' }, button, cancel),
@@ -158,7 +161,7 @@ function ruleForm(ctx: Ctx, path: SensorPath, s: Sensor, levels: AlarmLevel[], c
         direction: direction.value as AlarmRuleInput['direction'],
         threshold: numberOr(threshold, NaN),
         level: level.value,
-        deadband: numberOr(deadband, 0),
+        deadband: numberOr(deadband, NaN),
         persistence: numberOr(persistence, 1),
       };
       try {

@@ -7,7 +7,7 @@
 import { must, type Schemas, type Sensor, type ApiClient } from '../api';
 import { action, field, h, table } from '../dom';
 import { formatNumber } from '../readings';
-import { formatDateTime } from '../time';
+import { formatDateTime, zoneName } from '../time';
 
 type SensorPath = { org_id: number; proj_id: number; sensor_id: number };
 type FileImport = Schemas['FileImport'];
@@ -123,7 +123,7 @@ export function uploadForm(api: ApiClient, path: SensorPath, s: Sensor, canSave:
       text = await chosen.text();
       const answer = await post(text, true);
       out.replaceChildren(preview(answer, keys));
-      store.textContent = `Store ${answer.readings} readings`;
+      store.textContent = `Store ${answer.readings} readings` + (answer.replaced ? ` (${answer.replaced} replacing stored ones)` : '');
       store.hidden = false;
     });
   });
@@ -149,15 +149,17 @@ export function uploadForm(api: ApiClient, path: SensorPath, s: Sensor, canSave:
 export function preview(answer: FileImport, keys: Map<string, string>): HTMLElement {
   const rows = answer.preview ?? [];
   const ids = [...new Set(rows.flatMap((r) => Object.keys(r.inputs)))].sort((a, b) => Number(a) - Number(b));
-  const notes = [`${answer.readings} readings`];
+  const notes = [`${answer.readings} readings: ${answer.new} new, ${answer.replaced} replacing stored ones`];
   if (answer.skipped) notes.push(`${answer.skipped} ${answer.skipped === 1 ? 'line' : 'lines'} skipped (every value missing)`);
   if (answer.ignored_columns.length) notes.push(`ignored columns: ${answer.ignored_columns.join(', ')}`);
   return h(
     'div',
     null,
-    h('p', null, notes.join(' · ')),
+    h('p', { 'data-testid': 'preview-counts' }, notes.join(' · ')),
+    answer.replaced ? h('p', { class: 'notice' }, `Storing it overwrites ${answer.replaced} ${answer.replaced === 1 ? 'reading' : 'readings'} already stored at the same instants.`) : null,
+    h('p', { class: 'muted' }, `Times below in ${zoneName()}, the browser’s time zone, as the service will store them.`),
     table(
-      ['Datetime', ...ids.map((id) => keys.get(id) ?? id)],
+      [`Datetime (${zoneName()})`, ...ids.map((id) => keys.get(id) ?? id)],
       rows.map((r) => [formatDateTime(r.datetime), ...ids.map((id) => (id in r.inputs ? formatNumber(r.inputs[id]) : '—'))]),
       { 'aria-label': 'Preview' },
     ),
