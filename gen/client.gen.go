@@ -1445,9 +1445,12 @@ type ClientInterface interface {
 	// lease does, so no two replicas send one delivery at once; a replica
 	// that dies leaves its attempts to the others when their leases end, so
 	// an event may come twice (de-duplicate on its id). A storm is bounded
-	// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
-	// addresses are refused when the delivery resolves them (unless the
-	// service runs with `-webhook-allow-private`).
+	// at its source too: see `listAlarmEvents`. `url` must be http or
+	// https; every address of IANA's special-purpose registries (loopback,
+	// private, shared and link-local, NAT64, 6to4, documentation,
+	// benchmarking, multicast, reserved) is refused when the delivery
+	// resolves it, on any port (unless the service runs with
+	// `-webhook-allow-private`).
 	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type.
@@ -1487,9 +1490,12 @@ type ClientInterface interface {
 	// lease does, so no two replicas send one delivery at once; a replica
 	// that dies leaves its attempts to the others when their leases end, so
 	// an event may come twice (de-duplicate on its id). A storm is bounded
-	// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
-	// addresses are refused when the delivery resolves them (unless the
-	// service runs with `-webhook-allow-private`).
+	// at its source too: see `listAlarmEvents`. `url` must be http or
+	// https; every address of IANA's special-purpose registries (loopback,
+	// private, shared and link-local, NAT64, 6to4, documentation,
+	// benchmarking, multicast, reserved) is refused when the delivery
+	// resolves it, on any port (unless the service runs with
+	// `-webhook-allow-private`).
 	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -3734,9 +3740,12 @@ func (c *Client) ListWebhooks(ctx context.Context, orgId OrgId, projId ProjId, p
 // lease does, so no two replicas send one delivery at once; a replica
 // that dies leaves its attempts to the others when their leases end, so
 // an event may come twice (de-duplicate on its id). A storm is bounded
-// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
-// addresses are refused when the delivery resolves them (unless the
-// service runs with `-webhook-allow-private`).
+// at its source too: see `listAlarmEvents`. `url` must be http or
+// https; every address of IANA's special-purpose registries (loopback,
+// private, shared and link-local, NAT64, 6to4, documentation,
+// benchmarking, multicast, reserved) is refused when the delivery
+// resolves it, on any port (unless the service runs with
+// `-webhook-allow-private`).
 // Required role: `admin`.
 //
 // Takes any type of body and a specified content type.
@@ -3786,9 +3795,12 @@ func (c *Client) CreateWebhookWithBody(ctx context.Context, orgId OrgId, projId 
 // lease does, so no two replicas send one delivery at once; a replica
 // that dies leaves its attempts to the others when their leases end, so
 // an event may come twice (de-duplicate on its id). A storm is bounded
-// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
-// addresses are refused when the delivery resolves them (unless the
-// service runs with `-webhook-allow-private`).
+// at its source too: see `listAlarmEvents`. `url` must be http or
+// https; every address of IANA's special-purpose registries (loopback,
+// private, shared and link-local, NAT64, 6to4, documentation,
+// benchmarking, multicast, reserved) is refused when the delivery
+// resolves it, on any port (unless the service runs with
+// `-webhook-allow-private`).
 // Required role: `admin`.
 //
 // Takes a body of the `application/json` content type.
@@ -9694,9 +9706,12 @@ type ClientWithResponsesInterface interface {
 	// lease does, so no two replicas send one delivery at once; a replica
 	// that dies leaves its attempts to the others when their leases end, so
 	// an event may come twice (de-duplicate on its id). A storm is bounded
-	// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
-	// addresses are refused when the delivery resolves them (unless the
-	// service runs with `-webhook-allow-private`).
+	// at its source too: see `listAlarmEvents`. `url` must be http or
+	// https; every address of IANA's special-purpose registries (loopback,
+	// private, shared and link-local, NAT64, 6to4, documentation,
+	// benchmarking, multicast, reserved) is refused when the delivery
+	// resolves it, on any port (unless the service runs with
+	// `-webhook-allow-private`).
 	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -9736,9 +9751,12 @@ type ClientWithResponsesInterface interface {
 	// lease does, so no two replicas send one delivery at once; a replica
 	// that dies leaves its attempts to the others when their leases end, so
 	// an event may come twice (de-duplicate on its id). A storm is bounded
-	// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
-	// addresses are refused when the delivery resolves them (unless the
-	// service runs with `-webhook-allow-private`).
+	// at its source too: see `listAlarmEvents`. `url` must be http or
+	// https; every address of IANA's special-purpose registries (loopback,
+	// private, shared and link-local, NAT64, 6to4, documentation,
+	// benchmarking, multicast, reserved) is refused when the delivery
+	// resolves it, on any port (unless the service runs with
+	// `-webhook-allow-private`).
 	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -19352,9 +19370,12 @@ func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, orgI
 // lease does, so no two replicas send one delivery at once; a replica
 // that dies leaves its attempts to the others when their leases end, so
 // an event may come twice (de-duplicate on its id). A storm is bounded
-// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
-// addresses are refused when the delivery resolves them (unless the
-// service runs with `-webhook-allow-private`).
+// at its source too: see `listAlarmEvents`. `url` must be http or
+// https; every address of IANA's special-purpose registries (loopback,
+// private, shared and link-local, NAT64, 6to4, documentation,
+// benchmarking, multicast, reserved) is refused when the delivery
+// resolves it, on any port (unless the service runs with
+// `-webhook-allow-private`).
 // Required role: `admin`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -19400,9 +19421,12 @@ func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Cont
 // lease does, so no two replicas send one delivery at once; a replica
 // that dies leaves its attempts to the others when their leases end, so
 // an event may come twice (de-duplicate on its id). A storm is bounded
-// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
-// addresses are refused when the delivery resolves them (unless the
-// service runs with `-webhook-allow-private`).
+// at its source too: see `listAlarmEvents`. `url` must be http or
+// https; every address of IANA's special-purpose registries (loopback,
+// private, shared and link-local, NAT64, 6to4, documentation,
+// benchmarking, multicast, reserved) is refused when the delivery
+// resolves it, on any port (unless the service runs with
+// `-webhook-allow-private`).
 // Required role: `admin`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).

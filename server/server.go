@@ -128,8 +128,8 @@ type Config struct {
 	// WebhookConcurrencyPerWebhook those of one webhook, on all replicas
 	// together.
 	WebhookConcurrency, WebhookConcurrencyPerWebhook int
-	// WebhookAllowPrivate lets webhooks reach loopback, private and
-	// link-local addresses: for tests and receivers on premises.
+	// WebhookAllowPrivate lets webhooks reach loopback, private and every
+	// other special-purpose address: for tests and receivers on premises.
 	WebhookAllowPrivate bool
 	// MaxLinkValues bounds the values of a linked input's source that an
 	// aggregate reads; 0: defaultMaxLinkValues.

@@ -512,7 +512,8 @@ export interface paths {
          *     an instance of that blueprint of the same organization: its inputs
          *     and outputs get numeric IDs of their own, unique in the service, and
          *     `constants` override the blueprint's defaults, as in
-         *     `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`.
+         *     `{"name": "PZ-02", "blueprint_id": 3, "constants": {"G": 0.12}}`;
+         *     a `blueprint_id` that is not one of the organization's answers 404.
          *     The instance keeps its own copy of the formulas: editing the
          *     blueprint later does not change it. A project has at most 10,000
          *     sensors (`-max-sensors`): one more answers 409 with `details.cap`
@@ -871,9 +872,10 @@ export interface paths {
          *     row per value, `{sensor_id, sensor, datetime, key, value}`, sensor
          *     by sensor (ascending id), oldest first. It is the shape a chart of
          *     several sensors wants (docs/grafana.md). `sensors` names at most
-         *     20 sensors; without it, every sensor of the project, when it has at
-         *     most 20 (a 400 otherwise). A page holds the values of at most
-         *     `limit` readings; `next_cursor` continues. With `outputs=true` the
+         *     20 sensors of the project (another's answers 404); without it,
+         *     every sensor of the project, when it has at most 20 (a 400
+         *     otherwise). A page holds the values of at most `limit` readings;
+         *     `next_cursor` continues. With `outputs=true` the
          *     outputs are rows too; `key` keeps the rows of one input or output
          *     (its key with `keys=names`, else its id). Sensor-scoped tokens
          *     cannot use it: they read one sensor at a time.
@@ -1718,9 +1720,12 @@ export interface paths {
          *     lease does, so no two replicas send one delivery at once; a replica
          *     that dies leaves its attempts to the others when their leases end, so
          *     an event may come twice (de-duplicate on its id). A storm is bounded
-         *     at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
-         *     addresses are refused when the delivery resolves them (unless the
-         *     service runs with `-webhook-allow-private`).
+         *     at its source too: see `listAlarmEvents`. `url` must be http or
+         *     https; every address of IANA's special-purpose registries (loopback,
+         *     private, shared and link-local, NAT64, 6to4, documentation,
+         *     benchmarking, multicast, reserved) is refused when the delivery
+         *     resolves it, on any port (unless the service runs with
+         *     `-webhook-allow-private`).
          *     Required role: `admin`.
          */
         post: operations["createWebhook"];
@@ -6969,9 +6974,9 @@ export interface operations {
                 limit?: components["parameters"]["PageLimit"];
                 /** @description The `next_cursor` of the previous page, as it came. */
                 cursor?: components["parameters"]["Cursor"];
-                /** @description Only this sensor's events. */
+                /** @description Only this sensor's events; one that is not a sensor of the project answers 404. */
                 sensor_id?: number;
-                /** @description Only events at this level. */
+                /** @description Only events at this level; one that is not a level of the project answers 404. */
                 level_id?: number;
                 /** @description Only events recorded at or after this instant (RFC 3339 with a zone, or epoch milliseconds, as Grafana's `${__timeFrom}` gives). */
                 datetime__gte?: components["schemas"]["Bound"];
