@@ -641,7 +641,7 @@ type ClientInterface interface {
 	//
 	// The newest reading of each sensor of the project, in sensor id
 	// order, paged like sensors, each with its name; a sensor without
-	// readings is listed with `"reading": null`. Each sensor costs one index probe, however many
+	// readings is listed without `reading`. Each sensor costs one index probe, however many
 	// readings it has. With `outputs=true` each reading carries its
 	// outputs. Required role: `viewer`.
 	//
@@ -2556,7 +2556,7 @@ func (c *Client) AcknowledgeAlarm(ctx context.Context, orgId OrgId, projId ProjI
 //
 // The newest reading of each sensor of the project, in sensor id
 // order, paged like sensors, each with its name; a sensor without
-// readings is listed with `"reading": null`. Each sensor costs one index probe, however many
+// readings is listed without `reading`. Each sensor costs one index probe, however many
 // readings it has. With `outputs=true` each reading carries its
 // outputs. Required role: `viewer`.
 //
@@ -8870,7 +8870,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// The newest reading of each sensor of the project, in sensor id
 	// order, paged like sensors, each with its name; a sensor without
-	// readings is listed with `"reading": null`. Each sensor costs one index probe, however many
+	// readings is listed without `reading`. Each sensor costs one index probe, however many
 	// readings it has. With `outputs=true` each reading carries its
 	// outputs. Required role: `viewer`.
 	//
@@ -18306,7 +18306,7 @@ func (c *ClientWithResponses) AcknowledgeAlarmWithResponse(ctx context.Context, 
 //
 // The newest reading of each sensor of the project, in sensor id
 // order, paged like sensors, each with its name; a sensor without
-// readings is listed with `"reading": null`. Each sensor costs one index probe, however many
+// readings is listed without `reading`. Each sensor costs one index probe, however many
 // readings it has. With `outputs=true` each reading carries its
 // outputs. Required role: `viewer`.
 //

@@ -1161,7 +1161,7 @@ type Key = string
 
 // Latest defines model for Latest.
 type Latest struct {
-	// Reading The sensor's newest reading, or null when it has none.
+	// Reading The sensor's newest reading; absent when it has none (`null` before this version).
 	Reading    *Reading `json:"reading,omitempty"`
 	SensorId   int64    `json:"sensor_id"`
 	SensorName string   `json:"sensor_name"`

@@ -1195,7 +1195,7 @@ export interface paths {
          * Latest reading of every sensor
          * @description The newest reading of each sensor of the project, in sensor id
          *     order, paged like sensors, each with its name; a sensor without
-         *     readings is listed with `"reading": null`. Each sensor costs one index probe, however many
+         *     readings is listed without `reading`. Each sensor costs one index probe, however many
          *     readings it has. With `outputs=true` each reading carries its
          *     outputs. Required role: `viewer`.
          */
@@ -2361,8 +2361,8 @@ export interface components {
             /** Format: int64 */
             sensor_id: number;
             sensor_name: string;
-            /** @description The sensor's newest reading, or null when it has none. */
-            reading?: components["schemas"]["Reading"] | null;
+            /** @description The sensor's newest reading; absent when it has none (`null` before this version). */
+            reading?: components["schemas"]["Reading"];
         };
         Deleted: {
             /**
