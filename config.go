@@ -77,7 +77,7 @@ func (c *config) register(fs *flag.FlagSet, e *env) {
 	fs.DurationVar(&c.webhookLease, "webhook-lease", e.duration("WEBHOOK_LEASE", time.Minute), "how long a claimed webhook delivery is its replica's, at least the webhook timeout and 5s more; a replica that dies leaves its deliveries to others after it (WEBHOOK_LEASE)")
 	fs.IntVar(&c.webhookConc, "webhook-concurrency", e.int("WEBHOOK_CONCURRENCY", 32), "webhook deliveries a replica sends at once; one organization's webhooks get a quarter of them (WEBHOOK_CONCURRENCY)")
 	fs.IntVar(&c.webhookConcHook, "webhook-concurrency-per-webhook", e.int("WEBHOOK_CONCURRENCY_PER_WEBHOOK", 1), "deliveries of one webhook in flight at once, on all replicas together; above 1, events may arrive out of order (WEBHOOK_CONCURRENCY_PER_WEBHOOK)")
-	fs.BoolVar(&c.webhookPrivate, "webhook-allow-private", e.bool("WEBHOOK_ALLOW_PRIVATE", false), "let webhooks reach loopback, private and link-local addresses (WEBHOOK_ALLOW_PRIVATE)")
+	fs.BoolVar(&c.webhookPrivate, "webhook-allow-private", e.bool("WEBHOOK_ALLOW_PRIVATE", false), "let webhooks reach loopback, private and other special-purpose addresses (WEBHOOK_ALLOW_PRIVATE)")
 	fs.StringVar(&c.tlsCert, "tls-cert", e.string("TLS_CERT", ""), "serve HTTPS with the PEM certificate chain in this `file`; needs -tls-key (TLS_CERT)")
 	fs.StringVar(&c.tlsKey, "tls-key", e.string("TLS_KEY", ""), "the PEM private key `file` of -tls-cert (TLS_KEY)")
 	// The caps of what clients grow; docs/reliability.md says why these.

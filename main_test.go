@@ -15,9 +15,21 @@ import (
 	"time"
 
 	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/openapi/openapitest"
 	"github.com/sensorreadings/readings/store"
 	"github.com/sensorreadings/readings/store/storetest"
 )
+
+// checkedClient is the client of the tests that run the service: it fails
+// t on every answer the spec does not describe, as the server's tests do.
+func checkedClient(t *testing.T) *http.Client {
+	t.Helper()
+	contract, err := openapitest.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Transport: contract.Transport(t, http.DefaultTransport)}
+}
 
 func envOf(vars map[string]string) func(string) string {
 	return func(key string) string { return vars[key] }
@@ -357,8 +369,9 @@ func TestGracefulShutdown(t *testing.T) {
 		served <- run(serveCtx, []string{"serve", "-addr", addr, "-log-level", "warn"}, envOf(map[string]string{"DATABASE_URL": url}), io.Discard, io.Discard)
 	}()
 	base := "http://" + addr
+	client := checkedClient(t)
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if res, err := http.Get(base + "/healthz"); err == nil {
+		if res, err := client.Get(base + "/healthz"); err == nil {
 			res.Body.Close()
 			break
 		}
@@ -381,7 +394,7 @@ func TestGracefulShutdown(t *testing.T) {
 			strings.NewReader(`[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1}}]`))
 		req.Header.Set("Authorization", "Bearer "+token)
 		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
+		res, err := client.Do(req)
 		if err != nil {
 			inFlight <- 0
 			return
@@ -392,7 +405,7 @@ func TestGracefulShutdown(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // the POST reaches the lock
 	sigterm()
 	time.Sleep(300 * time.Millisecond) // the server stops accepting
-	if res, err := http.Get(base + "/healthz"); err == nil {
+	if res, err := client.Get(base + "/healthz"); err == nil {
 		res.Body.Close()
 		t.Error("the server accepted a new request after SIGTERM")
 	}

@@ -53,13 +53,14 @@ func startReplica(t *testing.T, env map[string]string) *replica {
 // waitReady waits for /readyz to answer 200, and fails if serve returns.
 func (r *replica) waitReady(t *testing.T) {
 	t.Helper()
+	client := checkedClient(t)
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		select {
 		case err := <-r.served:
 			t.Fatalf("replica %s stopped before it was ready: %v", r.base, err)
 		default:
 		}
-		if res, err := http.Get(r.base + "/readyz"); err == nil {
+		if res, err := client.Get(r.base + "/readyz"); err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
 				return
@@ -123,6 +124,7 @@ func TestTwoReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := fmt.Sprintf("/api/v1/org/%d/proj/%d/readings/%d", org, project, sensor.ID)
+	client := checkedClient(t)
 	send := func(method, url, body string, header map[string]string) (*http.Response, string) {
 		t.Helper()
 		req, err := http.NewRequest(method, url, strings.NewReader(body))
@@ -134,7 +136,7 @@ func TestTwoReplicas(t *testing.T) {
 		for k, v := range header {
 			req.Header.Set(k, v)
 		}
-		res, err := http.DefaultClient.Do(req)
+		res, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,13 +183,14 @@ func TestRateLimitPerReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	client := checkedClient(t)
 	statuses := func(base string, n int) []int {
 		t.Helper()
 		var got []int
 		for range n {
 			req, _ := http.NewRequest("GET", base+"/api/v1/me", nil)
 			req.Header.Set("Authorization", "Bearer "+demo["token"].(string))
-			res, err := http.DefaultClient.Do(req)
+			res, err := client.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -93,16 +93,18 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
-	// AcceptInvitationWithBody Accept an invitation
+	// AcceptInvitationWithBody Accept an invitation as a new user
 	//
-	// Exchanges an invitation's code for membership and a first token
-	// (named `first token`, without expiry), whose secret is in this
-	// response only. The invited email's user is created, with `name`,
-	// when there is none; a user who is a member already keeps the higher
-	// of their role and the invitation's. A code works once: an unknown
-	// one answers 404, and one accepted, revoked or expired 409. Codes
-	// are 256 random bits, so guessing one is hopeless; a body that is
-	// not a well-formed code is refused before any database work.
+	// Exchanges an invitation's code for a new account: the invited
+	// email's user, created with `name`, their membership, and their
+	// first token (named `first token`, without expiry), whose secret is
+	// in this response only. It creates accounts only: an invitation for
+	// an email that has an account already answers 409 and changes
+	// nothing, whoever holds the code; that user accepts it signed in,
+	// with their own token (`acceptMyInvitation`). A code works once: an
+	// unknown one answers 404, and one accepted, revoked or expired 409.
+	// Codes are 256 random bits, so guessing one is hopeless; a body that
+	// is not a well-formed code is refused before any database work.
 	// Required role: `public`.
 	//
 	// Takes any type of body and a specified content type.
@@ -110,16 +112,18 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/invitations/accept (the `AcceptInvitation` operationId).
 	AcceptInvitationWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// AcceptInvitation Accept an invitation
+	// AcceptInvitation Accept an invitation as a new user
 	//
-	// Exchanges an invitation's code for membership and a first token
-	// (named `first token`, without expiry), whose secret is in this
-	// response only. The invited email's user is created, with `name`,
-	// when there is none; a user who is a member already keeps the higher
-	// of their role and the invitation's. A code works once: an unknown
-	// one answers 404, and one accepted, revoked or expired 409. Codes
-	// are 256 random bits, so guessing one is hopeless; a body that is
-	// not a well-formed code is refused before any database work.
+	// Exchanges an invitation's code for a new account: the invited
+	// email's user, created with `name`, their membership, and their
+	// first token (named `first token`, without expiry), whose secret is
+	// in this response only. It creates accounts only: an invitation for
+	// an email that has an account already answers 409 and changes
+	// nothing, whoever holds the code; that user accepts it signed in,
+	// with their own token (`acceptMyInvitation`). A code works once: an
+	// unknown one answers 404, and one accepted, revoked or expired 409.
+	// Codes are 256 random bits, so guessing one is hopeless; a body that
+	// is not a well-formed code is refused before any database work.
 	// Required role: `public`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -134,6 +138,38 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/me (the `GetMe` operationId).
 	GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AcceptMyInvitationWithBody Accept an invitation as the calling user
+	//
+	// Accepts an invitation addressed to the calling user's email (the
+	// way for a user who has an account already): they become a member
+	// with the invitation's role, or keep the higher role they have. No
+	// token is minted; the caller's tokens reach the organization from
+	// now on. An invitation addressed to another email answers 403 and
+	// stays pending. A code works once: an unknown one answers 404, and
+	// one accepted, revoked or expired 409. A scoped token answers 403,
+	// as for every `user` operation but reads. Required role: `user`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/me/invitations/accept (the `AcceptMyInvitation` operationId).
+	AcceptMyInvitationWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AcceptMyInvitation Accept an invitation as the calling user
+	//
+	// Accepts an invitation addressed to the calling user's email (the
+	// way for a user who has an account already): they become a member
+	// with the invitation's role, or keep the higher role they have. No
+	// token is minted; the caller's tokens reach the organization from
+	// now on. An invitation addressed to another email answers 403 and
+	// stays pending. A code works once: an unknown one answers 404, and
+	// one accepted, revoked or expired 409. A scoped token answers 403,
+	// as for every `user` operation but reads. Required role: `user`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/me/invitations/accept (the `AcceptMyInvitation` operationId).
+	AcceptMyInvitation(ctx context.Context, body AcceptMyInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListTokens The calling user's API tokens
 	//
@@ -301,8 +337,10 @@ type ClientInterface interface {
 	// Invites an email address to the organization with a role. The answer
 	// carries a one-time `code` (shown in this response only; no mail is
 	// sent) and `accept_path`, the console's page that takes it: hand
-	// either to the invitee, who exchanges it for their first token
-	// (`acceptInvitation`). The invitation expires after
+	// either to the invitee, who exchanges it for a new account and its
+	// first token (`acceptInvitation`), or, when the email has an account
+	// already, accepts it signed in as that user (`acceptMyInvitation`).
+	// The invitation expires after
 	// `expires_in_days` (7 by default, at most 30) and can be revoked.
 	// An organization has at most 100 pending invitations
 	// (`-max-invitations`), and each holds a member's place until it is
@@ -322,8 +360,10 @@ type ClientInterface interface {
 	// Invites an email address to the organization with a role. The answer
 	// carries a one-time `code` (shown in this response only; no mail is
 	// sent) and `accept_path`, the console's page that takes it: hand
-	// either to the invitee, who exchanges it for their first token
-	// (`acceptInvitation`). The invitation expires after
+	// either to the invitee, who exchanges it for a new account and its
+	// first token (`acceptInvitation`), or, when the email has an account
+	// already, accepts it signed in as that user (`acceptMyInvitation`).
+	// The invitation expires after
 	// `expires_in_days` (7 by default, at most 30) and can be revoked.
 	// An organization has at most 100 pending invitations
 	// (`-max-invitations`), and each holds a member's place until it is
@@ -641,7 +681,7 @@ type ClientInterface interface {
 	//
 	// The newest reading of each sensor of the project, in sensor id
 	// order, paged like sensors, each with its name; a sensor without
-	// readings is listed with `"reading": null`. Each sensor costs one index probe, however many
+	// readings is listed without `reading`. Each sensor costs one index probe, however many
 	// readings it has. With `outputs=true` each reading carries its
 	// outputs. Required role: `viewer`.
 	//
@@ -1470,9 +1510,12 @@ type ClientInterface interface {
 	// lease does, so no two replicas send one delivery at once; a replica
 	// that dies leaves its attempts to the others when their leases end, so
 	// an event may come twice (de-duplicate on its id). A storm is bounded
-	// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
-	// addresses are refused when the delivery resolves them (unless the
-	// service runs with `-webhook-allow-private`).
+	// at its source too: see `listAlarmEvents`. `url` must be http or
+	// https; every address of IANA's special-purpose registries (loopback,
+	// private, shared and link-local, NAT64, 6to4, documentation,
+	// benchmarking, multicast, reserved) is refused when the delivery
+	// resolves it, on any port (unless the service runs with
+	// `-webhook-allow-private`).
 	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type.
@@ -1512,9 +1555,12 @@ type ClientInterface interface {
 	// lease does, so no two replicas send one delivery at once; a replica
 	// that dies leaves its attempts to the others when their leases end, so
 	// an event may come twice (de-duplicate on its id). A storm is bounded
-	// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
-	// addresses are refused when the delivery resolves them (unless the
-	// service runs with `-webhook-allow-private`).
+	// at its source too: see `listAlarmEvents`. `url` must be http or
+	// https; every address of IANA's special-purpose registries (loopback,
+	// private, shared and link-local, NAT64, 6to4, documentation,
+	// benchmarking, multicast, reserved) is refused when the delivery
+	// resolves it, on any port (unless the service runs with
+	// `-webhook-allow-private`).
 	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -1620,16 +1666,18 @@ type ClientInterface interface {
 	GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
-// AcceptInvitationWithBody Accept an invitation
+// AcceptInvitationWithBody Accept an invitation as a new user
 //
-// Exchanges an invitation's code for membership and a first token
-// (named `first token`, without expiry), whose secret is in this
-// response only. The invited email's user is created, with `name`,
-// when there is none; a user who is a member already keeps the higher
-// of their role and the invitation's. A code works once: an unknown
-// one answers 404, and one accepted, revoked or expired 409. Codes
-// are 256 random bits, so guessing one is hopeless; a body that is
-// not a well-formed code is refused before any database work.
+// Exchanges an invitation's code for a new account: the invited
+// email's user, created with `name`, their membership, and their
+// first token (named `first token`, without expiry), whose secret is
+// in this response only. It creates accounts only: an invitation for
+// an email that has an account already answers 409 and changes
+// nothing, whoever holds the code; that user accepts it signed in,
+// with their own token (`acceptMyInvitation`). A code works once: an
+// unknown one answers 404, and one accepted, revoked or expired 409.
+// Codes are 256 random bits, so guessing one is hopeless; a body that
+// is not a well-formed code is refused before any database work.
 // Required role: `public`.
 //
 // Takes any type of body and a specified content type.
@@ -1647,16 +1695,18 @@ func (c *Client) AcceptInvitationWithBody(ctx context.Context, contentType strin
 	return c.Client.Do(req)
 }
 
-// AcceptInvitation Accept an invitation
+// AcceptInvitation Accept an invitation as a new user
 //
-// Exchanges an invitation's code for membership and a first token
-// (named `first token`, without expiry), whose secret is in this
-// response only. The invited email's user is created, with `name`,
-// when there is none; a user who is a member already keeps the higher
-// of their role and the invitation's. A code works once: an unknown
-// one answers 404, and one accepted, revoked or expired 409. Codes
-// are 256 random bits, so guessing one is hopeless; a body that is
-// not a well-formed code is refused before any database work.
+// Exchanges an invitation's code for a new account: the invited
+// email's user, created with `name`, their membership, and their
+// first token (named `first token`, without expiry), whose secret is
+// in this response only. It creates accounts only: an invitation for
+// an email that has an account already answers 409 and changes
+// nothing, whoever holds the code; that user accepts it signed in,
+// with their own token (`acceptMyInvitation`). A code works once: an
+// unknown one answers 404, and one accepted, revoked or expired 409.
+// Codes are 256 random bits, so guessing one is hopeless; a body that
+// is not a well-formed code is refused before any database work.
 // Required role: `public`.
 //
 // Takes a body of the `application/json` content type.
@@ -1682,6 +1732,58 @@ func (c *Client) AcceptInvitation(ctx context.Context, body AcceptInvitationJSON
 // Corresponds with GET /api/v1/me (the `GetMe` operationId).
 func (c *Client) GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetMeRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AcceptMyInvitationWithBody Accept an invitation as the calling user
+//
+// Accepts an invitation addressed to the calling user's email (the
+// way for a user who has an account already): they become a member
+// with the invitation's role, or keep the higher role they have. No
+// token is minted; the caller's tokens reach the organization from
+// now on. An invitation addressed to another email answers 403 and
+// stays pending. A code works once: an unknown one answers 404, and
+// one accepted, revoked or expired 409. A scoped token answers 403,
+// as for every `user` operation but reads. Required role: `user`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/me/invitations/accept (the `AcceptMyInvitation` operationId).
+func (c *Client) AcceptMyInvitationWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAcceptMyInvitationRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AcceptMyInvitation Accept an invitation as the calling user
+//
+// Accepts an invitation addressed to the calling user's email (the
+// way for a user who has an account already): they become a member
+// with the invitation's role, or keep the higher role they have. No
+// token is minted; the caller's tokens reach the organization from
+// now on. An invitation addressed to another email answers 403 and
+// stays pending. A code works once: an unknown one answers 404, and
+// one accepted, revoked or expired 409. A scoped token answers 403,
+// as for every `user` operation but reads. Required role: `user`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/me/invitations/accept (the `AcceptMyInvitation` operationId).
+func (c *Client) AcceptMyInvitation(ctx context.Context, body AcceptMyInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAcceptMyInvitationRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1998,8 +2100,10 @@ func (c *Client) ListInvitations(ctx context.Context, orgId OrgId, params *ListI
 // Invites an email address to the organization with a role. The answer
 // carries a one-time `code` (shown in this response only; no mail is
 // sent) and `accept_path`, the console's page that takes it: hand
-// either to the invitee, who exchanges it for their first token
-// (`acceptInvitation`). The invitation expires after
+// either to the invitee, who exchanges it for a new account and its
+// first token (`acceptInvitation`), or, when the email has an account
+// already, accepts it signed in as that user (`acceptMyInvitation`).
+// The invitation expires after
 // `expires_in_days` (7 by default, at most 30) and can be revoked.
 // An organization has at most 100 pending invitations
 // (`-max-invitations`), and each holds a member's place until it is
@@ -2029,8 +2133,10 @@ func (c *Client) CreateInvitationWithBody(ctx context.Context, orgId OrgId, cont
 // Invites an email address to the organization with a role. The answer
 // carries a one-time `code` (shown in this response only; no mail is
 // sent) and `accept_path`, the console's page that takes it: hand
-// either to the invitee, who exchanges it for their first token
-// (`acceptInvitation`). The invitation expires after
+// either to the invitee, who exchanges it for a new account and its
+// first token (`acceptInvitation`), or, when the email has an account
+// already, accepts it signed in as that user (`acceptMyInvitation`).
+// The invitation expires after
 // `expires_in_days` (7 by default, at most 30) and can be revoked.
 // An organization has at most 100 pending invitations
 // (`-max-invitations`), and each holds a member's place until it is
@@ -2588,7 +2694,7 @@ func (c *Client) AcknowledgeAlarm(ctx context.Context, orgId OrgId, projId ProjI
 //
 // The newest reading of each sensor of the project, in sensor id
 // order, paged like sensors, each with its name; a sensor without
-// readings is listed with `"reading": null`. Each sensor costs one index probe, however many
+// readings is listed without `reading`. Each sensor costs one index probe, however many
 // readings it has. With `outputs=true` each reading carries its
 // outputs. Required role: `viewer`.
 //
@@ -3807,9 +3913,12 @@ func (c *Client) ListWebhooks(ctx context.Context, orgId OrgId, projId ProjId, p
 // lease does, so no two replicas send one delivery at once; a replica
 // that dies leaves its attempts to the others when their leases end, so
 // an event may come twice (de-duplicate on its id). A storm is bounded
-// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
-// addresses are refused when the delivery resolves them (unless the
-// service runs with `-webhook-allow-private`).
+// at its source too: see `listAlarmEvents`. `url` must be http or
+// https; every address of IANA's special-purpose registries (loopback,
+// private, shared and link-local, NAT64, 6to4, documentation,
+// benchmarking, multicast, reserved) is refused when the delivery
+// resolves it, on any port (unless the service runs with
+// `-webhook-allow-private`).
 // Required role: `admin`.
 //
 // Takes any type of body and a specified content type.
@@ -3859,9 +3968,12 @@ func (c *Client) CreateWebhookWithBody(ctx context.Context, orgId OrgId, projId 
 // lease does, so no two replicas send one delivery at once; a replica
 // that dies leaves its attempts to the others when their leases end, so
 // an event may come twice (de-duplicate on its id). A storm is bounded
-// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
-// addresses are refused when the delivery resolves them (unless the
-// service runs with `-webhook-allow-private`).
+// at its source too: see `listAlarmEvents`. `url` must be http or
+// https; every address of IANA's special-purpose registries (loopback,
+// private, shared and link-local, NAT64, 6to4, documentation,
+// benchmarking, multicast, reserved) is refused when the delivery
+// resolves it, on any port (unless the service runs with
+// `-webhook-allow-private`).
 // Required role: `admin`.
 //
 // Takes a body of the `application/json` content type.
@@ -4139,6 +4251,46 @@ func NewGetMeRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewAcceptMyInvitationRequest calls the generic AcceptMyInvitation builder with application/json body
+func NewAcceptMyInvitationRequest(server string, body AcceptMyInvitationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAcceptMyInvitationRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewAcceptMyInvitationRequestWithBody constructs an http.Request for the AcceptMyInvitation method, with any body, and a specified content type
+func NewAcceptMyInvitationRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/me/invitations/accept")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -8535,16 +8687,18 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
-	// AcceptInvitationWithBodyWithResponse Accept an invitation
+	// AcceptInvitationWithBodyWithResponse Accept an invitation as a new user
 	//
-	// Exchanges an invitation's code for membership and a first token
-	// (named `first token`, without expiry), whose secret is in this
-	// response only. The invited email's user is created, with `name`,
-	// when there is none; a user who is a member already keeps the higher
-	// of their role and the invitation's. A code works once: an unknown
-	// one answers 404, and one accepted, revoked or expired 409. Codes
-	// are 256 random bits, so guessing one is hopeless; a body that is
-	// not a well-formed code is refused before any database work.
+	// Exchanges an invitation's code for a new account: the invited
+	// email's user, created with `name`, their membership, and their
+	// first token (named `first token`, without expiry), whose secret is
+	// in this response only. It creates accounts only: an invitation for
+	// an email that has an account already answers 409 and changes
+	// nothing, whoever holds the code; that user accepts it signed in,
+	// with their own token (`acceptMyInvitation`). A code works once: an
+	// unknown one answers 404, and one accepted, revoked or expired 409.
+	// Codes are 256 random bits, so guessing one is hopeless; a body that
+	// is not a well-formed code is refused before any database work.
 	// Required role: `public`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8552,16 +8706,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/invitations/accept (the `AcceptInvitation` operationId).
 	AcceptInvitationWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AcceptInvitationResponse, error)
 
-	// AcceptInvitationWithResponse Accept an invitation
+	// AcceptInvitationWithResponse Accept an invitation as a new user
 	//
-	// Exchanges an invitation's code for membership and a first token
-	// (named `first token`, without expiry), whose secret is in this
-	// response only. The invited email's user is created, with `name`,
-	// when there is none; a user who is a member already keeps the higher
-	// of their role and the invitation's. A code works once: an unknown
-	// one answers 404, and one accepted, revoked or expired 409. Codes
-	// are 256 random bits, so guessing one is hopeless; a body that is
-	// not a well-formed code is refused before any database work.
+	// Exchanges an invitation's code for a new account: the invited
+	// email's user, created with `name`, their membership, and their
+	// first token (named `first token`, without expiry), whose secret is
+	// in this response only. It creates accounts only: an invitation for
+	// an email that has an account already answers 409 and changes
+	// nothing, whoever holds the code; that user accepts it signed in,
+	// with their own token (`acceptMyInvitation`). A code works once: an
+	// unknown one answers 404, and one accepted, revoked or expired 409.
+	// Codes are 256 random bits, so guessing one is hopeless; a body that
+	// is not a well-formed code is refused before any database work.
 	// Required role: `public`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -8578,6 +8734,38 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/me (the `GetMe` operationId).
 	GetMeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMeResponse, error)
+
+	// AcceptMyInvitationWithBodyWithResponse Accept an invitation as the calling user
+	//
+	// Accepts an invitation addressed to the calling user's email (the
+	// way for a user who has an account already): they become a member
+	// with the invitation's role, or keep the higher role they have. No
+	// token is minted; the caller's tokens reach the organization from
+	// now on. An invitation addressed to another email answers 403 and
+	// stays pending. A code works once: an unknown one answers 404, and
+	// one accepted, revoked or expired 409. A scoped token answers 403,
+	// as for every `user` operation but reads. Required role: `user`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/me/invitations/accept (the `AcceptMyInvitation` operationId).
+	AcceptMyInvitationWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AcceptMyInvitationResponse, error)
+
+	// AcceptMyInvitationWithResponse Accept an invitation as the calling user
+	//
+	// Accepts an invitation addressed to the calling user's email (the
+	// way for a user who has an account already): they become a member
+	// with the invitation's role, or keep the higher role they have. No
+	// token is minted; the caller's tokens reach the organization from
+	// now on. An invitation addressed to another email answers 403 and
+	// stays pending. A code works once: an unknown one answers 404, and
+	// one accepted, revoked or expired 409. A scoped token answers 403,
+	// as for every `user` operation but reads. Required role: `user`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/me/invitations/accept (the `AcceptMyInvitation` operationId).
+	AcceptMyInvitationWithResponse(ctx context.Context, body AcceptMyInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*AcceptMyInvitationResponse, error)
 
 	// ListTokensWithResponse The calling user's API tokens
 	//
@@ -8761,8 +8949,10 @@ type ClientWithResponsesInterface interface {
 	// Invites an email address to the organization with a role. The answer
 	// carries a one-time `code` (shown in this response only; no mail is
 	// sent) and `accept_path`, the console's page that takes it: hand
-	// either to the invitee, who exchanges it for their first token
-	// (`acceptInvitation`). The invitation expires after
+	// either to the invitee, who exchanges it for a new account and its
+	// first token (`acceptInvitation`), or, when the email has an account
+	// already, accepts it signed in as that user (`acceptMyInvitation`).
+	// The invitation expires after
 	// `expires_in_days` (7 by default, at most 30) and can be revoked.
 	// An organization has at most 100 pending invitations
 	// (`-max-invitations`), and each holds a member's place until it is
@@ -8782,8 +8972,10 @@ type ClientWithResponsesInterface interface {
 	// Invites an email address to the organization with a role. The answer
 	// carries a one-time `code` (shown in this response only; no mail is
 	// sent) and `accept_path`, the console's page that takes it: hand
-	// either to the invitee, who exchanges it for their first token
-	// (`acceptInvitation`). The invitation expires after
+	// either to the invitee, who exchanges it for a new account and its
+	// first token (`acceptInvitation`), or, when the email has an account
+	// already, accepts it signed in as that user (`acceptMyInvitation`).
+	// The invitation expires after
 	// `expires_in_days` (7 by default, at most 30) and can be revoked.
 	// An organization has at most 100 pending invitations
 	// (`-max-invitations`), and each holds a member's place until it is
@@ -9119,7 +9311,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// The newest reading of each sensor of the project, in sensor id
 	// order, paged like sensors, each with its name; a sensor without
-	// readings is listed with `"reading": null`. Each sensor costs one index probe, however many
+	// readings is listed without `reading`. Each sensor costs one index probe, however many
 	// readings it has. With `outputs=true` each reading carries its
 	// outputs. Required role: `viewer`.
 	//
@@ -9982,9 +10174,12 @@ type ClientWithResponsesInterface interface {
 	// lease does, so no two replicas send one delivery at once; a replica
 	// that dies leaves its attempts to the others when their leases end, so
 	// an event may come twice (de-duplicate on its id). A storm is bounded
-	// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
-	// addresses are refused when the delivery resolves them (unless the
-	// service runs with `-webhook-allow-private`).
+	// at its source too: see `listAlarmEvents`. `url` must be http or
+	// https; every address of IANA's special-purpose registries (loopback,
+	// private, shared and link-local, NAT64, 6to4, documentation,
+	// benchmarking, multicast, reserved) is refused when the delivery
+	// resolves it, on any port (unless the service runs with
+	// `-webhook-allow-private`).
 	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -10024,9 +10219,12 @@ type ClientWithResponsesInterface interface {
 	// lease does, so no two replicas send one delivery at once; a replica
 	// that dies leaves its attempts to the others when their leases end, so
 	// an event may come twice (de-duplicate on its id). A storm is bounded
-	// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
-	// addresses are refused when the delivery resolves them (unless the
-	// service runs with `-webhook-allow-private`).
+	// at its source too: see `listAlarmEvents`. `url` must be http or
+	// https; every address of IANA's special-purpose registries (loopback,
+	// private, shared and link-local, NAT64, 6to4, documentation,
+	// benchmarking, multicast, reserved) is refused when the delivery
+	// resolves it, on any port (unless the service runs with
+	// `-webhook-allow-private`).
 	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -10343,6 +10541,138 @@ func (r GetMeResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetMeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AcceptMyInvitationResponse401Headers the declared response headers of an HTTP 401 response for AcceptMyInvitation
+type AcceptMyInvitationResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// AcceptMyInvitationResponse429Headers the declared response headers of an HTTP 429 response for AcceptMyInvitation
+type AcceptMyInvitationResponse429Headers struct {
+	RetryAfter *int
+}
+
+// AcceptMyInvitationResponse503Headers the declared response headers of an HTTP 503 response for AcceptMyInvitation
+type AcceptMyInvitationResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AcceptMyInvitationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Membership
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AcceptMyInvitationResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AcceptMyInvitationResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AcceptMyInvitationResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AcceptMyInvitationResponse) GetJSON200() *Membership {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AcceptMyInvitationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AcceptMyInvitationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AcceptMyInvitationResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AcceptMyInvitationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r AcceptMyInvitationResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r AcceptMyInvitationResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r AcceptMyInvitationResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r AcceptMyInvitationResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r AcceptMyInvitationResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AcceptMyInvitationResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AcceptMyInvitationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AcceptMyInvitationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AcceptMyInvitationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AcceptMyInvitationResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -17977,16 +18307,18 @@ func (r GetReadyResponse) ContentType() string {
 	return ""
 }
 
-// AcceptInvitationWithBodyWithResponse Accept an invitation
+// AcceptInvitationWithBodyWithResponse Accept an invitation as a new user
 //
-// Exchanges an invitation's code for membership and a first token
-// (named `first token`, without expiry), whose secret is in this
-// response only. The invited email's user is created, with `name`,
-// when there is none; a user who is a member already keeps the higher
-// of their role and the invitation's. A code works once: an unknown
-// one answers 404, and one accepted, revoked or expired 409. Codes
-// are 256 random bits, so guessing one is hopeless; a body that is
-// not a well-formed code is refused before any database work.
+// Exchanges an invitation's code for a new account: the invited
+// email's user, created with `name`, their membership, and their
+// first token (named `first token`, without expiry), whose secret is
+// in this response only. It creates accounts only: an invitation for
+// an email that has an account already answers 409 and changes
+// nothing, whoever holds the code; that user accepts it signed in,
+// with their own token (`acceptMyInvitation`). A code works once: an
+// unknown one answers 404, and one accepted, revoked or expired 409.
+// Codes are 256 random bits, so guessing one is hopeless; a body that
+// is not a well-formed code is refused before any database work.
 // Required role: `public`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -18000,16 +18332,18 @@ func (c *ClientWithResponses) AcceptInvitationWithBodyWithResponse(ctx context.C
 	return ParseAcceptInvitationResponse(rsp)
 }
 
-// AcceptInvitationWithResponse Accept an invitation
+// AcceptInvitationWithResponse Accept an invitation as a new user
 //
-// Exchanges an invitation's code for membership and a first token
-// (named `first token`, without expiry), whose secret is in this
-// response only. The invited email's user is created, with `name`,
-// when there is none; a user who is a member already keeps the higher
-// of their role and the invitation's. A code works once: an unknown
-// one answers 404, and one accepted, revoked or expired 409. Codes
-// are 256 random bits, so guessing one is hopeless; a body that is
-// not a well-formed code is refused before any database work.
+// Exchanges an invitation's code for a new account: the invited
+// email's user, created with `name`, their membership, and their
+// first token (named `first token`, without expiry), whose secret is
+// in this response only. It creates accounts only: an invitation for
+// an email that has an account already answers 409 and changes
+// nothing, whoever holds the code; that user accepts it signed in,
+// with their own token (`acceptMyInvitation`). A code works once: an
+// unknown one answers 404, and one accepted, revoked or expired 409.
+// Codes are 256 random bits, so guessing one is hopeless; a body that
+// is not a well-formed code is refused before any database work.
 // Required role: `public`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -18037,6 +18371,50 @@ func (c *ClientWithResponses) GetMeWithResponse(ctx context.Context, reqEditors 
 		return nil, err
 	}
 	return ParseGetMeResponse(rsp)
+}
+
+// AcceptMyInvitationWithBodyWithResponse Accept an invitation as the calling user
+//
+// Accepts an invitation addressed to the calling user's email (the
+// way for a user who has an account already): they become a member
+// with the invitation's role, or keep the higher role they have. No
+// token is minted; the caller's tokens reach the organization from
+// now on. An invitation addressed to another email answers 403 and
+// stays pending. A code works once: an unknown one answers 404, and
+// one accepted, revoked or expired 409. A scoped token answers 403,
+// as for every `user` operation but reads. Required role: `user`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/me/invitations/accept (the `AcceptMyInvitation` operationId).
+func (c *ClientWithResponses) AcceptMyInvitationWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AcceptMyInvitationResponse, error) {
+	rsp, err := c.AcceptMyInvitationWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAcceptMyInvitationResponse(rsp)
+}
+
+// AcceptMyInvitationWithResponse Accept an invitation as the calling user
+//
+// Accepts an invitation addressed to the calling user's email (the
+// way for a user who has an account already): they become a member
+// with the invitation's role, or keep the higher role they have. No
+// token is minted; the caller's tokens reach the organization from
+// now on. An invitation addressed to another email answers 403 and
+// stays pending. A code works once: an unknown one answers 404, and
+// one accepted, revoked or expired 409. A scoped token answers 403,
+// as for every `user` operation but reads. Required role: `user`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/me/invitations/accept (the `AcceptMyInvitation` operationId).
+func (c *ClientWithResponses) AcceptMyInvitationWithResponse(ctx context.Context, body AcceptMyInvitationJSONRequestBody, reqEditors ...RequestEditorFn) (*AcceptMyInvitationResponse, error) {
+	rsp, err := c.AcceptMyInvitation(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAcceptMyInvitationResponse(rsp)
 }
 
 // ListTokensWithResponse The calling user's API tokens
@@ -18305,8 +18683,10 @@ func (c *ClientWithResponses) ListInvitationsWithResponse(ctx context.Context, o
 // Invites an email address to the organization with a role. The answer
 // carries a one-time `code` (shown in this response only; no mail is
 // sent) and `accept_path`, the console's page that takes it: hand
-// either to the invitee, who exchanges it for their first token
-// (`acceptInvitation`). The invitation expires after
+// either to the invitee, who exchanges it for a new account and its
+// first token (`acceptInvitation`), or, when the email has an account
+// already, accepts it signed in as that user (`acceptMyInvitation`).
+// The invitation expires after
 // `expires_in_days` (7 by default, at most 30) and can be revoked.
 // An organization has at most 100 pending invitations
 // (`-max-invitations`), and each holds a member's place until it is
@@ -18332,8 +18712,10 @@ func (c *ClientWithResponses) CreateInvitationWithBodyWithResponse(ctx context.C
 // Invites an email address to the organization with a role. The answer
 // carries a one-time `code` (shown in this response only; no mail is
 // sent) and `accept_path`, the console's page that takes it: hand
-// either to the invitee, who exchanges it for their first token
-// (`acceptInvitation`). The invitation expires after
+// either to the invitee, who exchanges it for a new account and its
+// first token (`acceptInvitation`), or, when the email has an account
+// already, accepts it signed in as that user (`acceptMyInvitation`).
+// The invitation expires after
 // `expires_in_days` (7 by default, at most 30) and can be revoked.
 // An organization has at most 100 pending invitations
 // (`-max-invitations`), and each holds a member's place until it is
@@ -18813,7 +19195,7 @@ func (c *ClientWithResponses) AcknowledgeAlarmWithResponse(ctx context.Context, 
 //
 // The newest reading of each sensor of the project, in sensor id
 // order, paged like sensors, each with its name; a sensor without
-// readings is listed with `"reading": null`. Each sensor costs one index probe, however many
+// readings is listed without `reading`. Each sensor costs one index probe, however many
 // readings it has. With `outputs=true` each reading carries its
 // outputs. Required role: `viewer`.
 //
@@ -19910,9 +20292,12 @@ func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, orgI
 // lease does, so no two replicas send one delivery at once; a replica
 // that dies leaves its attempts to the others when their leases end, so
 // an event may come twice (de-duplicate on its id). A storm is bounded
-// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
-// addresses are refused when the delivery resolves them (unless the
-// service runs with `-webhook-allow-private`).
+// at its source too: see `listAlarmEvents`. `url` must be http or
+// https; every address of IANA's special-purpose registries (loopback,
+// private, shared and link-local, NAT64, 6to4, documentation,
+// benchmarking, multicast, reserved) is refused when the delivery
+// resolves it, on any port (unless the service runs with
+// `-webhook-allow-private`).
 // Required role: `admin`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -19958,9 +20343,12 @@ func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Cont
 // lease does, so no two replicas send one delivery at once; a replica
 // that dies leaves its attempts to the others when their leases end, so
 // an event may come twice (de-duplicate on its id). A storm is bounded
-// at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
-// addresses are refused when the delivery resolves them (unless the
-// service runs with `-webhook-allow-private`).
+// at its source too: see `listAlarmEvents`. `url` must be http or
+// https; every address of IANA's special-purpose registries (loopback,
+// private, shared and link-local, NAT64, 6to4, documentation,
+// benchmarking, multicast, reserved) is refused when the delivery
+// resolves it, on any port (unless the service runs with
+// `-webhook-allow-private`).
 // Required role: `admin`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -20323,6 +20711,135 @@ func ParseGetMeResponse(rsp *http.Response) (*GetMeResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetMeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAcceptMyInvitationResponse parses an HTTP response from a AcceptMyInvitationWithResponse call
+func ParseAcceptMyInvitationResponse(rsp *http.Response) (*AcceptMyInvitationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AcceptMyInvitationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Membership
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers AcceptMyInvitationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers AcceptMyInvitationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers AcceptMyInvitationResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -1088,7 +1088,7 @@ type InvitationState string
 type InvitationAccept struct {
 	Code string `json:"code"`
 
-	// Name The new user's name; an existing user keeps theirs.
+	// Name The new user's name.
 	Name *string `json:"name,omitempty"`
 }
 
@@ -1097,6 +1097,11 @@ type InvitationAccepted struct {
 	Membership Membership   `json:"membership"`
 	Token      TokenCreated `json:"token"`
 	User       User         `json:"user"`
+}
+
+// InvitationCode defines model for InvitationCode.
+type InvitationCode struct {
+	Code string `json:"code"`
 }
 
 // InvitationCreate defines model for InvitationCreate.
@@ -1173,7 +1178,7 @@ type Key = string
 
 // Latest defines model for Latest.
 type Latest struct {
-	// Reading The sensor's newest reading, or null when it has none.
+	// Reading The sensor's newest reading; absent when it has none (`null` before this version).
 	Reading    *Reading `json:"reading,omitempty"`
 	SensorId   int64    `json:"sensor_id"`
 	SensorName string   `json:"sensor_name"`
@@ -2206,6 +2211,9 @@ type OrgStatusParams struct {
 // AcceptInvitationJSONRequestBody defines body for AcceptInvitation for application/json ContentType.
 type AcceptInvitationJSONRequestBody = InvitationAccept
 
+// AcceptMyInvitationJSONRequestBody defines body for AcceptMyInvitation for application/json ContentType.
+type AcceptMyInvitationJSONRequestBody = InvitationCode
+
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = TokenCreate
 
@@ -2342,12 +2350,15 @@ func (t *PostReadings200JSONResponseBody) UnmarshalJSON(b []byte) error {
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
-	// AcceptInvitation Accept an invitation
+	// AcceptInvitation Accept an invitation as a new user
 	// (POST /api/v1/invitations/accept)
 	AcceptInvitation(ctx echo.Context) error
 	// GetMe The calling user
 	// (GET /api/v1/me)
 	GetMe(ctx echo.Context) error
+	// AcceptMyInvitation Accept an invitation as the calling user
+	// (POST /api/v1/me/invitations/accept)
+	AcceptMyInvitation(ctx echo.Context) error
 	// ListTokens The calling user's API tokens
 	// (GET /api/v1/me/tokens)
 	ListTokens(ctx echo.Context, params ListTokensParams) error
@@ -2568,6 +2579,15 @@ func (w *ServerInterfaceWrapper) GetMe(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetMe(ctx)
+	return err
+}
+
+// AcceptMyInvitation converts echo context to params.
+func (w *ServerInterfaceWrapper) AcceptMyInvitation(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AcceptMyInvitation(ctx)
 	return err
 }
 
@@ -4940,6 +4960,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/api/v1/org/:org_id/invitations", wrapper.CreateInvitation, options.OperationMiddlewares["createInvitation"]...)
 	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/invitations/:invitation_id", wrapper.RevokeInvitation, options.OperationMiddlewares["revokeInvitation"]...)
 	router.POST(options.BaseURL+"/api/v1/invitations/accept", wrapper.AcceptInvitation, options.OperationMiddlewares["acceptInvitation"]...)
+	router.POST(options.BaseURL+"/api/v1/me/invitations/accept", wrapper.AcceptMyInvitation, options.OperationMiddlewares["acceptMyInvitation"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/projects", wrapper.ListProjects, options.OperationMiddlewares["listProjects"]...)
 	router.POST(options.BaseURL+"/api/v1/org/:org_id/projects", wrapper.CreateProject, options.OperationMiddlewares["createProject"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/projects/:project_id", wrapper.FetchProject, options.OperationMiddlewares["fetchProject"]...)
@@ -5261,6 +5282,179 @@ func (response GetMe500JSONResponse) VisitGetMeResponse(w http.ResponseWriter) e
 type GetMe503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response GetMe503JSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptMyInvitationRequestObject struct {
+	Body *AcceptMyInvitationJSONRequestBody
+}
+
+type AcceptMyInvitationResponseObject interface {
+	VisitAcceptMyInvitationResponse(w http.ResponseWriter) error
+}
+
+type AcceptMyInvitation200JSONResponse Membership
+
+func (response AcceptMyInvitation200JSONResponse) VisitAcceptMyInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptMyInvitation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AcceptMyInvitation400JSONResponse) VisitAcceptMyInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptMyInvitation401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AcceptMyInvitation401JSONResponse) VisitAcceptMyInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptMyInvitation403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response AcceptMyInvitation403JSONResponse) VisitAcceptMyInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptMyInvitation404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AcceptMyInvitation404JSONResponse) VisitAcceptMyInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptMyInvitation409JSONResponse struct{ ConflictJSONResponse }
+
+func (response AcceptMyInvitation409JSONResponse) VisitAcceptMyInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptMyInvitation413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response AcceptMyInvitation413JSONResponse) VisitAcceptMyInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptMyInvitation415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response AcceptMyInvitation415JSONResponse) VisitAcceptMyInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptMyInvitation429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response AcceptMyInvitation429JSONResponse) VisitAcceptMyInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptMyInvitation500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response AcceptMyInvitation500JSONResponse) VisitAcceptMyInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptMyInvitation503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AcceptMyInvitation503JSONResponse) VisitAcceptMyInvitationResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -14856,12 +15050,15 @@ func (response GetReady503JSONResponse) VisitGetReadyResponse(w http.ResponseWri
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
-	// AcceptInvitation Accept an invitation
+	// AcceptInvitation Accept an invitation as a new user
 	// (POST /api/v1/invitations/accept)
 	AcceptInvitation(ctx context.Context, request AcceptInvitationRequestObject) (AcceptInvitationResponseObject, error)
 	// GetMe The calling user
 	// (GET /api/v1/me)
 	GetMe(ctx context.Context, request GetMeRequestObject) (GetMeResponseObject, error)
+	// AcceptMyInvitation Accept an invitation as the calling user
+	// (POST /api/v1/me/invitations/accept)
+	AcceptMyInvitation(ctx context.Context, request AcceptMyInvitationRequestObject) (AcceptMyInvitationResponseObject, error)
 	// ListTokens The calling user's API tokens
 	// (GET /api/v1/me/tokens)
 	ListTokens(ctx context.Context, request ListTokensRequestObject) (ListTokensResponseObject, error)
@@ -15137,6 +15334,52 @@ func (sh *strictHandler) GetMe(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetMeResponseObject); ok {
 		return validResponse.VisitGetMeResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AcceptMyInvitation operation middleware
+func (sh *strictHandler) AcceptMyInvitation(ctx echo.Context) error {
+	var request AcceptMyInvitationRequestObject
+
+	var body AcceptMyInvitationJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AcceptMyInvitation(ctx.Request().Context(), request.(AcceptMyInvitationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AcceptMyInvitation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AcceptMyInvitationResponseObject); ok {
+		return validResponse.VisitAcceptMyInvitationResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -115,6 +115,9 @@ func TestAuthMatrix(t *testing.T) {
 				f := e.newMatrixFixture(t, n)
 				header := id.header(e, f)
 				callerToken := strings.TrimPrefix(header, "Bearer ")
+				if o.operation.OperationID == "acceptMyInvitation" {
+					f.invitationCode = e.invitationFor(t, f, callerToken)
+				}
 				want := expectedStatus(t, o, required, id, f)
 
 				// The organizations whose data this caller must neither see
@@ -139,9 +142,10 @@ func TestAuthMatrix(t *testing.T) {
 				case want != 200 && status != want:
 					t.Fatalf("%s as %s: %d %s, want %d", o.operation.OperationID, id.name, status, body, want)
 				}
-				// An invitation's code, not the caller's token, is the
-				// credential of acceptInvitation: it joins the tenant.
-				if o.operation.OperationID == "acceptInvitation" {
+				// An invitation's code is the credential of acceptInvitation,
+				// and with the caller's token of acceptMyInvitation: it joins
+				// the tenant.
+				if o.operation.OperationID == "acceptInvitation" || o.operation.OperationID == "acceptMyInvitation" {
 					foreign = nil
 				}
 				for marker, orgID := range foreign {
@@ -193,6 +197,9 @@ func TestAuthMatrix(t *testing.T) {
 				t.Fatal(err)
 			}
 			header := roleHeader(store.Owner)(e, f)
+			if o.operation.OperationID == "acceptMyInvitation" {
+				f.invitationCode = e.invitationFor(t, f, strings.TrimPrefix(header, "Bearer "))
+			}
 			before := e.snapshot(t, f.tenant.orgID)
 			status, body := e.callExample(t, o.method, o.path, o.operation, f, header, strings.TrimPrefix(header, "Bearer "))
 			if archivedRefuses(o.method, o.path, o.operation.OperationID) {
@@ -384,7 +391,7 @@ func (e *env) sendExample(t *testing.T, method, path string, op *openapi3.Operat
 		}
 		example := media.Example
 		switch {
-		case op.OperationID == "acceptInvitation":
+		case op.OperationID == "acceptInvitation" || op.OperationID == "acceptMyInvitation":
 			example = map[string]string{"code": f.invitationCode}
 		case naming:
 			example = names.body

@@ -110,6 +110,26 @@ func (e *env) newMatrixFixture(t *testing.T, n int) matrixFixture {
 	return f
 }
 
+// invitationFor invites the user of token to the fixture's organization and
+// returns the code, for acceptMyInvitation, which takes only an invitation
+// addressed to its caller; a token of no user gets the fixture's own.
+func (e *env) invitationFor(t *testing.T, f matrixFixture, token string) string {
+	ctx := t.Context()
+	p, err := e.db.Authenticate(ctx, token, 0)
+	if err != nil {
+		return f.invitationCode
+	}
+	user, _, err := e.db.Me(ctx, p.UserID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, code, err := e.db.CreateInvitation(ctx, f.tenant.orgID, f.tenant.userIDs[store.Owner], user.Email, store.Editor, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code
+}
+
 // pathParam gives each path parameter of the spec its value in a fixture.
 // A parameter missing here fails the matrix: a new one needs a decision.
 func pathParam(t *testing.T, f matrixFixture, operationID, name, callerToken string) string {

@@ -79,6 +79,10 @@ func toUser(u store.User) gen.User {
 	return gen.User{Id: u.ID, Email: u.Email, Name: u.Name, CreatedAt: datetime(u.CreatedAt)}
 }
 
+func toMembership(m store.Membership) gen.Membership {
+	return gen.Membership{OrgId: m.OrgID, OrgName: m.OrgName, Role: gen.Role(m.Role)}
+}
+
 func toMember(m store.Member) gen.Member {
 	return gen.Member{UserId: m.UserID, Email: m.Email, Name: m.Name, Role: gen.Role(m.Role), CreatedAt: datetime(m.CreatedAt)}
 }

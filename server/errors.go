@@ -39,6 +39,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	status, body := s.errorBody(err, c)
+	if status != http.StatusRequestEntityTooLarge {
+		drainBody(c)
+	}
 	h := c.Response().Header()
 	switch status {
 	case http.StatusUnauthorized:

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -167,8 +166,7 @@ func TestDatabaseUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
+	ts := serve(t, srv)
 
 	for _, path := range []string{"/readyz", "/api/v1/me", "/api/v1/org/1/proj/1/readings/1"} {
 		req, _ := http.NewRequest("GET", ts.URL+path, nil)

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,24 +16,15 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/openapi"
+	"github.com/sensorreadings/readings/openapi/openapitest"
 	"github.com/sensorreadings/readings/server"
 	"github.com/sensorreadings/readings/store"
 	"github.com/sensorreadings/readings/store/storetest"
 )
-
-// A YAML document is text on the wire, and the spec declares
-// /api/v1/openapi.yaml as a string, which is what a validating proxy sees;
-// kin-openapi's default would parse it into a tree first.
-func init() {
-	openapi3filter.RegisterBodyDecoder("application/yaml", openapi3filter.PlainBodyDecoder)
-}
 
 // env is the real service on a fresh database, served over HTTP.
 type env struct {
@@ -45,8 +35,6 @@ type env struct {
 	url  string
 	logs *syncBuffer
 	spec *openapi3.T
-	// validated sends requests and checks the responses against the spec.
-	validated *http.Client
 }
 
 // defaultConfig is the service's configuration in tests: its real defaults.
@@ -81,24 +69,30 @@ func newEnvLimits(t testing.TB, cfg server.Config, limits store.Limits, wrap fun
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
 	}
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
+	ts := serve(t, srv)
 	spec, err := openapi.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec.Servers = openapi3.Servers{{URL: ts.URL}}
-	router, err := legacy.NewRouter(spec)
+	return &env{t: t, pool: pool, db: db, srv: srv, url: ts.URL, logs: logs, spec: spec}
+}
+
+// serve serves h over HTTP until the test ends, and fails the test on every
+// answer that the spec does not describe (an undocumented status, a body
+// that breaks its schema), error answers included, whatever client sent
+// the request: the service cannot drift from its contract unnoticed.
+func serve(t testing.TB, h http.Handler) *httptest.Server {
+	t.Helper()
+	contract, err := openapitest.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	validated := &http.Client{Transport: &validatingTransport{t: t, router: router}}
-	return &env{t: t, pool: pool, db: db, srv: srv, url: ts.URL, logs: logs, spec: spec, validated: validated}
+	ts := httptest.NewServer(contract.Handler(t, h))
+	t.Cleanup(ts.Close)
+	return ts
 }
 
-// client returns a generated client that sends token (none when empty) and
-// checks every response against the spec, error responses included, so
-// that the service cannot drift from its contract unnoticed.
+// client returns a generated client that sends token (none when empty).
 func (e *env) client(token string) *gen.ClientWithResponses {
 	e.t.Helper()
 	opts := []gen.ClientOption{gen.WithHTTPClient(e.httpClient())}
@@ -115,62 +109,9 @@ func (e *env) client(token string) *gen.ClientWithResponses {
 	return c
 }
 
-func (e *env) httpClient() *http.Client { return e.validated }
-
-// validatingTransport fails the test on any response the spec does not
-// describe: an undocumented status, a body that breaks its schema.
-type validatingTransport struct {
-	t      testing.TB
-	router routers.Router
-}
-
-func (v *validatingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	res, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil {
-		return nil, err
-	}
-	body, err := io.ReadAll(res.Body)
-	res.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	res.Body = io.NopCloser(bytes.NewReader(body))
-	route, params, err := v.router.FindRoute(req)
-	if err != nil {
-		return res, nil // a path outside the spec; the test checks what it expects
-	}
-	if res.Header.Get("Content-Encoding") == "gzip" { // asked for outright, so not unzipped by the transport
-		zr, err := gzip.NewReader(bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		if body, err = io.ReadAll(zr); err != nil {
-			return nil, err
-		}
-	}
-	input := &openapi3filter.ResponseValidationInput{
-		RequestValidationInput: &openapi3filter.RequestValidationInput{
-			Request: req, PathParams: params, Route: route,
-			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
-		},
-		Status: res.StatusCode,
-		Header: res.Header,
-		Body:   io.NopCloser(bytes.NewReader(body)),
-		Options: &openapi3filter.Options{
-			IncludeResponseStatus:   true,
-			SchemaValidationOptions: []openapi3.SchemaValidationOption{openapi3.WithStringFormatValidator("date-time", responseDatetime)},
-		},
-	}
-	if err := openapi3filter.ValidateResponse(req.Context(), input); err != nil {
-		v.t.Errorf("%s %s answered %d, which the spec does not describe: %v\nbody: %s",
-			req.Method, req.URL, res.StatusCode, err, truncate(body, 500))
-	}
-	return res, nil
-}
-
-// responseDatetime is the spec's one rule for a datetime in a response:
-// UTC with exactly three fractional digits.
-var responseDatetime = openapi3.NewRegexpFormatValidator(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$`)
+// httpClient is the client of the tests' own requests: the server checks
+// every answer (serve).
+func (e *env) httpClient() *http.Client { return http.DefaultClient }
 
 func truncate(b []byte, n int) string {
 	if len(b) > n {

@@ -54,7 +54,8 @@ func (s *Server) RevokeInvitation(ctx context.Context, req gen.RevokeInvitationR
 	return gen.RevokeInvitation204Response{}, nil
 }
 
-// AcceptInvitation exchanges a code for membership and a first token.
+// AcceptInvitation exchanges a code for a new account: its user,
+// membership and first token.
 func (s *Server) AcceptInvitation(ctx context.Context, req gen.AcceptInvitationRequestObject) (gen.AcceptInvitationResponseObject, error) {
 	a, err := s.store.AcceptInvitation(ctx, req.Body.Code, deref(req.Body.Name))
 	if err != nil {
@@ -63,9 +64,18 @@ func (s *Server) AcceptInvitation(ctx context.Context, req gen.AcceptInvitationR
 	t := toToken(a.Token)
 	return gen.AcceptInvitation201JSONResponse{
 		User:       toUser(a.User),
-		Membership: gen.Membership{OrgId: a.Membership.OrgID, OrgName: a.Membership.OrgName, Role: gen.Role(a.Membership.Role)},
+		Membership: toMembership(a.Membership),
 		Token:      gen.TokenCreated{Id: t.Id, Name: t.Name, Prefix: t.Prefix, CreatedAt: t.CreatedAt, Token: a.Secret},
 	}, nil
+}
+
+// AcceptMyInvitation accepts an invitation addressed to the calling user.
+func (s *Server) AcceptMyInvitation(ctx context.Context, req gen.AcceptMyInvitationRequestObject) (gen.AcceptMyInvitationResponseObject, error) {
+	m, err := s.store.AcceptInvitationAs(ctx, req.Body.Code, principalOf(ctx).UserID)
+	if err != nil {
+		return nil, err
+	}
+	return gen.AcceptMyInvitation200JSONResponse(toMembership(m)), nil
 }
 
 func toInvitation(i store.Invitation) gen.Invitation {

@@ -15,7 +15,8 @@ import (
 // TestInvitations walks an invitation's life through the generated client:
 // an owner invites, the invitee (no token) accepts and is signed in with
 // their first token, a code works once, and revoked, expired, unknown and
-// malformed codes are refused with a clear 4xx.
+// malformed codes are refused with a clear 4xx; the new member accepts the
+// next invitation signed in.
 func TestInvitations(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -101,11 +102,12 @@ func TestInvitations(t *testing.T) {
 	malformed := accept("inv_short")
 	wantError(t, malformed.StatusCode(), malformed.Body, 400, "invalid")
 
-	// An existing member keeps the higher of their role and the
-	// invitation's.
+	// An existing member accepts signed in, and keeps the higher of their
+	// role and the invitation's.
 	viewerInv := invite(t, "grace@example.com", gen.Viewer)
-	if res := accept(viewerInv.Code); res.StatusCode() != 201 || res.JSON201.Membership.Role != gen.Editor {
-		t.Errorf("accept as a member: %d %s, want 201 keeping editor", res.StatusCode(), res.Body)
+	mine, err := e.client(res.JSON201.Token.Token).AcceptMyInvitationWithResponse(ctx, gen.InvitationCode{Code: viewerInv.Code})
+	if err != nil || mine.StatusCode() != 200 || mine.JSON200.Role != gen.Editor {
+		t.Errorf("accept as a member: %v %d %s, want 200 keeping editor", err, mine.StatusCode(), mine.Body)
 	}
 
 	list, err := owner.ListInvitationsWithResponse(ctx, tn.orgID, &gen.ListInvitationsParams{Limit: ptr(2)})
@@ -130,4 +132,105 @@ func TestInvitations(t *testing.T) {
 	if !slices.Equal(states, want) {
 		t.Errorf("states newest first %v, want %v", states, want)
 	}
+}
+
+// TestInvitationForAnExistingAccount: an invitation never hands over an
+// account. Org A's owner invites the email of org B's owner; the code alone
+// gets nothing (no token, no membership, the invitation still pending),
+// another user's token gets nothing either, and B's owner, signed in with
+// their own token, joins A without a new token.
+func TestInvitationForAnExistingAccount(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a, b := e.newTenant("Alpha"), e.newTenant("Bravo")
+	ctx := t.Context()
+	victim := e.client(b.tokens[store.Owner])
+	me, err := victim.GetMeWithResponse(ctx)
+	if err != nil || me.StatusCode() != 200 {
+		t.Fatalf("me: %v %s", err, me.Body)
+	}
+	created, err := e.owner(a).CreateInvitationWithResponse(ctx, a.orgID, gen.InvitationCreate{Email: openapi_types.Email(me.JSON200.User.Email), Role: gen.Owner})
+	if err != nil || created.StatusCode() != 201 {
+		t.Fatalf("create invitation: %v %s", err, created.Body)
+	}
+	code := created.JSON201.Code
+	tokensOf := func() int {
+		t.Helper()
+		var n int
+		if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM api_tokens WHERE user_id = $1`, me.JSON200.User.Id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	tokens := tokensOf()
+	unchanged := func(t *testing.T) {
+		t.Helper()
+		if got := tokensOf(); got != tokens {
+			t.Errorf("the user has %d tokens, want %d: one was minted", got, tokens)
+		}
+		m, err := victim.GetMeWithResponse(ctx)
+		if err != nil || m.StatusCode() != 200 || len(m.JSON200.Memberships) != 1 || m.JSON200.Memberships[0].OrgId != b.orgID {
+			t.Errorf("the user's memberships: %v %s, want Bravo's only", err, m.Body)
+		}
+		list, err := e.owner(a).ListInvitationsWithResponse(ctx, a.orgID, nil)
+		if err != nil || list.StatusCode() != 200 || len(list.JSON200.Items) != 1 || list.JSON200.Items[0].State != gen.InvitationStatePending {
+			t.Errorf("the invitation: %v %s, want it pending", err, list.Body)
+		}
+	}
+
+	t.Run("TheCodeAlone", func(t *testing.T) {
+		res, err := e.client("").AcceptInvitationWithResponse(ctx, gen.InvitationAccept{Code: code, Name: ptr("Mallory")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := wantError(t, res.StatusCode(), res.Body, 409, "conflict"); !strings.Contains(got.Message, "signed in") {
+			t.Errorf("message %q, want it to say how the user accepts", got.Message)
+		}
+		if strings.Contains(string(res.Body), "rdg_") {
+			t.Errorf("the refusal carries a token: %s", res.Body)
+		}
+		unchanged(t)
+	})
+	t.Run("AnotherUsersToken", func(t *testing.T) {
+		res, err := e.client(a.tokens[store.Viewer]).AcceptMyInvitationWithResponse(ctx, gen.InvitationCode{Code: code})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantError(t, res.StatusCode(), res.Body, 403, "forbidden")
+		unchanged(t)
+	})
+	t.Run("TheUsersScopedToken", func(t *testing.T) {
+		_, scoped, err := e.db.CreateScopedToken(ctx, me.JSON200.User.Id, "scoped", nil, store.TokenScope{OrgID: b.orgID, Role: store.Owner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens++
+		res, err := e.client(scoped).AcceptMyInvitationWithResponse(ctx, gen.InvitationCode{Code: code})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantError(t, res.StatusCode(), res.Body, 403, "forbidden")
+		unchanged(t)
+	})
+	t.Run("TheUserSignedIn", func(t *testing.T) {
+		res, err := victim.AcceptMyInvitationWithResponse(ctx, gen.InvitationCode{Code: code})
+		if err != nil || res.StatusCode() != 200 {
+			t.Fatalf("accept signed in: %v %s", err, res.Body)
+		}
+		if got, want := *res.JSON200, (gen.Membership{OrgId: a.orgID, OrgName: "Alpha", Role: gen.Owner}); got != want {
+			t.Errorf("membership %+v, want %+v", got, want)
+		}
+		if got := tokensOf(); got != tokens {
+			t.Errorf("the user has %d tokens, want %d: accepting signed in mints none", got, tokens)
+		}
+		projects, err := victim.ListProjectsWithResponse(ctx, a.orgID, nil)
+		if err != nil || projects.StatusCode() != 200 {
+			t.Errorf("the user's own token in Alpha: %v %s, want 200", err, projects.Body)
+		}
+		again, err := victim.AcceptMyInvitationWithResponse(ctx, gen.InvitationCode{Code: code})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantError(t, again.StatusCode(), again.Body, 409, "conflict")
+	})
 }

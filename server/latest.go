@@ -36,10 +36,10 @@ func (s *Server) LatestReadings(ctx context.Context, req gen.LatestReadingsReque
 			return nil, fmt.Errorf("encode sensor name: %w", err)
 		}
 		b = append(b, name...)
-		b = append(b, `,"reading":`...)
-		if l.Reading == nil {
-			b = append(b, "null"...)
-		} else {
+		// A sensor without readings has no "reading": OpenAPI 3.0 cannot
+		// declare a null for it.
+		if l.Reading != nil {
+			b = append(b, `,"reading":`...)
 			var outputs *outputsWriter
 			if withOutputs {
 				if outputs, err = s.linkedOutputs(ctx, l.Sensor, []time.Time{l.Reading.Time}); err != nil {

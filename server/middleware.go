@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -170,7 +171,8 @@ func rejectSemicolons(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // bodyLimit refuses a body over max bytes: at once when Content-Length says
-// so, else when reading reaches max+1, before the rest is read.
+// so, else when reading reaches max+1, before the rest is read. It keeps the
+// body as it arrives for drainBody.
 func bodyLimit(max int64) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -178,10 +180,57 @@ func bodyLimit(max int64) echo.MiddlewareFunc {
 			if req.ContentLength > max {
 				return bodyTooLarge(max)
 			}
-			req.Body = http.MaxBytesReader(c.Response(), req.Body, max)
+			body := &arrivingBody{ReadCloser: http.MaxBytesReader(c.Response(), req.Body, max)}
+			c.Set(arrivingBodyKey, body)
+			// A copy carries the limited body: net/http looks at the
+			// original's to decide, once the answer starts, whether what is
+			// left of the body is read and discarded (a stalled client would
+			// hold the answer), left with the connection closed, or never
+			// asked for with 100 Continue.
+			limited := req.WithContext(req.Context())
+			limited.Body = body
+			c.SetRequest(limited)
 			return next(c)
 		}
 	}
+}
+
+// arrivingBody is a request's body as it comes off the connection, before
+// any decompression, bounded by the body limit.
+type arrivingBody struct {
+	io.ReadCloser
+	read bool // whether anything has asked for its bytes yet
+}
+
+func (b *arrivingBody) Read(p []byte) (int, error) {
+	b.read = true
+	return b.ReadCloser.Read(p)
+}
+
+const arrivingBodyKey = "arriving_body"
+
+// drainTimeout bounds how long a refused request's body is read on.
+const drainTimeout = 10 * time.Second
+
+// drainBody reads what is left of a refused request's body, and throws it
+// away, before the refusal is written. A client that sends its whole body
+// before it reads the answer (Python's http.client, Java's
+// HttpURLConnection) would otherwise meet a connection closed under it
+// while still sending, and never see the JSON error. The body limit bounds
+// what is read, and drainTimeout how long: a client slower than that is cut
+// off as before. A client waiting for 100 Continue before it sends is not
+// asked for a body that nothing read.
+func drainBody(c echo.Context) {
+	body, ok := c.Get(arrivingBodyKey).(*arrivingBody)
+	if !ok || (!body.read && strings.EqualFold(c.Request().Header.Get("Expect"), "100-continue")) {
+		return
+	}
+	// The deadline stays: past it, net/http's own discard of what is left
+	// gives up too, and the connection is closed after the answer.
+	if err := http.NewResponseController(c.Response()).SetReadDeadline(time.Now().Add(drainTimeout)); err != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, body)
 }
 
 // decompressRequest accepts bodies sent with Content-Encoding: gzip. The

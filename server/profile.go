@@ -16,7 +16,7 @@ func (s *Server) GetMe(ctx context.Context, _ gen.GetMeRequestObject) (gen.GetMe
 	}
 	out := gen.GetMe200JSONResponse{User: toUser(user), TokenId: p.TokenID, Memberships: make([]gen.Membership, len(memberships))}
 	for i, m := range memberships {
-		out.Memberships[i] = gen.Membership{OrgId: m.OrgID, OrgName: m.OrgName, Role: gen.Role(m.Role)}
+		out.Memberships[i] = toMembership(m)
 	}
 	return out, nil
 }

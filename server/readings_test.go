@@ -1,10 +1,12 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -330,6 +332,91 @@ func TestReadingsTooLarge(t *testing.T) {
 	if n := countReadings(t, e); n != 10 {
 		t.Errorf("%d readings stored, want the 10 of the batch at the limit", n)
 	}
+}
+
+// TestReadingsRefusedBodyIsReadToTheEnd: a client that writes its whole
+// body before it reads the answer, as Python's http.client and Java's
+// HttpURLConnection do, gets the JSON 400 for a body within the limit that
+// is refused at its first reading, rather than a connection closed while it
+// still sends. A client that stops sending part way is answered once the
+// drain's deadline has passed, not waited for.
+func TestReadingsRefusedBodyIsReadToTheEnd(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	// 4.4 MiB: a first reading of 300 inputs (at most 100), then readings of
+	// 100 inputs each.
+	var b bytes.Buffer
+	for i := 0; b.Len() < 44<<20/10; i++ {
+		b.WriteString(map[bool]string{true: "[", false: ","}[i == 0])
+		fmt.Fprintf(&b, `{"datetime":"2024-05-01T%02d:%02d:%02dZ","inputs":{`, i/3600, i/60%60, i%60)
+		for id := range map[bool]int{true: 300, false: 100}[i == 0] {
+			if id > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"%d":%d.25`, id+1, i)
+		}
+		b.WriteString("}}")
+	}
+	b.WriteString("]")
+	body := b.Bytes()
+
+	t.Run("WholeBodyFirst", func(t *testing.T) {
+		res, answer := e.sendBodyFirst(t, tn.tokens[store.Editor], readingsPath(tn), len(body), body)
+		if got := wantError(t, res.StatusCode, answer, 400, "invalid"); !strings.Contains(got.Message, "at most 100 inputs") {
+			t.Errorf("message %q, want it to say the limit of 100 inputs", got.Message)
+		}
+	})
+	t.Run("StalledClient", func(t *testing.T) {
+		res, answer := e.sendBodyFirst(t, tn.tokens[store.Editor], readingsPath(tn), len(body), body[:64<<10])
+		wantError(t, res.StatusCode, answer, 400, "invalid")
+	})
+	t.Run("WaitingFor100Continue", func(t *testing.T) {
+		// Refused before its body is read: the client is not asked for it.
+		res, answer := e.sendBodyFirst(t, "rdg_"+strings.Repeat("A", 43), readingsPath(tn), len(body), nil, "Expect: 100-continue")
+		wantError(t, res.StatusCode, answer, 401, "unauthorized")
+	})
+	if n := countReadings(t, e); n != 0 {
+		t.Errorf("%d readings stored, want none", n)
+	}
+}
+
+// sendBodyFirst POSTs part, the first bytes of a JSON body of length bytes,
+// with the extra header lines, on a connection of its own, and writes all
+// of it before it reads the answer, within a minute. Its socket buffer is small, so that on loopback
+// the body cannot hide in buffers any more than it could on a network.
+func (e *env) sendBodyFirst(t *testing.T, token, path string, length int, part []byte, extra ...string) (*http.Response, []byte) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.(*net.TCPConn).SetWriteBuffer(64 << 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SetDeadline(time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n",
+		path, conn.RemoteAddr(), token, length)
+	for _, line := range extra {
+		head += line + "\r\n"
+	}
+	head += "\r\n"
+	if _, err := conn.Write(append([]byte(head), part...)); err != nil {
+		t.Fatalf("writing the body: %v (the service closed the connection before answering)", err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	defer res.Body.Close()
+	answer, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	return res, answer
 }
 
 func equalValues(a, b gen.Values) bool {

@@ -9,7 +9,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"testing"
@@ -46,8 +45,7 @@ func TestRollupsMatchReadings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := httptest.NewServer(rawSrv)
-	t.Cleanup(raw.Close)
+	raw := serve(t, rawSrv)
 
 	tn := e.newTenant("Rollups")
 	key := store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.instanceID}

@@ -41,6 +41,7 @@ type Store interface {
 	CreateInvitation(ctx context.Context, orgID, invitedBy int64, email string, role store.Role, expiresAt time.Time) (store.Invitation, string, error)
 	RevokeInvitation(ctx context.Context, orgID, id int64) error
 	AcceptInvitation(ctx context.Context, code, name string) (store.Accepted, error)
+	AcceptInvitationAs(ctx context.Context, code string, userID int64) (store.Membership, error)
 
 	ListProjects(ctx context.Context, orgID, after int64, limit int) ([]store.Project, bool, error)
 	CreateProject(ctx context.Context, orgID int64, name, description string) (store.Project, error)
@@ -130,8 +131,8 @@ type Config struct {
 	// WebhookConcurrencyPerWebhook those of one webhook, on all replicas
 	// together.
 	WebhookConcurrency, WebhookConcurrencyPerWebhook int
-	// WebhookAllowPrivate lets webhooks reach loopback, private and
-	// link-local addresses: for tests and receivers on premises.
+	// WebhookAllowPrivate lets webhooks reach loopback, private and every
+	// other special-purpose address: for tests and receivers on premises.
 	WebhookAllowPrivate bool
 	// MaxLinkValues bounds the values of a linked input's source that an
 	// aggregate reads; 0: defaultMaxLinkValues.

@@ -12,12 +12,13 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"code.dny.dev/ssrf"
 
 	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/gen"
@@ -45,30 +46,37 @@ func retryAfter(attempts int) time.Duration {
 	return min(d, maxRetry)
 }
 
-// webhookClient posts to receivers. Unless private targets are allowed, it
-// refuses, when it connects (after resolving the name, so a name that
-// resolves to one is refused too), loopback, private, link-local and
-// unspecified addresses; it never follows redirects, which could lead
-// there.
+// webhookClient posts to receivers through webhookDialer; it never follows
+// redirects, which could lead where the dialer would not go.
 func webhookClient(timeout time.Duration, allowPrivate bool) *http.Client {
+	return &http.Client{
+		Timeout:       timeout,
+		Transport:     &http.Transport{DialContext: webhookDialer(timeout, allowPrivate).DialContext, Proxy: nil, MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// webhookDialer connects to receivers. Unless private targets are allowed,
+// it refuses every address of IANA's special-purpose registries, on any
+// port (code.dny.dev/ssrf): loopback, private, shared (carrier-grade NAT,
+// home of cloud metadata addresses), link-local, benchmarking,
+// documentation, NAT64 and 6to4 (which map IPv4 addresses, loopback
+// included), multicast and reserved, and any IPv6 address outside global
+// unicast. It decides after resolving the name, so a name that resolves to
+// such an address is refused too, and before connecting, so no packet
+// leaves for a refused address.
+func webhookDialer(timeout time.Duration, allowPrivate bool) *net.Dialer {
 	dialer := &net.Dialer{Timeout: timeout}
 	if !allowPrivate {
-		dialer.Control = func(_, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil {
-				return fmt.Errorf("webhook target %s: %w", address, err)
-			}
-			if ip := ap.Addr().Unmap(); ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() || ip.IsMulticast() {
-				return fmt.Errorf("webhook target %s is a loopback, private or link-local address, refused (see -webhook-allow-private)", ip)
+		guard := ssrf.New(ssrf.WithAnyPort())
+		dialer.Control = func(network, address string, c syscall.RawConn) error {
+			if err := guard.Safe(network, address, c); err != nil {
+				return fmt.Errorf("webhook target refused (see -webhook-allow-private): %w", err)
 			}
 			return nil
 		}
 	}
-	return &http.Client{
-		Timeout:       timeout,
-		Transport:     &http.Transport{DialContext: dialer.DialContext, Proxy: nil, MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	return dialer
 }
 
 // sign is the signature header's value: HMAC-SHA256 of "timestamp.body".

@@ -102,40 +102,35 @@ WHERE id = $1 AND org_id = $2 AND accepted_at IS NULL`, id, orgID)
 	return notFound("revoke invitation", err, "invitation")
 }
 
-// AcceptInvitation exchanges an invitation's code for membership and a
-// first token, named "first token", for the invited email's user, who is
-// created with name when new. A user who is a member already keeps the
-// higher of their role and the invitation's. A code works once. It returns
-// NotFound for an unknown code, Conflict for one accepted, revoked or
-// expired, and Invalid as EnsureUser does.
+// AcceptInvitation exchanges an invitation's code for a new account: the
+// invited email's user, created with name, their membership, and their
+// first token, named "first token". A code works once. An invitation for an
+// email that has an account already is accepted by that user, signed in
+// (AcceptInvitationAs): whoever holds only the code is given nothing for
+// an existing account. It returns NotFound for an unknown code, Conflict
+// for one accepted, revoked or expired, or for an email that has an
+// account, and Invalid for a name the users table refuses.
 func (db *DB) AcceptInvitation(ctx context.Context, code, name string) (Accepted, error) {
 	var out Accepted
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		rows, _ := tx.Query(ctx, `SELECT `+invitationColumns+` FROM invitations WHERE code_hash = $1 FOR UPDATE`, tokenHash(code))
-		inv, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Invitation])
+		inv, err := lockPendingInvitation(ctx, tx, code)
+		if err != nil {
+			return err
+		}
+		// The unique index on lower(email) settles a race with another
+		// request creating the same user: the loser inserts nothing.
+		rows, _ := tx.Query(ctx, `
+INSERT INTO users (email, name) VALUES ($1, $2) ON CONFLICT DO NOTHING
+RETURNING id, email, name, created_at`, inv.Email, name)
+		out.User, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[User])
 		if errors.Is(err, pgx.ErrNoRows) {
-			return apperr.Errorf(apperr.NotFound, "invitation not found: check the code")
+			return apperr.Errorf(apperr.Conflict,
+				"this invitation is for an email that has an account: its user accepts it signed in, with POST /api/v1/me/invitations/accept")
 		}
 		if err != nil {
 			return err
 		}
-		if inv.State != "pending" {
-			return apperr.Errorf(apperr.Conflict, "the invitation has been %s; ask the organization's owner for a new one", inv.State)
-		}
-		if out.User, err = ensureUser(ctx, tx, inv.Email, name); err != nil {
-			return err
-		}
-		err = tx.QueryRow(ctx, `
-WITH m AS (
-    INSERT INTO memberships (org_id, user_id, role) VALUES ($1, $2, $3)
-    ON CONFLICT (org_id, user_id) DO UPDATE SET role = greatest(memberships.role, EXCLUDED.role)
-    RETURNING org_id, role)
-SELECT m.org_id, o.name, m.role FROM m JOIN organizations o ON o.id = m.org_id`, inv.OrgID, out.User.ID, inv.Role).
-			Scan(&out.Membership.OrgID, &out.Membership.OrgName, &out.Membership.Role)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE invitations SET accepted_at = now(), accepted_by = $2 WHERE id = $1`, inv.ID, out.User.ID); err != nil {
+		if out.Membership, err = acceptInvitation(ctx, tx, inv, out.User.ID); err != nil {
 			return err
 		}
 		var prefix string
@@ -147,4 +142,66 @@ RETURNING `+tokenColumns, out.User.ID, tokenHash(out.Secret), prefix)
 		return err
 	})
 	return out, dbError("accept invitation", err)
+}
+
+// AcceptInvitationAs accepts an invitation's code for userID, whose email
+// it must be addressed to, and returns their membership; it mints no token.
+// A user who is a member already keeps the higher of their role and the
+// invitation's. It returns NotFound for an unknown code, Conflict for one
+// accepted, revoked or expired, and Forbidden for an invitation addressed
+// to another email.
+func (db *DB) AcceptInvitationAs(ctx context.Context, code string, userID int64) (Membership, error) {
+	var out Membership
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		inv, err := lockPendingInvitation(ctx, tx, code)
+		if err != nil {
+			return err
+		}
+		var addressee bool
+		if err := tx.QueryRow(ctx, `SELECT lower(email) = lower($2) FROM users WHERE id = $1`, userID, inv.Email).Scan(&addressee); err != nil {
+			return err
+		}
+		if !addressee {
+			return apperr.Errorf(apperr.Forbidden, "this invitation is addressed to another email address; its addressee accepts it")
+		}
+		out, err = acceptInvitation(ctx, tx, inv, userID)
+		return err
+	})
+	return out, dbError("accept invitation", err)
+}
+
+// lockPendingInvitation finds the invitation of code and locks it, so that a
+// code works once. It returns NotFound for an unknown code, and Conflict for
+// one accepted, revoked or expired.
+func lockPendingInvitation(ctx context.Context, tx pgx.Tx, code string) (Invitation, error) {
+	rows, _ := tx.Query(ctx, `SELECT `+invitationColumns+` FROM invitations WHERE code_hash = $1 FOR UPDATE`, tokenHash(code))
+	inv, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Invitation])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Invitation{}, apperr.Errorf(apperr.NotFound, "invitation not found: check the code")
+	}
+	if err != nil {
+		return Invitation{}, err
+	}
+	if inv.State != "pending" {
+		return Invitation{}, apperr.Errorf(apperr.Conflict, "the invitation has been %s; ask the organization's owner for a new one", inv.State)
+	}
+	return inv, nil
+}
+
+// acceptInvitation makes userID a member as inv offers, keeping a higher
+// role they have, and marks inv accepted by them.
+func acceptInvitation(ctx context.Context, tx pgx.Tx, inv Invitation, userID int64) (Membership, error) {
+	var m Membership
+	err := tx.QueryRow(ctx, `
+WITH m AS (
+    INSERT INTO memberships (org_id, user_id, role) VALUES ($1, $2, $3)
+    ON CONFLICT (org_id, user_id) DO UPDATE SET role = greatest(memberships.role, EXCLUDED.role)
+    RETURNING org_id, role)
+SELECT m.org_id, o.name, m.role FROM m JOIN organizations o ON o.id = m.org_id`, inv.OrgID, userID, inv.Role).
+		Scan(&m.OrgID, &m.OrgName, &m.Role)
+	if err != nil {
+		return Membership{}, err
+	}
+	_, err = tx.Exec(ctx, `UPDATE invitations SET accepted_at = now(), accepted_by = $2 WHERE id = $1`, inv.ID, userID)
+	return m, err
 }

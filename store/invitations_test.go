@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 func TestInvitations(t *testing.T) {
 	runOnOneDB(t, map[string]func(*testing.T, *store.DB){
 		"Accept":           testAcceptInvitation,
+		"AcceptAs":         testAcceptInvitationAs,
 		"RevokeInvitation": testRevokeInvitation,
 		"ListInvitations":  testListInvitations,
 	})
@@ -50,16 +52,22 @@ func testAcceptInvitation(t *testing.T, db *store.DB) {
 		_, err = db.AcceptInvitation(t.Context(), code, "Grace")
 		wantCode(t, err, apperr.Conflict)
 	})
-	t.Run("MemberKeepsTheHigherRole", func(t *testing.T) {
+	t.Run("ErrConflict/ExistingAccount", func(t *testing.T) {
 		org := newOrg(t, db)
-		admin := newMember(t, db, org, "ann", store.Admin)
-		_, code := invite(t, db, org, admin.Email, store.Viewer, time.Hour)
-		a, err := db.AcceptInvitation(t.Context(), code, "")
-		if err != nil {
-			t.Fatal(err)
+		user := newUser(t, db, "ursula")
+		inv, code := invite(t, db, org, user.Email, store.Owner, time.Hour)
+		_, err := db.AcceptInvitation(t.Context(), code, "")
+		wantCode(t, err, apperr.Conflict)
+		if tokens, _, err := db.ListTokens(t.Context(), user.ID, 0, 10); err != nil || len(tokens) != 0 {
+			t.Errorf("ListTokens = %+v, %v; want none minted", tokens, err)
 		}
-		if a.User.ID != admin.ID || a.Membership.Role != store.Admin {
-			t.Errorf("Accepted = %+v, want user %d keeping admin", a, admin.ID)
+		_, memberships, err := db.Me(t.Context(), user.ID)
+		if err != nil || len(memberships) != 0 {
+			t.Errorf("Me = %+v, %v; want no membership", memberships, err)
+		}
+		invs, _, err := db.ListInvitations(t.Context(), org.ID, 0, 10)
+		if err != nil || len(invs) != 1 || invs[0].ID != inv.ID || invs[0].State != "pending" {
+			t.Errorf("ListInvitations = %+v, %v; want it pending", invs, err)
 		}
 	})
 	t.Run("ErrConflict/Expired", func(t *testing.T) {
@@ -69,6 +77,49 @@ func testAcceptInvitation(t *testing.T, db *store.DB) {
 	})
 	t.Run("ErrNotFound", func(t *testing.T) {
 		_, err := db.AcceptInvitation(t.Context(), "inv_nothing", "")
+		wantCode(t, err, apperr.NotFound)
+	})
+}
+
+func testAcceptInvitationAs(t *testing.T, db *store.DB) {
+	t.Run("OK", func(t *testing.T) {
+		org := newOrg(t, db)
+		user := newUser(t, db, "vera")
+		_, code := invite(t, db, org, strings.ToUpper(user.Email), store.Editor, time.Hour)
+		m, err := db.AcceptInvitationAs(t.Context(), code, user.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := (store.Membership{OrgID: org.ID, OrgName: org.Name, Role: store.Editor}); m != want {
+			t.Errorf("Membership=%+v, want %+v", m, want)
+		}
+		_, err = db.AcceptInvitationAs(t.Context(), code, user.ID)
+		wantCode(t, err, apperr.Conflict)
+	})
+	t.Run("MemberKeepsTheHigherRole", func(t *testing.T) {
+		org := newOrg(t, db)
+		admin := newMember(t, db, org, "ann", store.Admin)
+		_, code := invite(t, db, org, admin.Email, store.Viewer, time.Hour)
+		m, err := db.AcceptInvitationAs(t.Context(), code, admin.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Role != store.Admin {
+			t.Errorf("Role=%q, want admin kept", m.Role)
+		}
+	})
+	t.Run("ErrForbidden/AnotherEmail", func(t *testing.T) {
+		org := newOrg(t, db)
+		_, code := invite(t, db, org, "wanda@example.com", store.Viewer, time.Hour)
+		other := newUser(t, db, "xavier")
+		_, err := db.AcceptInvitationAs(t.Context(), code, other.ID)
+		wantCode(t, err, apperr.Forbidden)
+		if _, err := db.AcceptInvitation(t.Context(), code, "Wanda"); err != nil {
+			t.Errorf("the addressee after the refusal: %v", err)
+		}
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		_, err := db.AcceptInvitationAs(t.Context(), "inv_nothing", newUser(t, db, "yves").ID)
 		wantCode(t, err, apperr.NotFound)
 	})
 }

@@ -78,11 +78,18 @@ async function render(): Promise<void> {
     app.replaceChildren(
       acceptPage({
         code: new URLSearchParams(location.search).get('code') ?? '',
+        signedIn: tokens.get() !== null,
         async accept(code, name) {
           const accepted = await must(api.POST('/api/v1/invitations/accept', { body: { code, name: name || undefined } }));
           tokens.set(accepted.token.token);
           me = undefined;
           navigate(`/org/${accepted.membership.org_id}`, true); // and the code leaves the address bar
+        },
+        async acceptAs(code, token) {
+          if (token) tokens.set(token); // a refused token signs the tab out again (onUnauthorized)
+          const membership = await must(api.POST('/api/v1/me/invitations/accept', { body: { code } }));
+          me = undefined;
+          navigate(`/org/${membership.org_id}`, true);
         },
       }),
     );

@@ -48,6 +48,8 @@ test('creates a device token that may only post to its sensor', async () => {
   await row.getByText(/^revoked/).waitFor();
 });
 
+let ivy; // the invitee's first token
+
 test('invites a member, who accepts the link and is signed in', async () => {
   await page.goto(`${base}/console/org/${orgId}`);
   const form = page.getByRole('form', { name: 'New invitation' });
@@ -71,15 +73,38 @@ test('invites a member, who accepts the link and is signed in', async () => {
     assert.match(await tab.evaluate(() => sessionStorage.getItem('readings.token')), /^rdg_/);
     assert.ok(!tab.url().includes('code='));
 
-    await tab.goto(link); // a code works once
-    await tab.getByRole('button', { name: 'Accept and sign in' }).click();
+    await tab.goto(link); // a code works once; signed in now, the tab accepts as Ivy
+    await tab.getByRole('button', { name: 'Accept', exact: true }).click();
     await tab.getByText('the invitation has been accepted').waitFor();
+    ivy = await tab.evaluate(() => sessionStorage.getItem('readings.token'));
   } finally {
     await tab.close();
   }
   await page.reload();
   await page.getByRole('table', { name: 'Invitations' }).getByRole('row').filter({ hasText: 'invitee@example.com' }).getByText('accepted').waitFor();
   await page.getByRole('table', { name: 'Members' }).getByText('invitee@example.com').waitFor();
+});
+
+test('an invitation to an existing account is accepted with its token, never with the code alone', async () => {
+  const invited = await api('POST', `/api/v1/org/${orgId}/invitations`, { email: 'invitee@example.com', role: 'admin' });
+  assert.equal(invited.status, 201, JSON.stringify(invited.body));
+  const tab = await context.newPage(); // no session
+  try {
+    await tab.goto(base + invited.body.accept_path);
+    await tab.getByRole('button', { name: 'Accept and sign in' }).click();
+    await tab.getByText('this invitation is for an email that has an account').waitFor();
+    assert.equal(await tab.evaluate(() => sessionStorage.getItem('readings.token')), null);
+    await tab.getByLabel('API token').fill(ivy);
+    await tab.screenshot({ path: join(output, 'accept-existing-account.png'), fullPage: true });
+    await tab.getByRole('button', { name: 'Sign in and accept' }).click();
+    await tab.waitForURL(`${base}/console/org/${orgId}`);
+    assert.equal(await tab.evaluate(() => sessionStorage.getItem('readings.token')), ivy);
+  } finally {
+    await tab.close();
+  }
+  await page.reload();
+  const row = page.getByRole('table', { name: 'Members' }).getByRole('row').filter({ hasText: 'invitee@example.com' });
+  assert.equal(await row.getByRole('combobox').inputValue(), 'admin');
 });
 
 test('uploads a logger’s TOA5 file after a preview of what it will store', async () => {

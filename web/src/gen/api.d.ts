@@ -281,8 +281,10 @@ export interface paths {
          * @description Invites an email address to the organization with a role. The answer
          *     carries a one-time `code` (shown in this response only; no mail is
          *     sent) and `accept_path`, the console's page that takes it: hand
-         *     either to the invitee, who exchanges it for their first token
-         *     (`acceptInvitation`). The invitation expires after
+         *     either to the invitee, who exchanges it for a new account and its
+         *     first token (`acceptInvitation`), or, when the email has an account
+         *     already, accepts it signed in as that user (`acceptMyInvitation`).
+         *     The invitation expires after
          *     `expires_in_days` (7 by default, at most 30) and can be revoked.
          *     An organization has at most 100 pending invitations
          *     (`-max-invitations`), and each holds a member's place until it is
@@ -342,18 +344,47 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Accept an invitation
-         * @description Exchanges an invitation's code for membership and a first token
-         *     (named `first token`, without expiry), whose secret is in this
-         *     response only. The invited email's user is created, with `name`,
-         *     when there is none; a user who is a member already keeps the higher
-         *     of their role and the invitation's. A code works once: an unknown
-         *     one answers 404, and one accepted, revoked or expired 409. Codes
-         *     are 256 random bits, so guessing one is hopeless; a body that is
-         *     not a well-formed code is refused before any database work.
+         * Accept an invitation as a new user
+         * @description Exchanges an invitation's code for a new account: the invited
+         *     email's user, created with `name`, their membership, and their
+         *     first token (named `first token`, without expiry), whose secret is
+         *     in this response only. It creates accounts only: an invitation for
+         *     an email that has an account already answers 409 and changes
+         *     nothing, whoever holds the code; that user accepts it signed in,
+         *     with their own token (`acceptMyInvitation`). A code works once: an
+         *     unknown one answers 404, and one accepted, revoked or expired 409.
+         *     Codes are 256 random bits, so guessing one is hopeless; a body that
+         *     is not a well-formed code is refused before any database work.
          *     Required role: `public`.
          */
         post: operations["acceptInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/invitations/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept an invitation as the calling user
+         * @description Accepts an invitation addressed to the calling user's email (the
+         *     way for a user who has an account already): they become a member
+         *     with the invitation's role, or keep the higher role they have. No
+         *     token is minted; the caller's tokens reach the organization from
+         *     now on. An invitation addressed to another email answers 403 and
+         *     stays pending. A code works once: an unknown one answers 404, and
+         *     one accepted, revoked or expired 409. A scoped token answers 403,
+         *     as for every `user` operation but reads. Required role: `user`.
+         */
+        post: operations["acceptMyInvitation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1199,7 +1230,7 @@ export interface paths {
          * Latest reading of every sensor
          * @description The newest reading of each sensor of the project, in sensor id
          *     order, paged like sensors, each with its name; a sensor without
-         *     readings is listed with `"reading": null`. Each sensor costs one index probe, however many
+         *     readings is listed without `reading`. Each sensor costs one index probe, however many
          *     readings it has. With `outputs=true` each reading carries its
          *     outputs. Required role: `viewer`.
          */
@@ -1801,9 +1832,12 @@ export interface paths {
          *     lease does, so no two replicas send one delivery at once; a replica
          *     that dies leaves its attempts to the others when their leases end, so
          *     an event may come twice (de-duplicate on its id). A storm is bounded
-         *     at its source too: see `listAlarmEvents`. `url` must be http or https; loopback, private and link-local
-         *     addresses are refused when the delivery resolves them (unless the
-         *     service runs with `-webhook-allow-private`).
+         *     at its source too: see `listAlarmEvents`. `url` must be http or
+         *     https; every address of IANA's special-purpose registries (loopback,
+         *     private, shared and link-local, NAT64, 6to4, documentation,
+         *     benchmarking, multicast, reserved) is refused when the delivery
+         *     resolves it, on any port (unless the service runs with
+         *     `-webhook-allow-private`).
          *     Required role: `admin`.
          */
         post: operations["createWebhook"];
@@ -2129,8 +2163,11 @@ export interface components {
         };
         InvitationAccept: {
             code: string;
-            /** @description The new user's name; an existing user keeps theirs. */
+            /** @description The new user's name. */
             name?: string;
+        };
+        InvitationCode: {
+            code: string;
         };
         InvitationAccepted: {
             user: components["schemas"]["User"];
@@ -2453,8 +2490,8 @@ export interface components {
             /** Format: int64 */
             sensor_id: number;
             sensor_name: string;
-            /** @description The sensor's newest reading, or null when it has none. */
-            reading?: components["schemas"]["Reading"] | null;
+            /** @description The sensor's newest reading; absent when it has none (`null` before this version). */
+            reading?: components["schemas"]["Reading"];
         };
         Deleted: {
             /**
@@ -3721,6 +3758,52 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    acceptMyInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "code": "inv_4VbQ9s0kLm2Xr7TzP1aWc8Nd3Ey6Hg5Uj0KfBqRtYx2"
+                 *     }
+                 */
+                "application/json": components["schemas"]["InvitationCode"];
+            };
+        };
+        responses: {
+            /** @description The caller's membership of the organization. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "org_id": 1,
+                     *       "org_name": "Acme Monitoring",
+                     *       "role": "editor"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Membership"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
