@@ -85,18 +85,18 @@ func BenchmarkDecodeBenchBatch(b *testing.B) {
 func benchmarkDecode(b *testing.B, body []byte) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
-	cpu := cpuTime(b)
+	cpu := processCPU(b)
 	for b.Loop() {
 		if _, err := decodeReadingBatch(bytes.NewReader(body), 10000, 100); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/reading")
-	b.ReportMetric(float64((cpuTime(b)-cpu).Nanoseconds())/float64(b.N)/1000, "cpu-ns/reading")
+	b.ReportMetric(float64((processCPU(b)-cpu).Nanoseconds())/float64(b.N)/1000, "cpu-ns/reading")
 }
 
-// cpuTime is the process's CPU time so far, user and system.
-func cpuTime(b *testing.B) time.Duration {
+// processCPU is the process's CPU time so far, user and system.
+func processCPU(b *testing.B) time.Duration {
 	var u syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
 		b.Fatal(err)
@@ -168,3 +168,9 @@ func BenchmarkDecodeGeneratedBatch(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/reading")
 }
+
+// For BenchmarkPostReadings in package server_test.
+var (
+	MakeBenchBatch = makeBenchBatch
+	ProcessCPU     = processCPU
+)
