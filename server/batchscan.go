@@ -399,17 +399,16 @@ func skipSpace(b []byte, p int) int {
 }
 
 // fill reads the next chunk of the body; it reports false when no more of
-// it will come.
+// it will come. The buffer grows as io.ReadAll's does, by append's steps,
+// so that a body at the limit does not take twice the limit.
 func (s *batchScanner) fill() bool {
 	if s.rerr != nil {
 		return false
 	}
-	if cap(s.buf)-len(s.buf) < s.chunk {
-		grown := make([]byte, len(s.buf), max(2*cap(s.buf), len(s.buf)+s.chunk))
-		copy(grown, s.buf)
-		s.buf = grown
+	if cap(s.buf)-len(s.buf) < 512 {
+		s.buf = append(s.buf, make([]byte, s.chunk)...)[:len(s.buf)]
 	}
-	end := len(s.buf) + s.chunk
+	end := min(cap(s.buf), len(s.buf)+s.chunk)
 	for len(s.buf) < end && s.rerr == nil {
 		n, err := s.r.Read(s.buf[len(s.buf):end])
 		s.buf = s.buf[:len(s.buf)+n]
