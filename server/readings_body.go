@@ -15,7 +15,7 @@ import (
 )
 
 // decodeReadingBatch reads the body of a readings POST as the spec's
-// ReadingBatch describes it, token by token as it streams in, so that a
+// ReadingBatch describes it, as it streams in, so that a
 // batch over max readings is refused at reading max+1 rather than after the
 // whole body is in memory, and a reading over maxInputs inputs at its
 // input maxInputs+1. It is stricter than the schema can say: exactly
@@ -25,8 +25,18 @@ import (
 //
 // It decodes straight into the columns the store writes, each reading's
 // inputs sorted by id, without a map per reading: this is the service's
-// hottest path (BenchmarkDecodeReadingBatch).
+// hottest path (BenchmarkDecodeReadingBatch). A scanner over the bytes
+// (batchScanner) takes the batches clients write; any other body, good
+// or bad, goes to the token decoder, which explains what is wrong.
 func decodeReadingBatch(r io.Reader, max, maxInputs int) ([]store.Reading, error) {
+	s := scanners.Get().(*batchScanner)
+	defer s.release()
+	return s.decode(r, max, maxInputs)
+}
+
+// decodeReadingTokens is decodeReadingBatch token by token, for the bodies
+// the scanner does not take.
+func decodeReadingTokens(r io.Reader, max, maxInputs int) ([]store.Reading, error) {
 	// Names are checked here (datetime and inputs once each, input ids once
 	// each after sorting), cheaper than jsontext's general bookkeeping.
 	dec := jsontext.NewDecoder(r, jsontext.AllowDuplicateNames(true))
@@ -45,7 +55,7 @@ func decodeReadingBatch(r io.Reader, max, maxInputs int) ([]store.Reading, error
 		}
 		index := len(b.readings)
 		if index == max {
-			return nil, apperr.Errorf(apperr.TooLarge, "a batch holds at most %d readings; split it into several POSTs", max)
+			return nil, errTooManyReadings(max)
 		}
 		if err := b.decodeReading(); err != nil {
 			var e *apperr.Error
@@ -67,6 +77,11 @@ func decodeReadingBatch(r io.Reader, max, maxInputs int) ([]store.Reading, error
 		return nil, apperr.Errorf(apperr.Invalid, "the batch is empty; send at least one reading")
 	}
 	return b.finish(), nil
+}
+
+// errTooManyReadings refuses a batch over max readings.
+func errTooManyReadings(max int) error {
+	return apperr.Errorf(apperr.TooLarge, "a batch holds at most %d readings; split it into several POSTs", max)
 }
 
 type batchDecoder struct {
