@@ -209,14 +209,14 @@ func toAlarmRule(r store.AlarmRule) gen.AlarmRule {
 	return gen.AlarmRule{
 		Id: r.ID, SensorId: r.SensorID, Target: r.TargetKey, LevelId: r.LevelID, Level: r.LevelName, Rank: r.Rank,
 		Direction: gen.AlarmRuleDirection(r.Direction), Threshold: r.Threshold, Deadband: r.Deadband, Persistence: r.Persistence,
-		Active: r.Active, CreatedAt: datetime(r.CreatedAt),
+		Active: r.Active, CreatedAt: toDatetime(r.CreatedAt),
 	}
 }
 
 func toAlarm(a store.Alarm) gen.Alarm {
 	out := gen.Alarm{
 		Id: a.ID, SensorId: a.SensorID, Target: a.TargetKey, LevelId: a.LevelID, Level: a.LevelName, Rank: a.Rank, Colour: a.Colour,
-		Since: datetime(a.Since), Value: a.Value, Acknowledged: a.AcknowledgedAt != nil,
+		Since: toDatetime(a.Since), Value: a.Value, Acknowledged: a.AcknowledgedAt != nil,
 		AcknowledgedAt: optionalDatetime(a.AcknowledgedAt), AcknowledgedBy: a.AcknowledgedBy,
 	}
 	if a.Note != "" {
@@ -229,7 +229,7 @@ func toAlarmEvent(e store.AlarmEvent) gen.AlarmEvent {
 	out := gen.AlarmEvent{
 		Id: e.ID, SensorId: e.SensorID, Target: e.TargetKey, Kind: gen.AlarmEventKind(e.Kind), LevelId: e.LevelID, Level: e.LevelName,
 		Value: e.Value, ReadingDatetime: optionalDatetime(e.ReadingAt), Late: e.Kind == "late", UserId: e.UserID,
-		Coalesced: e.Coalesced, CreatedAt: datetime(e.CreatedAt),
+		Coalesced: e.Coalesced, CreatedAt: toDatetime(e.CreatedAt),
 	}
 	if e.Note != "" {
 		out.Note = &e.Note
@@ -264,7 +264,7 @@ func (s *Server) DeleteOverdueRule(ctx context.Context, req gen.DeleteOverdueRul
 }
 
 func toOverdueRule(r store.OverdueRule) gen.OverdueRule {
-	return gen.OverdueRule{SensorId: r.SensorID, LevelId: r.LevelID, Level: r.Level, AfterSeconds: int(r.After.Seconds()), CreatedAt: datetime(r.CreatedAt)}
+	return gen.OverdueRule{SensorId: r.SensorID, LevelId: r.LevelID, Level: r.Level, AfterSeconds: int(r.After.Seconds()), CreatedAt: toDatetime(r.CreatedAt)}
 }
 
 // CheckOverdue checks overdue sensors every interval until ctx ends. Each

@@ -97,7 +97,7 @@ func toBlueprint(b store.Blueprint) gen.Blueprint {
 		Inputs:    make([]gen.BlueprintInput, len(b.Inputs)),
 		Constants: make([]gen.BlueprintConstant, len(b.Constants)),
 		Outputs:   make([]gen.BlueprintOutput, len(b.Outputs)),
-		CreatedAt: datetime(b.CreatedAt), UpdatedAt: datetime(b.UpdatedAt),
+		CreatedAt: toDatetime(b.CreatedAt), UpdatedAt: toDatetime(b.UpdatedAt),
 	}
 	for i, in := range b.Inputs {
 		out.Inputs[i] = gen.BlueprintInput{Key: in.Key, Name: in.Name, Unit: &in.Unit}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/datetime"
 	"github.com/sensorreadings/readings/stats"
 	"github.com/sensorreadings/readings/store"
 )
@@ -135,7 +136,7 @@ func (e *bucketEncoder) openNext() {
 		e.b = append(e.b, ',')
 	}
 	e.b = append(e.b, `{"datetime":"`...)
-	e.b = appendDatetime(e.b, start)
+	e.b = datetime.Append(e.b, start)
 	e.b = append(e.b, `","count":`...)
 	e.b = strconv.AppendInt(e.b, e.countOf[start], 10)
 	e.b = append(e.b, `,"inputs":{`...)

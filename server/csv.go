@@ -1,6 +1,8 @@
 package server
 
 import (
+	"github.com/sensorreadings/readings/datetime"
+
 	"slices"
 	"strconv"
 	"strings"
@@ -88,7 +90,7 @@ func (c *csvColumns) appendHeader(b []byte) []byte {
 }
 
 func (c *csvColumns) appendRow(b []byte, r *store.Reading) []byte {
-	b = appendDatetime(b, r.Time)
+	b = datetime.Append(b, r.Time)
 	i := 0 // r.InputIDs is ascending, like the columns
 	for _, id := range c.inputIDs {
 		b = append(b, ',')

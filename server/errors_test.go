@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/server"
 	"github.com/sensorreadings/readings/store"
 )
@@ -140,14 +140,14 @@ func TestHealth(t *testing.T) {
 	c := e.client("")
 	ctx := context.Background()
 	health, err := c.GetHealthWithResponse(ctx)
-	if err != nil || health.StatusCode() != 200 || health.JSON200.Status != gen.HealthStatusOk {
+	if err != nil || health.StatusCode() != 200 || health.JSON200.Status != client.HealthStatusOk {
 		t.Fatalf("healthz: %v %s", err, health.Body)
 	}
 	ready, err := c.GetReadyWithResponse(ctx)
 	if err != nil || ready.StatusCode() != 200 {
 		t.Fatalf("readyz: %v %s", err, ready.Body)
 	}
-	if ready.JSON200.MigrationVersion < 3 || (ready.JSON200.Storage != gen.Postgresql && ready.JSON200.Storage != gen.Timescaledb) {
+	if ready.JSON200.MigrationVersion < 3 || (ready.JSON200.Storage != client.Postgresql && ready.JSON200.Storage != client.Timescaledb) {
 		t.Errorf("readyz %+v, want the migration version and a storage mode", *ready.JSON200)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/sensorreadings/readings/apperr"
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/server"
 	"github.com/sensorreadings/readings/store"
 )
@@ -56,27 +56,27 @@ const exportTotal = 50_000
 
 // postMany posts n readings a second apart from 2024-01-01, in batches of
 // 10,000, with inputs 1, 2 and (every third reading) 3.
-func postMany(t *testing.T, c *gen.ClientWithResponses, tn tenant, n int) {
+func postMany(t *testing.T, c *client.ClientWithResponses, tn tenant, n int) {
 	t.Helper()
 	base := at(t, "2024-01-01T00:00:00Z")
 	for start := 0; start < n; start += 10_000 {
-		var batch []gen.ReadingInput
+		var batch []client.ReadingInput
 		for i := start; i < min(start+10_000, n); i++ {
-			inputs := gen.Values{"1": float64(i), "2": float64(i) / 7}
+			inputs := client.Values{"1": float64(i), "2": float64(i) / 7}
 			if i%3 == 0 {
 				inputs["3"] = -float64(i)
 			}
-			batch = append(batch, gen.ReadingInput{Datetime: base.Add(time.Duration(i) * time.Second), Inputs: inputs})
+			batch = append(batch, client.ReadingInput{Datetime: base.Add(time.Duration(i) * time.Second), Inputs: inputs})
 		}
 		post(t, c, tn, batch...)
 	}
 }
 
 // pagedReadings reads every reading of a sensor by following Link.
-func pagedReadings(t *testing.T, c *gen.ClientWithResponses, tn tenant) []gen.Reading {
+func pagedReadings(t *testing.T, c *client.ClientWithResponses, tn tenant) []client.Reading {
 	t.Helper()
-	var all []gen.Reading
-	p := &gen.ListReadingsParams{}
+	var all []client.Reading
+	p := &client.ListReadingsParams{}
 	for {
 		page, header := list(t, c, tn, *p)
 		all = append(all, page...)
@@ -128,7 +128,7 @@ func TestExport(t *testing.T) {
 		lines.Buffer(make([]byte, 64<<10), 1<<20)
 		got := 0
 		check := func() {
-			var r gen.Reading
+			var r client.Reading
 			if err := json.Unmarshal(lines.Bytes(), &r); err != nil {
 				t.Fatalf("line %d: %v: %s", got, err, lines.Bytes())
 			}
@@ -290,8 +290,8 @@ func TestListReadingsAsCSV(t *testing.T) {
 	e := newEnv(t)
 	tn := e.newTenant("Acme")
 	post(t, e.client(tn.tokens[store.Editor]), tn,
-		reading(t, "2024-05-01T12:00:00Z", gen.Values{"7": 1.5}),
-		reading(t, "2024-05-01T12:00:01Z", gen.Values{"3": 2, "7": 2.5}))
+		reading(t, "2024-05-01T12:00:00Z", client.Values{"7": 1.5}),
+		reading(t, "2024-05-01T12:00:01Z", client.Values{"3": 2, "7": 2.5}))
 	for _, tt := range []struct {
 		accept string
 		csv    bool

@@ -15,6 +15,7 @@ import (
 	_ "time/tzdata" // time zones for files, whatever the host has installed
 
 	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/datetime"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -208,10 +209,10 @@ func (p *fileReader) datetime(cell string) (time.Time, error) {
 	p.wall = append(p.wall[:0], cell...)
 	p.wall[10] = 'T'
 	if hasZone(cell) {
-		return parseDatetime(p.wall)
+		return datetime.Parse(p.wall)
 	}
 	p.wall = append(p.wall, 'Z')
-	wall, err := parseDatetime(p.wall)
+	wall, err := datetime.Parse(p.wall)
 	if err != nil {
 		return time.Time{}, errors.New(strings.Replace(err.Error(), string(p.wall), cell, 1))
 	}

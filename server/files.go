@@ -151,5 +151,5 @@ func readingOf(sensorID int64, r store.Reading) gen.Reading {
 	for i, id := range r.InputIDs {
 		inputs[strconv.FormatInt(id, 10)] = r.Values[i]
 	}
-	return gen.Reading{Id: fmt.Sprintf("%d-%d", sensorID, r.Time.UnixMicro()), Datetime: datetime(r.Time), Inputs: inputs}
+	return gen.Reading{Id: fmt.Sprintf("%d-%d", sensorID, r.Time.UnixMicro()), Datetime: toDatetime(r.Time), Inputs: inputs}
 }

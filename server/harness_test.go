@@ -18,7 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/openapi"
 	"github.com/sensorreadings/readings/openapi/openapitest"
 	"github.com/sensorreadings/readings/server"
@@ -93,16 +93,16 @@ func serve(t testing.TB, h http.Handler) *httptest.Server {
 }
 
 // client returns a generated client that sends token (none when empty).
-func (e *env) client(token string) *gen.ClientWithResponses {
+func (e *env) client(token string) *client.ClientWithResponses {
 	e.t.Helper()
-	opts := []gen.ClientOption{gen.WithHTTPClient(e.httpClient())}
+	opts := []client.ClientOption{client.WithHTTPClient(e.httpClient())}
 	if token != "" {
-		opts = append(opts, gen.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+		opts = append(opts, client.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
 			req.Header.Set("Authorization", "Bearer "+token)
 			return nil
 		}))
 	}
-	c, err := gen.NewClientWithResponses(e.url, opts...)
+	c, err := client.NewClientWithResponses(e.url, opts...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func (e *env) newPiezometer(t testing.TB, tn tenant, projectID int64, name strin
 }
 
 // owner returns a client of the tenant's owner.
-func (e *env) owner(tn tenant) *gen.ClientWithResponses { return e.client(tn.tokens[store.Owner]) }
+func (e *env) owner(tn tenant) *client.ClientWithResponses { return e.client(tn.tokens[store.Owner]) }
 
 // do sends a raw request, for what the generated client cannot send
 // (malformed bodies, wrong content types), still checked against the spec.
@@ -249,12 +249,12 @@ func (e *env) do(token, method, path, contentType string, body io.Reader) (*http
 }
 
 // wantError checks that a response is the JSON error with status and code.
-func wantError(t *testing.T, status int, body []byte, wantStatus int, wantCode string) gen.Error {
+func wantError(t *testing.T, status int, body []byte, wantStatus int, wantCode string) client.Error {
 	t.Helper()
 	if status != wantStatus {
 		t.Fatalf("status %d, want %d; body %s", status, wantStatus, body)
 	}
-	var e gen.Error
+	var e client.Error
 	if err := json.Unmarshal(body, &e); err != nil {
 		t.Fatalf("error body %q is not JSON: %v", body, err)
 	}
@@ -288,7 +288,7 @@ func readingsPath(tn tenant) string {
 
 // linkParams reads the rel="next" Link of a response into the parameters
 // of the next call. It fails on a parameter the spec does not define.
-func linkParams(t *testing.T, header http.Header) (*gen.ListReadingsParams, bool) {
+func linkParams(t *testing.T, header http.Header) (*client.ListReadingsParams, bool) {
 	t.Helper()
 	link := header.Get("Link")
 	if link == "" {
@@ -302,24 +302,24 @@ func linkParams(t *testing.T, header http.Header) (*gen.ListReadingsParams, bool
 	if err != nil {
 		t.Fatalf("Link %q: %v", link, err)
 	}
-	var p gen.ListReadingsParams
+	var p client.ListReadingsParams
 	for key, values := range u.Query() {
 		v := values[0]
 		switch key {
 		case "datetime__gte", "datetime__gt", "datetime__lte", "datetime__lt":
-			*map[string]**gen.Bound{
+			*map[string]**client.Bound{
 				"datetime__gte": &p.DatetimeGte, "datetime__gt": &p.DatetimeGt,
 				"datetime__lte": &p.DatetimeLte, "datetime__lt": &p.DatetimeLt,
 			}[key] = &v
 		case "keys":
-			k := gen.ListReadingsParamsKeys(v)
+			k := client.ListReadingsParamsKeys(v)
 			p.Keys = &k
 		case "limit":
 			var n int
 			fmt.Sscan(v, &n)
 			p.Limit = &n
 		case "order":
-			o := gen.ListReadingsParamsOrder(v)
+			o := client.ListReadingsParamsOrder(v)
 			p.Order = &o
 		case "outputs":
 			b := v == "true"

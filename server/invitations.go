@@ -84,8 +84,8 @@ func toInvitation(i store.Invitation) gen.Invitation {
 		Email:      i.Email,
 		Role:       gen.Role(i.Role),
 		State:      gen.InvitationState(i.State),
-		CreatedAt:  datetime(i.CreatedAt),
-		ExpiresAt:  datetime(i.ExpiresAt),
+		CreatedAt:  toDatetime(i.CreatedAt),
+		ExpiresAt:  toDatetime(i.ExpiresAt),
 		AcceptedAt: optionalDatetime(i.AcceptedAt),
 		RevokedAt:  optionalDatetime(i.RevokedAt),
 	}

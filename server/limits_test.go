@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/server"
 	"github.com/sensorreadings/readings/store"
 	"github.com/sensorreadings/readings/store/storetest"
@@ -78,7 +78,7 @@ func TestDatabaseDeadline(t *testing.T) {
 	}
 	start := time.Now()
 	res, err := e.client(tn.tokens[store.Editor]).PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, nil,
-		[]gen.ReadingInput{reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1})})
+		[]client.ReadingInput{reading(t, "2024-05-01T12:00:00Z", client.Values{"1": 1})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestDatabaseDeadline(t *testing.T) {
 	if n := countReadings(t, e); n != 0 {
 		t.Errorf("%d readings stored by a request that timed out, want 0", n)
 	}
-	post(t, e.client(tn.tokens[store.Editor]), tn, reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1}))
+	post(t, e.client(tn.tokens[store.Editor]), tn, reading(t, "2024-05-01T12:00:00Z", client.Values{"1": 1}))
 }
 
 func TestMetrics(t *testing.T) {
@@ -106,21 +106,21 @@ func TestMetrics(t *testing.T) {
 	editor := e.client(tn.tokens[store.Editor])
 	admin := e.client(tn.tokens[store.Admin])
 
-	post(t, editor, tn, reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1}), reading(t, "2024-05-01T12:00:01Z", gen.Values{"1": 2}))
-	post(t, editor, tn, reading(t, "2024-05-01T12:00:02Z", gen.Values{"1": 3}))
-	list(t, editor, tn, gen.ListReadingsParams{})
+	post(t, editor, tn, reading(t, "2024-05-01T12:00:00Z", client.Values{"1": 1}), reading(t, "2024-05-01T12:00:01Z", client.Values{"1": 2}))
+	post(t, editor, tn, reading(t, "2024-05-01T12:00:02Z", client.Values{"1": 3}))
+	list(t, editor, tn, client.ListReadingsParams{})
 	e.do(tn.tokens[store.Viewer], "GET", "/api/v1/nowhere", "", nil)
 
 	// An output that divides by zero counts as a formula error.
 	if res, _ := admin.UpdateFormulasWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID,
-		gen.FormulasUpdate{Outputs: &map[string]string{"digits": "freq / 0"}}); res.StatusCode() != 200 {
+		client.FormulasUpdate{Outputs: &map[string]string{"digits": "freq / 0"}}); res.StatusCode() != 200 {
 		t.Fatalf("formulas: %d %s", res.StatusCode(), res.Body)
 	}
 	sensor, _ := e.db.GetSensor(ctx, store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.instanceID})
 	piezo := tn
 	piezo.sensorID = tn.instanceID
-	post(t, editor, piezo, reading(t, "2024-05-01T12:00:00Z", gen.Values{strconv.FormatInt(sensor.Instance.Inputs[0].ID, 10): 1}))
-	list(t, editor, piezo, gen.ListReadingsParams{Outputs: ptr(true)})
+	post(t, editor, piezo, reading(t, "2024-05-01T12:00:00Z", client.Values{strconv.FormatInt(sensor.Instance.Inputs[0].ID, 10): 1}))
+	list(t, editor, piezo, client.ListReadingsParams{Outputs: ptr(true)})
 
 	res, err := http.Get(e.url + "/metrics") // no token: metrics are open
 	if err != nil {

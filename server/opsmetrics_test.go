@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 )
 
 // scrape returns the value of every sample /metrics shows whose name (and
@@ -60,7 +60,7 @@ func TestOpsMetrics(t *testing.T) {
 	a.webhook(t, "https://receiver.example.com/hook")
 	a.post(t, 0, 3000) // digits 9000: Alert and Alarm
 	res, err := a.admin.SetOverdueRuleWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.tn.instanceID,
-		gen.OverdueRuleInput{AfterSeconds: 60, Level: "Alarm"})
+		client.OverdueRuleInput{AfterSeconds: 60, Level: "Alarm"})
 	if err != nil || res.StatusCode() != http.StatusOK {
 		t.Fatalf("set overdue rule: %v %s", err, res.Body)
 	}

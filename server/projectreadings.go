@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/datetime"
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/store"
 )
@@ -78,7 +79,7 @@ func (s *Server) ListProjectReadings(ctx context.Context, req gen.ListProjectRea
 			b = append(b, `,"sensor":`...)
 			b = append(b, name...)
 			b = append(b, `,"datetime":"`...)
-			b = appendDatetime(b, r.Time)
+			b = datetime.Append(b, r.Time)
 			b = append(b, `","key":`...)
 			b = append(b, key...)
 			b = append(b, `,"value":`...)

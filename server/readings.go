@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/datetime"
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/store"
 )
@@ -17,7 +18,7 @@ import (
 const defaultReadingsLimit = 1000
 
 // PostReadings stores a batch of readings, all or none. The body was
-// checked and decoded while it streamed in (decodeReadingBatch).
+// checked and decoded while it streamed in (batch.Decode).
 func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestObject) (gen.PostReadingsResponseObject, error) {
 	if req.Body != nil {
 		return s.postFile(ctx, req)
@@ -25,7 +26,10 @@ func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestOb
 	if p := req.Params; p.Tz != nil || p.Dst != nil || p.DryRun != nil {
 		return nil, apperr.Errorf(apperr.Invalid, "tz, dst and dry_run apply to files (text/csv) only")
 	}
-	readings := batchOf(ctx)
+	var readings []store.Reading
+	if req.JSONBody != nil {
+		readings = *req.JSONBody
+	}
 	if len(readings) == 0 {
 		return nil, apperr.Errorf(apperr.Invalid, "the body must be a non-empty JSON array of readings")
 	}
@@ -82,7 +86,7 @@ func (g futureGuard) refuses(t time.Time) bool {
 func (g futureGuard) error(t time.Time, where string, details map[string]any) error {
 	return &apperr.Error{Code: apperr.Invalid, Details: details, Message: fmt.Sprintf(
 		"%s: datetime %s is more than %s after the server's clock (%s); check the clock of the device that sent it",
-		where, formatExact(t), shortDuration(g.margin), g.now.UTC().Format(time.RFC3339))}
+		where, datetime.FormatExact(t), shortDuration(g.margin), g.now.UTC().Format(time.RFC3339))}
 }
 
 // shortDuration writes 24h rather than 24h0m0s.
@@ -173,7 +177,7 @@ func readingQuery(p gen.ListReadingsParams) (store.ReadingQuery, error) {
 // nextPageLink is the Link header of a full page: the same query from just
 // past the last reading, without offset, which applied to the first page.
 func nextPageLink(key store.SensorKey, p gen.ListReadingsParams, last time.Time) string {
-	exact := formatExact(last)
+	exact := datetime.FormatExact(last)
 	if p.Order != nil && *p.Order == gen.Desc {
 		p.DatetimeLt = &exact
 	} else {

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"github.com/sensorreadings/readings/datetime"
+
 	"bytes"
 	"math"
 	"net/http"
@@ -95,7 +97,7 @@ func appendReading(b []byte, sensorID int64, r *store.Reading, outputs *outputsW
 	b = append(b, '-')
 	b = strconv.AppendInt(b, r.Time.UnixMicro(), 10)
 	b = append(b, `","datetime":"`...)
-	b = appendDatetime(b, r.Time)
+	b = datetime.Append(b, r.Time)
 	b = append(b, `","inputs":{`...)
 	for i, id := range r.InputIDs {
 		if i > 0 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/datetime"
 	"github.com/sensorreadings/readings/formulas"
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/store"
@@ -137,7 +138,7 @@ func (s *Server) UpdateCalibrations(ctx context.Context, req gen.UpdateCalibrati
 	calibrations := make(map[string][]store.Calibration, len(*req.Body))
 	for key, dated := range *req.Body {
 		for _, c := range dated {
-			from, err := parseDatetime(c.From)
+			from, err := datetime.Parse(c.From)
 			if err != nil {
 				return nil, apperr.Errorf(apperr.Invalid, "constant %q: from: %v", key, err)
 			}
@@ -217,7 +218,7 @@ func (s *Server) baseline(ctx context.Context, sensor *store.Sensor, index int, 
 		return out, invalid("give either values or reading, the datetime of a stored reading")
 	}
 	if b.From != nil {
-		from, err := parseDatetime(*b.From)
+		from, err := datetime.Parse(*b.From)
 		if err != nil {
 			return out, invalid("from: %v", err)
 		}
@@ -230,7 +231,7 @@ func (s *Server) baseline(ctx context.Context, sensor *store.Sensor, index int, 
 		out.Values = *b.Values
 		return out, nil
 	}
-	at, err := parseDatetime(*b.Reading)
+	at, err := datetime.Parse(*b.Reading)
 	if err != nil {
 		return out, invalid("reading: %v", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/server"
 	"github.com/sensorreadings/readings/store"
 )
@@ -107,7 +107,7 @@ FROM generate_series(0, 199999) AS i`, slow.sensorID); err != nil {
 	}
 	for i := range 10 {
 		posted, err := editor.PostReadingsWithResponse(t.Context(), other.orgID, other.projectID, other.sensorID, nil,
-			gen.PostReadingsJSONRequestBody{reading(t, fmt.Sprintf("2024-05-01T12:00:%02dZ", i), gen.Values{"1": float64(i)})})
+			client.PostReadingsJSONRequestBody{reading(t, fmt.Sprintf("2024-05-01T12:00:%02dZ", i), client.Values{"1": float64(i)})})
 		succeeds("POST of readings", posted, err)
 		listed, err := viewer.ListReadingsWithResponse(t.Context(), other.orgID, other.projectID, other.sensorID, nil)
 		succeeds("GET of readings", listed, err)

@@ -312,7 +312,7 @@ func (s *Server) TestWebhook(ctx context.Context, req gen.TestWebhookRequestObje
 	} else if p.State == store.Archived {
 		return nil, apperr.Errorf(apperr.Conflict, "project %d is archived, so read-only; restore it first", p.ID)
 	}
-	event := gen.AlarmEvent{Kind: "test", Target: "", Level: "", CreatedAt: datetime(time.Now())}
+	event := gen.AlarmEvent{Kind: "test", Target: "", Level: "", CreatedAt: toDatetime(time.Now())}
 	status, err := s.post(ctx, hook.URL, hook.Secret, event)
 	out := gen.TestWebhook200JSONResponse{Delivered: err == nil, Status: status}
 	if err != nil {
@@ -344,13 +344,13 @@ func (s *Server) ListDeliveries(ctx context.Context, req gen.ListDeliveriesReque
 }
 
 func toWebhook(w store.Webhook) gen.Webhook {
-	return gen.Webhook{Id: w.ID, Url: w.URL, CreatedAt: datetime(w.CreatedAt)}
+	return gen.Webhook{Id: w.ID, Url: w.URL, CreatedAt: toDatetime(w.CreatedAt)}
 }
 
 func toDelivery(d store.Delivery) gen.Delivery {
 	return gen.Delivery{
 		Id: d.ID, EventId: d.EventID, Status: gen.DeliveryStatus(d.Status), Attempts: d.Attempts, LastStatus: d.LastStatus,
-		LastError: d.LastError, NextAttemptAt: datetime(d.NextAt), DeliveredAt: optionalDatetime(d.DeliveredAt), CreatedAt: datetime(d.CreatedAt),
+		LastError: d.LastError, NextAttemptAt: toDatetime(d.NextAt), DeliveredAt: optionalDatetime(d.DeliveredAt), CreatedAt: toDatetime(d.CreatedAt),
 	}
 }
 

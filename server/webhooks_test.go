@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/server"
 	"github.com/sensorreadings/readings/store"
 )
@@ -30,7 +30,7 @@ type receiver struct {
 	*httptest.Server
 	mu       sync.Mutex
 	status   int
-	events   []gen.AlarmEvent
+	events   []client.AlarmEvent
 	arrived  []time.Time // of each event
 	problems []string
 }
@@ -58,7 +58,7 @@ func newSlowReceiver(t *testing.T, status int, delay time.Duration) *receiver {
 		if sec, err := strconv.ParseInt(ts, 10, 64); err != nil || time.Since(time.Unix(sec, 0)) > time.Minute {
 			r.problems = append(r.problems, "stale or missing timestamp "+ts)
 		}
-		var ev gen.AlarmEvent
+		var ev client.AlarmEvent
 		if err := json.Unmarshal(body, &ev); err != nil {
 			r.problems = append(r.problems, "body is not an AlarmEvent: "+err.Error())
 		}
@@ -95,16 +95,16 @@ func (r *receiver) got(t *testing.T) []string {
 
 func (a *alarmSite) webhook(t *testing.T, url string) int64 {
 	t.Helper()
-	res, err := a.admin.CreateWebhookWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, gen.WebhookCreate{Url: url, Secret: hookSecret})
+	res, err := a.admin.CreateWebhookWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, client.WebhookCreate{Url: url, Secret: hookSecret})
 	if err != nil || res.JSON201 == nil {
 		t.Fatalf("create webhook: %v %s", err, res.Body)
 	}
 	return res.JSON201.Id
 }
 
-func (a *alarmSite) deliveries(t *testing.T, id int64) []gen.Delivery {
+func (a *alarmSite) deliveries(t *testing.T, id int64) []client.Delivery {
 	t.Helper()
-	res, err := a.admin.ListDeliveriesWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, id, &gen.ListDeliveriesParams{})
+	res, err := a.admin.ListDeliveriesWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, id, &client.ListDeliveriesParams{})
 	if err != nil || res.JSON200 == nil {
 		t.Fatalf("list deliveries: %v %s", err, res.Body)
 	}
@@ -229,7 +229,7 @@ func TestWebhookRefusesPrivateTargets(t *testing.T) {
 		t.Errorf("test delivery: %v %s, want refused", err, res.Body)
 	}
 	for _, url := range []string{"ftp://example.com/hook", "javascript:alert(1)", "http://user:pw@example.com/", "example.com/hook"} {
-		res, err := a.admin.CreateWebhookWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, gen.WebhookCreate{Url: url, Secret: hookSecret})
+		res, err := a.admin.CreateWebhookWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, client.WebhookCreate{Url: url, Secret: hookSecret})
 		if err != nil {
 			t.Fatal(err)
 		}

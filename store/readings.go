@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/datetime"
 )
 
 // Reading is a sensor's inputs at one instant: InputIDs[i] had Values[i].
@@ -27,10 +28,10 @@ type ReadingQuery struct {
 	Offset   int64
 }
 
-// The instants a reading can have: RFC 3339's four-digit years.
+// The instants a reading can have: those the API's datetimes name.
 var (
-	MinTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
-	MaxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+	MinTime = datetime.Min
+	MaxTime = datetime.Max
 )
 
 // lockSensorWriteSQL locks the project as lockWritableProject does, then

@@ -1,18 +1,26 @@
-package server
+// Package datetime reads and writes the datetimes of the API: RFC 3339 with
+// a zone, stored to the microsecond, answered to the millisecond. It is
+// apart so that the server, the JSON batch decoder and the file parser read
+// a datetime the same way.
+package datetime
 
 import (
 	"fmt"
 	"time"
-
-	"github.com/sensorreadings/readings/store"
 )
 
-// parseDatetime parses an RFC 3339 datetime as readings take it: a zone is
+// The instants a reading can have: RFC 3339's four-digit years.
+var (
+	Min = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	Max = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+)
+
+// Parse parses an RFC 3339 datetime as readings take it: a zone is
 // required (Z or ±hh:mm, converted to UTC) and at most six fractional digits
 // are allowed, because readings are stored to the microsecond and two
 // readings at one microsecond are one reading. time.Parse accepts nine
 // digits and rounds silently, so it is not used. The error says what to fix.
-func parseDatetime[T string | []byte](s T) (time.Time, error) {
+func Parse[T string | []byte](s T) (time.Time, error) {
 	// 2006-01-02T15:04:05[.ffffff](Z|±07:00)
 	const minLen = len("2006-01-02T15:04:05")
 	if len(s) < minLen || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
@@ -71,7 +79,7 @@ func parseDatetime[T string | []byte](s T) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("datetime %q: %s has no day %d", s, time.Month(month), day)
 	}
 	t = t.Add(-offset)
-	if t.Before(store.MinTime) || t.After(store.MaxTime) {
+	if t.Before(Min) || t.After(Max) {
 		return time.Time{}, fmt.Errorf("datetime %q is outside 0001-01-01 to 9999-12-31 in UTC", s)
 	}
 	return t, nil
@@ -112,14 +120,14 @@ func digits[T string | []byte](s T) (int, bool) {
 	return n, len(s) > 0
 }
 
-// appendDatetime appends t as responses carry it, UTC to the millisecond:
+// Append appends t as responses carry it, UTC to the millisecond:
 // 2024-05-01T12:00:00.123Z. It writes the digits itself because a page
 // formats a thousand of these, and time.AppendFormat interprets its layout
 // on every call (BenchmarkEncodePage/JSON measures the page). It writes
 // years 0 to 9999 (an aggregate's
 // bucket may start in year 0); FuzzAppendDatetime holds it to time's own
 // formatting. Others, which no reading has, go to time's own.
-func appendDatetime(b []byte, t time.Time) []byte {
+func Append(b []byte, t time.Time) []byte {
 	t = t.UTC()
 	year, month, day := t.Date()
 	if year < 0 || year > 9999 {
@@ -152,8 +160,8 @@ func appendPadded(b []byte, n, width int) []byte {
 	return b
 }
 
-// formatExact formats t to the microsecond, for query strings the service
+// FormatExact formats t to the microsecond, for query strings the service
 // builds itself (the next page's bound must be exact).
-func formatExact(t time.Time) string {
+func FormatExact(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000000Z")
 }

@@ -1,14 +1,12 @@
-package server
+package datetime
 
 import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sensorreadings/readings/store"
 )
 
-var parseDatetimeTests = []struct {
+var parseTests = []struct {
 	in      string
 	want    string // RFC 3339 in UTC, to the nanosecond
 	wantErr string // part of the error
@@ -53,38 +51,38 @@ var parseDatetimeTests = []struct {
 }
 
 func TestParseDatetime(t *testing.T) {
-	for _, tt := range parseDatetimeTests {
-		got, err := parseDatetime(tt.in)
+	for _, tt := range parseTests {
+		got, err := Parse(tt.in)
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("parseDatetime(%q) = %v, %v; want an error saying %q", tt.in, got, err, tt.wantErr)
+				t.Errorf("Parse(%q) = %v, %v; want an error saying %q", tt.in, got, err, tt.wantErr)
 			}
 			continue
 		}
 		if err != nil || got.Format(time.RFC3339Nano) != tt.want || got.Location() != time.UTC {
-			t.Errorf("parseDatetime(%q) = %v, %v; want %s", tt.in, got, err, tt.want)
+			t.Errorf("Parse(%q) = %v, %v; want %s", tt.in, got, err, tt.want)
 		}
 	}
 }
 
-// FuzzParseDatetime checks that whatever parseDatetime accepts, the standard
+// FuzzParseDatetime checks that whatever Parse accepts, the standard
 // library reads as the same instant, to the microsecond, and that it never
 // panics.
 func FuzzParseDatetime(f *testing.F) {
-	for _, tt := range parseDatetimeTests {
+	for _, tt := range parseTests {
 		f.Add(tt.in)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, err := parseDatetime(s)
+		got, err := Parse(s)
 		if err != nil {
 			return
 		}
 		want, stdErr := time.Parse(time.RFC3339Nano, s)
 		if stdErr != nil {
-			t.Fatalf("parseDatetime(%q) = %v, but time.Parse refuses it: %v", s, got, stdErr)
+			t.Fatalf("Parse(%q) = %v, but time.Parse refuses it: %v", s, got, stdErr)
 		}
 		if !got.Equal(want) || got.Nanosecond()%1000 != 0 {
-			t.Fatalf("parseDatetime(%q) = %v, time.Parse = %v", s, got, want)
+			t.Fatalf("Parse(%q) = %v, time.Parse = %v", s, got, want)
 		}
 	})
 }
@@ -104,8 +102,8 @@ func TestAppendDatetime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := string(appendDatetime(nil, in)); got != tt.want {
-			t.Errorf("appendDatetime(%s) = %s, want %s", tt.in, got, tt.want)
+		if got := string(Append(nil, in)); got != tt.want {
+			t.Errorf("Append(%s) = %s, want %s", tt.in, got, tt.want)
 		}
 	}
 }
@@ -114,19 +112,19 @@ func TestAppendDatetime(t *testing.T) {
 // every instant a reading can have.
 func FuzzAppendDatetime(f *testing.F) {
 	f.Add(int64(0))
-	f.Add(store.MinTime.UnixMicro())
-	f.Add(store.MaxTime.UnixMicro())
+	f.Add(Min.UnixMicro())
+	f.Add(Max.UnixMicro())
 	f.Add(int64(1714564800123456))
 	// From year 0, where an aggregate's first bucket may start, to 9999.
 	yearZero := time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
-	first, span := yearZero.UnixMicro(), store.MaxTime.UnixMicro()-yearZero.UnixMicro()+1
+	first, span := yearZero.UnixMicro(), Max.UnixMicro()-yearZero.UnixMicro()+1
 	f.Fuzz(func(t *testing.T, micros int64) {
 		// Every input counts: fold it into the instants a reading can have.
 		micros = first + (micros%span+span)%span
 		in := time.UnixMicro(micros)
 		want := in.UTC().Format("2006-01-02T15:04:05.000Z")
-		if got := string(appendDatetime(nil, in)); got != want {
-			t.Fatalf("appendDatetime(%d µs) = %s, want %s", micros, got, want)
+		if got := string(Append(nil, in)); got != want {
+			t.Fatalf("Append(%d µs) = %s, want %s", micros, got, want)
 		}
 	})
 }

@@ -1,4 +1,10 @@
-package server
+// Package batch decodes the body of a readings POST, the spec's
+// ReadingBatch, straight into the store's columns as it streams in. Its
+// Readings is the type oapi-codegen gives that body on the server's side
+// (openapi/server-overlay.yaml), so that the batch reaches PostReadings on
+// the strict request object, decoded by Decode, while the generated client
+// keeps the spec's own types.
+package batch
 
 import (
 	"bytes"
@@ -6,15 +12,35 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/datetime"
 	"github.com/sensorreadings/readings/store"
 )
 
-// decodeReadingBatch reads the body of a readings POST as the spec's
+// The limits of a batch that the contract states: those UnmarshalJSON
+// applies. The server applies its own (-max-batch, -max-inputs) by calling
+// Decode.
+const (
+	MaxReadings = 10_000
+	MaxInputs   = 100
+)
+
+// Readings is a batch of readings, each one's inputs ascending by id.
+type Readings []store.Reading
+
+// UnmarshalJSON decodes a batch with the contract's limits, for a decoder
+// other than the server's, which streams the body through Decode with the
+// service's own.
+func (b *Readings) UnmarshalJSON(data []byte) error {
+	readings, err := Decode(bytes.NewReader(data), MaxReadings, MaxInputs)
+	*b = readings
+	return err
+}
+
+// Decode reads the body of a readings POST as the spec's
 // ReadingBatch describes it, token by token as it streams in, so that a
 // batch over max readings is refused at reading max+1 rather than after the
 // whole body is in memory, and a reading over maxInputs inputs at its
@@ -26,7 +52,7 @@ import (
 // It decodes straight into the columns the store writes, each reading's
 // inputs sorted by id, without a map per reading: this is the service's
 // hottest path (BenchmarkDecodeReadingBatch).
-func decodeReadingBatch(r io.Reader, max, maxInputs int) ([]store.Reading, error) {
+func Decode(r io.Reader, max, maxInputs int) (Readings, error) {
 	// Names are checked here (datetime and inputs once each, input ids once
 	// each after sorting), cheaper than jsontext's general bookkeeping.
 	dec := jsontext.NewDecoder(r, jsontext.AllowDuplicateNames(true))
@@ -85,7 +111,7 @@ type readingColumns struct {
 	values   []float64
 }
 
-func (b *readingColumns) finish() []store.Reading {
+func (b *readingColumns) finish() Readings {
 	for i := range b.readings {
 		start, end := b.spans[i], len(b.ids)
 		if i+1 < len(b.spans) {
@@ -125,7 +151,7 @@ func (b *batchDecoder) decodeReading() error {
 			if value.Kind() != '"' {
 				return apperr.Errorf(apperr.Invalid, "datetime must be a string such as \"2024-05-01T12:00:00Z\"")
 			}
-			if reading.Time, err = parseDatetime(unquote(value)); err != nil {
+			if reading.Time, err = datetime.Parse(unquote(value)); err != nil {
 				return apperr.Errorf(apperr.Invalid, "%v", err)
 			}
 		case `"inputs"`:
@@ -267,8 +293,8 @@ var errWrongKind = errors.New("wrong kind")
 // batchError explains a decoding error; wrongKind is the message for a
 // value of the wrong kind.
 func batchError(err error, wrongKind string) *apperr.Error {
-	if tooBig, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return bodyTooLarge(tooBig.Limit)
+	if e, ok := errors.AsType[*apperr.Error](err); ok {
+		return e // the body's reader said why: too large, say
 	}
 	switch {
 	case errors.Is(err, errWrongKind) && wrongKind != "":
