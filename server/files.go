@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
-	"time"
-	_ "time/tzdata" // time zones for files, whatever the host has installed
 
-	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/fileimport"
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/store"
 )
@@ -30,15 +27,16 @@ func (s *Server) postFile(ctx context.Context, req gen.PostReadingsRequestObject
 	if err != nil {
 		return nil, err
 	}
-	opts, err := fileOptionsOf(req.Params, sensor.Instance, profile)
+	p := req.Params
+	opts, err := fileimport.OptionsOf(sensor.Instance, profile, fileimport.Overrides{TZ: p.Tz, DST: (*string)(p.Dst), Columns: p.Columns})
 	if err != nil {
 		return nil, err
 	}
-	opts.future = s.futureGuard()
-	file, err := newFileReader(req.Body, opts)
+	parsed, err := fileimport.NewReader(sizedBody{req.Body}, opts)
 	if err != nil {
 		return nil, err
 	}
+	file := futureChecked{parsed, s.futureGuard()}
 	var answer gen.FileImport
 	if req.Params.DryRun != nil && *req.Params.DryRun {
 		// The instants, to tell how many the file would replace: 8 bytes a
@@ -75,10 +73,10 @@ func (s *Server) postFile(ctx context.Context, req gen.PostReadingsRequestObject
 			return nil, err
 		}
 		s.deliverSoon(written)
-		s.metrics.ingested.Add(float64(file.readings))
+		s.metrics.ingested.Add(float64(parsed.Readings()))
 		answer.New, answer.Replaced = int64(written.New), int64(written.Replaced)
 	}
-	answer.Readings, answer.Skipped, answer.IgnoredColumns = int64(file.readings), int64(file.skipped), file.ignored
+	answer.Readings, answer.Skipped, answer.IgnoredColumns = int64(parsed.Readings()), int64(parsed.Skipped()), parsed.Ignored()
 	if answer.IgnoredColumns == nil {
 		answer.IgnoredColumns = []string{}
 	}
@@ -89,60 +87,20 @@ func (s *Server) postFile(ctx context.Context, req gen.PostReadingsRequestObject
 	return ok, nil
 }
 
-// fileOptionsOf reads how to parse a file into inst's inputs: from the
-// sensor's import profile, if it has one, and from the query, whose tz, dst
-// and columns each override the profile's.
-func fileOptionsOf(p gen.PostReadingsParams, inst *store.Instance, profile *store.ImportProfile) (fileOptions, error) {
-	opts := fileOptions{instance: inst, loc: time.UTC}
-	if profile != nil {
-		opts.columns = make(map[string]int64, len(profile.Columns))
-		for _, c := range profile.Columns {
-			opts.columns[c.Name] = c.InputID
-		}
-		loc, err := loadZone(profile.TZ, map[string]any{"field": "tz"})
-		if err != nil {
-			return opts, err
-		}
-		opts.loc, opts.dst = loc, profile.DST
-	}
-	if p.Tz != nil {
-		loc, err := loadZone(*p.Tz, map[string]any{"parameter": "tz"})
-		if err != nil {
-			return opts, err
-		}
-		opts.loc = loc
-	}
-	if p.Dst != nil {
-		opts.dst = string(*p.Dst)
-	}
-	if p.Columns != nil {
-		spec := map[string]string{}
-		for pair := range strings.SplitSeq(*p.Columns, ",") {
-			column, input, ok := strings.Cut(pair, ":")
-			if _, twice := spec[column]; !ok || column == "" || twice {
-				return opts, &apperr.Error{Code: apperr.Invalid, Details: map[string]any{"parameter": "columns"},
-					Message: fmt.Sprintf("columns: %q is not column:input, or names its column twice; write columns=Freq_Avg:freq,Temp_Avg:temp", pair)}
-			}
-			spec[column] = input
-		}
-		columns, err := store.ResolveColumns(inst, spec)
-		if err != nil {
-			return opts, err
-		}
-		opts.columns = columns
-	}
-	return opts, nil
+// futureChecked refuses the file's readings that the future guard
+// refuses, naming their line.
+type futureChecked struct {
+	*fileimport.Reader
+	guard futureGuard
 }
 
-// loadZone loads an IANA time zone a client named; Invalid otherwise, with
-// details saying where the name came from.
-func loadZone(name string, details map[string]any) (*time.Location, error) {
-	loc, err := time.LoadLocation(name)
-	if err != nil || name == "" || name == "Local" {
-		return nil, &apperr.Error{Code: apperr.Invalid, Details: details,
-			Message: fmt.Sprintf("tz %q is not an IANA time zone such as Europe/Zurich, UTC or Etc/GMT-1", name)}
+func (f futureChecked) Next() (*store.Reading, error) {
+	r, err := f.Reader.Next()
+	if err == nil && r != nil && f.guard.refuses(r.Time) {
+		where, details := f.Where()
+		return nil, f.guard.error(r.Time, where, details)
 	}
-	return loc, nil
+	return r, err
 }
 
 // readingOf is a reading as the API shows it.

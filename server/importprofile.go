@@ -5,9 +5,9 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	_ "time/tzdata" // time zones for files, whatever the host has installed
 
 	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/fileimport"
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/store"
 )
@@ -30,7 +30,7 @@ func (s *Server) SetImportProfile(ctx context.Context, req gen.SetImportProfileR
 	if req.Body.Tz != nil {
 		spec.TZ = *req.Body.Tz
 	}
-	if _, err := loadZone(spec.TZ, map[string]any{"field": "tz"}); err != nil {
+	if _, err := fileimport.LoadZone(spec.TZ, map[string]any{"field": "tz"}); err != nil {
 		return nil, err
 	}
 	if req.Body.Dst != nil {

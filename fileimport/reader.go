@@ -1,4 +1,9 @@
-package server
+// Package fileimport reads the files a datalogger writes, CSV and
+// Campbell Scientific's TOA5, into readings as they stream: bytes in,
+// readings out, a line at a time, with the sensor's import profile saying
+// which column feeds which input and what time zone the datetimes are in.
+// No HTTP, no SQL.
+package fileimport
 
 import (
 	"cmp"
@@ -7,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,17 +23,16 @@ import (
 	"github.com/sensorreadings/readings/store"
 )
 
-// fileOptions say how to read a file of readings.
-type fileOptions struct {
-	// instance is the sensor's, whose inputs columns name by key or id;
+// Options say how to read a file of readings.
+type Options struct {
+	// Instance is the sensor's, whose inputs columns name by key or id;
 	// nil for a sensor without a blueprint, whose columns name any input id.
-	instance *store.Instance
-	// columns are the import profile's: the input id each column feeds,
+	Instance *store.Instance
+	// Columns are the import profile's: the input id each column feeds,
 	// whatever its name.
-	columns map[string]int64
-	loc     *time.Location // of datetimes written without a zone
-	dst     string         // "earlier", "later", or "" to refuse a time in the fold
-	future  futureGuard
+	Columns map[string]int64
+	Loc     *time.Location // of datetimes written without a zone
+	DST     string         // "earlier", "later", or "" to refuse a time in the fold
 }
 
 // fileColumn is a column that feeds an input.
@@ -39,12 +42,11 @@ type fileColumn struct {
 	name  string
 }
 
-// fileReader reads a CSV or TOA5 file as it streams, a line at a time,
-// and yields its readings (a store.ReadingStream): it holds one line, and
-// one reading, whatever the file's length. Errors are Invalid and name the
-// line and the column.
-type fileReader struct {
-	opts    fileOptions
+// Reader reads a CSV or TOA5 file as it streams, a line at a time, and
+// yields its readings: it holds one line, and one reading, whatever the
+// file's length. Errors are Invalid and name the line and the column.
+type Reader struct {
+	opts    Options
 	csv     *csv.Reader
 	width   int          // cells a line has
 	columns []fileColumn // by input id
@@ -58,9 +60,11 @@ type fileReader struct {
 	ignored  []string // columns that feed no input
 }
 
-// newFileReader reads a file's header, and is ready to yield its readings.
-func newFileReader(r io.Reader, opts fileOptions) (*fileReader, error) {
-	p := &fileReader{opts: opts, csv: csv.NewReader(r)}
+// NewReader reads a file's header, and is ready to yield its readings.
+// A read error of r that is an *apperr.Error (a body too large, say) is
+// returned as it is.
+func NewReader(r io.Reader, opts Options) (*Reader, error) {
+	p := &Reader{opts: opts, csv: csv.NewReader(r)}
 	p.csv.FieldsPerRecord = -1 // TOA5's first line is shorter than the others
 	p.csv.ReuseRecord = true
 	if err := p.header(); err != nil {
@@ -71,7 +75,7 @@ func newFileReader(r io.Reader, opts fileOptions) (*fileReader, error) {
 
 // Next returns the file's next reading, valid until the following call, or
 // nil after the last; a file without a reading is an error.
-func (p *fileReader) Next() (*store.Reading, error) {
+func (p *Reader) Next() (*store.Reading, error) {
 	for {
 		record, err := p.csv.Read()
 		if errors.Is(err, io.EOF) {
@@ -94,9 +98,26 @@ func (p *fileReader) Next() (*store.Reading, error) {
 	}
 }
 
+// Readings is how many readings Next has yielded.
+func (p *Reader) Readings() int { return p.readings }
+
+// Skipped is how many lines Next has skipped because every input was
+// missing.
+func (p *Reader) Skipped() int { return p.skipped }
+
+// Ignored is the columns that feed no input, such as RECORD.
+func (p *Reader) Ignored() []string { return p.ignored }
+
+// Where names the line of the reading Next returned last, for an error
+// about that reading, and gives the error's details.
+func (p *Reader) Where() (string, map[string]any) {
+	line := p.lineOf()
+	return fmt.Sprintf("line %d", line), map[string]any{"line": line}
+}
+
 // header reads the header lines: CSV's one (datetime, then columns) or
 // TOA5's four (environment, field names, units, processing).
-func (p *fileReader) header() error {
+func (p *Reader) header() error {
 	names, err := p.csv.Read()
 	if err != nil {
 		return p.readError(err)
@@ -134,7 +155,7 @@ func (p *fileReader) header() error {
 }
 
 // mapColumns finds the input each column feeds, by key or id.
-func (p *fileReader) mapColumns() error {
+func (p *Reader) mapColumns() error {
 	line := p.lineOf()
 	for i, name := range p.names[1:] {
 		id, ok := p.inputOf(name)
@@ -148,25 +169,25 @@ func (p *fileReader) mapColumns() error {
 		p.columns = append(p.columns, fileColumn{index: i + 1, id: id, name: name})
 	}
 	if len(p.columns) == 0 {
-		return p.errorAt(line, -1, "no column names an input of the sensor; name columns by input key or id, or map them in the sensor's import profile (%s)", p.opts.instance.InputList())
+		return p.errorAt(line, -1, "no column names an input of the sensor; name columns by input key or id, or map them in the sensor's import profile (%s)", p.opts.Instance.InputList())
 	}
 	slices.SortFunc(p.columns, func(a, b fileColumn) int { return cmp.Compare(a.id, b.id) })
 	return nil
 }
 
-func (p *fileReader) inputOf(name string) (int64, bool) {
-	if id, ok := p.opts.columns[name]; ok {
-		return id, p.opts.instance == nil || slices.ContainsFunc(p.opts.instance.Inputs, func(in store.InstanceInput) bool { return in.ID == id })
+func (p *Reader) inputOf(name string) (int64, bool) {
+	if id, ok := p.opts.Columns[name]; ok {
+		return id, p.opts.Instance == nil || slices.ContainsFunc(p.opts.Instance.Inputs, func(in store.InstanceInput) bool { return in.ID == id })
 	}
 	if name == "RECORD" {
 		return 0, false
 	}
-	return p.opts.instance.InputID(name)
+	return p.opts.Instance.InputID(name)
 }
 
 // line reads one line into p.reading, and says whether it is a reading: a
 // line with every input missing is skipped.
-func (p *fileReader) line(record []string) (bool, error) {
+func (p *Reader) line(record []string) (bool, error) {
 	line := p.lineOf()
 	if len(record) != p.width {
 		return false, p.errorAt(line, -1, "the line has %d cells; the header has %d", len(record), p.width)
@@ -194,15 +215,12 @@ func (p *fileReader) line(record []string) (bool, error) {
 		p.skipped++
 		return false, nil
 	}
-	if p.opts.future.refuses(t) {
-		return false, p.opts.future.error(t, fmt.Sprintf("line %d", line), map[string]any{"line": line})
-	}
 	return true, nil
 }
 
 // datetime parses a line's datetime: RFC 3339 with a zone, or local time
 // in opts.loc written 2006-01-02 15:04:05[.ffffff] (TOA5's form) or with a T.
-func (p *fileReader) datetime(cell string) (time.Time, error) {
+func (p *Reader) datetime(cell string) (time.Time, error) {
 	if len(cell) < len("2006-01-02 15:04:05") || (cell[10] != ' ' && cell[10] != 'T') {
 		return time.Time{}, fmt.Errorf("datetime %q is neither 2006-01-02 15:04:05 (local time) nor RFC 3339 such as 2024-05-01T12:00:00Z", cell)
 	}
@@ -216,10 +234,10 @@ func (p *fileReader) datetime(cell string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, errors.New(strings.Replace(err.Error(), string(p.wall), cell, 1))
 	}
-	if p.opts.loc == time.UTC {
+	if p.opts.Loc == time.UTC {
 		return wall, nil
 	}
-	return p.zone.resolve(wall, p.opts.loc, p.opts.dst)
+	return p.zone.resolve(wall, p.opts.Loc, p.opts.DST)
 }
 
 // hasZone tells whether a datetime ends in Z or ±hh:mm.
@@ -280,14 +298,14 @@ func (z *zoneCache) resolve(wall time.Time, loc *time.Location, dst string) (tim
 }
 
 // lineOf is the line the last record read starts on.
-func (p *fileReader) lineOf() int {
+func (p *Reader) lineOf() int {
 	line, _ := p.csv.FieldPos(0)
 	return line
 }
 
 // errorAt is a file's Invalid error at a line and, unless column is -1, a
 // column.
-func (p *fileReader) errorAt(line, column int, format string, args ...any) error {
+func (p *Reader) errorAt(line, column int, format string, args ...any) error {
 	where := fmt.Sprintf("line %d", line)
 	details := map[string]any{"line": line}
 	if column >= 0 {
@@ -302,9 +320,9 @@ func (p *fileReader) errorAt(line, column int, format string, args ...any) error
 }
 
 // readError explains why the file could not be read on.
-func (p *fileReader) readError(err error) error {
-	if tooBig, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return bodyTooLarge(tooBig.Limit)
+func (p *Reader) readError(err error) error {
+	if e, ok := errors.AsType[*apperr.Error](err); ok {
+		return e // the body's reader said why: too large, say
 	}
 	if parse, ok := errors.AsType[*csv.ParseError](err); ok {
 		return &apperr.Error{Code: apperr.Invalid, Details: map[string]any{"line": parse.Line},

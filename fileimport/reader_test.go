@@ -1,4 +1,4 @@
-package server
+package fileimport
 
 import (
 	"errors"
@@ -36,7 +36,7 @@ func TestFileLocalTimesRoundTrip(t *testing.T) {
 				fmt.Fprintf(&b, "%s,1\n", text)
 				want = append(want, text)
 			}
-			readings, err := readAll(b.String(), fileOptions{loc: loc, dst: "earlier"})
+			readings, err := readAll(b.String(), Options{Loc: loc, DST: "earlier"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,8 +53,8 @@ func TestFileLocalTimesRoundTrip(t *testing.T) {
 }
 
 // readAll reads every reading of a file, each a copy.
-func readAll(body string, opts fileOptions) ([]store.Reading, error) {
-	file, err := newFileReader(strings.NewReader(body), opts)
+func readAll(body string, opts Options) ([]store.Reading, error) {
+	file, err := NewReader(strings.NewReader(body), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -92,15 +92,15 @@ func FuzzParseReadingsFile(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, body string, mode uint8) {
-		opts := fileOptions{loc: time.UTC}
+		opts := Options{Loc: time.UTC}
 		if mode&1 == 1 {
-			opts.loc, opts.dst = zurich, "later"
+			opts.Loc, opts.DST = zurich, "later"
 		}
 		if mode&2 == 2 {
-			opts.instance = &store.Instance{Inputs: []store.InstanceInput{{ID: 1, Key: "freq"}, {ID: 2, Key: "temp"}}}
+			opts.Instance = &store.Instance{Inputs: []store.InstanceInput{{ID: 1, Key: "freq"}, {ID: 2, Key: "temp"}}}
 		}
 		if mode&4 == 4 { // an import profile's mapping
-			opts.columns = map[string]int64{"Freq_Avg": 1, "RECORD": 3}
+			opts.Columns = map[string]int64{"Freq_Avg": 1, "RECORD": 3}
 		}
 		readings, err := readAll(body, opts)
 		if err != nil {
