@@ -30,6 +30,7 @@ import (
 	// image the Dockerfile builds has none of its own.
 	_ "time/tzdata"
 
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/server"
 	"github.com/sensorreadings/readings/store"
 )
@@ -106,11 +107,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		standby = store.New(readPool)
 	}
 	log.Info("export caps", "max_streams", maxStreams, "max_streams_per_token", c.maxStreamsToken, "db_max_conns", pool.Stat().MaxConns())
-	srv, err := server.New(db, log, server.Config{
+	core := sensing.New(db, log, sensing.Config{MaxFuture: c.maxFuture, DBTimeout: c.dbTimeout})
+	srv, err := server.New(core, db, log, server.Config{
 		MaxBatch:                     c.maxBatch,
 		MaxBodyBytes:                 c.maxBodyBytes,
 		MaxInputs:                    c.maxInputs,
-		MaxFuture:                    c.maxFuture,
 		RateLimit:                    c.rateLimit,
 		RateBurst:                    c.rateBurst,
 		DBTimeout:                    c.dbTimeout,
@@ -166,14 +167,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	checkCtx, stopChecking := context.WithCancel(ctx)
 	checked := make(chan struct{})
 	go func() {
-		srv.CheckOverdue(checkCtx, c.alarmCheck)
+		core.CheckOverdue(checkCtx, c.alarmCheck)
 		close(checked)
 	}()
 	// Queued hours of rollups are recomputed until the server stops; every
 	// replica runs the maintainer and the store gives each hour to one.
 	rolling := make(chan struct{})
 	go func() {
-		srv.MaintainRollups(checkCtx, c.rollupInterval)
+		core.MaintainRollups(checkCtx, c.rollupInterval)
 		close(rolling)
 	}()
 	// Webhook deliveries in flight finish (within the webhook timeout)

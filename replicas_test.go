@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
 	"github.com/sensorreadings/readings/store/storetest"
 )
@@ -264,6 +266,7 @@ func TestOverdueTwoProcesses(t *testing.T) {
 	}
 	defer pool.Close()
 	db := store.New(pool)
+	core := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{})
 
 	var (
 		mu         sync.Mutex
@@ -287,7 +290,7 @@ func TestOverdueTwoProcesses(t *testing.T) {
 		}
 		key := store.SensorKey{OrgID: org, ProjectID: project, SensorID: s.ID}
 		// A reading of 2024: overdue from the first check.
-		if _, err := db.InsertReadings(ctx, key, []store.Reading{{Time: time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC), InputIDs: []int64{1}, Values: []float64{1}}}); err != nil {
+		if _, err := core.Ingest(ctx, key, sensing.NewBatch([]store.Reading{{Time: time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC), InputIDs: []int64{1}, Values: []float64{1}}})); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.SetOverdueRule(ctx, key, "Maintenance", time.Hour); err != nil {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sensorreadings/readings/alarms"
 	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/store"
@@ -84,11 +83,7 @@ func (s *Server) ListAlarmRules(ctx context.Context, req gen.ListAlarmRulesReque
 // CreateAlarmRule adds a rule to a sensor; its alarms are rechecked at
 // once.
 func (s *Server) CreateAlarmRule(ctx context.Context, req gen.CreateAlarmRuleRequestObject) (gen.CreateAlarmRuleResponseObject, error) {
-	spec, err := alarmRuleSpec(*req.Body)
-	if err != nil {
-		return nil, err
-	}
-	rule, err := s.store.CreateAlarmRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), spec)
+	rule, err := s.core.CreateAlarmRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), alarmRuleSpec(*req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -98,11 +93,7 @@ func (s *Server) CreateAlarmRule(ctx context.Context, req gen.CreateAlarmRuleReq
 // UpdateAlarmRule replaces a rule; its sensor's alarms are rechecked at
 // once.
 func (s *Server) UpdateAlarmRule(ctx context.Context, req gen.UpdateAlarmRuleRequestObject) (gen.UpdateAlarmRuleResponseObject, error) {
-	spec, err := alarmRuleSpec(*req.Body)
-	if err != nil {
-		return nil, err
-	}
-	rule, err := s.store.UpdateAlarmRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), req.RuleId, spec)
+	rule, err := s.core.UpdateAlarmRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), req.RuleId, alarmRuleSpec(*req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -112,14 +103,14 @@ func (s *Server) UpdateAlarmRule(ctx context.Context, req gen.UpdateAlarmRuleReq
 // DeleteAlarmRule deletes a rule; its sensor's alarms are rechecked at
 // once.
 func (s *Server) DeleteAlarmRule(ctx context.Context, req gen.DeleteAlarmRuleRequestObject) (gen.DeleteAlarmRuleResponseObject, error) {
-	if err := s.store.DeleteAlarmRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), req.RuleId); err != nil {
+	if err := s.core.DeleteAlarmRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), req.RuleId); err != nil {
 		return nil, err
 	}
 	return gen.DeleteAlarmRule204Response{}, nil
 }
 
-// alarmRuleSpec checks a rule's numbers the way the evaluation needs them.
-func alarmRuleSpec(in gen.AlarmRuleInput) (store.AlarmRuleSpec, error) {
+// alarmRuleSpec is a rule as the request writes it.
+func alarmRuleSpec(in gen.AlarmRuleInput) store.AlarmRuleSpec {
 	spec := store.AlarmRuleSpec{
 		TargetKey: in.Target, Level: in.Level, Direction: string(in.Direction),
 		Threshold: in.Threshold, Deadband: deref(in.Deadband), Persistence: 1,
@@ -127,9 +118,7 @@ func alarmRuleSpec(in gen.AlarmRuleInput) (store.AlarmRuleSpec, error) {
 	if in.Persistence != nil {
 		spec.Persistence = *in.Persistence
 	}
-	// The level's rank is the store's to find; any rank passes here.
-	rule := alarms.Rule{Rank: 1, Threshold: spec.Threshold, Deadband: spec.Deadband, Persistence: spec.Persistence}
-	return spec, rule.Check()
+	return spec
 }
 
 // ListAlarms returns a page of the project's current alarms; the cursor
@@ -206,9 +195,13 @@ func toAlarmLevel(l store.AlarmLevel) gen.AlarmLevel {
 }
 
 func toAlarmRule(r store.AlarmRule) gen.AlarmRule {
+	direction := gen.AlarmRuleDirectionAbove
+	if r.Below {
+		direction = gen.AlarmRuleDirectionBelow
+	}
 	return gen.AlarmRule{
 		Id: r.ID, SensorId: r.SensorID, Target: r.TargetKey, LevelId: r.LevelID, Level: r.LevelName, Rank: r.Rank,
-		Direction: gen.AlarmRuleDirection(r.Direction), Threshold: r.Threshold, Deadband: r.Deadband, Persistence: r.Persistence,
+		Direction: direction, Threshold: r.Threshold, Deadband: r.Deadband, Persistence: r.Persistence,
 		Active: r.Active, CreatedAt: toDatetime(r.CreatedAt),
 	}
 }
@@ -265,32 +258,4 @@ func (s *Server) DeleteOverdueRule(ctx context.Context, req gen.DeleteOverdueRul
 
 func toOverdueRule(r store.OverdueRule) gen.OverdueRule {
 	return gen.OverdueRule{SensorId: r.SensorID, LevelId: r.LevelID, Level: r.Level, AfterSeconds: int(r.After.Seconds()), CreatedAt: toDatetime(r.CreatedAt)}
-}
-
-// CheckOverdue checks overdue sensors every interval until ctx ends. Each
-// replica runs it; the store lets one of them at a time make the changes.
-func (s *Server) CheckOverdue(ctx context.Context, interval time.Duration) {
-	every(ctx, interval, func() {
-		raised, cleared, err := s.store.CheckOverdue(ctx, time.Now())
-		switch {
-		case err != nil && ctx.Err() == nil:
-			s.log.Warn("check overdue sensors", "err", err)
-		case raised+cleared > 0:
-			s.log.Info("overdue sensors", "raised", raised, "cleared", cleared)
-		}
-	})
-}
-
-// every calls fn every interval until ctx ends.
-func every(ctx context.Context, interval time.Duration, fn func()) {
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ticker.C:
-		case <-ctx.Done():
-			return
-		}
-		fn()
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sensorreadings/readings/gen/client"
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -29,11 +30,11 @@ func (e *env) newAlarm(t *testing.T, tn tenant) (levelID, ruleID, alarmID, webho
 	if err != nil {
 		t.Fatal(err)
 	}
-	rule, err := e.db.CreateAlarmRule(ctx, key, store.AlarmRuleSpec{TargetKey: "digits", Level: "Alarm", Direction: "above", Threshold: 1000, Persistence: 1})
+	rule, err := e.core.CreateAlarmRule(ctx, key, store.AlarmRuleSpec{TargetKey: "digits", Level: "Alarm", Direction: "above", Threshold: 1000, Persistence: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.db.InsertReadings(ctx, key, []store.Reading{{Time: time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC), InputIDs: []int64{e.freqID(t, tn)}, Values: []float64{2000}}}); err != nil {
+	if _, err := e.core.Ingest(ctx, key, sensing.NewBatch([]store.Reading{{Time: time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC), InputIDs: []int64{e.freqID(t, tn)}, Values: []float64{2000}}})); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.db.SetOverdueRule(ctx, store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.sensorID}, "Action", time.Hour); err != nil {

@@ -278,7 +278,7 @@ func TestAlarmStorm(t *testing.T) {
 	t.Parallel()
 	cfg := defaultConfig()
 	cfg.WebhookAllowPrivate = true
-	e := newEnvWith(t, cfg, nil)
+	e := newEnvWith(t, cfg, faults{})
 	one, hundred := newAlarmSite(t, e, "Storm in one"), newAlarmSite(t, e, "Storm in a hundred")
 	for _, a := range []*alarmSite{one, hundred} {
 		a.post(t, 0, 2500) // 6250: Alert, acknowledged before the storm

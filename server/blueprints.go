@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 
-	"github.com/sensorreadings/readings/formulas"
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/store"
 )
@@ -25,13 +24,9 @@ func (s *Server) ListBlueprints(ctx context.Context, req gen.ListBlueprintsReque
 	return out, nil
 }
 
-// CreateBlueprint checks a blueprint's formulas and saves it.
+// CreateBlueprint saves a blueprint whose formulas compile.
 func (s *Server) CreateBlueprint(ctx context.Context, req gen.CreateBlueprintRequestObject) (gen.CreateBlueprintResponseObject, error) {
-	b, err := fromBlueprintWrite(*req.Body)
-	if err != nil {
-		return nil, err
-	}
-	created, err := s.store.CreateBlueprint(ctx, req.OrgId, b)
+	created, err := s.core.CreateBlueprint(ctx, req.OrgId, fromBlueprintWrite(*req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -47,13 +42,9 @@ func (s *Server) GetBlueprint(ctx context.Context, req gen.GetBlueprintRequestOb
 	return gen.GetBlueprint200JSONResponse(toBlueprint(b)), nil
 }
 
-// UpdateBlueprint checks and replaces a blueprint.
+// UpdateBlueprint replaces a blueprint with one whose formulas compile.
 func (s *Server) UpdateBlueprint(ctx context.Context, req gen.UpdateBlueprintRequestObject) (gen.UpdateBlueprintResponseObject, error) {
-	b, err := fromBlueprintWrite(*req.Body)
-	if err != nil {
-		return nil, err
-	}
-	updated, err := s.store.UpdateBlueprint(ctx, req.OrgId, req.BlueprintId, b)
+	updated, err := s.core.UpdateBlueprint(ctx, req.OrgId, req.BlueprintId, fromBlueprintWrite(*req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -68,27 +59,19 @@ func (s *Server) DeleteBlueprint(ctx context.Context, req gen.DeleteBlueprintReq
 	return gen.DeleteBlueprint204Response{}, nil
 }
 
-// fromBlueprintWrite converts a blueprint and compiles its formulas, so
-// that nothing invalid is saved.
-func fromBlueprintWrite(w gen.BlueprintWrite) (store.Blueprint, error) {
+// fromBlueprintWrite converts a blueprint as a request writes it.
+func fromBlueprintWrite(w gen.BlueprintWrite) store.Blueprint {
 	b := store.Blueprint{Name: w.Name, Description: deref(w.Description)}
-	spec := formulas.Spec{}
 	for _, in := range w.Inputs {
 		b.Inputs = append(b.Inputs, store.BlueprintInput{Key: in.Key, Name: in.Name, Unit: deref(in.Unit)})
-		spec.Inputs = append(spec.Inputs, in.Key)
 	}
 	for _, c := range deref(w.Constants) {
 		b.Constants = append(b.Constants, store.BlueprintConstant{Key: c.Key, Name: c.Name, Unit: deref(c.Unit), Default: c.Default})
-		spec.Constants = append(spec.Constants, c.Key)
 	}
 	for _, o := range w.Outputs {
 		b.Outputs = append(b.Outputs, store.BlueprintOutput{Key: o.Key, Name: o.Name, Unit: deref(o.Unit), Formula: o.Formula, Decimals: o.Decimals})
-		spec.Outputs = append(spec.Outputs, formulas.Output{Key: o.Key, Formula: o.Formula})
 	}
-	if _, err := formulas.Compile(spec); err != nil {
-		return store.Blueprint{}, err
-	}
-	return b, nil
+	return b
 }
 
 func toBlueprint(b store.Blueprint) gen.Blueprint {
@@ -109,19 +92,4 @@ func toBlueprint(b store.Blueprint) gen.Blueprint {
 		out.Outputs[i] = gen.BlueprintOutput{Key: o.Key, Name: o.Name, Unit: &o.Unit, Formula: o.Formula, Decimals: o.Decimals}
 	}
 	return out
-}
-
-// instanceSpec is what the formulas of an instance may use.
-func instanceSpec(inst *store.Instance) formulas.Spec {
-	spec := formulas.Spec{}
-	for _, in := range inst.Inputs {
-		spec.Inputs = append(spec.Inputs, in.Key)
-	}
-	for _, c := range inst.Constants {
-		spec.Constants = append(spec.Constants, c.Key)
-	}
-	for _, o := range inst.Outputs {
-		spec.Outputs = append(spec.Outputs, formulas.Output{Key: o.Key, Formula: o.Formula})
-	}
-	return spec
 }

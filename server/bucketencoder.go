@@ -19,6 +19,25 @@ type outputAggregates struct {
 	empty    []byte               // that of a bucket without
 }
 
+// Start implements sensing.AggregateSink: it names the sensor's values,
+// takes, with fill, every bucket and input to list, and with outputs their
+// ids, and checks against the budget what fill lists whatever the readings.
+func (e *bucketEncoder) Start(sensor store.Sensor, buckets []time.Time, inputIDs, outputIDs []int64) error {
+	e.names = sensorNames(sensor, e.byName)
+	if e.fill {
+		e.starts, e.known = buckets, inputIDs
+		// Every bucket lists every input the sensor can have.
+		if err := e.spend(len(e.starts) * len(e.known)); err != nil {
+			return err
+		}
+	}
+	if e.withOutputs {
+		e.outputs = &outputAggregates{ids: outputIDs, byBucket: map[time.Time][]byte{}}
+		e.outputs.empty = e.encodeOutputs(func(int) *stats.Stats { return nil })
+	}
+	return nil
+}
+
 // Counts implements store.BucketSink: it takes the buckets to list, and
 // checks against the budget that the most the outputs can list fits.
 func (e *bucketEncoder) Counts(counts []store.BucketCount) error {
@@ -72,7 +91,10 @@ type bucketEncoder struct {
 	countOf map[time.Time]int64 // readings per bucket, where there are any
 	known   []int64             // with fill: the inputs every bucket lists
 	outputs *outputAggregates   // nil without outputs
-	names   keyNames
+	byName  bool                // names values by key
+	// withOutputs lists the outputs, even those of a sensor without any.
+	withOutputs bool
+	names       keyNames
 
 	budget int  // how many more inputs and outputs may be listed
 	next   int  // starts[next] is the next bucket to open

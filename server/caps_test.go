@@ -98,7 +98,7 @@ func email(tn tenant, what string, i int) openapi_types.Email {
 // and refuses the next with 409 naming the cap, adding nothing.
 func TestCaps(t *testing.T) {
 	t.Parallel()
-	e := newEnvLimits(t, defaultConfig(), testCaps, nil)
+	e := newEnvLimits(t, defaultConfig(), testCaps, faults{})
 	tenants := make([]tenant, len(capCases))
 	for i, c := range capCases {
 		tenants[i] = e.newTenant("Caps " + c.cap)
@@ -136,7 +136,7 @@ func wantCap(t *testing.T, status int, body []byte, name string, limit int) {
 // every creator of the collection takes.
 func TestCapsConcurrent(t *testing.T) {
 	t.Parallel()
-	e := newEnvLimits(t, defaultConfig(), testCaps, nil)
+	e := newEnvLimits(t, defaultConfig(), testCaps, faults{})
 	const attempts = 12
 	for _, c := range capCases {
 		tn := e.newTenant("Race " + c.cap)
@@ -171,7 +171,7 @@ func TestCapsConcurrent(t *testing.T) {
 // and accepting an invitation then takes it no further.
 func TestMembersCapCountsInvitations(t *testing.T) {
 	t.Parallel()
-	e := newEnvLimits(t, defaultConfig(), testCaps, nil)
+	e := newEnvLimits(t, defaultConfig(), testCaps, faults{})
 	tn := e.newTenant("Members and invitations")
 	owner := e.owner(tn)
 	ctx := t.Context()
@@ -219,7 +219,7 @@ func TestMembersCapCountsInvitations(t *testing.T) {
 // are kept, so that creating and revoking in a loop grows nothing.
 func TestCapsHistory(t *testing.T) {
 	t.Parallel()
-	e := newEnvLimits(t, defaultConfig(), testCaps, nil)
+	e := newEnvLimits(t, defaultConfig(), testCaps, faults{})
 	tn := e.newTenant("History")
 	ctx := t.Context()
 	const rounds = 8

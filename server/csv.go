@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -22,7 +23,18 @@ type keyName struct{ key, unit string }
 // newKeyNames is the naming keys asks for of sensor's values; each read
 // operation has its own generated type of the keys parameter.
 func newKeyNames[K ~string](sensor store.Sensor, keys *K) keyNames {
-	if keys == nil || string(*keys) != string(gen.KeysNames) || sensor.Instance == nil {
+	return sensorNames(sensor, byName(keys))
+}
+
+// byName tells whether keys asks for values named by key.
+func byName[K ~string](keys *K) bool {
+	return keys != nil && string(*keys) == string(gen.KeysNames)
+}
+
+// sensorNames is the naming of sensor's values by key, when byName, else
+// by id (nil).
+func sensorNames(sensor store.Sensor, byName bool) keyNames {
+	if !byName || sensor.Instance == nil {
 		return nil
 	}
 	names := keyNames{}
@@ -69,8 +81,8 @@ func (n keyNames) appendColumn(b []byte, id int64) []byte {
 // no value. Every cell is a number or a datetime, so nothing needs quoting;
 // only a header cell with a unit may.
 type csvColumns struct {
-	inputIDs []int64        // ascending
-	outputs  *outputsWriter // nil without outputs
+	inputIDs []int64          // ascending
+	outputs  *sensing.Outputs // nil without outputs
 	names    keyNames
 }
 
@@ -81,7 +93,7 @@ func (c *csvColumns) appendHeader(b []byte) []byte {
 		b = c.names.appendColumn(b, id)
 	}
 	if c.outputs != nil {
-		for _, id := range c.outputs.outputIDs {
+		for _, id := range c.outputs.IDs() {
 			b = append(b, ',')
 			b = c.names.appendColumn(b, id)
 		}
@@ -103,7 +115,7 @@ func (c *csvColumns) appendRow(b []byte, r *store.Reading) []byte {
 	}
 	if c.outputs != nil {
 		c.outputs.Compute(r)
-		for k := range c.outputs.outputIDs {
+		for k := range c.outputs.IDs() {
 			b = append(b, ',')
 			if v, ok := c.outputs.Value(k); ok {
 				b = appendNumber(b, v)
@@ -121,18 +133,4 @@ func inputIDsOf(readings []store.Reading) []int64 {
 	}
 	slices.Sort(ids)
 	return slices.Compact(ids)
-}
-
-// instanceInputIDs is the input ids of a sensor's instance, ascending, or
-// nil without one.
-func instanceInputIDs(sensor store.Sensor) []int64 {
-	if sensor.Instance == nil {
-		return nil
-	}
-	ids := make([]int64, len(sensor.Instance.Inputs))
-	for i, in := range sensor.Instance.Inputs {
-		ids[i] = in.ID
-	}
-	slices.Sort(ids)
-	return ids
 }

@@ -26,7 +26,7 @@ func (panickingStore) GetProject(context.Context, int64, int64) (store.Project, 
 
 func TestErrorsAreJSON(t *testing.T) {
 	t.Parallel()
-	e := newEnvWith(t, defaultConfig(), func(db *store.DB) server.Store { return panickingStore{db} })
+	e := newEnvWith(t, defaultConfig(), faults{store: func(db *store.DB) server.Store { return panickingStore{db} }})
 	tn := e.newTenant("Acme")
 	owner := tn.tokens[store.Owner]
 	projects := fmt.Sprintf("/api/v1/org/%d/projects", tn.orgID)
@@ -162,10 +162,8 @@ func TestDatabaseUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	srv, err := server.New(store.New(pool), slog.New(slog.DiscardHandler), defaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := store.New(pool)
+	_, srv := newServer(t, db, db, nil, slog.New(slog.DiscardHandler), defaultConfig())
 	ts := serve(t, srv)
 
 	for _, path := range []string{"/readyz", "/api/v1/me", "/api/v1/org/1/proj/1/readings/1"} {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/gen/client"
-	"github.com/sensorreadings/readings/server"
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -91,7 +91,7 @@ func pagedReadings(t *testing.T, c *client.ClientWithResponses, tn tenant) []cli
 func TestExport(t *testing.T) {
 	t.Parallel()
 	gated := &gatedStore{gateAt: 20_000, gate: make(chan struct{}), failed: make(chan error, 4)}
-	e := newEnvWith(t, defaultConfig(), func(db *store.DB) server.Store { gated.DB = db; return gated })
+	e := newEnvWith(t, defaultConfig(), faults{reader: func(db *store.DB) sensing.Reader { gated.DB = db; return gated }})
 	tn := e.newTenant("Acme")
 	postMany(t, e.client(tn.tokens[store.Editor]), tn, exportTotal)
 	pages := pagedReadings(t, e.client(tn.tokens[store.Viewer]), tn)
@@ -232,7 +232,7 @@ func (c cutStore) ListReadings(ctx context.Context, sensor store.Sensor, q store
 // count in the metrics.
 func TestExportCutByTheDatabase(t *testing.T) {
 	t.Parallel()
-	e := newEnvWith(t, defaultConfig(), func(db *store.DB) server.Store { return cutStore{db} })
+	e := newEnvWith(t, defaultConfig(), faults{reader: func(db *store.DB) sensing.Reader { return cutStore{db} }})
 	tn := e.newTenant("Acme")
 	postMany(t, e.client(tn.tokens[store.Editor]), tn, 2500)
 	req, _ := http.NewRequest("GET", e.url+readingsPath(tn)+"/export", nil)

@@ -21,6 +21,7 @@ import (
 	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/openapi"
 	"github.com/sensorreadings/readings/openapi/openapitest"
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/server"
 	"github.com/sensorreadings/readings/store"
 	"github.com/sensorreadings/readings/store/storetest"
@@ -31,50 +32,83 @@ type env struct {
 	t    testing.TB
 	pool *pgxpool.Pool
 	db   *store.DB
+	core *sensing.Service
 	srv  *server.Server
 	url  string
 	logs *syncBuffer
 	spec *openapi3.T
 }
 
+// config is the service's configuration: the server's and the domain's.
+type config struct {
+	server.Config
+	core sensing.Config
+}
+
 // defaultConfig is the service's configuration in tests: its real defaults.
-func defaultConfig() server.Config {
-	return server.Config{MaxBatch: 10000, MaxBodyBytes: 16 << 20, MaxFuture: 24 * time.Hour}
+func defaultConfig() config {
+	return config{
+		Config: server.Config{MaxBatch: 10000, MaxBodyBytes: 16 << 20},
+		core:   sensing.Config{MaxFuture: 24 * time.Hour},
+	}
 }
 
 func newEnv(t testing.TB) *env {
-	return newEnvWith(t, defaultConfig(), nil)
+	return newEnvWith(t, defaultConfig(), faults{})
 }
 
-// newEnvWith serves st when it is not nil (a store with a fault injected),
-// else the real store.
-func newEnvWith(t testing.TB, cfg server.Config, wrap func(*store.DB) server.Store) *env {
+// faults are what a test injects: each, when set, wraps the real store to
+// give the server (store) or the domain's reads of readings (reader).
+type faults struct {
+	store  func(*store.DB) server.Store
+	reader func(*store.DB) sensing.Reader
+}
+
+// newEnvWith serves the real store with the faults f injects.
+func newEnvWith(t testing.TB, cfg config, f faults) *env {
 	t.Helper()
-	return newEnvLimits(t, cfg, store.Limits{}, wrap)
+	return newEnvLimits(t, cfg, store.Limits{}, f)
 }
 
 // newEnvLimits is newEnvWith on a store with limits; zero fields keep the
 // defaults.
-func newEnvLimits(t testing.TB, cfg server.Config, limits store.Limits, wrap func(*store.DB) server.Store) *env {
+func newEnvLimits(t testing.TB, cfg config, limits store.Limits, f faults) *env {
 	t.Helper()
 	pool := storetest.NewPool(t)
 	db := store.New(pool, limits)
 	var st server.Store = db
-	if wrap != nil {
-		st = wrap(db)
+	if f.store != nil {
+		st = f.store(db)
 	}
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	srv, err := server.New(st, log, cfg)
-	if err != nil {
-		t.Fatalf("server.New: %v", err)
+	var reader sensing.Reader
+	if f.reader != nil {
+		reader = f.reader(db)
 	}
+	core, srv := newServer(t, db, st, reader, log, cfg)
 	ts := serve(t, srv)
 	spec, err := openapi.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, pool: pool, db: db, srv: srv, url: ts.URL, logs: logs, spec: spec}
+	return &env{t: t, pool: pool, db: db, core: core, srv: srv, url: ts.URL, logs: logs, spec: spec}
+}
+
+// newServer is the service on db: the domain, reading readings from reader
+// when it is not nil, and the server of the domain and st.
+func newServer(t testing.TB, db *store.DB, st server.Store, reader sensing.Reader, log *slog.Logger, cfg config) (*sensing.Service, *server.Server) {
+	t.Helper()
+	cfg.core.DBTimeout = cfg.DBTimeout // one setting, as main makes it
+	core := sensing.New(db, log, cfg.core)
+	if reader != nil {
+		core = core.WithReader(reader)
+	}
+	srv, err := server.New(core, st, log, cfg.Config)
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	return core, srv
 }
 
 // serve serves h over HTTP until the test ends, and fails the test on every

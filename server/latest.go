@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/sensorreadings/readings/gen"
 )
@@ -18,11 +17,10 @@ func (s *Server) LatestReadings(ctx context.Context, req gen.LatestReadingsReque
 	if err != nil {
 		return nil, err
 	}
-	latest, more, err := s.reader(ctx).LatestReadings(ctx, req.OrgId, req.ProjId, after, limit)
+	latest, more, err := s.reads(ctx).LatestReadings(ctx, req.OrgId, req.ProjId, after, limit, req.Params.Outputs != nil && *req.Params.Outputs)
 	if err != nil {
 		return nil, err
 	}
-	withOutputs := req.Params.Outputs != nil && *req.Params.Outputs
 	b := []byte(`{"items":[`)
 	for i, l := range latest {
 		if i > 0 {
@@ -40,13 +38,7 @@ func (s *Server) LatestReadings(ctx context.Context, req gen.LatestReadingsReque
 		// declare a null for it.
 		if l.Reading != nil {
 			b = append(b, `,"reading":`...)
-			var outputs *outputsWriter
-			if withOutputs {
-				if outputs, err = s.linkedOutputs(ctx, l.Sensor, []time.Time{l.Reading.Time}); err != nil {
-					return nil, err
-				}
-			}
-			b = appendReading(b, l.Sensor.ID, l.Reading, outputs, newKeyNames(l.Sensor, req.Params.Keys))
+			b = appendReading(b, l.Sensor.ID, l.Reading, l.Outputs, newKeyNames(l.Sensor, req.Params.Keys))
 		}
 		b = append(b, '}')
 	}

@@ -143,7 +143,7 @@ func TestCompression(t *testing.T) {
 	t.Parallel()
 	cfg := defaultConfig()
 	cfg.MaxBodyBytes = 64 << 10
-	e := newEnvWith(t, cfg, nil)
+	e := newEnvWith(t, cfg, faults{})
 	tn := e.newTenant("Acme")
 	send := func(body []byte, encoding string) (*http.Response, []byte) {
 		t.Helper()

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/sensorreadings/readings/gen/client"
-	"github.com/sensorreadings/readings/server"
 	"github.com/sensorreadings/readings/store"
 	"github.com/sensorreadings/readings/store/storetest"
 )
@@ -23,7 +22,7 @@ func TestRateLimit(t *testing.T) {
 	// A bucket of 3 that refills once every 10 s: the fourth request of a
 	// quick burst is refused whatever the machine's speed.
 	cfg.RateLimit, cfg.RateBurst = 0.1, 3
-	e := newEnvWith(t, cfg, nil)
+	e := newEnvWith(t, cfg, faults{})
 	tn := e.newTenant("Acme")
 	get := func(token string) (*http.Response, []byte) {
 		req, _ := http.NewRequest("GET", e.url+"/api/v1/me", nil)
@@ -64,7 +63,7 @@ func TestDatabaseDeadline(t *testing.T) {
 	t.Parallel()
 	cfg := defaultConfig()
 	cfg.DBTimeout = 500 * time.Millisecond
-	e := newEnvWith(t, cfg, nil)
+	e := newEnvWith(t, cfg, faults{})
 	tn := e.newTenant("Acme")
 	ctx := context.Background()
 
@@ -179,10 +178,7 @@ func TestPoolExhausted(t *testing.T) {
 	}
 	cfg := defaultConfig()
 	cfg.DBTimeout = 300 * time.Millisecond
-	srv, err := server.New(db, slog.New(slog.DiscardHandler), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, srv := newServer(t, db, db, nil, slog.New(slog.DiscardHandler), cfg)
 	ts := serve(t, srv)
 
 	held, err := pool.Acquire(ctx)

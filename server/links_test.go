@@ -285,8 +285,8 @@ func TestLinksAlarms(t *testing.T) {
 func TestLinksAggregateLimit(t *testing.T) {
 	t.Parallel()
 	cfg := defaultConfig()
-	cfg.MaxLinkValues = 2
-	e := newEnvWith(t, cfg, nil)
+	cfg.core.MaxLinkValues = 2
+	e := newEnvWith(t, cfg, faults{})
 	tn := e.newTenant("Acme")
 	s, k := linkedSensors(t, e, tn, "B", "P")
 	baro, piezo := s[0], s[1]

@@ -55,7 +55,7 @@ func (e *env) newReachSite(t *testing.T, name string) reachSite {
 	}
 	s.otherLevelID = otherLevels[0].ID
 	a := store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.instanceID}
-	rule, err := e.db.CreateAlarmRule(ctx, a, store.AlarmRuleSpec{TargetKey: "digits", Level: s.pLevel.Name, Direction: "above", Threshold: 1e9, Persistence: 1})
+	rule, err := e.core.CreateAlarmRule(ctx, a, store.AlarmRuleSpec{TargetKey: "digits", Level: s.pLevel.Name, Direction: "above", Threshold: 1e9, Persistence: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/datetime"
 	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -33,12 +33,7 @@ func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestOb
 	if len(readings) == 0 {
 		return nil, apperr.Errorf(apperr.Invalid, "the body must be a non-empty JSON array of readings")
 	}
-	if err := s.refuseFuture(readings, func(i int) (string, map[string]any) {
-		return fmt.Sprintf("element %d", i), map[string]any{"index": i}
-	}); err != nil {
-		return nil, err
-	}
-	written, err := s.store.InsertReadings(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), readings)
+	written, err := s.core.Ingest(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), sensing.NewBatch(readings))
 	if err != nil {
 		return nil, err
 	}
@@ -51,56 +46,6 @@ func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestOb
 	return ok, nil
 }
 
-// refuseFuture refuses readings that the future guard refuses. where
-// names the i-th reading and gives the error's details.
-func (s *Server) refuseFuture(readings []store.Reading, where func(i int) (string, map[string]any)) error {
-	guard := s.futureGuard()
-	for i := range readings {
-		if guard.refuses(readings[i].Time) {
-			name, details := where(i)
-			return guard.error(readings[i].Time, name, details)
-		}
-	}
-	return nil
-}
-
-// futureGuard refuses readings dated more than a margin (MaxFuture) after
-// the server's clock as the request arrived: a logger whose clock is wrong
-// is the commonest bad data in the field, and a reading from next year
-// would stand as the sensor's latest until then. The zero guard is off.
-type futureGuard struct {
-	now, limit time.Time
-	margin     time.Duration
-}
-
-func (s *Server) futureGuard() futureGuard {
-	now := time.Now()
-	return futureGuard{now: now, limit: now.Add(s.cfg.MaxFuture), margin: s.cfg.MaxFuture}
-}
-
-func (g futureGuard) refuses(t time.Time) bool {
-	return g.margin != 0 && t.After(g.limit)
-}
-
-// error is the refusal of a reading dated t, which where names.
-func (g futureGuard) error(t time.Time, where string, details map[string]any) error {
-	return &apperr.Error{Code: apperr.Invalid, Details: details, Message: fmt.Sprintf(
-		"%s: datetime %s is more than %s after the server's clock (%s); check the clock of the device that sent it",
-		where, datetime.FormatExact(t), shortDuration(g.margin), g.now.UTC().Format(time.RFC3339))}
-}
-
-// shortDuration writes 24h rather than 24h0m0s.
-func shortDuration(d time.Duration) string {
-	text := d.String()
-	if strings.HasSuffix(text, "m0s") {
-		text = strings.TrimSuffix(text, "0s")
-	}
-	if strings.HasSuffix(text, "h0m") {
-		text = strings.TrimSuffix(text, "0m")
-	}
-	return text
-}
-
 // ListReadings returns a page of a sensor's readings. The page is encoded
 // straight from the rows as they arrive, without building a value per
 // reading; the Link to the next page is known once the page is full.
@@ -110,35 +55,14 @@ func (s *Server) ListReadings(ctx context.Context, req gen.ListReadingsRequestOb
 	if err != nil {
 		return nil, err
 	}
-	sensor, err := s.store.GetSensor(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	page := newReadingsPage(sensor.ID, prefersCSV(ctx))
-	page.names = newKeyNames(sensor, req.Params.Keys)
-	withOutputs := req.Params.Outputs != nil && *req.Params.Outputs
-	if withOutputs {
-		page.outputs = s.newOutputsWriter(sensor, nil) // a CSV header names them even on an empty page
-	}
-	var last time.Time
-	if q.From.After(q.To) {
-		return page.finish(""), nil
-	}
-	err = s.listReadings(ctx, sensor, q, withOutputs, func(r *store.Reading, outputs *outputsWriter) error {
-		if outputs != nil {
-			page.outputs = outputs
-		}
-		page.add(r)
-		last = r.Time
-		return nil
-	})
-	if err != nil {
+	page := newReadingsPage(req.SensorId, byName(req.Params.Keys), prefersCSV(ctx))
+	if err := s.reads(ctx).ListReadings(ctx, key, q, req.Params.Outputs != nil && *req.Params.Outputs, page); err != nil {
 		page.release()
 		return nil, err
 	}
 	next := ""
 	if page.count == q.Limit {
-		next = nextPageLink(key, req.Params, last)
+		next = nextPageLink(key, req.Params, page.last)
 	}
 	return page.finish(next), nil
 }
@@ -149,7 +73,7 @@ func (s *Server) DeleteReadings(ctx context.Context, req gen.DeleteReadingsReque
 	if err != nil {
 		return nil, err
 	}
-	deleted, err := s.store.DeleteReadings(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), from, to.Add(time.Microsecond))
+	deleted, err := s.core.DeleteReadings(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), from, to.Add(time.Microsecond))
 	if err != nil {
 		return nil, err
 	}

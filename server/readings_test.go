@@ -281,8 +281,8 @@ func TestReadingsArchivedProject(t *testing.T) {
 
 func TestReadingsTooLarge(t *testing.T) {
 	t.Parallel()
-	cfg := server.Config{MaxBatch: 10, MaxBodyBytes: 4096}
-	e := newEnvWith(t, cfg, nil)
+	cfg := config{Config: server.Config{MaxBatch: 10, MaxBodyBytes: 4096}}
+	e := newEnvWith(t, cfg, faults{})
 	tn := e.newTenant("Acme")
 	token := tn.tokens[store.Editor]
 
@@ -463,8 +463,8 @@ func TestReadingsFromTheFuture(t *testing.T) {
 
 	t.Run("NoLimit", func(t *testing.T) {
 		cfg := defaultConfig()
-		cfg.MaxFuture = 0
-		e := newEnvWith(t, cfg, nil)
+		cfg.core.MaxFuture = 0
+		e := newEnvWith(t, cfg, faults{})
 		tn := e.newTenant("Acme")
 		post(t, e.client(tn.tokens[store.Editor]), tn, client.ReadingInput{Datetime: now.AddDate(10, 0, 0), Inputs: client.Values{"1": 1}})
 	})

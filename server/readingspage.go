@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -19,23 +21,42 @@ import (
 type readingsPage struct {
 	buf      *bytes.Buffer
 	sensorID int64
-	outputs  *outputsWriter // nil unless outputs=true
+	outputs  *sensing.Outputs // nil unless outputs=true
 	names    keyNames
+	byName   bool            // names values by key
 	csv      []store.Reading // nil for JSON
 	wantsCSV bool
 	count    int
+	last     time.Time // of the last reading added
 	link     string
 }
 
 var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-func newReadingsPage(sensorID int64, wantsCSV bool) *readingsPage {
+func newReadingsPage(sensorID int64, byName, wantsCSV bool) *readingsPage {
 	buf := pageBuffers.Get().(*bytes.Buffer)
 	buf.Reset()
 	if !wantsCSV {
 		buf.WriteByte('[')
 	}
-	return &readingsPage{buf: buf, sensorID: sensorID, wantsCSV: wantsCSV}
+	return &readingsPage{buf: buf, sensorID: sensorID, byName: byName, wantsCSV: wantsCSV}
+}
+
+// Sensor implements sensing.ReadingSink: the page names the sensor's
+// values as keys asks, and lists its outputs when they are asked for.
+func (p *readingsPage) Sensor(sensor store.Sensor, outputs *sensing.Outputs) error {
+	p.names, p.outputs = sensorNames(sensor, p.byName), outputs
+	return nil
+}
+
+// Reading implements sensing.ReadingSink.
+func (p *readingsPage) Reading(r *store.Reading, outputs *sensing.Outputs) error {
+	if outputs != nil {
+		p.outputs = outputs
+	}
+	p.add(r)
+	p.last = r.Time
+	return nil
 }
 
 // add appends one reading.
@@ -91,7 +112,7 @@ func (p *readingsPage) VisitListReadingsResponse(w http.ResponseWriter) error {
 // appendReading appends r as JSON, with its outputs unless outputs is nil,
 // its values named by names:
 // {"id":"12-1714564800000000","datetime":"…","inputs":{"101":2803.5},"outputs":{…}}
-func appendReading(b []byte, sensorID int64, r *store.Reading, outputs *outputsWriter, names keyNames) []byte {
+func appendReading(b []byte, sensorID int64, r *store.Reading, outputs *sensing.Outputs, names keyNames) []byte {
 	b = append(b, `{"id":"`...)
 	b = strconv.AppendInt(b, sensorID, 10)
 	b = append(b, '-')
@@ -109,7 +130,29 @@ func appendReading(b []byte, sensorID int64, r *store.Reading, outputs *outputsW
 	}
 	b = append(b, '}')
 	if outputs != nil {
-		b = outputs.appendOutputs(b, r, names)
+		b = appendOutputs(b, outputs, r, names)
+	}
+	return append(b, '}')
+}
+
+// appendOutputs computes r's outputs and appends ,"outputs":{…}, named
+// by names.
+func appendOutputs(b []byte, outputs *sensing.Outputs, r *store.Reading, names keyNames) []byte {
+	outputs.Compute(r)
+	b = append(b, `,"outputs":{`...)
+	first := true
+	for k, id := range outputs.IDs() {
+		v, ok := outputs.Value(k)
+		if !ok {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = names.appendKey(b, id)
+		b = append(b, ':')
+		b = appendNumber(b, v)
 	}
 	return append(b, '}')
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
-	"github.com/sensorreadings/readings/formulas"
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/openapi"
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -50,48 +50,27 @@ type Store interface {
 	DeleteProject(ctx context.Context, orgID, projectID int64) error
 
 	ListBlueprints(ctx context.Context, orgID, after int64, limit int) ([]store.Blueprint, bool, error)
-	CreateBlueprint(ctx context.Context, orgID int64, b store.Blueprint) (store.Blueprint, error)
 	GetBlueprint(ctx context.Context, orgID, id int64) (store.Blueprint, error)
-	UpdateBlueprint(ctx context.Context, orgID, id int64, b store.Blueprint) (store.Blueprint, error)
 	DeleteBlueprint(ctx context.Context, orgID, id int64) error
 
 	ListSensors(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Sensor, bool, error)
-	CreateSensor(ctx context.Context, orgID, projectID int64, name, description string, attach *store.Attachment) (store.Sensor, error)
 	GetSensor(ctx context.Context, key store.SensorKey) (store.Sensor, error)
-	UpdateSensor(ctx context.Context, key store.SensorKey, patch store.SensorPatch) (store.Sensor, error)
 	DeleteSensor(ctx context.Context, key store.SensorKey) error
-	SetSensorLinks(ctx context.Context, key store.SensorKey, links map[string]store.InputLink) (store.Sensor, error)
 
-	InsertReadings(ctx context.Context, key store.SensorKey, readings []store.Reading) (store.Written, error)
-	InsertReadingStream(ctx context.Context, key store.SensorKey, stream store.ReadingStream, mergeTimeout time.Duration) (store.Written, error)
-	DeleteReadings(ctx context.Context, key store.SensorKey, from, to time.Time) (int64, error)
-	CountStored(ctx context.Context, sensor store.Sensor, micros []int64) (store.Written, error)
-	MaintainRollups(ctx context.Context, outputsOf store.OutputsOf, maxHours int) (int, error)
 	WALPosition(ctx context.Context) (string, error)
 
-	// Reader's methods read the primary when there is no standby, or when
-	// routeReads did not choose it.
-	Reader
-
-	SetAlarmEvaluator(e store.AlarmEvaluator)
 	ListAlarmLevels(ctx context.Context, orgID, projectID int64, after, limit int) ([]store.AlarmLevel, bool, error)
 	CreateAlarmLevel(ctx context.Context, orgID, projectID int64, l store.AlarmLevel) (store.AlarmLevel, error)
 	UpdateAlarmLevel(ctx context.Context, orgID, projectID, levelID int64, patch store.AlarmLevelPatch) (store.AlarmLevel, error)
 	DeleteAlarmLevel(ctx context.Context, orgID, projectID, levelID int64) error
 	ListAlarmRules(ctx context.Context, key store.SensorKey, after store.RuleKey, limit int) ([]store.AlarmRule, bool, *store.OverdueRule, error)
-	CreateAlarmRule(ctx context.Context, key store.SensorKey, spec store.AlarmRuleSpec) (store.AlarmRule, error)
-	UpdateAlarmRule(ctx context.Context, key store.SensorKey, ruleID int64, spec store.AlarmRuleSpec) (store.AlarmRule, error)
-	DeleteAlarmRule(ctx context.Context, key store.SensorKey, ruleID int64) error
 	ListAlarms(ctx context.Context, orgID, projectID int64, after store.AlarmKey, limit int) ([]store.Alarm, bool, error)
-	SensorStatuses(ctx context.Context, q store.StatusQuery) ([]store.SensorStatus, bool, error)
 	AcknowledgeAlarm(ctx context.Context, orgID, projectID, alarmID, userID int64, note string) (store.Alarm, error)
 	ListAlarmEvents(ctx context.Context, orgID, projectID int64, q store.AlarmEventQuery) ([]store.AlarmEvent, bool, error)
 	GetOverdueRule(ctx context.Context, key store.SensorKey) (store.OverdueRule, error)
 	SetOverdueRule(ctx context.Context, key store.SensorKey, level string, after time.Duration) (store.OverdueRule, error)
 	DeleteOverdueRule(ctx context.Context, key store.SensorKey) error
-	CheckOverdue(ctx context.Context, now time.Time) (raised, cleared int64, err error)
 	GetImportProfile(ctx context.Context, key store.SensorKey) (store.ImportProfile, error)
-	ImportProfileOf(ctx context.Context, sensor store.Sensor) (*store.ImportProfile, error)
 	SetImportProfile(ctx context.Context, key store.SensorKey, spec store.ImportProfileSpec) (store.ImportProfile, error)
 	DeleteImportProfile(ctx context.Context, key store.SensorKey) error
 	ListWebhooks(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Webhook, bool, error)
@@ -108,7 +87,6 @@ type Config struct {
 	MaxBatch     int           // readings in one POST
 	MaxInputs    int           // inputs in one reading; 0: store.DefaultMaxSensorInputs
 	MaxBodyBytes int64         // bytes in one request body
-	MaxFuture    time.Duration // how far after the server's clock a reading may be dated; 0: no limit
 	RateLimit    float64       // requests a second per token; 0: no limit
 	RateBurst    int           // requests a token may make at once
 	DBTimeout    time.Duration // how long a request may wait for the database; 0: no limit
@@ -134,9 +112,6 @@ type Config struct {
 	// WebhookAllowPrivate lets webhooks reach loopback, private and every
 	// other special-purpose address: for tests and receivers on premises.
 	WebhookAllowPrivate bool
-	// MaxLinkValues bounds the values of a linked input's source that an
-	// aggregate reads; 0: defaultMaxLinkValues.
-	MaxLinkValues int
 }
 
 // Server is the API's HTTP handler.
@@ -147,7 +122,8 @@ type Server struct {
 	ops      operations
 	echo     *echo.Echo
 	tokenUse tokenUse
-	programs formulas.Cache
+	core     *sensing.Service // the domain, on the primary
+	standby  *sensing.Service // the domain reading readings from cfg.Standby; core without one
 	limits   *rateLimits
 	streams  *streamLimits
 	metrics  *metrics
@@ -160,9 +136,10 @@ type Server struct {
 
 var _ gen.StrictServerInterface = (*Server)(nil)
 
-// New returns the server for st. It fails when the embedded spec leaves an
-// operation without a decision on who may call it.
-func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
+// New returns the server of core, the domain, and st, the store's plain
+// rows. It fails when the embedded spec leaves an operation without a
+// decision on who may call it.
+func New(core *sensing.Service, st Store, log *slog.Logger, cfg Config) (*Server, error) {
 	spec, err := openapi.Load()
 	if err != nil {
 		return nil, fmt.Errorf("load spec: %w", err)
@@ -171,9 +148,12 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load spec: %w", err)
 	}
-	s := &Server{store: st, log: log, cfg: cfg, ops: ops, limits: newRateLimits(cfg.RateLimit, cfg.RateBurst),
+	s := &Server{core: core, standby: core, store: st, log: log, cfg: cfg, ops: ops, limits: newRateLimits(cfg.RateLimit, cfg.RateBurst),
 		streams: newStreamLimits(cfg.MaxStreams, cfg.MaxStreamsPerToken), wake: make(chan struct{}, 1)}
-	s.metrics = newMetrics(st, log, s.streams.openStreams)
+	if cfg.Standby != nil {
+		s.standby = core.WithReader(cfg.Standby)
+	}
+	s.metrics = newMetrics(st, core.FormulaErrors, log, s.streams.openStreams)
 	if s.cfg.WebhookTimeout <= 0 {
 		s.cfg.WebhookTimeout = 10 * time.Second
 	}
@@ -193,10 +173,6 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 		s.cfg.WebhookConcurrencyPerWebhook = 1
 	}
 	s.webhooks = webhookClient(s.cfg.WebhookTimeout, cfg.WebhookAllowPrivate)
-	// Every write of readings and every edit of rules or formulas
-	// evaluates alarms in its transaction, with the outputs as a GET
-	// computes them.
-	st.SetAlarmEvaluator(alarmEvaluator{s})
 
 	e := echo.New()
 	e.HideBanner = true

@@ -6,24 +6,13 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/sensorreadings/readings/store"
+	"github.com/sensorreadings/readings/sensing"
 )
 
-// Reader is the part of the store that the read operations of
-// standbyOperations may take from a hot standby.
-type Reader interface {
-	LinkSource(ctx context.Context, of store.Sensor, id int64) (store.Sensor, error)
-	ListLinkReadings(ctx context.Context, sensor store.Sensor, q store.LinkQuery, fn func(*store.Reading) error) error
-	ListReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, fn func(*store.Reading) error) error
-	InputIDs(ctx context.Context, sensor store.Sensor) ([]int64, error)
-	LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Latest, bool, error)
-	AggregateBuckets(ctx context.Context, sensor store.Sensor, q store.BucketQuery, outputs store.Outputs, sink store.BucketSink) (store.RollupUse, error)
-	Buckets(ctx context.Context, q store.BucketQuery) ([]time.Time, error)
-}
-
-// Standby is a hot standby of the primary, for reads.
+// Standby is a hot standby of the primary, for the reads of readings of
+// standbyOperations.
 type Standby interface {
-	Reader
+	sensing.Reader
 	// CaughtUp tells whether the standby has replayed the primary's log up
 	// to lsn ("" for any position), and fails when it does not answer.
 	CaughtUp(ctx context.Context, lsn string) (bool, error)
@@ -40,7 +29,7 @@ var standbyOperations = map[string]bool{
 // how far it has replayed.
 const standbyPoll = 5 * time.Millisecond
 
-type readerKey struct{}
+type standbyKey struct{}
 
 // routeReads chooses, for a read operation, the standby when it answers and
 // has replayed the log up to the client's X-Readings-Min-LSN within
@@ -57,7 +46,7 @@ func (s *Server) routeReads(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		req := c.Request()
 		if s.standbyReady(req.Context(), req.Header.Get("X-Readings-Min-LSN")) {
-			c.SetRequest(req.WithContext(context.WithValue(req.Context(), readerKey{}, Reader(s.cfg.Standby))))
+			c.SetRequest(req.WithContext(context.WithValue(req.Context(), standbyKey{}, true)))
 			s.metrics.standbyReads.Inc()
 		}
 		return next(c)
@@ -80,13 +69,13 @@ func (s *Server) standbyReady(ctx context.Context, lsn string) bool {
 	}
 }
 
-// reader is where the request's reads go: the standby routeReads chose, or
-// the primary.
-func (s *Server) reader(ctx context.Context) Reader {
-	if r, ok := ctx.Value(readerKey{}).(Reader); ok {
-		return r
+// reads is the domain the request's reads of readings go through: on the
+// standby when routeReads chose it, else on the primary.
+func (s *Server) reads(ctx context.Context) *sensing.Service {
+	if ctx.Value(standbyKey{}) != nil {
+		return s.standby
 	}
-	return s.store
+	return s.core
 }
 
 // writePosition is the primary's log position after a write, for the

@@ -129,7 +129,7 @@ func TestWebhookDelivery(t *testing.T) {
 	t.Parallel()
 	cfg := defaultConfig()
 	cfg.WebhookAllowPrivate, cfg.WebhookMaxAttempts = true, 2
-	e := newEnvWith(t, cfg, nil)
+	e := newEnvWith(t, cfg, faults{})
 	a := newAlarmSite(t, e, "Webhooks")
 	live, dead := newReceiver(t, http.StatusNoContent), newReceiver(t, http.StatusServiceUnavailable)
 	liveID, deadID := a.webhook(t, live.URL+"/hook"), a.webhook(t, dead.URL+"/hook")
@@ -183,7 +183,7 @@ func TestWebhookDeliveredAtOnce(t *testing.T) {
 	t.Parallel()
 	cfg := defaultConfig()
 	cfg.WebhookAllowPrivate = true
-	e := newEnvWith(t, cfg, nil)
+	e := newEnvWith(t, cfg, faults{})
 	a := newAlarmSite(t, e, "AtOnce")
 	live := newReceiver(t, http.StatusNoContent)
 	a.webhook(t, live.URL+"/hook")
@@ -247,7 +247,7 @@ func TestWebhookFairness(t *testing.T) {
 	cfg := defaultConfig()
 	cfg.WebhookAllowPrivate = true
 	cfg.WebhookConcurrency = 4 // an organization's share: one
-	e := newEnvWith(t, cfg, nil)
+	e := newEnvWith(t, cfg, faults{})
 	stormy, calm := newAlarmSite(t, e, "Stormy"), newAlarmSite(t, e, "Calm")
 	slow := newSlowReceiver(t, http.StatusNoContent, 20*time.Millisecond)
 	var stormHooks []int64
@@ -310,11 +310,9 @@ func TestWebhookLeaseTwoReplicas(t *testing.T) {
 	cfg.WebhookTimeout = time.Second
 	cfg.WebhookLease = cfg.WebhookTimeout + server.WebhookLeaseMargin
 	cfg.WebhookMaxAttempts = 1 // no retry: a second send is a double
-	e := newEnvWith(t, cfg, nil)
-	other, err := server.New(store.New(e.pool), slog.New(slog.DiscardHandler), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := newEnvWith(t, cfg, faults{})
+	otherDB := store.New(e.pool)
+	_, other := newServer(t, otherDB, otherDB, nil, slog.New(slog.DiscardHandler), cfg)
 
 	var (
 		mu       sync.Mutex

@@ -71,7 +71,7 @@ func TestCopyRoundTrip(t *testing.T) {
 	}
 
 	t.Run("new", func(t *testing.T) {
-		if _, err := db.InsertReadings(ctx, key, readings); err != nil {
+		if _, err := insert(ctx, db, key, readings); err != nil {
 			t.Fatal(err)
 		}
 		check(t, sensor, readings)
@@ -110,7 +110,7 @@ FROM readings WHERE sensor_id = $1 ORDER BY datetime`, sensor.ID)
 		for i, r := range readings {
 			again[i] = store.Reading{Time: r.Time, InputIDs: []int64{9}, Values: []float64{float64(i) + 0.25}}
 		}
-		if _, err := db.InsertReadings(ctx, key, again); err != nil {
+		if _, err := insert(ctx, db, key, again); err != nil {
 			t.Fatal(err)
 		}
 		check(t, sensor, again)
@@ -130,7 +130,7 @@ FROM readings WHERE sensor_id = $1 ORDER BY datetime`, sensor.ID)
 			}
 		}
 		otherKey := store.SensorKey{OrgID: org.ID, ProjectID: project.ID, SensorID: other.ID}
-		if _, err := db.InsertReadings(ctx, otherKey, many); err != nil {
+		if _, err := insert(ctx, db, otherKey, many); err != nil {
 			t.Fatal(err)
 		}
 		check(t, other, many)

@@ -22,9 +22,8 @@ import (
 type DB struct {
 	pool         *pgxpool.Pool
 	limits       Limits
-	alarms       AlarmEvaluator // nil: readings raise no alarms
-	rollupCursor atomic.Int64   // the sensor whose queued hours MaintainRollups took last
-	txAttempts   int            // inTx's attempts in all
+	rollupCursor atomic.Int64 // the sensor whose queued hours MaintainRollups took last
+	txAttempts   int          // inTx's attempts in all
 }
 
 // DefaultMaxSensorInputs is how many distinct input ids a sensor without a

@@ -192,7 +192,7 @@ func TestInstance_checkInputs(t *testing.T) {
 
 	t.Run("OK", func(t *testing.T) {
 		readings := []store.Reading{reading(0, inputs[0].ID, inputs[1].ID), reading(1, inputs[1].ID)}
-		if _, err := db.InsertReadings(t.Context(), key, readings); err != nil {
+		if _, err := insert(t.Context(), db, key, readings); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := stored(key), 2; got != want {
@@ -203,7 +203,7 @@ func TestInstance_checkInputs(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			before := stored(key)
 			readings := []store.Reading{reading(10, inputs[0].ID), reading(11, inputs[0].ID, id)}
-			_, err := db.InsertReadings(t.Context(), key, readings)
+			_, err := insert(t.Context(), db, key, readings)
 			wantDetail(t, err, "input_id", id)
 			if got, want := details(err)["index"], 1; got != want {
 				t.Fatalf("index=%v, want %v", got, want)
@@ -215,7 +215,7 @@ func TestInstance_checkInputs(t *testing.T) {
 	}
 	t.Run("NoInstance", func(t *testing.T) {
 		plain := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
-		if _, err := db.InsertReadings(t.Context(), plain, []store.Reading{reading(0, unknownID)}); err != nil {
+		if _, err := insert(t.Context(), db, plain, []store.Reading{reading(0, unknownID)}); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := stored(plain), 1; got != want {

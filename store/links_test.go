@@ -35,7 +35,7 @@ func linkedProject(t *testing.T, db *store.DB, n int) (store.Project, []store.Se
 // link links input u of sensor to output p of source.
 func link(t *testing.T, db *store.DB, sensor, source store.SensorKey) error {
 	t.Helper()
-	_, err := db.SetSensorLinks(t.Context(), sensor, map[string]store.InputLink{"u": {SensorID: source.SensorID, Key: "p", Staleness: time.Hour}})
+	_, err := setSensorLinks(t.Context(), db, sensor, map[string]store.InputLink{"u": {SensorID: source.SensorID, Key: "p", Staleness: time.Hour}})
 	return err
 }
 
@@ -44,7 +44,7 @@ func testSetSensorLinks(t *testing.T, db *store.DB) {
 		t.Parallel()
 		_, keys := linkedProject(t, db, 2)
 		before := getSensor(t, db, keys[0])
-		got, err := db.SetSensorLinks(t.Context(), keys[0], map[string]store.InputLink{"i": {SensorID: keys[1].SensorID, Key: "u", Staleness: time.Minute}})
+		got, err := setSensorLinks(t.Context(), db, keys[0], map[string]store.InputLink{"i": {SensorID: keys[1].SensorID, Key: "u", Staleness: time.Minute}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +62,7 @@ func testSetSensorLinks(t *testing.T, db *store.DB) {
 			t.Errorf("stored link = %v, want one of a minute", l)
 		}
 		// An empty set removes them.
-		got, err = db.SetSensorLinks(t.Context(), keys[0], nil)
+		got, err = setSensorLinks(t.Context(), db, keys[0], nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func testSetSensorLinks(t *testing.T, db *store.DB) {
 			"NoStaleness":      {"u": {SensorID: keys[1].SensorID, Key: "p"}},
 			"StalenessTooLong": {"u": {SensorID: keys[1].SensorID, Key: "p", Staleness: store.MaxStaleness + time.Microsecond}},
 		} {
-			_, err := db.SetSensorLinks(t.Context(), keys[0], links)
+			_, err := setSensorLinks(t.Context(), db, keys[0], links)
 			if got := apperr.CodeOf(err); got != apperr.Invalid {
 				t.Errorf("%s: err = %v, want Invalid", name, err)
 			}
@@ -150,7 +150,7 @@ func testDeleteSource(t *testing.T, db *store.DB) {
 		}
 	}
 	for _, dependant := range keys[1:] {
-		if _, err := db.SetSensorLinks(t.Context(), dependant, nil); err != nil {
+		if _, err := setSensorLinks(t.Context(), db, dependant, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

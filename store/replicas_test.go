@@ -159,7 +159,7 @@ func TestMaintainRollupsOnce(t *testing.T) {
 	for i := range hours * 6 {
 		readings = append(readings, store.Reading{Time: start.Add(time.Duration(i) * 10 * time.Minute), InputIDs: []int64{1}, Values: []float64{float64(i)}})
 	}
-	if _, err := a.InsertReadings(t.Context(), key, readings); err != nil {
+	if _, err := insert(t.Context(), a, key, readings); err != nil {
 		t.Fatal(err)
 	}
 	noOutputs := func(store.Sensor) store.Outputs { return nil }
@@ -206,7 +206,7 @@ func TestMaintainRollupsSkipsASensorBeingWritten(t *testing.T) {
 	busy, free := newSensor(t, db, project, nil), newSensor(t, db, project, nil)
 	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 	for _, key := range []store.SensorKey{busy, free} {
-		if _, err := db.InsertReadings(t.Context(), key, []store.Reading{{Time: at, InputIDs: []int64{1}, Values: []float64{1}}}); err != nil {
+		if _, err := insert(t.Context(), db, key, []store.Reading{{Time: at, InputIDs: []int64{1}, Values: []float64{1}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -60,12 +60,12 @@ func TestInsertReadingStream(t *testing.T) {
 	runOnOneDB(t, map[string]func(*testing.T, *store.DB){
 		"NewReplacedAndLaterWins": func(t *testing.T, db *store.DB) {
 			key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
-			if _, err := db.InsertReadings(t.Context(), key, []store.Reading{one(1, 10), one(2, 20)}); err != nil {
+			if _, err := insert(t.Context(), db, key, []store.Reading{one(1, 10), one(2, 20)}); err != nil {
 				t.Fatal(err)
 			}
 			// Out of order, minute 1 twice: the later wins, and counts once.
 			stream := &sliceStream{readings: []store.Reading{one(3, 3), one(1, 1), one(0, 0), one(1, 11)}}
-			written, err := db.InsertReadingStream(t.Context(), key, stream, time.Minute)
+			written, err := insertStream(t.Context(), db, key, stream)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,13 +82,13 @@ func TestInsertReadingStream(t *testing.T) {
 		},
 		"StraightThenStaged": func(t *testing.T, db *store.DB) {
 			key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
-			if _, err := db.InsertReadings(t.Context(), key, []store.Reading{one(1, 10), one(2, 20)}); err != nil {
+			if _, err := insert(t.Context(), db, key, []store.Reading{one(1, 10), one(2, 20)}); err != nil {
 				t.Fatal(err)
 			}
 			// 3, 4, 5 go straight in; from the second 4 on, staged: 4 again
 			// (the stream's own, counted new once), 6 new, 1 replaced.
 			stream := &sliceStream{readings: []store.Reading{one(3, 3), one(4, 4), one(5, 5), one(4, 44), one(6, 6), one(1, 1)}}
-			written, err := db.InsertReadingStream(t.Context(), key, stream, time.Minute)
+			written, err := insertStream(t.Context(), db, key, stream)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,10 +117,10 @@ func TestInsertReadingStream(t *testing.T) {
 			} {
 				t.Run(c.name, func(t *testing.T) {
 					key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
-					if _, err := db.InsertReadings(t.Context(), key, []store.Reading{one(1, 10), one(3, 30), one(5, 50)}); err != nil {
+					if _, err := insert(t.Context(), db, key, []store.Reading{one(1, 10), one(3, 30), one(5, 50)}); err != nil {
 						t.Fatal(err)
 					}
-					written, err := db.InsertReadingStream(t.Context(), key, &sliceStream{readings: c.stream}, time.Minute)
+					written, err := insertStream(t.Context(), db, key, &sliceStream{readings: c.stream})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -146,11 +146,11 @@ func TestInsertReadingStream(t *testing.T) {
 				}
 				stream = append(stream, r)
 			}
-			if _, err := db.InsertReadings(t.Context(), key, stored); err != nil {
+			if _, err := insert(t.Context(), db, key, stored); err != nil {
 				t.Fatal(err)
 			}
 			stream = append(stream, stream[0], stream[1])
-			written, err := db.InsertReadingStream(t.Context(), key, &sliceStream{readings: stream}, time.Minute)
+			written, err := insertStream(t.Context(), db, key, &sliceStream{readings: stream})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,7 +176,7 @@ func TestInsertReadingStream(t *testing.T) {
 			for i := range readings {
 				readings[i] = store.Reading{Time: at(0).Add(time.Duration(i) * time.Second), InputIDs: []int64{int64(i%3 + 1)}, Values: []float64{1}}
 			}
-			_, err := db.InsertReadingStream(t.Context(), key, &sliceStream{readings: readings, failAt: 15_000, err: bad}, 0)
+			_, err := insertStream(t.Context(), db, key, &sliceStream{readings: readings, failAt: 15_000, err: bad})
 			if !errors.Is(err, bad) {
 				t.Fatalf("err %v, want the stream's", err)
 			}
@@ -194,7 +194,7 @@ func TestInsertReadingStream(t *testing.T) {
 				"Empty":        {},
 				"UnknownInput": {readings: []store.Reading{{Time: at(0), InputIDs: []int64{sensor.Instance.Inputs[0].ID + 1000}, Values: []float64{1}}}},
 			} {
-				_, err := db.InsertReadingStream(t.Context(), key, stream, 0)
+				_, err := insertStream(t.Context(), db, key, stream)
 				if apperr.CodeOf(err) != apperr.Invalid {
 					t.Errorf("%s: err %v, want invalid", name, err)
 				}
@@ -204,10 +204,10 @@ func TestInsertReadingStream(t *testing.T) {
 			for id := range int64(store.DefaultMaxSensorInputs + 1) {
 				wide.InputIDs, wide.Values = append(wide.InputIDs, id+1), append(wide.Values, 1)
 			}
-			_, err := db.InsertReadingStream(t.Context(), plain, &sliceStream{readings: []store.Reading{wide}}, 0)
+			_, err := insertStream(t.Context(), db, plain, &sliceStream{readings: []store.Reading{wide}})
 			wantCode(t, err, apperr.Invalid)
 			key.SensorID = unknownID
-			_, err = db.InsertReadingStream(t.Context(), key, &sliceStream{readings: []store.Reading{one(0, 1)}}, 0)
+			_, err = insertStream(t.Context(), db, key, &sliceStream{readings: []store.Reading{one(0, 1)}})
 			wantCode(t, err, apperr.NotFound)
 		},
 	})

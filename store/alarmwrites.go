@@ -6,10 +6,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sensorreadings/readings/alarms"
 )
 
 // AlarmChange is a change of a target's level that readings or an edit
-// made: From and To are ranks, 0 at rest. A Late change comes from a
+// made, as the domain decided it and ApplyAlarms writes it: From and To
+// are ranks, 0 at rest. A Late change comes from a
 // reading older than the sensor's newest: it is recorded, and changes no
 // current alarm. A Folded change moves the current alarm as any other
 // but raises no event of its own: it is one of the Coalesced changes that
@@ -25,147 +28,40 @@ type AlarmChange struct {
 	Coalesced int
 }
 
-// raisedEvents counts the events that changes raise.
-func raisedEvents(changes []AlarmChange) int {
-	n := 0
-	for _, c := range changes {
-		if !c.Folded {
-			n++
-		}
-	}
-	return n
+// SensorRules returns the sensor's alarm rules, ordered by target, then
+// id, as an evaluation takes them, with their states and their target's
+// current level.
+func (tx *Tx) SensorRules(ctx context.Context, sensorID int64) ([]AlarmRule, error) {
+	rows, _ := tx.tx.Query(ctx, sensorRulesSQL, sensorID)
+	rules, err := pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
+	return rules, dbError("sensor rules", err)
 }
 
-// AlarmEvaluator decides what readings and edits do to a sensor's rules.
-// The server provides it, so that the store knows no formulas; it runs
-// inside the store's transaction, under the sensor's lock, and reads the
-// sources of linked inputs through links, in that transaction: what is
-// stored by then is what it sees.
-type AlarmEvaluator interface {
-	// Evaluate steps rules, ordered by target, with readings, ordered and
-	// one per instant, updating their Active and Streak. newest is the
-	// datetime of the sensor's newest reading before them, if it had one.
-	Evaluate(ctx context.Context, links LinkReader, sensor Sensor, rules []AlarmRule, readings []Reading, newest *time.Time) ([]AlarmChange, error)
-	// Recheck rechecks rules against the sensor's newest reading after an
-	// edit.
-	Recheck(ctx context.Context, links LinkReader, sensor Sensor, rules []AlarmRule, newest Reading) ([]AlarmChange, error)
-	// Coalesce bounds the events of one write of readings: it marks the
-	// changes that raise none (Folded) and counts on the next one raised
-	// the changes it stands for (Coalesced). Given the changes it raised
-	// of the start of a write, followed by the rest's, it decides as it
-	// would on the whole write, so that a write evaluated in parts keeps
-	// only what it raised so far.
-	Coalesce(changes []AlarmChange)
+// LatestReading returns the sensor's newest reading, nil when it has none.
+func (tx *Tx) LatestReading(ctx context.Context, sensorID int64) (*Reading, error) {
+	var r Reading
+	err := tx.tx.QueryRow(ctx, `SELECT datetime, input_ids, vals FROM sensor_latest WHERE sensor_id = $1`, sensorID).
+		Scan(&r.Time, &r.InputIDs, &r.Values)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	return &r, dbError("latest reading", err)
 }
 
-// SetAlarmEvaluator makes every write of readings, and every edit of
-// rules and formulas, evaluate the sensor's alarm rules in its
-// transaction. It is called once, before the DB serves.
-func (db *DB) SetAlarmEvaluator(e AlarmEvaluator) { db.alarms = e }
-
-// evaluateAlarms evaluates the sensor's rules with a batch of readings,
-// ordered and one per instant, inside the batch's transaction and before
-// sensor_latest takes the batch's newest, and returns how many events it
-// raised.
-func (db *DB) evaluateAlarms(ctx context.Context, tx pgx.Tx, sensor Sensor, readings []Reading) (int, error) {
-	if db.alarms == nil {
-		return 0, nil
-	}
-	// The rules and the newest reading's datetime in one round trip, and a
-	// sensor without rules pays for no more: a batch of readings pays for
-	// its alarms in two, this and applyAlarms'.
-	rows, _ := tx.Query(ctx, `SELECT r.*, (SELECT datetime FROM sensor_latest WHERE sensor_id = $1) AS newest
-FROM (`+sensorRulesSQL+`) r ORDER BY r.target_id, r.id`, sensor.ID)
-	withNewest, err := pgx.CollectRows(rows, pgx.RowToStructByName[struct {
-		AlarmRule
-		Newest *time.Time `db:"newest"`
-	}])
-	if err != nil || len(withNewest) == 0 {
-		return 0, err
-	}
-	rules := make([]AlarmRule, len(withNewest))
-	for i, r := range withNewest {
-		rules[i] = r.AlarmRule
-	}
-	newest := withNewest[0].Newest
-	before := ruleStates(rules)
-	changes, err := db.alarms.Evaluate(ctx, txLinks{tx}, sensor, rules, readings, newest)
-	if err != nil {
-		return 0, err
-	}
-	db.alarms.Coalesce(changes)
-	return raisedEvents(changes), applyAlarms(ctx, tx, sensor, rules, before, changes, changes)
-}
-
-// recheckAlarms rechecks the sensor's rules against its newest reading,
-// after an edit or a delete that took the newest, in that write's
-// transaction; the sensor is locked.
-func (db *DB) recheckAlarms(ctx context.Context, tx pgx.Tx, sensor Sensor) error {
-	if db.alarms == nil {
-		return nil
-	}
-	rules, err := sensorRules(ctx, tx, sensor.ID)
-	if err != nil {
-		return err
-	}
-	var changes []AlarmChange
-	var newest Reading
-	ruled := rules // the rules whose targets keep their alarms
-	err = tx.QueryRow(ctx, `SELECT datetime, input_ids, vals FROM sensor_latest WHERE sensor_id = $1`, sensor.ID).
-		Scan(&newest.Time, &newest.InputIDs, &newest.Values)
-	switch {
-	case err == nil:
-		if changes, err = db.alarms.Recheck(ctx, txLinks{tx}, sensor, rules, newest); err != nil {
-			return err
-		}
-	case !errors.Is(err, pgx.ErrNoRows):
-		return err
-	default:
-		// No reading left (a delete took them all): no rule holds, and every
-		// target's alarm clears as a target without rules does.
-		for i := range rules {
-			rules[i].Active, rules[i].Streak = false, 0
-		}
-		ruled = nil
-	}
-	if err := applyAlarms(ctx, tx, sensor, rules, nil, changes, changes); err != nil {
-		return err
-	}
-	return clearUnruled(ctx, tx, sensor, ruled)
-}
-
-func sensorRules(ctx context.Context, tx pgx.Tx, sensorID int64) ([]AlarmRule, error) {
-	rows, _ := tx.Query(ctx, sensorRulesSQL, sensorID)
-	return pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
-}
-
-// ruleState is the state a rule carries from reading to reading.
-type ruleState struct {
-	active bool
-	streak int
-}
-
-func ruleStates(rules []AlarmRule) []ruleState {
-	states := make([]ruleState, len(rules))
-	for i, r := range rules {
-		states[i] = ruleState{r.Active, r.Streak}
-	}
-	return states
-}
-
-// applyAlarms writes the rules' states (those that differ from before,
-// all of them when before is nil), the current alarms that changes make
-// and the events that events (changes, or nil) raise, in one round trip
-// however many changes a batch makes, since a noisy target can change
-// level at many of a batch's readings.
-func applyAlarms(ctx context.Context, tx pgx.Tx, sensor Sensor, rules []AlarmRule, before []ruleState, changes, events []AlarmChange) error {
+// ApplyAlarms writes what an evaluation of the sensor's rules decided: the
+// rules' states (those that differ from before, rule by rule; all of them
+// when before is nil), the current alarms that changes leave, and the
+// events that events raise (those not Folded), in order, in one round trip
+// however many changes a write makes, since a noisy target can change
+// level at many of a write's readings.
+func (tx *Tx) ApplyAlarms(ctx context.Context, sensor Sensor, rules []AlarmRule, before []alarms.State, changes, events []AlarmChange) error {
 	var (
 		ids     []int64
 		active  []bool
 		streaks []int32
 	)
 	for i, r := range rules {
-		if before == nil || before[i] != (ruleState{r.Active, r.Streak}) {
+		if before == nil || before[i] != r.State {
 			ids, active, streaks = append(ids, r.ID), append(active, r.Active), append(streaks, int32(r.Streak))
 		}
 	}
@@ -181,7 +77,7 @@ WHERE r.id = u.id AND (r.active, r.streak) IS DISTINCT FROM (u.active, u.streak)
 	if write.Len() == 0 {
 		return nil
 	}
-	return tx.SendBatch(ctx, write).Close()
+	return dbError("apply alarms", tx.tx.SendBatch(ctx, write).Close())
 }
 
 // changeLevel is the key of the target of c and the level its event
@@ -336,19 +232,20 @@ func targetLevel(rules []AlarmRule, target int64, rank int) (string, levelRef) {
 	return key, levelRef{}
 }
 
-// clearUnruled clears the alarms of targets left without rules, with an
-// event each; the overdue alarm (target 0) is the background check's.
-func clearUnruled(ctx context.Context, tx pgx.Tx, sensor Sensor, rules []AlarmRule) error {
+// ClearUnruled clears the alarms of the sensor's targets that have none of
+// rules, with an event each; the overdue alarm (target 0) is the
+// background check's.
+func (tx *Tx) ClearUnruled(ctx context.Context, sensor Sensor, rules []AlarmRule) error {
 	targets := make([]int64, 0, len(rules))
 	for _, r := range rules {
 		targets = append(targets, r.TargetID)
 	}
-	_, err := tx.Exec(ctx, `
+	_, err := tx.tx.Exec(ctx, `
 WITH gone AS (
     DELETE FROM alarms WHERE sensor_id = $1 AND target_id <> 0 AND target_id <> ALL($2) RETURNING project_id, sensor_id, target_key, level_id, value, since
 )
 INSERT INTO alarm_events (project_id, sensor_id, target_key, kind, level_id, level_name, value, reading_at)
 SELECT g.project_id, g.sensor_id, g.target_key, 'cleared', g.level_id, l.name, g.value, g.since
 FROM gone g JOIN alarm_levels l ON l.id = g.level_id`, sensor.ID, targets)
-	return err
+	return dbError("clear unruled alarms", err)
 }

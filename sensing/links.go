@@ -1,4 +1,4 @@
-package server
+package sensing
 
 import (
 	"cmp"
@@ -13,13 +13,22 @@ import (
 	"github.com/sensorreadings/readings/store"
 )
 
+// linkReader reads what computing linked inputs needs: each link's source
+// and its readings. A read uses its reader (the primary or a standby); a
+// write, its transaction, whose connection it already holds and whose
+// writes it sees.
+type linkReader interface {
+	LinkSource(ctx context.Context, of store.Sensor, id int64) (store.Sensor, error)
+	ListLinkReadings(ctx context.Context, sensor store.Sensor, q store.LinkQuery, fn func(*store.Reading) error) error
+}
+
 // sensorLinks returns the values of the sensor's linked inputs (nil
 // without links) for its readings at the instants at, ascending, or, with
 // at nil, for readings anywhere from from to to. Each source is read once,
 // from its reading that serves from; a source's outputs are computed with
 // its own links, read before its readings so that no query waits on
 // another's rows. depth is how many links led here.
-func (s *Server) sensorLinks(ctx context.Context, lr store.LinkReader, sensor store.Sensor, from, to time.Time, at []time.Time, depth int) ([]*formulas.Link, error) {
+func (s *Service) sensorLinks(ctx context.Context, lr linkReader, sensor store.Sensor, from, to time.Time, at []time.Time, depth int) ([]*formulas.Link, error) {
 	inst := sensor.Instance
 	if inst == nil {
 		return nil, nil
@@ -55,10 +64,10 @@ func (s *Server) sensorLinks(ctx context.Context, lr store.LinkReader, sensor st
 	return links, nil
 }
 
-// defaultMaxLinkValues bounds the memory of a link's values read over a
-// range whose readings stream (aggregates): 16 MiB. A page keeps at most
-// one per reading.
-const defaultMaxLinkValues = 1_000_000
+// DefaultMaxLinkValues bounds the memory of a link's values read over a
+// range whose readings stream (aggregates), unless Config says otherwise:
+// 16 MiB. A page keeps at most one per reading.
+const DefaultMaxLinkValues = 1_000_000
 
 // linkSamples reads the source's value key at its readings that q
 // selects: an input at each reading that carries it, an output at each
@@ -66,12 +75,12 @@ const defaultMaxLinkValues = 1_000_000
 // rather than an older value). With at given, it keeps only the samples
 // that are the latest at or before one of those instants, so that a page
 // holds at most one sample per reading whatever the source's rate.
-func (s *Server) linkSamples(ctx context.Context, lr store.LinkReader, source store.Sensor, key string, q store.LinkQuery, at []time.Time, depth int) ([]formulas.Sample, error) {
+func (s *Service) linkSamples(ctx context.Context, lr linkReader, source store.Sensor, key string, q store.LinkQuery, at []time.Time, depth int) ([]formulas.Sample, error) {
 	value, err := s.sourceValue(ctx, lr, source, key, &q, depth)
 	if err != nil || value == nil {
 		return nil, err
 	}
-	limit := cmp.Or(s.cfg.MaxLinkValues, defaultMaxLinkValues)
+	limit := cmp.Or(s.cfg.MaxLinkValues, DefaultMaxLinkValues)
 	var samples []formulas.Sample
 	next := 0 // the first of at not before the last sample
 	err = lr.ListLinkReadings(ctx, source, q, func(r *store.Reading) error {
@@ -105,7 +114,7 @@ func (s *Server) linkSamples(ctx context.Context, lr store.LinkReader, source st
 // readings: the input it carries (and sets q.InputID to it), or the output
 // computed from it. It returns nil when the source has no such key (its
 // blueprint changed since the link was set).
-func (s *Server) sourceValue(ctx context.Context, lr store.LinkReader, source store.Sensor, key string, q *store.LinkQuery, depth int) (func(*store.Reading) (float64, bool), error) {
+func (s *Service) sourceValue(ctx context.Context, lr linkReader, source store.Sensor, key string, q *store.LinkQuery, depth int) (func(*store.Reading) (float64, bool), error) {
 	inst := source.Instance
 	if inst == nil {
 		return nil, nil
@@ -129,61 +138,30 @@ func (s *Server) sourceValue(ctx context.Context, lr store.LinkReader, source st
 	if err != nil {
 		return nil, err
 	}
-	w := s.newOutputsWriter(source, links)
+	w := s.outputsOf(source, links)
 	return func(r *store.Reading) (float64, bool) {
 		w.Compute(r)
 		return w.Value(k)
 	}, nil
 }
 
-// linkedOutputs returns the outputs writer of sensor for its readings at
-// the instants at, ascending, reading its links' sources from the
-// request's reader.
-func (s *Server) linkedOutputs(ctx context.Context, sensor store.Sensor, at []time.Time) (*outputsWriter, error) {
+// outputsAt returns the outputs of sensor for its readings at the instants
+// at, ascending, reading its links' sources from lr.
+func (s *Service) outputsAt(ctx context.Context, lr linkReader, sensor store.Sensor, at []time.Time) (*Outputs, error) {
 	var links []*formulas.Link
 	if len(at) > 0 && sensor.Instance.Linked() {
 		var err error
-		if links, err = s.sensorLinks(ctx, s.reader(ctx), sensor, at[0], at[len(at)-1], at, 0); err != nil {
+		if links, err = s.sensorLinks(ctx, lr, sensor, at[0], at[len(at)-1], at, 0); err != nil {
 			return nil, err
 		}
 	}
-	return s.newOutputsWriter(sensor, links), nil
+	return s.outputsOf(sensor, links), nil
 }
 
-// listReadings calls fn with each reading q selects and, when outputs
-// are wanted, the outputs writer to compute it with (else nil). Without
-// links, the readings stream; with links, they are read first (q's limit
-// bounds them), the connection is released, and then each source is read
-// once for their instants, before fn sees any.
-func (s *Server) listReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, outputs bool, fn func(*store.Reading, *outputsWriter) error) error {
-	if !outputs || !sensor.Instance.Linked() {
-		var w *outputsWriter
-		if outputs {
-			w = s.newOutputsWriter(sensor, nil)
-		}
-		return s.reader(ctx).ListReadings(ctx, sensor, q, func(r *store.Reading) error { return fn(r, w) })
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
 	}
-	var readings []store.Reading
-	err := s.reader(ctx).ListReadings(ctx, sensor, q, func(r *store.Reading) error {
-		readings = append(readings, store.Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)})
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	at := make([]time.Time, len(readings))
-	for i := range readings {
-		at[i] = readings[i].Time
-	}
-	slices.SortFunc(at, time.Time.Compare)
-	w, err := s.linkedOutputs(ctx, sensor, at)
-	if err != nil {
-		return err
-	}
-	for i := range readings {
-		if err := fn(&readings[i], w); err != nil {
-			return err
-		}
-	}
-	return nil
+	return b
 }
