@@ -38,6 +38,10 @@ type Config struct {
 	// MaxLinkValues bounds the values of a linked input's source that an
 	// aggregate reads; 0: DefaultMaxLinkValues.
 	MaxLinkValues int
+	// ReadingsOnly has aggregates read the readings alone, never the
+	// rollups: what an answer from the rollups must equal, for the checks
+	// of the rollups.
+	ReadingsOnly bool
 	// OnEvents, if set, is called after a write of readings committed
 	// alarm events, so that their webhook deliveries need not wait for
 	// the next poll.
@@ -52,6 +56,7 @@ type Service struct {
 	cfg           Config
 	programs      *formulas.Cache
 	formulaErrors *counter
+	rollupCursor  *atomic.Int64 // the sensor whose queued hours the maintainer took last
 }
 
 // Reader is what the reads of readings need of a database: the primary,
@@ -63,7 +68,7 @@ type Reader interface {
 	InputIDs(ctx context.Context, sensor store.Sensor) ([]int64, error)
 	LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Latest, bool, error)
 	Buckets(ctx context.Context, q store.BucketQuery) ([]time.Time, error)
-	AggregateBuckets(ctx context.Context, sensor store.Sensor, q store.BucketQuery, outputs store.Outputs, sink store.BucketSink) (store.RollupUse, error)
+	InSnapshot(ctx context.Context, fn func(*store.Tx) error) error
 }
 
 var _ Reader = (*store.DB)(nil)
@@ -71,7 +76,7 @@ var _ Reader = (*store.DB)(nil)
 // New returns the domain on db, which it uses for every write and read
 // until WithReader gives reads another database.
 func New(db *store.DB, log *slog.Logger, cfg Config) *Service {
-	return &Service{db: db, reader: db, log: log, cfg: cfg, programs: &formulas.Cache{}, formulaErrors: &counter{}}
+	return &Service{db: db, reader: db, log: log, cfg: cfg, programs: &formulas.Cache{}, formulaErrors: &counter{}, rollupCursor: &atomic.Int64{}}
 }
 
 // WithReader returns the domain reading the readings it serves (pages,

@@ -140,7 +140,7 @@ func TestAlarmOverdue(t *testing.T) {
 
 	check := func(now time.Time, wantRaised, wantCleared int64) {
 		t.Helper()
-		raised, cleared, err := e.db.CheckOverdue(ctx, now)
+		raised, cleared, err := e.core.CheckOverdueOnce(ctx, now)
 		if err != nil || raised != wantRaised || cleared != wantCleared {
 			t.Fatalf("CheckOverdue(%v) = %d raised, %d cleared, %v; want %d, %d", now, raised, cleared, err, wantRaised, wantCleared)
 		}

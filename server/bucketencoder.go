@@ -38,7 +38,7 @@ func (e *bucketEncoder) Start(sensor store.Sensor, buckets []time.Time, inputIDs
 	return nil
 }
 
-// Counts implements store.BucketSink: it takes the buckets to list, and
+// Counts implements sensing.AggregateSink: it takes the buckets to list, and
 // checks against the budget that the most the outputs can list fits.
 func (e *bucketEncoder) Counts(counts []store.BucketCount) error {
 	if !e.fill {
@@ -58,7 +58,7 @@ func (e *bucketEncoder) Counts(counts []store.BucketCount) error {
 	return e.spend(len(e.starts) * len(e.outputs.ids)) // without fill, a bucket lists the outputs it has
 }
 
-// Outputs implements store.BucketSink.
+// Outputs implements sensing.AggregateSink.
 func (e *bucketEncoder) Outputs(bucket time.Time, all []*stats.Stats) error {
 	e.outputs.byBucket[bucket] = e.encodeOutputs(func(k int) *stats.Stats { return all[k] })
 	return nil
@@ -118,7 +118,7 @@ func (e *bucketEncoder) spend(n int) error {
 	return nil
 }
 
-// Input implements store.BucketSink: it lists one input's statistics over
+// Input implements sensing.AggregateSink: it lists one input's statistics over
 // one bucket.
 func (e *bucketEncoder) Input(st *store.InputStats) error {
 	// Closes and lists the buckets before st's; a row of a bucket or input

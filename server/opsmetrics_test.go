@@ -83,10 +83,10 @@ func TestOpsMetrics(t *testing.T) {
 		t.Errorf("readings_overdue_check_lag_seconds = %v, want about %v: due since a minute after the reading of 2024", got, since2024)
 	}
 
-	if _, _, err := e.db.CheckOverdue(t.Context(), time.Now()); err != nil {
+	if _, _, err := e.core.CheckOverdueOnce(t.Context(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.db.MaintainRollups(t.Context(), nil, 100); err != nil {
+	if _, err := e.core.RecomputeRollups(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.pool.Exec(t.Context(), `UPDATE webhook_deliveries SET status = 'delivered', delivered_at = now()`); err != nil {

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,15 +17,6 @@ import (
 	"github.com/sensorreadings/readings/store"
 )
 
-// rawStore answers aggregates from the readings alone, never the rollups:
-// what an answer from the rollups must equal (a sensing.Reader).
-type rawStore struct{ *store.DB }
-
-func (r rawStore) AggregateBuckets(ctx context.Context, sensor store.Sensor, q store.BucketQuery, outputs store.Outputs, sink store.BucketSink) (store.RollupUse, error) {
-	q.Raw = true
-	return r.DB.AggregateBuckets(ctx, sensor, q, outputs, sink)
-}
-
 // rollupZones have offsets and changes of every kind: whole hours with
 // changes in spring and autumn, none, half an hour, and a change of half
 // an hour.
@@ -41,7 +31,11 @@ func TestRollupsMatchReadings(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := t.Context()
-	_, rawSrv := newServer(t, e.db, e.db, rawStore{e.db}, slog.New(slog.DiscardHandler), defaultConfig())
+	// The same service, answering aggregates from the readings alone:
+	// what an answer from the rollups must equal.
+	rawCfg := defaultConfig()
+	rawCfg.core.ReadingsOnly = true
+	_, rawSrv := newServer(t, e.db, e.db, nil, slog.New(slog.DiscardHandler), rawCfg)
 	raw := serve(t, rawSrv)
 
 	tn := e.newTenant("Rollups")
