@@ -11,6 +11,29 @@ import (
 	"github.com/sensorreadings/readings/store"
 )
 
+// Alarms are a project's alarm levels, current alarms and their history,
+// a sensor's rules as listed and its overdue rule.
+type Alarms interface {
+	ListAlarmLevels(ctx context.Context, orgID, projectID int64, after, limit int) ([]store.AlarmLevel, bool, error)
+	CreateAlarmLevel(ctx context.Context, orgID, projectID int64, l store.AlarmLevel) (store.AlarmLevel, error)
+	UpdateAlarmLevel(ctx context.Context, orgID, projectID, levelID int64, patch store.AlarmLevelPatch) (store.AlarmLevel, error)
+	DeleteAlarmLevel(ctx context.Context, orgID, projectID, levelID int64) error
+	ListAlarmRules(ctx context.Context, key store.SensorKey, after store.RuleKey, limit int) ([]store.AlarmRule, bool, *store.OverdueRule, error)
+	ListAlarms(ctx context.Context, orgID, projectID int64, after store.AlarmKey, limit int) ([]store.Alarm, bool, error)
+	AcknowledgeAlarm(ctx context.Context, orgID, projectID, alarmID, userID int64, note string) (store.Alarm, error)
+	ListAlarmEvents(ctx context.Context, orgID, projectID int64, q store.AlarmEventQuery) ([]store.AlarmEvent, bool, error)
+	GetOverdueRule(ctx context.Context, key store.SensorKey) (store.OverdueRule, error)
+	SetOverdueRule(ctx context.Context, key store.SensorKey, level string, after time.Duration) (store.OverdueRule, error)
+	DeleteOverdueRule(ctx context.Context, key store.SensorKey) error
+}
+
+// RuleEdits change a sensor's alarm rules, each rechecking its alarms.
+type RuleEdits interface {
+	CreateAlarmRule(ctx context.Context, key store.SensorKey, spec store.AlarmRuleSpec) (store.AlarmRule, error)
+	UpdateAlarmRule(ctx context.Context, key store.SensorKey, ruleID int64, spec store.AlarmRuleSpec) (store.AlarmRule, error)
+	DeleteAlarmRule(ctx context.Context, key store.SensorKey, ruleID int64) error
+}
+
 // ListAlarmLevels returns a page of the project's alarm levels; the cursor
 // is the last level's rank.
 func (s *Server) ListAlarmLevels(ctx context.Context, req gen.ListAlarmLevelsRequestObject) (gen.ListAlarmLevelsResponseObject, error) {
@@ -18,7 +41,7 @@ func (s *Server) ListAlarmLevels(ctx context.Context, req gen.ListAlarmLevelsReq
 	if err != nil {
 		return nil, err
 	}
-	levels, more, err := s.store.ListAlarmLevels(ctx, req.OrgId, req.ProjId, int(min(after, math.MaxInt32)), limit)
+	levels, more, err := s.Alarms.ListAlarmLevels(ctx, req.OrgId, req.ProjId, int(min(after, math.MaxInt32)), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -31,7 +54,7 @@ func (s *Server) ListAlarmLevels(ctx context.Context, req gen.ListAlarmLevelsReq
 
 // CreateAlarmLevel adds a level to the project.
 func (s *Server) CreateAlarmLevel(ctx context.Context, req gen.CreateAlarmLevelRequestObject) (gen.CreateAlarmLevelResponseObject, error) {
-	level, err := s.store.CreateAlarmLevel(ctx, req.OrgId, req.ProjId, store.AlarmLevel{Name: req.Body.Name, Rank: req.Body.Rank, Colour: req.Body.Colour})
+	level, err := s.Alarms.CreateAlarmLevel(ctx, req.OrgId, req.ProjId, store.AlarmLevel{Name: req.Body.Name, Rank: req.Body.Rank, Colour: req.Body.Colour})
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +63,7 @@ func (s *Server) CreateAlarmLevel(ctx context.Context, req gen.CreateAlarmLevelR
 
 // UpdateAlarmLevel edits a level.
 func (s *Server) UpdateAlarmLevel(ctx context.Context, req gen.UpdateAlarmLevelRequestObject) (gen.UpdateAlarmLevelResponseObject, error) {
-	level, err := s.store.UpdateAlarmLevel(ctx, req.OrgId, req.ProjId, req.LevelId,
+	level, err := s.Alarms.UpdateAlarmLevel(ctx, req.OrgId, req.ProjId, req.LevelId,
 		store.AlarmLevelPatch{Name: req.Body.Name, Rank: req.Body.Rank, Colour: req.Body.Colour})
 	if err != nil {
 		return nil, err
@@ -50,7 +73,7 @@ func (s *Server) UpdateAlarmLevel(ctx context.Context, req gen.UpdateAlarmLevelR
 
 // DeleteAlarmLevel deletes a level no rule uses.
 func (s *Server) DeleteAlarmLevel(ctx context.Context, req gen.DeleteAlarmLevelRequestObject) (gen.DeleteAlarmLevelResponseObject, error) {
-	if err := s.store.DeleteAlarmLevel(ctx, req.OrgId, req.ProjId, req.LevelId); err != nil {
+	if err := s.Alarms.DeleteAlarmLevel(ctx, req.OrgId, req.ProjId, req.LevelId); err != nil {
 		return nil, err
 	}
 	return gen.DeleteAlarmLevel204Response{}, nil
@@ -63,7 +86,7 @@ func (s *Server) ListAlarmRules(ctx context.Context, req gen.ListAlarmRulesReque
 	if err != nil {
 		return nil, err
 	}
-	rules, more, overdue, err := s.store.ListAlarmRules(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId),
+	rules, more, overdue, err := s.Alarms.ListAlarmRules(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId),
 		store.RuleKey{TargetID: after[0], ID: after[1]}, limit)
 	if err != nil {
 		return nil, err
@@ -83,7 +106,7 @@ func (s *Server) ListAlarmRules(ctx context.Context, req gen.ListAlarmRulesReque
 // CreateAlarmRule adds a rule to a sensor; its alarms are rechecked at
 // once.
 func (s *Server) CreateAlarmRule(ctx context.Context, req gen.CreateAlarmRuleRequestObject) (gen.CreateAlarmRuleResponseObject, error) {
-	rule, err := s.core.CreateAlarmRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), alarmRuleSpec(*req.Body))
+	rule, err := s.RuleEdits.CreateAlarmRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), alarmRuleSpec(*req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +116,7 @@ func (s *Server) CreateAlarmRule(ctx context.Context, req gen.CreateAlarmRuleReq
 // UpdateAlarmRule replaces a rule; its sensor's alarms are rechecked at
 // once.
 func (s *Server) UpdateAlarmRule(ctx context.Context, req gen.UpdateAlarmRuleRequestObject) (gen.UpdateAlarmRuleResponseObject, error) {
-	rule, err := s.core.UpdateAlarmRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), req.RuleId, alarmRuleSpec(*req.Body))
+	rule, err := s.RuleEdits.UpdateAlarmRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), req.RuleId, alarmRuleSpec(*req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +126,7 @@ func (s *Server) UpdateAlarmRule(ctx context.Context, req gen.UpdateAlarmRuleReq
 // DeleteAlarmRule deletes a rule; its sensor's alarms are rechecked at
 // once.
 func (s *Server) DeleteAlarmRule(ctx context.Context, req gen.DeleteAlarmRuleRequestObject) (gen.DeleteAlarmRuleResponseObject, error) {
-	if err := s.core.DeleteAlarmRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), req.RuleId); err != nil {
+	if err := s.RuleEdits.DeleteAlarmRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), req.RuleId); err != nil {
 		return nil, err
 	}
 	return gen.DeleteAlarmRule204Response{}, nil
@@ -129,7 +152,7 @@ func (s *Server) ListAlarms(ctx context.Context, req gen.ListAlarmsRequestObject
 		return nil, err
 	}
 	key := store.AlarmKey{Rank: int(min(max(after[0], 0), math.MaxInt32)), Since: time.UnixMicro(after[1]), ID: after[2]}
-	list, more, err := s.store.ListAlarms(ctx, req.OrgId, req.ProjId, key, limit)
+	list, more, err := s.Alarms.ListAlarms(ctx, req.OrgId, req.ProjId, key, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +166,7 @@ func (s *Server) ListAlarms(ctx context.Context, req gen.ListAlarmsRequestObject
 
 // AcknowledgeAlarm records that the caller has seen an alarm.
 func (s *Server) AcknowledgeAlarm(ctx context.Context, req gen.AcknowledgeAlarmRequestObject) (gen.AcknowledgeAlarmResponseObject, error) {
-	alarm, err := s.store.AcknowledgeAlarm(ctx, req.OrgId, req.ProjId, req.AlarmId, principalOf(ctx).UserID, deref(req.Body.Note))
+	alarm, err := s.Alarms.AcknowledgeAlarm(ctx, req.OrgId, req.ProjId, req.AlarmId, principalOf(ctx).UserID, deref(req.Body.Note))
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +195,7 @@ func (s *Server) ListAlarmEvents(ctx context.Context, req gen.ListAlarmEventsReq
 	if q.From, q.To, err = timeRange(req.Params.DatetimeGte, nil, nil, req.Params.DatetimeLt); err != nil {
 		return nil, err
 	}
-	events, more, err := s.store.ListAlarmEvents(ctx, req.OrgId, req.ProjId, q)
+	events, more, err := s.Alarms.ListAlarmEvents(ctx, req.OrgId, req.ProjId, q)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +255,7 @@ func toAlarmEvent(e store.AlarmEvent) gen.AlarmEvent {
 
 // GetOverdueRule returns a sensor's overdue rule.
 func (s *Server) GetOverdueRule(ctx context.Context, req gen.GetOverdueRuleRequestObject) (gen.GetOverdueRuleResponseObject, error) {
-	rule, err := s.store.GetOverdueRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
+	rule, err := s.Alarms.GetOverdueRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +264,7 @@ func (s *Server) GetOverdueRule(ctx context.Context, req gen.GetOverdueRuleReque
 
 // SetOverdueRule gives a sensor an overdue rule, or replaces it.
 func (s *Server) SetOverdueRule(ctx context.Context, req gen.SetOverdueRuleRequestObject) (gen.SetOverdueRuleResponseObject, error) {
-	rule, err := s.store.SetOverdueRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), req.Body.Level, time.Duration(req.Body.AfterSeconds)*time.Second)
+	rule, err := s.Alarms.SetOverdueRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), req.Body.Level, time.Duration(req.Body.AfterSeconds)*time.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +273,7 @@ func (s *Server) SetOverdueRule(ctx context.Context, req gen.SetOverdueRuleReque
 
 // DeleteOverdueRule deletes a sensor's overdue rule.
 func (s *Server) DeleteOverdueRule(ctx context.Context, req gen.DeleteOverdueRuleRequestObject) (gen.DeleteOverdueRuleResponseObject, error) {
-	if err := s.store.DeleteOverdueRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId)); err != nil {
+	if err := s.Alarms.DeleteOverdueRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId)); err != nil {
 		return nil, err
 	}
 	return gen.DeleteOverdueRule204Response{}, nil

@@ -277,7 +277,7 @@ func changes(events []client.AlarmEvent) int {
 func TestAlarmStorm(t *testing.T) {
 	t.Parallel()
 	cfg := defaultConfig()
-	cfg.WebhookAllowPrivate = true
+	cfg.outbox.AllowPrivate = true
 	e := newEnvWith(t, cfg, faults{})
 	one, hundred := newAlarmSite(t, e, "Storm in one"), newAlarmSite(t, e, "Storm in a hundred")
 	for _, a := range []*alarmSite{one, hundred} {
@@ -368,7 +368,7 @@ func TestAlarmStorm(t *testing.T) {
 	wantEvents(t, got, "triggered Alarm 0", "triggered Alarm 11997")
 
 	// The receiver gets the events as they are listed, coalesced included.
-	if err := e.srv.DeliverOnce(t.Context()); err != nil {
+	if err := e.outbox.DeliverOnce(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	wantEvents(t, hook.got(t), "cleared Alert", "triggered Alarm", "triggered Alarm", "late Alarm")

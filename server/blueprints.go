@@ -7,13 +7,26 @@ import (
 	"github.com/sensorreadings/readings/store"
 )
 
+// Blueprints are an organization's blueprints as stored.
+type Blueprints interface {
+	ListBlueprints(ctx context.Context, orgID, after int64, limit int) ([]store.Blueprint, bool, error)
+	GetBlueprint(ctx context.Context, orgID, id int64) (store.Blueprint, error)
+	DeleteBlueprint(ctx context.Context, orgID, id int64) error
+}
+
+// BlueprintEdits save blueprints whose formulas compile.
+type BlueprintEdits interface {
+	CreateBlueprint(ctx context.Context, orgID int64, b store.Blueprint) (store.Blueprint, error)
+	UpdateBlueprint(ctx context.Context, orgID, id int64, b store.Blueprint) (store.Blueprint, error)
+}
+
 // ListBlueprints returns a page of the organization's blueprints.
 func (s *Server) ListBlueprints(ctx context.Context, req gen.ListBlueprintsRequestObject) (gen.ListBlueprintsResponseObject, error) {
 	after, limit, err := page(req.Params.Limit, req.Params.Cursor)
 	if err != nil {
 		return nil, err
 	}
-	blueprints, more, err := s.store.ListBlueprints(ctx, req.OrgId, after, limit)
+	blueprints, more, err := s.Blueprints.ListBlueprints(ctx, req.OrgId, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -26,7 +39,7 @@ func (s *Server) ListBlueprints(ctx context.Context, req gen.ListBlueprintsReque
 
 // CreateBlueprint saves a blueprint whose formulas compile.
 func (s *Server) CreateBlueprint(ctx context.Context, req gen.CreateBlueprintRequestObject) (gen.CreateBlueprintResponseObject, error) {
-	created, err := s.core.CreateBlueprint(ctx, req.OrgId, fromBlueprintWrite(*req.Body))
+	created, err := s.BlueprintEdits.CreateBlueprint(ctx, req.OrgId, fromBlueprintWrite(*req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +48,7 @@ func (s *Server) CreateBlueprint(ctx context.Context, req gen.CreateBlueprintReq
 
 // GetBlueprint returns a blueprint.
 func (s *Server) GetBlueprint(ctx context.Context, req gen.GetBlueprintRequestObject) (gen.GetBlueprintResponseObject, error) {
-	b, err := s.store.GetBlueprint(ctx, req.OrgId, req.BlueprintId)
+	b, err := s.Blueprints.GetBlueprint(ctx, req.OrgId, req.BlueprintId)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +57,7 @@ func (s *Server) GetBlueprint(ctx context.Context, req gen.GetBlueprintRequestOb
 
 // UpdateBlueprint replaces a blueprint with one whose formulas compile.
 func (s *Server) UpdateBlueprint(ctx context.Context, req gen.UpdateBlueprintRequestObject) (gen.UpdateBlueprintResponseObject, error) {
-	updated, err := s.core.UpdateBlueprint(ctx, req.OrgId, req.BlueprintId, fromBlueprintWrite(*req.Body))
+	updated, err := s.BlueprintEdits.UpdateBlueprint(ctx, req.OrgId, req.BlueprintId, fromBlueprintWrite(*req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +66,7 @@ func (s *Server) UpdateBlueprint(ctx context.Context, req gen.UpdateBlueprintReq
 
 // DeleteBlueprint deletes a blueprint; its instances stay.
 func (s *Server) DeleteBlueprint(ctx context.Context, req gen.DeleteBlueprintRequestObject) (gen.DeleteBlueprintResponseObject, error) {
-	if err := s.store.DeleteBlueprint(ctx, req.OrgId, req.BlueprintId); err != nil {
+	if err := s.Blueprints.DeleteBlueprint(ctx, req.OrgId, req.BlueprintId); err != nil {
 		return nil, err
 	}
 	return gen.DeleteBlueprint204Response{}, nil

@@ -26,7 +26,7 @@ func (panickingStore) GetProject(context.Context, int64, int64) (store.Project, 
 
 func TestErrorsAreJSON(t *testing.T) {
 	t.Parallel()
-	e := newEnvWith(t, defaultConfig(), faults{store: func(db *store.DB) server.Store { return panickingStore{db} }})
+	e := newEnvWith(t, defaultConfig(), faults{deps: func(d *server.Deps, db *store.DB) { d.Projects = panickingStore{db} }})
 	tn := e.newTenant("Acme")
 	owner := tn.tokens[store.Owner]
 	projects := fmt.Sprintf("/api/v1/org/%d/projects", tn.orgID)
@@ -163,7 +163,7 @@ func TestDatabaseUnreachable(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 	db := store.New(pool)
-	_, srv := newServer(t, db, db, nil, slog.New(slog.DiscardHandler), defaultConfig())
+	srv := newService(t, db, slog.New(slog.DiscardHandler), defaultConfig(), faults{}).srv
 	ts := serve(t, srv)
 
 	for _, path := range []string{"/readyz", "/api/v1/me", "/api/v1/org/1/proj/1/readings/1"} {

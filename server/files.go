@@ -15,7 +15,7 @@ import (
 func (s *Server) postFile(ctx context.Context, req gen.PostReadingsRequestObject) (gen.PostReadingsResponseObject, error) {
 	p := req.Params
 	dryRun := p.DryRun != nil && *p.DryRun
-	done, err := s.core.ImportFile(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), sizedBody{req.Body},
+	done, err := s.Writes.ImportFile(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), sizedBody{req.Body},
 		fileimport.Overrides{TZ: p.Tz, DST: (*string)(p.Dst), Columns: p.Columns}, dryRun)
 	if err != nil {
 		return nil, err
@@ -31,7 +31,6 @@ func (s *Server) postFile(ctx context.Context, req gen.PostReadingsRequestObject
 		preview := mapSlice(done.Preview, func(r store.Reading) gen.Reading { return readingOf(req.SensorId, r) })
 		answer.Preview = &preview
 	} else {
-		s.deliverSoon(done.Written)
 		s.metrics.ingested.Add(float64(done.Readings))
 	}
 	ok := gen.PostReadings200JSONResponse{Headers: gen.PostReadings200ResponseHeaders{XReadingsLSN: s.writePosition(ctx)}}

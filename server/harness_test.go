@@ -21,28 +21,31 @@ import (
 	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/openapi"
 	"github.com/sensorreadings/readings/openapi/openapitest"
+	"github.com/sensorreadings/readings/outbox"
 	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/server"
 	"github.com/sensorreadings/readings/store"
 	"github.com/sensorreadings/readings/store/storetest"
+	"github.com/sensorreadings/readings/tokenuse"
 )
 
 // env is the real service on a fresh database, served over HTTP.
 type env struct {
-	t    testing.TB
+	t testing.TB
+	service
 	pool *pgxpool.Pool
 	db   *store.DB
-	core *sensing.Service
-	srv  *server.Server
 	url  string
 	logs *syncBuffer
 	spec *openapi3.T
 }
 
-// config is the service's configuration: the server's and the domain's.
+// config is the service's configuration: the server's, the domain's and
+// the outbox's.
 type config struct {
 	server.Config
-	core sensing.Config
+	core   sensing.Config
+	outbox outbox.Config
 }
 
 // defaultConfig is the service's configuration in tests: its real defaults.
@@ -57,10 +60,10 @@ func newEnv(t testing.TB) *env {
 	return newEnvWith(t, defaultConfig(), faults{})
 }
 
-// faults are what a test injects: each, when set, wraps the real store to
-// give the server (store) or the domain's reads of readings (reader).
+// faults are what a test injects: deps changes what the server calls,
+// reader wraps the real store that the domain reads readings from.
 type faults struct {
-	store  func(*store.DB) server.Store
+	deps   func(*server.Deps, *store.DB)
 	reader func(*store.DB) sensing.Reader
 }
 
@@ -76,39 +79,49 @@ func newEnvLimits(t testing.TB, cfg config, limits store.Limits, f faults) *env 
 	t.Helper()
 	pool := storetest.NewPool(t)
 	db := store.New(pool, limits)
-	var st server.Store = db
-	if f.store != nil {
-		st = f.store(db)
-	}
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	var reader sensing.Reader
-	if f.reader != nil {
-		reader = f.reader(db)
-	}
-	core, srv := newServer(t, db, st, reader, log, cfg)
-	ts := serve(t, srv)
+	svc := newService(t, db, log, cfg, f)
+	ts := serve(t, svc.srv)
 	spec, err := openapi.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, pool: pool, db: db, core: core, srv: srv, url: ts.URL, logs: logs, spec: spec}
+	return &env{t: t, service: svc, pool: pool, db: db, url: ts.URL, logs: logs, spec: spec}
 }
 
-// newServer is the service on db: the domain, reading readings from reader
-// when it is not nil, and the server of the domain and st.
-func newServer(t testing.TB, db *store.DB, st server.Store, reader sensing.Reader, log *slog.Logger, cfg config) (*sensing.Service, *server.Server) {
+// service is the service on one database, as main wires it: the domain,
+// the outbox it wakes, the record of token use, and the server of them.
+type service struct {
+	core   *sensing.Service
+	outbox *outbox.Outbox
+	tokens *tokenuse.Recorder
+	srv    *server.Server
+}
+
+func newService(t testing.TB, db *store.DB, log *slog.Logger, cfg config, f faults) service {
 	t.Helper()
-	cfg.core.DBTimeout = cfg.DBTimeout // one setting, as main makes it
-	core := sensing.New(db, log, cfg.core)
-	if reader != nil {
-		core = core.WithReader(reader)
-	}
-	srv, err := server.New(core, st, log, cfg.Config)
+	ob, err := outbox.New(db, log, cfg.outbox, server.WebhookPayload)
 	if err != nil {
+		t.Fatalf("outbox.New: %v", err)
+	}
+	cfg.core.DBTimeout = cfg.DBTimeout // one setting, as main makes it
+	cfg.core.OnEvents = ob.Wake
+	svc := service{core: sensing.New(db, log, cfg.core), outbox: ob, tokens: tokenuse.New(db, log)}
+	deps := server.DepsOf(db, svc.core, ob, svc.tokens)
+	if f.reader != nil {
+		deps.Reads = svc.core.WithReader(f.reader(db))
+	}
+	if r, ok := cfg.Standby.(sensing.Reader); ok {
+		deps.StandbyReads = svc.core.WithReader(r)
+	}
+	if f.deps != nil {
+		f.deps(&deps, db)
+	}
+	if svc.srv, err = server.New(deps, log, cfg.Config); err != nil {
 		t.Fatalf("server.New: %v", err)
 	}
-	return core, srv
+	return svc
 }
 
 // serve serves h over HTTP until the test ends, and fails the test on every

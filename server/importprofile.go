@@ -12,9 +12,16 @@ import (
 	"github.com/sensorreadings/readings/store"
 )
 
+// ImportProfiles are the sensors' import profiles.
+type ImportProfiles interface {
+	GetImportProfile(ctx context.Context, key store.SensorKey) (store.ImportProfile, error)
+	SetImportProfile(ctx context.Context, key store.SensorKey, spec store.ImportProfileSpec) (store.ImportProfile, error)
+	DeleteImportProfile(ctx context.Context, key store.SensorKey) error
+}
+
 // GetImportProfile returns how a sensor's files are read.
 func (s *Server) GetImportProfile(ctx context.Context, req gen.GetImportProfileRequestObject) (gen.GetImportProfileResponseObject, error) {
-	p, err := s.store.GetImportProfile(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
+	p, err := s.ImportProfiles.GetImportProfile(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +49,7 @@ func (s *Server) SetImportProfile(ctx context.Context, req gen.SetImportProfileR
 				Message: fmt.Sprintf("columns: a column's name has 1 to %d characters; %q has %d", maxColumnName, name, len(name))}
 		}
 	}
-	p, err := s.store.SetImportProfile(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), spec)
+	p, err := s.ImportProfiles.SetImportProfile(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), spec)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +58,7 @@ func (s *Server) SetImportProfile(ctx context.Context, req gen.SetImportProfileR
 
 // DeleteImportProfile deletes a sensor's import profile.
 func (s *Server) DeleteImportProfile(ctx context.Context, req gen.DeleteImportProfileRequestObject) (gen.DeleteImportProfileResponseObject, error) {
-	if err := s.store.DeleteImportProfile(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId)); err != nil {
+	if err := s.ImportProfiles.DeleteImportProfile(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId)); err != nil {
 		return nil, err
 	}
 	return gen.DeleteImportProfile204Response{}, nil

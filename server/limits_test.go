@@ -178,7 +178,7 @@ func TestPoolExhausted(t *testing.T) {
 	}
 	cfg := defaultConfig()
 	cfg.DBTimeout = 300 * time.Millisecond
-	_, srv := newServer(t, db, db, nil, slog.New(slog.DiscardHandler), cfg)
+	srv := newService(t, db, slog.New(slog.DiscardHandler), cfg, faults{}).srv
 	ts := serve(t, srv)
 
 	held, err := pool.Acquire(ctx)

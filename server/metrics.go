@@ -25,7 +25,7 @@ type metrics struct {
 
 // newMetrics registers the metrics; formulaErrors is the domain's count of
 // outputs left out (sensing.Service.FormulaErrors).
-func newMetrics(st Store, formulaErrors func() int64, log *slog.Logger, openStreams func() int) *metrics {
+func newMetrics(st Health, formulaErrors func() int64, log *slog.Logger, openStreams func() int) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -68,9 +68,7 @@ func newMetrics(st Store, formulaErrors func() int64, log *slog.Logger, openStre
 		pool("empty_acquires", "Acquires that had to wait for a connection, ever.", func(s store.PoolStats) float64 { return float64(s.EmptyAcquires) }),
 		pool("acquire_wait_seconds", "Time spent waiting for connections, ever.", func(s store.PoolStats) float64 { return s.AcquireWait.Seconds() }),
 	)
-	if ops, ok := st.(opsStater); ok {
-		m.registry.MustRegister(newOpsCollector(ops, log))
-	}
+	m.registry.MustRegister(newOpsCollector(st, log))
 	return m
 }
 

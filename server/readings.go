@@ -3,16 +3,34 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
 	"strconv"
 	"time"
 
 	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/datetime"
+	"github.com/sensorreadings/readings/fileimport"
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
 )
+
+// Writes store and delete readings.
+type Writes interface {
+	Ingest(ctx context.Context, key store.SensorKey, src sensing.Source) (store.Written, error)
+	ImportFile(ctx context.Context, key store.SensorKey, body io.Reader, o fileimport.Overrides, dryRun bool) (sensing.FileImport, error)
+	DeleteReadings(ctx context.Context, key store.SensorKey, from, to time.Time) (int64, error)
+}
+
+// Reads read readings with their outputs, from the primary or a standby.
+type Reads interface {
+	ListReadings(ctx context.Context, key store.SensorKey, q store.ReadingQuery, outputs bool, sink sensing.ReadingSink) error
+	Export(ctx context.Context, key store.SensorKey, q store.ReadingQuery, chunk int, outputs, inputIDs bool) (*sensing.Export, error)
+	Aggregate(ctx context.Context, key store.SensorKey, q store.BucketQuery, opts sensing.AggregateOptions, sink sensing.AggregateSink) (store.RollupUse, error)
+	LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int, outputs bool) ([]sensing.Latest, bool, error)
+	ProjectReadings(ctx context.Context, orgID, projectID int64, q sensing.ProjectQuery, sink sensing.ReadingSink) (int64, time.Time, error)
+}
 
 // The defaults of the readings GET's parameters, as the spec states them.
 const defaultReadingsLimit = 1000
@@ -33,11 +51,9 @@ func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestOb
 	if len(readings) == 0 {
 		return nil, apperr.Errorf(apperr.Invalid, "the body must be a non-empty JSON array of readings")
 	}
-	written, err := s.core.Ingest(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), sensing.NewBatch(readings))
-	if err != nil {
+	if _, err := s.Writes.Ingest(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), sensing.NewBatch(readings)); err != nil {
 		return nil, err
 	}
-	s.deliverSoon(written)
 	s.metrics.ingested.Add(float64(len(readings)))
 	ok := gen.PostReadings200JSONResponse{Headers: gen.PostReadings200ResponseHeaders{XReadingsLSN: s.writePosition(ctx)}}
 	if err := ok.Body.FromPostReadings200JSONResponseBody0(gen.OK); err != nil {
@@ -73,7 +89,7 @@ func (s *Server) DeleteReadings(ctx context.Context, req gen.DeleteReadingsReque
 	if err != nil {
 		return nil, err
 	}
-	deleted, err := s.core.DeleteReadings(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), from, to.Add(time.Microsecond))
+	deleted, err := s.Writes.DeleteReadings(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), from, to.Add(time.Microsecond))
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ func TestRollupsMatchReadings(t *testing.T) {
 	// what an answer from the rollups must equal.
 	rawCfg := defaultConfig()
 	rawCfg.core.ReadingsOnly = true
-	_, rawSrv := newServer(t, e.db, e.db, nil, slog.New(slog.DiscardHandler), rawCfg)
+	rawSrv := newService(t, e.db, slog.New(slog.DiscardHandler), rawCfg, faults{}).srv
 	raw := serve(t, rawSrv)
 
 	tn := e.newTenant("Rollups")

@@ -12,6 +12,23 @@ import (
 	"github.com/sensorreadings/readings/store"
 )
 
+// Sensors are a project's sensors as stored.
+type Sensors interface {
+	ListSensors(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Sensor, bool, error)
+	GetSensor(ctx context.Context, key store.SensorKey) (store.Sensor, error)
+	DeleteSensor(ctx context.Context, key store.SensorKey) error
+}
+
+// SensorEdits create sensors and change what their readings mean, each
+// edit rechecking the sensor's alarms.
+type SensorEdits interface {
+	CreateSensor(ctx context.Context, orgID, projectID int64, name, description string, blueprintID *int64, constants map[string]float64) (store.Sensor, error)
+	UpdateSensor(ctx context.Context, key store.SensorKey, edit sensing.SensorEdit) (store.Sensor, error)
+	EditInstance(ctx context.Context, key store.SensorKey, edit func(*store.Instance) error) (store.Sensor, error)
+	SetBaselines(ctx context.Context, key store.SensorKey, edits []sensing.BaselineEdit) (store.Sensor, error)
+	SetLinks(ctx context.Context, key store.SensorKey, links map[string]store.InputLink) (store.Sensor, error)
+}
+
 func sensorKey(orgID, projectID, sensorID int64) store.SensorKey {
 	return store.SensorKey{OrgID: orgID, ProjectID: projectID, SensorID: sensorID}
 }
@@ -22,7 +39,7 @@ func (s *Server) ListSensors(ctx context.Context, req gen.ListSensorsRequestObje
 	if err != nil {
 		return nil, err
 	}
-	sensors, more, err := s.store.ListSensors(ctx, req.OrgId, req.ProjId, after, limit)
+	sensors, more, err := s.Sensors.ListSensors(ctx, req.OrgId, req.ProjId, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +53,7 @@ func (s *Server) ListSensors(ctx context.Context, req gen.ListSensorsRequestObje
 // CreateSensor creates a sensor in the project, with an instance of a
 // blueprint when the body names one.
 func (s *Server) CreateSensor(ctx context.Context, req gen.CreateSensorRequestObject) (gen.CreateSensorResponseObject, error) {
-	sensor, err := s.core.CreateSensor(ctx, req.OrgId, req.ProjId, req.Body.Name, deref(req.Body.Description), req.Body.BlueprintId, deref(req.Body.Constants))
+	sensor, err := s.SensorEdits.CreateSensor(ctx, req.OrgId, req.ProjId, req.Body.Name, deref(req.Body.Description), req.Body.BlueprintId, deref(req.Body.Constants))
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +62,7 @@ func (s *Server) CreateSensor(ctx context.Context, req gen.CreateSensorRequestOb
 
 // GetSensor returns a sensor: its formulas setup, with every id.
 func (s *Server) GetSensor(ctx context.Context, req gen.GetSensorRequestObject) (gen.GetSensorResponseObject, error) {
-	sensor, err := s.store.GetSensor(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
+	sensor, err := s.Sensors.GetSensor(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +73,7 @@ func (s *Server) GetSensor(ctx context.Context, req gen.GetSensorRequestObject) 
 // the sensor's makes a new instance; the sensor's own keeps its instance and
 // applies the constants.
 func (s *Server) UpdateSensor(ctx context.Context, req gen.UpdateSensorRequestObject) (gen.UpdateSensorResponseObject, error) {
-	sensor, err := s.core.UpdateSensor(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), sensing.SensorEdit{
+	sensor, err := s.SensorEdits.UpdateSensor(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), sensing.SensorEdit{
 		Name: req.Body.Name, Description: req.Body.Description, BlueprintID: req.Body.BlueprintId, Constants: deref(req.Body.Constants),
 	})
 	if err != nil {
@@ -68,7 +85,7 @@ func (s *Server) UpdateSensor(ctx context.Context, req gen.UpdateSensorRequestOb
 // UpdateFormulas edits the formulas and constants of the sensor's instance,
 // in place, after checking every formula of the result.
 func (s *Server) UpdateFormulas(ctx context.Context, req gen.UpdateFormulasRequestObject) (gen.UpdateFormulasResponseObject, error) {
-	sensor, err := s.core.EditInstance(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), func(inst *store.Instance) error {
+	sensor, err := s.SensorEdits.EditInstance(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), func(inst *store.Instance) error {
 		if err := inst.SetFormulas(deref(req.Body.Outputs)); err != nil {
 			return err
 		}
@@ -95,7 +112,7 @@ func (s *Server) UpdateCalibrations(ctx context.Context, req gen.UpdateCalibrati
 			calibrations[key] = []store.Calibration{}
 		}
 	}
-	sensor, err := s.core.EditInstance(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), func(inst *store.Instance) error {
+	sensor, err := s.SensorEdits.EditInstance(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), func(inst *store.Instance) error {
 		return inst.SetCalibrations(calibrations)
 	})
 	if err != nil {
@@ -121,7 +138,7 @@ func (s *Server) UpdateBaselines(ctx context.Context, req gen.UpdateBaselinesReq
 			return nil, err
 		}
 	}
-	sensor, err := s.core.SetBaselines(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), edits)
+	sensor, err := s.SensorEdits.SetBaselines(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), edits)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +171,7 @@ func (s *Server) UpdateLinks(ctx context.Context, req gen.UpdateLinksRequestObje
 		}
 		links[key] = store.InputLink{SensorID: l.SensorId, Key: l.Key, Staleness: staleness}
 	}
-	sensor, err := s.core.SetLinks(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), links)
+	sensor, err := s.SensorEdits.SetLinks(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), links)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +180,7 @@ func (s *Server) UpdateLinks(ctx context.Context, req gen.UpdateLinksRequestObje
 
 // DeleteSensor deletes a sensor and its readings.
 func (s *Server) DeleteSensor(ctx context.Context, req gen.DeleteSensorRequestObject) (gen.DeleteSensorResponseObject, error) {
-	if err := s.store.DeleteSensor(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId)); err != nil {
+	if err := s.Sensors.DeleteSensor(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId)); err != nil {
 		return nil, err
 	}
 	return gen.DeleteSensor204Response{}, nil

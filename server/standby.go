@@ -5,14 +5,11 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-
-	"github.com/sensorreadings/readings/sensing"
 )
 
-// Standby is a hot standby of the primary, for the reads of readings of
-// standbyOperations.
+// Standby is a hot standby of the primary, which Deps.StandbyReads read
+// the readings of standbyOperations from.
 type Standby interface {
-	sensing.Reader
 	// CaughtUp tells whether the standby has replayed the primary's log up
 	// to lsn ("" for any position), and fails when it does not answer.
 	CaughtUp(ctx context.Context, lsn string) (bool, error)
@@ -69,13 +66,13 @@ func (s *Server) standbyReady(ctx context.Context, lsn string) bool {
 	}
 }
 
-// reads is the domain the request's reads of readings go through: on the
-// standby when routeReads chose it, else on the primary.
-func (s *Server) reads(ctx context.Context) *sensing.Service {
+// reads is where the request's reads of readings go: to the standby when
+// routeReads chose it, else to the primary.
+func (s *Server) reads(ctx context.Context) Reads {
 	if ctx.Value(standbyKey{}) != nil {
-		return s.standby
+		return s.StandbyReads
 	}
-	return s.core
+	return s.Reads
 }
 
 // writePosition is the primary's log position after a write, for the
@@ -85,7 +82,7 @@ func (s *Server) writePosition(ctx context.Context) *string {
 	if s.cfg.Standby == nil {
 		return nil
 	}
-	lsn, err := s.store.WALPosition(ctx)
+	lsn, err := s.Health.WALPosition(ctx)
 	if err != nil {
 		s.log.WarnContext(ctx, "wal position", "err", err)
 		return nil

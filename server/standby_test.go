@@ -51,10 +51,7 @@ func TestStandbyReads(t *testing.T) {
 	// Long enough for the caught-up standby's own query on a loaded
 	// machine: a wait of 50 ms sent it to the primary there.
 	cfg.Standby, cfg.StandbyWait = standby, 2*time.Second
-	e := newEnvWith(t, cfg, faults{store: func(db *store.DB) server.Store {
-		standby.DB = db
-		return db
-	}})
+	e := newEnvWith(t, cfg, faults{deps: func(_ *server.Deps, db *store.DB) { standby.DB = db }})
 	tn := e.newTenant("standby")
 	c := e.client(tn.tokens[store.Editor])
 	ctx := t.Context()

@@ -9,6 +9,12 @@ import (
 	"github.com/sensorreadings/readings/store"
 )
 
+// Statuses are the sensors' status boards, with their newest readings'
+// outputs.
+type Statuses interface {
+	SensorStatuses(ctx context.Context, q store.StatusQuery) ([]sensing.Status, bool, error)
+}
+
 // OrgStatus returns a page of the status of the sensors of the
 // organization's active projects that the caller reaches.
 func (s *Server) OrgStatus(ctx context.Context, req gen.OrgStatusRequestObject) (gen.OrgStatusResponseObject, error) {
@@ -49,7 +55,7 @@ func (s *Server) sensorStatuses(ctx context.Context, q store.StatusQuery, limit 
 			q.SensorIDs = scope.SensorIDs // authenticate refused any other asked for
 		}
 	}
-	statuses, more, err := s.core.SensorStatuses(ctx, q)
+	statuses, more, err := s.Statuses.SensorStatuses(ctx, q)
 	if err != nil {
 		return gen.SensorStatusPage{}, err
 	}

@@ -95,7 +95,7 @@ FROM api_tokens`, sum[:], secret).Scan(&hashed, &plain)
 		if lastUsed != nil {
 			t.Errorf("last_used_at = %v before a flush; a request must not write it", lastUsed)
 		}
-		if err := e.srv.FlushTokenUse(ctx); err != nil {
+		if err := e.tokens.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.pool.QueryRow(ctx, query, created.JSON201.Id).Scan(&lastUsed); err != nil {

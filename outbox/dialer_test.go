@@ -1,4 +1,4 @@
-package server
+package outbox
 
 import (
 	"strings"
@@ -44,12 +44,12 @@ var webhookTargets = []struct {
 	{"[2606:4700:4700::1111]:443", false},
 }
 
-// TestWebhookDialerRefusesSpecialAddresses asks the webhook dialer's guard
+// TestDialerRefusesSpecialAddresses asks the webhook dialer's guard
 // about each target, as the dialer does after resolving a name and before
 // connecting: nothing is sent anywhere.
-func TestWebhookDialerRefusesSpecialAddresses(t *testing.T) {
+func TestDialerRefusesSpecialAddresses(t *testing.T) {
 	t.Parallel()
-	control := webhookDialer(time.Second, false).Control
+	control := newDialer(time.Second, false).Control
 	if control == nil {
 		t.Fatal("the webhook dialer has no guard")
 	}
@@ -65,11 +65,11 @@ func TestWebhookDialerRefusesSpecialAddresses(t *testing.T) {
 	}
 }
 
-// TestWebhookDialerAllowPrivate: -webhook-allow-private lifts the guard, so
+// TestDialerAllowPrivate: -webhook-allow-private lifts the guard, so
 // that tests and receivers on premises are reached.
-func TestWebhookDialerAllowPrivate(t *testing.T) {
+func TestDialerAllowPrivate(t *testing.T) {
 	t.Parallel()
-	if webhookDialer(time.Second, true).Control != nil {
+	if newDialer(time.Second, true).Control != nil {
 		t.Error("with private targets allowed, the webhook dialer still has a guard")
 	}
 }
