@@ -167,10 +167,16 @@ func TestProjectStatus(t *testing.T) {
 		}
 	})
 	t.Run("SensorFilter", func(t *testing.T) {
-		got := projectStatus(t, viewer, tn.orgID, tn.projectID, client.ProjectStatusParams{SensorId: &[]int64{quiet.ID, tn.instanceID, quiet.ID + 1000}})
+		got := projectStatus(t, viewer, tn.orgID, tn.projectID, client.ProjectStatusParams{SensorId: &[]int64{quiet.ID, tn.instanceID}})
 		if ids, want := sensorIDs(got), []int64{tn.instanceID, quiet.ID}; !slices.Equal(ids, want) {
 			t.Errorf("sensor_id filter: sensors %v, want %v", ids, want)
 		}
+		// An id that is no sensor of the project is refused, as its path would be.
+		res, err := viewer.ProjectStatusWithResponse(ctx, tn.orgID, tn.projectID, &client.ProjectStatusParams{SensorId: &[]int64{quiet.ID, quiet.ID + 1000}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantError(t, res.StatusCode(), res.Body, http.StatusNotFound, "not_found")
 	})
 	t.Run("NotFound", func(t *testing.T) {
 		other := e.newTenant("Elsewhere")
