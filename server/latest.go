@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -51,18 +50,6 @@ func (s *Server) LatestReadings(ctx context.Context, req gen.LatestReadingsReque
 	}
 	b = append(b, "}\n"...)
 	return jsonBody(b), nil
-}
-
-// jsonBody is a 200 JSON response encoded by hand, for the operations whose
-// datetimes must have exactly three fractional digits, which encoding/json
-// does not write.
-type jsonBody []byte
-
-func (j jsonBody) write(w http.ResponseWriter) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, err := bytes.NewReader(j).WriteTo(w)
-	return err
 }
 
 func (j jsonBody) VisitLatestReadingsResponse(w http.ResponseWriter) error { return j.write(w) }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -10,10 +9,8 @@ import (
 	"time"
 
 	"github.com/sensorreadings/readings/apperr"
-	"github.com/sensorreadings/readings/datetime"
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/sensing"
-	"github.com/sensorreadings/readings/store"
 )
 
 // ListProjectReadings returns the readings of several sensors of a project
@@ -58,65 +55,6 @@ func (s *Server) ListProjectReadings(ctx context.Context, req gen.ListProjectRea
 		b = strconv.AppendQuote(b, fmt.Sprintf("%d_%d", lastSensor, lastTime.UnixMicro()))
 	}
 	return jsonBody(append(b, "}\n"...)), nil
-}
-
-// projectRows encodes a project's readings as rows of one value each
-// (sensing.ReadingSink), the values that key names alone when it is set.
-type projectRows struct {
-	b      []byte
-	key    *string
-	byName bool
-	n      int // rows written
-
-	sensorID int64
-	name     []byte // the sensor's name, as JSON
-	names    keyNames
-}
-
-func (p *projectRows) Sensor(sensor store.Sensor, _ *sensing.Outputs) error {
-	name, err := json.Marshal(sensor.Name)
-	if err != nil {
-		return fmt.Errorf("encode sensor name: %w", err)
-	}
-	p.sensorID, p.name, p.names = sensor.ID, name, sensorNames(sensor, p.byName)
-	return nil
-}
-
-func (p *projectRows) Reading(r *store.Reading, outputs *sensing.Outputs) error {
-	for i, id := range r.InputIDs {
-		p.row(r, id, r.Values[i])
-	}
-	if outputs != nil {
-		outputs.Compute(r)
-		for k, id := range outputs.IDs() {
-			if v, ok := outputs.Value(k); ok {
-				p.row(r, id, v)
-			}
-		}
-	}
-	return nil
-}
-
-func (p *projectRows) row(r *store.Reading, id int64, v float64) {
-	key := p.names.appendKey(nil, id)
-	if p.key != nil && string(key[1:len(key)-1]) != *p.key {
-		return
-	}
-	if p.n > 0 {
-		p.b = append(p.b, ',')
-	}
-	p.n++
-	p.b = append(p.b, `{"sensor_id":`...)
-	p.b = strconv.AppendInt(p.b, p.sensorID, 10)
-	p.b = append(p.b, `,"sensor":`...)
-	p.b = append(p.b, p.name...)
-	p.b = append(p.b, `,"datetime":"`...)
-	p.b = datetime.Append(p.b, r.Time)
-	p.b = append(p.b, `","key":`...)
-	p.b = append(p.b, key...)
-	p.b = append(p.b, `,"value":`...)
-	p.b = appendNumber(p.b, v)
-	p.b = append(p.b, '}')
 }
 
 func (j jsonBody) VisitListProjectReadingsResponse(w http.ResponseWriter) error { return j.write(w) }
