@@ -110,6 +110,9 @@ func TestApplyAlarms(t *testing.T) {
 		if len(list) != 1 || list[0].LevelName != "Alert" || list[0].Value != 60 || !list[0].Since.Equal(at(1)) {
 			t.Fatalf("alarms %+v, want one at Alert since minute 1, value 60", list)
 		}
+		if k := list[0].Key(); k.Rank != alert.Rank || !k.Since.Equal(at(1)) || k.ID != list[0].ID {
+			t.Errorf("alarm's key %+v, want its rank, since and id", k)
+		}
 		rules := listRules(t, db, key)
 		if !rules[0].Active || rules[0].Streak != 1 || rules[1].Active || rules[0].TargetRank != alert.Rank {
 			t.Errorf("rules %+v, want the Alert rule active with a streak of 1, its target at Alert", rules)
@@ -186,6 +189,9 @@ func TestAlarmRuleEdits(t *testing.T) {
 	rule := createRule(t, db, key, store.AlarmRuleSpec{TargetKey: "u", Level: "Alarm", Direction: "below", Threshold: 100, Deadband: 5, Persistence: 3})
 	if !rule.Below || rule.Threshold != 100 || rule.Deadband != 5 || rule.Persistence != 3 || rule.Active || rule.Streak != 0 {
 		t.Errorf("rule %+v, want below 100, deadband 5, persistence 3, at rest", rule)
+	}
+	if got, want := rule.Key(), (store.RuleKey{TargetID: rule.TargetID, ID: rule.ID}); got != want {
+		t.Errorf("rule's key %+v, want %+v", got, want)
 	}
 	edit := func(fn func(tx *store.Tx) error) error {
 		return db.InTx(ctx, fn)
@@ -364,7 +370,7 @@ func TestListAlarmEvents(t *testing.T) {
 }
 
 // TestListAlarmRules: the list carries the sensor's overdue rule, nil
-// while it has none.
+// while it has none, as GetOverdueRule reads it.
 func TestListAlarmRules(t *testing.T) {
 	db := newDB(t)
 	ctx := t.Context()
@@ -374,8 +380,13 @@ func TestListAlarmRules(t *testing.T) {
 	if err != nil || len(rules) != 1 || overdue != nil {
 		t.Fatalf("ListAlarmRules = %d rules, overdue %+v, %v; want 1 rule, no overdue rule", len(rules), overdue, err)
 	}
+	_, err = db.GetOverdueRule(ctx, key)
+	wantCode(t, err, apperr.NotFound)
 	if _, err := db.SetOverdueRule(ctx, key, "Maintenance", time.Hour); err != nil {
 		t.Fatal(err)
+	}
+	if got, err := db.GetOverdueRule(ctx, key); err != nil || got.Level != "Maintenance" || got.After != time.Hour || got.SensorID != key.SensorID {
+		t.Errorf("GetOverdueRule = %+v, %v; want Maintenance after an hour", got, err)
 	}
 	rules, _, overdue, err = db.ListAlarmRules(ctx, key, store.RuleKey{}, 100)
 	if err != nil || len(rules) != 1 || overdue == nil || overdue.Level != "Maintenance" || overdue.After != time.Hour {

@@ -66,14 +66,6 @@ func (db *DB) PoolStats() PoolStats {
 	}
 }
 
-// Ping tells whether the database answers.
-func (db *DB) Ping(ctx context.Context) error {
-	if err := db.pool.Ping(ctx); err != nil {
-		return dbError("ping", err)
-	}
-	return nil
-}
-
 // dbError maps a driver error to the service's error model, once, here:
 // a client's bad value is Invalid, a duplicate is Conflict, a database that
 // cannot be reached or answer in time is Unavailable, anything else Internal.

@@ -3,6 +3,7 @@ package store_test
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -237,4 +238,37 @@ func wantDetail(t *testing.T, err error, key string, value any) {
 func details(err error) map[string]any {
 	e, _ := errors.AsType[*apperr.Error](err)
 	return e.Details
+}
+
+var inputIDTests = []struct {
+	inst *store.Instance
+	name string
+	id   int64
+	ok   bool
+}{
+	{&store.Instance{Inputs: []store.InstanceInput{{ID: 7, Key: "freq"}, {ID: 8, Key: "temp"}}}, "temp", 8, true},
+	{&store.Instance{Inputs: []store.InstanceInput{{ID: 7, Key: "freq"}, {ID: 8, Key: "temp"}}}, "7", 7, true},
+	{&store.Instance{Inputs: []store.InstanceInput{{ID: 7, Key: "freq"}}}, "07", 0, false},
+	{&store.Instance{Inputs: []store.InstanceInput{{ID: 7, Key: "freq"}}}, "9", 0, false},
+	{nil, "12", 12, true},
+	{nil, "freq", 0, false},
+	{nil, "-1", -1, false},
+}
+
+// TestInstance_InputID finds an input a client names by key or id, and
+// lists those it may name.
+func TestInstance_InputID(t *testing.T) {
+	for _, tt := range inputIDTests {
+		if id, ok := tt.inst.InputID(tt.name); ok != tt.ok || (ok && id != tt.id) {
+			t.Errorf("InputID(%q) of %v = %d, %v; want %d, %v", tt.name, tt.inst, id, ok, tt.id, tt.ok)
+		}
+	}
+	inst := &store.Instance{Inputs: []store.InstanceInput{{ID: 7, Key: "freq"}, {ID: 8, Key: "temp"}}}
+	if got, want := inst.InputList(), "its inputs are freq or 7, temp or 8"; got != want {
+		t.Errorf("InputList = %q, want %q", got, want)
+	}
+	var none *store.Instance
+	if got := none.InputList(); !strings.Contains(got, "no blueprint") {
+		t.Errorf("InputList without an instance = %q, want it to say there is no blueprint", got)
+	}
 }

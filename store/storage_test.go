@@ -298,3 +298,24 @@ func TestCompressedChunk(t *testing.T) {
 		check(t)
 	})
 }
+
+var storageConfigTests = []struct {
+	name string
+	c    store.StorageConfig
+	ok   bool
+}{
+	{"Day", store.StorageConfig{ChunkInterval: 24 * time.Hour, CompressAfter: 7 * 24 * time.Hour}, true},
+	{"ChunkUnderAnHour", store.StorageConfig{ChunkInterval: time.Minute}, false},
+	{"NegativeCompressAfter", store.StorageConfig{ChunkInterval: time.Hour, CompressAfter: -time.Hour}, false},
+	{"NegativeRetention", store.StorageConfig{ChunkInterval: time.Hour, Retention: -time.Hour}, false},
+	{"RetentionUnderAChunk", store.StorageConfig{ChunkInterval: 24 * time.Hour, Retention: time.Hour}, false},
+	{"RetentionOfChunks", store.StorageConfig{ChunkInterval: 24 * time.Hour, Retention: 30 * 24 * time.Hour}, true},
+}
+
+func TestStorageConfig_Validate(t *testing.T) {
+	for _, tt := range storageConfigTests {
+		if err := tt.c.Validate(); (err == nil) != tt.ok {
+			t.Errorf("%s: Validate() = %v, want ok %v", tt.name, err, tt.ok)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package store_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func storedReadings(t *testing.T, db *store.DB, key store.SensorKey) string {
 	return strings.Join(out, " ")
 }
 
-func TestInsertReadingStream(t *testing.T) {
+func TestCopyReadingStream(t *testing.T) {
 	runOnOneDB(t, map[string]func(*testing.T, *store.DB){
 		"NewReplacedAndLaterWins": func(t *testing.T, db *store.DB) {
 			key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
@@ -186,6 +187,45 @@ func TestInsertReadingStream(t *testing.T) {
 			ids, err := db.InputIDs(t.Context(), store.Sensor{ID: key.SensorID})
 			if err != nil || len(ids) != 0 {
 				t.Errorf("input ids %v, %v; want none recorded", ids, err)
+			}
+		},
+		"ReadingsAsStoredInChunks": func(t *testing.T, db *store.DB) {
+			// Stored: 1, 3, 5. The stream overwrites 1 and 3 a chunk at a
+			// time, adds 6 and 7 straight, then stages 3 again and 2: its
+			// readings as stored are 1, 2, 3, 6, 7, not 5, in chunks of 2.
+			key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+			mustInsert(t, db, key, one(1, 10), one(3, 30), one(5, 50))
+			stream := &sliceStream{readings: []store.Reading{one(1, 1), one(3, 3), one(6, 6), one(7, 7), one(3, 33), one(2, 2)}}
+			var chunks [][]string
+			err := db.InTxOnce(t.Context(), func(tx *store.Tx) error {
+				w, err := tx.LockSensorWrite(t.Context(), key)
+				if err != nil {
+					return err
+				}
+				sw, err := tx.CopyReadingStream(t.Context(), w, stream)
+				if err != nil {
+					return err
+				}
+				if !slices.Equal(sw.InputIDs(), []int64{1}) || sw.Newest().Time.Minute() != 7 {
+					t.Errorf("input ids %v, newest %v; want [1] and minute 7", sw.InputIDs(), sw.Newest().Time)
+				}
+				if _, err := sw.Merge(t.Context()); err != nil {
+					return err
+				}
+				return sw.Readings(t.Context(), 2, func(chunk []store.Reading) error {
+					var got []string
+					for _, r := range chunk {
+						got = append(got, fmt.Sprintf("%d=%v", r.Time.Minute(), r.Values[0]))
+					}
+					chunks = append(chunks, got)
+					return nil
+				})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := fmt.Sprint(chunks), "[[1=1 2=2] [3=33 6=6] [7=7]]"; got != want {
+				t.Errorf("chunks %s, want %s", got, want)
 			}
 		},
 		"Refusals": func(t *testing.T, db *store.DB) {
