@@ -33,7 +33,7 @@ func (s *Server) postFile(ctx context.Context, req gen.PostReadingsRequestObject
 	} else {
 		s.metrics.ingested.Add(float64(done.Readings))
 	}
-	ok := gen.PostReadings200JSONResponse{Headers: gen.PostReadings200ResponseHeaders{XReadingsLSN: s.writePosition(ctx)}}
+	ok := gen.PostReadings200JSONResponse{}
 	if err := ok.Body.FromFileImport(answer); err != nil {
 		return nil, err
 	}

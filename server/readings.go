@@ -55,7 +55,7 @@ func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestOb
 		return nil, err
 	}
 	s.metrics.ingested.Add(float64(len(readings)))
-	ok := gen.PostReadings200JSONResponse{Headers: gen.PostReadings200ResponseHeaders{XReadingsLSN: s.writePosition(ctx)}}
+	ok := gen.PostReadings200JSONResponse{}
 	if err := ok.Body.FromPostReadings200JSONResponseBody0(gen.OK); err != nil {
 		return nil, err
 	}
@@ -93,8 +93,7 @@ func (s *Server) DeleteReadings(ctx context.Context, req gen.DeleteReadingsReque
 	if err != nil {
 		return nil, err
 	}
-	return gen.DeleteReadings200JSONResponse{Body: gen.Deleted{Deleted: deleted},
-		Headers: gen.DeleteReadings200ResponseHeaders{XReadingsLSN: s.writePosition(ctx)}}, nil
+	return gen.DeleteReadings200JSONResponse{Body: gen.Deleted{Deleted: deleted}}, nil
 }
 
 // readingQuery turns the parameters into the store's query.

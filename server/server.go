@@ -143,7 +143,8 @@ func New(deps Deps, log *slog.Logger, cfg Config) (*Server, error) {
 		s.routeReads,
 	)
 	routes := headToo{e}
-	gen.RegisterHandlers(routes, gen.NewStrictHandler(s, []gen.StrictMiddlewareFunc{s.databaseDeadline}))
+	// The last wraps the others: writePosition asks under the deadline.
+	gen.RegisterHandlers(routes, gen.NewStrictHandler(s, []gen.StrictMiddlewareFunc{s.writePosition, s.databaseDeadline}))
 	routes.GET("/metrics", s.metrics.handler())
 	if err := s.publishContract(routes); err != nil {
 		return nil, err

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/sensorreadings/readings/gen"
 )
 
 // Standby is a hot standby of the primary, which Deps.StandbyReads read
@@ -75,17 +77,29 @@ func (s *Server) reads(ctx context.Context) Reads {
 	return s.Reads
 }
 
-// writePosition is the primary's log position after a write, for the
-// X-Readings-LSN header, when there is a standby to read from. The write is
-// done: failing to tell where it ended costs the header, not the answer.
-func (s *Server) writePosition(ctx context.Context) *string {
-	if s.cfg.Standby == nil {
-		return nil
+// writeOperations answer X-Readings-LSN, the primary's log position after
+// the write, for a read that must see it (X-Readings-Min-LSN).
+var writeOperations = map[string]bool{"PostReadings": true, "DeleteReadings": true}
+
+// writePosition sets, when there is a standby to read from, the
+// X-Readings-LSN header of a write of writeOperations that succeeded: the
+// handlers make their one call, and this asks where the write ended. The
+// write is done: failing to tell costs the header, not the answer.
+func (s *Server) writePosition(next gen.StrictHandlerFunc, operationID string) gen.StrictHandlerFunc {
+	if s.cfg.Standby == nil || !writeOperations[operationID] {
+		return next
 	}
-	lsn, err := s.Health.WALPosition(ctx)
-	if err != nil {
-		s.log.WarnContext(ctx, "wal position", "err", err)
-		return nil
+	return func(c echo.Context, request any) (any, error) {
+		response, err := next(c, request)
+		if err != nil {
+			return response, err
+		}
+		ctx := c.Request().Context()
+		if lsn, err := s.Health.WALPosition(ctx); err != nil {
+			s.log.WarnContext(ctx, "wal position", "err", err)
+		} else {
+			c.Response().Header().Set("X-Readings-LSN", lsn)
+		}
+		return response, nil
 	}
-	return &lsn
 }
