@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,10 +19,9 @@ import (
 
 // DB is the service's database.
 type DB struct {
-	pool         *pgxpool.Pool
-	limits       Limits
-	rollupCursor atomic.Int64 // the sensor whose queued hours MaintainRollups took last
-	txAttempts   int          // inTx's attempts in all
+	pool       *pgxpool.Pool
+	limits     Limits
+	txAttempts int // inTx's attempts in all
 }
 
 // DefaultMaxSensorInputs is how many distinct input ids a sensor without a
