@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sensorreadings/readings/server"
+	"github.com/sensorreadings/readings/outbox"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -156,8 +156,8 @@ func (c *config) validate() error {
 	if c.webhookAttempts < 1 || c.webhookAttempts > 20 {
 		return fmt.Errorf("-webhook-max-attempts %d is out of 1 to 20", c.webhookAttempts)
 	}
-	if c.webhookLease < c.webhookTimeout+server.WebhookLeaseMargin || c.webhookLease > time.Hour {
-		return fmt.Errorf("-webhook-lease %v must be at least -webhook-timeout %v and %v more, so that an attempt ends before its lease, and at most 1h", c.webhookLease, c.webhookTimeout, server.WebhookLeaseMargin)
+	if c.webhookLease < c.webhookTimeout+outbox.LeaseMargin || c.webhookLease > time.Hour {
+		return fmt.Errorf("-webhook-lease %v must be at least -webhook-timeout %v and %v more, so that an attempt ends before its lease, and at most 1h", c.webhookLease, c.webhookTimeout, outbox.LeaseMargin)
 	}
 	if c.webhookConc < 1 || c.webhookConc > 1000 {
 		return fmt.Errorf("-webhook-concurrency %d is out of 1 to 1000", c.webhookConc)

@@ -26,12 +26,16 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
 	// The zone database in the binary: aggregates take IANA zones, and the
 	// image the Dockerfile builds has none of its own.
 	_ "time/tzdata"
 
+	"github.com/sensorreadings/readings/outbox"
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/server"
 	"github.com/sensorreadings/readings/store"
+	"github.com/sensorreadings/readings/tokenuse"
 )
 
 func main() {
@@ -96,35 +100,41 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return err
 	}
-	var standby server.Standby
+	log.Info("export caps", "max_streams", maxStreams, "max_streams_per_token", c.maxStreamsToken, "db_max_conns", pool.Stat().MaxConns())
+
+	// The webhooks' outbox, the domain, which wakes the outbox when a
+	// write of readings raised events, and the record of token use.
+	ob, err := outbox.New(db, log, outbox.Config{
+		Timeout: c.webhookTimeout, MaxAttempts: c.webhookAttempts, Lease: c.webhookLease,
+		Concurrency: c.webhookConc, ConcurrencyPerWebhook: c.webhookConcHook, AllowPrivate: c.webhookPrivate,
+	}, server.WebhookPayload)
+	if err != nil {
+		return err
+	}
+	core := sensing.New(db, log, sensing.Config{MaxFuture: c.maxFuture, DBTimeout: c.dbTimeout, OnEvents: ob.Wake})
+	tokens := tokenuse.New(db, log)
+	deps := server.DepsOf(db, core, ob, tokens)
+	cfg := server.Config{
+		MaxBatch:           c.maxBatch,
+		MaxBodyBytes:       c.maxBodyBytes,
+		MaxInputs:          c.maxInputs,
+		RateLimit:          c.rateLimit,
+		RateBurst:          c.rateBurst,
+		DBTimeout:          c.dbTimeout,
+		MaxStreams:         maxStreams,
+		MaxStreamsPerToken: c.maxStreamsToken,
+		StandbyWait:        c.readWait,
+	}
 	if c.readURL != "" {
 		readPool, err := store.Open(ctx, c.readURL, store.PoolConfig{MaxConns: int32(c.dbMaxConns), Lazy: true})
 		if err != nil {
 			return err
 		}
 		defer readPool.Close()
-		standby = store.New(readPool)
+		standby := store.New(readPool)
+		cfg.Standby, deps.StandbyReads = standby, core.WithReader(standby)
 	}
-	log.Info("export caps", "max_streams", maxStreams, "max_streams_per_token", c.maxStreamsToken, "db_max_conns", pool.Stat().MaxConns())
-	srv, err := server.New(db, log, server.Config{
-		MaxBatch:                     c.maxBatch,
-		MaxBodyBytes:                 c.maxBodyBytes,
-		MaxInputs:                    c.maxInputs,
-		MaxFuture:                    c.maxFuture,
-		RateLimit:                    c.rateLimit,
-		RateBurst:                    c.rateBurst,
-		DBTimeout:                    c.dbTimeout,
-		MaxStreams:                   maxStreams,
-		MaxStreamsPerToken:           c.maxStreamsToken,
-		Standby:                      standby,
-		StandbyWait:                  c.readWait,
-		WebhookTimeout:               c.webhookTimeout,
-		WebhookMaxAttempts:           c.webhookAttempts,
-		WebhookAllowPrivate:          c.webhookPrivate,
-		WebhookLease:                 c.webhookLease,
-		WebhookConcurrency:           c.webhookConc,
-		WebhookConcurrencyPerWebhook: c.webhookConcHook,
-	})
+	srv, err := server.New(deps, log, cfg)
 	if err != nil {
 		return err
 	}
@@ -149,46 +159,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	served := make(chan error, 1)
 	go func() { served <- serveFn() }()
 
-	// Token use is recorded until the server has stopped, then flushed.
-	recordCtx, stopRecording := context.WithCancel(context.WithoutCancel(ctx))
-	recorded := make(chan struct{})
-	go func() {
-		srv.RecordTokenUse(recordCtx, 30*time.Second)
-		close(recorded)
-	}()
-	defer func() {
-		stopRecording()
-		<-recorded
-	}()
-
-	// Overdue sensors are checked until the server stops; every replica
-	// runs the check and the store lets one at a time make changes.
-	checkCtx, stopChecking := context.WithCancel(ctx)
-	checked := make(chan struct{})
-	go func() {
-		srv.CheckOverdue(checkCtx, c.alarmCheck)
-		close(checked)
-	}()
-	// Queued hours of rollups are recomputed until the server stops; every
-	// replica runs the maintainer and the store gives each hour to one.
-	rolling := make(chan struct{})
-	go func() {
-		srv.MaintainRollups(checkCtx, c.rollupInterval)
-		close(rolling)
-	}()
-	// Webhook deliveries in flight finish (within the webhook timeout)
-	// before serve returns; a kill leaves them to their lease.
-	delivering := make(chan struct{})
-	go func() {
-		srv.DeliverWebhooks(checkCtx, time.Second)
-		close(delivering)
-	}()
-	defer func() {
-		stopChecking()
-		<-checked
-		<-rolling
-		<-delivering
-	}()
+	// The workers run until the server has stopped, then stop in the
+	// reverse order of their start: the overdue check, the rollups'
+	// maintainer and the outbox (whose attempts in flight finish, within
+	// the webhook timeout; a kill leaves them to their lease), then the
+	// record of token use, which flushes once more. Every replica runs
+	// each; the store gives each change to one.
+	var w workers
+	defer w.stop()
+	w.start(ctx, func(ctx context.Context) { tokens.Run(ctx, 30*time.Second) })
+	w.start(ctx, func(ctx context.Context) { ob.Run(ctx, time.Second) })
+	w.start(ctx, func(ctx context.Context) { core.MaintainRollups(ctx, c.rollupInterval) })
+	w.start(ctx, func(ctx context.Context) { core.CheckOverdue(ctx, c.alarmCheck) })
 
 	if c.pprofAddr != "" {
 		stopProfiling, err := serveProfiles(c.pprofAddr, log)
@@ -211,8 +193,39 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		httpServer.Close()
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	w.stop()
 	log.Info("stopped")
 	return nil
+}
+
+// workers are background loops, each run in a goroutine until stop.
+type workers struct {
+	stops []func()
+}
+
+// start runs fn in a goroutine with a context that stop cancels. fn runs
+// on after ctx ends, until stop: the workers outlive the server's
+// shutdown, which ctx starts.
+func (w *workers) start(ctx context.Context, fn func(context.Context)) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(ctx)
+	}()
+	w.stops = append(w.stops, func() {
+		cancel()
+		<-done
+	})
+}
+
+// stop stops the workers in the reverse order of their start, each ended
+// before the next is stopped. A second stop does nothing.
+func (w *workers) stop() {
+	for i := len(w.stops) - 1; i >= 0; i-- {
+		w.stops[i]()
+	}
+	w.stops = nil
 }
 
 // streamCap is how many exports may be open at once with a pool of

@@ -402,12 +402,30 @@ func TestGracefulShutdown(t *testing.T) {
 		res.Body.Close()
 		inFlight <- res.StatusCode
 	}()
-	time.Sleep(300 * time.Millisecond) // the POST reaches the lock
+	// The POST reaches the lock: PostgreSQL shows a session waiting for it.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var waiting int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the POST did not reach the sensor's lock within 20 s")
+		}
+	}
 	sigterm()
-	time.Sleep(300 * time.Millisecond) // the server stops accepting
-	if res, err := client.Get(base + "/healthz"); err == nil {
+	// The server stops accepting new requests while the POST is in flight.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		res, err := client.Get(base + "/healthz")
+		if err != nil {
+			break
+		}
 		res.Body.Close()
-		t.Error("the server accepted a new request after SIGTERM")
+		if time.Now().After(deadline) {
+			t.Fatal("the server still accepted new requests 10 s after SIGTERM")
+		}
 	}
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
 	"github.com/sensorreadings/readings/store/storetest"
 )
@@ -264,6 +266,7 @@ func TestOverdueTwoProcesses(t *testing.T) {
 	}
 	defer pool.Close()
 	db := store.New(pool)
+	core := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{})
 
 	var (
 		mu         sync.Mutex
@@ -279,20 +282,25 @@ func TestOverdueTwoProcesses(t *testing.T) {
 	if _, err := db.CreateWebhook(ctx, org, project, receiver.URL, "a secret of sixteen bytes or more"); err != nil {
 		t.Fatal(err)
 	}
-	const sensors = 20
-	for i := range sensors {
-		s, err := db.CreateSensor(ctx, org, project, fmt.Sprintf("silent-%d", i), "", nil)
+	// silent adds a sensor whose reading of 2024 makes it overdue from the
+	// next check.
+	silent := func(name string) {
+		t.Helper()
+		s, err := db.CreateSensor(ctx, org, project, name, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		key := store.SensorKey{OrgID: org, ProjectID: project, SensorID: s.ID}
-		// A reading of 2024: overdue from the first check.
-		if _, err := db.InsertReadings(ctx, key, []store.Reading{{Time: time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC), InputIDs: []int64{1}, Values: []float64{1}}}); err != nil {
+		if _, err := core.Ingest(ctx, key, sensing.NewBatch([]store.Reading{{Time: time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC), InputIDs: []int64{1}, Values: []float64{1}}})); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.SetOverdueRule(ctx, key, "Maintenance", time.Hour); err != nil {
 			t.Fatal(err)
 		}
+	}
+	const sensors = 20
+	for i := range sensors {
+		silent(fmt.Sprintf("silent-%d", i))
 	}
 
 	bin, env := buildService(t), []string{"DATABASE_URL=" + url}
@@ -309,25 +317,36 @@ SELECT (SELECT count(*) FROM alarms WHERE target_key = 'overdue'),
 		}
 		return alarms, events, delivered
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if a, _, d := count(); a == sensors && d == sensors {
-			break
-		}
-		if time.Now().After(deadline) {
-			a, ev, d := count()
-			t.Fatalf("after 30 s: %d overdue alarms, %d triggered events, %d deliveries; want %d of each", a, ev, d, sensors)
+	// waitFor waits until n sensors have their alarm, event and delivery.
+	waitFor := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if a, _, d := count(); a == n && d == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				a, ev, d := count()
+				t.Fatalf("after 30 s: %d overdue alarms, %d triggered events, %d deliveries; want %d of each", a, ev, d, n)
+			}
 		}
 	}
-	// More checks and delivery rounds of both processes, which must change
-	// nothing.
-	time.Sleep(3 * time.Second)
-	if a, ev, d := count(); a != sensors || ev != sensors || d != sensors {
-		t.Errorf("%d overdue alarms, %d triggered events and %d deliveries, want %d of each", a, ev, d, sensors)
+	waitFor(sensors)
+	// More checks and delivery rounds of the processes, which must change
+	// nothing of the sensors handled: a sensor added now is handled by a
+	// check and a delivery round that begin after, so two added one after
+	// the other, each once handled, are two more of each at least.
+	for i := range 2 {
+		silent(fmt.Sprintf("later-%d", i))
+		waitFor(sensors + i + 1)
+	}
+	const all = sensors + 2
+	if a, ev, d := count(); a != all || ev != all || d != all {
+		t.Errorf("%d overdue alarms, %d triggered events and %d deliveries, want %d of each", a, ev, d, all)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(deliveries) != sensors {
-		t.Errorf("the receiver got %d distinct events, want %d", len(deliveries), sensors)
+	if len(deliveries) != all {
+		t.Errorf("the receiver got %d distinct events, want %d", len(deliveries), all)
 	}
 	for id, n := range deliveries {
 		if n != 1 {

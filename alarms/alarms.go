@@ -3,12 +3,13 @@
 // threshold, each at a level, with a deadband against flapping and a
 // persistence against single spikes. It holds the decisions only, no SQL
 // and no HTTP, so that ingest, the re-evaluation after an edit and the
-// tests all run the same few lines.
+// tests all run the same few lines; and when a silent sensor is overdue.
 package alarms
 
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/sensorreadings/readings/apperr"
 )
@@ -248,4 +249,34 @@ func CoalesceLate(ranks []int) int {
 		}
 	}
 	return worst
+}
+
+// Overdue. A sensor that stays silent longer than its overdue rule allows
+// raises the rule's level, at once and whatever its readings were, until it
+// reports again: a background check decides, every few seconds, for every
+// sensor with a rule.
+
+// OverdueStep is what a check does to a sensor's overdue alarm.
+type OverdueStep int
+
+// The steps of an overdue alarm.
+const (
+	OverdueKeep  OverdueStep = iota // leave it as it is
+	OverdueRaise                    // the sensor fell silent too long
+	OverdueClear                    // the sensor has reported since
+)
+
+// CheckOverdue decides, at now, the overdue alarm of a sensor silent since
+// last (its newest reading, or without one, reported false, the creation
+// of its rule) under a rule of after: a silence longer than after raises
+// it; a reading within after clears it. raised says whether it is raised.
+func CheckOverdue(raised, reported bool, last time.Time, after time.Duration, now time.Time) OverdueStep {
+	silent := last.Add(after).Before(now)
+	switch {
+	case !raised && silent:
+		return OverdueRaise
+	case raised && reported && !silent:
+		return OverdueClear
+	}
+	return OverdueKeep
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/sensorreadings/readings/apperr"
 )
@@ -239,5 +240,34 @@ func TestCoalesceLate(t *testing.T) {
 		if got := CoalesceLate(tt.ranks); got != tt.want {
 			t.Errorf("CoalesceLate(%v) = %d, want %d", tt.ranks, got, tt.want)
 		}
+	}
+}
+
+var checkOverdueTests = []struct {
+	name             string
+	raised, reported bool
+	silence, after   time.Duration
+	want             OverdueStep
+}{
+	{"QuietWithinAfter", false, true, 59 * time.Minute, time.Hour, OverdueKeep},
+	{"QuietExactlyAfter", false, true, time.Hour, time.Hour, OverdueKeep},
+	{"QuietPastAfter", false, true, time.Hour + time.Microsecond, time.Hour, OverdueRaise},
+	{"NeverReportedPastAfter", false, false, 2 * time.Hour, time.Hour, OverdueRaise},
+	{"RaisedStillSilent", true, true, 2 * time.Hour, time.Hour, OverdueKeep},
+	{"RaisedReportedSince", true, true, time.Minute, time.Hour, OverdueClear},
+	{"RaisedReportedExactlyAfter", true, true, time.Hour, time.Hour, OverdueClear},
+	// A rule made longer while its alarm stands, before any reading: only
+	// a reading clears an overdue alarm.
+	{"RaisedNeverReported", true, false, time.Minute, time.Hour, OverdueKeep},
+}
+
+func TestCheckOverdue(t *testing.T) {
+	now := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	for _, tt := range checkOverdueTests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := CheckOverdue(tt.raised, tt.reported, now.Add(-tt.silence), tt.after, now); got != tt.want {
+				t.Errorf("CheckOverdue(raised %v, reported %v, silent %v, after %v) = %v, want %v", tt.raised, tt.reported, tt.silence, tt.after, got, tt.want)
+			}
+		})
 	}
 }

@@ -1,5 +1,7 @@
-// Package gen holds the code oapi-codegen generates from openapi/openapi.yaml:
-// the models, the Echo strict server interface and a Go client. Nothing here is edited by hand; run `make generate`.
+// Package gen holds the code oapi-codegen generates from openapi/openapi.yaml
+// for the server: the models and the Echo strict server interface. The Go
+// client, with models of its own, is in gen/client. Nothing here is edited
+// by hand; run `make generate`.
 package gen
 
 //go:generate go tool oapi-codegen -config ../openapi/server.cfg.yaml ../openapi/openapi.yaml

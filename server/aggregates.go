@@ -10,7 +10,7 @@ import (
 
 	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/gen"
-	"github.com/sensorreadings/readings/stats"
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -31,10 +31,10 @@ var aggregateFns = []string{"avg", "min", "max", "sum", "count", "first", "last"
 
 // AggregateReadings cuts a range of readings into buckets and reports, per
 // bucket, the functions asked for of each input and output, in one call
-// to the store, which reads its hourly rollups where they serve and the
+// to the domain, which reads the hourly rollups where they serve and the
 // readings elsewhere. Input statistics are encoded as their rows arrive;
-// output statistics, which the store computes with the sensor's formulas,
-// are encoded bucket by bucket. The response is refused, before it grows,
+// output statistics, which the domain computes with the sensor's
+// formulas, are encoded bucket by bucket. The response is refused, before it grows,
 // when it would list more than maxAggregateValues values.
 func (s *Server) AggregateReadings(ctx context.Context, req gen.AggregateReadingsRequestObject) (gen.AggregateReadingsResponseObject, error) {
 	p := req.Params
@@ -42,38 +42,10 @@ func (s *Server) AggregateReadings(ctx context.Context, req gen.AggregateReading
 	if err != nil {
 		return nil, err
 	}
-	sensor, err := s.store.GetSensor(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
-	if err != nil {
-		return nil, err
-	}
 	enc := &bucketEncoder{fns: fns, fill: p.Fill != nil && *p.Fill == gen.Null, budget: maxAggregateValues / len(fns),
-		names: newKeyNames(sensor, p.Keys)}
-	if enc.fill {
-		if enc.starts, err = s.reader(ctx).Buckets(ctx, q); err != nil {
-			return nil, err
-		}
-		// Every bucket lists every input the sensor can have.
-		if enc.known, err = s.sensorInputIDs(ctx, sensor); err != nil {
-			return nil, err
-		}
-		if err := enc.spend(len(enc.starts) * len(enc.known)); err != nil {
-			return nil, err
-		}
-	}
-	var outputs store.Outputs
-	if p.Outputs != nil && *p.Outputs {
-		// The readings stream, too many to hold: a linked input's sources
-		// are read over the whole range, each once.
-		links, err := s.sensorLinks(ctx, s.reader(ctx), sensor, q.From, q.To, nil, 0)
-		if err != nil {
-			return nil, err
-		}
-		w := s.newOutputsWriter(sensor, links)
-		enc.outputs = &outputAggregates{ids: w.outputIDs, byBucket: map[time.Time][]byte{}}
-		enc.outputs.empty = enc.encodeOutputs(func(int) *stats.Stats { return nil })
-		outputs = w
-	}
-	use, err := s.reader(ctx).AggregateBuckets(ctx, sensor, q, outputs, enc)
+		byName: byName(p.Keys), withOutputs: p.Outputs != nil && *p.Outputs}
+	use, err := s.reads(ctx).Aggregate(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), q,
+		sensing.AggregateOptions{Fill: enc.fill, Outputs: enc.withOutputs}, enc)
 	if err != nil {
 		return nil, err
 	}

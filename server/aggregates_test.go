@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -94,15 +94,15 @@ func TestAggregatesDaylightSaving(t *testing.T) {
 	}
 
 	start := at(t, "2024-03-29T23:00:00Z")
-	var batch []gen.ReadingInput
+	var batch []client.ReadingInput
 	var times []time.Time
 	for i := range 4 * 48 {
 		when := start.Add(time.Duration(i) * 30 * time.Minute)
-		inputs := gen.Values{"1": math.Sin(float64(i)) * 100}
+		inputs := client.Values{"1": math.Sin(float64(i)) * 100}
 		if i%3 == 0 {
 			inputs["2"] = float64(i)
 		}
-		batch = append(batch, gen.ReadingInput{Datetime: when, Inputs: inputs})
+		batch = append(batch, client.ReadingInput{Datetime: when, Inputs: inputs})
 		times = append(times, when)
 	}
 	post(t, c, tn, batch...)
@@ -177,11 +177,11 @@ func TestAggregatesOutputsAndFill(t *testing.T) {
 	piezo.sensorID = tn.instanceID
 
 	// Hours 00 and 01 hold readings, hour 02 none, hour 03 one.
-	var batch []gen.ReadingInput
+	var batch []client.ReadingInput
 	for _, m := range []int{0, 20, 40, 60, 80, 100, 180} {
-		batch = append(batch, gen.ReadingInput{
+		batch = append(batch, client.ReadingInput{
 			Datetime: at(t, "2024-05-01T00:00:00Z").Add(time.Duration(m) * time.Minute),
-			Inputs:   gen.Values{freq: 2000 + float64(m)},
+			Inputs:   client.Values{freq: 2000 + float64(m)},
 		})
 	}
 	post(t, e.client(tn.tokens[store.Editor]), piezo, batch...)

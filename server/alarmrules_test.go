@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -33,18 +33,18 @@ func TestAlarmLevels(t *testing.T) {
 		t.Errorf("default levels %s, want %s", got, want)
 	}
 
-	created, err := a.admin.CreateAlarmLevelWithResponse(ctx, a.tn.orgID, a.tn.projectID, gen.AlarmLevelCreate{Name: "Evacuate", Rank: 5, Colour: "#9b51e0"})
+	created, err := a.admin.CreateAlarmLevelWithResponse(ctx, a.tn.orgID, a.tn.projectID, client.AlarmLevelCreate{Name: "Evacuate", Rank: 5, Colour: "#9b51e0"})
 	if err != nil || created.JSON201 == nil {
 		t.Fatalf("create level: %v %s", err, created.Body)
 	}
-	dup, _ := a.admin.CreateAlarmLevelWithResponse(ctx, a.tn.orgID, a.tn.projectID, gen.AlarmLevelCreate{Name: "Evacuate", Rank: 6, Colour: "#9b51e0"})
+	dup, _ := a.admin.CreateAlarmLevelWithResponse(ctx, a.tn.orgID, a.tn.projectID, client.AlarmLevelCreate{Name: "Evacuate", Rank: 6, Colour: "#9b51e0"})
 	wantError(t, dup.StatusCode(), dup.Body, 409, "conflict")
 
-	renamed, err := a.admin.UpdateAlarmLevelWithResponse(ctx, a.tn.orgID, a.tn.projectID, byName["Alert"], gen.AlarmLevelUpdate{Name: ptr("Watch")})
+	renamed, err := a.admin.UpdateAlarmLevelWithResponse(ctx, a.tn.orgID, a.tn.projectID, byName["Alert"], client.AlarmLevelUpdate{Name: ptr("Watch")})
 	if err != nil || renamed.JSON200 == nil || renamed.JSON200.Name != "Watch" {
 		t.Fatalf("rename a level in use: %v %s", err, renamed.Body)
 	}
-	reranked, _ := a.admin.UpdateAlarmLevelWithResponse(ctx, a.tn.orgID, a.tn.projectID, byName["Alert"], gen.AlarmLevelUpdate{Rank: ptr(9)})
+	reranked, _ := a.admin.UpdateAlarmLevelWithResponse(ctx, a.tn.orgID, a.tn.projectID, byName["Alert"], client.AlarmLevelUpdate{Rank: ptr(9)})
 	wantError(t, reranked.StatusCode(), reranked.Body, 409, "conflict")
 	inUse, _ := a.admin.DeleteAlarmLevelWithResponse(ctx, a.tn.orgID, a.tn.projectID, byName["Alarm"])
 	wantError(t, inUse.StatusCode(), inUse.Body, 409, "conflict")
@@ -102,7 +102,7 @@ func TestAlarmRuleRefusals(t *testing.T) {
 	}
 	t.Run("NoInstance", func(t *testing.T) {
 		res, err := a.admin.CreateAlarmRuleWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.tn.sensorID,
-			gen.AlarmRuleInput{Target: "digits", Level: "Alert", Direction: "above", Threshold: math.MaxFloat64})
+			client.AlarmRuleInput{Target: "digits", Level: "Alert", Direction: "above", Threshold: math.MaxFloat64})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +118,7 @@ func TestAlarmOverdue(t *testing.T) {
 	a := newAlarmSite(t, e, "Overdue")
 	ctx := t.Context()
 	// The rules' list says whether there is an overdue rule, with no 404.
-	overdue := func() *gen.OverdueRule {
+	overdue := func() *client.OverdueRule {
 		t.Helper()
 		res, err := e.client(a.tn.tokens[store.Viewer]).ListAlarmRulesWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID, nil)
 		if err != nil || res.JSON200 == nil {
@@ -129,7 +129,7 @@ func TestAlarmOverdue(t *testing.T) {
 	if got := overdue(); got != nil {
 		t.Errorf("overdue rule %+v before one is set, want none", got)
 	}
-	res, err := a.admin.SetOverdueRuleWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID, gen.OverdueRuleInput{Level: "Maintenance", AfterSeconds: 3600})
+	res, err := a.admin.SetOverdueRuleWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID, client.OverdueRuleInput{Level: "Maintenance", AfterSeconds: 3600})
 	if err != nil || res.JSON200 == nil || res.JSON200.Level != "Maintenance" || res.JSON200.AfterSeconds != 3600 {
 		t.Fatalf("set overdue rule: %v %s", err, res.Body)
 	}
@@ -140,7 +140,7 @@ func TestAlarmOverdue(t *testing.T) {
 
 	check := func(now time.Time, wantRaised, wantCleared int64) {
 		t.Helper()
-		raised, cleared, err := e.db.CheckOverdue(ctx, now)
+		raised, cleared, err := e.core.CheckOverdueOnce(ctx, now)
 		if err != nil || raised != wantRaised || cleared != wantCleared {
 			t.Fatalf("CheckOverdue(%v) = %d raised, %d cleared, %v; want %d, %d", now, raised, cleared, err, wantRaised, wantCleared)
 		}
@@ -153,10 +153,10 @@ func TestAlarmOverdue(t *testing.T) {
 		t.Fatalf("alarms %+v, want overdue at Maintenance, 3660 s since the reading", list)
 	}
 	// A rule edit leaves the overdue alarm to the check.
-	a.rule(t, gen.AlarmRuleInput{Target: "freq", Level: "Action", Direction: "below", Threshold: 1})
+	a.rule(t, client.AlarmRuleInput{Target: "freq", Level: "Action", Direction: "below", Threshold: 1})
 	a.post(t, 30, 2000) // 12:30, reported late: within the hour of 13:05
 	check(time.Date(2024, 5, 1, 13, 5, 0, 0, time.UTC), 0, 1)
-	wantEvents(t, a.events(t, gen.ListAlarmEventsParams{}), "triggered Maintenance", "cleared Maintenance")
+	wantEvents(t, a.events(t, client.ListAlarmEventsParams{}), "triggered Maintenance", "cleared Maintenance")
 
 	del, err := a.admin.DeleteOverdueRuleWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID)
 	if err != nil || del.StatusCode() != 204 {
@@ -167,6 +167,6 @@ func TestAlarmOverdue(t *testing.T) {
 	if got := overdue(); got != nil {
 		t.Errorf("overdue rule %+v listed after its delete, want none", got)
 	}
-	short, _ := a.admin.SetOverdueRuleWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID, gen.OverdueRuleInput{Level: "Maintenance", AfterSeconds: 10})
+	short, _ := a.admin.SetOverdueRuleWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID, client.OverdueRuleInput{Level: "Maintenance", AfterSeconds: 10})
 	wantError(t, short.StatusCode(), short.Body, 400, "invalid")
 }

@@ -6,11 +6,33 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sensorreadings/readings/alarms"
 	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/store"
 )
+
+// Alarms are a project's alarm levels, current alarms and their history,
+// a sensor's rules as listed and its overdue rule.
+type Alarms interface {
+	ListAlarmLevels(ctx context.Context, orgID, projectID int64, after, limit int) ([]store.AlarmLevel, bool, error)
+	CreateAlarmLevel(ctx context.Context, orgID, projectID int64, l store.AlarmLevel) (store.AlarmLevel, error)
+	UpdateAlarmLevel(ctx context.Context, orgID, projectID, levelID int64, patch store.AlarmLevelPatch) (store.AlarmLevel, error)
+	DeleteAlarmLevel(ctx context.Context, orgID, projectID, levelID int64) error
+	ListAlarmRules(ctx context.Context, key store.SensorKey, after store.RuleKey, limit int) ([]store.AlarmRule, bool, *store.OverdueRule, error)
+	ListAlarms(ctx context.Context, orgID, projectID int64, after store.AlarmKey, limit int) ([]store.Alarm, bool, error)
+	AcknowledgeAlarm(ctx context.Context, orgID, projectID, alarmID, userID int64, note string) (store.Alarm, error)
+	ListAlarmEvents(ctx context.Context, orgID, projectID int64, q store.AlarmEventQuery) ([]store.AlarmEvent, bool, error)
+	GetOverdueRule(ctx context.Context, key store.SensorKey) (store.OverdueRule, error)
+	SetOverdueRule(ctx context.Context, key store.SensorKey, level string, after time.Duration) (store.OverdueRule, error)
+	DeleteOverdueRule(ctx context.Context, key store.SensorKey) error
+}
+
+// RuleEdits change a sensor's alarm rules, each rechecking its alarms.
+type RuleEdits interface {
+	CreateAlarmRule(ctx context.Context, key store.SensorKey, spec store.AlarmRuleSpec) (store.AlarmRule, error)
+	UpdateAlarmRule(ctx context.Context, key store.SensorKey, ruleID int64, spec store.AlarmRuleSpec) (store.AlarmRule, error)
+	DeleteAlarmRule(ctx context.Context, key store.SensorKey, ruleID int64) error
+}
 
 // ListAlarmLevels returns a page of the project's alarm levels; the cursor
 // is the last level's rank.
@@ -19,7 +41,7 @@ func (s *Server) ListAlarmLevels(ctx context.Context, req gen.ListAlarmLevelsReq
 	if err != nil {
 		return nil, err
 	}
-	levels, more, err := s.store.ListAlarmLevels(ctx, req.OrgId, req.ProjId, int(min(after, math.MaxInt32)), limit)
+	levels, more, err := s.Alarms.ListAlarmLevels(ctx, req.OrgId, req.ProjId, int(min(after, math.MaxInt32)), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +54,7 @@ func (s *Server) ListAlarmLevels(ctx context.Context, req gen.ListAlarmLevelsReq
 
 // CreateAlarmLevel adds a level to the project.
 func (s *Server) CreateAlarmLevel(ctx context.Context, req gen.CreateAlarmLevelRequestObject) (gen.CreateAlarmLevelResponseObject, error) {
-	level, err := s.store.CreateAlarmLevel(ctx, req.OrgId, req.ProjId, store.AlarmLevel{Name: req.Body.Name, Rank: req.Body.Rank, Colour: req.Body.Colour})
+	level, err := s.Alarms.CreateAlarmLevel(ctx, req.OrgId, req.ProjId, store.AlarmLevel{Name: req.Body.Name, Rank: req.Body.Rank, Colour: req.Body.Colour})
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +63,7 @@ func (s *Server) CreateAlarmLevel(ctx context.Context, req gen.CreateAlarmLevelR
 
 // UpdateAlarmLevel edits a level.
 func (s *Server) UpdateAlarmLevel(ctx context.Context, req gen.UpdateAlarmLevelRequestObject) (gen.UpdateAlarmLevelResponseObject, error) {
-	level, err := s.store.UpdateAlarmLevel(ctx, req.OrgId, req.ProjId, req.LevelId,
+	level, err := s.Alarms.UpdateAlarmLevel(ctx, req.OrgId, req.ProjId, req.LevelId,
 		store.AlarmLevelPatch{Name: req.Body.Name, Rank: req.Body.Rank, Colour: req.Body.Colour})
 	if err != nil {
 		return nil, err
@@ -51,7 +73,7 @@ func (s *Server) UpdateAlarmLevel(ctx context.Context, req gen.UpdateAlarmLevelR
 
 // DeleteAlarmLevel deletes a level no rule uses.
 func (s *Server) DeleteAlarmLevel(ctx context.Context, req gen.DeleteAlarmLevelRequestObject) (gen.DeleteAlarmLevelResponseObject, error) {
-	if err := s.store.DeleteAlarmLevel(ctx, req.OrgId, req.ProjId, req.LevelId); err != nil {
+	if err := s.Alarms.DeleteAlarmLevel(ctx, req.OrgId, req.ProjId, req.LevelId); err != nil {
 		return nil, err
 	}
 	return gen.DeleteAlarmLevel204Response{}, nil
@@ -64,7 +86,7 @@ func (s *Server) ListAlarmRules(ctx context.Context, req gen.ListAlarmRulesReque
 	if err != nil {
 		return nil, err
 	}
-	rules, more, overdue, err := s.store.ListAlarmRules(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId),
+	rules, more, overdue, err := s.Alarms.ListAlarmRules(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId),
 		store.RuleKey{TargetID: after[0], ID: after[1]}, limit)
 	if err != nil {
 		return nil, err
@@ -84,11 +106,7 @@ func (s *Server) ListAlarmRules(ctx context.Context, req gen.ListAlarmRulesReque
 // CreateAlarmRule adds a rule to a sensor; its alarms are rechecked at
 // once.
 func (s *Server) CreateAlarmRule(ctx context.Context, req gen.CreateAlarmRuleRequestObject) (gen.CreateAlarmRuleResponseObject, error) {
-	spec, err := alarmRuleSpec(*req.Body)
-	if err != nil {
-		return nil, err
-	}
-	rule, err := s.store.CreateAlarmRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), spec)
+	rule, err := s.RuleEdits.CreateAlarmRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), alarmRuleSpec(*req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -98,11 +116,7 @@ func (s *Server) CreateAlarmRule(ctx context.Context, req gen.CreateAlarmRuleReq
 // UpdateAlarmRule replaces a rule; its sensor's alarms are rechecked at
 // once.
 func (s *Server) UpdateAlarmRule(ctx context.Context, req gen.UpdateAlarmRuleRequestObject) (gen.UpdateAlarmRuleResponseObject, error) {
-	spec, err := alarmRuleSpec(*req.Body)
-	if err != nil {
-		return nil, err
-	}
-	rule, err := s.store.UpdateAlarmRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), req.RuleId, spec)
+	rule, err := s.RuleEdits.UpdateAlarmRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), req.RuleId, alarmRuleSpec(*req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -112,14 +126,14 @@ func (s *Server) UpdateAlarmRule(ctx context.Context, req gen.UpdateAlarmRuleReq
 // DeleteAlarmRule deletes a rule; its sensor's alarms are rechecked at
 // once.
 func (s *Server) DeleteAlarmRule(ctx context.Context, req gen.DeleteAlarmRuleRequestObject) (gen.DeleteAlarmRuleResponseObject, error) {
-	if err := s.store.DeleteAlarmRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), req.RuleId); err != nil {
+	if err := s.RuleEdits.DeleteAlarmRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), req.RuleId); err != nil {
 		return nil, err
 	}
 	return gen.DeleteAlarmRule204Response{}, nil
 }
 
-// alarmRuleSpec checks a rule's numbers the way the evaluation needs them.
-func alarmRuleSpec(in gen.AlarmRuleInput) (store.AlarmRuleSpec, error) {
+// alarmRuleSpec is a rule as the request writes it.
+func alarmRuleSpec(in gen.AlarmRuleInput) store.AlarmRuleSpec {
 	spec := store.AlarmRuleSpec{
 		TargetKey: in.Target, Level: in.Level, Direction: string(in.Direction),
 		Threshold: in.Threshold, Deadband: deref(in.Deadband), Persistence: 1,
@@ -127,9 +141,7 @@ func alarmRuleSpec(in gen.AlarmRuleInput) (store.AlarmRuleSpec, error) {
 	if in.Persistence != nil {
 		spec.Persistence = *in.Persistence
 	}
-	// The level's rank is the store's to find; any rank passes here.
-	rule := alarms.Rule{Rank: 1, Threshold: spec.Threshold, Deadband: spec.Deadband, Persistence: spec.Persistence}
-	return spec, rule.Check()
+	return spec
 }
 
 // ListAlarms returns a page of the project's current alarms; the cursor
@@ -140,7 +152,7 @@ func (s *Server) ListAlarms(ctx context.Context, req gen.ListAlarmsRequestObject
 		return nil, err
 	}
 	key := store.AlarmKey{Rank: int(min(max(after[0], 0), math.MaxInt32)), Since: time.UnixMicro(after[1]), ID: after[2]}
-	list, more, err := s.store.ListAlarms(ctx, req.OrgId, req.ProjId, key, limit)
+	list, more, err := s.Alarms.ListAlarms(ctx, req.OrgId, req.ProjId, key, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +166,7 @@ func (s *Server) ListAlarms(ctx context.Context, req gen.ListAlarmsRequestObject
 
 // AcknowledgeAlarm records that the caller has seen an alarm.
 func (s *Server) AcknowledgeAlarm(ctx context.Context, req gen.AcknowledgeAlarmRequestObject) (gen.AcknowledgeAlarmResponseObject, error) {
-	alarm, err := s.store.AcknowledgeAlarm(ctx, req.OrgId, req.ProjId, req.AlarmId, principalOf(ctx).UserID, deref(req.Body.Note))
+	alarm, err := s.Alarms.AcknowledgeAlarm(ctx, req.OrgId, req.ProjId, req.AlarmId, principalOf(ctx).UserID, deref(req.Body.Note))
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +195,7 @@ func (s *Server) ListAlarmEvents(ctx context.Context, req gen.ListAlarmEventsReq
 	if q.From, q.To, err = timeRange(req.Params.DatetimeGte, nil, nil, req.Params.DatetimeLt); err != nil {
 		return nil, err
 	}
-	events, more, err := s.store.ListAlarmEvents(ctx, req.OrgId, req.ProjId, q)
+	events, more, err := s.Alarms.ListAlarmEvents(ctx, req.OrgId, req.ProjId, q)
 	if err != nil {
 		return nil, err
 	}
@@ -206,17 +218,21 @@ func toAlarmLevel(l store.AlarmLevel) gen.AlarmLevel {
 }
 
 func toAlarmRule(r store.AlarmRule) gen.AlarmRule {
+	direction := gen.AlarmRuleDirectionAbove
+	if r.Below {
+		direction = gen.AlarmRuleDirectionBelow
+	}
 	return gen.AlarmRule{
 		Id: r.ID, SensorId: r.SensorID, Target: r.TargetKey, LevelId: r.LevelID, Level: r.LevelName, Rank: r.Rank,
-		Direction: gen.AlarmRuleDirection(r.Direction), Threshold: r.Threshold, Deadband: r.Deadband, Persistence: r.Persistence,
-		Active: r.Active, CreatedAt: datetime(r.CreatedAt),
+		Direction: direction, Threshold: r.Threshold, Deadband: r.Deadband, Persistence: r.Persistence,
+		Active: r.Active, CreatedAt: toDatetime(r.CreatedAt),
 	}
 }
 
 func toAlarm(a store.Alarm) gen.Alarm {
 	out := gen.Alarm{
 		Id: a.ID, SensorId: a.SensorID, Target: a.TargetKey, LevelId: a.LevelID, Level: a.LevelName, Rank: a.Rank, Colour: a.Colour,
-		Since: datetime(a.Since), Value: a.Value, Acknowledged: a.AcknowledgedAt != nil,
+		Since: toDatetime(a.Since), Value: a.Value, Acknowledged: a.AcknowledgedAt != nil,
 		AcknowledgedAt: optionalDatetime(a.AcknowledgedAt), AcknowledgedBy: a.AcknowledgedBy,
 	}
 	if a.Note != "" {
@@ -229,7 +245,7 @@ func toAlarmEvent(e store.AlarmEvent) gen.AlarmEvent {
 	out := gen.AlarmEvent{
 		Id: e.ID, SensorId: e.SensorID, Target: e.TargetKey, Kind: gen.AlarmEventKind(e.Kind), LevelId: e.LevelID, Level: e.LevelName,
 		Value: e.Value, ReadingDatetime: optionalDatetime(e.ReadingAt), Late: e.Kind == "late", UserId: e.UserID,
-		Coalesced: e.Coalesced, CreatedAt: datetime(e.CreatedAt),
+		Coalesced: e.Coalesced, CreatedAt: toDatetime(e.CreatedAt),
 	}
 	if e.Note != "" {
 		out.Note = &e.Note
@@ -239,7 +255,7 @@ func toAlarmEvent(e store.AlarmEvent) gen.AlarmEvent {
 
 // GetOverdueRule returns a sensor's overdue rule.
 func (s *Server) GetOverdueRule(ctx context.Context, req gen.GetOverdueRuleRequestObject) (gen.GetOverdueRuleResponseObject, error) {
-	rule, err := s.store.GetOverdueRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
+	rule, err := s.Alarms.GetOverdueRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +264,7 @@ func (s *Server) GetOverdueRule(ctx context.Context, req gen.GetOverdueRuleReque
 
 // SetOverdueRule gives a sensor an overdue rule, or replaces it.
 func (s *Server) SetOverdueRule(ctx context.Context, req gen.SetOverdueRuleRequestObject) (gen.SetOverdueRuleResponseObject, error) {
-	rule, err := s.store.SetOverdueRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), req.Body.Level, time.Duration(req.Body.AfterSeconds)*time.Second)
+	rule, err := s.Alarms.SetOverdueRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), req.Body.Level, time.Duration(req.Body.AfterSeconds)*time.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -257,40 +273,12 @@ func (s *Server) SetOverdueRule(ctx context.Context, req gen.SetOverdueRuleReque
 
 // DeleteOverdueRule deletes a sensor's overdue rule.
 func (s *Server) DeleteOverdueRule(ctx context.Context, req gen.DeleteOverdueRuleRequestObject) (gen.DeleteOverdueRuleResponseObject, error) {
-	if err := s.store.DeleteOverdueRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId)); err != nil {
+	if err := s.Alarms.DeleteOverdueRule(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId)); err != nil {
 		return nil, err
 	}
 	return gen.DeleteOverdueRule204Response{}, nil
 }
 
 func toOverdueRule(r store.OverdueRule) gen.OverdueRule {
-	return gen.OverdueRule{SensorId: r.SensorID, LevelId: r.LevelID, Level: r.Level, AfterSeconds: int(r.After.Seconds()), CreatedAt: datetime(r.CreatedAt)}
-}
-
-// CheckOverdue checks overdue sensors every interval until ctx ends. Each
-// replica runs it; the store lets one of them at a time make the changes.
-func (s *Server) CheckOverdue(ctx context.Context, interval time.Duration) {
-	every(ctx, interval, func() {
-		raised, cleared, err := s.store.CheckOverdue(ctx, time.Now())
-		switch {
-		case err != nil && ctx.Err() == nil:
-			s.log.Warn("check overdue sensors", "err", err)
-		case raised+cleared > 0:
-			s.log.Info("overdue sensors", "raised", raised, "cleared", cleared)
-		}
-	})
-}
-
-// every calls fn every interval until ctx ends.
-func every(ctx context.Context, interval time.Duration, fn func()) {
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ticker.C:
-		case <-ctx.Done():
-			return
-		}
-		fn()
-	}
+	return gen.OverdueRule{SensorId: r.SensorID, LevelId: r.LevelID, Level: r.Level, AfterSeconds: int(r.After.Seconds()), CreatedAt: toDatetime(r.CreatedAt)}
 }

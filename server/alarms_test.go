@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -29,11 +30,11 @@ func (e *env) newAlarm(t *testing.T, tn tenant) (levelID, ruleID, alarmID, webho
 	if err != nil {
 		t.Fatal(err)
 	}
-	rule, err := e.db.CreateAlarmRule(ctx, key, store.AlarmRuleSpec{TargetKey: "digits", Level: "Alarm", Direction: "above", Threshold: 1000, Persistence: 1})
+	rule, err := e.core.CreateAlarmRule(ctx, key, store.AlarmRuleSpec{TargetKey: "digits", Level: "Alarm", Direction: "above", Threshold: 1000, Persistence: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.db.InsertReadings(ctx, key, []store.Reading{{Time: time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC), InputIDs: []int64{e.freqID(t, tn)}, Values: []float64{2000}}}); err != nil {
+	if _, err := e.core.Ingest(ctx, key, sensing.NewBatch([]store.Reading{{Time: time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC), InputIDs: []int64{e.freqID(t, tn)}, Values: []float64{2000}}})); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.db.SetOverdueRule(ctx, store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.sensorID}, "Action", time.Hour); err != nil {
@@ -61,8 +62,8 @@ func (e *env) freqID(t *testing.T, tn tenant) int64 {
 type alarmSite struct {
 	e      *env
 	tn     tenant
-	admin  *gen.ClientWithResponses
-	editor *gen.ClientWithResponses
+	admin  *client.ClientWithResponses
+	editor *client.ClientWithResponses
 	freq   string
 	rules  map[string]int64 // by level
 	minute int              // of the next reading a batch posts
@@ -73,12 +74,12 @@ func newAlarmSite(t *testing.T, e *env, name string) *alarmSite {
 	tn := e.newTenant(name)
 	a := &alarmSite{e: e, tn: tn, admin: e.client(tn.tokens[store.Admin]), editor: e.client(tn.tokens[store.Editor]),
 		freq: strconv.FormatInt(e.freqID(t, tn), 10), rules: map[string]int64{}}
-	a.rule(t, gen.AlarmRuleInput{Target: "digits", Level: "Alert", Direction: "above", Threshold: 5000, Deadband: ptr(100.0)})
-	a.rule(t, gen.AlarmRuleInput{Target: "digits", Level: "Alarm", Direction: "above", Threshold: 8000})
+	a.rule(t, client.AlarmRuleInput{Target: "digits", Level: "Alert", Direction: "above", Threshold: 5000, Deadband: ptr(100.0)})
+	a.rule(t, client.AlarmRuleInput{Target: "digits", Level: "Alarm", Direction: "above", Threshold: 8000})
 	return a
 }
 
-func (a *alarmSite) rule(t *testing.T, in gen.AlarmRuleInput) gen.AlarmRule {
+func (a *alarmSite) rule(t *testing.T, in client.AlarmRuleInput) client.AlarmRule {
 	t.Helper()
 	res, err := a.admin.CreateAlarmRuleWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.tn.instanceID, in)
 	if err != nil || res.JSON201 == nil {
@@ -92,15 +93,15 @@ func (a *alarmSite) rule(t *testing.T, in gen.AlarmRuleInput) gen.AlarmRule {
 // freq; digits is then freq²/1000.
 func (a *alarmSite) post(t *testing.T, m int, freq float64) {
 	t.Helper()
-	res, err := a.editor.PostReadingsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.tn.instanceID, nil, []gen.ReadingInput{
-		{Datetime: time.Date(2024, 5, 1, 12, m, 0, 0, time.UTC), Inputs: gen.Values{a.freq: freq}},
+	res, err := a.editor.PostReadingsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.tn.instanceID, nil, []client.ReadingInput{
+		{Datetime: time.Date(2024, 5, 1, 12, m, 0, 0, time.UTC), Inputs: client.Values{a.freq: freq}},
 	})
 	if err != nil || res.StatusCode() != http.StatusOK {
 		t.Fatalf("POST reading at minute %d: %v %s", m, err, res.Body)
 	}
 }
 
-func (a *alarmSite) alarms(t *testing.T) []gen.Alarm {
+func (a *alarmSite) alarms(t *testing.T) []client.Alarm {
 	t.Helper()
 	res, err := a.e.client(a.tn.tokens[store.Viewer]).ListAlarmsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, nil)
 	if err != nil || res.JSON200 == nil {
@@ -120,7 +121,7 @@ func (a *alarmSite) level(t *testing.T) string {
 }
 
 // events lists the kinds and levels of the project's events, in order.
-func (a *alarmSite) events(t *testing.T, params gen.ListAlarmEventsParams) []string {
+func (a *alarmSite) events(t *testing.T, params client.ListAlarmEventsParams) []string {
 	t.Helper()
 	res, err := a.e.client(a.tn.tokens[store.Viewer]).ListAlarmEventsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, &params)
 	if err != nil || res.JSON200 == nil {
@@ -163,7 +164,7 @@ func TestAlarmLifecycle(t *testing.T) {
 		if m == 3 {
 			// Acknowledged at Alarm; the de-escalation keeps it.
 			list := a.alarms(t)
-			res, err := a.editor.AcknowledgeAlarmWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, list[0].Id, gen.AlarmAcknowledge{Note: ptr("crew on site")})
+			res, err := a.editor.AcknowledgeAlarmWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, list[0].Id, client.AlarmAcknowledge{Note: ptr("crew on site")})
 			if err != nil || res.JSON200 == nil || !res.JSON200.Acknowledged || deref(res.JSON200.Note) != "crew on site" {
 				t.Fatalf("acknowledge: %v %s", err, res.Body)
 			}
@@ -181,13 +182,13 @@ func TestAlarmLifecycle(t *testing.T) {
 			}
 		}
 	}
-	wantEvents(t, a.events(t, gen.ListAlarmEventsParams{}),
+	wantEvents(t, a.events(t, client.ListAlarmEventsParams{}),
 		"triggered Alert", "escalated Alarm", "acknowledged Alarm", "de-escalated Alert", "cleared Alert")
 
 	t.Run("ViewerCannotAcknowledge", func(t *testing.T) {
 		a.post(t, 10, 3000)
 		id := a.alarms(t)[0].Id
-		res, err := e.client(a.tn.tokens[store.Viewer]).AcknowledgeAlarmWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, id, gen.AlarmAcknowledge{})
+		res, err := e.client(a.tn.tokens[store.Viewer]).AcknowledgeAlarmWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, id, client.AlarmAcknowledge{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,22 +197,22 @@ func TestAlarmLifecycle(t *testing.T) {
 
 	t.Run("EventsFilterAndPage", func(t *testing.T) {
 		alarmLevel := a.alarms(t)[0].LevelId
-		wantEvents(t, a.events(t, gen.ListAlarmEventsParams{LevelId: &alarmLevel}),
+		wantEvents(t, a.events(t, client.ListAlarmEventsParams{LevelId: &alarmLevel}),
 			"escalated Alarm", "acknowledged Alarm", "triggered Alarm")
-		wantEvents(t, a.events(t, gen.ListAlarmEventsParams{SensorId: ptr(a.tn.sensorID)}))
-		wantEvents(t, a.events(t, gen.ListAlarmEventsParams{DatetimeLt: ptr("946684800000")}))
-		all := a.events(t, gen.ListAlarmEventsParams{})
+		wantEvents(t, a.events(t, client.ListAlarmEventsParams{SensorId: ptr(a.tn.sensorID)}))
+		wantEvents(t, a.events(t, client.ListAlarmEventsParams{DatetimeLt: ptr("946684800000")}))
+		all := a.events(t, client.ListAlarmEventsParams{})
 		atAlarm := []string{"escalated Alarm", "acknowledged Alarm", "triggered Alarm"}
-		newest := gen.EventsNewestFirst
+		newest := client.EventsNewestFirst
 		for _, c := range []struct {
 			name   string
-			params gen.ListAlarmEventsParams
+			params client.ListAlarmEventsParams
 			want   []string
 		}{
-			{"Asc", gen.ListAlarmEventsParams{}, all},
-			{"Desc", gen.ListAlarmEventsParams{Order: &newest}, reversed(all)},
-			{"AscAtAlarm", gen.ListAlarmEventsParams{LevelId: &alarmLevel, Order: ptr(gen.EventsOldestFirst)}, atAlarm},
-			{"DescAtAlarm", gen.ListAlarmEventsParams{LevelId: &alarmLevel, Order: &newest}, reversed(atAlarm)},
+			{"Asc", client.ListAlarmEventsParams{}, all},
+			{"Desc", client.ListAlarmEventsParams{Order: &newest}, reversed(all)},
+			{"AscAtAlarm", client.ListAlarmEventsParams{LevelId: &alarmLevel, Order: ptr(client.EventsOldestFirst)}, atAlarm},
+			{"DescAtAlarm", client.ListAlarmEventsParams{LevelId: &alarmLevel, Order: &newest}, reversed(atAlarm)},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				if got, _ := a.pages(t, c.params); !slices.Equal(got, c.want) {
@@ -225,16 +226,16 @@ func TestAlarmLifecycle(t *testing.T) {
 	})
 
 	t.Run("CursorKeepsItsOrder", func(t *testing.T) {
-		_, ascCursor := a.pages(t, gen.ListAlarmEventsParams{})
-		_, descCursor := a.pages(t, gen.ListAlarmEventsParams{Order: ptr(gen.EventsNewestFirst)})
+		_, ascCursor := a.pages(t, client.ListAlarmEventsParams{})
+		_, descCursor := a.pages(t, client.ListAlarmEventsParams{Order: ptr(client.EventsNewestFirst)})
 		for _, c := range []struct {
 			name   string
-			params gen.ListAlarmEventsParams
+			params client.ListAlarmEventsParams
 			want   string // in the message
 		}{
-			{"AscCursorDesc", gen.ListAlarmEventsParams{Cursor: &ascCursor, Order: ptr(gen.EventsNewestFirst)}, "order=asc"},
-			{"DescCursorAsc", gen.ListAlarmEventsParams{Cursor: &descCursor, Order: ptr(gen.EventsOldestFirst)}, "order=desc"},
-			{"DescCursorDefault", gen.ListAlarmEventsParams{Cursor: &descCursor}, "order=desc"},
+			{"AscCursorDesc", client.ListAlarmEventsParams{Cursor: &ascCursor, Order: ptr(client.EventsNewestFirst)}, "order=asc"},
+			{"DescCursorAsc", client.ListAlarmEventsParams{Cursor: &descCursor, Order: ptr(client.EventsOldestFirst)}, "order=desc"},
+			{"DescCursorDefault", client.ListAlarmEventsParams{Cursor: &descCursor}, "order=desc"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				res, err := a.e.client(a.tn.tokens[store.Viewer]).ListAlarmEventsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, &c.params)
@@ -251,7 +252,7 @@ func TestAlarmLifecycle(t *testing.T) {
 
 // pages lists the project's events two at a time with params, following
 // next_cursor, and returns their kinds and levels and the first cursor.
-func (a *alarmSite) pages(t *testing.T, params gen.ListAlarmEventsParams) (events []string, first string) {
+func (a *alarmSite) pages(t *testing.T, params client.ListAlarmEventsParams) (events []string, first string) {
 	t.Helper()
 	params.Limit = ptr(2)
 	for range 10 {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 )
 
 // TestAlarmPersistence: a rule with persistence 3 waits for three
@@ -17,7 +17,7 @@ func TestAlarmPersistence(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	a := newAlarmSite(t, e, "Persistence")
-	a.rule(t, gen.AlarmRuleInput{Target: "freq", Level: "Action", Direction: "below", Threshold: 1000, Persistence: ptr(3)})
+	a.rule(t, client.AlarmRuleInput{Target: "freq", Level: "Action", Direction: "below", Threshold: 1000, Persistence: ptr(3)})
 	for m, want := range []string{"", "", "", "", "Action"} {
 		freq := 900.0
 		if m == 1 {
@@ -41,7 +41,7 @@ func TestAlarmLateReading(t *testing.T) {
 	if got := a.level(t); got != "" {
 		t.Errorf("level after a late exceedance %q, want none: the newest reading is at rest", got)
 	}
-	res, err := a.editor.ListAlarmEventsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, &gen.ListAlarmEventsParams{})
+	res, err := a.editor.ListAlarmEventsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, &client.ListAlarmEventsParams{})
 	if err != nil || res.JSON200 == nil || len(res.JSON200.Items) != 1 {
 		t.Fatalf("events: %v %s, want the late one", err, res.Body)
 	}
@@ -57,9 +57,9 @@ func TestAlarmRolledBackBatch(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	a := newAlarmSite(t, e, "Rollback")
-	res, err := a.editor.PostReadingsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.tn.instanceID, nil, []gen.ReadingInput{
-		{Datetime: time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC), Inputs: gen.Values{a.freq: 3000}},
-		{Datetime: time.Date(2024, 5, 1, 12, 1, 0, 0, time.UTC), Inputs: gen.Values{"999999999": 1}},
+	res, err := a.editor.PostReadingsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.tn.instanceID, nil, []client.ReadingInput{
+		{Datetime: time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC), Inputs: client.Values{a.freq: 3000}},
+		{Datetime: time.Date(2024, 5, 1, 12, 1, 0, 0, time.UTC), Inputs: client.Values{"999999999": 1}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +68,7 @@ func TestAlarmRolledBackBatch(t *testing.T) {
 	if got := a.level(t); got != "" {
 		t.Errorf("level %q after a refused batch, want none", got)
 	}
-	wantEvents(t, a.events(t, gen.ListAlarmEventsParams{}))
+	wantEvents(t, a.events(t, client.ListAlarmEventsParams{}))
 }
 
 // TestAlarmChangesInOneBatch: a batch whose readings move a target
@@ -80,13 +80,13 @@ func TestAlarmChangesInOneBatch(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	a := newAlarmSite(t, e, "Batch")
-	ack := func() gen.Alarm {
+	ack := func() client.Alarm {
 		t.Helper()
 		list := a.alarms(t)
 		if len(list) != 1 {
 			t.Fatalf("%d alarms, want 1", len(list))
 		}
-		res, err := a.editor.AcknowledgeAlarmWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, list[0].Id, gen.AlarmAcknowledge{})
+		res, err := a.editor.AcknowledgeAlarmWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, list[0].Id, client.AlarmAcknowledge{})
 		if err != nil || res.JSON200 == nil {
 			t.Fatalf("acknowledge: %v %s", err, res.Body)
 		}
@@ -94,9 +94,9 @@ func TestAlarmChangesInOneBatch(t *testing.T) {
 	}
 	batch := func(freqs ...float64) {
 		t.Helper()
-		var readings []gen.ReadingInput
+		var readings []client.ReadingInput
 		for _, f := range freqs {
-			readings = append(readings, gen.ReadingInput{Datetime: time.Date(2024, 5, 1, 12, len(readings)+a.minute, 0, 0, time.UTC), Inputs: gen.Values{a.freq: f}})
+			readings = append(readings, client.ReadingInput{Datetime: time.Date(2024, 5, 1, 12, len(readings)+a.minute, 0, 0, time.UTC), Inputs: client.Values{a.freq: f}})
 		}
 		a.minute += len(readings)
 		res, err := a.editor.PostReadingsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.tn.instanceID, nil, readings)
@@ -123,7 +123,7 @@ func TestAlarmChangesInOneBatch(t *testing.T) {
 	if got := a.alarms(t); len(got) != 0 {
 		t.Errorf("after a rise and a clear in one batch: %+v, want no alarm", got)
 	}
-	wantEvents(t, a.events(t, gen.ListAlarmEventsParams{}),
+	wantEvents(t, a.events(t, client.ListAlarmEventsParams{}),
 		"triggered Alert", "acknowledged Alert", "escalated Alarm", "de-escalated Alert", "acknowledged Alert",
 		"cleared Alert", "triggered Alert", "escalated Alarm", "cleared Alarm")
 }
@@ -149,7 +149,7 @@ func TestAlarmRecheckOnDelete(t *testing.T) {
 	for _, step := range steps {
 		minute := func(m int) string { return time.Date(2024, 5, 1, 12, m, 0, 0, time.UTC).Format(time.RFC3339) }
 		res, err := a.admin.DeleteReadingsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.tn.instanceID,
-			&gen.DeleteReadingsParams{DatetimeGte: minute(step.from), DatetimeLt: minute(step.to)})
+			&client.DeleteReadingsParams{DatetimeGte: minute(step.from), DatetimeLt: minute(step.to)})
 		if err != nil || res.JSON200 == nil {
 			t.Fatalf("delete 12:%02d to 12:%02d: %v %s", step.from, step.to, err, res.Body)
 		}
@@ -158,10 +158,10 @@ func TestAlarmRecheckOnDelete(t *testing.T) {
 		}
 	}
 	a.post(t, 5, 2500) // the rules start from rest again
-	wantEvents(t, a.events(t, gen.ListAlarmEventsParams{}),
+	wantEvents(t, a.events(t, client.ListAlarmEventsParams{}),
 		"triggered Alert", "escalated Alarm", "de-escalated Alert", "cleared Alert", "triggered Alert")
 
-	res, err := a.editor.ListAlarmEventsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, &gen.ListAlarmEventsParams{})
+	res, err := a.editor.ListAlarmEventsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, &client.ListAlarmEventsParams{})
 	if err != nil || res.JSON200 == nil || len(res.JSON200.Items) != 5 {
 		t.Fatalf("events: %v %s, want 5", err, res.Body)
 	}
@@ -184,7 +184,7 @@ func TestAlarmRecheckOnEdit(t *testing.T) {
 
 	// Raising the threshold clears without a new reading.
 	res, err := a.admin.UpdateAlarmRuleWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID, a.rules["Alert"],
-		gen.AlarmRuleInput{Target: "digits", Level: "Alert", Direction: "above", Threshold: 7000})
+		client.AlarmRuleInput{Target: "digits", Level: "Alert", Direction: "above", Threshold: 7000})
 	if err != nil || res.JSON200 == nil || res.JSON200.Active {
 		t.Fatalf("update rule: %v %s, want an inactive rule", err, res.Body)
 	}
@@ -193,7 +193,7 @@ func TestAlarmRecheckOnEdit(t *testing.T) {
 	}
 
 	// A formula that doubles digits escalates to Alarm (12500).
-	f, err := a.admin.UpdateFormulasWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID, gen.FormulasUpdate{
+	f, err := a.admin.UpdateFormulasWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID, client.FormulasUpdate{
 		Outputs: &map[string]string{"digits": "freq^2 / 500"},
 	})
 	if err != nil || f.StatusCode() != 200 {
@@ -205,8 +205,8 @@ func TestAlarmRecheckOnEdit(t *testing.T) {
 
 	// A rule on pressure, then a calibration in force at the reading's
 	// datetime that brings pressure past it.
-	a.rule(t, gen.AlarmRuleInput{Target: "pressure", Level: "Maintenance", Direction: "below", Threshold: -1000})
-	c, err := a.admin.UpdateCalibrationsWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID, gen.CalibrationsUpdate{
+	a.rule(t, client.AlarmRuleInput{Target: "pressure", Level: "Maintenance", Direction: "below", Threshold: -1000})
+	c, err := a.admin.UpdateCalibrationsWithResponse(ctx, a.tn.orgID, a.tn.projectID, a.tn.instanceID, client.CalibrationsUpdate{
 		"G": {{From: "2024-01-01T00:00:00Z", Value: 1}},
 	})
 	if err != nil || c.StatusCode() != 200 {
@@ -227,29 +227,29 @@ func TestAlarmRecheckOnEdit(t *testing.T) {
 	if got := len(a.alarms(t)); got != 0 {
 		t.Errorf("%d alarms after deleting the rules, want 0", got)
 	}
-	wantEvents(t, a.events(t, gen.ListAlarmEventsParams{}),
+	wantEvents(t, a.events(t, client.ListAlarmEventsParams{}),
 		"triggered Alert", "cleared Alert", "triggered Alarm", "triggered Maintenance",
 		"de-escalated Alert", "cleared Maintenance", "cleared Alert")
 }
 
 // storm is n readings a second apart from 13:00, alternating 2000 Hz
 // (4000 digits: at rest) and 3000 Hz (9000: Alarm), from 2000.
-func (a *alarmSite) storm(n int) []gen.ReadingInput {
-	readings := make([]gen.ReadingInput, n)
+func (a *alarmSite) storm(n int) []client.ReadingInput {
+	readings := make([]client.ReadingInput, n)
 	for i := range readings {
 		freq := 2000.0
 		if i%2 == 1 {
 			freq = 3000
 		}
-		readings[i] = gen.ReadingInput{Datetime: time.Date(2024, 5, 1, 13, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second), Inputs: gen.Values{a.freq: freq}}
+		readings[i] = client.ReadingInput{Datetime: time.Date(2024, 5, 1, 13, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second), Inputs: client.Values{a.freq: freq}}
 	}
 	return readings
 }
 
 // allEvents is the project's history, up to 1,000 events.
-func (a *alarmSite) allEvents(t *testing.T) []gen.AlarmEvent {
+func (a *alarmSite) allEvents(t *testing.T) []client.AlarmEvent {
 	t.Helper()
-	res, err := a.editor.ListAlarmEventsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, &gen.ListAlarmEventsParams{Limit: ptr(1000)})
+	res, err := a.editor.ListAlarmEventsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, &client.ListAlarmEventsParams{Limit: ptr(1000)})
 	if err != nil || res.JSON200 == nil || res.JSON200.NextCursor != nil {
 		t.Fatalf("list events: %v %s, want them on one page", err, res.Body)
 	}
@@ -258,7 +258,7 @@ func (a *alarmSite) allEvents(t *testing.T) []gen.AlarmEvent {
 
 // changes counts the changes of level the events stand for: each one and
 // those it coalesced.
-func changes(events []gen.AlarmEvent) int {
+func changes(events []client.AlarmEvent) int {
 	n := 0
 	for _, ev := range events {
 		if ev.Kind != "acknowledged" {
@@ -277,12 +277,12 @@ func changes(events []gen.AlarmEvent) int {
 func TestAlarmStorm(t *testing.T) {
 	t.Parallel()
 	cfg := defaultConfig()
-	cfg.WebhookAllowPrivate = true
-	e := newEnvWith(t, cfg, nil)
+	cfg.outbox.AllowPrivate = true
+	e := newEnvWith(t, cfg, faults{})
 	one, hundred := newAlarmSite(t, e, "Storm in one"), newAlarmSite(t, e, "Storm in a hundred")
 	for _, a := range []*alarmSite{one, hundred} {
 		a.post(t, 0, 2500) // 6250: Alert, acknowledged before the storm
-		if res, err := a.editor.AcknowledgeAlarmWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.alarms(t)[0].Id, gen.AlarmAcknowledge{}); err != nil || res.JSON200 == nil {
+		if res, err := a.editor.AcknowledgeAlarmWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.alarms(t)[0].Id, client.AlarmAcknowledge{}); err != nil || res.JSON200 == nil {
 			t.Fatalf("acknowledge: %v %s", err, res.Body)
 		}
 	}
@@ -360,7 +360,7 @@ func TestAlarmStorm(t *testing.T) {
 	for _, r := range file.storm(12000) {
 		fmt.Fprintf(&csv, "%s,%v\n", r.Datetime.Format(time.RFC3339), r.Inputs[file.freq])
 	}
-	fileImport(t, postFile(t, file.editor, file.tn, file.tn.instanceID, gen.PostReadingsParams{}, csv.String()))
+	fileImport(t, postFile(t, file.editor, file.tn, file.tn.instanceID, client.PostReadingsParams{}, csv.String()))
 	got = nil
 	for _, ev := range file.allEvents(t) {
 		got = append(got, fmt.Sprintf("%s %s %d", ev.Kind, ev.Level, ev.Coalesced))
@@ -368,7 +368,7 @@ func TestAlarmStorm(t *testing.T) {
 	wantEvents(t, got, "triggered Alarm 0", "triggered Alarm 11997")
 
 	// The receiver gets the events as they are listed, coalesced included.
-	if err := e.srv.DeliverOnce(t.Context()); err != nil {
+	if err := e.outbox.DeliverOnce(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	wantEvents(t, hook.got(t), "cleared Alert", "triggered Alarm", "triggered Alarm", "late Alarm")

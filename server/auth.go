@@ -5,14 +5,23 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/store"
 )
+
+// Authenticator finds the principal of a token.
+type Authenticator interface {
+	Authenticate(ctx context.Context, secret string, orgID int64) (store.Principal, error)
+}
+
+// TokenUse notes the tokens authenticated, for a worker to write when they
+// were used (tokenuse.Recorder).
+type TokenUse interface {
+	Record(tokenID int64)
+}
 
 type principalKey struct{}
 
@@ -54,7 +63,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		s.tokenUse.record(p.TokenID)
+		s.TokenUse.Record(p.TokenID)
 		if op.needs.role != "" && p.Role == "" {
 			return errOrgNotFound
 		}
@@ -114,7 +123,7 @@ func scopeRefuses(c echo.Context, op *operation, scope store.TokenScope) error {
 func (s *Server) authenticateToken(ctx context.Context, secret string, orgID int64) (store.Principal, error) {
 	ctx, cancel := s.dbDeadline(ctx)
 	defer cancel()
-	return s.store.Authenticate(ctx, secret, orgID)
+	return s.Authenticator.Authenticate(ctx, secret, orgID)
 }
 
 // bearerToken returns the token of an Authorization header. Tokens are
@@ -132,62 +141,4 @@ func bearerToken(header string) (string, error) {
 		return "", apperr.Errorf(apperr.Unauthorized, "the token is not valid")
 	}
 	return token, nil
-}
-
-// tokenUse collects the tokens used since the last flush, so that
-// last_used_at costs one UPDATE per interval instead of a write per request.
-type tokenUse struct {
-	mu   sync.Mutex
-	used map[int64]struct{}
-}
-
-func (u *tokenUse) record(tokenID int64) {
-	u.mu.Lock()
-	if u.used == nil {
-		u.used = make(map[int64]struct{})
-	}
-	u.used[tokenID] = struct{}{}
-	u.mu.Unlock()
-}
-
-func (u *tokenUse) take() []int64 {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	ids := make([]int64, 0, len(u.used))
-	for id := range u.used {
-		ids = append(ids, id)
-	}
-	u.used = nil
-	return ids
-}
-
-// FlushTokenUse writes when the tokens used since the last flush were used.
-func (s *Server) FlushTokenUse(ctx context.Context) error {
-	ids := s.tokenUse.take()
-	if len(ids) == 0 {
-		return nil
-	}
-	return s.store.TouchTokens(ctx, ids, time.Now())
-}
-
-// RecordTokenUse flushes token use every interval until ctx ends, then once
-// more, so that a clean shutdown loses none.
-func (s *Server) RecordTokenUse(ctx context.Context, interval time.Duration) {
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ticker.C:
-		case <-ctx.Done():
-			flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			if err := s.FlushTokenUse(flushCtx); err != nil {
-				s.log.Warn("record token use", "err", err)
-			}
-			return
-		}
-		if err := s.FlushTokenUse(ctx); err != nil {
-			s.log.Warn("record token use", "err", err)
-		}
-	}
 }

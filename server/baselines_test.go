@@ -3,7 +3,7 @@ package server_test
 import (
 	"testing"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -18,7 +18,7 @@ func TestBaselines(t *testing.T) {
 	admin := e.client(tn.tokens[store.Admin])
 
 	bp := piezometerWrite()
-	bp.Outputs = []gen.BlueprintOutput{
+	bp.Outputs = []client.BlueprintOutput{
 		{Key: "pressure", Name: "Pressure", Unit: ptr("kPa"), Formula: "G * (freq0^2 - freq^2) / 1000"},
 		{Key: "dt", Name: "Temperature change", Unit: ptr("degC"), Formula: "temp - temp0"},
 	}
@@ -26,7 +26,7 @@ func TestBaselines(t *testing.T) {
 	if err != nil || created.StatusCode() != 201 {
 		t.Fatalf("create blueprint: %v %s", err, created.Body)
 	}
-	res, err := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, gen.SensorCreate{Name: "PZ-01", BlueprintId: &created.JSON201.Id})
+	res, err := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, client.SensorCreate{Name: "PZ-01", BlueprintId: &created.JSON201.Id})
 	if err != nil || res.StatusCode() != 201 {
 		t.Fatalf("create sensor: %v %s", err, res.Body)
 	}
@@ -34,14 +34,14 @@ func TestBaselines(t *testing.T) {
 	pz.sensorID = res.JSON201.Id
 	id := ids(*res.JSON201)
 	post(t, e.client(tn.tokens[store.Editor]), pz,
-		reading(t, "2024-05-01T00:00:00Z", gen.Values{id["freq"]: 2900, id["temp"]: 10}),
-		reading(t, "2024-06-01T00:00:00Z", gen.Values{id["freq"]: 2850, id["temp"]: 12}),
-		reading(t, "2024-07-01T00:00:00Z", gen.Values{id["freq"]: 2800, id["temp"]: 13}),
+		reading(t, "2024-05-01T00:00:00Z", client.Values{id["freq"]: 2900, id["temp"]: 10}),
+		reading(t, "2024-06-01T00:00:00Z", client.Values{id["freq"]: 2850, id["temp"]: 12}),
+		reading(t, "2024-07-01T00:00:00Z", client.Values{id["freq"]: 2800, id["temp"]: 13}),
 	)
-	outputs := func(t *testing.T) []gen.Values {
+	outputs := func(t *testing.T) []client.Values {
 		t.Helper()
-		got, _ := list(t, admin, pz, gen.ListReadingsParams{Outputs: ptr(true)})
-		out := make([]gen.Values, len(got))
+		got, _ := list(t, admin, pz, client.ListReadingsParams{Outputs: ptr(true)})
+		out := make([]client.Values, len(got))
 		for i, r := range got {
 			out[i] = *r.Outputs
 		}
@@ -62,7 +62,7 @@ func TestBaselines(t *testing.T) {
 			}
 		}
 	}
-	set := func(t *testing.T, baselines gen.BaselinesUpdate) *gen.UpdateBaselinesResponse {
+	set := func(t *testing.T, baselines client.BaselinesUpdate) *client.UpdateBaselinesResponse {
 		t.Helper()
 		res, err := admin.UpdateBaselinesWithResponse(ctx, tn.orgID, tn.projectID, pz.sensorID, baselines)
 		if err != nil {
@@ -76,9 +76,9 @@ func TestBaselines(t *testing.T) {
 	})
 
 	t.Run("ZeroReadingThenRezero", func(t *testing.T) {
-		res := set(t, gen.BaselinesUpdate{
-			{Reading: ptr(gen.Datetime("2024-05-01T02:00:00+02:00"))},
-			{From: ptr(gen.Datetime("2024-06-15T00:00:00Z")), Values: &map[string]float64{"freq": 2880}},
+		res := set(t, client.BaselinesUpdate{
+			{Reading: ptr(client.Datetime("2024-05-01T02:00:00+02:00"))},
+			{From: ptr(client.Datetime("2024-06-15T00:00:00Z")), Values: &map[string]float64{"freq": 2880}},
 		})
 		if res.StatusCode() != 200 {
 			t.Fatalf("baselines: %d %s", res.StatusCode(), res.Body)
@@ -108,16 +108,16 @@ func TestBaselines(t *testing.T) {
 	t.Run("Refused", func(t *testing.T) {
 		for _, tt := range []struct {
 			name      string
-			baselines gen.BaselinesUpdate
+			baselines client.BaselinesUpdate
 		}{
-			{"NeitherValuesNorReading", gen.BaselinesUpdate{{From: ptr(gen.Datetime("2024-05-01T00:00:00Z"))}}},
-			{"BothValuesAndReading", gen.BaselinesUpdate{{Reading: ptr(gen.Datetime("2024-05-01T00:00:00Z")), Values: &map[string]float64{"freq": 1}}}},
-			{"ValuesWithoutFrom", gen.BaselinesUpdate{{Values: &map[string]float64{"freq": 1}}}},
-			{"NoReadingThere", gen.BaselinesUpdate{{Reading: ptr(gen.Datetime("2024-05-01T00:00:00.000001Z"))}}},
-			{"NotAnInput", gen.BaselinesUpdate{{From: ptr(gen.Datetime("2024-05-01T00:00:00Z")), Values: &map[string]float64{"G": 1}}}},
-			{"TwoFromOneInstant", gen.BaselinesUpdate{
-				{Reading: ptr(gen.Datetime("2024-05-01T00:00:00Z"))},
-				{From: ptr(gen.Datetime("2024-05-01T00:00:00Z")), Values: &map[string]float64{"freq": 1}},
+			{"NeitherValuesNorReading", client.BaselinesUpdate{{From: ptr(client.Datetime("2024-05-01T00:00:00Z"))}}},
+			{"BothValuesAndReading", client.BaselinesUpdate{{Reading: ptr(client.Datetime("2024-05-01T00:00:00Z")), Values: &map[string]float64{"freq": 1}}}},
+			{"ValuesWithoutFrom", client.BaselinesUpdate{{Values: &map[string]float64{"freq": 1}}}},
+			{"NoReadingThere", client.BaselinesUpdate{{Reading: ptr(client.Datetime("2024-05-01T00:00:00.000001Z"))}}},
+			{"NotAnInput", client.BaselinesUpdate{{From: ptr(client.Datetime("2024-05-01T00:00:00Z")), Values: &map[string]float64{"G": 1}}}},
+			{"TwoFromOneInstant", client.BaselinesUpdate{
+				{Reading: ptr(client.Datetime("2024-05-01T00:00:00Z"))},
+				{From: ptr(client.Datetime("2024-05-01T00:00:00Z")), Values: &map[string]float64{"freq": 1}},
 			}},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
@@ -134,18 +134,18 @@ func TestBaselines(t *testing.T) {
 	})
 
 	t.Run("WithoutBlueprint", func(t *testing.T) {
-		plain, err := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, gen.SensorCreate{Name: "plain"})
+		plain, err := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, client.SensorCreate{Name: "plain"})
 		if err != nil || plain.StatusCode() != 201 {
 			t.Fatalf("create sensor: %v %s", err, plain.Body)
 		}
-		got, err := admin.UpdateBaselinesWithResponse(ctx, tn.orgID, tn.projectID, plain.JSON201.Id, gen.BaselinesUpdate{})
+		got, err := admin.UpdateBaselinesWithResponse(ctx, tn.orgID, tn.projectID, plain.JSON201.Id, client.BaselinesUpdate{})
 		if err != nil || got.StatusCode() != 409 {
 			t.Errorf("baselines of a sensor without a blueprint: %v %d, want 409", err, got.StatusCode())
 		}
 	})
 
 	t.Run("EmptyListRemovesThem", func(t *testing.T) {
-		if res := set(t, gen.BaselinesUpdate{}); res.StatusCode() != 200 || res.JSON200.Baselines != nil {
+		if res := set(t, client.BaselinesUpdate{}); res.StatusCode() != 200 || res.JSON200.Baselines != nil {
 			t.Fatalf("baselines []: %d %s", res.StatusCode(), res.Body)
 		}
 		check(t, []map[string]float64{{}, {}, {}})

@@ -3,10 +3,22 @@ package server
 import (
 	"context"
 
-	"github.com/sensorreadings/readings/formulas"
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/store"
 )
+
+// Blueprints are an organization's blueprints as stored.
+type Blueprints interface {
+	ListBlueprints(ctx context.Context, orgID, after int64, limit int) ([]store.Blueprint, bool, error)
+	GetBlueprint(ctx context.Context, orgID, id int64) (store.Blueprint, error)
+	DeleteBlueprint(ctx context.Context, orgID, id int64) error
+}
+
+// BlueprintEdits save blueprints whose formulas compile.
+type BlueprintEdits interface {
+	CreateBlueprint(ctx context.Context, orgID int64, b store.Blueprint) (store.Blueprint, error)
+	UpdateBlueprint(ctx context.Context, orgID, id int64, b store.Blueprint) (store.Blueprint, error)
+}
 
 // ListBlueprints returns a page of the organization's blueprints.
 func (s *Server) ListBlueprints(ctx context.Context, req gen.ListBlueprintsRequestObject) (gen.ListBlueprintsResponseObject, error) {
@@ -14,7 +26,7 @@ func (s *Server) ListBlueprints(ctx context.Context, req gen.ListBlueprintsReque
 	if err != nil {
 		return nil, err
 	}
-	blueprints, more, err := s.store.ListBlueprints(ctx, req.OrgId, after, limit)
+	blueprints, more, err := s.Blueprints.ListBlueprints(ctx, req.OrgId, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -25,13 +37,9 @@ func (s *Server) ListBlueprints(ctx context.Context, req gen.ListBlueprintsReque
 	return out, nil
 }
 
-// CreateBlueprint checks a blueprint's formulas and saves it.
+// CreateBlueprint saves a blueprint whose formulas compile.
 func (s *Server) CreateBlueprint(ctx context.Context, req gen.CreateBlueprintRequestObject) (gen.CreateBlueprintResponseObject, error) {
-	b, err := fromBlueprintWrite(*req.Body)
-	if err != nil {
-		return nil, err
-	}
-	created, err := s.store.CreateBlueprint(ctx, req.OrgId, b)
+	created, err := s.BlueprintEdits.CreateBlueprint(ctx, req.OrgId, fromBlueprintWrite(*req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -40,20 +48,16 @@ func (s *Server) CreateBlueprint(ctx context.Context, req gen.CreateBlueprintReq
 
 // GetBlueprint returns a blueprint.
 func (s *Server) GetBlueprint(ctx context.Context, req gen.GetBlueprintRequestObject) (gen.GetBlueprintResponseObject, error) {
-	b, err := s.store.GetBlueprint(ctx, req.OrgId, req.BlueprintId)
+	b, err := s.Blueprints.GetBlueprint(ctx, req.OrgId, req.BlueprintId)
 	if err != nil {
 		return nil, err
 	}
 	return gen.GetBlueprint200JSONResponse(toBlueprint(b)), nil
 }
 
-// UpdateBlueprint checks and replaces a blueprint.
+// UpdateBlueprint replaces a blueprint with one whose formulas compile.
 func (s *Server) UpdateBlueprint(ctx context.Context, req gen.UpdateBlueprintRequestObject) (gen.UpdateBlueprintResponseObject, error) {
-	b, err := fromBlueprintWrite(*req.Body)
-	if err != nil {
-		return nil, err
-	}
-	updated, err := s.store.UpdateBlueprint(ctx, req.OrgId, req.BlueprintId, b)
+	updated, err := s.BlueprintEdits.UpdateBlueprint(ctx, req.OrgId, req.BlueprintId, fromBlueprintWrite(*req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -62,33 +66,25 @@ func (s *Server) UpdateBlueprint(ctx context.Context, req gen.UpdateBlueprintReq
 
 // DeleteBlueprint deletes a blueprint; its instances stay.
 func (s *Server) DeleteBlueprint(ctx context.Context, req gen.DeleteBlueprintRequestObject) (gen.DeleteBlueprintResponseObject, error) {
-	if err := s.store.DeleteBlueprint(ctx, req.OrgId, req.BlueprintId); err != nil {
+	if err := s.Blueprints.DeleteBlueprint(ctx, req.OrgId, req.BlueprintId); err != nil {
 		return nil, err
 	}
 	return gen.DeleteBlueprint204Response{}, nil
 }
 
-// fromBlueprintWrite converts a blueprint and compiles its formulas, so
-// that nothing invalid is saved.
-func fromBlueprintWrite(w gen.BlueprintWrite) (store.Blueprint, error) {
+// fromBlueprintWrite converts a blueprint as a request writes it.
+func fromBlueprintWrite(w gen.BlueprintWrite) store.Blueprint {
 	b := store.Blueprint{Name: w.Name, Description: deref(w.Description)}
-	spec := formulas.Spec{}
 	for _, in := range w.Inputs {
 		b.Inputs = append(b.Inputs, store.BlueprintInput{Key: in.Key, Name: in.Name, Unit: deref(in.Unit)})
-		spec.Inputs = append(spec.Inputs, in.Key)
 	}
 	for _, c := range deref(w.Constants) {
 		b.Constants = append(b.Constants, store.BlueprintConstant{Key: c.Key, Name: c.Name, Unit: deref(c.Unit), Default: c.Default})
-		spec.Constants = append(spec.Constants, c.Key)
 	}
 	for _, o := range w.Outputs {
 		b.Outputs = append(b.Outputs, store.BlueprintOutput{Key: o.Key, Name: o.Name, Unit: deref(o.Unit), Formula: o.Formula, Decimals: o.Decimals})
-		spec.Outputs = append(spec.Outputs, formulas.Output{Key: o.Key, Formula: o.Formula})
 	}
-	if _, err := formulas.Compile(spec); err != nil {
-		return store.Blueprint{}, err
-	}
-	return b, nil
+	return b
 }
 
 func toBlueprint(b store.Blueprint) gen.Blueprint {
@@ -97,7 +93,7 @@ func toBlueprint(b store.Blueprint) gen.Blueprint {
 		Inputs:    make([]gen.BlueprintInput, len(b.Inputs)),
 		Constants: make([]gen.BlueprintConstant, len(b.Constants)),
 		Outputs:   make([]gen.BlueprintOutput, len(b.Outputs)),
-		CreatedAt: datetime(b.CreatedAt), UpdatedAt: datetime(b.UpdatedAt),
+		CreatedAt: toDatetime(b.CreatedAt), UpdatedAt: toDatetime(b.UpdatedAt),
 	}
 	for i, in := range b.Inputs {
 		out.Inputs[i] = gen.BlueprintInput{Key: in.Key, Name: in.Name, Unit: &in.Unit}
@@ -109,19 +105,4 @@ func toBlueprint(b store.Blueprint) gen.Blueprint {
 		out.Outputs[i] = gen.BlueprintOutput{Key: o.Key, Name: o.Name, Unit: &o.Unit, Formula: o.Formula, Decimals: o.Decimals}
 	}
 	return out
-}
-
-// instanceSpec is what the formulas of an instance may use.
-func instanceSpec(inst *store.Instance) formulas.Spec {
-	spec := formulas.Spec{}
-	for _, in := range inst.Inputs {
-		spec.Inputs = append(spec.Inputs, in.Key)
-	}
-	for _, c := range inst.Constants {
-		spec.Constants = append(spec.Constants, c.Key)
-	}
-	for _, o := range inst.Outputs {
-		spec.Outputs = append(spec.Outputs, formulas.Output{Key: o.Key, Formula: o.Formula})
-	}
-	return spec
 }

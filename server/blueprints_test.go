@@ -8,23 +8,23 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
 // piezometerWrite is the README's worked example, as an integrator posts it.
-func piezometerWrite() gen.BlueprintWrite {
-	return gen.BlueprintWrite{
+func piezometerWrite() client.BlueprintWrite {
+	return client.BlueprintWrite{
 		Name: "Vibrating-wire piezometer",
-		Inputs: []gen.BlueprintInput{
+		Inputs: []client.BlueprintInput{
 			{Key: "freq", Name: "Frequency", Unit: ptr("Hz")},
 			{Key: "temp", Name: "Temperature", Unit: ptr("degC")},
 		},
-		Constants: &[]gen.BlueprintConstant{
+		Constants: &[]client.BlueprintConstant{
 			{Key: "G", Name: "Gauge factor", Unit: ptr("kPa/digit"), Default: ptr(0.1)},
 			{Key: "R0", Name: "Zero reading", Unit: ptr("digit"), Default: ptr(0.0)},
 		},
-		Outputs: []gen.BlueprintOutput{
+		Outputs: []client.BlueprintOutput{
 			{Key: "digits", Name: "Digits", Unit: ptr("digit"), Formula: "freq^2 / 1000"},
 			{Key: "pressure", Name: "Pressure", Unit: ptr("kPa"), Formula: "G * (R0 - digits)"},
 		},
@@ -32,7 +32,7 @@ func piezometerWrite() gen.BlueprintWrite {
 }
 
 // ids returns an instance's input and output ids by key.
-func ids(s gen.Sensor) map[string]string {
+func ids(s client.Sensor) map[string]string {
 	m := map[string]string{}
 	for _, in := range s.Inputs {
 		m[in.Key] = strconv.FormatInt(in.Id, 10)
@@ -61,19 +61,19 @@ func TestPiezometer(t *testing.T) {
 	}
 	bp := created.JSON201.Id
 
-	newSensor := func(name string, constants gen.ConstantValues) gen.Sensor {
-		res, err := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, gen.SensorCreate{Name: name, BlueprintId: &bp, Constants: &constants})
+	newSensor := func(name string, constants client.ConstantValues) client.Sensor {
+		res, err := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, client.SensorCreate{Name: name, BlueprintId: &bp, Constants: &constants})
 		if err != nil || res.StatusCode() != 201 {
 			t.Fatalf("create sensor: %v %s", err, res.Body)
 		}
 		return *res.JSON201
 	}
-	a := newSensor("PZ-A", gen.ConstantValues{"G": 0.12, "R0": 9000})
-	b := newSensor("PZ-B", gen.ConstantValues{"R0": 8000})
+	a := newSensor("PZ-A", client.ConstantValues{"G": 0.12, "R0": 9000})
+	b := newSensor("PZ-B", client.ConstantValues{"R0": 8000})
 
 	t.Run("DistinctIDs", func(t *testing.T) {
 		seen := map[string]bool{}
-		for _, s := range []gen.Sensor{a, b} {
+		for _, s := range []client.Sensor{a, b} {
 			if len(s.Inputs) != 2 || len(s.Outputs) != 2 || *s.BlueprintId != bp {
 				t.Fatalf("sensor %+v, want the blueprint's 2 inputs and 2 outputs", s)
 			}
@@ -101,15 +101,15 @@ func TestPiezometer(t *testing.T) {
 	sensorA.sensorID = a.Id
 	editor := e.client(tn.tokens[store.Editor])
 	post(t, editor, sensorA,
-		reading(t, "2024-05-01T00:00:00Z", gen.Values{ia["freq"]: 2800, ia["temp"]: 11}),
-		reading(t, "2024-06-01T00:00:00Z", gen.Values{ia["freq"]: 2700}),
-		reading(t, "2024-07-01T00:00:00Z", gen.Values{ia["temp"]: 12}), // no frequency: no outputs
+		reading(t, "2024-05-01T00:00:00Z", client.Values{ia["freq"]: 2800, ia["temp"]: 11}),
+		reading(t, "2024-06-01T00:00:00Z", client.Values{ia["freq"]: 2700}),
+		reading(t, "2024-07-01T00:00:00Z", client.Values{ia["temp"]: 12}), // no frequency: no outputs
 	)
 
-	outputs := func() []gen.Values {
+	outputs := func() []client.Values {
 		t.Helper()
-		got, _ := list(t, editor, sensorA, gen.ListReadingsParams{Outputs: ptr(true)})
-		out := make([]gen.Values, len(got))
+		got, _ := list(t, editor, sensorA, client.ListReadingsParams{Outputs: ptr(true)})
+		out := make([]client.Values, len(got))
 		for i, r := range got {
 			if r.Outputs == nil {
 				t.Fatalf("reading %d has no outputs object with outputs=true", i)
@@ -121,7 +121,7 @@ func TestPiezometer(t *testing.T) {
 	// By hand: digits = freq² / 1000; pressure = G × (R0 − digits).
 	// 2800 Hz: digits 7840, pressure 0.12 × (9000 − 7840) = 139.2.
 	// 2700 Hz: digits 7290, pressure 0.12 × (9000 − 7290) = 205.2.
-	check := func(name string, got []gen.Values, want []map[string]float64) {
+	check := func(name string, got []client.Values, want []map[string]float64) {
 		t.Helper()
 		for i := range want {
 			if len(got[i]) != len(want[i]) {
@@ -142,14 +142,14 @@ func TestPiezometer(t *testing.T) {
 	})
 
 	t.Run("NoOutputsWithoutTheParameter", func(t *testing.T) {
-		got, _ := list(t, editor, sensorA, gen.ListReadingsParams{})
+		got, _ := list(t, editor, sensorA, client.ListReadingsParams{})
 		if got[0].Outputs != nil {
 			t.Errorf("outputs %v without outputs=true", got[0].Outputs)
 		}
 	})
 
 	t.Run("DatedCalibration", func(t *testing.T) {
-		res, err := admin.UpdateCalibrationsWithResponse(ctx, tn.orgID, tn.projectID, a.Id, gen.CalibrationsUpdate{
+		res, err := admin.UpdateCalibrationsWithResponse(ctx, tn.orgID, tn.projectID, a.Id, client.CalibrationsUpdate{
 			"G": {{From: "2024-06-01T00:00:00Z", Value: 0.125}},
 		})
 		if err != nil || res.StatusCode() != 200 {
@@ -167,7 +167,7 @@ func TestPiezometer(t *testing.T) {
 	})
 
 	t.Run("EditedFormulaChangesHistory", func(t *testing.T) {
-		res, err := admin.UpdateFormulasWithResponse(ctx, tn.orgID, tn.projectID, a.Id, gen.FormulasUpdate{
+		res, err := admin.UpdateFormulasWithResponse(ctx, tn.orgID, tn.projectID, a.Id, client.FormulasUpdate{
 			Outputs:   &map[string]string{"pressure": "G * (R0 - digits) - 2.5"},
 			Constants: &map[string]*float64{"G": ptr(0.2)},
 		})
@@ -187,7 +187,7 @@ func TestPiezometer(t *testing.T) {
 	})
 
 	t.Run("NullRestoresTheDefault", func(t *testing.T) {
-		res, err := admin.UpdateFormulasWithResponse(ctx, tn.orgID, tn.projectID, b.Id, gen.FormulasUpdate{
+		res, err := admin.UpdateFormulasWithResponse(ctx, tn.orgID, tn.projectID, b.Id, client.FormulasUpdate{
 			Constants: &map[string]*float64{"R0": nil},
 		})
 		if err != nil || res.StatusCode() != 200 {
@@ -210,24 +210,24 @@ func TestPiezometer(t *testing.T) {
 		if err != nil || nodef.StatusCode() != 201 {
 			t.Fatalf("blueprint: %v %s", err, nodef.Body)
 		}
-		s, err := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, gen.SensorCreate{Name: "no R0", BlueprintId: &nodef.JSON201.Id})
+		s, err := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, client.SensorCreate{Name: "no R0", BlueprintId: &nodef.JSON201.Id})
 		if err != nil || s.StatusCode() != 201 {
 			t.Fatalf("sensor: %v %s", err, s.Body)
 		}
 		sensor := tn
 		sensor.sensorID = s.JSON201.Id
 		sids := ids(*s.JSON201)
-		post(t, editor, sensor, reading(t, "2024-05-01T00:00:00Z", gen.Values{sids["freq"]: 2000}))
-		got, _ := list(t, editor, sensor, gen.ListReadingsParams{Outputs: ptr(true)})
+		post(t, editor, sensor, reading(t, "2024-05-01T00:00:00Z", client.Values{sids["freq"]: 2000}))
+		got, _ := list(t, editor, sensor, client.ListReadingsParams{Outputs: ptr(true)})
 		if o := *got[0].Outputs; len(o) != 1 || o[sids["digits"]] != 4000 {
 			t.Errorf("outputs %v, want digits alone: pressure needs R0, which has no value", o)
 		}
 	})
 
 	t.Run("UnknownInputIsRefusedAtomically", func(t *testing.T) {
-		res, err := editor.PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, a.Id, nil, []gen.ReadingInput{
-			reading(t, "2024-08-01T00:00:00Z", gen.Values{ia["freq"]: 2600}),
-			reading(t, "2024-08-02T00:00:00Z", gen.Values{ia["freq"]: 2600, ib["freq"]: 1}), // sensor B's id
+		res, err := editor.PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, a.Id, nil, []client.ReadingInput{
+			reading(t, "2024-08-01T00:00:00Z", client.Values{ia["freq"]: 2600}),
+			reading(t, "2024-08-02T00:00:00Z", client.Values{ia["freq"]: 2600, ib["freq"]: 1}), // sensor B's id
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -236,14 +236,14 @@ func TestPiezometer(t *testing.T) {
 		if !strings.Contains(got.Message, "element 1") || !strings.Contains(got.Message, ib["freq"]) {
 			t.Errorf("message %q should name element 1 and input %s", got.Message, ib["freq"])
 		}
-		if readings, _ := list(t, editor, sensorA, gen.ListReadingsParams{}); len(readings) != 3 {
+		if readings, _ := list(t, editor, sensorA, client.ListReadingsParams{}); len(readings) != 3 {
 			t.Errorf("%d readings after a refused batch, want the 3 from before", len(readings))
 		}
 	})
 
 	t.Run("PlainSensorHasEmptyOutputs", func(t *testing.T) {
-		post(t, editor, tn, reading(t, "2024-05-01T00:00:00Z", gen.Values{"5": 1}))
-		got, _ := list(t, editor, tn, gen.ListReadingsParams{Outputs: ptr(true)})
+		post(t, editor, tn, reading(t, "2024-05-01T00:00:00Z", client.Values{"5": 1}))
+		got, _ := list(t, editor, tn, client.ListReadingsParams{Outputs: ptr(true)})
 		if got[0].Outputs == nil || len(*got[0].Outputs) != 0 {
 			t.Errorf("outputs %v, want an empty object", got[0].Outputs)
 		}
@@ -259,7 +259,7 @@ func TestBlueprintLifecycle(t *testing.T) {
 
 	created, _ := admin.CreateBlueprintWithResponse(ctx, tn.orgID, piezometerWrite())
 	bp := created.JSON201.Id
-	s, _ := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, gen.SensorCreate{Name: "PZ", BlueprintId: &bp})
+	s, _ := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, client.SensorCreate{Name: "PZ", BlueprintId: &bp})
 	sensor := *s.JSON201
 
 	t.Run("EditingTheBlueprintLeavesInstances", func(t *testing.T) {
@@ -276,7 +276,7 @@ func TestBlueprintLifecycle(t *testing.T) {
 	})
 
 	t.Run("SameBlueprintKeepsIDs", func(t *testing.T) {
-		res, err := admin.UpdateSensorWithResponse(ctx, tn.orgID, tn.projectID, sensor.Id, gen.SensorUpdate{BlueprintId: &bp, Constants: &gen.ConstantValues{"G": 0.3}})
+		res, err := admin.UpdateSensorWithResponse(ctx, tn.orgID, tn.projectID, sensor.Id, client.SensorUpdate{BlueprintId: &bp, Constants: &client.ConstantValues{"G": 0.3}})
 		if err != nil || res.StatusCode() != 200 {
 			t.Fatalf("update: %v %s", err, res.Body)
 		}
@@ -290,7 +290,7 @@ func TestBlueprintLifecycle(t *testing.T) {
 
 	t.Run("AnotherBlueprintGivesNewIDs", func(t *testing.T) {
 		other, _ := admin.CreateBlueprintWithResponse(ctx, tn.orgID, piezometerWrite())
-		res, err := admin.UpdateSensorWithResponse(ctx, tn.orgID, tn.projectID, sensor.Id, gen.SensorUpdate{BlueprintId: &other.JSON201.Id})
+		res, err := admin.UpdateSensorWithResponse(ctx, tn.orgID, tn.projectID, sensor.Id, client.SensorUpdate{BlueprintId: &other.JSON201.Id})
 		if err != nil || res.StatusCode() != 200 {
 			t.Fatalf("attach: %v %s", err, res.Body)
 		}
@@ -305,23 +305,23 @@ func TestBlueprintLifecycle(t *testing.T) {
 	t.Run("AnotherBlueprintWithReadings", func(t *testing.T) {
 		withReadings := tn
 		withReadings.sensorID = sensor.Id
-		post(t, e.client(tn.tokens[store.Editor]), withReadings, reading(t, "2024-05-01T00:00:00Z", gen.Values{ids(sensor)["freq"]: 1}))
-		res, _ := admin.UpdateSensorWithResponse(ctx, tn.orgID, tn.projectID, sensor.Id, gen.SensorUpdate{BlueprintId: &bp, Name: ptr("renamed")})
+		post(t, e.client(tn.tokens[store.Editor]), withReadings, reading(t, "2024-05-01T00:00:00Z", client.Values{ids(sensor)["freq"]: 1}))
+		res, _ := admin.UpdateSensorWithResponse(ctx, tn.orgID, tn.projectID, sensor.Id, client.SensorUpdate{BlueprintId: &bp, Name: ptr("renamed")})
 		wantError(t, res.StatusCode(), res.Body, 409, "conflict")
 		got, _ := admin.GetSensorWithResponse(ctx, tn.orgID, tn.projectID, sensor.Id)
 		if got.JSON200.Name == "renamed" {
 			t.Error("a refused update renamed the sensor")
 		}
 		// A plain sensor with readings cannot take a blueprint either.
-		post(t, e.client(tn.tokens[store.Editor]), tn, reading(t, "2024-05-01T00:00:00Z", gen.Values{"1": 1}))
-		plain, _ := admin.UpdateSensorWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, gen.SensorUpdate{BlueprintId: &bp})
+		post(t, e.client(tn.tokens[store.Editor]), tn, reading(t, "2024-05-01T00:00:00Z", client.Values{"1": 1}))
+		plain, _ := admin.UpdateSensorWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, client.SensorUpdate{BlueprintId: &bp})
 		wantError(t, plain.StatusCode(), plain.Body, 409, "conflict")
 	})
 
 	t.Run("BlueprintOfAnotherOrg", func(t *testing.T) {
 		other := e.newTenant("Globex")
 		// As another organization's id in the path would be: not found.
-		res, _ := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, gen.SensorCreate{Name: "x", BlueprintId: &other.blueprintID})
+		res, _ := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, client.SensorCreate{Name: "x", BlueprintId: &other.blueprintID})
 		wantError(t, res.StatusCode(), res.Body, 404, "not_found")
 		get, _ := admin.GetBlueprintWithResponse(ctx, tn.orgID, other.blueprintID)
 		wantError(t, get.StatusCode(), get.Body, 404, "not_found")
@@ -343,9 +343,9 @@ func TestBlueprintLifecycle(t *testing.T) {
 	})
 
 	t.Run("ConstantsWithoutBlueprint", func(t *testing.T) {
-		res, _ := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, gen.SensorCreate{Name: "x", Constants: &gen.ConstantValues{"G": 1}})
+		res, _ := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, client.SensorCreate{Name: "x", Constants: &client.ConstantValues{"G": 1}})
 		wantError(t, res.StatusCode(), res.Body, 400, "invalid")
-		formulas, _ := admin.UpdateFormulasWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, gen.FormulasUpdate{Constants: &map[string]*float64{"G": ptr(1.0)}})
+		formulas, _ := admin.UpdateFormulasWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, client.FormulasUpdate{Constants: &map[string]*float64{"G": ptr(1.0)}})
 		wantError(t, formulas.StatusCode(), formulas.Body, 409, "conflict")
 	})
 }
@@ -369,7 +369,7 @@ func TestOutputDecimals(t *testing.T) {
 	if got := bp.Outputs[1].Decimals; got == nil || *got != 1 || bp.Outputs[0].Decimals != nil {
 		t.Errorf("blueprint's decimals = %v, %v; want none for digits, 1 for pressure", bp.Outputs[0].Decimals, got)
 	}
-	s, err := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, gen.SensorCreate{Name: "PZ", BlueprintId: &bp.Id, Constants: &gen.ConstantValues{"R0": 9000}})
+	s, err := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, client.SensorCreate{Name: "PZ", BlueprintId: &bp.Id, Constants: &client.ConstantValues{"R0": 9000}})
 	if err != nil || s.StatusCode() != 201 {
 		t.Fatalf("create sensor: %v %s", err, s.Body)
 	}
@@ -381,8 +381,8 @@ func TestOutputDecimals(t *testing.T) {
 	// The values keep every digit: 0.1 × (9000 − 2801.5² / 1000) = 115.159775.
 	piezo := tn
 	piezo.sensorID = sensor.Id
-	post(t, admin, piezo, reading(t, "2024-05-01T00:00:00Z", gen.Values{ids(sensor)["freq"]: 2801.5}))
-	got, _ := list(t, admin, piezo, gen.ListReadingsParams{Outputs: ptr(true)})
+	post(t, admin, piezo, reading(t, "2024-05-01T00:00:00Z", client.Values{ids(sensor)["freq"]: 2801.5}))
+	got, _ := list(t, admin, piezo, client.ListReadingsParams{Outputs: ptr(true)})
 	if v := (*got[0].Outputs)[ids(sensor)["pressure"]]; math.Abs(v-115.159775) > 1e-9 {
 		t.Errorf("pressure = %v, want 115.159775 as computed", v)
 	}

@@ -11,7 +11,7 @@ import (
 
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -36,7 +36,7 @@ var capCases = []struct {
 	create create
 }{
 	{"projects", testCaps.Projects, 1, func(t *testing.T, e *env, tn tenant, i int) (int, []byte) {
-		res, err := e.owner(tn).CreateProjectWithResponse(t.Context(), tn.orgID, gen.ProjectCreate{Name: fmt.Sprint("P", i)})
+		res, err := e.owner(tn).CreateProjectWithResponse(t.Context(), tn.orgID, client.ProjectCreate{Name: fmt.Sprint("P", i)})
 		return answer(t, res, err)
 	}},
 	{"blueprints", testCaps.Blueprints, 1, func(t *testing.T, e *env, tn tenant, i int) (int, []byte) {
@@ -46,34 +46,34 @@ var capCases = []struct {
 		return answer(t, res, err)
 	}},
 	{"members", testCaps.Members, 4, func(t *testing.T, e *env, tn tenant, i int) (int, []byte) {
-		res, err := e.owner(tn).AddMemberWithResponse(t.Context(), tn.orgID, gen.MemberCreate{Email: email(tn, "member", i), Role: gen.Viewer})
+		res, err := e.owner(tn).AddMemberWithResponse(t.Context(), tn.orgID, client.MemberCreate{Email: email(tn, "member", i), Role: client.Viewer})
 		return answer(t, res, err)
 	}},
 	{"invitations", testCaps.Invitations, 0, func(t *testing.T, e *env, tn tenant, i int) (int, []byte) {
-		res, err := e.owner(tn).CreateInvitationWithResponse(t.Context(), tn.orgID, gen.InvitationCreate{Email: email(tn, "invited", i), Role: gen.Viewer})
+		res, err := e.owner(tn).CreateInvitationWithResponse(t.Context(), tn.orgID, client.InvitationCreate{Email: email(tn, "invited", i), Role: client.Viewer})
 		return answer(t, res, err)
 	}},
 	{"sensors", testCaps.Sensors, 2, func(t *testing.T, e *env, tn tenant, i int) (int, []byte) {
-		res, err := e.client(tn.tokens[store.Admin]).CreateSensorWithResponse(t.Context(), tn.orgID, tn.projectID, gen.SensorCreate{Name: fmt.Sprint("S", i)})
+		res, err := e.client(tn.tokens[store.Admin]).CreateSensorWithResponse(t.Context(), tn.orgID, tn.projectID, client.SensorCreate{Name: fmt.Sprint("S", i)})
 		return answer(t, res, err)
 	}},
 	{"alarm_levels", testCaps.AlarmLevels, 4, func(t *testing.T, e *env, tn tenant, i int) (int, []byte) {
 		res, err := e.client(tn.tokens[store.Admin]).CreateAlarmLevelWithResponse(t.Context(), tn.orgID, tn.projectID,
-			gen.AlarmLevelCreate{Name: fmt.Sprint("L", i), Rank: 10 + i%80, Colour: "#123456"})
+			client.AlarmLevelCreate{Name: fmt.Sprint("L", i), Rank: 10 + i%80, Colour: "#123456"})
 		return answer(t, res, err)
 	}},
 	{"webhooks", testCaps.Webhooks, 0, func(t *testing.T, e *env, tn tenant, i int) (int, []byte) {
 		res, err := e.client(tn.tokens[store.Admin]).CreateWebhookWithResponse(t.Context(), tn.orgID, tn.projectID,
-			gen.WebhookCreate{Url: fmt.Sprintf("https://example.com/hook/%d", i), Secret: "a webhook secret"})
+			client.WebhookCreate{Url: fmt.Sprintf("https://example.com/hook/%d", i), Secret: "a webhook secret"})
 		return answer(t, res, err)
 	}},
 	{"alarm_rules", testCaps.AlarmRules, 0, func(t *testing.T, e *env, tn tenant, i int) (int, []byte) {
 		res, err := e.client(tn.tokens[store.Admin]).CreateAlarmRuleWithResponse(t.Context(), tn.orgID, tn.projectID, tn.instanceID,
-			gen.AlarmRuleInput{Target: "pressure", Level: "Alert", Direction: "above", Threshold: float64(100 + i)})
+			client.AlarmRuleInput{Target: "pressure", Level: "Alert", Direction: "above", Threshold: float64(100 + i)})
 		return answer(t, res, err)
 	}},
 	{"tokens", testCaps.Tokens, 1, func(t *testing.T, e *env, tn tenant, i int) (int, []byte) {
-		res, err := e.client(tn.tokens[store.Viewer]).CreateTokenWithResponse(t.Context(), gen.TokenCreate{Name: fmt.Sprint("T", i)})
+		res, err := e.client(tn.tokens[store.Viewer]).CreateTokenWithResponse(t.Context(), client.TokenCreate{Name: fmt.Sprint("T", i)})
 		return answer(t, res, err)
 	}},
 }
@@ -98,7 +98,7 @@ func email(tn tenant, what string, i int) openapi_types.Email {
 // and refuses the next with 409 naming the cap, adding nothing.
 func TestCaps(t *testing.T) {
 	t.Parallel()
-	e := newEnvLimits(t, defaultConfig(), testCaps, nil)
+	e := newEnvLimits(t, defaultConfig(), testCaps, faults{})
 	tenants := make([]tenant, len(capCases))
 	for i, c := range capCases {
 		tenants[i] = e.newTenant("Caps " + c.cap)
@@ -136,7 +136,7 @@ func wantCap(t *testing.T, status int, body []byte, name string, limit int) {
 // every creator of the collection takes.
 func TestCapsConcurrent(t *testing.T) {
 	t.Parallel()
-	e := newEnvLimits(t, defaultConfig(), testCaps, nil)
+	e := newEnvLimits(t, defaultConfig(), testCaps, faults{})
 	const attempts = 12
 	for _, c := range capCases {
 		tn := e.newTenant("Race " + c.cap)
@@ -171,43 +171,43 @@ func TestCapsConcurrent(t *testing.T) {
 // and accepting an invitation then takes it no further.
 func TestMembersCapCountsInvitations(t *testing.T) {
 	t.Parallel()
-	e := newEnvLimits(t, defaultConfig(), testCaps, nil)
+	e := newEnvLimits(t, defaultConfig(), testCaps, faults{})
 	tn := e.newTenant("Members and invitations")
 	owner := e.owner(tn)
 	ctx := t.Context()
 	// 4 members, 2 added: 6 of 7, then one invitation fills the 7th place.
 	for i := range 2 {
-		if res, err := owner.AddMemberWithResponse(ctx, tn.orgID, gen.MemberCreate{Email: email(tn, "member", i), Role: gen.Viewer}); err != nil || res.JSON201 == nil {
+		if res, err := owner.AddMemberWithResponse(ctx, tn.orgID, client.MemberCreate{Email: email(tn, "member", i), Role: client.Viewer}); err != nil || res.JSON201 == nil {
 			t.Fatalf("add member %d: %v %s", i, err, res.Body)
 		}
 	}
-	inv, err := owner.CreateInvitationWithResponse(ctx, tn.orgID, gen.InvitationCreate{Email: email(tn, "invited", 0), Role: gen.Viewer})
+	inv, err := owner.CreateInvitationWithResponse(ctx, tn.orgID, client.InvitationCreate{Email: email(tn, "invited", 0), Role: client.Viewer})
 	if err != nil || inv.JSON201 == nil {
 		t.Fatalf("invite: %v %s", err, inv.Body)
 	}
-	refused, err := owner.CreateInvitationWithResponse(ctx, tn.orgID, gen.InvitationCreate{Email: email(tn, "invited", 1), Role: gen.Viewer})
+	refused, err := owner.CreateInvitationWithResponse(ctx, tn.orgID, client.InvitationCreate{Email: email(tn, "invited", 1), Role: client.Viewer})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantCap(t, refused.StatusCode(), refused.Body, "members", testCaps.Members)
-	full, err := owner.AddMemberWithResponse(ctx, tn.orgID, gen.MemberCreate{Email: email(tn, "member", 2), Role: gen.Viewer})
+	full, err := owner.AddMemberWithResponse(ctx, tn.orgID, client.MemberCreate{Email: email(tn, "member", 2), Role: client.Viewer})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantCap(t, full.StatusCode(), full.Body, "members", testCaps.Members)
 
-	accepted, err := e.client("").AcceptInvitationWithResponse(ctx, gen.InvitationAccept{Code: inv.JSON201.Code, Name: ptr("Invitee")})
+	accepted, err := e.client("").AcceptInvitationWithResponse(ctx, client.InvitationAccept{Code: inv.JSON201.Code, Name: ptr("Invitee")})
 	if err != nil || accepted.JSON201 == nil {
 		t.Fatalf("accept the invitation of a full organization: %v %s", err, accepted.Body)
 	}
-	members, err := owner.ListMembersWithResponse(ctx, tn.orgID, &gen.ListMembersParams{Limit: ptr(1000)})
+	members, err := owner.ListMembersWithResponse(ctx, tn.orgID, &client.ListMembersParams{Limit: ptr(1000)})
 	if err != nil || members.JSON200 == nil {
 		t.Fatalf("list members: %v %s", err, members.Body)
 	}
 	if got, want := len(members.JSON200.Items), testCaps.Members; got != want {
 		t.Errorf("%d members after the acceptance, want %d", got, want)
 	}
-	full, err = owner.AddMemberWithResponse(ctx, tn.orgID, gen.MemberCreate{Email: email(tn, "member", 3), Role: gen.Viewer})
+	full, err = owner.AddMemberWithResponse(ctx, tn.orgID, client.MemberCreate{Email: email(tn, "member", 3), Role: client.Viewer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,14 +219,14 @@ func TestMembersCapCountsInvitations(t *testing.T) {
 // are kept, so that creating and revoking in a loop grows nothing.
 func TestCapsHistory(t *testing.T) {
 	t.Parallel()
-	e := newEnvLimits(t, defaultConfig(), testCaps, nil)
+	e := newEnvLimits(t, defaultConfig(), testCaps, faults{})
 	tn := e.newTenant("History")
 	ctx := t.Context()
 	const rounds = 8
 
 	viewer := e.client(tn.tokens[store.Viewer])
 	for i := range rounds {
-		created, err := viewer.CreateTokenWithResponse(ctx, gen.TokenCreate{Name: fmt.Sprint("round ", i)})
+		created, err := viewer.CreateTokenWithResponse(ctx, client.TokenCreate{Name: fmt.Sprint("round ", i)})
 		if err != nil || created.JSON201 == nil {
 			t.Fatalf("round %d: create token: %v %s", i, err, created.Body)
 		}
@@ -234,7 +234,7 @@ func TestCapsHistory(t *testing.T) {
 			t.Fatalf("round %d: revoke token: %v %s", i, err, res.Body)
 		}
 	}
-	tokens, err := viewer.ListTokensWithResponse(ctx, &gen.ListTokensParams{Limit: ptr(1000)})
+	tokens, err := viewer.ListTokensWithResponse(ctx, &client.ListTokensParams{Limit: ptr(1000)})
 	if err != nil || tokens.JSON200 == nil {
 		t.Fatalf("list tokens: %v %s", err, tokens.Body)
 	}
@@ -251,7 +251,7 @@ func TestCapsHistory(t *testing.T) {
 
 	owner := e.owner(tn)
 	for i := range rounds {
-		created, err := owner.CreateInvitationWithResponse(ctx, tn.orgID, gen.InvitationCreate{Email: email(tn, "round", i), Role: gen.Viewer})
+		created, err := owner.CreateInvitationWithResponse(ctx, tn.orgID, client.InvitationCreate{Email: email(tn, "round", i), Role: client.Viewer})
 		if err != nil || created.JSON201 == nil {
 			t.Fatalf("round %d: invite: %v %s", i, err, created.Body)
 		}
@@ -259,7 +259,7 @@ func TestCapsHistory(t *testing.T) {
 			t.Fatalf("round %d: revoke invitation: %v %s", i, err, res.Body)
 		}
 	}
-	invs, err := owner.ListInvitationsWithResponse(ctx, tn.orgID, &gen.ListInvitationsParams{Limit: ptr(1000)})
+	invs, err := owner.ListInvitationsWithResponse(ctx, tn.orgID, &client.ListInvitationsParams{Limit: ptr(1000)})
 	if err != nil || invs.JSON200 == nil {
 		t.Fatalf("list invitations: %v %s", err, invs.Body)
 	}
@@ -279,14 +279,14 @@ func TestListsPage(t *testing.T) {
 
 	for i := range 5 {
 		res, err := admin.CreateWebhookWithResponse(ctx, tn.orgID, tn.projectID,
-			gen.WebhookCreate{Url: fmt.Sprintf("https://example.com/%d", i), Secret: "a webhook secret"})
+			client.WebhookCreate{Url: fmt.Sprintf("https://example.com/%d", i), Secret: "a webhook secret"})
 		if err != nil || res.JSON201 == nil {
 			t.Fatalf("create webhook: %v %s", err, res.Body)
 		}
 	}
 	for _, rank := range []int{7, 5, 6} {
 		res, err := admin.CreateAlarmLevelWithResponse(ctx, tn.orgID, tn.projectID,
-			gen.AlarmLevelCreate{Name: fmt.Sprint("Rank ", rank), Rank: rank, Colour: "#123456"})
+			client.AlarmLevelCreate{Name: fmt.Sprint("Rank ", rank), Rank: rank, Colour: "#123456"})
 		if err != nil || res.JSON201 == nil {
 			t.Fatalf("create level: %v %s", err, res.Body)
 		}
@@ -296,7 +296,7 @@ func TestListsPage(t *testing.T) {
 	// alarms of three ranks, several of each rank and since.
 	sensors := []int64{tn.instanceID}
 	for i := range 2 {
-		res, err := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, gen.SensorCreate{Name: fmt.Sprint("PZ", i), BlueprintId: &tn.blueprintID})
+		res, err := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, client.SensorCreate{Name: fmt.Sprint("PZ", i), BlueprintId: &tn.blueprintID})
 		if err != nil || res.JSON201 == nil {
 			t.Fatalf("create sensor: %v %s", err, res.Body)
 		}
@@ -305,7 +305,7 @@ func TestListsPage(t *testing.T) {
 	for m, sensorID := range sensors {
 		for _, r := range []struct{ target, level string }{{"temp", "Alarm"}, {"pressure", "Alert"}, {"freq", "Action"}, {"digits", "Alert"}} {
 			res, err := admin.CreateAlarmRuleWithResponse(ctx, tn.orgID, tn.projectID, sensorID,
-				gen.AlarmRuleInput{Target: r.target, Level: r.level, Direction: "above", Threshold: -1e9})
+				client.AlarmRuleInput{Target: r.target, Level: r.level, Direction: "above", Threshold: -1e9})
 			if err != nil || res.JSON201 == nil {
 				t.Fatalf("create rule: %v %s", err, res.Body)
 			}
@@ -314,9 +314,9 @@ func TestListsPage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := e.client(tn.tokens[store.Editor]).PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, sensorID, nil, []gen.ReadingInput{{
+		res, err := e.client(tn.tokens[store.Editor]).PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, sensorID, nil, []client.ReadingInput{{
 			Datetime: time.Date(2024, 5, 1, 12, 2-m, 0, 0, time.UTC),
-			Inputs:   gen.Values{fmt.Sprint(sensor.Instance.Inputs[0].ID): 50, fmt.Sprint(sensor.Instance.Inputs[1].ID): 10},
+			Inputs:   client.Values{fmt.Sprint(sensor.Instance.Inputs[0].ID): 50, fmt.Sprint(sensor.Instance.Inputs[1].ID): 10},
 		}})
 		if err != nil || res.StatusCode() != http.StatusOK {
 			t.Fatalf("post reading: %v %s", err, res.Body)
@@ -331,32 +331,32 @@ func TestListsPage(t *testing.T) {
 		list list
 	}{
 		{"webhooks", 5, func(t *testing.T, limit int, cursor *string) ([]string, *string) {
-			res, err := admin.ListWebhooksWithResponse(ctx, tn.orgID, tn.projectID, &gen.ListWebhooksParams{Limit: &limit, Cursor: cursor})
+			res, err := admin.ListWebhooksWithResponse(ctx, tn.orgID, tn.projectID, &client.ListWebhooksParams{Limit: &limit, Cursor: cursor})
 			if err != nil || res.JSON200 == nil {
 				t.Fatalf("list webhooks: %v %s", err, res.Body)
 			}
-			return mapIDs(res.JSON200.Items, func(w gen.Webhook) any { return w.Id }), res.JSON200.NextCursor
+			return mapIDs(res.JSON200.Items, func(w client.Webhook) any { return w.Id }), res.JSON200.NextCursor
 		}},
 		{"alarm levels", 7, func(t *testing.T, limit int, cursor *string) ([]string, *string) {
-			res, err := viewer.ListAlarmLevelsWithResponse(ctx, tn.orgID, tn.projectID, &gen.ListAlarmLevelsParams{Limit: &limit, Cursor: cursor})
+			res, err := viewer.ListAlarmLevelsWithResponse(ctx, tn.orgID, tn.projectID, &client.ListAlarmLevelsParams{Limit: &limit, Cursor: cursor})
 			if err != nil || res.JSON200 == nil {
 				t.Fatalf("list levels: %v %s", err, res.Body)
 			}
-			return mapIDs(res.JSON200.Items, func(l gen.AlarmLevel) any { return l.Rank }), res.JSON200.NextCursor
+			return mapIDs(res.JSON200.Items, func(l client.AlarmLevel) any { return l.Rank }), res.JSON200.NextCursor
 		}},
 		{"alarm rules", 4, func(t *testing.T, limit int, cursor *string) ([]string, *string) {
-			res, err := viewer.ListAlarmRulesWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID, &gen.ListAlarmRulesParams{Limit: &limit, Cursor: cursor})
+			res, err := viewer.ListAlarmRulesWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID, &client.ListAlarmRulesParams{Limit: &limit, Cursor: cursor})
 			if err != nil || res.JSON200 == nil {
 				t.Fatalf("list rules: %v %s", err, res.Body)
 			}
-			return mapIDs(res.JSON200.Items, func(r gen.AlarmRule) any { return r.Target + fmt.Sprint(r.Id) }), res.JSON200.NextCursor
+			return mapIDs(res.JSON200.Items, func(r client.AlarmRule) any { return r.Target + fmt.Sprint(r.Id) }), res.JSON200.NextCursor
 		}},
 		{"alarms", 12, func(t *testing.T, limit int, cursor *string) ([]string, *string) {
-			res, err := viewer.ListAlarmsWithResponse(ctx, tn.orgID, tn.projectID, &gen.ListAlarmsParams{Limit: &limit, Cursor: cursor})
+			res, err := viewer.ListAlarmsWithResponse(ctx, tn.orgID, tn.projectID, &client.ListAlarmsParams{Limit: &limit, Cursor: cursor})
 			if err != nil || res.JSON200 == nil {
 				t.Fatalf("list alarms: %v %s", err, res.Body)
 			}
-			return mapIDs(res.JSON200.Items, func(a gen.Alarm) any { return fmt.Sprint(a.Rank, " ", a.Since, " ", a.Id) }), res.JSON200.NextCursor
+			return mapIDs(res.JSON200.Items, func(a client.Alarm) any { return fmt.Sprint(a.Rank, " ", a.Since, " ", a.Id) }), res.JSON200.NextCursor
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -388,7 +388,7 @@ func TestListsPage(t *testing.T) {
 		})
 	}
 	t.Run("ErrCursor", func(t *testing.T) {
-		res, err := viewer.ListAlarmsWithResponse(ctx, tn.orgID, tn.projectID, &gen.ListAlarmsParams{Cursor: ptr("4_x_1")})
+		res, err := viewer.ListAlarmsWithResponse(ctx, tn.orgID, tn.projectID, &client.ListAlarmsParams{Cursor: ptr("4_x_1")})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -304,7 +304,7 @@ func TestBadInputCatalogue(t *testing.T) {
 			if res.StatusCode != tc.status {
 				t.Fatalf("%s %s: %d %s, want %d", tc.method, path, res.StatusCode, truncate(got, 300), tc.status)
 			}
-			var errBody gen.Error
+			var errBody client.Error
 			if err := json.Unmarshal(got, &errBody); err != nil || errBody.Code == "" || errBody.Message == "" {
 				t.Errorf("the body %s is not the JSON error", truncate(got, 300))
 			}
@@ -330,7 +330,7 @@ func TestHostileStringsAreData(t *testing.T) {
 	ctx := context.Background()
 	owner := e.owner(tn)
 	for i, s := range hostileStrings {
-		created, err := owner.CreateProjectWithResponse(ctx, tn.orgID, gen.ProjectCreate{Name: s, Description: &s})
+		created, err := owner.CreateProjectWithResponse(ctx, tn.orgID, client.ProjectCreate{Name: s, Description: &s})
 		if err != nil || created.StatusCode() != 201 {
 			t.Fatalf("project %q: %v %s", s, err, created.Body)
 		}
@@ -338,11 +338,11 @@ func TestHostileStringsAreData(t *testing.T) {
 		if got.JSON200.Name != s || got.JSON200.Description != s {
 			t.Errorf("project %d came back as %q / %q, want %q", i, got.JSON200.Name, got.JSON200.Description, s)
 		}
-		sensor, err := owner.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, gen.SensorCreate{Name: s})
+		sensor, err := owner.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, client.SensorCreate{Name: s})
 		if err != nil || sensor.StatusCode() != 201 || sensor.JSON201.Name != s {
 			t.Errorf("sensor %q: %v %s", s, err, sensor.Body)
 		}
-		token, err := owner.CreateTokenWithResponse(ctx, gen.TokenCreate{Name: s})
+		token, err := owner.CreateTokenWithResponse(ctx, client.TokenCreate{Name: s})
 		if err != nil || token.StatusCode() != 201 || token.JSON201.Name != s {
 			t.Errorf("token %q: %v %s", s, err, token.Body)
 		}

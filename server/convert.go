@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/datetime"
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/store"
 )
@@ -76,7 +77,7 @@ func nextKeyCursor(more bool, keys ...int64) *string {
 }
 
 func toUser(u store.User) gen.User {
-	return gen.User{Id: u.ID, Email: u.Email, Name: u.Name, CreatedAt: datetime(u.CreatedAt)}
+	return gen.User{Id: u.ID, Email: u.Email, Name: u.Name, CreatedAt: toDatetime(u.CreatedAt)}
 }
 
 func toMembership(m store.Membership) gen.Membership {
@@ -84,7 +85,7 @@ func toMembership(m store.Membership) gen.Membership {
 }
 
 func toMember(m store.Member) gen.Member {
-	return gen.Member{UserId: m.UserID, Email: m.Email, Name: m.Name, Role: gen.Role(m.Role), CreatedAt: datetime(m.CreatedAt)}
+	return gen.Member{UserId: m.UserID, Email: m.Email, Name: m.Name, Role: gen.Role(m.Role), CreatedAt: toDatetime(m.CreatedAt)}
 }
 
 func toToken(t store.Token) gen.Token {
@@ -92,7 +93,7 @@ func toToken(t store.Token) gen.Token {
 		Id:         t.ID,
 		Name:       t.Name,
 		Prefix:     t.Prefix,
-		CreatedAt:  datetime(t.CreatedAt),
+		CreatedAt:  toDatetime(t.CreatedAt),
 		LastUsedAt: optionalDatetime(t.LastUsedAt),
 		ExpiresAt:  optionalDatetime(t.ExpiresAt),
 		RevokedAt:  optionalDatetime(t.RevokedAt),
@@ -141,8 +142,8 @@ func toProject(p store.Project) gen.Project {
 		Name:        p.Name,
 		Description: p.Description,
 		State:       gen.ProjectState(p.State),
-		CreatedAt:   datetime(p.CreatedAt),
-		UpdatedAt:   datetime(p.UpdatedAt),
+		CreatedAt:   toDatetime(p.CreatedAt),
+		UpdatedAt:   toDatetime(p.UpdatedAt),
 	}
 }
 
@@ -152,8 +153,8 @@ func toSensor(s store.Sensor) gen.Sensor {
 		ProjectId:           s.ProjectID,
 		Name:                s.Name,
 		Description:         s.Description,
-		CreatedAt:           datetime(s.CreatedAt),
-		UpdatedAt:           datetime(s.UpdatedAt),
+		CreatedAt:           toDatetime(s.CreatedAt),
+		UpdatedAt:           toDatetime(s.UpdatedAt),
 		BlueprintId:         s.BlueprintID,
 		Inputs:              []gen.InstanceInput{},
 		Outputs:             []gen.InstanceOutput{},
@@ -202,24 +203,24 @@ func toSensor(s store.Sensor) gen.Sensor {
 func toCalibrations(cals []store.Calibration) []gen.Calibration {
 	dated := make([]gen.Calibration, len(cals))
 	for i, cal := range cals {
-		dated[i] = gen.Calibration{From: datetime(cal.From), Value: cal.Value}
+		dated[i] = gen.Calibration{From: toDatetime(cal.From), Value: cal.Value}
 	}
 	return dated
 }
 
-// datetime formats t as every response carries a datetime: UTC, truncated
+// toDatetime formats t as every response carries a datetime: UTC, truncated
 // to the millisecond, with exactly three fractional digits. The generated
 // types hold datetimes as this text (x-go-type: string in the spec), since
 // encoding/json would write a time.Time with up to nine digits or none.
-func datetime(t time.Time) gen.Datetime {
-	return gen.Datetime(appendDatetime(make([]byte, 0, len("2006-01-02T15:04:05.000Z")), t))
+func toDatetime(t time.Time) gen.Datetime {
+	return gen.Datetime(datetime.Append(make([]byte, 0, len("2006-01-02T15:04:05.000Z")), t))
 }
 
 func optionalDatetime(t *time.Time) *gen.Datetime {
 	if t == nil {
 		return nil
 	}
-	d := datetime(*t)
+	d := toDatetime(*t)
 	return &d
 }
 

@@ -13,23 +13,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
 // wideReading is a reading at minute i of 2024-05-01 with inputs ids
 // first to first+n-1, each valued id + i/7.
-func wideReading(i int, first, n int64) gen.ReadingInput {
-	inputs := gen.Values{}
+func wideReading(i int, first, n int64) client.ReadingInput {
+	inputs := client.Values{}
 	for id := first; id < first+n; id++ {
 		inputs[strconv.FormatInt(id, 10)] = float64(id) + float64(i)/7
 	}
 	start := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
-	return gen.ReadingInput{Datetime: start.Add(time.Duration(i) * time.Minute), Inputs: inputs}
+	return client.ReadingInput{Datetime: start.Add(time.Duration(i) * time.Minute), Inputs: inputs}
 }
 
 // postStatus posts a batch and returns the status and body.
-func postStatus(t *testing.T, c *gen.ClientWithResponses, tn tenant, sensorID int64, batch ...gen.ReadingInput) (int, []byte) {
+func postStatus(t *testing.T, c *client.ClientWithResponses, tn tenant, sensorID int64, batch ...client.ReadingInput) (int, []byte) {
 	t.Helper()
 	res, err := c.PostReadingsWithResponse(t.Context(), tn.orgID, tn.projectID, sensorID, nil, batch)
 	if err != nil {
@@ -82,7 +82,7 @@ func TestInputsPerSensor(t *testing.T) {
 	wantError(t, status, body, 400, "invalid")
 
 	// Deleting readings does not free their ids.
-	if res, err := e.client(tn.tokens[store.Admin]).DeleteReadingsWithResponse(t.Context(), tn.orgID, tn.projectID, tn.sensorID, &gen.DeleteReadingsParams{
+	if res, err := e.client(tn.tokens[store.Admin]).DeleteReadingsWithResponse(t.Context(), tn.orgID, tn.projectID, tn.sensorID, &client.DeleteReadingsParams{
 		DatetimeGte: "2000-01-01T00:00:00Z", DatetimeLt: "2100-01-01T00:00:00Z",
 	}); err != nil || res.StatusCode() != 200 {
 		t.Fatalf("delete: %v %v", err, res.StatusCode())
@@ -142,7 +142,7 @@ func TestAggregateValuesLimit(t *testing.T) {
 	tn := e.newTenant("Acme")
 	c := e.client(tn.tokens[store.Editor])
 
-	batch := make([]gen.ReadingInput, 700)
+	batch := make([]client.ReadingInput, 700)
 	for i := range batch {
 		batch[i] = wideReading(i, 1, 100)
 	}
@@ -231,9 +231,9 @@ func TestAggregateExtremeValues(t *testing.T) {
 	fns := "avg,min,max,sum,count,first,last,median,range,rate"
 	for hour, tc := range cases {
 		start := time.Date(2024, 5, 1, hour, 0, 0, 0, time.UTC)
-		batch := make([]gen.ReadingInput, len(tc.values))
+		batch := make([]client.ReadingInput, len(tc.values))
 		for i, x := range tc.values {
-			batch[i] = gen.ReadingInput{Datetime: start.Add(time.Duration(i) * time.Second), Inputs: gen.Values{"1": x}}
+			batch[i] = client.ReadingInput{Datetime: start.Add(time.Duration(i) * time.Second), Inputs: client.Values{"1": x}}
 		}
 		post(t, c, tn, batch...)
 		t.Run(tc.name, func(t *testing.T) {
@@ -256,7 +256,7 @@ func TestAggregateExtremeValues(t *testing.T) {
 		})
 	}
 	// The raw readings come back as posted.
-	page, _ := list(t, c, tn, gen.ListReadingsParams{})
+	page, _ := list(t, c, tn, client.ListReadingsParams{})
 	if got, want := page[0].Inputs["1"], 2.0; got != want {
 		t.Errorf("first reading %v, want %v", got, want)
 	}
@@ -272,7 +272,7 @@ func TestWidestDataConcurrentReads(t *testing.T) {
 	c := e.client(tn.tokens[store.Editor])
 
 	const readings = 2000
-	batch := make([]gen.ReadingInput, readings)
+	batch := make([]client.ReadingInput, readings)
 	for i := range batch {
 		batch[i] = wideReading(i, 1, 100)
 	}
@@ -315,7 +315,7 @@ func TestWidestDataConcurrentReads(t *testing.T) {
 			return nil
 		}},
 		{"JSONPage", base + "?limit=1000&order=desc", "", func(body []byte) error {
-			var page []gen.Reading
+			var page []client.Reading
 			if err := json.Unmarshal(body, &page); err != nil {
 				return err
 			}

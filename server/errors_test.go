@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/server"
 	"github.com/sensorreadings/readings/store"
 )
@@ -26,7 +26,7 @@ func (panickingStore) GetProject(context.Context, int64, int64) (store.Project, 
 
 func TestErrorsAreJSON(t *testing.T) {
 	t.Parallel()
-	e := newEnvWith(t, defaultConfig(), func(db *store.DB) server.Store { return panickingStore{db} })
+	e := newEnvWith(t, defaultConfig(), faults{deps: func(d *server.Deps, db *store.DB) { d.Projects = panickingStore{db} }})
 	tn := e.newTenant("Acme")
 	owner := tn.tokens[store.Owner]
 	projects := fmt.Sprintf("/api/v1/org/%d/projects", tn.orgID)
@@ -140,14 +140,14 @@ func TestHealth(t *testing.T) {
 	c := e.client("")
 	ctx := context.Background()
 	health, err := c.GetHealthWithResponse(ctx)
-	if err != nil || health.StatusCode() != 200 || health.JSON200.Status != gen.HealthStatusOk {
+	if err != nil || health.StatusCode() != 200 || health.JSON200.Status != client.HealthStatusOk {
 		t.Fatalf("healthz: %v %s", err, health.Body)
 	}
 	ready, err := c.GetReadyWithResponse(ctx)
 	if err != nil || ready.StatusCode() != 200 {
 		t.Fatalf("readyz: %v %s", err, ready.Body)
 	}
-	if ready.JSON200.MigrationVersion < 3 || (ready.JSON200.Storage != gen.Postgresql && ready.JSON200.Storage != gen.Timescaledb) {
+	if ready.JSON200.MigrationVersion < 3 || (ready.JSON200.Storage != client.Postgresql && ready.JSON200.Storage != client.Timescaledb) {
 		t.Errorf("readyz %+v, want the migration version and a storage mode", *ready.JSON200)
 	}
 }
@@ -162,10 +162,8 @@ func TestDatabaseUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	srv, err := server.New(store.New(pool), slog.New(slog.DiscardHandler), defaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := store.New(pool)
+	srv := newService(t, db, slog.New(slog.DiscardHandler), defaultConfig(), faults{}).srv
 	ts := serve(t, srv)
 
 	for _, path := range []string{"/readyz", "/api/v1/me", "/api/v1/org/1/proj/1/readings/1"} {

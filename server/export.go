@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -15,53 +16,35 @@ import (
 // sends each before it reads the next, so that neither memory nor a
 // database connection depends on the range or on the client's pace.
 func (s *Server) ExportReadings(ctx context.Context, req gen.ExportReadingsRequestObject) (gen.ExportReadingsResponseObject, error) {
+	q := store.ReadingQuery{}
+	var err error
+	if q.From, q.To, err = timeRange(req.Params.DatetimeGte, nil, nil, req.Params.DatetimeLt); err != nil {
+		return nil, err
+	}
+	ndjson := req.Params.Format != nil && *req.Params.Format == gen.Ndjson
 	// A streaming operation has no deadline of its own (databaseDeadline):
 	// each of its queries has one.
 	dbCtx, cancel := s.dbDeadline(ctx)
 	defer cancel()
-	sensor, err := s.store.GetSensor(dbCtx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
+	chunks, err := s.reads(ctx).Export(dbCtx, sensorKey(req.OrgId, req.ProjId, req.SensorId), q, exportChunk,
+		req.Params.Outputs != nil && *req.Params.Outputs, !ndjson)
 	if err != nil {
 		return nil, err
 	}
-	q := store.ReadingQuery{Limit: exportChunk}
-	if q.From, q.To, err = timeRange(req.Params.DatetimeGte, nil, nil, req.Params.DatetimeLt); err != nil {
-		return nil, err
-	}
-	var outputs *outputsWriter
-	if p := req.Params.Outputs; p != nil && *p {
-		outputs = s.newOutputsWriter(sensor, nil)
-	}
-	e := &export{ctx: ctx, server: s, sensor: sensor, query: q, outputs: outputs, names: newKeyNames(sensor, req.Params.Keys)}
-	if req.Params.Format != nil && *req.Params.Format == gen.Ndjson {
+	e := &export{ctx: ctx, server: s, chunks: chunks, names: newKeyNames(chunks.Sensor, req.Params.Keys)}
+	if ndjson {
 		e.contentType, e.extension = "application/x-ndjson", "ndjson"
 		return e, nil
 	}
 	e.contentType, e.extension = "text/csv; charset=utf-8", "csv"
-	ids, err := s.sensorInputIDs(dbCtx, sensor)
-	if err != nil {
-		return nil, err
-	}
-	e.csv = &csvColumns{inputIDs: ids, outputs: outputs, names: e.names}
+	e.csv = &csvColumns{inputIDs: chunks.InputIDs, outputs: chunks.Outputs, names: e.names}
 	return e, nil
-}
-
-// sensorInputIDs is every input a sensor's readings can have, ascending:
-// its instance's, or, without a blueprint, every one its readings have had.
-// The CSV header names them all before the first row, and aggregates with
-// fill list them all in every bucket.
-func (s *Server) sensorInputIDs(ctx context.Context, sensor store.Sensor) ([]int64, error) {
-	if sensor.Instance != nil {
-		return instanceInputIDs(sensor), nil
-	}
-	return s.reader(ctx).InputIDs(ctx, sensor)
 }
 
 type export struct {
 	ctx                    context.Context // the request's, without a deadline
 	server                 *Server
-	sensor                 store.Sensor
-	query                  store.ReadingQuery // Limit is the chunk's size
-	outputs                *outputsWriter
+	chunks                 *sensing.Export
 	names                  keyNames
 	csv                    *csvColumns // nil for NDJSON
 	contentType, extension string
@@ -107,9 +90,8 @@ func (e *export) VisitExportReadingsResponse(w http.ResponseWriter) error {
 	if e.csv != nil {
 		buf = e.csv.appendHeader(buf)
 	}
-	q := e.query
 	for started := false; ; started = true {
-		n, last, err := e.readChunk(&buf, q)
+		more, err := e.readChunk(&buf)
 		if err != nil && !started {
 			return err // nothing sent yet: the client gets the JSON error
 		}
@@ -118,41 +100,32 @@ func (e *export) VisitExportReadingsResponse(w http.ResponseWriter) error {
 		}
 		if !started {
 			w.Header().Set("Content-Type", e.contentType)
-			w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="sensor-%d.%s"`, e.sensor.ID, e.extension))
+			w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="sensor-%d.%s"`, e.chunks.Sensor.ID, e.extension))
 			w.WriteHeader(http.StatusOK)
 		}
 		if err := send(buf); err != nil {
 			return &streamCut{fmt.Errorf("send export: %w", err)}
 		}
-		if n < q.Limit {
+		if !more {
 			return nil
 		}
-		// Keyset, in the order streamed: the next chunk starts just past
-		// this one's last reading; stored times are whole microseconds.
-		q.From = last.Add(time.Microsecond)
 		buf = buf[:0]
 	}
 }
 
-// readChunk appends to buf the encoding of the readings q selects, up to
-// q.Limit of them, under the database deadline, and returns how many there
-// were and the time of the last.
-func (e *export) readChunk(buf *[]byte, q store.ReadingQuery) (n int, last time.Time, err error) {
-	if q.From.After(q.To) {
-		return 0, last, nil
-	}
+// readChunk appends to buf the encoding of the next chunk's readings,
+// read under the database deadline, and says whether more may follow: the
+// next chunk starts just past this one's last reading.
+func (e *export) readChunk(buf *[]byte) (bool, error) {
 	ctx, cancel := e.server.dbDeadline(e.ctx)
 	defer cancel()
-	err = e.server.listReadings(ctx, e.sensor, q, e.outputs != nil, func(r *store.Reading, outputs *outputsWriter) error {
+	return e.chunks.Next(ctx, func(r *store.Reading, outputs *sensing.Outputs) error {
 		if e.csv != nil {
 			e.csv.outputs = outputs
 			*buf = e.csv.appendRow(*buf, r)
 		} else {
-			*buf = append(appendReading(*buf, e.sensor.ID, r, outputs, e.names), '\n')
+			*buf = append(appendReading(*buf, e.chunks.Sensor.ID, r, outputs, e.names), '\n')
 		}
-		n++
-		last = r.Time
 		return nil
 	})
-	return n, last, err
 }

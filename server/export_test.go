@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/sensorreadings/readings/apperr"
-	"github.com/sensorreadings/readings/gen"
-	"github.com/sensorreadings/readings/server"
+	"github.com/sensorreadings/readings/gen/client"
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -56,27 +56,27 @@ const exportTotal = 50_000
 
 // postMany posts n readings a second apart from 2024-01-01, in batches of
 // 10,000, with inputs 1, 2 and (every third reading) 3.
-func postMany(t *testing.T, c *gen.ClientWithResponses, tn tenant, n int) {
+func postMany(t *testing.T, c *client.ClientWithResponses, tn tenant, n int) {
 	t.Helper()
 	base := at(t, "2024-01-01T00:00:00Z")
 	for start := 0; start < n; start += 10_000 {
-		var batch []gen.ReadingInput
+		var batch []client.ReadingInput
 		for i := start; i < min(start+10_000, n); i++ {
-			inputs := gen.Values{"1": float64(i), "2": float64(i) / 7}
+			inputs := client.Values{"1": float64(i), "2": float64(i) / 7}
 			if i%3 == 0 {
 				inputs["3"] = -float64(i)
 			}
-			batch = append(batch, gen.ReadingInput{Datetime: base.Add(time.Duration(i) * time.Second), Inputs: inputs})
+			batch = append(batch, client.ReadingInput{Datetime: base.Add(time.Duration(i) * time.Second), Inputs: inputs})
 		}
 		post(t, c, tn, batch...)
 	}
 }
 
 // pagedReadings reads every reading of a sensor by following Link.
-func pagedReadings(t *testing.T, c *gen.ClientWithResponses, tn tenant) []gen.Reading {
+func pagedReadings(t *testing.T, c *client.ClientWithResponses, tn tenant) []client.Reading {
 	t.Helper()
-	var all []gen.Reading
-	p := &gen.ListReadingsParams{}
+	var all []client.Reading
+	p := &client.ListReadingsParams{}
 	for {
 		page, header := list(t, c, tn, *p)
 		all = append(all, page...)
@@ -91,7 +91,7 @@ func pagedReadings(t *testing.T, c *gen.ClientWithResponses, tn tenant) []gen.Re
 func TestExport(t *testing.T) {
 	t.Parallel()
 	gated := &gatedStore{gateAt: 20_000, gate: make(chan struct{}), failed: make(chan error, 4)}
-	e := newEnvWith(t, defaultConfig(), func(db *store.DB) server.Store { gated.DB = db; return gated })
+	e := newEnvWith(t, defaultConfig(), faults{reader: func(db *store.DB) sensing.Reader { gated.DB = db; return gated }})
 	tn := e.newTenant("Acme")
 	postMany(t, e.client(tn.tokens[store.Editor]), tn, exportTotal)
 	pages := pagedReadings(t, e.client(tn.tokens[store.Viewer]), tn)
@@ -128,7 +128,7 @@ func TestExport(t *testing.T) {
 		lines.Buffer(make([]byte, 64<<10), 1<<20)
 		got := 0
 		check := func() {
-			var r gen.Reading
+			var r client.Reading
 			if err := json.Unmarshal(lines.Bytes(), &r); err != nil {
 				t.Fatalf("line %d: %v: %s", got, err, lines.Bytes())
 			}
@@ -232,7 +232,7 @@ func (c cutStore) ListReadings(ctx context.Context, sensor store.Sensor, q store
 // count in the metrics.
 func TestExportCutByTheDatabase(t *testing.T) {
 	t.Parallel()
-	e := newEnvWith(t, defaultConfig(), func(db *store.DB) server.Store { return cutStore{db} })
+	e := newEnvWith(t, defaultConfig(), faults{reader: func(db *store.DB) sensing.Reader { return cutStore{db} }})
 	tn := e.newTenant("Acme")
 	postMany(t, e.client(tn.tokens[store.Editor]), tn, 2500)
 	req, _ := http.NewRequest("GET", e.url+readingsPath(tn)+"/export", nil)
@@ -290,8 +290,8 @@ func TestListReadingsAsCSV(t *testing.T) {
 	e := newEnv(t)
 	tn := e.newTenant("Acme")
 	post(t, e.client(tn.tokens[store.Editor]), tn,
-		reading(t, "2024-05-01T12:00:00Z", gen.Values{"7": 1.5}),
-		reading(t, "2024-05-01T12:00:01Z", gen.Values{"3": 2, "7": 2.5}))
+		reading(t, "2024-05-01T12:00:00Z", client.Values{"7": 1.5}),
+		reading(t, "2024-05-01T12:00:01Z", client.Values{"3": 2, "7": 2.5}))
 	for _, tt := range []struct {
 		accept string
 		csv    bool

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -85,7 +85,7 @@ func TestFileMemoryBounded(t *testing.T) {
 		}
 	})
 	body := &csvSource{size: 16 << 20}
-	res, err := c.PostReadingsWithBodyWithResponse(t.Context(), tn.orgID, tn.projectID, tn.sensorID, &gen.PostReadingsParams{}, "text/csv", body)
+	res, err := c.PostReadingsWithBodyWithResponse(t.Context(), tn.orgID, tn.projectID, tn.sensorID, &client.PostReadingsParams{}, "text/csv", body)
 	close(done)
 	wg.Wait()
 	if err != nil {
@@ -129,9 +129,9 @@ func TestFileAlarmsMatchBatches(t *testing.T) {
 	events := map[string][]string{}
 	for _, how := range []string{"file", "reversed file", "json", "file over a stored reading", "json over a stored reading"} {
 		a := newAlarmSite(t, e, "Alarms by "+how)
-		a.rule(t, gen.AlarmRuleInput{Target: "digits", Level: "Action", Direction: "above", Threshold: 7000, Persistence: ptr(3)})
+		a.rule(t, client.AlarmRuleInput{Target: "digits", Level: "Action", Direction: "above", Threshold: 7000, Persistence: ptr(3)})
 		if strings.HasSuffix(how, "over a stored reading") {
-			last := []gen.ReadingInput{{Datetime: start.Add((n - 1) * time.Minute), Inputs: gen.Values{a.freq: freq(n - 1)}}}
+			last := []client.ReadingInput{{Datetime: start.Add((n - 1) * time.Minute), Inputs: client.Values{a.freq: freq(n - 1)}}}
 			if res, err := a.editor.PostReadingsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.tn.instanceID, nil, last); err != nil || res.StatusCode() != http.StatusOK {
 				t.Fatalf("POST the last reading: %v", err)
 			}
@@ -149,12 +149,12 @@ func TestFileAlarmsMatchBatches(t *testing.T) {
 				b = strconv.AppendFloat(b, freq(i), 'f', -1, 64)
 				b = append(b, '\n')
 			}
-			fileImport(t, postFile(t, a.editor, a.tn, a.tn.instanceID, gen.PostReadingsParams{}, string(b)))
+			fileImport(t, postFile(t, a.editor, a.tn, a.tn.instanceID, client.PostReadingsParams{}, string(b)))
 		} else {
 			for half := range 2 {
-				batch := make([]gen.ReadingInput, 0, n/2)
+				batch := make([]client.ReadingInput, 0, n/2)
 				for i := half * n / 2; i < (half+1)*n/2; i++ {
-					batch = append(batch, gen.ReadingInput{Datetime: start.Add(time.Duration(i) * time.Minute), Inputs: gen.Values{a.freq: freq(i)}})
+					batch = append(batch, client.ReadingInput{Datetime: start.Add(time.Duration(i) * time.Minute), Inputs: client.Values{a.freq: freq(i)}})
 				}
 				res, err := a.editor.PostReadingsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.tn.instanceID, nil, batch)
 				if err != nil || res.StatusCode() != http.StatusOK {
@@ -162,7 +162,7 @@ func TestFileAlarmsMatchBatches(t *testing.T) {
 				}
 			}
 		}
-		res, err := e.client(a.tn.tokens[store.Viewer]).ListAlarmEventsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, &gen.ListAlarmEventsParams{})
+		res, err := e.client(a.tn.tokens[store.Viewer]).ListAlarmEventsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, &client.ListAlarmEventsParams{})
 		if err != nil || res.JSON200 == nil {
 			t.Fatalf("list events: %v %s", err, res.Body)
 		}

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
 // postFile sends a file of readings through the generated client.
-func postFile(t *testing.T, c *gen.ClientWithResponses, tn tenant, sensorID int64, params gen.PostReadingsParams, body string) *gen.PostReadingsResponse {
+func postFile(t *testing.T, c *client.ClientWithResponses, tn tenant, sensorID int64, params client.PostReadingsParams, body string) *client.PostReadingsResponse {
 	t.Helper()
 	res, err := c.PostReadingsWithBodyWithResponse(t.Context(), tn.orgID, tn.projectID, sensorID, &params, "text/csv", strings.NewReader(body))
 	if err != nil {
@@ -24,7 +24,7 @@ func postFile(t *testing.T, c *gen.ClientWithResponses, tn tenant, sensorID int6
 }
 
 // fileImport is the answer to a file that was accepted.
-func fileImport(t *testing.T, res *gen.PostReadingsResponse) gen.FileImport {
+func fileImport(t *testing.T, res *client.PostReadingsResponse) client.FileImport {
 	t.Helper()
 	if res.StatusCode() != http.StatusOK {
 		t.Fatalf("POST file: %d %s, want 200", res.StatusCode(), res.Body)
@@ -38,7 +38,7 @@ func fileImport(t *testing.T, res *gen.PostReadingsResponse) gen.FileImport {
 
 // wantRefusal checks that an error names where (details[key] = at) and
 // says each of says.
-func wantRefusal(t *testing.T, got gen.Error, key, at string, says ...string) {
+func wantRefusal(t *testing.T, got client.Error, key, at string, says ...string) {
 	t.Helper()
 	for _, want := range says {
 		if !strings.Contains(got.Message, want) {
@@ -60,10 +60,10 @@ func fixture(t *testing.T, name string) string {
 }
 
 // stored lists a sensor's readings as "datetime id=value …" lines.
-func stored(t *testing.T, c *gen.ClientWithResponses, tn tenant, sensorID int64) []string {
+func stored(t *testing.T, c *client.ClientWithResponses, tn tenant, sensorID int64) []string {
 	t.Helper()
 	tn.sensorID = sensorID
-	readings, _ := list(t, c, tn, gen.ListReadingsParams{})
+	readings, _ := list(t, c, tn, client.ListReadingsParams{})
 	var lines []string
 	for _, r := range readings {
 		var inputs []string
@@ -77,7 +77,7 @@ func stored(t *testing.T, c *gen.ClientWithResponses, tn tenant, sensorID int64)
 }
 
 // piezometerIDs are the decimal input ids of the tenant's piezometer, by key.
-func piezometerIDs(t *testing.T, c *gen.ClientWithResponses, tn tenant) map[string]string {
+func piezometerIDs(t *testing.T, c *client.ClientWithResponses, tn tenant) map[string]string {
 	t.Helper()
 	sensor, err := c.GetSensorWithResponse(t.Context(), tn.orgID, tn.projectID, tn.instanceID)
 	if err != nil || sensor.StatusCode() != http.StatusOK {
@@ -93,7 +93,7 @@ func TestFileTOA5(t *testing.T) {
 	c := e.client(tn.tokens[store.Editor])
 	id := piezometerIDs(t, c, tn)
 	dam := fixture(t, "dam.toa5")
-	zurich := gen.PostReadingsParams{Tz: ptr("Europe/Zurich")}
+	zurich := client.PostReadingsParams{Tz: ptr("Europe/Zurich")}
 
 	t.Run("FoldWithoutDstIsRefused", func(t *testing.T) {
 		res := postFile(t, c, tn, tn.instanceID, zurich, dam)
@@ -106,7 +106,7 @@ func TestFileTOA5(t *testing.T) {
 
 	t.Run("DryRun", func(t *testing.T) {
 		params := zurich
-		params.Dst, params.DryRun = ptr(gen.Later), ptr(true)
+		params.Dst, params.DryRun = ptr(client.Later), ptr(true)
 		answer := fileImport(t, postFile(t, c, tn, tn.instanceID, params, dam))
 		if answer.Preview == nil || len(*answer.Preview) != 3 {
 			t.Fatalf("preview %v, want the file's 3 readings", answer.Preview)
@@ -120,9 +120,9 @@ func TestFileTOA5(t *testing.T) {
 	})
 
 	params := zurich
-	params.Dst = ptr(gen.Earlier)
+	params.Dst = ptr(client.Earlier)
 	answer := fileImport(t, postFile(t, c, tn, tn.instanceID, params, dam))
-	want := gen.FileImport{Readings: 3, New: 3, Skipped: 1, IgnoredColumns: []string{"RECORD", "batt_volt"}}
+	want := client.FileImport{Readings: 3, New: 3, Skipped: 1, IgnoredColumns: []string{"RECORD", "batt_volt"}}
 	if fmt.Sprint(answer) != fmt.Sprint(want) {
 		t.Errorf("answer %+v, want %+v", answer, want)
 	}
@@ -149,10 +149,10 @@ func TestFileCSV(t *testing.T) {
 	e := newEnv(t)
 	tn := e.newTenant("Acme")
 	c := e.client(tn.tokens[store.Editor])
-	zurich := gen.PostReadingsParams{Tz: ptr("Europe/Zurich")}
+	zurich := client.PostReadingsParams{Tz: ptr("Europe/Zurich")}
 
 	answer := fileImport(t, postFile(t, c, tn, tn.sensorID, zurich, fixture(t, "wall.csv")))
-	if got, want := fmt.Sprint(answer), fmt.Sprint(gen.FileImport{Readings: 3, New: 3, IgnoredColumns: []string{"comment"}}); got != want {
+	if got, want := fmt.Sprint(answer), fmt.Sprint(client.FileImport{Readings: 3, New: 3, IgnoredColumns: []string{"comment"}}); got != want {
 		t.Errorf("answer %s, want %s", got, want)
 	}
 	got := stored(t, c, tn, tn.sensorID)
@@ -168,7 +168,7 @@ func TestFileCSV(t *testing.T) {
 	future := time.Now().UTC().Add(48 * time.Hour).Format("2006-01-02 15:04:05")
 	for _, tc := range []struct {
 		name, body, wantInMessage string
-		params                    gen.PostReadingsParams
+		params                    client.PostReadingsParams
 	}{
 		{"Gap", "datetime,1\n2024-03-31 02:30:00,1\n", "line 2, column datetime: 2024-03-31 02:30:00 does not exist in Europe/Zurich", zurich},
 		{"NotANumber", "datetime,1,2\n2024-05-01 00:00:00,1,2\n2024-05-01 00:10:00,1,two\n", `line 3, column 2: "two" is not a finite number`, zurich},
@@ -181,8 +181,8 @@ func TestFileCSV(t *testing.T) {
 		{"SameInputTwice", "datetime,1,1\n", `line 1, column 1: columns "1" and "1" both feed input 1`, zurich},
 		{"OnlyHeader", "datetime,1\n", "the file has no readings", zurich},
 		{"EveryCellMissing", "datetime,1\n2024-05-01 00:00:00,NAN\n", "the file has no readings", zurich},
-		{"Future", "datetime,1\n2024-05-01 00:00:00,1\n" + future + ",2\n", "line 3: datetime", gen.PostReadingsParams{}},
-		{"UnknownZone", "datetime,1\n2024-05-01 00:00:00,1\n", `tz "Mars/Olympus" is not an IANA time zone`, gen.PostReadingsParams{Tz: ptr("Mars/Olympus")}},
+		{"Future", "datetime,1\n2024-05-01 00:00:00,1\n" + future + ",2\n", "line 3: datetime", client.PostReadingsParams{}},
+		{"UnknownZone", "datetime,1\n2024-05-01 00:00:00,1\n", `tz "Mars/Olympus" is not an IANA time zone`, client.PostReadingsParams{Tz: ptr("Mars/Olympus")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := postFile(t, c, tn, tn.sensorID, tc.params, tc.body)
@@ -197,8 +197,8 @@ func TestFileCSV(t *testing.T) {
 	}
 
 	t.Run("FileParametersWithJSON", func(t *testing.T) {
-		res, err := c.PostReadingsWithResponse(t.Context(), tn.orgID, tn.projectID, tn.sensorID, &gen.PostReadingsParams{DryRun: ptr(true)},
-			gen.ReadingBatch{reading(t, "2024-05-01T00:00:00Z", gen.Values{"1": 1})})
+		res, err := c.PostReadingsWithResponse(t.Context(), tn.orgID, tn.projectID, tn.sensorID, &client.PostReadingsParams{DryRun: ptr(true)},
+			client.ReadingBatch{reading(t, "2024-05-01T00:00:00Z", client.Values{"1": 1})})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,14 +238,14 @@ func TestFileReupload(t *testing.T) {
 		t.Run(step.name, func(t *testing.T) {
 			// A dry run first tells what the upload will do, and does nothing.
 			before := stored(t, c, tn, tn.sensorID)
-			dry := fileImport(t, postFile(t, c, tn, tn.sensorID, gen.PostReadingsParams{DryRun: ptr(true)}, step.body))
+			dry := fileImport(t, postFile(t, c, tn, tn.sensorID, client.PostReadingsParams{DryRun: ptr(true)}, step.body))
 			if dry.New != step.new || dry.Replaced != step.replaced {
 				t.Errorf("dry run: %d new, %d replaced; want %d and %d, as the upload", dry.New, dry.Replaced, step.new, step.replaced)
 			}
 			if after := stored(t, c, tn, tn.sensorID); !slices.Equal(after, before) {
 				t.Errorf("a dry run changed the stored readings")
 			}
-			answer := fileImport(t, postFile(t, c, tn, tn.sensorID, gen.PostReadingsParams{}, step.body))
+			answer := fileImport(t, postFile(t, c, tn, tn.sensorID, client.PostReadingsParams{}, step.body))
 			if answer.New != step.new || answer.Replaced != step.replaced {
 				t.Errorf("%d new, %d replaced; want %d and %d", answer.New, answer.Replaced, step.new, step.replaced)
 			}
@@ -270,12 +270,12 @@ func TestFileReupload(t *testing.T) {
 			}
 			return out
 		}
-		answer := fileImport(t, postFile(t, c, tn, tn.sensorID, gen.PostReadingsParams{}, file(lines("1")...)))
+		answer := fileImport(t, postFile(t, c, tn, tn.sensorID, client.PostReadingsParams{}, file(lines("1")...)))
 		if answer.New != 12_000 || answer.Replaced != 0 {
 			t.Fatalf("%d new, %d replaced; want 12000 and 0", answer.New, answer.Replaced)
 		}
 		before := stored(t, c, tn, tn.sensorID)
-		res := postFile(t, c, tn, tn.sensorID, gen.PostReadingsParams{}, file(append(lines("9"), "2024-05-03 00:00:00,nine")...))
+		res := postFile(t, c, tn, tn.sensorID, client.PostReadingsParams{}, file(append(lines("9"), "2024-05-03 00:00:00,nine")...))
 		got := wantError(t, res.StatusCode(), res.Body, http.StatusBadRequest, "invalid")
 		wantRefusal(t, got, "line", "12002", "line 12002, column 1")
 		if n := countReadings(t, e); n != 7+12_000 {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -19,32 +19,32 @@ func TestFormulaValidation(t *testing.T) {
 	ctx := context.Background()
 	admin := e.client(tn.tokens[store.Admin])
 
-	withPressure := func(formula string) gen.BlueprintWrite {
+	withPressure := func(formula string) client.BlueprintWrite {
 		w := piezometerWrite()
 		w.Outputs[1].Formula = formula
 		return w
 	}
 	for _, tt := range []struct {
 		name  string
-		write gen.BlueprintWrite
+		write client.BlueprintWrite
 		want  []string
 	}{
 		{"Syntax", withPressure("G * (R0 - digits"), []string{`output "pressure"`}},
 		{"UnknownName", withPressure("G * (R1 - digits)"), []string{`output "pressure"`, "unknown name R1", "column"}},
 		{"UnknownFunction", withPressure("Math.sqr(digits)"), []string{`output "pressure"`, "Math.sqr"}},
-		{"Cycle", func() gen.BlueprintWrite {
+		{"Cycle", func() client.BlueprintWrite {
 			w := withPressure("digits * 2")
 			w.Outputs[0].Formula = "pressure / 2"
 			return w
 		}(), []string{"cycle", "digits", "pressure"}},
 		{"NotANumber", withPressure("digits > 1"), []string{`output "pressure"`, "must be a number"}},
 		{"TooLong", withPressure(strings.Repeat("G+", 500) + "G"), []string{"1000"}},
-		{"DuplicateKey", func() gen.BlueprintWrite {
+		{"DuplicateKey", func() client.BlueprintWrite {
 			w := piezometerWrite()
 			w.Outputs[0].Key = "freq"
 			return w
 		}(), []string{`"freq"`, "twice"}},
-		{"ReservedKey", func() gen.BlueprintWrite {
+		{"ReservedKey", func() client.BlueprintWrite {
 			w := piezometerWrite()
 			w.Inputs[0].Key = "sqrt"
 			w.Outputs[0].Formula = "sqrt^2"
@@ -74,13 +74,13 @@ func TestFormulaValidation(t *testing.T) {
 	before, _ := admin.GetSensorWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID)
 	for _, tt := range []struct {
 		name    string
-		body    gen.FormulasUpdate
+		body    client.FormulasUpdate
 		details map[string]any
 	}{
-		{"BadFormula", gen.FormulasUpdate{Outputs: &map[string]string{"pressure": "G * nope"}, Constants: &map[string]*float64{"G": ptr(5.0)}}, map[string]any{"output": "pressure"}},
-		{"Cycle", gen.FormulasUpdate{Outputs: &map[string]string{"digits": "pressure + freq"}}, map[string]any{"output": "digits"}},
-		{"UnknownOutput", gen.FormulasUpdate{Outputs: &map[string]string{"head": "pressure / 9.81"}}, map[string]any{"output": "head"}},
-		{"UnknownConstant", gen.FormulasUpdate{Constants: &map[string]*float64{"K": ptr(1.0)}}, map[string]any{"constant": "K"}},
+		{"BadFormula", client.FormulasUpdate{Outputs: &map[string]string{"pressure": "G * nope"}, Constants: &map[string]*float64{"G": ptr(5.0)}}, map[string]any{"output": "pressure"}},
+		{"Cycle", client.FormulasUpdate{Outputs: &map[string]string{"digits": "pressure + freq"}}, map[string]any{"output": "digits"}},
+		{"UnknownOutput", client.FormulasUpdate{Outputs: &map[string]string{"head": "pressure / 9.81"}}, map[string]any{"output": "head"}},
+		{"UnknownConstant", client.FormulasUpdate{Constants: &map[string]*float64{"K": ptr(1.0)}}, map[string]any{"constant": "K"}},
 	} {
 		t.Run("Edit"+tt.name, func(t *testing.T) {
 			res, _ := admin.UpdateFormulasWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID, tt.body)

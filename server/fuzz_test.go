@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -21,9 +21,9 @@ func FuzzQueryParameters(f *testing.F) {
 	e := newEnv(f)
 	tn := e.newTenant("Acme")
 	c := e.client(tn.tokens[store.Editor])
-	res, err := c.PostReadingsWithResponse(f.Context(), tn.orgID, tn.projectID, tn.sensorID, nil, []gen.ReadingInput{
-		{Datetime: mustParse("2024-05-01T12:00:00Z"), Inputs: gen.Values{"1": 1}},
-		{Datetime: mustParse("2024-05-01T13:00:00Z"), Inputs: gen.Values{"1": 2, "2": 3}},
+	res, err := c.PostReadingsWithResponse(f.Context(), tn.orgID, tn.projectID, tn.sensorID, nil, []client.ReadingInput{
+		{Datetime: mustParse("2024-05-01T12:00:00Z"), Inputs: client.Values{"1": 1}},
+		{Datetime: mustParse("2024-05-01T13:00:00Z"), Inputs: client.Values{"1": 2, "2": 3}},
 	})
 	if err != nil || res.StatusCode() != 200 {
 		f.Fatalf("fixture: %v", err)
@@ -74,7 +74,7 @@ func FuzzQueryParameters(f *testing.F) {
 			t.Fatalf("?%s answered %d: %s", query, res.StatusCode, truncate(body, 300))
 		}
 		if res.StatusCode >= 400 {
-			var e gen.Error
+			var e client.Error
 			if err := json.Unmarshal(body, &e); err != nil || e.Code == "" {
 				t.Fatalf("?%s answered %d with %s, not the JSON error", query, res.StatusCode, truncate(body, 300))
 			}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -26,8 +26,8 @@ func TestGrafana(t *testing.T) {
 	piezo.sensorID = tn.instanceID
 	freq := fmt.Sprint(sensor.Instance.Inputs[0].ID)
 	post(t, e.client(tn.tokens[store.Editor]), piezo,
-		reading(t, "2024-05-01T00:00:00Z", gen.Values{freq: 3000}),
-		reading(t, "2024-05-01T00:20:00Z", gen.Values{freq: 2000}))
+		reading(t, "2024-05-01T00:00:00Z", client.Values{freq: 3000}),
+		reading(t, "2024-05-01T00:20:00Z", client.Values{freq: 2000}))
 	blueprint, err := e.db.GetBlueprint(t.Context(), tn.orgID, tn.blueprintID)
 	if err != nil {
 		t.Fatal(err)
@@ -44,8 +44,8 @@ func TestGrafana(t *testing.T) {
 	piezo2.sensorID = second.ID
 	freq2 := fmt.Sprint(second.Instance.Inputs[0].ID)
 	post(t, e.client(tn.tokens[store.Editor]), piezo2,
-		reading(t, "2024-05-01T00:10:00Z", gen.Values{freq2: 1000}),
-		reading(t, "2024-05-02T00:10:00Z", gen.Values{freq2: 1000}))
+		reading(t, "2024-05-01T00:10:00Z", client.Values{freq2: 1000}),
+		reading(t, "2024-05-02T00:10:00Z", client.Values{freq2: 1000}))
 	grafana := strings.NewReplacer("${__timeFrom}", "1714521600000", "${__timeTo}", "1714608000000") // 2024-05-01, one day
 
 	t.Run("OneOutput", func(t *testing.T) {
@@ -94,7 +94,7 @@ func TestGrafana(t *testing.T) {
 	t.Run("Paging", func(t *testing.T) {
 		// Every sensor of the project, a reading a page, through the client.
 		var rows []string
-		p := &gen.ListProjectReadingsParams{Limit: ptr(1)}
+		p := &client.ListProjectReadingsParams{Limit: ptr(1)}
 		for pages := 0; ; pages++ {
 			res, err := e.client(tn.tokens[store.Viewer]).ListProjectReadingsWithResponse(t.Context(), tn.orgID, tn.projectID, p)
 			if err != nil || res.StatusCode() != 200 || pages > 10 {

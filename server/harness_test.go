@@ -18,63 +18,110 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/openapi"
 	"github.com/sensorreadings/readings/openapi/openapitest"
+	"github.com/sensorreadings/readings/outbox"
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/server"
 	"github.com/sensorreadings/readings/store"
 	"github.com/sensorreadings/readings/store/storetest"
+	"github.com/sensorreadings/readings/tokenuse"
 )
 
 // env is the real service on a fresh database, served over HTTP.
 type env struct {
-	t    testing.TB
+	t testing.TB
+	service
 	pool *pgxpool.Pool
 	db   *store.DB
-	srv  *server.Server
 	url  string
 	logs *syncBuffer
 	spec *openapi3.T
 }
 
+// config is the service's configuration: the server's, the domain's and
+// the outbox's.
+type config struct {
+	server.Config
+	core   sensing.Config
+	outbox outbox.Config
+}
+
 // defaultConfig is the service's configuration in tests: its real defaults.
-func defaultConfig() server.Config {
-	return server.Config{MaxBatch: 10000, MaxBodyBytes: 16 << 20, MaxFuture: 24 * time.Hour}
+func defaultConfig() config {
+	return config{
+		Config: server.Config{MaxBatch: 10000, MaxBodyBytes: 16 << 20},
+		core:   sensing.Config{MaxFuture: 24 * time.Hour},
+	}
 }
 
 func newEnv(t testing.TB) *env {
-	return newEnvWith(t, defaultConfig(), nil)
+	return newEnvWith(t, defaultConfig(), faults{})
 }
 
-// newEnvWith serves st when it is not nil (a store with a fault injected),
-// else the real store.
-func newEnvWith(t testing.TB, cfg server.Config, wrap func(*store.DB) server.Store) *env {
+// faults are what a test injects: deps changes what the server calls,
+// reader wraps the real store that the domain reads readings from.
+type faults struct {
+	deps   func(*server.Deps, *store.DB)
+	reader func(*store.DB) sensing.Reader
+}
+
+// newEnvWith serves the real store with the faults f injects.
+func newEnvWith(t testing.TB, cfg config, f faults) *env {
 	t.Helper()
-	return newEnvLimits(t, cfg, store.Limits{}, wrap)
+	return newEnvLimits(t, cfg, store.Limits{}, f)
 }
 
 // newEnvLimits is newEnvWith on a store with limits; zero fields keep the
 // defaults.
-func newEnvLimits(t testing.TB, cfg server.Config, limits store.Limits, wrap func(*store.DB) server.Store) *env {
+func newEnvLimits(t testing.TB, cfg config, limits store.Limits, f faults) *env {
 	t.Helper()
 	pool := storetest.NewPool(t)
 	db := store.New(pool, limits)
-	var st server.Store = db
-	if wrap != nil {
-		st = wrap(db)
-	}
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	srv, err := server.New(st, log, cfg)
-	if err != nil {
-		t.Fatalf("server.New: %v", err)
-	}
-	ts := serve(t, srv)
+	svc := newService(t, db, log, cfg, f)
+	ts := serve(t, svc.srv)
 	spec, err := openapi.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, pool: pool, db: db, srv: srv, url: ts.URL, logs: logs, spec: spec}
+	return &env{t: t, service: svc, pool: pool, db: db, url: ts.URL, logs: logs, spec: spec}
+}
+
+// service is the service on one database, as main wires it: the domain,
+// the outbox it wakes, the record of token use, and the server of them.
+type service struct {
+	core   *sensing.Service
+	outbox *outbox.Outbox
+	tokens *tokenuse.Recorder
+	srv    *server.Server
+}
+
+func newService(t testing.TB, db *store.DB, log *slog.Logger, cfg config, f faults) service {
+	t.Helper()
+	ob, err := outbox.New(db, log, cfg.outbox, server.WebhookPayload)
+	if err != nil {
+		t.Fatalf("outbox.New: %v", err)
+	}
+	cfg.core.DBTimeout = cfg.DBTimeout // one setting, as main makes it
+	cfg.core.OnEvents = ob.Wake
+	svc := service{core: sensing.New(db, log, cfg.core), outbox: ob, tokens: tokenuse.New(db, log)}
+	deps := server.DepsOf(db, svc.core, ob, svc.tokens)
+	if f.reader != nil {
+		deps.Reads = svc.core.WithReader(f.reader(db))
+	}
+	if r, ok := cfg.Standby.(sensing.Reader); ok {
+		deps.StandbyReads = svc.core.WithReader(r)
+	}
+	if f.deps != nil {
+		f.deps(&deps, db)
+	}
+	if svc.srv, err = server.New(deps, log, cfg.Config); err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	return svc
 }
 
 // serve serves h over HTTP until the test ends, and fails the test on every
@@ -93,16 +140,16 @@ func serve(t testing.TB, h http.Handler) *httptest.Server {
 }
 
 // client returns a generated client that sends token (none when empty).
-func (e *env) client(token string) *gen.ClientWithResponses {
+func (e *env) client(token string) *client.ClientWithResponses {
 	e.t.Helper()
-	opts := []gen.ClientOption{gen.WithHTTPClient(e.httpClient())}
+	opts := []client.ClientOption{client.WithHTTPClient(e.httpClient())}
 	if token != "" {
-		opts = append(opts, gen.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+		opts = append(opts, client.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
 			req.Header.Set("Authorization", "Bearer "+token)
 			return nil
 		}))
 	}
-	c, err := gen.NewClientWithResponses(e.url, opts...)
+	c, err := client.NewClientWithResponses(e.url, opts...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -220,7 +267,7 @@ func (e *env) newPiezometer(t testing.TB, tn tenant, projectID int64, name strin
 }
 
 // owner returns a client of the tenant's owner.
-func (e *env) owner(tn tenant) *gen.ClientWithResponses { return e.client(tn.tokens[store.Owner]) }
+func (e *env) owner(tn tenant) *client.ClientWithResponses { return e.client(tn.tokens[store.Owner]) }
 
 // do sends a raw request, for what the generated client cannot send
 // (malformed bodies, wrong content types), still checked against the spec.
@@ -249,12 +296,12 @@ func (e *env) do(token, method, path, contentType string, body io.Reader) (*http
 }
 
 // wantError checks that a response is the JSON error with status and code.
-func wantError(t *testing.T, status int, body []byte, wantStatus int, wantCode string) gen.Error {
+func wantError(t *testing.T, status int, body []byte, wantStatus int, wantCode string) client.Error {
 	t.Helper()
 	if status != wantStatus {
 		t.Fatalf("status %d, want %d; body %s", status, wantStatus, body)
 	}
-	var e gen.Error
+	var e client.Error
 	if err := json.Unmarshal(body, &e); err != nil {
 		t.Fatalf("error body %q is not JSON: %v", body, err)
 	}
@@ -288,7 +335,7 @@ func readingsPath(tn tenant) string {
 
 // linkParams reads the rel="next" Link of a response into the parameters
 // of the next call. It fails on a parameter the spec does not define.
-func linkParams(t *testing.T, header http.Header) (*gen.ListReadingsParams, bool) {
+func linkParams(t *testing.T, header http.Header) (*client.ListReadingsParams, bool) {
 	t.Helper()
 	link := header.Get("Link")
 	if link == "" {
@@ -302,24 +349,24 @@ func linkParams(t *testing.T, header http.Header) (*gen.ListReadingsParams, bool
 	if err != nil {
 		t.Fatalf("Link %q: %v", link, err)
 	}
-	var p gen.ListReadingsParams
+	var p client.ListReadingsParams
 	for key, values := range u.Query() {
 		v := values[0]
 		switch key {
 		case "datetime__gte", "datetime__gt", "datetime__lte", "datetime__lt":
-			*map[string]**gen.Bound{
+			*map[string]**client.Bound{
 				"datetime__gte": &p.DatetimeGte, "datetime__gt": &p.DatetimeGt,
 				"datetime__lte": &p.DatetimeLte, "datetime__lt": &p.DatetimeLt,
 			}[key] = &v
 		case "keys":
-			k := gen.ListReadingsParamsKeys(v)
+			k := client.ListReadingsParamsKeys(v)
 			p.Keys = &k
 		case "limit":
 			var n int
 			fmt.Sscan(v, &n)
 			p.Limit = &n
 		case "order":
-			o := gen.ListReadingsParamsOrder(v)
+			o := client.ListReadingsParamsOrder(v)
 			p.Order = &o
 		case "outputs":
 			b := v == "true"

@@ -5,16 +5,23 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	_ "time/tzdata" // time zones for files, whatever the host has installed
 
 	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/fileimport"
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/store"
 )
 
+// ImportProfiles are the sensors' import profiles.
+type ImportProfiles interface {
+	GetImportProfile(ctx context.Context, key store.SensorKey) (store.ImportProfile, error)
+	SetImportProfile(ctx context.Context, key store.SensorKey, spec store.ImportProfileSpec) (store.ImportProfile, error)
+	DeleteImportProfile(ctx context.Context, key store.SensorKey) error
+}
+
 // GetImportProfile returns how a sensor's files are read.
 func (s *Server) GetImportProfile(ctx context.Context, req gen.GetImportProfileRequestObject) (gen.GetImportProfileResponseObject, error) {
-	p, err := s.store.GetImportProfile(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
+	p, err := s.ImportProfiles.GetImportProfile(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
 	if err != nil {
 		return nil, err
 	}
@@ -30,7 +37,7 @@ func (s *Server) SetImportProfile(ctx context.Context, req gen.SetImportProfileR
 	if req.Body.Tz != nil {
 		spec.TZ = *req.Body.Tz
 	}
-	if _, err := loadZone(spec.TZ, map[string]any{"field": "tz"}); err != nil {
+	if _, err := fileimport.LoadZone(spec.TZ, map[string]any{"field": "tz"}); err != nil {
 		return nil, err
 	}
 	if req.Body.Dst != nil {
@@ -42,7 +49,7 @@ func (s *Server) SetImportProfile(ctx context.Context, req gen.SetImportProfileR
 				Message: fmt.Sprintf("columns: a column's name has 1 to %d characters; %q has %d", maxColumnName, name, len(name))}
 		}
 	}
-	p, err := s.store.SetImportProfile(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), spec)
+	p, err := s.ImportProfiles.SetImportProfile(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), spec)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +58,7 @@ func (s *Server) SetImportProfile(ctx context.Context, req gen.SetImportProfileR
 
 // DeleteImportProfile deletes a sensor's import profile.
 func (s *Server) DeleteImportProfile(ctx context.Context, req gen.DeleteImportProfileRequestObject) (gen.DeleteImportProfileResponseObject, error) {
-	if err := s.store.DeleteImportProfile(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId)); err != nil {
+	if err := s.ImportProfiles.DeleteImportProfile(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId)); err != nil {
 		return nil, err
 	}
 	return gen.DeleteImportProfile204Response{}, nil

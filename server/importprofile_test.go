@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -23,17 +23,17 @@ func TestImportProfile(t *testing.T) {
 	// The logger's own names: Freq_Avg and Temp_Avg name no input.
 	file := strings.NewReplacer(`"freq","temp"`, `"Freq_Avg","Temp_Avg"`).Replace(fixture(t, "dam.toa5"))
 
-	res := postFile(t, c, tn, tn.instanceID, gen.PostReadingsParams{}, file)
+	res := postFile(t, c, tn, tn.instanceID, client.PostReadingsParams{}, file)
 	wantError(t, res.StatusCode(), res.Body, http.StatusBadRequest, "invalid")
 
-	profile := gen.ImportProfileInput{Tz: ptr("Europe/Zurich"), Dst: ptr(gen.Earlier),
+	profile := client.ImportProfileInput{Tz: ptr("Europe/Zurich"), Dst: ptr(client.Earlier),
 		Columns: &map[string]string{"Freq_Avg": "freq", "Temp_Avg": id["temp"]}}
 	set, err := c.SetImportProfileWithResponse(t.Context(), tn.orgID, tn.projectID, tn.instanceID, profile)
 	if err != nil || set.JSON200 == nil {
 		t.Fatalf("PUT profile: %v %s", err, set.Body)
 	}
 	wantProfile := fmt.Sprintf("{columns:map[Freq_Avg:freq Temp_Avg:temp] dst:earlier sensor:%d tz:Europe/Zurich}", tn.instanceID)
-	show := func(p *gen.ImportProfile) string {
+	show := func(p *client.ImportProfile) string {
 		return fmt.Sprintf("{columns:%v dst:%s sensor:%d tz:%s}", p.Columns, deref(p.Dst), p.SensorId, p.Tz)
 	}
 	if got := show(set.JSON200); got != wantProfile {
@@ -50,12 +50,12 @@ func TestImportProfile(t *testing.T) {
 	t.Run("QueryOverrides", func(t *testing.T) {
 		for _, tc := range []struct {
 			name   string
-			params gen.PostReadingsParams
+			params client.PostReadingsParams
 			want   string // the datetime of the file's second reading
 		}{
-			{"Profile", gen.PostReadingsParams{}, "2024-10-27T00:30:00.000Z"},
-			{"Dst", gen.PostReadingsParams{Dst: ptr(gen.Later)}, "2024-10-27T01:30:00.000Z"},
-			{"Tz", gen.PostReadingsParams{Tz: ptr("UTC")}, "2024-10-27T02:30:00.000Z"},
+			{"Profile", client.PostReadingsParams{}, "2024-10-27T00:30:00.000Z"},
+			{"Dst", client.PostReadingsParams{Dst: ptr(client.Later)}, "2024-10-27T01:30:00.000Z"},
+			{"Tz", client.PostReadingsParams{Tz: ptr("UTC")}, "2024-10-27T02:30:00.000Z"},
 		} {
 			tc.params.DryRun = ptr(true)
 			answer := fileImport(t, postFile(t, c, tn, tn.instanceID, tc.params, file))
@@ -70,7 +70,7 @@ func TestImportProfile(t *testing.T) {
 
 	t.Run("QueryColumns", func(t *testing.T) {
 		// The query's mapping replaces the profile's: Temp_Avg alone, into freq.
-		params := gen.PostReadingsParams{Columns: ptr("Temp_Avg:freq"), DryRun: ptr(true)}
+		params := client.PostReadingsParams{Columns: ptr("Temp_Avg:freq"), DryRun: ptr(true)}
 		answer := fileImport(t, postFile(t, c, tn, tn.instanceID, params, file))
 		if answer.Preview == nil || len(*answer.Preview) != 2 {
 			t.Fatalf("preview %v, want 2 readings (Temp_Avg is NAN on two lines)", answer.Preview)
@@ -87,15 +87,15 @@ func TestImportProfile(t *testing.T) {
 			{"Freq_Avg:freq,Freq_Avg:temp", "names its column twice"},
 			{"a:freq,b:freq", `columns "a" and "b" both feed input freq`},
 		} {
-			res := postFile(t, c, tn, tn.instanceID, gen.PostReadingsParams{Columns: &tc.columns}, file)
+			res := postFile(t, c, tn, tn.instanceID, client.PostReadingsParams{Columns: &tc.columns}, file)
 			if got := wantError(t, res.StatusCode(), res.Body, http.StatusBadRequest, "invalid"); !strings.Contains(got.Message, tc.says) {
 				t.Errorf("columns=%s: message %q, want it to say %q", tc.columns, got.Message, tc.says)
 			}
 		}
 	})
 
-	answer := fileImport(t, postFile(t, c, tn, tn.instanceID, gen.PostReadingsParams{}, file))
-	want := gen.FileImport{Readings: 3, New: 3, Skipped: 1, IgnoredColumns: []string{"RECORD", "batt_volt"}}
+	answer := fileImport(t, postFile(t, c, tn, tn.instanceID, client.PostReadingsParams{}, file))
+	want := client.FileImport{Readings: 3, New: 3, Skipped: 1, IgnoredColumns: []string{"RECORD", "batt_volt"}}
 	if fmt.Sprint(answer) != fmt.Sprint(want) {
 		t.Errorf("answer %+v, want %+v", answer, want)
 	}
@@ -112,16 +112,16 @@ func TestImportProfile(t *testing.T) {
 		for _, tc := range []struct {
 			name   string
 			sensor int64
-			in     gen.ImportProfileInput
+			in     client.ImportProfileInput
 			says   string
 		}{
-			{"UnknownKey", tn.instanceID, gen.ImportProfileInput{Columns: &map[string]string{"Freq_Avg": "frequency"}},
+			{"UnknownKey", tn.instanceID, client.ImportProfileInput{Columns: &map[string]string{"Freq_Avg": "frequency"}},
 				`column "Freq_Avg": "frequency" is not an input of the sensor (its inputs are freq or ` + id["freq"]},
-			{"Output", tn.instanceID, gen.ImportProfileInput{Columns: &map[string]string{"P": "pressure"}}, `"pressure" is not an input`},
-			{"TwoColumnsOneInput", tn.instanceID, gen.ImportProfileInput{Columns: &map[string]string{"a": "freq", "b": id["freq"]}},
+			{"Output", tn.instanceID, client.ImportProfileInput{Columns: &map[string]string{"P": "pressure"}}, `"pressure" is not an input`},
+			{"TwoColumnsOneInput", tn.instanceID, client.ImportProfileInput{Columns: &map[string]string{"a": "freq", "b": id["freq"]}},
 				`columns "a" and "b" both feed input`},
-			{"BadZone", tn.instanceID, gen.ImportProfileInput{Tz: ptr("Europe/Atlantis")}, `tz "Europe/Atlantis" is not an IANA time zone`},
-			{"KeyWithoutBlueprint", tn.sensorID, gen.ImportProfileInput{Columns: &map[string]string{"ch1": "freq"}},
+			{"BadZone", tn.instanceID, client.ImportProfileInput{Tz: ptr("Europe/Atlantis")}, `tz "Europe/Atlantis" is not an IANA time zone`},
+			{"KeyWithoutBlueprint", tn.sensorID, client.ImportProfileInput{Columns: &map[string]string{"ch1": "freq"}},
 				"the sensor has no blueprint, so inputs are decimal ids"},
 		} {
 			res, err := c.SetImportProfileWithResponse(t.Context(), tn.orgID, tn.projectID, tc.sensor, tc.in)
@@ -140,14 +140,14 @@ func TestImportProfile(t *testing.T) {
 
 	t.Run("WithoutBlueprint", func(t *testing.T) {
 		res, err := c.SetImportProfileWithResponse(t.Context(), tn.orgID, tn.projectID, tn.sensorID,
-			gen.ImportProfileInput{Columns: &map[string]string{"ch1": "7"}})
+			client.ImportProfileInput{Columns: &map[string]string{"ch1": "7"}})
 		if err != nil || res.JSON200 == nil {
 			t.Fatalf("PUT profile: %v %s", err, res.Body)
 		}
 		if got, want := fmt.Sprint(res.JSON200.Columns, " ", res.JSON200.Tz, " ", res.JSON200.Dst), "map[ch1:7] UTC <nil>"; got != want {
 			t.Errorf("profile %s, want %s", got, want)
 		}
-		answer := fileImport(t, postFile(t, c, tn, tn.sensorID, gen.PostReadingsParams{}, "datetime,RECORD,ch1,ch2\n2024-05-01 00:00:00,1,2.5,NAN\n"))
+		answer := fileImport(t, postFile(t, c, tn, tn.sensorID, client.PostReadingsParams{}, "datetime,RECORD,ch1,ch2\n2024-05-01 00:00:00,1,2.5,NAN\n"))
 		if got, want := fmt.Sprint(answer.New, answer.IgnoredColumns), "1 [RECORD ch2]"; got != want {
 			t.Errorf("new, ignored = %s, want %s", got, want)
 		}
@@ -172,7 +172,7 @@ func TestImportProfile(t *testing.T) {
 		if del, err = c.DeleteImportProfileWithResponse(t.Context(), tn.orgID, tn.projectID, tn.instanceID); err != nil || del.StatusCode() != http.StatusNoContent {
 			t.Fatalf("DELETE profile again: %v %s, want 204", err, del.Body)
 		}
-		res := postFile(t, c, tn, tn.instanceID, gen.PostReadingsParams{}, file)
+		res := postFile(t, c, tn, tn.instanceID, client.PostReadingsParams{}, file)
 		got := wantError(t, res.StatusCode(), res.Body, http.StatusBadRequest, "invalid")
 		wantRefusal(t, got, "line", "2", "no column names an input")
 	})

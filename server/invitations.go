@@ -9,6 +9,15 @@ import (
 	"github.com/sensorreadings/readings/store"
 )
 
+// Invitations are an organization's invitations and their acceptance.
+type Invitations interface {
+	ListInvitations(ctx context.Context, orgID, before int64, limit int) ([]store.Invitation, bool, error)
+	CreateInvitation(ctx context.Context, orgID, invitedBy int64, email string, role store.Role, expiresAt time.Time) (store.Invitation, string, error)
+	RevokeInvitation(ctx context.Context, orgID, id int64) error
+	AcceptInvitation(ctx context.Context, code, name string) (store.Accepted, error)
+	AcceptInvitationAs(ctx context.Context, code string, userID int64) (store.Membership, error)
+}
+
 const defaultInvitationDays = 7
 
 // ListInvitations returns a page of the organization's invitations.
@@ -17,7 +26,7 @@ func (s *Server) ListInvitations(ctx context.Context, req gen.ListInvitationsReq
 	if err != nil {
 		return nil, err
 	}
-	invs, more, err := s.store.ListInvitations(ctx, req.OrgId, before, limit)
+	invs, more, err := s.Invitations.ListInvitations(ctx, req.OrgId, before, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +44,7 @@ func (s *Server) CreateInvitation(ctx context.Context, req gen.CreateInvitationR
 		days = *req.Body.ExpiresInDays
 	}
 	expiresAt := time.Now().Add(time.Duration(days) * 24 * time.Hour)
-	inv, code, err := s.store.CreateInvitation(ctx, req.OrgId, principalOf(ctx).UserID, string(req.Body.Email), store.Role(req.Body.Role), expiresAt)
+	inv, code, err := s.Invitations.CreateInvitation(ctx, req.OrgId, principalOf(ctx).UserID, string(req.Body.Email), store.Role(req.Body.Role), expiresAt)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +57,7 @@ func (s *Server) CreateInvitation(ctx context.Context, req gen.CreateInvitationR
 
 // RevokeInvitation revokes an invitation.
 func (s *Server) RevokeInvitation(ctx context.Context, req gen.RevokeInvitationRequestObject) (gen.RevokeInvitationResponseObject, error) {
-	if err := s.store.RevokeInvitation(ctx, req.OrgId, req.InvitationId); err != nil {
+	if err := s.Invitations.RevokeInvitation(ctx, req.OrgId, req.InvitationId); err != nil {
 		return nil, err
 	}
 	return gen.RevokeInvitation204Response{}, nil
@@ -57,7 +66,7 @@ func (s *Server) RevokeInvitation(ctx context.Context, req gen.RevokeInvitationR
 // AcceptInvitation exchanges a code for a new account: its user,
 // membership and first token.
 func (s *Server) AcceptInvitation(ctx context.Context, req gen.AcceptInvitationRequestObject) (gen.AcceptInvitationResponseObject, error) {
-	a, err := s.store.AcceptInvitation(ctx, req.Body.Code, deref(req.Body.Name))
+	a, err := s.Invitations.AcceptInvitation(ctx, req.Body.Code, deref(req.Body.Name))
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +80,7 @@ func (s *Server) AcceptInvitation(ctx context.Context, req gen.AcceptInvitationR
 
 // AcceptMyInvitation accepts an invitation addressed to the calling user.
 func (s *Server) AcceptMyInvitation(ctx context.Context, req gen.AcceptMyInvitationRequestObject) (gen.AcceptMyInvitationResponseObject, error) {
-	m, err := s.store.AcceptInvitationAs(ctx, req.Body.Code, principalOf(ctx).UserID)
+	m, err := s.Invitations.AcceptInvitationAs(ctx, req.Body.Code, principalOf(ctx).UserID)
 	if err != nil {
 		return nil, err
 	}
@@ -84,8 +93,8 @@ func toInvitation(i store.Invitation) gen.Invitation {
 		Email:      i.Email,
 		Role:       gen.Role(i.Role),
 		State:      gen.InvitationState(i.State),
-		CreatedAt:  datetime(i.CreatedAt),
-		ExpiresAt:  datetime(i.ExpiresAt),
+		CreatedAt:  toDatetime(i.CreatedAt),
+		ExpiresAt:  toDatetime(i.ExpiresAt),
 		AcceptedAt: optionalDatetime(i.AcceptedAt),
 		RevokedAt:  optionalDatetime(i.RevokedAt),
 	}

@@ -8,7 +8,7 @@ import (
 
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -25,24 +25,24 @@ func TestInvitations(t *testing.T) {
 	owner := e.owner(tn)
 	anonymous := e.client("")
 
-	invite := func(t *testing.T, email string, role gen.Role) *gen.InvitationCreated {
+	invite := func(t *testing.T, email string, role client.Role) *client.InvitationCreated {
 		t.Helper()
-		res, err := owner.CreateInvitationWithResponse(ctx, tn.orgID, gen.InvitationCreate{Email: openapi_types.Email(email), Role: role})
+		res, err := owner.CreateInvitationWithResponse(ctx, tn.orgID, client.InvitationCreate{Email: openapi_types.Email(email), Role: role})
 		if err != nil || res.StatusCode() != 201 {
 			t.Fatalf("create invitation: %v %s", err, res.Body)
 		}
 		return res.JSON201
 	}
-	accept := func(code string) *gen.AcceptInvitationResponse {
+	accept := func(code string) *client.AcceptInvitationResponse {
 		t.Helper()
-		res, err := anonymous.AcceptInvitationWithResponse(ctx, gen.InvitationAccept{Code: code, Name: ptr("Grace")})
+		res, err := anonymous.AcceptInvitationWithResponse(ctx, client.InvitationAccept{Code: code, Name: ptr("Grace")})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res
 	}
 
-	inv := invite(t, "grace@example.com", gen.Editor)
+	inv := invite(t, "grace@example.com", client.Editor)
 	if !strings.HasPrefix(inv.Code, "inv_") || inv.AcceptPath != "/console/accept?code="+inv.Code {
 		t.Errorf("code %q, accept_path %q", inv.Code, inv.AcceptPath)
 	}
@@ -55,7 +55,7 @@ func TestInvitations(t *testing.T) {
 	if res.StatusCode() != 201 {
 		t.Fatalf("accept: %d %s, want 201", res.StatusCode(), res.Body)
 	}
-	if got, want := res.JSON201.Membership, (gen.Membership{OrgId: tn.orgID, OrgName: "Acme", Role: gen.Editor}); got != want {
+	if got, want := res.JSON201.Membership, (client.Membership{OrgId: tn.orgID, OrgName: "Acme", Role: client.Editor}); got != want {
 		t.Errorf("membership %+v, want %+v", got, want)
 	}
 	me, err := e.client(res.JSON201.Token.Token).GetMeWithResponse(ctx)
@@ -76,7 +76,7 @@ func TestInvitations(t *testing.T) {
 	wantError(t, revoke.StatusCode(), revoke.Body, 409, "conflict")
 
 	// A revoked code is refused; revoking twice is a no-op.
-	revoked := invite(t, "heidi@example.com", gen.Viewer)
+	revoked := invite(t, "heidi@example.com", client.Viewer)
 	for range 2 {
 		res, err := owner.RevokeInvitationWithResponse(ctx, tn.orgID, revoked.Id)
 		if err != nil || res.StatusCode() != 204 {
@@ -104,17 +104,17 @@ func TestInvitations(t *testing.T) {
 
 	// An existing member accepts signed in, and keeps the higher of their
 	// role and the invitation's.
-	viewerInv := invite(t, "grace@example.com", gen.Viewer)
-	mine, err := e.client(res.JSON201.Token.Token).AcceptMyInvitationWithResponse(ctx, gen.InvitationCode{Code: viewerInv.Code})
-	if err != nil || mine.StatusCode() != 200 || mine.JSON200.Role != gen.Editor {
+	viewerInv := invite(t, "grace@example.com", client.Viewer)
+	mine, err := e.client(res.JSON201.Token.Token).AcceptMyInvitationWithResponse(ctx, client.InvitationCode{Code: viewerInv.Code})
+	if err != nil || mine.StatusCode() != 200 || mine.JSON200.Role != client.Editor {
 		t.Errorf("accept as a member: %v %d %s, want 200 keeping editor", err, mine.StatusCode(), mine.Body)
 	}
 
-	list, err := owner.ListInvitationsWithResponse(ctx, tn.orgID, &gen.ListInvitationsParams{Limit: ptr(2)})
+	list, err := owner.ListInvitationsWithResponse(ctx, tn.orgID, &client.ListInvitationsParams{Limit: ptr(2)})
 	if err != nil || list.StatusCode() != 200 {
 		t.Fatalf("list: %v %s", err, list.Body)
 	}
-	var states []gen.InvitationState
+	var states []client.InvitationState
 	for p := list.JSON200; ; {
 		for _, i := range p.Items {
 			states = append(states, i.State)
@@ -122,13 +122,13 @@ func TestInvitations(t *testing.T) {
 		if p.NextCursor == nil {
 			break
 		}
-		next, err := owner.ListInvitationsWithResponse(ctx, tn.orgID, &gen.ListInvitationsParams{Limit: ptr(2), Cursor: p.NextCursor})
+		next, err := owner.ListInvitationsWithResponse(ctx, tn.orgID, &client.ListInvitationsParams{Limit: ptr(2), Cursor: p.NextCursor})
 		if err != nil || next.StatusCode() != 200 {
 			t.Fatalf("list: %v %s", err, next.Body)
 		}
 		p = next.JSON200
 	}
-	want := []gen.InvitationState{gen.InvitationStateAccepted, gen.InvitationStateExpired, gen.InvitationStateRevoked, gen.InvitationStateAccepted}
+	want := []client.InvitationState{client.InvitationStateAccepted, client.InvitationStateExpired, client.InvitationStateRevoked, client.InvitationStateAccepted}
 	if !slices.Equal(states, want) {
 		t.Errorf("states newest first %v, want %v", states, want)
 	}
@@ -149,7 +149,7 @@ func TestInvitationForAnExistingAccount(t *testing.T) {
 	if err != nil || me.StatusCode() != 200 {
 		t.Fatalf("me: %v %s", err, me.Body)
 	}
-	created, err := e.owner(a).CreateInvitationWithResponse(ctx, a.orgID, gen.InvitationCreate{Email: openapi_types.Email(me.JSON200.User.Email), Role: gen.Owner})
+	created, err := e.owner(a).CreateInvitationWithResponse(ctx, a.orgID, client.InvitationCreate{Email: openapi_types.Email(me.JSON200.User.Email), Role: client.Owner})
 	if err != nil || created.StatusCode() != 201 {
 		t.Fatalf("create invitation: %v %s", err, created.Body)
 	}
@@ -173,13 +173,13 @@ func TestInvitationForAnExistingAccount(t *testing.T) {
 			t.Errorf("the user's memberships: %v %s, want Bravo's only", err, m.Body)
 		}
 		list, err := e.owner(a).ListInvitationsWithResponse(ctx, a.orgID, nil)
-		if err != nil || list.StatusCode() != 200 || len(list.JSON200.Items) != 1 || list.JSON200.Items[0].State != gen.InvitationStatePending {
+		if err != nil || list.StatusCode() != 200 || len(list.JSON200.Items) != 1 || list.JSON200.Items[0].State != client.InvitationStatePending {
 			t.Errorf("the invitation: %v %s, want it pending", err, list.Body)
 		}
 	}
 
 	t.Run("TheCodeAlone", func(t *testing.T) {
-		res, err := e.client("").AcceptInvitationWithResponse(ctx, gen.InvitationAccept{Code: code, Name: ptr("Mallory")})
+		res, err := e.client("").AcceptInvitationWithResponse(ctx, client.InvitationAccept{Code: code, Name: ptr("Mallory")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +192,7 @@ func TestInvitationForAnExistingAccount(t *testing.T) {
 		unchanged(t)
 	})
 	t.Run("AnotherUsersToken", func(t *testing.T) {
-		res, err := e.client(a.tokens[store.Viewer]).AcceptMyInvitationWithResponse(ctx, gen.InvitationCode{Code: code})
+		res, err := e.client(a.tokens[store.Viewer]).AcceptMyInvitationWithResponse(ctx, client.InvitationCode{Code: code})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +205,7 @@ func TestInvitationForAnExistingAccount(t *testing.T) {
 			t.Fatal(err)
 		}
 		tokens++
-		res, err := e.client(scoped).AcceptMyInvitationWithResponse(ctx, gen.InvitationCode{Code: code})
+		res, err := e.client(scoped).AcceptMyInvitationWithResponse(ctx, client.InvitationCode{Code: code})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,11 +213,11 @@ func TestInvitationForAnExistingAccount(t *testing.T) {
 		unchanged(t)
 	})
 	t.Run("TheUserSignedIn", func(t *testing.T) {
-		res, err := victim.AcceptMyInvitationWithResponse(ctx, gen.InvitationCode{Code: code})
+		res, err := victim.AcceptMyInvitationWithResponse(ctx, client.InvitationCode{Code: code})
 		if err != nil || res.StatusCode() != 200 {
 			t.Fatalf("accept signed in: %v %s", err, res.Body)
 		}
-		if got, want := *res.JSON200, (gen.Membership{OrgId: a.orgID, OrgName: "Alpha", Role: gen.Owner}); got != want {
+		if got, want := *res.JSON200, (client.Membership{OrgId: a.orgID, OrgName: "Alpha", Role: client.Owner}); got != want {
 			t.Errorf("membership %+v, want %+v", got, want)
 		}
 		if got := tokensOf(); got != tokens {
@@ -227,7 +227,7 @@ func TestInvitationForAnExistingAccount(t *testing.T) {
 		if err != nil || projects.StatusCode() != 200 {
 			t.Errorf("the user's own token in Alpha: %v %s, want 200", err, projects.Body)
 		}
-		again, err := victim.AcceptMyInvitationWithResponse(ctx, gen.InvitationCode{Code: code})
+		again, err := victim.AcceptMyInvitationWithResponse(ctx, client.InvitationCode{Code: code})
 		if err != nil {
 			t.Fatal(err)
 		}

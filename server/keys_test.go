@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -26,13 +26,13 @@ func TestKeysNames(t *testing.T) {
 	freq, temp := fmt.Sprint(sensor.Instance.Inputs[0].ID), fmt.Sprint(sensor.Instance.Inputs[1].ID)
 	piezo := tn
 	piezo.sensorID = tn.instanceID
-	post(t, editor, piezo, reading(t, "2024-05-01T12:00:00Z", gen.Values{freq: 3000, temp: 20}))
-	post(t, editor, tn, reading(t, "2024-05-01T12:00:00Z", gen.Values{"7": 1}))
-	names, ids := ptr(gen.ListReadingsParamsKeysNames), ptr(gen.ListReadingsParamsKeysIds)
+	post(t, editor, piezo, reading(t, "2024-05-01T12:00:00Z", client.Values{freq: 3000, temp: 20}))
+	post(t, editor, tn, reading(t, "2024-05-01T12:00:00Z", client.Values{"7": 1}))
+	names, ids := ptr(client.ListReadingsParamsKeysNames), ptr(client.ListReadingsParamsKeysIds)
 	csv := func(_ context.Context, req *http.Request) error { req.Header.Set("Accept", "text/csv"); return nil }
 
 	t.Run("Page", func(t *testing.T) {
-		res, err := viewer.ListReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID, &gen.ListReadingsParams{Keys: names, Outputs: ptr(true)})
+		res, err := viewer.ListReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID, &client.ListReadingsParams{Keys: names, Outputs: ptr(true)})
 		if err != nil || res.StatusCode() != 200 {
 			t.Fatalf("list: %v %s", err, res.Body)
 		}
@@ -40,13 +40,13 @@ func TestKeysNames(t *testing.T) {
 		if got, want := fmt.Sprint(r.Inputs, *r.Outputs), "map[freq:3000 temp:20] map[digits:9000 pressure:-900]"; got != want {
 			t.Errorf("inputs and outputs = %s, want %s", got, want)
 		}
-		res, _ = viewer.ListReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID, &gen.ListReadingsParams{Keys: ids})
+		res, _ = viewer.ListReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID, &client.ListReadingsParams{Keys: ids})
 		if r := (*res.JSON200)[0]; r.Inputs[freq] != 3000 {
 			t.Errorf("keys=ids: inputs = %v, want keyed by id", r.Inputs)
 		}
 	})
 	t.Run("PageCSV", func(t *testing.T) {
-		res, err := viewer.ListReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID, &gen.ListReadingsParams{Keys: names, Outputs: ptr(true)}, csv)
+		res, err := viewer.ListReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID, &client.ListReadingsParams{Keys: names, Outputs: ptr(true)}, csv)
 		if err != nil || res.StatusCode() != 200 {
 			t.Fatalf("list: %v %s", err, res.Body)
 		}
@@ -56,7 +56,7 @@ func TestKeysNames(t *testing.T) {
 		}
 	})
 	t.Run("NoBlueprint", func(t *testing.T) {
-		res, _ := viewer.ListReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, &gen.ListReadingsParams{Keys: names}, csv)
+		res, _ := viewer.ListReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, &client.ListReadingsParams{Keys: names}, csv)
 		if got, want := string(res.Body), "datetime,7\n2024-05-01T12:00:00.000Z,1\n"; got != want {
 			t.Errorf("CSV page of a sensor without a blueprint = %q, want %q", got, want)
 		}
@@ -65,7 +65,7 @@ func TestKeysNames(t *testing.T) {
 		// NDJSON lines are appendReading's, which Page tests; the
 		// validating transport cannot decode NDJSON.
 		res, err := viewer.ExportReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID,
-			&gen.ExportReadingsParams{Keys: ptr(gen.ExportReadingsParamsKeysNames), Outputs: ptr(true)})
+			&client.ExportReadingsParams{Keys: ptr(client.ExportReadingsParamsKeysNames), Outputs: ptr(true)})
 		if err != nil || res.StatusCode() != 200 {
 			t.Fatalf("export: %v %s", err, res.Body)
 		}
@@ -75,9 +75,9 @@ func TestKeysNames(t *testing.T) {
 		}
 	})
 	t.Run("Aggregates", func(t *testing.T) {
-		res, err := viewer.AggregateReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID, &gen.AggregateReadingsParams{
+		res, err := viewer.AggregateReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID, &client.AggregateReadingsParams{
 			Interval: ptr("1h"), Fn: ptr("max"), DatetimeGte: "1714564800000", DatetimeLt: "2024-05-01T13:00:00Z",
-			Fill: ptr(gen.Null), Outputs: ptr(true), Keys: ptr(gen.AggregateReadingsParamsKeysNames)})
+			Fill: ptr(client.Null), Outputs: ptr(true), Keys: ptr(client.AggregateReadingsParamsKeysNames)})
 		if err != nil || res.StatusCode() != 200 {
 			t.Fatalf("aggregates: %v %s", err, res.Body)
 		}
@@ -88,8 +88,8 @@ func TestKeysNames(t *testing.T) {
 		}
 	})
 	t.Run("Latest", func(t *testing.T) {
-		res, err := viewer.LatestReadingsWithResponse(ctx, tn.orgID, tn.projectID, &gen.LatestReadingsParams{
-			Keys: ptr(gen.LatestReadingsParamsKeysNames), Outputs: ptr(true)})
+		res, err := viewer.LatestReadingsWithResponse(ctx, tn.orgID, tn.projectID, &client.LatestReadingsParams{
+			Keys: ptr(client.LatestReadingsParamsKeysNames), Outputs: ptr(true)})
 		if err != nil || res.StatusCode() != 200 {
 			t.Fatalf("latest: %v %s", err, res.Body)
 		}

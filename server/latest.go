@@ -1,13 +1,11 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/sensorreadings/readings/gen"
 )
@@ -18,11 +16,10 @@ func (s *Server) LatestReadings(ctx context.Context, req gen.LatestReadingsReque
 	if err != nil {
 		return nil, err
 	}
-	latest, more, err := s.reader(ctx).LatestReadings(ctx, req.OrgId, req.ProjId, after, limit)
+	latest, more, err := s.reads(ctx).LatestReadings(ctx, req.OrgId, req.ProjId, after, limit, req.Params.Outputs != nil && *req.Params.Outputs)
 	if err != nil {
 		return nil, err
 	}
-	withOutputs := req.Params.Outputs != nil && *req.Params.Outputs
 	b := []byte(`{"items":[`)
 	for i, l := range latest {
 		if i > 0 {
@@ -40,13 +37,7 @@ func (s *Server) LatestReadings(ctx context.Context, req gen.LatestReadingsReque
 		// declare a null for it.
 		if l.Reading != nil {
 			b = append(b, `,"reading":`...)
-			var outputs *outputsWriter
-			if withOutputs {
-				if outputs, err = s.linkedOutputs(ctx, l.Sensor, []time.Time{l.Reading.Time}); err != nil {
-					return nil, err
-				}
-			}
-			b = appendReading(b, l.Sensor.ID, l.Reading, outputs, newKeyNames(l.Sensor, req.Params.Keys))
+			b = appendReading(b, l.Sensor.ID, l.Reading, l.Outputs, newKeyNames(l.Sensor, req.Params.Keys))
 		}
 		b = append(b, '}')
 	}
@@ -59,18 +50,6 @@ func (s *Server) LatestReadings(ctx context.Context, req gen.LatestReadingsReque
 	}
 	b = append(b, "}\n"...)
 	return jsonBody(b), nil
-}
-
-// jsonBody is a 200 JSON response encoded by hand, for the operations whose
-// datetimes must have exactly three fractional digits, which encoding/json
-// does not write.
-type jsonBody []byte
-
-func (j jsonBody) write(w http.ResponseWriter) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, err := bytes.NewReader(j).WriteTo(w)
-	return err
 }
 
 func (j jsonBody) VisitLatestReadingsResponse(w http.ResponseWriter) error { return j.write(w) }

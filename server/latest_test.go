@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -24,16 +24,16 @@ func TestLatestReadings(t *testing.T) {
 	viewer := e.client(tn.tokens[store.Viewer])
 
 	post(t, editor, tn,
-		reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1}),
-		reading(t, "2024-05-01T12:00:02Z", gen.Values{"1": 3}),
-		reading(t, "2024-05-01T12:00:01Z", gen.Values{"1": 2}))
-	latestOf := func() map[int64]*gen.Reading {
+		reading(t, "2024-05-01T12:00:00Z", client.Values{"1": 1}),
+		reading(t, "2024-05-01T12:00:02Z", client.Values{"1": 3}),
+		reading(t, "2024-05-01T12:00:01Z", client.Values{"1": 2}))
+	latestOf := func() map[int64]*client.Reading {
 		t.Helper()
-		res, err := viewer.LatestReadingsWithResponse(ctx, tn.orgID, tn.projectID, &gen.LatestReadingsParams{Outputs: ptr(true)})
+		res, err := viewer.LatestReadingsWithResponse(ctx, tn.orgID, tn.projectID, &client.LatestReadingsParams{Outputs: ptr(true)})
 		if err != nil || res.StatusCode() != 200 {
 			t.Fatalf("latest: %v %s", err, res.Body)
 		}
-		out := map[int64]*gen.Reading{}
+		out := map[int64]*client.Reading{}
 		for _, l := range res.JSON200.Items {
 			out[l.SensorId] = l.Reading
 		}
@@ -53,14 +53,14 @@ func TestLatestReadings(t *testing.T) {
 	}
 
 	t.Run("AfterOverwrite", func(t *testing.T) {
-		post(t, editor, tn, reading(t, "2024-05-01T12:00:02Z", gen.Values{"1": 30}))
+		post(t, editor, tn, reading(t, "2024-05-01T12:00:02Z", client.Values{"1": 30}))
 		if r := latestOf()[tn.sensorID]; r.Inputs["1"] != 30 {
 			t.Errorf("latest after an overwrite = %v, want 30", r.Inputs)
 		}
 	})
 	t.Run("AfterDelete", func(t *testing.T) {
 		res, err := e.client(tn.tokens[store.Admin]).DeleteReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID,
-			&gen.DeleteReadingsParams{DatetimeGte: "2024-05-01T12:00:02Z", DatetimeLt: "2024-05-01T12:00:03Z"})
+			&client.DeleteReadingsParams{DatetimeGte: "2024-05-01T12:00:02Z", DatetimeLt: "2024-05-01T12:00:03Z"})
 		if err != nil || res.StatusCode() != 200 || res.JSON200.Deleted != 1 {
 			t.Fatalf("delete: %v %s", err, res.Body)
 		}
@@ -74,17 +74,17 @@ func TestLatestReadings(t *testing.T) {
 		digits := fmt.Sprint(sensor.Instance.Outputs[0].ID)
 		piezo := tn
 		piezo.sensorID = tn.instanceID
-		post(t, editor, piezo, reading(t, "2024-05-01T12:00:00Z", gen.Values{freq: 3000}))
+		post(t, editor, piezo, reading(t, "2024-05-01T12:00:00Z", client.Values{freq: 3000}))
 		if r := latestOf()[tn.instanceID]; r == nil || r.Outputs == nil || (*r.Outputs)[digits] != 9000 {
 			t.Errorf("latest with outputs = %+v, want digits 9000", r)
 		}
 	})
 	t.Run("Paging", func(t *testing.T) {
-		res, _ := viewer.LatestReadingsWithResponse(ctx, tn.orgID, tn.projectID, &gen.LatestReadingsParams{Limit: ptr(1)})
+		res, _ := viewer.LatestReadingsWithResponse(ctx, tn.orgID, tn.projectID, &client.LatestReadingsParams{Limit: ptr(1)})
 		if len(res.JSON200.Items) != 1 || res.JSON200.NextCursor == nil {
 			t.Fatalf("first page %s, want one sensor and a cursor", res.Body)
 		}
-		next, _ := viewer.LatestReadingsWithResponse(ctx, tn.orgID, tn.projectID, &gen.LatestReadingsParams{Limit: ptr(1), Cursor: res.JSON200.NextCursor})
+		next, _ := viewer.LatestReadingsWithResponse(ctx, tn.orgID, tn.projectID, &client.LatestReadingsParams{Limit: ptr(1), Cursor: res.JSON200.NextCursor})
 		if len(next.JSON200.Items) != 1 || next.JSON200.Items[0].SensorId == res.JSON200.Items[0].SensorId {
 			t.Errorf("second page %s", next.Body)
 		}
@@ -97,17 +97,17 @@ func TestDeleteReadingsBounds(t *testing.T) {
 	tn := e.newTenant("Acme")
 	ctx := context.Background()
 	post(t, e.client(tn.tokens[store.Editor]), tn,
-		reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1}),
-		reading(t, "2024-05-01T12:00:00.000001Z", gen.Values{"1": 2}),
-		reading(t, "2024-05-01T12:59:59.999999Z", gen.Values{"1": 3}),
-		reading(t, "2024-05-01T13:00:00Z", gen.Values{"1": 4}))
+		reading(t, "2024-05-01T12:00:00Z", client.Values{"1": 1}),
+		reading(t, "2024-05-01T12:00:00.000001Z", client.Values{"1": 2}),
+		reading(t, "2024-05-01T12:59:59.999999Z", client.Values{"1": 3}),
+		reading(t, "2024-05-01T13:00:00Z", client.Values{"1": 4}))
 	admin := e.client(tn.tokens[store.Admin])
 	res, err := admin.DeleteReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID,
-		&gen.DeleteReadingsParams{DatetimeGte: "2024-05-01T12:00:00.000001Z", DatetimeLt: "2024-05-01T13:00:00Z"})
+		&client.DeleteReadingsParams{DatetimeGte: "2024-05-01T12:00:00.000001Z", DatetimeLt: "2024-05-01T13:00:00Z"})
 	if err != nil || res.StatusCode() != 200 || res.JSON200.Deleted != 2 {
 		t.Fatalf("delete: %v %s, want 2 deleted", err, res.Body)
 	}
-	left, _ := list(t, admin, tn, gen.ListReadingsParams{})
+	left, _ := list(t, admin, tn, client.ListReadingsParams{})
 	if len(left) != 2 || left[0].Inputs["1"] != 1 || left[1].Inputs["1"] != 4 {
 		t.Errorf("left %+v, want the readings at the two bounds' outsides", left)
 	}
@@ -121,7 +121,7 @@ func TestDeleteReadingsBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	archived, _ := admin.DeleteReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID,
-		&gen.DeleteReadingsParams{DatetimeGte: "2024-01-01T00:00:00Z", DatetimeLt: "2025-01-01T00:00:00Z"})
+		&client.DeleteReadingsParams{DatetimeGte: "2024-01-01T00:00:00Z", DatetimeLt: "2025-01-01T00:00:00Z"})
 	wantError(t, archived.StatusCode(), archived.Body, 409, "conflict")
 	if n := countReadings(t, e); n != 2 {
 		t.Errorf("%d readings after refused deletes, want 2", n)
@@ -143,7 +143,7 @@ func TestCompression(t *testing.T) {
 	t.Parallel()
 	cfg := defaultConfig()
 	cfg.MaxBodyBytes = 64 << 10
-	e := newEnvWith(t, cfg, nil)
+	e := newEnvWith(t, cfg, faults{})
 	tn := e.newTenant("Acme")
 	send := func(body []byte, encoding string) (*http.Response, []byte) {
 		t.Helper()
@@ -222,7 +222,7 @@ func TestCompression(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var readings []gen.Reading
+				var readings []client.Reading
 				if err := json.NewDecoder(zr).Decode(&readings); err != nil || len(readings) != 500 {
 					t.Errorf("%s: %d readings decoded (%v), want 500", tt.path, len(readings), err)
 				}

@@ -11,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
-	"github.com/sensorreadings/readings/server"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 	"github.com/sensorreadings/readings/store/storetest"
 )
@@ -23,7 +22,7 @@ func TestRateLimit(t *testing.T) {
 	// A bucket of 3 that refills once every 10 s: the fourth request of a
 	// quick burst is refused whatever the machine's speed.
 	cfg.RateLimit, cfg.RateBurst = 0.1, 3
-	e := newEnvWith(t, cfg, nil)
+	e := newEnvWith(t, cfg, faults{})
 	tn := e.newTenant("Acme")
 	get := func(token string) (*http.Response, []byte) {
 		req, _ := http.NewRequest("GET", e.url+"/api/v1/me", nil)
@@ -64,7 +63,7 @@ func TestDatabaseDeadline(t *testing.T) {
 	t.Parallel()
 	cfg := defaultConfig()
 	cfg.DBTimeout = 500 * time.Millisecond
-	e := newEnvWith(t, cfg, nil)
+	e := newEnvWith(t, cfg, faults{})
 	tn := e.newTenant("Acme")
 	ctx := context.Background()
 
@@ -78,7 +77,7 @@ func TestDatabaseDeadline(t *testing.T) {
 	}
 	start := time.Now()
 	res, err := e.client(tn.tokens[store.Editor]).PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, nil,
-		[]gen.ReadingInput{reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1})})
+		[]client.ReadingInput{reading(t, "2024-05-01T12:00:00Z", client.Values{"1": 1})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +94,7 @@ func TestDatabaseDeadline(t *testing.T) {
 	if n := countReadings(t, e); n != 0 {
 		t.Errorf("%d readings stored by a request that timed out, want 0", n)
 	}
-	post(t, e.client(tn.tokens[store.Editor]), tn, reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1}))
+	post(t, e.client(tn.tokens[store.Editor]), tn, reading(t, "2024-05-01T12:00:00Z", client.Values{"1": 1}))
 }
 
 func TestMetrics(t *testing.T) {
@@ -106,21 +105,21 @@ func TestMetrics(t *testing.T) {
 	editor := e.client(tn.tokens[store.Editor])
 	admin := e.client(tn.tokens[store.Admin])
 
-	post(t, editor, tn, reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1}), reading(t, "2024-05-01T12:00:01Z", gen.Values{"1": 2}))
-	post(t, editor, tn, reading(t, "2024-05-01T12:00:02Z", gen.Values{"1": 3}))
-	list(t, editor, tn, gen.ListReadingsParams{})
+	post(t, editor, tn, reading(t, "2024-05-01T12:00:00Z", client.Values{"1": 1}), reading(t, "2024-05-01T12:00:01Z", client.Values{"1": 2}))
+	post(t, editor, tn, reading(t, "2024-05-01T12:00:02Z", client.Values{"1": 3}))
+	list(t, editor, tn, client.ListReadingsParams{})
 	e.do(tn.tokens[store.Viewer], "GET", "/api/v1/nowhere", "", nil)
 
 	// An output that divides by zero counts as a formula error.
 	if res, _ := admin.UpdateFormulasWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID,
-		gen.FormulasUpdate{Outputs: &map[string]string{"digits": "freq / 0"}}); res.StatusCode() != 200 {
+		client.FormulasUpdate{Outputs: &map[string]string{"digits": "freq / 0"}}); res.StatusCode() != 200 {
 		t.Fatalf("formulas: %d %s", res.StatusCode(), res.Body)
 	}
 	sensor, _ := e.db.GetSensor(ctx, store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.instanceID})
 	piezo := tn
 	piezo.sensorID = tn.instanceID
-	post(t, editor, piezo, reading(t, "2024-05-01T12:00:00Z", gen.Values{strconv.FormatInt(sensor.Instance.Inputs[0].ID, 10): 1}))
-	list(t, editor, piezo, gen.ListReadingsParams{Outputs: ptr(true)})
+	post(t, editor, piezo, reading(t, "2024-05-01T12:00:00Z", client.Values{strconv.FormatInt(sensor.Instance.Inputs[0].ID, 10): 1}))
+	list(t, editor, piezo, client.ListReadingsParams{Outputs: ptr(true)})
 
 	res, err := http.Get(e.url + "/metrics") // no token: metrics are open
 	if err != nil {
@@ -179,10 +178,7 @@ func TestPoolExhausted(t *testing.T) {
 	}
 	cfg := defaultConfig()
 	cfg.DBTimeout = 300 * time.Millisecond
-	srv, err := server.New(db, slog.New(slog.DiscardHandler), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := newService(t, db, slog.New(slog.DiscardHandler), cfg, faults{}).srv
 	ts := serve(t, srv)
 
 	held, err := pool.Acquire(ctx)

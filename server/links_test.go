@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -17,10 +17,10 @@ import (
 func linkedSensors(t *testing.T, e *env, tn tenant, names ...string) ([]tenant, []map[string]string) {
 	t.Helper()
 	admin := e.client(tn.tokens[store.Admin])
-	bp, err := admin.CreateBlueprintWithResponse(t.Context(), tn.orgID, gen.BlueprintWrite{
+	bp, err := admin.CreateBlueprintWithResponse(t.Context(), tn.orgID, client.BlueprintWrite{
 		Name:    "Difference",
-		Inputs:  []gen.BlueprintInput{{Key: "a", Name: "A"}, {Key: "b", Name: "B"}},
-		Outputs: []gen.BlueprintOutput{{Key: "out", Name: "A less B", Formula: "a - b"}},
+		Inputs:  []client.BlueprintInput{{Key: "a", Name: "A"}, {Key: "b", Name: "B"}},
+		Outputs: []client.BlueprintOutput{{Key: "out", Name: "A less B", Formula: "a - b"}},
 	})
 	if err != nil || bp.StatusCode() != 201 {
 		t.Fatalf("create blueprint: %v %s", err, bp.Body)
@@ -28,7 +28,7 @@ func linkedSensors(t *testing.T, e *env, tn tenant, names ...string) ([]tenant, 
 	sensors := make([]tenant, len(names))
 	keys := make([]map[string]string, len(names))
 	for i, name := range names {
-		res, err := admin.CreateSensorWithResponse(t.Context(), tn.orgID, tn.projectID, gen.SensorCreate{Name: name, BlueprintId: &bp.JSON201.Id})
+		res, err := admin.CreateSensorWithResponse(t.Context(), tn.orgID, tn.projectID, client.SensorCreate{Name: name, BlueprintId: &bp.JSON201.Id})
 		if err != nil || res.StatusCode() != 201 {
 			t.Fatalf("create sensor: %v %s", err, res.Body)
 		}
@@ -40,7 +40,7 @@ func linkedSensors(t *testing.T, e *env, tn tenant, names ...string) ([]tenant, 
 }
 
 // setLinks puts links on sensor and returns the response.
-func setLinks(t *testing.T, e *env, sensor tenant, links gen.LinksUpdate) *gen.UpdateLinksResponse {
+func setLinks(t *testing.T, e *env, sensor tenant, links client.LinksUpdate) *client.UpdateLinksResponse {
 	t.Helper()
 	res, err := e.client(sensor.tokens[store.Admin]).UpdateLinksWithResponse(t.Context(), sensor.orgID, sensor.projectID, sensor.sensorID, links)
 	if err != nil {
@@ -61,10 +61,10 @@ func TestLinks(t *testing.T) {
 	thermo, baro, piezo := s[0], s[1], s[2]
 	editor := e.client(tn.tokens[store.Editor])
 
-	if res := setLinks(t, e, baro, gen.LinksUpdate{"b": {SensorId: thermo.sensorID, Key: "a"}}); res.StatusCode() != 200 {
+	if res := setLinks(t, e, baro, client.LinksUpdate{"b": {SensorId: thermo.sensorID, Key: "a"}}); res.StatusCode() != 200 {
 		t.Fatalf("link B: %d %s", res.StatusCode(), res.Body)
 	}
-	res := setLinks(t, e, piezo, gen.LinksUpdate{"b": {SensorId: baro.sensorID, Key: "out", Staleness: ptr(60)}})
+	res := setLinks(t, e, piezo, client.LinksUpdate{"b": {SensorId: baro.sensorID, Key: "out", Staleness: ptr(60)}})
 	if res.StatusCode() != 200 {
 		t.Fatalf("link P: %d %s", res.StatusCode(), res.Body)
 	}
@@ -82,25 +82,25 @@ func TestLinks(t *testing.T) {
 	// B reads a = 100 at noon, so its out is 98.
 	// T reads 2 at 11:00, then at 11:30 only its b: 2 still serves B.
 	post(t, editor, thermo,
-		reading(t, "2024-05-01T11:00:00Z", gen.Values{k[0]["a"]: 2}),
-		reading(t, "2024-05-01T11:30:00Z", gen.Values{k[0]["b"]: 5}))
-	post(t, editor, baro, reading(t, "2024-05-01T12:00:00Z", gen.Values{k[1]["a"]: 100}))
+		reading(t, "2024-05-01T11:00:00Z", client.Values{k[0]["a"]: 2}),
+		reading(t, "2024-05-01T11:30:00Z", client.Values{k[0]["b"]: 5}))
+	post(t, editor, baro, reading(t, "2024-05-01T12:00:00Z", client.Values{k[1]["a"]: 100}))
 	post(t, editor, piezo,
-		reading(t, "2024-05-01T11:59:59.999999Z", gen.Values{k[2]["a"]: 150}),
+		reading(t, "2024-05-01T11:59:59.999999Z", client.Values{k[2]["a"]: 150}),
 		// The link wins over a value of b the reading carries.
-		reading(t, "2024-05-01T12:00:30Z", gen.Values{k[2]["a"]: 150, k[2]["b"]: 7}),
-		reading(t, "2024-05-01T12:01:00Z", gen.Values{k[2]["a"]: 160}),
-		reading(t, "2024-05-01T12:01:00.000001Z", gen.Values{k[2]["a"]: 170}),
+		reading(t, "2024-05-01T12:00:30Z", client.Values{k[2]["a"]: 150, k[2]["b"]: 7}),
+		reading(t, "2024-05-01T12:01:00Z", client.Values{k[2]["a"]: 160}),
+		reading(t, "2024-05-01T12:01:00.000001Z", client.Values{k[2]["a"]: 170}),
 	)
 	// out of each of P's readings; "" where it has none.
 	want := []string{"", "52", "62", ""}
 
 	t.Run("Page", func(t *testing.T) {
-		for _, order := range []gen.ListReadingsParamsOrder{gen.Asc, gen.Desc} {
-			page, _ := list(t, editor, piezo, gen.ListReadingsParams{Outputs: ptr(true), Order: &order})
+		for _, order := range []client.ListReadingsParamsOrder{client.Asc, client.Desc} {
+			page, _ := list(t, editor, piezo, client.ListReadingsParams{Outputs: ptr(true), Order: &order})
 			for i, r := range page {
 				j := i
-				if order == gen.Desc {
+				if order == client.Desc {
 					j = len(page) - 1 - i
 				}
 				v, ok := (*r.Outputs)[k[2]["out"]]
@@ -161,7 +161,7 @@ func TestLinks(t *testing.T) {
 		}
 	})
 	t.Run("ErrCycle", func(t *testing.T) {
-		res := setLinks(t, e, thermo, gen.LinksUpdate{"b": {SensorId: piezo.sensorID, Key: "out"}})
+		res := setLinks(t, e, thermo, client.LinksUpdate{"b": {SensorId: piezo.sensorID, Key: "out"}})
 		body := wantError(t, res.StatusCode(), res.Body, 400, "invalid")
 		for _, id := range []int64{thermo.sensorID, baro.sensorID, piezo.sensorID} {
 			if !strings.Contains(body.Message, fmt.Sprint(id)) {
@@ -181,7 +181,7 @@ func TestLinks(t *testing.T) {
 	})
 	t.Run("ErrAnotherOrganization", func(t *testing.T) {
 		other := e.newTenant("Globex")
-		res := setLinks(t, e, piezo, gen.LinksUpdate{"b": {SensorId: other.instanceID, Key: "digits"}})
+		res := setLinks(t, e, piezo, client.LinksUpdate{"b": {SensorId: other.instanceID, Key: "digits"}})
 		wantError(t, res.StatusCode(), res.Body, 404, "not_found")
 	})
 	t.Run("ErrAnotherProject", func(t *testing.T) {
@@ -192,15 +192,15 @@ func TestLinks(t *testing.T) {
 		elsewhere := tn
 		elsewhere.projectID = project.ID
 		s, _ := linkedSensors(t, e, elsewhere, "Q")
-		res := setLinks(t, e, piezo, gen.LinksUpdate{"b": {SensorId: s[0].sensorID, Key: "out"}})
+		res := setLinks(t, e, piezo, client.LinksUpdate{"b": {SensorId: s[0].sensorID, Key: "out"}})
 		wantError(t, res.StatusCode(), res.Body, 404, "not_found")
 	})
 	t.Run("Removed", func(t *testing.T) {
 		// Without its link, P's b is its own reading's again.
-		if res := setLinks(t, e, piezo, gen.LinksUpdate{}); res.StatusCode() != 200 {
+		if res := setLinks(t, e, piezo, client.LinksUpdate{}); res.StatusCode() != 200 {
 			t.Fatalf("remove links: %d %s", res.StatusCode(), res.Body)
 		}
-		page, _ := list(t, editor, piezo, gen.ListReadingsParams{Outputs: ptr(true)})
+		page, _ := list(t, editor, piezo, client.ListReadingsParams{Outputs: ptr(true)})
 		if out := *page[1].Outputs; len(out) != 1 || out[k[2]["out"]] != 143 || len(*page[2].Outputs) != 0 {
 			t.Errorf("outputs without the link: %v, %v; want out 143 from the reading's own b, then none", out, *page[2].Outputs)
 		}
@@ -241,11 +241,11 @@ func TestLinksAlarms(t *testing.T) {
 	baro, other, piezo := s[0], s[1], s[2]
 	editor := e.client(tn.tokens[store.Editor])
 	viewer := e.client(tn.tokens[store.Viewer])
-	if res := setLinks(t, e, piezo, gen.LinksUpdate{"b": {SensorId: baro.sensorID, Key: "a"}}); res.StatusCode() != 200 {
+	if res := setLinks(t, e, piezo, client.LinksUpdate{"b": {SensorId: baro.sensorID, Key: "a"}}); res.StatusCode() != 200 {
 		t.Fatalf("link P: %d %s", res.StatusCode(), res.Body)
 	}
 	rule, err := e.client(tn.tokens[store.Admin]).CreateAlarmRuleWithResponse(t.Context(), tn.orgID, tn.projectID, piezo.sensorID,
-		gen.AlarmRuleInput{Target: "out", Level: "Alarm", Direction: "above", Threshold: 50})
+		client.AlarmRuleInput{Target: "out", Level: "Alarm", Direction: "above", Threshold: 50})
 	if err != nil || rule.JSON201 == nil {
 		t.Fatalf("create rule: %v %s", err, rule.Body)
 	}
@@ -260,19 +260,19 @@ func TestLinksAlarms(t *testing.T) {
 
 	// P's reading comes before any of B's: out is missing, no alarm; B's
 	// reading of 11:30, arriving after, does not re-evaluate it.
-	post(t, editor, piezo, reading(t, "2024-05-01T12:00:00Z", gen.Values{k[2]["a"]: 100}))
-	post(t, editor, baro, reading(t, "2024-05-01T11:30:00Z", gen.Values{k[0]["a"]: 10}))
+	post(t, editor, piezo, reading(t, "2024-05-01T12:00:00Z", client.Values{k[2]["a"]: 100}))
+	post(t, editor, baro, reading(t, "2024-05-01T11:30:00Z", client.Values{k[0]["a"]: 10}))
 	if n := alarms(t); n != 0 {
 		t.Fatalf("%d alarms after B's late reading, want none", n)
 	}
 	// The next reading of P finds B's: out = 90.
-	post(t, editor, piezo, reading(t, "2024-05-01T12:10:00Z", gen.Values{k[2]["a"]: 100}))
+	post(t, editor, piezo, reading(t, "2024-05-01T12:10:00Z", client.Values{k[2]["a"]: 100}))
 	if n := alarms(t); n != 1 {
 		t.Fatalf("%d alarms with out at 90, want 1", n)
 	}
 	// Linked to C, whose a is 80, P's newest out is 20: the edit clears it.
-	post(t, editor, other, reading(t, "2024-05-01T12:05:00Z", gen.Values{k[1]["a"]: 80}))
-	if res := setLinks(t, e, piezo, gen.LinksUpdate{"b": {SensorId: other.sensorID, Key: "a"}}); res.StatusCode() != 200 {
+	post(t, editor, other, reading(t, "2024-05-01T12:05:00Z", client.Values{k[1]["a"]: 80}))
+	if res := setLinks(t, e, piezo, client.LinksUpdate{"b": {SensorId: other.sensorID, Key: "a"}}); res.StatusCode() != 200 {
 		t.Fatalf("relink P: %d %s", res.StatusCode(), res.Body)
 	}
 	if n := alarms(t); n != 0 {
@@ -285,20 +285,20 @@ func TestLinksAlarms(t *testing.T) {
 func TestLinksAggregateLimit(t *testing.T) {
 	t.Parallel()
 	cfg := defaultConfig()
-	cfg.MaxLinkValues = 2
-	e := newEnvWith(t, cfg, nil)
+	cfg.core.MaxLinkValues = 2
+	e := newEnvWith(t, cfg, faults{})
 	tn := e.newTenant("Acme")
 	s, k := linkedSensors(t, e, tn, "B", "P")
 	baro, piezo := s[0], s[1]
-	if res := setLinks(t, e, piezo, gen.LinksUpdate{"b": {SensorId: baro.sensorID, Key: "a"}}); res.StatusCode() != 200 {
+	if res := setLinks(t, e, piezo, client.LinksUpdate{"b": {SensorId: baro.sensorID, Key: "a"}}); res.StatusCode() != 200 {
 		t.Fatalf("link P: %d %s", res.StatusCode(), res.Body)
 	}
 	editor := e.client(tn.tokens[store.Editor])
 	post(t, editor, baro,
-		reading(t, "2024-05-01T12:00:00Z", gen.Values{k[0]["a"]: 1}),
-		reading(t, "2024-05-01T12:10:00Z", gen.Values{k[0]["a"]: 2}),
-		reading(t, "2024-05-01T12:20:00Z", gen.Values{k[0]["a"]: 3}))
-	post(t, editor, piezo, reading(t, "2024-05-01T12:25:00Z", gen.Values{k[1]["a"]: 10}))
+		reading(t, "2024-05-01T12:00:00Z", client.Values{k[0]["a"]: 1}),
+		reading(t, "2024-05-01T12:10:00Z", client.Values{k[0]["a"]: 2}),
+		reading(t, "2024-05-01T12:20:00Z", client.Values{k[0]["a"]: 3}))
+	post(t, editor, piezo, reading(t, "2024-05-01T12:25:00Z", client.Values{k[1]["a"]: 10}))
 	path := func(to string) string {
 		return fmt.Sprintf("/api/v1/org/%d/proj/%d/readings/%d/aggregates?interval=1h&fn=max&outputs=true&keys=names&datetime__gte=%s&datetime__lt=%s",
 			tn.orgID, tn.projectID, piezo.sensorID, url.QueryEscape("2024-05-01T12:00:00Z"), url.QueryEscape(to))
@@ -309,7 +309,7 @@ func TestLinksAggregateLimit(t *testing.T) {
 		t.Errorf("message %q does not name the source", got.Message)
 	}
 	// The page of the same readings holds one value per reading.
-	page, _ := list(t, editor, piezo, gen.ListReadingsParams{Outputs: ptr(true)})
+	page, _ := list(t, editor, piezo, client.ListReadingsParams{Outputs: ptr(true)})
 	if out := (*page[0].Outputs)[k[1]["out"]]; out != 7 {
 		t.Errorf("out = %v, want 10 − 3", out)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -18,19 +18,19 @@ func TestMembers(t *testing.T) {
 	ctx := context.Background()
 	owner := e.owner(tn)
 
-	added, err := owner.AddMemberWithResponse(ctx, tn.orgID, gen.MemberCreate{Email: "Grace@Example.com", Name: ptr("Grace"), Role: gen.Editor})
+	added, err := owner.AddMemberWithResponse(ctx, tn.orgID, client.MemberCreate{Email: "Grace@Example.com", Name: ptr("Grace"), Role: client.Editor})
 	if err != nil || added.StatusCode() != 201 {
 		t.Fatalf("add member: %v %s", err, added.Body)
 	}
 	grace := added.JSON201.UserId
 
 	t.Run("AddTwice", func(t *testing.T) {
-		res, _ := owner.AddMemberWithResponse(ctx, tn.orgID, gen.MemberCreate{Email: "grace@example.COM", Role: gen.Viewer})
+		res, _ := owner.AddMemberWithResponse(ctx, tn.orgID, client.MemberCreate{Email: "grace@example.COM", Role: client.Viewer})
 		wantError(t, res.StatusCode(), res.Body, 409, "conflict")
 	})
 	t.Run("KnownUserJoinsAnotherOrg", func(t *testing.T) {
 		other := e.newTenant("Globex")
-		res, err := e.owner(other).AddMemberWithResponse(ctx, other.orgID, gen.MemberCreate{Email: "grace@example.com", Role: gen.Viewer})
+		res, err := e.owner(other).AddMemberWithResponse(ctx, other.orgID, client.MemberCreate{Email: "grace@example.com", Role: client.Viewer})
 		if err != nil || res.StatusCode() != 201 || res.JSON201.UserId != grace || res.JSON201.Name != "Grace" {
 			t.Fatalf("add a known user elsewhere: %v %s", err, res.Body)
 		}
@@ -46,13 +46,13 @@ func TestMembers(t *testing.T) {
 		wantError(t, res.StatusCode, body, 400, "invalid")
 	})
 	t.Run("Promote", func(t *testing.T) {
-		res, err := owner.UpdateMemberWithResponse(ctx, tn.orgID, grace, gen.MemberUpdate{Role: gen.Owner})
-		if err != nil || res.StatusCode() != 200 || res.JSON200.Role != gen.Owner {
+		res, err := owner.UpdateMemberWithResponse(ctx, tn.orgID, grace, client.MemberUpdate{Role: client.Owner})
+		if err != nil || res.StatusCode() != 200 || res.JSON200.Role != client.Owner {
 			t.Fatalf("promote: %v %s", err, res.Body)
 		}
 	})
 	t.Run("NotAMember", func(t *testing.T) {
-		res, _ := owner.UpdateMemberWithResponse(ctx, tn.orgID, 999999, gen.MemberUpdate{Role: gen.Viewer})
+		res, _ := owner.UpdateMemberWithResponse(ctx, tn.orgID, 999999, client.MemberUpdate{Role: client.Viewer})
 		wantError(t, res.StatusCode(), res.Body, 404, "not_found")
 	})
 
@@ -64,8 +64,8 @@ func TestMembers(t *testing.T) {
 			t.Fatal(err)
 		}
 		results := make(chan int, 2)
-		demote := func(c *gen.ClientWithResponses, who int64) {
-			res, err := c.UpdateMemberWithResponse(ctx, tn.orgID, who, gen.MemberUpdate{Role: gen.Admin})
+		demote := func(c *client.ClientWithResponses, who int64) {
+			res, err := c.UpdateMemberWithResponse(ctx, tn.orgID, who, client.MemberUpdate{Role: client.Admin})
 			if err != nil {
 				results <- 0
 				return
@@ -112,7 +112,7 @@ func TestMembers(t *testing.T) {
 		if !strings.Contains(got.Message, "last owner") {
 			t.Errorf("message %q should say it is the last owner", got.Message)
 		}
-		demote, _ := c.UpdateMemberWithResponse(ctx, tn.orgID, last, gen.MemberUpdate{Role: gen.Viewer})
+		demote, _ := c.UpdateMemberWithResponse(ctx, tn.orgID, last, client.MemberUpdate{Role: client.Viewer})
 		wantError(t, demote.StatusCode(), demote.Body, 409, "conflict")
 		remove, _ := c.RemoveMemberWithResponse(ctx, tn.orgID, tn.userIDs[store.Viewer])
 		if remove.StatusCode() != 204 {

@@ -16,15 +16,16 @@ import (
 // freely (and never a token). A request whose client went away before it
 // ended counts as status 499.
 type metrics struct {
-	registry      *prometheus.Registry
-	requests      *prometheus.CounterVec
-	duration      *prometheus.HistogramVec
-	ingested      prometheus.Counter
-	formulaErrors prometheus.Counter
-	standbyReads  prometheus.Counter
+	registry     *prometheus.Registry
+	requests     *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	ingested     prometheus.Counter
+	standbyReads prometheus.Counter
 }
 
-func newMetrics(st Store, log *slog.Logger, openStreams func() int) *metrics {
+// newMetrics registers the metrics; formulaErrors is the domain's count of
+// outputs left out (sensing.Service.FormulaErrors).
+func newMetrics(st Health, formulaErrors func() int64, log *slog.Logger, openStreams func() int) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -40,10 +41,6 @@ func newMetrics(st Store, log *slog.Logger, openStreams func() int) *metrics {
 			Name: "readings_ingested_total",
 			Help: "Readings stored, new or overwriting.",
 		}),
-		formulaErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "readings_formula_errors_total",
-			Help: "Outputs left out because their formula came to NaN or an infinity, or a stored formula failed to compile.",
-		}),
 		standbyReads: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "readings_standby_reads_total",
 			Help: "Read requests served from the hot standby; the others read the primary.",
@@ -56,7 +53,11 @@ func newMetrics(st Store, log *slog.Logger, openStreams func() int) *metrics {
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.requests, m.duration, m.ingested, m.formulaErrors, m.standbyReads,
+		m.requests, m.duration, m.ingested, m.standbyReads,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "readings_formula_errors_total",
+			Help: "Outputs left out because their formula came to NaN or an infinity, or a stored formula failed to compile.",
+		}, func() float64 { return float64(formulaErrors()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "readings_http_open_streams", Help: "Streaming responses (exports) open now."},
 			func() float64 { return float64(openStreams()) }),
 		pool("max_connections", "The pool's connection limit.", func(s store.PoolStats) float64 { return float64(s.Max) }),
@@ -67,9 +68,7 @@ func newMetrics(st Store, log *slog.Logger, openStreams func() int) *metrics {
 		pool("empty_acquires", "Acquires that had to wait for a connection, ever.", func(s store.PoolStats) float64 { return float64(s.EmptyAcquires) }),
 		pool("acquire_wait_seconds", "Time spent waiting for connections, ever.", func(s store.PoolStats) float64 { return s.AcquireWait.Seconds() }),
 	)
-	if ops, ok := st.(opsStater); ok {
-		m.registry.MustRegister(newOpsCollector(ops, log))
-	}
+	m.registry.MustRegister(newOpsCollector(st, log))
 	return m
 }
 

@@ -7,15 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/sensorreadings/readings/store"
 )
-
-// opsStater reads what an operator watches of the database and the
-// background work (store.DB does).
-type opsStater interface {
-	OpsStats(ctx context.Context) (store.OpsStats, error)
-}
 
 // opsScrapeTimeout bounds the queries of one scrape, well inside
 // Prometheus's default scrape timeout of 10 s.
@@ -28,7 +20,7 @@ const opsScrapeTimeout = 5 * time.Second
 // readings_ops_stats_up 0 and leaves the other figures out, rather than
 // failing the scrape of the process's own metrics.
 type opsCollector struct {
-	st  opsStater
+	st  Health
 	log *slog.Logger
 
 	up, webhookPending, webhookOldest, rollupQueue, rollupOldest, overdueLag,
@@ -36,7 +28,7 @@ type opsCollector struct {
 	archived, archiveFailed, lastArchived, lastArchiveFailure *prometheus.Desc
 }
 
-func newOpsCollector(st opsStater, log *slog.Logger) *opsCollector {
+func newOpsCollector(st Health, log *slog.Logger) *opsCollector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("readings_"+name, help, labels, nil)
 	}

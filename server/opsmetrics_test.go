@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 )
 
 // scrape returns the value of every sample /metrics shows whose name (and
@@ -60,7 +60,7 @@ func TestOpsMetrics(t *testing.T) {
 	a.webhook(t, "https://receiver.example.com/hook")
 	a.post(t, 0, 3000) // digits 9000: Alert and Alarm
 	res, err := a.admin.SetOverdueRuleWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.tn.instanceID,
-		gen.OverdueRuleInput{AfterSeconds: 60, Level: "Alarm"})
+		client.OverdueRuleInput{AfterSeconds: 60, Level: "Alarm"})
 	if err != nil || res.StatusCode() != http.StatusOK {
 		t.Fatalf("set overdue rule: %v %s", err, res.Body)
 	}
@@ -83,10 +83,10 @@ func TestOpsMetrics(t *testing.T) {
 		t.Errorf("readings_overdue_check_lag_seconds = %v, want about %v: due since a minute after the reading of 2024", got, since2024)
 	}
 
-	if _, _, err := e.db.CheckOverdue(t.Context(), time.Now()); err != nil {
+	if _, _, err := e.core.CheckOverdueOnce(t.Context(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.db.MaintainRollups(t.Context(), nil, 100); err != nil {
+	if _, err := e.core.RecomputeRollups(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.pool.Exec(t.Context(), `UPDATE webhook_deliveries SET status = 'delivered', delivered_at = now()`); err != nil {

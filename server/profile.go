@@ -5,12 +5,22 @@ import (
 	"time"
 
 	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/store"
 )
+
+// Profile is what the caller's own account and tokens are read and
+// changed through.
+type Profile interface {
+	Me(ctx context.Context, userID int64) (store.User, []store.Membership, error)
+	ListTokens(ctx context.Context, userID, before int64, limit int) ([]store.Token, bool, error)
+	CreateScopedToken(ctx context.Context, userID int64, name string, expiresAt *time.Time, scope store.TokenScope) (store.Token, string, error)
+	RevokeToken(ctx context.Context, userID, tokenID int64) error
+}
 
 // GetMe returns the caller and their memberships.
 func (s *Server) GetMe(ctx context.Context, _ gen.GetMeRequestObject) (gen.GetMeResponseObject, error) {
 	p := principalOf(ctx)
-	user, memberships, err := s.store.Me(ctx, p.UserID)
+	user, memberships, err := s.Profile.Me(ctx, p.UserID)
 	if err != nil {
 		return nil, err
 	}
@@ -27,7 +37,7 @@ func (s *Server) ListTokens(ctx context.Context, req gen.ListTokensRequestObject
 	if err != nil {
 		return nil, err
 	}
-	tokens, more, err := s.store.ListTokens(ctx, principalOf(ctx).UserID, before, limit)
+	tokens, more, err := s.Profile.ListTokens(ctx, principalOf(ctx).UserID, before, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +55,7 @@ func (s *Server) CreateToken(ctx context.Context, req gen.CreateTokenRequestObje
 		t := time.Now().Add(time.Duration(*days) * 24 * time.Hour)
 		expiresAt = &t
 	}
-	token, secret, err := s.store.CreateScopedToken(ctx, principalOf(ctx).UserID, req.Body.Name, expiresAt, fromTokenScope(req.Body.Scope))
+	token, secret, err := s.Profile.CreateScopedToken(ctx, principalOf(ctx).UserID, req.Body.Name, expiresAt, fromTokenScope(req.Body.Scope))
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +67,7 @@ func (s *Server) CreateToken(ctx context.Context, req gen.CreateTokenRequestObje
 
 // RevokeToken revokes one of the caller's tokens.
 func (s *Server) RevokeToken(ctx context.Context, req gen.RevokeTokenRequestObject) (gen.RevokeTokenResponseObject, error) {
-	if err := s.store.RevokeToken(ctx, principalOf(ctx).UserID, req.TokenId); err != nil {
+	if err := s.Profile.RevokeToken(ctx, principalOf(ctx).UserID, req.TokenId); err != nil {
 		return nil, err
 	}
 	return gen.RevokeToken204Response{}, nil

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -19,16 +19,16 @@ func TestScopedTokens(t *testing.T) {
 	ctx := t.Context()
 	editor := e.client(tn.tokens[store.Editor])
 
-	scope := gen.TokenScope{OrgId: tn.orgID, ProjectId: ptr(tn.projectID), SensorIds: &[]int64{tn.sensorID}, Device: ptr(true)}
-	created, err := editor.CreateTokenWithResponse(ctx, gen.TokenCreate{Name: "logger 7", Scope: &scope})
+	scope := client.TokenScope{OrgId: tn.orgID, ProjectId: ptr(tn.projectID), SensorIds: &[]int64{tn.sensorID}, Device: ptr(true)}
+	created, err := editor.CreateTokenWithResponse(ctx, client.TokenCreate{Name: "logger 7", Scope: &scope})
 	if err != nil || created.StatusCode() != 201 {
 		t.Fatalf("create device token: %v %s", err, created.Body)
 	}
-	if got := created.JSON201.Scope; got == nil || got.Role == nil || *got.Role != gen.Editor {
+	if got := created.JSON201.Scope; got == nil || got.Role == nil || *got.Role != client.Editor {
 		t.Errorf("scope %+v, want the editor ceiling shown", got)
 	}
 	device := e.client(created.JSON201.Token)
-	reading := []gen.ReadingInput{{Datetime: time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC), Inputs: map[string]float64{"1": 1}}}
+	reading := []client.ReadingInput{{Datetime: time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC), Inputs: map[string]float64{"1": 1}}}
 
 	res, err := device.PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, nil, reading)
 	if err != nil || res.StatusCode() != 200 {
@@ -59,16 +59,16 @@ func TestScopedTokens(t *testing.T) {
 	// scope of an organization they are not in.
 	for _, tt := range []struct {
 		name   string
-		scope  gen.TokenScope
+		scope  client.TokenScope
 		status int
 		code   string
 	}{
-		{"AboveTheUser", gen.TokenScope{OrgId: tn.orgID, Role: ptr(gen.Admin)}, 403, "forbidden"},
-		{"AnotherOrg", gen.TokenScope{OrgId: e.newTenant("Other").orgID}, 404, "not_found"},
-		{"SensorsWithoutProject", gen.TokenScope{OrgId: tn.orgID, SensorIds: &[]int64{tn.sensorID}}, 400, "invalid"},
+		{"AboveTheUser", client.TokenScope{OrgId: tn.orgID, Role: ptr(client.Admin)}, 403, "forbidden"},
+		{"AnotherOrg", client.TokenScope{OrgId: e.newTenant("Other").orgID}, 404, "not_found"},
+		{"SensorsWithoutProject", client.TokenScope{OrgId: tn.orgID, SensorIds: &[]int64{tn.sensorID}}, 400, "invalid"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := editor.CreateTokenWithResponse(ctx, gen.TokenCreate{Name: "ci", Scope: &tt.scope})
+			res, err := editor.CreateTokenWithResponse(ctx, client.TokenCreate{Name: "ci", Scope: &tt.scope})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,13 +7,22 @@ import (
 	"github.com/sensorreadings/readings/store"
 )
 
+// Projects are an organization's projects.
+type Projects interface {
+	ListProjects(ctx context.Context, orgID, after int64, limit int) ([]store.Project, bool, error)
+	CreateProject(ctx context.Context, orgID int64, name, description string) (store.Project, error)
+	GetProject(ctx context.Context, orgID, projectID int64) (store.Project, error)
+	UpdateProject(ctx context.Context, orgID, projectID int64, patch store.ProjectPatch) (store.Project, error)
+	DeleteProject(ctx context.Context, orgID, projectID int64) error
+}
+
 // ListProjects returns a page of the organization's projects.
 func (s *Server) ListProjects(ctx context.Context, req gen.ListProjectsRequestObject) (gen.ListProjectsResponseObject, error) {
 	after, limit, err := page(req.Params.Limit, req.Params.Cursor)
 	if err != nil {
 		return nil, err
 	}
-	projects, more, err := s.store.ListProjects(ctx, req.OrgId, after, limit)
+	projects, more, err := s.Projects.ListProjects(ctx, req.OrgId, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -26,7 +35,7 @@ func (s *Server) ListProjects(ctx context.Context, req gen.ListProjectsRequestOb
 
 // CreateProject creates a project.
 func (s *Server) CreateProject(ctx context.Context, req gen.CreateProjectRequestObject) (gen.CreateProjectResponseObject, error) {
-	p, err := s.store.CreateProject(ctx, req.OrgId, req.Body.Name, deref(req.Body.Description))
+	p, err := s.Projects.CreateProject(ctx, req.OrgId, req.Body.Name, deref(req.Body.Description))
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +44,7 @@ func (s *Server) CreateProject(ctx context.Context, req gen.CreateProjectRequest
 
 // FetchProject returns a project, under the collection's path.
 func (s *Server) FetchProject(ctx context.Context, req gen.FetchProjectRequestObject) (gen.FetchProjectResponseObject, error) {
-	p, err := s.store.GetProject(ctx, req.OrgId, req.ProjectId)
+	p, err := s.Projects.GetProject(ctx, req.OrgId, req.ProjectId)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +53,7 @@ func (s *Server) FetchProject(ctx context.Context, req gen.FetchProjectRequestOb
 
 // GetProject returns a project.
 func (s *Server) GetProject(ctx context.Context, req gen.GetProjectRequestObject) (gen.GetProjectResponseObject, error) {
-	p, err := s.store.GetProject(ctx, req.OrgId, req.ProjId)
+	p, err := s.Projects.GetProject(ctx, req.OrgId, req.ProjId)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +67,7 @@ func (s *Server) UpdateProject(ctx context.Context, req gen.UpdateProjectRequest
 		state := store.ProjectState(*req.Body.State)
 		patch.State = &state
 	}
-	p, err := s.store.UpdateProject(ctx, req.OrgId, req.ProjId, patch)
+	p, err := s.Projects.UpdateProject(ctx, req.OrgId, req.ProjId, patch)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +76,7 @@ func (s *Server) UpdateProject(ctx context.Context, req gen.UpdateProjectRequest
 
 // DeleteProject deletes a project with its sensors and readings.
 func (s *Server) DeleteProject(ctx context.Context, req gen.DeleteProjectRequestObject) (gen.DeleteProjectResponseObject, error) {
-	if err := s.store.DeleteProject(ctx, req.OrgId, req.ProjId); err != nil {
+	if err := s.Projects.DeleteProject(ctx, req.OrgId, req.ProjId); err != nil {
 		return nil, err
 	}
 	return gen.DeleteProject204Response{}, nil
@@ -79,7 +88,7 @@ func (s *Server) ProjectAction(ctx context.Context, req gen.ProjectActionRequest
 	if req.Body.Action == gen.Archive {
 		state = store.Archived
 	}
-	p, err := s.store.UpdateProject(ctx, req.OrgId, req.ProjId, store.ProjectPatch{State: &state})
+	p, err := s.Projects.UpdateProject(ctx, req.OrgId, req.ProjId, store.ProjectPatch{State: &state})
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -17,12 +17,12 @@ func TestProjects(t *testing.T) {
 	ctx := context.Background()
 	owner := e.owner(tn)
 
-	created, err := owner.CreateProjectWithResponse(ctx, tn.orgID, gen.ProjectCreate{Name: "Dam ☃ '; DROP TABLE projects; --", Description: ptr("North")})
+	created, err := owner.CreateProjectWithResponse(ctx, tn.orgID, client.ProjectCreate{Name: "Dam ☃ '; DROP TABLE projects; --", Description: ptr("North")})
 	if err != nil || created.StatusCode() != 201 {
 		t.Fatalf("create: %v %s", err, created.Body)
 	}
 	p := *created.JSON201
-	if p.State != gen.Active || p.OrgId != tn.orgID || p.Name != "Dam ☃ '; DROP TABLE projects; --" {
+	if p.State != client.Active || p.OrgId != tn.orgID || p.Name != "Dam ☃ '; DROP TABLE projects; --" {
 		t.Errorf("created %+v, want an active project of org %d with the name as sent", p, tn.orgID)
 	}
 
@@ -34,7 +34,7 @@ func TestProjects(t *testing.T) {
 		}
 	})
 	t.Run("PartialUpdate", func(t *testing.T) {
-		res, err := owner.UpdateProjectWithResponse(ctx, tn.orgID, p.Id, gen.ProjectUpdate{Description: ptr("North dam")})
+		res, err := owner.UpdateProjectWithResponse(ctx, tn.orgID, p.Id, client.ProjectUpdate{Description: ptr("North dam")})
 		if err != nil || res.StatusCode() != 200 {
 			t.Fatalf("update: %v %s", err, res.Body)
 		}
@@ -52,8 +52,8 @@ func TestProjects(t *testing.T) {
 	})
 	t.Run("ArchiveTwice", func(t *testing.T) {
 		for range 2 {
-			res, _ := owner.ProjectActionWithResponse(ctx, tn.orgID, p.Id, gen.ProjectAction{Action: gen.Archive})
-			if res.StatusCode() != 200 || res.JSON200.State != gen.Archived {
+			res, _ := owner.ProjectActionWithResponse(ctx, tn.orgID, p.Id, client.ProjectAction{Action: client.Archive})
+			if res.StatusCode() != 200 || res.JSON200.State != client.Archived {
 				t.Fatalf("archive: %d %s", res.StatusCode(), res.Body)
 			}
 		}
@@ -81,12 +81,12 @@ func TestProjectsPaging(t *testing.T) {
 	ctx := context.Background()
 	owner := e.owner(tn)
 	for i := range 6 {
-		if res, _ := owner.CreateProjectWithResponse(ctx, tn.orgID, gen.ProjectCreate{Name: fmt.Sprint("p", i)}); res.StatusCode() != 201 {
+		if res, _ := owner.CreateProjectWithResponse(ctx, tn.orgID, client.ProjectCreate{Name: fmt.Sprint("p", i)}); res.StatusCode() != 201 {
 			t.Fatalf("create: %s", res.Body)
 		}
 	}
 	var ids []int64
-	params := gen.ListProjectsParams{Limit: ptr(3)}
+	params := client.ListProjectsParams{Limit: ptr(3)}
 	for pages := 0; ; pages++ {
 		res, err := owner.ListProjectsWithResponse(ctx, tn.orgID, &params)
 		if err != nil || res.StatusCode() != 200 {
@@ -122,7 +122,7 @@ func TestSensors(t *testing.T) {
 	ctx := context.Background()
 	admin := e.client(tn.tokens[store.Admin])
 
-	created, err := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, gen.SensorCreate{Name: "PZ-02"})
+	created, err := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, client.SensorCreate{Name: "PZ-02"})
 	if err != nil || created.StatusCode() != 201 || created.JSON201.ProjectId != tn.projectID {
 		t.Fatalf("create: %v %s", err, created.Body)
 	}
@@ -132,7 +132,7 @@ func TestSensors(t *testing.T) {
 	if list.StatusCode() != 200 || len(list.JSON200.Items) != 3 {
 		t.Fatalf("list: %d %s, want the fixture's two sensors and the new one", list.StatusCode(), list.Body)
 	}
-	updated, _ := admin.UpdateSensorWithResponse(ctx, tn.orgID, tn.projectID, s.Id, gen.SensorUpdate{Name: ptr("PZ-02b")})
+	updated, _ := admin.UpdateSensorWithResponse(ctx, tn.orgID, tn.projectID, s.Id, client.SensorUpdate{Name: ptr("PZ-02b")})
 	if updated.StatusCode() != 200 || updated.JSON200.Name != "PZ-02b" || updated.JSON200.Description != s.Description {
 		t.Fatalf("update: %d %s", updated.StatusCode(), updated.Body)
 	}
@@ -147,7 +147,7 @@ func TestSensors(t *testing.T) {
 		wantError(t, res.StatusCode(), res.Body, 404, "not_found")
 		res2, _ := admin.ListSensorsWithResponse(ctx, tn.orgID, other.projectID, nil)
 		wantError(t, res2.StatusCode(), res2.Body, 404, "not_found")
-		res3, _ := admin.CreateSensorWithResponse(ctx, tn.orgID, other.projectID, gen.SensorCreate{Name: "intruder"})
+		res3, _ := admin.CreateSensorWithResponse(ctx, tn.orgID, other.projectID, client.SensorCreate{Name: "intruder"})
 		wantError(t, res3.StatusCode(), res3.Body, 404, "not_found")
 	})
 }
@@ -161,7 +161,7 @@ func TestDeleteCascadesToReadings(t *testing.T) {
 	globex := e.newTenant("Globex")
 	ctx := context.Background()
 	for _, tn := range []tenant{acme, globex} {
-		post(t, e.client(tn.tokens[store.Editor]), tn, reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1}))
+		post(t, e.client(tn.tokens[store.Editor]), tn, reading(t, "2024-05-01T12:00:00Z", client.Values{"1": 1}))
 	}
 	second, err := e.db.CreateSensor(ctx, acme.orgID, acme.projectID, "second", "", nil)
 	if err != nil {
@@ -169,7 +169,7 @@ func TestDeleteCascadesToReadings(t *testing.T) {
 	}
 	acme2 := acme
 	acme2.sensorID = second.ID
-	post(t, e.client(acme.tokens[store.Editor]), acme2, reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 2}))
+	post(t, e.client(acme.tokens[store.Editor]), acme2, reading(t, "2024-05-01T12:00:00Z", client.Values{"1": 2}))
 
 	del, _ := e.client(acme.tokens[store.Admin]).DeleteSensorWithResponse(ctx, acme.orgID, acme.projectID, acme.sensorID)
 	if del.StatusCode() != 204 {

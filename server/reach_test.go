@@ -10,7 +10,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -55,7 +55,7 @@ func (e *env) newReachSite(t *testing.T, name string) reachSite {
 	}
 	s.otherLevelID = otherLevels[0].ID
 	a := store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.instanceID}
-	rule, err := e.db.CreateAlarmRule(ctx, a, store.AlarmRuleSpec{TargetKey: "digits", Level: s.pLevel.Name, Direction: "above", Threshold: 1e9, Persistence: 1})
+	rule, err := e.core.CreateAlarmRule(ctx, a, store.AlarmRuleSpec{TargetKey: "digits", Level: s.pLevel.Name, Direction: "above", Threshold: 1e9, Persistence: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ type reachIDs struct {
 type reachCall struct {
 	operationID string
 	filter      string // the query parameter, for an operation called once per filter
-	call        func(ctx context.Context, c *gen.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error)
+	call        func(ctx context.Context, c *client.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error)
 }
 
 // statusCoder is what the generated client's responses have in common.
@@ -92,51 +92,51 @@ func statusOf(res statusCoder, body func() []byte, err error) (int, []byte, erro
 }
 
 var reachCalls = []reachCall{
-	{"createToken", "", func(ctx context.Context, c *gen.ClientWithResponses, _ reachSite, ids reachIDs) (int, []byte, error) {
-		res, err := c.CreateTokenWithResponse(ctx, gen.TokenCreate{Name: "narrower", Scope: &gen.TokenScope{
+	{"createToken", "", func(ctx context.Context, c *client.ClientWithResponses, _ reachSite, ids reachIDs) (int, []byte, error) {
+		res, err := c.CreateTokenWithResponse(ctx, client.TokenCreate{Name: "narrower", Scope: &client.TokenScope{
 			OrgId: ids.org, ProjectId: &ids.project, SensorIds: &[]int64{ids.sensor}}})
 		return statusOf(res, func() []byte { return res.Body }, err)
 	}},
-	{"createSensor", "", func(ctx context.Context, c *gen.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
-		res, err := c.CreateSensorWithResponse(ctx, s.tn.orgID, s.tn.projectID, gen.SensorCreate{Name: "E", BlueprintId: &ids.blueprint})
+	{"createSensor", "", func(ctx context.Context, c *client.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
+		res, err := c.CreateSensorWithResponse(ctx, s.tn.orgID, s.tn.projectID, client.SensorCreate{Name: "E", BlueprintId: &ids.blueprint})
 		return statusOf(res, func() []byte { return res.Body }, err)
 	}},
-	{"updateSensor", "", func(ctx context.Context, c *gen.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
-		res, err := c.UpdateSensorWithResponse(ctx, s.tn.orgID, s.tn.projectID, s.tn.instanceID, gen.SensorUpdate{BlueprintId: &ids.blueprint})
+	{"updateSensor", "", func(ctx context.Context, c *client.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
+		res, err := c.UpdateSensorWithResponse(ctx, s.tn.orgID, s.tn.projectID, s.tn.instanceID, client.SensorUpdate{BlueprintId: &ids.blueprint})
 		return statusOf(res, func() []byte { return res.Body }, err)
 	}},
-	{"updateLinks", "", func(ctx context.Context, c *gen.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
-		res, err := c.UpdateLinksWithResponse(ctx, s.tn.orgID, s.tn.projectID, s.tn.instanceID, gen.LinksUpdate{"temp": {SensorId: ids.sensor, Key: "temp"}})
+	{"updateLinks", "", func(ctx context.Context, c *client.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
+		res, err := c.UpdateLinksWithResponse(ctx, s.tn.orgID, s.tn.projectID, s.tn.instanceID, client.LinksUpdate{"temp": {SensorId: ids.sensor, Key: "temp"}})
 		return statusOf(res, func() []byte { return res.Body }, err)
 	}},
-	{"createAlarmRule", "", func(ctx context.Context, c *gen.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
+	{"createAlarmRule", "", func(ctx context.Context, c *client.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
 		res, err := c.CreateAlarmRuleWithResponse(ctx, s.tn.orgID, s.tn.projectID, s.tn.instanceID,
-			gen.AlarmRuleInput{Target: "pressure", Level: ids.levelName, Direction: gen.AlarmRuleInputDirectionAbove, Threshold: 1e9})
+			client.AlarmRuleInput{Target: "pressure", Level: ids.levelName, Direction: client.AlarmRuleInputDirectionAbove, Threshold: 1e9})
 		return statusOf(res, func() []byte { return res.Body }, err)
 	}},
-	{"updateAlarmRule", "", func(ctx context.Context, c *gen.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
+	{"updateAlarmRule", "", func(ctx context.Context, c *client.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
 		res, err := c.UpdateAlarmRuleWithResponse(ctx, s.tn.orgID, s.tn.projectID, s.tn.instanceID, s.ruleID,
-			gen.AlarmRuleInput{Target: "digits", Level: ids.levelName, Direction: gen.AlarmRuleInputDirectionAbove, Threshold: 2e9})
+			client.AlarmRuleInput{Target: "digits", Level: ids.levelName, Direction: client.AlarmRuleInputDirectionAbove, Threshold: 2e9})
 		return statusOf(res, func() []byte { return res.Body }, err)
 	}},
-	{"setOverdueRule", "", func(ctx context.Context, c *gen.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
-		res, err := c.SetOverdueRuleWithResponse(ctx, s.tn.orgID, s.tn.projectID, s.tn.instanceID, gen.OverdueRuleInput{Level: ids.levelName, AfterSeconds: 3600})
+	{"setOverdueRule", "", func(ctx context.Context, c *client.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
+		res, err := c.SetOverdueRuleWithResponse(ctx, s.tn.orgID, s.tn.projectID, s.tn.instanceID, client.OverdueRuleInput{Level: ids.levelName, AfterSeconds: 3600})
 		return statusOf(res, func() []byte { return res.Body }, err)
 	}},
-	{"listProjectReadings", "", func(ctx context.Context, c *gen.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
-		res, err := c.ListProjectReadingsWithResponse(ctx, s.tn.orgID, s.tn.projectID, &gen.ListProjectReadingsParams{Sensors: ptr(strconv.FormatInt(ids.sensor, 10))})
+	{"listProjectReadings", "", func(ctx context.Context, c *client.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
+		res, err := c.ListProjectReadingsWithResponse(ctx, s.tn.orgID, s.tn.projectID, &client.ListProjectReadingsParams{Sensors: ptr(strconv.FormatInt(ids.sensor, 10))})
 		return statusOf(res, func() []byte { return res.Body }, err)
 	}},
-	{"listAlarmEvents", "sensor_id", func(ctx context.Context, c *gen.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
-		res, err := c.ListAlarmEventsWithResponse(ctx, s.tn.orgID, s.tn.projectID, &gen.ListAlarmEventsParams{SensorId: &ids.sensor})
+	{"listAlarmEvents", "sensor_id", func(ctx context.Context, c *client.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
+		res, err := c.ListAlarmEventsWithResponse(ctx, s.tn.orgID, s.tn.projectID, &client.ListAlarmEventsParams{SensorId: &ids.sensor})
 		return statusOf(res, func() []byte { return res.Body }, err)
 	}},
-	{"projectStatus", "sensor_id", func(ctx context.Context, c *gen.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
-		res, err := c.ProjectStatusWithResponse(ctx, s.tn.orgID, s.tn.projectID, &gen.ProjectStatusParams{SensorId: &[]int64{ids.sensor}})
+	{"projectStatus", "sensor_id", func(ctx context.Context, c *client.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
+		res, err := c.ProjectStatusWithResponse(ctx, s.tn.orgID, s.tn.projectID, &client.ProjectStatusParams{SensorId: &[]int64{ids.sensor}})
 		return statusOf(res, func() []byte { return res.Body }, err)
 	}},
-	{"listAlarmEvents", "level_id", func(ctx context.Context, c *gen.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
-		res, err := c.ListAlarmEventsWithResponse(ctx, s.tn.orgID, s.tn.projectID, &gen.ListAlarmEventsParams{LevelId: &ids.levelID})
+	{"listAlarmEvents", "level_id", func(ctx context.Context, c *client.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
+		res, err := c.ListAlarmEventsWithResponse(ctx, s.tn.orgID, s.tn.projectID, &client.ListAlarmEventsParams{LevelId: &ids.levelID})
 		return statusOf(res, func() []byte { return res.Body }, err)
 	}},
 }

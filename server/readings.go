@@ -3,21 +3,40 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/datetime"
+	"github.com/sensorreadings/readings/fileimport"
 	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
 )
+
+// Writes store and delete readings.
+type Writes interface {
+	Ingest(ctx context.Context, key store.SensorKey, src sensing.Source) (store.Written, error)
+	ImportFile(ctx context.Context, key store.SensorKey, body io.Reader, o fileimport.Overrides, dryRun bool) (sensing.FileImport, error)
+	DeleteReadings(ctx context.Context, key store.SensorKey, from, to time.Time) (int64, error)
+}
+
+// Reads read readings with their outputs, from the primary or a standby.
+type Reads interface {
+	ListReadings(ctx context.Context, key store.SensorKey, q store.ReadingQuery, outputs bool, sink sensing.ReadingSink) error
+	Export(ctx context.Context, key store.SensorKey, q store.ReadingQuery, chunk int, outputs, inputIDs bool) (*sensing.Export, error)
+	Aggregate(ctx context.Context, key store.SensorKey, q store.BucketQuery, opts sensing.AggregateOptions, sink sensing.AggregateSink) (store.RollupUse, error)
+	LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int, outputs bool) ([]sensing.Latest, bool, error)
+	ProjectReadings(ctx context.Context, orgID, projectID int64, q sensing.ProjectQuery, sink sensing.ReadingSink) (int64, time.Time, error)
+}
 
 // The defaults of the readings GET's parameters, as the spec states them.
 const defaultReadingsLimit = 1000
 
 // PostReadings stores a batch of readings, all or none. The body was
-// checked and decoded while it streamed in (decodeReadingBatch).
+// checked and decoded while it streamed in (batch.Decode).
 func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestObject) (gen.PostReadingsResponseObject, error) {
 	if req.Body != nil {
 		return s.postFile(ctx, req)
@@ -25,76 +44,22 @@ func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestOb
 	if p := req.Params; p.Tz != nil || p.Dst != nil || p.DryRun != nil {
 		return nil, apperr.Errorf(apperr.Invalid, "tz, dst and dry_run apply to files (text/csv) only")
 	}
-	readings := batchOf(ctx)
+	var readings []store.Reading
+	if req.JSONBody != nil {
+		readings = *req.JSONBody
+	}
 	if len(readings) == 0 {
 		return nil, apperr.Errorf(apperr.Invalid, "the body must be a non-empty JSON array of readings")
 	}
-	if err := s.refuseFuture(readings, func(i int) (string, map[string]any) {
-		return fmt.Sprintf("element %d", i), map[string]any{"index": i}
-	}); err != nil {
+	if _, err := s.Writes.Ingest(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), sensing.NewBatch(readings)); err != nil {
 		return nil, err
 	}
-	written, err := s.store.InsertReadings(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), readings)
-	if err != nil {
-		return nil, err
-	}
-	s.deliverSoon(written)
 	s.metrics.ingested.Add(float64(len(readings)))
-	ok := gen.PostReadings200JSONResponse{Headers: gen.PostReadings200ResponseHeaders{XReadingsLSN: s.writePosition(ctx)}}
+	ok := gen.PostReadings200JSONResponse{}
 	if err := ok.Body.FromPostReadings200JSONResponseBody0(gen.OK); err != nil {
 		return nil, err
 	}
 	return ok, nil
-}
-
-// refuseFuture refuses readings that the future guard refuses. where
-// names the i-th reading and gives the error's details.
-func (s *Server) refuseFuture(readings []store.Reading, where func(i int) (string, map[string]any)) error {
-	guard := s.futureGuard()
-	for i := range readings {
-		if guard.refuses(readings[i].Time) {
-			name, details := where(i)
-			return guard.error(readings[i].Time, name, details)
-		}
-	}
-	return nil
-}
-
-// futureGuard refuses readings dated more than a margin (MaxFuture) after
-// the server's clock as the request arrived: a logger whose clock is wrong
-// is the commonest bad data in the field, and a reading from next year
-// would stand as the sensor's latest until then. The zero guard is off.
-type futureGuard struct {
-	now, limit time.Time
-	margin     time.Duration
-}
-
-func (s *Server) futureGuard() futureGuard {
-	now := time.Now()
-	return futureGuard{now: now, limit: now.Add(s.cfg.MaxFuture), margin: s.cfg.MaxFuture}
-}
-
-func (g futureGuard) refuses(t time.Time) bool {
-	return g.margin != 0 && t.After(g.limit)
-}
-
-// error is the refusal of a reading dated t, which where names.
-func (g futureGuard) error(t time.Time, where string, details map[string]any) error {
-	return &apperr.Error{Code: apperr.Invalid, Details: details, Message: fmt.Sprintf(
-		"%s: datetime %s is more than %s after the server's clock (%s); check the clock of the device that sent it",
-		where, formatExact(t), shortDuration(g.margin), g.now.UTC().Format(time.RFC3339))}
-}
-
-// shortDuration writes 24h rather than 24h0m0s.
-func shortDuration(d time.Duration) string {
-	text := d.String()
-	if strings.HasSuffix(text, "m0s") {
-		text = strings.TrimSuffix(text, "0s")
-	}
-	if strings.HasSuffix(text, "h0m") {
-		text = strings.TrimSuffix(text, "0m")
-	}
-	return text
 }
 
 // ListReadings returns a page of a sensor's readings. The page is encoded
@@ -106,35 +71,14 @@ func (s *Server) ListReadings(ctx context.Context, req gen.ListReadingsRequestOb
 	if err != nil {
 		return nil, err
 	}
-	sensor, err := s.store.GetSensor(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	page := newReadingsPage(sensor.ID, prefersCSV(ctx))
-	page.names = newKeyNames(sensor, req.Params.Keys)
-	withOutputs := req.Params.Outputs != nil && *req.Params.Outputs
-	if withOutputs {
-		page.outputs = s.newOutputsWriter(sensor, nil) // a CSV header names them even on an empty page
-	}
-	var last time.Time
-	if q.From.After(q.To) {
-		return page.finish(""), nil
-	}
-	err = s.listReadings(ctx, sensor, q, withOutputs, func(r *store.Reading, outputs *outputsWriter) error {
-		if outputs != nil {
-			page.outputs = outputs
-		}
-		page.add(r)
-		last = r.Time
-		return nil
-	})
-	if err != nil {
+	page := newReadingsPage(req.SensorId, byName(req.Params.Keys), prefersCSV(ctx))
+	if err := s.reads(ctx).ListReadings(ctx, key, q, req.Params.Outputs != nil && *req.Params.Outputs, page); err != nil {
 		page.release()
 		return nil, err
 	}
 	next := ""
 	if page.count == q.Limit {
-		next = nextPageLink(key, req.Params, last)
+		next = nextPageLink(key, req.Params, page.last)
 	}
 	return page.finish(next), nil
 }
@@ -145,12 +89,11 @@ func (s *Server) DeleteReadings(ctx context.Context, req gen.DeleteReadingsReque
 	if err != nil {
 		return nil, err
 	}
-	deleted, err := s.store.DeleteReadings(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), from, to.Add(time.Microsecond))
+	deleted, err := s.Writes.DeleteReadings(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), from, to.Add(time.Microsecond))
 	if err != nil {
 		return nil, err
 	}
-	return gen.DeleteReadings200JSONResponse{Body: gen.Deleted{Deleted: deleted},
-		Headers: gen.DeleteReadings200ResponseHeaders{XReadingsLSN: s.writePosition(ctx)}}, nil
+	return gen.DeleteReadings200JSONResponse{Body: gen.Deleted{Deleted: deleted}}, nil
 }
 
 // readingQuery turns the parameters into the store's query.
@@ -173,7 +116,7 @@ func readingQuery(p gen.ListReadingsParams) (store.ReadingQuery, error) {
 // nextPageLink is the Link header of a full page: the same query from just
 // past the last reading, without offset, which applied to the first page.
 func nextPageLink(key store.SensorKey, p gen.ListReadingsParams, last time.Time) string {
-	exact := formatExact(last)
+	exact := datetime.FormatExact(last)
 	if p.Order != nil && *p.Order == gen.Desc {
 		p.DatetimeLt = &exact
 	} else {

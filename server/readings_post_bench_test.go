@@ -8,7 +8,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/sensorreadings/readings/server"
+	"github.com/sensorreadings/readings/batch/batchtest"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -26,7 +26,7 @@ func BenchmarkPostReadings(b *testing.B) {
 	tn := e.newTenant("Bench")
 	ts := httptest.NewServer(e.srv)
 	defer ts.Close()
-	body := server.MakeBenchBatch()
+	body := batchtest.BenchBody()
 	paths := make([]string, b.N)
 	for i := range paths {
 		sensor, err := e.db.CreateSensor(context.Background(), tn.orgID, tn.projectID, fmt.Sprintf("bench %d", i), "", nil)
@@ -38,7 +38,7 @@ func BenchmarkPostReadings(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := server.ProcessCPU(b)
+	cpu := batchtest.ProcessCPU(b)
 	for i := range b.N {
 		req, err := http.NewRequest("POST", paths[i], bytes.NewReader(body))
 		if err != nil {
@@ -56,5 +56,5 @@ func BenchmarkPostReadings(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/reading")
-	b.ReportMetric(float64((server.ProcessCPU(b)-cpu).Nanoseconds())/float64(b.N)/1000, "cpu-ns/reading")
+	b.ReportMetric(float64((batchtest.ProcessCPU(b)-cpu).Nanoseconds())/float64(b.N)/1000, "cpu-ns/reading")
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/server"
 	"github.com/sensorreadings/readings/store"
 )
@@ -26,12 +26,12 @@ func at(t *testing.T, s string) time.Time {
 	return tm
 }
 
-func reading(t *testing.T, datetime string, inputs gen.Values) gen.ReadingInput {
-	return gen.ReadingInput{Datetime: at(t, datetime), Inputs: inputs}
+func reading(t *testing.T, datetime string, inputs client.Values) client.ReadingInput {
+	return client.ReadingInput{Datetime: at(t, datetime), Inputs: inputs}
 }
 
 // post stores readings and fails the test unless they are accepted.
-func post(t *testing.T, c *gen.ClientWithResponses, tn tenant, batch ...gen.ReadingInput) {
+func post(t *testing.T, c *client.ClientWithResponses, tn tenant, batch ...client.ReadingInput) {
 	t.Helper()
 	res, err := c.PostReadingsWithResponse(context.Background(), tn.orgID, tn.projectID, tn.sensorID, nil, batch)
 	if err != nil {
@@ -43,7 +43,7 @@ func post(t *testing.T, c *gen.ClientWithResponses, tn tenant, batch ...gen.Read
 }
 
 // list gets one page of readings and fails the test unless it is a 200.
-func list(t *testing.T, c *gen.ClientWithResponses, tn tenant, p gen.ListReadingsParams) ([]gen.Reading, http.Header) {
+func list(t *testing.T, c *client.ClientWithResponses, tn tenant, p client.ListReadingsParams) ([]client.Reading, http.Header) {
 	t.Helper()
 	res, err := c.ListReadingsWithResponse(context.Background(), tn.orgID, tn.projectID, tn.sensorID, &p)
 	if err != nil {
@@ -62,8 +62,8 @@ func TestReadingsRoundTrip(t *testing.T) {
 	c := e.client(tn.tokens[store.Editor])
 
 	post(t, c, tn,
-		reading(t, "2024-05-01T12:00:00.123456Z", gen.Values{"2": 1.5, "1": -2e-7}),
-		reading(t, "2024-05-01T14:00:01+02:00", gen.Values{"9223372036854775807": 1e21}),
+		reading(t, "2024-05-01T12:00:00.123456Z", client.Values{"2": 1.5, "1": -2e-7}),
+		reading(t, "2024-05-01T14:00:01+02:00", client.Values{"9223372036854775807": 1e21}),
 	)
 	// The raw body shows the datetime format exactly: UTC, three digits.
 	_, body := e.do(tn.tokens[store.Viewer], "GET", readingsPath(tn), "", nil)
@@ -81,14 +81,14 @@ func TestReadingsOverwrite(t *testing.T) {
 	c := e.client(tn.tokens[store.Editor])
 
 	post(t, c, tn,
-		reading(t, "2024-05-01T12:00:00.000001Z", gen.Values{"1": 1, "2": 2}),
-		reading(t, "2024-05-01T12:00:00.000002Z", gen.Values{"1": 10}),
+		reading(t, "2024-05-01T12:00:00.000001Z", client.Values{"1": 1, "2": 2}),
+		reading(t, "2024-05-01T12:00:00.000002Z", client.Values{"1": 10}),
 	)
-	before, _ := list(t, c, tn, gen.ListReadingsParams{})
+	before, _ := list(t, c, tn, client.ListReadingsParams{})
 	// Equal to the microsecond, written with an offset: replaces the first
 	// reading's inputs (all of them: input 2 goes) and keeps its id.
-	post(t, c, tn, reading(t, "2024-05-01T13:00:00.000001+01:00", gen.Values{"1": 100}))
-	after, _ := list(t, c, tn, gen.ListReadingsParams{})
+	post(t, c, tn, reading(t, "2024-05-01T13:00:00.000001+01:00", client.Values{"1": 100}))
+	after, _ := list(t, c, tn, client.ListReadingsParams{})
 
 	if len(after) != 2 {
 		t.Fatalf("%d readings after the overwrite, want 2: %+v", len(after), after)
@@ -96,10 +96,10 @@ func TestReadingsOverwrite(t *testing.T) {
 	if after[0].Id != before[0].Id {
 		t.Errorf("overwritten reading's id = %q, want %q (kept)", after[0].Id, before[0].Id)
 	}
-	if got, want := after[0].Inputs, (gen.Values{"1": 100}); !equalValues(got, want) {
+	if got, want := after[0].Inputs, (client.Values{"1": 100}); !equalValues(got, want) {
 		t.Errorf("overwritten inputs = %v, want %v", got, want)
 	}
-	if got, want := after[1].Inputs, (gen.Values{"1": 10}); !equalValues(got, want) {
+	if got, want := after[1].Inputs, (client.Values{"1": 10}); !equalValues(got, want) {
 		t.Errorf("reading one microsecond later = %v, want %v (untouched)", got, want)
 	}
 }
@@ -110,13 +110,13 @@ func TestReadingsDuplicateInBatchLaterWins(t *testing.T) {
 	tn := e.newTenant("Acme")
 	c := e.client(tn.tokens[store.Editor])
 
-	post(t, c, tn, reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 0}))
+	post(t, c, tn, reading(t, "2024-05-01T12:00:00Z", client.Values{"1": 0}))
 	post(t, c, tn,
-		reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1}),
-		reading(t, "2024-05-01T11:00:00Z", gen.Values{"1": 2}),
-		reading(t, "2024-05-01T14:00:00+02:00", gen.Values{"1": 3}), // the same instant as the first
+		reading(t, "2024-05-01T12:00:00Z", client.Values{"1": 1}),
+		reading(t, "2024-05-01T11:00:00Z", client.Values{"1": 2}),
+		reading(t, "2024-05-01T14:00:00+02:00", client.Values{"1": 3}), // the same instant as the first
 	)
-	got, _ := list(t, c, tn, gen.ListReadingsParams{})
+	got, _ := list(t, c, tn, client.ListReadingsParams{})
 	if len(got) != 2 || got[0].Inputs["1"] != 2 || got[1].Inputs["1"] != 3 {
 		t.Errorf("readings = %+v, want 11:00 → 2 and 12:00 → 3", got)
 	}
@@ -212,7 +212,7 @@ func TestReadingsAcrossTenants(t *testing.T) {
 	acme := e.newTenant("Acme")
 	globex := e.newTenant("Globex")
 	c := e.client(acme.tokens[store.Owner])
-	post(t, e.client(globex.tokens[store.Editor]), globex, reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1}))
+	post(t, e.client(globex.tokens[store.Editor]), globex, reading(t, "2024-05-01T12:00:00Z", client.Values{"1": 1}))
 
 	// Acme's owner names Globex's sensor through Acme's org and project, and
 	// through a second Acme project: never found.
@@ -236,7 +236,7 @@ func TestReadingsAcrossTenants(t *testing.T) {
 			}
 			wantError(t, get.StatusCode(), get.Body, 404, "not_found")
 			postRes, err := c.PostReadingsWithResponse(context.Background(), tc.org, tc.project, tc.sensor, nil,
-				[]gen.ReadingInput{reading(t, "2024-05-01T13:00:00Z", gen.Values{"1": 2})})
+				[]client.ReadingInput{reading(t, "2024-05-01T13:00:00Z", client.Values{"1": 2})})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -254,13 +254,13 @@ func TestReadingsArchivedProject(t *testing.T) {
 	tn := e.newTenant("Acme")
 	admin := e.client(tn.tokens[store.Admin])
 	ctx := context.Background()
-	post(t, admin, tn, reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1}))
+	post(t, admin, tn, reading(t, "2024-05-01T12:00:00Z", client.Values{"1": 1}))
 
-	archive, err := admin.ProjectActionWithResponse(ctx, tn.orgID, tn.projectID, gen.ProjectAction{Action: gen.Archive})
-	if err != nil || archive.StatusCode() != 200 || archive.JSON200.State != gen.Archived {
+	archive, err := admin.ProjectActionWithResponse(ctx, tn.orgID, tn.projectID, client.ProjectAction{Action: client.Archive})
+	if err != nil || archive.StatusCode() != 200 || archive.JSON200.State != client.Archived {
 		t.Fatalf("archive: %v %s", err, archive.Body)
 	}
-	res, err := admin.PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, nil, []gen.ReadingInput{reading(t, "2024-05-01T13:00:00Z", gen.Values{"1": 2})})
+	res, err := admin.PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, nil, []client.ReadingInput{reading(t, "2024-05-01T13:00:00Z", client.Values{"1": 2})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,21 +268,21 @@ func TestReadingsArchivedProject(t *testing.T) {
 	if !strings.Contains(got.Message, "archived") {
 		t.Errorf("message %q should say the project is archived", got.Message)
 	}
-	if readings, _ := list(t, admin, tn, gen.ListReadingsParams{}); len(readings) != 1 {
+	if readings, _ := list(t, admin, tn, client.ListReadingsParams{}); len(readings) != 1 {
 		t.Errorf("an archived project serves %d readings, want its 1", len(readings))
 	}
 
-	restore, err := admin.ProjectActionWithResponse(ctx, tn.orgID, tn.projectID, gen.ProjectAction{Action: gen.Restore})
-	if err != nil || restore.StatusCode() != 200 || restore.JSON200.State != gen.Active {
+	restore, err := admin.ProjectActionWithResponse(ctx, tn.orgID, tn.projectID, client.ProjectAction{Action: client.Restore})
+	if err != nil || restore.StatusCode() != 200 || restore.JSON200.State != client.Active {
 		t.Fatalf("restore: %v %s", err, restore.Body)
 	}
-	post(t, admin, tn, reading(t, "2024-05-01T13:00:00Z", gen.Values{"1": 2}))
+	post(t, admin, tn, reading(t, "2024-05-01T13:00:00Z", client.Values{"1": 2}))
 }
 
 func TestReadingsTooLarge(t *testing.T) {
 	t.Parallel()
-	cfg := server.Config{MaxBatch: 10, MaxBodyBytes: 4096}
-	e := newEnvWith(t, cfg, nil)
+	cfg := config{Config: server.Config{MaxBatch: 10, MaxBodyBytes: 4096}}
+	e := newEnvWith(t, cfg, faults{})
 	tn := e.newTenant("Acme")
 	token := tn.tokens[store.Editor]
 
@@ -419,7 +419,7 @@ func (e *env) sendBodyFirst(t *testing.T, token, path string, length int, part [
 	return res, answer
 }
 
-func equalValues(a, b gen.Values) bool {
+func equalValues(a, b client.Values) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -447,10 +447,10 @@ func TestReadingsFromTheFuture(t *testing.T) {
 	tn := e.newTenant("Acme")
 	c := e.client(tn.tokens[store.Editor])
 	now := time.Now().UTC().Truncate(time.Second)
-	soon := gen.ReadingInput{Datetime: now.Add(23 * time.Hour), Inputs: gen.Values{"1": 1}}
-	tooLate := gen.ReadingInput{Datetime: now.Add(25 * time.Hour), Inputs: gen.Values{"1": 2}}
+	soon := client.ReadingInput{Datetime: now.Add(23 * time.Hour), Inputs: client.Values{"1": 1}}
+	tooLate := client.ReadingInput{Datetime: now.Add(25 * time.Hour), Inputs: client.Values{"1": 2}}
 
-	res, err := c.PostReadingsWithResponse(t.Context(), tn.orgID, tn.projectID, tn.sensorID, nil, gen.ReadingBatch{soon, tooLate})
+	res, err := c.PostReadingsWithResponse(t.Context(), tn.orgID, tn.projectID, tn.sensorID, nil, client.ReadingBatch{soon, tooLate})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,9 +463,9 @@ func TestReadingsFromTheFuture(t *testing.T) {
 
 	t.Run("NoLimit", func(t *testing.T) {
 		cfg := defaultConfig()
-		cfg.MaxFuture = 0
-		e := newEnvWith(t, cfg, nil)
+		cfg.core.MaxFuture = 0
+		e := newEnvWith(t, cfg, faults{})
 		tn := e.newTenant("Acme")
-		post(t, e.client(tn.tokens[store.Editor]), tn, gen.ReadingInput{Datetime: now.AddDate(10, 0, 0), Inputs: gen.Values{"1": 1}})
+		post(t, e.client(tn.tokens[store.Editor]), tn, client.ReadingInput{Datetime: now.AddDate(10, 0, 0), Inputs: client.Values{"1": 1}})
 	})
 }

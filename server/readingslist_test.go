@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -16,10 +16,10 @@ func TestReadingsLimitBounds(t *testing.T) {
 	e := newEnv(t)
 	tn := e.newTenant("Acme")
 	c := e.client(tn.tokens[store.Editor])
-	batch := make([]gen.ReadingInput, 1001)
+	batch := make([]client.ReadingInput, 1001)
 	base := at(t, "2024-05-01T00:00:00Z")
 	for i := range batch {
-		batch[i] = gen.ReadingInput{Datetime: base.Add(time.Duration(i) * time.Second), Inputs: gen.Values{"1": float64(i)}}
+		batch[i] = client.ReadingInput{Datetime: base.Add(time.Duration(i) * time.Second), Inputs: client.Values{"1": float64(i)}}
 	}
 	post(t, c, tn, batch...)
 
@@ -36,7 +36,7 @@ func TestReadingsLimitBounds(t *testing.T) {
 		{ptr(1001), 400, 0},
 	} {
 		t.Run(fmt.Sprint(deref(tc.limit)), func(t *testing.T) {
-			res, err := c.ListReadingsWithResponse(context.Background(), tn.orgID, tn.projectID, tn.sensorID, &gen.ListReadingsParams{Limit: tc.limit})
+			res, err := c.ListReadingsWithResponse(context.Background(), tn.orgID, tn.projectID, tn.sensorID, &client.ListReadingsParams{Limit: tc.limit})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,38 +62,38 @@ func TestReadingsFilters(t *testing.T) {
 	tn := e.newTenant("Acme")
 	c := e.client(tn.tokens[store.Editor])
 	// Readings at 10:00, 11:00, …, 15:00, plus one a microsecond past 12:00.
-	var batch []gen.ReadingInput
+	var batch []client.ReadingInput
 	for h := 10; h <= 15; h++ {
-		batch = append(batch, reading(t, fmt.Sprintf("2024-05-01T%02d:00:00Z", h), gen.Values{"1": float64(h)}))
+		batch = append(batch, reading(t, fmt.Sprintf("2024-05-01T%02d:00:00Z", h), client.Values{"1": float64(h)}))
 	}
-	batch = append(batch, reading(t, "2024-05-01T12:00:00.000001Z", gen.Values{"1": 12.5}))
+	batch = append(batch, reading(t, "2024-05-01T12:00:00.000001Z", client.Values{"1": 12.5}))
 	post(t, c, tn, batch...)
 
-	tm := func(s string) *gen.Bound { return &s }
+	tm := func(s string) *client.Bound { return &s }
 	for _, tc := range []struct {
 		name string
-		p    gen.ListReadingsParams
+		p    client.ListReadingsParams
 		want []float64
 	}{
-		{"None", gen.ListReadingsParams{}, []float64{10, 11, 12, 12.5, 13, 14, 15}},
-		{"Gte", gen.ListReadingsParams{DatetimeGte: tm("2024-05-01T12:00:00Z")}, []float64{12, 12.5, 13, 14, 15}},
-		{"Gt", gen.ListReadingsParams{DatetimeGt: tm("2024-05-01T12:00:00Z")}, []float64{12.5, 13, 14, 15}},
-		{"Lte", gen.ListReadingsParams{DatetimeLte: tm("2024-05-01T12:00:00Z")}, []float64{10, 11, 12}},
-		{"Lt", gen.ListReadingsParams{DatetimeLt: tm("2024-05-01T12:00:00.000001Z")}, []float64{10, 11, 12}},
-		{"GteLt", gen.ListReadingsParams{DatetimeGte: tm("2024-05-01T11:00:00Z"), DatetimeLt: tm("2024-05-01T13:00:00Z")}, []float64{11, 12, 12.5}},
-		{"GtLte", gen.ListReadingsParams{DatetimeGt: tm("2024-05-01T11:00:00Z"), DatetimeLte: tm("2024-05-01T13:00:00Z")}, []float64{12, 12.5, 13}},
-		{"AllFour", gen.ListReadingsParams{DatetimeGte: tm("2024-05-01T10:30:00Z"), DatetimeGt: tm("2024-05-01T11:00:00Z"), DatetimeLte: tm("2024-05-01T14:00:00Z"), DatetimeLt: tm("2024-05-01T14:00:00Z")}, []float64{12, 12.5, 13}},
-		{"GteMillis", gen.ListReadingsParams{DatetimeGte: tm("1714564800000")}, []float64{12, 12.5, 13, 14, 15}},
-		{"GtLtMillis", gen.ListReadingsParams{DatetimeGt: tm("1714561200000"), DatetimeLt: tm("1714568400000")}, []float64{12, 12.5}},
-		{"Offset", gen.ListReadingsParams{DatetimeGte: tm("2024-05-01T13:00:00+02:00")}, []float64{11, 12, 12.5, 13, 14, 15}},
-		{"Empty", gen.ListReadingsParams{DatetimeGt: tm("2024-05-01T14:00:00Z"), DatetimeLt: tm("2024-05-01T15:00:00Z")}, nil},
-		{"Crossed", gen.ListReadingsParams{DatetimeGte: tm("2024-05-01T15:00:00Z"), DatetimeLte: tm("2024-05-01T10:00:00Z")}, nil},
-		{"Desc", gen.ListReadingsParams{Order: ptr(gen.Desc)}, []float64{15, 14, 13, 12.5, 12, 11, 10}},
-		{"Latest", gen.ListReadingsParams{Order: ptr(gen.Desc), Limit: ptr(1)}, []float64{15}},
-		{"DescLt", gen.ListReadingsParams{Order: ptr(gen.Desc), DatetimeLt: tm("2024-05-01T12:00:00.000001Z"), Limit: ptr(2)}, []float64{12, 11}},
-		{"AscOffset", gen.ListReadingsParams{Offset: ptr(int64(2)), Limit: ptr(2)}, []float64{12, 12.5}},
-		{"DescOffset", gen.ListReadingsParams{Order: ptr(gen.Desc), Offset: ptr(int64(5))}, []float64{11, 10}},
-		{"OffsetPastEnd", gen.ListReadingsParams{Offset: ptr(int64(100))}, nil},
+		{"None", client.ListReadingsParams{}, []float64{10, 11, 12, 12.5, 13, 14, 15}},
+		{"Gte", client.ListReadingsParams{DatetimeGte: tm("2024-05-01T12:00:00Z")}, []float64{12, 12.5, 13, 14, 15}},
+		{"Gt", client.ListReadingsParams{DatetimeGt: tm("2024-05-01T12:00:00Z")}, []float64{12.5, 13, 14, 15}},
+		{"Lte", client.ListReadingsParams{DatetimeLte: tm("2024-05-01T12:00:00Z")}, []float64{10, 11, 12}},
+		{"Lt", client.ListReadingsParams{DatetimeLt: tm("2024-05-01T12:00:00.000001Z")}, []float64{10, 11, 12}},
+		{"GteLt", client.ListReadingsParams{DatetimeGte: tm("2024-05-01T11:00:00Z"), DatetimeLt: tm("2024-05-01T13:00:00Z")}, []float64{11, 12, 12.5}},
+		{"GtLte", client.ListReadingsParams{DatetimeGt: tm("2024-05-01T11:00:00Z"), DatetimeLte: tm("2024-05-01T13:00:00Z")}, []float64{12, 12.5, 13}},
+		{"AllFour", client.ListReadingsParams{DatetimeGte: tm("2024-05-01T10:30:00Z"), DatetimeGt: tm("2024-05-01T11:00:00Z"), DatetimeLte: tm("2024-05-01T14:00:00Z"), DatetimeLt: tm("2024-05-01T14:00:00Z")}, []float64{12, 12.5, 13}},
+		{"GteMillis", client.ListReadingsParams{DatetimeGte: tm("1714564800000")}, []float64{12, 12.5, 13, 14, 15}},
+		{"GtLtMillis", client.ListReadingsParams{DatetimeGt: tm("1714561200000"), DatetimeLt: tm("1714568400000")}, []float64{12, 12.5}},
+		{"Offset", client.ListReadingsParams{DatetimeGte: tm("2024-05-01T13:00:00+02:00")}, []float64{11, 12, 12.5, 13, 14, 15}},
+		{"Empty", client.ListReadingsParams{DatetimeGt: tm("2024-05-01T14:00:00Z"), DatetimeLt: tm("2024-05-01T15:00:00Z")}, nil},
+		{"Crossed", client.ListReadingsParams{DatetimeGte: tm("2024-05-01T15:00:00Z"), DatetimeLte: tm("2024-05-01T10:00:00Z")}, nil},
+		{"Desc", client.ListReadingsParams{Order: ptr(client.Desc)}, []float64{15, 14, 13, 12.5, 12, 11, 10}},
+		{"Latest", client.ListReadingsParams{Order: ptr(client.Desc), Limit: ptr(1)}, []float64{15}},
+		{"DescLt", client.ListReadingsParams{Order: ptr(client.Desc), DatetimeLt: tm("2024-05-01T12:00:00.000001Z"), Limit: ptr(2)}, []float64{12, 11}},
+		{"AscOffset", client.ListReadingsParams{Offset: ptr(int64(2)), Limit: ptr(2)}, []float64{12, 12.5}},
+		{"DescOffset", client.ListReadingsParams{Order: ptr(client.Desc), Offset: ptr(int64(5))}, []float64{11, 10}},
+		{"OffsetPastEnd", client.ListReadingsParams{Offset: ptr(int64(100))}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, _ := list(t, c, tn, tc.p)
@@ -133,27 +133,27 @@ func TestReadingsLinkPaging(t *testing.T) {
 	c := e.client(tn.tokens[store.Editor])
 	const total = 2500
 	base := at(t, "2024-01-01T00:00:00Z")
-	batch := make([]gen.ReadingInput, total)
+	batch := make([]client.ReadingInput, total)
 	for i := range batch {
 		// Pairs of readings one microsecond apart.
 		offset := time.Duration(i/2)*time.Second + time.Duration(i%2)*time.Microsecond
-		batch[i] = gen.ReadingInput{Datetime: base.Add(offset), Inputs: gen.Values{"1": float64(i)}}
+		batch[i] = client.ReadingInput{Datetime: base.Add(offset), Inputs: client.Values{"1": float64(i)}}
 	}
 	post(t, c, tn, batch...)
 
 	for _, tc := range []struct {
 		name  string
-		first gen.ListReadingsParams
+		first client.ListReadingsParams
 		want  func(i int) float64 // the value of the i-th reading returned
 		count int
 	}{
-		{"Asc", gen.ListReadingsParams{Limit: ptr(999)}, func(i int) float64 { return float64(i) }, total},
-		{"Desc", gen.ListReadingsParams{Order: ptr(gen.Desc), Limit: ptr(1000)}, func(i int) float64 { return float64(total - 1 - i) }, total},
-		{"Bounded", gen.ListReadingsParams{
+		{"Asc", client.ListReadingsParams{Limit: ptr(999)}, func(i int) float64 { return float64(i) }, total},
+		{"Desc", client.ListReadingsParams{Order: ptr(client.Desc), Limit: ptr(1000)}, func(i int) float64 { return float64(total - 1 - i) }, total},
+		{"Bounded", client.ListReadingsParams{
 			DatetimeGte: ptr(fmt.Sprint(base.Add(100 * time.Second).UnixMilli())), DatetimeLt: ptr(base.Add(1100 * time.Second).Format(time.RFC3339)), Limit: ptr(300), Outputs: ptr(false),
-			Keys: ptr(gen.ListReadingsParamsKeysNames),
+			Keys: ptr(client.ListReadingsParamsKeysNames),
 		}, func(i int) float64 { return float64(200 + i) }, 2000},
-		{"Offset", gen.ListReadingsParams{Offset: ptr(int64(10)), Limit: ptr(1000)}, func(i int) float64 { return float64(10 + i) }, total - 10},
+		{"Offset", client.ListReadingsParams{Offset: ptr(int64(10)), Limit: ptr(1000)}, func(i int) float64 { return float64(10 + i) }, total - 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, pages, seen := &tc.first, 0, 0

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,18 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/server"
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
 )
-
-// rawStore answers aggregates from the readings alone, never the rollups:
-// what an answer from the rollups must equal.
-type rawStore struct{ *store.DB }
-
-func (r rawStore) AggregateBuckets(ctx context.Context, sensor store.Sensor, q store.BucketQuery, outputs store.Outputs, sink store.BucketSink) (store.RollupUse, error) {
-	q.Raw = true
-	return r.DB.AggregateBuckets(ctx, sensor, q, outputs, sink)
-}
 
 // rollupZones have offsets and changes of every kind: whole hours with
 // changes in spring and autumn, none, half an hour, and a change of half
@@ -41,10 +31,11 @@ func TestRollupsMatchReadings(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := t.Context()
-	rawSrv, err := server.New(rawStore{e.db}, slog.New(slog.DiscardHandler), defaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The same service, answering aggregates from the readings alone:
+	// what an answer from the rollups must equal.
+	rawCfg := defaultConfig()
+	rawCfg.core.ReadingsOnly = true
+	rawSrv := newService(t, e.db, slog.New(slog.DiscardHandler), rawCfg, faults{}).srv
 	raw := serve(t, rawSrv)
 
 	tn := e.newTenant("Rollups")
@@ -87,12 +78,12 @@ func TestRollupsMatchReadings(t *testing.T) {
 			if rng.IntN(2) == 0 { // in time order: over stored readings, a chunk at a time
 				slices.SortStableFunc(batch, func(a, b store.Reading) int { return a.Time.Compare(b.Time) })
 			}
-			if _, err := e.db.InsertReadingStream(ctx, key, &readingStream{readings: batch}, 0); err != nil {
+			if _, err := e.core.Ingest(ctx, key, &readingStream{readings: batch}); err != nil {
 				t.Fatal(err)
 			}
 			return
 		}
-		if _, err := e.db.InsertReadings(ctx, key, batch); err != nil {
+		if _, err := e.core.Ingest(ctx, key, sensing.NewBatch(batch)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -111,7 +102,7 @@ func TestRollupsMatchReadings(t *testing.T) {
 		default:
 			inst.Outputs[0].Formula = fmt.Sprintf("freq^2 / %d", 500+rng.IntN(1000))
 		}
-		if _, err := e.db.UpdateSensor(ctx, key, store.SensorPatch{Instance: &inst}); err != nil {
+		if _, err := e.core.EditInstance(ctx, key, func(i *store.Instance) error { *i = inst; return nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -137,7 +128,7 @@ func TestRollupsMatchReadings(t *testing.T) {
 	}
 	maintain := func() {
 		for {
-			n, err := e.srv.RecomputeRollups(ctx)
+			n, err := e.core.RecomputeRollups(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,7 +146,7 @@ func TestRollupsMatchReadings(t *testing.T) {
 		write(40 + rng.IntN(100))
 		if rng.IntN(2) == 0 {
 			from := at()
-			if _, err := e.db.DeleteReadings(ctx, key, from, from.Add(time.Duration(rng.IntN(30))*time.Hour)); err != nil {
+			if _, err := e.core.DeleteReadings(ctx, key, from, from.Add(time.Duration(rng.IntN(30))*time.Hour)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -180,12 +171,12 @@ func TestRollupsMatchReadings(t *testing.T) {
 		for i := range batch {
 			batch[i] = store.Reading{Time: at(), InputIDs: []int64{source.Instance.Inputs[0].ID}, Values: []float64{500 + rng.Float64()*2500}}
 		}
-		if _, err := e.db.InsertReadings(ctx, sourceKey, batch); err != nil {
+		if _, err := e.core.Ingest(ctx, sourceKey, sensing.NewBatch(batch)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	writeSource(300)
-	if _, err := e.db.SetSensorLinks(ctx, key, map[string]store.InputLink{"freq": {SensorID: source.ID, Key: "a", Staleness: 6 * time.Hour}}); err != nil {
+	if _, err := e.core.SetLinks(ctx, key, map[string]store.InputLink{"freq": {SensorID: source.ID, Key: "a", Staleness: 6 * time.Hour}}); err != nil {
 		t.Fatal(err)
 	}
 	compare("linked, before the maintainer", false)
@@ -292,6 +283,10 @@ func sameBuckets(t *testing.T, what string, got, want []bucketJSON) {
 type readingStream struct {
 	readings []store.Reading
 	next     int
+}
+
+func (s *readingStream) Where() (string, map[string]any) {
+	return fmt.Sprintf("reading %d", s.next-1), nil
 }
 
 func (s *readingStream) Next() (*store.Reading, error) {

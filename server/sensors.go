@@ -6,10 +6,28 @@ import (
 	"time"
 
 	"github.com/sensorreadings/readings/apperr"
-	"github.com/sensorreadings/readings/formulas"
+	"github.com/sensorreadings/readings/datetime"
 	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
 )
+
+// Sensors are a project's sensors as stored.
+type Sensors interface {
+	ListSensors(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Sensor, bool, error)
+	GetSensor(ctx context.Context, key store.SensorKey) (store.Sensor, error)
+	DeleteSensor(ctx context.Context, key store.SensorKey) error
+}
+
+// SensorEdits create sensors and change what their readings mean, each
+// edit rechecking the sensor's alarms.
+type SensorEdits interface {
+	CreateSensor(ctx context.Context, orgID, projectID int64, name, description string, blueprintID *int64, constants map[string]float64) (store.Sensor, error)
+	UpdateSensor(ctx context.Context, key store.SensorKey, edit sensing.SensorEdit) (store.Sensor, error)
+	EditInstance(ctx context.Context, key store.SensorKey, edit func(*store.Instance) error) (store.Sensor, error)
+	SetBaselines(ctx context.Context, key store.SensorKey, edits []sensing.BaselineEdit) (store.Sensor, error)
+	SetLinks(ctx context.Context, key store.SensorKey, links map[string]store.InputLink) (store.Sensor, error)
+}
 
 func sensorKey(orgID, projectID, sensorID int64) store.SensorKey {
 	return store.SensorKey{OrgID: orgID, ProjectID: projectID, SensorID: sensorID}
@@ -21,7 +39,7 @@ func (s *Server) ListSensors(ctx context.Context, req gen.ListSensorsRequestObje
 	if err != nil {
 		return nil, err
 	}
-	sensors, more, err := s.store.ListSensors(ctx, req.OrgId, req.ProjId, after, limit)
+	sensors, more, err := s.Sensors.ListSensors(ctx, req.OrgId, req.ProjId, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -35,45 +53,16 @@ func (s *Server) ListSensors(ctx context.Context, req gen.ListSensorsRequestObje
 // CreateSensor creates a sensor in the project, with an instance of a
 // blueprint when the body names one.
 func (s *Server) CreateSensor(ctx context.Context, req gen.CreateSensorRequestObject) (gen.CreateSensorResponseObject, error) {
-	var attach *store.Attachment
-	switch {
-	case req.Body.BlueprintId != nil:
-		a, err := s.attachment(ctx, req.OrgId, *req.Body.BlueprintId, deref(req.Body.Constants))
-		if err != nil {
-			return nil, err
-		}
-		attach = &a
-	case req.Body.Constants != nil:
-		return nil, apperr.Errorf(apperr.Invalid, "constants need a blueprint_id: a sensor without a blueprint has none")
-	}
-	sensor, err := s.store.CreateSensor(ctx, req.OrgId, req.ProjId, req.Body.Name, deref(req.Body.Description), attach)
+	sensor, err := s.SensorEdits.CreateSensor(ctx, req.OrgId, req.ProjId, req.Body.Name, deref(req.Body.Description), req.Body.BlueprintId, deref(req.Body.Constants))
 	if err != nil {
 		return nil, err
 	}
 	return gen.CreateSensor201JSONResponse(toSensor(sensor)), nil
 }
 
-// attachment makes a new instance of blueprint id of the organization.
-func (s *Server) attachment(ctx context.Context, orgID, blueprintID int64, constants map[string]float64) (store.Attachment, error) {
-	b, err := s.store.GetBlueprint(ctx, orgID, blueprintID)
-	if apperr.CodeOf(err) == apperr.NotFound {
-		// As another organization's id in the path would be: not found.
-		return store.Attachment{}, &apperr.Error{Code: apperr.NotFound, Message: fmt.Sprintf("blueprint_id %d is not a blueprint of this organization", blueprintID),
-			Details: map[string]any{"field": "/blueprint_id"}}
-	}
-	if err != nil {
-		return store.Attachment{}, err
-	}
-	inst, err := b.Instantiate(constants)
-	if err != nil {
-		return store.Attachment{}, err
-	}
-	return store.Attachment{BlueprintID: b.ID, Instance: inst}, nil
-}
-
 // GetSensor returns a sensor: its formulas setup, with every id.
 func (s *Server) GetSensor(ctx context.Context, req gen.GetSensorRequestObject) (gen.GetSensorResponseObject, error) {
-	sensor, err := s.store.GetSensor(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
+	sensor, err := s.Sensors.GetSensor(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId))
 	if err != nil {
 		return nil, err
 	}
@@ -84,33 +73,9 @@ func (s *Server) GetSensor(ctx context.Context, req gen.GetSensorRequestObject) 
 // the sensor's makes a new instance; the sensor's own keeps its instance and
 // applies the constants.
 func (s *Server) UpdateSensor(ctx context.Context, req gen.UpdateSensorRequestObject) (gen.UpdateSensorResponseObject, error) {
-	key := sensorKey(req.OrgId, req.ProjId, req.SensorId)
-	patch := store.SensorPatch{Name: req.Body.Name, Description: req.Body.Description}
-	if req.Body.BlueprintId != nil || req.Body.Constants != nil {
-		current, err := s.store.GetSensor(ctx, key)
-		if err != nil {
-			return nil, err
-		}
-		newBlueprint := req.Body.BlueprintId != nil &&
-			(current.BlueprintID == nil || *current.BlueprintID != *req.Body.BlueprintId)
-		switch {
-		case newBlueprint:
-			a, err := s.attachment(ctx, req.OrgId, *req.Body.BlueprintId, deref(req.Body.Constants))
-			if err != nil {
-				return nil, err
-			}
-			patch.Attach = &a
-		case current.Instance == nil:
-			return nil, apperr.Errorf(apperr.Invalid, "constants need a blueprint_id: the sensor has no blueprint")
-		default:
-			inst := current.Instance.Clone()
-			if err := inst.SetConstants(store.Values(deref(req.Body.Constants))); err != nil {
-				return nil, err
-			}
-			patch.Instance = &inst
-		}
-	}
-	sensor, err := s.store.UpdateSensor(ctx, key, patch)
+	sensor, err := s.SensorEdits.UpdateSensor(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), sensing.SensorEdit{
+		Name: req.Body.Name, Description: req.Body.Description, BlueprintID: req.Body.BlueprintId, Constants: deref(req.Body.Constants),
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +85,7 @@ func (s *Server) UpdateSensor(ctx context.Context, req gen.UpdateSensorRequestOb
 // UpdateFormulas edits the formulas and constants of the sensor's instance,
 // in place, after checking every formula of the result.
 func (s *Server) UpdateFormulas(ctx context.Context, req gen.UpdateFormulasRequestObject) (gen.UpdateFormulasResponseObject, error) {
-	sensor, err := s.editInstance(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), func(inst *store.Instance) error {
+	sensor, err := s.SensorEdits.EditInstance(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), func(inst *store.Instance) error {
 		if err := inst.SetFormulas(deref(req.Body.Outputs)); err != nil {
 			return err
 		}
@@ -137,7 +102,7 @@ func (s *Server) UpdateCalibrations(ctx context.Context, req gen.UpdateCalibrati
 	calibrations := make(map[string][]store.Calibration, len(*req.Body))
 	for key, dated := range *req.Body {
 		for _, c := range dated {
-			from, err := parseDatetime(c.From)
+			from, err := datetime.Parse(c.From)
 			if err != nil {
 				return nil, apperr.Errorf(apperr.Invalid, "constant %q: from: %v", key, err)
 			}
@@ -147,7 +112,7 @@ func (s *Server) UpdateCalibrations(ctx context.Context, req gen.UpdateCalibrati
 			calibrations[key] = []store.Calibration{}
 		}
 	}
-	sensor, err := s.editInstance(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), func(inst *store.Instance) error {
+	sensor, err := s.SensorEdits.EditInstance(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), func(inst *store.Instance) error {
 		return inst.SetCalibrations(calibrations)
 	})
 	if err != nil {
@@ -159,29 +124,37 @@ func (s *Server) UpdateCalibrations(ctx context.Context, req gen.UpdateCalibrati
 // UpdateBaselines replaces the sensor's baselines, taking those chosen by
 // reading from the sensor's stored readings.
 func (s *Server) UpdateBaselines(ctx context.Context, req gen.UpdateBaselinesRequestObject) (gen.UpdateBaselinesResponseObject, error) {
-	key := sensorKey(req.OrgId, req.ProjId, req.SensorId)
-	baselines := make([]store.Baseline, len(*req.Body))
-	var sensor *store.Sensor // read once, for the first baseline chosen by reading
+	edits := make([]sensing.BaselineEdit, len(*req.Body))
 	for i, b := range *req.Body {
-		if b.Reading != nil && sensor == nil {
-			got, err := s.store.GetSensor(ctx, key)
-			if err != nil {
-				return nil, err
-			}
-			sensor = &got
+		edits[i] = sensing.BaselineEdit{Index: i}
+		if b.Values != nil {
+			edits[i].Values = *b.Values
 		}
 		var err error
-		if baselines[i], err = s.baseline(ctx, sensor, i, b); err != nil {
+		if edits[i].From, err = baselineDatetime(i, "from", b.From); err != nil {
+			return nil, err
+		}
+		if edits[i].Reading, err = baselineDatetime(i, "reading", b.Reading); err != nil {
 			return nil, err
 		}
 	}
-	updated, err := s.editInstance(ctx, key, func(inst *store.Instance) error {
-		return inst.SetBaselines(baselines)
-	})
+	sensor, err := s.SensorEdits.SetBaselines(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), edits)
 	if err != nil {
 		return nil, err
 	}
-	return gen.UpdateBaselines200JSONResponse(toSensor(updated)), nil
+	return gen.UpdateBaselines200JSONResponse(toSensor(sensor)), nil
+}
+
+// baselineDatetime parses field of baseline index, if given.
+func baselineDatetime[T ~string](index int, field string, value *T) (*time.Time, error) {
+	if value == nil {
+		return nil, nil
+	}
+	t, err := datetime.Parse(string(*value))
+	if err != nil {
+		return nil, &apperr.Error{Code: apperr.Invalid, Message: fmt.Sprintf("baseline %d: %s: %v", index, field, err), Details: map[string]any{"index": index}}
+	}
+	return &t, nil
 }
 
 // defaultStaleness is a link's staleness when the request gives none, as
@@ -198,92 +171,16 @@ func (s *Server) UpdateLinks(ctx context.Context, req gen.UpdateLinksRequestObje
 		}
 		links[key] = store.InputLink{SensorID: l.SensorId, Key: l.Key, Staleness: staleness}
 	}
-	sensor, err := s.store.SetSensorLinks(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), links)
+	sensor, err := s.SensorEdits.SetLinks(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), links)
 	if err != nil {
 		return nil, err
 	}
 	return gen.UpdateLinks200JSONResponse(toSensor(sensor)), nil
 }
 
-// baseline is b's values and instant; a baseline chosen by reading takes
-// that reading's inputs, by key, from sensor. b is element index of the
-// request.
-func (s *Server) baseline(ctx context.Context, sensor *store.Sensor, index int, b gen.BaselineUpdate) (store.Baseline, error) {
-	var out store.Baseline
-	invalid := func(format string, args ...any) error {
-		return &apperr.Error{Code: apperr.Invalid, Message: fmt.Sprintf("baseline %d: ", index) + fmt.Sprintf(format, args...), Details: map[string]any{"index": index}}
-	}
-	if (b.Values == nil) == (b.Reading == nil) {
-		return out, invalid("give either values or reading, the datetime of a stored reading")
-	}
-	if b.From != nil {
-		from, err := parseDatetime(*b.From)
-		if err != nil {
-			return out, invalid("from: %v", err)
-		}
-		out.From = from
-	}
-	if b.Values != nil {
-		if b.From == nil {
-			return out, invalid("values need from, the instant they apply from")
-		}
-		out.Values = *b.Values
-		return out, nil
-	}
-	at, err := parseDatetime(*b.Reading)
-	if err != nil {
-		return out, invalid("reading: %v", err)
-	}
-	if b.From == nil {
-		out.From = at
-	}
-	var found *store.Reading
-	err = s.store.ListReadings(ctx, *sensor, store.ReadingQuery{From: at, To: at, Limit: 1}, func(r *store.Reading) error {
-		found = r
-		return nil
-	})
-	switch {
-	case err != nil:
-		return out, err
-	case found == nil:
-		return out, invalid("the sensor has no reading at %s", at.UTC().Format(time.RFC3339Nano))
-	case sensor.Instance == nil:
-		return out, nil // editInstance answers the missing blueprint
-	}
-	out.Values = map[string]float64{}
-	for i, id := range found.InputIDs {
-		for _, in := range sensor.Instance.Inputs {
-			if in.ID == id {
-				out.Values[in.Key] = found.Values[i]
-			}
-		}
-	}
-	return out, nil
-}
-
-// editInstance applies edit to a copy of the sensor's instance, checks the
-// formulas of the result and saves it, unless it changed meanwhile.
-func (s *Server) editInstance(ctx context.Context, key store.SensorKey, edit func(*store.Instance) error) (store.Sensor, error) {
-	current, err := s.store.GetSensor(ctx, key)
-	if err != nil {
-		return store.Sensor{}, err
-	}
-	if current.Instance == nil {
-		return store.Sensor{}, apperr.Errorf(apperr.Conflict, "sensor %d has no blueprint, so no formulas; give it a blueprint_id first", key.SensorID)
-	}
-	inst := current.Instance.Clone()
-	if err := edit(&inst); err != nil {
-		return store.Sensor{}, err
-	}
-	if _, err := formulas.Compile(instanceSpec(&inst)); err != nil {
-		return store.Sensor{}, err
-	}
-	return s.store.UpdateSensor(ctx, key, store.SensorPatch{Instance: &inst})
-}
-
 // DeleteSensor deletes a sensor and its readings.
 func (s *Server) DeleteSensor(ctx context.Context, req gen.DeleteSensorRequestObject) (gen.DeleteSensorResponseObject, error) {
-	if err := s.store.DeleteSensor(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId)); err != nil {
+	if err := s.Sensors.DeleteSensor(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId)); err != nil {
 		return nil, err
 	}
 	return gen.DeleteSensor204Response{}, nil

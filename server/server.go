@@ -5,7 +5,6 @@ package server
 
 import (
 	"compress/gzip"
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -15,92 +14,54 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
-	"github.com/sensorreadings/readings/formulas"
 	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/openapi"
+	"github.com/sensorreadings/readings/outbox"
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
+	"github.com/sensorreadings/readings/tokenuse"
 )
 
-// Store is what the server needs of the database.
-type Store interface {
-	Ping(ctx context.Context) error
-	Readiness(ctx context.Context) (store.Readiness, error)
-	PoolStats() store.PoolStats
+// Deps are what the handlers call: the domain (package sensing) for
+// readings and what is computed from them, the outbox for a webhook's
+// test, and the store for plain rows. Each is an interface declared next
+// to the handlers that use it, listing only what they call.
+type Deps struct {
+	Health         Health
+	Authenticator  Authenticator
+	TokenUse       TokenUse
+	Profile        Profile
+	Members        Members
+	Invitations    Invitations
+	Projects       Projects
+	Blueprints     Blueprints
+	BlueprintEdits BlueprintEdits
+	Sensors        Sensors
+	SensorEdits    SensorEdits
+	ImportProfiles ImportProfiles
+	Alarms         Alarms
+	RuleEdits      RuleEdits
+	Statuses       Statuses
+	Webhooks       Webhooks
+	WebhookTester  WebhookTester
+	Writes         Writes
+	// Reads serve the reads of readings from the primary, and
+	// StandbyReads, when there is a standby (Config.Standby), from it.
+	Reads, StandbyReads Reads
+	// FormulaErrors counts the outputs left out, for the metrics.
+	FormulaErrors func() int64
+}
 
-	Authenticate(ctx context.Context, secret string, orgID int64) (store.Principal, error)
-	TouchTokens(ctx context.Context, ids []int64, at time.Time) error
-	Me(ctx context.Context, userID int64) (store.User, []store.Membership, error)
-	ListTokens(ctx context.Context, userID, before int64, limit int) ([]store.Token, bool, error)
-	CreateScopedToken(ctx context.Context, userID int64, name string, expiresAt *time.Time, scope store.TokenScope) (store.Token, string, error)
-	RevokeToken(ctx context.Context, userID, tokenID int64) error
-	ListMembers(ctx context.Context, orgID, after int64, limit int) ([]store.Member, bool, error)
-	AddMember(ctx context.Context, orgID int64, email, name string, role store.Role) (store.Member, error)
-	UpdateMember(ctx context.Context, orgID, userID int64, role store.Role) (store.Member, error)
-	RemoveMember(ctx context.Context, orgID, userID int64) error
-	ListInvitations(ctx context.Context, orgID, before int64, limit int) ([]store.Invitation, bool, error)
-	CreateInvitation(ctx context.Context, orgID, invitedBy int64, email string, role store.Role, expiresAt time.Time) (store.Invitation, string, error)
-	RevokeInvitation(ctx context.Context, orgID, id int64) error
-	AcceptInvitation(ctx context.Context, code, name string) (store.Accepted, error)
-	AcceptInvitationAs(ctx context.Context, code string, userID int64) (store.Membership, error)
-
-	ListProjects(ctx context.Context, orgID, after int64, limit int) ([]store.Project, bool, error)
-	CreateProject(ctx context.Context, orgID int64, name, description string) (store.Project, error)
-	GetProject(ctx context.Context, orgID, projectID int64) (store.Project, error)
-	UpdateProject(ctx context.Context, orgID, projectID int64, patch store.ProjectPatch) (store.Project, error)
-	DeleteProject(ctx context.Context, orgID, projectID int64) error
-
-	ListBlueprints(ctx context.Context, orgID, after int64, limit int) ([]store.Blueprint, bool, error)
-	CreateBlueprint(ctx context.Context, orgID int64, b store.Blueprint) (store.Blueprint, error)
-	GetBlueprint(ctx context.Context, orgID, id int64) (store.Blueprint, error)
-	UpdateBlueprint(ctx context.Context, orgID, id int64, b store.Blueprint) (store.Blueprint, error)
-	DeleteBlueprint(ctx context.Context, orgID, id int64) error
-
-	ListSensors(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Sensor, bool, error)
-	CreateSensor(ctx context.Context, orgID, projectID int64, name, description string, attach *store.Attachment) (store.Sensor, error)
-	GetSensor(ctx context.Context, key store.SensorKey) (store.Sensor, error)
-	UpdateSensor(ctx context.Context, key store.SensorKey, patch store.SensorPatch) (store.Sensor, error)
-	DeleteSensor(ctx context.Context, key store.SensorKey) error
-	SetSensorLinks(ctx context.Context, key store.SensorKey, links map[string]store.InputLink) (store.Sensor, error)
-
-	InsertReadings(ctx context.Context, key store.SensorKey, readings []store.Reading) (store.Written, error)
-	InsertReadingStream(ctx context.Context, key store.SensorKey, stream store.ReadingStream, mergeTimeout time.Duration) (store.Written, error)
-	DeleteReadings(ctx context.Context, key store.SensorKey, from, to time.Time) (int64, error)
-	CountStored(ctx context.Context, sensor store.Sensor, micros []int64) (store.Written, error)
-	MaintainRollups(ctx context.Context, outputsOf store.OutputsOf, maxHours int) (int, error)
-	WALPosition(ctx context.Context) (string, error)
-
-	// Reader's methods read the primary when there is no standby, or when
-	// routeReads did not choose it.
-	Reader
-
-	SetAlarmEvaluator(e store.AlarmEvaluator)
-	ListAlarmLevels(ctx context.Context, orgID, projectID int64, after, limit int) ([]store.AlarmLevel, bool, error)
-	CreateAlarmLevel(ctx context.Context, orgID, projectID int64, l store.AlarmLevel) (store.AlarmLevel, error)
-	UpdateAlarmLevel(ctx context.Context, orgID, projectID, levelID int64, patch store.AlarmLevelPatch) (store.AlarmLevel, error)
-	DeleteAlarmLevel(ctx context.Context, orgID, projectID, levelID int64) error
-	ListAlarmRules(ctx context.Context, key store.SensorKey, after store.RuleKey, limit int) ([]store.AlarmRule, bool, *store.OverdueRule, error)
-	CreateAlarmRule(ctx context.Context, key store.SensorKey, spec store.AlarmRuleSpec) (store.AlarmRule, error)
-	UpdateAlarmRule(ctx context.Context, key store.SensorKey, ruleID int64, spec store.AlarmRuleSpec) (store.AlarmRule, error)
-	DeleteAlarmRule(ctx context.Context, key store.SensorKey, ruleID int64) error
-	ListAlarms(ctx context.Context, orgID, projectID int64, after store.AlarmKey, limit int) ([]store.Alarm, bool, error)
-	SensorStatuses(ctx context.Context, q store.StatusQuery) ([]store.SensorStatus, bool, error)
-	AcknowledgeAlarm(ctx context.Context, orgID, projectID, alarmID, userID int64, note string) (store.Alarm, error)
-	ListAlarmEvents(ctx context.Context, orgID, projectID int64, q store.AlarmEventQuery) ([]store.AlarmEvent, bool, error)
-	GetOverdueRule(ctx context.Context, key store.SensorKey) (store.OverdueRule, error)
-	SetOverdueRule(ctx context.Context, key store.SensorKey, level string, after time.Duration) (store.OverdueRule, error)
-	DeleteOverdueRule(ctx context.Context, key store.SensorKey) error
-	CheckOverdue(ctx context.Context, now time.Time) (raised, cleared int64, err error)
-	GetImportProfile(ctx context.Context, key store.SensorKey) (store.ImportProfile, error)
-	ImportProfileOf(ctx context.Context, sensor store.Sensor) (*store.ImportProfile, error)
-	SetImportProfile(ctx context.Context, key store.SensorKey, spec store.ImportProfileSpec) (store.ImportProfile, error)
-	DeleteImportProfile(ctx context.Context, key store.SensorKey) error
-	ListWebhooks(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Webhook, bool, error)
-	GetWebhook(ctx context.Context, orgID, projectID, webhookID int64) (store.Webhook, error)
-	CreateWebhook(ctx context.Context, orgID, projectID int64, url, secret string) (store.Webhook, error)
-	DeleteWebhook(ctx context.Context, orgID, projectID, webhookID int64) error
-	ListDeliveries(ctx context.Context, orgID, projectID, webhookID, before int64, limit int) ([]store.Delivery, bool, error)
-	ClaimDeliveries(ctx context.Context, q store.ClaimQuery) ([]store.Claim, error)
-	FinishDelivery(ctx context.Context, id int64, attempt int, status string, httpStatus *int, lastError string, next time.Time) error
+// DepsOf are the deps of a service on one database: db for plain rows,
+// core for readings and what is computed from them (all its reads on the
+// primary), ob for a webhook's test, tokens to record token use.
+func DepsOf(db *store.DB, core *sensing.Service, ob *outbox.Outbox, tokens *tokenuse.Recorder) Deps {
+	return Deps{
+		Health: db, Authenticator: db, TokenUse: tokens, Profile: db, Members: db, Invitations: db, Projects: db,
+		Blueprints: db, BlueprintEdits: core, Sensors: db, SensorEdits: core, ImportProfiles: db,
+		Alarms: db, RuleEdits: core, Statuses: core, Webhooks: db, WebhookTester: ob,
+		Writes: core, Reads: core, FormulaErrors: core.FormulaErrors,
+	}
 }
 
 // Config holds the limits a deployment may change.
@@ -108,61 +69,38 @@ type Config struct {
 	MaxBatch     int           // readings in one POST
 	MaxInputs    int           // inputs in one reading; 0: store.DefaultMaxSensorInputs
 	MaxBodyBytes int64         // bytes in one request body
-	MaxFuture    time.Duration // how far after the server's clock a reading may be dated; 0: no limit
 	RateLimit    float64       // requests a second per token; 0: no limit
 	RateBurst    int           // requests a token may make at once
 	DBTimeout    time.Duration // how long a request may wait for the database; 0: no limit
 	// MaxStreams and MaxStreamsPerToken cap the exports open at once, in
 	// total and per token; 0: no limit.
 	MaxStreams, MaxStreamsPerToken int
-	// Standby, when set, serves the reads of standbyOperations; a read
-	// waits at most StandbyWait for it to replay the client's last write.
+	// Standby, when set, serves the reads of standbyOperations through
+	// Deps.StandbyReads; a read waits at most StandbyWait for it to
+	// replay the client's last write.
 	Standby     Standby
 	StandbyWait time.Duration
-	// WebhookTimeout bounds an attempt to deliver to a webhook, and
-	// WebhookMaxAttempts the attempts before a delivery is failed.
-	WebhookTimeout     time.Duration
-	WebhookMaxAttempts int
-	// WebhookLease is how long a claimed delivery is its replica's: at
-	// least WebhookTimeout + WebhookLeaseMargin.
-	WebhookLease time.Duration
-	// WebhookConcurrency bounds the deliveries this replica sends at once,
-	// an organization's webhooks a quarter of them; and
-	// WebhookConcurrencyPerWebhook those of one webhook, on all replicas
-	// together.
-	WebhookConcurrency, WebhookConcurrencyPerWebhook int
-	// WebhookAllowPrivate lets webhooks reach loopback, private and every
-	// other special-purpose address: for tests and receivers on premises.
-	WebhookAllowPrivate bool
-	// MaxLinkValues bounds the values of a linked input's source that an
-	// aggregate reads; 0: defaultMaxLinkValues.
-	MaxLinkValues int
 }
 
 // Server is the API's HTTP handler.
 type Server struct {
-	store    Store
+	Deps
 	log      *slog.Logger
 	cfg      Config
 	ops      operations
 	echo     *echo.Echo
-	tokenUse tokenUse
-	programs formulas.Cache
 	limits   *rateLimits
 	streams  *streamLimits
 	metrics  *metrics
 	specJSON gen.OpenAPIDocument // set by publishContract
-	webhooks *http.Client
-	// wake has DeliverWebhooks look for due deliveries before its next
-	// poll; it holds one wake-up at most.
-	wake chan struct{}
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
 
-// New returns the server for st. It fails when the embedded spec leaves an
-// operation without a decision on who may call it.
-func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
+// New returns the server of deps. It fails when the embedded spec leaves an
+// operation without a decision on who may call it, or when a standby is
+// configured without the reads that go to it.
+func New(deps Deps, log *slog.Logger, cfg Config) (*Server, error) {
 	spec, err := openapi.Load()
 	if err != nil {
 		return nil, fmt.Errorf("load spec: %w", err)
@@ -171,33 +109,12 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load spec: %w", err)
 	}
-	s := &Server{store: st, log: log, cfg: cfg, ops: ops, limits: newRateLimits(cfg.RateLimit, cfg.RateBurst),
-		streams: newStreamLimits(cfg.MaxStreams, cfg.MaxStreamsPerToken), wake: make(chan struct{}, 1)}
-	s.metrics = newMetrics(st, log, s.streams.openStreams)
-	if s.cfg.WebhookTimeout <= 0 {
-		s.cfg.WebhookTimeout = 10 * time.Second
+	if (cfg.Standby == nil) != (deps.StandbyReads == nil) {
+		return nil, fmt.Errorf("a standby needs the reads that go to it, and those reads a standby")
 	}
-	if s.cfg.WebhookMaxAttempts <= 0 {
-		s.cfg.WebhookMaxAttempts = 8
-	}
-	if s.cfg.WebhookLease <= 0 {
-		s.cfg.WebhookLease = s.cfg.WebhookTimeout + time.Minute
-	}
-	if s.cfg.WebhookLease < s.cfg.WebhookTimeout+WebhookLeaseMargin {
-		return nil, fmt.Errorf("webhook lease %v must be at least the webhook timeout %v and %v more", s.cfg.WebhookLease, s.cfg.WebhookTimeout, WebhookLeaseMargin)
-	}
-	if s.cfg.WebhookConcurrency <= 0 {
-		s.cfg.WebhookConcurrency = 32
-	}
-	if s.cfg.WebhookConcurrencyPerWebhook <= 0 {
-		s.cfg.WebhookConcurrencyPerWebhook = 1
-	}
-	s.webhooks = webhookClient(s.cfg.WebhookTimeout, cfg.WebhookAllowPrivate)
-	// Every write of readings and every edit of rules or formulas
-	// evaluates alarms in its transaction, with the outputs as a GET
-	// computes them.
-	st.SetAlarmEvaluator(alarmEvaluator{s})
-
+	s := &Server{Deps: deps, log: log, cfg: cfg, ops: ops, limits: newRateLimits(cfg.RateLimit, cfg.RateBurst),
+		streams: newStreamLimits(cfg.MaxStreams, cfg.MaxStreamsPerToken)}
+	s.metrics = newMetrics(deps.Health, deps.FormulaErrors, log, s.streams.openStreams)
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
@@ -226,7 +143,8 @@ func New(st Store, log *slog.Logger, cfg Config) (*Server, error) {
 		s.routeReads,
 	)
 	routes := headToo{e}
-	gen.RegisterHandlers(routes, gen.NewStrictHandler(s, []gen.StrictMiddlewareFunc{s.databaseDeadline}))
+	// The last wraps the others: writePosition asks under the deadline.
+	gen.RegisterHandlers(routes, gen.NewStrictHandler(s, []gen.StrictMiddlewareFunc{s.writePosition, s.databaseDeadline}))
 	routes.GET("/metrics", s.metrics.handler())
 	if err := s.publishContract(routes); err != nil {
 		return nil, err

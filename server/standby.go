@@ -6,24 +6,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/sensorreadings/readings/store"
+	"github.com/sensorreadings/readings/gen"
 )
 
-// Reader is the part of the store that the read operations of
-// standbyOperations may take from a hot standby.
-type Reader interface {
-	LinkSource(ctx context.Context, of store.Sensor, id int64) (store.Sensor, error)
-	ListLinkReadings(ctx context.Context, sensor store.Sensor, q store.LinkQuery, fn func(*store.Reading) error) error
-	ListReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, fn func(*store.Reading) error) error
-	InputIDs(ctx context.Context, sensor store.Sensor) ([]int64, error)
-	LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Latest, bool, error)
-	AggregateBuckets(ctx context.Context, sensor store.Sensor, q store.BucketQuery, outputs store.Outputs, sink store.BucketSink) (store.RollupUse, error)
-	Buckets(ctx context.Context, q store.BucketQuery) ([]time.Time, error)
-}
-
-// Standby is a hot standby of the primary, for reads.
+// Standby is a hot standby of the primary, which Deps.StandbyReads read
+// the readings of standbyOperations from.
 type Standby interface {
-	Reader
 	// CaughtUp tells whether the standby has replayed the primary's log up
 	// to lsn ("" for any position), and fails when it does not answer.
 	CaughtUp(ctx context.Context, lsn string) (bool, error)
@@ -40,7 +28,7 @@ var standbyOperations = map[string]bool{
 // how far it has replayed.
 const standbyPoll = 5 * time.Millisecond
 
-type readerKey struct{}
+type standbyKey struct{}
 
 // routeReads chooses, for a read operation, the standby when it answers and
 // has replayed the log up to the client's X-Readings-Min-LSN within
@@ -57,7 +45,7 @@ func (s *Server) routeReads(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		req := c.Request()
 		if s.standbyReady(req.Context(), req.Header.Get("X-Readings-Min-LSN")) {
-			c.SetRequest(req.WithContext(context.WithValue(req.Context(), readerKey{}, Reader(s.cfg.Standby))))
+			c.SetRequest(req.WithContext(context.WithValue(req.Context(), standbyKey{}, true)))
 			s.metrics.standbyReads.Inc()
 		}
 		return next(c)
@@ -80,26 +68,38 @@ func (s *Server) standbyReady(ctx context.Context, lsn string) bool {
 	}
 }
 
-// reader is where the request's reads go: the standby routeReads chose, or
-// the primary.
-func (s *Server) reader(ctx context.Context) Reader {
-	if r, ok := ctx.Value(readerKey{}).(Reader); ok {
-		return r
+// reads is where the request's reads of readings go: to the standby when
+// routeReads chose it, else to the primary.
+func (s *Server) reads(ctx context.Context) Reads {
+	if ctx.Value(standbyKey{}) != nil {
+		return s.StandbyReads
 	}
-	return s.store
+	return s.Reads
 }
 
-// writePosition is the primary's log position after a write, for the
-// X-Readings-LSN header, when there is a standby to read from. The write is
-// done: failing to tell where it ended costs the header, not the answer.
-func (s *Server) writePosition(ctx context.Context) *string {
-	if s.cfg.Standby == nil {
-		return nil
+// writeOperations answer X-Readings-LSN, the primary's log position after
+// the write, for a read that must see it (X-Readings-Min-LSN).
+var writeOperations = map[string]bool{"PostReadings": true, "DeleteReadings": true}
+
+// writePosition sets, when there is a standby to read from, the
+// X-Readings-LSN header of a write of writeOperations that succeeded: the
+// handlers make their one call, and this asks where the write ended. The
+// write is done: failing to tell costs the header, not the answer.
+func (s *Server) writePosition(next gen.StrictHandlerFunc, operationID string) gen.StrictHandlerFunc {
+	if s.cfg.Standby == nil || !writeOperations[operationID] {
+		return next
 	}
-	lsn, err := s.store.WALPosition(ctx)
-	if err != nil {
-		s.log.WarnContext(ctx, "wal position", "err", err)
-		return nil
+	return func(c echo.Context, request any) (any, error) {
+		response, err := next(c, request)
+		if err != nil {
+			return response, err
+		}
+		ctx := c.Request().Context()
+		if lsn, err := s.Health.WALPosition(ctx); err != nil {
+			s.log.WarnContext(ctx, "wal position", "err", err)
+		} else {
+			c.Response().Header().Set("X-Readings-LSN", lsn)
+		}
+		return response, nil
 	}
-	return &lsn
 }

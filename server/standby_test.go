@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sensorreadings/readings/apperr"
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/server"
 	"github.com/sensorreadings/readings/store"
 )
@@ -51,16 +51,13 @@ func TestStandbyReads(t *testing.T) {
 	// Long enough for the caught-up standby's own query on a loaded
 	// machine: a wait of 50 ms sent it to the primary there.
 	cfg.Standby, cfg.StandbyWait = standby, 2*time.Second
-	e := newEnvWith(t, cfg, func(db *store.DB) server.Store {
-		standby.DB = db
-		return db
-	})
+	e := newEnvWith(t, cfg, faults{deps: func(_ *server.Deps, db *store.DB) { standby.DB = db }})
 	tn := e.newTenant("standby")
 	c := e.client(tn.tokens[store.Editor])
 	ctx := t.Context()
 
 	res, err := c.PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, nil,
-		[]gen.ReadingInput{reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1})})
+		[]client.ReadingInput{reading(t, "2024-05-01T12:00:00Z", client.Values{"1": 1})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +77,7 @@ func TestStandbyReads(t *testing.T) {
 		t.Run(tc.state, func(t *testing.T) {
 			standby.state.Store(tc.state)
 			before := standby.reads.Load()
-			got, err := c.ListReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, &gen.ListReadingsParams{XReadingsMinLSN: &lsn})
+			got, err := c.ListReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, &client.ListReadingsParams{XReadingsMinLSN: &lsn})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +93,7 @@ func TestStandbyReads(t *testing.T) {
 	t.Run("LatestWithoutLSN", func(t *testing.T) {
 		standby.state.Store("caught up")
 		before := standby.reads.Load()
-		got, err := c.LatestReadingsWithResponse(ctx, tn.orgID, tn.projectID, &gen.LatestReadingsParams{})
+		got, err := c.LatestReadingsWithResponse(ctx, tn.orgID, tn.projectID, &client.LatestReadingsParams{})
 		if err != nil || got.StatusCode() != 200 {
 			t.Fatalf("latest: %v, status %d", err, got.StatusCode())
 		}
@@ -107,7 +104,7 @@ func TestStandbyReads(t *testing.T) {
 
 	t.Run("MalformedLSN", func(t *testing.T) {
 		bad := "yesterday"
-		got, err := c.ListReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, &gen.ListReadingsParams{XReadingsMinLSN: &bad})
+		got, err := c.ListReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, &client.ListReadingsParams{XReadingsMinLSN: &bad})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +118,7 @@ func TestNoStandbyNoLSN(t *testing.T) {
 	e := newEnv(t)
 	tn := e.newTenant("primary only")
 	res, err := e.client(tn.tokens[store.Editor]).PostReadingsWithResponse(t.Context(), tn.orgID, tn.projectID, tn.sensorID, nil,
-		[]gen.ReadingInput{reading(t, "2024-05-01T12:00:00Z", gen.Values{"1": 1})})
+		[]client.ReadingInput{reading(t, "2024-05-01T12:00:00Z", client.Values{"1": 1})})
 	if err != nil {
 		t.Fatal(err)
 	}

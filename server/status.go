@@ -3,11 +3,17 @@ package server
 import (
 	"context"
 	"strconv"
-	"time"
 
 	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
 )
+
+// Statuses are the sensors' status boards, with their newest readings'
+// outputs.
+type Statuses interface {
+	SensorStatuses(ctx context.Context, q store.StatusQuery) ([]sensing.Status, bool, error)
+}
 
 // OrgStatus returns a page of the status of the sensors of the
 // organization's active projects that the caller reaches.
@@ -49,23 +55,18 @@ func (s *Server) sensorStatuses(ctx context.Context, q store.StatusQuery, limit 
 			q.SensorIDs = scope.SensorIDs // authenticate refused any other asked for
 		}
 	}
-	statuses, more, err := s.store.SensorStatuses(ctx, q)
+	statuses, more, err := s.Statuses.SensorStatuses(ctx, q)
 	if err != nil {
 		return gen.SensorStatusPage{}, err
 	}
-	out := gen.SensorStatusPage{Items: make([]gen.SensorStatus, len(statuses))}
-	for i, st := range statuses {
-		if out.Items[i], err = s.toSensorStatus(ctx, st); err != nil {
-			return gen.SensorStatusPage{}, err
-		}
-	}
+	out := gen.SensorStatusPage{Items: mapSlice(statuses, toSensorStatus)}
 	if len(statuses) > 0 {
 		out.NextCursor = nextCursor(more, statuses[len(statuses)-1].Sensor.ID)
 	}
 	return out, nil
 }
 
-func (s *Server) toSensorStatus(ctx context.Context, st store.SensorStatus) (gen.SensorStatus, error) {
+func toSensorStatus(st sensing.Status) gen.SensorStatus {
 	out := gen.SensorStatus{
 		SensorId:       st.Sensor.ID,
 		SensorName:     st.Sensor.Name,
@@ -82,10 +83,7 @@ func (s *Server) toSensorStatus(ctx context.Context, st store.SensorStatus) (gen
 		out.OverdueAfter = &seconds
 	}
 	if r := st.Reading; r != nil {
-		w, err := s.linkedOutputs(ctx, st.Sensor, []time.Time{r.Time})
-		if err != nil {
-			return out, err
-		}
+		w := st.Outputs
 		reading := readingOf(st.Sensor.ID, *r)
 		if ids := w.IDs(); len(ids) > 0 {
 			w.Compute(r)
@@ -99,5 +97,5 @@ func (s *Server) toSensorStatus(ctx context.Context, st store.SensorStatus) (gen
 		}
 		out.Reading = &reading
 	}
-	return out, nil
+	return out
 }

@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
 // allStatuses reads every page of a status operation, limit sensors a page,
 // and fails the test unless each answers 200.
-func allStatuses(t *testing.T, page func(cursor *string) (int, []byte, *gen.SensorStatusPage)) map[int64]gen.SensorStatus {
+func allStatuses(t *testing.T, page func(cursor *string) (int, []byte, *client.SensorStatusPage)) map[int64]client.SensorStatus {
 	t.Helper()
-	out := map[int64]gen.SensorStatus{}
+	out := map[int64]client.SensorStatus{}
 	var last int64
 	for cursor := (*string)(nil); ; {
 		status, body, p := page(cursor)
@@ -37,9 +37,9 @@ func allStatuses(t *testing.T, page func(cursor *string) (int, []byte, *gen.Sens
 	}
 }
 
-func projectStatus(t *testing.T, c *gen.ClientWithResponses, orgID, projectID int64, p gen.ProjectStatusParams) map[int64]gen.SensorStatus {
+func projectStatus(t *testing.T, c *client.ClientWithResponses, orgID, projectID int64, p client.ProjectStatusParams) map[int64]client.SensorStatus {
 	t.Helper()
-	return allStatuses(t, func(cursor *string) (int, []byte, *gen.SensorStatusPage) {
+	return allStatuses(t, func(cursor *string) (int, []byte, *client.SensorStatusPage) {
 		p.Cursor = cursor
 		res, err := c.ProjectStatusWithResponse(context.Background(), orgID, projectID, &p)
 		if err != nil {
@@ -49,10 +49,10 @@ func projectStatus(t *testing.T, c *gen.ClientWithResponses, orgID, projectID in
 	})
 }
 
-func orgStatus(t *testing.T, c *gen.ClientWithResponses, orgID int64, limit int) map[int64]gen.SensorStatus {
+func orgStatus(t *testing.T, c *client.ClientWithResponses, orgID int64, limit int) map[int64]client.SensorStatus {
 	t.Helper()
-	return allStatuses(t, func(cursor *string) (int, []byte, *gen.SensorStatusPage) {
-		res, err := c.OrgStatusWithResponse(context.Background(), orgID, &gen.OrgStatusParams{Limit: &limit, Cursor: cursor})
+	return allStatuses(t, func(cursor *string) (int, []byte, *client.SensorStatusPage) {
+		res, err := c.OrgStatusWithResponse(context.Background(), orgID, &client.OrgStatusParams{Limit: &limit, Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func orgStatus(t *testing.T, c *gen.ClientWithResponses, orgID int64, limit int)
 	})
 }
 
-func sensorIDs(m map[int64]gen.SensorStatus) []int64 {
+func sensorIDs(m map[int64]client.SensorStatus) []int64 {
 	ids := make([]int64, 0, len(m))
 	for id := range m {
 		ids = append(ids, id)
@@ -103,7 +103,7 @@ func TestProjectStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	freq, pressure := fmt.Sprint(sensor.Instance.Inputs[0].ID), fmt.Sprint(sensor.Instance.Outputs[1].ID)
-	for _, rule := range []gen.AlarmRuleInput{
+	for _, rule := range []client.AlarmRuleInput{
 		{Target: "digits", Level: "Alert", Direction: "above", Threshold: 5000},
 		{Target: "pressure", Level: "Alarm", Direction: "below", Threshold: -500},
 	} {
@@ -115,24 +115,24 @@ func TestProjectStatus(t *testing.T) {
 	piezo := tn
 	piezo.sensorID = tn.instanceID
 	now := time.Now().UTC().Truncate(time.Second)
-	post(t, admin, piezo, gen.ReadingInput{Datetime: now.Add(-time.Minute), Inputs: gen.Values{freq: 3000}})
+	post(t, admin, piezo, client.ReadingInput{Datetime: now.Add(-time.Minute), Inputs: client.Values{freq: 3000}})
 	alarms, err := viewer.ListAlarmsWithResponse(ctx, tn.orgID, tn.projectID, nil)
 	if err != nil || len(alarms.JSON200.Items) != 2 {
 		t.Fatalf("alarms: %v %s, want 2", err, alarms.Body)
 	}
-	ack, err := admin.AcknowledgeAlarmWithResponse(ctx, tn.orgID, tn.projectID, alarms.JSON200.Items[1].Id, gen.AlarmAcknowledge{})
+	ack, err := admin.AcknowledgeAlarmWithResponse(ctx, tn.orgID, tn.projectID, alarms.JSON200.Items[1].Id, client.AlarmAcknowledge{})
 	if err != nil || ack.StatusCode() != http.StatusOK {
 		t.Fatalf("acknowledge: %v %s", err, ack.Body)
 	}
 	// The plain sensor read 2 hours ago, and may be silent for 1: overdue
 	// now, before any background check raised its alarm.
-	post(t, admin, tn, gen.ReadingInput{Datetime: now.Add(-2 * time.Hour), Inputs: gen.Values{"1": 7}})
-	overdue, err := admin.SetOverdueRuleWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, gen.OverdueRuleInput{Level: "Maintenance", AfterSeconds: 3600})
+	post(t, admin, tn, client.ReadingInput{Datetime: now.Add(-2 * time.Hour), Inputs: client.Values{"1": 7}})
+	overdue, err := admin.SetOverdueRuleWithResponse(ctx, tn.orgID, tn.projectID, tn.sensorID, client.OverdueRuleInput{Level: "Maintenance", AfterSeconds: 3600})
 	if err != nil || overdue.StatusCode() != http.StatusOK {
 		t.Fatalf("overdue rule: %v %s", err, overdue.Body)
 	}
 
-	got := projectStatus(t, viewer, tn.orgID, tn.projectID, gen.ProjectStatusParams{Limit: ptr(1)})
+	got := projectStatus(t, viewer, tn.orgID, tn.projectID, client.ProjectStatusParams{Limit: ptr(1)})
 	if ids, want := sensorIDs(got), []int64{tn.sensorID, tn.instanceID, quiet.ID}; !slices.Equal(ids, want) {
 		t.Fatalf("sensors = %v, want %v", ids, want)
 	}
@@ -161,18 +161,18 @@ func TestProjectStatus(t *testing.T) {
 	}
 
 	t.Run("Reported", func(t *testing.T) {
-		post(t, admin, tn, gen.ReadingInput{Datetime: now, Inputs: gen.Values{"1": 8}})
-		if st := projectStatus(t, viewer, tn.orgID, tn.projectID, gen.ProjectStatusParams{})[tn.sensorID]; st.Overdue {
+		post(t, admin, tn, client.ReadingInput{Datetime: now, Inputs: client.Values{"1": 8}})
+		if st := projectStatus(t, viewer, tn.orgID, tn.projectID, client.ProjectStatusParams{})[tn.sensorID]; st.Overdue {
 			t.Errorf("a sensor that just reported is overdue: %+v", st)
 		}
 	})
 	t.Run("SensorFilter", func(t *testing.T) {
-		got := projectStatus(t, viewer, tn.orgID, tn.projectID, gen.ProjectStatusParams{SensorId: &[]int64{quiet.ID, tn.instanceID}})
+		got := projectStatus(t, viewer, tn.orgID, tn.projectID, client.ProjectStatusParams{SensorId: &[]int64{quiet.ID, tn.instanceID}})
 		if ids, want := sensorIDs(got), []int64{tn.instanceID, quiet.ID}; !slices.Equal(ids, want) {
 			t.Errorf("sensor_id filter: sensors %v, want %v", ids, want)
 		}
 		// An id that is no sensor of the project is refused, as its path would be.
-		res, err := viewer.ProjectStatusWithResponse(ctx, tn.orgID, tn.projectID, &gen.ProjectStatusParams{SensorId: &[]int64{quiet.ID, quiet.ID + 1000}})
+		res, err := viewer.ProjectStatusWithResponse(ctx, tn.orgID, tn.projectID, &client.ProjectStatusParams{SensorId: &[]int64{quiet.ID, quiet.ID + 1000}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +197,7 @@ func TestOrgStatus(t *testing.T) {
 
 	second, inSecond := projectWithSensor(t, e, tn.orgID, "Second")
 	archived, _ := projectWithSensor(t, e, tn.orgID, "Archived")
-	if res, err := owner.ProjectActionWithResponse(ctx, tn.orgID, archived.ID, gen.ProjectAction{Action: "archive"}); err != nil || res.StatusCode() != http.StatusOK {
+	if res, err := owner.ProjectActionWithResponse(ctx, tn.orgID, archived.ID, client.ProjectAction{Action: "archive"}); err != nil || res.StatusCode() != http.StatusOK {
 		t.Fatalf("archive: %v %s", err, res.Body)
 	}
 	other := e.newTenant("Other org")
@@ -223,7 +223,7 @@ func TestStatusScopes(t *testing.T) {
 	tn := e.newTenant("Scoped")
 	ctx := context.Background()
 	second, inSecond := projectWithSensor(t, e, tn.orgID, "Second")
-	scoped := func(scope store.TokenScope) *gen.ClientWithResponses {
+	scoped := func(scope store.TokenScope) *client.ClientWithResponses {
 		scope.OrgID = tn.orgID
 		_, secret, err := e.db.CreateScopedToken(ctx, tn.userIDs[store.Owner], "scoped", nil, scope)
 		if err != nil {
@@ -238,7 +238,7 @@ func TestStatusScopes(t *testing.T) {
 
 	for _, c := range []struct {
 		name   string
-		client *gen.ClientWithResponses
+		client *client.ClientWithResponses
 		org    []int64
 		proj   []int64
 	}{
@@ -250,12 +250,12 @@ func TestStatusScopes(t *testing.T) {
 			if got := sensorIDs(orgStatus(t, c.client, tn.orgID, 100)); !slices.Equal(got, c.org) {
 				t.Errorf("org status: sensors %v, want %v", got, c.org)
 			}
-			if got := sensorIDs(projectStatus(t, c.client, tn.orgID, tn.projectID, gen.ProjectStatusParams{})); !slices.Equal(got, c.proj) {
+			if got := sensorIDs(projectStatus(t, c.client, tn.orgID, tn.projectID, client.ProjectStatusParams{})); !slices.Equal(got, c.proj) {
 				t.Errorf("project status: sensors %v, want %v", got, c.proj)
 			}
 			// Asking for sensors within the scope answers those.
 			asked := c.proj
-			if got := sensorIDs(projectStatus(t, c.client, tn.orgID, tn.projectID, gen.ProjectStatusParams{SensorId: &asked})); !slices.Equal(got, asked) {
+			if got := sensorIDs(projectStatus(t, c.client, tn.orgID, tn.projectID, client.ProjectStatusParams{SensorId: &asked})); !slices.Equal(got, asked) {
 				t.Errorf("project status of %v: sensors %v, want them", asked, got)
 			}
 		})
@@ -263,14 +263,14 @@ func TestStatusScopes(t *testing.T) {
 	// Asking for a sensor beyond the scope, or for none of the project, is
 	// refused as that sensor's path would be.
 	for name, c := range map[string]struct {
-		client *gen.ClientWithResponses
+		client *client.ClientWithResponses
 		asked  int64
 	}{
 		"SensorsAskingOutside":   {sensors, tn.sensorID},
 		"ProjectAskingElsewhere": {project, inSecond.ID},
 	} {
 		t.Run(name, func(t *testing.T) {
-			res, err := c.client.ProjectStatusWithResponse(ctx, tn.orgID, tn.projectID, &gen.ProjectStatusParams{SensorId: &[]int64{c.asked}})
+			res, err := c.client.ProjectStatusWithResponse(ctx, tn.orgID, tn.projectID, &client.ProjectStatusParams{SensorId: &[]int64{c.asked}})
 			if err != nil {
 				t.Fatal(err)
 			}

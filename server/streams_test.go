@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
-	"github.com/sensorreadings/readings/server"
+	"github.com/sensorreadings/readings/gen/client"
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -28,7 +28,7 @@ func TestSlowExportsHoldNoConnection(t *testing.T) {
 	t.Parallel()
 	cfg := defaultConfig()
 	cfg.DBTimeout = 5 * time.Second
-	e := newEnvWith(t, cfg, nil)
+	e := newEnvWith(t, cfg, faults{})
 	slow, other := e.newTenant("Slow"), e.newTenant("Other")
 	// Ten random inputs of 17 or so digits: about 40 MB of CSV, sent
 	// uncompressed, far more than the sockets between the test and the
@@ -107,7 +107,7 @@ FROM generate_series(0, 199999) AS i`, slow.sensorID); err != nil {
 	}
 	for i := range 10 {
 		posted, err := editor.PostReadingsWithResponse(t.Context(), other.orgID, other.projectID, other.sensorID, nil,
-			gen.PostReadingsJSONRequestBody{reading(t, fmt.Sprintf("2024-05-01T12:00:%02dZ", i), gen.Values{"1": float64(i)})})
+			client.PostReadingsJSONRequestBody{reading(t, fmt.Sprintf("2024-05-01T12:00:%02dZ", i), client.Values{"1": float64(i)})})
 		succeeds("POST of readings", posted, err)
 		listed, err := viewer.ListReadingsWithResponse(t.Context(), other.orgID, other.projectID, other.sensorID, nil)
 		succeeds("GET of readings", listed, err)
@@ -148,7 +148,7 @@ func TestStreamCaps(t *testing.T) {
 	cfg := defaultConfig()
 	cfg.MaxStreams, cfg.MaxStreamsPerToken = 3, 2
 	held := heldStore{held: make(chan struct{}), release: make(chan struct{})}
-	e := newEnvWith(t, cfg, func(db *store.DB) server.Store { held.DB = db; return held })
+	e := newEnvWith(t, cfg, faults{reader: func(db *store.DB) sensing.Reader { held.DB = db; return held }})
 	acme, globex := e.newTenant("Acme"), e.newTenant("Globex")
 	export := func(tn tenant, role store.Role) (*http.Response, []byte) {
 		return e.do(tn.tokens[role], "GET", readingsPath(tn)+"/export", "", nil)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -22,7 +22,7 @@ func TestTokenLifecycle(t *testing.T) {
 	ctx := context.Background()
 	owner := e.owner(tn)
 
-	created, err := owner.CreateTokenWithResponse(ctx, gen.TokenCreate{Name: "datalogger", ExpiresInDays: ptr(30)})
+	created, err := owner.CreateTokenWithResponse(ctx, client.TokenCreate{Name: "datalogger", ExpiresInDays: ptr(30)})
 	if err != nil || created.StatusCode() != 201 {
 		t.Fatalf("create token: %v %s", err, created.Body)
 	}
@@ -65,7 +65,7 @@ FROM api_tokens`, sum[:], secret).Scan(&hashed, &plain)
 		// A page of one, then the next: the new token first, then the
 		// fixture's, and no cursor after it.
 		var ids []int64
-		params := &gen.ListTokensParams{Limit: ptr(1)}
+		params := &client.ListTokensParams{Limit: ptr(1)}
 		for range 3 {
 			res, err := owner.ListTokensWithResponse(ctx, params)
 			if err != nil || res.StatusCode() != 200 {
@@ -95,7 +95,7 @@ FROM api_tokens`, sum[:], secret).Scan(&hashed, &plain)
 		if lastUsed != nil {
 			t.Errorf("last_used_at = %v before a flush; a request must not write it", lastUsed)
 		}
-		if err := e.srv.FlushTokenUse(ctx); err != nil {
+		if err := e.tokens.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.pool.QueryRow(ctx, query, created.JSON201.Id).Scan(&lastUsed); err != nil {

@@ -18,7 +18,7 @@ import (
 )
 
 // streamedBodies are the operations whose bodies are checked while they
-// stream (decodeReadingBatch) instead of by the spec validator, which would
+// stream (batch.Decode) instead of by the spec validator, which would
 // build a tree of a whole 16 MiB batch first and cost more than storing it.
 var streamedBodies = map[string]bool{"postReadings": true}
 

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
-	"github.com/sensorreadings/readings/server"
+	"github.com/sensorreadings/readings/gen/client"
+	"github.com/sensorreadings/readings/outbox"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -30,7 +30,7 @@ type receiver struct {
 	*httptest.Server
 	mu       sync.Mutex
 	status   int
-	events   []gen.AlarmEvent
+	events   []client.AlarmEvent
 	arrived  []time.Time // of each event
 	problems []string
 }
@@ -58,7 +58,7 @@ func newSlowReceiver(t *testing.T, status int, delay time.Duration) *receiver {
 		if sec, err := strconv.ParseInt(ts, 10, 64); err != nil || time.Since(time.Unix(sec, 0)) > time.Minute {
 			r.problems = append(r.problems, "stale or missing timestamp "+ts)
 		}
-		var ev gen.AlarmEvent
+		var ev client.AlarmEvent
 		if err := json.Unmarshal(body, &ev); err != nil {
 			r.problems = append(r.problems, "body is not an AlarmEvent: "+err.Error())
 		}
@@ -95,28 +95,28 @@ func (r *receiver) got(t *testing.T) []string {
 
 func (a *alarmSite) webhook(t *testing.T, url string) int64 {
 	t.Helper()
-	res, err := a.admin.CreateWebhookWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, gen.WebhookCreate{Url: url, Secret: hookSecret})
+	res, err := a.admin.CreateWebhookWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, client.WebhookCreate{Url: url, Secret: hookSecret})
 	if err != nil || res.JSON201 == nil {
 		t.Fatalf("create webhook: %v %s", err, res.Body)
 	}
 	return res.JSON201.Id
 }
 
-func (a *alarmSite) deliveries(t *testing.T, id int64) []gen.Delivery {
+func (a *alarmSite) deliveries(t *testing.T, id int64) []client.Delivery {
 	t.Helper()
-	res, err := a.admin.ListDeliveriesWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, id, &gen.ListDeliveriesParams{})
+	res, err := a.admin.ListDeliveriesWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, id, &client.ListDeliveriesParams{})
 	if err != nil || res.JSON200 == nil {
 		t.Fatalf("list deliveries: %v %s", err, res.Body)
 	}
 	return res.JSON200.Items
 }
 
-// deliverInBackground runs srv's delivery loop until the test ends.
-func deliverInBackground(t *testing.T, srv *server.Server, poll time.Duration) {
+// deliverInBackground runs ob's delivery loop until the test ends.
+func deliverInBackground(t *testing.T, ob *outbox.Outbox, poll time.Duration) {
 	ctx, stop := context.WithCancel(context.WithoutCancel(t.Context()))
 	done := make(chan struct{})
 	go func() {
-		srv.DeliverWebhooks(ctx, poll)
+		ob.Run(ctx, poll)
 		close(done)
 	}()
 	t.Cleanup(func() { stop(); <-done })
@@ -128,15 +128,15 @@ func deliverInBackground(t *testing.T, srv *server.Server, poll time.Duration) {
 func TestWebhookDelivery(t *testing.T) {
 	t.Parallel()
 	cfg := defaultConfig()
-	cfg.WebhookAllowPrivate, cfg.WebhookMaxAttempts = true, 2
-	e := newEnvWith(t, cfg, nil)
+	cfg.outbox.AllowPrivate, cfg.outbox.MaxAttempts = true, 2
+	e := newEnvWith(t, cfg, faults{})
 	a := newAlarmSite(t, e, "Webhooks")
 	live, dead := newReceiver(t, http.StatusNoContent), newReceiver(t, http.StatusServiceUnavailable)
 	liveID, deadID := a.webhook(t, live.URL+"/hook"), a.webhook(t, dead.URL+"/hook")
 
 	a.post(t, 0, 2500) // Alert
 	a.post(t, 1, 3000) // Alarm
-	if err := e.srv.DeliverOnce(t.Context()); err != nil {
+	if err := e.outbox.DeliverOnce(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	wantEvents(t, live.got(t), "triggered Alert", "escalated Alarm")
@@ -157,7 +157,7 @@ func TestWebhookDelivery(t *testing.T) {
 	if _, err := e.pool.Exec(t.Context(), `UPDATE webhook_deliveries SET next_at = now() WHERE webhook_id = $1`, deadID); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.srv.DeliverOnce(t.Context()); err != nil {
+	if err := e.outbox.DeliverOnce(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range a.deliveries(t, deadID) {
@@ -182,12 +182,12 @@ func TestWebhookDelivery(t *testing.T) {
 func TestWebhookDeliveredAtOnce(t *testing.T) {
 	t.Parallel()
 	cfg := defaultConfig()
-	cfg.WebhookAllowPrivate = true
-	e := newEnvWith(t, cfg, nil)
+	cfg.outbox.AllowPrivate = true
+	e := newEnvWith(t, cfg, faults{})
 	a := newAlarmSite(t, e, "AtOnce")
 	live := newReceiver(t, http.StatusNoContent)
 	a.webhook(t, live.URL+"/hook")
-	deliverInBackground(t, e.srv, time.Hour)
+	deliverInBackground(t, e.outbox, time.Hour)
 
 	// The first event may go out with the loop's first look; the second
 	// comes when the loop waits for its next.
@@ -214,7 +214,7 @@ func TestWebhookRefusesPrivateTargets(t *testing.T) {
 	r := newReceiver(t, http.StatusNoContent)
 	id := a.webhook(t, r.URL+"/hook")
 	a.post(t, 0, 2500)
-	if err := e.srv.DeliverOnce(t.Context()); err != nil {
+	if err := e.outbox.DeliverOnce(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if got := r.got(t); len(got) != 0 {
@@ -229,7 +229,7 @@ func TestWebhookRefusesPrivateTargets(t *testing.T) {
 		t.Errorf("test delivery: %v %s, want refused", err, res.Body)
 	}
 	for _, url := range []string{"ftp://example.com/hook", "javascript:alert(1)", "http://user:pw@example.com/", "example.com/hook"} {
-		res, err := a.admin.CreateWebhookWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, gen.WebhookCreate{Url: url, Secret: hookSecret})
+		res, err := a.admin.CreateWebhookWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, client.WebhookCreate{Url: url, Secret: hookSecret})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,9 +245,9 @@ func TestWebhookRefusesPrivateTargets(t *testing.T) {
 func TestWebhookFairness(t *testing.T) {
 	t.Parallel()
 	cfg := defaultConfig()
-	cfg.WebhookAllowPrivate = true
-	cfg.WebhookConcurrency = 4 // an organization's share: one
-	e := newEnvWith(t, cfg, nil)
+	cfg.outbox.AllowPrivate = true
+	cfg.outbox.Concurrency = 4 // an organization's share: one
+	e := newEnvWith(t, cfg, faults{})
 	stormy, calm := newAlarmSite(t, e, "Stormy"), newAlarmSite(t, e, "Calm")
 	slow := newSlowReceiver(t, http.StatusNoContent, 20*time.Millisecond)
 	var stormHooks []int64
@@ -257,7 +257,7 @@ func TestWebhookFairness(t *testing.T) {
 	fast := newReceiver(t, http.StatusNoContent)
 	calm.webhook(t, fast.URL+"/hook")
 
-	deliverInBackground(t, e.srv, time.Second)
+	deliverInBackground(t, e.outbox, time.Second)
 
 	// 10,000 readings alternating across Alarm, in a hundred POSTs: three
 	// events each, at least a second's worth of deliveries each.
@@ -312,15 +312,13 @@ func TestWebhookFairness(t *testing.T) {
 func TestWebhookLeaseTwoReplicas(t *testing.T) {
 	t.Parallel()
 	cfg := defaultConfig()
-	cfg.WebhookAllowPrivate = true
-	cfg.WebhookTimeout = 5 * time.Second
-	cfg.WebhookLease = cfg.WebhookTimeout + server.WebhookLeaseMargin
-	cfg.WebhookMaxAttempts = 1 // no retry: a second send is a double
-	e := newEnvWith(t, cfg, nil)
-	other, err := server.New(store.New(e.pool), slog.New(slog.DiscardHandler), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg.outbox.AllowPrivate = true
+	cfg.outbox.Timeout = 5 * time.Second
+	cfg.outbox.Lease = cfg.outbox.Timeout + outbox.LeaseMargin
+	cfg.outbox.MaxAttempts = 1 // no retry: a second send is a double
+	e := newEnvWith(t, cfg, faults{})
+	otherDB := store.New(e.pool)
+	other := newService(t, otherDB, slog.New(slog.DiscardHandler), cfg, faults{}).outbox
 
 	var (
 		mu       sync.Mutex
@@ -366,8 +364,8 @@ func TestWebhookLeaseTwoReplicas(t *testing.T) {
 		b.post(t, m, []float64{2500, 2000}[m%2])
 	}
 
-	for _, srv := range []*server.Server{e.srv, other} {
-		deliverInBackground(t, srv, 50*time.Millisecond)
+	for _, ob := range []*outbox.Outbox{e.outbox, other} {
+		deliverInBackground(t, ob, 50*time.Millisecond)
 	}
 
 	// Wait for every event, and past the lease of the last attempt.
@@ -375,7 +373,7 @@ func TestWebhookLeaseTwoReplicas(t *testing.T) {
 		mu.Lock()
 		n, last, got := len(sent), lastSent, len(order)
 		mu.Unlock()
-		if n == hungEvents && got >= busyEvents && time.Since(last) > cfg.WebhookLease+time.Second {
+		if n == hungEvents && got >= busyEvents && time.Since(last) > cfg.outbox.Lease+time.Second {
 			break
 		}
 		if time.Now().After(deadline) {

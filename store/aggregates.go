@@ -2,12 +2,13 @@ package store
 
 import (
 	"context"
-	"slices"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/stats"
 )
 
@@ -39,27 +40,6 @@ type InputStats struct {
 type BucketCount struct {
 	Bucket time.Time
 	Count  int64
-}
-
-// Outputs computes a sensor's outputs reading after reading, as a read of
-// the API does; Value(k) is the output IDs()[k] of the reading last
-// computed.
-type Outputs interface {
-	IDs() []int64
-	Compute(r *Reading)
-	Value(k int) (float64, bool)
-}
-
-// BucketSink receives what AggregateBuckets finds, in this order: the
-// counts of the buckets with readings, once; the outputs' statistics of
-// each bucket with output values, by bucket, each indexed as the Outputs'
-// IDs and nil for an output without values; each input's statistics over
-// each bucket, by bucket and input. An error of the sink stops the query
-// and is returned as it is.
-type BucketSink interface {
-	Counts([]BucketCount) error
-	Outputs(bucket time.Time, stats []*stats.Stats) error
-	Input(*InputStats) error
 }
 
 // RollupUse says where an answer came from.
@@ -157,12 +137,21 @@ FROM (
 ) p GROUP BY 1, 2 ORDER BY 1, 2`
 }
 
-// inputStats reads the inputs' statistics per bucket and gives them to
-// sink as the rows arrive.
-func inputStats(ctx context.Context, tx pgx.Tx, q BucketQuery, args []any, sink BucketSink) error {
-	rows, err := tx.Query(ctx, inputStatsSQL(q), append(args, stats.SplitAt, 1/stats.SplitAt)...)
+// BucketCounts returns how many readings each bucket of the plan with
+// readings has, by bucket.
+func (tx *Tx) BucketCounts(ctx context.Context, plan BucketPlan) ([]BucketCount, error) {
+	rows, _ := tx.tx.Query(ctx, bucketCountsSQL, plan.args(plan.inputs)...)
+	counts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[BucketCount])
+	return counts, readError("bucket counts", err)
+}
+
+// InputStats gives fn each input's statistics over each bucket of the
+// plan, by bucket and input, as the rows arrive; fn must not keep them.
+// fn's errors are returned as they are.
+func (tx *Tx) InputStats(ctx context.Context, plan BucketPlan, fn func(*InputStats) error) error {
+	rows, err := tx.tx.Query(ctx, inputStatsSQL(plan.q), append(plan.args(plan.inputs), stats.SplitAt, 1/stats.SplitAt)...)
 	if err != nil {
-		return err
+		return readError("input stats", err)
 	}
 	defer rows.Close()
 	var (
@@ -172,89 +161,51 @@ func inputStats(ctx context.Context, tx pgx.Tx, q BucketQuery, args []any, sink 
 	for rows.Next() {
 		err := rows.Scan(&s.Bucket, &s.InputID, &s.Count, &sums.Lo, &sums.Hi, &s.Min, &s.Max, &s.First, &s.Last, &s.FirstAt, &s.LastAt)
 		if err != nil {
-			return err
+			return readError("input stats", err)
 		}
 		s.Sum, s.Avg = sums.Sum(), sums.Mean(s.Count, s.Min, s.Max)
-		if err := sink.Input(&s); err != nil {
+		if err := fn(&s); err != nil {
 			return err
 		}
 	}
-	return rows.Err()
+	return readError("input stats", rows.Err())
 }
 
-// outputStats computes the outputs of the readings of the plan's spans,
-// as they stream in time order, and merges in the rollups of the other
-// hours; it gives sink each bucket's statistics, by bucket.
-func outputStats(ctx context.Context, tx pgx.Tx, sensor Sensor, q BucketQuery, plan bucketPlan, outputs Outputs, sink BucketSink) error {
-	ids := outputs.IDs()
-	args := plan.args(sensor, q, plan.outputs)
-	// The rollups' rows are few (a bucket's per output), so they are read
-	// first; the readings, many, stream.
-	rolled := map[time.Time][]stats.Partial{}
-	if plan.h0.Before(plan.h1) {
-		index := make(map[int64]int, len(ids))
-		for k, id := range ids {
-			index[id] = k
-		}
-		rows, err := tx.Query(ctx, outputRollupsSQL(q), args...)
-		if err != nil {
-			return err
-		}
-		var (
-			bucket time.Time
-			id     int64
-			p      stats.Partial
-		)
-		_, err = pgx.ForEachRow(rows, []any{&bucket, &id, &p.Count, &p.Sums.Lo, &p.Sums.Hi, &p.Min, &p.Max, &p.First, &p.FirstAt, &p.Last, &p.LastAt},
-			func() error {
-				k, ok := index[id]
-				if !ok {
-					return nil // an output the sensor no longer has
-				}
-				parts := rolled[bucket]
-				if parts == nil {
-					parts = make([]stats.Partial, len(ids))
-					rolled[bucket] = parts
-				}
-				parts[k].Merge(p)
-				return nil
-			})
-		if err != nil {
-			return err
-		}
+// OutputRollups gives fn, for each bucket of the plan and output, the
+// merged statistics of the output's rollups of the hours the plan reads
+// from the rollups; fn must not keep p. Few rows (a bucket's per output)
+// come back, the merging done in SQL.
+func (tx *Tx) OutputRollups(ctx context.Context, plan BucketPlan, fn func(bucket time.Time, outputID int64, p *stats.Partial) error) error {
+	if !plan.h0.Before(plan.h1) {
+		return nil
 	}
-	acc := make([]stats.Accumulator, len(ids)) // no median: it is never asked of rollups
-	done := map[time.Time][]*stats.Stats{}
-	finish := func(bucket time.Time) {
-		for k, p := range rolled[bucket] {
-			acc[k].Merge(p)
-		}
-		delete(rolled, bucket)
-		out := make([]*stats.Stats, len(ids))
-		for k := range acc {
-			out[k] = acc[k].Finish()
-		}
-		done[bucket] = out
-	}
-	add := func(k int, t time.Time, v float64) { acc[k].Add(t, v) }
-	err := eachReading(ctx, tx, bucketReadingsSQL, args, finish, func(_ time.Time, r *Reading) { addOutputs(outputs, r, add) })
+	rows, err := tx.tx.Query(ctx, outputRollupsSQL(plan.q), plan.args(plan.outputs)...)
 	if err != nil {
-		return err
+		return readError("output rollups", err)
 	}
-	for bucket := range rolled {
-		finish(bucket)
+	var (
+		bucket time.Time
+		id     int64
+		p      stats.Partial
+	)
+	_, err = pgx.ForEachRow(rows, []any{&bucket, &id, &p.Count, &p.Sums.Lo, &p.Sums.Hi, &p.Min, &p.Max, &p.First, &p.FirstAt, &p.Last, &p.LastAt},
+		func() error { return fn(bucket, id, &p) })
+	if _, ok := errors.AsType[*apperr.Error](err); ok {
+		return err // fn's
 	}
-	buckets := make([]time.Time, 0, len(done))
-	for b := range done {
-		buckets = append(buckets, b)
+	return readError("output rollups", err)
+}
+
+// BucketReadings gives fn, in time order, each reading the plan reads
+// from the readings, with its bucket: those of the inputs' spans, or with
+// outputs those of the outputs' spans. fn must not keep the reading; its
+// errors are returned as they are.
+func (tx *Tx) BucketReadings(ctx context.Context, plan BucketPlan, outputs bool, fn func(bucket time.Time, r *Reading) error) error {
+	s := plan.inputs
+	if outputs {
+		s = plan.outputs
 	}
-	slices.SortFunc(buckets, func(a, b time.Time) int { return a.Compare(b) })
-	for _, b := range buckets {
-		if err := sink.Outputs(b, done[b]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return eachReading(ctx, tx.tx, "bucket readings", bucketReadingsSQL, plan.args(s), fn)
 }
 
 // Buckets returns the start of every bucket of the range, empty or not.

@@ -50,7 +50,7 @@ func (db *DB) CreateAlarmLevel(ctx context.Context, orgID, projectID int64, l Al
 		if err := lockWritableProject(ctx, tx, orgID, projectID); err != nil {
 			return err
 		}
-		if err := db.makeRoom(ctx, tx, alarmLevelsCap, projectID); err != nil {
+		if err := makeRoom(ctx, tx, db.limits, alarmLevelsCap, projectID); err != nil {
 			return err
 		}
 		rows, _ := tx.Query(ctx, `INSERT INTO alarm_levels (project_id, name, rank, colour) VALUES ($1, $2, $3, $4) RETURNING `+alarmLevelColumns,

@@ -9,27 +9,24 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sensorreadings/readings/alarms"
 	"github.com/sensorreadings/readings/apperr"
 )
 
 // AlarmRule raises its level when its target, an input or output of its
-// sensor, goes above or below the threshold; Active and Streak are the
-// state it carries from reading to reading (alarms.State).
+// sensor, goes above or below the threshold: the alarms.Rule, whose Rank
+// is its level's, stored with the alarms.State it carries from reading to
+// reading.
 type AlarmRule struct {
-	ID          int64     `db:"id"`
-	SensorID    int64     `db:"sensor_id"`
-	TargetID    int64     `db:"target_id"`
-	TargetKey   string    `db:"target_key"`
-	LevelID     int64     `db:"level_id"`
-	Rank        int       `db:"rank"`
-	LevelName   string    `db:"level_name"`
-	Direction   string    `db:"direction"` // above or below
-	Threshold   float64   `db:"threshold"`
-	Deadband    float64   `db:"deadband"`
-	Persistence int       `db:"persistence"`
-	Active      bool      `db:"active"`
-	Streak      int       `db:"streak"`
-	CreatedAt   time.Time `db:"created_at"`
+	ID        int64  `db:"id"`
+	SensorID  int64  `db:"sensor_id"`
+	TargetID  int64  `db:"target_id"`
+	TargetKey string `db:"target_key"`
+	LevelID   int64  `db:"level_id"`
+	LevelName string `db:"level_name"`
+	alarms.Rule
+	alarms.State
+	CreatedAt time.Time `db:"created_at"`
 	// TargetRank is the rank of the target's current alarm, 0 at rest: the
 	// level an evaluation starts from.
 	TargetRank int `db:"target_rank"`
@@ -46,7 +43,7 @@ type AlarmRuleSpec struct {
 }
 
 const alarmRuleColumns = `r.id, r.sensor_id, r.target_id, r.target_key, r.level_id, l.rank, l.name AS level_name,
-r.direction, r.threshold, r.deadband, r.persistence, r.active, r.streak, r.created_at,
+r.direction = 'below' AS below, r.threshold, r.deadband, r.persistence, r.active, r.streak, r.created_at,
 coalesce((SELECT al.rank FROM alarms a JOIN alarm_levels al ON al.id = a.level_id WHERE a.sensor_id = r.sensor_id AND a.target_id = r.target_id), 0) AS target_rank`
 
 // sensorRulesSQL is a sensor's rules, ordered by target as evaluators
@@ -84,42 +81,49 @@ WHERE r.sensor_id = $1 AND (r.target_id, r.id) > ($2, $3) ORDER BY r.target_id, 
 	return rules, more, &overdue, nil
 }
 
-// CreateAlarmRule adds a rule to the sensor and rechecks its alarms
-// against its newest reading, in one transaction. It returns NotFound;
-// Invalid for a target that is not one of the sensor's inputs or outputs,
-// a level that is not the project's, or values the table refuses; and Conflict
-// when the project is archived or the sensor has its Limits.AlarmRules.
-func (db *DB) CreateAlarmRule(ctx context.Context, key SensorKey, spec AlarmRuleSpec) (AlarmRule, error) {
-	var rule AlarmRule
-	err := db.editRules(ctx, key, func(tx pgx.Tx, sensor Sensor) error {
-		if err := db.makeRoom(ctx, tx, alarmRulesCap, sensor.ID); err != nil {
+// CreateAlarmRule adds a rule to the sensor, which it locks as its writers
+// do (LockSensor), and returns the rule's id and the sensor, for the
+// domain to recheck its alarms in the same transaction. It returns
+// NotFound; Invalid for a target that is not one of the sensor's inputs or
+// outputs, a level that is not the project's, or values the table refuses;
+// and Conflict when the project is archived or the sensor has its
+// Limits.AlarmRules.
+func (tx *Tx) CreateAlarmRule(ctx context.Context, key SensorKey, spec AlarmRuleSpec) (int64, Sensor, error) {
+	var id int64
+	sensor, err := tx.LockSensor(ctx, key)
+	if err != nil {
+		return 0, sensor, err
+	}
+	err = func() error {
+		if err := makeRoom(ctx, tx.tx, tx.limits, alarmRulesCap, sensor.ID); err != nil {
 			return err
 		}
-		targetID, levelID, err := ruleTarget(ctx, tx, sensor, spec)
+		targetID, levelID, err := ruleTarget(ctx, tx.tx, sensor, spec)
 		if err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `
+		return tx.tx.QueryRow(ctx, `
 INSERT INTO alarm_rules (sensor_id, target_id, target_key, level_id, direction, threshold, deadband, persistence)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-			sensor.ID, targetID, spec.TargetKey, levelID, spec.Direction, spec.Threshold, spec.Deadband, spec.Persistence).Scan(&rule.ID)
-	})
-	if err != nil {
-		return AlarmRule{}, dbError("create alarm rule", err)
-	}
-	return db.getRule(ctx, rule.ID)
+			sensor.ID, targetID, spec.TargetKey, levelID, spec.Direction, spec.Threshold, spec.Deadband, spec.Persistence).Scan(&id)
+	}()
+	return id, sensor, dbError("create alarm rule", err)
 }
 
-// UpdateAlarmRule replaces the rule, whose state starts over, and
-// rechecks the sensor's alarms at once. It returns NotFound, and Invalid
-// and Conflict as CreateAlarmRule.
-func (db *DB) UpdateAlarmRule(ctx context.Context, key SensorKey, ruleID int64, spec AlarmRuleSpec) (AlarmRule, error) {
-	err := db.editRules(ctx, key, func(tx pgx.Tx, sensor Sensor) error {
-		targetID, levelID, err := ruleTarget(ctx, tx, sensor, spec)
+// UpdateAlarmRule replaces the rule, whose state starts over, and returns
+// its sensor, locked as CreateAlarmRule locks it. It returns NotFound, and
+// Invalid and Conflict as CreateAlarmRule.
+func (tx *Tx) UpdateAlarmRule(ctx context.Context, key SensorKey, ruleID int64, spec AlarmRuleSpec) (Sensor, error) {
+	sensor, err := tx.LockSensor(ctx, key)
+	if err != nil {
+		return sensor, err
+	}
+	err = func() error {
+		targetID, levelID, err := ruleTarget(ctx, tx.tx, sensor, spec)
 		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `
+		tag, err := tx.tx.Exec(ctx, `
 UPDATE alarm_rules SET target_id = $3, target_key = $4, level_id = $5, direction = $6, threshold = $7, deadband = $8, persistence = $9,
     active = false, streak = 0
 WHERE id = $1 AND sensor_id = $2`,
@@ -128,42 +132,30 @@ WHERE id = $1 AND sensor_id = $2`,
 			return notFound("update alarm rule", pgx.ErrNoRows, "alarm rule")
 		}
 		return err
-	})
+	}()
+	return sensor, dbError("update alarm rule", err)
+}
+
+// DeleteAlarmRule deletes the rule and returns its sensor, locked as
+// CreateAlarmRule locks it. It returns NotFound, and Conflict when the
+// project is archived.
+func (tx *Tx) DeleteAlarmRule(ctx context.Context, key SensorKey, ruleID int64) (Sensor, error) {
+	sensor, err := tx.LockSensor(ctx, key)
 	if err != nil {
-		return AlarmRule{}, dbError("update alarm rule", err)
+		return sensor, err
 	}
-	return db.getRule(ctx, ruleID)
+	tag, err := tx.tx.Exec(ctx, `DELETE FROM alarm_rules WHERE id = $1 AND sensor_id = $2`, ruleID, sensor.ID)
+	if err == nil && tag.RowsAffected() == 0 {
+		err = notFound("delete alarm rule", pgx.ErrNoRows, "alarm rule")
+	}
+	return sensor, dbError("delete alarm rule", err)
 }
 
-// DeleteAlarmRule deletes the rule and rechecks the sensor's alarms: a
-// target left without rules is at rest. It returns NotFound, and Conflict
-// when the project is archived.
-func (db *DB) DeleteAlarmRule(ctx context.Context, key SensorKey, ruleID int64) error {
-	return dbError("delete alarm rule", db.editRules(ctx, key, func(tx pgx.Tx, sensor Sensor) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM alarm_rules WHERE id = $1 AND sensor_id = $2`, ruleID, sensor.ID)
-		if err == nil && tag.RowsAffected() == 0 {
-			return notFound("delete alarm rule", pgx.ErrNoRows, "alarm rule")
-		}
-		return err
-	}))
-}
-
-func (db *DB) getRule(ctx context.Context, ruleID int64) (AlarmRule, error) {
-	rows, _ := db.pool.Query(ctx, `SELECT `+alarmRuleColumns+` FROM alarm_rules r JOIN alarm_levels l ON l.id = r.level_id WHERE r.id = $1`, ruleID)
+// AlarmRule returns the rule. It returns NotFound.
+func (tx *Tx) AlarmRule(ctx context.Context, ruleID int64) (AlarmRule, error) {
+	rows, _ := tx.tx.Query(ctx, `SELECT `+alarmRuleColumns+` FROM alarm_rules r JOIN alarm_levels l ON l.id = r.level_id WHERE r.id = $1`, ruleID)
 	rule, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[AlarmRule])
 	return rule, notFound("get alarm rule", err, "alarm rule")
-}
-
-// editRules runs edit on the sensor's rules, under the project's and the
-// sensor's locks as ingest takes them, then rechecks the sensor's alarms
-// in the same transaction.
-func (db *DB) editRules(ctx context.Context, key SensorKey, edit func(pgx.Tx, Sensor) error) error {
-	return db.editSensor(ctx, key, func(tx pgx.Tx, sensor Sensor) error {
-		if err := edit(tx, sensor); err != nil {
-			return err
-		}
-		return db.recheckAlarms(ctx, tx, sensor)
-	})
 }
 
 // ruleTarget returns the ids of spec's target and level, after checking

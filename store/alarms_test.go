@@ -1,60 +1,15 @@
 package store_test
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sensorreadings/readings/alarms"
 	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/store"
 )
-
-// thresholdEvaluator is an evaluator of the store's hook for the tests: a
-// rule holds while the reading's first input is above its threshold, and
-// late readings are reported as such.
-type thresholdEvaluator struct {
-	calls int
-}
-
-func (e *thresholdEvaluator) Evaluate(_ context.Context, _ store.LinkReader, _ store.Sensor, rules []store.AlarmRule, readings []store.Reading, newest *time.Time) ([]store.AlarmChange, error) {
-	e.calls++
-	var changes []store.AlarmChange
-	for _, r := range readings {
-		if newest != nil && r.Time.Before(*newest) {
-			changes = append(changes, store.AlarmChange{TargetID: rules[0].TargetID, Kind: "late", To: rules[0].Rank, Late: true, At: r.Time, Value: r.Values[0]})
-			continue
-		}
-		changes = append(changes, step(rules, r)...)
-	}
-	return changes, nil
-}
-
-func (e *thresholdEvaluator) Recheck(_ context.Context, _ store.LinkReader, _ store.Sensor, rules []store.AlarmRule, newest store.Reading) ([]store.AlarmChange, error) {
-	return step(rules, newest), nil
-}
-
-// Coalesce raises every change: the store's tests see them all.
-func (e *thresholdEvaluator) Coalesce([]store.AlarmChange) {}
-
-func step(rules []store.AlarmRule, r store.Reading) []store.AlarmChange {
-	from, to := rules[0].TargetRank, 0
-	for i := range rules {
-		rules[i].Active = r.Values[0] > rules[i].Threshold
-		if rules[i].Active {
-			to = max(to, rules[i].Rank)
-		}
-	}
-	if from == to {
-		return nil
-	}
-	for i := range rules {
-		rules[i].TargetRank = to
-	}
-	kind := map[bool]string{true: "triggered", false: "cleared"}[to > 0]
-	return []store.AlarmChange{{TargetID: rules[0].TargetID, Kind: kind, From: from, To: to, At: r.Time, Value: r.Values[0]}}
-}
 
 func TestAlarmLevels(t *testing.T) {
 	runOnOneDB(t, map[string]func(*testing.T, *store.DB){
@@ -93,22 +48,51 @@ func TestAlarmLevels(t *testing.T) {
 	})
 }
 
-// TestAlarmHook shows the contract of the evaluation hook: it runs in the
-// batch's transaction with the rules and the newest instant before the
-// batch, and the store writes what it decides.
-func TestAlarmHook(t *testing.T) {
+// TestApplyAlarms writes what an evaluation decided, as the domain hands
+// it over: the rules' states, the current alarms the changes leave, and
+// the events, in order. An escalation asks for a new acknowledgement; a
+// late exceedance is an event that moves no alarm; a target cleared and
+// raised again within one write has a new alarm; a target left without
+// rules is cleared.
+func TestApplyAlarms(t *testing.T) {
 	db := newDB(t)
-	ev := &thresholdEvaluator{}
-	db.SetAlarmEvaluator(ev)
 	ctx := t.Context()
 	sensor, key := newBlueprintSensor(t, db)
 	u := sensor.Instance.Inputs[0].ID
 	at := func(m int) time.Time { return time.Date(2024, 5, 1, 12, m, 0, 0, time.UTC) }
-	insert := func(m int, v float64) error {
-		_, err := db.InsertReadings(ctx, key, []store.Reading{{Time: at(m), InputIDs: []int64{u}, Values: []float64{v}}})
-		return err
+	alert := createRule(t, db, key, store.AlarmRuleSpec{TargetKey: "u", Level: "Alert", Direction: "above", Threshold: 50, Persistence: 1})
+	alarm := createRule(t, db, key, store.AlarmRuleSpec{TargetKey: "u", Level: "Alarm", Direction: "above", Threshold: 100, Persistence: 1})
+	if alarm.LevelName != "Alarm" || alarm.Rank != 4 || alarm.TargetID != u || alarm.Below {
+		t.Errorf("rule %+v, want above, at Alarm (rank 4) on input %d", alarm, u)
+	}
+	apply := func(changes []store.AlarmChange, active ...bool) {
+		t.Helper()
+		err := db.InTx(ctx, func(tx *store.Tx) error {
+			rules, err := tx.SensorRules(ctx, key.SensorID)
+			if err != nil {
+				return err
+			}
+			before := make([]alarms.State, len(rules))
+			for i := range rules {
+				before[i] = rules[i].State
+				rules[i].State = alarms.State{Active: active[i], Streak: min(1, btoi(active[i]))}
+			}
+			return tx.ApplyAlarms(ctx, sensor, rules, before, changes, changes)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	current := func() []store.Alarm {
+		t.Helper()
+		list, _, err := db.ListAlarms(ctx, key.OrgID, key.ProjectID, store.AlarmKey{}, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list
 	}
 	kinds := func() []string {
+		t.Helper()
 		events, _, err := db.ListAlarmEvents(ctx, key.OrgID, key.ProjectID, store.AlarmEventQuery{From: store.MinTime, To: store.MaxTime, Limit: 100})
 		if err != nil {
 			t.Fatal(err)
@@ -120,110 +104,212 @@ func TestAlarmHook(t *testing.T) {
 		return out
 	}
 
-	if err := insert(0, 50); err != nil {
-		t.Fatal(err)
-	}
-	if ev.calls != 0 {
-		t.Errorf("the hook ran %d times for a sensor without rules, want 0", ev.calls)
-	}
-	rule, err := db.CreateAlarmRule(ctx, key, store.AlarmRuleSpec{TargetKey: "u", Level: "Alarm", Direction: "above", Threshold: 100, Persistence: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rule.LevelName != "Alarm" || rule.Rank != 4 || rule.TargetID != u {
-		t.Errorf("rule %+v, want at Alarm (rank 4) on input %d", rule, u)
-	}
-
-	t.Run("TriggerWritesAlarmAndEvent", func(t *testing.T) {
-		if err := insert(1, 150); err != nil {
-			t.Fatal(err)
+	t.Run("TriggerWritesStateAlarmAndEvent", func(t *testing.T) {
+		apply([]store.AlarmChange{{TargetID: u, Kind: "triggered", To: alert.Rank, At: at(1), Value: 60}}, true, false)
+		list := current()
+		if len(list) != 1 || list[0].LevelName != "Alert" || list[0].Value != 60 || !list[0].Since.Equal(at(1)) {
+			t.Fatalf("alarms %+v, want one at Alert since minute 1, value 60", list)
 		}
-		alarms, _, err := db.ListAlarms(ctx, key.OrgID, key.ProjectID, store.AlarmKey{}, 1000)
-		if err != nil || len(alarms) != 1 || alarms[0].LevelName != "Alarm" || alarms[0].Value != 150 || !alarms[0].Since.Equal(at(1)) {
-			t.Fatalf("alarms %+v, %v; want one at Alarm since minute 1, value 150", alarms, err)
+		if k := list[0].Key(); k.Rank != alert.Rank || !k.Since.Equal(at(1)) || k.ID != list[0].ID {
+			t.Errorf("alarm's key %+v, want its rank, since and id", k)
+		}
+		rules := listRules(t, db, key)
+		if !rules[0].Active || rules[0].Streak != 1 || rules[1].Active || rules[0].TargetRank != alert.Rank {
+			t.Errorf("rules %+v, want the Alert rule active with a streak of 1, its target at Alert", rules)
 		}
 	})
-	t.Run("RolledBackBatchWritesNothing", func(t *testing.T) {
-		_, err := db.InsertReadings(ctx, key, []store.Reading{
-			{Time: at(2), InputIDs: []int64{u}, Values: []float64{10}},
-			{Time: at(3), InputIDs: []int64{unknownID}, Values: []float64{1}},
-		})
-		wantCode(t, err, apperr.Invalid)
-		if got := len(kinds()); got != 1 {
-			t.Errorf("%d events after a refused batch, want the 1 before", got)
-		}
-	})
-	t.Run("LateReadingIsAnEvent", func(t *testing.T) {
-		if err := insert(0, 500); err != nil { // older than minute 1
-			t.Fatal(err)
-		}
-		alarms, _, _ := db.ListAlarms(ctx, key.OrgID, key.ProjectID, store.AlarmKey{}, 1000)
-		if len(alarms) != 1 || alarms[0].Value != 150 {
-			t.Errorf("alarms %+v after a late reading, want the current one unchanged", alarms)
-		}
-	})
-	t.Run("AcknowledgeAppendsEvent", func(t *testing.T) {
-		alarms, _, _ := db.ListAlarms(ctx, key.OrgID, key.ProjectID, store.AlarmKey{}, 1000)
+	t.Run("EscalationAsksForANewAcknowledgement", func(t *testing.T) {
 		user := newMember(t, db, store.Org{ID: key.OrgID}, "ack", store.Editor)
-		got, err := db.AcknowledgeAlarm(ctx, key.OrgID, key.ProjectID, alarms[0].ID, user.ID, "seen")
-		if err != nil || got.AcknowledgedAt == nil || *got.AcknowledgedBy != user.ID || got.Note != "seen" {
-			t.Fatalf("acknowledge: %+v, %v", got, err)
+		if _, err := db.AcknowledgeAlarm(ctx, key.OrgID, key.ProjectID, current()[0].ID, user.ID, "seen"); err != nil {
+			t.Fatal(err)
 		}
-		_, err = db.AcknowledgeAlarm(ctx, key.OrgID, key.ProjectID, unknownID, user.ID, "")
-		wantCode(t, err, apperr.NotFound)
+		apply([]store.AlarmChange{{TargetID: u, Kind: "escalated", From: alert.Rank, To: alarm.Rank, At: at(2), Value: 150}}, true, true)
+		if list := current(); len(list) != 1 || list[0].LevelName != "Alarm" || list[0].AcknowledgedAt != nil || list[0].Note != "" {
+			t.Errorf("alarms %+v after an escalation, want one at Alarm, unacknowledged", list)
+		}
 	})
-	t.Run("LevelInUse", func(t *testing.T) {
-		wantCode(t, db.DeleteAlarmLevel(ctx, key.OrgID, key.ProjectID, rule.LevelID), apperr.Conflict)
-		_, err := db.UpdateAlarmLevel(ctx, key.OrgID, key.ProjectID, rule.LevelID, store.AlarmLevelPatch{Rank: ptr(9)})
-		wantCode(t, err, apperr.Conflict)
+	t.Run("LateReadingIsAnEventThatMovesNoAlarm", func(t *testing.T) {
+		apply([]store.AlarmChange{{TargetID: u, Kind: "late", To: alarm.Rank, Late: true, At: at(0), Value: 500}}, true, true)
+		if list := current(); len(list) != 1 || list[0].Value != 150 {
+			t.Errorf("alarms %+v after a late reading, want the current one unchanged", list)
+		}
 	})
-	t.Run("RuleEditRechecks", func(t *testing.T) {
-		_, err := db.UpdateAlarmRule(ctx, key, rule.ID, store.AlarmRuleSpec{TargetKey: "u", Level: "Alarm", Direction: "above", Threshold: 200, Persistence: 1})
+	t.Run("FoldedChangeRaisesNoEvent", func(t *testing.T) {
+		before := len(kinds())
+		id := current()[0].ID
+		apply([]store.AlarmChange{
+			{TargetID: u, Kind: "cleared", From: alarm.Rank, At: at(3), Value: 10, Folded: true},
+			{TargetID: u, Kind: "triggered", To: alarm.Rank, At: at(4), Value: 200, Coalesced: 1},
+		}, true, true)
+		list := current()
+		if len(list) != 1 || list[0].ID == id || list[0].Value != 200 {
+			t.Errorf("alarms %+v, want a new one at minute 4: the target came to rest on the way", list)
+		}
+		if got := len(kinds()); got != before+1 {
+			t.Errorf("%d events, want %d: the folded change raises none", got, before+1)
+		}
+	})
+	t.Run("ClearUnruled", func(t *testing.T) {
+		err := db.InTx(ctx, func(tx *store.Tx) error {
+			if _, err := tx.DeleteAlarmRule(ctx, key, alert.ID); err != nil {
+				return err
+			}
+			if _, err := tx.DeleteAlarmRule(ctx, key, alarm.ID); err != nil {
+				return err
+			}
+			return tx.ClearUnruled(ctx, sensor, nil)
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if alarms, _, _ := db.ListAlarms(ctx, key.OrgID, key.ProjectID, store.AlarmKey{}, 1000); len(alarms) != 0 {
-			t.Errorf("alarms %+v after raising the threshold past the newest reading, want none", alarms)
+		if list := current(); len(list) != 0 {
+			t.Errorf("alarms %+v of a target without rules, want none", list)
 		}
 	})
-	t.Run("ErrInvalidRule", func(t *testing.T) {
-		_, err := db.CreateAlarmRule(ctx, key, store.AlarmRuleSpec{TargetKey: "nope", Level: "Alarm", Direction: "above", Persistence: 1})
-		wantCode(t, err, apperr.Invalid)
-		_, err = db.CreateAlarmRule(ctx, key, store.AlarmRuleSpec{TargetKey: "u", Level: "Panic", Direction: "above", Persistence: 1})
-		wantCode(t, err, apperr.Invalid)
-		_, err = db.UpdateAlarmRule(ctx, key, unknownID, store.AlarmRuleSpec{TargetKey: "u", Level: "Alarm", Direction: "above", Persistence: 1})
-		wantCode(t, err, apperr.NotFound)
-		wantCode(t, db.DeleteAlarmRule(ctx, key, unknownID), apperr.NotFound)
-	})
-	want := "triggered Alarm,late Alarm,acknowledged Alarm,cleared Alarm"
+	want := "triggered Alert,acknowledged Alert,escalated Alarm,late Alarm,triggered Alarm,cleared Alarm"
 	if got := strings.Join(kinds(), ","); got != want {
 		t.Errorf("events %s, want %s", got, want)
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestAlarmRuleEdits: the rule edits of a transaction lock the sensor,
+// check the target and level, and answer NotFound for a rule that is not
+// the sensor's; a level in use cannot be deleted or re-ranked.
+func TestAlarmRuleEdits(t *testing.T) {
+	db := newDB(t)
+	ctx := t.Context()
+	_, key := newBlueprintSensor(t, db)
+	rule := createRule(t, db, key, store.AlarmRuleSpec{TargetKey: "u", Level: "Alarm", Direction: "below", Threshold: 100, Deadband: 5, Persistence: 3})
+	if !rule.Below || rule.Threshold != 100 || rule.Deadband != 5 || rule.Persistence != 3 || rule.Active || rule.Streak != 0 {
+		t.Errorf("rule %+v, want below 100, deadband 5, persistence 3, at rest", rule)
+	}
+	if got, want := rule.Key(), (store.RuleKey{TargetID: rule.TargetID, ID: rule.ID}); got != want {
+		t.Errorf("rule's key %+v, want %+v", got, want)
+	}
+	edit := func(fn func(tx *store.Tx) error) error {
+		return db.InTx(ctx, fn)
+	}
+	t.Run("Update", func(t *testing.T) {
+		err := edit(func(tx *store.Tx) error {
+			sensor, err := tx.UpdateAlarmRule(ctx, key, rule.ID, store.AlarmRuleSpec{TargetKey: "p", Level: "Alert", Direction: "above", Threshold: 200, Persistence: 1})
+			if err == nil && sensor.ID != key.SensorID {
+				t.Errorf("sensor %d, want %d", sensor.ID, key.SensorID)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules := listRules(t, db, key)
+		if len(rules) != 1 || rules[0].TargetKey != "p" || rules[0].LevelName != "Alert" || rules[0].Below || rules[0].Threshold != 200 {
+			t.Errorf("rules %+v, want one above 200 on p at Alert", rules)
+		}
+	})
+	t.Run("LevelInUse", func(t *testing.T) {
+		level := listRules(t, db, key)[0].LevelID
+		wantCode(t, db.DeleteAlarmLevel(ctx, key.OrgID, key.ProjectID, level), apperr.Conflict)
+		_, err := db.UpdateAlarmLevel(ctx, key.OrgID, key.ProjectID, level, store.AlarmLevelPatch{Rank: ptr(9)})
+		wantCode(t, err, apperr.Conflict)
+	})
+	t.Run("ErrInvalidRule", func(t *testing.T) {
+		wantCode(t, edit(func(tx *store.Tx) error {
+			_, _, err := tx.CreateAlarmRule(ctx, key, store.AlarmRuleSpec{TargetKey: "nope", Level: "Alarm", Direction: "above", Persistence: 1})
+			return err
+		}), apperr.Invalid)
+		wantCode(t, edit(func(tx *store.Tx) error {
+			_, _, err := tx.CreateAlarmRule(ctx, key, store.AlarmRuleSpec{TargetKey: "u", Level: "Panic", Direction: "above", Persistence: 1})
+			return err
+		}), apperr.Invalid)
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		wantCode(t, edit(func(tx *store.Tx) error {
+			_, err := tx.UpdateAlarmRule(ctx, key, unknownID, store.AlarmRuleSpec{TargetKey: "u", Level: "Alarm", Direction: "above", Persistence: 1})
+			return err
+		}), apperr.NotFound)
+		wantCode(t, edit(func(tx *store.Tx) error {
+			_, err := tx.DeleteAlarmRule(ctx, key, unknownID)
+			return err
+		}), apperr.NotFound)
+		wantCode(t, edit(func(tx *store.Tx) error {
+			_, err := tx.AlarmRule(ctx, unknownID)
+			return err
+		}), apperr.NotFound)
+	})
+	t.Run("Delete", func(t *testing.T) {
+		if err := edit(func(tx *store.Tx) error {
+			_, err := tx.DeleteAlarmRule(ctx, key, rule.ID)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if rules := listRules(t, db, key); len(rules) != 0 {
+			t.Errorf("rules %+v after the delete, want none", rules)
+		}
+	})
+}
+
+// createRule adds a rule to the sensor in a transaction of its own and
+// returns it as stored.
+func createRule(t *testing.T, db *store.DB, key store.SensorKey, spec store.AlarmRuleSpec) store.AlarmRule {
+	t.Helper()
+	var rule store.AlarmRule
+	err := db.InTx(t.Context(), func(tx *store.Tx) error {
+		id, _, err := tx.CreateAlarmRule(t.Context(), key, spec)
+		if err != nil {
+			return err
+		}
+		rule, err = tx.AlarmRule(t.Context(), id)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rule
+}
+
+// listRules returns the sensor's rules, by target.
+func listRules(t *testing.T, db *store.DB, key store.SensorKey) []store.AlarmRule {
+	t.Helper()
+	rules, _, _, err := db.ListAlarmRules(t.Context(), key, store.RuleKey{}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rules
 }
 
 // TestListAlarmEvents pages a project's history both ways, whole and
 // filtered by level: the cursor is the last id of a page, in either order.
 func TestListAlarmEvents(t *testing.T) {
 	db := newDB(t)
-	db.SetAlarmEvaluator(&thresholdEvaluator{})
 	ctx := t.Context()
 	sensor, key := newBlueprintSensor(t, db)
 	u := sensor.Instance.Inputs[0].ID
-	var alarmLevel int64
-	for _, spec := range []store.AlarmRuleSpec{
-		{TargetKey: "u", Level: "Alert", Direction: "above", Threshold: 50, Persistence: 1},
-		{TargetKey: "u", Level: "Alarm", Direction: "above", Threshold: 100, Persistence: 1},
-	} {
-		rule, err := db.CreateAlarmRule(ctx, key, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		alarmLevel = rule.LevelID
-	}
-	// Triggered Alert, triggered Alarm, cleared Alarm, triggered Alarm.
-	for m, v := range []float64{60, 150, 10, 150} {
+	alert := createRule(t, db, key, store.AlarmRuleSpec{TargetKey: "u", Level: "Alert", Direction: "above", Threshold: 50, Persistence: 1})
+	alarm := createRule(t, db, key, store.AlarmRuleSpec{TargetKey: "u", Level: "Alarm", Direction: "above", Threshold: 100, Persistence: 1})
+	alarmLevel := alarm.LevelID
+	// Triggered Alert, triggered Alarm, cleared Alarm, triggered Alarm, a
+	// write each.
+	for m, c := range []struct{ from, to int }{{0, alert.Rank}, {alert.Rank, alarm.Rank}, {alarm.Rank, 0}, {0, alarm.Rank}} {
 		at := time.Date(2024, 5, 1, 12, m, 0, 0, time.UTC)
-		if _, err := db.InsertReadings(ctx, key, []store.Reading{{Time: at, InputIDs: []int64{u}, Values: []float64{v}}}); err != nil {
+		err := db.InTx(ctx, func(tx *store.Tx) error {
+			rules, err := tx.SensorRules(ctx, key.SensorID)
+			if err != nil {
+				return err
+			}
+			changes := []store.AlarmChange{{TargetID: u, Kind: "triggered", From: c.from, To: c.to, At: at, Value: float64(m)}}
+			if c.to == 0 {
+				changes[0].Kind = "cleared"
+			}
+			return tx.ApplyAlarms(ctx, sensor, rules, nil, changes, changes)
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -284,20 +370,23 @@ func TestListAlarmEvents(t *testing.T) {
 }
 
 // TestListAlarmRules: the list carries the sensor's overdue rule, nil
-// while it has none.
+// while it has none, as GetOverdueRule reads it.
 func TestListAlarmRules(t *testing.T) {
 	db := newDB(t)
 	ctx := t.Context()
 	_, key := newBlueprintSensor(t, db)
-	if _, err := db.CreateAlarmRule(ctx, key, store.AlarmRuleSpec{TargetKey: "u", Level: "Alert", Direction: "above", Threshold: 50, Persistence: 1}); err != nil {
-		t.Fatal(err)
-	}
+	createRule(t, db, key, store.AlarmRuleSpec{TargetKey: "u", Level: "Alert", Direction: "above", Threshold: 50, Persistence: 1})
 	rules, _, overdue, err := db.ListAlarmRules(ctx, key, store.RuleKey{}, 100)
 	if err != nil || len(rules) != 1 || overdue != nil {
 		t.Fatalf("ListAlarmRules = %d rules, overdue %+v, %v; want 1 rule, no overdue rule", len(rules), overdue, err)
 	}
+	_, err = db.GetOverdueRule(ctx, key)
+	wantCode(t, err, apperr.NotFound)
 	if _, err := db.SetOverdueRule(ctx, key, "Maintenance", time.Hour); err != nil {
 		t.Fatal(err)
+	}
+	if got, err := db.GetOverdueRule(ctx, key); err != nil || got.Level != "Maintenance" || got.After != time.Hour || got.SensorID != key.SensorID {
+		t.Errorf("GetOverdueRule = %+v, %v; want Maintenance after an hour", got, err)
 	}
 	rules, _, overdue, err = db.ListAlarmRules(ctx, key, store.RuleKey{}, 100)
 	if err != nil || len(rules) != 1 || overdue == nil || overdue.Level != "Maintenance" || overdue.After != time.Hour {

@@ -28,28 +28,28 @@ var writesUnderAProject = []struct {
 		return err
 	}},
 	{"UpdateSensor", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
-		_, err := db.UpdateSensor(ctx, key, store.SensorPatch{Name: ptr("renamed")})
+		_, err := updateSensor(ctx, db, key, store.SensorPatch{Name: ptr("renamed")})
 		return err
 	}},
 	{"SetSensorLinks", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
-		_, err := db.SetSensorLinks(ctx, key, nil)
+		_, err := setSensorLinks(ctx, db, key, nil)
 		return err
 	}},
 	{"DeleteSensor", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
 		return db.DeleteSensor(ctx, key)
 	}},
-	{"InsertReadings", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+	{"WriteReadings", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
 		at := time.Date(2024, 5, 2, 0, 0, 0, 0, time.UTC)
-		_, err := db.InsertReadings(ctx, key, []store.Reading{{Time: at, InputIDs: []int64{1}, Values: []float64{2}}})
+		_, err := insert(ctx, db, key, []store.Reading{{Time: at, InputIDs: []int64{1}, Values: []float64{2}}})
 		return err
 	}},
-	{"InsertReadingStream", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
+	{"CopyReadingStream", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
 		at := time.Date(2024, 5, 2, 0, 0, 0, 0, time.UTC)
-		_, err := db.InsertReadingStream(ctx, key, &sliceStream{readings: []store.Reading{{Time: at, InputIDs: []int64{1}, Values: []float64{2}}}}, 0)
+		_, err := insertStream(ctx, db, key, &sliceStream{readings: []store.Reading{{Time: at, InputIDs: []int64{1}, Values: []float64{2}}}})
 		return err
 	}},
 	{"DeleteReadings", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
-		_, err := db.DeleteReadings(ctx, key, store.MinTime, store.MaxTime)
+		_, err := deleteReadings(ctx, db, key, store.MinTime, store.MaxTime)
 		return err
 	}},
 	{"CreateAlarmLevel", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
@@ -64,15 +64,22 @@ var writesUnderAProject = []struct {
 		return db.DeleteAlarmLevel(ctx, key.OrgID, key.ProjectID, unknownID)
 	}},
 	{"CreateAlarmRule", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
-		_, err := db.CreateAlarmRule(ctx, key, store.AlarmRuleSpec{TargetKey: "p", Level: "Alert", Direction: "above", Persistence: 1})
-		return err
+		return db.InTx(ctx, func(tx *store.Tx) error {
+			_, _, err := tx.CreateAlarmRule(ctx, key, store.AlarmRuleSpec{TargetKey: "p", Level: "Alert", Direction: "above", Persistence: 1})
+			return err
+		})
 	}},
 	{"UpdateAlarmRule", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
-		_, err := db.UpdateAlarmRule(ctx, key, unknownID, store.AlarmRuleSpec{TargetKey: "p", Level: "Alert", Direction: "above", Persistence: 1})
-		return err
+		return db.InTx(ctx, func(tx *store.Tx) error {
+			_, err := tx.UpdateAlarmRule(ctx, key, unknownID, store.AlarmRuleSpec{TargetKey: "p", Level: "Alert", Direction: "above", Persistence: 1})
+			return err
+		})
 	}},
 	{"DeleteAlarmRule", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
-		return db.DeleteAlarmRule(ctx, key, unknownID)
+		return db.InTx(ctx, func(tx *store.Tx) error {
+			_, err := tx.DeleteAlarmRule(ctx, key, unknownID)
+			return err
+		})
 	}},
 	{"SetOverdueRule", func(ctx context.Context, db *store.DB, key store.SensorKey) error {
 		_, err := db.SetOverdueRule(ctx, key, "Maintenance", time.Hour)
@@ -166,7 +173,7 @@ func newSensorWithReading(t *testing.T, db *store.DB) store.SensorKey {
 	t.Helper()
 	key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
 	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
-	if _, err := db.InsertReadings(t.Context(), key, []store.Reading{{Time: at, InputIDs: []int64{1}, Values: []float64{1}}}); err != nil {
+	if _, err := insert(t.Context(), db, key, []store.Reading{{Time: at, InputIDs: []int64{1}, Values: []float64{1}}}); err != nil {
 		t.Fatal(err)
 	}
 	return key

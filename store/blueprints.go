@@ -87,7 +87,7 @@ WHERE org_id = $1 AND id > $2 ORDER BY id LIMIT $3`, orgID, after, limit+1)
 func (db *DB) CreateBlueprint(ctx context.Context, orgID int64, b Blueprint) (Blueprint, error) {
 	var created Blueprint
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if err := db.makeRoom(ctx, tx, blueprintsCap, orgID); err != nil {
+		if err := makeRoom(ctx, tx, db.limits, blueprintsCap, orgID); err != nil {
 			return err
 		}
 		rows, _ := tx.Query(ctx, `

@@ -31,82 +31,54 @@ func (s *spans) add(a, b time.Time) {
 // readings of its whole range.
 const maxSpans = 100
 
-// bucketPlan is what a query reads: the rollups of the hours [h0, h1)
-// outside the spans, and the readings of the spans, separately for the
-// inputs (and the counts) and for the outputs.
-type bucketPlan struct {
+// BucketPlan is what an aggregate reads: the rollups of the hours [h0,
+// h1) outside the spans, and the readings of the spans, separately for
+// the inputs (and the counts) and for the outputs.
+type BucketPlan struct {
+	sensor          Sensor
+	q               BucketQuery
+	withOutputs     bool
 	h0, h1          time.Time
 	inputs, outputs spans
 }
 
-// use says where an answer following the plan comes from.
-func (p *bucketPlan) use(outputs bool) RollupUse {
+// Use says where an answer following the plan comes from.
+func (p BucketPlan) Use() RollupUse {
 	switch {
 	case !p.h0.Before(p.h1):
 		return RollupsNone
-	case len(p.inputs.from) == 0 && (!outputs || len(p.outputs.from) == 0):
+	case len(p.inputs.from) == 0 && (!p.withOutputs || len(p.outputs.from) == 0):
 		return RollupsUsed
 	}
 	return RollupsPartial
 }
 
-func (p *bucketPlan) args(sensor Sensor, q BucketQuery, s spans) []any {
-	zone := q.Zone
+func (p BucketPlan) args(s spans) []any {
+	zone := p.q.Zone
 	if zone == "" {
 		zone = "UTC"
 	}
-	return []any{sensor.ID, p.h0, p.h1, pgtype.Interval{Microseconds: q.Interval.Microseconds(), Valid: true}, zone, s.from, s.to}
+	return []any{p.sensor.ID, p.h0, p.h1, pgtype.Interval{Microseconds: p.q.Interval.Microseconds(), Valid: true}, zone, s.from, s.to}
 }
 
-// AggregateBuckets cuts the sensor's readings that q selects into buckets
-// and gives sink their counts, the statistics of each output that outputs
-// (nil for none) computes, and those of each input, from one snapshot.
+// PlanBuckets decides what an aggregate of the sensor's readings that q
+// selects reads, its outputs' statistics too when outputs is set: the
+// readings of the whole range unless the rollups can serve it, and then
+// the readings of the edges of the range that are not whole hours, and of
+// the hours whose rollups are queued for a recomputation or, for the
+// outputs, were computed with another version of the sensor's formulas.
 // Buckets of whole hours, aligned on the hours in q's zone throughout the
-// range, without a median, are read from the hourly rollups for the hours
-// whose rollups are current, and from the readings for the others. The
-// statistics are the same either way, to the rounding of the sums. It
-// says where the answer came from. Errors are the sink's, or the
-// database's.
-func (db *DB) AggregateBuckets(ctx context.Context, sensor Sensor, q BucketQuery, outputs Outputs, sink BucketSink) (RollupUse, error) {
-	if outputs != nil && len(outputs.IDs()) == 0 {
-		outputs = nil
-	}
-	var use RollupUse
-	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		plan, err := planBuckets(ctx, tx, sensor, q, outputs != nil)
-		if err != nil {
-			return err
-		}
-		use = plan.use(outputs != nil)
-		if use == RollupsNone {
-			return rawBuckets(ctx, tx, sensor, q, plan, outputs, sink)
-		}
-		rows, _ := tx.Query(ctx, bucketCountsSQL, plan.args(sensor, q, plan.inputs)...)
-		counts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[BucketCount])
-		if err != nil {
-			return err
-		}
-		if err := sink.Counts(counts); err != nil {
-			return err
-		}
-		if outputs != nil {
-			if err := outputStats(ctx, tx, sensor, q, plan, outputs, sink); err != nil {
-				return err
-			}
-		}
-		return inputStats(ctx, tx, q, plan.args(sensor, q, plan.inputs), sink)
-	})
-	return use, readError("aggregate buckets", err)
+// range, without a median, can be read from the rollups. The statistics
+// are the same either way, to the rounding of the sums. Run in one
+// snapshot (InSnapshot) with the reads that follow the plan.
+func (tx *Tx) PlanBuckets(ctx context.Context, sensor Sensor, q BucketQuery, outputs bool) (BucketPlan, error) {
+	plan, err := planBuckets(ctx, tx.tx, sensor, q, outputs)
+	return plan, readError("plan buckets", err)
 }
 
-// planBuckets decides what a query reads: the readings of the whole range
-// unless the rollups can serve it, and then the readings of the edges of
-// the range that are not whole hours, and of the hours whose rollups are
-// queued for a recomputation or, for the outputs, were computed with
-// another version of the sensor's formulas.
-func planBuckets(ctx context.Context, tx pgx.Tx, sensor Sensor, q BucketQuery, outputs bool) (bucketPlan, error) {
-	p := bucketPlan{h0: q.From, h1: q.From}
-	whole := func() bucketPlan {
+func planBuckets(ctx context.Context, tx pgx.Tx, sensor Sensor, q BucketQuery, outputs bool) (BucketPlan, error) {
+	p := BucketPlan{sensor: sensor, q: q, withOutputs: outputs, h0: q.From, h1: q.From}
+	whole := func() BucketPlan {
 		p.h1 = p.h0
 		p.inputs, p.outputs = spans{}, spans{}
 		p.inputs.add(q.From, q.To)

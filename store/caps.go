@@ -154,13 +154,13 @@ const (
 // The lock is an advisory one, not the owner's row, which its writers hold
 // in share mode (ingest holds its project's): locking that row against
 // itself would make a create wait for every batch in flight.
-func (db *DB) makeRoom(ctx context.Context, tx pgx.Tx, c collection, ownerID int64) error {
+func makeRoom(ctx context.Context, tx pgx.Tx, limits Limits, c collection, ownerID int64) error {
 	// Its own statement: a statement that waited for the lock would count
 	// with the snapshot it took before, missing the item just committed.
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, $2))`, c.name, ownerID); err != nil {
 		return err
 	}
-	limit := c.max(db.limits)
+	limit := c.max(limits)
 	var n int
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM (`+c.count+`) items`, ownerID, limit).Scan(&n); err != nil {
 		return err

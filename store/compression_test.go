@@ -35,10 +35,9 @@ func TestCompressionMeetsAnOverwrite(t *testing.T) {
 	db.SetTxAttempts(1)
 	key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
 	at := time.Date(2024, 3, 4, 10, 0, 0, 0, time.UTC)
-	insert(t, db, key, []store.Reading{
-		{Time: at, InputIDs: []int64{1}, Values: []float64{1}},
-		{Time: at.Add(time.Minute), InputIDs: []int64{1}, Values: []float64{2}},
-	})
+	mustInsert(t, db, key,
+		store.Reading{Time: at, InputIDs: []int64{1}, Values: []float64{1}},
+		store.Reading{Time: at.Add(time.Minute), InputIDs: []int64{1}, Values: []float64{2}})
 	chunk := chunkOf(t, pool, at)
 
 	hold := connect(t, pool)
@@ -58,7 +57,7 @@ func TestCompressionMeetsAnOverwrite(t *testing.T) {
 	}
 	batch := make(chan error, 1)
 	go func() {
-		_, err := db.InsertReadings(ctx, key, overwrite)
+		_, err := insert(ctx, db, key, overwrite)
 		batch <- err
 	}()
 	watch := connect(t, pool)
@@ -114,31 +113,31 @@ func TestWritesWaitOnlyForTheirChunks(t *testing.T) {
 		write func(store.SensorKey) error
 	}{
 		{"InsertReadings/New", func(key store.SensorKey) error {
-			_, err := db.InsertReadings(ctx, key, []store.Reading{reading(at.Add(time.Hour), 2)})
+			_, err := insert(ctx, db, key, []store.Reading{reading(at.Add(time.Hour), 2)})
 			return err
 		}},
 		{"InsertReadings/Overwrite", func(key store.SensorKey) error {
-			_, err := db.InsertReadings(ctx, key, []store.Reading{reading(at, 2)})
+			_, err := insert(ctx, db, key, []store.Reading{reading(at, 2)})
 			return err
 		}},
 		{"InsertReadingStream/Overwrite", func(key store.SensorKey) error {
-			_, err := db.InsertReadingStream(ctx, key, &sliceStream{readings: []store.Reading{reading(at, 2)}}, 0)
+			_, err := insertStream(ctx, db, key, &sliceStream{readings: []store.Reading{reading(at, 2)}})
 			return err
 		}},
 		{"InsertReadingStream/Staged", func(key store.SensorKey) error {
 			stream := &sliceStream{readings: []store.Reading{reading(at.Add(time.Hour), 2), reading(at, 2)}}
-			_, err := db.InsertReadingStream(ctx, key, stream, 0)
+			_, err := insertStream(ctx, db, key, stream)
 			return err
 		}},
 		{"DeleteReadings", func(key store.SensorKey) error {
-			_, err := db.DeleteReadings(ctx, key, at, at.Add(time.Second))
+			_, err := deleteReadings(ctx, db, key, at, at.Add(time.Second))
 			return err
 		}},
 	}
 	for _, w := range writes {
 		t.Run(w.name, func(t *testing.T) {
 			key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
-			insert(t, db, key, []store.Reading{reading(compressing, 1), reading(at, 1)})
+			mustInsert(t, db, key, reading(compressing, 1), reading(at, 1))
 			hold := connect(t, pool)
 			tx, err := hold.Begin(ctx)
 			if err != nil {
@@ -183,7 +182,7 @@ func TestReadingsParts(t *testing.T) {
 	for d := 1; d <= 31; d += 3 {
 		readings = append(readings, store.Reading{Time: day(d), InputIDs: []int64{1}, Values: []float64{float64(d)}})
 	}
-	insert(t, db, key, readings)
+	mustInsert(t, db, key, readings...)
 	mode, _, err := db.StorageMode(ctx)
 	if err != nil {
 		t.Fatal(err)

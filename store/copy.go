@@ -29,29 +29,30 @@ func copyReadings(ctx context.Context, conn *pgconn.PgConn, sensorID int64, read
 }
 
 // CopyReadings is the service's COPY of a batch on conn, with no lock, no
-// check and no transaction but conn's: the limit InsertReadings approaches,
+// check and no transaction but conn's: the limit ingest approaches,
 // for the bench. Readings must be new, each at its own instant.
 func CopyReadings(ctx context.Context, conn *pgconn.PgConn, sensorID int64, readings []Reading) error {
 	return dbError("copy readings", copyReadings(ctx, conn, sensorID, readings))
 }
 
-// WriteReadings is InsertReadings' storage alone, in tx, without the lock
-// on the sensor or the checks of the batch: the limit InsertReadings
-// approaches, for the bench. With rollups it also queues the batch's hours
-// for their rollups, as InsertReadings does. The sensor's newest reading,
-// which tells whether the batch can go straight in, is read from
-// sensor_latest and kept there, as InsertReadings does: readings written
-// otherwise (CopyReadings) need it filled in. Concurrent calls for one
-// sensor are unsafe.
+// WriteReadings is ingest's storage alone, in tx, without the lock on the
+// sensor or the checks of the batch: the limit ingest approaches, for the
+// bench. With rollups it also queues the batch's hours for their rollups,
+// as ingest does. The sensor's newest reading, which tells whether the
+// batch can go straight in, is read from sensor_latest and kept there, as
+// ingest does: readings written otherwise (CopyReadings) need it filled
+// in. Concurrent calls for one sensor are unsafe.
 func WriteReadings(ctx context.Context, tx pgx.Tx, sensorID int64, readings []Reading, rollups bool) (Written, error) {
 	var newest *time.Time
 	err := tx.QueryRow(ctx, `SELECT (SELECT datetime FROM sensor_latest WHERE sensor_id = $1)`, sensorID).Scan(&newest)
 	if err != nil {
 		return Written{}, dbError("write readings", err)
 	}
-	written, err := insertReadings(ctx, tx, sensorID, lastPerInstant(readings), newest, rollups)
-	if err == nil {
-		err = keepLatest(ctx, tx, sensorID, readings)
+	ordered := LastPerInstant(readings)
+	written, err := insertReadings(ctx, tx, sensorID, ordered, newest, rollups)
+	if err == nil && len(ordered) > 0 {
+		last := ordered[len(ordered)-1]
+		_, err = tx.Exec(ctx, keepLatestSQL, sensorID, last.Time, last.InputIDs, last.Values)
 	}
 	return written, dbError("write readings", err)
 }

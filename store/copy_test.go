@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -71,7 +72,7 @@ func TestCopyRoundTrip(t *testing.T) {
 	}
 
 	t.Run("new", func(t *testing.T) {
-		if _, err := db.InsertReadings(ctx, key, readings); err != nil {
+		if _, err := insert(ctx, db, key, readings); err != nil {
 			t.Fatal(err)
 		}
 		check(t, sensor, readings)
@@ -110,7 +111,7 @@ FROM readings WHERE sensor_id = $1 ORDER BY datetime`, sensor.ID)
 		for i, r := range readings {
 			again[i] = store.Reading{Time: r.Time, InputIDs: []int64{9}, Values: []float64{float64(i) + 0.25}}
 		}
-		if _, err := db.InsertReadings(ctx, key, again); err != nil {
+		if _, err := insert(ctx, db, key, again); err != nil {
 			t.Fatal(err)
 		}
 		check(t, sensor, again)
@@ -130,7 +131,7 @@ FROM readings WHERE sensor_id = $1 ORDER BY datetime`, sensor.ID)
 			}
 		}
 		otherKey := store.SensorKey{OrgID: org.ID, ProjectID: project.ID, SensorID: other.ID}
-		if _, err := db.InsertReadings(ctx, otherKey, many); err != nil {
+		if _, err := insert(ctx, db, otherKey, many); err != nil {
 			t.Fatal(err)
 		}
 		check(t, other, many)
@@ -140,4 +141,64 @@ FROM readings WHERE sensor_id = $1 ORDER BY datetime`, sensor.ID)
 // sameBits tells float slices apart by their bits, so that -0 is not 0.
 func sameBits(a, b []float64) bool {
 	return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) })
+}
+
+// TestBenchWrites: the bench's raw figures run the service's own code:
+// CopyReadings is the COPY of new readings alone, WriteReadings ingest's
+// storage (the sensor's newest kept, a batch over stored readings
+// replacing them), and ScanReadings reads rows as every read does.
+func TestBenchWrites(t *testing.T) {
+	ctx := t.Context()
+	pool := storetest.NewPool(t)
+	db := store.New(pool)
+	key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if err := store.CopyReadings(ctx, conn.Conn().PgConn(), key.SensorID, []store.Reading{one(0, 0), one(1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	write := func(readings ...store.Reading) store.Written {
+		t.Helper()
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		written, err := store.WriteReadings(ctx, tx, key.SensorID, readings, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return written
+	}
+	// CopyReadings keeps no newest reading: a batch after what it wrote
+	// goes straight in, and keeps its own.
+	if got := write(one(2, 2)); got.New != 1 || got.Replaced != 0 {
+		t.Errorf("WriteReadings of a new reading = %+v, want 1 new", got)
+	}
+	if got := write(one(1, 11), one(2, 22)); got.New != 0 || got.Replaced != 2 {
+		t.Errorf("WriteReadings over stored readings = %+v, want 2 replaced", got)
+	}
+	rows, err := pool.Query(ctx, `SELECT datetime, input_ids, vals FROM readings WHERE sensor_id = $1 ORDER BY datetime`, key.SensorID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := store.ScanReadings(rows, func(r *store.Reading) error {
+		got = append(got, fmt.Sprintf("%d=%v", r.Time.Minute(), r.Values[0]))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"0=0", "1=11", "2=22"}; !slices.Equal(got, want) {
+		t.Errorf("readings %v, want %v", got, want)
+	}
+	var latest time.Time
+	if err := pool.QueryRow(ctx, `SELECT datetime FROM sensor_latest WHERE sensor_id = $1`, key.SensorID).Scan(&latest); err != nil || latest.Minute() != 2 {
+		t.Errorf("sensor_latest at %v, %v; want minute 2", latest, err)
+	}
 }

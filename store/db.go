@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,11 +19,9 @@ import (
 
 // DB is the service's database.
 type DB struct {
-	pool         *pgxpool.Pool
-	limits       Limits
-	alarms       AlarmEvaluator // nil: readings raise no alarms
-	rollupCursor atomic.Int64   // the sensor whose queued hours MaintainRollups took last
-	txAttempts   int            // inTx's attempts in all
+	pool       *pgxpool.Pool
+	limits     Limits
+	txAttempts int // inTx's attempts in all
 }
 
 // DefaultMaxSensorInputs is how many distinct input ids a sensor without a
@@ -65,14 +62,6 @@ func (db *DB) PoolStats() PoolStats {
 		Max: s.MaxConns(), Total: s.TotalConns(), Idle: s.IdleConns(), Acquired: s.AcquiredConns(),
 		Acquires: s.AcquireCount(), EmptyAcquires: s.EmptyAcquireCount(), AcquireWait: s.AcquireDuration(),
 	}
-}
-
-// Ping tells whether the database answers.
-func (db *DB) Ping(ctx context.Context) error {
-	if err := db.pool.Ping(ctx); err != nil {
-		return dbError("ping", err)
-	}
-	return nil
 }
 
 // dbError maps a driver error to the service's error model, once, here:

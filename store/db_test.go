@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -42,5 +43,20 @@ func TestDatabaseErrorsInOurWords(t *testing.T) {
 				t.Errorf("the cause %v is not PostgreSQL's error", err)
 			}
 		})
+	}
+}
+
+// TestDefaultLimits: every cap has a default, and the inputs of a sensor
+// without a blueprint the one a blueprint has.
+func TestDefaultLimits(t *testing.T) {
+	l := store.DefaultLimits()
+	v := reflect.ValueOf(l)
+	for i := range v.NumField() {
+		if v.Field(i).Int() <= 0 {
+			t.Errorf("DefaultLimits().%s = %d, want a cap", v.Type().Field(i).Name, v.Field(i).Int())
+		}
+	}
+	if l.SensorInputs != store.DefaultMaxSensorInputs {
+		t.Errorf("DefaultLimits().SensorInputs = %d, want %d", l.SensorInputs, store.DefaultMaxSensorInputs)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -91,4 +92,33 @@ func requireMode(t *testing.T, pool *pgxpool.Pool, want store.StorageMode) {
 		t.Fatalf("StorageMode = %s on a %s test run", mode, want)
 	}
 	t.Skipf("readings are stored as %s on this run; this test belongs to the %s run", mode, want)
+}
+
+// TestReadiness: a migrated database is ready, at the last migration, in
+// the storage mode the tests run on; the pool reports its state; the
+// operator's figures read.
+func TestReadiness(t *testing.T) {
+	ctx := t.Context()
+	pool := storetest.NewPool(t)
+	db := store.New(pool)
+	r, err := db.Readiness(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode, _, err := db.StorageMode(ctx)
+	if err != nil || r.Pending || r.Version < 49 || r.Storage != mode {
+		t.Errorf("Readiness = %+v (%v), want no migration pending, at 49 or later, in mode %s", r, err, mode)
+	}
+	if s := db.PoolStats(); s.Max != pool.Config().MaxConns || s.Total < 1 || s.Acquires < 1 {
+		t.Errorf("PoolStats = %+v, want the pool's limit of %d and the connections opened", s, pool.Config().MaxConns)
+	}
+	ops, err := db.OpsStats(ctx)
+	if err != nil || ops.RollupQueue != 0 || ops.OverdueLag != 0 || len(ops.WebhookBacklog) != 0 {
+		t.Errorf("OpsStats of an empty database = %+v, %v; want nothing queued, due or pending", ops, err)
+	}
+	key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+	mustInsert(t, db, key, one(0, 1), store.Reading{Time: at(0).Add(time.Hour), InputIDs: []int64{1}, Values: []float64{2}})
+	if ops, err := db.OpsStats(ctx); err != nil || ops.RollupQueue != 2 {
+		t.Errorf("OpsStats after a write of two hours: rollup queue %d, %v; want 2", ops.RollupQueue, err)
+	}
 }

@@ -1,9 +1,11 @@
 package store_test
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/store"
@@ -206,3 +208,101 @@ func ids[T any](items []T, id func(T) int64) []int64 {
 
 // ptr returns a pointer to v, for patches.
 func ptr[T any](v T) *T { return &v }
+
+// insert stores readings in the sensor of key as a write of the domain
+// stores them, in one transaction and without its checks and alarms: the
+// store's part of a write (LockSensorWrite, RecordInputs, WriteReadings,
+// KeepLatest). It returns what the write did, or the first error.
+func insert(ctx context.Context, db *store.DB, key store.SensorKey, readings []store.Reading) (store.Written, error) {
+	var written store.Written
+	err := db.InTx(ctx, func(tx *store.Tx) error {
+		w, err := tx.LockSensorWrite(ctx, key)
+		if err != nil {
+			return err
+		}
+		if err := w.Sensor.Instance.CheckInputs(readings); err != nil {
+			return err
+		}
+		if err := tx.RecordInputs(ctx, w, store.InputIDsOf(readings)); err != nil {
+			return err
+		}
+		ordered := store.LastPerInstant(readings)
+		if written, err = tx.WriteReadings(ctx, w, ordered); err != nil || len(ordered) == 0 {
+			return err
+		}
+		return tx.KeepLatest(ctx, key.SensorID, &ordered[len(ordered)-1])
+	})
+	return written, err
+}
+
+// mustInsert is insert that fails the test on an error.
+func mustInsert(t testing.TB, db *store.DB, key store.SensorKey, readings ...store.Reading) store.Written {
+	t.Helper()
+	written, err := insert(t.Context(), db, key, readings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return written
+}
+
+// insertStream stores the readings of stream as a write of the domain
+// streams them, in one transaction that is not run again
+// (CopyReadingStream, RecordInputs, Merge, KeepLatest).
+func insertStream(ctx context.Context, db *store.DB, key store.SensorKey, stream store.ReadingStream) (store.Written, error) {
+	var written store.Written
+	err := db.InTxOnce(ctx, func(tx *store.Tx) error {
+		w, err := tx.LockSensorWrite(ctx, key)
+		if err != nil {
+			return err
+		}
+		sw, err := tx.CopyReadingStream(ctx, w, stream)
+		if err != nil {
+			return err
+		}
+		if err := w.Sensor.Instance.CheckInputIDs(sw.InputIDs()); err != nil {
+			return err
+		}
+		if err := tx.RecordInputs(ctx, w, slices.Values(sw.InputIDs())); err != nil {
+			return err
+		}
+		if written, err = sw.Merge(ctx); err != nil {
+			return err
+		}
+		return tx.KeepLatest(ctx, key.SensorID, sw.Newest())
+	})
+	return written, err
+}
+
+// deleteReadings deletes the sensor's readings of [from, to), as the
+// domain's delete does but for the alarms, and returns how many there were.
+func deleteReadings(ctx context.Context, db *store.DB, key store.SensorKey, from, to time.Time) (int64, error) {
+	var deleted int64
+	err := db.InTx(ctx, func(tx *store.Tx) error {
+		d, err := tx.DeleteReadings(ctx, key, from, to)
+		deleted = d.Count
+		return err
+	})
+	return deleted, err
+}
+
+// updateSensor applies patch to the sensor in a transaction of its own.
+func updateSensor(ctx context.Context, db *store.DB, key store.SensorKey, patch store.SensorPatch) (store.Sensor, error) {
+	var sensor store.Sensor
+	err := db.InTx(ctx, func(tx *store.Tx) error {
+		var err error
+		_, sensor, err = tx.UpdateSensor(ctx, key, patch)
+		return err
+	})
+	return sensor, err
+}
+
+// setSensorLinks sets the sensor's links in a transaction of its own.
+func setSensorLinks(ctx context.Context, db *store.DB, key store.SensorKey, links map[string]store.InputLink) (store.Sensor, error) {
+	var sensor store.Sensor
+	err := db.InTx(ctx, func(tx *store.Tx) error {
+		var err error
+		sensor, err = tx.SetSensorLinks(ctx, key, links)
+		return err
+	})
+	return sensor, err
+}

@@ -87,3 +87,27 @@ func TestImportProfiles(t *testing.T) {
 		},
 	})
 }
+
+// TestResolveColumns resolves a file's columns to the inputs they feed,
+// by key or id, and refuses an input the sensor lacks or two columns
+// feeding one input, naming the column.
+func TestResolveColumns(t *testing.T) {
+	inst := &store.Instance{Inputs: []store.InstanceInput{{ID: 7, Key: "freq"}, {ID: 8, Key: "temp"}}}
+	got, err := store.ResolveColumns(inst, map[string]string{"Freq_Avg": "freq", "T": "8"})
+	if err != nil || len(got) != 2 || got["Freq_Avg"] != 7 || got["T"] != 8 {
+		t.Errorf("ResolveColumns = %v, %v; want Freq_Avg 7 and T 8", got, err)
+	}
+	for name, spec := range map[string]map[string]string{
+		"NotAnInput": {"A": "pressure"},
+		"Twice":      {"A": "freq", "B": "7"},
+	} {
+		_, err := store.ResolveColumns(inst, spec)
+		wantCode(t, err, apperr.Invalid)
+		if e, _ := err.(*apperr.Error); e == nil || e.Details["column"] == nil {
+			t.Errorf("%s: %v, want the column named", name, err)
+		}
+	}
+	if got, err := store.ResolveColumns(nil, map[string]string{"A": "12"}); err != nil || got["A"] != 12 {
+		t.Errorf("ResolveColumns without an instance = %v, %v; want any id", got, err)
+	}
+}

@@ -32,13 +32,13 @@ func TestInputIDs(t *testing.T) {
 	for i, in := range [][]int64{{1, 2}, {1}, {5}, {3}, {1, 9}} {
 		readings = append(readings, store.Reading{Time: base.Add(time.Duration(i) * time.Second), InputIDs: in, Values: make([]float64, len(in))})
 	}
-	if _, err := db.InsertReadings(ctx, key, readings); err != nil {
+	if _, err := insert(ctx, db, key, readings); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := ids(), "[1 2 3 5 9]"; got != want {
 		t.Errorf("InputIDs = %s, want %s", got, want)
 	}
-	if _, err := db.DeleteReadings(ctx, key, store.MinTime, store.MaxTime); err != nil {
+	if _, err := deleteReadings(ctx, db, key, store.MinTime, store.MaxTime); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := ids(), "[1 2 3 5 9]"; got != want {

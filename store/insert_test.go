@@ -106,14 +106,14 @@ func TestInsertReadingsOverwrite(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := t.Context()
 			sensor, key := newPlainSensor(t, db)
-			written, err := db.InsertReadings(ctx, key, batchOf(1, tt.stored...))
+			written, err := insert(ctx, db, key, batchOf(1, tt.stored...))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if want := (store.Written{New: len(tt.stored)}); written != want {
 				t.Fatalf("first InsertReadings = %+v, want %+v", written, want)
 			}
-			written, err = db.InsertReadings(ctx, key, tt.batch)
+			written, err = insert(ctx, db, key, tt.batch)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,7 +153,7 @@ func TestInsertReadingsConcurrentOverlap(t *testing.T) {
 	)
 	for b := range batches {
 		wg.Go(func() {
-			written[b], errs[b] = db.InsertReadings(ctx, key, batchOf(float64(b), span(b*step, b*step+size)...))
+			written[b], errs[b] = insert(ctx, db, key, batchOf(float64(b), span(b*step, b*step+size)...))
 		})
 	}
 	wg.Wait()

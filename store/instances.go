@@ -228,9 +228,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// checkInputs returns Invalid, naming the reading and the id, when a
+// CheckInputs returns Invalid, naming the reading and the id, when a
 // reading has an input that is not one of inst's; nil inst accepts any.
-func (inst *Instance) checkInputs(readings []Reading) error {
+func (inst *Instance) CheckInputs(readings []Reading) error {
 	if inst == nil {
 		return nil
 	}
@@ -252,8 +252,8 @@ func (inst *Instance) checkInputs(readings []Reading) error {
 	return nil
 }
 
-// checkInputIDs is checkInputs for a stream's ids, which name no element.
-func (inst *Instance) checkInputIDs(ids []int64) error {
+// CheckInputIDs is CheckInputs for a stream's ids, which name no element.
+func (inst *Instance) CheckInputIDs(ids []int64) error {
 	if inst == nil {
 		return nil
 	}

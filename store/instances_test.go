@@ -3,6 +3,7 @@ package store_test
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,7 +193,7 @@ func TestInstance_checkInputs(t *testing.T) {
 
 	t.Run("OK", func(t *testing.T) {
 		readings := []store.Reading{reading(0, inputs[0].ID, inputs[1].ID), reading(1, inputs[1].ID)}
-		if _, err := db.InsertReadings(t.Context(), key, readings); err != nil {
+		if _, err := insert(t.Context(), db, key, readings); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := stored(key), 2; got != want {
@@ -203,7 +204,7 @@ func TestInstance_checkInputs(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			before := stored(key)
 			readings := []store.Reading{reading(10, inputs[0].ID), reading(11, inputs[0].ID, id)}
-			_, err := db.InsertReadings(t.Context(), key, readings)
+			_, err := insert(t.Context(), db, key, readings)
 			wantDetail(t, err, "input_id", id)
 			if got, want := details(err)["index"], 1; got != want {
 				t.Fatalf("index=%v, want %v", got, want)
@@ -215,7 +216,7 @@ func TestInstance_checkInputs(t *testing.T) {
 	}
 	t.Run("NoInstance", func(t *testing.T) {
 		plain := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
-		if _, err := db.InsertReadings(t.Context(), plain, []store.Reading{reading(0, unknownID)}); err != nil {
+		if _, err := insert(t.Context(), db, plain, []store.Reading{reading(0, unknownID)}); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := stored(plain), 1; got != want {
@@ -237,4 +238,37 @@ func wantDetail(t *testing.T, err error, key string, value any) {
 func details(err error) map[string]any {
 	e, _ := errors.AsType[*apperr.Error](err)
 	return e.Details
+}
+
+var inputIDTests = []struct {
+	inst *store.Instance
+	name string
+	id   int64
+	ok   bool
+}{
+	{&store.Instance{Inputs: []store.InstanceInput{{ID: 7, Key: "freq"}, {ID: 8, Key: "temp"}}}, "temp", 8, true},
+	{&store.Instance{Inputs: []store.InstanceInput{{ID: 7, Key: "freq"}, {ID: 8, Key: "temp"}}}, "7", 7, true},
+	{&store.Instance{Inputs: []store.InstanceInput{{ID: 7, Key: "freq"}}}, "07", 0, false},
+	{&store.Instance{Inputs: []store.InstanceInput{{ID: 7, Key: "freq"}}}, "9", 0, false},
+	{nil, "12", 12, true},
+	{nil, "freq", 0, false},
+	{nil, "-1", -1, false},
+}
+
+// TestInstance_InputID finds an input a client names by key or id, and
+// lists those it may name.
+func TestInstance_InputID(t *testing.T) {
+	for _, tt := range inputIDTests {
+		if id, ok := tt.inst.InputID(tt.name); ok != tt.ok || (ok && id != tt.id) {
+			t.Errorf("InputID(%q) of %v = %d, %v; want %d, %v", tt.name, tt.inst, id, ok, tt.id, tt.ok)
+		}
+	}
+	inst := &store.Instance{Inputs: []store.InstanceInput{{ID: 7, Key: "freq"}, {ID: 8, Key: "temp"}}}
+	if got, want := inst.InputList(), "its inputs are freq or 7, temp or 8"; got != want {
+		t.Errorf("InputList = %q, want %q", got, want)
+	}
+	var none *store.Instance
+	if got := none.InputList(); !strings.Contains(got, "no blueprint") {
+		t.Errorf("InputList without an instance = %q, want it to say there is no blueprint", got)
+	}
 }

@@ -54,10 +54,10 @@ func (db *DB) CreateInvitation(ctx context.Context, orgID, invitedBy int64, emai
 	var inv Invitation
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		// The locks in this order only: AddMember takes the second alone.
-		if err := db.makeRoom(ctx, tx, invitationsCap, orgID); err != nil {
+		if err := makeRoom(ctx, tx, db.limits, invitationsCap, orgID); err != nil {
 			return err
 		}
-		if err := db.makeRoom(ctx, tx, membersCap, orgID); err != nil {
+		if err := makeRoom(ctx, tx, db.limits, membersCap, orgID); err != nil {
 			return err
 		}
 		rows, _ := tx.Query(ctx, `

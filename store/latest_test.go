@@ -96,10 +96,10 @@ func TestLatestReadings(t *testing.T) {
 	for _, step := range latestSteps {
 		t.Run(step.name, func(t *testing.T) {
 			if step.insert != nil {
-				if _, err := db.InsertReadings(ctx, key, step.insert); err != nil {
+				if _, err := insert(ctx, db, key, step.insert); err != nil {
 					t.Fatal(err)
 				}
-			} else if _, err := db.DeleteReadings(ctx, key, step.from, step.to); err != nil {
+			} else if _, err := deleteReadings(ctx, db, key, step.from, step.to); err != nil {
 				t.Fatal(err)
 			}
 			latest, more, err := db.LatestReadings(ctx, key.OrgID, key.ProjectID, 0, 10)

@@ -33,16 +33,24 @@ const MaxLinkChain = 5
 const MaxStaleness = 7 * 24 * time.Hour
 
 // SetSensorLinks replaces the links of the sensor's inputs with links, by
-// input key, and rechecks its alarms against its newest reading. It
-// returns NotFound for the sensor, or for a source that is not a sensor of
-// its project; Invalid for a key that is not one of the sensor's inputs, a
+// input key, and queues its output rollups for a recomputation; it returns
+// the sensor, for the domain to recheck its alarms in the same
+// transaction. It locks the project, then every sensor of it: two edits
+// made at once could otherwise each close half of a cycle. It returns
+// NotFound for the sensor, or for a source that is not a sensor of its
+// project; Invalid for a key that is not one of the sensor's inputs, a
 // source key that is neither an input nor an output of the source, a
-// staleness not in (0, MaxStaleness], a cycle (named, sensor by sensor) or a
-// chain of more than MaxLinkChain links; and Conflict when the project is
-// archived or the sensor has no blueprint.
-func (db *DB) SetSensorLinks(ctx context.Context, key SensorKey, links map[string]InputLink) (Sensor, error) {
+// staleness not in (0, MaxStaleness], a cycle (named, sensor by sensor) or
+// a chain of more than MaxLinkChain links; and Conflict when the project
+// is archived or the sensor has no blueprint.
+func (tx *Tx) SetSensorLinks(ctx context.Context, key SensorKey, links map[string]InputLink) (Sensor, error) {
+	sensor, err := setSensorLinks(ctx, tx.tx, key, links)
+	return sensor, dbError("set sensor links", err)
+}
+
+func setSensorLinks(ctx context.Context, tx pgx.Tx, key SensorKey, links map[string]InputLink) (Sensor, error) {
 	var sensor Sensor
-	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+	err := func() error {
 		if err := lockWritableProject(ctx, tx, key.OrgID, key.ProjectID); err != nil {
 			return err
 		}
@@ -81,12 +89,9 @@ func (db *DB) SetSensorLinks(ctx context.Context, key SensorKey, links map[strin
 		}
 		// Output rollups are rebuilt for the new version: of no use while
 		// an input is linked, they serve again once none is.
-		if err := queueOutputHours(ctx, tx, sensor.ID); err != nil {
-			return err
-		}
-		return db.recheckAlarms(ctx, tx, sensor)
-	})
-	return sensor, dbError("set sensor links", err)
+		return queueOutputHours(ctx, tx, sensor.ID)
+	}()
+	return sensor, err
 }
 
 // setLinks replaces inst's links with links, whose sources are sensors of
@@ -293,24 +298,16 @@ func listLinkReadings(ctx context.Context, db querier, sensor Sensor, q LinkQuer
 	return streamReadings(ctx, db, "list link readings", fn, listLinkReadingsSQL, sensor.ID, q.From, q.First, q.To, q.InputID)
 }
 
-// LinkReader reads what computing linked inputs needs: each link's
-// source and its readings. The DB is one; the alarm evaluator is given
-// another that reads in the transaction of the readings it evaluates.
-type LinkReader interface {
-	LinkSource(ctx context.Context, of Sensor, id int64) (Sensor, error)
-	ListLinkReadings(ctx context.Context, sensor Sensor, q LinkQuery, fn func(*Reading) error) error
+// LinkSource is DB.LinkSource in the transaction, whose connection a
+// write already holds: it asks the pool for no other.
+func (tx *Tx) LinkSource(ctx context.Context, of Sensor, id int64) (Sensor, error) {
+	return linkSource(ctx, tx.tx, of, id)
 }
 
-// txLinks reads link sources in a transaction, whose connection the
-// evaluation already holds: it asks the pool for no other.
-type txLinks struct{ tx pgx.Tx }
-
-func (t txLinks) LinkSource(ctx context.Context, of Sensor, id int64) (Sensor, error) {
-	return linkSource(ctx, t.tx, of, id)
-}
-
-func (t txLinks) ListLinkReadings(ctx context.Context, sensor Sensor, q LinkQuery, fn func(*Reading) error) error {
-	return listLinkReadings(ctx, t.tx, sensor, q, fn)
+// ListLinkReadings is DB.ListLinkReadings in the transaction: what is
+// stored by then is what it reads.
+func (tx *Tx) ListLinkReadings(ctx context.Context, sensor Sensor, q LinkQuery, fn func(*Reading) error) error {
+	return listLinkReadings(ctx, tx.tx, sensor, q, fn)
 }
 
 // Linked tells whether any input of inst takes another sensor's value.

@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,7 +37,7 @@ func linkedProject(t *testing.T, db *store.DB, n int) (store.Project, []store.Se
 // link links input u of sensor to output p of source.
 func link(t *testing.T, db *store.DB, sensor, source store.SensorKey) error {
 	t.Helper()
-	_, err := db.SetSensorLinks(t.Context(), sensor, map[string]store.InputLink{"u": {SensorID: source.SensorID, Key: "p", Staleness: time.Hour}})
+	_, err := setSensorLinks(t.Context(), db, sensor, map[string]store.InputLink{"u": {SensorID: source.SensorID, Key: "p", Staleness: time.Hour}})
 	return err
 }
 
@@ -44,7 +46,7 @@ func testSetSensorLinks(t *testing.T, db *store.DB) {
 		t.Parallel()
 		_, keys := linkedProject(t, db, 2)
 		before := getSensor(t, db, keys[0])
-		got, err := db.SetSensorLinks(t.Context(), keys[0], map[string]store.InputLink{"i": {SensorID: keys[1].SensorID, Key: "u", Staleness: time.Minute}})
+		got, err := setSensorLinks(t.Context(), db, keys[0], map[string]store.InputLink{"i": {SensorID: keys[1].SensorID, Key: "u", Staleness: time.Minute}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +64,7 @@ func testSetSensorLinks(t *testing.T, db *store.DB) {
 			t.Errorf("stored link = %v, want one of a minute", l)
 		}
 		// An empty set removes them.
-		got, err = db.SetSensorLinks(t.Context(), keys[0], nil)
+		got, err = setSensorLinks(t.Context(), db, keys[0], nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +123,7 @@ func testSetSensorLinks(t *testing.T, db *store.DB) {
 			"NoStaleness":      {"u": {SensorID: keys[1].SensorID, Key: "p"}},
 			"StalenessTooLong": {"u": {SensorID: keys[1].SensorID, Key: "p", Staleness: store.MaxStaleness + time.Microsecond}},
 		} {
-			_, err := db.SetSensorLinks(t.Context(), keys[0], links)
+			_, err := setSensorLinks(t.Context(), db, keys[0], links)
 			if got := apperr.CodeOf(err); got != apperr.Invalid {
 				t.Errorf("%s: err = %v, want Invalid", name, err)
 			}
@@ -150,11 +152,87 @@ func testDeleteSource(t *testing.T, db *store.DB) {
 		}
 	}
 	for _, dependant := range keys[1:] {
-		if _, err := db.SetSensorLinks(t.Context(), dependant, nil); err != nil {
+		if _, err := setSensorLinks(t.Context(), db, dependant, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := db.DeleteSensor(t.Context(), keys[0]); err != nil {
 		t.Fatalf("DeleteSensor once the links are gone: %v", err)
+	}
+}
+
+// TestLinkReadings reads a link's source and its readings, on the pool
+// and in a transaction alike: the source must be a sensor of the same
+// project; the readings start at the latest one at or before First, no
+// older than From, that carries the input asked for, and run to To.
+func TestLinkReadings(t *testing.T) {
+	db := newDB(t)
+	ctx := t.Context()
+	project, keys := linkedProject(t, db, 2)
+	dependant, source := getSensor(t, db, keys[0]), getSensor(t, db, keys[1])
+	u := source.Instance.Inputs[0].ID
+	at := func(m int) time.Time { return time.Date(2024, 5, 1, 12, m, 0, 0, time.UTC) }
+	mustInsert(t, db, keys[1],
+		store.Reading{Time: at(0), InputIDs: []int64{u}, Values: []float64{1}},
+		store.Reading{Time: at(5), InputIDs: []int64{u + 1}, Values: []float64{2}}, // without u
+		store.Reading{Time: at(10), InputIDs: []int64{u}, Values: []float64{3}},
+		store.Reading{Time: at(20), InputIDs: []int64{u}, Values: []float64{4}})
+	other := newSensor(t, db, newProject(t, db, store.Org{ID: project.OrgID}), nil)
+
+	list := func(r interface {
+		ListLinkReadings(context.Context, store.Sensor, store.LinkQuery, func(*store.Reading) error) error
+	}, q store.LinkQuery) []int {
+		t.Helper()
+		var minutes []int
+		if err := r.ListLinkReadings(ctx, source, q, func(r *store.Reading) error {
+			minutes = append(minutes, r.Time.Minute())
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return minutes
+	}
+	check := func(t *testing.T, r interface {
+		LinkSource(context.Context, store.Sensor, int64) (store.Sensor, error)
+		ListLinkReadings(context.Context, store.Sensor, store.LinkQuery, func(*store.Reading) error) error
+	}) {
+		got, err := r.LinkSource(ctx, dependant, source.ID)
+		if err != nil || got.ID != source.ID || got.Instance == nil {
+			t.Fatalf("LinkSource = %+v, %v; want sensor %d with its instance", got, err, source.ID)
+		}
+		_, err = r.LinkSource(ctx, dependant, other.SensorID)
+		wantCode(t, err, apperr.NotFound)
+		for _, tt := range []struct {
+			name string
+			q    store.LinkQuery
+			want []int
+		}{
+			{"FromTheOneServingFirst", store.LinkQuery{From: at(0), First: at(7), To: at(30)}, []int{5, 10, 20}},
+			{"ThatCarriesTheInput", store.LinkQuery{From: at(0), First: at(7), To: at(30), InputID: u}, []int{0, 5, 10, 20}},
+			{"NoOlderThanFrom", store.LinkQuery{From: at(6), First: at(7), To: at(15), InputID: u}, []int{10}},
+		} {
+			if got := list(r, tt.q); !slices.Equal(got, tt.want) {
+				t.Errorf("%s: minutes %v, want %v", tt.name, got, tt.want)
+			}
+		}
+	}
+	t.Run("DB", func(t *testing.T) { check(t, db) })
+	t.Run("Tx", func(t *testing.T) {
+		if err := db.InTx(ctx, func(tx *store.Tx) error { check(t, tx); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if dependant.Instance.Linked() {
+		t.Error("a sensor without links is Linked")
+	}
+	if err := link(t, db, keys[0], keys[1]); err != nil {
+		t.Fatal(err)
+	}
+	if !getSensor(t, db, keys[0]).Instance.Linked() {
+		t.Error("a sensor with a link is not Linked")
+	}
+	var none *store.Instance
+	if none.Linked() {
+		t.Error("no instance is Linked")
 	}
 }

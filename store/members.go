@@ -27,7 +27,7 @@ WHERE m.org_id = $1 AND m.user_id > $2 ORDER BY m.user_id LIMIT $3`, orgID, afte
 func (db *DB) AddMember(ctx context.Context, orgID int64, email, name string, role Role) (Member, error) {
 	var member Member
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if err := db.makeRoom(ctx, tx, membersCap, orgID); err != nil {
+		if err := makeRoom(ctx, tx, db.limits, membersCap, orgID); err != nil {
 			return err
 		}
 		user, err := ensureUser(ctx, tx, email, name)

@@ -16,6 +16,9 @@ type PoolConfig struct {
 	// Lazy skips the check that the database answers: a standby may be
 	// down when the service starts, and its readers fall back meanwhile.
 	Lazy bool
+	// Tracer, if set, sees every statement the pool's connections run (the
+	// tests count round trips with it).
+	Tracer pgx.QueryTracer
 }
 
 // Open connects a pool to databaseURL and, unless pc.Lazy, checks that the
@@ -28,6 +31,9 @@ func Open(ctx context.Context, databaseURL string, pc PoolConfig) (*pgxpool.Pool
 	}
 	if pc.MaxConns > 0 {
 		cfg.MaxConns = pc.MaxConns
+	}
+	if pc.Tracer != nil {
+		cfg.ConnConfig.Tracer = pc.Tracer
 	}
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		conn.TypeMap().RegisterType(&pgtype.Type{

@@ -104,18 +104,63 @@ func (db *DB) DeleteOverdueRule(ctx context.Context, key SensorKey) error {
 // check overdue sensors.
 const overdueLockKey = 0x616c61726d73 // "alarms"
 
-const (
-	raiseOverdueSQL = `
+// LockOverdueCheck takes, until the transaction ends, the lock that lets
+// one replica at a time check overdue sensors, and says whether it got
+// it: a replica that finds it taken leaves the check to the other, so
+// every change is made exactly once.
+func (tx *Tx) LockOverdueCheck(ctx context.Context) (bool, error) {
+	var ours bool
+	err := tx.tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, overdueLockKey).Scan(&ours)
+	return ours, dbError("lock overdue check", err)
+}
+
+// OverdueState is a sensor's overdue rule as the check reads it.
+type OverdueState struct {
+	SensorID int64
+	After    time.Duration
+	// Last is the datetime of the sensor's newest reading, or, without
+	// one (Reported false), the creation of its rule.
+	Last     time.Time
+	Reported bool
+	Raised   bool // its overdue alarm is raised
+}
+
+// OverdueStates returns the overdue rules of the sensors of active
+// projects, by sensor.
+func (tx *Tx) OverdueStates(ctx context.Context) ([]OverdueState, error) {
+	rows, _ := tx.tx.Query(ctx, `
+SELECT o.sensor_id, o.after_seconds, coalesce(sl.datetime, o.created_at), sl.datetime IS NOT NULL,
+       EXISTS (SELECT 1 FROM alarms a WHERE a.sensor_id = o.sensor_id AND a.target_id = 0)
+FROM alarm_overdue o
+JOIN sensors s ON s.id = o.sensor_id
+JOIN projects p ON p.id = s.project_id AND p.state = 'active'
+LEFT JOIN sensor_latest sl ON sl.sensor_id = o.sensor_id
+ORDER BY o.sensor_id`)
+	states, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (OverdueState, error) {
+		var (
+			st      OverdueState
+			seconds int
+		)
+		err := row.Scan(&st.SensorID, &seconds, &st.Last, &st.Reported, &st.Raised)
+		st.After = time.Duration(seconds) * time.Second
+		return st, err
+	})
+	return states, dbError("overdue states", err)
+}
+
+// raiseOverdueSQL raises the overdue alarm of each sensor of $2, silent
+// since $3, at $1, with an event each, provided its project is still
+// active and its alarm not raised: what OverdueStates read may have
+// changed since.
+const raiseOverdueSQL = `
 WITH due AS (
-    SELECT s.id AS sensor_id, s.project_id, o.level_id, l.name AS level_name,
-           coalesce(sl.datetime, o.created_at) AS last
-    FROM alarm_overdue o
-    JOIN sensors s ON s.id = o.sensor_id
+    SELECT s.id AS sensor_id, s.project_id, o.level_id, l.name AS level_name, u.last
+    FROM unnest($2::bigint[], $3::timestamptz[]) AS u(sensor_id, last)
+    JOIN alarm_overdue o ON o.sensor_id = u.sensor_id
+    JOIN sensors s ON s.id = u.sensor_id
     JOIN projects p ON p.id = s.project_id AND p.state = 'active'
     JOIN alarm_levels l ON l.id = o.level_id
-    LEFT JOIN sensor_latest sl ON sl.sensor_id = o.sensor_id
-    WHERE coalesce(sl.datetime, o.created_at) + make_interval(secs => o.after_seconds) < $1
-      AND NOT EXISTS (SELECT 1 FROM alarms a WHERE a.sensor_id = o.sensor_id AND a.target_id = 0)
+    WHERE NOT EXISTS (SELECT 1 FROM alarms a WHERE a.sensor_id = u.sensor_id AND a.target_id = 0)
     FOR SHARE OF p
 ), raised AS (
     INSERT INTO alarms (project_id, sensor_id, target_id, target_key, level_id, since, value)
@@ -125,8 +170,9 @@ WITH due AS (
 INSERT INTO alarm_events (project_id, sensor_id, target_key, kind, level_id, level_name, value, reading_at)
 SELECT project_id, sensor_id, '` + OverdueTarget + `', 'triggered', level_id, level_name, extract(epoch FROM $1 - last), last FROM due`
 
-	// clearOverdueSQL and insertClearedSQL enclose the DELETE of overdue
-	// alarms that their callers end with a condition.
+// clearOverdueSQL and insertClearedSQL enclose the DELETE of overdue
+// alarms that their callers end with a condition.
+const (
 	clearOverdueSQL = `
 WITH gone AS (
     DELETE FROM alarms a`
@@ -135,35 +181,40 @@ INSERT INTO alarm_events (project_id, sensor_id, target_key, kind, level_id, lev
 SELECT g.project_id, g.sensor_id, g.target_key, 'cleared', g.level_id, l.name, g.value, g.reading_at
 FROM gone g JOIN alarm_levels l ON l.id = g.level_id`
 
-	clearRecentSQL = clearOverdueSQL + ` USING alarm_overdue o, sensor_latest sl, sensors s, projects p
-    WHERE a.target_id = 0 AND o.sensor_id = a.sensor_id AND sl.sensor_id = a.sensor_id
+	clearReportedSQL = clearOverdueSQL + ` USING unnest($1::bigint[]) AS u(sensor_id), sensor_latest sl, sensors s, projects p
+    WHERE a.target_id = 0 AND a.sensor_id = u.sensor_id AND sl.sensor_id = a.sensor_id
       AND s.id = a.sensor_id AND p.id = s.project_id AND p.state = 'active'
-      AND sl.datetime + make_interval(secs => o.after_seconds) >= $1
     RETURNING a.*, sl.datetime AS reading_at
 )` + insertClearedSQL
 )
 
-// CheckOverdue raises the overdue alarms of the sensors of active projects
-// whose newest reading (or, without one, whose rule) is older than their
-// rule allows at now, and clears those whose sensor has reported since.
-// Replicas call it on a timer: an advisory lock lets one of them at a
-// time check, and a replica that finds the lock taken returns at once, so
-// every change is made exactly once. It returns how many alarms it raised
-// and cleared.
-func (db *DB) CheckOverdue(ctx context.Context, now time.Time) (raised, cleared int64, err error) {
-	err = pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		var ours bool
-		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, overdueLockKey).Scan(&ours); err != nil || !ours {
-			return err
-		}
-		tag, err := tx.Exec(ctx, raiseOverdueSQL, now)
-		if err != nil {
-			return err
-		}
-		raised = tag.RowsAffected()
-		tag, err = tx.Exec(ctx, clearRecentSQL, now)
-		cleared = tag.RowsAffected()
-		return err
-	})
-	return raised, cleared, dbError("check overdue", err)
+// RaiseOverdue raises, at now, the overdue alarms of the sensors of due,
+// with an event each whose value is the silence in seconds, and returns
+// how many it raised: not those whose project was archived, or whose
+// alarm was raised, since OverdueStates read them.
+func (tx *Tx) RaiseOverdue(ctx context.Context, due []OverdueState, now time.Time) (int64, error) {
+	if len(due) == 0 {
+		return 0, nil
+	}
+	ids, lasts := make([]int64, len(due)), make([]time.Time, len(due))
+	for i, st := range due {
+		ids[i], lasts[i] = st.SensorID, st.Last
+	}
+	tag, err := tx.tx.Exec(ctx, raiseOverdueSQL, now, ids, lasts)
+	return tag.RowsAffected(), dbError("raise overdue alarms", err)
+}
+
+// ClearOverdue clears the overdue alarms of the sensors of reported, with
+// an event each naming the reading that ended the silence, and returns how
+// many it cleared.
+func (tx *Tx) ClearOverdue(ctx context.Context, reported []OverdueState) (int64, error) {
+	if len(reported) == 0 {
+		return 0, nil
+	}
+	ids := make([]int64, len(reported))
+	for i, st := range reported {
+		ids[i] = st.SensorID
+	}
+	tag, err := tx.tx.Exec(ctx, clearReportedSQL, ids)
+	return tag.RowsAffected(), dbError("clear overdue alarms", err)
 }

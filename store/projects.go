@@ -55,7 +55,7 @@ WHERE org_id = $1 AND id > $2 ORDER BY id LIMIT $3`, orgID, after, limit+1)
 func (db *DB) CreateProject(ctx context.Context, orgID int64, name, description string) (Project, error) {
 	var project Project
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if err := db.makeRoom(ctx, tx, projectsCap, orgID); err != nil {
+		if err := makeRoom(ctx, tx, db.limits, projectsCap, orgID); err != nil {
 			return err
 		}
 		rows, _ := tx.Query(ctx, `

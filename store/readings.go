@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/datetime"
 )
 
 // Reading is a sensor's inputs at one instant: InputIDs[i] had Values[i].
@@ -27,10 +28,10 @@ type ReadingQuery struct {
 	Offset   int64
 }
 
-// The instants a reading can have: RFC 3339's four-digit years.
+// The instants a reading can have: those the API's datetimes name.
 var (
-	MinTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
-	MaxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+	MinTime = datetime.Min
+	MaxTime = datetime.Max
 )
 
 // lockSensorWriteSQL locks the project as lockWritableProject does, then
@@ -51,32 +52,41 @@ const sensorWrittenSQL = `
 SELECT coalesce((SELECT input_ids FROM sensor_inputs WHERE sensor_id = $1), '{}'),
        (SELECT datetime FROM sensor_latest WHERE sensor_id = $1)`
 
-// sensorWrite is what a write of a sensor's readings is made against.
-type sensorWrite struct {
-	inst   *Instance
-	known  []int64    // the input ids its readings have used, ascending
-	newest *time.Time // its newest reading's datetime; nil: it has none
+// SensorWrite is what a write of a sensor's readings is made against, as
+// the sensor's lock found it.
+type SensorWrite struct {
+	Sensor Sensor     // its ID, ProjectID and Instance
+	Known  []int64    // the input ids its readings have used, ascending
+	Newest *time.Time // its newest reading's datetime; nil: it has none
 }
 
-// lockSensorWrite locks the sensor for a write of its readings
-// (lockSensorWriteSQL) and reads what its readings hold
+// LockSensorWrite locks the sensor for a write of its readings, under its
+// project's lock (lockSensorWriteSQL), and reads what its readings hold
 // (sensorWrittenSQL), in one round trip but in a statement of its own:
 // when the lock waited for another writer of the sensor, its statement
 // still sees what was stored before that writer committed (a READ
 // COMMITTED statement reads one snapshot, taken before it waited), the
-// next one sees it all. It returns NotFound, and Conflict when the
-// project is archived.
-func lockSensorWrite(ctx context.Context, tx pgx.Tx, key SensorKey) (sensorWrite, error) {
+// next one sees it all. The lock stands in for a foreign key, checked once
+// per write instead of once per row: the sensor cannot be deleted, with
+// its readings, nor get a new instance until the write commits. It also
+// makes the writes of one sensor take turns. It returns NotFound, and
+// Conflict when the project is archived.
+func (tx *Tx) LockSensorWrite(ctx context.Context, key SensorKey) (SensorWrite, error) {
+	w, err := lockSensorWrite(ctx, tx.tx, key)
+	return w, dbError("lock sensor", err)
+}
+
+func lockSensorWrite(ctx context.Context, tx pgx.Tx, key SensorKey) (SensorWrite, error) {
 	var (
-		w     sensorWrite
+		w     = SensorWrite{Sensor: Sensor{ID: key.SensorID, ProjectID: key.ProjectID}}
 		state ProjectState
 	)
 	b := &pgx.Batch{}
 	b.Queue(lockSensorWriteSQL, key.OrgID, key.ProjectID, key.SensorID).QueryRow(func(row pgx.Row) error {
-		return notFound("lock sensor", row.Scan(&state, &w.inst), "sensor")
+		return notFound("lock sensor", row.Scan(&state, &w.Sensor.Instance), "sensor")
 	})
 	b.Queue(sensorWrittenSQL, key.SensorID).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&w.known, &w.newest)
+		return row.Scan(&w.Known, &w.Newest)
 	})
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return w, err
@@ -84,61 +94,38 @@ func lockSensorWrite(ctx context.Context, tx pgx.Tx, key SensorKey) (sensorWrite
 	return w, writable(key.ProjectID, state)
 }
 
-// Written is what a batch did: how many of its instants were new to the
+// Written is what a write did: how many of its instants were new to the
 // sensor and how many replaced a stored reading. Two readings at one
-// instant of a batch count once.
+// instant of a write count once.
 type Written struct {
 	New, Replaced int
 	Events        int // alarm events it raised
 }
 
-// InsertReadings stores readings of the sensor in one transaction: all of
-// them or none. A reading at the instant of a stored one replaces its
-// inputs; of two readings at one instant in readings, the later wins. It
-// returns what the batch did; NotFound; Invalid, naming the reading, for an
-// input id that is not one of the sensor's instance; Invalid when a sensor
-// without an instance would have more distinct input ids than New was given
-// (by default DefaultMaxSensorInputs); and Conflict when its project is
-// archived.
-func (db *DB) InsertReadings(ctx context.Context, key SensorKey, readings []Reading) (Written, error) {
-	var written Written
-	err := db.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		// The lock stands in for a foreign key, checked once per batch
-		// instead of once per row: the sensor cannot be deleted, with its
-		// readings, nor get a new instance until this batch is in. It also
-		// makes the batches of one sensor wait for each other.
-		w, err := lockSensorWrite(ctx, tx, key)
-		if err != nil {
-			return err
-		}
-		if err := w.inst.checkInputs(readings); err != nil {
-			return err
-		}
-		if err := db.recordInputs(ctx, tx, key.SensorID, w.inst == nil, w.known, freshInputs(w.known, inputIDsOf(readings))); err != nil {
-			return err
-		}
-		ordered := lastPerInstant(readings)
-		written, err = insertReadings(ctx, tx, key.SensorID, ordered, w.newest, true)
-		if err != nil {
-			return err
-		}
-		sensor := Sensor{ID: key.SensorID, ProjectID: key.ProjectID, Instance: w.inst}
-		if written.Events, err = db.evaluateAlarms(ctx, tx, sensor, ordered); err != nil {
-			return err
-		}
-		return keepLatest(ctx, tx, key.SensorID, readings)
-	})
-	return written, dbError("insert readings", err)
+// WriteReadings stores readings, ordered by time and one per instant
+// (LastPerInstant), in the sensor w locked, and queues their hours for the
+// rollups (insertReadings). It returns how many were new and how many
+// replaced a stored reading.
+func (tx *Tx) WriteReadings(ctx context.Context, w SensorWrite, readings []Reading) (Written, error) {
+	written, err := insertReadings(ctx, tx.tx, w.Sensor.ID, readings, w.Newest, true)
+	return written, dbError("write readings", err)
 }
 
-// keepLatestSQL replaces the sensor's newest reading when the batch's is as
+// keepLatestSQL replaces the sensor's newest reading when the write's is as
 // new or newer: a reading at the same instant is an overwrite. Concurrent
-// batches of one sensor take turns on the row, and each compares with the
+// writes of one sensor take turns on the row, and each compares with the
 // other's committed row.
 const keepLatestSQL = `
 INSERT INTO sensor_latest AS l (sensor_id, datetime, input_ids, vals) VALUES ($1, $2, $3, $4)
 ON CONFLICT (sensor_id) DO UPDATE SET datetime = EXCLUDED.datetime, input_ids = EXCLUDED.input_ids, vals = EXCLUDED.vals
 WHERE l.datetime <= EXCLUDED.datetime`
+
+// KeepLatest records newest, the newest reading of a write, as the
+// sensor's newest reading, unless a newer one is stored.
+func (tx *Tx) KeepLatest(ctx context.Context, sensorID int64, newest *Reading) error {
+	_, err := tx.tx.Exec(ctx, keepLatestSQL, sensorID, newest.Time, newest.InputIDs, newest.Values)
+	return dbError("keep latest", err)
+}
 
 const recordInputsSQL = `
 INSERT INTO sensor_inputs AS si (sensor_id, input_ids) VALUES ($1, $2)
@@ -146,8 +133,38 @@ ON CONFLICT (sensor_id) DO UPDATE
 SET input_ids = ARRAY(SELECT DISTINCT u.id FROM unnest(si.input_ids || EXCLUDED.input_ids) AS u(id) ORDER BY 1)
 RETURNING cardinality(input_ids)`
 
-// freshInputs returns the input ids of a batch that known, ascending, lacks:
-// ascending, each once.
+// RecordInputs adds the input ids of ids that the sensor w locked never
+// had to its set (sensor_inputs) and, for a sensor without an instance,
+// refuses the write, Invalid, when the set would exceed the limit of a
+// sensor's distinct inputs (by default DefaultMaxSensorInputs). A write
+// with no new id, the common case, costs no statement. w.Known is the set
+// as the write found it, under the sensor's lock that makes its writes
+// take turns, so it is the set of every write committed before this one.
+func (tx *Tx) RecordInputs(ctx context.Context, w SensorWrite, ids iter.Seq[int64]) error {
+	fresh := freshInputs(w.Known, ids)
+	if len(fresh) == 0 {
+		return nil
+	}
+	limited, limit := w.Sensor.Instance == nil, tx.limits.SensorInputs
+	total := len(w.Known) + len(fresh)
+	if !limited || total <= limit {
+		if err := tx.tx.QueryRow(ctx, recordInputsSQL, w.Sensor.ID, fresh).Scan(&total); err != nil {
+			return dbError("record inputs", err)
+		}
+	}
+	if limited && total > limit {
+		return &apperr.Error{
+			Code: apperr.Invalid,
+			Message: fmt.Sprintf("the batch would give the sensor %d distinct input ids; a sensor without a blueprint has at most %d "+
+				"(it has %d): reuse its input ids, or give it a blueprint", total, limit, len(w.Known)),
+			Details: map[string]any{"limit": limit},
+		}
+	}
+	return nil
+}
+
+// freshInputs returns the input ids of a write that known, ascending,
+// lacks: ascending, each once.
 func freshInputs(known []int64, ids iter.Seq[int64]) []int64 {
 	var fresh []int64
 	for id := range ids {
@@ -159,8 +176,8 @@ func freshInputs(known []int64, ids iter.Seq[int64]) []int64 {
 	return slices.Compact(fresh)
 }
 
-// inputIDsOf yields the input ids of readings.
-func inputIDsOf(readings []Reading) iter.Seq[int64] {
+// InputIDsOf yields the input ids of readings.
+func InputIDsOf(readings []Reading) iter.Seq[int64] {
 	return func(yield func(int64) bool) {
 		for _, r := range readings {
 			for _, id := range r.InputIDs {
@@ -170,50 +187,6 @@ func inputIDsOf(readings []Reading) iter.Seq[int64] {
 			}
 		}
 	}
-}
-
-// recordInputs adds fresh, the batch's input ids that the sensor's readings
-// never had, to its set (sensor_inputs), and, when limited, refuses the
-// batch if the set would exceed db.limits.SensorInputs. A batch with no new id,
-// the common case, costs no statement. known is the set as the batch found
-// it, under the sensor's row lock that makes the batches of one sensor take
-// turns, so it is the set of every batch committed before this one.
-func (db *DB) recordInputs(ctx context.Context, tx pgx.Tx, sensorID int64, limited bool, known, fresh []int64) error {
-	if len(fresh) == 0 {
-		return nil
-	}
-	total := len(known) + len(fresh)
-	if !limited || total <= db.limits.SensorInputs {
-		if err := tx.QueryRow(ctx, recordInputsSQL, sensorID, fresh).Scan(&total); err != nil {
-			return err
-		}
-	}
-	if limited && total > db.limits.SensorInputs {
-		return &apperr.Error{
-			Code: apperr.Invalid,
-			Message: fmt.Sprintf("the batch would give the sensor %d distinct input ids; a sensor without a blueprint has at most %d "+
-				"(it has %d): reuse its input ids, or give it a blueprint", total, db.limits.SensorInputs, len(known)),
-			Details: map[string]any{"limit": db.limits.SensorInputs},
-		}
-	}
-	return nil
-}
-
-// keepLatest records the newest of readings as the sensor's latest, unless a
-// newer one is stored. Of readings at one instant the later wins, as in
-// the readings table.
-func keepLatest(ctx context.Context, tx pgx.Tx, sensorID int64, readings []Reading) error {
-	if len(readings) == 0 {
-		return nil
-	}
-	newest := &readings[0]
-	for i := range readings {
-		if !readings[i].Time.Before(newest.Time) {
-			newest = &readings[i]
-		}
-	}
-	_, err := tx.Exec(ctx, keepLatestSQL, sensorID, newest.Time, newest.InputIDs, newest.Values)
-	return err
 }
 
 // replaceSQL deletes the sensor's ($1) stored readings at the instants of
@@ -270,10 +243,11 @@ func insertReadings(ctx context.Context, tx pgx.Tx, sensorID int64, readings []R
 	return written, copyReadings(ctx, tx.Conn().PgConn(), sensorID, readings)
 }
 
-// lastPerInstant orders readings by time and keeps, of those at one
+// LastPerInstant orders readings by time and keeps, of those at one
 // instant, the one that came last: the rule is that the later reading
-// wins, and COPY may not write an instant twice.
-func lastPerInstant(readings []Reading) []Reading {
+// wins, and COPY may not write an instant twice. Readings already in
+// order, the common case, are returned as they are; others are copied.
+func LastPerInstant(readings []Reading) []Reading {
 	ordered := true
 	for i := 1; i < len(readings) && ordered; i++ {
 		ordered = readings[i-1].Time.Before(readings[i].Time)
@@ -369,43 +343,43 @@ WHERE r.sensor_id = $1 AND r.datetime BETWEEN $3 AND $4`,
 	return Written{New: len(micros) - stored, Replaced: stored}, nil
 }
 
+// Deleted is what a delete of a sensor's readings did.
+type Deleted struct {
+	Count int64
+	// Sensor is the sensor as its lock found it: its ID, ProjectID and
+	// Instance.
+	Sensor Sensor
+	// TookNewest tells that the sensor's newest reading was among those
+	// deleted: the newest is now the newest left, or none.
+	TookNewest bool
+}
+
 // DeleteReadings deletes the sensor's readings from from (inclusive) to to
-// (exclusive) and returns how many there were. When the newest reading is
-// among them, the sensor's alarm rules are rechecked against the newest
-// that is left, or rest when none is. It returns NotFound, and
+// (exclusive), a chunk of readings at a time as ingest deletes
+// (replaceSQL), queues their hours for the rollups, and keeps the
+// sensor's newest reading. Unlike ingest, it excludes the sensor's other
+// writers until the transaction ends: the newest reading it recomputes
+// must not miss a write that commits meanwhile. It returns NotFound, and
 // Conflict when the sensor's project is archived.
-func (db *DB) DeleteReadings(ctx context.Context, key SensorKey, from, to time.Time) (int64, error) {
-	var deleted int64
-	err := db.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		// Unlike ingest, a delete excludes the sensor's other writers until it
-		// commits: the newest reading it recomputes must not miss a batch
-		// that commits meanwhile.
-		w, err := lockSensorWrite(ctx, tx, key)
-		if err != nil {
-			return err
-		}
-		// A chunk of readings at a time, as ingest deletes (replaceSQL).
-		if err := tx.QueryRow(ctx, `SELECT delete_readings($1, $2, $3)`, key.SensorID, from, to).Scan(&deleted); err != nil {
-			return err
-		}
-		if deleted == 0 {
-			return nil
-		}
-		if err := queueDeletedHours(ctx, tx, key.SensorID, from, to); err != nil {
-			return err
-		}
-		var tookNewest bool
-		if err := tx.QueryRow(ctx, recomputeLatestSQL, key.SensorID, from, to).Scan(&tookNewest); err != nil {
-			return err
-		}
-		if !tookNewest {
-			return nil
-		}
-		// The current alarms follow the newest reading, so they follow it
-		// back to the one the delete left; the events stay.
-		return db.recheckAlarms(ctx, tx, Sensor{ID: key.SensorID, ProjectID: key.ProjectID, Instance: w.inst})
-	})
-	return deleted, dbError("delete readings", err)
+func (tx *Tx) DeleteReadings(ctx context.Context, key SensorKey, from, to time.Time) (Deleted, error) {
+	d, err := deleteReadings(ctx, tx.tx, key, from, to)
+	return d, dbError("delete readings", err)
+}
+
+func deleteReadings(ctx context.Context, tx pgx.Tx, key SensorKey, from, to time.Time) (Deleted, error) {
+	w, err := lockSensorWrite(ctx, tx, key)
+	d := Deleted{Sensor: w.Sensor}
+	if err != nil {
+		return d, err
+	}
+	if err := tx.QueryRow(ctx, `SELECT delete_readings($1, $2, $3)`, key.SensorID, from, to).Scan(&d.Count); err != nil || d.Count == 0 {
+		return d, err
+	}
+	if err := queueDeletedHours(ctx, tx, key.SensorID, from, to); err != nil {
+		return d, err
+	}
+	err = tx.QueryRow(ctx, recomputeLatestSQL, key.SensorID, from, to).Scan(&d.TookNewest)
+	return d, err
 }
 
 // recomputeLatestSQL replaces the sensor's newest reading after a delete

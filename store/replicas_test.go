@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/stats"
 	"github.com/sensorreadings/readings/store"
 	"github.com/sensorreadings/readings/store/storetest"
 )
@@ -144,99 +145,98 @@ func TestCaughtUp(t *testing.T) {
 	}
 }
 
-// Two replicas maintaining the rollups at once recompute each queued hour
-// once between them: the queue's rows are locked FOR UPDATE SKIP LOCKED.
-func TestMaintainRollupsOnce(t *testing.T) {
-	t.Parallel()
-	url := storetest.NewDatabase(t)
-	pool := openReplica(t, url)
-	a, b := store.New(pool), store.New(openReplica(t, url))
-	org := newOrg(t, a)
-	key := newSensor(t, a, newProject(t, a, org), nil)
-	const hours = 200
-	start := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
-	readings := make([]store.Reading, 0, hours*6)
-	for i := range hours * 6 {
-		readings = append(readings, store.Reading{Time: start.Add(time.Duration(i) * 10 * time.Minute), InputIDs: []int64{1}, Values: []float64{float64(i)}})
-	}
-	if _, err := a.InsertReadings(t.Context(), key, readings); err != nil {
-		t.Fatal(err)
-	}
-	noOutputs := func(store.Sensor) store.Outputs { return nil }
-	done := make([]int, 2)
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for i, db := range []*store.DB{a, b} {
-		wg.Go(func() {
-			for {
-				n, err := db.MaintainRollups(t.Context(), noOutputs, 7)
-				done[i] += n
-				if err != nil || n < 7 {
-					errs[i] = err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
-	if got := done[0] + done[1]; got != hours {
-		t.Errorf("the replicas recomputed %d + %d hours, want %d between them", done[0], done[1], hours)
-	}
-	var rolled, queued int
-	err := pool.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM rollup_hours WHERE sensor_id = $1), (SELECT count(*) FROM rollup_dirty WHERE sensor_id = $1)`, key.SensorID).Scan(&rolled, &queued)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rolled != hours || queued != 0 {
-		t.Errorf("%d hours rolled up and %d queued, want %d and 0", rolled, queued, hours)
-	}
-}
-
-// A sensor being written (a slow file upload holds its lock) holds up no
-// other sensor's rollups: the maintainer skips it and comes back to it.
-func TestMaintainRollupsSkipsASensorBeingWritten(t *testing.T) {
+// ClaimQueuedHours holds a sensor's queued hours against the transactions
+// of other replicas, which skip them, and skips a sensor being written;
+// the hours recomputed and taken off the queue are rolled up.
+func TestClaimQueuedHours(t *testing.T) {
 	t.Parallel()
 	url := storetest.NewDatabase(t)
 	pool := openReplica(t, url)
 	db := store.New(pool)
+	ctx := t.Context()
 	project := newProject(t, db, newOrg(t, db))
-	busy, free := newSensor(t, db, project, nil), newSensor(t, db, project, nil)
+	key := newSensor(t, db, project, nil)
 	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
-	for _, key := range []store.SensorKey{busy, free} {
-		if _, err := db.InsertReadings(t.Context(), key, []store.Reading{{Time: at, InputIDs: []int64{1}, Values: []float64{1}}}); err != nil {
-			t.Fatal(err)
-		}
+	mustInsert(t, db, key,
+		store.Reading{Time: at, InputIDs: []int64{1}, Values: []float64{1}},
+		store.Reading{Time: at.Add(time.Hour), InputIDs: []int64{1}, Values: []float64{2}},
+		store.Reading{Time: at.Add(2 * time.Hour), InputIDs: []int64{1}, Values: []float64{3}})
+	if got, err := db.NextQueuedSensor(ctx, 0); err != nil || got != key.SensorID {
+		t.Fatalf("NextQueuedSensor(0) = %d, %v; want %d", got, err, key.SensorID)
 	}
-	writer, err := pool.Begin(t.Context())
+	if got, err := db.NextQueuedSensor(ctx, key.SensorID); err != nil || got != 0 {
+		t.Fatalf("NextQueuedSensor(%d) = %d, %v; want 0", key.SensorID, got, err)
+	}
+
+	held := make(chan struct{})
+	release := make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- db.InTx(ctx, func(tx *store.Tx) error {
+			q, err := tx.ClaimQueuedHours(ctx, key.SensorID, 2)
+			if err != nil {
+				return err
+			}
+			if len(q.Hours) != 2 || !q.Hours[0].Equal(at) || q.Sensor.ID != key.SensorID {
+				t.Errorf("first claim %+v, want the first 2 hours of sensor %d", q, key.SensorID)
+			}
+			close(held)
+			<-release
+			if err := tx.RecomputeHours(ctx, q); err != nil {
+				return err
+			}
+			var rows []store.OutputRollup
+			err = tx.HourReadings(ctx, q, func(hour time.Time, r *store.Reading) error {
+				rows = append(rows, store.OutputRollup{Hour: hour, OutputID: 99, Partial: stats.Partial{Count: 1, Min: r.Values[0], Max: r.Values[0]}})
+				return nil
+			})
+			if err != nil || len(rows) != 2 {
+				t.Errorf("HourReadings gave %d readings (%v), want the 2 of the hours held", len(rows), err)
+			}
+			if err := tx.StoreOutputRollups(ctx, q, rows); err != nil {
+				return err
+			}
+			return tx.FinishQueuedHours(ctx, q)
+		})
+	}()
+	<-held
+	err := db.InTx(ctx, func(tx *store.Tx) error {
+		q, err := tx.ClaimQueuedHours(ctx, key.SensorID, 10)
+		if err == nil && (len(q.Hours) != 1 || !q.Hours[0].Equal(at.Add(2*time.Hour))) {
+			t.Errorf("second claim %v, want the third hour alone: the others are held", q.Hours)
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer writer.Rollback(context.WithoutCancel(t.Context()))
-	if _, err := writer.Exec(t.Context(), `SELECT FROM sensors WHERE id = $1 FOR NO KEY UPDATE`, busy.SensorID); err != nil {
+	close(release)
+	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
-	noOutputs := func(store.Sensor) store.Outputs { return nil }
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	done := 0
-	for range 3 { // a round may stop at the busy sensor; the next goes on
-		n, err := db.MaintainRollups(ctx, noOutputs, 10)
-		if err != nil {
-			t.Fatalf("MaintainRollups while a sensor is being written: %v", err)
+	var rolled, outputs, queued int
+	err = pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM rollup_hours WHERE sensor_id = $1), (SELECT count(*) FROM rollup_outputs WHERE sensor_id = $1),
+       (SELECT count(*) FROM rollup_dirty WHERE sensor_id = $1)`, key.SensorID).Scan(&rolled, &outputs, &queued)
+	if err != nil || rolled != 2 || outputs != 2 || queued != 1 {
+		t.Errorf("%d hours and %d outputs rolled up, %d queued (%v); want 2, 2 and 1", rolled, outputs, queued, err)
+	}
+
+	writer, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Rollback(context.WithoutCancel(ctx))
+	if _, err := writer.Exec(ctx, `SELECT FROM sensors WHERE id = $1 FOR NO KEY UPDATE`, key.SensorID); err != nil {
+		t.Fatal(err)
+	}
+	err = db.InTx(ctx, func(tx *store.Tx) error {
+		q, err := tx.ClaimQueuedHours(ctx, key.SensorID, 10)
+		if err == nil && len(q.Hours) != 0 {
+			t.Errorf("claim of a sensor being written = %v, want none", q.Hours)
 		}
-		done += n
-	}
-	if done != 1 {
-		t.Errorf("recomputed %d hours while the other sensor was being written, want 1 (the free sensor's)", done)
-	}
-	if err := writer.Rollback(t.Context()); err != nil {
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
-	}
-	n, err := db.MaintainRollups(t.Context(), noOutputs, 10)
-	if err != nil || n != 1 {
-		t.Errorf("MaintainRollups after the write = %d, %v; want the busy sensor's 1 hour", n, err)
 	}
 }

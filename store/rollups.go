@@ -63,48 +63,20 @@ ON CONFLICT (sensor_id, hour) DO NOTHING`, sensorID)
 	return err
 }
 
-// OutputsOf returns the Outputs that compute a sensor's outputs, or nil for
-// a sensor without any.
-type OutputsOf func(Sensor) Outputs
-
-// MaintainRollups recomputes from the readings the rollups of up to
-// maxHours queued hours, of one sensor after another, and tells how many
-// it recomputed: fewer than maxHours when the queue is empty. Each sensor's
-// hours are recomputed in a transaction that holds the sensor against
-// writes and edits, and the queued hours' rows against other replicas,
-// which skip them: an hour is recomputed once, by one replica. outputsOf
-// computes the outputs as a read of the API does.
-func (db *DB) MaintainRollups(ctx context.Context, outputsOf OutputsOf, maxHours int) (int, error) {
-	done := 0
-	for done < maxHours {
-		after := db.rollupCursor.Load()
-		var sensorID int64
-		err := db.pool.QueryRow(ctx, `SELECT sensor_id FROM rollup_dirty WHERE sensor_id > $1 ORDER BY sensor_id LIMIT 1`, after).Scan(&sensorID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			if after == 0 {
-				return done, nil
-			}
-			db.rollupCursor.Store(0) // round again, from the first sensor
-			continue
-		}
-		if err != nil {
-			return done, dbError("maintain rollups", err)
-		}
-		n, err := db.rollupSensor(ctx, sensorID, outputsOf, maxHours-done)
-		if err != nil {
-			return done, dbError("maintain rollups", err)
-		}
-		db.rollupCursor.Store(sensorID)
-		done += n
-		if n == 0 && after == 0 {
-			return done, nil // every queued hour is another replica's
-		}
+// NextQueuedSensor returns the first sensor after after, by id, with
+// queued hours of rollups; 0 when there is none.
+func (db *DB) NextQueuedSensor(ctx context.Context, after int64) (int64, error) {
+	var sensorID int64
+	err := db.pool.QueryRow(ctx, `SELECT sensor_id FROM rollup_dirty WHERE sensor_id > $1 ORDER BY sensor_id LIMIT 1`, after).Scan(&sensorID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
 	}
-	return done, nil
+	return sensorID, dbError("next queued sensor", err)
 }
 
-// The statements of rollupSensor take $1 the sensor and $2 the hours to
-// recompute, whose readings are read a range scan an hour (see spansSQL).
+// The statements of the rollups' recomputation take $1 the sensor and $2
+// the hours to recompute, whose readings are read a range scan an hour
+// (see spansSQL).
 const (
 	hoursReadingsSQL = `unnest($2::timestamptz[]) AS h(hour)
 CROSS JOIN LATERAL (
@@ -126,74 +98,120 @@ SELECT $1, * FROM unnest($2::timestamptz[], $3::bigint[], $4::bigint[], $5::floa
     $9::float8[], $10::timestamptz[], $11::float8[], $12::timestamptz[])`
 )
 
-// rollupSensor recomputes up to limit queued hours of the sensor, and
-// tells how many.
-func (db *DB) rollupSensor(ctx context.Context, sensorID int64, outputsOf OutputsOf, limit int) (int, error) {
-	var n int
-	err := db.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		n = 0
-		// The sensor first, as its writers lock it, then the hours: a
-		// writer holding the sensor never waits for an hour held here. A
-		// sensor being written (a file can take a while) is skipped, not
-		// waited for, so that it holds up no other sensor's hours; its own
-		// wait for a later round.
-		rows, _ := tx.Query(ctx, `SELECT `+sensorColumns+` FROM sensors s WHERE s.id = $1 FOR SHARE OF s SKIP LOCKED`, sensorID)
-		sensor, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil // being written, or deleted and its queue with it
-		}
-		if err != nil {
-			return err
-		}
-		rows, _ = tx.Query(ctx, `
+// QueuedHours are queued hours of a sensor's rollups that a transaction
+// holds (ClaimQueuedHours), to recompute them.
+type QueuedHours struct {
+	Sensor     Sensor
+	Hours      []time.Time // ascending
+	inputHours []time.Time // of Hours, those whose inputs are queued too
+}
+
+// ClaimQueuedHours holds, until the transaction ends, the sensor against
+// writes and edits, and up to limit of its queued hours against other
+// replicas, which skip them: an hour is recomputed once, by one replica.
+// It takes the sensor first, as its writers lock it, then the hours: a
+// writer holding the sensor never waits for an hour held here. A sensor
+// being written (a file can take a while), or deleted with its queue, is
+// skipped, not waited for, so that it holds up no other sensor's hours;
+// its own wait for a later round. Hours is empty when nothing was held.
+func (tx *Tx) ClaimQueuedHours(ctx context.Context, sensorID int64, limit int) (QueuedHours, error) {
+	q, err := claimQueuedHours(ctx, tx.tx, sensorID, limit)
+	return q, dbError("claim queued hours", err)
+}
+
+func claimQueuedHours(ctx context.Context, tx pgx.Tx, sensorID int64, limit int) (QueuedHours, error) {
+	var q QueuedHours
+	rows, _ := tx.Query(ctx, `SELECT `+sensorColumns+` FROM sensors s WHERE s.id = $1 FOR SHARE OF s SKIP LOCKED`, sensorID)
+	sensor, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return q, nil
+	}
+	if err != nil {
+		return q, err
+	}
+	q.Sensor = sensor
+	rows, _ = tx.Query(ctx, `
 SELECT hour, inputs FROM rollup_dirty WHERE sensor_id = $1 ORDER BY hour LIMIT $2 FOR UPDATE SKIP LOCKED`, sensorID, limit)
-		var (
-			hours, inputHours []time.Time
-			hour              time.Time
-			inputs            bool
-		)
-		_, err = pgx.ForEachRow(rows, []any{&hour, &inputs}, func() error {
-			hours = append(hours, hour)
-			if inputs {
-				inputHours = append(inputHours, hour)
-			}
-			return nil
-		})
-		if err != nil || len(hours) == 0 {
-			return err
+	var (
+		hour   time.Time
+		inputs bool
+	)
+	_, err = pgx.ForEachRow(rows, []any{&hour, &inputs}, func() error {
+		q.Hours = append(q.Hours, hour)
+		if inputs {
+			q.inputHours = append(q.inputHours, hour)
 		}
-		n = len(hours)
-		first, last := hours[0], hours[len(hours)-1]
-		// The bounds let TimescaleDB skip the chunks of other hours.
-		const these = `sensor_id = $1 AND hour = ANY($2) AND hour >= $3 AND hour <= $4`
-		if _, err := tx.Exec(ctx, `DELETE FROM rollup_hours WHERE `+these, sensorID, hours, first, last); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, rollupHoursSQL, sensorID, hours, sensor.version()); err != nil {
-			return err
-		}
-		if len(inputHours) > 0 {
-			if _, err := tx.Exec(ctx, `DELETE FROM rollup_inputs WHERE `+these, sensorID, inputHours, inputHours[0], inputHours[len(inputHours)-1]); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, rollupInputsSQL, sensorID, inputHours, stats.SplitAt, 1/stats.SplitAt); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM rollup_outputs WHERE `+these, sensorID, hours, first, last); err != nil {
-			return err
-		}
-		if outputsOf != nil {
-			if out := outputsOf(sensor); out != nil && len(out.IDs()) > 0 {
-				if err := rollupOutputs(ctx, tx, sensorID, hours, out); err != nil {
-					return err
-				}
-			}
-		}
-		_, err = tx.Exec(ctx, `DELETE FROM rollup_dirty WHERE sensor_id = $1 AND hour = ANY($2)`, sensorID, hours)
-		return err
+		return nil
 	})
-	return n, err
+	return q, err
+}
+
+// theseHours bounds the statements of held hours: the bounds let
+// TimescaleDB skip the chunks of other hours.
+const theseHours = `sensor_id = $1 AND hour = ANY($2) AND hour >= $3 AND hour <= $4`
+
+// RecomputeHours recomputes from the readings the held hours' counts, with
+// the version of the sensor's formulas, and the inputs' statistics of the
+// hours whose inputs are queued, and deletes the hours' output rollups,
+// for StoreOutputRollups to write again.
+func (tx *Tx) RecomputeHours(ctx context.Context, q QueuedHours) error {
+	return dbError("recompute hours", recomputeHours(ctx, tx.tx, q))
+}
+
+func recomputeHours(ctx context.Context, tx pgx.Tx, q QueuedHours) error {
+	sensorID, hours := q.Sensor.ID, q.Hours
+	first, last := hours[0], hours[len(hours)-1]
+	if _, err := tx.Exec(ctx, `DELETE FROM rollup_hours WHERE `+theseHours, sensorID, hours, first, last); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, rollupHoursSQL, sensorID, hours, q.Sensor.version()); err != nil {
+		return err
+	}
+	if in := q.inputHours; len(in) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM rollup_inputs WHERE `+theseHours, sensorID, in, in[0], in[len(in)-1]); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, rollupInputsSQL, sensorID, in, stats.SplitAt, 1/stats.SplitAt); err != nil {
+			return err
+		}
+	}
+	_, err := tx.Exec(ctx, `DELETE FROM rollup_outputs WHERE `+theseHours, sensorID, hours, first, last)
+	return err
+}
+
+// HourReadings gives fn each reading of the held hours, in time order,
+// with its hour, as the rows arrive; fn must not keep the reading. fn's
+// errors are returned as they are.
+func (tx *Tx) HourReadings(ctx context.Context, q QueuedHours, fn func(hour time.Time, r *Reading) error) error {
+	query := `SELECT h.hour, r.datetime, r.input_ids, r.vals FROM ` + hoursReadingsSQL + ` ORDER BY r.datetime`
+	return eachReading(ctx, tx.tx, "hour readings", query, []any{q.Sensor.ID, q.Hours}, fn)
+}
+
+// OutputRollup is an output's statistics over an hour.
+type OutputRollup struct {
+	Hour     time.Time
+	OutputID int64
+	stats.Partial
+}
+
+// StoreOutputRollups stores the outputs' statistics of the held hours, in
+// one statement.
+func (tx *Tx) StoreOutputRollups(ctx context.Context, q QueuedHours, rows []OutputRollup) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	var c outputRollups
+	for i := range rows {
+		c.add(&rows[i])
+	}
+	_, err := tx.tx.Exec(ctx, rollupOutputsSQL, q.Sensor.ID, c.hour, c.id, c.n, c.lo, c.hi, c.min, c.max, c.first, c.firstAt, c.last, c.lastAt)
+	return dbError("store output rollups", err)
+}
+
+// FinishQueuedHours takes the held hours off the queue.
+func (tx *Tx) FinishQueuedHours(ctx context.Context, q QueuedHours) error {
+	_, err := tx.tx.Exec(ctx, `DELETE FROM rollup_dirty WHERE sensor_id = $1 AND hour = ANY($2)`, q.Sensor.ID, q.Hours)
+	return dbError("finish queued hours", err)
 }
 
 // outputRollups are the rows of rollup_outputs, as columns.
@@ -205,38 +223,11 @@ type outputRollups struct {
 	firstAt, lastAt  []time.Time
 }
 
-func (o *outputRollups) add(hour time.Time, id int64, p *stats.Partial) {
-	o.hour, o.id, o.n = append(o.hour, hour), append(o.id, id), append(o.n, p.Count)
+func (o *outputRollups) add(r *OutputRollup) {
+	p := &r.Partial
+	o.hour, o.id, o.n = append(o.hour, r.Hour), append(o.id, r.OutputID), append(o.n, p.Count)
 	o.lo, o.hi = append(o.lo, p.Sums.Lo), append(o.hi, p.Sums.Hi)
 	o.min, o.max = append(o.min, p.Min), append(o.max, p.Max)
 	o.first, o.firstAt = append(o.first, p.First), append(o.firstAt, p.FirstAt)
 	o.last, o.lastAt = append(o.last, p.Last), append(o.lastAt, p.LastAt)
-}
-
-// rollupOutputs computes the outputs of the readings of hours, as they
-// stream in time order, and stores their statistics per hour.
-func rollupOutputs(ctx context.Context, tx pgx.Tx, sensorID int64, hours []time.Time, out Outputs) error {
-	ids := out.IDs()
-	parts := make([]stats.Partial, len(ids))
-	var rolled outputRollups
-	flush := func(hour time.Time) {
-		for k := range parts {
-			if parts[k].Count > 0 {
-				rolled.add(hour, ids[k], &parts[k])
-			}
-			parts[k] = stats.Partial{}
-		}
-	}
-	query := `SELECT h.hour, r.datetime, r.input_ids, r.vals FROM ` + hoursReadingsSQL + ` ORDER BY r.datetime`
-	add := func(k int, t time.Time, v float64) { parts[k].Add(t, v) }
-	err := eachReading(ctx, tx, query, []any{sensorID, hours}, flush, func(_ time.Time, r *Reading) { addOutputs(out, r, add) })
-	if err != nil {
-		return err
-	}
-	if len(rolled.id) == 0 {
-		return nil
-	}
-	_, err = tx.Exec(ctx, rollupOutputsSQL, sensorID, rolled.hour, rolled.id, rolled.n, rolled.lo, rolled.hi, rolled.min, rolled.max,
-		rolled.first, rolled.firstAt, rolled.last, rolled.lastAt)
-	return err
 }

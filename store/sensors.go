@@ -76,7 +76,7 @@ func (db *DB) CreateSensor(ctx context.Context, orgID, projectID int64, name, de
 		if err := lockWritableProject(ctx, tx, orgID, projectID); err != nil {
 			return err
 		}
-		if err := db.makeRoom(ctx, tx, sensorsCap, projectID); err != nil {
+		if err := makeRoom(ctx, tx, db.limits, sensorsCap, projectID); err != nil {
 			return err
 		}
 		var blueprintID *int64
@@ -111,21 +111,30 @@ func (db *DB) GetSensor(ctx context.Context, key SensorKey) (Sensor, error) {
 	return sensor, notFound("get sensor", err, "sensor")
 }
 
-// UpdateSensor applies patch to the sensor, all of it or nothing, and
-// rechecks its alarms against its newest reading in the same transaction. It
+// UpdateSensor applies patch to the sensor, all of it or nothing, under
+// the sensor's lock (LockSensor), which waits for the writes of readings in
+// flight, so a new instance never meets readings checked against the old
+// one. A new instance drops the sensor's alarm rules, which watched the
+// inputs and outputs it replaced; new formulas or calibrations queue the
+// output rollups for a recomputation. It returns the sensor before and
+// after, for the domain to recheck its alarms in the same transaction. It
 // returns NotFound and Invalid as CreateSensor does, and Conflict when its
-// project is archived, when attaching to a sensor with readings, or when the
-// edited instance changed meanwhile or is gone.
-func (db *DB) UpdateSensor(ctx context.Context, key SensorKey, patch SensorPatch) (Sensor, error) {
-	var sensor Sensor
-	// The sensor's lock waits for batches being ingested, so a new
-	// instance never meets readings checked against the old one.
-	err := db.editSensor(ctx, key, func(tx pgx.Tx, current Sensor) error {
-		blueprintID, inst, err := nextInstance(ctx, tx, key.OrgID, current, patch)
-		if err != nil {
-			return err
-		}
-		rows, _ := tx.Query(ctx, `
+// project is archived, when attaching to a sensor with readings, or when
+// the edited instance changed meanwhile or is gone.
+func (tx *Tx) UpdateSensor(ctx context.Context, key SensorKey, patch SensorPatch) (before, after Sensor, err error) {
+	if before, err = tx.LockSensor(ctx, key); err != nil {
+		return before, after, err
+	}
+	after, err = updateSensor(ctx, tx.tx, key, before, patch)
+	return before, after, dbError("update sensor", err)
+}
+
+func updateSensor(ctx context.Context, tx pgx.Tx, key SensorKey, current Sensor, patch SensorPatch) (Sensor, error) {
+	blueprintID, inst, err := nextInstance(ctx, tx, key.OrgID, current, patch)
+	if err != nil {
+		return Sensor{}, err
+	}
+	rows, _ := tx.Query(ctx, `
 UPDATE sensors s SET
     name = coalesce($2, s.name),
     description = coalesce($3, s.description),
@@ -134,26 +143,36 @@ UPDATE sensors s SET
     updated_at = now()
 WHERE s.id = $1
 RETURNING `+sensorColumns, current.ID, patch.Name, patch.Description, blueprintID, inst)
-		sensor, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
-		if err != nil {
-			return err
+	sensor, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
+	if err != nil {
+		return Sensor{}, err
+	}
+	if patch.Attach != nil {
+		// The rules watched inputs and outputs of the instance replaced.
+		if _, err := tx.Exec(ctx, `DELETE FROM alarm_rules WHERE sensor_id = $1`, sensor.ID); err != nil {
+			return Sensor{}, err
 		}
-		if patch.Attach != nil {
-			// The rules watched inputs and outputs of the instance replaced.
-			if _, err := tx.Exec(ctx, `DELETE FROM alarm_rules WHERE sensor_id = $1`, sensor.ID); err != nil {
-				return err
-			}
+	}
+	// New formulas or calibrations take effect on the output rollups at
+	// once.
+	if sensor.version() != current.version() {
+		if err := queueOutputHours(ctx, tx, sensor.ID); err != nil {
+			return Sensor{}, err
 		}
-		// New formulas or calibrations take effect on the output rollups
-		// and the alarms at once.
-		if sensor.version() != current.version() {
-			if err := queueOutputHours(ctx, tx, sensor.ID); err != nil {
-				return err
-			}
-		}
-		return db.recheckAlarms(ctx, tx, sensor)
-	})
-	return sensor, dbError("update sensor", err)
+	}
+	return sensor, nil
+}
+
+// LockSensor reads the sensor and locks it as its writers of readings do,
+// under its project's lock, until the transaction ends: the writes of its
+// readings wait for tx, and tx for them. It returns NotFound, and Conflict
+// when the project is archived.
+func (tx *Tx) LockSensor(ctx context.Context, key SensorKey) (Sensor, error) {
+	if err := lockWritableProject(ctx, tx.tx, key.OrgID, key.ProjectID); err != nil {
+		return Sensor{}, dbError("lock sensor", err)
+	}
+	sensor, err := lockSensor(ctx, tx.tx, key)
+	return sensor, dbError("lock sensor", err)
 }
 
 // lockSensor reads the sensor and locks it as ingest does, so that its

@@ -167,7 +167,7 @@ func testUpdateSensor(t *testing.T, db *store.DB) {
 	t.Run("OK", func(t *testing.T) {
 		t.Parallel()
 		key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
-		sensor, err := db.UpdateSensor(t.Context(), key, store.SensorPatch{Description: ptr("moved")})
+		sensor, err := updateSensor(t.Context(), db, key, store.SensorPatch{Description: ptr("moved")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +185,7 @@ func testUpdateSensor(t *testing.T, db *store.DB) {
 		t.Parallel()
 		before, key := newBlueprintSensor(t, db)
 		other := newBlueprint(t, db, key.OrgID)
-		sensor, err := db.UpdateSensor(t.Context(), key, store.SensorPatch{Attach: attachment(t, other)})
+		sensor, err := updateSensor(t.Context(), db, key, store.SensorPatch{Attach: attachment(t, other)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +202,7 @@ func testUpdateSensor(t *testing.T, db *store.DB) {
 		before, key := newBlueprintSensor(t, db)
 		edit := before.Instance.Clone()
 		edit.Outputs[0].Formula = "u * i"
-		sensor, err := db.UpdateSensor(t.Context(), key, store.SensorPatch{Instance: &edit})
+		sensor, err := updateSensor(t.Context(), db, key, store.SensorPatch{Instance: &edit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +218,7 @@ func testUpdateSensor(t *testing.T, db *store.DB) {
 	t.Run("ErrInvalid/EmptyName", func(t *testing.T) {
 		t.Parallel()
 		key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
-		_, err := db.UpdateSensor(t.Context(), key, store.SensorPatch{Name: ptr("")})
+		_, err := updateSensor(t.Context(), db, key, store.SensorPatch{Name: ptr("")})
 		wantCode(t, err, apperr.Invalid)
 	})
 	for name, foreign := range foreignAttachments {
@@ -227,7 +227,7 @@ func testUpdateSensor(t *testing.T, db *store.DB) {
 			org := newOrg(t, db)
 			key := newSensor(t, db, newProject(t, db, org), nil)
 			attach := foreign(t, db, org)
-			_, err := db.UpdateSensor(t.Context(), key, store.SensorPatch{Attach: attach})
+			_, err := updateSensor(t.Context(), db, key, store.SensorPatch{Attach: attach})
 			wantCode(t, err, apperr.NotFound)
 			wantUnchanged(t, db, key, "meter", 0)
 		})
@@ -266,14 +266,14 @@ func testUpdateSensor(t *testing.T, db *store.DB) {
 			if tt.readings {
 				id := getSensor(t, db, key).Instance.Inputs[0].ID
 				reading := store.Reading{Time: time.Now(), InputIDs: []int64{id}, Values: []float64{1}}
-				if _, err := db.InsertReadings(t.Context(), key, []store.Reading{reading}); err != nil {
+				if _, err := insert(t.Context(), db, key, []store.Reading{reading}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			current := getSensor(t, db, key)
 			patch := tt.patch(t, org, current)
 			patch.Name = ptr("renamed")
-			_, err := db.UpdateSensor(t.Context(), key, patch)
+			_, err := updateSensor(t.Context(), db, key, patch)
 			wantCode(t, err, apperr.Conflict)
 			var version int64
 			if current.Instance != nil {
@@ -286,7 +286,7 @@ func testUpdateSensor(t *testing.T, db *store.DB) {
 		t.Run("ErrNotFound/"+name, func(t *testing.T) {
 			t.Parallel()
 			key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
-			_, err := db.UpdateSensor(t.Context(), foreign(t, db, key), store.SensorPatch{Name: ptr("renamed")})
+			_, err := updateSensor(t.Context(), db, foreign(t, db, key), store.SensorPatch{Name: ptr("renamed")})
 			wantCode(t, err, apperr.NotFound)
 			wantUnchanged(t, db, key, "meter", 0)
 		})

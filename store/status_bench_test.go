@@ -35,7 +35,7 @@ func BenchmarkSensorStatuses(b *testing.B) {
 		}
 		key := store.SensorKey{OrgID: org.ID, ProjectID: project.ID, SensorID: sensor.ID}
 		r := store.Reading{Time: now.Add(-time.Minute), InputIDs: []int64{sensor.Instance.Inputs[0].ID, sensor.Instance.Inputs[1].ID}, Values: []float64{230, 1.5}}
-		if _, err := db.InsertReadings(ctx, key, []store.Reading{r}); err != nil {
+		if _, err := insert(ctx, db, key, []store.Reading{r}); err != nil {
 			b.Fatal(err)
 		}
 		if i%5 == 0 {

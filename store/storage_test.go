@@ -212,7 +212,7 @@ func TestCompressedChunk(t *testing.T) {
 	for h := range 24 * 20 {
 		want = append(want, store.Reading{Time: hour(h), InputIDs: []int64{1, 2}, Values: []float64{float64(h), -float64(h) / 3}})
 	}
-	if _, err := db.InsertReadings(ctx, key, want); err != nil {
+	if _, err := insert(ctx, db, key, want); err != nil {
 		t.Fatal(err)
 	}
 	var compressed int
@@ -269,7 +269,7 @@ func TestCompressedChunk(t *testing.T) {
 			{Time: hour(5).Add(30 * time.Minute), InputIDs: []int64{1}, Values: []float64{5.5}}, // between two
 			{Time: hour(24*20 - 1), InputIDs: []int64{1, 3}, Values: []float64{-1, 1}},          // over the newest
 		}
-		if _, err := db.InsertReadings(ctx, key, batch); err != nil {
+		if _, err := insert(ctx, db, key, batch); err != nil {
 			t.Fatal(err)
 		}
 		want[5] = batch[0]
@@ -278,7 +278,7 @@ func TestCompressedChunk(t *testing.T) {
 		check(t)
 	})
 	t.Run("DeleteRange", func(t *testing.T) {
-		deleted, err := db.DeleteReadings(ctx, key, hour(24*3), hour(24*10))
+		deleted, err := deleteReadings(ctx, db, key, hour(24*3), hour(24*10))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -291,10 +291,31 @@ func TestCompressedChunk(t *testing.T) {
 		check(t)
 	})
 	t.Run("DeleteNewest", func(t *testing.T) {
-		if _, err := db.DeleteReadings(ctx, key, hour(24*19), store.MaxTime); err != nil {
+		if _, err := deleteReadings(ctx, db, key, hour(24*19), store.MaxTime); err != nil {
 			t.Fatal(err)
 		}
 		want = slices.DeleteFunc(want, func(r store.Reading) bool { return !r.Time.Before(hour(24 * 19)) })
 		check(t)
 	})
+}
+
+var storageConfigTests = []struct {
+	name string
+	c    store.StorageConfig
+	ok   bool
+}{
+	{"Day", store.StorageConfig{ChunkInterval: 24 * time.Hour, CompressAfter: 7 * 24 * time.Hour}, true},
+	{"ChunkUnderAnHour", store.StorageConfig{ChunkInterval: time.Minute}, false},
+	{"NegativeCompressAfter", store.StorageConfig{ChunkInterval: time.Hour, CompressAfter: -time.Hour}, false},
+	{"NegativeRetention", store.StorageConfig{ChunkInterval: time.Hour, Retention: -time.Hour}, false},
+	{"RetentionUnderAChunk", store.StorageConfig{ChunkInterval: 24 * time.Hour, Retention: time.Hour}, false},
+	{"RetentionOfChunks", store.StorageConfig{ChunkInterval: 24 * time.Hour, Retention: 30 * 24 * time.Hour}, true},
+}
+
+func TestStorageConfig_Validate(t *testing.T) {
+	for _, tt := range storageConfigTests {
+		if err := tt.c.Validate(); (err == nil) != tt.ok {
+			t.Errorf("%s: Validate() = %v, want ok %v", tt.name, err, tt.ok)
+		}
+	}
 }

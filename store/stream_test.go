@@ -3,6 +3,7 @@ package store_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,16 +57,16 @@ func storedReadings(t *testing.T, db *store.DB, key store.SensorKey) string {
 	return strings.Join(out, " ")
 }
 
-func TestInsertReadingStream(t *testing.T) {
+func TestCopyReadingStream(t *testing.T) {
 	runOnOneDB(t, map[string]func(*testing.T, *store.DB){
 		"NewReplacedAndLaterWins": func(t *testing.T, db *store.DB) {
 			key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
-			if _, err := db.InsertReadings(t.Context(), key, []store.Reading{one(1, 10), one(2, 20)}); err != nil {
+			if _, err := insert(t.Context(), db, key, []store.Reading{one(1, 10), one(2, 20)}); err != nil {
 				t.Fatal(err)
 			}
 			// Out of order, minute 1 twice: the later wins, and counts once.
 			stream := &sliceStream{readings: []store.Reading{one(3, 3), one(1, 1), one(0, 0), one(1, 11)}}
-			written, err := db.InsertReadingStream(t.Context(), key, stream, time.Minute)
+			written, err := insertStream(t.Context(), db, key, stream)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,13 +83,13 @@ func TestInsertReadingStream(t *testing.T) {
 		},
 		"StraightThenStaged": func(t *testing.T, db *store.DB) {
 			key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
-			if _, err := db.InsertReadings(t.Context(), key, []store.Reading{one(1, 10), one(2, 20)}); err != nil {
+			if _, err := insert(t.Context(), db, key, []store.Reading{one(1, 10), one(2, 20)}); err != nil {
 				t.Fatal(err)
 			}
 			// 3, 4, 5 go straight in; from the second 4 on, staged: 4 again
 			// (the stream's own, counted new once), 6 new, 1 replaced.
 			stream := &sliceStream{readings: []store.Reading{one(3, 3), one(4, 4), one(5, 5), one(4, 44), one(6, 6), one(1, 1)}}
-			written, err := db.InsertReadingStream(t.Context(), key, stream, time.Minute)
+			written, err := insertStream(t.Context(), db, key, stream)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,10 +118,10 @@ func TestInsertReadingStream(t *testing.T) {
 			} {
 				t.Run(c.name, func(t *testing.T) {
 					key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
-					if _, err := db.InsertReadings(t.Context(), key, []store.Reading{one(1, 10), one(3, 30), one(5, 50)}); err != nil {
+					if _, err := insert(t.Context(), db, key, []store.Reading{one(1, 10), one(3, 30), one(5, 50)}); err != nil {
 						t.Fatal(err)
 					}
-					written, err := db.InsertReadingStream(t.Context(), key, &sliceStream{readings: c.stream}, time.Minute)
+					written, err := insertStream(t.Context(), db, key, &sliceStream{readings: c.stream})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -146,11 +147,11 @@ func TestInsertReadingStream(t *testing.T) {
 				}
 				stream = append(stream, r)
 			}
-			if _, err := db.InsertReadings(t.Context(), key, stored); err != nil {
+			if _, err := insert(t.Context(), db, key, stored); err != nil {
 				t.Fatal(err)
 			}
 			stream = append(stream, stream[0], stream[1])
-			written, err := db.InsertReadingStream(t.Context(), key, &sliceStream{readings: stream}, time.Minute)
+			written, err := insertStream(t.Context(), db, key, &sliceStream{readings: stream})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,7 +177,7 @@ func TestInsertReadingStream(t *testing.T) {
 			for i := range readings {
 				readings[i] = store.Reading{Time: at(0).Add(time.Duration(i) * time.Second), InputIDs: []int64{int64(i%3 + 1)}, Values: []float64{1}}
 			}
-			_, err := db.InsertReadingStream(t.Context(), key, &sliceStream{readings: readings, failAt: 15_000, err: bad}, 0)
+			_, err := insertStream(t.Context(), db, key, &sliceStream{readings: readings, failAt: 15_000, err: bad})
 			if !errors.Is(err, bad) {
 				t.Fatalf("err %v, want the stream's", err)
 			}
@@ -188,13 +189,52 @@ func TestInsertReadingStream(t *testing.T) {
 				t.Errorf("input ids %v, %v; want none recorded", ids, err)
 			}
 		},
+		"ReadingsAsStoredInChunks": func(t *testing.T, db *store.DB) {
+			// Stored: 1, 3, 5. The stream overwrites 1 and 3 a chunk at a
+			// time, adds 6 and 7 straight, then stages 3 again and 2: its
+			// readings as stored are 1, 2, 3, 6, 7, not 5, in chunks of 2.
+			key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+			mustInsert(t, db, key, one(1, 10), one(3, 30), one(5, 50))
+			stream := &sliceStream{readings: []store.Reading{one(1, 1), one(3, 3), one(6, 6), one(7, 7), one(3, 33), one(2, 2)}}
+			var chunks [][]string
+			err := db.InTxOnce(t.Context(), func(tx *store.Tx) error {
+				w, err := tx.LockSensorWrite(t.Context(), key)
+				if err != nil {
+					return err
+				}
+				sw, err := tx.CopyReadingStream(t.Context(), w, stream)
+				if err != nil {
+					return err
+				}
+				if !slices.Equal(sw.InputIDs(), []int64{1}) || sw.Newest().Time.Minute() != 7 {
+					t.Errorf("input ids %v, newest %v; want [1] and minute 7", sw.InputIDs(), sw.Newest().Time)
+				}
+				if _, err := sw.Merge(t.Context()); err != nil {
+					return err
+				}
+				return sw.Readings(t.Context(), 2, func(chunk []store.Reading) error {
+					var got []string
+					for _, r := range chunk {
+						got = append(got, fmt.Sprintf("%d=%v", r.Time.Minute(), r.Values[0]))
+					}
+					chunks = append(chunks, got)
+					return nil
+				})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := fmt.Sprint(chunks), "[[1=1 2=2] [3=33 6=6] [7=7]]"; got != want {
+				t.Errorf("chunks %s, want %s", got, want)
+			}
+		},
 		"Refusals": func(t *testing.T, db *store.DB) {
 			sensor, key := newBlueprintSensor(t, db)
 			for name, stream := range map[string]*sliceStream{
 				"Empty":        {},
 				"UnknownInput": {readings: []store.Reading{{Time: at(0), InputIDs: []int64{sensor.Instance.Inputs[0].ID + 1000}, Values: []float64{1}}}},
 			} {
-				_, err := db.InsertReadingStream(t.Context(), key, stream, 0)
+				_, err := insertStream(t.Context(), db, key, stream)
 				if apperr.CodeOf(err) != apperr.Invalid {
 					t.Errorf("%s: err %v, want invalid", name, err)
 				}
@@ -204,10 +244,10 @@ func TestInsertReadingStream(t *testing.T) {
 			for id := range int64(store.DefaultMaxSensorInputs + 1) {
 				wide.InputIDs, wide.Values = append(wide.InputIDs, id+1), append(wide.Values, 1)
 			}
-			_, err := db.InsertReadingStream(t.Context(), plain, &sliceStream{readings: []store.Reading{wide}}, 0)
+			_, err := insertStream(t.Context(), db, plain, &sliceStream{readings: []store.Reading{wide}})
 			wantCode(t, err, apperr.Invalid)
 			key.SensorID = unknownID
-			_, err = db.InsertReadingStream(t.Context(), key, &sliceStream{readings: []store.Reading{one(0, 1)}}, 0)
+			_, err = insertStream(t.Context(), db, key, &sliceStream{readings: []store.Reading{one(0, 1)}})
 			wantCode(t, err, apperr.NotFound)
 		},
 	})

@@ -135,7 +135,7 @@ func (db *DB) CreateScopedToken(ctx context.Context, userID int64, name string, 
 				return err
 			}
 		}
-		if err := db.makeRoom(ctx, tx, tokensCap, userID); err != nil {
+		if err := makeRoom(ctx, tx, db.limits, tokensCap, userID); err != nil {
 			return err
 		}
 		rows, _ := tx.Query(ctx, `

@@ -259,3 +259,18 @@ func TestWellFormedToken(t *testing.T) {
 		}
 	}
 }
+
+func TestTokenScope_Scoped(t *testing.T) {
+	for _, tt := range []struct {
+		scope store.TokenScope
+		want  bool
+	}{
+		{store.TokenScope{}, false},
+		{store.TokenScope{OrgID: 1}, true},
+		{store.TokenScope{OrgID: 1, ProjectID: 2, SensorIDs: []int64{3}}, true},
+	} {
+		if got := tt.scope.Scoped(); got != tt.want {
+			t.Errorf("%+v.Scoped() = %v, want %v", tt.scope, got, tt.want)
+		}
+	}
+}

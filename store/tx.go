@@ -10,6 +10,17 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+// Tx is a transaction of the DB. The store's methods that take part in a
+// write the domain makes of several steps (store the readings, step the
+// alarms, keep the newest reading) are methods of Tx, so that the domain
+// runs the transaction and its steps share it; the store calls nothing
+// back. A Tx is valid only inside the function given to InTx, InTxOnce or
+// InSnapshot. Its methods return the service's errors, as the DB's do.
+type Tx struct {
+	tx     pgx.Tx
+	limits Limits
+}
+
 // DefaultTxAttempts is how many times a transaction that PostgreSQL aborts
 // as a deadlock's victim or a serialization failure runs in all, unless
 // the DB is told otherwise.
@@ -19,15 +30,45 @@ const DefaultTxAttempts = 4
 // one after.
 const txPause = 10 * time.Millisecond
 
+// InTx runs fn in a transaction (READ COMMITTED), committed when fn
+// returns nil and rolled back otherwise, and runs it again, whole, when
+// PostgreSQL aborted it as a deadlock's victim or a serialization failure
+// (SQLSTATE 40P01, 40001), up to the DB's attempts in all, after a pause
+// drawn at random so that the transactions that met do not meet again. An
+// aborted attempt keeps nothing and its caller has acknowledged nothing,
+// so fn runs as if for the first time: it must set its results afresh and
+// consume nothing it cannot read again (InTxOnce). After the last attempt
+// the error is Unavailable. fn's own errors are returned as they are.
+//
+// A write takes its locks in one order, so that no two writes wait for
+// each other: the project (shared), then the sensor, then the chunks of
+// readings it writes, each locked to write it before anything reads it
+// (docs/reliability.md).
+func (db *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
+	return dbError("write", db.inTx(ctx, pgx.TxOptions{}, db.txFunc(fn)))
+}
+
+// InTxOnce is InTx for a write that cannot run twice: one that consumes a
+// stream, which is gone once read. An abort is answered Unavailable at
+// once, nothing of it stored, for the client to send the stream again.
+func (db *DB) InTxOnce(ctx context.Context, fn func(*Tx) error) error {
+	return dbError("write", pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, db.txFunc(fn)))
+}
+
+// InSnapshot runs fn in a read-only REPEATABLE READ transaction: all its
+// statements read one snapshot, so that what several of them read agrees.
+// A data exception there is Internal, not the client's (readError).
+func (db *DB) InSnapshot(ctx context.Context, fn func(*Tx) error) error {
+	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	return readError("read", pgx.BeginTxFunc(ctx, db.pool, opts, db.txFunc(fn)))
+}
+
+func (db *DB) txFunc(fn func(*Tx) error) func(pgx.Tx) error {
+	return func(tx pgx.Tx) error { return fn(&Tx{tx: tx, limits: db.limits}) }
+}
+
 // inTx runs fn in a transaction, as pgx.BeginTxFunc does, and runs it
-// again, whole, when PostgreSQL aborted it as a deadlock's victim or a
-// serialization failure (SQLSTATE 40P01, 40001), up to db.txAttempts times
-// in all, after a pause drawn at random so that the transactions that met
-// do not meet again. An aborted attempt keeps nothing and its caller has
-// acknowledged nothing, so fn runs as if for the first time: it must set
-// its results afresh and consume nothing it cannot read again (a stream is
-// not retried: InsertReadingStream). After the last attempt the error is
-// returned, and dbError makes it Unavailable.
+// again as InTx says.
 func (db *DB) inTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := pgx.BeginTxFunc(ctx, db.pool, opts, fn)

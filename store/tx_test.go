@@ -14,10 +14,10 @@ import (
 // TestRetryAbortedTransactions makes PostgreSQL abort the transactions of
 // writes as a deadlock's victim or a serialization failure, a given number
 // of times (a trigger raises the error; a sequence, which no rollback
-// undoes, counts the attempts). A batch and a range delete are run again,
-// whole, up to their limit, and then answer Unavailable with nothing
-// stored; a stream, which cannot be read twice, answers Unavailable at
-// once.
+// undoes, counts the attempts). A write in InTx (a batch, a range delete)
+// is run again, whole, up to its limit, and then answers Unavailable with
+// nothing stored; a write in InTxOnce (a stream, which cannot be read
+// twice) answers Unavailable at once.
 func TestRetryAbortedTransactions(t *testing.T) {
 	ctx := t.Context()
 	pool := storetest.NewPool(t)
@@ -47,16 +47,16 @@ $$`)
 		want     []store.Reading // after it
 		attempts int
 	}{
-		{"InsertReadings", func(key store.SensorKey) error {
-			_, err := db.InsertReadings(ctx, key, batch)
+		{"InTx/WriteReadings", func(key store.SensorKey) error {
+			_, err := insert(ctx, db, key, batch)
 			return err
 		}, nil, batch, store.DefaultTxAttempts},
-		{"DeleteReadings", func(key store.SensorKey) error {
-			_, err := db.DeleteReadings(ctx, key, at, at.Add(time.Second))
+		{"InTx/DeleteReadings", func(key store.SensorKey) error {
+			_, err := deleteReadings(ctx, db, key, at, at.Add(time.Second))
 			return err
 		}, batch, batch[1:], store.DefaultTxAttempts},
-		{"InsertReadingStream", func(key store.SensorKey) error {
-			_, err := db.InsertReadingStream(ctx, key, &sliceStream{readings: batch}, 0)
+		{"InTxOnce/CopyReadingStream", func(key store.SensorKey) error {
+			_, err := insertStream(ctx, db, key, &sliceStream{readings: batch})
 			return err
 		}, nil, batch, 1},
 	}
@@ -65,7 +65,7 @@ $$`)
 			for _, aborts := range []int{w.attempts - 1, w.attempts} {
 				t.Run(fmt.Sprintf("%s/%s/%dAborts", w.name, code, aborts), func(t *testing.T) {
 					key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
-					insert(t, db, key, w.stored)
+					insertAll(t, db, key, w.stored)
 					_, err := pool.Exec(ctx, fmt.Sprintf(`ALTER SEQUENCE test_attempts RESTART;
 CREATE TRIGGER test_abort AFTER INSERT ON rollup_dirty FOR EACH STATEMENT EXECUTE FUNCTION test_abort('%d', '%s')`, aborts, code))
 					if err != nil {
@@ -98,14 +98,11 @@ CREATE TRIGGER test_abort AFTER INSERT ON rollup_dirty FOR EACH STATEMENT EXECUT
 	}
 }
 
-// insert stores readings in the sensor, if there are any.
-func insert(t *testing.T, db *store.DB, key store.SensorKey, readings []store.Reading) {
+// insertAll stores readings in the sensor, if there are any.
+func insertAll(t *testing.T, db *store.DB, key store.SensorKey, readings []store.Reading) {
 	t.Helper()
-	if len(readings) == 0 {
-		return
-	}
-	if _, err := db.InsertReadings(t.Context(), key, readings); err != nil {
-		t.Fatal(err)
+	if len(readings) > 0 {
+		mustInsert(t, db, key, readings...)
 	}
 }
 

@@ -73,7 +73,7 @@ func (db *DB) CreateWebhook(ctx context.Context, orgID, projectID int64, url, se
 		if err := lockWritableProject(ctx, tx, orgID, projectID); err != nil {
 			return err
 		}
-		if err := db.makeRoom(ctx, tx, webhooksCap, projectID); err != nil {
+		if err := makeRoom(ctx, tx, db.limits, webhooksCap, projectID); err != nil {
 			return err
 		}
 		rows, _ := tx.Query(ctx, `INSERT INTO webhooks (project_id, url, secret) VALUES ($1, $2, $3) RETURNING `+webhookColumns, projectID, url, secret)

@@ -128,3 +128,77 @@ func TestClaimDeliveriesFairly(t *testing.T) {
 	}
 	wantCode(t, db.FinishDelivery(t.Context(), lapsed[0].ID, lapsed[0].Attempts, "delivered", nil, "", time.Now()), apperr.Conflict)
 }
+
+// TestWebhooks lists, gets and deletes a project's webhooks, and lists a
+// webhook's deliveries newest first, with what their attempts recorded;
+// another project's ids are not found.
+func TestWebhooks(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewPool(t)
+	db := store.New(pool)
+	ctx := t.Context()
+	project, hooks := hookedProject(t, db, 3)
+	checkPages(t, hooks, func(after int64, limit int) ([]int64, bool, error) {
+		list, more, err := db.ListWebhooks(ctx, project.OrgID, project.ID, after, limit)
+		return ids(list, func(w store.Webhook) int64 { return w.ID }), more, err
+	})
+	hook, err := db.GetWebhook(ctx, project.OrgID, project.ID, hooks[0])
+	if err != nil || hook.URL != "https://hooks.example.com/in" || hook.Secret != "a-secret-of-16-chars" || hook.ProjectID != project.ID {
+		t.Errorf("GetWebhook = %+v, %v; want the first webhook with its url and secret", hook, err)
+	}
+	raiseEvents(t, pool, db, project, 3)
+	claims, err := db.ClaimDeliveries(ctx, store.ClaimQuery{Max: 100, PerWebhook: 100, PerOrg: 100, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range claims {
+		if c.WebhookID == hooks[0] && c.EventID == claims[0].EventID {
+			status := 502
+			if err := db.FinishDelivery(ctx, c.ID, c.Attempts, "pending", &status, "bad gateway", time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var all []int64
+	list, _, err := db.ListDeliveries(ctx, project.OrgID, project.ID, hooks[0], 0, 100)
+	if err != nil || len(list) != 3 {
+		t.Fatalf("ListDeliveries = %d deliveries, %v; want 3", len(list), err)
+	}
+	for i, d := range list {
+		all = append(all, d.ID)
+		if i > 0 && d.ID >= list[i-1].ID {
+			t.Errorf("deliveries %v are not newest first", all)
+		}
+		if d.EventID == claims[0].EventID && (d.Attempts != 1 || d.LastStatus == nil || *d.LastStatus != 502 || d.LastError != "bad gateway") {
+			t.Errorf("delivery %+v, want its attempt recorded: 502, bad gateway", d)
+		}
+	}
+	checkPages(t, all, func(before int64, limit int) ([]int64, bool, error) {
+		list, more, err := db.ListDeliveries(ctx, project.OrgID, project.ID, hooks[0], before, limit)
+		return ids(list, func(d store.Delivery) int64 { return d.ID }), more, err
+	})
+	if err := db.DeleteWebhook(ctx, project.OrgID, project.ID, hooks[2]); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := newProject(t, db, newOrg(t, db))
+	for name, call := range map[string]func() error{
+		"Get": func() error {
+			_, err := db.GetWebhook(ctx, elsewhere.OrgID, elsewhere.ID, hooks[0])
+			return err
+		},
+		"GetDeleted": func() error {
+			_, err := db.GetWebhook(ctx, project.OrgID, project.ID, hooks[2])
+			return err
+		},
+		"ListDeliveries": func() error {
+			_, _, err := db.ListDeliveries(ctx, elsewhere.OrgID, elsewhere.ID, hooks[0], 0, 10)
+			return err
+		},
+		"List": func() error {
+			_, _, err := db.ListWebhooks(ctx, project.OrgID, elsewhere.ID, 0, 10)
+			return err
+		},
+	} {
+		t.Run("ErrNotFound/"+name, func(t *testing.T) { wantCode(t, call(), apperr.NotFound) })
+	}
+}

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 )
 
 // alarmRounds is how many times rows 11a and 11b each ingest the data set,
@@ -23,7 +23,7 @@ const alarmRounds = 2
 // blueprint's outputs (benchOutputs); x1 and x2 are uniform in [0, 1000),
 // so each holds for about a reading in a hundred or fewer, and the
 // targets move between levels now and then, as a monitored structure's do.
-var alarmRules = []gen.AlarmRuleInput{
+var alarmRules = []client.AlarmRuleInput{
 	{Target: "digits", Level: "Alert", Direction: "above", Threshold: 990, Deadband: ptr(5.0)},
 	{Target: "digits", Level: "Alarm", Direction: "above", Threshold: 999},
 	{Target: "pressure", Level: "Action", Direction: "below", Threshold: 801},
@@ -35,7 +35,7 @@ var alarmRules = []gen.AlarmRuleInput{
 // 20,000 readings per rule, as a monitored structure's outputs do: row 11d
 // measures what evaluating every reading costs when few events are
 // written, row 11b when many are.
-var quietRules = []gen.AlarmRuleInput{
+var quietRules = []client.AlarmRuleInput{
 	{Target: "digits", Level: "Alert", Direction: "above", Threshold: 999.9, Deadband: ptr(5.0)},
 	{Target: "digits", Level: "Alarm", Direction: "above", Threshold: 999.95},
 	{Target: "pressure", Level: "Action", Direction: "below", Threshold: 800.01},
@@ -56,7 +56,7 @@ func (e *env) alarmIngest(ctx context.Context, res *results) error {
 	}
 	variants := []struct {
 		name  string
-		rules []gen.AlarmRuleInput
+		rules []client.AlarmRuleInput
 	}{{"plain", nil}, {"ruled", alarmRules}, {"quiet", quietRules}}
 	var (
 		took   [3]time.Duration // per variant
@@ -174,7 +174,7 @@ func (c cpuSpent) ratio(base cpuSpent) string {
 
 // addAlarmRules gives the sensor alarmRules and an overdue rule at
 // Maintenance.
-func (e *env) addAlarmRules(ctx context.Context, project, sensor int64, rules []gen.AlarmRuleInput) error {
+func (e *env) addAlarmRules(ctx context.Context, project, sensor int64, rules []client.AlarmRuleInput) error {
 	s := e.svc
 	for _, r := range rules {
 		res, err := s.api.CreateAlarmRuleWithResponse(ctx, s.org, project, sensor, r)
@@ -182,7 +182,7 @@ func (e *env) addAlarmRules(ctx context.Context, project, sensor int64, rules []
 			return fmt.Errorf("create alarm rule: %v %s", err, res.Body)
 		}
 	}
-	res, err := s.api.SetOverdueRuleWithResponse(ctx, s.org, project, sensor, gen.OverdueRuleInput{Level: "Maintenance", AfterSeconds: 3600})
+	res, err := s.api.SetOverdueRuleWithResponse(ctx, s.org, project, sensor, client.OverdueRuleInput{Level: "Maintenance", AfterSeconds: 3600})
 	if err != nil || res.StatusCode() != http.StatusOK {
 		return fmt.Errorf("set overdue rule: %v %s", err, res.Body)
 	}
@@ -227,7 +227,7 @@ func (e *env) webhookLatency(ctx context.Context, res *results) error {
 	go receiver.Serve(ln)
 	defer receiver.Close()
 
-	p, err := s.api.CreateProjectWithResponse(ctx, s.org, gen.ProjectCreate{Name: "bench webhooks"})
+	p, err := s.api.CreateProjectWithResponse(ctx, s.org, client.ProjectCreate{Name: "bench webhooks"})
 	if err != nil || p.JSON201 == nil {
 		return fmt.Errorf("create project: %v %s", err, p.Body)
 	}
@@ -240,11 +240,11 @@ func (e *env) webhookLatency(ctx context.Context, res *results) error {
 	if err != nil {
 		return err
 	}
-	rule := gen.AlarmRuleInput{Target: "digits", Level: "Alert", Direction: "above", Threshold: 500}
+	rule := client.AlarmRuleInput{Target: "digits", Level: "Alert", Direction: "above", Threshold: 500}
 	if r, err := s.api.CreateAlarmRuleWithResponse(ctx, s.org, project, sensor.id, rule); err != nil || r.JSON201 == nil {
 		return fmt.Errorf("create alarm rule: %v %s", err, r.Body)
 	}
-	hook, err := s.api.CreateWebhookWithResponse(ctx, s.org, project, gen.WebhookCreate{Url: "http://" + ln.Addr().String() + "/", Secret: "bench webhook secret"})
+	hook, err := s.api.CreateWebhookWithResponse(ctx, s.org, project, client.WebhookCreate{Url: "http://" + ln.Addr().String() + "/", Secret: "bench webhook secret"})
 	if err != nil || hook.JSON201 == nil {
 		return fmt.Errorf("create webhook: %v %s", err, hook.Body)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sensorreadings/readings/formulas"
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -64,18 +64,18 @@ func (e *env) blueprintSensor(ctx context.Context, _ *results) error {
 // API and returns its id.
 func (e *env) createBlueprint(ctx context.Context, name string) (int64, error) {
 	s, spec := e.svc, benchSpec()
-	write := gen.BlueprintWrite{Name: name}
+	write := client.BlueprintWrite{Name: name}
 	for _, key := range spec.Inputs {
-		write.Inputs = append(write.Inputs, gen.BlueprintInput{Key: key, Name: key})
+		write.Inputs = append(write.Inputs, client.BlueprintInput{Key: key, Name: key})
 	}
-	constants := []gen.BlueprintConstant{}
+	constants := []client.BlueprintConstant{}
 	for _, key := range spec.Constants {
 		v := benchConstants[key]
-		constants = append(constants, gen.BlueprintConstant{Key: key, Name: key, Default: &v})
+		constants = append(constants, client.BlueprintConstant{Key: key, Name: key, Default: &v})
 	}
 	write.Constants = &constants
 	for _, o := range spec.Outputs {
-		write.Outputs = append(write.Outputs, gen.BlueprintOutput{Key: o.Key, Name: o.Key, Formula: o.Formula})
+		write.Outputs = append(write.Outputs, client.BlueprintOutput{Key: o.Key, Name: o.Key, Formula: o.Formula})
 	}
 	bp, err := s.api.CreateBlueprintWithResponse(ctx, s.org, write)
 	if err != nil || bp.JSON201 == nil {
@@ -98,7 +98,7 @@ func (e *env) newBlueprintSensor(ctx context.Context, name string) (blueprintSen
 // through the API, and adds its readings URL to the service's paths.
 func (e *env) addBlueprintSensor(ctx context.Context, project, blueprintID int64, name string) (blueprintSensor, error) {
 	s := e.svc
-	sensor, err := s.api.CreateSensorWithResponse(ctx, s.org, project, gen.SensorCreate{Name: name, BlueprintId: &blueprintID})
+	sensor, err := s.api.CreateSensorWithResponse(ctx, s.org, project, client.SensorCreate{Name: name, BlueprintId: &blueprintID})
 	if err != nil || sensor.JSON201 == nil {
 		return blueprintSensor{}, fmt.Errorf("create sensor: %v %s", err, sensor.Body)
 	}

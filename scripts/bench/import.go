@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 )
 
 // importLines is the data lines of the TOA5 file of rows 3f and 4f.
@@ -26,7 +26,7 @@ var importStart = time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)
 // encoded before the clock starts.
 func (e *env) serviceImport(ctx context.Context, res *results) error {
 	s := e.svc
-	sensor, err := s.api.CreateSensorWithResponse(ctx, s.org, s.project, gen.SensorCreate{Name: "bench logger"})
+	sensor, err := s.api.CreateSensorWithResponse(ctx, s.org, s.project, client.SensorCreate{Name: "bench logger"})
 	if err != nil || sensor.JSON201 == nil {
 		return fmt.Errorf("create sensor: %v %s", err, sensor.Body)
 	}
@@ -84,8 +84,8 @@ func (e *env) toa5File() []byte {
 }
 
 // postFile posts a file to a readings URL and returns the service's count.
-func (s *service) postFile(ctx context.Context, url string, file []byte) (gen.FileImport, error) {
-	var answer gen.FileImport
+func (s *service) postFile(ctx context.Context, url string, file []byte) (client.FileImport, error) {
+	var answer client.FileImport
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(file))
 	if err != nil {
 		return answer, err

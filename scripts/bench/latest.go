@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -44,10 +46,11 @@ ON CONFLICT (sensor_id) DO UPDATE SET datetime = EXCLUDED.datetime, input_ids = 
 )
 
 // latestOverChunks is row 10c: a project of 100 sensors whose readings,
-// written through the store, span 100 weeks; its latest values through
+// written through the domain, span 100 weeks; its latest values through
 // store.LatestReadings, then through the former probe of readings.
 func (e *env) latestOverChunks(ctx context.Context, res *results) error {
 	db := store.New(e.pool)
+	core := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{})
 	project, err := db.CreateProject(ctx, e.svc.org, "latest over chunks", "")
 	if err != nil {
 		return err
@@ -67,7 +70,7 @@ func (e *env) latestOverChunks(ctx context.Context, res *results) error {
 			}
 		}
 		key := store.SensorKey{OrgID: e.svc.org, ProjectID: project.ID, SensorID: sensor.ID}
-		if _, err := db.InsertReadings(ctx, key, batch); err != nil {
+		if _, err := core.Ingest(ctx, key, sensing.NewBatch(batch)); err != nil {
 			return err
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 )
 
 // linkedSensors prepares row 12: two copies of row 6b's sensor whose input
@@ -29,7 +29,7 @@ func (e *env) linkedSensors(ctx context.Context, _ *results) error {
 			return err
 		}
 		s, staleness := e.svc, 3600
-		res, err := s.api.UpdateLinksWithResponse(ctx, s.org, s.project, l.dependant.id, gen.LinksUpdate{
+		res, err := s.api.UpdateLinksWithResponse(ctx, s.org, s.project, l.dependant.id, client.LinksUpdate{
 			"x2": {SensorId: source.id, Key: "digits", Staleness: &staleness},
 		})
 		if err != nil || res.JSON200 == nil {

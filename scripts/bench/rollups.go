@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -194,13 +196,11 @@ func (e *env) rollupYearMinutes(ctx context.Context, res *results) error {
 	// An edit of a formula makes every hour's outputs stale at once.
 	db := store.New(e.pool)
 	key := store.SensorKey{OrgID: e.svc.org, ProjectID: e.svc.project, SensorID: s.id}
-	sensor, err := db.GetSensor(ctx, key)
-	if err != nil {
-		return err
-	}
-	inst := sensor.Instance.Clone()
-	inst.Outputs[0].Formula = "x1^2 / 1001"
-	if _, err := db.UpdateSensor(ctx, key, store.SensorPatch{Instance: &inst}); err != nil {
+	core := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{})
+	if _, err := core.EditInstance(ctx, key, func(inst *store.Instance) error {
+		inst.Outputs[0].Formula = "x1^2 / 1001"
+		return nil
+	}); err != nil {
 		return err
 	}
 	edited := time.Now()

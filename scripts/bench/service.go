@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 )
 
 // service is the real service binary, running as a child process.
@@ -30,7 +30,7 @@ type service struct {
 	pprof   string // http://127.0.0.1:port of /debug/pprof, when profiling
 	token   string
 	http    *http.Client
-	api     *gen.ClientWithResponses
+	api     *client.ClientWithResponses
 	org     int64
 	project int64
 	sensors []int64  // the sensors' ids, in order of creation
@@ -110,8 +110,8 @@ func (e *env) startService(ctx context.Context) error {
 	e.onTearDown(svc.stop)
 	e.log.Info("started the service", "pid", cmd.Process.Pid, "addr", addr)
 
-	svc.api, err = gen.NewClientWithResponses(svc.base, gen.WithHTTPClient(svc.http),
-		gen.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+	svc.api, err = client.NewClientWithResponses(svc.base, client.WithHTTPClient(svc.http),
+		client.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
 			req.Header.Set("Authorization", "Bearer "+svc.token)
 			return nil
 		}))
@@ -218,7 +218,7 @@ func (e *env) createSensors(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	s := e.svc
-	proj, err := s.api.CreateProjectWithResponse(ctx, s.org, gen.ProjectCreate{Name: "bench"})
+	proj, err := s.api.CreateProjectWithResponse(ctx, s.org, client.ProjectCreate{Name: "bench"})
 	if err != nil {
 		return fmt.Errorf("create project: %w", err)
 	}
@@ -227,7 +227,7 @@ func (e *env) createSensors(ctx context.Context) error {
 	}
 	s.project = proj.JSON201.Id
 	for i := range e.cfg.sensors {
-		resp, err := s.api.CreateSensorWithResponse(ctx, s.org, s.project, gen.SensorCreate{Name: fmt.Sprintf("S%03d", i+1)})
+		resp, err := s.api.CreateSensorWithResponse(ctx, s.org, s.project, client.SensorCreate{Name: fmt.Sprintf("S%03d", i+1)})
 		if err != nil {
 			return fmt.Errorf("create sensor: %w", err)
 		}

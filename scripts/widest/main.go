@@ -28,7 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/gen/client"
 )
 
 type config struct {
@@ -75,8 +75,8 @@ func run(ctx context.Context, c config) error {
 	}
 	auth := strings.TrimSpace(strings.TrimPrefix(string(header), "Authorization:"))
 	w := &widest{cfg: c, auth: auth, http: &http.Client{Timeout: 5 * time.Minute}}
-	w.api, err = gen.NewClientWithResponses(c.base, gen.WithHTTPClient(w.http),
-		gen.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+	w.api, err = client.NewClientWithResponses(c.base, client.WithHTTPClient(w.http),
+		client.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
 			req.Header.Set("Authorization", auth)
 			return nil
 		}))
@@ -162,7 +162,7 @@ type widest struct {
 	cfg      config
 	auth     string
 	http     *http.Client
-	api      *gen.ClientWithResponses
+	api      *client.ClientWithResponses
 	bodySize int
 	retries  atomic.Int64 // 429s waited out
 }
@@ -177,7 +177,7 @@ type sensor struct {
 // sensors creates a sensor without a blueprint, using ids 1 to 100, and
 // one with a blueprint of 100 inputs and 100 outputs.
 func (w *widest) sensors(ctx context.Context) (sensor, sensor, error) {
-	plainRes, err := w.api.CreateSensorWithResponse(ctx, w.cfg.org, w.cfg.proj, gen.SensorCreate{Name: "widest, no blueprint"})
+	plainRes, err := w.api.CreateSensorWithResponse(ctx, w.cfg.org, w.cfg.proj, client.SensorCreate{Name: "widest, no blueprint"})
 	if err != nil {
 		return sensor{}, sensor{}, err
 	}
@@ -188,10 +188,10 @@ func (w *widest) sensors(ctx context.Context) (sensor, sensor, error) {
 	for id := int64(1); id <= 100; id++ {
 		plain.Inputs = append(plain.Inputs, id)
 	}
-	bp := gen.BlueprintWrite{Name: "widest"}
+	bp := client.BlueprintWrite{Name: "widest"}
 	for k := range 100 {
-		bp.Inputs = append(bp.Inputs, gen.BlueprintInput{Key: fmt.Sprintf("in%d", k), Name: fmt.Sprintf("Input %d", k)})
-		bp.Outputs = append(bp.Outputs, gen.BlueprintOutput{Key: fmt.Sprintf("out%d", k), Name: fmt.Sprintf("Output %d", k),
+		bp.Inputs = append(bp.Inputs, client.BlueprintInput{Key: fmt.Sprintf("in%d", k), Name: fmt.Sprintf("Input %d", k)})
+		bp.Outputs = append(bp.Outputs, client.BlueprintOutput{Key: fmt.Sprintf("out%d", k), Name: fmt.Sprintf("Output %d", k),
 			Formula: fmt.Sprintf("in%d / 3 + in%d", k, (k+1)%100)})
 	}
 	bpRes, err := w.api.CreateBlueprintWithResponse(ctx, w.cfg.org, bp)
@@ -201,7 +201,7 @@ func (w *widest) sensors(ctx context.Context) (sensor, sensor, error) {
 	if bpRes.JSON201 == nil {
 		return sensor{}, sensor{}, fmt.Errorf("create blueprint: %d %s", bpRes.StatusCode(), bpRes.Body)
 	}
-	wideRes, err := w.api.CreateSensorWithResponse(ctx, w.cfg.org, w.cfg.proj, gen.SensorCreate{Name: "widest, blueprint", BlueprintId: &bpRes.JSON201.Id})
+	wideRes, err := w.api.CreateSensorWithResponse(ctx, w.cfg.org, w.cfg.proj, client.SensorCreate{Name: "widest, blueprint", BlueprintId: &bpRes.JSON201.Id})
 	if err != nil {
 		return sensor{}, sensor{}, err
 	}
@@ -292,7 +292,7 @@ func (w *widest) postFile(ctx context.Context, s sensor) (int, int, error) {
 		}
 		b = append(b, line...)
 	}
-	var answer gen.FileImport
+	var answer client.FileImport
 	err := w.request(ctx, "POST", w.path(s, "", ""), "", "text/csv", b, func(r io.Reader) (int64, error) {
 		return 0, json.NewDecoder(r).Decode(&answer)
 	})

@@ -1,0 +1,305 @@
+package sensing
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/sensorreadings/readings/alarms"
+	"github.com/sensorreadings/readings/store"
+)
+
+// stepAlarms steps the sensor's rules with the readings of a write, which
+// chunks gives, chunk after chunk in time order, each ordered and one per
+// instant, in the write's transaction and before the write's newest
+// reading is kept; newest is the datetime of the sensor's newest reading
+// before the write, if it had one. It writes what the rules decide and
+// returns how many events the write raised.
+//
+// A sensor without rules costs one statement. A write of one chunk (a
+// batch) costs one more, whatever it decides: the states, the current
+// alarms and the events in one round trip. A write of several chunks (a
+// stream) writes the states and alarms of each chunk before the next is
+// evaluated, and the events of the whole write at the end, coalesced
+// chunk after chunk, so that its memory stays one chunk's.
+func (s *Service) stepAlarms(ctx context.Context, tx *store.Tx, sensor store.Sensor, newest *time.Time, chunks func(func([]store.Reading) error) error) (int, error) {
+	rules, err := tx.SensorRules(ctx, sensor.ID)
+	if err != nil || len(rules) == 0 {
+		return 0, err
+	}
+	var (
+		before  = ruleStates(rules)
+		started bool
+		pending []store.AlarmChange // the last chunk's changes, not yet written
+		raised  []store.AlarmChange // the events of the chunks so far
+	)
+	err = chunks(func(chunk []store.Reading) error {
+		if started {
+			if err := tx.ApplyAlarms(ctx, sensor, rules, before, pending, nil); err != nil {
+				return err
+			}
+			before = ruleStates(rules)
+		}
+		started = true
+		changes, err := s.evaluate(ctx, tx, sensor, rules, chunk, newest)
+		if err != nil {
+			return err
+		}
+		pending = changes
+		raised = append(raised, changes...)
+		coalesce(raised)
+		raised = slices.DeleteFunc(raised, func(c store.AlarmChange) bool { return c.Folded })
+		return nil
+	})
+	if err != nil || !started {
+		return 0, err
+	}
+	return len(raised), tx.ApplyAlarms(ctx, sensor, rules, before, pending, raised)
+}
+
+// recheck rechecks the sensor's rules against its newest reading, after an
+// edit of its formulas, links or rules or a delete that took its newest
+// reading, in that edit's transaction, the sensor locked. With no reading
+// left, no rule holds, and every target's alarm clears as a target without
+// rules does.
+func (s *Service) recheck(ctx context.Context, tx *store.Tx, sensor store.Sensor) error {
+	rules, err := tx.SensorRules(ctx, sensor.ID)
+	if err != nil {
+		return err
+	}
+	newest, err := tx.LatestReading(ctx, sensor.ID)
+	if err != nil {
+		return err
+	}
+	var changes []store.AlarmChange
+	ruled := rules // the rules whose targets keep their alarms
+	if newest != nil {
+		if changes, err = s.recheckRules(ctx, tx, sensor, rules, newest); err != nil {
+			return err
+		}
+	} else {
+		for i := range rules {
+			rules[i].State = alarms.State{}
+		}
+		ruled = nil
+	}
+	if err := tx.ApplyAlarms(ctx, sensor, rules, nil, changes, changes); err != nil {
+		return err
+	}
+	return tx.ClearUnruled(ctx, sensor, ruled)
+}
+
+func ruleStates(rules []store.AlarmRule) []alarms.State {
+	states := make([]alarms.State, len(rules))
+	for i, r := range rules {
+		states[i] = r.State
+	}
+	return states
+}
+
+// targets groups rules, ordered by target, into the alarms.Target of each.
+type targets struct {
+	ids   []int64
+	state []alarms.Target
+	level []int // the rank of each target's current alarm, 0 at rest
+	first []int // the index in the rules of each target's first rule
+}
+
+func newTargets(rules []store.AlarmRule) *targets {
+	t := &targets{}
+	for i, r := range rules {
+		if i == 0 || r.TargetID != rules[i-1].TargetID {
+			t.ids = append(t.ids, r.TargetID)
+			t.state = append(t.state, alarms.Target{})
+			t.level = append(t.level, r.TargetRank)
+			t.first = append(t.first, i)
+		}
+		k := len(t.ids) - 1
+		t.state[k].Rules = append(t.state[k].Rules, r.Rule)
+		t.state[k].States = append(t.state[k].States, r.State)
+	}
+	return t
+}
+
+// change records target k's move to rank to, if it moved, as the
+// reading r made it.
+func (t *targets) change(changes []store.AlarmChange, k, to int, r *store.Reading, v float64) []store.AlarmChange {
+	from := t.level[k]
+	if from == to {
+		return changes
+	}
+	t.level[k] = to
+	return append(changes, store.AlarmChange{TargetID: t.ids[k], Kind: string(alarms.Classify(from, to)), From: from, To: to, At: r.Time, Value: v})
+}
+
+// save copies the states and the targets' levels back into rules, which
+// share the order, so that rules are as the store would read them after
+// the changes are written.
+func (t *targets) save(rules []store.AlarmRule) {
+	for k, target := range t.state {
+		for j, st := range target.States {
+			rules[t.first[k]+j].State = st
+			rules[t.first[k]+j].TargetRank = t.level[k]
+		}
+	}
+}
+
+// values computes a reading's outputs and finds each target's value in
+// the reading or its outputs.
+type values struct {
+	outputs *Outputs
+	index   map[int64]int // output id -> index; inputs are looked up in the reading
+	r       *store.Reading
+}
+
+// newValues prepares the values of sensor's readings at the instants at,
+// ascending, reading the sources of its linked inputs through lr.
+func (s *Service) newValues(ctx context.Context, lr linkReader, sensor store.Sensor, at []time.Time) (*values, error) {
+	links, err := s.sensorLinks(ctx, lr, sensor, at[0], at[len(at)-1], at, 0)
+	if err != nil {
+		return nil, err
+	}
+	v := &values{outputs: s.outputsOf(sensor, links), index: map[int64]int{}}
+	for k, id := range v.outputs.IDs() {
+		v.index[id] = k
+	}
+	return v, nil
+}
+
+func (v *values) compute(r *store.Reading) {
+	v.r = r
+	if len(v.index) > 0 {
+		v.outputs.Compute(r)
+	}
+}
+
+func (v *values) value(id int64) (float64, bool) {
+	if k, ok := v.index[id]; ok {
+		return v.outputs.Value(k)
+	}
+	for i, in := range v.r.InputIDs {
+		if in == id {
+			return v.r.Values[i], true
+		}
+	}
+	return 0, false
+}
+
+// evaluate steps rules, ordered by target, with readings, ordered and one
+// per instant, computing the values the rules watch as a read computes
+// them, and updates their states and their targets' levels. newest is the
+// datetime of the sensor's newest reading before them, if it had one: a
+// reading older than it is late, and changes no state.
+func (s *Service) evaluate(ctx context.Context, lr linkReader, sensor store.Sensor, rules []store.AlarmRule, readings []store.Reading, newest *time.Time) ([]store.AlarmChange, error) {
+	if len(readings) == 0 {
+		return nil, nil
+	}
+	at := make([]time.Time, len(readings))
+	for i := range readings {
+		at[i] = readings[i].Time
+	}
+	vals, err := s.newValues(ctx, lr, sensor, at)
+	if err != nil {
+		return nil, err
+	}
+	t := newTargets(rules)
+	var changes []store.AlarmChange
+	for i := range readings {
+		r := &readings[i]
+		vals.compute(r)
+		late := newest != nil && r.Time.Before(*newest)
+		for k, target := range t.state {
+			v, ok := vals.value(t.ids[k])
+			if !ok {
+				continue
+			}
+			if late {
+				if rank := alarms.Late(target.Rules, v); rank > 0 {
+					changes = append(changes, store.AlarmChange{TargetID: t.ids[k], Kind: "late", To: rank, Late: true, At: r.Time, Value: v})
+				}
+				continue
+			}
+			_, to := target.Observe(v)
+			changes = t.change(changes, k, to, r, v)
+		}
+	}
+	t.save(rules)
+	return changes, nil
+}
+
+// recheckRules rechecks rules against newest, the sensor's newest reading,
+// after an edit.
+func (s *Service) recheckRules(ctx context.Context, lr linkReader, sensor store.Sensor, rules []store.AlarmRule, newest *store.Reading) ([]store.AlarmChange, error) {
+	vals, err := s.newValues(ctx, lr, sensor, []time.Time{newest.Time})
+	if err != nil {
+		return nil, err
+	}
+	t := newTargets(rules)
+	vals.compute(newest)
+	var changes []store.AlarmChange
+	for k, target := range t.state {
+		v, ok := vals.value(t.ids[k])
+		if !ok {
+			continue
+		}
+		_, to := target.Recheck(v)
+		changes = t.change(changes, k, to, newest, v)
+	}
+	t.save(rules)
+	return changes, nil
+}
+
+// coalesce bounds the events of one write of readings: of each target's
+// changes it raises those alarms.Coalesce picks, of its late exceedances
+// the one alarms.CoalesceLate picks, and folds the others into the next
+// one raised (or, late, the one raised), which counts them and what they
+// stood for (Folded, Coalesced). Both picks are what they would be on the
+// whole write when given what they picked of its start, followed by the
+// rest: the first of the start is the first; the first at the highest
+// level is the first of the part that reached it; the last is the rest's.
+// So a write evaluated in parts keeps only what it raised so far.
+func coalesce(changes []store.AlarmChange) {
+	type series struct{ changes, late []int } // indices into changes
+	byTarget := map[int64]*series{}
+	for i, c := range changes {
+		s := byTarget[c.TargetID]
+		if s == nil {
+			s = &series{}
+			byTarget[c.TargetID] = s
+		}
+		if c.Late {
+			s.late = append(s.late, i)
+		} else {
+			s.changes = append(s.changes, i)
+		}
+	}
+	for _, s := range byTarget {
+		to := make([]int, len(s.changes))
+		for j, i := range s.changes {
+			to[j] = changes[i].To
+		}
+		kept, folded := alarms.Coalesce(to), 0
+		for j, i := range s.changes {
+			if len(kept) > 0 && kept[0] == j {
+				changes[i].Coalesced += folded
+				folded, kept = 0, kept[1:]
+				continue
+			}
+			changes[i].Folded = true
+			folded += 1 + changes[i].Coalesced
+		}
+		ranks := make([]int, len(s.late))
+		for j, i := range s.late {
+			ranks[j] = changes[i].To
+		}
+		if worst := alarms.CoalesceLate(ranks); worst >= 0 {
+			folded := 0
+			for j, i := range s.late {
+				if changes[i].Folded = j != worst; changes[i].Folded {
+					folded += 1 + changes[i].Coalesced
+				}
+			}
+			changes[s.late[worst]].Coalesced += folded
+		}
+	}
+}

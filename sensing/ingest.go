@@ -1,0 +1,319 @@
+package sensing
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/datetime"
+	"github.com/sensorreadings/readings/store"
+)
+
+// A Source yields the readings of one write, as a request brings them.
+type Source interface {
+	// Next returns the next reading, valid until the following call, or
+	// nil after the last. An error ends the source.
+	Next() (*store.Reading, error)
+	// Where names the reading Next returned last, for an error about it,
+	// and gives the error's details: "element 3" and {"index": 3}, "line
+	// 12" and {"line": 12}.
+	Where() (string, map[string]any)
+}
+
+// Batch is a Source of readings a request brought whole: a JSON batch.
+type Batch struct {
+	readings []store.Reading
+	next     int
+}
+
+// NewBatch is the Source of readings, which a write may reorder.
+func NewBatch(readings []store.Reading) *Batch { return &Batch{readings: readings} }
+
+// Next implements Source.
+func (b *Batch) Next() (*store.Reading, error) {
+	if b.next == len(b.readings) {
+		return nil, nil
+	}
+	b.next++
+	return &b.readings[b.next-1], nil
+}
+
+// Where implements Source: a batch names its readings by their index.
+func (b *Batch) Where() (string, map[string]any) {
+	i := b.next - 1
+	return fmt.Sprintf("element %d", i), map[string]any{"index": i}
+}
+
+// Ingest stores the readings of src in the sensor, in one transaction: all
+// of them or none. A reading at the instant of a stored one replaces it;
+// of two readings at one instant, the later wins. Each reading is checked
+// (checks), the sensor locked, its readings stored and their hours queued
+// for the rollups, its alarm rules stepped with them in time order, and
+// the newest reading kept.
+//
+// A Batch is checked before the transaction begins, stored in one COPY
+// (or, where it overlaps stored readings, a delete and a COPY) and its
+// alarms stepped in memory; a transaction PostgreSQL aborts as a
+// deadlock's victim is run again, whole. Any other source streams: the
+// sensor is locked from its first reading, each reading is checked and
+// written as it comes, so that memory stays bounded whatever its length,
+// and its alarms are stepped a chunk at a time as stored; an abort is
+// answered Unavailable, since the source cannot be read twice. Taking the
+// lock, and the statements after the stream, have the database timeout;
+// the stream itself is read under ctx alone.
+//
+// It returns the source's own errors; NotFound; Invalid, naming the
+// reading, for a reading a check refuses or an input id that is not one of
+// the sensor's instance; Invalid when a sensor without an instance would
+// have more distinct input ids than the store's limit; Invalid for a
+// source without readings; Conflict when its project is archived; and
+// Unavailable as above.
+func (s *Service) Ingest(ctx context.Context, key store.SensorKey, src Source) (store.Written, error) {
+	var (
+		in      intake
+		run     = s.db.InTx
+		written store.Written
+	)
+	check := s.checks()
+	if batch, ok := src.(*Batch); ok {
+		b, err := newBatchIntake(batch, check)
+		if err != nil {
+			return written, err
+		}
+		in = b
+	} else {
+		st, err := newStreamIntake(src, check)
+		if err != nil {
+			return written, err
+		}
+		in, run = st, s.db.InTxOnce
+	}
+	err := run(ctx, func(tx *store.Tx) error {
+		var err error
+		written, err = s.write(ctx, tx, key, in)
+		return err
+	})
+	if err == nil && written.Events > 0 && s.cfg.OnEvents != nil {
+		s.cfg.OnEvents()
+	}
+	return written, err
+}
+
+// write is the pipeline of every write of readings, in its transaction.
+// Its locks follow one order: the project and the sensor
+// (LockSensorWrite), then the chunks of readings, each locked to write it
+// before anything reads it.
+func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, in intake) (store.Written, error) {
+	var written store.Written
+	bounded, cancel := in.bound(s, ctx)
+	w, err := tx.LockSensorWrite(bounded, key)
+	cancel()
+	if err != nil {
+		return written, err
+	}
+	if err := in.stage(ctx, tx, w); err != nil {
+		return written, err
+	}
+	ctx, cancel = in.bound(s, ctx)
+	defer cancel()
+	if err := in.checkInputs(w.Sensor.Instance); err != nil {
+		return written, err
+	}
+	if err := tx.RecordInputs(ctx, w, in.inputIDs()); err != nil {
+		return written, err
+	}
+	if written, err = in.store(ctx, tx, w); err != nil {
+		return written, err
+	}
+	if written.Events, err = s.stepAlarms(ctx, tx, w.Sensor, w.Newest, func(fn func([]store.Reading) error) error {
+		return in.chunks(ctx, fn)
+	}); err != nil {
+		return written, err
+	}
+	return written, tx.KeepLatest(ctx, w.Sensor.ID, in.newest())
+}
+
+// intake is how a write's readings reach the pipeline: whole, or as they
+// stream.
+type intake interface {
+	// bound bounds ctx for a statement of the write, when its request is
+	// not bounded.
+	bound(s *Service, ctx context.Context) (context.Context, context.CancelFunc)
+	// stage writes what must be written before the input ids are known:
+	// a stream's readings.
+	stage(ctx context.Context, tx *store.Tx, w store.SensorWrite) error
+	// checkInputs refuses, Invalid, an input id that is not one of inst's
+	// (nil accepts any).
+	checkInputs(inst *store.Instance) error
+	// inputIDs yields the input ids of the readings, in any order,
+	// repeated or not.
+	inputIDs() iter.Seq[int64]
+	// store stores the readings and queues their hours for the rollups.
+	store(ctx context.Context, tx *store.Tx, w store.SensorWrite) (store.Written, error)
+	// chunks gives fn the readings as stored, ordered and one per
+	// instant, a chunk at a time.
+	chunks(ctx context.Context, fn func([]store.Reading) error) error
+	// newest is the newest reading: of the latest instant, the last there.
+	newest() *store.Reading
+}
+
+// batchIntake is a Batch, ordered and one per instant.
+type batchIntake struct {
+	all     []store.Reading // as the request brought them, for errors
+	ordered []store.Reading
+}
+
+// newBatchIntake checks every reading of b before any transaction begins.
+func newBatchIntake(b *Batch, check checks) (*batchIntake, error) {
+	for r, err := b.Next(); r != nil || err != nil; r, err = b.Next() {
+		if err == nil {
+			err = check.reading(r, b)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(b.readings) == 0 {
+		return nil, apperr.Errorf(apperr.Invalid, "there are no readings to store")
+	}
+	return &batchIntake{all: b.readings, ordered: store.LastPerInstant(b.readings)}, nil
+}
+
+func (*batchIntake) bound(_ *Service, ctx context.Context) (context.Context, context.CancelFunc) {
+	return ctx, func() {} // the server bounds the request
+}
+
+func (*batchIntake) stage(context.Context, *store.Tx, store.SensorWrite) error { return nil }
+
+func (b *batchIntake) checkInputs(inst *store.Instance) error { return inst.CheckInputs(b.all) }
+
+func (b *batchIntake) inputIDs() iter.Seq[int64] { return store.InputIDsOf(b.all) }
+
+func (b *batchIntake) store(ctx context.Context, tx *store.Tx, w store.SensorWrite) (store.Written, error) {
+	return tx.WriteReadings(ctx, w, b.ordered)
+}
+
+func (b *batchIntake) chunks(_ context.Context, fn func([]store.Reading) error) error {
+	return fn(b.ordered)
+}
+
+func (b *batchIntake) newest() *store.Reading { return &b.ordered[len(b.ordered)-1] }
+
+// streamIntake is a Source that streams, checked reading by reading as it
+// is written.
+type streamIntake struct {
+	src   Source
+	check checks
+	first *store.Reading // read before the sensor is locked; nil once given
+	sw    *store.StreamWrite
+}
+
+// newStreamIntake reads src's first reading, so that the sensor is locked
+// only once a reading has come.
+func newStreamIntake(src Source, check checks) (*streamIntake, error) {
+	in := &streamIntake{src: src, check: check}
+	r, err := in.next()
+	if err != nil {
+		return nil, err
+	}
+	if r == nil {
+		return nil, apperr.Errorf(apperr.Invalid, "there are no readings to store")
+	}
+	in.first = &store.Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)}
+	return in, nil
+}
+
+// Next is the stream as the store reads it: the first reading, then the
+// source's, each checked.
+func (in *streamIntake) Next() (*store.Reading, error) {
+	if r := in.first; r != nil {
+		in.first = nil
+		return r, nil
+	}
+	return in.next()
+}
+
+func (in *streamIntake) next() (*store.Reading, error) {
+	r, err := in.src.Next()
+	if err == nil && r != nil {
+		err = in.check.reading(r, in.src)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (*streamIntake) bound(s *Service, ctx context.Context) (context.Context, context.CancelFunc) {
+	return s.bounded(ctx)
+}
+
+func (in *streamIntake) stage(ctx context.Context, tx *store.Tx, w store.SensorWrite) error {
+	var err error
+	in.sw, err = tx.CopyReadingStream(ctx, w, in)
+	return err
+}
+
+func (in *streamIntake) checkInputs(inst *store.Instance) error {
+	return inst.CheckInputIDs(in.sw.InputIDs())
+}
+
+func (in *streamIntake) inputIDs() iter.Seq[int64] { return slices.Values(in.sw.InputIDs()) }
+
+func (in *streamIntake) store(ctx context.Context, _ *store.Tx, _ store.SensorWrite) (store.Written, error) {
+	return in.sw.Merge(ctx)
+}
+
+// streamChunk is how many readings a stream's alarm evaluation holds at a
+// time.
+const streamChunk = 5000
+
+func (in *streamIntake) chunks(ctx context.Context, fn func([]store.Reading) error) error {
+	return in.sw.Readings(ctx, streamChunk, fn)
+}
+
+func (in *streamIntake) newest() *store.Reading { return in.sw.Newest() }
+
+// checks are what every reading must pass, whatever brings it, before it
+// is stored: its datetime no further after the server's clock than
+// MaxFuture. A logger whose clock is wrong is the commonest bad data in
+// the field, and a reading from next year would stand as the sensor's
+// latest until then.
+type checks struct {
+	now, limit time.Time
+	margin     time.Duration // 0: no limit
+}
+
+// checks are the checks of a write arriving now.
+func (s *Service) checks() checks {
+	now := time.Now()
+	return checks{now: now, limit: now.Add(s.cfg.MaxFuture), margin: s.cfg.MaxFuture}
+}
+
+// reading returns Invalid, naming it as src does, for a reading that does
+// not pass.
+func (c checks) reading(r *store.Reading, src Source) error {
+	if c.margin == 0 || !r.Time.After(c.limit) {
+		return nil
+	}
+	where, details := src.Where()
+	return &apperr.Error{Code: apperr.Invalid, Details: details, Message: fmt.Sprintf(
+		"%s: datetime %s is more than %s after the server's clock (%s); check the clock of the device that sent it",
+		where, datetime.FormatExact(r.Time), shortDuration(c.margin), c.now.UTC().Format(time.RFC3339))}
+}
+
+// shortDuration writes 24h rather than 24h0m0s.
+func shortDuration(d time.Duration) string {
+	text := d.String()
+	if strings.HasSuffix(text, "m0s") {
+		text = strings.TrimSuffix(text, "0s")
+	}
+	if strings.HasSuffix(text, "h0m") {
+		text = strings.TrimSuffix(text, "0m")
+	}
+	return text
+}

@@ -1,0 +1,167 @@
+package sensing
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/formulas"
+	"github.com/sensorreadings/readings/store"
+)
+
+// linkReader reads what computing linked inputs needs: each link's source
+// and its readings. A read uses its reader (the primary or a standby); a
+// write, its transaction, whose connection it already holds and whose
+// writes it sees.
+type linkReader interface {
+	LinkSource(ctx context.Context, of store.Sensor, id int64) (store.Sensor, error)
+	ListLinkReadings(ctx context.Context, sensor store.Sensor, q store.LinkQuery, fn func(*store.Reading) error) error
+}
+
+// sensorLinks returns the values of the sensor's linked inputs (nil
+// without links) for its readings at the instants at, ascending, or, with
+// at nil, for readings anywhere from from to to. Each source is read once,
+// from its reading that serves from; a source's outputs are computed with
+// its own links, read before its readings so that no query waits on
+// another's rows. depth is how many links led here.
+func (s *Service) sensorLinks(ctx context.Context, lr linkReader, sensor store.Sensor, from, to time.Time, at []time.Time, depth int) ([]*formulas.Link, error) {
+	inst := sensor.Instance
+	if inst == nil {
+		return nil, nil
+	}
+	var links []*formulas.Link
+	for i, in := range inst.Inputs {
+		l := in.Link
+		if l == nil {
+			continue
+		}
+		if links == nil {
+			links = make([]*formulas.Link, len(inst.Inputs))
+		}
+		var samples []formulas.Sample
+		// SetSensorLinks refuses longer chains; the bound keeps a read
+		// finite whatever the stored links.
+		if depth < store.MaxLinkChain {
+			source, err := lr.LinkSource(ctx, sensor, l.SensorID)
+			switch {
+			case apperr.CodeOf(err) == apperr.NotFound:
+				// Gone: the input is missing.
+			case err != nil:
+				return nil, err
+			default:
+				q := store.LinkQuery{From: later(from.Add(-l.Staleness), store.MinTime), First: from, To: to}
+				if samples, err = s.linkSamples(ctx, lr, source, l.Key, q, at, depth+1); err != nil {
+					return nil, err
+				}
+			}
+		}
+		links[i] = formulas.NewLink(samples, l.Staleness)
+	}
+	return links, nil
+}
+
+// DefaultMaxLinkValues bounds the memory of a link's values read over a
+// range whose readings stream (aggregates), unless Config says otherwise:
+// 16 MiB. A page keeps at most one per reading.
+const DefaultMaxLinkValues = 1_000_000
+
+// linkSamples reads the source's value key at its readings that q
+// selects: an input at each reading that carries it, an output at each
+// reading (NaN where that reading cannot give it, so that it is missing
+// rather than an older value). With at given, it keeps only the samples
+// that are the latest at or before one of those instants, so that a page
+// holds at most one sample per reading whatever the source's rate.
+func (s *Service) linkSamples(ctx context.Context, lr linkReader, source store.Sensor, key string, q store.LinkQuery, at []time.Time, depth int) ([]formulas.Sample, error) {
+	value, err := s.sourceValue(ctx, lr, source, key, &q, depth)
+	if err != nil || value == nil {
+		return nil, err
+	}
+	limit := cmp.Or(s.cfg.MaxLinkValues, DefaultMaxLinkValues)
+	var samples []formulas.Sample
+	next := 0 // the first of at not before the last sample
+	err = lr.ListLinkReadings(ctx, source, q, func(r *store.Reading) error {
+		if at == nil && len(samples) == limit {
+			return &apperr.Error{Code: apperr.Invalid, Details: map[string]any{"sensor_id": source.ID},
+				Message: fmt.Sprintf("sensor %d (%s), the source of a linked input, has more than %d values in the range; ask for a shorter range", source.ID, source.Name, limit)}
+		}
+		v, ok := value(r)
+		if !ok && q.InputID != 0 {
+			return nil
+		}
+		if !ok {
+			v = math.NaN()
+		}
+		if n := len(samples); at != nil && n > 0 {
+			last := samples[n-1].Time
+			for next < len(at) && at[next].Before(last) {
+				next++
+			}
+			if next == len(at) || !at[next].Before(r.Time) {
+				samples = samples[:n-1] // no instant falls between it and r
+			}
+		}
+		samples = append(samples, formulas.Sample{Time: r.Time, Value: v})
+		return nil
+	})
+	return samples, err
+}
+
+// sourceValue returns what reads value key from one of the source's
+// readings: the input it carries (and sets q.InputID to it), or the output
+// computed from it. It returns nil when the source has no such key (its
+// blueprint changed since the link was set).
+func (s *Service) sourceValue(ctx context.Context, lr linkReader, source store.Sensor, key string, q *store.LinkQuery, depth int) (func(*store.Reading) (float64, bool), error) {
+	inst := source.Instance
+	if inst == nil {
+		return nil, nil
+	}
+	if i := slices.IndexFunc(inst.Inputs, func(in store.InstanceInput) bool { return in.Key == key }); i >= 0 {
+		id := inst.Inputs[i].ID
+		q.InputID = id
+		return func(r *store.Reading) (float64, bool) {
+			if j := slices.Index(r.InputIDs, id); j >= 0 {
+				return r.Values[j], true
+			}
+			return 0, false
+		}, nil
+	}
+	k := slices.IndexFunc(inst.Outputs, func(o store.InstanceOutput) bool { return o.Key == key })
+	if k < 0 {
+		return nil, nil
+	}
+	// The source's own links serve its readings from the one before First.
+	links, err := s.sensorLinks(ctx, lr, source, q.From, q.To, nil, depth)
+	if err != nil {
+		return nil, err
+	}
+	w := s.outputsOf(source, links)
+	return func(r *store.Reading) (float64, bool) {
+		w.Compute(r)
+		return w.Value(k)
+	}, nil
+}
+
+// outputsAt returns the outputs of sensor for its readings at the instants
+// at, ascending, reading its links' sources from lr.
+func (s *Service) outputsAt(ctx context.Context, lr linkReader, sensor store.Sensor, at []time.Time) (*Outputs, error) {
+	var links []*formulas.Link
+	if len(at) > 0 && sensor.Instance.Linked() {
+		var err error
+		if links, err = s.sensorLinks(ctx, lr, sensor, at[0], at[len(at)-1], at, 0); err != nil {
+			return nil, err
+		}
+	}
+	return s.outputsOf(sensor, links), nil
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

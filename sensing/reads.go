@@ -1,0 +1,291 @@
+package sensing
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/store"
+)
+
+// ReadingSink takes the readings of a read as they stream.
+type ReadingSink interface {
+	// Sensor is called before the sensor's readings, with the sensor and,
+	// when outputs were asked for, its outputs (else nil): a CSV header
+	// names them even on an empty page.
+	Sensor(sensor store.Sensor, outputs *Outputs) error
+	// Reading is called with each reading, which it must not keep, and,
+	// when outputs were asked for, the outputs to compute it with (else
+	// nil).
+	Reading(r *store.Reading, outputs *Outputs) error
+}
+
+// ListReadings gives sink the sensor and each reading of it q selects, in
+// order, with their outputs when outputs is set. It returns NotFound, and
+// sink's errors as they are.
+func (s *Service) ListReadings(ctx context.Context, key store.SensorKey, q store.ReadingQuery, outputs bool, sink ReadingSink) error {
+	sensor, err := s.db.GetSensor(ctx, key)
+	if err != nil {
+		return err
+	}
+	var header *Outputs
+	if outputs {
+		header = s.outputsOf(sensor, nil)
+	}
+	if err := sink.Sensor(sensor, header); err != nil || q.From.After(q.To) {
+		return err
+	}
+	return s.listReadings(ctx, sensor, q, outputs, sink.Reading)
+}
+
+// listReadings calls fn with each reading q selects and, when outputs
+// are wanted, the outputs to compute it with (else nil). Without links,
+// the readings stream; with links, they are read first (q's limit bounds
+// them), the connection is released, and then each source is read once
+// for their instants, before fn sees any.
+func (s *Service) listReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, outputs bool, fn func(*store.Reading, *Outputs) error) error {
+	if !outputs || !sensor.Instance.Linked() {
+		var o *Outputs
+		if outputs {
+			o = s.outputsOf(sensor, nil)
+		}
+		return s.reader.ListReadings(ctx, sensor, q, func(r *store.Reading) error { return fn(r, o) })
+	}
+	var readings []store.Reading
+	err := s.reader.ListReadings(ctx, sensor, q, func(r *store.Reading) error {
+		readings = append(readings, store.Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	at := make([]time.Time, len(readings))
+	for i := range readings {
+		at[i] = readings[i].Time
+	}
+	slices.SortFunc(at, time.Time.Compare)
+	o, err := s.outputsAt(ctx, s.reader, sensor, at)
+	if err != nil {
+		return err
+	}
+	for i := range readings {
+		if err := fn(&readings[i], o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Export is a sensor's readings read a chunk at a time, for a response
+// that streams them: each chunk is a query of its own, so that no
+// connection is held while the client reads.
+type Export struct {
+	s       *Service
+	Sensor  store.Sensor
+	Outputs *Outputs // nil unless asked for
+	// InputIDs are the input ids the sensor can have, ascending, when
+	// asked for: a CSV's columns.
+	InputIDs []int64
+	q        store.ReadingQuery
+	done     bool
+}
+
+// Export prepares the export of the sensor's readings that q selects,
+// chunk readings at a time, with their outputs when outputs is set and the
+// input ids its readings can have when inputIDs is set. It returns
+// NotFound.
+func (s *Service) Export(ctx context.Context, key store.SensorKey, q store.ReadingQuery, chunk int, outputs, inputIDs bool) (*Export, error) {
+	sensor, err := s.db.GetSensor(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	q.Limit = chunk
+	e := &Export{s: s, Sensor: sensor, q: q}
+	if outputs {
+		e.Outputs = s.outputsOf(sensor, nil)
+	}
+	if inputIDs {
+		if e.InputIDs, err = s.inputIDs(ctx, sensor); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Next gives fn the next chunk's readings, with the outputs to compute
+// them with when they were asked for, and says whether more may follow.
+func (e *Export) Next(ctx context.Context, fn func(*store.Reading, *Outputs) error) (bool, error) {
+	if e.done || e.q.From.After(e.q.To) {
+		return false, nil
+	}
+	var (
+		n    int
+		last time.Time
+	)
+	err := e.s.listReadings(ctx, e.Sensor, e.q, e.Outputs != nil, func(r *store.Reading, o *Outputs) error {
+		n++
+		last = r.Time
+		return fn(r, o)
+	})
+	if err != nil {
+		return false, err
+	}
+	e.done = n < e.q.Limit
+	e.q.From = last.Add(time.Microsecond)
+	return !e.done, nil
+}
+
+// inputIDs is every input id the sensor's readings can have, ascending:
+// its instance's, or, without one, those its readings have used.
+func (s *Service) inputIDs(ctx context.Context, sensor store.Sensor) ([]int64, error) {
+	if sensor.Instance == nil {
+		return s.reader.InputIDs(ctx, sensor)
+	}
+	ids := make([]int64, len(sensor.Instance.Inputs))
+	for i, in := range sensor.Instance.Inputs {
+		ids[i] = in.ID
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// Latest is a sensor's newest reading, if it has one, and the outputs to
+// compute it with, when asked for.
+type Latest struct {
+	store.Latest
+	Outputs *Outputs
+}
+
+// LatestReadings returns, for up to limit sensors of the project with ids
+// above after, each sensor's newest reading, with its outputs when outputs
+// is set, and whether more sensors follow. It returns NotFound for a
+// project not in orgID.
+func (s *Service) LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int, outputs bool) ([]Latest, bool, error) {
+	latest, more, err := s.reader.LatestReadings(ctx, orgID, projectID, after, limit)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]Latest, len(latest))
+	for i, l := range latest {
+		out[i].Latest = l
+		if outputs && l.Reading != nil {
+			if out[i].Outputs, err = s.outputsAt(ctx, s.reader, l.Sensor, []time.Time{l.Reading.Time}); err != nil {
+				return nil, false, err
+			}
+		}
+	}
+	return out, more, nil
+}
+
+// MaxProjectSensors is how many sensors a read of a project's readings
+// takes when it names none.
+const MaxProjectSensors = 20
+
+// ProjectQuery selects readings of several sensors of a project.
+type ProjectQuery struct {
+	Sensors  []int64 // by id; nil: every sensor of the project, MaxProjectSensors at most
+	From, To time.Time
+	Limit    int
+	// After is the last reading of the page before, for the next: that
+	// sensor's readings after it, then the next sensors'.
+	AfterSensor int64
+	AfterTime   time.Time
+	Outputs     bool
+}
+
+// ProjectReadings gives sink the readings q selects, sensor by sensor in
+// id order, each sensor before its readings, up to q.Limit in all. When
+// the page is full it returns its last reading's sensor and datetime, the
+// cursor of the next page; else 0. It returns NotFound for a sensor or
+// project that is not there, Invalid for a project of more than
+// MaxProjectSensors sensors when q names none, and sink's errors.
+func (s *Service) ProjectReadings(ctx context.Context, orgID, projectID int64, q ProjectQuery, sink ReadingSink) (int64, time.Time, error) {
+	sensors, err := s.projectSensors(ctx, orgID, projectID, q.Sensors)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	n := 0
+	for _, sensor := range sensors {
+		if sensor.ID < q.AfterSensor {
+			continue
+		}
+		rq := store.ReadingQuery{From: q.From, To: q.To, Limit: q.Limit - n}
+		if sensor.ID == q.AfterSensor {
+			rq.From = later(q.From, q.AfterTime.Add(time.Microsecond))
+		}
+		if rq.From.After(rq.To) {
+			continue
+		}
+		if err := sink.Sensor(sensor, nil); err != nil {
+			return 0, time.Time{}, err
+		}
+		var last time.Time
+		count := 0
+		err := s.listReadings(ctx, sensor, rq, q.Outputs, func(r *store.Reading, o *Outputs) error {
+			count++
+			last = r.Time
+			return sink.Reading(r, o)
+		})
+		if err != nil {
+			return 0, time.Time{}, err
+		}
+		if n += count; n == q.Limit {
+			return sensor.ID, last, nil
+		}
+	}
+	return 0, time.Time{}, nil
+}
+
+// projectSensors returns the sensors ids names, or without ids every
+// sensor of the project, MaxProjectSensors at most.
+func (s *Service) projectSensors(ctx context.Context, orgID, projectID int64, ids []int64) ([]store.Sensor, error) {
+	if ids == nil {
+		sensors, more, err := s.db.ListSensors(ctx, orgID, projectID, 0, MaxProjectSensors)
+		if err != nil {
+			return nil, err
+		}
+		if more {
+			return nil, apperr.Errorf(apperr.Invalid, "the project has more than %d sensors: name at most %d in sensors", MaxProjectSensors, MaxProjectSensors)
+		}
+		return sensors, nil
+	}
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	sensors := make([]store.Sensor, len(ids))
+	for i, id := range ids {
+		var err error
+		if sensors[i], err = s.db.GetSensor(ctx, store.SensorKey{OrgID: orgID, ProjectID: projectID, SensorID: id}); err != nil {
+			return nil, err
+		}
+	}
+	return sensors, nil
+}
+
+// Status is a sensor's status, and the outputs to compute its newest
+// reading with.
+type Status struct {
+	store.SensorStatus
+	Outputs *Outputs
+}
+
+// SensorStatuses returns a page of the status of the sensors q selects,
+// each newest reading with its outputs, and whether more follow. It
+// returns store.DB.SensorStatuses' errors.
+func (s *Service) SensorStatuses(ctx context.Context, q store.StatusQuery) ([]Status, bool, error) {
+	statuses, more, err := s.db.SensorStatuses(ctx, q)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]Status, len(statuses))
+	for i, st := range statuses {
+		out[i].SensorStatus = st
+		if st.Reading != nil {
+			if out[i].Outputs, err = s.outputsAt(ctx, s.db, st.Sensor, []time.Time{st.Reading.Time}); err != nil {
+				return nil, false, err
+			}
+		}
+	}
+	return out, more, nil
+}

@@ -1,0 +1,113 @@
+// Package sensing is the service's domain: what becomes of a sensor's
+// readings. One pipeline stores every write of readings, whatever brings
+// it (a JSON batch, a logger's file): check each reading, lock the sensor,
+// store the readings, step the alarm rules, queue the hours for the
+// rollups and keep the newest reading, in one transaction. Reads compute
+// the outputs of the readings they return with the sensor's formulas and
+// the values of its linked inputs, and aggregates merge the hourly
+// rollups with the readings the rollups do not cover. An edit of formulas,
+// links or rules rechecks the alarms against the newest reading in its own
+// transaction. Two workers keep what time changes: the rollups maintainer
+// and the overdue check.
+//
+// It runs the transactions: package store gives it a transaction (store.Tx)
+// whose methods are SQL and return rows, and calls nothing back. The
+// decisions of alarm rules are package alarms', the formula language
+// package formulas', the parsing of files package fileimport's.
+package sensing
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/sensorreadings/readings/formulas"
+	"github.com/sensorreadings/readings/store"
+)
+
+// Config holds what a deployment may change of the domain.
+type Config struct {
+	// MaxFuture is how far after the server's clock a reading may be
+	// dated; 0: no limit.
+	MaxFuture time.Duration
+	// DBTimeout bounds the statements of a write that streams (a file),
+	// whose request the server cannot bound: taking the sensor's lock,
+	// and what follows the stream. 0: no limit.
+	DBTimeout time.Duration
+	// MaxLinkValues bounds the values of a linked input's source that an
+	// aggregate reads; 0: DefaultMaxLinkValues.
+	MaxLinkValues int
+	// ReadingsOnly has aggregates read the readings alone, never the
+	// rollups: what an answer from the rollups must equal, for the checks
+	// of the rollups.
+	ReadingsOnly bool
+	// OnEvents, if set, is called after a write of readings committed
+	// alarm events, so that their webhook deliveries need not wait for
+	// the next poll.
+	OnEvents func()
+}
+
+// Service is the domain, on the primary database.
+type Service struct {
+	db            *store.DB
+	reader        Reader // where reads of readings go: db, or a hot standby
+	log           *slog.Logger
+	cfg           Config
+	programs      *formulas.Cache
+	formulaErrors *counter
+	rollupCursor  *atomic.Int64 // the sensor whose queued hours the maintainer took last
+}
+
+// Reader is what the reads of readings need of a database: the primary,
+// or a hot standby that serves them. *store.DB is one.
+type Reader interface {
+	ListReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, fn func(*store.Reading) error) error
+	LinkSource(ctx context.Context, of store.Sensor, id int64) (store.Sensor, error)
+	ListLinkReadings(ctx context.Context, sensor store.Sensor, q store.LinkQuery, fn func(*store.Reading) error) error
+	InputIDs(ctx context.Context, sensor store.Sensor) ([]int64, error)
+	LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Latest, bool, error)
+	Buckets(ctx context.Context, q store.BucketQuery) ([]time.Time, error)
+	InSnapshot(ctx context.Context, fn func(*store.Tx) error) error
+}
+
+var _ Reader = (*store.DB)(nil)
+
+// New returns the domain on db, which it uses for every write and read
+// until WithReader gives reads another database.
+func New(db *store.DB, log *slog.Logger, cfg Config) *Service {
+	return &Service{db: db, reader: db, log: log, cfg: cfg, programs: &formulas.Cache{}, formulaErrors: &counter{}, rollupCursor: &atomic.Int64{}}
+}
+
+// WithReader returns the domain reading the readings it serves (pages,
+// exports, aggregates, latest values) from r, a hot standby, and
+// everything else, the sensors read included, from the primary. It shares
+// s's compiled formulas and counters.
+func (s *Service) WithReader(r Reader) *Service {
+	c := *s
+	c.reader = r
+	return &c
+}
+
+// FormulaErrors is how many outputs were left out because their formula
+// came to NaN or an infinity, or a stored formula failed to compile, since
+// the service started: for the metrics.
+func (s *Service) FormulaErrors() int64 { return s.formulaErrors.n.Load() }
+
+// counter counts for the metrics, from any goroutine.
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) add(n int64) {
+	if c != nil {
+		c.n.Add(n)
+	}
+}
+
+// bounded is ctx bounded by the database timeout, for the statements of a
+// write whose request the server does not bound.
+func (s *Service) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.cfg.DBTimeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, s.cfg.DBTimeout)
+}

@@ -1,0 +1,31 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sensorreadings/readings/apperr"
+)
+
+// eachReading runs query, whose rows are a key (a bucket, an hour) and a
+// reading's datetime, input ids and values, in time order, and calls fn
+// with each, as the rows arrive; fn must not keep the reading. fn's
+// errors are returned as they are; the database's are op's.
+func eachReading(ctx context.Context, tx pgx.Tx, op, query string, args []any, fn func(key time.Time, r *Reading) error) error {
+	var (
+		key time.Time
+		r   Reading
+	)
+	rows, err := tx.Query(ctx, query, args...)
+	if err != nil {
+		return readError(op, err)
+	}
+	_, err = pgx.ForEachRow(rows, []any{&key, &r.Time, &r.InputIDs, &r.Values}, func() error { return fn(key, &r) })
+	if _, ok := errors.AsType[*apperr.Error](err); ok {
+		return err
+	}
+	return readError(op, err)
+}
