@@ -110,7 +110,7 @@ func (s *Service) Ingest(ctx context.Context, key store.SensorKey, src Source) (
 func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, in intake) (store.Written, error) {
 	var written store.Written
 	bounded, cancel := in.bound(s, ctx)
-	w, err := tx.LockSensorWrite(bounded, key)
+	w, err := tx.LockSensorWrite(bounded, key, in.ahead())
 	cancel()
 	if err != nil {
 		return written, err
@@ -129,10 +129,13 @@ func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, 
 	if written, err = in.store(ctx, tx, w); err != nil {
 		return written, err
 	}
-	if written.Events, err = s.stepAlarms(ctx, tx, w.Sensor, w.Newest, func(fn func([]store.Reading) error) error {
+	if written.Events, err = s.stepAlarms(ctx, tx, w.Sensor, w.Rules, w.Newest, func(fn func([]store.Reading) error) error {
 		return in.chunks(ctx, fn)
 	}); err != nil {
 		return written, err
+	}
+	if in.ahead() != nil {
+		return written, nil // the lock kept the newest reading
 	}
 	return written, tx.KeepLatest(ctx, w.Sensor.ID, in.newest())
 }
@@ -143,6 +146,10 @@ type intake interface {
 	// bound bounds ctx for a statement of the write, when its request is
 	// not bounded.
 	bound(s *Service, ctx context.Context) (context.Context, context.CancelFunc)
+	// ahead is the readings, ordered and one per instant, when they are
+	// known before the lock: the lock's round trip then queues their hours
+	// and keeps the newest (store.Tx.LockSensorWrite). nil for a stream.
+	ahead() []store.Reading
 	// stage writes what must be written before the input ids are known:
 	// a stream's readings.
 	stage(ctx context.Context, tx *store.Tx, w store.SensorWrite) error
@@ -186,6 +193,8 @@ func newBatchIntake(b *Batch, check checks) (*batchIntake, error) {
 func (*batchIntake) bound(_ *Service, ctx context.Context) (context.Context, context.CancelFunc) {
 	return ctx, func() {} // the server bounds the request
 }
+
+func (b *batchIntake) ahead() []store.Reading { return b.ordered }
 
 func (*batchIntake) stage(context.Context, *store.Tx, store.SensorWrite) error { return nil }
 
@@ -251,6 +260,8 @@ func (in *streamIntake) next() (*store.Reading, error) {
 func (*streamIntake) bound(s *Service, ctx context.Context) (context.Context, context.CancelFunc) {
 	return s.bounded(ctx)
 }
+
+func (*streamIntake) ahead() []store.Reading { return nil }
 
 func (in *streamIntake) stage(ctx context.Context, tx *store.Tx, w store.SensorWrite) error {
 	var err error

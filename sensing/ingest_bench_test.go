@@ -83,14 +83,15 @@ func benchmarkIngest(b *testing.B, size int) {
 		b.ReportMetric(float64(pgCPU.Nanoseconds())/readings, "pg-cpu-ns/reading")
 	}
 
+	copied, written := 0, 0 // batches stored so far, each at instants of its own
 	b.Run("RawCopy", func(b *testing.B) {
-		measure(b, func(n int) error {
+		measure(b, func(int) error {
+			copied++
 			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-				return store.CopyReadings(ctx, tx.Conn().PgConn(), raw.SensorID, batch(n))
+				return store.CopyReadings(ctx, tx.Conn().PgConn(), raw.SensorID, batch(copied))
 			})
 		})
 	})
-	written := 0 // batches stored so far, each at instants of its own
 	b.Run("New", func(b *testing.B) {
 		measure(b, func(int) error {
 			_, err := core.Ingest(ctx, key, sensing.NewBatch(batch(written)))
