@@ -225,10 +225,17 @@ func freshInputs(known []int64, ids iter.Seq[int64]) []int64 {
 	return slices.Compact(fresh)
 }
 
-// InputIDsOf yields the input ids of readings.
+// InputIDsOf yields the input ids of readings, each at least once. The
+// readings of a batch mostly have the inputs of the reading before, which
+// are not yielded again.
 func InputIDsOf(readings []Reading) iter.Seq[int64] {
 	return func(yield func(int64) bool) {
+		var last []int64
 		for _, r := range readings {
+			if slices.Equal(r.InputIDs, last) {
+				continue
+			}
+			last = r.InputIDs
 			for _, id := range r.InputIDs {
 				if !yield(id) {
 					return
