@@ -55,10 +55,12 @@ func (b *Batch) Where() (string, map[string]any) {
 // for the rollups, its alarm rules stepped with them in time order, and
 // the newest reading kept.
 //
-// A Batch is checked before the transaction begins, stored in one COPY
-// (or, where it overlaps stored readings, a delete and a COPY) and its
-// alarms stepped in memory; a transaction PostgreSQL aborts as a
-// deadlock's victim is run again, whole. Any other source streams: the
+// A Batch is checked before the transaction begins; the lock's round trip
+// also queues its hours and keeps its newest reading, and stores a batch
+// of up to 100 readings (an upsert); a larger one is stored in one COPY
+// (or, where it overlaps stored readings, a delete and a COPY). Its alarms
+// are stepped in memory; a transaction PostgreSQL aborts as a deadlock's
+// victim is run again, whole. Any other source streams: the
 // sensor is locked from its first reading, each reading is checked and
 // written as it comes, so that memory stays bounded whatever its length,
 // and its alarms are stepped a chunk at a time as stored; an abort is
