@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -61,7 +62,12 @@ func benchmarkPostReadings(b *testing.B, size int) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		// Read to its end, so that the connection is kept for the next.
+		_, err = io.Copy(io.Discard, res.Body)
 		res.Body.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
 		if res.StatusCode != http.StatusOK {
 			b.Fatalf("POST: %s", res.Status)
 		}
