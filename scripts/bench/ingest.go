@@ -113,12 +113,16 @@ func (e *env) smallBatches(ctx context.Context, res *results) error {
 	for pass, row := range []string{"3s", "4s"} {
 		e.checkpoint(ctx)
 		buffers := make([]bytes.Buffer, smallClients)
+		profiled := e.profile(ctx, "small-"+row, ingestProfileTime)
 		stop := e.clock()
 		err := parallel(ctx, smallClients, smallSensors, func(ctx context.Context, worker, job int) error {
 			return s.postTo(ctx, paths[job], bodies[job], &buffers[worker])
 		})
 		elapsed := stop()
 		if err != nil {
+			return err
+		}
+		if err := profiled(); err != nil {
 			return err
 		}
 		var cpu cpuSpent
