@@ -1,18 +1,19 @@
 package sensing
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
-	"github.com/sensorreadings/readings/stats"
 	"github.com/sensorreadings/readings/store"
 )
 
 // A round of the rollups' maintainer is bounded: the hours it recomputes,
 // each in one statement per table, and the time it takes.
 const (
-	rollupHours     = 24 // per sensor transaction
-	rollupRoundMax  = 2_000
+	rollupHours     = 168 // per sensor transaction: a week
+	rollupRoundMax  = 20_000
 	rollupRoundTime = 5 * time.Second
 )
 
@@ -83,8 +84,9 @@ func (s *Service) recomputeHours(ctx context.Context, maxHours int) (int, error)
 
 // rollupSensor recomputes up to limit queued hours of the sensor, in a
 // transaction that holds the sensor and the hours (ClaimQueuedHours), and
-// tells how many. The outputs are computed as a read computes them, but
-// for a sensor with linked inputs, whose outputs follow other sensors'
+// tells how many: it reads each hour's readings once, and computes the
+// inputs' statistics and the outputs', as a read computes them, but for
+// a sensor with linked inputs, whose outputs follow other sensors'
 // readings: queries always compute those from the readings.
 func (s *Service) rollupSensor(ctx context.Context, sensorID int64, limit int) (int, error) {
 	var n int
@@ -95,55 +97,75 @@ func (s *Service) rollupSensor(ctx context.Context, sensorID int64, limit int) (
 			return err
 		}
 		n = len(q.Hours)
-		if err := tx.RecomputeHours(ctx, q); err != nil {
+		var outputs *Outputs
+		if !q.Sensor.Instance.Linked() {
+			outputs = s.outputsOf(q.Sensor, nil)
+		}
+		rows, err := hourRollups(ctx, tx, q, outputs)
+		if err != nil {
 			return err
 		}
-		if !q.Sensor.Instance.Linked() {
-			if outputs := s.outputsOf(q.Sensor, nil); outputs.computes() {
-				rows, err := outputRollups(ctx, tx, q, outputs)
-				if err != nil {
-					return err
-				}
-				if err := tx.StoreOutputRollups(ctx, q, rows); err != nil {
-					return err
-				}
-			}
-		}
-		return tx.FinishQueuedHours(ctx, q)
+		return tx.StoreHourRollups(ctx, q, rows)
 	})
 	return n, err
 }
 
-// outputRollups computes the outputs of the readings of the held hours,
-// as they stream in time order, and returns their statistics per hour.
-func outputRollups(ctx context.Context, tx *store.Tx, q store.QueuedHours, outputs *Outputs) ([]store.OutputRollup, error) {
-	ids := outputs.IDs()
-	parts := make([]stats.Partial, len(ids))
-	var rows []store.OutputRollup
-	flush := func(hour time.Time) {
-		for k := range parts {
-			if parts[k].Count > 0 {
-				rows = append(rows, store.OutputRollup{Hour: hour, OutputID: ids[k], Partial: parts[k]})
-			}
-			parts[k] = stats.Partial{}
-		}
-	}
-	add := func(k int, t time.Time, v float64) { parts[k].Add(t, v) }
+// hourRollups computes the rollups of the held hours from their readings,
+// as they stream in time order, with outputs' unless outputs is nil.
+func hourRollups(ctx context.Context, tx *store.Tx, q store.QueuedHours, outputs *Outputs) ([]store.HourRollup, error) {
 	var (
-		current time.Time
-		started bool
+		rows    []store.HourRollup
+		row     *store.HourRollup
+		slots   = map[int64]int{} // an input id's series in row
+		ids     []int64
+		version = q.Sensor.FormulasVersion()
 	)
-	err := tx.HourReadings(ctx, q, func(hour time.Time, r *store.Reading) error {
-		if started && !hour.Equal(current) {
-			flush(current)
+	if outputs != nil {
+		ids = outputs.IDs()
+	}
+	flush := func() {
+		if row == nil {
+			return
 		}
-		current, started = hour, true
-		addOutputs(outputs, r, add)
+		slices.SortFunc(row.Inputs, func(a, b store.Series) int { return cmp.Compare(a.ID, b.ID) })
+		if row.Outputs != nil {
+			row.Outputs = slices.DeleteFunc(row.Outputs, func(s store.Series) bool { return s.Count == 0 })
+		}
+		clear(slots)
+	}
+	err := tx.HourReadings(ctx, q, func(hour time.Time, r *store.Reading) error {
+		if row == nil || !row.Hour.Equal(hour) {
+			flush()
+			rows = append(rows, store.HourRollup{Hour: hour, Version: version, Whole: true})
+			row = &rows[len(rows)-1]
+			if outputs != nil {
+				row.Outputs = make([]store.Series, len(ids))
+				for k, id := range ids {
+					row.Outputs[k].ID = id
+				}
+			}
+		}
+		row.Count++
+		for j, id := range r.InputIDs {
+			k, ok := slots[id]
+			if !ok {
+				k = len(row.Inputs)
+				slots[id] = k
+				row.Inputs = append(row.Inputs, store.Series{ID: id})
+			}
+			row.Inputs[k].Add(r.Time, r.Values[j])
+		}
+		if outputs != nil {
+			outputs.Compute(r)
+			for k := range ids {
+				if v, ok := outputs.Value(k); ok {
+					row.Outputs[k].Add(r.Time, v)
+				}
+			}
+		}
 		return nil
 	})
-	if started {
-		flush(current)
-	}
+	flush()
 	return rows, err
 }
 

@@ -23,9 +23,34 @@ func eachReading(ctx context.Context, tx pgx.Tx, op, query string, args []any, f
 	if err != nil {
 		return readError(op, err)
 	}
-	_, err = pgx.ForEachRow(rows, []any{&key, &r.Time, &r.InputIDs, &r.Values}, func() error { return fn(key, &r) })
+	err = scanKeyedReadings(rows, &key, &r, func() error { return fn(key, &r) })
 	if _, ok := errors.AsType[*apperr.Error](err); ok {
 		return err
 	}
 	return readError(op, err)
+}
+
+// scanKeyedReadings scans each row of rows into key and r, as the
+// readings' own scanner does (binary, reusing r's slices), and calls fn.
+func scanKeyedReadings(rows pgx.Rows, key *time.Time, r *Reading, fn func() error) error {
+	defer rows.Close()
+	binary := binaryColumns(rows, 4)
+	for rows.Next() {
+		var err error
+		if binary {
+			raw := rows.RawValues()
+			if *key, err = decodeTimestamptz(raw[0]); err == nil {
+				err = decodeReading(raw[1:], r)
+			}
+		} else {
+			err = rows.Scan(key, &r.Time, &r.InputIDs, &r.Values)
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
