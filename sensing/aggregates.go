@@ -195,10 +195,11 @@ func (a *aggregation) run(ctx context.Context, tx *store.Tx, sensor store.Sensor
 	rolled := !q.Raw && !q.Median && q.Interval >= time.Hour && h0.Before(h1)
 	if rolled {
 		var err error
-		if inSpans, outSpans, err = a.rollups(ctx, tx, sensor, q, h0, h1); err != nil {
+		var served bool
+		if inSpans, outSpans, served, err = a.rollups(ctx, tx, sensor, q, h0, h1); err != nil {
 			return "", err
 		}
-		if len(inSpans.from) > maxSpans || len(outSpans.from) > maxSpans {
+		if !served || len(inSpans.from) > maxSpans || len(outSpans.from) > maxSpans {
 			*a = *newAggregation(a.b, a.median, a.out)
 			rolled = false
 		}
@@ -212,6 +213,10 @@ func (a *aggregation) run(ctx context.Context, tx *store.Tx, sensor store.Sensor
 	if a.out != nil {
 		read = outSpans // which hold the inputs' spans
 	}
+	var (
+		lastIDs   []int64 // of the reading before
+		lastSlots []int   // of each of lastIDs
+	)
 	err := tx.SpanReadings(ctx, sensor.ID, read.from, read.to, func(r *store.Reading) error {
 		i, err := a.b.index(r.Time)
 		if err != nil {
@@ -223,8 +228,14 @@ func (a *aggregation) run(ctx context.Context, tx *store.Tx, sensor store.Sensor
 		}
 		if a.out == nil || inSpans.contain(r.Time) {
 			a.counts[i]++
-			for j, id := range r.InputIDs {
-				k := a.slot(id)
+			// Readings mostly have the inputs of the one before.
+			if !slices.Equal(r.InputIDs, lastIDs) {
+				lastIDs, lastSlots = append(lastIDs[:0], r.InputIDs...), lastSlots[:0]
+				for _, id := range r.InputIDs {
+					lastSlots = append(lastSlots, a.slot(id))
+				}
+			}
+			for j, k := range lastSlots {
 				a.inputs[k][i].AddAny(r.Time, r.Values[j])
 				if a.median {
 					a.inputMedians.keep(k, r.Values[j])
@@ -259,8 +270,9 @@ func (a *aggregation) run(ctx context.Context, tx *store.Tx, sensor store.Sensor
 
 // rollups merges the rollups of the hours [h0, h1) that serve q, and
 // returns the spans whose readings are to be read for the inputs (and the
-// counts), and for the outputs, which hold the inputs'.
-func (a *aggregation) rollups(ctx context.Context, tx *store.Tx, sensor store.Sensor, q store.BucketQuery, h0, h1 time.Time) (inSpans, outSpans spans, err error) {
+// counts), and for the outputs, which hold the inputs'; and whether the
+// rollups served any hour.
+func (a *aggregation) rollups(ctx context.Context, tx *store.Tx, sensor store.Sensor, q store.BucketQuery, h0, h1 time.Time) (inSpans, outSpans spans, served bool, err error) {
 	hours := int(h1.Sub(h0) / time.Hour)
 	whole := make([]bool, hours)
 	for k := range whole {
@@ -268,7 +280,7 @@ func (a *aggregation) rollups(ctx context.Context, tx *store.Tx, sensor store.Se
 	}
 	queued, err := tx.QueuedHoursIn(ctx, sensor.ID, h0, h1)
 	if err != nil {
-		return inSpans, outSpans, err
+		return inSpans, outSpans, false, err
 	}
 	// What the rollups do not serve, by hour: the inputs (and so the
 	// outputs), or the outputs alone.
@@ -319,7 +331,7 @@ func (a *aggregation) rollups(ctx context.Context, tx *store.Tx, sensor store.Se
 		return nil
 	})
 	if err != nil {
-		return inSpans, outSpans, err
+		return inSpans, outSpans, false, err
 	}
 	inAt, outAt := q.From, q.From
 	for k := range hours {
@@ -327,6 +339,7 @@ func (a *aggregation) rollups(ctx context.Context, tx *store.Tx, sensor store.Se
 		if !whole[k] || unserved[k] == inputs {
 			continue
 		}
+		served = true
 		inSpans.add(inAt, h)
 		inAt = h.Add(time.Hour)
 		if unserved[k] == 0 && (outputsRolled || a.out == nil) {
@@ -336,7 +349,7 @@ func (a *aggregation) rollups(ctx context.Context, tx *store.Tx, sensor store.Se
 	}
 	inSpans.add(inAt, q.To)
 	outSpans.add(outAt, q.To)
-	return inSpans, outSpans, nil
+	return inSpans, outSpans, served, nil
 }
 
 // finishMedians computes the medians of the bucket being read. A median
