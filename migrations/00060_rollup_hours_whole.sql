@@ -6,6 +6,12 @@
 -- rollup_outputs held a row per hour and series, merged per bucket in SQL
 -- (131,760 rows for 10 inputs and 5 outputs).
 --
+-- quarters keeps the same for each quarter of the hour, for the buckets
+-- that start in the middle of an hour: every zone's offset is a multiple
+-- of 15 minutes, so a day of Asia/Kolkata is 23 hours and four quarters.
+-- At 4.8 kB for 15 series it is kept out of line (TOAST), and read only
+-- for such hours.
+--
 -- outputs is NULL where the outputs are not rolled up (a sensor with
 -- linked inputs), empty where the sensor has none; a row whose inputs are
 -- NULL was written before this migration and is read from the readings
@@ -13,7 +19,7 @@
 -- recomputed it.
 
 -- +goose Up
-ALTER TABLE rollup_hours ADD COLUMN inputs bytea, ADD COLUMN outputs bytea;
+ALTER TABLE rollup_hours ADD COLUMN inputs bytea, ADD COLUMN outputs bytea, ADD COLUMN quarters bytea;
 DROP TABLE rollup_inputs;
 DROP TABLE rollup_outputs;
 INSERT INTO rollup_dirty AS d (sensor_id, hour, inputs)
@@ -41,4 +47,4 @@ ALTER TABLE rollup_outputs ADD FOREIGN KEY (sensor_id) REFERENCES sensors ON DEL
 INSERT INTO rollup_dirty AS d (sensor_id, hour, inputs)
 SELECT sensor_id, hour, true FROM rollup_hours
 ON CONFLICT (sensor_id, hour) DO UPDATE SET inputs = true;
-ALTER TABLE rollup_hours DROP COLUMN inputs, DROP COLUMN outputs;
+ALTER TABLE rollup_hours DROP COLUMN inputs, DROP COLUMN outputs, DROP COLUMN quarters;

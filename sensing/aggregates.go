@@ -271,12 +271,24 @@ func (a *aggregation) run(ctx context.Context, tx *store.Tx, sensor store.Sensor
 // rollups merges the rollups of the hours [h0, h1) that serve q, and
 // returns the spans whose readings are to be read for the inputs (and the
 // counts), and for the outputs, which hold the inputs'; and whether the
-// rollups served any hour.
+// rollups served any hour. An hour in one bucket is served by its
+// rollup, an hour whose quarters are each in one bucket by its quarters'.
 func (a *aggregation) rollups(ctx context.Context, tx *store.Tx, sensor store.Sensor, q store.BucketQuery, h0, h1 time.Time) (inSpans, outSpans spans, served bool, err error) {
 	hours := int(h1.Sub(h0) / time.Hour)
-	whole := make([]bool, hours)
-	for k := range whole {
-		whole[k] = a.b.whole(h0.Add(time.Duration(k) * time.Hour))
+	const (
+		byHour = 1 + iota
+		byQuarters
+	)
+	how := make([]uint8, hours) // 0: from the readings
+	for k := range how {
+		h := h0.Add(time.Duration(k) * time.Hour)
+		switch {
+		case a.b.whole(h, time.Hour):
+			how[k] = byHour
+		case a.b.whole(h, 15*time.Minute) && a.b.whole(h.Add(15*time.Minute), 15*time.Minute) &&
+			a.b.whole(h.Add(30*time.Minute), 15*time.Minute) && a.b.whole(h.Add(45*time.Minute), 15*time.Minute):
+			how[k] = byQuarters
+		}
 	}
 	queued, err := tx.QueuedHoursIn(ctx, sensor.ID, h0, h1)
 	if err != nil {
@@ -299,34 +311,42 @@ func (a *aggregation) rollups(ctx context.Context, tx *store.Tx, sensor store.Se
 	// rollups do not follow: its outputs are always read.
 	outputsRolled := a.out != nil && !sensor.Instance.Linked()
 	version := sensor.FormulasVersion()
+	var quartered []time.Time // hours served by their quarters
 	err = tx.HourRollups(ctx, sensor.ID, h0, h1, outputsRolled, func(r *store.HourRollup) error {
 		k := int(r.Hour.Sub(h0) / time.Hour)
 		switch {
-		case !whole[k] || unserved[k] == inputs:
+		case how[k] == 0 || unserved[k] == inputs:
 			return nil
 		case !r.Whole: // written before the hour's statistics were kept
 			unserved[k] = inputs
+			return nil
+		}
+		if outputsRolled && unserved[k] == 0 && (r.Outputs == nil || r.Version != version) {
+			unserved[k] = outputs
+		}
+		if how[k] == byQuarters {
+			quartered = append(quartered, r.Hour)
 			return nil
 		}
 		i, err := a.b.index(r.Hour)
 		if err != nil {
 			return err
 		}
-		a.counts[i] += r.Count
-		for _, s := range r.Inputs {
-			a.inputs[a.slot(s.ID)][i].Merge(s.Partial)
-		}
-		if !outputsRolled || unserved[k] != 0 {
-			return nil
-		}
-		if r.Outputs == nil || r.Version != version {
-			unserved[k] = outputs
-			return nil
-		}
-		for _, s := range r.Outputs {
-			if j := slices.Index(a.out.IDs(), s.ID); j >= 0 { // not an output the sensor no longer has
-				a.outputs[j][i].Merge(s.Partial)
+		a.merge(i, r.Count, r.Inputs, r.Outputs, outputsRolled && unserved[k] == 0)
+		return nil
+	})
+	if err != nil {
+		return inSpans, outSpans, false, err
+	}
+	err = tx.QuarterRollups(ctx, sensor.ID, quartered, func(hour time.Time, quarters *[4]store.Quarter) error {
+		k := int(hour.Sub(h0) / time.Hour)
+		for j := range quarters {
+			i, err := a.b.index(hour.Add(time.Duration(j) * 15 * time.Minute))
+			if err != nil {
+				return err
 			}
+			qr := &quarters[j]
+			a.merge(i, qr.Count, qr.Inputs, qr.Outputs, outputsRolled && unserved[k] == 0)
 		}
 		return nil
 	})
@@ -336,7 +356,7 @@ func (a *aggregation) rollups(ctx context.Context, tx *store.Tx, sensor store.Se
 	inAt, outAt := q.From, q.From
 	for k := range hours {
 		h := h0.Add(time.Duration(k) * time.Hour)
-		if !whole[k] || unserved[k] == inputs {
+		if how[k] == 0 || unserved[k] == inputs {
 			continue
 		}
 		served = true
@@ -350,6 +370,23 @@ func (a *aggregation) rollups(ctx context.Context, tx *store.Tx, sensor store.Se
 	inSpans.add(inAt, q.To)
 	outSpans.add(outAt, q.To)
 	return inSpans, outSpans, served, nil
+}
+
+// merge merges a rollup of part of bucket i: its count and inputs, and its
+// outputs with outputs.
+func (a *aggregation) merge(i int, count int64, inputs, outputs []store.Series, withOutputs bool) {
+	a.counts[i] += count
+	for _, s := range inputs {
+		a.inputs[a.slot(s.ID)][i].Merge(s.Partial)
+	}
+	if !withOutputs {
+		return
+	}
+	for _, s := range outputs {
+		if j := slices.Index(a.out.IDs(), s.ID); j >= 0 { // not an output the sensor no longer has
+			a.outputs[j][i].Merge(s.Partial)
+		}
+	}
 }
 
 // finishMedians computes the medians of the bucket being read. A median

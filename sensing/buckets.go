@@ -83,13 +83,13 @@ func (b *bucketing) index(t time.Time) (int, error) {
 // label is the instant bucket i starts at, as a query names it.
 func (b *bucketing) label(i int) time.Time { return b.starts[i].At }
 
-// whole tells whether the UTC hour h lies in one bucket: whether its
-// rollup serves that bucket. Within a period of one offset the wall clock
+// whole tells whether [from, from+d) lies in one bucket: whether a rollup
+// of it serves that bucket. Within a period of one offset the wall clock
 // only goes forward, so a period's first and last instants tell.
-func (b *bucketing) whole(h time.Time) bool {
-	end := h.Add(time.Hour).UnixMicro()
-	i := b.bin(b.wall(h))
-	for u := h.UnixMicro(); ; {
+func (b *bucketing) whole(from time.Time, d time.Duration) bool {
+	end := from.Add(d).UnixMicro()
+	i := b.bin(b.wall(from))
+	for u := from.UnixMicro(); ; {
 		b.wall(time.UnixMicro(u))
 		last := min(b.zoneTo, end) - 1
 		if b.bin(last+b.offset) != i {

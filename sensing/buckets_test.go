@@ -88,7 +88,7 @@ SELECT date_bin($2::interval, a AT TIME ZONE $3::text, TIMESTAMP '2000-01-03') A
 					if k < 20 && len(at) > 300+2*k { // the hours of the changes
 						h = at[300+2*k+1].Truncate(time.Hour)
 					}
-					if !b.whole(h) {
+					if !b.whole(h, time.Hour) {
 						continue
 					}
 					first, _ := b.index(h)

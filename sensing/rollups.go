@@ -115,58 +115,81 @@ func (s *Service) rollupSensor(ctx context.Context, sensorID int64, limit int) (
 func hourRollups(ctx context.Context, tx *store.Tx, q store.QueuedHours, outputs *Outputs) ([]store.HourRollup, error) {
 	var (
 		rows    []store.HourRollup
-		row     *store.HourRollup
-		slots   = map[int64]int{} // an input id's series in row
+		at      = map[time.Time]int{} // an hour's row
 		ids     []int64
 		version = q.Sensor.FormulasVersion()
 	)
 	if outputs != nil {
 		ids = outputs.IDs()
 	}
-	flush := func() {
-		if row == nil {
-			return
-		}
-		slices.SortFunc(row.Inputs, func(a, b store.Series) int { return cmp.Compare(a.ID, b.ID) })
-		if row.Outputs != nil {
-			row.Outputs = slices.DeleteFunc(row.Outputs, func(s store.Series) bool { return s.Count == 0 })
-		}
-		clear(slots)
-	}
 	err := tx.HourReadings(ctx, q, func(hour time.Time, r *store.Reading) error {
-		if row == nil || !row.Hour.Equal(hour) {
-			flush()
+		i, ok := at[hour]
+		if !ok {
+			i = len(rows)
+			at[hour] = i
 			rows = append(rows, store.HourRollup{Hour: hour, Version: version, Whole: true})
-			row = &rows[len(rows)-1]
 			if outputs != nil {
-				row.Outputs = make([]store.Series, len(ids))
-				for k, id := range ids {
-					row.Outputs[k].ID = id
+				rows[i].Outputs = outputSeries(ids)
+				for k := range rows[i].Quarters {
+					rows[i].Quarters[k].Outputs = outputSeries(ids)
 				}
 			}
 		}
+		row := &rows[i]
+		quarter := &row.Quarters[r.Time.Sub(hour)/(15*time.Minute)]
 		row.Count++
+		quarter.Count++
 		for j, id := range r.InputIDs {
-			k, ok := slots[id]
-			if !ok {
-				k = len(row.Inputs)
-				slots[id] = k
-				row.Inputs = append(row.Inputs, store.Series{ID: id})
-			}
-			row.Inputs[k].Add(r.Time, r.Values[j])
+			addSeries(&row.Inputs, id, r.Time, r.Values[j])
+			addSeries(&quarter.Inputs, id, r.Time, r.Values[j])
 		}
 		if outputs != nil {
 			outputs.Compute(r)
 			for k := range ids {
 				if v, ok := outputs.Value(k); ok {
-					row.Outputs[k].Add(r.Time, v)
+					row.Outputs[k].AddAny(r.Time, v)
+					quarter.Outputs[k].AddAny(r.Time, v)
 				}
 			}
 		}
 		return nil
 	})
-	flush()
+	for i := range rows {
+		row := &rows[i]
+		tidySeries(&row.Inputs, &row.Outputs)
+		for k := range row.Quarters {
+			tidySeries(&row.Quarters[k].Inputs, &row.Quarters[k].Outputs)
+		}
+	}
 	return rows, err
+}
+
+// outputSeries are empty series of the outputs ids.
+func outputSeries(ids []int64) []store.Series {
+	s := make([]store.Series, len(ids))
+	for k, id := range ids {
+		s[k].ID = id
+	}
+	return s
+}
+
+// addSeries adds value v of time t to input id's series in s.
+func addSeries(s *[]store.Series, id int64, t time.Time, v float64) {
+	k := slices.IndexFunc(*s, func(s store.Series) bool { return s.ID == id })
+	if k < 0 {
+		k = len(*s)
+		*s = append(*s, store.Series{ID: id})
+	}
+	(*s)[k].AddAny(t, v)
+}
+
+// tidySeries orders inputs by id and leaves out the outputs without
+// values.
+func tidySeries(inputs, outputs *[]store.Series) {
+	slices.SortFunc(*inputs, func(a, b store.Series) int { return cmp.Compare(a.ID, b.ID) })
+	if *outputs != nil {
+		*outputs = slices.DeleteFunc(*outputs, func(s store.Series) bool { return s.Count == 0 })
+	}
 }
 
 // every calls fn every interval until ctx ends.

@@ -113,6 +113,37 @@ func (tx *Tx) HourRollups(ctx context.Context, sensorID int64, from, to time.Tim
 	return readError("hour rollups", rows.Err())
 }
 
+// QuarterRollups gives fn the quarters of the sensor's rollups of hours
+// that have them, in no order; fn must not keep them. fn's errors are
+// returned as they are.
+func (tx *Tx) QuarterRollups(ctx context.Context, sensorID int64, hours []time.Time, fn func(hour time.Time, quarters *[4]Quarter) error) error {
+	if len(hours) == 0 {
+		return nil
+	}
+	rows, err := tx.tx.Query(ctx, `SELECT hour, quarters FROM rollup_hours WHERE sensor_id = $1 AND hour = ANY($2) AND quarters IS NOT NULL`, sensorID, hours)
+	if err != nil {
+		return readError("quarter rollups", err)
+	}
+	defer rows.Close()
+	var (
+		hour     time.Time
+		quarters [4]Quarter
+	)
+	for rows.Next() {
+		raw := rows.RawValues()
+		if err := rows.Scan(&hour, nil); err != nil {
+			return readError("quarter rollups", err)
+		}
+		if err := unpackQuarters(raw[1], &quarters); err != nil {
+			return readError("quarter rollups", err)
+		}
+		if err := fn(hour, &quarters); err != nil {
+			return err
+		}
+	}
+	return readError("quarter rollups", rows.Err())
+}
+
 // spanReadingsSQL are the readings of the sensor $1 in the spans [$2[i],
 // $3[i]), a range scan each, in time order within each span. OFFSET 0
 // keeps the planner from joining the spans to every reading of the

@@ -35,6 +35,9 @@ func rollUp(t *testing.T, db *store.DB, key store.SensorKey) {
 				row.Inputs[k].Add(r.Time, r.Values[i])
 			}
 			row.Outputs[0].Add(r.Time, r.Values[0])
+			quarter := &row.Quarters[r.Time.Minute()/15]
+			quarter.Count++
+			quarter.Inputs = append(quarter.Inputs, store.Series{ID: r.InputIDs[0], Partial: stats.Partial{Count: 1, Min: r.Values[0]}})
 			return nil
 		})
 		if err != nil {
@@ -96,6 +99,28 @@ func TestAggregateRows(t *testing.T) {
 		}
 		if len(h.Outputs) != 1 || h.Outputs[0].ID != 99 || h.Outputs[0].Partial != want {
 			t.Errorf("hour 0's outputs = %+v, want output 99 as input 1", h.Outputs)
+		}
+	})
+	t.Run("Quarters", func(t *testing.T) {
+		var counts []int64
+		var inputs []int
+		err := db.InSnapshot(ctx, func(tx *store.Tx) error {
+			return tx.QuarterRollups(ctx, key.SensorID, []time.Time{start}, func(hour time.Time, quarters *[4]store.Quarter) error {
+				for _, q := range quarters {
+					counts, inputs = append(counts, q.Count), append(inputs, len(q.Inputs))
+					if q.Outputs != nil {
+						t.Errorf("quarter's outputs %v, want none kept", q.Outputs)
+					}
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Readings at 0, 10, 20, 30, 40 and 50 minutes.
+		if !slices.Equal(counts, []int64{2, 1, 2, 1}) || !slices.Equal(inputs, []int{2, 1, 2, 1}) {
+			t.Errorf("quarters of hour 0 count %v readings and %v series, want 2, 1, 2, 1 of each", counts, inputs)
 		}
 	})
 	t.Run("WithoutOutputs", func(t *testing.T) {

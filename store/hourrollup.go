@@ -23,6 +23,73 @@ type HourRollup struct {
 	// Whole is false for a row written before its statistics were kept
 	// in it (migration 00060): it is read from the readings.
 	Whole bool
+	// Quarters are the same of each quarter of the hour: kept by the
+	// maintainer, read by QuarterRollups alone.
+	Quarters [4]Quarter
+}
+
+// Quarter is a sensor's rollup of a quarter of an hour.
+type Quarter struct {
+	Count           int64
+	Inputs, Outputs []Series // Outputs nil where the hour's are
+}
+
+// quarterHeader is the size of a quarter's header in a packed rollup: its
+// count, and how many inputs and outputs follow (-1 outputs: nil).
+const quarterHeader = 24
+
+// packQuarters appends the quarters, packed, to b.
+func packQuarters(b []byte, quarters *[4]Quarter) []byte {
+	for _, q := range quarters {
+		outputs := int64(len(q.Outputs))
+		if q.Outputs == nil {
+			outputs = -1
+		}
+		b = binary.LittleEndian.AppendUint64(b, uint64(q.Count))
+		b = binary.LittleEndian.AppendUint64(b, uint64(len(q.Inputs)))
+		b = binary.LittleEndian.AppendUint64(b, uint64(outputs))
+		b = packSeries(b, q.Inputs)
+		b = packSeries(b, q.Outputs)
+	}
+	return b
+}
+
+// unpackQuarters unpacks the quarters packed in b into dst, reusing its
+// slices.
+func unpackQuarters(b []byte, dst *[4]Quarter) error {
+	for k := range dst {
+		q := &dst[k]
+		if len(b) < quarterHeader {
+			return fmt.Errorf("packed quarters end in quarter %d", k)
+		}
+		count, inputs, outputs := int64(binary.LittleEndian.Uint64(b)), int(binary.LittleEndian.Uint64(b[8:])), int(int64(binary.LittleEndian.Uint64(b[16:])))
+		b = b[quarterHeader:]
+		n := inputs + max(outputs, 0)
+		if inputs < 0 || n*seriesBytes > len(b) {
+			return fmt.Errorf("packed quarter %d: %d series in %d bytes", k, n, len(b))
+		}
+		var err error
+		q.Count = count
+		if q.Inputs, err = unpackSeries(b[:inputs*seriesBytes], q.Inputs[:0]); err != nil {
+			return err
+		}
+		b = b[inputs*seriesBytes:]
+		if outputs < 0 {
+			q.Outputs = nil
+			continue
+		}
+		if q.Outputs, err = unpackSeries(b[:outputs*seriesBytes], q.Outputs[:0]); err != nil {
+			return err
+		}
+		if q.Outputs == nil {
+			q.Outputs = []Series{}
+		}
+		b = b[outputs*seriesBytes:]
+	}
+	if len(b) != 0 {
+		return fmt.Errorf("packed quarters: %d bytes more", len(b))
+	}
+	return nil
 }
 
 // Series is one input's or output's statistics over an hour.

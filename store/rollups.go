@@ -73,13 +73,6 @@ func (db *DB) NextQueuedSensor(ctx context.Context, after int64) (int64, error) 
 	return sensorID, dbError("next queued sensor", err)
 }
 
-// hoursReadingsSQL are the readings of the sensor $1 in the hours $2,
-// read a range scan an hour (see spanReadingsSQL).
-const hoursReadingsSQL = `unnest($2::timestamptz[]) AS h(hour)
-CROSS JOIN LATERAL (
-    SELECT * FROM readings r WHERE r.sensor_id = $1 AND r.datetime >= h.hour AND r.datetime < h.hour + interval '1 hour' OFFSET 0
-) r`
-
 // QueuedHours are queued hours of a sensor's rollups that a transaction
 // holds (ClaimQueuedHours), to recompute them.
 type QueuedHours struct {
@@ -126,12 +119,22 @@ SELECT hour FROM rollup_dirty WHERE sensor_id = $1 ORDER BY hour DESC LIMIT $2 F
 // TimescaleDB skip the chunks of other hours.
 const theseHours = `sensor_id = $1 AND hour = ANY($2) AND hour >= $3 AND hour <= $4`
 
-// HourReadings gives fn each reading of the held hours, in time order,
-// with its hour, as the rows arrive; fn must not keep the reading. fn's
-// errors are returned as they are.
+// HourReadings gives fn each reading of the held hours, with its hour, as
+// the rows arrive, in time order within each run of consecutive hours;
+// fn must not keep the reading. A run is one range scan: read an hour at
+// a time, each batch of a compressed chunk (a thousand readings) would be
+// decompressed once an hour it spans. fn's errors are returned as they
+// are.
 func (tx *Tx) HourReadings(ctx context.Context, q QueuedHours, fn func(hour time.Time, r *Reading) error) error {
-	query := `SELECT h.hour, r.datetime, r.input_ids, r.vals FROM ` + hoursReadingsSQL + ` ORDER BY r.datetime`
-	return eachReading(ctx, tx.tx, "hour readings", query, []any{q.Sensor.ID, q.Hours}, fn)
+	var from, to []time.Time
+	for _, h := range q.Hours {
+		if n := len(to); n > 0 && to[n-1].Equal(h) {
+			to[n-1] = h.Add(time.Hour)
+			continue
+		}
+		from, to = append(from, h), append(to, h.Add(time.Hour))
+	}
+	return tx.SpanReadings(ctx, q.Sensor.ID, from, to, func(r *Reading) error { return fn(r.Time.Truncate(time.Hour), r) })
 }
 
 // StoreHourRollups replaces the rollups of the held hours with rows, the
@@ -142,9 +145,9 @@ func (tx *Tx) StoreHourRollups(ctx context.Context, q QueuedHours, rows []HourRo
 		return nil
 	}
 	var (
-		at             = make([]time.Time, len(rows))
-		n, version     = make([]int64, len(rows)), make([]int64, len(rows))
-		inputs, output = make([][]byte, len(rows)), make([][]byte, len(rows))
+		at                   = make([]time.Time, len(rows))
+		n, version           = make([]int64, len(rows)), make([]int64, len(rows))
+		inputs, output, quar = make([][]byte, len(rows)), make([][]byte, len(rows)), make([][]byte, len(rows))
 	)
 	for i := range rows {
 		r := &rows[i]
@@ -153,12 +156,13 @@ func (tx *Tx) StoreHourRollups(ctx context.Context, q QueuedHours, rows []HourRo
 		if r.Outputs != nil {
 			output[i] = packSeries(make([]byte, 0, len(r.Outputs)*seriesBytes), r.Outputs)
 		}
+		quar[i] = packQuarters(make([]byte, 0, 4*(quarterHeader+(len(r.Inputs)+len(r.Outputs))*seriesBytes)), &r.Quarters)
 	}
 	batch := &pgx.Batch{}
 	batch.Queue(`DELETE FROM rollup_hours WHERE `+theseHours, q.Sensor.ID, hours, hours[0], hours[len(hours)-1])
 	batch.Queue(`
-INSERT INTO rollup_hours (sensor_id, hour, n, version, inputs, outputs)
-SELECT $1, * FROM unnest($2::timestamptz[], $3::bigint[], $4::bigint[], $5::bytea[], $6::bytea[])`, q.Sensor.ID, at, n, version, inputs, output)
+INSERT INTO rollup_hours (sensor_id, hour, n, version, inputs, outputs, quarters)
+SELECT $1, * FROM unnest($2::timestamptz[], $3::bigint[], $4::bigint[], $5::bytea[], $6::bytea[], $7::bytea[])`, q.Sensor.ID, at, n, version, inputs, output, quar)
 	batch.Queue(`DELETE FROM rollup_dirty WHERE sensor_id = $1 AND hour = ANY($2)`, q.Sensor.ID, hours)
 	return dbError("store hour rollups", tx.tx.SendBatch(ctx, batch).Close())
 }

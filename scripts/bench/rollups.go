@@ -232,18 +232,26 @@ func (e *env) rollupYearMinutes(ctx context.Context, res *results) error {
 		fmt.Sprintf("first %s, p50 %s%s", duration(fresh[0]), duration(p50), cpu.perRequest(len(fresh))), target(fresh[0], time.Second))
 
 	before = e.meter.sample()
+	wait := e.profile(ctx, "rollups-13g", 5*time.Second)
 	built, err := e.waitRollups(ctx, s.id)
 	if err != nil {
 		return err
 	}
 	cpu = cpuSpent{}
 	cpu.add([]cpuSample{before, e.meter.sample()})
+	if err := wait(); err != nil {
+		return err
+	}
 	res.add("13g", "The maintainer builds the rollups of 13a's year from scratch (8,784 hours), from the import's end",
 		duration(built)+cpu.perReading(s.n), target(built, 10*time.Second))
 
 	for _, z := range yearZones {
+		wait := e.profile(ctx, "rollups-"+z.row, 3*time.Second)
 		p50, p99, use, cpu, err := e.timeAggregates(ctx, s, yearQuery(s, z.zone, true), 20)
 		if err != nil {
+			return err
+		}
+		if err := wait(); err != nil {
 			return err
 		}
 		res.add(z.row, fmt.Sprintf("Aggregates from rollups: 365 daily buckets of a year of 1-minute readings (525,600, 10 inputs, 5 outputs), `tz=%s&fn=avg,min,max&outputs=true`, 20 requests, 1 client; `X-Rollups: %s`", z.zone, use),
@@ -318,8 +326,12 @@ ON CONFLICT DO NOTHING`, s.id, rollupYear, s.end().Add(-time.Nanosecond).Truncat
 	}
 	defer e.pool.Exec(context.WithoutCancel(ctx), `DELETE FROM rollup_dirty WHERE sensor_id = $1`, s.id)
 	for _, outputs := range []bool{false, true} {
+		wait := e.profile(ctx, fmt.Sprintf("rollups-13e-%t", outputs), 5*time.Second)
 		p50, p99, use, cpu, err := e.timeAggregates(ctx, s, yearQuery(s, "Asia/Kolkata", outputs), 5)
 		if err != nil {
+			return err
+		}
+		if err := wait(); err != nil {
 			return err
 		}
 		limit := map[bool]time.Duration{false: 500 * time.Millisecond, true: time.Second}[outputs]
