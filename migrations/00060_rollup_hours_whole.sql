@@ -1,6 +1,8 @@
 -- An hour's rollup is one row: rollup_hours keeps, beside the count and
 -- the version, every input's and every output's statistics over the hour,
--- packed (store/hourrollup.go: 80 bytes a series). A year of a sensor is
+-- packed (store/hourrollup.go): count, sum, minimum and maximum in inputs
+-- and outputs (48 bytes a series), the first and last values and times
+-- apart in edges (32 bytes), read only for first, last and rate. A year of a sensor is
 -- then 8,784 rows whatever its inputs and outputs, read in one range scan
 -- and merged into buckets by the service, where rollup_inputs and
 -- rollup_outputs held a row per hour and series, merged per bucket in SQL
@@ -19,7 +21,7 @@
 -- recomputed it.
 
 -- +goose Up
-ALTER TABLE rollup_hours ADD COLUMN inputs bytea, ADD COLUMN outputs bytea, ADD COLUMN quarters bytea;
+ALTER TABLE rollup_hours ADD COLUMN inputs bytea, ADD COLUMN outputs bytea, ADD COLUMN edges bytea, ADD COLUMN quarters bytea;
 DROP TABLE rollup_inputs;
 DROP TABLE rollup_outputs;
 INSERT INTO rollup_dirty AS d (sensor_id, hour, inputs)
@@ -47,4 +49,4 @@ ALTER TABLE rollup_outputs ADD FOREIGN KEY (sensor_id) REFERENCES sensors ON DEL
 INSERT INTO rollup_dirty AS d (sensor_id, hour, inputs)
 SELECT sensor_id, hour, true FROM rollup_hours
 ON CONFLICT (sensor_id, hour) DO UPDATE SET inputs = true;
-ALTER TABLE rollup_hours DROP COLUMN inputs, DROP COLUMN outputs, DROP COLUMN quarters;
+ALTER TABLE rollup_hours DROP COLUMN inputs, DROP COLUMN outputs, DROP COLUMN edges, DROP COLUMN quarters;

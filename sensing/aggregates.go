@@ -312,7 +312,7 @@ func (a *aggregation) rollups(ctx context.Context, tx *store.Tx, sensor store.Se
 	outputsRolled := a.out != nil && !sensor.Instance.Linked()
 	version := sensor.FormulasVersion()
 	var quartered []time.Time // hours served by their quarters
-	err = tx.HourRollups(ctx, sensor.ID, h0, h1, outputsRolled, func(r *store.HourRollup) error {
+	err = tx.HourRollups(ctx, sensor.ID, h0, h1, outputsRolled, q.FirstLast, func(r *store.HourRollup) error {
 		k := int(r.Hour.Sub(h0) / time.Hour)
 		switch {
 		case how[k] == 0 || unserved[k] == inputs:

@@ -74,7 +74,7 @@ func TestAggregateRows(t *testing.T) {
 			if queued, err = tx.QueuedHoursIn(ctx, key.SensorID, start, start.Add(4*time.Hour)); err != nil {
 				return err
 			}
-			return tx.HourRollups(ctx, key.SensorID, start, start.Add(4*time.Hour), true, func(r *store.HourRollup) error {
+			return tx.HourRollups(ctx, key.SensorID, start, start.Add(4*time.Hour), true, true, func(r *store.HourRollup) error {
 				c := *r
 				c.Inputs, c.Outputs = slices.Clone(r.Inputs), slices.Clone(r.Outputs)
 				hours = append(hours, c)
@@ -125,7 +125,7 @@ func TestAggregateRows(t *testing.T) {
 	})
 	t.Run("WithoutOutputs", func(t *testing.T) {
 		err := db.InSnapshot(ctx, func(tx *store.Tx) error {
-			return tx.HourRollups(ctx, key.SensorID, start, start.Add(time.Hour), false, func(r *store.HourRollup) error {
+			return tx.HourRollups(ctx, key.SensorID, start, start.Add(time.Hour), false, false, func(r *store.HourRollup) error {
 				if r.Outputs != nil {
 					t.Errorf("outputs %v read without outputs, want none", r.Outputs)
 				}

@@ -145,24 +145,28 @@ func (tx *Tx) StoreHourRollups(ctx context.Context, q QueuedHours, rows []HourRo
 		return nil
 	}
 	var (
-		at                   = make([]time.Time, len(rows))
-		n, version           = make([]int64, len(rows)), make([]int64, len(rows))
-		inputs, output, quar = make([][]byte, len(rows)), make([][]byte, len(rows)), make([][]byte, len(rows))
+		at             = make([]time.Time, len(rows))
+		n, version     = make([]int64, len(rows)), make([]int64, len(rows))
+		inputs, output = make([][]byte, len(rows)), make([][]byte, len(rows))
+		edges, quar    = make([][]byte, len(rows)), make([][]byte, len(rows))
 	)
 	for i := range rows {
 		r := &rows[i]
+		series := len(r.Inputs) + len(r.Outputs)
 		at[i], n[i], version[i] = r.Hour, r.Count, r.Version
-		inputs[i] = packSeries(make([]byte, 0, len(r.Inputs)*seriesBytes), r.Inputs)
+		inputs[i] = packCore(make([]byte, 0, len(r.Inputs)*coreBytes), r.Inputs)
 		if r.Outputs != nil {
-			output[i] = packSeries(make([]byte, 0, len(r.Outputs)*seriesBytes), r.Outputs)
+			output[i] = packCore(make([]byte, 0, len(r.Outputs)*coreBytes), r.Outputs)
 		}
-		quar[i] = packQuarters(make([]byte, 0, 4*(quarterHeader+(len(r.Inputs)+len(r.Outputs))*seriesBytes)), &r.Quarters)
+		edges[i] = packEdges(packEdges(make([]byte, 0, series*edgesBytes), r.Inputs), r.Outputs)
+		quar[i] = packQuarters(make([]byte, 0, 4*(quarterHeader+series*seriesBytes)), &r.Quarters)
 	}
 	batch := &pgx.Batch{}
 	batch.Queue(`DELETE FROM rollup_hours WHERE `+theseHours, q.Sensor.ID, hours, hours[0], hours[len(hours)-1])
 	batch.Queue(`
-INSERT INTO rollup_hours (sensor_id, hour, n, version, inputs, outputs, quarters)
-SELECT $1, * FROM unnest($2::timestamptz[], $3::bigint[], $4::bigint[], $5::bytea[], $6::bytea[], $7::bytea[])`, q.Sensor.ID, at, n, version, inputs, output, quar)
+INSERT INTO rollup_hours (sensor_id, hour, n, version, inputs, outputs, edges, quarters)
+SELECT $1, * FROM unnest($2::timestamptz[], $3::bigint[], $4::bigint[], $5::bytea[], $6::bytea[], $7::bytea[], $8::bytea[])`,
+		q.Sensor.ID, at, n, version, inputs, output, edges, quar)
 	batch.Queue(`DELETE FROM rollup_dirty WHERE sensor_id = $1 AND hour = ANY($2)`, q.Sensor.ID, hours)
 	return dbError("store hour rollups", tx.tx.SendBatch(ctx, batch).Close())
 }
