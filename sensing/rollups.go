@@ -20,8 +20,10 @@ const (
 // MaintainRollups recomputes the queued hours of rollups every interval,
 // a round at a time, until ctx ends. Every replica runs it; the store
 // gives each queued hour to one.
+// An edit of a sensor's formulas, which queues every hour's outputs at
+// once, wakes it at once.
 func (s *Service) MaintainRollups(ctx context.Context, interval time.Duration) {
-	every(ctx, interval, func() {
+	every(ctx, interval, s.rollupWake, func() {
 		start := time.Now()
 		done, err := s.RecomputeRollups(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -192,16 +194,25 @@ func tidySeries(inputs, outputs *[]store.Series) {
 	}
 }
 
-// every calls fn every interval until ctx ends.
-func every(ctx context.Context, interval time.Duration, fn func()) {
+// every calls fn every interval, and when woken, until ctx ends.
+func every(ctx context.Context, interval time.Duration, wake <-chan struct{}, fn func()) {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ticker.C:
+		case <-wake:
 		case <-ctx.Done():
 			return
 		}
 		fn()
+	}
+}
+
+// wakeRollups wakes this replica's maintainer, unless it is awake.
+func (s *Service) wakeRollups() {
+	select {
+	case s.rollupWake <- struct{}{}:
+	default:
 	}
 }
