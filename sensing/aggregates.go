@@ -111,6 +111,8 @@ type aggregation struct {
 	inputs  [][]stats.Partial // by slot, by bucket
 	outputs [][]stats.Partial // by output, by bucket; nil without outputs
 	out     *Outputs          // nil without outputs
+	// The slots of the inputs of the rollup merged last, by position.
+	mergeSlots []int
 
 	// With median, the values of the bucket being read (cur), and each
 	// series' median by bucket: of the inputs by slot, of the outputs.
@@ -376,16 +378,27 @@ func (a *aggregation) rollups(ctx context.Context, tx *store.Tx, sensor store.Se
 // outputs with outputs.
 func (a *aggregation) merge(i int, count int64, inputs, outputs []store.Series, withOutputs bool) {
 	a.counts[i] += count
-	for _, s := range inputs {
-		a.inputs[a.slot(s.ID)][i].Merge(s.Partial)
+	for j := range inputs {
+		s := &inputs[j]
+		// Hours mostly have the inputs of the hour before.
+		if j >= len(a.mergeSlots) || a.ids[a.mergeSlots[j]] != s.ID {
+			a.mergeSlots = append(a.mergeSlots[:min(j, len(a.mergeSlots))], a.slot(s.ID))
+		}
+		a.inputs[a.mergeSlots[j]][i].Merge(s.Partial)
 	}
 	if !withOutputs {
 		return
 	}
-	for _, s := range outputs {
-		if j := slices.Index(a.out.IDs(), s.ID); j >= 0 { // not an output the sensor no longer has
-			a.outputs[j][i].Merge(s.Partial)
+	ids := a.out.IDs()
+	for j := range outputs {
+		s := &outputs[j]
+		k := j
+		if k >= len(ids) || ids[k] != s.ID {
+			if k = slices.Index(ids, s.ID); k < 0 {
+				continue // an output the sensor no longer has
+			}
 		}
+		a.outputs[k][i].Merge(s.Partial)
 	}
 }
 

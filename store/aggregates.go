@@ -68,8 +68,8 @@ func (tx *Tx) QueuedHoursIn(ctx context.Context, sensorID int64, from, to time.T
 	return hours, readError("queued hours", err)
 }
 
-// HourRollups gives fn the sensor's rollups of the hours in [from, to), by
-// hour, their outputs too with outputs, their first and last values with
+// HourRollups gives fn the sensor's rollups of the hours in [from, to), in
+// no order, their outputs too with outputs, their first and last values with
 // edges, as the rows arrive; fn must not keep the rollup. fn's errors are
 // returned as they are.
 func (tx *Tx) HourRollups(ctx context.Context, sensorID int64, from, to time.Time, outputs, edges bool, fn func(*HourRollup) error) error {
@@ -84,7 +84,9 @@ func (tx *Tx) HourRollups(ctx context.Context, sensorID int64, from, to time.Tim
 	} else {
 		columns += `, NULL::bytea`
 	}
-	rows, err := tx.tx.Query(ctx, `SELECT hour, n, version, `+columns+` FROM rollup_hours WHERE sensor_id = $1 AND hour >= $2 AND hour < $3 ORDER BY hour`,
+	// In no order: sorting 8,784 rows of a kilobyte took PostgreSQL
+	// longer than reading them.
+	rows, err := tx.tx.Query(ctx, `SELECT hour, n, version, `+columns+` FROM rollup_hours WHERE sensor_id = $1 AND hour >= $2 AND hour < $3`,
 		sensorID, from, to)
 	if err != nil {
 		return readError("hour rollups", err)

@@ -90,6 +90,7 @@ func TestAggregateRows(t *testing.T) {
 		if len(hours) != 4 {
 			t.Fatalf("%d hours of rollups, want 4", len(hours))
 		}
+		slices.SortFunc(hours, func(a, b store.HourRollup) int { return a.Hour.Compare(b.Hour) })
 		// Input 1 of hour 0: 0, 10, ... 50.
 		h := hours[0]
 		in := h.Inputs[0]
