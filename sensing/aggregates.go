@@ -86,6 +86,7 @@ func (s *Service) Aggregate(ctx context.Context, key store.SensorKey, q store.Bu
 			return err
 		}
 		a := newAggregation(b, q.Median, outputs)
+		a.firstLast = q.FirstLast
 		if use, err = a.run(ctx, tx, sensor, q); err != nil {
 			return err
 		}
@@ -103,14 +104,15 @@ const maxSpans = 1000
 // its bucketing's starts): merged from the hours' rollups where they
 // serve, added from the readings elsewhere.
 type aggregation struct {
-	b       *bucketing
-	median  bool
-	counts  []int64
-	slots   map[int64]int     // an input id's slot
-	ids     []int64           // of each slot
-	inputs  [][]stats.Partial // by slot, by bucket
-	outputs [][]stats.Partial // by output, by bucket; nil without outputs
-	out     *Outputs          // nil without outputs
+	b         *bucketing
+	median    bool
+	firstLast bool // whether the first and last values are asked for
+	counts    []int64
+	slots     map[int64]int     // an input id's slot
+	ids       []int64           // of each slot
+	inputs    [][]stats.Partial // by slot, by bucket
+	outputs   [][]stats.Partial // by output, by bucket; nil without outputs
+	out       *Outputs          // nil without outputs
 	// The slots of the inputs of the rollup merged last, by position.
 	mergeSlots []int
 
@@ -203,6 +205,7 @@ func (a *aggregation) run(ctx context.Context, tx *store.Tx, sensor store.Sensor
 		}
 		if !served || len(inSpans.from) > maxSpans || len(outSpans.from) > maxSpans {
 			*a = *newAggregation(a.b, a.median, a.out)
+			a.firstLast = q.FirstLast
 			rolled = false
 		}
 	}
@@ -384,7 +387,7 @@ func (a *aggregation) merge(i int, count int64, inputs, outputs []store.Series, 
 		if j >= len(a.mergeSlots) || a.ids[a.mergeSlots[j]] != s.ID {
 			a.mergeSlots = append(a.mergeSlots[:min(j, len(a.mergeSlots))], a.slot(s.ID))
 		}
-		a.inputs[a.mergeSlots[j]][i].Merge(s.Partial)
+		a.mergeInto(&a.inputs[a.mergeSlots[j]][i], &s.Partial)
 	}
 	if !withOutputs {
 		return
@@ -398,7 +401,17 @@ func (a *aggregation) merge(i int, count int64, inputs, outputs []store.Series, 
 				continue // an output the sensor no longer has
 			}
 		}
-		a.outputs[k][i].Merge(s.Partial)
+		a.mergeInto(&a.outputs[k][i], &s.Partial)
+	}
+}
+
+// mergeInto merges o into p, its first and last values only if the
+// aggregate asks for them.
+func (a *aggregation) mergeInto(p, o *stats.Partial) {
+	if a.firstLast {
+		p.Merge(*o)
+	} else {
+		p.MergeCore(o)
 	}
 }
 

@@ -142,8 +142,8 @@ func hourRollups(ctx context.Context, tx *store.Tx, q store.QueuedHours, outputs
 		row.Count++
 		quarter.Count++
 		for j, id := range r.InputIDs {
-			addSeries(&row.Inputs, id, r.Time, r.Values[j])
-			addSeries(&quarter.Inputs, id, r.Time, r.Values[j])
+			addSeries(&row.Inputs, j, id, r.Time, r.Values[j])
+			addSeries(&quarter.Inputs, j, id, r.Time, r.Values[j])
 		}
 		if outputs != nil {
 			outputs.Compute(r)
@@ -175,12 +175,15 @@ func outputSeries(ids []int64) []store.Series {
 	return s
 }
 
-// addSeries adds value v of time t to input id's series in s.
-func addSeries(s *[]store.Series, id int64, t time.Time, v float64) {
-	k := slices.IndexFunc(*s, func(s store.Series) bool { return s.ID == id })
-	if k < 0 {
-		k = len(*s)
-		*s = append(*s, store.Series{ID: id})
+// addSeries adds value v of time t to input id's series in s, where it
+// mostly is at position j, as in the readings before.
+func addSeries(s *[]store.Series, j int, id int64, t time.Time, v float64) {
+	k := j
+	if k >= len(*s) || (*s)[k].ID != id {
+		if k = slices.IndexFunc(*s, func(s store.Series) bool { return s.ID == id }); k < 0 {
+			k = len(*s)
+			*s = append(*s, store.Series{ID: id})
+		}
 	}
 	(*s)[k].AddAny(t, v)
 }

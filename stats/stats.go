@@ -225,6 +225,23 @@ func (p *Partial) AddAny(t time.Time, v float64) {
 	p.Add(t, v)
 }
 
+// MergeCore adds the count, sum, minimum and maximum of the values o
+// summarizes, leaving the first and last values as they are: for an
+// aggregate that does not ask for them.
+func (p *Partial) MergeCore(o *Partial) {
+	switch {
+	case o.Count == 0:
+		return
+	case p.Count == 0:
+		*p = *o
+		return
+	}
+	p.Count += o.Count
+	p.Sums.Lo += o.Sums.Lo
+	p.Sums.Hi += o.Sums.Hi
+	p.Min, p.Max = math.Min(p.Min, o.Min), math.Max(p.Max, o.Max)
+}
+
 // Merge adds the values o summarizes, of any times.
 func (p *Partial) Merge(o Partial) {
 	switch {
