@@ -39,7 +39,7 @@ type AggregateOptions struct {
 // those of each output, computed with the sensor's formulas and, for
 // linked inputs, its sources' values over the whole range, each source
 // read once. It reads one snapshot: the hourly rollups where they serve
-// and the readings elsewhere (store.Tx.PlanBuckets), and says where the
+// (aggregation.rollups) and the readings elsewhere, and says where the
 // answer came from. It returns NotFound, and sink's errors.
 func (s *Service) Aggregate(ctx context.Context, key store.SensorKey, q store.BucketQuery, opts AggregateOptions, sink AggregateSink) (store.RollupUse, error) {
 	sensor, err := s.db.GetSensor(ctx, key)
@@ -85,8 +85,7 @@ func (s *Service) Aggregate(ctx context.Context, key store.SensorKey, q store.Bu
 		if err != nil {
 			return err
 		}
-		a := newAggregation(b, q.Median, outputs)
-		a.firstLast = q.FirstLast
+		a := newAggregation(b, q, outputs)
 		if use, err = a.run(ctx, tx, sensor, q); err != nil {
 			return err
 		}
@@ -162,8 +161,8 @@ func (m *medians) add(s *stats.Stats, k, i int) *stats.Stats {
 	return s
 }
 
-func newAggregation(b *bucketing, median bool, out *Outputs) *aggregation {
-	a := &aggregation{b: b, median: median, counts: make([]int64, len(b.starts)), slots: map[int64]int{}, out: out, cur: -1}
+func newAggregation(b *bucketing, q store.BucketQuery, out *Outputs) *aggregation {
+	a := &aggregation{b: b, median: q.Median, firstLast: q.FirstLast, counts: make([]int64, len(b.starts)), slots: map[int64]int{}, out: out, cur: -1}
 	if out != nil {
 		for range out.IDs() {
 			a.outputs = append(a.outputs, make([]stats.Partial, len(b.starts)))
@@ -204,8 +203,7 @@ func (a *aggregation) run(ctx context.Context, tx *store.Tx, sensor store.Sensor
 			return "", err
 		}
 		if !served || len(inSpans.from) > maxSpans || len(outSpans.from) > maxSpans {
-			*a = *newAggregation(a.b, a.median, a.out)
-			a.firstLast = q.FirstLast
+			*a = *newAggregation(a.b, q, a.out)
 			rolled = false
 		}
 	}
