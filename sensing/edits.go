@@ -109,6 +109,9 @@ func (s *Service) updateSensor(ctx context.Context, key store.SensorKey, patch s
 		}
 		return s.recheck(ctx, tx, sensor)
 	})
+	if err == nil && patch.Instance != nil {
+		s.wakeRollups() // every hour's outputs are queued
+	}
 	return sensor, err
 }
 
@@ -229,6 +232,9 @@ func (s *Service) SetLinks(ctx context.Context, key store.SensorKey, links map[s
 		}
 		return s.recheck(ctx, tx, sensor)
 	})
+	if err == nil {
+		s.wakeRollups()
+	}
 	return sensor, err
 }
 

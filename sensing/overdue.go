@@ -12,7 +12,7 @@ import (
 // (CheckOverdueOnce). Every replica runs it; a lock lets one at a time
 // make the changes.
 func (s *Service) CheckOverdue(ctx context.Context, interval time.Duration) {
-	every(ctx, interval, func() {
+	every(ctx, interval, nil, func() {
 		raised, cleared, err := s.CheckOverdueOnce(ctx, time.Now())
 		switch {
 		case err != nil && ctx.Err() == nil:

@@ -1,26 +1,29 @@
 package sensing
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
-	"github.com/sensorreadings/readings/stats"
 	"github.com/sensorreadings/readings/store"
 )
 
 // A round of the rollups' maintainer is bounded: the hours it recomputes,
 // each in one statement per table, and the time it takes.
 const (
-	rollupHours     = 24 // per sensor transaction
-	rollupRoundMax  = 2_000
+	rollupHours     = 168 // per sensor transaction: a week
+	rollupRoundMax  = 20_000
 	rollupRoundTime = 5 * time.Second
 )
 
 // MaintainRollups recomputes the queued hours of rollups every interval,
 // a round at a time, until ctx ends. Every replica runs it; the store
 // gives each queued hour to one.
+// An edit of a sensor's formulas, which queues every hour's outputs at
+// once, wakes it at once.
 func (s *Service) MaintainRollups(ctx context.Context, interval time.Duration) {
-	every(ctx, interval, func() {
+	every(ctx, interval, s.rollupWake, func() {
 		start := time.Now()
 		done, err := s.RecomputeRollups(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -83,8 +86,9 @@ func (s *Service) recomputeHours(ctx context.Context, maxHours int) (int, error)
 
 // rollupSensor recomputes up to limit queued hours of the sensor, in a
 // transaction that holds the sensor and the hours (ClaimQueuedHours), and
-// tells how many. The outputs are computed as a read computes them, but
-// for a sensor with linked inputs, whose outputs follow other sensors'
+// tells how many: it reads each hour's readings once, and computes the
+// inputs' statistics and the outputs', as a read computes them, but for
+// a sensor with linked inputs, whose outputs follow other sensors'
 // readings: queries always compute those from the readings.
 func (s *Service) rollupSensor(ctx context.Context, sensorID int64, limit int) (int, error) {
 	var n int
@@ -95,68 +99,123 @@ func (s *Service) rollupSensor(ctx context.Context, sensorID int64, limit int) (
 			return err
 		}
 		n = len(q.Hours)
-		if err := tx.RecomputeHours(ctx, q); err != nil {
+		var outputs *Outputs
+		if !q.Sensor.Instance.Linked() {
+			outputs = s.outputsOf(q.Sensor, nil)
+		}
+		rows, err := hourRollups(ctx, tx, q, outputs)
+		if err != nil {
 			return err
 		}
-		if !q.Sensor.Instance.Linked() {
-			if outputs := s.outputsOf(q.Sensor, nil); outputs.computes() {
-				rows, err := outputRollups(ctx, tx, q, outputs)
-				if err != nil {
-					return err
-				}
-				if err := tx.StoreOutputRollups(ctx, q, rows); err != nil {
-					return err
-				}
-			}
-		}
-		return tx.FinishQueuedHours(ctx, q)
+		return tx.StoreHourRollups(ctx, q, rows)
 	})
 	return n, err
 }
 
-// outputRollups computes the outputs of the readings of the held hours,
-// as they stream in time order, and returns their statistics per hour.
-func outputRollups(ctx context.Context, tx *store.Tx, q store.QueuedHours, outputs *Outputs) ([]store.OutputRollup, error) {
-	ids := outputs.IDs()
-	parts := make([]stats.Partial, len(ids))
-	var rows []store.OutputRollup
-	flush := func(hour time.Time) {
-		for k := range parts {
-			if parts[k].Count > 0 {
-				rows = append(rows, store.OutputRollup{Hour: hour, OutputID: ids[k], Partial: parts[k]})
-			}
-			parts[k] = stats.Partial{}
-		}
-	}
-	add := func(k int, t time.Time, v float64) { parts[k].Add(t, v) }
+// hourRollups computes the rollups of the held hours from their readings,
+// as they stream in time order, with outputs' unless outputs is nil.
+func hourRollups(ctx context.Context, tx *store.Tx, q store.QueuedHours, outputs *Outputs) ([]store.HourRollup, error) {
 	var (
-		current time.Time
-		started bool
+		rows    []store.HourRollup
+		at      = map[time.Time]int{} // an hour's row
+		ids     []int64
+		version = q.Sensor.FormulasVersion()
 	)
+	if outputs != nil {
+		ids = outputs.IDs()
+	}
 	err := tx.HourReadings(ctx, q, func(hour time.Time, r *store.Reading) error {
-		if started && !hour.Equal(current) {
-			flush(current)
+		i, ok := at[hour]
+		if !ok {
+			i = len(rows)
+			at[hour] = i
+			rows = append(rows, store.HourRollup{Hour: hour, Version: version, Whole: true})
+			if outputs != nil {
+				rows[i].Outputs = outputSeries(ids)
+				for k := range rows[i].Quarters {
+					rows[i].Quarters[k].Outputs = outputSeries(ids)
+				}
+			}
 		}
-		current, started = hour, true
-		addOutputs(outputs, r, add)
+		row := &rows[i]
+		quarter := &row.Quarters[r.Time.Sub(hour)/(15*time.Minute)]
+		row.Count++
+		quarter.Count++
+		for j, id := range r.InputIDs {
+			addSeries(&row.Inputs, j, id, r.Time, r.Values[j])
+			addSeries(&quarter.Inputs, j, id, r.Time, r.Values[j])
+		}
+		if outputs != nil {
+			outputs.Compute(r)
+			for k := range ids {
+				if v, ok := outputs.Value(k); ok {
+					row.Outputs[k].AddAny(r.Time, v)
+					quarter.Outputs[k].AddAny(r.Time, v)
+				}
+			}
+		}
 		return nil
 	})
-	if started {
-		flush(current)
+	for i := range rows {
+		row := &rows[i]
+		tidySeries(&row.Inputs, &row.Outputs)
+		for k := range row.Quarters {
+			tidySeries(&row.Quarters[k].Inputs, &row.Quarters[k].Outputs)
+		}
 	}
 	return rows, err
 }
 
-// every calls fn every interval until ctx ends.
-func every(ctx context.Context, interval time.Duration, fn func()) {
+// outputSeries are empty series of the outputs ids.
+func outputSeries(ids []int64) []store.Series {
+	s := make([]store.Series, len(ids))
+	for k, id := range ids {
+		s[k].ID = id
+	}
+	return s
+}
+
+// addSeries adds value v of time t to input id's series in s, where it
+// mostly is at position j, as in the readings before.
+func addSeries(s *[]store.Series, j int, id int64, t time.Time, v float64) {
+	k := j
+	if k >= len(*s) || (*s)[k].ID != id {
+		if k = slices.IndexFunc(*s, func(s store.Series) bool { return s.ID == id }); k < 0 {
+			k = len(*s)
+			*s = append(*s, store.Series{ID: id})
+		}
+	}
+	(*s)[k].AddAny(t, v)
+}
+
+// tidySeries orders inputs by id and leaves out the outputs without
+// values.
+func tidySeries(inputs, outputs *[]store.Series) {
+	slices.SortFunc(*inputs, func(a, b store.Series) int { return cmp.Compare(a.ID, b.ID) })
+	if *outputs != nil {
+		*outputs = slices.DeleteFunc(*outputs, func(s store.Series) bool { return s.Count == 0 })
+	}
+}
+
+// every calls fn every interval, and when woken, until ctx ends.
+func every(ctx context.Context, interval time.Duration, wake <-chan struct{}, fn func()) {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ticker.C:
+		case <-wake:
 		case <-ctx.Done():
 			return
 		}
 		fn()
+	}
+}
+
+// wakeRollups wakes this replica's maintainer, unless it is awake.
+func (s *Service) wakeRollups() {
+	select {
+	case s.rollupWake <- struct{}{}:
+	default:
 	}
 }

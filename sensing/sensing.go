@@ -57,6 +57,7 @@ type Service struct {
 	programs      *formulas.Cache
 	formulaErrors *counter
 	rollupCursor  *atomic.Int64 // the sensor whose queued hours the maintainer took last
+	rollupWake    chan struct{} // wakes this replica's maintainer before its interval
 }
 
 // Reader is what the reads of readings need of a database: the primary,
@@ -76,7 +77,8 @@ var _ Reader = (*store.DB)(nil)
 // New returns the domain on db, which it uses for every write and read
 // until WithReader gives reads another database.
 func New(db *store.DB, log *slog.Logger, cfg Config) *Service {
-	return &Service{db: db, reader: db, log: log, cfg: cfg, programs: &formulas.Cache{}, formulaErrors: &counter{}, rollupCursor: &atomic.Int64{}}
+	return &Service{db: db, reader: db, log: log, cfg: cfg, programs: &formulas.Cache{}, formulaErrors: &counter{}, rollupCursor: &atomic.Int64{},
+		rollupWake: make(chan struct{}, 1)}
 }
 
 // WithReader returns the domain reading the readings it serves (pages,

@@ -18,15 +18,16 @@ import (
 )
 
 // rollupZones have offsets and changes of every kind: whole hours with
-// changes in spring and autumn, none, half an hour, and a change of half
-// an hour.
-var rollupZones = []string{"UTC", "Europe/Paris", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"}
+// changes in spring and autumn, none, half an hour and a quarter hour,
+// a change of half an hour, and half an hour with changes.
+var rollupZones = []string{"UTC", "Europe/Paris", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata", "Asia/Kathmandu", "America/St_Johns"}
 
 // TestRollupsMatchReadings is the rollups' property test: over random
 // readings, overwrites, deletes and edits of the formulas and
 // calibrations, an aggregate answered from the rollups, before and after
 // the maintainer has run, equals the one computed from the readings alone,
-// in time zones whose clocks change by an hour, by half an hour, or never.
+// in time zones whose clocks change by an hour, by half an hour, or never,
+// and whose offsets are whole hours, half hours or quarter hours.
 func TestRollupsMatchReadings(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -124,6 +125,16 @@ func TestRollupsMatchReadings(t *testing.T) {
 		sameBuckets(t, round+" whole range", got, want)
 		if wantUsed && use != "used" {
 			t.Errorf("%s: X-Rollups = %q over a clean range, want used", round, use)
+		}
+		// Days of a zone a quarter hour off UTC's hours: their whole hours
+		// from the hours' rollups, the hours they start in from those of
+		// the hours' quarters.
+		q.Set("tz", "Asia/Kathmandu")
+		got, use = e.getBuckets(t, e.url, tn.tokens[store.Viewer], tn, q)
+		want, _ = e.getBuckets(t, raw.URL, tn.tokens[store.Viewer], tn, q)
+		sameBuckets(t, round+" whole range in Kathmandu", got, want)
+		if wantUsed && use != "used" {
+			t.Errorf("%s: X-Rollups = %q over a clean range in Kathmandu, want used", round, use)
 		}
 	}
 	maintain := func() {

@@ -124,6 +124,17 @@ func Midpoint(low, high float64) float64 {
 	return low/2 + high/2
 }
 
+// Median is the median of values, which it sorts; there must be some.
+func Median(values []float64) float64 {
+	slices.Sort(values)
+	n := len(values)
+	m := values[n/2]
+	if n%2 == 0 {
+		m = Midpoint(values[n/2-1], m)
+	}
+	return m
+}
+
 // Accumulator gathers one series' values over one bucket, in time order,
 // and is reused bucket after bucket.
 type Accumulator struct {
@@ -152,21 +163,12 @@ func (a *Accumulator) Merge(p Partial) { a.part.Merge(p) }
 // Finish returns the bucket's statistics, nil when it had no value, and
 // starts the next bucket.
 func (a *Accumulator) Finish() *Stats {
-	p := a.part
-	if p.Count == 0 {
+	s := a.part.Stats()
+	if s == nil {
 		return nil
 	}
-	s := &Stats{
-		Count: p.Count, Sum: p.Sums.Sum(), Min: p.Min, Max: p.Max, Avg: p.Sums.Mean(p.Count, p.Min, p.Max),
-		First: &p.First, Last: &p.Last, FirstAt: p.FirstAt, LastAt: p.LastAt,
-	}
 	if a.median {
-		slices.Sort(a.values)
-		n := len(a.values)
-		m := a.values[n/2]
-		if n%2 == 0 {
-			m = Midpoint(a.values[n/2-1], m)
-		}
+		m := Median(a.values)
 		s.Median = &m
 	}
 	*a = Accumulator{values: a.values[:0], median: a.median}
@@ -197,6 +199,47 @@ func (p *Partial) Add(t time.Time, v float64) {
 	p.Sums.Add(v)
 	p.Min, p.Max = math.Min(p.Min, v), math.Max(p.Max, v)
 	p.Last, p.LastAt = v, t
+}
+
+// Stats returns the statistics of the values p summarizes but their
+// median; nil without values.
+func (p Partial) Stats() *Stats {
+	if p.Count == 0 {
+		return nil
+	}
+	return &Stats{
+		Count: p.Count, Sum: p.Sums.Sum(), Min: p.Min, Max: p.Max, Avg: p.Sums.Mean(p.Count, p.Min, p.Max),
+		First: &p.First, Last: &p.Last, FirstAt: p.FirstAt, LastAt: p.LastAt,
+	}
+}
+
+// AddAny adds the value v, of time t, whether or not it is later than
+// the values added before.
+func (p *Partial) AddAny(t time.Time, v float64) {
+	if p.Count > 0 && t.Before(p.LastAt) {
+		var one Partial
+		one.Add(t, v)
+		p.Merge(one)
+		return
+	}
+	p.Add(t, v)
+}
+
+// MergeCore adds the count, sum, minimum and maximum of the values o
+// summarizes, leaving the first and last values as they are: for an
+// aggregate that does not ask for them.
+func (p *Partial) MergeCore(o *Partial) {
+	switch {
+	case o.Count == 0:
+		return
+	case p.Count == 0:
+		*p = *o
+		return
+	}
+	p.Count += o.Count
+	p.Sums.Lo += o.Sums.Lo
+	p.Sums.Hi += o.Sums.Hi
+	p.Min, p.Max = math.Min(p.Min, o.Min), math.Max(p.Max, o.Max)
 }
 
 // Merge adds the values o summarizes, of any times.

@@ -122,3 +122,25 @@ func TestMergeParts(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeCore merges parts as Merge does but for the first and last
+// values, which it leaves as they were.
+func TestMergeCore(t *testing.T) {
+	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	parts := [][]float64{{3, -1}, {}, {7, 0x1p1000}, {-0.5}}
+	var merged, core stats.Partial
+	for k, values := range parts {
+		var p stats.Partial
+		for i, v := range values {
+			p.Add(at.Add(time.Duration(10*k+i)*time.Minute), v)
+		}
+		merged.Merge(p)
+		core.MergeCore(&p)
+	}
+	if core.Count != merged.Count || core.Sums != merged.Sums || core.Min != merged.Min || core.Max != merged.Max {
+		t.Errorf("MergeCore = %+v, want Merge's count, sums, min and max: %+v", core, merged)
+	}
+	if core.First != 3 || core.Last != -1 {
+		t.Errorf("MergeCore's first and last = %v, %v; want those of the first part merged, 3 and -1", core.First, core.Last)
+	}
+}

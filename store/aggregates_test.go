@@ -9,9 +9,9 @@ import (
 	"github.com/sensorreadings/readings/store"
 )
 
-// rollUp recomputes the rollups of the sensor's queued hours, its
-// outputs' of output id 99 as each reading's first input, as the
-// maintainer does.
+// rollUp recomputes the rollups of the sensor's queued hours, as the
+// maintainer does: each hour's count, its inputs' statistics, and those
+// of output 99, each reading's first input.
 func rollUp(t *testing.T, db *store.DB, key store.SensorKey) {
 	t.Helper()
 	err := db.InTx(t.Context(), func(tx *store.Tx) error {
@@ -19,40 +19,44 @@ func rollUp(t *testing.T, db *store.DB, key store.SensorKey) {
 		if err != nil || len(q.Hours) == 0 {
 			return err
 		}
-		if err := tx.RecomputeHours(t.Context(), q); err != nil {
-			return err
-		}
-		var rows []store.OutputRollup
+		var rows []store.HourRollup
 		err = tx.HourReadings(t.Context(), q, func(hour time.Time, r *store.Reading) error {
 			if n := len(rows); n == 0 || !rows[n-1].Hour.Equal(hour) {
-				rows = append(rows, store.OutputRollup{Hour: hour, OutputID: 99})
+				rows = append(rows, store.HourRollup{Hour: hour, Version: 7, Outputs: []store.Series{{ID: 99}}})
 			}
-			rows[len(rows)-1].Add(r.Time, r.Values[0])
+			row := &rows[len(rows)-1]
+			row.Count++
+			for i, id := range r.InputIDs {
+				k := slices.IndexFunc(row.Inputs, func(s store.Series) bool { return s.ID == id })
+				if k < 0 {
+					k = len(row.Inputs)
+					row.Inputs = append(row.Inputs, store.Series{ID: id})
+				}
+				row.Inputs[k].Add(r.Time, r.Values[i])
+			}
+			row.Outputs[0].Add(r.Time, r.Values[0])
+			quarter := &row.Quarters[r.Time.Minute()/15]
+			quarter.Count++
+			quarter.Inputs = append(quarter.Inputs, store.Series{ID: r.InputIDs[0], Partial: stats.Partial{Count: 1, Min: r.Values[0]}})
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		if err := tx.StoreOutputRollups(t.Context(), q, rows); err != nil {
-			return err
-		}
-		return tx.FinishQueuedHours(t.Context(), q)
+		return tx.StoreHourRollups(t.Context(), q, rows)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 }
 
-// TestAggregateRows reads an aggregate's rows in one snapshot: a plan
-// that reads the readings alone, one that reads the rollups of whole
-// hours and the readings of the edges and of a queued hour, and the
-// counts, inputs' statistics, outputs' rollups and readings each plan
-// reads.
+// TestAggregateRows reads what an aggregate reads, in one snapshot: the
+// queued hours, the hours' rollups as the maintainer stored them, the
+// readings of spans, and the buckets' starts.
 func TestAggregateRows(t *testing.T) {
 	db := newDB(t)
 	ctx := t.Context()
 	key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
-	sensor := store.Sensor{ID: key.SensorID, ProjectID: key.ProjectID}
 	start := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 	var readings []store.Reading
 	for m := 0; m < 4*60; m += 10 { // 4 hours, a reading every 10 minutes
@@ -62,83 +66,109 @@ func TestAggregateRows(t *testing.T) {
 	rollUp(t, db, key)
 	mustInsert(t, db, key, store.Reading{Time: start.Add(2*time.Hour + 5*time.Minute), InputIDs: []int64{1}, Values: []float64{1000}}) // queues hour 2
 
-	type read struct {
-		use     store.RollupUse
-		counts  []store.BucketCount
-		inputs  []store.InputStats
-		rolled  map[time.Time]int64 // outputs' rollups: count by bucket
-		rows    int                 // readings read for the inputs
-		outRows int                 // and for the outputs
-	}
-	aggregate := func(q store.BucketQuery) read {
-		t.Helper()
-		var r read
+	t.Run("Rollups", func(t *testing.T) {
+		var hours []store.HourRollup
+		var queued []store.QueuedHour
 		err := db.InSnapshot(ctx, func(tx *store.Tx) error {
-			plan, err := tx.PlanBuckets(ctx, sensor, q, true)
-			if err != nil {
+			var err error
+			if queued, err = tx.QueuedHoursIn(ctx, key.SensorID, start, start.Add(4*time.Hour)); err != nil {
 				return err
 			}
-			r.use = plan.Use()
-			if r.counts, err = tx.BucketCounts(ctx, plan); err != nil {
-				return err
-			}
-			if err := tx.InputStats(ctx, plan, func(s *store.InputStats) error {
-				r.inputs = append(r.inputs, *s)
+			return tx.HourRollups(ctx, key.SensorID, start, start.Add(4*time.Hour), true, true, func(r *store.HourRollup) error {
+				c := *r
+				c.Inputs, c.Outputs = slices.Clone(r.Inputs), slices.Clone(r.Outputs)
+				hours = append(hours, c)
 				return nil
-			}); err != nil {
-				return err
-			}
-			r.rolled = map[time.Time]int64{}
-			if err := tx.OutputRollups(ctx, plan, func(bucket time.Time, id int64, p *stats.Partial) error {
-				if id != 99 {
-					t.Errorf("output rollup of output %d, want 99", id)
-				}
-				r.rolled[bucket] += p.Count
-				return nil
-			}); err != nil {
-				return err
-			}
-			if err := tx.BucketReadings(ctx, plan, false, func(time.Time, *store.Reading) error { r.rows++; return nil }); err != nil {
-				return err
-			}
-			return tx.BucketReadings(ctx, plan, true, func(time.Time, *store.Reading) error { r.outRows++; return nil })
+			})
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return r
-	}
-
-	hourly := store.BucketQuery{From: start, To: start.Add(4 * time.Hour), Interval: time.Hour}
-	t.Run("Raw", func(t *testing.T) {
-		q := hourly
-		q.Raw = true
-		r := aggregate(q)
-		if r.use != store.RollupsNone || r.rows != len(readings)+1 || r.outRows != r.rows || len(r.rolled) != 0 {
-			t.Errorf("raw: use %s, %d readings read (%d for outputs), rollups %v; want none, %d, from the readings alone", r.use, r.rows, r.outRows, r.rolled, len(readings)+1)
+		if len(queued) != 1 || !queued[0].Hour.Equal(start.Add(2*time.Hour)) || !queued[0].Inputs {
+			t.Errorf("queued %v, want hour 2, its inputs", queued)
 		}
-		if got := countsOf(r.counts); !slices.Equal(got, []int64{6, 6, 7, 6}) {
-			t.Errorf("counts %v, want 6, 6, 7, 6", got)
+		if len(hours) != 4 {
+			t.Fatalf("%d hours of rollups, want 4", len(hours))
+		}
+		slices.SortFunc(hours, func(a, b store.HourRollup) int { return a.Hour.Compare(b.Hour) })
+		// Input 1 of hour 0: 0, 10, ... 50.
+		h := hours[0]
+		in := h.Inputs[0]
+		want := stats.Partial{Count: 6, Sums: stats.Sums{Lo: 150}, Min: 0, Max: 50, First: 0, FirstAt: start, Last: 50, LastAt: start.Add(50 * time.Minute)}
+		if !h.Whole || h.Count != 6 || h.Version != 7 || len(h.Inputs) != 2 || in.ID != 1 || in.Partial != want {
+			t.Errorf("hour 0 = %+v, want 6 readings of version 7, input 1 of 0 to 50 summing to 150", h)
+		}
+		if len(h.Outputs) != 1 || h.Outputs[0].ID != 99 || h.Outputs[0].Partial != want {
+			t.Errorf("hour 0's outputs = %+v, want output 99 as input 1", h.Outputs)
 		}
 	})
-	t.Run("FromRollups", func(t *testing.T) {
-		r := aggregate(hourly)
-		if r.use != store.RollupsPartial || r.rows != 7 || r.outRows != 7 {
-			t.Errorf("use %s, %d readings read (%d for outputs); want partial, the queued hour's 7", r.use, r.rows, r.outRows)
+	t.Run("Quarters", func(t *testing.T) {
+		var counts []int64
+		var inputs []int
+		err := db.InSnapshot(ctx, func(tx *store.Tx) error {
+			return tx.QuarterRollups(ctx, key.SensorID, []time.Time{start}, func(hour time.Time, quarters *[4]store.Quarter) error {
+				for _, q := range quarters {
+					counts, inputs = append(counts, q.Count), append(inputs, len(q.Inputs))
+					if q.Outputs != nil {
+						t.Errorf("quarter's outputs %v, want none kept", q.Outputs)
+					}
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if got := countsOf(r.counts); !slices.Equal(got, []int64{6, 6, 7, 6}) {
-			t.Errorf("counts %v, want 6, 6, 7, 6", got)
+		// Readings at 0, 10, 20, 30, 40 and 50 minutes.
+		if !slices.Equal(counts, []int64{2, 1, 2, 1}) || !slices.Equal(inputs, []int{2, 1, 2, 1}) {
+			t.Errorf("quarters of hour 0 count %v readings and %v series, want 2, 1, 2, 1 of each", counts, inputs)
 		}
-		if len(r.rolled) != 3 || r.rolled[start.Add(2*time.Hour)] != 0 || r.rolled[start] != 6 {
-			t.Errorf("outputs' rollups %v, want 6 in each hour but the queued one", r.rolled)
+	})
+	t.Run("WithoutOutputs", func(t *testing.T) {
+		err := db.InSnapshot(ctx, func(tx *store.Tx) error {
+			return tx.HourRollups(ctx, key.SensorID, start, start.Add(time.Hour), false, false, func(r *store.HourRollup) error {
+				if r.Outputs != nil {
+					t.Errorf("outputs %v read without outputs, want none", r.Outputs)
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		// Input 1 of hour 0: 0, 10, ... 50.
-		first := r.inputs[0]
-		if first.InputID != 1 || first.Count != 6 || first.Min != 0 || first.Max != 50 || first.Sum != 150 || !first.Bucket.Equal(start) {
-			t.Errorf("input 1 in the first hour = %+v, want 6 values of 0 to 50, summing to 150", first)
+	})
+	t.Run("SpanReadings", func(t *testing.T) {
+		var got []time.Time
+		err := db.InSnapshot(ctx, func(tx *store.Tx) error {
+			from := []time.Time{start, start.Add(2 * time.Hour)}
+			to := []time.Time{start.Add(15 * time.Minute), start.Add(2*time.Hour + 6*time.Minute)}
+			return tx.SpanReadings(ctx, key.SensorID, from, to, func(r *store.Reading) error {
+				got = append(got, r.Time)
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if len(r.inputs) != 4*2 {
-			t.Errorf("%d input statistics, want 2 inputs in each of 4 hours", len(r.inputs))
+		want := []time.Time{start, start.Add(10 * time.Minute), start.Add(2 * time.Hour), start.Add(2*time.Hour + 5*time.Minute)}
+		if !slices.EqualFunc(got, want, time.Time.Equal) {
+			t.Errorf("SpanReadings = %v, want %v", got, want)
+		}
+	})
+	t.Run("BucketStarts", func(t *testing.T) {
+		var starts []store.BucketStart
+		err := db.InSnapshot(ctx, func(tx *store.Tx) error {
+			var err error
+			starts, err = tx.BucketStarts(ctx, store.BucketQuery{From: start, To: start.Add(3 * time.Hour), Interval: 24 * time.Hour, Zone: "Asia/Kolkata"})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Kolkata's days start at 18:30 UTC; a day's margin either side.
+		if len(starts) != 3 || !starts[0].Local.Equal(time.Date(2024, 4, 30, 0, 0, 0, 0, time.UTC)) ||
+			!starts[1].At.Equal(time.Date(2024, 4, 30, 18, 30, 0, 0, time.UTC)) {
+			t.Errorf("BucketStarts = %v, want the local days 30 April to 2 May, the first of May from 18:30 UTC", starts)
 		}
 	})
 	t.Run("Buckets", func(t *testing.T) {
@@ -161,12 +191,4 @@ func TestAggregateRows(t *testing.T) {
 			t.Error("a write in a snapshot passed, want it refused")
 		}
 	})
-}
-
-func countsOf(counts []store.BucketCount) []int64 {
-	out := make([]int64, len(counts))
-	for i, c := range counts {
-		out[i] = c.Count
-	}
-	return out
 }

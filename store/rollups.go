@@ -3,17 +3,16 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/sensorreadings/readings/stats"
 )
 
-// version is that of the sensor's formulas, constants, calibrations and
+// FormulasVersion is that of the sensor's formulas, constants, calibrations and
 // baselines, which its output rollups were computed with; 0 without an
 // instance.
-func (s Sensor) version() int64 {
+func (s Sensor) FormulasVersion() int64 {
 	if s.Instance == nil {
 		return 0
 	}
@@ -74,46 +73,22 @@ func (db *DB) NextQueuedSensor(ctx context.Context, after int64) (int64, error) 
 	return sensorID, dbError("next queued sensor", err)
 }
 
-// The statements of the rollups' recomputation take $1 the sensor and $2
-// the hours to recompute, whose readings are read a range scan an hour
-// (see spansSQL).
-const (
-	hoursReadingsSQL = `unnest($2::timestamptz[]) AS h(hour)
-CROSS JOIN LATERAL (
-    SELECT * FROM readings r WHERE r.sensor_id = $1 AND r.datetime >= h.hour AND r.datetime < h.hour + interval '1 hour' OFFSET 0
-) r`
-	rollupHoursSQL = `
-INSERT INTO rollup_hours (sensor_id, hour, n, version)
-SELECT $1, h.hour, count(*), $3 FROM ` + hoursReadingsSQL + ` GROUP BY h.hour`
-	rollupInputsSQL = `
-INSERT INTO rollup_inputs (sensor_id, hour, id, n, sum_lo, sum_hi, min, max, first, first_at, last, last_at)
-SELECT $1, h.hour, u.id, count(*), coalesce(sum(u.v) FILTER (WHERE abs(u.v) < $3), 0),
-       coalesce(sum(u.v * $4) FILTER (WHERE abs(u.v) >= $3), 0), min(u.v), max(u.v),
-       (array_agg(u.v ORDER BY r.datetime))[1], min(r.datetime), (array_agg(u.v ORDER BY r.datetime DESC))[1], max(r.datetime)
-FROM ` + hoursReadingsSQL + ` CROSS JOIN LATERAL unnest(r.input_ids, r.vals) AS u(id, v)
-GROUP BY h.hour, u.id`
-	rollupOutputsSQL = `
-INSERT INTO rollup_outputs (sensor_id, hour, id, n, sum_lo, sum_hi, min, max, first, first_at, last, last_at)
-SELECT $1, * FROM unnest($2::timestamptz[], $3::bigint[], $4::bigint[], $5::float8[], $6::float8[], $7::float8[], $8::float8[],
-    $9::float8[], $10::timestamptz[], $11::float8[], $12::timestamptz[])`
-)
-
 // QueuedHours are queued hours of a sensor's rollups that a transaction
 // holds (ClaimQueuedHours), to recompute them.
 type QueuedHours struct {
-	Sensor     Sensor
-	Hours      []time.Time // ascending
-	inputHours []time.Time // of Hours, those whose inputs are queued too
+	Sensor Sensor
+	Hours  []time.Time // ascending
 }
 
 // ClaimQueuedHours holds, until the transaction ends, the sensor against
-// writes and edits, and up to limit of its queued hours against other
-// replicas, which skip them: an hour is recomputed once, by one replica.
-// It takes the sensor first, as its writers lock it, then the hours: a
-// writer holding the sensor never waits for an hour held here. A sensor
-// being written (a file can take a while), or deleted with its queue, is
-// skipped, not waited for, so that it holds up no other sensor's hours;
-// its own wait for a later round. Hours is empty when nothing was held.
+// writes and edits, and up to limit of its queued hours, the newest
+// first, against other replicas, which skip them: an hour is recomputed
+// once, by one replica. It takes the sensor first, as its writers lock
+// it, then the hours: a writer holding the sensor never waits for an hour
+// held here. A sensor being written (a file can take a while), or deleted
+// with its queue, is skipped, not waited for, so that it holds up no other
+// sensor's hours; its own wait for a later round. Hours is empty when
+// nothing was held.
 func (tx *Tx) ClaimQueuedHours(ctx context.Context, sensorID int64, limit int) (QueuedHours, error) {
 	q, err := claimQueuedHours(ctx, tx.tx, sensorID, limit)
 	return q, dbError("claim queued hours", err)
@@ -130,104 +105,68 @@ func claimQueuedHours(ctx context.Context, tx pgx.Tx, sensorID int64, limit int)
 		return q, err
 	}
 	q.Sensor = sensor
+	// The newest first: a chart mostly shows the latest hours.
 	rows, _ = tx.Query(ctx, `
-SELECT hour, inputs FROM rollup_dirty WHERE sensor_id = $1 ORDER BY hour LIMIT $2 FOR UPDATE SKIP LOCKED`, sensorID, limit)
-	var (
-		hour   time.Time
-		inputs bool
-	)
-	_, err = pgx.ForEachRow(rows, []any{&hour, &inputs}, func() error {
-		q.Hours = append(q.Hours, hour)
-		if inputs {
-			q.inputHours = append(q.inputHours, hour)
-		}
-		return nil
-	})
-	return q, err
+SELECT hour FROM rollup_dirty WHERE sensor_id = $1 ORDER BY hour DESC LIMIT $2 FOR UPDATE SKIP LOCKED`, sensorID, limit)
+	if q.Hours, err = pgx.CollectRows(rows, pgx.RowTo[time.Time]); err != nil {
+		return q, err
+	}
+	slices.Reverse(q.Hours)
+	return q, nil
 }
 
 // theseHours bounds the statements of held hours: the bounds let
 // TimescaleDB skip the chunks of other hours.
 const theseHours = `sensor_id = $1 AND hour = ANY($2) AND hour >= $3 AND hour <= $4`
 
-// RecomputeHours recomputes from the readings the held hours' counts, with
-// the version of the sensor's formulas, and the inputs' statistics of the
-// hours whose inputs are queued, and deletes the hours' output rollups,
-// for StoreOutputRollups to write again.
-func (tx *Tx) RecomputeHours(ctx context.Context, q QueuedHours) error {
-	return dbError("recompute hours", recomputeHours(ctx, tx.tx, q))
-}
-
-func recomputeHours(ctx context.Context, tx pgx.Tx, q QueuedHours) error {
-	sensorID, hours := q.Sensor.ID, q.Hours
-	first, last := hours[0], hours[len(hours)-1]
-	if _, err := tx.Exec(ctx, `DELETE FROM rollup_hours WHERE `+theseHours, sensorID, hours, first, last); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, rollupHoursSQL, sensorID, hours, q.Sensor.version()); err != nil {
-		return err
-	}
-	if in := q.inputHours; len(in) > 0 {
-		if _, err := tx.Exec(ctx, `DELETE FROM rollup_inputs WHERE `+theseHours, sensorID, in, in[0], in[len(in)-1]); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, rollupInputsSQL, sensorID, in, stats.SplitAt, 1/stats.SplitAt); err != nil {
-			return err
-		}
-	}
-	_, err := tx.Exec(ctx, `DELETE FROM rollup_outputs WHERE `+theseHours, sensorID, hours, first, last)
-	return err
-}
-
-// HourReadings gives fn each reading of the held hours, in time order,
-// with its hour, as the rows arrive; fn must not keep the reading. fn's
-// errors are returned as they are.
+// HourReadings gives fn each reading of the held hours, with its hour, as
+// the rows arrive, in time order within each run of consecutive hours;
+// fn must not keep the reading. A run is one range scan: read an hour at
+// a time, each batch of a compressed chunk (a thousand readings) would be
+// decompressed once an hour it spans. fn's errors are returned as they
+// are.
 func (tx *Tx) HourReadings(ctx context.Context, q QueuedHours, fn func(hour time.Time, r *Reading) error) error {
-	query := `SELECT h.hour, r.datetime, r.input_ids, r.vals FROM ` + hoursReadingsSQL + ` ORDER BY r.datetime`
-	return eachReading(ctx, tx.tx, "hour readings", query, []any{q.Sensor.ID, q.Hours}, fn)
+	var from, to []time.Time
+	for _, h := range q.Hours {
+		if n := len(to); n > 0 && to[n-1].Equal(h) {
+			to[n-1] = h.Add(time.Hour)
+			continue
+		}
+		from, to = append(from, h), append(to, h.Add(time.Hour))
+	}
+	return tx.SpanReadings(ctx, q.Sensor.ID, from, to, func(r *Reading) error { return fn(r.Time.Truncate(time.Hour), r) })
 }
 
-// OutputRollup is an output's statistics over an hour.
-type OutputRollup struct {
-	Hour     time.Time
-	OutputID int64
-	stats.Partial
-}
-
-// StoreOutputRollups stores the outputs' statistics of the held hours, in
-// one statement.
-func (tx *Tx) StoreOutputRollups(ctx context.Context, q QueuedHours, rows []OutputRollup) error {
-	if len(rows) == 0 {
+// StoreHourRollups replaces the rollups of the held hours with rows, the
+// held hours' with readings, and takes the held hours off the queue.
+func (tx *Tx) StoreHourRollups(ctx context.Context, q QueuedHours, rows []HourRollup) error {
+	hours := q.Hours
+	if len(hours) == 0 {
 		return nil
 	}
-	var c outputRollups
+	var (
+		at             = make([]time.Time, len(rows))
+		n, version     = make([]int64, len(rows)), make([]int64, len(rows))
+		inputs, output = make([][]byte, len(rows)), make([][]byte, len(rows))
+		edges, quar    = make([][]byte, len(rows)), make([][]byte, len(rows))
+	)
 	for i := range rows {
-		c.add(&rows[i])
+		r := &rows[i]
+		series := len(r.Inputs) + len(r.Outputs)
+		at[i], n[i], version[i] = r.Hour, r.Count, r.Version
+		inputs[i] = packCore(make([]byte, 0, len(r.Inputs)*coreBytes), r.Inputs)
+		if r.Outputs != nil {
+			output[i] = packCore(make([]byte, 0, len(r.Outputs)*coreBytes), r.Outputs)
+		}
+		edges[i] = packEdges(packEdges(make([]byte, 0, series*edgesBytes), r.Inputs), r.Outputs)
+		quar[i] = packQuarters(make([]byte, 0, 4*(quarterHeader+series*seriesBytes)), &r.Quarters)
 	}
-	_, err := tx.tx.Exec(ctx, rollupOutputsSQL, q.Sensor.ID, c.hour, c.id, c.n, c.lo, c.hi, c.min, c.max, c.first, c.firstAt, c.last, c.lastAt)
-	return dbError("store output rollups", err)
-}
-
-// FinishQueuedHours takes the held hours off the queue.
-func (tx *Tx) FinishQueuedHours(ctx context.Context, q QueuedHours) error {
-	_, err := tx.tx.Exec(ctx, `DELETE FROM rollup_dirty WHERE sensor_id = $1 AND hour = ANY($2)`, q.Sensor.ID, q.Hours)
-	return dbError("finish queued hours", err)
-}
-
-// outputRollups are the rows of rollup_outputs, as columns.
-type outputRollups struct {
-	hour             []time.Time
-	id, n            []int64
-	lo, hi, min, max []float64
-	first, last      []float64
-	firstAt, lastAt  []time.Time
-}
-
-func (o *outputRollups) add(r *OutputRollup) {
-	p := &r.Partial
-	o.hour, o.id, o.n = append(o.hour, r.Hour), append(o.id, r.OutputID), append(o.n, p.Count)
-	o.lo, o.hi = append(o.lo, p.Sums.Lo), append(o.hi, p.Sums.Hi)
-	o.min, o.max = append(o.min, p.Min), append(o.max, p.Max)
-	o.first, o.firstAt = append(o.first, p.First), append(o.firstAt, p.FirstAt)
-	o.last, o.lastAt = append(o.last, p.Last), append(o.lastAt, p.LastAt)
+	batch := &pgx.Batch{}
+	batch.Queue(`DELETE FROM rollup_hours WHERE `+theseHours, q.Sensor.ID, hours, hours[0], hours[len(hours)-1])
+	batch.Queue(`
+INSERT INTO rollup_hours (sensor_id, hour, n, version, inputs, outputs, edges, quarters)
+SELECT $1, * FROM unnest($2::timestamptz[], $3::bigint[], $4::bigint[], $5::bytea[], $6::bytea[], $7::bytea[], $8::bytea[])`,
+		q.Sensor.ID, at, n, version, inputs, output, edges, quar)
+	batch.Queue(`DELETE FROM rollup_dirty WHERE sensor_id = $1 AND hour = ANY($2)`, q.Sensor.ID, hours)
+	return dbError("store hour rollups", tx.tx.SendBatch(ctx, batch).Close())
 }

@@ -20,12 +20,17 @@ type readingScanner struct {
 }
 
 func newReadingScanner(rows pgx.Rows) readingScanner {
+	return readingScanner{binary: binaryColumns(rows, 3)}
+}
+
+// binaryColumns tells whether rows has n columns, all sent in binary.
+func binaryColumns(rows pgx.Rows, n int) bool {
 	fields := rows.FieldDescriptions()
-	binary := len(fields) == 3
+	binary := len(fields) == n
 	for _, f := range fields {
 		binary = binary && f.Format == pgtype.BinaryFormatCode
 	}
-	return readingScanner{binary: binary}
+	return binary
 }
 
 // ScanReadings calls fn with each row of rows, columns (datetime,
@@ -54,15 +59,16 @@ func (s readingScanner) scan(rows pgx.Rows, r *Reading) error {
 	if !s.binary {
 		return rows.Scan(&r.Time, &r.InputIDs, &r.Values)
 	}
-	raw := rows.RawValues()
-	if len(raw[0]) != 8 {
-		return fmt.Errorf("datetime: %d bytes, want 8", len(raw[0]))
-	}
-	micros := int64(binary.BigEndian.Uint64(raw[0]))
-	// Not epoch.Add(Duration): a Duration holds only ±292 years, and
-	// readings run from year 1 to 9999.
-	r.Time = time.UnixMicro(micros + postgresEpochMicros).UTC()
+	return decodeReading(rows.RawValues(), r)
+}
+
+// decodeReading decodes a reading's datetime, input ids and values from
+// PostgreSQL's binary format.
+func decodeReading(raw [][]byte, r *Reading) error {
 	var err error
+	if r.Time, err = decodeTimestamptz(raw[0]); err != nil {
+		return fmt.Errorf("datetime: %w", err)
+	}
 	if r.InputIDs, err = decodeArray(raw[1], r.InputIDs[:0], func(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) }); err != nil {
 		return fmt.Errorf("input_ids: %w", err)
 	}
@@ -70,6 +76,16 @@ func (s readingScanner) scan(rows pgx.Rows, r *Reading) error {
 		return fmt.Errorf("vals: %w", err)
 	}
 	return nil
+}
+
+// decodeTimestamptz decodes a timestamptz in PostgreSQL's binary format.
+func decodeTimestamptz(b []byte) (time.Time, error) {
+	if len(b) != 8 {
+		return time.Time{}, fmt.Errorf("%d bytes, want 8", len(b))
+	}
+	// Not epoch.Add(Duration): a Duration holds only ±292 years, and
+	// readings run from year 1 to 9999.
+	return time.UnixMicro(int64(binary.BigEndian.Uint64(b)) + postgresEpochMicros).UTC(), nil
 }
 
 // decodeArray appends the elements of a one-dimensional array of 8-byte

@@ -155,7 +155,7 @@ RETURNING `+sensorColumns, current.ID, patch.Name, patch.Description, blueprintI
 	}
 	// New formulas or calibrations take effect on the output rollups at
 	// once.
-	if sensor.version() != current.version() {
+	if sensor.FormulasVersion() != current.FormulasVersion() {
 		if err := queueOutputHours(ctx, tx, sensor.ID); err != nil {
 			return Sensor{}, err
 		}

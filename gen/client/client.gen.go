@@ -3245,18 +3245,17 @@ type ClientInterface interface {
 	// with `fill=null` every bucket also lists every input of the sensor
 	// (its blueprint's, or every input its readings have had).
 	//
-	// Input aggregates are computed by the database; output aggregates by
-	// evaluating the formulas on each reading as it streams. Buckets of
-	// whole hours (`1h`, `6h`, `1d`, `7d`…) aligned on the hour in the
-	// zone throughout the range (UTC, Europe/Paris, America/New_York; not
-	// Asia/Kolkata's +05:30 nor Australia/Lord_Howe's half-hour shift),
-	// without `median`, are read from hourly rollups of every input and
-	// output kept by the service: for the whole hours of the range whose
-	// rollups are current, and from the readings for the rest (the edges
-	// of a range that does not start or end on the hour, the hours
-	// written, deleted or whose formulas, constants, calibrations or
-	// baselines were edited since their rollups were last computed,
-	// usually a few seconds). The answer is the same either way, to the
+	// Output aggregates are computed by evaluating the formulas on each
+	// reading. Buckets of an hour or more, without `median`, are read
+	// from hourly rollups of every input and output kept by the service,
+	// for each UTC hour of the range that lies wholly in one bucket and
+	// whose rollup is current, and from the readings for the rest: the
+	// edges of a range that does not start or end on the hour, the parts
+	// of hours a bucket starts in (the half hours at the ends of
+	// Asia/Kolkata's days, the quarters of Asia/Kathmandu's), and the
+	// hours written, deleted or whose formulas, constants, calibrations
+	// or baselines were edited since their rollups were last computed,
+	// usually a few seconds. The answer is the same either way, to the
 	// rounding of sums; `X-Rollups` says where it came from. A function
 	// without a value (`rate` of one reading, say) is null, and so is one
 	// whose value is beyond a float64 (a `sum`, `range` or `rate` past
@@ -5318,18 +5317,17 @@ func (c *Client) PostReadings(ctx context.Context, orgId OrgId, projId ProjId, s
 // with `fill=null` every bucket also lists every input of the sensor
 // (its blueprint's, or every input its readings have had).
 //
-// Input aggregates are computed by the database; output aggregates by
-// evaluating the formulas on each reading as it streams. Buckets of
-// whole hours (`1h`, `6h`, `1d`, `7d`…) aligned on the hour in the
-// zone throughout the range (UTC, Europe/Paris, America/New_York; not
-// Asia/Kolkata's +05:30 nor Australia/Lord_Howe's half-hour shift),
-// without `median`, are read from hourly rollups of every input and
-// output kept by the service: for the whole hours of the range whose
-// rollups are current, and from the readings for the rest (the edges
-// of a range that does not start or end on the hour, the hours
-// written, deleted or whose formulas, constants, calibrations or
-// baselines were edited since their rollups were last computed,
-// usually a few seconds). The answer is the same either way, to the
+// Output aggregates are computed by evaluating the formulas on each
+// reading. Buckets of an hour or more, without `median`, are read
+// from hourly rollups of every input and output kept by the service,
+// for each UTC hour of the range that lies wholly in one bucket and
+// whose rollup is current, and from the readings for the rest: the
+// edges of a range that does not start or end on the hour, the parts
+// of hours a bucket starts in (the half hours at the ends of
+// Asia/Kolkata's days, the quarters of Asia/Kathmandu's), and the
+// hours written, deleted or whose formulas, constants, calibrations
+// or baselines were edited since their rollups were last computed,
+// usually a few seconds. The answer is the same either way, to the
 // rounding of sums; `X-Rollups` says where it came from. A function
 // without a value (`rate` of one reading, say) is null, and so is one
 // whose value is beyond a float64 (a `sum`, `range` or `rate` past
@@ -11883,18 +11881,17 @@ type ClientWithResponsesInterface interface {
 	// with `fill=null` every bucket also lists every input of the sensor
 	// (its blueprint's, or every input its readings have had).
 	//
-	// Input aggregates are computed by the database; output aggregates by
-	// evaluating the formulas on each reading as it streams. Buckets of
-	// whole hours (`1h`, `6h`, `1d`, `7d`…) aligned on the hour in the
-	// zone throughout the range (UTC, Europe/Paris, America/New_York; not
-	// Asia/Kolkata's +05:30 nor Australia/Lord_Howe's half-hour shift),
-	// without `median`, are read from hourly rollups of every input and
-	// output kept by the service: for the whole hours of the range whose
-	// rollups are current, and from the readings for the rest (the edges
-	// of a range that does not start or end on the hour, the hours
-	// written, deleted or whose formulas, constants, calibrations or
-	// baselines were edited since their rollups were last computed,
-	// usually a few seconds). The answer is the same either way, to the
+	// Output aggregates are computed by evaluating the formulas on each
+	// reading. Buckets of an hour or more, without `median`, are read
+	// from hourly rollups of every input and output kept by the service,
+	// for each UTC hour of the range that lies wholly in one bucket and
+	// whose rollup is current, and from the readings for the rest: the
+	// edges of a range that does not start or end on the hour, the parts
+	// of hours a bucket starts in (the half hours at the ends of
+	// Asia/Kolkata's days, the quarters of Asia/Kathmandu's), and the
+	// hours written, deleted or whose formulas, constants, calibrations
+	// or baselines were edited since their rollups were last computed,
+	// usually a few seconds. The answer is the same either way, to the
 	// rounding of sums; `X-Rollups` says where it came from. A function
 	// without a value (`rate` of one reading, say) is null, and so is one
 	// whose value is beyond a float64 (a `sum`, `range` or `rate` past
@@ -21803,18 +21800,17 @@ func (c *ClientWithResponses) PostReadingsWithResponse(ctx context.Context, orgI
 // with `fill=null` every bucket also lists every input of the sensor
 // (its blueprint's, or every input its readings have had).
 //
-// Input aggregates are computed by the database; output aggregates by
-// evaluating the formulas on each reading as it streams. Buckets of
-// whole hours (`1h`, `6h`, `1d`, `7d`…) aligned on the hour in the
-// zone throughout the range (UTC, Europe/Paris, America/New_York; not
-// Asia/Kolkata's +05:30 nor Australia/Lord_Howe's half-hour shift),
-// without `median`, are read from hourly rollups of every input and
-// output kept by the service: for the whole hours of the range whose
-// rollups are current, and from the readings for the rest (the edges
-// of a range that does not start or end on the hour, the hours
-// written, deleted or whose formulas, constants, calibrations or
-// baselines were edited since their rollups were last computed,
-// usually a few seconds). The answer is the same either way, to the
+// Output aggregates are computed by evaluating the formulas on each
+// reading. Buckets of an hour or more, without `median`, are read
+// from hourly rollups of every input and output kept by the service,
+// for each UTC hour of the range that lies wholly in one bucket and
+// whose rollup is current, and from the readings for the rest: the
+// edges of a range that does not start or end on the hour, the parts
+// of hours a bucket starts in (the half hours at the ends of
+// Asia/Kolkata's days, the quarters of Asia/Kathmandu's), and the
+// hours written, deleted or whose formulas, constants, calibrations
+// or baselines were edited since their rollups were last computed,
+// usually a few seconds. The answer is the same either way, to the
 // rounding of sums; `X-Rollups` says where it came from. A function
 // without a value (`rate` of one reading, say) is null, and so is one
 // whose value is beyond a float64 (a `sum`, `range` or `rate` past

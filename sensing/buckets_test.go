@@ -1,0 +1,105 @@
+package sensing
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/sensorreadings/readings/store"
+	"github.com/sensorreadings/readings/store/storetest"
+)
+
+// TestBucketingMatchesPostgreSQL puts instants into buckets as aggregates
+// do, on Go's copy of the time zone database, and checks each against
+// PostgreSQL's date_bin on the zone's wall clock, which the API's buckets
+// are defined by (store.BucketQuery), around the zones' changes of every
+// kind: by an hour, half an hour or 45 minutes, offsets of a quarter
+// hour, and local mean time before 1900. It also checks that an hour the
+// bucketing calls whole is in one bucket at every minute.
+func TestBucketingMatchesPostgreSQL(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewPool(t)
+	db := store.New(pool)
+	ctx := t.Context()
+	zones := []string{"UTC", "Europe/Paris", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata", "Asia/Kathmandu",
+		"America/St_Johns", "Pacific/Chatham", "Africa/Casablanca", "Europe/Dublin"}
+	intervals := []time.Duration{time.Minute, 15 * time.Minute, time.Hour, 90 * time.Minute, 3 * time.Hour, 24 * time.Hour, 7 * 24 * time.Hour}
+	ranges := []time.Time{time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 10, 1, 0, 0, 0, 0, time.UTC), time.Date(1890, 1, 1, 0, 0, 0, 0, time.UTC)}
+	rng := rand.New(rand.NewPCG(27, 2026))
+	for _, zone := range zones {
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, interval := range intervals {
+			for _, from := range ranges {
+				span := 60 * 24 * time.Hour
+				if interval < time.Hour {
+					span = 7 * 24 * time.Hour // at most 10,000 buckets
+				}
+				q := store.BucketQuery{From: from, To: from.Add(span), Interval: interval, Zone: zone}
+				var starts []store.BucketStart
+				err := db.InSnapshot(ctx, func(tx *store.Tx) error {
+					starts, err = tx.BucketStarts(ctx, q)
+					return err
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := newBucketing(q, starts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Random instants, and each change of the zone's offset
+				// in the range with the microsecond before it.
+				var at []time.Time
+				for range 300 {
+					at = append(at, from.Add(time.Duration(rng.Int64N(int64(span)))).Truncate(time.Microsecond))
+				}
+				for t := from; t.Before(q.To); {
+					_, end := t.In(loc).ZoneBounds()
+					if end.IsZero() || !end.Before(q.To) {
+						break
+					}
+					at = append(at, end.Add(-time.Microsecond), end)
+					t = end
+				}
+				rows, _ := pool.Query(ctx, `
+SELECT date_bin($2::interval, a AT TIME ZONE $3::text, TIMESTAMP '2000-01-03') AT TIME ZONE $3::text FROM unnest($1::timestamptz[]) AS a`,
+					at, pgtype.Interval{Microseconds: interval.Microseconds(), Valid: true}, zone)
+				want, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k, a := range at {
+					i, err := b.index(a)
+					if err != nil {
+						t.Fatalf("%s %s: %v", zone, interval, err)
+					}
+					if got := b.label(i); !got.Equal(want[k]) {
+						t.Fatalf("bucket of %s in %s, %s buckets = %s, PostgreSQL's %s", a.Format(time.RFC3339Nano), zone, interval, got, want[k])
+					}
+				}
+				for k := range 200 {
+					h := from.Add(time.Duration(rng.Int64N(int64(span/time.Hour))) * time.Hour)
+					if k < 20 && len(at) > 300+2*k { // the hours of the changes
+						h = at[300+2*k+1].Truncate(time.Hour)
+					}
+					if !b.whole(h, time.Hour) {
+						continue
+					}
+					first, _ := b.index(h)
+					for m := time.Duration(0); m <= time.Hour; m += time.Minute {
+						x := h.Add(min(m, time.Hour-time.Microsecond))
+						if i, _ := b.index(x); i != first {
+							t.Fatalf("%s in %s, %s buckets: called whole, but %s is in bucket %s, not %s", h, zone, interval, x, b.label(i), b.label(first))
+						}
+					}
+				}
+			}
+		}
+	}
+}
