@@ -32,6 +32,9 @@ type AggregateSink interface {
 type AggregateOptions struct {
 	Fill    bool // every bucket of the range, and every input in each
 	Outputs bool // the outputs' statistics
+	// AsOf computes with the configuration and the flags in force at that
+	// instant; nil: now.
+	AsOf *time.Time
 }
 
 // Aggregate cuts the sensor's readings that q selects into buckets and
@@ -42,9 +45,18 @@ type AggregateOptions struct {
 // and the readings elsewhere (store.Tx.PlanBuckets), and says where the
 // answer came from. It returns NotFound, and sink's errors.
 func (s *Service) Aggregate(ctx context.Context, key store.SensorKey, q store.BucketQuery, opts AggregateOptions, sink AggregateSink) (store.RollupUse, error) {
-	sensor, err := s.db.GetSensor(ctx, key)
+	sensor, err := s.sensorAsOf(ctx, key, opts.AsOf)
 	if err != nil {
 		return "", err
+	}
+	// The rollups hold every stored value: a range with values a flag
+	// rejects is read from the readings, which leave them out.
+	flags, err := s.flagsOf(ctx, sensor.ID, q.From, q.To.Add(-time.Microsecond), opts.AsOf)
+	if err != nil {
+		return "", err
+	}
+	if !flags.rejects() {
+		flags = nil
 	}
 	var buckets []time.Time
 	var inputIDs []int64
@@ -74,7 +86,7 @@ func (s *Service) Aggregate(ctx context.Context, key store.SensorKey, q store.Bu
 	if len(outputIDs) == 0 {
 		outputs = nil
 	}
-	q.Raw = q.Raw || s.cfg.ReadingsOnly
+	q.Raw = q.Raw || s.cfg.ReadingsOnly || flags != nil || opts.AsOf != nil
 	var use store.RollupUse
 	err = s.reader.InSnapshot(ctx, func(tx *store.Tx) error {
 		plan, err := tx.PlanBuckets(ctx, sensor, q, outputs != nil)
@@ -82,7 +94,7 @@ func (s *Service) Aggregate(ctx context.Context, key store.SensorKey, q store.Bu
 			return err
 		}
 		if use = plan.Use(); use == store.RollupsNone {
-			return rawBuckets(ctx, tx, plan, q.Median, outputs, sink)
+			return rawBuckets(ctx, tx, plan, q.Median, outputs, flags, sink)
 		}
 		counts, err := tx.BucketCounts(ctx, plan)
 		if err != nil {
@@ -113,7 +125,11 @@ type bucketStats struct {
 // one scan where the rollups serve nothing, instead of one for the counts,
 // one for the inputs, which multiplies the rows by the inputs, and one for
 // the outputs. It gives sink what it gathered once the scan is over.
-func rawBuckets(ctx context.Context, tx *store.Tx, plan store.BucketPlan, median bool, outputs *Outputs, sink AggregateSink) error {
+//
+// flags, when not nil, are the flags in force over the range: the values
+// they reject are left out, and a reading they reject whole is not
+// counted.
+func rawBuckets(ctx context.Context, tx *store.Tx, plan store.BucketPlan, median bool, outputs *Outputs, flags *flagSet, sink AggregateSink) error {
 	var (
 		buckets  []time.Time
 		gathered []bucketStats
@@ -152,6 +168,12 @@ func rawBuckets(ctx context.Context, tx *store.Tx, plan store.BucketPlan, median
 		n = 0
 	}
 	err := tx.BucketReadings(ctx, plan, false, func(bucket time.Time, r *store.Reading) error {
+		if flags != nil && len(flags.lookup(r.Time)) > 0 {
+			var whole bool
+			if r, whole = flags.without(r); whole || len(r.InputIDs) == 0 {
+				return nil
+			}
+		}
 		if started && !bucket.Equal(current) {
 			finish(current)
 		}
