@@ -135,7 +135,7 @@ func newCheck(sensor store.Sensor, spec CheckSpec) (store.Check, error) {
 // as stored: the readings just before and after the chunk, and those
 // between its readings. It says whether it set any flag.
 func (s *Service) runChecks(ctx context.Context, tx *store.Tx, sensor store.Sensor, checks []store.Check, chunks func(func([]store.Reading) error) error) (bool, error) {
-	before := 1
+	before := 2 // a spike's two neighbours, when the reading after the chunk's first is its first
 	for _, c := range checks {
 		if c.Kind == CheckStuck {
 			before = max(before, c.Count-1)
