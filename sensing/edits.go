@@ -413,53 +413,42 @@ func instanceChanges(before, after store.Sensor) []string {
 	if b == nil || a == nil || !slices.Equal(portIDs(b), portIDs(a)) {
 		return []string{store.AuditBlueprint} // a new instance: ids of its own
 	}
+	aspects := []struct {
+		kind string
+		of   func(*store.Instance) []any
+	}{
+		{store.AuditFormulas, func(i *store.Instance) []any {
+			return each(i.Outputs, func(o store.InstanceOutput) any { return o.Formula })
+		}},
+		{store.AuditConstants, func(i *store.Instance) []any {
+			return each(i.Constants, func(c store.InstanceConstant) any { return c.Value })
+		}},
+		{store.AuditCalibrations, func(i *store.Instance) []any {
+			return each(i.Constants, func(c store.InstanceConstant) any { return c.Calibrations })
+		}},
+		{store.AuditBaselines, func(i *store.Instance) []any {
+			return each(i.Inputs, func(in store.InstanceInput) any { return in.Baselines })
+		}},
+		{store.AuditLinks, func(i *store.Instance) []any {
+			return each(i.Inputs, func(in store.InstanceInput) any { return in.Link })
+		}},
+	}
 	var kinds []string
-	differ := func(kind string, x, y any) {
-		if !reflect.DeepEqual(x, y) {
-			kinds = append(kinds, kind)
+	for _, aspect := range aspects {
+		if !reflect.DeepEqual(aspect.of(b), aspect.of(a)) {
+			kinds = append(kinds, aspect.kind)
 		}
 	}
-	formulas := func(i *store.Instance) []string {
-		var f []string
-		for _, o := range i.Outputs {
-			f = append(f, o.Key+"="+o.Formula)
-		}
-		return f
-	}
-	differ(store.AuditFormulas, formulas(b), formulas(a))
-	values := func(i *store.Instance) []any {
-		var v []any
-		for _, c := range i.Constants {
-			v = append(v, c.Value)
-		}
-		return v
-	}
-	differ(store.AuditConstants, values(b), values(a))
-	cals := func(i *store.Instance) []any {
-		var v []any
-		for _, c := range i.Constants {
-			v = append(v, c.Calibrations)
-		}
-		return v
-	}
-	differ(store.AuditCalibrations, cals(b), cals(a))
-	baselines := func(i *store.Instance) []any {
-		var v []any
-		for _, in := range i.Inputs {
-			v = append(v, in.Baselines)
-		}
-		return v
-	}
-	differ(store.AuditBaselines, baselines(b), baselines(a))
-	links := func(i *store.Instance) []any {
-		var v []any
-		for _, in := range i.Inputs {
-			v = append(v, in.Link)
-		}
-		return v
-	}
-	differ(store.AuditLinks, links(b), links(a))
 	return kinds
+}
+
+// each is f of every x.
+func each[T any](xs []T, f func(T) any) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
 }
 
 func portIDs(i *store.Instance) []int64 {

@@ -39,32 +39,16 @@ type FlagResult struct {
 // alarms, in one transaction. It returns NotFound, Invalid for an input
 // that is not the sensor's, and Conflict for an archived project.
 func (s *Service) SetFlag(ctx context.Context, key store.SensorKey, edit FlagEdit) (FlagResult, error) {
-	var out FlagResult
-	err := s.db.InTx(ctx, func(tx *store.Tx) error {
-		sensor, err := tx.LockSensor(ctx, key)
-		if err != nil {
-			return err
-		}
-		input, err := flagInput(sensor, edit.Input)
-		if err != nil {
-			return err
-		}
+	return s.editFlags(ctx, key, edit, func(tx *store.Tx, sensorID int64, input *int64) ([]store.Flag, store.Change, error) {
 		by := edit.By
-		if out.Flags, err = tx.InsertFlags(ctx, sensor.ID, []store.FlagSpec{{
+		set, err := tx.InsertFlags(ctx, sensorID, []store.FlagSpec{{
 			InputID: input, Flag: edit.Flag, From: edit.From, To: edit.To, Reason: edit.Reason, SetBy: &by,
-		}}); err != nil {
-			return err
+		}})
+		if err != nil {
+			return nil, store.Change{}, err
 		}
-		if out.Readings, err = tx.CountReadings(ctx, sensor.ID, edit.From, edit.To); err != nil {
-			return err
-		}
-		if err := tx.Audit(ctx, store.Change{OrgID: key.OrgID, ProjectID: key.ProjectID, SensorID: key.SensorID,
-			Kind: store.AuditFlag, Action: "set", After: out.Flags[0]}); err != nil {
-			return err
-		}
-		return s.recheck(ctx, tx, sensor)
+		return set, store.Change{Action: "set", After: set[0]}, nil
 	})
-	return out, err
 }
 
 // ClearFlags clears the flags in force on the sensor's readings in the
@@ -72,6 +56,20 @@ func (s *Service) SetFlag(ctx context.Context, key store.SensorKey, edit FlagEdi
 // rechecks its alarms, in one transaction; a flag reaching beyond the
 // range keeps what lies outside it. It returns SetFlag's errors.
 func (s *Service) ClearFlags(ctx context.Context, key store.SensorKey, edit FlagEdit) (FlagResult, error) {
+	return s.editFlags(ctx, key, edit, func(tx *store.Tx, sensorID int64, input *int64) ([]store.Flag, store.Change, error) {
+		by := edit.By
+		cleared, err := tx.ClearFlags(ctx, sensorID, input, edit.From, edit.To, &by, edit.Reason)
+		return cleared, store.Change{Action: "clear", Before: cleared, After: map[string]any{
+			"from": edit.From, "to": edit.To, "input": edit.Input, "reason": edit.Reason, "cleared": len(cleared),
+		}}, err
+	})
+}
+
+// editFlags runs change on the flags of the sensor, locked, and of the
+// input the edit names; when it changed any, records the change in the
+// audit trail and rechecks the alarms, in one transaction.
+func (s *Service) editFlags(ctx context.Context, key store.SensorKey, edit FlagEdit,
+	change func(tx *store.Tx, sensorID int64, input *int64) ([]store.Flag, store.Change, error)) (FlagResult, error) {
 	var out FlagResult
 	err := s.db.InTx(ctx, func(tx *store.Tx) error {
 		sensor, err := tx.LockSensor(ctx, key)
@@ -82,20 +80,16 @@ func (s *Service) ClearFlags(ctx context.Context, key store.SensorKey, edit Flag
 		if err != nil {
 			return err
 		}
-		by := edit.By
-		if out.Flags, err = tx.ClearFlags(ctx, sensor.ID, input, edit.From, edit.To, &by, edit.Reason); err != nil {
+		flags, c, err := change(tx, sensor.ID, input)
+		if err != nil {
 			return err
 		}
-		if out.Readings, err = tx.CountReadings(ctx, sensor.ID, edit.From, edit.To); err != nil {
+		out.Flags = flags
+		if out.Readings, err = tx.CountReadings(ctx, sensor.ID, edit.From, edit.To); err != nil || len(flags) == 0 {
 			return err
 		}
-		if len(out.Flags) == 0 {
-			return nil
-		}
-		if err := tx.Audit(ctx, store.Change{OrgID: key.OrgID, ProjectID: key.ProjectID, SensorID: key.SensorID,
-			Kind: store.AuditFlag, Action: "clear", Before: out.Flags, After: map[string]any{
-				"from": edit.From, "to": edit.To, "input": edit.Input, "reason": edit.Reason, "cleared": len(out.Flags),
-			}}); err != nil {
+		c.OrgID, c.ProjectID, c.SensorID, c.Kind = key.OrgID, key.ProjectID, key.SensorID, store.AuditFlag
+		if err := tx.Audit(ctx, c); err != nil {
 			return err
 		}
 		return s.recheck(ctx, tx, sensor)
