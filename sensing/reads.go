@@ -338,12 +338,23 @@ type Status struct {
 }
 
 // SensorStatuses returns a page of the status of the sensors q selects,
-// each newest reading with its outputs, and whether more follow. It
+// each newest reading a flag does not reject whole (without its rejected
+// values) with its outputs, and whether more follow. It
 // returns store.DB.SensorStatuses' errors.
 func (s *Service) SensorStatuses(ctx context.Context, q store.StatusQuery) ([]Status, bool, error) {
 	statuses, more, err := s.db.SensorStatuses(ctx, q)
 	if err != nil {
 		return nil, false, err
+	}
+	latest := make([]store.Latest, len(statuses))
+	for i, st := range statuses {
+		latest[i] = store.Latest{Sensor: st.Sensor, Reading: st.Reading}
+	}
+	if err := s.unflagLatest(ctx, latest); err != nil {
+		return nil, false, err
+	}
+	for i := range statuses {
+		statuses[i].Reading = latest[i].Reading
 	}
 	out := make([]Status, len(statuses))
 	for i, st := range statuses {

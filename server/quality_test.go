@@ -108,6 +108,12 @@ func TestFlagsChangeEveryRead(t *testing.T) {
 	if at, v := a.latestFreq(t); at != minuteText(1) || v != 2000 {
 		t.Errorf("latest after the flag: %s %v, want the reading at minute 1", at, v)
 	}
+	status, err := a.e.client(a.tn.tokens[store.Viewer]).ProjectStatusWithResponse(t.Context(), a.tn.orgID, a.tn.projectID,
+		&client.ProjectStatusParams{SensorId: &[]int64{a.tn.instanceID}})
+	if err != nil || status.JSON200 == nil || len(status.JSON200.Items) != 1 || status.JSON200.Items[0].Reading == nil ||
+		status.JSON200.Items[0].Reading.Datetime != minuteText(1) {
+		t.Errorf("status after the flag: %v %s, want the reading at minute 1", err, status.Body)
+	}
 
 	// A suspect value stays in every read, marked.
 	a.setFlag(t, client.FlagInput{Flag: client.FlagInputFlagSuspect, From: minuteText(1), Input: ptr("freq"), Reason: "Looks high"})
