@@ -266,7 +266,10 @@ func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Senso
 	if err != nil {
 		return nil, err
 	}
-	rs, err := s.loadRates(ctx, tx, sensor, rules, at[0], at[len(at)-1], fs != nil)
+	// Readings newer than any stored add their values to the rates' series
+	// as they are evaluated; others are read back as stored.
+	appending := newest == nil || !at[0].Before(*newest)
+	rs, err := s.loadRates(ctx, tx, sensor, rules, at[0], at[len(at)-1], fs != nil, appending)
 	if err != nil {
 		return nil, err
 	}
@@ -287,6 +290,9 @@ func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Senso
 			v, ok := vals.value(t.ids[k])
 			if !ok || marked && vals.flagged(fs, t.ids[k]) {
 				continue
+			}
+			if appending {
+				rs.add(t.ids[k], r.Time, v)
 			}
 			value := t.values(k, rs, r.Time, v)
 			if late {
@@ -311,7 +317,7 @@ func (s *Service) recheckRules(ctx context.Context, tx *store.Tx, sensor store.S
 	if err != nil {
 		return nil, err
 	}
-	rs, err := s.loadRates(ctx, tx, sensor, rules, newest.Time, newest.Time, true)
+	rs, err := s.loadRates(ctx, tx, sensor, rules, newest.Time, newest.Time, true, false)
 	if err != nil {
 		return nil, err
 	}

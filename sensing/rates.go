@@ -38,19 +38,40 @@ func maxWindow(rules []store.AlarmRule) time.Duration {
 // readings stored from the start of the first window to last, as the
 // rules see them: without the values a flag rejects, when flagged says
 // there may be some. It returns nil without rate rules.
-func (s *Service) loadRates(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, first, last time.Time, flagged bool) (rates, error) {
+//
+// A write of readings newer than any stored (appending), the common case,
+// reads only the values that can be the first of a window: those from
+// the start of the first window to the start of the last, and the one
+// after; its evaluation adds its own values as it goes (rates.add),
+// instead of reading back and computing again what it wrote.
+func (s *Service) loadRates(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, first, last time.Time, flagged, appending bool) (rates, error) {
 	window := maxWindow(rules)
 	if window == 0 {
 		return nil, nil
 	}
 	from := first.Add(-window)
 	var stored []store.Reading
-	err := tx.ListReadings(ctx, sensor, store.ReadingQuery{From: from, To: last}, func(r *store.Reading) error {
+	keep := func(r *store.Reading) error {
 		stored = append(stored, store.Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)})
 		return nil
-	})
+	}
+	var err error
+	if appending {
+		starts := last.Add(-window)
+		if err = tx.ListReadings(ctx, sensor, store.ReadingQuery{From: from, To: starts}, keep); err == nil {
+			err = tx.ListReadings(ctx, sensor, store.ReadingQuery{From: starts.Add(time.Microsecond), To: first.Add(-time.Microsecond), Limit: 1}, keep)
+		}
+	} else {
+		err = tx.ListReadings(ctx, sensor, store.ReadingQuery{From: from, To: last}, keep)
+	}
+	out := rates{}
+	for _, r := range rules {
+		if r.Window > 0 {
+			out[r.TargetID] = &rateSeries{}
+		}
+	}
 	if err != nil || len(stored) == 0 {
-		return rates{}, err
+		return out, err
 	}
 	var fs *flagSet
 	if flagged {
@@ -67,12 +88,6 @@ func (s *Service) loadRates(ctx context.Context, tx *store.Tx, sensor store.Sens
 	vals, err := s.newValues(ctx, tx, sensor, at)
 	if err != nil {
 		return nil, err
-	}
-	out := rates{}
-	for _, r := range rules {
-		if r.Window > 0 {
-			out[r.TargetID] = &rateSeries{}
-		}
 	}
 	for i := range stored {
 		r := &stored[i]
@@ -105,4 +120,12 @@ func (rs rates) rate(rule store.AlarmRule, t time.Time, v float64) float64 {
 		return math.NaN()
 	}
 	return (v - series.v[j]) / t.Sub(series.t[j]).Seconds() * float64(rule.Per)
+}
+
+// add appends target id's value v at t, later than any it has, if a rate
+// rule watches the target.
+func (rs rates) add(id int64, t time.Time, v float64) {
+	if series := rs[id]; series != nil && !math.IsNaN(v) && !math.IsInf(v, 0) {
+		series.t, series.v = append(series.t, t), append(series.v, v)
+	}
 }
