@@ -45,8 +45,16 @@ type SensorPath = { org_id: number; proj_id: number; sensor_id: number };
 
 function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
   const listPath = `/api/v1/org/${path.org_id}/proj/${path.proj_id}/readings/${path.sensor_id}`;
+  // As of: the outputs with the configuration and the flags in force at an instant, as a report showed them then.
+  const asOf = h('input', { name: 'as_of', placeholder: 'YYYY-MM-DD HH:MM:SS', size: 19, spellcheck: 'false', autocomplete: 'off', 'data-testid': 'as-of' });
+  const asOfQuery = (): { as_of?: string } => {
+    if (!asOf.value.trim()) return {};
+    const t = fromLocalInput(asOf.value);
+    if (Number.isNaN(t.getTime())) throw new Error('write the instant of “as of” as 2024-05-01 12:00:00, or leave it empty');
+    return { as_of: t.toISOString() };
+  };
   const fetchPage = async (query: ReadingsQuery, signal?: AbortSignal) => {
-    const { data, response } = await send(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}', { params: { path, query }, signal }));
+    const { data, response } = await send(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}', { params: { path, query: { ...query, ...asOfQuery() } }, signal }));
     return { readings: data, link: nextFromHeaders(response.headers) };
   };
 
@@ -196,6 +204,7 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
       tz: zoneName(),
       datetime__gte: r.from.toISOString(),
       datetime__lt: r.to.toISOString(),
+      ...asOfQuery(),
     };
     return send(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/aggregates', { params: { path, query }, signal })).catch((err: unknown) => {
       if (err instanceof ApiError && err.status === 400) return undefined;
@@ -264,7 +273,7 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
       const r = range ?? (await chosenRange());
       const { data, response } = await send(
         ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/export', {
-          params: { path, query: { format: 'csv', outputs: true, datetime__gte: r.from.toISOString(), datetime__lt: r.to.toISOString() } },
+          params: { path, query: { format: 'csv', outputs: true, datetime__gte: r.from.toISOString(), datetime__lt: r.to.toISOString(), ...asOfQuery() } },
           parseAs: 'blob',
         }),
       );
@@ -273,7 +282,7 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
     }),
   );
 
-  const form = h('form', { class: 'inline controls', 'aria-label': 'Range' }, field('Range', preset), custom, loadButton, stopButton, csvButton, progress, status);
+  const form = h('form', { class: 'inline controls', 'aria-label': 'Range' }, field('Range', preset), custom, field('As of', asOf), loadButton, stopButton, csvButton, progress, status);
   const flagger = flagForm(ctx, path, sensor, () => range, () => void load());
   form.addEventListener('submit', (e) => {
     e.preventDefault();
