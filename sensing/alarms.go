@@ -9,15 +9,15 @@ import (
 	"github.com/sensorreadings/readings/store"
 )
 
-// stepAlarms steps the sensor's rules with the readings of a write, which
-// chunks gives, chunk after chunk in time order, each ordered and one per
-// instant, in the write's transaction and before the write's newest
-// reading is kept; newest is the datetime of the sensor's newest reading
-// before the write, if it had one. It writes what the rules decide and
-// returns how many events the write raised.
+// stepAlarms steps the sensor's rules, as the write's lock read them, with
+// the readings of a write, which chunks gives, chunk after chunk in time
+// order, each ordered and one per instant, in the write's transaction;
+// newest is the datetime of the sensor's newest reading before the write,
+// if it had one. It writes what the rules decide and returns how many
+// events the write raised.
 //
-// A sensor without rules costs one statement. A write of one chunk (a
-// batch) costs one more, whatever it decides: the states, the current
+// A sensor without rules costs nothing. A write of one chunk (a batch)
+// costs one statement, whatever it decides: the states, the current
 // alarms and the events in one round trip. A write of several chunks (a
 // stream) writes the states and alarms of each chunk before the next is
 // evaluated, and the events of the whole write at the end, coalesced
@@ -26,10 +26,9 @@ import (
 // With flagged set (a flag is in force on some of the sensor's readings),
 // the flags on each chunk's readings are read, and a flagged value steps
 // no rule.
-func (s *Service) stepAlarms(ctx context.Context, tx *store.Tx, sensor store.Sensor, newest *time.Time, flagged bool, chunks func(func([]store.Reading) error) error) (int, error) {
-	rules, err := tx.SensorRules(ctx, sensor.ID)
-	if err != nil || len(rules) == 0 {
-		return 0, err
+func (s *Service) stepAlarms(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, newest *time.Time, flagged bool, chunks func(func([]store.Reading) error) error) (int, error) {
+	if len(rules) == 0 {
+		return 0, nil
 	}
 	var (
 		before  = ruleStates(rules)
@@ -37,7 +36,7 @@ func (s *Service) stepAlarms(ctx context.Context, tx *store.Tx, sensor store.Sen
 		pending []store.AlarmChange // the last chunk's changes, not yet written
 		raised  []store.AlarmChange // the events of the chunks so far
 	)
-	err = chunks(func(chunk []store.Reading) error {
+	err := chunks(func(chunk []store.Reading) error {
 		if started {
 			if err := tx.ApplyAlarms(ctx, sensor, rules, before, pending, nil); err != nil {
 				return err

@@ -55,10 +55,12 @@ func (b *Batch) Where() (string, map[string]any) {
 // for the rollups, its alarm rules stepped with them in time order, and
 // the newest reading kept.
 //
-// A Batch is checked before the transaction begins, stored in one COPY
-// (or, where it overlaps stored readings, a delete and a COPY) and its
-// alarms stepped in memory; a transaction PostgreSQL aborts as a
-// deadlock's victim is run again, whole. Any other source streams: the
+// A Batch is checked before the transaction begins; the lock's round trip
+// also queues its hours and keeps its newest reading, and stores a batch
+// of up to 100 readings (an upsert); a larger one is stored in one COPY
+// (or, where it overlaps stored readings, a delete and a COPY). Its alarms
+// are stepped in memory; a transaction PostgreSQL aborts as a deadlock's
+// victim is run again, whole. Any other source streams: the
 // sensor is locked from its first reading, each reading is checked and
 // written as it comes, so that memory stays bounded whatever its length,
 // and its alarms are stepped a chunk at a time as stored; an abort is
@@ -110,7 +112,7 @@ func (s *Service) Ingest(ctx context.Context, key store.SensorKey, src Source) (
 func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, in intake) (store.Written, error) {
 	var written store.Written
 	bounded, cancel := in.bound(s, ctx)
-	w, err := tx.LockSensorWrite(bounded, key)
+	w, err := tx.LockSensorWrite(bounded, key, in.ahead())
 	cancel()
 	if err != nil {
 		return written, err
@@ -147,8 +149,11 @@ func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, 
 		}
 		flagged = flagged || set
 	}
-	if written.Events, err = s.stepAlarms(ctx, tx, w.Sensor, w.Newest, flagged, chunks); err != nil {
+	if written.Events, err = s.stepAlarms(ctx, tx, w.Sensor, w.Rules, w.Newest, flagged, chunks); err != nil {
 		return written, err
+	}
+	if in.ahead() != nil {
+		return written, nil // the lock kept the newest reading
 	}
 	return written, tx.KeepLatest(ctx, w.Sensor.ID, in.newest())
 }
@@ -159,6 +164,10 @@ type intake interface {
 	// bound bounds ctx for a statement of the write, when its request is
 	// not bounded.
 	bound(s *Service, ctx context.Context) (context.Context, context.CancelFunc)
+	// ahead is the readings, ordered and one per instant, when they are
+	// known before the lock: the lock's round trip then queues their hours
+	// and keeps the newest (store.Tx.LockSensorWrite). nil for a stream.
+	ahead() []store.Reading
 	// stage writes what must be written before the input ids are known:
 	// a stream's readings.
 	stage(ctx context.Context, tx *store.Tx, w store.SensorWrite) error
@@ -202,6 +211,8 @@ func newBatchIntake(b *Batch, check checks) (*batchIntake, error) {
 func (*batchIntake) bound(_ *Service, ctx context.Context) (context.Context, context.CancelFunc) {
 	return ctx, func() {} // the server bounds the request
 }
+
+func (b *batchIntake) ahead() []store.Reading { return b.ordered }
 
 func (*batchIntake) stage(context.Context, *store.Tx, store.SensorWrite) error { return nil }
 
@@ -267,6 +278,8 @@ func (in *streamIntake) next() (*store.Reading, error) {
 func (*streamIntake) bound(s *Service, ctx context.Context) (context.Context, context.CancelFunc) {
 	return s.bounded(ctx)
 }
+
+func (*streamIntake) ahead() []store.Reading { return nil }
 
 func (in *streamIntake) stage(ctx context.Context, tx *store.Tx, w store.SensorWrite) error {
 	var err error

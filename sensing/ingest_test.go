@@ -231,58 +231,70 @@ CREATE TRIGGER test_abort AFTER INSERT ON rollup_dirty FOR EACH STATEMENT EXECUT
 }
 
 // TestIngestRoundTrips counts the statements a batch costs, each a round
-// trip (the COPY, through pgconn, is not traced and costs one more): the
-// ingest of issue 26 starts from these. A sensor without rules pays one
-// statement for its alarms; a batch that changes a target's level, one
-// more.
+// trip (the COPY, through pgconn, is not traced and costs one more): BEGIN,
+// the lock's round trip (the lock, the sensor's state and rules, the
+// batch's hours queued, its newest reading kept and, for a small batch,
+// its readings stored), COMMIT. A large batch over stored readings pays one
+// more for the delete, and any batch over stored readings one for its entry
+// in the audit trail; a batch that changes a target's level, one more for
+// the alarms.
 func TestIngestRoundTrips(t *testing.T) {
-	tracer := &countingTracer{}
-	pool, err := store.Open(t.Context(), storetest.NewDatabase(t), store.PoolConfig{Tracer: tracer})
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name string
+		size int
+		over int64 // the statements of a batch over stored readings
+	}{
+		{"Small", 10, 3},
+		{"Large", 1000, 4},
 	}
-	t.Cleanup(pool.Close)
-	db := store.New(pool)
-	core := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{})
-	ctx := t.Context()
-	f := newFixture(t, db)
-	at := 0
-	batch := func(v float64) []store.Reading {
-		readings := make([]store.Reading, 100)
-		for n := range readings {
-			readings[n] = store.Reading{Time: minute(at).Add(time.Duration(n) * time.Second), InputIDs: []int64{f.u(), f.i()}, Values: []float64{v, 1}}
-		}
-		at += 2
-		return readings
-	}
-	count := func(readings []store.Reading) int64 {
-		t.Helper()
-		before := tracer.n.Load()
-		if _, err := core.Ingest(ctx, f.key, sensing.NewBatch(readings)); err != nil {
-			t.Fatal(err)
-		}
-		return tracer.n.Load() - before
-	}
-	count(batch(1)) // the sensor's first inputs, recorded once
-	// BEGIN, the lock and the sensor's state (one batch), queue the hours,
-	// the rules, the newest reading, COMMIT.
-	const base = 6
-	if got := count(batch(1)); got != base {
-		t.Errorf("a batch to a sensor without rules: %d statements, want %d", got, base)
-	}
-	at -= 2
-	over := batch(1)
-	if got := count(over); got != base+1 {
-		t.Errorf("a batch over stored readings: %d statements, want %d (the delete rides with the queue; the audit entry of the overwrite is one)", got, base+1)
-	}
-	if _, err := core.CreateAlarmRule(ctx, f.key, store.AlarmRuleSpec{TargetKey: "u", Level: "Alarm", Direction: "above", Threshold: 10, Persistence: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if got := count(batch(1)); got != base {
-		t.Errorf("a batch that changes no alarm: %d statements, want %d", got, base)
-	}
-	if got := count(batch(20)); got != base+1 {
-		t.Errorf("a batch that raises an alarm: %d statements, want %d (states, alarm and event in one)", got, base+1)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tracer := &countingTracer{}
+			pool, err := store.Open(t.Context(), storetest.NewDatabase(t), store.PoolConfig{Tracer: tracer})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(pool.Close)
+			db := store.New(pool)
+			core := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{})
+			ctx := t.Context()
+			f := newFixture(t, db)
+			at := 0
+			batch := func(v float64) []store.Reading {
+				readings := make([]store.Reading, tt.size)
+				for n := range readings {
+					readings[n] = store.Reading{Time: minute(at).Add(time.Duration(n) * time.Second), InputIDs: []int64{f.u(), f.i()}, Values: []float64{v, 1}}
+				}
+				at += 20
+				return readings
+			}
+			count := func(readings []store.Reading) int64 {
+				t.Helper()
+				before := tracer.n.Load()
+				if _, err := core.Ingest(ctx, f.key, sensing.NewBatch(readings)); err != nil {
+					t.Fatal(err)
+				}
+				return tracer.n.Load() - before
+			}
+			count(batch(1)) // the sensor's first inputs, recorded once
+			const base = 3
+			if got := count(batch(1)); got != base {
+				t.Errorf("a batch to a sensor without rules: %d statements, want %d", got, base)
+			}
+			at -= 20 // the instants of the batch before
+			if got := count(batch(1)); got != tt.over+1 {
+				t.Errorf("a batch over stored readings: %d statements, want %d (one the audit entry of the overwrite)", got, tt.over+1)
+			}
+			if _, err := core.CreateAlarmRule(ctx, f.key, store.AlarmRuleSpec{TargetKey: "u", Level: "Alarm", Direction: "above", Threshold: 10, Persistence: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if got := count(batch(1)); got != base {
+				t.Errorf("a batch that changes no alarm: %d statements, want %d", got, base)
+			}
+			if got := count(batch(20)); got != base+1 {
+				t.Errorf("a batch that raises an alarm: %d statements, want %d (states, alarm and event in one)", got, base+1)
+			}
+		})
 	}
 }
 

@@ -154,7 +154,7 @@ func TestAggregateRows(t *testing.T) {
 	})
 	t.Run("SnapshotIsReadOnly", func(t *testing.T) {
 		err := db.InSnapshot(ctx, func(tx *store.Tx) error {
-			_, err := tx.LockSensorWrite(ctx, key)
+			_, err := tx.LockSensorWrite(ctx, key, nil)
 			return err
 		})
 		if err == nil {

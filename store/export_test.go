@@ -4,3 +4,6 @@ package store
 // victim or a serialization failure runs in all, so that a test can see
 // the first abort.
 func (db *DB) SetTxAttempts(n int) { db.txAttempts = n }
+
+// UpsertMax is the largest batch LockSensorWrite stores in its round trip.
+const UpsertMax = upsertMax

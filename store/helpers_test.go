@@ -211,12 +211,14 @@ func ptr[T any](v T) *T { return &v }
 
 // insert stores readings in the sensor of key as a write of the domain
 // stores them, in one transaction and without its checks and alarms: the
-// store's part of a write (LockSensorWrite, RecordInputs, WriteReadings,
-// KeepLatest). It returns what the write did, or the first error.
+// store's part of a write (LockSensorWrite with the batch, which queues
+// its hours and keeps its newest reading, RecordInputs, WriteReadings). It
+// returns what the write did, or the first error.
 func insert(ctx context.Context, db *store.DB, key store.SensorKey, readings []store.Reading) (store.Written, error) {
 	var written store.Written
 	err := db.InTx(ctx, func(tx *store.Tx) error {
-		w, err := tx.LockSensorWrite(ctx, key)
+		ordered := store.LastPerInstant(readings)
+		w, err := tx.LockSensorWrite(ctx, key, ordered)
 		if err != nil {
 			return err
 		}
@@ -226,11 +228,8 @@ func insert(ctx context.Context, db *store.DB, key store.SensorKey, readings []s
 		if err := tx.RecordInputs(ctx, w, store.InputIDsOf(readings)); err != nil {
 			return err
 		}
-		ordered := store.LastPerInstant(readings)
-		if written, err = tx.WriteReadings(ctx, w, ordered); err != nil || len(ordered) == 0 {
-			return err
-		}
-		return tx.KeepLatest(ctx, key.SensorID, &ordered[len(ordered)-1])
+		written, err = tx.WriteReadings(ctx, w, ordered)
+		return err
 	})
 	return written, err
 }
@@ -251,7 +250,7 @@ func mustInsert(t testing.TB, db *store.DB, key store.SensorKey, readings ...sto
 func insertStream(ctx context.Context, db *store.DB, key store.SensorKey, stream store.ReadingStream) (store.Written, error) {
 	var written store.Written
 	err := db.InTxOnce(ctx, func(tx *store.Tx) error {
-		w, err := tx.LockSensorWrite(ctx, key)
+		w, err := tx.LockSensorWrite(ctx, key, nil)
 		if err != nil {
 			return err
 		}

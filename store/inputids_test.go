@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -43,5 +44,18 @@ func TestInputIDs(t *testing.T) {
 	}
 	if got, want := ids(), "[1 2 3 5 9]"; got != want {
 		t.Errorf("InputIDs after deleting every reading = %s, want %s", got, want)
+	}
+}
+
+// TestInputIDsOf: every input id of a batch comes at least once, whether
+// a reading repeats the inputs of the one before or not.
+func TestInputIDsOf(t *testing.T) {
+	readings := []store.Reading{
+		{InputIDs: []int64{1, 2}}, {InputIDs: []int64{1, 2}}, {InputIDs: []int64{3}},
+		{InputIDs: []int64{1, 2}}, {InputIDs: []int64{2, 4}}, {InputIDs: []int64{2, 4}},
+	}
+	got := slices.Sorted(store.InputIDsOf(readings))
+	if got, want := slices.Compact(got), []int64{1, 2, 3, 4}; !slices.Equal(got, want) {
+		t.Errorf("InputIDsOf = %v, want %v", got, want)
 	}
 }

@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -56,7 +58,10 @@ func stored(t *testing.T, db *store.DB, sensor store.Sensor) map[int]float64 {
 
 // TestInsertReadingsOverwrite writes a batch over stored readings and
 // checks what it reports and what is stored: every instant of the batch
-// holds its value, every other stored instant is untouched.
+// holds its value, every other stored instant is untouched. Each case runs
+// as a small batch, which the lock's round trip upserts, and as a large
+// one, deleted and COPYed: the case's batch and, after the stored
+// readings, store.UpsertMax new ones more.
 func TestInsertReadingsOverwrite(t *testing.T) {
 	db := newDB(t)
 	tests := []struct {
@@ -102,32 +107,84 @@ func TestInsertReadingsOverwrite(t *testing.T) {
 			after:  map[int]float64{1: 3, 2: 4},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx := t.Context()
-			sensor, key := newPlainSensor(t, db)
-			written, err := insert(ctx, db, key, batchOf(1, tt.stored...))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := (store.Written{New: len(tt.stored)}); written != want {
-				t.Fatalf("first InsertReadings = %+v, want %+v", written, want)
-			}
-			written, err = insert(ctx, db, key, tt.batch)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if written != tt.want {
-				t.Errorf("InsertReadings = %+v, want %+v", written, tt.want)
-			}
-			got := stored(t, db, sensor)
-			if len(got) != len(tt.after) {
-				t.Errorf("%d readings stored, want %d: %v", len(got), len(tt.after), got)
-			}
-			for k, want := range tt.after {
-				if v, ok := got[k]; !ok || v != want {
-					t.Errorf("reading at %d: %v (stored %v), want %v", k, v, ok, want)
+	for _, large := range []bool{false, true} {
+		for _, tt := range tests {
+			name := "Small/" + tt.name
+			batch, want, after := tt.batch, tt.want, maps.Clone(tt.after)
+			if large {
+				name = "Large/" + tt.name
+				more := span(100, 100+store.UpsertMax)
+				batch = append(slices.Clone(batch), batchOf(5, more...)...)
+				want.New += len(more)
+				for _, k := range more {
+					after[k] = 5
 				}
+			}
+			t.Run(name, func(t *testing.T) {
+				ctx := t.Context()
+				sensor, key := newPlainSensor(t, db)
+				written, err := insert(ctx, db, key, batchOf(1, tt.stored...))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := (store.Written{New: len(tt.stored)}); written != want {
+					t.Fatalf("first InsertReadings = %+v, want %+v", written, want)
+				}
+				written, err = insert(ctx, db, key, batch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if written != want {
+					t.Errorf("InsertReadings = %+v, want %+v", written, want)
+				}
+				got := stored(t, db, sensor)
+				if len(got) != len(after) {
+					t.Errorf("%d readings stored, want %d: %v", len(got), len(after), got)
+				}
+				for k, want := range after {
+					if v, ok := got[k]; !ok || v != want {
+						t.Errorf("reading at %d: %v (stored %v), want %v", k, v, ok, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestInsertReadingsInputs stores readings of different inputs, in a small
+// batch and a large one: each reads back with its own inputs.
+func TestInsertReadingsInputs(t *testing.T) {
+	db := newDB(t)
+	for _, size := range []int{3, store.UpsertMax + 1} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			sensor, key := newPlainSensor(t, db)
+			batch := make([]store.Reading, size)
+			for i := range batch {
+				r := store.Reading{Time: second(i)}
+				for id := range int64(1 + i%4) {
+					r.InputIDs = append(r.InputIDs, id+1)
+					r.Values = append(r.Values, float64(i)+float64(id)/10)
+				}
+				batch[i] = r
+			}
+			// Twice: new, then over themselves.
+			for _, want := range []store.Written{{New: size}, {Replaced: size}} {
+				if written, err := insert(t.Context(), db, key, batch); err != nil || written != want {
+					t.Fatalf("insert = %+v, %v; want %+v", written, err, want)
+				}
+			}
+			i := 0
+			q := store.ReadingQuery{From: store.MinTime, To: store.MaxTime}
+			err := db.ListReadings(t.Context(), sensor, q, func(r *store.Reading) error {
+				want := batch[i]
+				if !r.Time.Equal(want.Time) || !slices.Equal(r.InputIDs, want.InputIDs) || !slices.Equal(r.Values, want.Values) {
+					t.Errorf("reading %d = %v %v %v, want %v %v %v", i, r.Time, r.InputIDs, r.Values, want.Time, want.InputIDs, want.Values)
+				}
+				i++
+				return nil
+			})
+			if err != nil || i != size {
+				t.Fatalf("%d readings, %v; want %d", i, err, size)
 			}
 		})
 	}

@@ -61,47 +61,93 @@ SELECT coalesce((SELECT input_ids FROM sensor_inputs WHERE sensor_id = $1), '{}'
 // SensorWrite is what a write of a sensor's readings is made against, as
 // the sensor's lock found it.
 type SensorWrite struct {
-	Sensor Sensor     // its ID, ProjectID and Instance
-	Known  []int64    // the input ids its readings have used, ascending
-	Newest *time.Time // its newest reading's datetime; nil: it has none
+	Sensor Sensor      // its ID, ProjectID and Instance
+	Known  []int64     // the input ids its readings have used, ascending
+	Newest *time.Time  // its newest reading's datetime; nil: it has none
+	Rules  []AlarmRule // its alarm rules, as SensorRules returns them
 	// Flagged says whether a flag is in force on any of its readings.
 	Flagged bool
 	// Checks are its validity checks as stored (JSON), nil for none.
 	Checks []byte
+
+	// aheadQueued: the batch's hours were queued with the lock; stored:
+	// the lock stored the batch too, which wrote written.
+	aheadQueued, stored bool
+	written             Written
 }
 
 // LockSensorWrite locks the sensor for a write of its readings, under its
 // project's lock (lockSensorWriteSQL), and reads what its readings hold
-// (sensorWrittenSQL), in one round trip but in a statement of its own:
-// when the lock waited for another writer of the sensor, its statement
-// still sees what was stored before that writer committed (a READ
-// COMMITTED statement reads one snapshot, taken before it waited), the
-// next one sees it all. The lock stands in for a foreign key, checked once
-// per write instead of once per row: the sensor cannot be deleted, with
-// its readings, nor get a new instance until the write commits. It also
-// makes the writes of one sensor take turns. It returns NotFound, and
-// Conflict when the project is archived.
-func (tx *Tx) LockSensorWrite(ctx context.Context, key SensorKey) (SensorWrite, error) {
-	w, err := lockSensorWrite(ctx, tx.tx, key)
-	return w, dbError("lock sensor", err)
+// (sensorWrittenSQL) and its alarm rules, in one round trip but in
+// statements of their own: when the lock waited for another writer of the
+// sensor, its statement still sees what was stored before that writer
+// committed (a READ COMMITTED statement reads one snapshot, taken before it
+// waited), the next ones see it all. The lock stands in for a foreign key,
+// checked once per write instead of once per row: the sensor cannot be
+// deleted, with its readings, nor get a new instance or other rules until
+// the write commits. It also makes the writes of one sensor take turns.
+//
+// A write that holds its readings whole, a batch, gives them as batch
+// (ordered and one per instant, LastPerInstant; nil for a stream): the
+// same round trip then queues their hours for the rollups and keeps the
+// newest as the sensor's (KeepLatest), so that a batch after the sensor's
+// newest reading costs this round trip, its COPY and the commit. A batch
+// of at most upsertMax readings is stored in that round trip too
+// (upsertReadingsSQL), and WriteReadings has nothing left to do. What the
+// round trip writes after a failed lock is rolled back with the
+// transaction that the error ends.
+//
+// It returns NotFound, and Conflict when the project is archived.
+func (tx *Tx) LockSensorWrite(ctx context.Context, key SensorKey, batch []Reading) (SensorWrite, error) {
+	b := &pgx.Batch{}
+	w, state := queueLockSensorWrite(b, key)
+	b.Queue(sensorRulesSQL, key.SensorID).Query(func(rows pgx.Rows) error {
+		var err error
+		w.Rules, err = pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
+		return err
+	})
+	if len(batch) > 0 {
+		newest := &batch[len(batch)-1]
+		b.Queue(queueHoursSQL, key.SensorID, readingHours(batch))
+		b.Queue(keepLatestSQL, key.SensorID, newest.Time, newest.InputIDs, newest.Values)
+		w.aheadQueued = true
+		if len(batch) <= upsertMax {
+			times, starts, ends, ids, values := readingColumns(batch)
+			b.Queue(upsertReadingsSQL, key.SensorID, times, starts, ends, ids, values).QueryRow(func(row pgx.Row) error {
+				return row.Scan(&w.written.New, &w.written.Replaced)
+			})
+			w.stored = true
+		}
+	}
+	if err := tx.tx.SendBatch(ctx, b).Close(); err != nil {
+		return *w, dbError("lock sensor", err)
+	}
+	return *w, dbError("lock sensor", writable(key.ProjectID, *state))
 }
 
 func lockSensorWrite(ctx context.Context, tx pgx.Tx, key SensorKey) (SensorWrite, error) {
-	var (
-		w     = SensorWrite{Sensor: Sensor{ID: key.SensorID, ProjectID: key.ProjectID}}
-		state ProjectState
-	)
 	b := &pgx.Batch{}
+	w, state := queueLockSensorWrite(b, key)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return *w, err
+	}
+	return *w, writable(key.ProjectID, *state)
+}
+
+// queueLockSensorWrite queues the lock of the sensor and the read of what
+// its readings hold, whose results the batch's Close fills in.
+func queueLockSensorWrite(b *pgx.Batch, key SensorKey) (*SensorWrite, *ProjectState) {
+	var (
+		w     = &SensorWrite{Sensor: Sensor{ID: key.SensorID, ProjectID: key.ProjectID}}
+		state = new(ProjectState)
+	)
 	b.Queue(lockSensorWriteSQL, key.OrgID, key.ProjectID, key.SensorID).QueryRow(func(row pgx.Row) error {
-		return notFound("lock sensor", row.Scan(&state, &w.Sensor.Instance), "sensor")
+		return notFound("lock sensor", row.Scan(state, &w.Sensor.Instance), "sensor")
 	})
 	b.Queue(sensorWrittenSQL, key.SensorID).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&w.Known, &w.Newest, &w.Flagged, &w.Checks)
 	})
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return w, err
-	}
-	return w, writable(key.ProjectID, state)
+	return w, state
 }
 
 // Written is what a write did: how many of its instants were new to the
@@ -114,10 +160,13 @@ type Written struct {
 
 // WriteReadings stores readings, ordered by time and one per instant
 // (LastPerInstant), in the sensor w locked, and queues their hours for the
-// rollups (insertReadings). It returns how many were new and how many
-// replaced a stored reading.
+// rollups (insertReadings) unless the lock did (LockSensorWrite's batch).
+// It returns how many were new and how many replaced a stored reading.
 func (tx *Tx) WriteReadings(ctx context.Context, w SensorWrite, readings []Reading) (Written, error) {
-	written, err := insertReadings(ctx, tx.tx, w.Sensor.ID, readings, w.Newest, true)
+	if w.stored {
+		return w.written, nil
+	}
+	written, err := insertReadings(ctx, tx.tx, w.Sensor.ID, readings, w.Newest, !w.aheadQueued)
 	return written, dbError("write readings", err)
 }
 
@@ -186,10 +235,17 @@ func freshInputs(known []int64, ids iter.Seq[int64]) []int64 {
 	return slices.Compact(fresh)
 }
 
-// InputIDsOf yields the input ids of readings.
+// InputIDsOf yields the input ids of readings, each at least once. The
+// readings of a batch mostly have the inputs of the reading before, which
+// are not yielded again.
 func InputIDsOf(readings []Reading) iter.Seq[int64] {
 	return func(yield func(int64) bool) {
+		var last []int64
 		for _, r := range readings {
+			if slices.Equal(r.InputIDs, last) {
+				continue
+			}
+			last = r.InputIDs
 			for _, id := range r.InputIDs {
 				if !yield(id) {
 					return
@@ -251,6 +307,46 @@ func insertReadings(ctx context.Context, tx pgx.Tx, sensorID int64, readings []R
 		}
 	}
 	return written, copyReadings(ctx, tx.Conn().PgConn(), sensorID, readings)
+}
+
+// upsertMax is the most readings of a batch that LockSensorWrite stores
+// in its round trip, with upsertReadingsSQL: a logger's batch. Below a few
+// hundred readings, an upsert costs PostgreSQL less than the DELETE and
+// COPY of an overwrite, whose statements cost the same for one reading as
+// for a thousand, and as little as the COPY of new ones, without the
+// COPY's round trip; above, the COPY's cost per row wins
+// (BenchmarkIngest).
+const upsertMax = 100
+
+// upsertReadingsSQL stores the readings of a batch of sensor $1, at
+// instants $2, the i-th reading's inputs being elements $3[i] to $4[i] of
+// $5 and $6, replacing those stored at its instants, and returns how many
+// were new and how many replaced one. A row the upsert inserted has no
+// xmax; one it updated has the updating transaction's.
+const upsertReadingsSQL = `
+WITH u AS (
+    INSERT INTO readings AS r (sensor_id, datetime, input_ids, vals)
+    SELECT $1, c.t, ($5::bigint[])[c.lo:c.hi], ($6::float8[])[c.lo:c.hi]
+    FROM unnest($2::timestamptz[], $3::int[], $4::int[]) AS c(t, lo, hi)
+    ON CONFLICT (sensor_id, datetime) DO UPDATE SET input_ids = EXCLUDED.input_ids, vals = EXCLUDED.vals
+    RETURNING r.xmax = 0 AS inserted
+)
+SELECT count(*) FILTER (WHERE inserted)::int, count(*) FILTER (WHERE NOT inserted)::int FROM u`
+
+// readingColumns are readings as the columns of upsertReadingsSQL: the
+// i-th reading's inputs are ids and values from starts[i] to ends[i],
+// counted from 1 as SQL's arrays are.
+func readingColumns(readings []Reading) (times []time.Time, starts, ends []int32, ids []int64, values []float64) {
+	times = make([]time.Time, len(readings))
+	starts, ends = make([]int32, len(readings)), make([]int32, len(readings))
+	for i, r := range readings {
+		times[i] = r.Time
+		starts[i] = int32(len(ids) + 1)
+		ids = append(ids, r.InputIDs...)
+		values = append(values, r.Values...)
+		ends[i] = int32(len(ids))
+	}
+	return times, starts, ends, ids, values
 }
 
 // LastPerInstant orders readings by time and keeps, of those at one

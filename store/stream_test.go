@@ -198,7 +198,7 @@ func TestCopyReadingStream(t *testing.T) {
 			stream := &sliceStream{readings: []store.Reading{one(1, 1), one(3, 3), one(6, 6), one(7, 7), one(3, 33), one(2, 2)}}
 			var chunks [][]string
 			err := db.InTxOnce(t.Context(), func(tx *store.Tx) error {
-				w, err := tx.LockSensorWrite(t.Context(), key)
+				w, err := tx.LockSensorWrite(t.Context(), key, nil)
 				if err != nil {
 					return err
 				}

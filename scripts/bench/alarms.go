@@ -160,7 +160,25 @@ func (c cpuSpent) perReading(n int) string {
 		return ""
 	}
 	us := func(ticks int64) string { return fmt.Sprintf("%.1f µs", float64(ticks)/clockTicks/float64(n)*1e6) }
-	return fmt.Sprintf("; CPU per reading: service %s, PostgreSQL %s", us(c.service), us(c.postgres))
+	return fmt.Sprintf("; CPU per reading: service %s + PostgreSQL %s = %s", us(c.service), us(c.postgres), us(c.service+c.postgres))
+}
+
+// postgresPerReading is PostgreSQL's CPU per reading of n, as a figure's
+// suffix, for a row where the bench, not the service, is its client.
+func (c cpuSpent) postgresPerReading(n int) string {
+	if !c.known {
+		return ""
+	}
+	return fmt.Sprintf("; PostgreSQL's CPU per reading %.1f µs", float64(c.postgres)/clockTicks/float64(n)*1e6)
+}
+
+// postgresRatio compares PostgreSQL's CPU per reading with base's, as a
+// ratio's suffix; both must count the same readings.
+func (c cpuSpent) postgresRatio(base cpuSpent, what string) string {
+	if !c.known || !base.known || base.postgres == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; PostgreSQL's CPU per reading %.2f × %s", float64(c.postgres)/float64(base.postgres), what)
 }
 
 // ratio compares the CPU per reading with base's, as a ratio's suffix.

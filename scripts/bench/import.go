@@ -51,9 +51,12 @@ func (e *env) serviceImport(ctx context.Context, res *results) error {
 			return fmt.Errorf("file import: %d new and %d replaced, want %d and %d", answer.New, answer.Replaced, pass.wantNew, pass.replace)
 		}
 		r := rate(importLines, elapsed)
+		var cpu cpuSpent
+		cpu.add(e.timed[len(e.timed)-2:])
 		e.log.Info("service import", "row", pass.id, "readings/s", int(r))
 		res.add(pass.id, fmt.Sprintf("Service import of a TOA5 file, %s lines of %d inputs (%s) in one POST: %s",
-			count(importLines), inputsPerReading, mib(int64(len(file))), pass.what), perSecond(r), ratio(r/pass.compare, pass.with))
+			count(importLines), inputsPerReading, mib(int64(len(file))), pass.what), perSecond(r)+cpu.perReading(importLines),
+			ratio(r/pass.compare, pass.with))
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/sensorreadings/readings/gen/client"
 )
 
 // serviceIngest is rows 3 and 7a: the same readings POSTed by concurrent
@@ -33,10 +35,12 @@ func (e *env) serviceIngest(ctx context.Context, res *results) error {
 	}
 	r := rate(e.data.len(), elapsed)
 	res.serviceIngest = r
+	res.serviceIngestCPU.add(e.timed[len(e.timed)-2:])
 	e.log.Info("service ingest", "readings/s", int(r), "peak_rss_mib", peak>>20)
 	res.add("3", fmt.Sprintf("Service ingest, new readings: POST %s readings per batch, %d concurrent clients, keep-alive",
-		count(e.cfg.postBatch), e.cfg.clients), perSecond(r),
-		ratio(r/res.rawIngestBatched, "(1b)")+"; "+ratio(r/res.rawIngest, "(1)"))
+		count(e.cfg.postBatch), e.cfg.clients), perSecond(r)+res.serviceIngestCPU.perReading(e.data.len()),
+		ratio(r/res.rawIngestBatched, "(1b)")+"; "+ratio(r/res.rawIngest, "(1)")+"; "+ratio(r/res.rawIngestConcurrent, "(1c)")+
+			res.serviceIngestCPU.postgresRatio(res.rawIngestConcurrentCPU, "(1c)"))
 	res.add("7a", fmt.Sprintf("Service peak RSS (VmHWM) during (3), %s-reading bodies", count(e.cfg.postBatch)),
 		mib(peak), "")
 	return nil
@@ -60,9 +64,79 @@ func (e *env) serviceOverwrite(ctx context.Context, res *results) error {
 	}
 	r := rate(e.data.len(), elapsed)
 	res.serviceOverwrite = r
+	res.serviceOverwriteCPU.add(e.timed[len(e.timed)-2:])
 	e.log.Info("service overwrite", "readings/s", int(r))
 	res.add("4", "Service ingest, overwriting: the POSTs of (3) again, every reading replacing a stored one",
-		perSecond(r), ratio(r/res.rawOverwriteBatched, "(2b)")+"; "+ratio(r/res.rawOverwrite, "(2)"))
+		perSecond(r)+res.serviceOverwriteCPU.perReading(e.data.len()),
+		ratio(r/res.rawOverwriteBatched, "(2b)")+"; "+ratio(r/res.rawOverwrite, "(2)")+"; "+ratio(r/res.serviceIngest, "(3)"))
+	return nil
+}
+
+// The small-batch rows, 3s and 4s: a fleet of loggers, each posting a few
+// readings at a time (issue 26).
+const (
+	smallSensors  = 10_000 // the default cap of a project's sensors
+	smallReadings = 10     // per POST, one POST per sensor
+	smallClients  = 16
+)
+
+// smallBatches is rows 3s and 4s: smallSensors sensors of a project of
+// their own, created through the API before the clock starts, each posted
+// one batch of smallReadings new readings by smallClients concurrent
+// clients, then the same batches again, every reading replacing a stored
+// one. The readings are the data set's first ones, each sensor taking
+// those of a sensor of the data set in turn.
+func (e *env) smallBatches(ctx context.Context, res *results) error {
+	s := e.svc
+	proj, err := s.api.CreateProjectWithResponse(ctx, s.org, client.ProjectCreate{Name: "small batches"})
+	if err != nil || proj.JSON201 == nil {
+		return fmt.Errorf("create project: %v %s", err, proj.Body)
+	}
+	paths := make([]string, smallSensors)
+	err = parallel(ctx, smallClients, smallSensors, func(ctx context.Context, _, i int) error {
+		resp, err := s.api.CreateSensorWithResponse(ctx, s.org, proj.JSON201.Id, client.SensorCreate{Name: fmt.Sprintf("L%05d", i+1)})
+		if err != nil || resp.JSON201 == nil {
+			return fmt.Errorf("create sensor: %v %s", err, resp.Body)
+		}
+		paths[i] = fmt.Sprintf("%s/api/v1/org/%d/proj/%d/readings/%d", s.base, s.org, proj.JSON201.Id, resp.JSON201.Id)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	bodies := make([][]byte, smallSensors)
+	for i := range bodies {
+		bodies[i] = e.data.appendJSON(nil, span{sensor: i % len(e.data.sensors), from: 0, to: smallReadings}, nil)
+	}
+	n := smallSensors * smallReadings
+	var rates [2]float64
+	for pass, row := range []string{"3s", "4s"} {
+		e.checkpoint(ctx)
+		buffers := make([]bytes.Buffer, smallClients)
+		profiled := e.profile(ctx, "small-"+row, ingestProfileTime)
+		stop := e.clock()
+		err := parallel(ctx, smallClients, smallSensors, func(ctx context.Context, worker, job int) error {
+			return s.postTo(ctx, paths[job], bodies[job], &buffers[worker])
+		})
+		elapsed := stop()
+		if err != nil {
+			return err
+		}
+		if err := profiled(); err != nil {
+			return err
+		}
+		var cpu cpuSpent
+		cpu.add(e.timed[len(e.timed)-2:])
+		rates[pass] = rate(n, elapsed)
+		e.log.Info("small batches", "row", row, "readings/s", int(rates[pass]))
+		if pass == 0 {
+			res.add(row, fmt.Sprintf("Service ingest, new readings in small batches: %s sensors each POSTing %d readings, %d concurrent clients, keep-alive",
+				count(smallSensors), smallReadings, smallClients), perSecond(rates[0])+cpu.perReading(n), ratio(rates[0]/res.serviceIngest, "(3)"))
+		} else {
+			res.add(row, "Service ingest, overwriting in small batches: the POSTs of (3s) again, every reading replacing a stored one",
+				perSecond(rates[1])+cpu.perReading(n), ratio(rates[1]/rates[0], "(3s)"))
+		}
+	}
 	return nil
 }
 

@@ -25,7 +25,10 @@ type results struct {
 	serviceIngest       float64       // readings/s, row 3
 	serviceOverwrite    float64       // readings/s, row 4
 	serviceRead         time.Duration // p50, row 6
-	serviceRead99       time.Duration // p99, row 6
+
+	// The CPU per reading of rows 1c, 3 and 4, for the targets of issue 26.
+	rawIngestConcurrentCPU, serviceIngestCPU, serviceOverwriteCPU cpuSpent
+	serviceRead99                                                 time.Duration // p99, row 6
 
 	peers []*peerResult
 }
@@ -88,6 +91,7 @@ func measure(ctx context.Context, e *env) (*report, error) {
 		{name: "empty readings", run: e.emptyReadings, prepare: true},
 		{name: "service ingest", run: e.serviceIngest},
 		{name: "service overwrite", run: e.serviceOverwrite},
+		{name: "small batches of a logger fleet", run: e.smallBatches},
 		{name: "vacuum readings", run: e.vacuumReadings, prepare: true},
 		{name: "raw read", run: e.rawRead},
 		{name: "service read", run: e.serviceRead},

@@ -40,15 +40,7 @@ func (r *report) writePeers(w io.Writer) {
 	fmt.Fprintln(w, "| Target | This run | |")
 	fmt.Fprintln(w, "|---|---:|---|")
 	target := func(name string, got, want float64, atMost bool) {
-		met := got >= want
-		if atMost {
-			met = got <= want
-		}
-		verdict := "not met"
-		if met {
-			verdict = "met"
-		}
-		fmt.Fprintf(w, "| %s | %.3f × | %s |\n", name, got, verdict)
+		targetRow(w, name, fmt.Sprintf("%.3f ×", got), got, want, atMost)
 	}
 	peer := func(name string) *peerResult {
 		for _, p := range res.peers {
@@ -93,4 +85,40 @@ func (r *report) cpuCosts(ingest, overwrite, read string) string {
 		return "–"
 	}
 	return fmt.Sprintf("%s, %s; %s", duration(newCost), duration(overCost), duration(pageCost))
+}
+
+// writeIngestTargets prints the targets of issue 26 that rows 1c, 3 and 4
+// decide, by CPU per reading where the target is one, when they ran.
+func (r *report) writeIngestTargets(w io.Writer) {
+	res := r.res
+	if res == nil || !res.serviceIngestCPU.known || !res.rawIngestConcurrentCPU.known {
+		return
+	}
+	n := float64(r.cfg.readings)
+	us := func(ticks int64) float64 { return float64(ticks) / clockTicks / n * 1e6 }
+	fresh, raw := res.serviceIngestCPU, res.rawIngestConcurrentCPU
+	fmt.Fprint(w, "\nThe targets of issue 26 that rows 1c, 3 and 4 decide, in this run (CPU per reading holds on a shared machine; rates do not):\n\n")
+	fmt.Fprintln(w, "| Target | This run | |")
+	fmt.Fprintln(w, "|---|---:|---|")
+	target := func(name string, got, want float64, unit string, atMost bool) {
+		targetRow(w, name, fmt.Sprintf("%.2f%s", got, unit), got, want, atMost)
+	}
+	target("The service's CPU per new reading (3) ≤ 1.0 µs", us(fresh.service), 1.0, " µs", true)
+	target("PostgreSQL's CPU per new reading (3) ≤ 1.3 × raw COPY's (1c)", float64(fresh.postgres)/float64(raw.postgres), 1.3, " ×", true)
+	target("CPU per new reading (3), service and PostgreSQL, ≤ 4.0 µs", us(fresh.service+fresh.postgres), 4.0, " µs", true)
+	target("New readings ≥ 0.6 × raw COPY at the same concurrency (3 ÷ 1c)", res.serviceIngest/res.rawIngestConcurrent, 0.6, " ×", false)
+	if over := res.serviceOverwriteCPU; over.known {
+		target("Overwrites ≥ 0.8 × the service's new readings (4 ÷ 3)", res.serviceOverwrite/res.serviceIngest, 0.8, " ×", false)
+		target("CPU per overwrite (4), service and PostgreSQL, ≤ 6.0 µs", us(over.service+over.postgres), 6.0, " µs", true)
+	}
+}
+
+// targetRow prints a target's row: its figure, and whether got is at least
+// want (at most, when atMost).
+func targetRow(w io.Writer, name, figure string, got, want float64, atMost bool) {
+	verdict := "not met"
+	if got >= want && !atMost || got <= want && atMost {
+		verdict = "met"
+	}
+	fmt.Fprintf(w, "| %s | %s | %s |\n", name, figure, verdict)
 }

@@ -162,6 +162,7 @@ func (r *report) write(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", row.id, row.measurement, row.figure, ratio)
 	}
 
+	r.writeIngestTargets(w)
 	r.writePeers(w)
 	if len(r.storage) > 0 {
 		fmt.Fprintf(w, "\nStorage of a reading's 10 inputs, the same readings COPYed into two scratch tables (primary key included, after VACUUM ANALYZE):\n\n")

@@ -24,6 +24,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -119,6 +121,96 @@ func NewPool(t testing.TB) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// NewDurablePool is NewPool with commits that wait for the disk, as the
+// service's do (synchronous_commit on), for benchmarks of writes: a test
+// database's commits do not wait (NewEmptyDatabase).
+func NewDurablePool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	u, err := url.Parse(NewDatabase(t))
+	if err != nil {
+		t.Fatalf("test database url: %v", err)
+	}
+	q := u.Query()
+	q.Set("synchronous_commit", "on")
+	u.RawQuery = q.Encode()
+	pool, err := store.Open(context.Background(), u.String(), store.PoolConfig{})
+	if err != nil {
+		t.Fatalf("open test database: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	var setting string
+	if err := pool.QueryRow(context.Background(), "SHOW synchronous_commit").Scan(&setting); err != nil || setting != "on" {
+		t.Fatalf("synchronous_commit = %q, %v; want on", setting, err)
+	}
+	return pool
+}
+
+// ServerCPU is the CPU time that the PostgreSQL server behind pool has
+// spent so far: its postmaster and every process it started (backends, WAL
+// writer, checkpointer, background workers), those it has reaped
+// included. A benchmark reports its growth per unit of work beside its own
+// process's CPU: the figure that holds on a machine that others share. The
+// server must run on this machine, as the private cluster does, and serve
+// nothing else meanwhile.
+func ServerCPU(t testing.TB, pool *pgxpool.Pool) time.Duration {
+	t.Helper()
+	var backend int
+	if err := pool.QueryRow(context.Background(), "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+		t.Fatalf("backend pid: %v", err)
+	}
+	self, err := readProcStat(backend)
+	if err != nil {
+		t.Fatalf("PostgreSQL's CPU: the server is not a local process: %v", err)
+	}
+	postmaster := self.ppid
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatalf("PostgreSQL's CPU: %v", err)
+	}
+	var ticks int64
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := readProcStat(pid)
+		switch {
+		case err != nil:
+		case pid == postmaster:
+			ticks += st.self + st.children
+		case st.ppid == postmaster:
+			ticks += st.self
+		}
+	}
+	return time.Duration(ticks) * time.Second / clockTicks
+}
+
+// clockTicks is the unit of /proc/PID/stat's times, USER_HZ: 100 on every
+// Linux the service runs on.
+const clockTicks = 100
+
+type procStat struct {
+	ppid           int
+	self, children int64 // clock ticks, user and system
+}
+
+// readProcStat reads /proc/pid/stat.
+func readProcStat(pid int) (procStat, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return procStat{}, err
+	}
+	// The command, field 2, is in parentheses and may hold spaces.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 15 {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: too short", pid)
+	}
+	// f[0] is field 3: ppid is field 4, utime, stime, cutime, cstime 14..17.
+	n := func(i int) int64 { v, _ := strconv.ParseInt(f[i-3], 10, 64); return v }
+	return procStat{ppid: int(n(4)), self: n(14) + n(15), children: n(16) + n(17)}, nil
 }
 
 // dropDatabase drops a test database and ends whatever is connected to it.
