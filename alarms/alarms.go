@@ -135,12 +135,14 @@ func Level(rules []Rule, states []State) int {
 // persistence nor the state applies; a late reading never changes the
 // current level, but its exceedance is not lost.
 func Late(rules []Rule, v float64) int {
+	return LateEach(rules, func(int) float64 { return v })
+}
+
+// LateEach is Late where rule i watches value(i), as Target.ObserveEach.
+func LateEach(rules []Rule, value func(i int) float64) int {
 	level := 0
-	if !finite(v) {
-		return level
-	}
-	for _, r := range rules {
-		if r.beyond(v) {
+	for i, r := range rules {
+		if v := value(i); finite(v) && r.beyond(v) {
 			level = max(level, r.Rank)
 		}
 	}
@@ -187,9 +189,16 @@ type Target struct {
 // Observe steps every rule with v, the value of a reading newer than any
 // before it, and returns the target's level before and after.
 func (t Target) Observe(v float64) (from, to int) {
+	return t.ObserveEach(func(int) float64 { return v })
+}
+
+// ObserveEach is Observe where rule i watches value(i): a rate rule watches
+// the target's rate of change, the others its value. A value that is not a
+// finite number leaves its rule as it was.
+func (t Target) ObserveEach(value func(i int) float64) (from, to int) {
 	from = Level(t.Rules, t.States)
 	for i, r := range t.Rules {
-		t.States[i] = r.Step(t.States[i], v)
+		t.States[i] = r.Step(t.States[i], value(i))
 	}
 	return from, Level(t.Rules, t.States)
 }
@@ -197,9 +206,14 @@ func (t Target) Observe(v float64) (from, to int) {
 // Recheck rechecks every rule against v, the value of the newest reading,
 // after an edit, and returns the target's level before and after.
 func (t Target) Recheck(v float64) (from, to int) {
+	return t.RecheckEach(func(int) float64 { return v })
+}
+
+// RecheckEach is Recheck where rule i watches value(i), as ObserveEach.
+func (t Target) RecheckEach(value func(i int) float64) (from, to int) {
 	from = Level(t.Rules, t.States)
 	for i, r := range t.Rules {
-		t.States[i] = r.Recheck(t.States[i], v)
+		t.States[i] = r.Recheck(t.States[i], value(i))
 	}
 	return from, Level(t.Rules, t.States)
 }

@@ -88,6 +88,48 @@ func (e AlarmRuleInputDirection) Valid() bool {
 	}
 }
 
+// Defines values for CheckFlag.
+const (
+	CheckFlagRejected CheckFlag = "rejected"
+	CheckFlagSuspect  CheckFlag = "suspect"
+)
+
+// Valid indicates whether the value is a known member of the CheckFlag enum.
+func (e CheckFlag) Valid() bool {
+	switch e {
+	case CheckFlagRejected:
+		return true
+	case CheckFlagSuspect:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CheckKind.
+const (
+	CheckKindRange CheckKind = "range"
+	CheckKindRate  CheckKind = "rate"
+	CheckKindSpike CheckKind = "spike"
+	CheckKindStuck CheckKind = "stuck"
+)
+
+// Valid indicates whether the value is a known member of the CheckKind enum.
+func (e CheckKind) Valid() bool {
+	switch e {
+	case CheckKindRange:
+		return true
+	case CheckKindRate:
+		return true
+	case CheckKindSpike:
+		return true
+	case CheckKindStuck:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DeliveryStatus.
 const (
 	DeliveryStatusDelivered DeliveryStatus = "delivered"
@@ -121,6 +163,66 @@ func (e Dst) Valid() bool {
 	case Earlier:
 		return true
 	case Later:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FlagCheck.
+const (
+	FlagCheckRange FlagCheck = "range"
+	FlagCheckRate  FlagCheck = "rate"
+	FlagCheckSpike FlagCheck = "spike"
+	FlagCheckStuck FlagCheck = "stuck"
+)
+
+// Valid indicates whether the value is a known member of the FlagCheck enum.
+func (e FlagCheck) Valid() bool {
+	switch e {
+	case FlagCheckRange:
+		return true
+	case FlagCheckRate:
+		return true
+	case FlagCheckSpike:
+		return true
+	case FlagCheckStuck:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FlagFlag.
+const (
+	FlagFlagRejected FlagFlag = "rejected"
+	FlagFlagSuspect  FlagFlag = "suspect"
+)
+
+// Valid indicates whether the value is a known member of the FlagFlag enum.
+func (e FlagFlag) Valid() bool {
+	switch e {
+	case FlagFlagRejected:
+		return true
+	case FlagFlagSuspect:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FlagInputFlag.
+const (
+	FlagInputFlagRejected FlagInputFlag = "rejected"
+	FlagInputFlagSuspect  FlagInputFlag = "suspect"
+)
+
+// Valid indicates whether the value is a known member of the FlagInputFlag enum.
+func (e FlagInputFlag) Valid() bool {
+	switch e {
+	case FlagInputFlagRejected:
+		return true
+	case FlagInputFlagSuspect:
 		return true
 	default:
 		return false
@@ -259,6 +361,24 @@ func (e ReadinessStorage) Valid() bool {
 	}
 }
 
+// Defines values for ReadingFlags.
+const (
+	ReadingFlagsRejected ReadingFlags = "rejected"
+	ReadingFlagsSuspect  ReadingFlags = "suspect"
+)
+
+// Valid indicates whether the value is a known member of the ReadingFlags enum.
+func (e ReadingFlags) Valid() bool {
+	switch e {
+	case ReadingFlagsRejected:
+		return true
+	case ReadingFlagsSuspect:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Role.
 const (
 	Admin  Role = "admin"
@@ -301,6 +421,66 @@ func (e Keys) Valid() bool {
 	}
 }
 
+// Defines values for ListOrgAuditParamsKind.
+const (
+	ListOrgAuditParamsKindBaselines    ListOrgAuditParamsKind = "baselines"
+	ListOrgAuditParamsKindBlueprint    ListOrgAuditParamsKind = "blueprint"
+	ListOrgAuditParamsKindCalibrations ListOrgAuditParamsKind = "calibrations"
+	ListOrgAuditParamsKindChecks       ListOrgAuditParamsKind = "checks"
+	ListOrgAuditParamsKindConstants    ListOrgAuditParamsKind = "constants"
+	ListOrgAuditParamsKindDelete       ListOrgAuditParamsKind = "delete"
+	ListOrgAuditParamsKindFlag         ListOrgAuditParamsKind = "flag"
+	ListOrgAuditParamsKindFormulas     ListOrgAuditParamsKind = "formulas"
+	ListOrgAuditParamsKindInvitation   ListOrgAuditParamsKind = "invitation"
+	ListOrgAuditParamsKindLevel        ListOrgAuditParamsKind = "level"
+	ListOrgAuditParamsKindLinks        ListOrgAuditParamsKind = "links"
+	ListOrgAuditParamsKindMember       ListOrgAuditParamsKind = "member"
+	ListOrgAuditParamsKindOverwrite    ListOrgAuditParamsKind = "overwrite"
+	ListOrgAuditParamsKindRule         ListOrgAuditParamsKind = "rule"
+	ListOrgAuditParamsKindToken        ListOrgAuditParamsKind = "token"
+	ListOrgAuditParamsKindWebhook      ListOrgAuditParamsKind = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the ListOrgAuditParamsKind enum.
+func (e ListOrgAuditParamsKind) Valid() bool {
+	switch e {
+	case ListOrgAuditParamsKindBaselines:
+		return true
+	case ListOrgAuditParamsKindBlueprint:
+		return true
+	case ListOrgAuditParamsKindCalibrations:
+		return true
+	case ListOrgAuditParamsKindChecks:
+		return true
+	case ListOrgAuditParamsKindConstants:
+		return true
+	case ListOrgAuditParamsKindDelete:
+		return true
+	case ListOrgAuditParamsKindFlag:
+		return true
+	case ListOrgAuditParamsKindFormulas:
+		return true
+	case ListOrgAuditParamsKindInvitation:
+		return true
+	case ListOrgAuditParamsKindLevel:
+		return true
+	case ListOrgAuditParamsKindLinks:
+		return true
+	case ListOrgAuditParamsKindMember:
+		return true
+	case ListOrgAuditParamsKindOverwrite:
+		return true
+	case ListOrgAuditParamsKindRule:
+		return true
+	case ListOrgAuditParamsKindToken:
+		return true
+	case ListOrgAuditParamsKindWebhook:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListAlarmEventsParamsOrder.
 const (
 	EventsNewestFirst ListAlarmEventsParamsOrder = "desc"
@@ -313,6 +493,66 @@ func (e ListAlarmEventsParamsOrder) Valid() bool {
 	case EventsNewestFirst:
 		return true
 	case EventsOldestFirst:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListProjectAuditParamsKind.
+const (
+	ListProjectAuditParamsKindBaselines    ListProjectAuditParamsKind = "baselines"
+	ListProjectAuditParamsKindBlueprint    ListProjectAuditParamsKind = "blueprint"
+	ListProjectAuditParamsKindCalibrations ListProjectAuditParamsKind = "calibrations"
+	ListProjectAuditParamsKindChecks       ListProjectAuditParamsKind = "checks"
+	ListProjectAuditParamsKindConstants    ListProjectAuditParamsKind = "constants"
+	ListProjectAuditParamsKindDelete       ListProjectAuditParamsKind = "delete"
+	ListProjectAuditParamsKindFlag         ListProjectAuditParamsKind = "flag"
+	ListProjectAuditParamsKindFormulas     ListProjectAuditParamsKind = "formulas"
+	ListProjectAuditParamsKindInvitation   ListProjectAuditParamsKind = "invitation"
+	ListProjectAuditParamsKindLevel        ListProjectAuditParamsKind = "level"
+	ListProjectAuditParamsKindLinks        ListProjectAuditParamsKind = "links"
+	ListProjectAuditParamsKindMember       ListProjectAuditParamsKind = "member"
+	ListProjectAuditParamsKindOverwrite    ListProjectAuditParamsKind = "overwrite"
+	ListProjectAuditParamsKindRule         ListProjectAuditParamsKind = "rule"
+	ListProjectAuditParamsKindToken        ListProjectAuditParamsKind = "token"
+	ListProjectAuditParamsKindWebhook      ListProjectAuditParamsKind = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the ListProjectAuditParamsKind enum.
+func (e ListProjectAuditParamsKind) Valid() bool {
+	switch e {
+	case ListProjectAuditParamsKindBaselines:
+		return true
+	case ListProjectAuditParamsKindBlueprint:
+		return true
+	case ListProjectAuditParamsKindCalibrations:
+		return true
+	case ListProjectAuditParamsKindChecks:
+		return true
+	case ListProjectAuditParamsKindConstants:
+		return true
+	case ListProjectAuditParamsKindDelete:
+		return true
+	case ListProjectAuditParamsKindFlag:
+		return true
+	case ListProjectAuditParamsKindFormulas:
+		return true
+	case ListProjectAuditParamsKindInvitation:
+		return true
+	case ListProjectAuditParamsKindLevel:
+		return true
+	case ListProjectAuditParamsKindLinks:
+		return true
+	case ListProjectAuditParamsKindMember:
+		return true
+	case ListProjectAuditParamsKindOverwrite:
+		return true
+	case ListProjectAuditParamsKindRule:
+		return true
+	case ListProjectAuditParamsKindToken:
+		return true
+	case ListProjectAuditParamsKindWebhook:
 		return true
 	default:
 		return false
@@ -631,13 +871,19 @@ type AlarmRule struct {
 	Id        int64              `json:"id"`
 
 	// Level The level's name.
-	Level       string  `json:"level"`
-	LevelId     int64   `json:"level_id"`
+	Level   string `json:"level"`
+	LevelId int64  `json:"level_id"`
+
+	// Per A rate rule's unit of time, in seconds.
+	Per         *int    `json:"per,omitempty"`
 	Persistence int     `json:"persistence"`
 	Rank        int     `json:"rank"`
 	SensorId    int64   `json:"sensor_id"`
 	Target      string  `json:"target"`
 	Threshold   float64 `json:"threshold"`
+
+	// Window A rate rule's window, in seconds; absent for a rule on the value.
+	Window *int `json:"window,omitempty"`
 }
 
 // AlarmRuleDirection defines model for AlarmRule.Direction.
@@ -649,14 +895,22 @@ type AlarmRuleInput struct {
 	Direction AlarmRuleInputDirection `json:"direction"`
 
 	// Level The name of one of the project's levels.
-	Level       string `json:"level"`
-	Persistence *int   `json:"persistence,omitempty"`
+	Level string `json:"level"`
+
+	// Per A rate rule's unit of time, in seconds: 86400 (a day) by default.
+	Per         *int `json:"per,omitempty"`
+	Persistence *int `json:"persistence,omitempty"`
 
 	// Target The key of one of the sensor's inputs or outputs.
 	Target string `json:"target"`
 
 	// Threshold A finite number.
 	Threshold float64 `json:"threshold"`
+
+	// Window Makes a rate rule: the rule watches the target's change over the
+	// last `window` seconds, per `per` seconds, instead of its value
+	// (see createAlarmRule).
+	Window *int `json:"window,omitempty"`
 }
 
 // AlarmRuleInputDirection defines model for AlarmRuleInput.Direction.
@@ -671,6 +925,40 @@ type AlarmRulePage struct {
 
 	// Overdue The sensor's overdue rule; absent when it has none.
 	Overdue *OverdueRule `json:"overdue,omitempty"`
+}
+
+// AuditEntry defines model for AuditEntry.
+type AuditEntry struct {
+	Action string `json:"action"`
+
+	// Actor The user who made the change; absent for the service.
+	Actor *int64 `json:"actor,omitempty"`
+
+	// After What it was after; absent for a deletion.
+	After interface{} `json:"after,omitempty"`
+
+	// At In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	At Datetime `json:"at"`
+
+	// Before What it was before; absent for a creation.
+	Before    interface{} `json:"before,omitempty"`
+	Id        int64       `json:"id"`
+	Kind      string      `json:"kind"`
+	ProjectId *int64      `json:"project_id,omitempty"`
+	SensorId  *int64      `json:"sensor_id,omitempty"`
+}
+
+// AuditPage defines model for AuditPage.
+type AuditPage struct {
+	Items []AuditEntry `json:"items"`
+
+	// NextCursor Present when there may be more; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
 // BaselineUpdate One baseline: `values` by input key from `from` on, or the inputs of
@@ -825,6 +1113,40 @@ type Calibration struct {
 // CalibrationsUpdate The dated values of each named constant, replacing its previous ones.
 type CalibrationsUpdate map[string][]Calibration
 
+// Check defines model for Check.
+type Check struct {
+	// Bound `spike`: the largest plausible jump; `rate`: the largest plausible change per `per`.
+	Bound *float64 `json:"bound,omitempty"`
+
+	// Count `stuck`: how many equal values in a row are suspect.
+	Count *int       `json:"count,omitempty"`
+	Flag  *CheckFlag `json:"flag,omitempty"`
+	Kind  CheckKind  `json:"kind"`
+
+	// Max `range`: the highest plausible value.
+	Max *float64 `json:"max,omitempty"`
+
+	// Min `range`: the lowest plausible value.
+	Min *float64 `json:"min,omitempty"`
+
+	// Per `rate`: the unit of time, in seconds.
+	Per *int `json:"per,omitempty"`
+
+	// Target The key of one of the sensor's inputs or outputs.
+	Target string `json:"target"`
+}
+
+// CheckFlag defines model for Check.Flag.
+type CheckFlag string
+
+// CheckKind defines model for Check.Kind.
+type CheckKind string
+
+// CheckList defines model for CheckList.
+type CheckList struct {
+	Checks []Check `json:"checks"`
+}
+
 // ConstantValues Undated values of constants, by key.
 type ConstantValues map[string]float64
 
@@ -937,6 +1259,119 @@ type FileImport struct {
 
 	// Skipped Lines skipped because every input was missing.
 	Skipped int64 `json:"skipped"`
+}
+
+// Flag defines model for Flag.
+type Flag struct {
+	// Check The check that set it; absent for an editor's.
+	Check       *FlagCheck `json:"check,omitempty"`
+	ClearReason *string    `json:"clear_reason,omitempty"`
+
+	// ClearedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	ClearedAt *Datetime `json:"cleared_at,omitempty"`
+	ClearedBy *int64    `json:"cleared_by,omitempty"`
+	Flag      FlagFlag  `json:"flag"`
+
+	// From In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	From Datetime `json:"from"`
+	Id   int64    `json:"id"`
+
+	// Input The id of the input flagged, as text; absent for whole readings.
+	Input    *string `json:"input,omitempty"`
+	Reason   string  `json:"reason"`
+	SensorId int64   `json:"sensor_id"`
+
+	// SetAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	SetAt Datetime `json:"set_at"`
+
+	// SetBy The user who set it; absent for a check's.
+	SetBy *int64 `json:"set_by,omitempty"`
+
+	// To In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	To Datetime `json:"to"`
+}
+
+// FlagCheck The check that set it; absent for an editor's.
+type FlagCheck string
+
+// FlagFlag defines model for Flag.Flag.
+type FlagFlag string
+
+// FlagClearInput defines model for FlagClearInput.
+type FlagClearInput struct {
+	// From In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	From Datetime `json:"from"`
+
+	// Input Only this input's flags; absent: every flag of the range.
+	Input  *string `json:"input,omitempty"`
+	Reason string  `json:"reason"`
+
+	// To The last instant, inclusive; `from` by default.
+	To *Datetime `json:"to,omitempty"`
+}
+
+// FlagInput defines model for FlagInput.
+type FlagInput struct {
+	Flag FlagInputFlag `json:"flag"`
+
+	// From In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	From Datetime `json:"from"`
+
+	// Input An input's key (its id for a sensor without a blueprint); absent: whole readings.
+	Input  *string `json:"input,omitempty"`
+	Reason string  `json:"reason"`
+
+	// To The last instant covered, inclusive; `from` by default.
+	To *Datetime `json:"to,omitempty"`
+}
+
+// FlagInputFlag defines model for FlagInput.Flag.
+type FlagInputFlag string
+
+// FlagPage defines model for FlagPage.
+type FlagPage struct {
+	Items []Flag `json:"items"`
+
+	// NextCursor Present when there may be more; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// FlagResult defines model for FlagResult.
+type FlagResult struct {
+	Flags []Flag `json:"flags"`
+
+	// Readings How many stored readings the range holds.
+	Readings int64 `json:"readings"`
 }
 
 // FormulasUpdate defines model for FormulasUpdate.
@@ -1391,6 +1826,15 @@ type Reading struct {
 	// Example: 2024-05-01T12:00:00.123Z
 	Datetime Datetime `json:"datetime"`
 
+	// Flags The flags on the reading, present when it has any: by input
+	// (its id, or key with `keys=names`), and `*` for the whole
+	// reading. Without `flags=true` only suspect ones appear, the
+	// rejected being left out.
+	//
+	//
+	// Example: {"*":"suspect","101":"rejected"}
+	Flags *map[string]ReadingFlags `json:"flags,omitempty"`
+
 	// Id Opaque and unique across the service. It names the sensor and the
 	// instant, so overwriting a reading keeps its id.
 	Id string `json:"id"`
@@ -1405,6 +1849,9 @@ type Reading struct {
 	// Example: {"101":2803.5,"102":11.2}
 	Outputs *Values `json:"outputs,omitempty"`
 }
+
+// ReadingFlags defines model for Reading.Flags.
+type ReadingFlags string
 
 // ReadingBatch defines model for ReadingBatch.
 type ReadingBatch = batch.Readings
@@ -1724,11 +2171,41 @@ type WebhookTest struct {
 // AlarmId defines model for AlarmId.
 type AlarmId = int64
 
+// AsOf An instant bounding a range of readings: RFC 3339 with a zone
+// (`2024-05-01T00:00:00Z`, `2024-05-01T02:00:00%2B02:00` in a URL), or
+// milliseconds since 1970-01-01T00:00:00Z (`1714521600000`), as
+// Grafana's `${__from}` and `${__timeFrom}` give.
+//
+// Example: 2024-05-01T00:00:00Z
+type AsOf = Bound
+
+// AuditFrom An instant bounding a range of readings: RFC 3339 with a zone
+// (`2024-05-01T00:00:00Z`, `2024-05-01T02:00:00%2B02:00` in a URL), or
+// milliseconds since 1970-01-01T00:00:00Z (`1714521600000`), as
+// Grafana's `${__from}` and `${__timeFrom}` give.
+//
+// Example: 2024-05-01T00:00:00Z
+type AuditFrom = Bound
+
+// AuditKind defines model for AuditKind.
+type AuditKind = []string
+
+// AuditTo An instant bounding a range of readings: RFC 3339 with a zone
+// (`2024-05-01T00:00:00Z`, `2024-05-01T02:00:00%2B02:00` in a URL), or
+// milliseconds since 1970-01-01T00:00:00Z (`1714521600000`), as
+// Grafana's `${__from}` and `${__timeFrom}` give.
+//
+// Example: 2024-05-01T00:00:00Z
+type AuditTo = Bound
+
 // BlueprintId defines model for BlueprintId.
 type BlueprintId = int64
 
 // Cursor defines model for Cursor.
 type Cursor = string
+
+// Flags defines model for Flags.
+type Flags = bool
 
 // InvitationId defines model for InvitationId.
 type InvitationId = int64
@@ -1808,6 +2285,27 @@ type ListTokensParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// ListOrgAuditParams defines parameters for ListOrgAudit.
+type ListOrgAuditParams struct {
+	// Kind Only changes of these kinds.
+	Kind *AuditKind `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// DatetimeGte Only changes made at or after this instant.
+	DatetimeGte *AuditFrom `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
+
+	// DatetimeLte Only changes made at or before this instant.
+	DatetimeLte *AuditTo `form:"datetime__lte,omitempty" json:"datetime__lte,omitempty"`
+
+	// Limit The most items in a page.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, as it came.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListOrgAuditParamsKind defines parameters for ListOrgAudit.
+type ListOrgAuditParamsKind string
+
 // ListBlueprintsParams defines parameters for ListBlueprints.
 type ListBlueprintsParams struct {
 	// Limit The most items in a page.
@@ -1879,6 +2377,30 @@ type ListAlarmsParams struct {
 	// Cursor The `next_cursor` of the previous page, as it came.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
+
+// ListProjectAuditParams defines parameters for ListProjectAudit.
+type ListProjectAuditParams struct {
+	// SensorId Only the changes of this sensor.
+	SensorId *int64 `form:"sensor_id,omitempty" json:"sensor_id,omitempty"`
+
+	// Kind Only changes of these kinds.
+	Kind *AuditKind `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// DatetimeGte Only changes made at or after this instant.
+	DatetimeGte *AuditFrom `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
+
+	// DatetimeLte Only changes made at or before this instant.
+	DatetimeLte *AuditTo `form:"datetime__lte,omitempty" json:"datetime__lte,omitempty"`
+
+	// Limit The most items in a page.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, as it came.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListProjectAuditParamsKind defines parameters for ListProjectAudit.
+type ListProjectAuditParamsKind string
 
 // LatestReadingsParams defines parameters for LatestReadings.
 type LatestReadingsParams struct {
@@ -1963,6 +2485,23 @@ type DeleteReadingsParams struct {
 
 // ListReadingsParams defines parameters for ListReadings.
 type ListReadingsParams struct {
+	// Flags Whether to list the readings and values a flag rejects too, each
+	// reading with its `flags` (in CSV, a last column `flags`). Without
+	// it they are left out, as if they were not there, and a reading with
+	// suspect values carries them in `flags`.
+	Flags *Flags `form:"flags,omitempty" json:"flags,omitempty"`
+
+	// AsOf Compute as of this instant (RFC 3339 or epoch milliseconds): the
+	// outputs with the sensor's formulas, constants, calibrations,
+	// baselines and links as they were then, and the flags in force then,
+	// so that an answer given at that instant is given again, byte for
+	// byte. The readings are today's: one overwritten or deleted since is
+	// read as it is now (a write's overwrites and a range delete are in
+	// the audit trail, with their ranges). A linked input's source is
+	// read with its own current configuration. Without `as_of` nothing
+	// of the history is read.
+	AsOf *AsOf `form:"as_of,omitempty" json:"as_of,omitempty"`
+
 	// DatetimeGte Only readings at or after this instant (RFC 3339 with a zone, or epoch milliseconds).
 	DatetimeGte *Bound `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
 
@@ -2048,6 +2587,17 @@ type PostReadings200JSONResponseBody struct {
 
 // AggregateReadingsParams defines parameters for AggregateReadings.
 type AggregateReadingsParams struct {
+	// AsOf Compute as of this instant (RFC 3339 or epoch milliseconds): the
+	// outputs with the sensor's formulas, constants, calibrations,
+	// baselines and links as they were then, and the flags in force then,
+	// so that an answer given at that instant is given again, byte for
+	// byte. The readings are today's: one overwritten or deleted since is
+	// read as it is now (a write's overwrites and a range delete are in
+	// the audit trail, with their ranges). A linked input's source is
+	// read with its own current configuration. Without `as_of` nothing
+	// of the history is read.
+	AsOf *AsOf `form:"as_of,omitempty" json:"as_of,omitempty"`
+
 	// Interval The bucket width: a whole number and m (minutes), h (hours) or d
 	// (days), from 1m to 31d. Exactly one of `interval` and
 	// `max_points` is required.
@@ -2107,6 +2657,23 @@ type AggregateReadingsParamsKeys string
 
 // ExportReadingsParams defines parameters for ExportReadings.
 type ExportReadingsParams struct {
+	// Flags Whether to list the readings and values a flag rejects too, each
+	// reading with its `flags` (in CSV, a last column `flags`). Without
+	// it they are left out, as if they were not there, and a reading with
+	// suspect values carries them in `flags`.
+	Flags *Flags `form:"flags,omitempty" json:"flags,omitempty"`
+
+	// AsOf Compute as of this instant (RFC 3339 or epoch milliseconds): the
+	// outputs with the sensor's formulas, constants, calibrations,
+	// baselines and links as they were then, and the flags in force then,
+	// so that an answer given at that instant is given again, byte for
+	// byte. The readings are today's: one overwritten or deleted since is
+	// read as it is now (a write's overwrites and a range delete are in
+	// the audit trail, with their ranges). A linked input's source is
+	// read with its own current configuration. Without `as_of` nothing
+	// of the history is read.
+	AsOf *AsOf `form:"as_of,omitempty" json:"as_of,omitempty"`
+
 	// Format `csv` (default) or `ndjson`.
 	Format *ExportReadingsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 
@@ -2152,6 +2719,24 @@ type ListSensorsParams struct {
 
 // ListAlarmRulesParams defines parameters for ListAlarmRules.
 type ListAlarmRulesParams struct {
+	// Limit The most items in a page.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, as it came.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListFlagsParams defines parameters for ListFlags.
+type ListFlagsParams struct {
+	// DatetimeGte Only flags covering readings at or after this instant.
+	DatetimeGte *Bound `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
+
+	// DatetimeLte Only flags covering readings at or before this instant.
+	DatetimeLte *Bound `form:"datetime__lte,omitempty" json:"datetime__lte,omitempty"`
+
+	// Cleared Whether to list the cleared flags too.
+	Cleared *bool `form:"cleared,omitempty" json:"cleared,omitempty"`
+
 	// Limit The most items in a page.
 	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -2269,6 +2854,15 @@ type UpdateBaselinesJSONRequestBody = BaselinesUpdate
 // UpdateCalibrationsJSONRequestBody defines body for UpdateCalibrations for application/json ContentType.
 type UpdateCalibrationsJSONRequestBody = CalibrationsUpdate
 
+// UpdateChecksJSONRequestBody defines body for UpdateChecks for application/json ContentType.
+type UpdateChecksJSONRequestBody = CheckList
+
+// SetFlagJSONRequestBody defines body for SetFlag for application/json ContentType.
+type SetFlagJSONRequestBody = FlagInput
+
+// ClearFlagsJSONRequestBody defines body for ClearFlags for application/json ContentType.
+type ClearFlagsJSONRequestBody = FlagClearInput
+
 // UpdateFormulasJSONRequestBody defines body for UpdateFormulas for application/json ContentType.
 type UpdateFormulasJSONRequestBody = FormulasUpdate
 
@@ -2375,6 +2969,9 @@ type ServerInterface interface {
 	// GetOpenAPIYAML This contract as YAML
 	// (GET /api/v1/openapi.yaml)
 	GetOpenAPIYAML(ctx echo.Context) error
+	// ListOrgAudit An organization's audit trail
+	// (GET /api/v1/org/{org_id}/audit)
+	ListOrgAudit(ctx echo.Context, orgId OrgId, params ListOrgAuditParams) error
 	// ListBlueprints List blueprints
 	// (GET /api/v1/org/{org_id}/blueprints)
 	ListBlueprints(ctx echo.Context, orgId OrgId, params ListBlueprintsParams) error
@@ -2444,6 +3041,9 @@ type ServerInterface interface {
 	// AcknowledgeAlarm Acknowledge an alarm
 	// (POST /api/v1/org/{org_id}/proj/{proj_id}/alarms/{alarm_id}/acknowledge)
 	AcknowledgeAlarm(ctx echo.Context, orgId OrgId, projId ProjId, alarmId AlarmId) error
+	// ListProjectAudit A project's audit trail
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/audit)
+	ListProjectAudit(ctx echo.Context, orgId OrgId, projId ProjId, params ListProjectAuditParams) error
 	// LatestReadings Latest reading of every sensor
 	// (GET /api/v1/org/{org_id}/proj/{proj_id}/latest)
 	LatestReadings(ctx echo.Context, orgId OrgId, projId ProjId, params LatestReadingsParams) error
@@ -2498,6 +3098,21 @@ type ServerInterface interface {
 	// UpdateCalibrations Set dated values of a sensor's constants
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/calibrations)
 	UpdateCalibrations(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// GetChecks A sensor's validity checks
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/checks)
+	GetChecks(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// UpdateChecks Replace a sensor's validity checks
+	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/checks)
+	UpdateChecks(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// ListFlags List a sensor's quality flags
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags)
+	ListFlags(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, params ListFlagsParams) error
+	// SetFlag Flag readings as suspect or rejected
+	// (POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags)
+	SetFlag(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
+	// ClearFlags Clear the flags of a range
+	// (POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags/clear)
+	ClearFlags(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
 	// UpdateFormulas Edit a sensor's formulas and constants
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas)
 	UpdateFormulas(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error
@@ -2657,6 +3272,59 @@ func (w *ServerInterfaceWrapper) GetOpenAPIYAML(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetOpenAPIYAML(ctx)
+	return err
+}
+
+// ListOrgAudit converts echo context to params.
+func (w *ServerInterfaceWrapper) ListOrgAudit(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListOrgAuditParams
+	// ------------- Optional query parameter "kind" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "kind", ctx.QueryParams(), &params.Kind, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter kind: %s", err))
+	}
+
+	// ------------- Optional query parameter "datetime__gte" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__gte: %s", err))
+	}
+
+	// ------------- Optional query parameter "datetime__lte" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lte", ctx.QueryParams(), &params.DatetimeLte, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lte: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListOrgAudit(ctx, orgId, params)
 	return err
 }
 
@@ -3319,6 +3987,74 @@ func (w *ServerInterfaceWrapper) AcknowledgeAlarm(ctx echo.Context) error {
 	return err
 }
 
+// ListProjectAudit converts echo context to params.
+func (w *ServerInterfaceWrapper) ListProjectAudit(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListProjectAuditParams
+	// ------------- Optional query parameter "sensor_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sensor_id", ctx.QueryParams(), &params.SensorId, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "kind" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "kind", ctx.QueryParams(), &params.Kind, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter kind: %s", err))
+	}
+
+	// ------------- Optional query parameter "datetime__gte" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__gte: %s", err))
+	}
+
+	// ------------- Optional query parameter "datetime__lte" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lte", ctx.QueryParams(), &params.DatetimeLte, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lte: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListProjectAudit(ctx, orgId, projId, params)
+	return err
+}
+
 // LatestReadings converts echo context to params.
 func (w *ServerInterfaceWrapper) LatestReadings(ctx echo.Context) error {
 	var err error
@@ -3566,6 +4302,20 @@ func (w *ServerInterfaceWrapper) ListReadings(ctx echo.Context) error {
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params ListReadingsParams
+	// ------------- Optional query parameter "flags" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "flags", ctx.QueryParams(), &params.Flags, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter flags: %s", err))
+	}
+
+	// ------------- Optional query parameter "as_of" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "as_of", ctx.QueryParams(), &params.AsOf, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter as_of: %s", err))
+	}
+
 	// ------------- Optional query parameter "datetime__gte" -------------
 
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
@@ -3742,6 +4492,13 @@ func (w *ServerInterfaceWrapper) AggregateReadings(ctx echo.Context) error {
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params AggregateReadingsParams
+	// ------------- Optional query parameter "as_of" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "as_of", ctx.QueryParams(), &params.AsOf, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter as_of: %s", err))
+	}
+
 	// ------------- Optional query parameter "interval" -------------
 
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "interval", ctx.QueryParams(), &params.Interval, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
@@ -3856,6 +4613,20 @@ func (w *ServerInterfaceWrapper) ExportReadings(ctx echo.Context) error {
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params ExportReadingsParams
+	// ------------- Optional query parameter "flags" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "flags", ctx.QueryParams(), &params.Flags, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter flags: %s", err))
+	}
+
+	// ------------- Optional query parameter "as_of" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "as_of", ctx.QueryParams(), &params.AsOf, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter as_of: %s", err))
+	}
+
 	// ------------- Optional query parameter "format" -------------
 
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "format", ctx.QueryParams(), &params.Format, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
@@ -4294,6 +5065,203 @@ func (w *ServerInterfaceWrapper) UpdateCalibrations(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.UpdateCalibrations(ctx, orgId, projId, sensorId)
+	return err
+}
+
+// GetChecks converts echo context to params.
+func (w *ServerInterfaceWrapper) GetChecks(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetChecks(ctx, orgId, projId, sensorId)
+	return err
+}
+
+// UpdateChecks converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateChecks(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateChecks(ctx, orgId, projId, sensorId)
+	return err
+}
+
+// ListFlags converts echo context to params.
+func (w *ServerInterfaceWrapper) ListFlags(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListFlagsParams
+	// ------------- Optional query parameter "datetime__gte" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__gte", ctx.QueryParams(), &params.DatetimeGte, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__gte: %s", err))
+	}
+
+	// ------------- Optional query parameter "datetime__lte" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "datetime__lte", ctx.QueryParams(), &params.DatetimeLte, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter datetime__lte: %s", err))
+	}
+
+	// ------------- Optional query parameter "cleared" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cleared", ctx.QueryParams(), &params.Cleared, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cleared: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListFlags(ctx, orgId, projId, sensorId, params)
+	return err
+}
+
+// SetFlag converts echo context to params.
+func (w *ServerInterfaceWrapper) SetFlag(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SetFlag(ctx, orgId, projId, sensorId)
+	return err
+}
+
+// ClearFlags converts echo context to params.
+func (w *ServerInterfaceWrapper) ClearFlags(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "org_id" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "org_id", ctx.Param("org_id"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter org_id: %s", err))
+	}
+
+	// ------------- Path parameter "proj_id" -------------
+	var projId ProjId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "proj_id", ctx.Param("proj_id"), &projId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter proj_id: %s", err))
+	}
+
+	// ------------- Path parameter "sensor_id" -------------
+	var sensorId SensorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sensor_id", ctx.Param("sensor_id"), &sensorId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sensor_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ClearFlags(ctx, orgId, projId, sensorId)
 	return err
 }
 
@@ -4953,6 +5921,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.DELETE(options.BaseURL+"/api/v1/me/tokens/:token_id", wrapper.RevokeToken, options.OperationMiddlewares["revokeToken"]...)
 	router.GET(options.BaseURL+"/api/v1/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
 	router.GET(options.BaseURL+"/api/v1/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/audit", wrapper.ListOrgAudit, options.OperationMiddlewares["listOrgAudit"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/blueprints", wrapper.ListBlueprints, options.OperationMiddlewares["listBlueprints"]...)
 	router.POST(options.BaseURL+"/api/v1/org/:org_id/blueprints", wrapper.CreateBlueprint, options.OperationMiddlewares["createBlueprint"]...)
 	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/blueprints/:blueprint_id", wrapper.DeleteBlueprint, options.OperationMiddlewares["deleteBlueprint"]...)
@@ -4976,6 +5945,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/alarm-levels/:level_id", wrapper.UpdateAlarmLevel, options.OperationMiddlewares["updateAlarmLevel"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/alarms", wrapper.ListAlarms, options.OperationMiddlewares["listAlarms"]...)
 	router.POST(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/alarms/:alarm_id/acknowledge", wrapper.AcknowledgeAlarm, options.OperationMiddlewares["acknowledgeAlarm"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/audit", wrapper.ListProjectAudit, options.OperationMiddlewares["listProjectAudit"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/latest", wrapper.LatestReadings, options.OperationMiddlewares["latestReadings"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings", wrapper.ListProjectReadings, options.OperationMiddlewares["listProjectReadings"]...)
 	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/readings/:sensor_id", wrapper.DeleteReadings, options.OperationMiddlewares["deleteReadings"]...)
@@ -4994,6 +5964,11 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/alarm-rules/:rule_id", wrapper.UpdateAlarmRule, options.OperationMiddlewares["updateAlarmRule"]...)
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/baselines", wrapper.UpdateBaselines, options.OperationMiddlewares["updateBaselines"]...)
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/calibrations", wrapper.UpdateCalibrations, options.OperationMiddlewares["updateCalibrations"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/checks", wrapper.GetChecks, options.OperationMiddlewares["getChecks"]...)
+	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/checks", wrapper.UpdateChecks, options.OperationMiddlewares["updateChecks"]...)
+	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/flags", wrapper.ListFlags, options.OperationMiddlewares["listFlags"]...)
+	router.POST(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/flags", wrapper.SetFlag, options.OperationMiddlewares["setFlag"]...)
+	router.POST(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/flags/clear", wrapper.ClearFlags, options.OperationMiddlewares["clearFlags"]...)
 	router.PUT(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/formulas", wrapper.UpdateFormulas, options.OperationMiddlewares["updateFormulas"]...)
 	router.DELETE(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/import-profile", wrapper.DeleteImportProfile, options.OperationMiddlewares["deleteImportProfile"]...)
 	router.GET(options.BaseURL+"/api/v1/org/:org_id/proj/:proj_id/sensors/:sensor_id/import-profile", wrapper.GetImportProfile, options.OperationMiddlewares["getImportProfile"]...)
@@ -5981,6 +6956,136 @@ func (response GetOpenAPIYAML500JSONResponse) VisitGetOpenAPIYAMLResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrgAuditRequestObject struct {
+	OrgId  OrgId `json:"org_id"`
+	Params ListOrgAuditParams
+}
+
+type ListOrgAuditResponseObject interface {
+	VisitListOrgAuditResponse(w http.ResponseWriter) error
+}
+
+type ListOrgAudit200JSONResponse AuditPage
+
+func (response ListOrgAudit200JSONResponse) VisitListOrgAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrgAudit400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListOrgAudit400JSONResponse) VisitListOrgAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrgAudit401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListOrgAudit401JSONResponse) VisitListOrgAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrgAudit403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListOrgAudit403JSONResponse) VisitListOrgAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrgAudit404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListOrgAudit404JSONResponse) VisitListOrgAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrgAudit429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListOrgAudit429JSONResponse) VisitListOrgAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrgAudit500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListOrgAudit500JSONResponse) VisitListOrgAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrgAudit503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListOrgAudit503JSONResponse) VisitListOrgAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9426,6 +10531,137 @@ func (response AcknowledgeAlarm503JSONResponse) VisitAcknowledgeAlarmResponse(w 
 	return err
 }
 
+type ListProjectAuditRequestObject struct {
+	OrgId  OrgId  `json:"org_id"`
+	ProjId ProjId `json:"proj_id"`
+	Params ListProjectAuditParams
+}
+
+type ListProjectAuditResponseObject interface {
+	VisitListProjectAuditResponse(w http.ResponseWriter) error
+}
+
+type ListProjectAudit200JSONResponse AuditPage
+
+func (response ListProjectAudit200JSONResponse) VisitListProjectAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectAudit400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListProjectAudit400JSONResponse) VisitListProjectAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectAudit401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListProjectAudit401JSONResponse) VisitListProjectAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectAudit403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListProjectAudit403JSONResponse) VisitListProjectAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectAudit404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListProjectAudit404JSONResponse) VisitListProjectAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectAudit429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListProjectAudit429JSONResponse) VisitListProjectAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectAudit500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListProjectAudit500JSONResponse) VisitListProjectAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjectAudit503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListProjectAudit503JSONResponse) VisitListProjectAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type LatestReadingsRequestObject struct {
 	OrgId  OrgId  `json:"org_id"`
 	ProjId ProjId `json:"proj_id"`
@@ -12273,6 +13509,797 @@ func (response UpdateCalibrations503JSONResponse) VisitUpdateCalibrationsRespons
 	return err
 }
 
+type GetChecksRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+}
+
+type GetChecksResponseObject interface {
+	VisitGetChecksResponse(w http.ResponseWriter) error
+}
+
+type GetChecks200JSONResponse CheckList
+
+func (response GetChecks200JSONResponse) VisitGetChecksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChecks400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetChecks400JSONResponse) VisitGetChecksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChecks401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetChecks401JSONResponse) VisitGetChecksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChecks403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetChecks403JSONResponse) VisitGetChecksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChecks404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetChecks404JSONResponse) VisitGetChecksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChecks429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetChecks429JSONResponse) VisitGetChecksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChecks500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetChecks500JSONResponse) VisitGetChecksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetChecks503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetChecks503JSONResponse) VisitGetChecksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChecksRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+	Body     *UpdateChecksJSONRequestBody
+}
+
+type UpdateChecksResponseObject interface {
+	VisitUpdateChecksResponse(w http.ResponseWriter) error
+}
+
+type UpdateChecks200JSONResponse CheckList
+
+func (response UpdateChecks200JSONResponse) VisitUpdateChecksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChecks400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateChecks400JSONResponse) VisitUpdateChecksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChecks401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateChecks401JSONResponse) VisitUpdateChecksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChecks403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateChecks403JSONResponse) VisitUpdateChecksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChecks404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateChecks404JSONResponse) VisitUpdateChecksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChecks409JSONResponse struct{ ConflictJSONResponse }
+
+func (response UpdateChecks409JSONResponse) VisitUpdateChecksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChecks413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateChecks413JSONResponse) VisitUpdateChecksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChecks415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateChecks415JSONResponse) VisitUpdateChecksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChecks429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateChecks429JSONResponse) VisitUpdateChecksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChecks500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateChecks500JSONResponse) VisitUpdateChecksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateChecks503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateChecks503JSONResponse) VisitUpdateChecksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFlagsRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+	Params   ListFlagsParams
+}
+
+type ListFlagsResponseObject interface {
+	VisitListFlagsResponse(w http.ResponseWriter) error
+}
+
+type ListFlags200JSONResponse FlagPage
+
+func (response ListFlags200JSONResponse) VisitListFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFlags400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListFlags400JSONResponse) VisitListFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFlags401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListFlags401JSONResponse) VisitListFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFlags403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListFlags403JSONResponse) VisitListFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFlags404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListFlags404JSONResponse) VisitListFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFlags429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListFlags429JSONResponse) VisitListFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFlags500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListFlags500JSONResponse) VisitListFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFlags503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListFlags503JSONResponse) VisitListFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetFlagRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+	Body     *SetFlagJSONRequestBody
+}
+
+type SetFlagResponseObject interface {
+	VisitSetFlagResponse(w http.ResponseWriter) error
+}
+
+type SetFlag201JSONResponse FlagResult
+
+func (response SetFlag201JSONResponse) VisitSetFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetFlag400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SetFlag400JSONResponse) VisitSetFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetFlag401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SetFlag401JSONResponse) VisitSetFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetFlag403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SetFlag403JSONResponse) VisitSetFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetFlag404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SetFlag404JSONResponse) VisitSetFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetFlag409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SetFlag409JSONResponse) VisitSetFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetFlag413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response SetFlag413JSONResponse) VisitSetFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetFlag415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SetFlag415JSONResponse) VisitSetFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetFlag429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SetFlag429JSONResponse) VisitSetFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetFlag500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SetFlag500JSONResponse) VisitSetFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetFlag503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SetFlag503JSONResponse) VisitSetFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClearFlagsRequestObject struct {
+	OrgId    OrgId    `json:"org_id"`
+	ProjId   ProjId   `json:"proj_id"`
+	SensorId SensorId `json:"sensor_id"`
+	Body     *ClearFlagsJSONRequestBody
+}
+
+type ClearFlagsResponseObject interface {
+	VisitClearFlagsResponse(w http.ResponseWriter) error
+}
+
+type ClearFlags200JSONResponse FlagResult
+
+func (response ClearFlags200JSONResponse) VisitClearFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClearFlags400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ClearFlags400JSONResponse) VisitClearFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClearFlags401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ClearFlags401JSONResponse) VisitClearFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClearFlags403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ClearFlags403JSONResponse) VisitClearFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClearFlags404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ClearFlags404JSONResponse) VisitClearFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClearFlags409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ClearFlags409JSONResponse) VisitClearFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClearFlags413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ClearFlags413JSONResponse) VisitClearFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClearFlags415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ClearFlags415JSONResponse) VisitClearFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClearFlags429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ClearFlags429JSONResponse) VisitClearFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClearFlags500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ClearFlags500JSONResponse) VisitClearFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ClearFlags503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ClearFlags503JSONResponse) VisitClearFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateFormulasRequestObject struct {
 	OrgId    OrgId    `json:"org_id"`
 	ProjId   ProjId   `json:"proj_id"`
@@ -15075,6 +17102,9 @@ type StrictServerInterface interface {
 	// GetOpenAPIYAML This contract as YAML
 	// (GET /api/v1/openapi.yaml)
 	GetOpenAPIYAML(ctx context.Context, request GetOpenAPIYAMLRequestObject) (GetOpenAPIYAMLResponseObject, error)
+	// ListOrgAudit An organization's audit trail
+	// (GET /api/v1/org/{org_id}/audit)
+	ListOrgAudit(ctx context.Context, request ListOrgAuditRequestObject) (ListOrgAuditResponseObject, error)
 	// ListBlueprints List blueprints
 	// (GET /api/v1/org/{org_id}/blueprints)
 	ListBlueprints(ctx context.Context, request ListBlueprintsRequestObject) (ListBlueprintsResponseObject, error)
@@ -15144,6 +17174,9 @@ type StrictServerInterface interface {
 	// AcknowledgeAlarm Acknowledge an alarm
 	// (POST /api/v1/org/{org_id}/proj/{proj_id}/alarms/{alarm_id}/acknowledge)
 	AcknowledgeAlarm(ctx context.Context, request AcknowledgeAlarmRequestObject) (AcknowledgeAlarmResponseObject, error)
+	// ListProjectAudit A project's audit trail
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/audit)
+	ListProjectAudit(ctx context.Context, request ListProjectAuditRequestObject) (ListProjectAuditResponseObject, error)
 	// LatestReadings Latest reading of every sensor
 	// (GET /api/v1/org/{org_id}/proj/{proj_id}/latest)
 	LatestReadings(ctx context.Context, request LatestReadingsRequestObject) (LatestReadingsResponseObject, error)
@@ -15198,6 +17231,21 @@ type StrictServerInterface interface {
 	// UpdateCalibrations Set dated values of a sensor's constants
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/calibrations)
 	UpdateCalibrations(ctx context.Context, request UpdateCalibrationsRequestObject) (UpdateCalibrationsResponseObject, error)
+	// GetChecks A sensor's validity checks
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/checks)
+	GetChecks(ctx context.Context, request GetChecksRequestObject) (GetChecksResponseObject, error)
+	// UpdateChecks Replace a sensor's validity checks
+	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/checks)
+	UpdateChecks(ctx context.Context, request UpdateChecksRequestObject) (UpdateChecksResponseObject, error)
+	// ListFlags List a sensor's quality flags
+	// (GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags)
+	ListFlags(ctx context.Context, request ListFlagsRequestObject) (ListFlagsResponseObject, error)
+	// SetFlag Flag readings as suspect or rejected
+	// (POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags)
+	SetFlag(ctx context.Context, request SetFlagRequestObject) (SetFlagResponseObject, error)
+	// ClearFlags Clear the flags of a range
+	// (POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags/clear)
+	ClearFlags(ctx context.Context, request ClearFlagsRequestObject) (ClearFlagsResponseObject, error)
 	// UpdateFormulas Edit a sensor's formulas and constants
 	// (PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/formulas)
 	UpdateFormulas(ctx context.Context, request UpdateFormulasRequestObject) (UpdateFormulasResponseObject, error)
@@ -15523,6 +17571,32 @@ func (sh *strictHandler) GetOpenAPIYAML(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetOpenAPIYAMLResponseObject); ok {
 		return validResponse.VisitGetOpenAPIYAMLResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListOrgAudit operation middleware
+func (sh *strictHandler) ListOrgAudit(ctx echo.Context, orgId OrgId, params ListOrgAuditParams) error {
+	var request ListOrgAuditRequestObject
+
+	request.OrgId = orgId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListOrgAudit(ctx.Request().Context(), request.(ListOrgAuditRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListOrgAudit")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListOrgAuditResponseObject); ok {
+		return validResponse.VisitListOrgAuditResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -16360,6 +18434,33 @@ func (sh *strictHandler) AcknowledgeAlarm(ctx echo.Context, orgId OrgId, projId 
 	return nil
 }
 
+// ListProjectAudit operation middleware
+func (sh *strictHandler) ListProjectAudit(ctx echo.Context, orgId OrgId, projId ProjId, params ListProjectAuditParams) error {
+	var request ListProjectAuditRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListProjectAudit(ctx.Request().Context(), request.(ListProjectAuditRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListProjectAudit")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListProjectAuditResponseObject); ok {
+		return validResponse.VisitListProjectAuditResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // LatestReadings operation middleware
 func (sh *strictHandler) LatestReadings(ctx echo.Context, orgId OrgId, projId ProjId, params LatestReadingsParams) error {
 	var request LatestReadingsRequestObject
@@ -17013,6 +19114,211 @@ func (sh *strictHandler) UpdateCalibrations(ctx echo.Context, orgId OrgId, projI
 		return err
 	} else if validResponse, ok := response.(UpdateCalibrationsResponseObject); ok {
 		return validResponse.VisitUpdateCalibrationsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetChecks operation middleware
+func (sh *strictHandler) GetChecks(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
+	var request GetChecksRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetChecks(ctx.Request().Context(), request.(GetChecksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetChecks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetChecksResponseObject); ok {
+		return validResponse.VisitGetChecksResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateChecks operation middleware
+func (sh *strictHandler) UpdateChecks(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
+	var request UpdateChecksRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+
+	var body UpdateChecksJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateChecks(ctx.Request().Context(), request.(UpdateChecksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateChecks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateChecksResponseObject); ok {
+		return validResponse.VisitUpdateChecksResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListFlags operation middleware
+func (sh *strictHandler) ListFlags(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId, params ListFlagsParams) error {
+	var request ListFlagsRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListFlags(ctx.Request().Context(), request.(ListFlagsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListFlags")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListFlagsResponseObject); ok {
+		return validResponse.VisitListFlagsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// SetFlag operation middleware
+func (sh *strictHandler) SetFlag(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
+	var request SetFlagRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+
+	var body SetFlagJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetFlag(ctx.Request().Context(), request.(SetFlagRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetFlag")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SetFlagResponseObject); ok {
+		return validResponse.VisitSetFlagResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ClearFlags operation middleware
+func (sh *strictHandler) ClearFlags(ctx echo.Context, orgId OrgId, projId ProjId, sensorId SensorId) error {
+	var request ClearFlagsRequestObject
+
+	request.OrgId = orgId
+	request.ProjId = projId
+	request.SensorId = sensorId
+
+	var body ClearFlagsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ClearFlags(ctx.Request().Context(), request.(ClearFlagsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ClearFlags")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ClearFlagsResponseObject); ok {
+		return validResponse.VisitClearFlagsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

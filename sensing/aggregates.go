@@ -32,6 +32,9 @@ type AggregateSink interface {
 type AggregateOptions struct {
 	Fill    bool // every bucket of the range, and every input in each
 	Outputs bool // the outputs' statistics
+	// AsOf computes with the configuration and the flags in force at that
+	// instant; nil: now.
+	AsOf *time.Time
 }
 
 // Aggregate cuts the sensor's readings that q selects into buckets and
@@ -42,9 +45,18 @@ type AggregateOptions struct {
 // (aggregation.rollups) and the readings elsewhere, and says where the
 // answer came from. It returns NotFound, and sink's errors.
 func (s *Service) Aggregate(ctx context.Context, key store.SensorKey, q store.BucketQuery, opts AggregateOptions, sink AggregateSink) (store.RollupUse, error) {
-	sensor, err := s.db.GetSensor(ctx, key)
+	sensor, err := s.sensorAsOf(ctx, key, opts.AsOf)
 	if err != nil {
 		return "", err
+	}
+	// The rollups hold every stored value: a range with values a flag
+	// rejects is read from the readings, which leave them out.
+	flags, err := s.flagsOf(ctx, sensor.ID, q.From, q.To.Add(-time.Microsecond), opts.AsOf)
+	if err != nil {
+		return "", err
+	}
+	if !flags.rejects() {
+		flags = nil
 	}
 	var buckets []time.Time
 	var inputIDs []int64
@@ -74,7 +86,7 @@ func (s *Service) Aggregate(ctx context.Context, key store.SensorKey, q store.Bu
 	if len(outputIDs) == 0 {
 		outputs = nil
 	}
-	q.Raw = q.Raw || s.cfg.ReadingsOnly
+	q.Raw = q.Raw || s.cfg.ReadingsOnly || flags != nil || opts.AsOf != nil
 	var use store.RollupUse
 	err = s.reader.InSnapshot(ctx, func(tx *store.Tx) error {
 		starts, err := tx.BucketStarts(ctx, q)
@@ -86,6 +98,7 @@ func (s *Service) Aggregate(ctx context.Context, key store.SensorKey, q store.Bu
 			return err
 		}
 		a := newAggregation(b, q, outputs)
+		a.flags = flags
 		if use, err = a.run(ctx, tx, sensor, q); err != nil {
 			return err
 		}
@@ -112,6 +125,9 @@ type aggregation struct {
 	inputs    [][]stats.Partial // by slot, by bucket
 	outputs   [][]stats.Partial // by output, by bucket; nil without outputs
 	out       *Outputs          // nil without outputs
+	// The flags in force over the range, when they reject values (which
+	// are then left out, and a reading rejected whole is not counted).
+	flags *flagSet
 	// The slots of the inputs of the rollup merged last, by position.
 	mergeSlots []int
 
@@ -203,7 +219,9 @@ func (a *aggregation) run(ctx context.Context, tx *store.Tx, sensor store.Sensor
 			return "", err
 		}
 		if !served || len(inSpans.from) > maxSpans || len(outSpans.from) > maxSpans {
+			flags := a.flags
 			*a = *newAggregation(a.b, q, a.out)
+			a.flags = flags
 			rolled = false
 		}
 	}
@@ -221,6 +239,12 @@ func (a *aggregation) run(ctx context.Context, tx *store.Tx, sensor store.Sensor
 		lastSlots []int   // of each of lastIDs
 	)
 	err := tx.SpanReadings(ctx, sensor.ID, read.from, read.to, func(r *store.Reading) error {
+		if a.flags != nil && len(a.flags.lookup(r.Time)) > 0 {
+			var whole bool
+			if r, whole = a.flags.without(r); whole || len(r.InputIDs) == 0 {
+				return nil
+			}
+		}
 		i, err := a.b.index(r.Time)
 		if err != nil {
 			return err

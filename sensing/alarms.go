@@ -22,7 +22,11 @@ import (
 // stream) writes the states and alarms of each chunk before the next is
 // evaluated, and the events of the whole write at the end, coalesced
 // chunk after chunk, so that its memory stays one chunk's.
-func (s *Service) stepAlarms(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, newest *time.Time, chunks func(func([]store.Reading) error) error) (int, error) {
+//
+// With flagged set (a flag is in force on some of the sensor's readings),
+// the flags on each chunk's readings are read, and a flagged value steps
+// no rule.
+func (s *Service) stepAlarms(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, newest *time.Time, flagged bool, chunks func(func([]store.Reading) error) error) (int, error) {
 	if len(rules) == 0 {
 		return 0, nil
 	}
@@ -40,7 +44,15 @@ func (s *Service) stepAlarms(ctx context.Context, tx *store.Tx, sensor store.Sen
 			before = ruleStates(rules)
 		}
 		started = true
-		changes, err := s.evaluate(ctx, tx, sensor, rules, chunk, newest)
+		var fs *flagSet
+		if flagged && len(chunk) > 0 {
+			flags, err := tx.SensorFlags(ctx, sensor.ID, chunk[0].Time, chunk[len(chunk)-1].Time, nil)
+			if err != nil {
+				return err
+			}
+			fs = newFlagSet(flags)
+		}
+		changes, err := s.evaluate(ctx, tx, sensor, rules, chunk, newest, fs)
 		if err != nil {
 			return err
 		}
@@ -66,14 +78,14 @@ func (s *Service) recheck(ctx context.Context, tx *store.Tx, sensor store.Sensor
 	if err != nil {
 		return err
 	}
-	newest, err := tx.LatestReading(ctx, sensor.ID)
+	newest, fs, err := s.newestForRules(ctx, tx, sensor)
 	if err != nil {
 		return err
 	}
 	var changes []store.AlarmChange
 	ruled := rules // the rules whose targets keep their alarms
 	if newest != nil {
-		if changes, err = s.recheckRules(ctx, tx, sensor, rules, newest); err != nil {
+		if changes, err = s.recheckRules(ctx, tx, sensor, rules, newest, fs); err != nil {
 			return err
 		}
 	} else {
@@ -86,6 +98,31 @@ func (s *Service) recheck(ctx context.Context, tx *store.Tx, sensor store.Sensor
 		return err
 	}
 	return tx.ClearUnruled(ctx, sensor, ruled)
+}
+
+// newestForRules is the newest reading the rules see: the newest a flag
+// does not reject whole, without its rejected values, and the flags on it
+// (nil for none), looked up.
+func (s *Service) newestForRules(ctx context.Context, tx *store.Tx, sensor store.Sensor) (*store.Reading, *flagSet, error) {
+	newest, err := tx.LatestReading(ctx, sensor.ID)
+	if err != nil || newest == nil {
+		return newest, nil, err
+	}
+	flags, err := tx.SensorFlags(ctx, sensor.ID, newest.Time, newest.Time, nil)
+	if err != nil || len(flags) == 0 {
+		return newest, nil, err
+	}
+	if newest, err = s.newestUnrejected(ctx, tx, sensor, newest.Time); err != nil || newest == nil {
+		return newest, nil, err
+	}
+	if flags, err = tx.SensorFlags(ctx, sensor.ID, newest.Time, newest.Time, nil); err != nil {
+		return nil, nil, err
+	}
+	fs := newFlagSet(flags)
+	if fs != nil {
+		fs.lookup(newest.Time)
+	}
+	return newest, fs, nil
 }
 
 func ruleStates(rules []store.AlarmRule) []alarms.State {
@@ -102,10 +139,23 @@ type targets struct {
 	state []alarms.Target
 	level []int // the rank of each target's current alarm, 0 at rest
 	first []int // the index in the rules of each target's first rule
+	rules []store.AlarmRule
+}
+
+// values gives the value rule i of target k watches, v being the
+// target's value at t: its rate for a rate rule.
+func (t *targets) values(k int, rs rates, at time.Time, v float64) func(i int) float64 {
+	return func(i int) float64 {
+		rule := t.rules[t.first[k]+i]
+		if rule.Window == 0 {
+			return v
+		}
+		return rs.rate(rule, at, v)
+	}
 }
 
 func newTargets(rules []store.AlarmRule) *targets {
-	t := &targets{}
+	t := &targets{rules: rules}
 	for i, r := range rules {
 		if i == 0 || r.TargetID != rules[i-1].TargetID {
 			t.ids = append(t.ids, r.TargetID)
@@ -172,6 +222,16 @@ func (v *values) compute(r *store.Reading) {
 	}
 }
 
+// flagged says whether the value of id in the reading computed last is
+// flagged, as fs looked it up: an input by its flag or its reading's, an
+// output by any flag on its reading, whose inputs it is computed from.
+func (v *values) flagged(fs *flagSet, id int64) bool {
+	if _, output := v.index[id]; output {
+		return len(fs.marks) > 0
+	}
+	return fs.flag(id) != ""
+}
+
 func (v *values) value(id int64) (float64, bool) {
 	if k, ok := v.index[id]; ok {
 		return v.outputs.Value(k)
@@ -189,7 +249,11 @@ func (v *values) value(id int64) (float64, bool) {
 // them, and updates their states and their targets' levels. newest is the
 // datetime of the sensor's newest reading before them, if it had one: a
 // reading older than it is late, and changes no state.
-func (s *Service) evaluate(ctx context.Context, lr linkReader, sensor store.Sensor, rules []store.AlarmRule, readings []store.Reading, newest *time.Time) ([]store.AlarmChange, error) {
+//
+// fs, when not nil, holds the flags on the readings: a flagged value
+// steps no rule, and a rejected one is not in the reading its outputs are
+// computed from.
+func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, readings []store.Reading, newest *time.Time, fs *flagSet) ([]store.AlarmChange, error) {
 	if len(readings) == 0 {
 		return nil, nil
 	}
@@ -197,7 +261,14 @@ func (s *Service) evaluate(ctx context.Context, lr linkReader, sensor store.Sens
 	for i := range readings {
 		at[i] = readings[i].Time
 	}
-	vals, err := s.newValues(ctx, lr, sensor, at)
+	vals, err := s.newValues(ctx, tx, sensor, at)
+	if err != nil {
+		return nil, err
+	}
+	// Readings newer than any stored add their values to the rates' series
+	// as they are evaluated; others are read back as stored.
+	appending := newest == nil || !at[0].Before(*newest)
+	rs, err := s.loadRates(ctx, tx, sensor, rules, at[0], at[len(at)-1], fs != nil, appending)
 	if err != nil {
 		return nil, err
 	}
@@ -205,20 +276,31 @@ func (s *Service) evaluate(ctx context.Context, lr linkReader, sensor store.Sens
 	var changes []store.AlarmChange
 	for i := range readings {
 		r := &readings[i]
+		marked := false
+		if fs != nil && len(fs.lookup(r.Time)) > 0 {
+			marked = true
+			if r, _ = fs.without(r); len(r.InputIDs) == 0 {
+				continue
+			}
+		}
 		vals.compute(r)
 		late := newest != nil && r.Time.Before(*newest)
 		for k, target := range t.state {
 			v, ok := vals.value(t.ids[k])
-			if !ok {
+			if !ok || marked && vals.flagged(fs, t.ids[k]) {
 				continue
 			}
+			if appending {
+				rs.add(t.ids[k], r.Time, v)
+			}
+			value := t.values(k, rs, r.Time, v)
 			if late {
-				if rank := alarms.Late(target.Rules, v); rank > 0 {
+				if rank := alarms.LateEach(target.Rules, value); rank > 0 {
 					changes = append(changes, store.AlarmChange{TargetID: t.ids[k], Kind: "late", To: rank, Late: true, At: r.Time, Value: v})
 				}
 				continue
 			}
-			_, to := target.Observe(v)
+			_, to := target.ObserveEach(value)
 			changes = t.change(changes, k, to, r, v)
 		}
 	}
@@ -228,8 +310,13 @@ func (s *Service) evaluate(ctx context.Context, lr linkReader, sensor store.Sens
 
 // recheckRules rechecks rules against newest, the sensor's newest reading,
 // after an edit.
-func (s *Service) recheckRules(ctx context.Context, lr linkReader, sensor store.Sensor, rules []store.AlarmRule, newest *store.Reading) ([]store.AlarmChange, error) {
-	vals, err := s.newValues(ctx, lr, sensor, []time.Time{newest.Time})
+// A target fs flags on newest (looked up) keeps its state.
+func (s *Service) recheckRules(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, newest *store.Reading, fs *flagSet) ([]store.AlarmChange, error) {
+	vals, err := s.newValues(ctx, tx, sensor, []time.Time{newest.Time})
+	if err != nil {
+		return nil, err
+	}
+	rs, err := s.loadRates(ctx, tx, sensor, rules, newest.Time, newest.Time, true, false)
 	if err != nil {
 		return nil, err
 	}
@@ -238,10 +325,10 @@ func (s *Service) recheckRules(ctx context.Context, lr linkReader, sensor store.
 	var changes []store.AlarmChange
 	for k, target := range t.state {
 		v, ok := vals.value(t.ids[k])
-		if !ok {
+		if !ok || fs != nil && vals.flagged(fs, t.ids[k]) {
 			continue
 		}
-		_, to := target.Recheck(v)
+		_, to := target.RecheckEach(t.values(k, rs, newest.Time, v))
 		changes = t.change(changes, k, to, newest, v)
 	}
 	t.save(rules)

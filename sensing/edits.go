@@ -3,10 +3,13 @@ package sensing
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"slices"
 	"time"
 
 	"github.com/sensorreadings/readings/alarms"
 	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/datetime"
 	"github.com/sensorreadings/readings/formulas"
 	"github.com/sensorreadings/readings/store"
 )
@@ -103,8 +106,12 @@ func (s *Service) UpdateSensor(ctx context.Context, key store.SensorKey, edit Se
 func (s *Service) updateSensor(ctx context.Context, key store.SensorKey, patch store.SensorPatch) (store.Sensor, error) {
 	var sensor store.Sensor
 	err := s.db.InTx(ctx, func(tx *store.Tx) error {
-		var err error
-		if _, sensor, err = tx.UpdateSensor(ctx, key, patch); err != nil {
+		before, after, err := tx.UpdateSensor(ctx, key, patch)
+		if err != nil {
+			return err
+		}
+		sensor = after
+		if err := auditInstance(ctx, tx, key, before, after); err != nil {
 			return err
 		}
 		return s.recheck(ctx, tx, sensor)
@@ -226,8 +233,14 @@ func (s *Service) baseline(ctx context.Context, sensor *store.Sensor, b Baseline
 func (s *Service) SetLinks(ctx context.Context, key store.SensorKey, links map[string]store.InputLink) (store.Sensor, error) {
 	var sensor store.Sensor
 	err := s.db.InTx(ctx, func(tx *store.Tx) error {
-		var err error
+		before, err := tx.LockSensor(ctx, key)
+		if err != nil {
+			return err
+		}
 		if sensor, err = tx.SetSensorLinks(ctx, key, links); err != nil {
+			return err
+		}
+		if err := auditInstance(ctx, tx, key, before, sensor); err != nil {
 			return err
 		}
 		return s.recheck(ctx, tx, sensor)
@@ -255,8 +268,10 @@ func (s *Service) CreateAlarmRule(ctx context.Context, key store.SensorKey, spec
 		if err := s.recheck(ctx, tx, sensor); err != nil {
 			return err
 		}
-		rule, err = tx.AlarmRule(ctx, id)
-		return err
+		if rule, err = tx.AlarmRule(ctx, id); err != nil {
+			return err
+		}
+		return tx.Audit(ctx, store.Change{OrgID: key.OrgID, ProjectID: key.ProjectID, SensorID: key.SensorID, Kind: store.AuditRule, Action: "create", After: spec})
 	})
 	return rule, err
 }
@@ -270,6 +285,10 @@ func (s *Service) UpdateAlarmRule(ctx context.Context, key store.SensorKey, rule
 	}
 	var rule store.AlarmRule
 	err := s.db.InTx(ctx, func(tx *store.Tx) error {
+		before, err := tx.AlarmRule(ctx, ruleID)
+		if err != nil && apperr.CodeOf(err) != apperr.NotFound {
+			return err
+		}
 		sensor, err := tx.UpdateAlarmRule(ctx, key, ruleID, spec)
 		if err != nil {
 			return err
@@ -277,8 +296,11 @@ func (s *Service) UpdateAlarmRule(ctx context.Context, key store.SensorKey, rule
 		if err := s.recheck(ctx, tx, sensor); err != nil {
 			return err
 		}
-		rule, err = tx.AlarmRule(ctx, ruleID)
-		return err
+		if rule, err = tx.AlarmRule(ctx, ruleID); err != nil {
+			return err
+		}
+		return tx.Audit(ctx, store.Change{OrgID: key.OrgID, ProjectID: key.ProjectID, SensorID: key.SensorID, Kind: store.AuditRule, Action: "update",
+			Before: ruleSpec(before), After: spec})
 	})
 	return rule, err
 }
@@ -288,8 +310,16 @@ func (s *Service) UpdateAlarmRule(ctx context.Context, key store.SensorKey, rule
 // store.Tx.DeleteAlarmRule's errors.
 func (s *Service) DeleteAlarmRule(ctx context.Context, key store.SensorKey, ruleID int64) error {
 	return s.db.InTx(ctx, func(tx *store.Tx) error {
+		before, err := tx.AlarmRule(ctx, ruleID)
+		if err != nil && apperr.CodeOf(err) != apperr.NotFound {
+			return err
+		}
 		sensor, err := tx.DeleteAlarmRule(ctx, key, ruleID)
 		if err != nil {
+			return err
+		}
+		if err := tx.Audit(ctx, store.Change{OrgID: key.OrgID, ProjectID: key.ProjectID, SensorID: key.SensorID, Kind: store.AuditRule, Action: "delete",
+			Before: ruleSpec(before)}); err != nil {
 			return err
 		}
 		return s.recheck(ctx, tx, sensor)
@@ -299,6 +329,9 @@ func (s *Service) DeleteAlarmRule(ctx context.Context, key store.SensorKey, rule
 // checkRule checks a rule's numbers the way the evaluation needs them;
 // the level's rank is the store's to find, and any rank passes here.
 func checkRule(spec store.AlarmRuleSpec) error {
+	if spec.Window == 0 && spec.Per != 0 {
+		return &apperr.Error{Code: apperr.Invalid, Message: "per is a rate rule's unit of time: give window too", Details: map[string]any{"field": "per"}}
+	}
 	rule := alarms.Rule{Rank: 1, Threshold: spec.Threshold, Deadband: spec.Deadband, Persistence: spec.Persistence}
 	return rule.Check()
 }
@@ -313,8 +346,15 @@ func (s *Service) DeleteReadings(ctx context.Context, key store.SensorKey, from,
 	err := s.db.InTx(ctx, func(tx *store.Tx) error {
 		d, err := tx.DeleteReadings(ctx, key, from, to)
 		deleted = d.Count
-		if err != nil || !d.TookNewest {
+		if err != nil || d.Count == 0 {
 			return err
+		}
+		if err := tx.Audit(ctx, store.Change{OrgID: key.OrgID, ProjectID: key.ProjectID, SensorID: key.SensorID, Kind: store.AuditDelete, Action: "delete",
+			Before: map[string]any{"deleted": d.Count, "from": datetime.FormatExact(from), "to": datetime.FormatExact(to.Add(-time.Microsecond))}}); err != nil {
+			return err
+		}
+		if !d.TookNewest {
+			return nil
 		}
 		return s.recheck(ctx, tx, d.Sensor)
 	})
@@ -354,4 +394,85 @@ func compileBlueprint(b store.Blueprint) error {
 	}
 	_, err := formulas.Compile(spec)
 	return err
+}
+
+// auditInstance records in the audit trail each kind of change from
+// before's instance to after's, with both whole: the trail is where reads
+// as of a past instant find the instance in force then.
+func auditInstance(ctx context.Context, tx *store.Tx, key store.SensorKey, before, after store.Sensor) error {
+	for _, kind := range instanceChanges(before, after) {
+		err := tx.Audit(ctx, store.Change{OrgID: key.OrgID, ProjectID: key.ProjectID, SensorID: key.SensorID,
+			Kind: kind, Action: "update", Before: before.Instance, After: after.Instance})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// instanceChanges names what changed of a sensor's instance.
+func instanceChanges(before, after store.Sensor) []string {
+	b, a := before.Instance, after.Instance
+	if b == nil && a == nil {
+		return nil
+	}
+	if b == nil || a == nil || !slices.Equal(portIDs(b), portIDs(a)) {
+		return []string{store.AuditBlueprint} // a new instance: ids of its own
+	}
+	aspects := []struct {
+		kind string
+		of   func(*store.Instance) []any
+	}{
+		{store.AuditFormulas, func(i *store.Instance) []any {
+			return each(i.Outputs, func(o store.InstanceOutput) any { return o.Formula })
+		}},
+		{store.AuditConstants, func(i *store.Instance) []any {
+			return each(i.Constants, func(c store.InstanceConstant) any { return c.Value })
+		}},
+		{store.AuditCalibrations, func(i *store.Instance) []any {
+			return each(i.Constants, func(c store.InstanceConstant) any { return c.Calibrations })
+		}},
+		{store.AuditBaselines, func(i *store.Instance) []any {
+			return each(i.Inputs, func(in store.InstanceInput) any { return in.Baselines })
+		}},
+		{store.AuditLinks, func(i *store.Instance) []any {
+			return each(i.Inputs, func(in store.InstanceInput) any { return in.Link })
+		}},
+	}
+	var kinds []string
+	for _, aspect := range aspects {
+		if !reflect.DeepEqual(aspect.of(b), aspect.of(a)) {
+			kinds = append(kinds, aspect.kind)
+		}
+	}
+	return kinds
+}
+
+// each is f of every x.
+func each[T any](xs []T, f func(T) any) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
+}
+
+func portIDs(i *store.Instance) []int64 {
+	var ids []int64
+	for _, in := range i.Inputs {
+		ids = append(ids, in.ID)
+	}
+	for _, out := range i.Outputs {
+		ids = append(ids, out.ID)
+	}
+	return ids
+}
+
+// ruleSpec is a rule as the audit trail records it.
+func ruleSpec(r store.AlarmRule) store.AlarmRuleSpec {
+	direction := "above"
+	if r.Below {
+		direction = "below"
+	}
+	return store.AlarmRuleSpec{TargetKey: r.TargetKey, Level: r.LevelName, Direction: direction, Threshold: r.Threshold, Deadband: r.Deadband, Persistence: r.Persistence}
 }

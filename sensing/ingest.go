@@ -131,9 +131,25 @@ func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, 
 	if written, err = in.store(ctx, tx, w); err != nil {
 		return written, err
 	}
-	if written.Events, err = s.stepAlarms(ctx, tx, w.Sensor, w.Rules, w.Newest, func(fn func([]store.Reading) error) error {
-		return in.chunks(ctx, fn)
-	}); err != nil {
+	chunks := func(fn func([]store.Reading) error) error { return in.chunks(ctx, fn) }
+	if written.Replaced > 0 {
+		if err := auditOverwrite(ctx, tx, key, written, chunks); err != nil {
+			return written, err
+		}
+	}
+	flagged := w.Flagged
+	if len(w.Checks) > 0 {
+		checks, err := store.ParseChecks(w.Checks)
+		if err != nil {
+			return written, fmt.Errorf("read checks: %w", err)
+		}
+		set, err := s.runChecks(ctx, tx, w.Sensor, checks, chunks)
+		if err != nil {
+			return written, err
+		}
+		flagged = flagged || set
+	}
+	if written.Events, err = s.stepAlarms(ctx, tx, w.Sensor, w.Rules, w.Newest, flagged, chunks); err != nil {
 		return written, err
 	}
 	if in.ahead() != nil {
@@ -329,4 +345,24 @@ func shortDuration(d time.Duration) string {
 		text = strings.TrimSuffix(text, "0m")
 	}
 	return text
+}
+
+// auditOverwrite records in the audit trail that a write replaced stored
+// readings: how many, and the range of the write.
+func auditOverwrite(ctx context.Context, tx *store.Tx, key store.SensorKey, written store.Written, chunks func(func([]store.Reading) error) error) error {
+	var first, last time.Time
+	err := chunks(func(chunk []store.Reading) error {
+		if len(chunk) > 0 {
+			if first.IsZero() {
+				first = chunk[0].Time
+			}
+			last = chunk[len(chunk)-1].Time
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return tx.Audit(ctx, store.Change{OrgID: key.OrgID, ProjectID: key.ProjectID, SensorID: key.SensorID, Kind: store.AuditOverwrite, Action: "write",
+		After: map[string]any{"replaced": written.Replaced, "new": written.New, "from": datetime.FormatExact(first), "to": datetime.FormatExact(last)}})
 }

@@ -21,30 +21,91 @@ type ReadingSink interface {
 	Reading(r *store.Reading, outputs *Outputs) error
 }
 
+// ReadOptions say what a read of readings computes and shows.
+type ReadOptions struct {
+	Outputs bool // each reading's outputs
+	// Flags lists the readings and values a flag rejects too, each
+	// reading with its flags; without it they are left out, as if they
+	// were not there, and only the suspect ones are marked.
+	Flags bool
+	// AsOf computes the outputs with the configuration in force at that
+	// instant (formulas, constants, calibrations, baselines, links) and
+	// applies the flags in force then; nil: now.
+	AsOf *time.Time
+}
+
 // ListReadings gives sink the sensor and each reading of it q selects, in
-// order, with their outputs when outputs is set. It returns NotFound, and
-// sink's errors as they are.
-func (s *Service) ListReadings(ctx context.Context, key store.SensorKey, q store.ReadingQuery, outputs bool, sink ReadingSink) error {
-	sensor, err := s.db.GetSensor(ctx, key)
+// order, with their outputs when opts ask for them, and their flags to a
+// FlagSink. It returns NotFound, and sink's errors as they are.
+func (s *Service) ListReadings(ctx context.Context, key store.SensorKey, q store.ReadingQuery, opts ReadOptions, sink ReadingSink) error {
+	sensor, err := s.sensorAsOf(ctx, key, opts.AsOf)
 	if err != nil {
 		return err
 	}
 	var header *Outputs
-	if outputs {
+	if opts.Outputs {
 		header = s.outputsOf(sensor, nil)
 	}
 	if err := sink.Sensor(sensor, header); err != nil || q.From.After(q.To) {
 		return err
 	}
-	return s.listReadings(ctx, sensor, q, outputs, sink.Reading)
+	return s.listReadings(ctx, sensor, q, opts, withMarks(sink))
 }
 
-// listReadings calls fn with each reading q selects and, when outputs
+// withMarks gives a FlagSink each reading's marks before the reading.
+func withMarks(sink ReadingSink) func(*store.Reading, *Outputs, []Mark) error {
+	fs, ok := sink.(FlagSink)
+	return func(r *store.Reading, o *Outputs, marks []Mark) error {
+		if ok {
+			fs.Marks(marks)
+		}
+		return sink.Reading(r, o)
+	}
+}
+
+// sensorAsOf reads the sensor, with the instance in force at asOf when it
+// is set. It returns NotFound.
+func (s *Service) sensorAsOf(ctx context.Context, key store.SensorKey, asOf *time.Time) (store.Sensor, error) {
+	sensor, err := s.db.GetSensor(ctx, key)
+	if err != nil || asOf == nil {
+		return sensor, err
+	}
+	inst, ok, err := s.db.InstanceAt(ctx, sensor.ID, *asOf)
+	if err != nil {
+		return sensor, err
+	}
+	if ok {
+		sensor.Instance = inst
+	}
+	return sensor, nil
+}
+
+// listReadings calls fn with each reading q selects, without the values a
+// flag rejects unless opts.Flags, with its flags' marks and, when outputs
 // are wanted, the outputs to compute it with (else nil). Without links,
 // the readings stream; with links, they are read first (q's limit bounds
 // them), the connection is released, and then each source is read once
 // for their instants, before fn sees any.
-func (s *Service) listReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, outputs bool, fn func(*store.Reading, *Outputs) error) error {
+func (s *Service) listReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, opts ReadOptions, visit func(*store.Reading, *Outputs, []Mark) error) error {
+	flags, err := s.flagsOf(ctx, sensor.ID, q.From, q.To, opts.AsOf)
+	if err != nil {
+		return err
+	}
+	if !opts.Flags {
+		q.Without = flags.rejectedWhole()
+	}
+	fn := func(r *store.Reading, o *Outputs) error {
+		if flags == nil {
+			return visit(r, o, nil)
+		}
+		marks := flags.lookup(r.Time)
+		if !opts.Flags {
+			r, _ = flags.without(r)
+			marks = slices.DeleteFunc(marks, func(m Mark) bool { return m.Flag == store.Rejected })
+		}
+		return visit(r, o, marks)
+	}
+	outputs := opts.Outputs
 	if !outputs || !sensor.Instance.Linked() {
 		var o *Outputs
 		if outputs {
@@ -53,7 +114,7 @@ func (s *Service) listReadings(ctx context.Context, sensor store.Sensor, q store
 		return s.reader.ListReadings(ctx, sensor, q, func(r *store.Reading) error { return fn(r, o) })
 	}
 	var readings []store.Reading
-	err := s.reader.ListReadings(ctx, sensor, q, func(r *store.Reading) error {
+	err = s.reader.ListReadings(ctx, sensor, q, func(r *store.Reading) error {
 		readings = append(readings, store.Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)})
 		return nil
 	})
@@ -88,21 +149,22 @@ type Export struct {
 	// asked for: a CSV's columns.
 	InputIDs []int64
 	q        store.ReadingQuery
+	opts     ReadOptions
 	done     bool
 }
 
 // Export prepares the export of the sensor's readings that q selects,
 // chunk readings at a time, with their outputs when outputs is set and the
-// input ids its readings can have when inputIDs is set. It returns
-// NotFound.
-func (s *Service) Export(ctx context.Context, key store.SensorKey, q store.ReadingQuery, chunk int, outputs, inputIDs bool) (*Export, error) {
-	sensor, err := s.db.GetSensor(ctx, key)
+// input ids its readings can have when inputIDs is set, flags and the
+// configuration as opts say. It returns NotFound.
+func (s *Service) Export(ctx context.Context, key store.SensorKey, q store.ReadingQuery, chunk int, opts ReadOptions, inputIDs bool) (*Export, error) {
+	sensor, err := s.sensorAsOf(ctx, key, opts.AsOf)
 	if err != nil {
 		return nil, err
 	}
 	q.Limit = chunk
-	e := &Export{s: s, Sensor: sensor, q: q}
-	if outputs {
+	e := &Export{s: s, Sensor: sensor, q: q, opts: opts}
+	if opts.Outputs {
 		e.Outputs = s.outputsOf(sensor, nil)
 	}
 	if inputIDs {
@@ -114,8 +176,9 @@ func (s *Service) Export(ctx context.Context, key store.SensorKey, q store.Readi
 }
 
 // Next gives fn the next chunk's readings, with the outputs to compute
-// them with when they were asked for, and says whether more may follow.
-func (e *Export) Next(ctx context.Context, fn func(*store.Reading, *Outputs) error) (bool, error) {
+// them with when they were asked for and their flags' marks, and says
+// whether more may follow.
+func (e *Export) Next(ctx context.Context, fn func(*store.Reading, *Outputs, []Mark) error) (bool, error) {
 	if e.done || e.q.From.After(e.q.To) {
 		return false, nil
 	}
@@ -123,10 +186,10 @@ func (e *Export) Next(ctx context.Context, fn func(*store.Reading, *Outputs) err
 		n    int
 		last time.Time
 	)
-	err := e.s.listReadings(ctx, e.Sensor, e.q, e.Outputs != nil, func(r *store.Reading, o *Outputs) error {
+	err := e.s.listReadings(ctx, e.Sensor, e.q, e.opts, func(r *store.Reading, o *Outputs, marks []Mark) error {
 		n++
 		last = r.Time
-		return fn(r, o)
+		return fn(r, o, marks)
 	})
 	if err != nil {
 		return false, err
@@ -164,6 +227,9 @@ type Latest struct {
 func (s *Service) LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int, outputs bool) ([]Latest, bool, error) {
 	latest, more, err := s.reader.LatestReadings(ctx, orgID, projectID, after, limit)
 	if err != nil {
+		return nil, false, err
+	}
+	if err := s.unflagLatest(ctx, latest); err != nil {
 		return nil, false, err
 	}
 	out := make([]Latest, len(latest))
@@ -222,10 +288,11 @@ func (s *Service) ProjectReadings(ctx context.Context, orgID, projectID int64, q
 		}
 		var last time.Time
 		count := 0
-		err := s.listReadings(ctx, sensor, rq, q.Outputs, func(r *store.Reading, o *Outputs) error {
+		visit := withMarks(sink)
+		err := s.listReadings(ctx, sensor, rq, ReadOptions{Outputs: q.Outputs}, func(r *store.Reading, o *Outputs, marks []Mark) error {
 			count++
 			last = r.Time
-			return sink.Reading(r, o)
+			return visit(r, o, marks)
 		})
 		if err != nil {
 			return 0, time.Time{}, err
@@ -271,12 +338,23 @@ type Status struct {
 }
 
 // SensorStatuses returns a page of the status of the sensors q selects,
-// each newest reading with its outputs, and whether more follow. It
+// each newest reading a flag does not reject whole (without its rejected
+// values) with its outputs, and whether more follow. It
 // returns store.DB.SensorStatuses' errors.
 func (s *Service) SensorStatuses(ctx context.Context, q store.StatusQuery) ([]Status, bool, error) {
 	statuses, more, err := s.db.SensorStatuses(ctx, q)
 	if err != nil {
 		return nil, false, err
+	}
+	latest := make([]store.Latest, len(statuses))
+	for i, st := range statuses {
+		latest[i] = store.Latest{Sensor: st.Sensor, Reading: st.Reading}
+	}
+	if err := s.unflagLatest(ctx, latest); err != nil {
+		return nil, false, err
+	}
+	for i := range statuses {
+		statuses[i].Reading = latest[i].Reading
 	}
 	out := make([]Status, len(statuses))
 	for i, st := range statuses {

@@ -70,6 +70,8 @@ type Reader interface {
 	LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Latest, bool, error)
 	Buckets(ctx context.Context, q store.BucketQuery) ([]time.Time, error)
 	InSnapshot(ctx context.Context, fn func(*store.Tx) error) error
+	SensorFlags(ctx context.Context, sensorID int64, from, to time.Time, asOf *time.Time) ([]store.Flag, error)
+	FlaggedAt(ctx context.Context, sensorIDs []int64, at []time.Time) (map[int64]bool, error)
 }
 
 var _ Reader = (*store.DB)(nil)

@@ -44,8 +44,12 @@ func (s *Server) AggregateReadings(ctx context.Context, req gen.AggregateReading
 	}
 	enc := &bucketEncoder{fns: fns, fill: p.Fill != nil && *p.Fill == gen.Null, budget: maxAggregateValues / len(fns),
 		byName: byName(p.Keys), withOutputs: p.Outputs != nil && *p.Outputs}
+	opts, err := readOptions(nil, nil, p.AsOf)
+	if err != nil {
+		return nil, err
+	}
 	use, err := s.reads(ctx).Aggregate(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), q,
-		sensing.AggregateOptions{Fill: enc.fill, Outputs: enc.withOutputs}, enc)
+		sensing.AggregateOptions{Fill: enc.fill, Outputs: enc.withOutputs, AsOf: opts.AsOf}, enc)
 	if err != nil {
 		return nil, err
 	}

@@ -141,8 +141,20 @@ func alarmRuleSpec(in gen.AlarmRuleInput) store.AlarmRuleSpec {
 	if in.Persistence != nil {
 		spec.Persistence = *in.Persistence
 	}
+	if in.Window != nil {
+		spec.Window, spec.Per = int64(*in.Window), defaultRatePer
+		if in.Per != nil {
+			spec.Per = int64(*in.Per)
+		}
+	} else if in.Per != nil {
+		spec.Per = int64(*in.Per) // refused: per needs a window
+	}
 	return spec
 }
+
+// defaultRatePer is a rate rule's unit of time when the request gives
+// none, as the spec states it: a day.
+const defaultRatePer = 86_400
 
 // ListAlarms returns a page of the project's current alarms; the cursor
 // is the last alarm's rank, since (in microseconds) and id.
@@ -225,8 +237,17 @@ func toAlarmRule(r store.AlarmRule) gen.AlarmRule {
 	return gen.AlarmRule{
 		Id: r.ID, SensorId: r.SensorID, Target: r.TargetKey, LevelId: r.LevelID, Level: r.LevelName, Rank: r.Rank,
 		Direction: direction, Threshold: r.Threshold, Deadband: r.Deadband, Persistence: r.Persistence,
-		Active: r.Active, CreatedAt: toDatetime(r.CreatedAt),
+		Active: r.Active, CreatedAt: toDatetime(r.CreatedAt), Window: optionalInt(r.Window), Per: optionalInt(r.Per),
 	}
+}
+
+// optionalInt is n, nil for 0.
+func optionalInt(n int64) *int {
+	if n == 0 {
+		return nil
+	}
+	v := int(n)
+	return &v
 }
 
 func toAlarm(a store.Alarm) gen.Alarm {

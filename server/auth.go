@@ -73,7 +73,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if op.needs.role != "" && !p.Role.AtLeast(op.needs.role) {
 			return apperr.Errorf(apperr.Forbidden, "%s needs the %s role in this organization; yours is %s", op.id, op.needs.role, p.Role)
 		}
-		c.SetRequest(c.Request().WithContext(context.WithValue(ctx, principalKey{}, p)))
+		c.SetRequest(c.Request().WithContext(store.WithActor(context.WithValue(ctx, principalKey{}, p), p.UserID)))
 		return next(c)
 	}
 }

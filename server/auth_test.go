@@ -337,6 +337,8 @@ func namingRequest(operationID string, ids namedIDs) (naming, bool) {
 		return naming{body: map[string]any{"level": ids.levelName, "after_seconds": 3600}, kinds: map[string]bool{level: true}, levelByName: true}, true
 	case "listProjectReadings":
 		return naming{query: url.Values{"sensors": {id(ids.sensor)}}, kinds: map[string]bool{"sensor": true}, sensors: []int64{ids.sensor}}, true
+	case "listProjectAudit":
+		return naming{query: url.Values{"sensor_id": {id(ids.sensor)}}, kinds: map[string]bool{"sensor": true}, sensors: []int64{ids.sensor}}, true
 	case "projectStatus":
 		return naming{query: url.Values{"sensor_id": {id(ids.sensor)}}, kinds: map[string]bool{"sensor": true}, sensors: []int64{ids.sensor}}, true
 	case "listAlarmEvents":
@@ -467,6 +469,10 @@ SELECT concat_ws('|',
   (SELECT string_agg(concat_ws(',', i.sensor_id, i.columns, i.tz, i.dst, i.updated_at), ';' ORDER BY i.sensor_id)
      FROM import_profiles i JOIN sensors s ON s.id = i.sensor_id JOIN projects p ON p.id = s.project_id WHERE p.org_id = $1),
   (SELECT string_agg(concat_ws(',', w.id, w.url), ';' ORDER BY w.id) FROM webhooks w JOIN projects p ON p.id = w.project_id WHERE p.org_id = $1),
+  (SELECT string_agg(concat_ws(',', f.id, f.flag, f.cleared_at), ';' ORDER BY f.id)
+     FROM reading_flags f JOIN sensors s ON s.id = f.sensor_id JOIN projects p ON p.id = s.project_id WHERE p.org_id = $1),
+  (SELECT string_agg(concat_ws(',', c.sensor_id, c.checks), ';' ORDER BY c.sensor_id)
+     FROM sensor_checks c JOIN sensors s ON s.id = c.sensor_id JOIN projects p ON p.id = s.project_id WHERE p.org_id = $1),
   (SELECT string_agg(concat_ws(',', t.id, t.revoked_at, t.expires_at), ';' ORDER BY t.id)
      FROM api_tokens t JOIN memberships m ON m.user_id = t.user_id WHERE m.org_id = $1))`, orgID).Scan(&dump)
 	if err != nil {

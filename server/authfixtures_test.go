@@ -140,7 +140,7 @@ func pathParam(t *testing.T, f matrixFixture, operationID, name, callerToken str
 		return strconv.FormatInt(f.tenant.projectID, 10)
 	case "sensor_id":
 		if operationID == "updateFormulas" || operationID == "updateCalibrations" || operationID == "updateBaselines" || operationID == "updateLinks" ||
-			strings.Contains(operationID, "AlarmRule") || strings.Contains(operationID, "ImportProfile") {
+			strings.Contains(operationID, "AlarmRule") || strings.Contains(operationID, "ImportProfile") || strings.Contains(operationID, "Checks") {
 			return strconv.FormatInt(f.tenant.instanceID, 10) // these need a sensor with a blueprint
 		}
 		return strconv.FormatInt(f.tenant.sensorID, 10)

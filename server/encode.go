@@ -102,6 +102,7 @@ type csvColumns struct {
 	inputIDs []int64          // ascending
 	outputs  *sensing.Outputs // nil without outputs
 	names    keyNames
+	flags    bool // a last column of flags
 }
 
 func (c *csvColumns) appendHeader(b []byte) []byte {
@@ -116,10 +117,13 @@ func (c *csvColumns) appendHeader(b []byte) []byte {
 			b = c.names.appendColumn(b, id)
 		}
 	}
+	if c.flags {
+		b = append(b, ",flags"...)
+	}
 	return append(b, '\n')
 }
 
-func (c *csvColumns) appendRow(b []byte, r *store.Reading) []byte {
+func (c *csvColumns) appendRow(b []byte, r *store.Reading, marks []sensing.Mark) []byte {
 	b = datetime.Append(b, r.Time)
 	i := 0 // r.InputIDs is ascending, like the columns
 	for _, id := range c.inputIDs {
@@ -140,7 +144,49 @@ func (c *csvColumns) appendRow(b []byte, r *store.Reading) []byte {
 			}
 		}
 	}
+	if c.flags {
+		b = append(b, ',')
+		for i, m := range marks {
+			if i > 0 {
+				b = append(b, ';')
+			}
+			b = c.names.appendMarkKey(b, m.InputID)
+			b = append(b, ':')
+			b = append(b, m.Flag...)
+		}
+	}
 	return append(b, '\n')
+}
+
+// appendMarkKey appends what a flag is on, unquoted: * for the whole
+// reading, else the input's name.
+func (n keyNames) appendMarkKey(b []byte, id int64) []byte {
+	if id == 0 {
+		return append(b, '*')
+	}
+	if name, ok := n[id]; ok {
+		return append(b, name.key...)
+	}
+	return strconv.AppendInt(b, id, 10)
+}
+
+// appendMarks appends ,"flags":{…} when there are marks.
+func appendMarks(b []byte, marks []sensing.Mark, names keyNames) []byte {
+	if len(marks) == 0 {
+		return b
+	}
+	b = append(b, `,"flags":{`...)
+	for i, m := range marks {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = names.appendMarkKey(b, m.InputID)
+		b = append(b, `":"`...)
+		b = append(b, m.Flag...)
+		b = append(b, '"')
+	}
+	return append(b, '}')
 }
 
 // inputIDsOf is every input id the readings use, ascending.
@@ -163,9 +209,12 @@ type readingsPage struct {
 	sensorID int64
 	outputs  *sensing.Outputs // nil unless outputs=true
 	names    keyNames
-	byName   bool            // names values by key
-	csv      []store.Reading // nil for JSON
+	byName   bool             // names values by key
+	csv      []store.Reading  // nil for JSON
+	csvMarks [][]sensing.Mark // of each reading of csv
 	wantsCSV bool
+	allFlags bool           // a CSV's column of flags
+	marks    []sensing.Mark // of the reading being added
 	count    int
 	last     time.Time // of the last reading added
 	link     string
@@ -189,6 +238,9 @@ func (p *readingsPage) Sensor(sensor store.Sensor, outputs *sensing.Outputs) err
 	return nil
 }
 
+// Marks implements sensing.FlagSink.
+func (p *readingsPage) Marks(marks []sensing.Mark) { p.marks = marks }
+
 // Reading implements sensing.ReadingSink.
 func (p *readingsPage) Reading(r *store.Reading, outputs *sensing.Outputs) error {
 	if outputs != nil {
@@ -203,13 +255,14 @@ func (p *readingsPage) Reading(r *store.Reading, outputs *sensing.Outputs) error
 func (p *readingsPage) add(r *store.Reading) {
 	if p.wantsCSV {
 		p.csv = append(p.csv, store.Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)})
+		p.csvMarks = append(p.csvMarks, slices.Clone(p.marks))
 		p.count++
 		return
 	}
 	if p.count > 0 {
 		p.buf.WriteByte(',')
 	}
-	p.buf.Write(appendReading(p.buf.AvailableBuffer(), p.sensorID, r, p.outputs, p.names))
+	p.buf.Write(appendReading(p.buf.AvailableBuffer(), p.sensorID, r, p.outputs, p.marks, p.names))
 	p.count++
 }
 
@@ -219,10 +272,10 @@ func (p *readingsPage) finish(link string) *readingsPage {
 		p.buf.WriteString("]\n")
 		return p
 	}
-	columns := csvColumns{inputIDs: inputIDsOf(p.csv), outputs: p.outputs, names: p.names}
+	columns := csvColumns{inputIDs: inputIDsOf(p.csv), outputs: p.outputs, names: p.names, flags: p.allFlags}
 	p.buf.Write(columns.appendHeader(p.buf.AvailableBuffer()))
 	for i := range p.csv {
-		p.buf.Write(columns.appendRow(p.buf.AvailableBuffer(), &p.csv[i]))
+		p.buf.Write(columns.appendRow(p.buf.AvailableBuffer(), &p.csv[i], p.csvMarks[i]))
 	}
 	return p
 }
@@ -252,7 +305,7 @@ func (p *readingsPage) VisitListReadingsResponse(w http.ResponseWriter) error {
 // appendReading appends r as JSON, with its outputs unless outputs is nil,
 // its values named by names:
 // {"id":"12-1714564800000000","datetime":"…","inputs":{"101":2803.5},"outputs":{…}}
-func appendReading(b []byte, sensorID int64, r *store.Reading, outputs *sensing.Outputs, names keyNames) []byte {
+func appendReading(b []byte, sensorID int64, r *store.Reading, outputs *sensing.Outputs, marks []sensing.Mark, names keyNames) []byte {
 	b = append(b, `{"id":"`...)
 	b = strconv.AppendInt(b, sensorID, 10)
 	b = append(b, '-')
@@ -272,6 +325,7 @@ func appendReading(b []byte, sensorID int64, r *store.Reading, outputs *sensing.
 	if outputs != nil {
 		b = appendOutputs(b, outputs, r, names)
 	}
+	b = appendMarks(b, marks, names)
 	return append(b, '}')
 }
 

@@ -26,8 +26,11 @@ func (s *Server) ExportReadings(ctx context.Context, req gen.ExportReadingsReque
 	// each of its queries has one.
 	dbCtx, cancel := s.dbDeadline(ctx)
 	defer cancel()
-	chunks, err := s.reads(ctx).Export(dbCtx, sensorKey(req.OrgId, req.ProjId, req.SensorId), q, exportChunk,
-		req.Params.Outputs != nil && *req.Params.Outputs, !ndjson)
+	opts, err := readOptions(req.Params.Outputs, req.Params.Flags, req.Params.AsOf)
+	if err != nil {
+		return nil, err
+	}
+	chunks, err := s.reads(ctx).Export(dbCtx, sensorKey(req.OrgId, req.ProjId, req.SensorId), q, exportChunk, opts, !ndjson)
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +40,7 @@ func (s *Server) ExportReadings(ctx context.Context, req gen.ExportReadingsReque
 		return e, nil
 	}
 	e.contentType, e.extension = "text/csv; charset=utf-8", "csv"
-	e.csv = &csvColumns{inputIDs: chunks.InputIDs, outputs: chunks.Outputs, names: e.names}
+	e.csv = &csvColumns{inputIDs: chunks.InputIDs, outputs: chunks.Outputs, names: e.names, flags: opts.Flags}
 	return e, nil
 }
 
@@ -119,12 +122,12 @@ func (e *export) VisitExportReadingsResponse(w http.ResponseWriter) error {
 func (e *export) readChunk(buf *[]byte) (bool, error) {
 	ctx, cancel := e.server.dbDeadline(e.ctx)
 	defer cancel()
-	return e.chunks.Next(ctx, func(r *store.Reading, outputs *sensing.Outputs) error {
+	return e.chunks.Next(ctx, func(r *store.Reading, outputs *sensing.Outputs, marks []sensing.Mark) error {
 		if e.csv != nil {
 			e.csv.outputs = outputs
-			*buf = e.csv.appendRow(*buf, r)
+			*buf = e.csv.appendRow(*buf, r, marks)
 		} else {
-			*buf = append(appendReading(*buf, e.chunks.Sensor.ID, r, outputs, e.names), '\n')
+			*buf = append(appendReading(*buf, e.chunks.Sensor.ID, r, outputs, marks, e.names), '\n')
 		}
 		return nil
 	})

@@ -37,7 +37,7 @@ func (s *Server) LatestReadings(ctx context.Context, req gen.LatestReadingsReque
 		// declare a null for it.
 		if l.Reading != nil {
 			b = append(b, `,"reading":`...)
-			b = appendReading(b, l.Sensor.ID, l.Reading, l.Outputs, newKeyNames(l.Sensor, req.Params.Keys))
+			b = appendReading(b, l.Sensor.ID, l.Reading, l.Outputs, nil, newKeyNames(l.Sensor, req.Params.Keys))
 		}
 		b = append(b, '}')
 	}

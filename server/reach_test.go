@@ -135,6 +135,10 @@ var reachCalls = []reachCall{
 		res, err := c.ProjectStatusWithResponse(ctx, s.tn.orgID, s.tn.projectID, &client.ProjectStatusParams{SensorId: &[]int64{ids.sensor}})
 		return statusOf(res, func() []byte { return res.Body }, err)
 	}},
+	{"listProjectAudit", "sensor_id", func(ctx context.Context, c *client.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
+		res, err := c.ListProjectAuditWithResponse(ctx, s.tn.orgID, s.tn.projectID, &client.ListProjectAuditParams{SensorId: &ids.sensor})
+		return statusOf(res, func() []byte { return res.Body }, err)
+	}},
 	{"listAlarmEvents", "level_id", func(ctx context.Context, c *client.ClientWithResponses, s reachSite, ids reachIDs) (int, []byte, error) {
 		res, err := c.ListAlarmEventsWithResponse(ctx, s.tn.orgID, s.tn.projectID, &client.ListAlarmEventsParams{LevelId: &ids.levelID})
 		return statusOf(res, func() []byte { return res.Body }, err)
@@ -169,7 +173,7 @@ var reachScopes = []reachScope{
 		want: map[string][2]int{
 			"createToken": {403, 403}, "createSensor": {0, 404}, "updateSensor": {0, 404}, "updateLinks": {0, 404},
 			"createAlarmRule": {0, 400}, "updateAlarmRule": {0, 400}, "setOverdueRule": {0, 400},
-			"listProjectReadings": {0, 404}, "listAlarmEvents": {0, 404}, "projectStatus": {0, 404},
+			"listProjectReadings": {0, 404}, "listAlarmEvents": {0, 404}, "projectStatus": {0, 404}, "listProjectAudit": {0, 404},
 		},
 	},
 	{
@@ -184,7 +188,7 @@ var reachScopes = []reachScope{
 		want: map[string][2]int{
 			"createToken": {403, 403}, "createSensor": {403, 403}, "updateSensor": {403, 403}, "updateLinks": {0, 404},
 			"createAlarmRule": {0, 400}, "updateAlarmRule": {0, 400}, "setOverdueRule": {0, 400},
-			"listProjectReadings": {0, 404}, "listAlarmEvents": {0, 404}, "projectStatus": {0, 404},
+			"listProjectReadings": {0, 404}, "listAlarmEvents": {0, 404}, "projectStatus": {0, 404}, "listProjectAudit": {0, 404},
 		},
 	},
 	{
@@ -201,7 +205,7 @@ var reachScopes = []reachScope{
 		want: map[string][2]int{
 			"createToken": {403, 403}, "createSensor": {403, 403}, "updateSensor": {403, 403}, "updateLinks": {0, 404},
 			"createAlarmRule": {403, 403}, "updateAlarmRule": {403, 403}, "setOverdueRule": {403, 403},
-			"listProjectReadings": {403, 403}, "listAlarmEvents": {403, 403}, "projectStatus": {0, 404},
+			"listProjectReadings": {403, 403}, "listAlarmEvents": {403, 403}, "projectStatus": {0, 404}, "listProjectAudit": {403, 403},
 		},
 	},
 	{
@@ -215,7 +219,7 @@ var reachScopes = []reachScope{
 		want: map[string][2]int{
 			"createToken": {403, 403}, "createSensor": {403, 403}, "updateSensor": {403, 403}, "updateLinks": {403, 403},
 			"createAlarmRule": {403, 403}, "updateAlarmRule": {403, 403}, "setOverdueRule": {403, 403},
-			"listProjectReadings": {403, 403}, "listAlarmEvents": {403, 403}, "projectStatus": {403, 403},
+			"listProjectReadings": {403, 403}, "listAlarmEvents": {403, 403}, "projectStatus": {403, 403}, "listProjectAudit": {403, 403},
 		},
 	},
 }

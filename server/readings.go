@@ -25,8 +25,8 @@ type Writes interface {
 
 // Reads read readings with their outputs, from the primary or a standby.
 type Reads interface {
-	ListReadings(ctx context.Context, key store.SensorKey, q store.ReadingQuery, outputs bool, sink sensing.ReadingSink) error
-	Export(ctx context.Context, key store.SensorKey, q store.ReadingQuery, chunk int, outputs, inputIDs bool) (*sensing.Export, error)
+	ListReadings(ctx context.Context, key store.SensorKey, q store.ReadingQuery, opts sensing.ReadOptions, sink sensing.ReadingSink) error
+	Export(ctx context.Context, key store.SensorKey, q store.ReadingQuery, chunk int, opts sensing.ReadOptions, inputIDs bool) (*sensing.Export, error)
 	Aggregate(ctx context.Context, key store.SensorKey, q store.BucketQuery, opts sensing.AggregateOptions, sink sensing.AggregateSink) (store.RollupUse, error)
 	LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int, outputs bool) ([]sensing.Latest, bool, error)
 	ProjectReadings(ctx context.Context, orgID, projectID int64, q sensing.ProjectQuery, sink sensing.ReadingSink) (int64, time.Time, error)
@@ -71,8 +71,13 @@ func (s *Server) ListReadings(ctx context.Context, req gen.ListReadingsRequestOb
 	if err != nil {
 		return nil, err
 	}
+	opts, err := readOptions(req.Params.Outputs, req.Params.Flags, req.Params.AsOf)
+	if err != nil {
+		return nil, err
+	}
 	page := newReadingsPage(req.SensorId, byName(req.Params.Keys), prefersCSV(ctx))
-	if err := s.reads(ctx).ListReadings(ctx, key, q, req.Params.Outputs != nil && *req.Params.Outputs, page); err != nil {
+	page.allFlags = opts.Flags
+	if err := s.reads(ctx).ListReadings(ctx, key, q, opts, page); err != nil {
 		page.release()
 		return nil, err
 	}
@@ -94,6 +99,19 @@ func (s *Server) DeleteReadings(ctx context.Context, req gen.DeleteReadingsReque
 		return nil, err
 	}
 	return gen.DeleteReadings200JSONResponse{Body: gen.Deleted{Deleted: deleted}}, nil
+}
+
+// readOptions are the options of a read of readings.
+func readOptions(outputs, flags *bool, asOf *gen.AsOf) (sensing.ReadOptions, error) {
+	opts := sensing.ReadOptions{Outputs: outputs != nil && *outputs, Flags: flags != nil && *flags}
+	if asOf != nil {
+		t, err := parseBound(*asOf)
+		if err != nil {
+			return opts, &apperr.Error{Code: apperr.Invalid, Message: "as_of: " + err.Error(), Details: map[string]any{"parameter": "as_of"}}
+		}
+		opts.AsOf = &t
+	}
+	return opts, nil
 }
 
 // readingQuery turns the parameters into the store's query.

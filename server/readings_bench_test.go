@@ -30,7 +30,7 @@ func BenchmarkEncodePage(b *testing.B) {
 		for b.Loop() {
 			page = page[:0]
 			for i := range readings {
-				page = appendReading(page, 12, &readings[i], nil, nil)
+				page = appendReading(page, 12, &readings[i], nil, nil, nil)
 			}
 		}
 		b.SetBytes(int64(len(page)))

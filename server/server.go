@@ -45,6 +45,7 @@ type Deps struct {
 	Webhooks       Webhooks
 	WebhookTester  WebhookTester
 	Writes         Writes
+	Quality        Quality
 	// Reads serve the reads of readings from the primary, and
 	// StandbyReads, when there is a standby (Config.Standby), from it.
 	Reads, StandbyReads Reads
@@ -60,7 +61,7 @@ func DepsOf(db *store.DB, core *sensing.Service, ob *outbox.Outbox, tokens *toke
 		Health: db, Authenticator: db, TokenUse: tokens, Profile: db, Members: db, Invitations: db, Projects: db,
 		Blueprints: db, BlueprintEdits: core, Sensors: db, SensorEdits: core, ImportProfiles: db,
 		Alarms: db, RuleEdits: core, Statuses: core, Webhooks: db, WebhookTester: ob,
-		Writes: core, Reads: core, FormulaErrors: core.FormulaErrors,
+		Writes: core, Quality: core, Reads: core, FormulaErrors: core.FormulaErrors,
 	}
 }
 

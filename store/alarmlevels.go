@@ -56,8 +56,10 @@ func (db *DB) CreateAlarmLevel(ctx context.Context, orgID, projectID int64, l Al
 		rows, _ := tx.Query(ctx, `INSERT INTO alarm_levels (project_id, name, rank, colour) VALUES ($1, $2, $3, $4) RETURNING `+alarmLevelColumns,
 			projectID, l.Name, l.Rank, l.Colour)
 		var err error
-		level, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[AlarmLevel])
-		return err
+		if level, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[AlarmLevel]); err != nil {
+			return err
+		}
+		return audit(ctx, tx, Change{OrgID: orgID, ProjectID: projectID, Kind: AuditLevel, Action: "create", After: level})
 	})
 	return level, dbError("create alarm level", err)
 }
@@ -85,8 +87,10 @@ func (db *DB) UpdateAlarmLevel(ctx context.Context, orgID, projectID, levelID in
 		rows, _ = tx.Query(ctx, `
 UPDATE alarm_levels SET name = $2, rank = $3, colour = $4 WHERE id = $1 RETURNING `+alarmLevelColumns,
 			levelID, coalesce(patch.Name, current.Name), coalesce(patch.Rank, current.Rank), coalesce(patch.Colour, current.Colour))
-		level, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[AlarmLevel])
-		return err
+		if level, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[AlarmLevel]); err != nil {
+			return err
+		}
+		return audit(ctx, tx, Change{OrgID: orgID, ProjectID: projectID, Kind: AuditLevel, Action: "update", Before: current, After: level})
 	})
 	return level, dbError("update alarm level", err)
 }
@@ -106,8 +110,10 @@ func (db *DB) DeleteAlarmLevel(ctx context.Context, orgID, projectID, levelID in
 		if err := levelUnused(ctx, tx, levelID, "delete"); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM alarm_levels WHERE id = $1`, levelID)
-		return err
+		if _, err = tx.Exec(ctx, `DELETE FROM alarm_levels WHERE id = $1`, levelID); err != nil {
+			return err
+		}
+		return audit(ctx, tx, Change{OrgID: orgID, ProjectID: projectID, Kind: AuditLevel, Action: "delete", Before: map[string]int64{"id": levelID}})
 	}))
 }
 

@@ -26,6 +26,10 @@ type AlarmRule struct {
 	LevelName string `db:"level_name"`
 	alarms.Rule
 	alarms.State
+	// A rate rule watches its target's change over its last Window
+	// seconds, per Per seconds; 0 for a rule on the value.
+	Window    int64     `db:"rate_window_s"`
+	Per       int64     `db:"rate_per_s"`
 	CreatedAt time.Time `db:"created_at"`
 	// TargetRank is the rank of the target's current alarm, 0 at rest: the
 	// level an evaluation starts from.
@@ -34,16 +38,19 @@ type AlarmRule struct {
 
 // AlarmRuleSpec is a rule as a client writes it.
 type AlarmRuleSpec struct {
-	TargetKey   string
-	Level       string // the level's name
-	Direction   string
-	Threshold   float64
-	Deadband    float64
-	Persistence int
+	TargetKey   string  `json:"target"`
+	Level       string  `json:"level"` // the level's name
+	Direction   string  `json:"direction"`
+	Threshold   float64 `json:"threshold"`
+	Deadband    float64 `json:"deadband"`
+	Persistence int     `json:"persistence"`
+	Window      int64   `json:"window,omitempty"` // seconds; 0: not a rate rule
+	Per         int64   `json:"per,omitempty"`    // seconds
 }
 
 const alarmRuleColumns = `r.id, r.sensor_id, r.target_id, r.target_key, r.level_id, l.rank, l.name AS level_name,
 r.direction = 'below' AS below, r.threshold, r.deadband, r.persistence, r.active, r.streak, r.created_at,
+coalesce(r.rate_window_s, 0)::bigint AS rate_window_s, coalesce(r.rate_per_s, 0)::bigint AS rate_per_s,
 coalesce((SELECT al.rank FROM alarms a JOIN alarm_levels al ON al.id = a.level_id WHERE a.sensor_id = r.sensor_id AND a.target_id = r.target_id), 0) AS target_rank`
 
 // sensorRulesSQL is a sensor's rules, ordered by target as evaluators
@@ -103,9 +110,9 @@ func (tx *Tx) CreateAlarmRule(ctx context.Context, key SensorKey, spec AlarmRule
 			return err
 		}
 		return tx.tx.QueryRow(ctx, `
-INSERT INTO alarm_rules (sensor_id, target_id, target_key, level_id, direction, threshold, deadband, persistence)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-			sensor.ID, targetID, spec.TargetKey, levelID, spec.Direction, spec.Threshold, spec.Deadband, spec.Persistence).Scan(&id)
+INSERT INTO alarm_rules (sensor_id, target_id, target_key, level_id, direction, threshold, deadband, persistence, rate_window_s, rate_per_s)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, nullif($9, 0), nullif($10, 0)) RETURNING id`,
+			sensor.ID, targetID, spec.TargetKey, levelID, spec.Direction, spec.Threshold, spec.Deadband, spec.Persistence, spec.Window, spec.Per).Scan(&id)
 	}()
 	return id, sensor, dbError("create alarm rule", err)
 }
@@ -125,9 +132,9 @@ func (tx *Tx) UpdateAlarmRule(ctx context.Context, key SensorKey, ruleID int64, 
 		}
 		tag, err := tx.tx.Exec(ctx, `
 UPDATE alarm_rules SET target_id = $3, target_key = $4, level_id = $5, direction = $6, threshold = $7, deadband = $8, persistence = $9,
-    active = false, streak = 0
+    rate_window_s = nullif($10, 0), rate_per_s = nullif($11, 0), active = false, streak = 0
 WHERE id = $1 AND sensor_id = $2`,
-			ruleID, sensor.ID, targetID, spec.TargetKey, levelID, spec.Direction, spec.Threshold, spec.Deadband, spec.Persistence)
+			ruleID, sensor.ID, targetID, spec.TargetKey, levelID, spec.Direction, spec.Threshold, spec.Deadband, spec.Persistence, spec.Window, spec.Per)
 		if err == nil && tag.RowsAffected() == 0 {
 			return notFound("update alarm rule", pgx.ErrNoRows, "alarm rule")
 		}

@@ -64,8 +64,10 @@ func (db *DB) CreateInvitation(ctx context.Context, orgID, invitedBy int64, emai
 INSERT INTO invitations (org_id, email, role, code_hash, invited_by, expires_at) VALUES ($1, $2, $3, $4, $5, $6)
 RETURNING `+invitationColumns, orgID, email, role, tokenHash(code), invitedBy, expiresAt)
 		var err error
-		inv, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Invitation])
-		return err
+		if inv, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Invitation]); err != nil {
+			return err
+		}
+		return audit(ctx, tx, Change{OrgID: orgID, Kind: AuditInvitation, Action: "create", After: inv})
 	})
 	if err != nil {
 		return Invitation{}, "", dbError("create invitation", err)
@@ -87,10 +89,18 @@ WHERE org_id = $1 AND ($2 = 0 OR id < $2) ORDER BY id DESC LIMIT $3`, orgID, bef
 // refused. Revoking a revoked one changes nothing. It returns NotFound, and
 // Conflict for an accepted invitation (remove the member instead).
 func (db *DB) RevokeInvitation(ctx context.Context, orgID, id int64) error {
-	tag, err := db.pool.Exec(ctx, `
+	var revoked bool
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `
 UPDATE invitations SET revoked_at = coalesce(revoked_at, now())
 WHERE id = $1 AND org_id = $2 AND accepted_at IS NULL`, id, orgID)
-	if err != nil || tag.RowsAffected() == 1 {
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		revoked = true
+		return audit(ctx, tx, Change{OrgID: orgID, Kind: AuditInvitation, Action: "revoke", Before: map[string]int64{"id": id}})
+	})
+	if err != nil || revoked {
 		return dbError("revoke invitation", err)
 	}
 	// Only an accepted invitation of the organization is left to find.
@@ -202,6 +212,9 @@ SELECT m.org_id, o.name, m.role FROM m JOIN organizations o ON o.id = m.org_id`,
 	if err != nil {
 		return Membership{}, err
 	}
-	_, err = tx.Exec(ctx, `UPDATE invitations SET accepted_at = now(), accepted_by = $2 WHERE id = $1`, inv.ID, userID)
-	return m, err
+	if _, err = tx.Exec(ctx, `UPDATE invitations SET accepted_at = now(), accepted_by = $2 WHERE id = $1`, inv.ID, userID); err != nil {
+		return m, err
+	}
+	return m, audit(WithActor(ctx, userID), tx, Change{OrgID: inv.OrgID, Kind: AuditInvitation, Action: "accept",
+		After: map[string]any{"id": inv.ID, "user_id": userID, "role": m.Role}})
 }

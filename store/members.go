@@ -44,7 +44,10 @@ SELECT `+memberColumns+` FROM m JOIN users u ON u.id = m.user_id`, orgID, user.I
 		if errors.Is(err, pgx.ErrNoRows) {
 			return apperr.Errorf(apperr.Conflict, "%s is a member already; change their role instead", user.Email)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return audit(ctx, tx, Change{OrgID: orgID, Kind: AuditMember, Action: "create", After: memberChange{member.UserID, member.Role}})
 	})
 	return member, dbError("add member", err)
 }
@@ -58,14 +61,20 @@ func (db *DB) UpdateMember(ctx context.Context, orgID, userID int64, role Role) 
 		if err := keepAnOwner(ctx, tx, orgID, userID, role != Owner); err != nil {
 			return err
 		}
+		var before Role
+		if err := tx.QueryRow(ctx, `SELECT role FROM memberships WHERE org_id = $1 AND user_id = $2`, orgID, userID).Scan(&before); err != nil {
+			return err
+		}
 		rows, _ := tx.Query(ctx, `
 WITH m AS (
     UPDATE memberships SET role = $3 WHERE org_id = $1 AND user_id = $2
     RETURNING user_id, role, created_at)
 SELECT `+memberColumns+` FROM m JOIN users u ON u.id = m.user_id`, orgID, userID, role)
 		var err error
-		member, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Member])
-		return err
+		if member, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Member]); err != nil {
+			return err
+		}
+		return audit(ctx, tx, Change{OrgID: orgID, Kind: AuditMember, Action: "update", Before: memberChange{userID, before}, After: memberChange{userID, member.Role}})
 	})
 	return member, notFound("update member", err, "member")
 }
@@ -77,10 +86,23 @@ func (db *DB) RemoveMember(ctx context.Context, orgID, userID int64) error {
 		if err := keepAnOwner(ctx, tx, orgID, userID, true); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `DELETE FROM memberships WHERE org_id = $1 AND user_id = $2`, orgID, userID)
-		return err
+		var before Role
+		err := tx.QueryRow(ctx, `DELETE FROM memberships WHERE org_id = $1 AND user_id = $2 RETURNING role`, orgID, userID).Scan(&before)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return audit(ctx, tx, Change{OrgID: orgID, Kind: AuditMember, Action: "delete", Before: memberChange{userID, before}})
 	})
 	return dbError("remove member", err)
+}
+
+// memberChange is a membership as the audit trail records it.
+type memberChange struct {
+	UserID int64 `json:"user_id"`
+	Role   Role  `json:"role"`
 }
 
 // keepAnOwner refuses, when losing is true, to take the owner role from the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,6 +27,9 @@ type ReadingQuery struct {
 	Desc     bool      // newest first
 	Limit    int       // 0: all of them
 	Offset   int64
+	// Without leaves out the readings from Without[i][0] to Without[i][1],
+	// inclusive: those a flag rejects whole.
+	Without [][2]time.Time
 }
 
 // The instants a reading can have: those the API's datetimes name.
@@ -50,7 +54,9 @@ FOR NO KEY UPDATE OF s`
 // they have used and the newest one's datetime.
 const sensorWrittenSQL = `
 SELECT coalesce((SELECT input_ids FROM sensor_inputs WHERE sensor_id = $1), '{}'),
-       (SELECT datetime FROM sensor_latest WHERE sensor_id = $1)`
+       (SELECT datetime FROM sensor_latest WHERE sensor_id = $1),
+       EXISTS (SELECT FROM reading_flags WHERE sensor_id = $1 AND cleared_at IS NULL),
+       (SELECT checks FROM sensor_checks WHERE sensor_id = $1)`
 
 // SensorWrite is what a write of a sensor's readings is made against, as
 // the sensor's lock found it.
@@ -59,6 +65,10 @@ type SensorWrite struct {
 	Known  []int64     // the input ids its readings have used, ascending
 	Newest *time.Time  // its newest reading's datetime; nil: it has none
 	Rules  []AlarmRule // its alarm rules, as SensorRules returns them
+	// Flagged says whether a flag is in force on any of its readings.
+	Flagged bool
+	// Checks are its validity checks as stored (JSON), nil for none.
+	Checks []byte
 
 	// aheadQueued: the batch's hours were queued with the lock; stored:
 	// the lock stored the batch too, which wrote written.
@@ -135,7 +145,7 @@ func queueLockSensorWrite(b *pgx.Batch, key SensorKey) (*SensorWrite, *ProjectSt
 		return notFound("lock sensor", row.Scan(state, &w.Sensor.Instance), "sensor")
 	})
 	b.Queue(sensorWrittenSQL, key.SensorID).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&w.Known, &w.Newest)
+		return row.Scan(&w.Known, &w.Newest, &w.Flagged, &w.Checks)
 	})
 	return w, state
 }
@@ -377,6 +387,15 @@ ORDER BY datetime DESC LIMIT $4 OFFSET $5`
 // ListReadings calls fn with each reading of sensor that q selects, in
 // order, as the rows arrive. fn must not keep the Reading it is given.
 func (db *DB) ListReadings(ctx context.Context, sensor Sensor, q ReadingQuery, fn func(*Reading) error) error {
+	return listReadings(ctx, db.pool, sensor, q, fn)
+}
+
+// ListReadings is DB.ListReadings in the transaction.
+func (tx *Tx) ListReadings(ctx context.Context, sensor Sensor, q ReadingQuery, fn func(*Reading) error) error {
+	return listReadings(ctx, tx.tx, sensor, q, fn)
+}
+
+func listReadings(ctx context.Context, db querier, sensor Sensor, q ReadingQuery, fn func(*Reading) error) error {
 	query := listReadingsAscSQL
 	if q.Desc {
 		query = listReadingsDescSQL
@@ -385,8 +404,20 @@ func (db *DB) ListReadings(ctx context.Context, sensor Sensor, q ReadingQuery, f
 	if q.Limit > 0 {
 		limit = &q.Limit
 	}
-	return streamReadings(ctx, db.pool, "list readings", fn, query, sensor.ID, q.From, q.To, limit, q.Offset)
+	if len(q.Without) == 0 {
+		return streamReadings(ctx, db, "list readings", fn, query, sensor.ID, q.From, q.To, limit, q.Offset)
+	}
+	from, to := make([]time.Time, len(q.Without)), make([]time.Time, len(q.Without))
+	for i, w := range q.Without {
+		from[i], to[i] = w[0], w[1]
+	}
+	query = strings.Replace(query, "datetime BETWEEN $2 AND $3", "datetime BETWEEN $2 AND $3"+withoutSQL, 1)
+	return streamReadings(ctx, db, "list readings", fn, query, sensor.ID, q.From, q.To, limit, q.Offset, from, to)
 }
+
+// withoutSQL leaves out the readings in the spans $6 to $7, inclusive.
+const withoutSQL = `
+  AND NOT EXISTS (SELECT FROM unnest($6::timestamptz[], $7::timestamptz[]) AS w(a, b) WHERE datetime BETWEEN w.a AND w.b)`
 
 // streamReadings runs query and calls fn with each reading as its row
 // arrives. fn's own errors (a client gone, say) are returned as they are,

@@ -145,8 +145,10 @@ VALUES ($1, $2, $3, $4, $5, nullif($6, 0), nullif($7, 0), $8, nullif($9, '')::me
 RETURNING `+tokenColumns, userID, name, tokenHash(secret), prefix, expiresAt,
 			scope.OrgID, scope.ProjectID, nilIfEmpty(scope.SensorIDs), string(scope.Role), scope.Device)
 		var err error
-		token, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Token])
-		return err
+		if token, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Token]); err != nil {
+			return err
+		}
+		return auditUser(ctx, tx, userID, "create", tokenChange{token.ID, userID, token.Name, token.Prefix})
 	})
 	if err != nil {
 		return Token{}, "", dbError("create token", err)
@@ -218,14 +220,40 @@ RETURNING `+tokenColumns, userID, name, tokenHash(secret), prefix)
 // 0, for the admin CLI). Revoking a revoked token changes nothing. It
 // returns NotFound.
 func (db *DB) RevokeToken(ctx context.Context, userID, tokenID int64) error {
-	tag, err := db.pool.Exec(ctx, `
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		var t tokenChange
+		err := tx.QueryRow(ctx, `
 UPDATE api_tokens SET revoked_at = coalesce(revoked_at, now())
-WHERE id = $1 AND ($2 = 0 OR user_id = $2)`, tokenID, userID)
+WHERE id = $1 AND ($2 = 0 OR user_id = $2)
+RETURNING id, user_id, name, prefix`, tokenID, userID).Scan(&t.ID, &t.UserID, &t.Name, &t.Prefix)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return apperr.Errorf(apperr.NotFound, "token not found")
+		}
+		if err != nil {
+			return err
+		}
+		return auditUser(ctx, tx, t.UserID, "revoke", t)
+	})
+	return dbError("revoke token", err)
+}
+
+// tokenChange is a token as the audit trail records it: never its secret.
+type tokenChange struct {
+	ID     int64  `json:"id"`
+	UserID int64  `json:"user_id"`
+	Name   string `json:"name"`
+	Prefix string `json:"prefix"`
+}
+
+// auditUser records a change of a user's token in the trail of every
+// organization the user is a member of: each owner sees what reaches it.
+func auditUser(ctx context.Context, tx pgx.Tx, userID int64, action string, t tokenChange) error {
+	_, after, err := Change{After: t}.json()
 	if err != nil {
-		return dbError("revoke token", err)
+		return err
 	}
-	if tag.RowsAffected() == 0 {
-		return apperr.Errorf(apperr.NotFound, "token not found")
-	}
-	return nil
+	_, err = tx.Exec(ctx, `
+INSERT INTO audit_entries (org_id, kind, action, actor, after)
+SELECT org_id, $2, $3, $4, $5 FROM memberships WHERE user_id = $1`, userID, AuditToken, action, ActorOf(ctx), after)
+	return err
 }

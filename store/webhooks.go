@@ -78,8 +78,10 @@ func (db *DB) CreateWebhook(ctx context.Context, orgID, projectID int64, url, se
 		}
 		rows, _ := tx.Query(ctx, `INSERT INTO webhooks (project_id, url, secret) VALUES ($1, $2, $3) RETURNING `+webhookColumns, projectID, url, secret)
 		var err error
-		hook, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Webhook])
-		return err
+		if hook, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Webhook]); err != nil {
+			return err
+		}
+		return audit(ctx, tx, Change{OrgID: orgID, ProjectID: projectID, Kind: AuditWebhook, Action: "create", After: map[string]any{"id": hook.ID, "url": hook.URL}})
 	})
 	return hook, dbError("create webhook", err)
 }
@@ -91,11 +93,12 @@ func (db *DB) DeleteWebhook(ctx context.Context, orgID, projectID, webhookID int
 		if err := lockWritableProject(ctx, tx, orgID, projectID); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM webhooks WHERE id = $1 AND project_id = $2`, webhookID, projectID)
-		if err == nil && tag.RowsAffected() == 0 {
-			return notFound("delete webhook", pgx.ErrNoRows, "webhook")
+		var url string
+		err := tx.QueryRow(ctx, `DELETE FROM webhooks WHERE id = $1 AND project_id = $2 RETURNING url`, webhookID, projectID).Scan(&url)
+		if err != nil {
+			return notFound("delete webhook", err, "webhook")
 		}
-		return err
+		return audit(ctx, tx, Change{OrgID: orgID, ProjectID: projectID, Kind: AuditWebhook, Action: "delete", Before: map[string]any{"id": webhookID, "url": url}})
 	}))
 }
 

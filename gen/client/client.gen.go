@@ -89,6 +89,48 @@ func (e AlarmRuleInputDirection) Valid() bool {
 	}
 }
 
+// Defines values for CheckFlag.
+const (
+	CheckFlagRejected CheckFlag = "rejected"
+	CheckFlagSuspect  CheckFlag = "suspect"
+)
+
+// Valid indicates whether the value is a known member of the CheckFlag enum.
+func (e CheckFlag) Valid() bool {
+	switch e {
+	case CheckFlagRejected:
+		return true
+	case CheckFlagSuspect:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CheckKind.
+const (
+	CheckKindRange CheckKind = "range"
+	CheckKindRate  CheckKind = "rate"
+	CheckKindSpike CheckKind = "spike"
+	CheckKindStuck CheckKind = "stuck"
+)
+
+// Valid indicates whether the value is a known member of the CheckKind enum.
+func (e CheckKind) Valid() bool {
+	switch e {
+	case CheckKindRange:
+		return true
+	case CheckKindRate:
+		return true
+	case CheckKindSpike:
+		return true
+	case CheckKindStuck:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DeliveryStatus.
 const (
 	DeliveryStatusDelivered DeliveryStatus = "delivered"
@@ -122,6 +164,66 @@ func (e Dst) Valid() bool {
 	case Earlier:
 		return true
 	case Later:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FlagCheck.
+const (
+	FlagCheckRange FlagCheck = "range"
+	FlagCheckRate  FlagCheck = "rate"
+	FlagCheckSpike FlagCheck = "spike"
+	FlagCheckStuck FlagCheck = "stuck"
+)
+
+// Valid indicates whether the value is a known member of the FlagCheck enum.
+func (e FlagCheck) Valid() bool {
+	switch e {
+	case FlagCheckRange:
+		return true
+	case FlagCheckRate:
+		return true
+	case FlagCheckSpike:
+		return true
+	case FlagCheckStuck:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FlagFlag.
+const (
+	FlagFlagRejected FlagFlag = "rejected"
+	FlagFlagSuspect  FlagFlag = "suspect"
+)
+
+// Valid indicates whether the value is a known member of the FlagFlag enum.
+func (e FlagFlag) Valid() bool {
+	switch e {
+	case FlagFlagRejected:
+		return true
+	case FlagFlagSuspect:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FlagInputFlag.
+const (
+	FlagInputFlagRejected FlagInputFlag = "rejected"
+	FlagInputFlagSuspect  FlagInputFlag = "suspect"
+)
+
+// Valid indicates whether the value is a known member of the FlagInputFlag enum.
+func (e FlagInputFlag) Valid() bool {
+	switch e {
+	case FlagInputFlagRejected:
+		return true
+	case FlagInputFlagSuspect:
 		return true
 	default:
 		return false
@@ -260,6 +362,24 @@ func (e ReadinessStorage) Valid() bool {
 	}
 }
 
+// Defines values for ReadingFlags.
+const (
+	ReadingFlagsRejected ReadingFlags = "rejected"
+	ReadingFlagsSuspect  ReadingFlags = "suspect"
+)
+
+// Valid indicates whether the value is a known member of the ReadingFlags enum.
+func (e ReadingFlags) Valid() bool {
+	switch e {
+	case ReadingFlagsRejected:
+		return true
+	case ReadingFlagsSuspect:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Role.
 const (
 	Admin  Role = "admin"
@@ -302,6 +422,66 @@ func (e Keys) Valid() bool {
 	}
 }
 
+// Defines values for ListOrgAuditParamsKind.
+const (
+	ListOrgAuditParamsKindBaselines    ListOrgAuditParamsKind = "baselines"
+	ListOrgAuditParamsKindBlueprint    ListOrgAuditParamsKind = "blueprint"
+	ListOrgAuditParamsKindCalibrations ListOrgAuditParamsKind = "calibrations"
+	ListOrgAuditParamsKindChecks       ListOrgAuditParamsKind = "checks"
+	ListOrgAuditParamsKindConstants    ListOrgAuditParamsKind = "constants"
+	ListOrgAuditParamsKindDelete       ListOrgAuditParamsKind = "delete"
+	ListOrgAuditParamsKindFlag         ListOrgAuditParamsKind = "flag"
+	ListOrgAuditParamsKindFormulas     ListOrgAuditParamsKind = "formulas"
+	ListOrgAuditParamsKindInvitation   ListOrgAuditParamsKind = "invitation"
+	ListOrgAuditParamsKindLevel        ListOrgAuditParamsKind = "level"
+	ListOrgAuditParamsKindLinks        ListOrgAuditParamsKind = "links"
+	ListOrgAuditParamsKindMember       ListOrgAuditParamsKind = "member"
+	ListOrgAuditParamsKindOverwrite    ListOrgAuditParamsKind = "overwrite"
+	ListOrgAuditParamsKindRule         ListOrgAuditParamsKind = "rule"
+	ListOrgAuditParamsKindToken        ListOrgAuditParamsKind = "token"
+	ListOrgAuditParamsKindWebhook      ListOrgAuditParamsKind = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the ListOrgAuditParamsKind enum.
+func (e ListOrgAuditParamsKind) Valid() bool {
+	switch e {
+	case ListOrgAuditParamsKindBaselines:
+		return true
+	case ListOrgAuditParamsKindBlueprint:
+		return true
+	case ListOrgAuditParamsKindCalibrations:
+		return true
+	case ListOrgAuditParamsKindChecks:
+		return true
+	case ListOrgAuditParamsKindConstants:
+		return true
+	case ListOrgAuditParamsKindDelete:
+		return true
+	case ListOrgAuditParamsKindFlag:
+		return true
+	case ListOrgAuditParamsKindFormulas:
+		return true
+	case ListOrgAuditParamsKindInvitation:
+		return true
+	case ListOrgAuditParamsKindLevel:
+		return true
+	case ListOrgAuditParamsKindLinks:
+		return true
+	case ListOrgAuditParamsKindMember:
+		return true
+	case ListOrgAuditParamsKindOverwrite:
+		return true
+	case ListOrgAuditParamsKindRule:
+		return true
+	case ListOrgAuditParamsKindToken:
+		return true
+	case ListOrgAuditParamsKindWebhook:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListAlarmEventsParamsOrder.
 const (
 	EventsNewestFirst ListAlarmEventsParamsOrder = "desc"
@@ -314,6 +494,66 @@ func (e ListAlarmEventsParamsOrder) Valid() bool {
 	case EventsNewestFirst:
 		return true
 	case EventsOldestFirst:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListProjectAuditParamsKind.
+const (
+	ListProjectAuditParamsKindBaselines    ListProjectAuditParamsKind = "baselines"
+	ListProjectAuditParamsKindBlueprint    ListProjectAuditParamsKind = "blueprint"
+	ListProjectAuditParamsKindCalibrations ListProjectAuditParamsKind = "calibrations"
+	ListProjectAuditParamsKindChecks       ListProjectAuditParamsKind = "checks"
+	ListProjectAuditParamsKindConstants    ListProjectAuditParamsKind = "constants"
+	ListProjectAuditParamsKindDelete       ListProjectAuditParamsKind = "delete"
+	ListProjectAuditParamsKindFlag         ListProjectAuditParamsKind = "flag"
+	ListProjectAuditParamsKindFormulas     ListProjectAuditParamsKind = "formulas"
+	ListProjectAuditParamsKindInvitation   ListProjectAuditParamsKind = "invitation"
+	ListProjectAuditParamsKindLevel        ListProjectAuditParamsKind = "level"
+	ListProjectAuditParamsKindLinks        ListProjectAuditParamsKind = "links"
+	ListProjectAuditParamsKindMember       ListProjectAuditParamsKind = "member"
+	ListProjectAuditParamsKindOverwrite    ListProjectAuditParamsKind = "overwrite"
+	ListProjectAuditParamsKindRule         ListProjectAuditParamsKind = "rule"
+	ListProjectAuditParamsKindToken        ListProjectAuditParamsKind = "token"
+	ListProjectAuditParamsKindWebhook      ListProjectAuditParamsKind = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the ListProjectAuditParamsKind enum.
+func (e ListProjectAuditParamsKind) Valid() bool {
+	switch e {
+	case ListProjectAuditParamsKindBaselines:
+		return true
+	case ListProjectAuditParamsKindBlueprint:
+		return true
+	case ListProjectAuditParamsKindCalibrations:
+		return true
+	case ListProjectAuditParamsKindChecks:
+		return true
+	case ListProjectAuditParamsKindConstants:
+		return true
+	case ListProjectAuditParamsKindDelete:
+		return true
+	case ListProjectAuditParamsKindFlag:
+		return true
+	case ListProjectAuditParamsKindFormulas:
+		return true
+	case ListProjectAuditParamsKindInvitation:
+		return true
+	case ListProjectAuditParamsKindLevel:
+		return true
+	case ListProjectAuditParamsKindLinks:
+		return true
+	case ListProjectAuditParamsKindMember:
+		return true
+	case ListProjectAuditParamsKindOverwrite:
+		return true
+	case ListProjectAuditParamsKindRule:
+		return true
+	case ListProjectAuditParamsKindToken:
+		return true
+	case ListProjectAuditParamsKindWebhook:
 		return true
 	default:
 		return false
@@ -632,13 +872,19 @@ type AlarmRule struct {
 	Id        int64              `json:"id"`
 
 	// Level The level's name.
-	Level       string  `json:"level"`
-	LevelId     int64   `json:"level_id"`
+	Level   string `json:"level"`
+	LevelId int64  `json:"level_id"`
+
+	// Per A rate rule's unit of time, in seconds.
+	Per         *int    `json:"per,omitempty"`
 	Persistence int     `json:"persistence"`
 	Rank        int     `json:"rank"`
 	SensorId    int64   `json:"sensor_id"`
 	Target      string  `json:"target"`
 	Threshold   float64 `json:"threshold"`
+
+	// Window A rate rule's window, in seconds; absent for a rule on the value.
+	Window *int `json:"window,omitempty"`
 }
 
 // AlarmRuleDirection defines model for AlarmRule.Direction.
@@ -650,14 +896,22 @@ type AlarmRuleInput struct {
 	Direction AlarmRuleInputDirection `json:"direction"`
 
 	// Level The name of one of the project's levels.
-	Level       string `json:"level"`
-	Persistence *int   `json:"persistence,omitempty"`
+	Level string `json:"level"`
+
+	// Per A rate rule's unit of time, in seconds: 86400 (a day) by default.
+	Per         *int `json:"per,omitempty"`
+	Persistence *int `json:"persistence,omitempty"`
 
 	// Target The key of one of the sensor's inputs or outputs.
 	Target string `json:"target"`
 
 	// Threshold A finite number.
 	Threshold float64 `json:"threshold"`
+
+	// Window Makes a rate rule: the rule watches the target's change over the
+	// last `window` seconds, per `per` seconds, instead of its value
+	// (see createAlarmRule).
+	Window *int `json:"window,omitempty"`
 }
 
 // AlarmRuleInputDirection defines model for AlarmRuleInput.Direction.
@@ -672,6 +926,40 @@ type AlarmRulePage struct {
 
 	// Overdue The sensor's overdue rule; absent when it has none.
 	Overdue *OverdueRule `json:"overdue,omitempty"`
+}
+
+// AuditEntry defines model for AuditEntry.
+type AuditEntry struct {
+	Action string `json:"action"`
+
+	// Actor The user who made the change; absent for the service.
+	Actor *int64 `json:"actor,omitempty"`
+
+	// After What it was after; absent for a deletion.
+	After interface{} `json:"after,omitempty"`
+
+	// At In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	At Datetime `json:"at"`
+
+	// Before What it was before; absent for a creation.
+	Before    interface{} `json:"before,omitempty"`
+	Id        int64       `json:"id"`
+	Kind      string      `json:"kind"`
+	ProjectId *int64      `json:"project_id,omitempty"`
+	SensorId  *int64      `json:"sensor_id,omitempty"`
+}
+
+// AuditPage defines model for AuditPage.
+type AuditPage struct {
+	Items []AuditEntry `json:"items"`
+
+	// NextCursor Present when there may be more; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
 // BaselineUpdate One baseline: `values` by input key from `from` on, or the inputs of
@@ -826,6 +1114,40 @@ type Calibration struct {
 // CalibrationsUpdate The dated values of each named constant, replacing its previous ones.
 type CalibrationsUpdate map[string][]Calibration
 
+// Check defines model for Check.
+type Check struct {
+	// Bound `spike`: the largest plausible jump; `rate`: the largest plausible change per `per`.
+	Bound *float64 `json:"bound,omitempty"`
+
+	// Count `stuck`: how many equal values in a row are suspect.
+	Count *int       `json:"count,omitempty"`
+	Flag  *CheckFlag `json:"flag,omitempty"`
+	Kind  CheckKind  `json:"kind"`
+
+	// Max `range`: the highest plausible value.
+	Max *float64 `json:"max,omitempty"`
+
+	// Min `range`: the lowest plausible value.
+	Min *float64 `json:"min,omitempty"`
+
+	// Per `rate`: the unit of time, in seconds.
+	Per *int `json:"per,omitempty"`
+
+	// Target The key of one of the sensor's inputs or outputs.
+	Target string `json:"target"`
+}
+
+// CheckFlag defines model for Check.Flag.
+type CheckFlag string
+
+// CheckKind defines model for Check.Kind.
+type CheckKind string
+
+// CheckList defines model for CheckList.
+type CheckList struct {
+	Checks []Check `json:"checks"`
+}
+
 // ConstantValues Undated values of constants, by key.
 type ConstantValues map[string]float64
 
@@ -938,6 +1260,119 @@ type FileImport struct {
 
 	// Skipped Lines skipped because every input was missing.
 	Skipped int64 `json:"skipped"`
+}
+
+// Flag defines model for Flag.
+type Flag struct {
+	// Check The check that set it; absent for an editor's.
+	Check       *FlagCheck `json:"check,omitempty"`
+	ClearReason *string    `json:"clear_reason,omitempty"`
+
+	// ClearedAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	ClearedAt *Datetime `json:"cleared_at,omitempty"`
+	ClearedBy *int64    `json:"cleared_by,omitempty"`
+	Flag      FlagFlag  `json:"flag"`
+
+	// From In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	From Datetime `json:"from"`
+	Id   int64    `json:"id"`
+
+	// Input The id of the input flagged, as text; absent for whole readings.
+	Input    *string `json:"input,omitempty"`
+	Reason   string  `json:"reason"`
+	SensorId int64   `json:"sensor_id"`
+
+	// SetAt In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	SetAt Datetime `json:"set_at"`
+
+	// SetBy The user who set it; absent for a check's.
+	SetBy *int64 `json:"set_by,omitempty"`
+
+	// To In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	To Datetime `json:"to"`
+}
+
+// FlagCheck The check that set it; absent for an editor's.
+type FlagCheck string
+
+// FlagFlag defines model for Flag.Flag.
+type FlagFlag string
+
+// FlagClearInput defines model for FlagClearInput.
+type FlagClearInput struct {
+	// From In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	From Datetime `json:"from"`
+
+	// Input Only this input's flags; absent: every flag of the range.
+	Input  *string `json:"input,omitempty"`
+	Reason string  `json:"reason"`
+
+	// To The last instant, inclusive; `from` by default.
+	To *Datetime `json:"to,omitempty"`
+}
+
+// FlagInput defines model for FlagInput.
+type FlagInput struct {
+	Flag FlagInputFlag `json:"flag"`
+
+	// From In responses, UTC to the millisecond with exactly three fractional
+	// digits. In request bodies, RFC 3339 with a zone (`Z` or an offset
+	// such as `+02:00`) and at most six fractional digits.
+	//
+	//
+	// Example: 2024-05-01T12:00:00.123Z
+	From Datetime `json:"from"`
+
+	// Input An input's key (its id for a sensor without a blueprint); absent: whole readings.
+	Input  *string `json:"input,omitempty"`
+	Reason string  `json:"reason"`
+
+	// To The last instant covered, inclusive; `from` by default.
+	To *Datetime `json:"to,omitempty"`
+}
+
+// FlagInputFlag defines model for FlagInput.Flag.
+type FlagInputFlag string
+
+// FlagPage defines model for FlagPage.
+type FlagPage struct {
+	Items []Flag `json:"items"`
+
+	// NextCursor Present when there may be more; pass it as `cursor`.
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// FlagResult defines model for FlagResult.
+type FlagResult struct {
+	Flags []Flag `json:"flags"`
+
+	// Readings How many stored readings the range holds.
+	Readings int64 `json:"readings"`
 }
 
 // FormulasUpdate defines model for FormulasUpdate.
@@ -1392,6 +1827,15 @@ type Reading struct {
 	// Example: 2024-05-01T12:00:00.123Z
 	Datetime Datetime `json:"datetime"`
 
+	// Flags The flags on the reading, present when it has any: by input
+	// (its id, or key with `keys=names`), and `*` for the whole
+	// reading. Without `flags=true` only suspect ones appear, the
+	// rejected being left out.
+	//
+	//
+	// Example: {"*":"suspect","101":"rejected"}
+	Flags *map[string]ReadingFlags `json:"flags,omitempty"`
+
 	// Id Opaque and unique across the service. It names the sensor and the
 	// instant, so overwriting a reading keeps its id.
 	Id string `json:"id"`
@@ -1406,6 +1850,9 @@ type Reading struct {
 	// Example: {"101":2803.5,"102":11.2}
 	Outputs *Values `json:"outputs,omitempty"`
 }
+
+// ReadingFlags defines model for Reading.Flags.
+type ReadingFlags string
 
 // ReadingBatch defines model for ReadingBatch.
 type ReadingBatch = []ReadingInput
@@ -1725,11 +2172,41 @@ type WebhookTest struct {
 // AlarmId defines model for AlarmId.
 type AlarmId = int64
 
+// AsOf An instant bounding a range of readings: RFC 3339 with a zone
+// (`2024-05-01T00:00:00Z`, `2024-05-01T02:00:00%2B02:00` in a URL), or
+// milliseconds since 1970-01-01T00:00:00Z (`1714521600000`), as
+// Grafana's `${__from}` and `${__timeFrom}` give.
+//
+// Example: 2024-05-01T00:00:00Z
+type AsOf = Bound
+
+// AuditFrom An instant bounding a range of readings: RFC 3339 with a zone
+// (`2024-05-01T00:00:00Z`, `2024-05-01T02:00:00%2B02:00` in a URL), or
+// milliseconds since 1970-01-01T00:00:00Z (`1714521600000`), as
+// Grafana's `${__from}` and `${__timeFrom}` give.
+//
+// Example: 2024-05-01T00:00:00Z
+type AuditFrom = Bound
+
+// AuditKind defines model for AuditKind.
+type AuditKind = []string
+
+// AuditTo An instant bounding a range of readings: RFC 3339 with a zone
+// (`2024-05-01T00:00:00Z`, `2024-05-01T02:00:00%2B02:00` in a URL), or
+// milliseconds since 1970-01-01T00:00:00Z (`1714521600000`), as
+// Grafana's `${__from}` and `${__timeFrom}` give.
+//
+// Example: 2024-05-01T00:00:00Z
+type AuditTo = Bound
+
 // BlueprintId defines model for BlueprintId.
 type BlueprintId = int64
 
 // Cursor defines model for Cursor.
 type Cursor = string
+
+// Flags defines model for Flags.
+type Flags = bool
 
 // InvitationId defines model for InvitationId.
 type InvitationId = int64
@@ -1809,6 +2286,27 @@ type ListTokensParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// ListOrgAuditParams defines parameters for ListOrgAudit.
+type ListOrgAuditParams struct {
+	// Kind Only changes of these kinds.
+	Kind *AuditKind `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// DatetimeGte Only changes made at or after this instant.
+	DatetimeGte *AuditFrom `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
+
+	// DatetimeLte Only changes made at or before this instant.
+	DatetimeLte *AuditTo `form:"datetime__lte,omitempty" json:"datetime__lte,omitempty"`
+
+	// Limit The most items in a page.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, as it came.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListOrgAuditParamsKind defines parameters for ListOrgAudit.
+type ListOrgAuditParamsKind string
+
 // ListBlueprintsParams defines parameters for ListBlueprints.
 type ListBlueprintsParams struct {
 	// Limit The most items in a page.
@@ -1880,6 +2378,30 @@ type ListAlarmsParams struct {
 	// Cursor The `next_cursor` of the previous page, as it came.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
+
+// ListProjectAuditParams defines parameters for ListProjectAudit.
+type ListProjectAuditParams struct {
+	// SensorId Only the changes of this sensor.
+	SensorId *int64 `form:"sensor_id,omitempty" json:"sensor_id,omitempty"`
+
+	// Kind Only changes of these kinds.
+	Kind *AuditKind `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// DatetimeGte Only changes made at or after this instant.
+	DatetimeGte *AuditFrom `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
+
+	// DatetimeLte Only changes made at or before this instant.
+	DatetimeLte *AuditTo `form:"datetime__lte,omitempty" json:"datetime__lte,omitempty"`
+
+	// Limit The most items in a page.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, as it came.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListProjectAuditParamsKind defines parameters for ListProjectAudit.
+type ListProjectAuditParamsKind string
 
 // LatestReadingsParams defines parameters for LatestReadings.
 type LatestReadingsParams struct {
@@ -1964,6 +2486,23 @@ type DeleteReadingsParams struct {
 
 // ListReadingsParams defines parameters for ListReadings.
 type ListReadingsParams struct {
+	// Flags Whether to list the readings and values a flag rejects too, each
+	// reading with its `flags` (in CSV, a last column `flags`). Without
+	// it they are left out, as if they were not there, and a reading with
+	// suspect values carries them in `flags`.
+	Flags *Flags `form:"flags,omitempty" json:"flags,omitempty"`
+
+	// AsOf Compute as of this instant (RFC 3339 or epoch milliseconds): the
+	// outputs with the sensor's formulas, constants, calibrations,
+	// baselines and links as they were then, and the flags in force then,
+	// so that an answer given at that instant is given again, byte for
+	// byte. The readings are today's: one overwritten or deleted since is
+	// read as it is now (a write's overwrites and a range delete are in
+	// the audit trail, with their ranges). A linked input's source is
+	// read with its own current configuration. Without `as_of` nothing
+	// of the history is read.
+	AsOf *AsOf `form:"as_of,omitempty" json:"as_of,omitempty"`
+
 	// DatetimeGte Only readings at or after this instant (RFC 3339 with a zone, or epoch milliseconds).
 	DatetimeGte *Bound `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
 
@@ -2049,6 +2588,17 @@ type PostReadings200JSONResponseBody struct {
 
 // AggregateReadingsParams defines parameters for AggregateReadings.
 type AggregateReadingsParams struct {
+	// AsOf Compute as of this instant (RFC 3339 or epoch milliseconds): the
+	// outputs with the sensor's formulas, constants, calibrations,
+	// baselines and links as they were then, and the flags in force then,
+	// so that an answer given at that instant is given again, byte for
+	// byte. The readings are today's: one overwritten or deleted since is
+	// read as it is now (a write's overwrites and a range delete are in
+	// the audit trail, with their ranges). A linked input's source is
+	// read with its own current configuration. Without `as_of` nothing
+	// of the history is read.
+	AsOf *AsOf `form:"as_of,omitempty" json:"as_of,omitempty"`
+
 	// Interval The bucket width: a whole number and m (minutes), h (hours) or d
 	// (days), from 1m to 31d. Exactly one of `interval` and
 	// `max_points` is required.
@@ -2108,6 +2658,23 @@ type AggregateReadingsParamsKeys string
 
 // ExportReadingsParams defines parameters for ExportReadings.
 type ExportReadingsParams struct {
+	// Flags Whether to list the readings and values a flag rejects too, each
+	// reading with its `flags` (in CSV, a last column `flags`). Without
+	// it they are left out, as if they were not there, and a reading with
+	// suspect values carries them in `flags`.
+	Flags *Flags `form:"flags,omitempty" json:"flags,omitempty"`
+
+	// AsOf Compute as of this instant (RFC 3339 or epoch milliseconds): the
+	// outputs with the sensor's formulas, constants, calibrations,
+	// baselines and links as they were then, and the flags in force then,
+	// so that an answer given at that instant is given again, byte for
+	// byte. The readings are today's: one overwritten or deleted since is
+	// read as it is now (a write's overwrites and a range delete are in
+	// the audit trail, with their ranges). A linked input's source is
+	// read with its own current configuration. Without `as_of` nothing
+	// of the history is read.
+	AsOf *AsOf `form:"as_of,omitempty" json:"as_of,omitempty"`
+
 	// Format `csv` (default) or `ndjson`.
 	Format *ExportReadingsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 
@@ -2153,6 +2720,24 @@ type ListSensorsParams struct {
 
 // ListAlarmRulesParams defines parameters for ListAlarmRules.
 type ListAlarmRulesParams struct {
+	// Limit The most items in a page.
+	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, as it came.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListFlagsParams defines parameters for ListFlags.
+type ListFlagsParams struct {
+	// DatetimeGte Only flags covering readings at or after this instant.
+	DatetimeGte *Bound `form:"datetime__gte,omitempty" json:"datetime__gte,omitempty"`
+
+	// DatetimeLte Only flags covering readings at or before this instant.
+	DatetimeLte *Bound `form:"datetime__lte,omitempty" json:"datetime__lte,omitempty"`
+
+	// Cleared Whether to list the cleared flags too.
+	Cleared *bool `form:"cleared,omitempty" json:"cleared,omitempty"`
+
 	// Limit The most items in a page.
 	Limit *PageLimit `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -2269,6 +2854,15 @@ type UpdateBaselinesJSONRequestBody = BaselinesUpdate
 
 // UpdateCalibrationsJSONRequestBody defines body for UpdateCalibrations for application/json ContentType.
 type UpdateCalibrationsJSONRequestBody = CalibrationsUpdate
+
+// UpdateChecksJSONRequestBody defines body for UpdateChecks for application/json ContentType.
+type UpdateChecksJSONRequestBody = CheckList
+
+// SetFlagJSONRequestBody defines body for SetFlag for application/json ContentType.
+type SetFlagJSONRequestBody = FlagInput
+
+// ClearFlagsJSONRequestBody defines body for ClearFlags for application/json ContentType.
+type ClearFlagsJSONRequestBody = FlagClearInput
 
 // UpdateFormulasJSONRequestBody defines body for UpdateFormulas for application/json ContentType.
 type UpdateFormulasJSONRequestBody = FormulasUpdate
@@ -2574,6 +3168,18 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/openapi.yaml (the `GetOpenAPIYAML` operationId).
 	GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListOrgAudit An organization's audit trail
+	//
+	// The whole organization's trail: every project's (as
+	// `GET …/proj/{proj_id}/audit` lists them) and the organization's
+	// own changes, `member` (added, role changed, removed), `token`
+	// (created, revoked) and `invitation` (created, revoked, accepted),
+	// newest first, filtered and paged as a project's.
+	// Required role: `owner`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/audit (the `ListOrgAudit` operationId).
+	ListOrgAudit(ctx context.Context, orgId OrgId, params *ListOrgAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListBlueprints List blueprints
 	//
@@ -3008,6 +3614,29 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/alarms/{alarm_id}/acknowledge (the `AcknowledgeAlarm` operationId).
 	AcknowledgeAlarm(ctx context.Context, orgId OrgId, projId ProjId, alarmId AlarmId, body AcknowledgeAlarmJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListProjectAudit A project's audit trail
+	//
+	// Every change under the project that alters what its history means
+	// or who may see it, newest first: who made it (`actor`, a user's id;
+	// absent for the service itself, as a validity check), when, of what
+	// (`kind`, `action`, `sensor_id`) and what it was before and after.
+	// The kinds: `formulas`, `constants`, `calibrations`, `baselines`,
+	// `links` and `blueprint` (a sensor's instance of one; `before` and
+	// `after` hold the whole instance), `rule`, `level`, `flag`
+	// (`set`, `clear`; a check's flags are not audited one by one: the
+	// checks that set them are), `checks`, `overwrite` (readings
+	// replaced by a write: `after` holds how many and their range) and
+	// `delete` (a range delete: how many and the range), and `webhook`.
+	// Members, tokens and invitations are the organization's
+	// (`GET /api/v1/org/{org_id}/audit`). Filter by `sensor_id`, `kind`
+	// (repeated or comma-separated) and the time of the change
+	// (`datetime__gte`, `datetime__lte`). A page holds at most `limit`;
+	// when there are more, `next_cursor` is set: pass it as `cursor`.
+	// Required role: `viewer`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/audit (the `ListProjectAudit` operationId).
+	ListProjectAudit(ctx context.Context, orgId OrgId, projId ProjId, params *ListProjectAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// LatestReadings Latest reading of every sensor
 	//
 	// The newest reading of each sensor of the project, in sensor id
@@ -3434,6 +4063,25 @@ type ClientInterface interface {
 	// answer 400 and change nothing. A sensor has at most 200 rules
 	// (`-max-alarm-rules`): one more answers 409 with `details.cap`
 	// `alarm_rules`.
+	//
+	// **Rate rules.** With `window` (seconds, 60 to 31 days) the rule
+	// watches how fast the target moves rather than where it is: its rate
+	// at a reading is the change from the first value of the window to
+	// the reading's, `(v − v₀) / (t − t₀) × per`, where `v₀` is the
+	// target's oldest value at or after `t − window` and `per` the unit
+	// of time (86,400 seconds, a day, by default): 5 kPa/day over the
+	// last 24 hours is `window: 86400, threshold: 5`. `above` fires on a
+	// rise faster than the threshold, `below` on a fall (a negative
+	// threshold) or a rise slower than it. A reading whose window holds
+	// no earlier value gives no rate and steps nothing. The deadband and
+	// persistence apply to the rate as to a value, a late reading raises
+	// a late event when its own rate (over its own window, as stored) is
+	// past the threshold and changes no state, and an edit rechecks the
+	// newest reading's rate. Values a flag rejects are not in any window,
+	// and a flagged value steps no rule. The rule is evaluated as readings
+	// are stored, in the same transaction, reading the stored readings
+	// of its window once per write; an event's `value` is the target's
+	// value at the reading.
 	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type.
@@ -3464,6 +4112,25 @@ type ClientInterface interface {
 	// answer 400 and change nothing. A sensor has at most 200 rules
 	// (`-max-alarm-rules`): one more answers 409 with `details.cap`
 	// `alarm_rules`.
+	//
+	// **Rate rules.** With `window` (seconds, 60 to 31 days) the rule
+	// watches how fast the target moves rather than where it is: its rate
+	// at a reading is the change from the first value of the window to
+	// the reading's, `(v − v₀) / (t − t₀) × per`, where `v₀` is the
+	// target's oldest value at or after `t − window` and `per` the unit
+	// of time (86,400 seconds, a day, by default): 5 kPa/day over the
+	// last 24 hours is `window: 86400, threshold: 5`. `above` fires on a
+	// rise faster than the threshold, `below` on a fall (a negative
+	// threshold) or a rise slower than it. A reading whose window holds
+	// no earlier value gives no rate and steps nothing. The deadband and
+	// persistence apply to the rate as to a value, a late reading raises
+	// a late event when its own rate (over its own window, as stored) is
+	// past the threshold and changes no state, and an edit rechecks the
+	// newest reading's rate. Values a flag rejects are not in any window,
+	// and a flagged value steps no rule. The rule is evaluated as readings
+	// are stored, in the same transaction, reading the stored readings
+	// of its window once per write; an event's `value` is the target's
+	// value at the reading.
 	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -3575,6 +4242,209 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/calibrations (the `UpdateCalibrations` operationId).
 	UpdateCalibrations(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateCalibrationsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetChecks A sensor's validity checks
+	//
+	// The checks every reading of the sensor passes through as it is
+	// stored (PUT …/checks). Required role: `viewer`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/checks (the `GetChecks` operationId).
+	GetChecks(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateChecksWithBody Replace a sensor's validity checks
+	//
+	// Replaces the sensor's validity checks, at most 50. A check watches
+	// one of the sensor's inputs or outputs (`target`, its key; an input's
+	// id for a sensor without a blueprint) and flags its value, with
+	// `flag` (`suspect` by default, or `rejected`), when it fails:
+	//
+	// - `range`: the value is below `min` or above `max` (either may be
+	//   left out);
+	// - `spike`: the value jumps by more than `bound` from both its
+	//   neighbours in time, in the same direction (up from the one before
+	//   and back down to the one after, or the reverse);
+	// - `rate`: the value changes from the reading before it by more than
+	//   `bound` per `per` seconds (86,400, a day, by default);
+	// - `stuck`: the value is the same as the `count` − 1 readings before
+	//   it (`count` from 2 to 1,000): the `count`-th equal value, and each
+	//   after it, is flagged.
+	//
+	// Checks flag, and never refuse: every reading is stored. They run as
+	// the readings are stored, in the same transaction, before the alarm
+	// rules, so a value a check flags steps no threshold or rate rule.
+	// A flag a check sets names the check (`check`) and says why
+	// (`reason`); it is listed, cleared and audited as an editor's.
+	//
+	// **Neighbours.** Each reading written is checked against its
+	// neighbours as stored, wherever it lands: a reading that arrives
+	// late is checked against the readings before and after it. A spike
+	// is known only once the reading after it is: the newest reading is
+	// checked for a spike when the next one arrives, and a late reading
+	// may so flag its neighbour before it. A check never clears a flag:
+	// the flags of neighbours set before stay as they are, whatever
+	// arrives later, for an editor to review. The checks apply to
+	// readings stored from then on; those stored before are not checked
+	// again.
+	// Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/checks (the `UpdateChecks` operationId).
+	UpdateChecksWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateChecks Replace a sensor's validity checks
+	//
+	// Replaces the sensor's validity checks, at most 50. A check watches
+	// one of the sensor's inputs or outputs (`target`, its key; an input's
+	// id for a sensor without a blueprint) and flags its value, with
+	// `flag` (`suspect` by default, or `rejected`), when it fails:
+	//
+	// - `range`: the value is below `min` or above `max` (either may be
+	//   left out);
+	// - `spike`: the value jumps by more than `bound` from both its
+	//   neighbours in time, in the same direction (up from the one before
+	//   and back down to the one after, or the reverse);
+	// - `rate`: the value changes from the reading before it by more than
+	//   `bound` per `per` seconds (86,400, a day, by default);
+	// - `stuck`: the value is the same as the `count` − 1 readings before
+	//   it (`count` from 2 to 1,000): the `count`-th equal value, and each
+	//   after it, is flagged.
+	//
+	// Checks flag, and never refuse: every reading is stored. They run as
+	// the readings are stored, in the same transaction, before the alarm
+	// rules, so a value a check flags steps no threshold or rate rule.
+	// A flag a check sets names the check (`check`) and says why
+	// (`reason`); it is listed, cleared and audited as an editor's.
+	//
+	// **Neighbours.** Each reading written is checked against its
+	// neighbours as stored, wherever it lands: a reading that arrives
+	// late is checked against the readings before and after it. A spike
+	// is known only once the reading after it is: the newest reading is
+	// checked for a spike when the next one arrives, and a late reading
+	// may so flag its neighbour before it. A check never clears a flag:
+	// the flags of neighbours set before stay as they are, whatever
+	// arrives later, for an editor to review. The checks apply to
+	// readings stored from then on; those stored before are not checked
+	// again.
+	// Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/checks (the `UpdateChecks` operationId).
+	UpdateChecks(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateChecksJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListFlags List a sensor's quality flags
+	//
+	// The flags on the sensor's readings, by id: those in force, and with
+	// `cleared=true` the cleared ones too (a flag is never deleted, so
+	// that the flags in force at any past instant are known, for
+	// `as_of`). `datetime__gte` and `datetime__lte` keep the flags that
+	// cover readings in that range. A page holds at most `limit`; when
+	// there are more, `next_cursor` is set: pass it as `cursor`.
+	// Required role: `viewer`.
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags (the `ListFlags` operationId).
+	ListFlags(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *ListFlagsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetFlagWithBody Flag readings as suspect or rejected
+	//
+	// Flags the sensor's readings from `from` to `to` (both inclusive;
+	// `to` defaults to `from`, one reading) as `suspect` or `rejected`,
+	// with a `reason`: the whole readings, or with `input` (an input's
+	// key, or its id for a sensor without a blueprint) one input of
+	// each. The flag covers readings stored later in the range too. The
+	// stored values never change.
+	//
+	// **What a flag does.** A rejected value is left out of every read,
+	// as if it were not there: pages, exports, CSV, latest values,
+	// aggregates (a range holding rejected values is aggregated from the
+	// readings, not the rollups: `X-Rollups: none`) and the alarm rules;
+	// a reading rejected whole is not listed nor counted, and an output
+	// whose formula needs a rejected input is left out. A suspect value
+	// stays everywhere, marked in `flags`. Neither a suspect nor a
+	// rejected value steps a threshold or rate rule. `flags=true` on a
+	// readings page or export lists everything, each reading with its
+	// flags.
+	//
+	// Setting a flag rechecks the sensor's alarms at once against its
+	// newest reading a flag does not reject, as every edit does; alarm
+	// events already raised stay (history is never rewritten). The flag,
+	// who set it and when are in the audit trail. The answer lists the
+	// flag and how many stored readings its range holds.
+	// Required role: `editor`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags (the `SetFlag` operationId).
+	SetFlagWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetFlag Flag readings as suspect or rejected
+	//
+	// Flags the sensor's readings from `from` to `to` (both inclusive;
+	// `to` defaults to `from`, one reading) as `suspect` or `rejected`,
+	// with a `reason`: the whole readings, or with `input` (an input's
+	// key, or its id for a sensor without a blueprint) one input of
+	// each. The flag covers readings stored later in the range too. The
+	// stored values never change.
+	//
+	// **What a flag does.** A rejected value is left out of every read,
+	// as if it were not there: pages, exports, CSV, latest values,
+	// aggregates (a range holding rejected values is aggregated from the
+	// readings, not the rollups: `X-Rollups: none`) and the alarm rules;
+	// a reading rejected whole is not listed nor counted, and an output
+	// whose formula needs a rejected input is left out. A suspect value
+	// stays everywhere, marked in `flags`. Neither a suspect nor a
+	// rejected value steps a threshold or rate rule. `flags=true` on a
+	// readings page or export lists everything, each reading with its
+	// flags.
+	//
+	// Setting a flag rechecks the sensor's alarms at once against its
+	// newest reading a flag does not reject, as every edit does; alarm
+	// events already raised stay (history is never rewritten). The flag,
+	// who set it and when are in the audit trail. The answer lists the
+	// flag and how many stored readings its range holds.
+	// Required role: `editor`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags (the `SetFlag` operationId).
+	SetFlag(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body SetFlagJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ClearFlagsWithBody Clear the flags of a range
+	//
+	// Clears the flags in force on the sensor's readings from `from` to
+	// `to` (both inclusive; `to` defaults to `from`): of `input` only
+	// when it is given, else every flag of the range, on whole readings
+	// and on inputs, the checks' too. A flag reaching beyond the range is
+	// cleared and set again on what lies outside it, so clearing one
+	// reading of a flagged week leaves the rest flagged. A cleared flag
+	// is kept, with who cleared it, when and why (`GET …/flags?cleared=true`).
+	// The alarms are rechecked at once, as when a flag is set. The answer
+	// lists the flags cleared (none is not an error).
+	// Required role: `editor`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags/clear (the `ClearFlags` operationId).
+	ClearFlagsWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ClearFlags Clear the flags of a range
+	//
+	// Clears the flags in force on the sensor's readings from `from` to
+	// `to` (both inclusive; `to` defaults to `from`): of `input` only
+	// when it is given, else every flag of the range, on whole readings
+	// and on inputs, the checks' too. A flag reaching beyond the range is
+	// cleared and set again on what lies outside it, so clearing one
+	// reading of a flagged week leaves the rest flagged. A cleared flag
+	// is kept, with who cleared it, when and why (`GET …/flags?cleared=true`).
+	// The alarms are rechecked at once, as when a flag is set. The answer
+	// lists the flags cleared (none is not an error).
+	// Required role: `editor`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags/clear (the `ClearFlags` operationId).
+	ClearFlags(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body ClearFlagsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateFormulasWithBody Edit a sensor's formulas and constants
 	//
@@ -4247,6 +5117,28 @@ func (c *Client) GetOpenAPIJSON(ctx context.Context, reqEditors ...RequestEditor
 // Corresponds with GET /api/v1/openapi.yaml (the `GetOpenAPIYAML` operationId).
 func (c *Client) GetOpenAPIYAML(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOpenAPIYAMLRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListOrgAudit An organization's audit trail
+//
+// The whole organization's trail: every project's (as
+// `GET …/proj/{proj_id}/audit` lists them) and the organization's
+// own changes, `member` (added, role changed, removed), `token`
+// (created, revoked) and `invitation` (created, revoked, accepted),
+// newest first, filtered and paged as a project's.
+// Required role: `owner`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/audit (the `ListOrgAudit` operationId).
+func (c *Client) ListOrgAudit(ctx context.Context, orgId OrgId, params *ListOrgAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListOrgAuditRequest(c.Server, orgId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5020,6 +5912,39 @@ func (c *Client) AcknowledgeAlarm(ctx context.Context, orgId OrgId, projId ProjI
 	return c.Client.Do(req)
 }
 
+// ListProjectAudit A project's audit trail
+//
+// Every change under the project that alters what its history means
+// or who may see it, newest first: who made it (`actor`, a user's id;
+// absent for the service itself, as a validity check), when, of what
+// (`kind`, `action`, `sensor_id`) and what it was before and after.
+// The kinds: `formulas`, `constants`, `calibrations`, `baselines`,
+// `links` and `blueprint` (a sensor's instance of one; `before` and
+// `after` hold the whole instance), `rule`, `level`, `flag`
+// (`set`, `clear`; a check's flags are not audited one by one: the
+// checks that set them are), `checks`, `overwrite` (readings
+// replaced by a write: `after` holds how many and their range) and
+// `delete` (a range delete: how many and the range), and `webhook`.
+// Members, tokens and invitations are the organization's
+// (`GET /api/v1/org/{org_id}/audit`). Filter by `sensor_id`, `kind`
+// (repeated or comma-separated) and the time of the change
+// (`datetime__gte`, `datetime__lte`). A page holds at most `limit`;
+// when there are more, `next_cursor` is set: pass it as `cursor`.
+// Required role: `viewer`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/audit (the `ListProjectAudit` operationId).
+func (c *Client) ListProjectAudit(ctx context.Context, orgId OrgId, projId ProjId, params *ListProjectAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListProjectAuditRequest(c.Server, orgId, projId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // LatestReadings Latest reading of every sensor
 //
 // The newest reading of each sensor of the project, in sensor id
@@ -5606,6 +6531,25 @@ func (c *Client) ListAlarmRules(ctx context.Context, orgId OrgId, projId ProjId,
 // answer 400 and change nothing. A sensor has at most 200 rules
 // (`-max-alarm-rules`): one more answers 409 with `details.cap`
 // `alarm_rules`.
+//
+// **Rate rules.** With `window` (seconds, 60 to 31 days) the rule
+// watches how fast the target moves rather than where it is: its rate
+// at a reading is the change from the first value of the window to
+// the reading's, `(v − v₀) / (t − t₀) × per`, where `v₀` is the
+// target's oldest value at or after `t − window` and `per` the unit
+// of time (86,400 seconds, a day, by default): 5 kPa/day over the
+// last 24 hours is `window: 86400, threshold: 5`. `above` fires on a
+// rise faster than the threshold, `below` on a fall (a negative
+// threshold) or a rise slower than it. A reading whose window holds
+// no earlier value gives no rate and steps nothing. The deadband and
+// persistence apply to the rate as to a value, a late reading raises
+// a late event when its own rate (over its own window, as stored) is
+// past the threshold and changes no state, and an edit rechecks the
+// newest reading's rate. Values a flag rejects are not in any window,
+// and a flagged value steps no rule. The rule is evaluated as readings
+// are stored, in the same transaction, reading the stored readings
+// of its window once per write; an event's `value` is the target's
+// value at the reading.
 // Required role: `admin`.
 //
 // Takes any type of body and a specified content type.
@@ -5646,6 +6590,25 @@ func (c *Client) CreateAlarmRuleWithBody(ctx context.Context, orgId OrgId, projI
 // answer 400 and change nothing. A sensor has at most 200 rules
 // (`-max-alarm-rules`): one more answers 409 with `details.cap`
 // `alarm_rules`.
+//
+// **Rate rules.** With `window` (seconds, 60 to 31 days) the rule
+// watches how fast the target moves rather than where it is: its rate
+// at a reading is the change from the first value of the window to
+// the reading's, `(v − v₀) / (t − t₀) × per`, where `v₀` is the
+// target's oldest value at or after `t − window` and `per` the unit
+// of time (86,400 seconds, a day, by default): 5 kPa/day over the
+// last 24 hours is `window: 86400, threshold: 5`. `above` fires on a
+// rise faster than the threshold, `below` on a fall (a negative
+// threshold) or a rise slower than it. A reading whose window holds
+// no earlier value gives no rate and steps nothing. The deadband and
+// persistence apply to the rate as to a value, a late reading raises
+// a late event when its own rate (over its own window, as stored) is
+// past the threshold and changes no state, and an edit rechecks the
+// newest reading's rate. Values a flag rejects are not in any window,
+// and a flagged value steps no rule. The rule is evaluated as readings
+// are stored, in the same transaction, reading the stored readings
+// of its window once per write; an event's `value` is the target's
+// value at the reading.
 // Required role: `admin`.
 //
 // Takes a body of the `application/json` content type.
@@ -5828,6 +6791,289 @@ func (c *Client) UpdateCalibrationsWithBody(ctx context.Context, orgId OrgId, pr
 // Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/calibrations (the `UpdateCalibrations` operationId).
 func (c *Client) UpdateCalibrations(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateCalibrationsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateCalibrationsRequest(c.Server, orgId, projId, sensorId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetChecks A sensor's validity checks
+//
+// The checks every reading of the sensor passes through as it is
+// stored (PUT …/checks). Required role: `viewer`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/checks (the `GetChecks` operationId).
+func (c *Client) GetChecks(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetChecksRequest(c.Server, orgId, projId, sensorId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateChecksWithBody Replace a sensor's validity checks
+//
+// Replaces the sensor's validity checks, at most 50. A check watches
+// one of the sensor's inputs or outputs (`target`, its key; an input's
+// id for a sensor without a blueprint) and flags its value, with
+// `flag` (`suspect` by default, or `rejected`), when it fails:
+//
+//   - `range`: the value is below `min` or above `max` (either may be
+//     left out);
+//   - `spike`: the value jumps by more than `bound` from both its
+//     neighbours in time, in the same direction (up from the one before
+//     and back down to the one after, or the reverse);
+//   - `rate`: the value changes from the reading before it by more than
+//     `bound` per `per` seconds (86,400, a day, by default);
+//   - `stuck`: the value is the same as the `count` − 1 readings before
+//     it (`count` from 2 to 1,000): the `count`-th equal value, and each
+//     after it, is flagged.
+//
+// Checks flag, and never refuse: every reading is stored. They run as
+// the readings are stored, in the same transaction, before the alarm
+// rules, so a value a check flags steps no threshold or rate rule.
+// A flag a check sets names the check (`check`) and says why
+// (`reason`); it is listed, cleared and audited as an editor's.
+//
+// **Neighbours.** Each reading written is checked against its
+// neighbours as stored, wherever it lands: a reading that arrives
+// late is checked against the readings before and after it. A spike
+// is known only once the reading after it is: the newest reading is
+// checked for a spike when the next one arrives, and a late reading
+// may so flag its neighbour before it. A check never clears a flag:
+// the flags of neighbours set before stay as they are, whatever
+// arrives later, for an editor to review. The checks apply to
+// readings stored from then on; those stored before are not checked
+// again.
+// Required role: `admin`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/checks (the `UpdateChecks` operationId).
+func (c *Client) UpdateChecksWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateChecksRequestWithBody(c.Server, orgId, projId, sensorId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateChecks Replace a sensor's validity checks
+//
+// Replaces the sensor's validity checks, at most 50. A check watches
+// one of the sensor's inputs or outputs (`target`, its key; an input's
+// id for a sensor without a blueprint) and flags its value, with
+// `flag` (`suspect` by default, or `rejected`), when it fails:
+//
+//   - `range`: the value is below `min` or above `max` (either may be
+//     left out);
+//   - `spike`: the value jumps by more than `bound` from both its
+//     neighbours in time, in the same direction (up from the one before
+//     and back down to the one after, or the reverse);
+//   - `rate`: the value changes from the reading before it by more than
+//     `bound` per `per` seconds (86,400, a day, by default);
+//   - `stuck`: the value is the same as the `count` − 1 readings before
+//     it (`count` from 2 to 1,000): the `count`-th equal value, and each
+//     after it, is flagged.
+//
+// Checks flag, and never refuse: every reading is stored. They run as
+// the readings are stored, in the same transaction, before the alarm
+// rules, so a value a check flags steps no threshold or rate rule.
+// A flag a check sets names the check (`check`) and says why
+// (`reason`); it is listed, cleared and audited as an editor's.
+//
+// **Neighbours.** Each reading written is checked against its
+// neighbours as stored, wherever it lands: a reading that arrives
+// late is checked against the readings before and after it. A spike
+// is known only once the reading after it is: the newest reading is
+// checked for a spike when the next one arrives, and a late reading
+// may so flag its neighbour before it. A check never clears a flag:
+// the flags of neighbours set before stay as they are, whatever
+// arrives later, for an editor to review. The checks apply to
+// readings stored from then on; those stored before are not checked
+// again.
+// Required role: `admin`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/checks (the `UpdateChecks` operationId).
+func (c *Client) UpdateChecks(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateChecksJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateChecksRequest(c.Server, orgId, projId, sensorId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListFlags List a sensor's quality flags
+//
+// The flags on the sensor's readings, by id: those in force, and with
+// `cleared=true` the cleared ones too (a flag is never deleted, so
+// that the flags in force at any past instant are known, for
+// `as_of`). `datetime__gte` and `datetime__lte` keep the flags that
+// cover readings in that range. A page holds at most `limit`; when
+// there are more, `next_cursor` is set: pass it as `cursor`.
+// Required role: `viewer`.
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags (the `ListFlags` operationId).
+func (c *Client) ListFlags(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *ListFlagsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListFlagsRequest(c.Server, orgId, projId, sensorId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetFlagWithBody Flag readings as suspect or rejected
+//
+// Flags the sensor's readings from `from` to `to` (both inclusive;
+// `to` defaults to `from`, one reading) as `suspect` or `rejected`,
+// with a `reason`: the whole readings, or with `input` (an input's
+// key, or its id for a sensor without a blueprint) one input of
+// each. The flag covers readings stored later in the range too. The
+// stored values never change.
+//
+// **What a flag does.** A rejected value is left out of every read,
+// as if it were not there: pages, exports, CSV, latest values,
+// aggregates (a range holding rejected values is aggregated from the
+// readings, not the rollups: `X-Rollups: none`) and the alarm rules;
+// a reading rejected whole is not listed nor counted, and an output
+// whose formula needs a rejected input is left out. A suspect value
+// stays everywhere, marked in `flags`. Neither a suspect nor a
+// rejected value steps a threshold or rate rule. `flags=true` on a
+// readings page or export lists everything, each reading with its
+// flags.
+//
+// Setting a flag rechecks the sensor's alarms at once against its
+// newest reading a flag does not reject, as every edit does; alarm
+// events already raised stay (history is never rewritten). The flag,
+// who set it and when are in the audit trail. The answer lists the
+// flag and how many stored readings its range holds.
+// Required role: `editor`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags (the `SetFlag` operationId).
+func (c *Client) SetFlagWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetFlagRequestWithBody(c.Server, orgId, projId, sensorId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetFlag Flag readings as suspect or rejected
+//
+// Flags the sensor's readings from `from` to `to` (both inclusive;
+// `to` defaults to `from`, one reading) as `suspect` or `rejected`,
+// with a `reason`: the whole readings, or with `input` (an input's
+// key, or its id for a sensor without a blueprint) one input of
+// each. The flag covers readings stored later in the range too. The
+// stored values never change.
+//
+// **What a flag does.** A rejected value is left out of every read,
+// as if it were not there: pages, exports, CSV, latest values,
+// aggregates (a range holding rejected values is aggregated from the
+// readings, not the rollups: `X-Rollups: none`) and the alarm rules;
+// a reading rejected whole is not listed nor counted, and an output
+// whose formula needs a rejected input is left out. A suspect value
+// stays everywhere, marked in `flags`. Neither a suspect nor a
+// rejected value steps a threshold or rate rule. `flags=true` on a
+// readings page or export lists everything, each reading with its
+// flags.
+//
+// Setting a flag rechecks the sensor's alarms at once against its
+// newest reading a flag does not reject, as every edit does; alarm
+// events already raised stay (history is never rewritten). The flag,
+// who set it and when are in the audit trail. The answer lists the
+// flag and how many stored readings its range holds.
+// Required role: `editor`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags (the `SetFlag` operationId).
+func (c *Client) SetFlag(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body SetFlagJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetFlagRequest(c.Server, orgId, projId, sensorId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ClearFlagsWithBody Clear the flags of a range
+//
+// Clears the flags in force on the sensor's readings from `from` to
+// `to` (both inclusive; `to` defaults to `from`): of `input` only
+// when it is given, else every flag of the range, on whole readings
+// and on inputs, the checks' too. A flag reaching beyond the range is
+// cleared and set again on what lies outside it, so clearing one
+// reading of a flagged week leaves the rest flagged. A cleared flag
+// is kept, with who cleared it, when and why (`GET …/flags?cleared=true`).
+// The alarms are rechecked at once, as when a flag is set. The answer
+// lists the flags cleared (none is not an error).
+// Required role: `editor`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags/clear (the `ClearFlags` operationId).
+func (c *Client) ClearFlagsWithBody(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewClearFlagsRequestWithBody(c.Server, orgId, projId, sensorId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ClearFlags Clear the flags of a range
+//
+// Clears the flags in force on the sensor's readings from `from` to
+// `to` (both inclusive; `to` defaults to `from`): of `input` only
+// when it is given, else every flag of the range, on whole readings
+// and on inputs, the checks' too. A flag reaching beyond the range is
+// cleared and set again on what lies outside it, so clearing one
+// reading of a flagged week leaves the rest flagged. A cleared flag
+// is kept, with who cleared it, when and why (`GET …/flags?cleared=true`).
+// The alarms are rechecked at once, as when a flag is set. The answer
+// lists the flags cleared (none is not an error).
+// Required role: `editor`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags/clear (the `ClearFlags` operationId).
+func (c *Client) ClearFlags(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body ClearFlagsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewClearFlagsRequest(c.Server, orgId, projId, sensorId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6808,6 +8054,115 @@ func NewGetOpenAPIYAMLRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListOrgAuditRequest constructs an http.Request for the ListOrgAudit method
+func NewListOrgAuditRequest(server string, orgId OrgId, params *ListOrgAuditParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/audit", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DatetimeGte != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", *params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DatetimeLte != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lte", *params.DatetimeLte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -8164,6 +9519,134 @@ func NewAcknowledgeAlarmRequestWithBody(server string, orgId OrgId, projId ProjI
 	return req, nil
 }
 
+// NewListProjectAuditRequest constructs an http.Request for the ListProjectAudit method
+func NewListProjectAuditRequest(server string, orgId OrgId, projId ProjId, params *ListProjectAuditParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/audit", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.SensorId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sensor_id", *params.SensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DatetimeGte != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", *params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DatetimeLte != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lte", *params.DatetimeLte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewLatestReadingsRequest constructs an http.Request for the LatestReadings method
 func NewLatestReadingsRequest(server string, orgId OrgId, projId ProjId, params *LatestReadingsParams) (*http.Request, error) {
 	var err error
@@ -8578,6 +10061,30 @@ func NewListReadingsRequest(server string, orgId OrgId, projId ProjId, sensorId 
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
+		if params.Flags != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "flags", *params.Flags, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.AsOf != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "as_of", *params.AsOf, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.DatetimeGte != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", *params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -8888,6 +10395,18 @@ func NewAggregateReadingsRequest(server string, orgId OrgId, projId ProjId, sens
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
+		if params.AsOf != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "as_of", *params.AsOf, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Interval != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "interval", *params.Interval, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -9065,6 +10584,30 @@ func NewExportReadingsRequest(server string, orgId OrgId, projId ProjId, sensorI
 		// styled parameters, preserving literal commas as delimiters
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
+
+		if params.Flags != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "flags", *params.Flags, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.AsOf != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "as_of", *params.AsOf, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
 
 		if params.Format != nil {
 
@@ -9830,6 +11373,360 @@ func NewUpdateCalibrationsRequestWithBody(server string, orgId OrgId, projId Pro
 	}
 
 	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetChecksRequest constructs an http.Request for the GetChecks method
+func NewGetChecksRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/checks", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateChecksRequest calls the generic UpdateChecks builder with application/json body
+func NewUpdateChecksRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateChecksJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateChecksRequestWithBody(server, orgId, projId, sensorId, "application/json", bodyReader)
+}
+
+// NewUpdateChecksRequestWithBody constructs an http.Request for the UpdateChecks method, with any body, and a specified content type
+func NewUpdateChecksRequestWithBody(server string, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/checks", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListFlagsRequest constructs an http.Request for the ListFlags method
+func NewListFlagsRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, params *ListFlagsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/flags", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.DatetimeGte != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__gte", *params.DatetimeGte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DatetimeLte != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "datetime__lte", *params.DatetimeLte, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cleared != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cleared", *params.Cleared, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetFlagRequest calls the generic SetFlag builder with application/json body
+func NewSetFlagRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, body SetFlagJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetFlagRequestWithBody(server, orgId, projId, sensorId, "application/json", bodyReader)
+}
+
+// NewSetFlagRequestWithBody constructs an http.Request for the SetFlag method, with any body, and a specified content type
+func NewSetFlagRequestWithBody(server string, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/flags", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewClearFlagsRequest calls the generic ClearFlags builder with application/json body
+func NewClearFlagsRequest(server string, orgId OrgId, projId ProjId, sensorId SensorId, body ClearFlagsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewClearFlagsRequestWithBody(server, orgId, projId, sensorId, "application/json", bodyReader)
+}
+
+// NewClearFlagsRequestWithBody constructs an http.Request for the ClearFlags method, with any body, and a specified content type
+func NewClearFlagsRequestWithBody(server string, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "org_id", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "proj_id", projId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam2 string
+
+	pathParam2, err = runtime.StyleParamWithOptions("simple", false, "sensor_id", sensorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/org/%s/proj/%s/sensors/%s/flags/clear", pathParam0, pathParam1, pathParam2)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -11177,6 +13074,20 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/openapi.yaml (the `GetOpenAPIYAML` operationId).
 	GetOpenAPIYAMLWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIYAMLResponse, error)
 
+	// ListOrgAuditWithResponse An organization's audit trail
+	//
+	// The whole organization's trail: every project's (as
+	// `GET …/proj/{proj_id}/audit` lists them) and the organization's
+	// own changes, `member` (added, role changed, removed), `token`
+	// (created, revoked) and `invitation` (created, revoked, accepted),
+	// newest first, filtered and paged as a project's.
+	// Required role: `owner`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/audit (the `ListOrgAudit` operationId).
+	ListOrgAuditWithResponse(ctx context.Context, orgId OrgId, params *ListOrgAuditParams, reqEditors ...RequestEditorFn) (*ListOrgAuditResponse, error)
+
 	// ListBlueprintsWithResponse List blueprints
 	//
 	// The organization's blueprints ordered by id, paged like projects. Required role: `viewer`.
@@ -11636,6 +13547,31 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/alarms/{alarm_id}/acknowledge (the `AcknowledgeAlarm` operationId).
 	AcknowledgeAlarmWithResponse(ctx context.Context, orgId OrgId, projId ProjId, alarmId AlarmId, body AcknowledgeAlarmJSONRequestBody, reqEditors ...RequestEditorFn) (*AcknowledgeAlarmResponse, error)
 
+	// ListProjectAuditWithResponse A project's audit trail
+	//
+	// Every change under the project that alters what its history means
+	// or who may see it, newest first: who made it (`actor`, a user's id;
+	// absent for the service itself, as a validity check), when, of what
+	// (`kind`, `action`, `sensor_id`) and what it was before and after.
+	// The kinds: `formulas`, `constants`, `calibrations`, `baselines`,
+	// `links` and `blueprint` (a sensor's instance of one; `before` and
+	// `after` hold the whole instance), `rule`, `level`, `flag`
+	// (`set`, `clear`; a check's flags are not audited one by one: the
+	// checks that set them are), `checks`, `overwrite` (readings
+	// replaced by a write: `after` holds how many and their range) and
+	// `delete` (a range delete: how many and the range), and `webhook`.
+	// Members, tokens and invitations are the organization's
+	// (`GET /api/v1/org/{org_id}/audit`). Filter by `sensor_id`, `kind`
+	// (repeated or comma-separated) and the time of the change
+	// (`datetime__gte`, `datetime__lte`). A page holds at most `limit`;
+	// when there are more, `next_cursor` is set: pass it as `cursor`.
+	// Required role: `viewer`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/audit (the `ListProjectAudit` operationId).
+	ListProjectAuditWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *ListProjectAuditParams, reqEditors ...RequestEditorFn) (*ListProjectAuditResponse, error)
+
 	// LatestReadingsWithResponse Latest reading of every sensor
 	//
 	// The newest reading of each sensor of the project, in sensor id
@@ -12082,6 +14018,25 @@ type ClientWithResponsesInterface interface {
 	// answer 400 and change nothing. A sensor has at most 200 rules
 	// (`-max-alarm-rules`): one more answers 409 with `details.cap`
 	// `alarm_rules`.
+	//
+	// **Rate rules.** With `window` (seconds, 60 to 31 days) the rule
+	// watches how fast the target moves rather than where it is: its rate
+	// at a reading is the change from the first value of the window to
+	// the reading's, `(v − v₀) / (t − t₀) × per`, where `v₀` is the
+	// target's oldest value at or after `t − window` and `per` the unit
+	// of time (86,400 seconds, a day, by default): 5 kPa/day over the
+	// last 24 hours is `window: 86400, threshold: 5`. `above` fires on a
+	// rise faster than the threshold, `below` on a fall (a negative
+	// threshold) or a rise slower than it. A reading whose window holds
+	// no earlier value gives no rate and steps nothing. The deadband and
+	// persistence apply to the rate as to a value, a late reading raises
+	// a late event when its own rate (over its own window, as stored) is
+	// past the threshold and changes no state, and an edit rechecks the
+	// newest reading's rate. Values a flag rejects are not in any window,
+	// and a flagged value steps no rule. The rule is evaluated as readings
+	// are stored, in the same transaction, reading the stored readings
+	// of its window once per write; an event's `value` is the target's
+	// value at the reading.
 	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -12112,6 +14067,25 @@ type ClientWithResponsesInterface interface {
 	// answer 400 and change nothing. A sensor has at most 200 rules
 	// (`-max-alarm-rules`): one more answers 409 with `details.cap`
 	// `alarm_rules`.
+	//
+	// **Rate rules.** With `window` (seconds, 60 to 31 days) the rule
+	// watches how fast the target moves rather than where it is: its rate
+	// at a reading is the change from the first value of the window to
+	// the reading's, `(v − v₀) / (t − t₀) × per`, where `v₀` is the
+	// target's oldest value at or after `t − window` and `per` the unit
+	// of time (86,400 seconds, a day, by default): 5 kPa/day over the
+	// last 24 hours is `window: 86400, threshold: 5`. `above` fires on a
+	// rise faster than the threshold, `below` on a fall (a negative
+	// threshold) or a rise slower than it. A reading whose window holds
+	// no earlier value gives no rate and steps nothing. The deadband and
+	// persistence apply to the rate as to a value, a late reading raises
+	// a late event when its own rate (over its own window, as stored) is
+	// past the threshold and changes no state, and an edit rechecks the
+	// newest reading's rate. Values a flag rejects are not in any window,
+	// and a flagged value steps no rule. The rule is evaluated as readings
+	// are stored, in the same transaction, reading the stored readings
+	// of its window once per write; an event's `value` is the target's
+	// value at the reading.
 	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -12225,6 +14199,213 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/calibrations (the `UpdateCalibrations` operationId).
 	UpdateCalibrationsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateCalibrationsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateCalibrationsResponse, error)
+
+	// GetChecksWithResponse A sensor's validity checks
+	//
+	// The checks every reading of the sensor passes through as it is
+	// stored (PUT …/checks). Required role: `viewer`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/checks (the `GetChecks` operationId).
+	GetChecksWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*GetChecksResponse, error)
+
+	// UpdateChecksWithBodyWithResponse Replace a sensor's validity checks
+	//
+	// Replaces the sensor's validity checks, at most 50. A check watches
+	// one of the sensor's inputs or outputs (`target`, its key; an input's
+	// id for a sensor without a blueprint) and flags its value, with
+	// `flag` (`suspect` by default, or `rejected`), when it fails:
+	//
+	// - `range`: the value is below `min` or above `max` (either may be
+	//   left out);
+	// - `spike`: the value jumps by more than `bound` from both its
+	//   neighbours in time, in the same direction (up from the one before
+	//   and back down to the one after, or the reverse);
+	// - `rate`: the value changes from the reading before it by more than
+	//   `bound` per `per` seconds (86,400, a day, by default);
+	// - `stuck`: the value is the same as the `count` − 1 readings before
+	//   it (`count` from 2 to 1,000): the `count`-th equal value, and each
+	//   after it, is flagged.
+	//
+	// Checks flag, and never refuse: every reading is stored. They run as
+	// the readings are stored, in the same transaction, before the alarm
+	// rules, so a value a check flags steps no threshold or rate rule.
+	// A flag a check sets names the check (`check`) and says why
+	// (`reason`); it is listed, cleared and audited as an editor's.
+	//
+	// **Neighbours.** Each reading written is checked against its
+	// neighbours as stored, wherever it lands: a reading that arrives
+	// late is checked against the readings before and after it. A spike
+	// is known only once the reading after it is: the newest reading is
+	// checked for a spike when the next one arrives, and a late reading
+	// may so flag its neighbour before it. A check never clears a flag:
+	// the flags of neighbours set before stay as they are, whatever
+	// arrives later, for an editor to review. The checks apply to
+	// readings stored from then on; those stored before are not checked
+	// again.
+	// Required role: `admin`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/checks (the `UpdateChecks` operationId).
+	UpdateChecksWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateChecksResponse, error)
+
+	// UpdateChecksWithResponse Replace a sensor's validity checks
+	//
+	// Replaces the sensor's validity checks, at most 50. A check watches
+	// one of the sensor's inputs or outputs (`target`, its key; an input's
+	// id for a sensor without a blueprint) and flags its value, with
+	// `flag` (`suspect` by default, or `rejected`), when it fails:
+	//
+	// - `range`: the value is below `min` or above `max` (either may be
+	//   left out);
+	// - `spike`: the value jumps by more than `bound` from both its
+	//   neighbours in time, in the same direction (up from the one before
+	//   and back down to the one after, or the reverse);
+	// - `rate`: the value changes from the reading before it by more than
+	//   `bound` per `per` seconds (86,400, a day, by default);
+	// - `stuck`: the value is the same as the `count` − 1 readings before
+	//   it (`count` from 2 to 1,000): the `count`-th equal value, and each
+	//   after it, is flagged.
+	//
+	// Checks flag, and never refuse: every reading is stored. They run as
+	// the readings are stored, in the same transaction, before the alarm
+	// rules, so a value a check flags steps no threshold or rate rule.
+	// A flag a check sets names the check (`check`) and says why
+	// (`reason`); it is listed, cleared and audited as an editor's.
+	//
+	// **Neighbours.** Each reading written is checked against its
+	// neighbours as stored, wherever it lands: a reading that arrives
+	// late is checked against the readings before and after it. A spike
+	// is known only once the reading after it is: the newest reading is
+	// checked for a spike when the next one arrives, and a late reading
+	// may so flag its neighbour before it. A check never clears a flag:
+	// the flags of neighbours set before stay as they are, whatever
+	// arrives later, for an editor to review. The checks apply to
+	// readings stored from then on; those stored before are not checked
+	// again.
+	// Required role: `admin`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/checks (the `UpdateChecks` operationId).
+	UpdateChecksWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateChecksJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateChecksResponse, error)
+
+	// ListFlagsWithResponse List a sensor's quality flags
+	//
+	// The flags on the sensor's readings, by id: those in force, and with
+	// `cleared=true` the cleared ones too (a flag is never deleted, so
+	// that the flags in force at any past instant are known, for
+	// `as_of`). `datetime__gte` and `datetime__lte` keep the flags that
+	// cover readings in that range. A page holds at most `limit`; when
+	// there are more, `next_cursor` is set: pass it as `cursor`.
+	// Required role: `viewer`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags (the `ListFlags` operationId).
+	ListFlagsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *ListFlagsParams, reqEditors ...RequestEditorFn) (*ListFlagsResponse, error)
+
+	// SetFlagWithBodyWithResponse Flag readings as suspect or rejected
+	//
+	// Flags the sensor's readings from `from` to `to` (both inclusive;
+	// `to` defaults to `from`, one reading) as `suspect` or `rejected`,
+	// with a `reason`: the whole readings, or with `input` (an input's
+	// key, or its id for a sensor without a blueprint) one input of
+	// each. The flag covers readings stored later in the range too. The
+	// stored values never change.
+	//
+	// **What a flag does.** A rejected value is left out of every read,
+	// as if it were not there: pages, exports, CSV, latest values,
+	// aggregates (a range holding rejected values is aggregated from the
+	// readings, not the rollups: `X-Rollups: none`) and the alarm rules;
+	// a reading rejected whole is not listed nor counted, and an output
+	// whose formula needs a rejected input is left out. A suspect value
+	// stays everywhere, marked in `flags`. Neither a suspect nor a
+	// rejected value steps a threshold or rate rule. `flags=true` on a
+	// readings page or export lists everything, each reading with its
+	// flags.
+	//
+	// Setting a flag rechecks the sensor's alarms at once against its
+	// newest reading a flag does not reject, as every edit does; alarm
+	// events already raised stay (history is never rewritten). The flag,
+	// who set it and when are in the audit trail. The answer lists the
+	// flag and how many stored readings its range holds.
+	// Required role: `editor`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags (the `SetFlag` operationId).
+	SetFlagWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetFlagResponse, error)
+
+	// SetFlagWithResponse Flag readings as suspect or rejected
+	//
+	// Flags the sensor's readings from `from` to `to` (both inclusive;
+	// `to` defaults to `from`, one reading) as `suspect` or `rejected`,
+	// with a `reason`: the whole readings, or with `input` (an input's
+	// key, or its id for a sensor without a blueprint) one input of
+	// each. The flag covers readings stored later in the range too. The
+	// stored values never change.
+	//
+	// **What a flag does.** A rejected value is left out of every read,
+	// as if it were not there: pages, exports, CSV, latest values,
+	// aggregates (a range holding rejected values is aggregated from the
+	// readings, not the rollups: `X-Rollups: none`) and the alarm rules;
+	// a reading rejected whole is not listed nor counted, and an output
+	// whose formula needs a rejected input is left out. A suspect value
+	// stays everywhere, marked in `flags`. Neither a suspect nor a
+	// rejected value steps a threshold or rate rule. `flags=true` on a
+	// readings page or export lists everything, each reading with its
+	// flags.
+	//
+	// Setting a flag rechecks the sensor's alarms at once against its
+	// newest reading a flag does not reject, as every edit does; alarm
+	// events already raised stay (history is never rewritten). The flag,
+	// who set it and when are in the audit trail. The answer lists the
+	// flag and how many stored readings its range holds.
+	// Required role: `editor`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags (the `SetFlag` operationId).
+	SetFlagWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body SetFlagJSONRequestBody, reqEditors ...RequestEditorFn) (*SetFlagResponse, error)
+
+	// ClearFlagsWithBodyWithResponse Clear the flags of a range
+	//
+	// Clears the flags in force on the sensor's readings from `from` to
+	// `to` (both inclusive; `to` defaults to `from`): of `input` only
+	// when it is given, else every flag of the range, on whole readings
+	// and on inputs, the checks' too. A flag reaching beyond the range is
+	// cleared and set again on what lies outside it, so clearing one
+	// reading of a flagged week leaves the rest flagged. A cleared flag
+	// is kept, with who cleared it, when and why (`GET …/flags?cleared=true`).
+	// The alarms are rechecked at once, as when a flag is set. The answer
+	// lists the flags cleared (none is not an error).
+	// Required role: `editor`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags/clear (the `ClearFlags` operationId).
+	ClearFlagsWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ClearFlagsResponse, error)
+
+	// ClearFlagsWithResponse Clear the flags of a range
+	//
+	// Clears the flags in force on the sensor's readings from `from` to
+	// `to` (both inclusive; `to` defaults to `from`): of `input` only
+	// when it is given, else every flag of the range, on whole readings
+	// and on inputs, the checks' too. A flag reaching beyond the range is
+	// cleared and set again on what lies outside it, so clearing one
+	// reading of a flagged week leaves the rest flagged. A cleared flag
+	// is kept, with who cleared it, when and why (`GET …/flags?cleared=true`).
+	// The alarms are rechecked at once, as when a flag is set. The answer
+	// lists the flags cleared (none is not an error).
+	// Required role: `editor`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags/clear (the `ClearFlags` operationId).
+	ClearFlagsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body ClearFlagsJSONRequestBody, reqEditors ...RequestEditorFn) (*ClearFlagsResponse, error)
 
 	// UpdateFormulasWithBodyWithResponse Edit a sensor's formulas and constants
 	//
@@ -13451,6 +15632,117 @@ func (r GetOpenAPIYAMLResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetOpenAPIYAMLResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListOrgAuditResponse401Headers the declared response headers of an HTTP 401 response for ListOrgAudit
+type ListOrgAuditResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListOrgAuditResponse429Headers the declared response headers of an HTTP 429 response for ListOrgAudit
+type ListOrgAuditResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListOrgAuditResponse503Headers the declared response headers of an HTTP 503 response for ListOrgAudit
+type ListOrgAuditResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListOrgAuditResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AuditPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListOrgAuditResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListOrgAuditResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListOrgAuditResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListOrgAuditResponse) GetJSON200() *AuditPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListOrgAuditResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListOrgAuditResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListOrgAuditResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListOrgAuditResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListOrgAuditResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListOrgAuditResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListOrgAuditResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListOrgAuditResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListOrgAuditResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListOrgAuditResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListOrgAuditResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -16199,6 +18491,117 @@ func (r AcknowledgeAlarmResponse) ContentType() string {
 	return ""
 }
 
+// ListProjectAuditResponse401Headers the declared response headers of an HTTP 401 response for ListProjectAudit
+type ListProjectAuditResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListProjectAuditResponse429Headers the declared response headers of an HTTP 429 response for ListProjectAudit
+type ListProjectAuditResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListProjectAuditResponse503Headers the declared response headers of an HTTP 503 response for ListProjectAudit
+type ListProjectAuditResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListProjectAuditResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AuditPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListProjectAuditResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListProjectAuditResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListProjectAuditResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListProjectAuditResponse) GetJSON200() *AuditPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListProjectAuditResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListProjectAuditResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListProjectAuditResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListProjectAuditResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListProjectAuditResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListProjectAuditResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListProjectAuditResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListProjectAuditResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListProjectAuditResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListProjectAuditResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListProjectAuditResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // LatestReadingsResponse401Headers the declared response headers of an HTTP 401 response for LatestReadings
 type LatestReadingsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -18374,6 +20777,624 @@ func (r UpdateCalibrationsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UpdateCalibrationsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetChecksResponse401Headers the declared response headers of an HTTP 401 response for GetChecks
+type GetChecksResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetChecksResponse429Headers the declared response headers of an HTTP 429 response for GetChecks
+type GetChecksResponse429Headers struct {
+	RetryAfter *int
+}
+
+// GetChecksResponse503Headers the declared response headers of an HTTP 503 response for GetChecks
+type GetChecksResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetChecksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CheckList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetChecksResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetChecksResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetChecksResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetChecksResponse) GetJSON200() *CheckList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetChecksResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetChecksResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetChecksResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetChecksResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetChecksResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetChecksResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetChecksResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetChecksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetChecksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetChecksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetChecksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateChecksResponse401Headers the declared response headers of an HTTP 401 response for UpdateChecks
+type UpdateChecksResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// UpdateChecksResponse429Headers the declared response headers of an HTTP 429 response for UpdateChecks
+type UpdateChecksResponse429Headers struct {
+	RetryAfter *int
+}
+
+// UpdateChecksResponse503Headers the declared response headers of an HTTP 503 response for UpdateChecks
+type UpdateChecksResponse503Headers struct {
+	RetryAfter *int
+}
+
+type UpdateChecksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CheckList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateChecksResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateChecksResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateChecksResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateChecksResponse) GetJSON200() *CheckList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateChecksResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateChecksResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateChecksResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateChecksResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateChecksResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateChecksResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateChecksResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateChecksResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateChecksResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateChecksResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateChecksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateChecksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateChecksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateChecksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListFlagsResponse401Headers the declared response headers of an HTTP 401 response for ListFlags
+type ListFlagsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListFlagsResponse429Headers the declared response headers of an HTTP 429 response for ListFlags
+type ListFlagsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListFlagsResponse503Headers the declared response headers of an HTTP 503 response for ListFlags
+type ListFlagsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListFlagsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FlagPage
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListFlagsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListFlagsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListFlagsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListFlagsResponse) GetJSON200() *FlagPage {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListFlagsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListFlagsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListFlagsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListFlagsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListFlagsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListFlagsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListFlagsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListFlagsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListFlagsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListFlagsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListFlagsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetFlagResponse401Headers the declared response headers of an HTTP 401 response for SetFlag
+type SetFlagResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// SetFlagResponse429Headers the declared response headers of an HTTP 429 response for SetFlag
+type SetFlagResponse429Headers struct {
+	RetryAfter *int
+}
+
+// SetFlagResponse503Headers the declared response headers of an HTTP 503 response for SetFlag
+type SetFlagResponse503Headers struct {
+	RetryAfter *int
+}
+
+type SetFlagResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *FlagResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetFlagResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetFlagResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SetFlagResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r SetFlagResponse) GetJSON201() *FlagResult {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetFlagResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetFlagResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SetFlagResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SetFlagResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SetFlagResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SetFlagResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r SetFlagResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SetFlagResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SetFlagResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SetFlagResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SetFlagResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetFlagResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetFlagResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetFlagResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ClearFlagsResponse401Headers the declared response headers of an HTTP 401 response for ClearFlags
+type ClearFlagsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ClearFlagsResponse429Headers the declared response headers of an HTTP 429 response for ClearFlags
+type ClearFlagsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ClearFlagsResponse503Headers the declared response headers of an HTTP 503 response for ClearFlags
+type ClearFlagsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ClearFlagsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FlagResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ClearFlagsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ClearFlagsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ClearFlagsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ClearFlagsResponse) GetJSON200() *FlagResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ClearFlagsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ClearFlagsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ClearFlagsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ClearFlagsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ClearFlagsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ClearFlagsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r ClearFlagsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ClearFlagsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ClearFlagsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ClearFlagsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ClearFlagsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ClearFlagsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ClearFlagsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ClearFlagsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -20862,6 +23883,26 @@ func (c *ClientWithResponses) GetOpenAPIYAMLWithResponse(ctx context.Context, re
 	return ParseGetOpenAPIYAMLResponse(rsp)
 }
 
+// ListOrgAuditWithResponse An organization's audit trail
+//
+// The whole organization's trail: every project's (as
+// `GET …/proj/{proj_id}/audit` lists them) and the organization's
+// own changes, `member` (added, role changed, removed), `token`
+// (created, revoked) and `invitation` (created, revoked, accepted),
+// newest first, filtered and paged as a project's.
+// Required role: `owner`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/audit (the `ListOrgAudit` operationId).
+func (c *ClientWithResponses) ListOrgAuditWithResponse(ctx context.Context, orgId OrgId, params *ListOrgAuditParams, reqEditors ...RequestEditorFn) (*ListOrgAuditResponse, error) {
+	rsp, err := c.ListOrgAudit(ctx, orgId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListOrgAuditResponse(rsp)
+}
+
 // ListBlueprintsWithResponse List blueprints
 //
 // The organization's blueprints ordered by id, paged like projects. Required role: `viewer`.
@@ -21519,6 +24560,37 @@ func (c *ClientWithResponses) AcknowledgeAlarmWithResponse(ctx context.Context, 
 	return ParseAcknowledgeAlarmResponse(rsp)
 }
 
+// ListProjectAuditWithResponse A project's audit trail
+//
+// Every change under the project that alters what its history means
+// or who may see it, newest first: who made it (`actor`, a user's id;
+// absent for the service itself, as a validity check), when, of what
+// (`kind`, `action`, `sensor_id`) and what it was before and after.
+// The kinds: `formulas`, `constants`, `calibrations`, `baselines`,
+// `links` and `blueprint` (a sensor's instance of one; `before` and
+// `after` hold the whole instance), `rule`, `level`, `flag`
+// (`set`, `clear`; a check's flags are not audited one by one: the
+// checks that set them are), `checks`, `overwrite` (readings
+// replaced by a write: `after` holds how many and their range) and
+// `delete` (a range delete: how many and the range), and `webhook`.
+// Members, tokens and invitations are the organization's
+// (`GET /api/v1/org/{org_id}/audit`). Filter by `sensor_id`, `kind`
+// (repeated or comma-separated) and the time of the change
+// (`datetime__gte`, `datetime__lte`). A page holds at most `limit`;
+// when there are more, `next_cursor` is set: pass it as `cursor`.
+// Required role: `viewer`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/audit (the `ListProjectAudit` operationId).
+func (c *ClientWithResponses) ListProjectAuditWithResponse(ctx context.Context, orgId OrgId, projId ProjId, params *ListProjectAuditParams, reqEditors ...RequestEditorFn) (*ListProjectAuditResponse, error) {
+	rsp, err := c.ListProjectAudit(ctx, orgId, projId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListProjectAuditResponse(rsp)
+}
+
 // LatestReadingsWithResponse Latest reading of every sensor
 //
 // The newest reading of each sensor of the project, in sensor id
@@ -22061,6 +25133,25 @@ func (c *ClientWithResponses) ListAlarmRulesWithResponse(ctx context.Context, or
 // answer 400 and change nothing. A sensor has at most 200 rules
 // (`-max-alarm-rules`): one more answers 409 with `details.cap`
 // `alarm_rules`.
+//
+// **Rate rules.** With `window` (seconds, 60 to 31 days) the rule
+// watches how fast the target moves rather than where it is: its rate
+// at a reading is the change from the first value of the window to
+// the reading's, `(v − v₀) / (t − t₀) × per`, where `v₀` is the
+// target's oldest value at or after `t − window` and `per` the unit
+// of time (86,400 seconds, a day, by default): 5 kPa/day over the
+// last 24 hours is `window: 86400, threshold: 5`. `above` fires on a
+// rise faster than the threshold, `below` on a fall (a negative
+// threshold) or a rise slower than it. A reading whose window holds
+// no earlier value gives no rate and steps nothing. The deadband and
+// persistence apply to the rate as to a value, a late reading raises
+// a late event when its own rate (over its own window, as stored) is
+// past the threshold and changes no state, and an edit rechecks the
+// newest reading's rate. Values a flag rejects are not in any window,
+// and a flagged value steps no rule. The rule is evaluated as readings
+// are stored, in the same transaction, reading the stored readings
+// of its window once per write; an event's `value` is the target's
+// value at the reading.
 // Required role: `admin`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -22097,6 +25188,25 @@ func (c *ClientWithResponses) CreateAlarmRuleWithBodyWithResponse(ctx context.Co
 // answer 400 and change nothing. A sensor has at most 200 rules
 // (`-max-alarm-rules`): one more answers 409 with `details.cap`
 // `alarm_rules`.
+//
+// **Rate rules.** With `window` (seconds, 60 to 31 days) the rule
+// watches how fast the target moves rather than where it is: its rate
+// at a reading is the change from the first value of the window to
+// the reading's, `(v − v₀) / (t − t₀) × per`, where `v₀` is the
+// target's oldest value at or after `t − window` and `per` the unit
+// of time (86,400 seconds, a day, by default): 5 kPa/day over the
+// last 24 hours is `window: 86400, threshold: 5`. `above` fires on a
+// rise faster than the threshold, `below` on a fall (a negative
+// threshold) or a rise slower than it. A reading whose window holds
+// no earlier value gives no rate and steps nothing. The deadband and
+// persistence apply to the rate as to a value, a late reading raises
+// a late event when its own rate (over its own window, as stored) is
+// past the threshold and changes no state, and an edit rechecks the
+// newest reading's rate. Values a flag rejects are not in any window,
+// and a flagged value steps no rule. The rule is evaluated as readings
+// are stored, in the same transaction, reading the stored readings
+// of its window once per write; an event's `value` is the target's
+// value at the reading.
 // Required role: `admin`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -22257,6 +25367,261 @@ func (c *ClientWithResponses) UpdateCalibrationsWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseUpdateCalibrationsResponse(rsp)
+}
+
+// GetChecksWithResponse A sensor's validity checks
+//
+// The checks every reading of the sensor passes through as it is
+// stored (PUT …/checks). Required role: `viewer`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/checks (the `GetChecks` operationId).
+func (c *ClientWithResponses) GetChecksWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, reqEditors ...RequestEditorFn) (*GetChecksResponse, error) {
+	rsp, err := c.GetChecks(ctx, orgId, projId, sensorId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetChecksResponse(rsp)
+}
+
+// UpdateChecksWithBodyWithResponse Replace a sensor's validity checks
+//
+// Replaces the sensor's validity checks, at most 50. A check watches
+// one of the sensor's inputs or outputs (`target`, its key; an input's
+// id for a sensor without a blueprint) and flags its value, with
+// `flag` (`suspect` by default, or `rejected`), when it fails:
+//
+//   - `range`: the value is below `min` or above `max` (either may be
+//     left out);
+//   - `spike`: the value jumps by more than `bound` from both its
+//     neighbours in time, in the same direction (up from the one before
+//     and back down to the one after, or the reverse);
+//   - `rate`: the value changes from the reading before it by more than
+//     `bound` per `per` seconds (86,400, a day, by default);
+//   - `stuck`: the value is the same as the `count` − 1 readings before
+//     it (`count` from 2 to 1,000): the `count`-th equal value, and each
+//     after it, is flagged.
+//
+// Checks flag, and never refuse: every reading is stored. They run as
+// the readings are stored, in the same transaction, before the alarm
+// rules, so a value a check flags steps no threshold or rate rule.
+// A flag a check sets names the check (`check`) and says why
+// (`reason`); it is listed, cleared and audited as an editor's.
+//
+// **Neighbours.** Each reading written is checked against its
+// neighbours as stored, wherever it lands: a reading that arrives
+// late is checked against the readings before and after it. A spike
+// is known only once the reading after it is: the newest reading is
+// checked for a spike when the next one arrives, and a late reading
+// may so flag its neighbour before it. A check never clears a flag:
+// the flags of neighbours set before stay as they are, whatever
+// arrives later, for an editor to review. The checks apply to
+// readings stored from then on; those stored before are not checked
+// again.
+// Required role: `admin`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/checks (the `UpdateChecks` operationId).
+func (c *ClientWithResponses) UpdateChecksWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateChecksResponse, error) {
+	rsp, err := c.UpdateChecksWithBody(ctx, orgId, projId, sensorId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateChecksResponse(rsp)
+}
+
+// UpdateChecksWithResponse Replace a sensor's validity checks
+//
+// Replaces the sensor's validity checks, at most 50. A check watches
+// one of the sensor's inputs or outputs (`target`, its key; an input's
+// id for a sensor without a blueprint) and flags its value, with
+// `flag` (`suspect` by default, or `rejected`), when it fails:
+//
+//   - `range`: the value is below `min` or above `max` (either may be
+//     left out);
+//   - `spike`: the value jumps by more than `bound` from both its
+//     neighbours in time, in the same direction (up from the one before
+//     and back down to the one after, or the reverse);
+//   - `rate`: the value changes from the reading before it by more than
+//     `bound` per `per` seconds (86,400, a day, by default);
+//   - `stuck`: the value is the same as the `count` − 1 readings before
+//     it (`count` from 2 to 1,000): the `count`-th equal value, and each
+//     after it, is flagged.
+//
+// Checks flag, and never refuse: every reading is stored. They run as
+// the readings are stored, in the same transaction, before the alarm
+// rules, so a value a check flags steps no threshold or rate rule.
+// A flag a check sets names the check (`check`) and says why
+// (`reason`); it is listed, cleared and audited as an editor's.
+//
+// **Neighbours.** Each reading written is checked against its
+// neighbours as stored, wherever it lands: a reading that arrives
+// late is checked against the readings before and after it. A spike
+// is known only once the reading after it is: the newest reading is
+// checked for a spike when the next one arrives, and a late reading
+// may so flag its neighbour before it. A check never clears a flag:
+// the flags of neighbours set before stay as they are, whatever
+// arrives later, for an editor to review. The checks apply to
+// readings stored from then on; those stored before are not checked
+// again.
+// Required role: `admin`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/checks (the `UpdateChecks` operationId).
+func (c *ClientWithResponses) UpdateChecksWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body UpdateChecksJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateChecksResponse, error) {
+	rsp, err := c.UpdateChecks(ctx, orgId, projId, sensorId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateChecksResponse(rsp)
+}
+
+// ListFlagsWithResponse List a sensor's quality flags
+//
+// The flags on the sensor's readings, by id: those in force, and with
+// `cleared=true` the cleared ones too (a flag is never deleted, so
+// that the flags in force at any past instant are known, for
+// `as_of`). `datetime__gte` and `datetime__lte` keep the flags that
+// cover readings in that range. A page holds at most `limit`; when
+// there are more, `next_cursor` is set: pass it as `cursor`.
+// Required role: `viewer`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags (the `ListFlags` operationId).
+func (c *ClientWithResponses) ListFlagsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, params *ListFlagsParams, reqEditors ...RequestEditorFn) (*ListFlagsResponse, error) {
+	rsp, err := c.ListFlags(ctx, orgId, projId, sensorId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListFlagsResponse(rsp)
+}
+
+// SetFlagWithBodyWithResponse Flag readings as suspect or rejected
+//
+// Flags the sensor's readings from `from` to `to` (both inclusive;
+// `to` defaults to `from`, one reading) as `suspect` or `rejected`,
+// with a `reason`: the whole readings, or with `input` (an input's
+// key, or its id for a sensor without a blueprint) one input of
+// each. The flag covers readings stored later in the range too. The
+// stored values never change.
+//
+// **What a flag does.** A rejected value is left out of every read,
+// as if it were not there: pages, exports, CSV, latest values,
+// aggregates (a range holding rejected values is aggregated from the
+// readings, not the rollups: `X-Rollups: none`) and the alarm rules;
+// a reading rejected whole is not listed nor counted, and an output
+// whose formula needs a rejected input is left out. A suspect value
+// stays everywhere, marked in `flags`. Neither a suspect nor a
+// rejected value steps a threshold or rate rule. `flags=true` on a
+// readings page or export lists everything, each reading with its
+// flags.
+//
+// Setting a flag rechecks the sensor's alarms at once against its
+// newest reading a flag does not reject, as every edit does; alarm
+// events already raised stay (history is never rewritten). The flag,
+// who set it and when are in the audit trail. The answer lists the
+// flag and how many stored readings its range holds.
+// Required role: `editor`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags (the `SetFlag` operationId).
+func (c *ClientWithResponses) SetFlagWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetFlagResponse, error) {
+	rsp, err := c.SetFlagWithBody(ctx, orgId, projId, sensorId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetFlagResponse(rsp)
+}
+
+// SetFlagWithResponse Flag readings as suspect or rejected
+//
+// Flags the sensor's readings from `from` to `to` (both inclusive;
+// `to` defaults to `from`, one reading) as `suspect` or `rejected`,
+// with a `reason`: the whole readings, or with `input` (an input's
+// key, or its id for a sensor without a blueprint) one input of
+// each. The flag covers readings stored later in the range too. The
+// stored values never change.
+//
+// **What a flag does.** A rejected value is left out of every read,
+// as if it were not there: pages, exports, CSV, latest values,
+// aggregates (a range holding rejected values is aggregated from the
+// readings, not the rollups: `X-Rollups: none`) and the alarm rules;
+// a reading rejected whole is not listed nor counted, and an output
+// whose formula needs a rejected input is left out. A suspect value
+// stays everywhere, marked in `flags`. Neither a suspect nor a
+// rejected value steps a threshold or rate rule. `flags=true` on a
+// readings page or export lists everything, each reading with its
+// flags.
+//
+// Setting a flag rechecks the sensor's alarms at once against its
+// newest reading a flag does not reject, as every edit does; alarm
+// events already raised stay (history is never rewritten). The flag,
+// who set it and when are in the audit trail. The answer lists the
+// flag and how many stored readings its range holds.
+// Required role: `editor`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags (the `SetFlag` operationId).
+func (c *ClientWithResponses) SetFlagWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body SetFlagJSONRequestBody, reqEditors ...RequestEditorFn) (*SetFlagResponse, error) {
+	rsp, err := c.SetFlag(ctx, orgId, projId, sensorId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetFlagResponse(rsp)
+}
+
+// ClearFlagsWithBodyWithResponse Clear the flags of a range
+//
+// Clears the flags in force on the sensor's readings from `from` to
+// `to` (both inclusive; `to` defaults to `from`): of `input` only
+// when it is given, else every flag of the range, on whole readings
+// and on inputs, the checks' too. A flag reaching beyond the range is
+// cleared and set again on what lies outside it, so clearing one
+// reading of a flagged week leaves the rest flagged. A cleared flag
+// is kept, with who cleared it, when and why (`GET …/flags?cleared=true`).
+// The alarms are rechecked at once, as when a flag is set. The answer
+// lists the flags cleared (none is not an error).
+// Required role: `editor`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags/clear (the `ClearFlags` operationId).
+func (c *ClientWithResponses) ClearFlagsWithBodyWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ClearFlagsResponse, error) {
+	rsp, err := c.ClearFlagsWithBody(ctx, orgId, projId, sensorId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseClearFlagsResponse(rsp)
+}
+
+// ClearFlagsWithResponse Clear the flags of a range
+//
+// Clears the flags in force on the sensor's readings from `from` to
+// `to` (both inclusive; `to` defaults to `from`): of `input` only
+// when it is given, else every flag of the range, on whole readings
+// and on inputs, the checks' too. A flag reaching beyond the range is
+// cleared and set again on what lies outside it, so clearing one
+// reading of a flagged week leaves the rest flagged. A cleared flag
+// is kept, with who cleared it, when and why (`GET …/flags?cleared=true`).
+// The alarms are rechecked at once, as when a flag is set. The answer
+// lists the flags cleared (none is not an error).
+// Required role: `editor`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags/clear (the `ClearFlags` operationId).
+func (c *ClientWithResponses) ClearFlagsWithResponse(ctx context.Context, orgId OrgId, projId ProjId, sensorId SensorId, body ClearFlagsJSONRequestBody, reqEditors ...RequestEditorFn) (*ClearFlagsResponse, error) {
+	rsp, err := c.ClearFlags(ctx, orgId, projId, sensorId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseClearFlagsResponse(rsp)
 }
 
 // UpdateFormulasWithBodyWithResponse Edit a sensor's formulas and constants
@@ -23589,6 +26954,114 @@ func ParseGetOpenAPIYAMLResponse(rsp *http.Response) (*GetOpenAPIYAMLResponse, e
 		}
 		response.JSON500 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseListOrgAuditResponse parses an HTTP response from a ListOrgAuditWithResponse call
+func ParseListOrgAuditResponse(rsp *http.Response) (*ListOrgAuditResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListOrgAuditResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AuditPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListOrgAuditResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListOrgAuditResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListOrgAuditResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -26282,6 +29755,114 @@ func ParseAcknowledgeAlarmResponse(rsp *http.Response) (*AcknowledgeAlarmRespons
 	return response, nil
 }
 
+// ParseListProjectAuditResponse parses an HTTP response from a ListProjectAuditWithResponse call
+func ParseListProjectAuditResponse(rsp *http.Response) (*ListProjectAuditResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListProjectAuditResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AuditPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListProjectAuditResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListProjectAuditResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListProjectAuditResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseLatestReadingsResponse parses an HTTP response from a LatestReadingsWithResponse call
 func ParseLatestReadingsResponse(rsp *http.Response) (*LatestReadingsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -28426,6 +32007,609 @@ func ParseUpdateCalibrationsResponse(rsp *http.Response) (*UpdateCalibrationsRes
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers UpdateCalibrationsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetChecksResponse parses an HTTP response from a GetChecksWithResponse call
+func ParseGetChecksResponse(rsp *http.Response) (*GetChecksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetChecksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CheckList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetChecksResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetChecksResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetChecksResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateChecksResponse parses an HTTP response from a UpdateChecksWithResponse call
+func ParseUpdateChecksResponse(rsp *http.Response) (*UpdateChecksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateChecksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CheckList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateChecksResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateChecksResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateChecksResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListFlagsResponse parses an HTTP response from a ListFlagsWithResponse call
+func ParseListFlagsResponse(rsp *http.Response) (*ListFlagsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListFlagsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FlagPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListFlagsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListFlagsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListFlagsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetFlagResponse parses an HTTP response from a SetFlagWithResponse call
+func ParseSetFlagResponse(rsp *http.Response) (*SetFlagResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetFlagResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest FlagResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SetFlagResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetFlagResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers SetFlagResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseClearFlagsResponse parses an HTTP response from a ClearFlagsWithResponse call
+func ParseClearFlagsResponse(rsp *http.Response) (*ClearFlagsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ClearFlagsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FlagResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ClearFlagsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ClearFlagsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ClearFlagsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

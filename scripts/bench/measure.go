@@ -107,6 +107,7 @@ func measure(ctx context.Context, e *env) (*report, error) {
 		{name: "latest values over 100 chunks", run: e.latestOverChunks},
 		{name: "file import", run: e.serviceImport},
 		{name: "ingest with alarm rules", run: e.alarmIngest},
+		{name: "ingest with a rate rule", run: e.rateIngest},
 		{name: "alarm to webhook", run: e.webhookLatency},
 	}
 	rollups := []phase{

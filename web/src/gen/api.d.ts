@@ -1390,6 +1390,25 @@ export interface paths {
          *     answer 400 and change nothing. A sensor has at most 200 rules
          *     (`-max-alarm-rules`): one more answers 409 with `details.cap`
          *     `alarm_rules`.
+         *
+         *     **Rate rules.** With `window` (seconds, 60 to 31 days) the rule
+         *     watches how fast the target moves rather than where it is: its rate
+         *     at a reading is the change from the first value of the window to
+         *     the reading's, `(v − v₀) / (t − t₀) × per`, where `v₀` is the
+         *     target's oldest value at or after `t − window` and `per` the unit
+         *     of time (86,400 seconds, a day, by default): 5 kPa/day over the
+         *     last 24 hours is `window: 86400, threshold: 5`. `above` fires on a
+         *     rise faster than the threshold, `below` on a fall (a negative
+         *     threshold) or a rise slower than it. A reading whose window holds
+         *     no earlier value gives no rate and steps nothing. The deadband and
+         *     persistence apply to the rate as to a value, a late reading raises
+         *     a late event when its own rate (over its own window, as stored) is
+         *     past the threshold and changes no state, and an edit rechecks the
+         *     newest reading's rate. Values a flag rejects are not in any window,
+         *     and a flagged value steps no rule. The rule is evaluated as readings
+         *     are stored, in the same transaction, reading the stored readings
+         *     of its window once per write; an event's `value` is the target's
+         *     value at the reading.
          *     Required role: `admin`.
          */
         post: operations["createAlarmRule"];
@@ -1443,6 +1462,271 @@ export interface paths {
          *     Required role: `admin`.
          */
         delete: operations["deleteAlarmRule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a sensor's quality flags
+         * @description The flags on the sensor's readings, by id: those in force, and with
+         *     `cleared=true` the cleared ones too (a flag is never deleted, so
+         *     that the flags in force at any past instant are known, for
+         *     `as_of`). `datetime__gte` and `datetime__lte` keep the flags that
+         *     cover readings in that range. A page holds at most `limit`; when
+         *     there are more, `next_cursor` is set: pass it as `cursor`.
+         *     Required role: `viewer`.
+         */
+        get: operations["listFlags"];
+        put?: never;
+        /**
+         * Flag readings as suspect or rejected
+         * @description Flags the sensor's readings from `from` to `to` (both inclusive;
+         *     `to` defaults to `from`, one reading) as `suspect` or `rejected`,
+         *     with a `reason`: the whole readings, or with `input` (an input's
+         *     key, or its id for a sensor without a blueprint) one input of
+         *     each. The flag covers readings stored later in the range too. The
+         *     stored values never change.
+         *
+         *     **What a flag does.** A rejected value is left out of every read,
+         *     as if it were not there: pages, exports, CSV, latest values,
+         *     aggregates (a range holding rejected values is aggregated from the
+         *     readings, not the rollups: `X-Rollups: none`) and the alarm rules;
+         *     a reading rejected whole is not listed nor counted, and an output
+         *     whose formula needs a rejected input is left out. A suspect value
+         *     stays everywhere, marked in `flags`. Neither a suspect nor a
+         *     rejected value steps a threshold or rate rule. `flags=true` on a
+         *     readings page or export lists everything, each reading with its
+         *     flags.
+         *
+         *     Setting a flag rechecks the sensor's alarms at once against its
+         *     newest reading a flag does not reject, as every edit does; alarm
+         *     events already raised stay (history is never rewritten). The flag,
+         *     who set it and when are in the audit trail. The answer lists the
+         *     flag and how many stored readings its range holds.
+         *     Required role: `editor`.
+         */
+        post: operations["setFlag"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags/clear": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Clear the flags of a range
+         * @description Clears the flags in force on the sensor's readings from `from` to
+         *     `to` (both inclusive; `to` defaults to `from`): of `input` only
+         *     when it is given, else every flag of the range, on whole readings
+         *     and on inputs, the checks' too. A flag reaching beyond the range is
+         *     cleared and set again on what lies outside it, so clearing one
+         *     reading of a flagged week leaves the rest flagged. A cleared flag
+         *     is kept, with who cleared it, when and why (`GET …/flags?cleared=true`).
+         *     The alarms are rechecked at once, as when a flag is set. The answer
+         *     lists the flags cleared (none is not an error).
+         *     Required role: `editor`.
+         */
+        post: operations["clearFlags"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/checks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A sensor's validity checks
+         * @description The checks every reading of the sensor passes through as it is
+         *     stored (PUT …/checks). Required role: `viewer`.
+         */
+        get: operations["getChecks"];
+        /**
+         * Replace a sensor's validity checks
+         * @description Replaces the sensor's validity checks, at most 50. A check watches
+         *     one of the sensor's inputs or outputs (`target`, its key; an input's
+         *     id for a sensor without a blueprint) and flags its value, with
+         *     `flag` (`suspect` by default, or `rejected`), when it fails:
+         *
+         *     - `range`: the value is below `min` or above `max` (either may be
+         *       left out);
+         *     - `spike`: the value jumps by more than `bound` from both its
+         *       neighbours in time, in the same direction (up from the one before
+         *       and back down to the one after, or the reverse);
+         *     - `rate`: the value changes from the reading before it by more than
+         *       `bound` per `per` seconds (86,400, a day, by default);
+         *     - `stuck`: the value is the same as the `count` − 1 readings before
+         *       it (`count` from 2 to 1,000): the `count`-th equal value, and each
+         *       after it, is flagged.
+         *
+         *     Checks flag, and never refuse: every reading is stored. They run as
+         *     the readings are stored, in the same transaction, before the alarm
+         *     rules, so a value a check flags steps no threshold or rate rule.
+         *     A flag a check sets names the check (`check`) and says why
+         *     (`reason`); it is listed, cleared and audited as an editor's.
+         *
+         *     **Neighbours.** Each reading written is checked against its
+         *     neighbours as stored, wherever it lands: a reading that arrives
+         *     late is checked against the readings before and after it. A spike
+         *     is known only once the reading after it is: the newest reading is
+         *     checked for a spike when the next one arrives, and a late reading
+         *     may so flag its neighbour before it. A check never clears a flag:
+         *     the flags of neighbours set before stay as they are, whatever
+         *     arrives later, for an editor to review. The checks apply to
+         *     readings stored from then on; those stored before are not checked
+         *     again.
+         *     Required role: `admin`.
+         */
+        put: operations["updateChecks"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/proj/{proj_id}/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A project's audit trail
+         * @description Every change under the project that alters what its history means
+         *     or who may see it, newest first: who made it (`actor`, a user's id;
+         *     absent for the service itself, as a validity check), when, of what
+         *     (`kind`, `action`, `sensor_id`) and what it was before and after.
+         *     The kinds: `formulas`, `constants`, `calibrations`, `baselines`,
+         *     `links` and `blueprint` (a sensor's instance of one; `before` and
+         *     `after` hold the whole instance), `rule`, `level`, `flag`
+         *     (`set`, `clear`; a check's flags are not audited one by one: the
+         *     checks that set them are), `checks`, `overwrite` (readings
+         *     replaced by a write: `after` holds how many and their range) and
+         *     `delete` (a range delete: how many and the range), and `webhook`.
+         *     Members, tokens and invitations are the organization's
+         *     (`GET /api/v1/org/{org_id}/audit`). Filter by `sensor_id`, `kind`
+         *     (repeated or comma-separated) and the time of the change
+         *     (`datetime__gte`, `datetime__lte`). A page holds at most `limit`;
+         *     when there are more, `next_cursor` is set: pass it as `cursor`.
+         *     Required role: `viewer`.
+         */
+        get: operations["listProjectAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org/{org_id}/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * An organization's audit trail
+         * @description The whole organization's trail: every project's (as
+         *     `GET …/proj/{proj_id}/audit` lists them) and the organization's
+         *     own changes, `member` (added, role changed, removed), `token`
+         *     (created, revoked) and `invitation` (created, revoked, accepted),
+         *     newest first, filtered and paged as a project's.
+         *     Required role: `owner`.
+         */
+        get: operations["listOrgAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2437,6 +2721,19 @@ export interface components {
             datetime: components["schemas"]["Datetime"];
             inputs: components["schemas"]["Values"];
             outputs?: components["schemas"]["Values"];
+            /**
+             * @description The flags on the reading, present when it has any: by input
+             *     (its id, or key with `keys=names`), and `*` for the whole
+             *     reading. Without `flags=true` only suspect ones appear, the
+             *     rejected being left out.
+             * @example {
+             *       "101": "rejected",
+             *       "*": "suspect"
+             *     }
+             */
+            flags?: {
+                [key: string]: "suspect" | "rejected";
+            };
         };
         /** @description The readings of one interval; `datetime` is its start. */
         Bucket: {
@@ -2625,6 +2922,14 @@ export interface components {
             deadband: number;
             /** @default 1 */
             persistence: number;
+            /**
+             * @description Makes a rate rule: the rule watches the target's change over the
+             *     last `window` seconds, per `per` seconds, instead of its value
+             *     (see createAlarmRule).
+             */
+            window?: number;
+            /** @description A rate rule's unit of time, in seconds: 86400 (a day) by default. */
+            per?: number;
         };
         AlarmRule: {
             /** Format: int64 */
@@ -2644,9 +2949,133 @@ export interface components {
             /** Format: double */
             deadband: number;
             persistence: number;
+            /** @description A rate rule's window, in seconds; absent for a rule on the value. */
+            window?: number;
+            /** @description A rate rule's unit of time, in seconds. */
+            per?: number;
             /** @description Whether the rule holds after the sensor's newest reading. */
             active: boolean;
             created_at: components["schemas"]["Datetime"];
+        };
+        FlagInput: {
+            /** @enum {string} */
+            flag: "suspect" | "rejected";
+            from: components["schemas"]["Datetime"];
+            /** @description The last instant covered, inclusive; `from` by default. */
+            to?: components["schemas"]["Datetime"];
+            /** @description An input's key (its id for a sensor without a blueprint); absent: whole readings. */
+            input?: string;
+            reason: string;
+        };
+        FlagClearInput: {
+            from: components["schemas"]["Datetime"];
+            /** @description The last instant, inclusive; `from` by default. */
+            to?: components["schemas"]["Datetime"];
+            /** @description Only this input's flags; absent: every flag of the range. */
+            input?: string;
+            reason: string;
+        };
+        Flag: {
+            /** Format: int64 */
+            id: number;
+            /** Format: int64 */
+            sensor_id: number;
+            /** @enum {string} */
+            flag: "suspect" | "rejected";
+            from: components["schemas"]["Datetime"];
+            to: components["schemas"]["Datetime"];
+            /** @description The id of the input flagged, as text; absent for whole readings. */
+            input?: string;
+            reason: string;
+            /**
+             * @description The check that set it; absent for an editor's.
+             * @enum {string}
+             */
+            check?: "range" | "spike" | "rate" | "stuck";
+            /**
+             * Format: int64
+             * @description The user who set it; absent for a check's.
+             */
+            set_by?: number;
+            set_at: components["schemas"]["Datetime"];
+            cleared_at?: components["schemas"]["Datetime"];
+            /** Format: int64 */
+            cleared_by?: number;
+            clear_reason?: string;
+        };
+        FlagPage: {
+            items: components["schemas"]["Flag"][];
+            /** @description Present when there may be more; pass it as `cursor`. */
+            next_cursor?: string;
+        };
+        FlagResult: {
+            flags: components["schemas"]["Flag"][];
+            /**
+             * Format: int64
+             * @description How many stored readings the range holds.
+             */
+            readings: number;
+        };
+        Check: {
+            /** @description The key of one of the sensor's inputs or outputs. */
+            target: string;
+            /** @enum {string} */
+            kind: "range" | "spike" | "rate" | "stuck";
+            /**
+             * Format: double
+             * @description `range`: the lowest plausible value.
+             */
+            min?: number;
+            /**
+             * Format: double
+             * @description `range`: the highest plausible value.
+             */
+            max?: number;
+            /**
+             * Format: double
+             * @description `spike`: the largest plausible jump; `rate`: the largest plausible change per `per`.
+             */
+            bound?: number;
+            /**
+             * @description `rate`: the unit of time, in seconds.
+             * @default 86400
+             */
+            per: number;
+            /** @description `stuck`: how many equal values in a row are suspect. */
+            count?: number;
+            /**
+             * @default suspect
+             * @enum {string}
+             */
+            flag: "suspect" | "rejected";
+        };
+        CheckList: {
+            checks: components["schemas"]["Check"][];
+        };
+        AuditEntry: {
+            /** Format: int64 */
+            id: number;
+            /** Format: int64 */
+            project_id?: number;
+            /** Format: int64 */
+            sensor_id?: number;
+            kind: string;
+            action: string;
+            /**
+             * Format: int64
+             * @description The user who made the change; absent for the service.
+             */
+            actor?: number;
+            at: components["schemas"]["Datetime"];
+            /** @description What it was before; absent for a creation. */
+            before?: unknown;
+            /** @description What it was after; absent for a deletion. */
+            after?: unknown;
+        };
+        AuditPage: {
+            items: components["schemas"]["AuditEntry"][];
+            /** @description Present when there may be more; pass it as `cursor`. */
+            next_cursor?: string;
         };
         AlarmRulePage: {
             items: components["schemas"]["AlarmRule"][];
@@ -3044,6 +3473,31 @@ export interface components {
          * @example 4
          */
         WebhookId: number;
+        /**
+         * @description Whether to list the readings and values a flag rejects too, each
+         *     reading with its `flags` (in CSV, a last column `flags`). Without
+         *     it they are left out, as if they were not there, and a reading with
+         *     suspect values carries them in `flags`.
+         */
+        Flags: boolean;
+        /**
+         * @description Compute as of this instant (RFC 3339 or epoch milliseconds): the
+         *     outputs with the sensor's formulas, constants, calibrations,
+         *     baselines and links as they were then, and the flags in force then,
+         *     so that an answer given at that instant is given again, byte for
+         *     byte. The readings are today's: one overwritten or deleted since is
+         *     read as it is now (a write's overwrites and a range delete are in
+         *     the audit trail, with their ranges). A linked input's source is
+         *     read with its own current configuration. Without `as_of` nothing
+         *     of the history is read.
+         */
+        AsOf: components["schemas"]["Bound"];
+        /** @description Only changes of these kinds. */
+        AuditKind: ("formulas" | "constants" | "calibrations" | "baselines" | "links" | "blueprint" | "rule" | "level" | "flag" | "checks" | "overwrite" | "delete" | "member" | "token" | "invitation" | "webhook")[];
+        /** @description Only changes made at or after this instant. */
+        AuditFrom: components["schemas"]["Bound"];
+        /** @description Only changes made at or before this instant. */
+        AuditTo: components["schemas"]["Bound"];
         /** @description The most items in a page. */
         PageLimit: number;
         /** @description The `next_cursor` of the previous page, as it came. */
@@ -5606,6 +6060,25 @@ export interface operations {
         parameters: {
             query?: {
                 /**
+                 * @description Whether to list the readings and values a flag rejects too, each
+                 *     reading with its `flags` (in CSV, a last column `flags`). Without
+                 *     it they are left out, as if they were not there, and a reading with
+                 *     suspect values carries them in `flags`.
+                 */
+                flags?: components["parameters"]["Flags"];
+                /**
+                 * @description Compute as of this instant (RFC 3339 or epoch milliseconds): the
+                 *     outputs with the sensor's formulas, constants, calibrations,
+                 *     baselines and links as they were then, and the flags in force then,
+                 *     so that an answer given at that instant is given again, byte for
+                 *     byte. The readings are today's: one overwritten or deleted since is
+                 *     read as it is now (a write's overwrites and a range delete are in
+                 *     the audit trail, with their ranges). A linked input's source is
+                 *     read with its own current configuration. Without `as_of` nothing
+                 *     of the history is read.
+                 */
+                as_of?: components["parameters"]["AsOf"];
+                /**
                  * @description Only readings at or after this instant (RFC 3339 with a zone, or epoch milliseconds).
                  * @example 2024-05-01T00:00:00Z
                  */
@@ -5887,6 +6360,18 @@ export interface operations {
         parameters: {
             query: {
                 /**
+                 * @description Compute as of this instant (RFC 3339 or epoch milliseconds): the
+                 *     outputs with the sensor's formulas, constants, calibrations,
+                 *     baselines and links as they were then, and the flags in force then,
+                 *     so that an answer given at that instant is given again, byte for
+                 *     byte. The readings are today's: one overwritten or deleted since is
+                 *     read as it is now (a write's overwrites and a range delete are in
+                 *     the audit trail, with their ranges). A linked input's source is
+                 *     read with its own current configuration. Without `as_of` nothing
+                 *     of the history is read.
+                 */
+                as_of?: components["parameters"]["AsOf"];
+                /**
                  * @description The bucket width: a whole number and m (minutes), h (hours) or d
                  *     (days), from 1m to 31d. Exactly one of `interval` and
                  *     `max_points` is required.
@@ -6045,6 +6530,25 @@ export interface operations {
     exportReadings: {
         parameters: {
             query?: {
+                /**
+                 * @description Whether to list the readings and values a flag rejects too, each
+                 *     reading with its `flags` (in CSV, a last column `flags`). Without
+                 *     it they are left out, as if they were not there, and a reading with
+                 *     suspect values carries them in `flags`.
+                 */
+                flags?: components["parameters"]["Flags"];
+                /**
+                 * @description Compute as of this instant (RFC 3339 or epoch milliseconds): the
+                 *     outputs with the sensor's formulas, constants, calibrations,
+                 *     baselines and links as they were then, and the flags in force then,
+                 *     so that an answer given at that instant is given again, byte for
+                 *     byte. The readings are today's: one overwritten or deleted since is
+                 *     read as it is now (a write's overwrites and a range delete are in
+                 *     the audit trail, with their ranges). A linked input's source is
+                 *     read with its own current configuration. Without `as_of` nothing
+                 *     of the history is read.
+                 */
+                as_of?: components["parameters"]["AsOf"];
                 /** @description `csv` (default) or `ndjson`. */
                 format?: "csv" | "ndjson";
                 /** @description Only readings at or after this instant. */
@@ -6711,6 +7215,498 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listFlags: {
+        parameters: {
+            query?: {
+                /** @description Only flags covering readings at or after this instant. */
+                datetime__gte?: components["schemas"]["Bound"];
+                /** @description Only flags covering readings at or before this instant. */
+                datetime__lte?: components["schemas"]["Bound"];
+                /** @description Whether to list the cleared flags too. */
+                cleared?: boolean;
+                /** @description The most items in a page. */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description The `next_cursor` of the previous page, as it came. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The flags. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 3,
+                     *           "sensor_id": 12,
+                     *           "flag": "rejected",
+                     *           "from": "2024-05-01T12:00:00.000Z",
+                     *           "to": "2024-05-01T12:00:00.000Z",
+                     *           "reason": "Logger swapped; spike",
+                     *           "set_by": 2,
+                     *           "set_at": "2024-05-02T08:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FlagPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    setFlag: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "flag": "rejected",
+                 *       "from": "2024-05-01T12:00:00Z",
+                 *       "reason": "Logger swapped; spike"
+                 *     }
+                 */
+                "application/json": components["schemas"]["FlagInput"];
+            };
+        };
+        responses: {
+            /** @description The flag set. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "flags": [
+                     *         {
+                     *           "id": 3,
+                     *           "sensor_id": 12,
+                     *           "flag": "rejected",
+                     *           "from": "2024-05-01T12:00:00.000Z",
+                     *           "to": "2024-05-01T12:00:00.000Z",
+                     *           "reason": "Logger swapped; spike",
+                     *           "set_by": 2,
+                     *           "set_at": "2024-05-02T08:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "readings": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FlagResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    clearFlags: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "from": "2024-05-01T12:00:00Z",
+                 *       "reason": "Reviewed: the value is real"
+                 *     }
+                 */
+                "application/json": components["schemas"]["FlagClearInput"];
+            };
+        };
+        responses: {
+            /** @description The flags cleared. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "flags": [],
+                     *       "readings": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FlagResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getChecks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The checks. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "checks": [
+                     *         {
+                     *           "target": "pressure",
+                     *           "kind": "range",
+                     *           "min": 0,
+                     *           "max": 500,
+                     *           "flag": "rejected"
+                     *         },
+                     *         {
+                     *           "target": "pressure",
+                     *           "kind": "spike",
+                     *           "bound": 20,
+                     *           "flag": "suspect"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CheckList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateChecks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+                /**
+                 * @description The sensor's id.
+                 * @example 12
+                 */
+                sensor_id: components["parameters"]["SensorId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "checks": [
+                 *         {
+                 *           "target": "pressure",
+                 *           "kind": "range",
+                 *           "min": 0,
+                 *           "max": 500,
+                 *           "flag": "rejected"
+                 *         },
+                 *         {
+                 *           "target": "pressure",
+                 *           "kind": "spike",
+                 *           "bound": 20
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CheckList"];
+            };
+        };
+        responses: {
+            /** @description The checks. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "checks": [
+                     *         {
+                     *           "target": "pressure",
+                     *           "kind": "range",
+                     *           "min": 0,
+                     *           "max": 500,
+                     *           "flag": "rejected"
+                     *         },
+                     *         {
+                     *           "target": "pressure",
+                     *           "kind": "spike",
+                     *           "bound": 20,
+                     *           "flag": "suspect"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CheckList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listProjectAudit: {
+        parameters: {
+            query?: {
+                /** @description Only the changes of this sensor. */
+                sensor_id?: number;
+                /** @description Only changes of these kinds. */
+                kind?: components["parameters"]["AuditKind"];
+                /** @description Only changes made at or after this instant. */
+                datetime__gte?: components["parameters"]["AuditFrom"];
+                /** @description Only changes made at or before this instant. */
+                datetime__lte?: components["parameters"]["AuditTo"];
+                /** @description The most items in a page. */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description The `next_cursor` of the previous page, as it came. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The project's id.
+                 * @example 1
+                 */
+                proj_id: components["parameters"]["ProjId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The entries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 40,
+                     *           "project_id": 1,
+                     *           "sensor_id": 12,
+                     *           "kind": "formulas",
+                     *           "action": "update",
+                     *           "actor": 2,
+                     *           "at": "2024-06-01T09:00:00.000Z",
+                     *           "before": {
+                     *             "version": 1
+                     *           },
+                     *           "after": {
+                     *             "version": 2
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listOrgAudit: {
+        parameters: {
+            query?: {
+                /** @description Only changes of these kinds. */
+                kind?: components["parameters"]["AuditKind"];
+                /** @description Only changes made at or after this instant. */
+                datetime__gte?: components["parameters"]["AuditFrom"];
+                /** @description Only changes made at or before this instant. */
+                datetime__lte?: components["parameters"]["AuditTo"];
+                /** @description The most items in a page. */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description The `next_cursor` of the previous page, as it came. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The organization's id.
+                 * @example 1
+                 */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The entries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 41,
+                     *           "kind": "member",
+                     *           "action": "update",
+                     *           "actor": 1,
+                     *           "at": "2024-06-01T09:00:00.000Z",
+                     *           "before": {
+                     *             "user_id": 2,
+                     *             "role": "viewer"
+                     *           },
+                     *           "after": {
+                     *             "user_id": 2,
+                     *             "role": "editor"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -11,7 +11,7 @@ import { action, errorBox, field, h, table } from '../dom';
 import { filenameFromDisposition, rangeFilename, saveBlob } from '../download';
 import { columns, formatNumber, loadRange, nextFromHeaders, queryFromLink, seriesOf, stats, valueOf, type Page, type ReadingsQuery, type Series } from '../readings';
 import { href } from '../router';
-import { customRange, formatDateTime, presetRange, PRESETS, toLocalText, zoneName, type PresetId, type Range } from '../time';
+import { customRange, formatDateTime, fromLocalInput, presetRange, PRESETS, toLocalText, zoneName, type PresetId, type Range } from '../time';
 import { sensorHeader } from './sensor';
 
 const TABLE_PAGE = 100;
@@ -45,8 +45,16 @@ type SensorPath = { org_id: number; proj_id: number; sensor_id: number };
 
 function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
   const listPath = `/api/v1/org/${path.org_id}/proj/${path.proj_id}/readings/${path.sensor_id}`;
+  // As of: the outputs with the configuration and the flags in force at an instant, as a report showed them then.
+  const asOf = h('input', { name: 'as_of', placeholder: 'YYYY-MM-DD HH:MM:SS', size: 19, spellcheck: 'false', autocomplete: 'off', 'data-testid': 'as-of' });
+  const asOfQuery = (): { as_of?: string } => {
+    if (!asOf.value.trim()) return {};
+    const t = fromLocalInput(asOf.value);
+    if (Number.isNaN(t.getTime())) throw new Error('write the instant of “as of” as 2024-05-01 12:00:00, or leave it empty');
+    return { as_of: t.toISOString() };
+  };
   const fetchPage = async (query: ReadingsQuery, signal?: AbortSignal) => {
-    const { data, response } = await send(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}', { params: { path, query }, signal }));
+    const { data, response } = await send(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}', { params: { path, query: { ...query, ...asOfQuery() } }, signal }));
     return { readings: data, link: nextFromHeaders(response.headers) };
   };
 
@@ -117,7 +125,13 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
   );
   let view: 'chart' | 'table' = 'chart';
   let destroyChart: (() => void) | undefined;
-  const pager = tablePager(tableEl, listPath, fetchPage);
+  // Flags: the table lists the rejected readings too, with every flag, when asked.
+  const showFlags = h('input', { type: 'checkbox', name: 'flags', 'data-testid': 'show-flags' });
+  const pager = tablePager(tableEl, listPath, fetchPage, () => showFlags.checked);
+  showFlags.addEventListener('change', () => {
+    if (!showFlags.checked || view === 'table') draw();
+    else show('table');
+  });
 
   function show(v: 'chart' | 'table') {
     view = v;
@@ -190,6 +204,7 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
       tz: zoneName(),
       datetime__gte: r.from.toISOString(),
       datetime__lt: r.to.toISOString(),
+      ...asOfQuery(),
     };
     return send(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/aggregates', { params: { path, query }, signal })).catch((err: unknown) => {
       if (err instanceof ApiError && err.status === 400) return undefined;
@@ -258,7 +273,7 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
       const r = range ?? (await chosenRange());
       const { data, response } = await send(
         ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/export', {
-          params: { path, query: { format: 'csv', outputs: true, datetime__gte: r.from.toISOString(), datetime__lt: r.to.toISOString() } },
+          params: { path, query: { format: 'csv', outputs: true, datetime__gte: r.from.toISOString(), datetime__lt: r.to.toISOString(), ...asOfQuery() } },
           parseAs: 'blob',
         }),
       );
@@ -267,7 +282,8 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
     }),
   );
 
-  const form = h('form', { class: 'inline controls', 'aria-label': 'Range' }, field('Range', preset), custom, loadButton, stopButton, csvButton, progress, status);
+  const form = h('form', { class: 'inline controls', 'aria-label': 'Range' }, field('Range', preset), custom, field('As of', asOf), loadButton, stopButton, csvButton, progress, status);
+  const flagger = flagForm(ctx, path, sensor, () => range, () => void load());
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     void load();
@@ -280,8 +296,8 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
   return h(
     'div',
     { class: 'viewer' },
-    h('div', { class: 'viewer-controls' }, form, h('p', { class: 'muted zone' }, 'Times in ', h('span', { 'data-testid': 'zone' }, zoneName()), ', the browser’s time zone. ', compare), out),
-    h('div', { class: 'viewer-picks' }, picks, views),
+    h('div', { class: 'viewer-controls' }, form, h('p', { class: 'muted zone' }, 'Times in ', h('span', { 'data-testid': 'zone' }, zoneName()), ', the browser’s time zone. ', compare), out, flagger),
+    h('div', { class: 'viewer-picks' }, picks, views, h('label', { class: 'pick' }, showFlags, ' Rejected values and flags in the table')),
     h('div', { class: 'viewer-chart' }, resolution, chartEl),
     h('div', { class: 'viewer-data' }, statsEl, tableEl),
   );
@@ -299,7 +315,7 @@ export function defaultSeries(series: Series[]): Series[] {
  * to the page before. The chart's copy of the range may be cut at its limit;
  * the table reaches every reading.
  */
-function tablePager(el: HTMLElement, listPath: string, fetchPage: (q: ReadingsQuery) => Promise<Page>) {
+function tablePager(el: HTMLElement, listPath: string, fetchPage: (q: ReadingsQuery) => Promise<Page>, withFlags: () => boolean) {
   let queries: ReadingsQuery[] = []; // the pages seen, newest first; the last is shown
   let shown: Series[] = [];
   let range: Range | undefined;
@@ -326,11 +342,16 @@ function tablePager(el: HTMLElement, listPath: string, fetchPage: (q: ReadingsQu
         });
       }
       const first = (pageNo - 1) * TABLE_PAGE + 1;
+      const flagged = query.flags === true;
       el.replaceChildren(
         h('div', { class: 'inline pager' }, newer, h('span', { class: 'muted', 'data-testid': 'table-page' }, page.readings.length ? `Readings ${first}–${first + page.readings.length - 1}, newest first (page ${pageNo})` : 'No readings in this range.'), older),
         table(
-          [`Datetime (${zoneName()})`, ...shown.map((s) => `${s.key}${s.unit ? ` (${s.unit})` : ''}`)],
-          page.readings.map((r) => [h('span', { title: r.datetime }, formatDateTime(r.datetime)), ...shown.map((s) => formatNumber(valueOf(r, s), s.decimals))]),
+          [`Datetime (${zoneName()})`, ...shown.map((s) => `${s.key}${s.unit ? ` (${s.unit})` : ''}`), ...(flagged ? ['Flags'] : [])],
+          page.readings.map((r) => [
+            h('span', { title: r.datetime }, formatDateTime(r.datetime)),
+            ...shown.map((s) => h('span', { class: flagOf(r, s) ? `flag-${flagOf(r, s)}` : '' }, formatNumber(valueOf(r, s), s.decimals))),
+            ...(flagged ? [flagsText(r)] : []),
+          ]),
           { 'aria-label': 'Readings' },
         ),
         out,
@@ -343,9 +364,10 @@ function tablePager(el: HTMLElement, listPath: string, fetchPage: (q: ReadingsQu
     /** show opens the table on the newest page of r, or keeps its page when only the series changed. */
     async show(r: Range, series: Series[]) {
       shown = series;
-      if (r !== range) {
+      const flags = withFlags();
+      if (r !== range || (queries[0]?.flags === true) !== flags) {
         range = r;
-        queries = [{ outputs: true, order: 'desc', limit: TABLE_PAGE, datetime__gte: r.from.toISOString(), datetime__lt: r.to.toISOString() }];
+        queries = [{ outputs: true, order: 'desc', limit: TABLE_PAGE, datetime__gte: r.from.toISOString(), datetime__lt: r.to.toISOString(), ...(flags ? { flags } : {}) }];
       }
       await render();
     },
@@ -391,4 +413,61 @@ function statsTable(series: Series[], ys: (number | null)[][]): HTMLElement {
     }),
     { 'aria-label': 'Series statistics', 'data-testid': 'stats' },
   );
+}
+
+/** flagOf is the flag on s's value in r: its own, or the whole reading's (an output's is its reading's). */
+function flagOf(r: Reading, s: Series): string | undefined {
+  const flags = r.flags;
+  if (!flags) return undefined;
+  return (s.kind === 'input' ? flags[String(s.id)] : undefined) ?? flags['*'] ?? (s.kind === 'output' ? Object.values(flags)[0] : undefined);
+}
+
+/** flagsText writes a reading's flags, "reading suspect" for the whole reading's. */
+export function flagsText(r: Reading): string {
+  // The whole reading's first: JavaScript orders an object's numeric keys before the others.
+  return Object.entries(r.flags ?? {})
+    .sort(([a], [b]) => Number(b === '*') - Number(a === '*'))
+    .map(([on, flag]) => `${on === '*' ? 'reading' : on} ${flag}`)
+    .join(', ');
+}
+
+/**
+ * flagForm flags, or clears the flags of, a range of the sensor's readings,
+ * the whole readings or one input, with a reason; the range starts as the
+ * one shown. done reloads it.
+ */
+function flagForm(ctx: Ctx, path: SensorPath, sensor: Sensor, shown: () => Range | undefined, done: () => void): HTMLElement {
+  const kind = h('select', { name: 'flag', 'aria-label': 'Flag' }, h('option', { value: 'rejected' }, 'Reject'), h('option', { value: 'suspect' }, 'Mark suspect'), h('option', { value: 'clear' }, 'Clear flags'));
+  const from = h('input', { name: 'flag-from', placeholder: 'YYYY-MM-DD HH:MM:SS', size: 19, spellcheck: 'false', autocomplete: 'off' });
+  const to = h('input', { name: 'flag-to', placeholder: 'YYYY-MM-DD HH:MM:SS', size: 19, spellcheck: 'false', autocomplete: 'off' });
+  const input = h('select', { name: 'flag-input', 'aria-label': 'Input' }, h('option', { value: '' }, 'Whole readings'), sensor.inputs.map((i) => h('option', { value: i.key }, i.key)));
+  const reason = h('input', { name: 'reason', placeholder: 'Why', size: 30, maxlength: 500 });
+  const submit = h('button', { type: 'submit' }, 'Apply');
+  const out = h('div');
+  const details = h('details', { class: 'flag-form' }, h('summary', null, 'Flag readings'));
+  details.addEventListener('toggle', () => {
+    const r = shown();
+    if (details.open && r && !from.value) {
+      from.value = toLocalText(r.from);
+      to.value = toLocalText(r.to);
+    }
+  });
+  const form = h('form', { class: 'inline controls', 'aria-label': 'Flag readings' }, kind, field('From', from), field('To', to), input, field('Reason', reason), submit);
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    void action(submit, out, async () => {
+      const f = fromLocalInput(from.value);
+      const t = fromLocalInput(to.value || from.value);
+      if (Number.isNaN(f.getTime()) || Number.isNaN(t.getTime())) throw new Error('write the range as 2024-05-01 12:00:00');
+      const body = { from: f.toISOString(), to: t.toISOString(), reason: reason.value, ...(input.value ? { input: input.value } : {}) };
+      const res =
+        kind.value === 'clear'
+          ? await send(ctx.api.POST('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags/clear', { params: { path }, body }))
+          : await send(ctx.api.POST('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags', { params: { path }, body: { ...body, flag: kind.value as 'suspect' | 'rejected' } }));
+      out.replaceChildren(h('p', { class: 'muted', 'data-testid': 'flag-result' }, `${kind.value === 'clear' ? 'Cleared' : 'Set'} ${res.data.flags.length} ${res.data.flags.length === 1 ? 'flag' : 'flags'} over ${res.data.readings.toLocaleString('en')} readings.`));
+      done();
+    });
+  });
+  details.append(form, out);
+  return details;
 }
