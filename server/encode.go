@@ -143,16 +143,6 @@ func (c *csvColumns) appendRow(b []byte, r *store.Reading) []byte {
 	return append(b, '\n')
 }
 
-// inputIDsOf is every input id the readings use, ascending.
-func inputIDsOf(readings []store.Reading) []int64 {
-	var ids []int64
-	for _, r := range readings {
-		ids = append(ids, r.InputIDs...)
-	}
-	slices.Sort(ids)
-	return slices.Compact(ids)
-}
-
 // A reading as JSON, and a page of readings.
 
 // readingsPage is a page of readings encoded as JSON while the rows arrive,
@@ -219,7 +209,7 @@ func (p *readingsPage) finish(link string) *readingsPage {
 		p.buf.WriteString("]\n")
 		return p
 	}
-	columns := csvColumns{inputIDs: inputIDsOf(p.csv), outputs: p.outputs, names: p.names}
+	columns := csvColumns{inputIDs: slices.Compact(slices.Sorted(store.InputIDsOf(p.csv))), outputs: p.outputs, names: p.names}
 	p.buf.Write(columns.appendHeader(p.buf.AvailableBuffer()))
 	for i := range p.csv {
 		p.buf.Write(columns.appendRow(p.buf.AvailableBuffer(), &p.csv[i]))
