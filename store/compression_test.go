@@ -136,6 +136,14 @@ func TestWritesWaitOnlyForTheirChunks(t *testing.T) {
 			_, err := insert(ctx, db, key, []store.Reading{reading(at, 2)})
 			return err
 		}},
+		{"InsertReadings/OverwriteLarge", func(key store.SensorKey) error { // deleted and COPYed, not upserted
+			batch := make([]store.Reading, store.UpsertMax+1)
+			for i := range batch {
+				batch[i] = reading(at.Add(time.Duration(i)*time.Second), 2)
+			}
+			_, err := insert(ctx, db, key, batch)
+			return err
+		}},
 		{"InsertReadingStream/Overwrite", func(key store.SensorKey) error {
 			_, err := insertStream(ctx, db, key, &sliceStream{readings: []store.Reading{reading(at, 2)}})
 			return err
