@@ -189,16 +189,6 @@ func appendMarks(b []byte, marks []sensing.Mark, names keyNames) []byte {
 	return append(b, '}')
 }
 
-// inputIDsOf is every input id the readings use, ascending.
-func inputIDsOf(readings []store.Reading) []int64 {
-	var ids []int64
-	for _, r := range readings {
-		ids = append(ids, r.InputIDs...)
-	}
-	slices.Sort(ids)
-	return slices.Compact(ids)
-}
-
 // A reading as JSON, and a page of readings.
 
 // readingsPage is a page of readings encoded as JSON while the rows arrive,
@@ -272,7 +262,7 @@ func (p *readingsPage) finish(link string) *readingsPage {
 		p.buf.WriteString("]\n")
 		return p
 	}
-	columns := csvColumns{inputIDs: inputIDsOf(p.csv), outputs: p.outputs, names: p.names, flags: p.allFlags}
+	columns := csvColumns{inputIDs: slices.Compact(slices.Sorted(store.InputIDsOf(p.csv))), outputs: p.outputs, names: p.names, flags: p.allFlags}
 	p.buf.Write(columns.appendHeader(p.buf.AvailableBuffer()))
 	for i := range p.csv {
 		p.buf.Write(columns.appendRow(p.buf.AvailableBuffer(), &p.csv[i], p.csvMarks[i]))

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -15,10 +16,10 @@ import (
 
 // TestCompressionMeetsAnOverwrite compresses a chunk while a batch that
 // overwrites readings in it is half way through its transaction, the
-// meeting that made valid POSTs answer 500 (deadlock detected). The batch
-// is held after its first statement on the readings, by a lock on its
-// hour in the rollups' queue; then compress_chunk runs, until it waits
-// for the batch (or is done); then the batch goes on.
+// meeting that made valid POSTs answer 500 (deadlock detected): a small
+// batch, which the lock's round trip upserts, and a large one, deleted and
+// COPYed. The batch is held once its readings are written; then
+// compress_chunk runs, and must wait for the batch; then the batch goes on.
 //
 // Before, the batch's first statement read the chunk (AccessShareLock),
 // compress_chunk took the chunk (ExclusiveLock, which a reader does not
@@ -30,66 +31,81 @@ import (
 // The store's retry of a deadlock's victim is turned off here: no
 // deadlock may happen at all.
 func TestCompressionMeetsAnOverwrite(t *testing.T) {
-	ctx := t.Context()
 	pool, db := newCompressionDB(t)
 	db.SetTxAttempts(1)
-	key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
-	at := time.Date(2024, 3, 4, 10, 0, 0, 0, time.UTC)
-	mustInsert(t, db, key,
-		store.Reading{Time: at, InputIDs: []int64{1}, Values: []float64{1}},
-		store.Reading{Time: at.Add(time.Minute), InputIDs: []int64{1}, Values: []float64{2}})
-	chunk := chunkOf(t, pool, at)
+	for i, size := range []int{3, store.UpsertMax + 1} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			ctx := t.Context()
+			at := time.Date(2024, 3, 4+28*i, 10, 0, 0, 0, time.UTC) // a chunk of its own
+			reading := func(d time.Duration, v float64) store.Reading {
+				return store.Reading{Time: at.Add(d), InputIDs: []int64{1}, Values: []float64{v}}
+			}
+			key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+			mustInsert(t, db, key, reading(0, 1), reading(time.Minute, 2))
+			chunk := chunkOf(t, pool, at)
+			overwrite := make([]store.Reading, size)
+			for i := range overwrite {
+				overwrite[i] = reading(time.Duration(i)*time.Minute, float64(10*(i+1)))
+			}
 
-	hold := connect(t, pool)
-	tx, err := hold.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT FROM rollup_dirty WHERE sensor_id = $1 FOR UPDATE`, key.SensorID); err != nil {
-		t.Fatal(err)
-	}
+			written, release, batch := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+			go func() {
+				batch <- db.InTx(ctx, func(tx *store.Tx) error {
+					w, err := tx.LockSensorWrite(ctx, key, overwrite)
+					if err != nil {
+						return err
+					}
+					if err := tx.RecordInputs(ctx, w, store.InputIDsOf(overwrite)); err != nil {
+						return err
+					}
+					if _, err := tx.WriteReadings(ctx, w, overwrite); err != nil {
+						return err
+					}
+					close(written)
+					<-release
+					return nil
+				})
+			}()
+			select {
+			case <-written:
+			case err := <-batch:
+				t.Fatalf("the batch ended (error %v) before it was held", err)
+			}
 
-	overwrite := []store.Reading{
-		{Time: at, InputIDs: []int64{1}, Values: []float64{10}},
-		{Time: at.Add(time.Minute), InputIDs: []int64{1}, Values: []float64{20}},
-		{Time: at.Add(2 * time.Minute), InputIDs: []int64{1}, Values: []float64{30}},
-	}
-	batch := make(chan error, 1)
-	go func() {
-		_, err := insert(ctx, db, key, overwrite)
-		batch <- err
-	}()
-	watch := connect(t, pool)
-	waitForLockWait(t, watch, batch, "the batch")
+			compressor := connect(t, pool)
+			compressed := make(chan error, 1)
+			go func() {
+				_, err := compressor.Exec(ctx, `SELECT compress_chunk($1::regclass)`, chunk)
+				compressed <- err
+			}()
+			watch := connect(t, pool)
+			waitForLockWaitOf(t, watch, compressor.PgConn().PID(), compressed)
+			select {
+			case err := <-compressed:
+				t.Errorf("compress_chunk ended (error %v) without waiting for the batch that wrote its chunk", err)
+				compressed <- err
+			default:
+			}
 
-	compressor := connect(t, pool)
-	compressed := make(chan error, 1)
-	go func() {
-		_, err := compressor.Exec(ctx, `SELECT compress_chunk($1::regclass)`, chunk)
-		compressed <- err
-	}()
-	waitForLockWaitOf(t, watch, compressor.PgConn().PID(), compressed)
-
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-batch; err != nil {
-		t.Errorf("InsertReadings during compress_chunk: %v", err)
-	}
-	if err := <-compressed; err != nil {
-		t.Errorf("compress_chunk during InsertReadings: %v", err)
-	}
-	if got := readAll(t, db, key); !equalReadings(got, overwrite) {
-		t.Errorf("readings = %v, want %v", got, overwrite)
-	}
-	var isCompressed bool
-	if err := watch.QueryRow(ctx, `SELECT is_compressed FROM timescaledb_information.chunks
+			close(release)
+			if err := <-batch; err != nil {
+				t.Errorf("InsertReadings during compress_chunk: %v", err)
+			}
+			if err := <-compressed; err != nil {
+				t.Errorf("compress_chunk during InsertReadings: %v", err)
+			}
+			if got := readAll(t, db, key); !equalReadings(got, overwrite) {
+				t.Errorf("readings = %v, want %v", got, overwrite)
+			}
+			var isCompressed bool
+			if err := watch.QueryRow(ctx, `SELECT is_compressed FROM timescaledb_information.chunks
 WHERE format('%I.%I', chunk_schema, chunk_name) = $1`, chunk).Scan(&isCompressed); err != nil {
-		t.Fatal(err)
-	}
-	if !isCompressed {
-		t.Errorf("chunk %s is not compressed", chunk)
+				t.Fatal(err)
+			}
+			if !isCompressed {
+				t.Errorf("chunk %s is not compressed", chunk)
+			}
+		})
 	}
 }
 
@@ -118,6 +134,14 @@ func TestWritesWaitOnlyForTheirChunks(t *testing.T) {
 		}},
 		{"InsertReadings/Overwrite", func(key store.SensorKey) error {
 			_, err := insert(ctx, db, key, []store.Reading{reading(at, 2)})
+			return err
+		}},
+		{"InsertReadings/OverwriteLarge", func(key store.SensorKey) error { // deleted and COPYed, not upserted
+			batch := make([]store.Reading, store.UpsertMax+1)
+			for i := range batch {
+				batch[i] = reading(at.Add(time.Duration(i)*time.Second), 2)
+			}
+			_, err := insert(ctx, db, key, batch)
 			return err
 		}},
 		{"InsertReadingStream/Overwrite", func(key store.SensorKey) error {
@@ -278,20 +302,6 @@ SELECT pid::bigint FROM pg_stat_activity WHERE datname = current_database() AND 
 		out[i] = uint32(p)
 	}
 	return out
-}
-
-// waitForLockWait waits until a session of the database waits for a lock;
-// what must not end first is what, with done its outcome.
-func waitForLockWait(t *testing.T, watch *pgx.Conn, done <-chan error, what string) {
-	t.Helper()
-	for len(lockWaiters(t, watch)) == 0 {
-		select {
-		case err := <-done:
-			t.Fatalf("%s ended (error %v) before it waited for the lock the test holds", what, err)
-		default:
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // waitForLockWaitOf waits until session pid waits for a lock, or its

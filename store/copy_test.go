@@ -15,7 +15,10 @@ import (
 // through the hand-encoded binary COPY, on both of its paths (new readings,
 // then the same instants again, deleted and copied anew, in that order),
 // and reads back exactly what was sent, through
-// the store's scanner and through PostgreSQL's own formatting.
+// the store's scanner and through PostgreSQL's own formatting. A batch of
+// at most store.UpsertMax readings is upserted instead of COPYed, so the
+// edges go once alone, through the upsert, and once with that many
+// ordinary readings more, through the COPY.
 func TestCopyRoundTrip(t *testing.T) {
 	ctx := t.Context()
 	pool := storetest.NewPool(t)
@@ -28,12 +31,6 @@ func TestCopyRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sensor, err := db.CreateSensor(ctx, org.ID, project.ID, "copy", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := store.SensorKey{OrgID: org.ID, ProjectID: project.ID, SensorID: sensor.ID}
-
 	at := func(s string) time.Time {
 		v, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
@@ -71,51 +68,74 @@ func TestCopyRoundTrip(t *testing.T) {
 		}
 	}
 
-	t.Run("new", func(t *testing.T) {
-		if _, err := insert(ctx, db, key, readings); err != nil {
-			t.Fatal(err)
-		}
-		check(t, sensor, readings)
-		// The server's own reading of the bytes, independent of the
-		// scanner, which shares the encoder's epoch.
-		rows, err := pool.Query(ctx, `SELECT to_char(datetime AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), vals[1]::text
-FROM readings WHERE sensor_id = $1 ORDER BY datetime`, sensor.ID)
+	for _, path := range []struct {
+		name  string
+		extra int // ordinary readings sent with the edges
+	}{{"Upsert", 0}, {"Copy", store.UpsertMax}} {
+		sensor, err := db.CreateSensor(ctx, org.ID, project.ID, path.name, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []string
-		for rows.Next() {
-			var at, first string
-			if err := rows.Scan(&at, &first); err != nil {
+		key := store.SensorKey{OrgID: org.ID, ProjectID: project.ID, SensorID: sensor.ID}
+		// The ordinary readings, in 2030, sort between the edges of 2024 and
+		// 9999.
+		with := func(edges []store.Reading) []store.Reading {
+			all := slices.Clone(edges[:len(edges)-1])
+			for i := range path.extra {
+				all = append(all, store.Reading{Time: at("2030-01-01T00:00:00Z").Add(time.Duration(i) * time.Second), InputIDs: []int64{1}, Values: []float64{float64(i)}})
+			}
+			return append(all, edges[len(edges)-1])
+		}
+		t.Run(path.name+"/new", func(t *testing.T) {
+			if _, err := insert(ctx, db, key, with(readings)); err != nil {
 				t.Fatal(err)
 			}
-			got = append(got, at+" "+first)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		want := []string{
-			"0001-01-01T00:00:00.000000 0",
-			"1969-12-31T23:59:59.999999 -0",
-			"1999-12-31T23:59:59.999999 5e-324",
-			"2000-01-01T00:00:00.000000 1.7976931348623157e+308",
-			"2024-05-01T12:00:00.123456 2803.5",
-			"9999-12-31T23:59:59.999999 0.1",
-		}
-		if !slices.Equal(got, want) {
-			t.Errorf("PostgreSQL reads\n%q\nwant\n%q", got, want)
-		}
-	})
-	t.Run("overwrite", func(t *testing.T) {
-		again := make([]store.Reading, len(readings))
-		for i, r := range readings {
-			again[i] = store.Reading{Time: r.Time, InputIDs: []int64{9}, Values: []float64{float64(i) + 0.25}}
-		}
-		if _, err := insert(ctx, db, key, again); err != nil {
-			t.Fatal(err)
-		}
-		check(t, sensor, again)
-	})
+			check(t, sensor, with(readings))
+			// The server's own reading of the bytes, independent of the
+			// scanner, which shares the encoder's epoch.
+			rows, err := pool.Query(ctx, `SELECT to_char(datetime AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), vals[1]::text
+FROM readings WHERE sensor_id = $1 AND date_part('year', datetime) <> 2030 ORDER BY datetime`, sensor.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for rows.Next() {
+				var at, first string
+				if err := rows.Scan(&at, &first); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, at+" "+first)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{
+				"0001-01-01T00:00:00.000000 0",
+				"1969-12-31T23:59:59.999999 -0",
+				"1999-12-31T23:59:59.999999 5e-324",
+				"2000-01-01T00:00:00.000000 1.7976931348623157e+308",
+				"2024-05-01T12:00:00.123456 2803.5",
+				"9999-12-31T23:59:59.999999 0.1",
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("PostgreSQL reads\n%q\nwant\n%q", got, want)
+			}
+		})
+		t.Run(path.name+"/overwrite", func(t *testing.T) {
+			again := make([]store.Reading, len(readings))
+			for i, r := range readings {
+				again[i] = store.Reading{Time: r.Time, InputIDs: []int64{9}, Values: []float64{float64(i) + 0.25}}
+			}
+			written, err := insert(ctx, db, key, with(again))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := (store.Written{Replaced: len(readings) + path.extra}); written != want {
+				t.Errorf("overwrite = %+v, want %+v", written, want)
+			}
+			check(t, sensor, with(again))
+		})
+	}
 	t.Run("many", func(t *testing.T) {
 		// Enough rows for the COPY to be encoded in several chunks.
 		other, err := db.CreateSensor(ctx, org.ID, project.ID, "many", "", nil)

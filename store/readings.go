@@ -93,9 +93,11 @@ type SensorWrite struct {
 // newest as the sensor's (KeepLatest), so that a batch after the sensor's
 // newest reading costs this round trip, its COPY and the commit. A batch
 // of at most upsertMax readings is stored in that round trip too
-// (upsertReadingsSQL), and WriteReadings has nothing left to do. What the
-// round trip writes after a failed lock is rolled back with the
-// transaction that the error ends.
+// (upsertReadingsSQL), and WriteReadings has nothing left to do. The
+// round trip's statements run whether or not the lock found the sensor:
+// its writes are guarded (sensorOfKeySQL), so that a write naming a
+// sensor beyond its project, another organization's say, writes, locks
+// and waits for none of that sensor's rows before it is refused.
 //
 // It returns NotFound, and Conflict when the project is archived.
 func (tx *Tx) LockSensorWrite(ctx context.Context, key SensorKey, batch []Reading) (SensorWrite, error) {
@@ -108,12 +110,12 @@ func (tx *Tx) LockSensorWrite(ctx context.Context, key SensorKey, batch []Readin
 	})
 	if len(batch) > 0 {
 		newest := &batch[len(batch)-1]
-		b.Queue(queueHoursSQL, key.SensorID, readingHours(batch))
-		b.Queue(keepLatestSQL, key.SensorID, newest.Time, newest.InputIDs, newest.Values)
+		b.Queue(aheadQueueHoursSQL, key.SensorID, readingHours(batch), key.ProjectID, key.OrgID)
+		b.Queue(aheadKeepLatestSQL, key.SensorID, newest.Time, newest.InputIDs, newest.Values, key.ProjectID, key.OrgID)
 		w.aheadQueued = true
 		if len(batch) <= upsertMax {
 			times, starts, ends, ids, values := readingColumns(batch)
-			b.Queue(upsertReadingsSQL, key.SensorID, times, starts, ends, ids, values).QueryRow(func(row pgx.Row) error {
+			b.Queue(upsertReadingsSQL, key.SensorID, times, starts, ends, ids, values, key.ProjectID, key.OrgID).QueryRow(func(row pgx.Row) error {
 				return row.Scan(&w.written.New, &w.written.Replaced)
 			})
 			w.stored = true
@@ -309,6 +311,27 @@ func insertReadings(ctx context.Context, tx pgx.Tx, sensorID int64, readings []R
 	return written, copyReadings(ctx, tx.Conn().PgConn(), sensorID, readings)
 }
 
+// sensorOfKeySQL guards a write of LockSensorWrite's round trip: sensor
+// $1 is of project $%[1]d of organization $%[2]d, as the lock checks. Its
+// two lookups by primary key cost less than a round trip.
+const sensorOfKeySQL = `EXISTS (SELECT FROM sensors s JOIN projects p ON p.id = s.project_id
+    WHERE s.id = $1 AND p.id = $%[1]d AND p.org_id = $%[2]d)`
+
+// aheadQueueHoursSQL is queueHoursSQL and aheadKeepLatestSQL keepLatestSQL
+// in LockSensorWrite's round trip, with the sensor's project $3 and
+// organization $4, and $5 and $6.
+var (
+	aheadQueueHoursSQL = `
+INSERT INTO rollup_dirty AS d (sensor_id, hour, inputs)
+SELECT $1, h, true FROM unnest($2::timestamptz[]) AS h WHERE ` + fmt.Sprintf(sensorOfKeySQL, 3, 4) + `
+ON CONFLICT (sensor_id, hour) DO UPDATE SET inputs = true WHERE NOT d.inputs`
+	aheadKeepLatestSQL = `
+INSERT INTO sensor_latest AS l (sensor_id, datetime, input_ids, vals)
+SELECT $1::bigint, $2::timestamptz, $3::bigint[], $4::float8[] WHERE ` + fmt.Sprintf(sensorOfKeySQL, 5, 6) + `
+ON CONFLICT (sensor_id) DO UPDATE SET datetime = EXCLUDED.datetime, input_ids = EXCLUDED.input_ids, vals = EXCLUDED.vals
+WHERE l.datetime <= EXCLUDED.datetime`
+)
+
 // upsertMax is the most readings of a batch that LockSensorWrite stores
 // in its round trip, with upsertReadingsSQL: a logger's batch. Below a few
 // hundred readings, an upsert costs PostgreSQL less than the DELETE and
@@ -321,13 +344,15 @@ const upsertMax = 100
 // upsertReadingsSQL stores the readings of a batch of sensor $1, at
 // instants $2, the i-th reading's inputs being elements $3[i] to $4[i] of
 // $5 and $6, replacing those stored at its instants, and returns how many
-// were new and how many replaced one. A row the upsert inserted has no
-// xmax; one it updated has the updating transaction's.
-const upsertReadingsSQL = `
+// were new and how many replaced one; nothing unless the sensor is of
+// project $7 of organization $8 (sensorOfKeySQL). A row the upsert
+// inserted has no xmax; one it updated has the updating transaction's.
+var upsertReadingsSQL = `
 WITH u AS (
     INSERT INTO readings AS r (sensor_id, datetime, input_ids, vals)
     SELECT $1, c.t, ($5::bigint[])[c.lo:c.hi], ($6::float8[])[c.lo:c.hi]
     FROM unnest($2::timestamptz[], $3::int[], $4::int[]) AS c(t, lo, hi)
+    WHERE ` + fmt.Sprintf(sensorOfKeySQL, 7, 8) + `
     ON CONFLICT (sensor_id, datetime) DO UPDATE SET input_ids = EXCLUDED.input_ids, vals = EXCLUDED.vals
     RETURNING r.xmax = 0 AS inserted
 )
