@@ -58,7 +58,7 @@ func newMetrics(st Health, formulaErrors func() int64, log *slog.Logger, openStr
 			Name: "readings_formula_errors_total",
 			Help: "Outputs left out because their formula came to NaN or an infinity, or a stored formula failed to compile.",
 		}, func() float64 { return float64(formulaErrors()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "readings_http_open_streams", Help: "Streaming responses (exports) open now."},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "readings_http_open_streams", Help: "Streams open now: exports and file uploads."},
 			func() float64 { return float64(openStreams()) }),
 		pool("max_connections", "The pool's connection limit.", func(s store.PoolStats) float64 { return float64(s.Max) }),
 		pool("connections", "Open connections.", func(s store.PoolStats) float64 { return float64(s.Total) }),

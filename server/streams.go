@@ -1,6 +1,7 @@
 package server
 
 import (
+	"mime"
 	"net/http"
 	"strconv"
 	"sync"
@@ -21,8 +22,8 @@ var streamingOperations = map[string]bool{"exportReadings": true}
 // bucket can predict, so this is a polite pause rather than a promise.
 const streamRetryAfterSeconds = 5
 
-// streamLimits caps the streaming responses open at once, in total and per
-// token. A stream holds no database connection while its client reads, but
+// streamLimits caps the streams open at once, exports and file uploads, in
+// total and per token. A stream holds no database connection while its client reads, but
 // it holds a goroutine, a chunk of memory and, while a chunk is read, a
 // connection: the caps keep all of that bounded, and the total below the
 // pool's size, so that ordinary requests always find a connection.
@@ -66,6 +67,19 @@ func (l *streamLimits) acquire(h http.Header, tokenID int64) (release func(), er
 	}, nil
 }
 
+// isFileUpload says whether a request is a logger's file: it is stored a
+// line at a time as it arrives, in one transaction, so the client's pace
+// holds a database connection and the sensor's lock for as long as it
+// sends, up to the server's read timeout. It takes a stream slot, as an
+// export does, so that slow uploads cannot take every connection.
+func isFileUpload(operation string, r *http.Request) bool {
+	if operation != "postReadings" {
+		return false
+	}
+	mediaType, _, _ := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
+	return mediaType == "text/csv"
+}
+
 // openStreams is how many streams are open, for the metrics.
 func (l *streamLimits) openStreams() int {
 	l.mu.Lock()
@@ -78,7 +92,7 @@ func (l *streamLimits) openStreams() int {
 func (s *Server) limitStreams(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		op := s.ops.lookup(c)
-		if op == nil || !streamingOperations[op.id] {
+		if op == nil || !(streamingOperations[op.id] || isFileUpload(op.id, c.Request())) {
 			return next(c)
 		}
 		release, err := s.streams.acquire(c.Response().Header(), principalOf(c.Request().Context()).TokenID)

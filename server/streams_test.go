@@ -190,3 +190,64 @@ func TestStreamCaps(t *testing.T) {
 		t.Errorf("an export once the others ended: %d %s, want 200", res.StatusCode, body)
 	}
 }
+
+// A logger's file is stored as it arrives, in one transaction, so a slow
+// upload holds a database connection (and its sensor's lock) for as long as
+// it sends: uploads take the same slots as exports, and past them get a 429
+// while other requests, JSON batches included, go on.
+func TestFileUploadsTakeStreamSlots(t *testing.T) {
+	t.Parallel()
+	cfg := defaultConfig()
+	cfg.MaxStreams, cfg.MaxStreamsPerToken = 2, 1
+	e := newEnvWith(t, cfg, faults{})
+	acme, globex := e.newTenant("Acme"), e.newTenant("Globex")
+	token := acme.tokens[store.Editor]
+
+	body, send := io.Pipe()
+	t.Cleanup(func() { send.CloseWithError(io.ErrUnexpectedEOF) }) // else a failure leaves the server waiting on it
+	ended := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", e.url+readingsPath(acme), body)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "text/csv")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			ended <- 0
+			return
+		}
+		res.Body.Close()
+		ended <- res.StatusCode
+	}()
+	if _, err := io.WriteString(send, "datetime,1\n2024-05-01T00:00:00Z,1.5\n"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(e.metrics(), "readings_http_open_streams 1"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow upload never took a stream slot")
+		}
+	}
+
+	file := func(tn tenant, token string) (*http.Response, []byte) {
+		return e.do(token, "POST", readingsPath(tn), "text/csv", strings.NewReader("datetime,1\n2024-05-02T00:00:00Z,2.5\n"))
+	}
+	res, got := file(acme, token)
+	wantError(t, res.StatusCode, got, 429, "rate_limited")
+	if res.Header.Get("Retry-After") == "" {
+		t.Error("a 429 for a token's open uploads has no Retry-After")
+	}
+	// Not to Acme's sensor, whose lock the held upload has.
+	if res, got := e.do(globex.tokens[store.Editor], "POST", readingsPath(globex), "application/json", strings.NewReader(`[{"datetime":"2024-05-03T00:00:00Z","inputs":{"1":3.5}}]`)); res.StatusCode != 200 {
+		t.Errorf("a JSON batch beside the held upload: %d %s, want 200", res.StatusCode, got)
+	}
+	if res, got := file(globex, globex.tokens[store.Editor]); res.StatusCode != 200 {
+		t.Errorf("another organization's upload beside the held one: %d %s, want 200", res.StatusCode, got)
+	}
+
+	send.Close()
+	if status := <-ended; status != 200 {
+		t.Fatalf("the slow upload ended with %d, want 200", status)
+	}
+	if res, got := file(acme, token); res.StatusCode != 200 {
+		t.Errorf("an upload once the slow one ended: %d %s, want 200", res.StatusCode, got)
+	}
+}

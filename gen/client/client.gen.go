@@ -3764,7 +3764,11 @@ type ClientInterface interface {
 	// an overlapping file overwrites), except that a file's readings are
 	// bounded by the body limit, not by `-max-batch`. Each line goes to
 	// the database as it is parsed, so the service's memory does not grow
-	// with the file; an error on any line stores nothing.
+	// with the file; an error on any line stores nothing. Since a file
+	// holds a database connection while it arrives, an upload takes one
+	// of the service's stream slots, as an export does (`-max-streams` in
+	// all, `-max-streams-per-token` for a token, 2 by default): beyond
+	// them it is a 429 with `Retry-After`.
 	//
 	// - CSV: a header line `datetime,<column>,…`, then one reading a line.
 	//   TOA5: four header lines (environment, field names, units,
@@ -3832,7 +3836,11 @@ type ClientInterface interface {
 	// an overlapping file overwrites), except that a file's readings are
 	// bounded by the body limit, not by `-max-batch`. Each line goes to
 	// the database as it is parsed, so the service's memory does not grow
-	// with the file; an error on any line stores nothing.
+	// with the file; an error on any line stores nothing. Since a file
+	// holds a database connection while it arrives, an upload takes one
+	// of the service's stream slots, as an export does (`-max-streams` in
+	// all, `-max-streams-per-token` for a token, 2 by default): beyond
+	// them it is a 429 with `Retry-After`.
 	//
 	// - CSV: a header line `datetime,<column>,…`, then one reading a line.
 	//   TOA5: four header lines (environment, field names, units,
@@ -6112,7 +6120,11 @@ func (c *Client) ListReadings(ctx context.Context, orgId OrgId, projId ProjId, s
 // an overlapping file overwrites), except that a file's readings are
 // bounded by the body limit, not by `-max-batch`. Each line goes to
 // the database as it is parsed, so the service's memory does not grow
-// with the file; an error on any line stores nothing.
+// with the file; an error on any line stores nothing. Since a file
+// holds a database connection while it arrives, an upload takes one
+// of the service's stream slots, as an export does (`-max-streams` in
+// all, `-max-streams-per-token` for a token, 2 by default): beyond
+// them it is a 429 with `Retry-After`.
 //
 //   - CSV: a header line `datetime,<column>,…`, then one reading a line.
 //     TOA5: four header lines (environment, field names, units,
@@ -6190,7 +6202,11 @@ func (c *Client) PostReadingsWithBody(ctx context.Context, orgId OrgId, projId P
 // an overlapping file overwrites), except that a file's readings are
 // bounded by the body limit, not by `-max-batch`. Each line goes to
 // the database as it is parsed, so the service's memory does not grow
-// with the file; an error on any line stores nothing.
+// with the file; an error on any line stores nothing. Since a file
+// holds a database connection while it arrives, an upload takes one
+// of the service's stream slots, as an export does (`-max-streams` in
+// all, `-max-streams-per-token` for a token, 2 by default): beyond
+// them it is a 429 with `Retry-After`.
 //
 //   - CSV: a header line `datetime,<column>,…`, then one reading a line.
 //     TOA5: four header lines (environment, field names, units,
@@ -13707,7 +13723,11 @@ type ClientWithResponsesInterface interface {
 	// an overlapping file overwrites), except that a file's readings are
 	// bounded by the body limit, not by `-max-batch`. Each line goes to
 	// the database as it is parsed, so the service's memory does not grow
-	// with the file; an error on any line stores nothing.
+	// with the file; an error on any line stores nothing. Since a file
+	// holds a database connection while it arrives, an upload takes one
+	// of the service's stream slots, as an export does (`-max-streams` in
+	// all, `-max-streams-per-token` for a token, 2 by default): beyond
+	// them it is a 429 with `Retry-After`.
 	//
 	// - CSV: a header line `datetime,<column>,…`, then one reading a line.
 	//   TOA5: four header lines (environment, field names, units,
@@ -13775,7 +13795,11 @@ type ClientWithResponsesInterface interface {
 	// an overlapping file overwrites), except that a file's readings are
 	// bounded by the body limit, not by `-max-batch`. Each line goes to
 	// the database as it is parsed, so the service's memory does not grow
-	// with the file; an error on any line stores nothing.
+	// with the file; an error on any line stores nothing. Since a file
+	// holds a database connection while it arrives, an upload takes one
+	// of the service's stream slots, as an export does (`-max-streams` in
+	// all, `-max-streams-per-token` for a token, 2 by default): beyond
+	// them it is a 429 with `Retry-After`.
 	//
 	// - CSV: a header line `datetime,<column>,…`, then one reading a line.
 	//   TOA5: four header lines (environment, field names, units,
@@ -24750,7 +24774,11 @@ func (c *ClientWithResponses) ListReadingsWithResponse(ctx context.Context, orgI
 // an overlapping file overwrites), except that a file's readings are
 // bounded by the body limit, not by `-max-batch`. Each line goes to
 // the database as it is parsed, so the service's memory does not grow
-// with the file; an error on any line stores nothing.
+// with the file; an error on any line stores nothing. Since a file
+// holds a database connection while it arrives, an upload takes one
+// of the service's stream slots, as an export does (`-max-streams` in
+// all, `-max-streams-per-token` for a token, 2 by default): beyond
+// them it is a 429 with `Retry-After`.
 //
 //   - CSV: a header line `datetime,<column>,…`, then one reading a line.
 //     TOA5: four header lines (environment, field names, units,
@@ -24824,7 +24852,11 @@ func (c *ClientWithResponses) PostReadingsWithBodyWithResponse(ctx context.Conte
 // an overlapping file overwrites), except that a file's readings are
 // bounded by the body limit, not by `-max-batch`. Each line goes to
 // the database as it is parsed, so the service's memory does not grow
-// with the file; an error on any line stores nothing.
+// with the file; an error on any line stores nothing. Since a file
+// holds a database connection while it arrives, an upload takes one
+// of the service's stream slots, as an export does (`-max-streams` in
+// all, `-max-streams-per-token` for a token, 2 by default): beyond
+// them it is a 429 with `Retry-After`.
 //
 //   - CSV: a header line `datetime,<column>,…`, then one reading a line.
 //     TOA5: four header lines (environment, field names, units,
