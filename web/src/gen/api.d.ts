@@ -1021,7 +1021,11 @@ export interface paths {
          *     an overlapping file overwrites), except that a file's readings are
          *     bounded by the body limit, not by `-max-batch`. Each line goes to
          *     the database as it is parsed, so the service's memory does not grow
-         *     with the file; an error on any line stores nothing.
+         *     with the file; an error on any line stores nothing. Since a file
+         *     holds a database connection while it arrives, an upload takes one
+         *     of the service's stream slots, as an export does (`-max-streams` in
+         *     all, `-max-streams-per-token` for a token, 2 by default): beyond
+         *     them it is a 429 with `Retry-After`.
          *
          *     - CSV: a header line `datetime,<column>,…`, then one reading a line.
          *       TOA5: four header lines (environment, field names, units,
@@ -1105,18 +1109,17 @@ export interface paths {
          *     with `fill=null` every bucket also lists every input of the sensor
          *     (its blueprint's, or every input its readings have had).
          *
-         *     Input aggregates are computed by the database; output aggregates by
-         *     evaluating the formulas on each reading as it streams. Buckets of
-         *     whole hours (`1h`, `6h`, `1d`, `7d`…) aligned on the hour in the
-         *     zone throughout the range (UTC, Europe/Paris, America/New_York; not
-         *     Asia/Kolkata's +05:30 nor Australia/Lord_Howe's half-hour shift),
-         *     without `median`, are read from hourly rollups of every input and
-         *     output kept by the service: for the whole hours of the range whose
-         *     rollups are current, and from the readings for the rest (the edges
-         *     of a range that does not start or end on the hour, the hours
-         *     written, deleted or whose formulas, constants, calibrations or
-         *     baselines were edited since their rollups were last computed,
-         *     usually a few seconds). The answer is the same either way, to the
+         *     Output aggregates are computed by evaluating the formulas on each
+         *     reading. Buckets of an hour or more, without `median`, are read
+         *     from hourly rollups of every input and output kept by the service,
+         *     for each UTC hour of the range that lies wholly in one bucket and
+         *     whose rollup is current, and from the readings for the rest: the
+         *     edges of a range that does not start or end on the hour, the parts
+         *     of hours a bucket starts in (the half hours at the ends of
+         *     Asia/Kolkata's days, the quarters of Asia/Kathmandu's), and the
+         *     hours written, deleted or whose formulas, constants, calibrations
+         *     or baselines were edited since their rollups were last computed,
+         *     usually a few seconds. The answer is the same either way, to the
          *     rounding of sums; `X-Rollups` says where it came from. A function
          *     without a value (`rate` of one reading, say) is null, and so is one
          *     whose value is beyond a float64 (a `sum`, `range` or `rate` past
@@ -6469,10 +6472,11 @@ export interface operations {
                     /**
                      * @description Where the answer came from: `used`, every bucket from the
                      *     hourly rollups; `partial`, from rollups and, for some hours
-                     *     (the edges of the range, hours changed since their rollups
-                     *     were computed), from the readings; `none`, from the readings
-                     *     alone (buckets not of whole hours or not aligned on the
-                     *     hour in `tz`, `median`, or a range with no whole hour).
+                     *     (the edges of the range or of buckets, hours changed since
+                     *     their rollups were computed), from the readings; `none`,
+                     *     from the readings alone (buckets shorter than an hour,
+                     *     `median`, a range with no whole hour, or whose hours are all
+                     *     queued for their rollups).
                      * @example used
                      */
                     "X-Rollups"?: "used" | "partial" | "none";
