@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -29,15 +30,53 @@ const (
 )
 
 // Readings is a batch of readings, each one's inputs ascending by id.
-type Readings []store.Reading
+// Decoded by its Decode, List is in memory that Release gives back for
+// the next batch.
+type Readings struct {
+	List []store.Reading
+	cols *columns // List's memory, when Release may give it back
+}
 
 // UnmarshalJSON decodes a batch with the contract's limits, for a decoder
-// other than the server's, which streams the body through Decode with the
-// service's own.
+// other than the server's, which streams the body through Readings.Decode
+// with the service's own.
 func (b *Readings) UnmarshalJSON(data []byte) error {
 	readings, err := Decode(bytes.NewReader(data), MaxReadings, MaxInputs)
-	*b = readings
+	*b = Readings{List: readings}
 	return err
+}
+
+// Decode is Readings.Decode into memory of the caller's own: the
+// readings are the caller's to keep.
+func Decode(r io.Reader, max, maxInputs int) ([]store.Reading, error) {
+	var b Readings
+	if err := b.Decode(r, max, maxInputs); err != nil {
+		return nil, err
+	}
+	defer b.Release()
+	if b.cols == nil {
+		return b.List, nil
+	}
+	readings := slices.Clone(b.List)
+	ids := slices.Clone(b.cols.ids)
+	values := slices.Clone(b.cols.values)
+	start := 0
+	for i, end := range b.cols.ends {
+		from, to := b.cols.idStarts[i], b.cols.idStarts[i]+end-start
+		readings[i].InputIDs, readings[i].Values = ids[from:to:to], values[start:end:end]
+		start = end
+	}
+	return readings, nil
+}
+
+// Release gives the memory of b.List back for the next batch to decode
+// into: b.List must not be used after it. A batch that is not released
+// is left to the garbage collector.
+func (b *Readings) Release() {
+	if b.cols != nil {
+		b.cols.release()
+	}
+	*b = Readings{}
 }
 
 // Decode reads the body of a readings POST as the spec's
@@ -54,15 +93,24 @@ func (b *Readings) UnmarshalJSON(data []byte) error {
 // hottest path (BenchmarkDecodeReadingBatch). A scanner over the bytes
 // (batchScanner) takes the batches clients write; any other body, good
 // or bad, goes to the token decoder, which explains what is wrong.
-func Decode(r io.Reader, max, maxInputs int) (Readings, error) {
+func (b *Readings) Decode(r io.Reader, max, maxInputs int) error {
 	s := scanners.Get().(*batchScanner)
 	defer s.release()
-	return s.decode(r, max, maxInputs)
+	readings, err := s.scan(r, max, maxInputs)
+	switch {
+	case err == nil:
+		*b = Readings{List: readings, cols: s.take()}
+		return nil
+	case err == errNotPlain:
+		readings, err = decodeTokens(s.replay(), max, maxInputs)
+	}
+	*b = Readings{List: readings}
+	return err
 }
 
 // decodeTokens is Decode token by token, for the bodies the scanner does
 // not take.
-func decodeTokens(r io.Reader, max, maxInputs int) (Readings, error) {
+func decodeTokens(r io.Reader, max, maxInputs int) ([]store.Reading, error) {
 	// Names are checked here (datetime and inputs once each, input ids once
 	// each after sorting), cheaper than jsontext's general bookkeeping.
 	dec := jsontext.NewDecoder(r, jsontext.AllowDuplicateNames(true))
@@ -126,7 +174,7 @@ type readingColumns struct {
 	values   []float64
 }
 
-func (b *readingColumns) finish() Readings {
+func (b *readingColumns) finish() []store.Reading {
 	for i := range b.readings {
 		start, end := b.spans[i], len(b.ids)
 		if i+1 < len(b.spans) {

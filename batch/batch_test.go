@@ -144,10 +144,10 @@ func TestUnmarshalJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &b); err != nil {
 		t.Fatalf("json.Unmarshal: %v", err)
 	}
-	if got, want := len(b), 1; got != want {
+	if got, want := len(b.List), 1; got != want {
 		t.Fatalf("%d readings, want %d", got, want)
 	}
-	if r := b[0]; !r.Time.Equal(time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)) || !slices.Equal(r.InputIDs, []int64{1, 2}) || !slices.Equal(r.Values, []float64{-1, 2.5}) {
+	if r := b.List[0]; !r.Time.Equal(time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)) || !slices.Equal(r.InputIDs, []int64{1, 2}) || !slices.Equal(r.Values, []float64{-1, 2.5}) {
 		t.Errorf("reading = %+v, want 12:00 UTC, inputs 1 and 2 in order", r)
 	}
 	one := `{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1}},`

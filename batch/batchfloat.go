@@ -98,22 +98,22 @@ func scanNumber(b []byte, p int) (float64, int, error) {
 
 // scanDigits scans the digits at p, adding them to man, which holds
 // digits of them, as long as it holds at most 19; it reports many when
-// there were more. Past the first significant digit, it takes eight at a
-// time while eight follow.
+// there were more. Every digit it scans is significant: the caller skips
+// the zeros that lead. It takes up to eight at a time, as many as lead
+// the eight bytes at p, while man has room for them.
 func scanDigits(b []byte, p int, man uint64, digits int) (end int, _ uint64, _ int, many bool) {
-	if man == 0 && p < len(b) && b[p] >= '0' && b[p] <= '9' {
-		man = uint64(b[p] - '0')
-		digits++
-		p++
-	}
-	for digits <= 19-8 {
-		v, ok := eightDigits(b, p)
-		if !ok {
+	for len(b)-p >= 8 {
+		v := binary.LittleEndian.Uint64(b[p:])
+		n := leadingDigits(v)
+		if digits+n > 19 {
 			break
 		}
-		man = man*1e8 + v
-		digits += 8
-		p += 8
+		man = man*pow10Uint[n] + digitsValue(v, n)
+		digits += n
+		p += n
+		if n < 8 {
+			return p, man, digits, false
+		}
 	}
 	for ; p < len(b) && b[p] >= '0' && b[p] <= '9'; p++ {
 		if digits == 19 {
@@ -126,21 +126,28 @@ func scanDigits(b []byte, p int, man uint64, digits int) (end int, _ uint64, _ i
 	return p, man, digits, many
 }
 
-// eightDigits is the value of b[p:p+8] if they are eight digits, read at
-// once (Lemire, "Fast float parsing in practice", parse_eight_digits).
-func eightDigits(b []byte, p int) (uint64, bool) {
-	if len(b)-p < 8 {
-		return 0, false
-	}
-	v := binary.LittleEndian.Uint64(b[p:])
-	if v&0xF0F0F0F0F0F0F0F0|(v+0x0606060606060606)&0xF0F0F0F0F0F0F0F0>>4 != 0x3333333333333333 {
-		return 0, false
-	}
-	v -= 0x3030303030303030
+// leadingDigits is how many of the eight bytes of v, read little-endian,
+// are ASCII digits before the first that is not. A byte is a digit when
+// its high nibble is 3 and stays 3 with 6 added (Lemire, "Fast float
+// parsing in practice"); the carry of a byte past 0xf9 reaches only the
+// bytes after it, which its own non-digit has already ended.
+func leadingDigits(v uint64) int {
+	t := v&0xF0F0F0F0F0F0F0F0 | (v+0x0606060606060606)&0xF0F0F0F0F0F0F0F0>>4
+	return bits.TrailingZeros64(t^0x3333333333333333) / 8
+}
+
+// digitsValue is the value of the first n bytes of v, n ASCII digits:
+// shifted to the top of the word, under n-8 zeros, and read eight at
+// once (Lemire's parse_eight_digits). The bytes past them go with the
+// shift; a borrow from them, in subtracting '0', goes only up.
+func digitsValue(v uint64, n int) uint64 {
+	v = (v - 0x3030303030303030) << (64 - 8*n)
 	v = v*10 + v>>8
 	v = (v&0x000000FF000000FF*(100+1000000<<32) + v>>16&0x000000FF000000FF*(1+10000<<32)) >> 32
-	return uint64(uint32(v)), true
+	return uint64(uint32(v))
 }
+
+var pow10Uint = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8}
 
 // exactFloat is man × 10^exp10 rounded to the nearest float64, ties to
 // even, when it can tell it fast: with floating-point arithmetic where

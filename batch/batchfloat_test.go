@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -100,6 +101,39 @@ func checkScanNumber(t *testing.T, s string) {
 		t.Fatalf("scanNumber(%q) = %v, %d, %v; want %v, %d", s, got, end, err, want, len(s))
 	case math.Float64bits(got) != math.Float64bits(want):
 		t.Fatalf("scanNumber(%q) = %v (%#x), want %v (%#x)", s, got, math.Float64bits(got), want, math.Float64bits(want))
+	}
+}
+
+// leadingDigits and digitsValue read up to eight digits at once: held
+// to a byte at a time on every count of digits, followed by every byte,
+// those past 0xf9 whose carry crosses into the next byte included.
+func TestLeadingDigits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 200_000 {
+		var word [8]byte
+		n := rng.IntN(9)
+		for i := range word {
+			if i < n {
+				word[i] = '0' + byte(rng.IntN(10))
+			} else {
+				word[i] = byte(rng.Uint32())
+			}
+		}
+		if n < 8 && rng.IntN(2) == 0 {
+			word[n] = 0xfa + byte(rng.IntN(6))
+		}
+		want, value := 0, uint64(0)
+		for want < 8 && word[want] >= '0' && word[want] <= '9' {
+			value = value*10 + uint64(word[want]-'0')
+			want++
+		}
+		v := binary.LittleEndian.Uint64(word[:])
+		if got := leadingDigits(v); got != want {
+			t.Fatalf("leadingDigits(%q) = %d, want %d", word, got, want)
+		}
+		if got := digitsValue(v, want); got != value {
+			t.Fatalf("digitsValue(%q, %d) = %d, want %d", word, want, got, value)
+		}
 	}
 }
 

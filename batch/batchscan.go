@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,14 +32,56 @@ type batchScanner struct {
 	rerr           error  // the reader's error once it has one; io.EOF at the body's end
 	max, maxInputs int
 	chunk          int // how much of the body it reads at a time: scanChunk, less in tests
-
-	// The readings so far, in columns that the scanner keeps from batch
-	// to batch; finish copies them out, each to one array of its size.
-	times  []time.Time
-	ends   []int // where each reading's inputs end in ids and values
-	ids    []int64
-	values []float64
+	*columns           // the readings so far
+	hour           hourCache
 }
+
+// columns hold the readings of a batch: the scanner's as it scans, then
+// the batch's (Readings), until Readings.Release gives them back for the
+// next batch, so that a batch allocates no memory of its own once the
+// pool holds enough. A reading with the input ids of the one before
+// shares them, as most do: the ids are held once, and compared at once
+// downstream (store.SameIDs).
+type columns struct {
+	readings []store.Reading // each reading's datetime, until finish adds its inputs
+	ends     []int           // where each reading's values end in values
+	idStarts []int           // where each reading's ids start in ids
+	ids      []int64
+	values   []float64
+	pending  int // idStarts of the reading being scanned
+}
+
+// size is the memory the columns hold.
+func (c *columns) size() int {
+	return 72*cap(c.readings) + 8*(cap(c.ends)+cap(c.idStarts)+cap(c.ids)+cap(c.values))
+}
+
+// finish gives each reading its inputs, once the columns have stopped
+// moving as they grew.
+func (c *columns) finish() []store.Reading {
+	start := 0
+	for i, end := range c.ends {
+		from, to := c.idStarts[i], c.idStarts[i]+end-start
+		c.readings[i].InputIDs, c.readings[i].Values = c.ids[from:to:to], c.values[start:end:end]
+		start = end
+	}
+	return c.readings
+}
+
+// release returns the columns to the pool, unless they hold more than
+// maxPooledScanner; the readings go, so that the pool keeps no memory
+// they point to.
+func (c *columns) release() {
+	if c.size() > maxPooledScanner {
+		return
+	}
+	clear(c.readings)
+	*c = columns{readings: c.readings[:0], ends: c.ends[:0], idStarts: c.idStarts[:0], ids: c.ids[:0], values: c.values[:0]}
+	columnsPool.Put(c)
+}
+
+// columnsPool keeps columns between batches.
+var columnsPool = sync.Pool{New: func() any { return new(columns) }}
 
 var (
 	// errNotPlain: the body is not a batch the scanner takes.
@@ -60,15 +103,25 @@ var scanners = sync.Pool{New: func() any { return new(batchScanner) }}
 // a larger batch is rare, and its buffers go.
 const maxPooledScanner = 8 << 20
 
-// release returns the scanner to the pool, unless it holds more than
-// maxPooledScanner.
+// release returns the scanner to the pool, with the columns it still
+// holds, unless it holds more than maxPooledScanner.
 func (s *batchScanner) release() {
-	size := cap(s.buf) + 24*cap(s.times) + 8*(cap(s.ends)+cap(s.ids)+cap(s.values))
-	if size > maxPooledScanner {
+	if s.columns != nil {
+		s.columns.release()
+	}
+	if cap(s.buf) > maxPooledScanner {
 		return
 	}
-	*s = batchScanner{buf: s.buf[:0], times: s.times[:0], ends: s.ends[:0], ids: s.ids[:0], values: s.values[:0]}
+	*s = batchScanner{buf: s.buf[:0]}
 	scanners.Put(s)
+}
+
+// take takes the columns of the readings scan returned from the scanner,
+// for the batch to keep until it releases them.
+func (s *batchScanner) take() *columns {
+	c := s.columns
+	s.columns = nil
+	return c
 }
 
 // replay is the body again, for the token decoder: what the scanner has
@@ -87,7 +140,8 @@ type errReader struct{ err error }
 func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
 // decode decodes the batch r holds: by scanning it, or, for a body the
-// scanner does not take, token by token.
+// scanner does not take, token by token. The readings it scanned are in
+// its columns.
 func (s *batchScanner) decode(r io.Reader, max, maxInputs int) ([]store.Reading, error) {
 	readings, err := s.scan(r, max, maxInputs)
 	if err != errNotPlain {
@@ -102,6 +156,9 @@ func (s *batchScanner) scan(r io.Reader, max, maxInputs int) ([]store.Reading, e
 	s.r, s.max, s.maxInputs = r, max, maxInputs
 	if s.chunk == 0 {
 		s.chunk = scanChunk
+	}
+	if s.columns == nil {
+		s.columns = columnsPool.Get().(*columns)
 	}
 	state, pos := scanOpen, 0
 	for state != scanDone {
@@ -118,19 +175,6 @@ func (s *batchScanner) scan(r io.Reader, max, maxInputs int) ([]store.Reading, e
 		}
 	}
 	return s.finish(), nil
-}
-
-// finish copies the readings out of the scanner's columns.
-func (s *batchScanner) finish() []store.Reading {
-	readings := make([]store.Reading, len(s.times))
-	ids := append([]int64(nil), s.ids...)
-	values := append([]float64(nil), s.values...)
-	start := 0
-	for i, end := range s.ends {
-		readings[i] = store.Reading{Time: s.times[i], InputIDs: ids[start:end:end], Values: values[start:end:end]}
-		start = end
-	}
-	return readings
 }
 
 // The scanner's states, each a point in the body it may scan again from
@@ -164,20 +208,21 @@ func (s *batchScanner) step(state, pos int) (next, end int, err error) {
 		}
 		return scanReading, p, nil
 	case scanReading:
-		if len(s.times) == s.max {
+		if len(s.readings) == s.max {
 			return 0, 0, errTooManyReadings(s.max)
 		}
-		start := len(s.ids)
+		ids, values := len(s.ids), len(s.values)
 		t, p, err := s.reading(b, pos)
 		if err == nil {
 			next, p, err = scanSeparator(b, p)
 		}
 		if err != nil {
-			s.ids, s.values = s.ids[:start], s.values[:start]
+			s.ids, s.values = s.ids[:ids], s.values[:values]
 			return 0, 0, err
 		}
-		s.times = append(s.times, t)
-		s.ends = append(s.ends, len(s.ids))
+		s.readings = append(s.readings, store.Reading{Time: t})
+		s.ends = append(s.ends, len(s.values))
+		s.idStarts = append(s.idStarts, s.pending)
 		return next, p, nil
 	default: // scanClose
 		p := skipSpace(b, pos)
@@ -235,7 +280,7 @@ func (s *batchScanner) reading(b []byte, p int) (time.Time, int, error) {
 			if p, err = scanColon(b, p+len(`"datetime"`)); err != nil {
 				return t, 0, err
 			}
-			if t, p, err = scanDatetime(b, p); err != nil {
+			if t, p, err = s.hour.scanDatetime(b, p); err != nil {
 				return t, 0, err
 			}
 		case string(b[p:p+len(`"inputs"`)]) == `"inputs"` && !seenInputs:
@@ -284,8 +329,8 @@ func scanColon(b []byte, p int) (int, error) {
 const maxDatetimeLen = len("2006-01-02T15:04:05.000000+07:00")
 
 // scanDatetime scans the datetime string at p. One with an escape fails
-// parseDatetime, and goes to the token decoder.
-func scanDatetime(b []byte, p int) (time.Time, int, error) {
+// datetime.Parse, and goes to the token decoder.
+func (h *hourCache) scanDatetime(b []byte, p int) (time.Time, int, error) {
 	if b[p] != '"' {
 		return time.Time{}, 0, errNotPlain
 	}
@@ -297,15 +342,94 @@ func scanDatetime(b []byte, p int) (time.Time, int, error) {
 		}
 		return time.Time{}, 0, errNotPlain
 	}
+	if t, ok := h.parse(window[:n]); ok {
+		return t, p + n + 2, nil
+	}
 	t, err := datetime.Parse(window[:n])
 	if err != nil {
 		return time.Time{}, 0, errNotPlain
 	}
+	h.keep(window[:n], t)
 	return t, p + n + 2, nil
 }
 
+// hourCache parses the datetimes of a batch's hour, and zone, faster than
+// datetime.Parse: from the instant of the hour's start, which Parse
+// found, with the minutes and seconds added. Most readings of a batch are
+// in the hour of the one before.
+type hourCache struct {
+	prefix [len("2006-01-02T15")]byte // the hour, when start is set
+	zone   [len("+07:00")]byte
+	zoneN  int
+	start  time.Time // the hour's start; zero: nothing kept
+}
+
+// keep keeps the hour of s, a datetime Parse took as t.
+func (h *hourCache) keep(s []byte, t time.Time) {
+	h.start = time.Time{}
+	since, zone, ok := sinceHour(s)
+	if !ok || len(zone) > len(h.zone) {
+		return
+	}
+	copy(h.prefix[:], s[:13])
+	h.zoneN = copy(h.zone[:], zone)
+	h.start = t.Add(-since)
+}
+
+// parse is datetime.Parse for a datetime s in the hour kept, with the
+// same instant; it reports false for any other, or any it may refuse.
+func (h *hourCache) parse(s []byte) (time.Time, bool) {
+	if h.start.IsZero() || len(s) < len("2006-01-02T15") || string(s[:13]) != string(h.prefix[:]) {
+		return time.Time{}, false
+	}
+	since, zone, ok := sinceHour(s)
+	if !ok || string(zone) != string(h.zone[:h.zoneN]) {
+		return time.Time{}, false
+	}
+	t := h.start.Add(since)
+	if t.Before(datetime.Min) || t.After(datetime.Max) {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// sinceHour is the minutes, seconds and fraction of the datetime s, how
+// long after the start of its hour it is, and its zone; it reports false
+// where datetime.Parse may refuse them.
+func sinceHour(s []byte) (since time.Duration, zone []byte, ok bool) {
+	if len(s) < len("2006-01-02T15:04:05Z") || s[13] != ':' || s[16] != ':' {
+		return 0, nil, false
+	}
+	minute, ok1 := twoDigits(s[14], s[15])
+	second, ok2 := twoDigits(s[17], s[18])
+	if !ok1 || !ok2 || minute > 59 || second > 59 {
+		return 0, nil, false
+	}
+	rest, nanos := s[19:], 0
+	if rest[0] == '.' {
+		n := 1
+		for n < len(rest) && n <= 6 && rest[n] >= '0' && rest[n] <= '9' {
+			nanos = nanos*10 + int(rest[n]-'0')
+			n++
+		}
+		if n == 1 || n == len(rest) || rest[n] >= '0' && rest[n] <= '9' {
+			return 0, nil, false
+		}
+		nanos *= pow10Int[10-n]
+		rest = rest[n:]
+	}
+	return time.Duration(minute)*time.Minute + time.Duration(second)*time.Second + time.Duration(nanos), rest, true
+}
+
+var pow10Int = [...]int{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}
+
+// twoDigits is the value of two ASCII digits.
+func twoDigits(a, b byte) (int, bool) {
+	return int(a-'0')*10 + int(b-'0'), a >= '0' && a <= '9' && b >= '0' && b <= '9'
+}
+
 // inputs scans the inputs object at p, appending its ids and values to the
-// columns sorted by id.
+// columns sorted by id; the ids only if they are not the reading before's.
 func (s *batchScanner) inputs(b []byte, p int) (int, error) {
 	if b[p] != '{' {
 		return 0, errNotPlain
@@ -355,11 +479,22 @@ func (s *batchScanner) inputs(b []byte, p int) (int, error) {
 		}
 		p++
 	}
-	ids, values := s.ids[start:], s.values[start:]
+	ids := s.ids[start:]
+	values := s.values[len(s.values)-len(ids):]
 	sortInputs(ids, values)
 	for i := 1; i < len(ids); i++ {
 		if ids[i] == ids[i-1] {
 			return 0, errNotPlain
+		}
+	}
+	s.pending = start
+	if k := len(s.ends); k > 0 {
+		prev, n := s.idStarts[k-1], s.ends[k-1]
+		if k > 1 {
+			n -= s.ends[k-2]
+		}
+		if slices.Equal(s.ids[prev:prev+n], ids) {
+			s.ids, s.pending = s.ids[:start], prev
 		}
 	}
 	return p + 1, nil

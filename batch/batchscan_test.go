@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/batch/batchtest"
+	"github.com/sensorreadings/readings/datetime"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -52,6 +55,60 @@ func TestBatchScannerTakesPlainBatches(t *testing.T) {
 	for _, body := range unusualBatches {
 		if _, err := new(batchScanner).scan(strings.NewReader(body), 10000, 100); err != errNotPlain {
 			t.Errorf("scan(%q): %v, want errNotPlain", body, err)
+		}
+	}
+}
+
+// A reading with the input ids of the one before shares them, so that
+// they are held once and compared at once (store.SameIDs); one with other
+// ids, or the same ids after a reading with others, has its own.
+func TestBatchScannerSharesRepeatedIDs(t *testing.T) {
+	body := `[{"datetime":"2024-05-01T12:00:00Z","inputs":{"1":1,"2":2}},
+		{"datetime":"2024-05-01T12:00:01Z","inputs":{"2":3,"1":4}},
+		{"datetime":"2024-05-01T12:00:02Z","inputs":{"1":5}},
+		{"datetime":"2024-05-01T12:00:03Z","inputs":{"1":6,"2":7}}]`
+	got, err := new(batchScanner).scan(strings.NewReader(body), 10000, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := decodeTokens(strings.NewReader(body), 10000, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := diffReadings(got, want); diff != "" {
+		t.Fatal(diff)
+	}
+	for _, tt := range []struct {
+		i, j   int
+		shared bool
+	}{{0, 1, true}, {1, 2, false}, {2, 3, false}, {0, 3, false}} {
+		if shared := &got[tt.i].InputIDs[0] == &got[tt.j].InputIDs[0]; shared != tt.shared {
+			t.Errorf("readings %d and %d share their ids: %v, want %v", tt.i, tt.j, shared, tt.shared)
+		}
+	}
+}
+
+// The scanner's hour cache gives datetime.Parse's instant for every
+// datetime Parse takes, and refuses the rest, in whatever order they come:
+// in one hour and zone, across hours, zones and the ends of the range.
+func TestHourCacheParsesAsParse(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	pick := func(options ...string) string { return options[rng.IntN(len(options))] }
+	var h hourCache
+	for range 200_000 {
+		s := pick("2024-05-01", "0001-01-01", "9999-12-31", "2024-02-29", "2023-02-29") + "T" +
+			pick("00", "12", "23", "24") + ":" + pick("00", "07", "59", "60", "6x") + ":" + pick("00", "30", "59", "60", "61") +
+			pick("", "", ".5", ".123456", ".1234567", ".", ".000001") + pick("Z", "Z", "+02:00", "-00:30", "+14:00", "", "+24:00", "z")
+		want, wantErr := datetime.Parse(s)
+		body := []byte(strconv.Quote(s) + ",")
+		got, end, err := h.scanDatetime(body, 0)
+		switch {
+		case wantErr != nil:
+			if err != errNotPlain {
+				t.Fatalf("scanDatetime(%q) = %v, %v; Parse refuses it: %v", s, got, err, wantErr)
+			}
+		case err != nil || end != len(body)-1 || got != want:
+			t.Fatalf("scanDatetime(%q) = %v, %d, %v; want %v, %d", s, got, end, err, want, len(body)-1)
 		}
 	}
 }

@@ -44,16 +44,17 @@ func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestOb
 	if p := req.Params; p.Tz != nil || p.Dst != nil || p.DryRun != nil {
 		return nil, apperr.Errorf(apperr.Invalid, "tz, dst and dry_run apply to files (text/csv) only")
 	}
-	var readings []store.Reading
-	if req.JSONBody != nil {
-		readings = *req.JSONBody
-	}
-	if len(readings) == 0 {
+	if req.JSONBody == nil || len(req.JSONBody.List) == 0 {
 		return nil, apperr.Errorf(apperr.Invalid, "the body must be a non-empty JSON array of readings")
 	}
+	readings := req.JSONBody.List
 	if _, err := s.Writes.Ingest(ctx, sensorKey(req.OrgId, req.ProjId, req.SensorId), sensing.NewBatch(readings)); err != nil {
 		return nil, err
 	}
+	// Its memory goes to the next batch only after a write that
+	// succeeded: after a failed COPY, pgconn may return while its
+	// goroutine still encodes the rows (pgconn.CopyFrom).
+	req.JSONBody.Release()
 	s.metrics.ingested.Add(float64(len(readings)))
 	ok := gen.PostReadings200JSONResponse{}
 	if err := ok.Body.FromPostReadings200JSONResponseBody0(gen.OK); err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,10 +19,17 @@ import (
 // each value of each row in an interface and encodes it through pgx's
 // generic type map, for four columns whose types never change.
 func copyReadings(ctx context.Context, conn *pgconn.PgConn, sensorID int64, readings []Reading) error {
-	src := &copySource{sensorID: sensorID, readings: readings, buf: make([]byte, 0, copyChunk+copySlack)}
+	buf := copyBuffers.Get().(*[]byte)
+	src := &copySource{sensorID: sensorID, readings: readings, buf: *buf}
 	tag, err := conn.CopyFrom(ctx, src, "COPY readings (sensor_id, datetime, input_ids, vals) FROM STDIN (FORMAT binary)")
 	if err != nil {
+		// Not back to the pool: pgconn may return while its goroutine
+		// still reads from src.
 		return err
+	}
+	if cap(src.buf) <= 2*(copyChunk+copySlack) { // not grown by an outsized row
+		*buf = src.buf[:0]
+		copyBuffers.Put(buf)
 	}
 	if n := tag.RowsAffected(); n != int64(len(readings)) {
 		return fmt.Errorf("copy readings: %d rows of %d", n, len(readings))
@@ -77,6 +85,12 @@ const copyChunk = 32 << 10
 // copySlack is room for the row that crosses copyChunk, so that the
 // buffer is allocated once.
 const copySlack = 4 << 10
+
+// copyBuffers keeps the buffers of copySource between COPYs.
+var copyBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, copyChunk+copySlack)
+	return &b
+}}
 
 func (s *copySource) Read(p []byte) (int, error) {
 	if len(p) == 0 {

@@ -238,7 +238,12 @@ func (inst *Instance) CheckInputs(readings []Reading) error {
 	for _, in := range inst.Inputs {
 		allowed[in.ID] = true
 	}
+	var last []int64
 	for i, r := range readings {
+		if SameIDs(r.InputIDs, last) {
+			continue // checked with the reading before
+		}
+		last = r.InputIDs
 		for _, id := range r.InputIDs {
 			if !allowed[id] {
 				return &apperr.Error{

@@ -244,7 +244,7 @@ func InputIDsOf(readings []Reading) iter.Seq[int64] {
 	return func(yield func(int64) bool) {
 		var last []int64
 		for _, r := range readings {
-			if slices.Equal(r.InputIDs, last) {
+			if SameIDs(r.InputIDs, last) {
 				continue
 			}
 			last = r.InputIDs
@@ -255,6 +255,16 @@ func InputIDsOf(readings []Reading) iter.Seq[int64] {
 			}
 		}
 	}
+}
+
+// SameIDs reports whether a and b hold the same input ids: at once when
+// they are one slice, as the readings of a decoded batch that repeat the
+// ids of the one before are (batch.Decode).
+func SameIDs(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || &a[0] == &b[0] || slices.Equal(a, b)
 }
 
 // replaceSQL deletes the sensor's ($1) stored readings at the instants of
