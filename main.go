@@ -31,6 +31,7 @@ import (
 	// image the Dockerfile builds has none of its own.
 	_ "time/tzdata"
 
+	"github.com/sensorreadings/readings/authcache"
 	"github.com/sensorreadings/readings/outbox"
 	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/server"
@@ -113,7 +114,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	core := sensing.New(db, log, sensing.Config{MaxFuture: c.maxFuture, DBTimeout: c.dbTimeout, OnEvents: ob.Wake})
 	tokens := tokenuse.New(db, log)
+	principals := authcache.New(db, log)
 	deps := server.DepsOf(db, core, ob, tokens)
+	deps.Authenticator = principals
 	cfg := server.Config{
 		MaxBatch:           c.maxBatch,
 		MaxBodyBytes:       c.maxBodyBytes,
@@ -163,10 +166,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	// reverse order of their start: the overdue check, the rollups'
 	// maintainer and the outbox (whose attempts in flight finish, within
 	// the webhook timeout; a kill leaves them to their lease), then the
-	// record of token use, which flushes once more. Every replica runs
-	// each; the store gives each change to one.
+	// record of token use, which flushes once more, and the cache of
+	// tokens. Every replica runs each; the store gives each change to one.
 	var w workers
 	defer w.stop()
+	w.start(ctx, func(ctx context.Context) { principals.Run(ctx, db, 5*time.Second) })
 	w.start(ctx, func(ctx context.Context) { tokens.Run(ctx, 30*time.Second) })
 	w.start(ctx, func(ctx context.Context) { ob.Run(ctx, time.Second) })
 	w.start(ctx, func(ctx context.Context) { core.MaintainRollups(ctx, c.rollupInterval) })

@@ -284,10 +284,26 @@ func (s *Service) ListFlags(ctx context.Context, key store.SensorKey, q store.Fl
 	return s.db.ListFlags(ctx, key, q)
 }
 
-// unflagLatest replaces each newest reading a flag covers with the newest
-// reading a flag does not reject whole, without its rejected values: one
-// statement for the page, and two more for each sensor flagged there.
+// unflagLatest replaces each newest reading a flag covers (Flagged) with
+// the newest reading a flag does not reject whole, without its rejected
+// values: two statements for each sensor flagged there.
 func (s *Service) unflagLatest(ctx context.Context, latest []store.Latest) error {
+	for i := range latest {
+		l := &latest[i]
+		if l.Reading == nil || !l.Flagged {
+			continue
+		}
+		var err error
+		if l.Reading, err = s.newestUnrejected(ctx, s.reader, l.Sensor, l.Reading.Time); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// markFlagged sets Flagged of each newest reading a flag covers: one
+// statement for them all.
+func (s *Service) markFlagged(ctx context.Context, latest []store.Latest) error {
 	var (
 		ids []int64
 		at  []time.Time
@@ -301,17 +317,11 @@ func (s *Service) unflagLatest(ctx context.Context, latest []store.Latest) error
 		return nil
 	}
 	flagged, err := s.reader.FlaggedAt(ctx, ids, at)
-	if err != nil || len(flagged) == 0 {
+	if err != nil {
 		return err
 	}
 	for i := range latest {
-		l := &latest[i]
-		if l.Reading == nil || !flagged[l.Sensor.ID] {
-			continue
-		}
-		if l.Reading, err = s.newestUnrejected(ctx, s.reader, l.Sensor, l.Reading.Time); err != nil {
-			return err
-		}
+		latest[i].Flagged = latest[i].Reading != nil && flagged[latest[i].Sensor.ID]
 	}
 	return nil
 }

@@ -249,14 +249,7 @@ func TestIngestRoundTrips(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tracer := &countingTracer{}
-			pool, err := store.Open(t.Context(), storetest.NewDatabase(t), store.PoolConfig{Tracer: tracer})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(pool.Close)
-			db := store.New(pool)
-			core := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{})
+			core, db, tracer := newCountedService(t)
 			ctx := t.Context()
 			f := newFixture(t, db)
 			at := 0
@@ -296,6 +289,20 @@ func TestIngestRoundTrips(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newCountedService is the domain on a fresh database whose statements
+// (and batches of statements) the tracer counts.
+func newCountedService(t *testing.T) (*sensing.Service, *store.DB, *countingTracer) {
+	t.Helper()
+	tracer := &countingTracer{}
+	pool, err := store.Open(t.Context(), storetest.NewDatabase(t), store.PoolConfig{Tracer: tracer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	db := store.New(pool)
+	return sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{}), db, tracer
 }
 
 // countingTracer counts the statements and batches of statements sent.

@@ -38,18 +38,22 @@ type ReadOptions struct {
 // order, with their outputs when opts ask for them, and their flags to a
 // FlagSink. It returns NotFound, and sink's errors as they are.
 func (s *Service) ListReadings(ctx context.Context, key store.SensorKey, q store.ReadingQuery, opts ReadOptions, sink ReadingSink) error {
-	sensor, err := s.sensorAsOf(ctx, key, opts.AsOf)
-	if err != nil {
-		return err
+	var known *store.Sensor
+	if opts.AsOf != nil || !s.readerHasSensors {
+		sensor, err := s.sensorAsOf(ctx, key, opts.AsOf)
+		if err != nil {
+			return err
+		}
+		known = &sensor
 	}
-	var header *Outputs
-	if opts.Outputs {
-		header = s.outputsOf(sensor, nil)
+	head := func(sensor store.Sensor) error {
+		var header *Outputs
+		if opts.Outputs {
+			header = s.outputsOf(sensor, nil)
+		}
+		return sink.Sensor(sensor, header)
 	}
-	if err := sink.Sensor(sensor, header); err != nil || q.From.After(q.To) {
-		return err
-	}
-	return s.listReadings(ctx, sensor, q, opts, withMarks(sink))
+	return s.listReadings(ctx, key, known, q, opts, head, withMarks(sink))
 }
 
 // withMarks gives a FlagSink each reading's marks before the reading.
@@ -80,20 +84,23 @@ func (s *Service) sensorAsOf(ctx context.Context, key store.SensorKey, asOf *tim
 	return sensor, nil
 }
 
-// listReadings calls fn with each reading q selects, without the values a
-// flag rejects unless opts.Flags, with its flags' marks and, when outputs
-// are wanted, the outputs to compute it with (else nil). Without links,
-// the readings stream; with links, they are read first (q's limit bounds
-// them), the connection is released, and then each source is read once
-// for their instants, before fn sees any.
-func (s *Service) listReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, opts ReadOptions, visit func(*store.Reading, *Outputs, []Mark) error) error {
-	flags, err := s.flagsOf(ctx, sensor.ID, q.From, q.To, opts.AsOf)
-	if err != nil {
-		return err
-	}
-	if !opts.Flags {
-		q.Without = flags.rejectedWhole()
-	}
+// listReadings calls head with the sensor of key (sensor, or, when it is
+// nil, the one the read looks up), then visit with each reading q
+// selects, without the values a flag rejects unless opts.Flags, with its
+// flags' marks and, when outputs are wanted, the outputs to compute it
+// with (else nil). The sensor, the flags and the readings come in one
+// round trip (store.DB.ReadPage). Without links, the readings stream; with
+// links, they are read first (q's limit bounds them), the connection is
+// released, and then each source is read once for their instants, before
+// visit sees any.
+func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor *store.Sensor, q store.ReadingQuery, opts ReadOptions,
+	head func(store.Sensor) error, visit func(*store.Reading, *Outputs, []Mark) error) error {
+	var (
+		flags    *flagSet
+		o        *Outputs
+		linked   bool
+		readings []store.Reading
+	)
 	fn := func(r *store.Reading, o *Outputs) error {
 		if flags == nil {
 			return visit(r, o, nil)
@@ -105,20 +112,28 @@ func (s *Service) listReadings(ctx context.Context, sensor store.Sensor, q store
 		}
 		return visit(r, o, marks)
 	}
-	outputs := opts.Outputs
-	if !outputs || !sensor.Instance.Linked() {
-		var o *Outputs
-		if outputs {
-			o = s.outputsOf(sensor, nil)
+	read := store.PageRead{Key: key, Lookup: sensor == nil, Query: q, AsOf: opts.AsOf, Rejected: opts.Flags}
+	err := s.reader.ReadPage(ctx, read, func(looked *store.Sensor, fl []store.Flag) error {
+		if looked != nil {
+			sensor = looked
 		}
-		return s.reader.ListReadings(ctx, sensor, q, func(r *store.Reading) error { return fn(r, o) })
-	}
-	var readings []store.Reading
-	err = s.reader.ListReadings(ctx, sensor, q, func(r *store.Reading) error {
-		readings = append(readings, store.Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)})
-		return nil
+		flags = newFlagSet(fl)
+		linked = opts.Outputs && sensor.Instance.Linked()
+		if opts.Outputs && !linked {
+			o = s.outputsOf(*sensor, nil)
+		}
+		if head == nil {
+			return nil
+		}
+		return head(*sensor)
+	}, func(r *store.Reading) error {
+		if linked {
+			readings = append(readings, store.Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)})
+			return nil
+		}
+		return fn(r, o)
 	})
-	if err != nil {
+	if err != nil || !linked {
 		return err
 	}
 	at := make([]time.Time, len(readings))
@@ -126,8 +141,7 @@ func (s *Service) listReadings(ctx context.Context, sensor store.Sensor, q store
 		at[i] = readings[i].Time
 	}
 	slices.SortFunc(at, time.Time.Compare)
-	o, err := s.outputsAt(ctx, s.reader, sensor, at)
-	if err != nil {
+	if o, err = s.outputsAt(ctx, s.reader, *sensor, at); err != nil {
 		return err
 	}
 	for i := range readings {
@@ -143,6 +157,7 @@ func (s *Service) listReadings(ctx context.Context, sensor store.Sensor, q store
 // connection is held while the client reads.
 type Export struct {
 	s       *Service
+	key     store.SensorKey
 	Sensor  store.Sensor
 	Outputs *Outputs // nil unless asked for
 	// InputIDs are the input ids the sensor can have, ascending, when
@@ -163,7 +178,7 @@ func (s *Service) Export(ctx context.Context, key store.SensorKey, q store.Readi
 		return nil, err
 	}
 	q.Limit = chunk
-	e := &Export{s: s, Sensor: sensor, q: q, opts: opts}
+	e := &Export{s: s, key: key, Sensor: sensor, q: q, opts: opts}
 	if opts.Outputs {
 		e.Outputs = s.outputsOf(sensor, nil)
 	}
@@ -186,7 +201,7 @@ func (e *Export) Next(ctx context.Context, fn func(*store.Reading, *Outputs, []M
 		n    int
 		last time.Time
 	)
-	err := e.s.listReadings(ctx, e.Sensor, e.q, e.opts, func(r *store.Reading, o *Outputs, marks []Mark) error {
+	err := e.s.listReadings(ctx, e.key, &e.Sensor, e.q, e.opts, nil, func(r *store.Reading, o *Outputs, marks []Mark) error {
 		n++
 		last = r.Time
 		return fn(r, o, marks)
@@ -289,7 +304,8 @@ func (s *Service) ProjectReadings(ctx context.Context, orgID, projectID int64, q
 		var last time.Time
 		count := 0
 		visit := withMarks(sink)
-		err := s.listReadings(ctx, sensor, rq, ReadOptions{Outputs: q.Outputs}, func(r *store.Reading, o *Outputs, marks []Mark) error {
+		key := store.SensorKey{OrgID: orgID, ProjectID: projectID, SensorID: sensor.ID}
+		err := s.listReadings(ctx, key, &sensor, rq, ReadOptions{Outputs: q.Outputs}, nil, func(r *store.Reading, o *Outputs, marks []Mark) error {
 			count++
 			last = r.Time
 			return visit(r, o, marks)
@@ -349,6 +365,9 @@ func (s *Service) SensorStatuses(ctx context.Context, q store.StatusQuery) ([]St
 	latest := make([]store.Latest, len(statuses))
 	for i, st := range statuses {
 		latest[i] = store.Latest{Sensor: st.Sensor, Reading: st.Reading}
+	}
+	if err := s.markFlagged(ctx, latest); err != nil {
+		return nil, false, err
 	}
 	if err := s.unflagLatest(ctx, latest); err != nil {
 		return nil, false, err

@@ -50,20 +50,25 @@ type Config struct {
 
 // Service is the domain, on the primary database.
 type Service struct {
-	db            *store.DB
-	reader        Reader // where reads of readings go: db, or a hot standby
-	log           *slog.Logger
-	cfg           Config
-	programs      *formulas.Cache
-	formulaErrors *counter
-	rollupCursor  *atomic.Int64 // the sensor whose queued hours the maintainer took last
-	rollupWake    chan struct{} // wakes this replica's maintainer before its interval
+	db     *store.DB
+	reader Reader // where reads of readings go: db, or a hot standby
+	// readerHasSensors: the reader is the primary, whose sensors a read
+	// may look up in the round trip of its readings; a standby's sensors
+	// may lag the primary's, which reads of readings take theirs from.
+	readerHasSensors bool
+	log              *slog.Logger
+	cfg              Config
+	programs         *formulas.Cache
+	formulaErrors    *counter
+	rollupCursor     *atomic.Int64 // the sensor whose queued hours the maintainer took last
+	rollupWake       chan struct{} // wakes this replica's maintainer before its interval
 }
 
 // Reader is what the reads of readings need of a database: the primary,
 // or a hot standby that serves them. *store.DB is one.
 type Reader interface {
 	ListReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, fn func(*store.Reading) error) error
+	ReadPage(ctx context.Context, r store.PageRead, head func(*store.Sensor, []store.Flag) error, fn func(*store.Reading) error) error
 	LinkSource(ctx context.Context, of store.Sensor, id int64) (store.Sensor, error)
 	ListLinkReadings(ctx context.Context, sensor store.Sensor, q store.LinkQuery, fn func(*store.Reading) error) error
 	InputIDs(ctx context.Context, sensor store.Sensor) ([]int64, error)
@@ -79,7 +84,7 @@ var _ Reader = (*store.DB)(nil)
 // New returns the domain on db, which it uses for every write and read
 // until WithReader gives reads another database.
 func New(db *store.DB, log *slog.Logger, cfg Config) *Service {
-	return &Service{db: db, reader: db, log: log, cfg: cfg, programs: &formulas.Cache{}, formulaErrors: &counter{}, rollupCursor: &atomic.Int64{},
+	return &Service{db: db, reader: db, readerHasSensors: true, log: log, cfg: cfg, programs: &formulas.Cache{}, formulaErrors: &counter{}, rollupCursor: &atomic.Int64{},
 		rollupWake: make(chan struct{}, 1)}
 }
 
@@ -89,7 +94,7 @@ func New(db *store.DB, log *slog.Logger, cfg Config) *Service {
 // s's compiled formulas and counters.
 func (s *Service) WithReader(r Reader) *Service {
 	c := *s
-	c.reader = r
+	c.reader, c.readerHasSensors = r, false
 	return &c
 }
 

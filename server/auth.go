@@ -9,12 +9,39 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/gen"
 	"github.com/sensorreadings/readings/store"
 )
 
 // Authenticator finds the principal of a token.
 type Authenticator interface {
 	Authenticate(ctx context.Context, secret string, orgID int64) (store.Principal, error)
+}
+
+// principalsKept is an Authenticator that keeps what it found, for the
+// tokens used again (authcache): Forget forgets it all.
+type principalsKept interface {
+	Forget()
+}
+
+// forgetPrincipals has an Authenticator that keeps principals forget them
+// once a write succeeds, before its answer is sent: a write may change what
+// a token speaks for (a token revoked, a member's role changed or removed,
+// an organization deleted), and the next request must see the change.
+// Other replicas hear of it from PostgreSQL. Writes of readings change no
+// principal and are many; they keep them.
+func (s *Server) forgetPrincipals(next gen.StrictHandlerFunc, operationID string) gen.StrictHandlerFunc {
+	kept, ok := s.Authenticator.(principalsKept)
+	if !ok || writeOperations[operationID] {
+		return next
+	}
+	return func(c echo.Context, request any) (any, error) {
+		response, err := next(c, request)
+		if method := c.Request().Method; err == nil && method != http.MethodGet && method != http.MethodHead {
+			kept.Forget()
+		}
+		return response, err
+	}
 }
 
 // TokenUse notes the tokens authenticated, for a worker to write when they

@@ -33,10 +33,19 @@ type gatedStore struct {
 }
 
 func (g *gatedStore) ListReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, fn func(*store.Reading) error) error {
+	return g.gated(ctx, fn, func(fn func(*store.Reading) error) error { return g.DB.ListReadings(ctx, sensor, q, fn) })
+}
+
+func (g *gatedStore) ReadPage(ctx context.Context, r store.PageRead, head func(*store.Sensor, []store.Flag) error, fn func(*store.Reading) error) error {
+	return g.gated(ctx, fn, func(fn func(*store.Reading) error) error { return g.DB.ReadPage(ctx, r, head, fn) })
+}
+
+// gated runs list, its rows going to fn through the gate while armed.
+func (g *gatedStore) gated(ctx context.Context, fn func(*store.Reading) error, list func(func(*store.Reading) error) error) error {
 	if !g.armed.Load() {
-		return g.DB.ListReadings(ctx, sensor, q, fn)
+		return list(fn)
 	}
-	err := g.DB.ListReadings(ctx, sensor, q, func(r *store.Reading) error {
+	err := list(func(r *store.Reading) error {
 		if g.rows.Add(1) == g.gateAt {
 			select {
 			case <-g.gate:
@@ -222,10 +231,19 @@ type cutStore struct{ *store.DB }
 
 func (c cutStore) ListReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, fn func(*store.Reading) error) error {
 	if q.From.After(store.MinTime) {
-		return apperr.Errorf(apperr.Unavailable, "the database is unavailable; retry later")
+		return errCut
 	}
 	return c.DB.ListReadings(ctx, sensor, q, fn)
 }
+
+func (c cutStore) ReadPage(ctx context.Context, r store.PageRead, head func(*store.Sensor, []store.Flag) error, fn func(*store.Reading) error) error {
+	if r.Query.From.After(store.MinTime) {
+		return errCut
+	}
+	return c.DB.ReadPage(ctx, r, head, fn)
+}
+
+var errCut = apperr.Errorf(apperr.Unavailable, "the database is unavailable; retry later")
 
 // An export the database fails part way is cut, so that the client sees a
 // broken transfer, and it has its access-log line, as an error, and its

@@ -145,7 +145,7 @@ func New(deps Deps, log *slog.Logger, cfg Config) (*Server, error) {
 	)
 	routes := headToo{e}
 	// The last wraps the others: writePosition asks under the deadline.
-	gen.RegisterHandlers(routes, gen.NewStrictHandler(s, []gen.StrictMiddlewareFunc{s.writePosition, s.databaseDeadline}))
+	gen.RegisterHandlers(routes, gen.NewStrictHandler(s, []gen.StrictMiddlewareFunc{s.forgetPrincipals, s.writePosition, s.databaseDeadline}))
 	routes.GET("/metrics", s.metrics.handler())
 	if err := s.publishContract(routes); err != nil {
 		return nil, err

@@ -36,6 +36,11 @@ func (s *testStandby) ListReadings(ctx context.Context, sensor store.Sensor, q s
 	return s.DB.ListReadings(ctx, sensor, q, fn)
 }
 
+func (s *testStandby) ReadPage(ctx context.Context, r store.PageRead, head func(*store.Sensor, []store.Flag) error, fn func(*store.Reading) error) error {
+	s.reads.Add(1)
+	return s.DB.ReadPage(ctx, r, head, fn)
+}
+
 func (s *testStandby) LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Latest, bool, error) {
 	s.reads.Add(1)
 	return s.DB.LatestReadings(ctx, orgID, projectID, after, limit)

@@ -131,13 +131,27 @@ type heldStore struct {
 }
 
 func (h heldStore) ListReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, fn func(*store.Reading) error) error {
+	if err := h.hold(ctx); err != nil {
+		return err
+	}
+	return h.DB.ListReadings(ctx, sensor, q, fn)
+}
+
+func (h heldStore) ReadPage(ctx context.Context, r store.PageRead, head func(*store.Sensor, []store.Flag) error, fn func(*store.Reading) error) error {
+	if err := h.hold(ctx); err != nil {
+		return err
+	}
+	return h.DB.ReadPage(ctx, r, head, fn)
+}
+
+func (h heldStore) hold(ctx context.Context) error {
 	h.held <- struct{}{}
 	select {
 	case <-h.release:
+		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return h.DB.ListReadings(ctx, sensor, q, fn)
 }
 
 // Exports open at once are capped per token and in total, with a 429 that

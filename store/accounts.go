@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -81,7 +82,8 @@ SELECT t.id, t.user_id, t.prefix,
        coalesce(t.scope_org_id, 0), coalesce(t.scope_project_id, 0), t.scope_sensor_ids,
        coalesce(t.scope_role::text, ''), t.device,
        t.revoked_at IS NOT NULL AS revoked,
-       coalesce(t.expires_at <= now(), false) AS expired
+       coalesce(t.expires_at <= now(), false) AS expired,
+       extract(epoch FROM t.expires_at - now())::float8 AS life
 FROM api_tokens t
 LEFT JOIN memberships m ON m.user_id = t.user_id AND m.org_id = $2
 WHERE t.secret_hash = $1`
@@ -90,29 +92,43 @@ WHERE t.secret_hash = $1`
 // orgID (0 for no organization) and the token's scope. It returns
 // Unauthorized for an unknown, revoked or expired token.
 func (db *DB) Authenticate(ctx context.Context, secret string, orgID int64) (Principal, error) {
+	p, _, err := db.AuthenticateExpiring(ctx, secret, orgID)
+	return p, err
+}
+
+// NeverExpires is the life of a token without an expiry.
+const NeverExpires = time.Duration(math.MaxInt64)
+
+// AuthenticateExpiring is Authenticate, and how long the token has before
+// it expires, by the database's clock (NeverExpires without an expiry).
+func (db *DB) AuthenticateExpiring(ctx context.Context, secret string, orgID int64) (Principal, time.Duration, error) {
 	var (
 		p                Principal
 		role             *string
 		revoked, expired bool
+		life             *float64 // seconds
 	)
 	err := db.pool.QueryRow(ctx, authenticateSQL, tokenHash(secret), orgID).
 		Scan(&p.TokenID, &p.UserID, &p.TokenPrefix, &role,
 			&p.Scope.OrgID, &p.Scope.ProjectID, &p.Scope.SensorIDs, &p.Scope.Role, &p.Scope.Device,
-			&revoked, &expired)
+			&revoked, &expired, &life)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return Principal{}, apperr.Errorf(apperr.Unauthorized, "the token is not valid")
+		return Principal{}, 0, apperr.Errorf(apperr.Unauthorized, "the token is not valid")
 	case err != nil:
-		return Principal{}, dbError("authenticate", err)
+		return Principal{}, 0, dbError("authenticate", err)
 	case revoked:
-		return Principal{}, apperr.Errorf(apperr.Unauthorized, "the token %s… has been revoked", p.TokenPrefix)
+		return Principal{}, 0, apperr.Errorf(apperr.Unauthorized, "the token %s… has been revoked", p.TokenPrefix)
 	case expired:
-		return Principal{}, apperr.Errorf(apperr.Unauthorized, "the token %s… has expired", p.TokenPrefix)
+		return Principal{}, 0, apperr.Errorf(apperr.Unauthorized, "the token %s… has expired", p.TokenPrefix)
 	}
 	if role != nil {
 		p.Role = Role(*role)
 	}
-	return p, nil
+	if life == nil || *life >= NeverExpires.Seconds() {
+		return p, NeverExpires, nil
+	}
+	return p, time.Duration(*life * float64(time.Second)), nil
 }
 
 const touchTokensSQL = `

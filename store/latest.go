@@ -5,47 +5,65 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sensorreadings/readings/apperr"
 )
 
 // Latest is a sensor and its newest reading, if it has one.
 type Latest struct {
 	Sensor  Sensor
 	Reading *Reading
+	// Flagged says whether a flag in force covers the reading.
+	Flagged bool
 }
 
-// LatestReadings returns, for up to limit sensors of the project with ids
-// above after, each sensor's newest reading, and whether more sensors
-// follow. It reads the newest readings the writes keep in sensor_latest,
-// never the readings table, so its cost does not grow with the table or
-// its chunks. It returns NotFound for a project not in orgID.
-func (db *DB) LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int) ([]Latest, bool, error) {
-	if _, err := db.GetProject(ctx, orgID, projectID); err != nil {
-		return nil, false, err
-	}
-	rows, err := db.pool.Query(ctx, `
-SELECT `+sensorColumns+`, r.datetime, r.input_ids, r.vals
+// latestReadingsSQL reads the newest readings of the sensors of project
+// $2 of organization $1 with ids above $3, and whether a flag in force
+// covers each, as FlaggedAt tells.
+const latestReadingsSQL = `
+SELECT ` + sensorColumns + `, r.datetime, r.input_ids, r.vals,
+       EXISTS (SELECT FROM reading_flags f
+               WHERE f.sensor_id = s.id AND r.datetime BETWEEN f.from_at AND f.to_at AND f.cleared_at IS NULL)
 FROM sensors s LEFT JOIN sensor_latest r ON r.sensor_id = s.id
-WHERE `+inOrg+` AND s.id > $3 ORDER BY s.id LIMIT $4`, orgID, projectID, after, limit+1)
-	if err != nil {
+WHERE ` + inOrg + ` AND s.id > $3 ORDER BY s.id LIMIT $4`
+
+// LatestReadings returns, for up to limit sensors of the project with ids
+// above after, each sensor's newest reading and whether a flag covers it,
+// and whether more sensors follow, in one round trip. It reads the newest
+// readings the writes keep in sensor_latest, never the readings table, so
+// its cost does not grow with the table or its chunks. It returns
+// NotFound for a project not in orgID.
+func (db *DB) LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int) ([]Latest, bool, error) {
+	b := &pgx.Batch{}
+	var found bool
+	b.Queue(`SELECT EXISTS (SELECT FROM projects WHERE id = $2 AND org_id = $1)`, orgID, projectID).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&found)
+	})
+	var latest []Latest
+	b.Queue(latestReadingsSQL, orgID, projectID, after, limit+1).Query(func(rows pgx.Rows) error {
+		var err error
+		latest, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Latest, error) {
+			var (
+				l    Latest
+				s    = &l.Sensor
+				when *time.Time
+				r    Reading
+			)
+			err := row.Scan(&s.ID, &s.ProjectID, &s.Name, &s.Description, &s.BlueprintID, &s.Instance, &s.CreatedAt, &s.UpdatedAt,
+				&when, &r.InputIDs, &r.Values, &l.Flagged)
+			if when != nil {
+				r.Time = *when
+				l.Reading = &r
+			}
+			return l, err
+		})
+		return err
+	})
+	if err := db.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, false, dbError("latest readings", err)
 	}
-	latest, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Latest, error) {
-		var (
-			l    Latest
-			s    = &l.Sensor
-			when *time.Time
-			r    Reading
-		)
-		err := row.Scan(&s.ID, &s.ProjectID, &s.Name, &s.Description, &s.BlueprintID, &s.Instance, &s.CreatedAt, &s.UpdatedAt,
-			&when, &r.InputIDs, &r.Values)
-		if when != nil {
-			r.Time = *when
-			l.Reading = &r
-		}
-		return l, err
-	})
-	if err != nil {
-		return nil, false, dbError("latest readings", err)
+	if !found {
+		return nil, false, apperr.Errorf(apperr.NotFound, "project not found")
 	}
 	latest, more := pageOf(latest, limit)
 	return latest, more, nil

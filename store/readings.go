@@ -462,8 +462,14 @@ func streamReadings(ctx context.Context, db querier, what string, fn func(*Readi
 	if err != nil {
 		return dbError(what, err)
 	}
+	return scanReadings(rows, what, fn)
+}
+
+// scanReadings calls fn with each reading of rows (ScanReadings),
+// returning fn's errors as they are and the database's as what's.
+func scanReadings(rows pgx.Rows, what string, fn func(*Reading) error) error {
 	var fnErr error
-	err = ScanReadings(rows, func(r *Reading) error {
+	err := ScanReadings(rows, func(r *Reading) error {
 		fnErr = fn(r)
 		return fnErr
 	})

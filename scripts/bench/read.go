@@ -48,9 +48,12 @@ func (e *env) rawRead(ctx context.Context, res *results) error {
 	// the service's reads of the same pages, run next, would not.
 	for pass := range 2 {
 		times := make([]time.Duration, 0, len(picks))
-		var stop func() time.Duration
+		var (
+			stop   func() time.Duration
+			before cpuSample
+		)
 		if pass == 1 {
-			stop = e.clock()
+			stop, before = e.clock(), e.meter.sample()
 		}
 		for _, p := range picks {
 			start := time.Now()
@@ -69,11 +72,13 @@ func (e *env) rawRead(ctx context.Context, res *results) error {
 			continue
 		}
 		stop()
+		var cpu cpuSpent
+		cpu.add([]cpuSample{before, e.meter.sample()})
 		p50, p99 := percentiles(times)
 		res.rawRead = p50
 		e.log.Info("raw read", "p50", p50, "p99", p99)
 		res.add("5", fmt.Sprintf("Raw read: the service's page query (`store.ListReadings`), %s rows scanned into Go values, 1 connection at a time, %s queries",
-			count(pageSize), count(len(times))), latency(p50, p99), "1 (the limit)")
+			count(pageSize), count(len(times))), latency(p50, p99)+cpu.postgresPerRequest(len(times)), "1 (the limit)")
 	}
 	return nil
 }
@@ -104,7 +109,7 @@ func (e *env) timeServiceRead(ctx context.Context, res *results, id, measurement
 	}
 	times := make([]time.Duration, 0, len(picks))
 	profiled := e.profile(ctx, "read-"+id, readProfileTime)
-	stop := e.clock()
+	stop, before := e.clock(), e.meter.sample()
 	for _, p := range picks {
 		start := time.Now()
 		if err := e.svc.getReadings(ctx, p.sensor, p.from, outputs, &page); err != nil {
@@ -113,6 +118,8 @@ func (e *env) timeServiceRead(ctx context.Context, res *results, id, measurement
 		times = append(times, time.Since(start))
 	}
 	stop()
+	var cpu cpuSpent
+	cpu.add([]cpuSample{before, e.meter.sample()})
 	if err := profiled(); err != nil {
 		return err
 	}
@@ -122,7 +129,29 @@ func (e *env) timeServiceRead(ctx context.Context, res *results, id, measurement
 	}
 	e.log.Info("service read", "outputs", outputs, "p50", p50, "p99", p99)
 	res.add(id, measurement+", "+count(len(times))+" requests, 1 client",
-		fmt.Sprintf("%s; %s per reading", latency(p50, p99), duration(p50/pageSize)),
+		fmt.Sprintf("%s; %s per reading%s", latency(p50, p99), duration(p50/pageSize), cpu.microsPerRequest(len(times))),
 		ratio(float64(p50)/float64(res.rawRead), "(5), p50"))
 	return nil
+}
+
+// microsPerRequest is the CPU per request of n, in microseconds, as a
+// figure's suffix: a page costs well under a millisecond of each.
+func (c cpuSpent) microsPerRequest(n int) string {
+	if !c.known {
+		return ""
+	}
+	return fmt.Sprintf("; CPU per request: service %s, PostgreSQL %s", micros(c.service, n), micros(c.postgres, n))
+}
+
+// postgresPerRequest is PostgreSQL's CPU per request of n, for a row
+// where the bench, not the service, is its client.
+func (c cpuSpent) postgresPerRequest(n int) string {
+	if !c.known {
+		return ""
+	}
+	return "; PostgreSQL's CPU per request " + micros(c.postgres, n)
+}
+
+func micros(ticks int64, n int) string {
+	return fmt.Sprintf("%.0f µs", float64(ticks)/clockTicks/float64(n)*1e6)
 }

@@ -1,0 +1,126 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// PageRead is a read of a sensor's readings with the flags in force on
+// them, in one round trip (ReadPage).
+type PageRead struct {
+	Key SensorKey
+	// Lookup reads the sensor first, as GetSensor does; without it, the
+	// caller has it already.
+	Lookup bool
+	Query  ReadingQuery // its Without is not used: the flags decide
+	AsOf   *time.Time   // the flags in force at that instant; nil: now
+	// Rejected keeps the readings a flag rejects whole; without it they
+	// are left out, and the query's limit counts the others.
+	Rejected bool
+}
+
+// flagInForceSQL is true of a flag in force now or, when $%[1]d is set,
+// at that instant.
+const flagInForceSQL = `CASE WHEN $%[1]d::timestamptz IS NULL THEN cleared_at IS NULL
+      ELSE set_at <= $%[1]d AND (cleared_at IS NULL OR cleared_at > $%[1]d) END`
+
+var (
+	// pageSensorSQL is GetSensor's statement.
+	pageSensorSQL = `SELECT ` + sensorColumns + ` FROM sensors s WHERE s.id = $3 AND ` + inOrg
+
+	// pageFlagsSQL is flagsInForceSQL with the key's guard.
+	pageFlagsSQL = `SELECT ` + flagColumns + ` FROM reading_flags
+WHERE sensor_id = $1 AND from_at <= $3 AND to_at >= $2 AND ` + fmt.Sprintf(flagInForceSQL, 4) + `
+  AND ` + fmt.Sprintf(sensorOfKeySQL, 5, 6) + `
+ORDER BY from_at, id`
+
+	// pageReadingsSQL are listReadings' statements with the key's guard,
+	// by order, and by whether they leave out the readings a flag in
+	// force rejects whole: the flags' ranges are read once, before the
+	// readings, so that a sensor without such flags costs each row a scan
+	// of an empty list.
+	pageReadingsSQL = [2][2]string{
+		{pageReadings("", false), pageReadings("", true)},
+		{pageReadings(" DESC", false), pageReadings(" DESC", true)},
+	}
+)
+
+func pageReadings(order string, unrejected bool) string {
+	with, without := "", ""
+	if unrejected {
+		with = `WITH rejected AS MATERIALIZED (
+    SELECT from_at, to_at FROM reading_flags
+    WHERE sensor_id = $1 AND input_id IS NULL AND flag = 'rejected' AND from_at <= $3 AND to_at >= $2
+      AND ` + fmt.Sprintf(flagInForceSQL, 8) + `)
+`
+		without = `
+  AND NOT EXISTS (SELECT FROM rejected w WHERE datetime BETWEEN w.from_at AND w.to_at)`
+	}
+	return with + `SELECT datetime, input_ids, vals FROM readings
+WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 AND ` + fmt.Sprintf(sensorOfKeySQL, 6, 7) + without + `
+ORDER BY datetime` + order + ` LIMIT $4 OFFSET $5`
+}
+
+// ReadPage reads, in one round trip, the sensor r.Key names when
+// r.Lookup, the flags in force on its readings over r.Query's range, and
+// the readings r.Query selects, without those a flag in force rejects
+// whole unless r.Rejected: what a page of readings needs, which took three
+// round trips in turn. It gives head the sensor (nil without r.Lookup) and
+// the flags, then fn each reading, in order, as its row arrives; fn must
+// not keep it. Every statement is guarded by the key (sensorOfKeySQL), so
+// that none reads anything of a sensor beyond the key's project and
+// organization, whether or not the sensor is looked up. It returns
+// NotFound, and head's and fn's errors as they are.
+func (db *DB) ReadPage(ctx context.Context, r PageRead, head func(*Sensor, []Flag) error, fn func(*Reading) error) error {
+	key, q := r.Key, r.Query
+	var limit *int // LIMIT NULL is no limit
+	if q.Limit > 0 {
+		limit = &q.Limit
+	}
+	b := &pgx.Batch{}
+	if r.Lookup {
+		b.Queue(pageSensorSQL, key.OrgID, key.ProjectID, key.SensorID)
+	}
+	b.Queue(pageFlagsSQL, key.SensorID, q.From, q.To, r.AsOf, key.ProjectID, key.OrgID)
+	args := []any{key.SensorID, q.From, q.To, limit, q.Offset, key.ProjectID, key.OrgID}
+	order, unrejected := 0, 0
+	if q.Desc {
+		order = 1
+	}
+	if !r.Rejected {
+		unrejected = 1
+		args = append(args, r.AsOf)
+	}
+	b.Queue(pageReadingsSQL[order][unrejected], args...)
+
+	br := db.pool.SendBatch(ctx, b)
+	defer br.Close()
+	var sensor *Sensor
+	if r.Lookup {
+		rows, _ := br.Query()
+		got, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
+		if err != nil {
+			return notFound("get sensor", err, "sensor")
+		}
+		sensor = &got
+	}
+	rows, _ := br.Query()
+	flags, err := pgx.CollectRows(rows, pgx.RowToStructByName[Flag])
+	if err != nil {
+		return readError("sensor flags", err)
+	}
+	if err := head(sensor, flags); err != nil {
+		return err
+	}
+	rows, err = br.Query()
+	if err != nil {
+		return dbError("list readings", err)
+	}
+	if err := scanReadings(rows, "list readings", fn); err != nil {
+		return err
+	}
+	return dbError("list readings", br.Close())
+}

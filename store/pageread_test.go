@@ -1,0 +1,112 @@
+package store_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/store"
+)
+
+// TestReadPage reads a sensor, its flags and its readings in one round
+// trip: the readings a flag in force rejects whole are left out before
+// the limit counts, unless asked for, as of now or of an instant; and a
+// key that names another organization's sensor reads nothing of it, looked
+// up or not.
+func TestReadPage(t *testing.T) {
+	db := newDB(t)
+	ctx := t.Context()
+	key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+	mustInsert(t, db, key, one(1, 1), one(2, 2), one(3, 3), one(4, 4))
+	var before time.Time
+	err := db.InTx(ctx, func(tx *store.Tx) error {
+		input := int64(1)
+		set, err := tx.InsertFlags(ctx, key.SensorID, []store.FlagSpec{
+			{Flag: store.Rejected, From: at(2), To: at(2), Reason: "frozen"},
+			{Flag: store.Suspect, InputID: &input, From: at(3), To: at(4), Reason: "drift"},
+			{Flag: store.Rejected, From: at(4), To: at(4), Reason: "cleared later"},
+		})
+		for _, f := range set {
+			if f.SetAt.After(before) {
+				before = f.SetAt // the instant they were all in force
+			}
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.InTx(ctx, func(tx *store.Tx) error {
+		_, err := tx.ClearFlags(ctx, key.SensorID, nil, at(4), at(4), nil, "a mistake")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	read := func(t *testing.T, r store.PageRead) (sensor *store.Sensor, flags []string, readings string, err error) {
+		t.Helper()
+		var got []string
+		err = db.ReadPage(ctx, r, func(s *store.Sensor, fl []store.Flag) error {
+			sensor = s
+			for _, f := range fl {
+				flags = append(flags, f.Flag+" "+f.Reason)
+			}
+			return nil
+		}, func(r *store.Reading) error {
+			got = append(got, fmt.Sprint(r.Time.Minute()))
+			return nil
+		})
+		return sensor, flags, strings.Join(got, " "), err
+	}
+	all := store.ReadingQuery{From: store.MinTime, To: store.MaxTime}
+	tests := []struct {
+		name         string
+		read         store.PageRead
+		wantReadings string
+		wantFlags    int
+	}{
+		{"WithoutRejected", store.PageRead{Key: key, Lookup: true, Query: all}, "1 3 4", 2},
+		{"LimitCountsTheOthers", store.PageRead{Key: key, Query: store.ReadingQuery{From: at(1), To: at(4), Limit: 2}}, "1 3", 2},
+		{"Descending", store.PageRead{Key: key, Query: store.ReadingQuery{From: at(1), To: at(4), Desc: true, Limit: 2}}, "4 3", 2},
+		{"Rejected", store.PageRead{Key: key, Query: all, Rejected: true}, "1 2 3 4", 2},
+		{"AsOf", store.PageRead{Key: key, Query: all, AsOf: &before}, "1 3", 3},
+		{"AsOfRejected", store.PageRead{Key: key, Query: all, AsOf: &before, Rejected: true}, "1 2 3 4", 3},
+		{"Range", store.PageRead{Key: key, Query: store.ReadingQuery{From: at(3), To: at(4)}}, "3 4", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sensor, flags, readings, err := read(t, tt.read)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if readings != tt.wantReadings || len(flags) != tt.wantFlags {
+				t.Errorf("ReadPage = readings %q, flags %q; want readings %q and %d flags", readings, flags, tt.wantReadings, tt.wantFlags)
+			}
+			if looked := sensor != nil; looked != tt.read.Lookup || looked && sensor.ID != key.SensorID {
+				t.Errorf("ReadPage gave sensor %+v; want it only when looked up, and the key's", sensor)
+			}
+		})
+	}
+
+	// Another organization's sensor, named in this one's path.
+	other := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+	beyond := store.SensorKey{OrgID: other.OrgID, ProjectID: other.ProjectID, SensorID: key.SensorID}
+	t.Run("ErrNotFound", func(t *testing.T) {
+		_, flags, readings, err := read(t, store.PageRead{Key: beyond, Lookup: true, Query: all, Rejected: true})
+		wantCode(t, err, apperr.NotFound)
+		if flags != nil || readings != "" {
+			t.Errorf("ReadPage of a sensor beyond the key gave flags %q and readings %q, want none", flags, readings)
+		}
+	})
+	t.Run("BeyondTheKeyReadsNothing", func(t *testing.T) {
+		for _, rejected := range []bool{false, true} {
+			_, flags, readings, err := read(t, store.PageRead{Key: beyond, Query: all, Rejected: rejected})
+			if err != nil || flags != nil || readings != "" {
+				t.Errorf("ReadPage(Rejected %v) of a sensor beyond the key = flags %q, readings %q, %v; want nothing", rejected, flags, readings, err)
+			}
+		}
+	})
+}
