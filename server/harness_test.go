@@ -371,6 +371,11 @@ func linkParams(t *testing.T, header http.Header) (*client.ListReadingsParams, b
 		case "outputs":
 			b := v == "true"
 			p.Outputs = &b
+		case "flags":
+			b := v == "true"
+			p.Flags = &b
+		case "as_of":
+			p.AsOf = &v
 		default:
 			t.Fatalf("Link %q has parameter %q, which listReadings does not define", link, key)
 		}

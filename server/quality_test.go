@@ -346,6 +346,19 @@ func TestAuditTrail(t *testing.T) {
 	if len(after.Outputs) != 2 || after.Outputs[1].Formula != "G * (R0 - digits) + 1" || before.Outputs[1].Formula != "G * (R0 - digits)" {
 		t.Errorf("formula entry before %+v after %+v, want the formula before and after", before, after)
 	}
+	// A flag's entry names its fields as the API's Flag does.
+	flags, err := viewer.ListProjectAuditWithResponse(ctx, org, proj, &client.ListProjectAuditParams{Kind: &client.AuditKind{"flag"}, Limit: ptr(1)})
+	if err != nil || flags.JSON200 == nil || len(flags.JSON200.Items) != 1 {
+		t.Fatalf("audit of kind flag: %v %s", err, flags.Body)
+	}
+	var flag map[string]any
+	b, _ = json.Marshal(flags.JSON200.Items[0].After)
+	_ = json.Unmarshal(b, &flag)
+	for _, name := range []string{"id", "sensor_id", "flag", "from", "to", "reason", "set_by", "set_at"} {
+		if _, ok := flag[name]; !ok {
+			t.Errorf("the flag's audit entry %s has no %q", b, name)
+		}
+	}
 	if res, _ := owner.ListOrgAuditWithResponse(ctx, org, nil); res == nil || res.StatusCode() != http.StatusOK {
 		t.Errorf("org audit without params: %v", res)
 	}

@@ -162,6 +162,12 @@ func nextPageLink(key store.SensorKey, p gen.ListReadingsParams, last time.Time)
 	if p.Keys != nil {
 		v.Set("keys", string(*p.Keys))
 	}
+	if p.Flags != nil {
+		v.Set("flags", strconv.FormatBool(*p.Flags))
+	}
+	if p.AsOf != nil {
+		v.Set("as_of", *p.AsOf)
+	}
 	return fmt.Sprintf(`</api/v1/org/%d/proj/%d/readings/%d?%s>; rel="next"`,
 		key.OrgID, key.ProjectID, key.SensorID, v.Encode())
 }

@@ -154,6 +154,8 @@ func TestReadingsLinkPaging(t *testing.T) {
 			Keys: ptr(client.ListReadingsParamsKeysNames),
 		}, func(i int) float64 { return float64(200 + i) }, 2000},
 		{"Offset", client.ListReadingsParams{Offset: ptr(int64(10)), Limit: ptr(1000)}, func(i int) float64 { return float64(10 + i) }, total - 10},
+		{"FlagsAsOf", client.ListReadingsParams{Flags: ptr(true), AsOf: ptr(time.Now().UTC().Format(time.RFC3339)), Limit: ptr(1000)},
+			func(i int) float64 { return float64(i) }, total},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, pages, seen := &tc.first, 0, 0
@@ -171,7 +173,7 @@ func TestReadingsLinkPaging(t *testing.T) {
 					break
 				}
 				if next.Outputs == nil != (tc.first.Outputs == nil) || next.DatetimeGte == nil != (tc.first.DatetimeGte == nil) ||
-					next.Keys == nil != (tc.first.Keys == nil) {
+					next.Keys == nil != (tc.first.Keys == nil) || next.Flags == nil != (tc.first.Flags == nil) || next.AsOf == nil != (tc.first.AsOf == nil) {
 					t.Errorf("Link %q dropped a parameter of the first request", header.Get("Link"))
 				}
 				p = next

@@ -16,21 +16,22 @@ const (
 // Flag marks a sensor's readings from From to To (both inclusive) as
 // suspect or rejected: the whole reading when InputID is nil, else one
 // input. A check sets it (Check names the check's kind) or a user (SetBy).
-// It is never changed but to be cleared.
+// It is never changed but to be cleared. Its JSON, which the audit trail
+// records, names the fields as the API's Flag does.
 type Flag struct {
-	ID          int64      `db:"id"`
-	SensorID    int64      `db:"sensor_id"`
-	InputID     *int64     `db:"input_id"`
-	Flag        string     `db:"flag"`
-	From        time.Time  `db:"from_at"`
-	To          time.Time  `db:"to_at"`
-	Reason      string     `db:"reason"`
-	Check       *string    `db:"check_kind"`
-	SetBy       *int64     `db:"set_by"`
-	SetAt       time.Time  `db:"set_at"`
-	ClearedAt   *time.Time `db:"cleared_at"`
-	ClearedBy   *int64     `db:"cleared_by"`
-	ClearReason *string    `db:"clear_reason"`
+	ID          int64      `db:"id" json:"id"`
+	SensorID    int64      `db:"sensor_id" json:"sensor_id"`
+	InputID     *int64     `db:"input_id" json:"input,omitempty,string"`
+	Flag        string     `db:"flag" json:"flag"`
+	From        time.Time  `db:"from_at" json:"from"`
+	To          time.Time  `db:"to_at" json:"to"`
+	Reason      string     `db:"reason" json:"reason"`
+	Check       *string    `db:"check_kind" json:"check,omitempty"`
+	SetBy       *int64     `db:"set_by" json:"set_by,omitempty"`
+	SetAt       time.Time  `db:"set_at" json:"set_at"`
+	ClearedAt   *time.Time `db:"cleared_at" json:"cleared_at,omitempty"`
+	ClearedBy   *int64     `db:"cleared_by" json:"cleared_by,omitempty"`
+	ClearReason *string    `db:"clear_reason" json:"clear_reason,omitempty"`
 }
 
 // FlagSpec is a flag to set.

@@ -3629,7 +3629,7 @@ type ClientInterface interface {
 	// `delete` (a range delete: how many and the range), and `webhook`.
 	// Members, tokens and invitations are the organization's
 	// (`GET /api/v1/org/{org_id}/audit`). Filter by `sensor_id`, `kind`
-	// (repeated or comma-separated) and the time of the change
+	// (comma-separated: `kind=flag,checks`; a repeated `kind` is refused) and the time of the change
 	// (`datetime__gte`, `datetime__lte`). A page holds at most `limit`;
 	// when there are more, `next_cursor` is set: pass it as `cursor`.
 	// Required role: `viewer`.
@@ -5935,7 +5935,7 @@ func (c *Client) AcknowledgeAlarm(ctx context.Context, orgId OrgId, projId ProjI
 // `delete` (a range delete: how many and the range), and `webhook`.
 // Members, tokens and invitations are the organization's
 // (`GET /api/v1/org/{org_id}/audit`). Filter by `sensor_id`, `kind`
-// (repeated or comma-separated) and the time of the change
+// (comma-separated: `kind=flag,checks`; a repeated `kind` is refused) and the time of the change
 // (`datetime__gte`, `datetime__lte`). A page holds at most `limit`;
 // when there are more, `next_cursor` is set: pass it as `cursor`.
 // Required role: `viewer`.
@@ -13578,7 +13578,7 @@ type ClientWithResponsesInterface interface {
 	// `delete` (a range delete: how many and the range), and `webhook`.
 	// Members, tokens and invitations are the organization's
 	// (`GET /api/v1/org/{org_id}/audit`). Filter by `sensor_id`, `kind`
-	// (repeated or comma-separated) and the time of the change
+	// (comma-separated: `kind=flag,checks`; a repeated `kind` is refused) and the time of the change
 	// (`datetime__gte`, `datetime__lte`). A page holds at most `limit`;
 	// when there are more, `next_cursor` is set: pass it as `cursor`.
 	// Required role: `viewer`.
@@ -24599,7 +24599,7 @@ func (c *ClientWithResponses) AcknowledgeAlarmWithResponse(ctx context.Context, 
 // `delete` (a range delete: how many and the range), and `webhook`.
 // Members, tokens and invitations are the organization's
 // (`GET /api/v1/org/{org_id}/audit`). Filter by `sensor_id`, `kind`
-// (repeated or comma-separated) and the time of the change
+// (comma-separated: `kind=flag,checks`; a repeated `kind` is refused) and the time of the change
 // (`datetime__gte`, `datetime__lte`). A page holds at most `limit`;
 // when there are more, `next_cursor` is set: pass it as `cursor`.
 // Required role: `viewer`.

@@ -1690,7 +1690,7 @@ export interface paths {
          *     `delete` (a range delete: how many and the range), and `webhook`.
          *     Members, tokens and invitations are the organization's
          *     (`GET /api/v1/org/{org_id}/audit`). Filter by `sensor_id`, `kind`
-         *     (repeated or comma-separated) and the time of the change
+         *     (comma-separated: `kind=flag,checks`; a repeated `kind` is refused) and the time of the change
          *     (`datetime__gte`, `datetime__lte`). A page holds at most `limit`;
          *     when there are more, `next_cursor` is set: pass it as `cursor`.
          *     Required role: `viewer`.
