@@ -9,4 +9,5 @@ import './steps/setup.mjs';
 import './steps/alarms.mjs';
 import './steps/sensors.mjs';
 import './steps/monitoring.mjs';
+import './steps/quality.mjs';
 import './steps/access.mjs';

@@ -1,7 +1,8 @@
 // The shared browser tab, configuration and helpers of the console's
 // end-to-end steps (see console.test.mjs).
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
@@ -178,4 +179,18 @@ export async function piezometer(name) {
   const created = await api('POST', `/api/v1/org/${orgId}/proj/${state.projectId}/sensors`, { name, blueprint_id: bp.id, constants: { R0 } });
   assert.equal(created.status, 201, JSON.stringify(created.body));
   return created.body;
+}
+
+// axe-core, pinned in package-lock.json, run in the page as it is.
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+// axeViolations runs axe-core on the page as it stands and returns its
+// serious and critical violations, named for the page; it logs the minor
+// and moderate ones.
+export async function axeViolations(name) {
+  await page.evaluate(axeSource); // evaluated by the browser's debugger protocol, which the page's CSP does not govern
+  const violations = await page.evaluate(async () => (await window.axe.run(document, { resultTypes: ['violations'] })).violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) })));
+  const minor = violations.filter((v) => v.impact !== 'serious' && v.impact !== 'critical').map((v) => `${v.id} (${v.impact})`);
+  if (minor.length) console.log(`axe, ${name}: minor or moderate: ${minor.join(', ')}`);
+  return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => ({ page: name, ...v }));
 }

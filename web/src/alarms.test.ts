@@ -28,6 +28,9 @@ describe('thresholdLines', () => {
   it('writes the threshold with its output’s decimals', () => {
     expect(thresholdLines([rule(1, 'pressure', levels[0]!, 150)], levels, [{ ...pressure, decimals: 1 }])[0]!.label).toBe('Alert > 150.0');
   });
+  it('draws no line for a rate rule, whose threshold is a rate, not a value', () => {
+    expect(thresholdLines([{ ...rule(1, 'pressure', levels[0]!, 5), window: 86_400, per: 86_400 }, rule(2, 'pressure', levels[1]!, 200)], levels, [pressure]).map((t) => t.value)).toEqual([200]);
+  });
   it('leaves out the rules of series not shown', () => {
     expect(thresholdLines([rule(1, 'pressure', levels[0]!, 150)], levels, [freq])).toEqual([]);
   });
@@ -50,6 +53,10 @@ describe('describeRule', () => {
   const cases: [Parameters<typeof describeRule>[0], string][] = [
     [{ direction: 'above', threshold: 150, deadband: 0, persistence: 1 }, 'above 150'],
     [{ direction: 'below', threshold: -2.5, deadband: 0.5, persistence: 3 }, 'below -2.5, deadband 0.5, for 3 readings'],
+    [{ direction: 'above', threshold: 5, deadband: 1, persistence: 1, window: 86_400, per: 86_400 }, 'rate above 5 per day over 1 d, deadband 1'],
+    [{ direction: 'below', threshold: -0.5, deadband: 0, persistence: 2, window: 5_400, per: 3_600 }, 'rate below -0.5 per hour over 90 min, for 2 readings'],
+    [{ direction: 'above', threshold: 1, deadband: 0, persistence: 1, window: 600 }, 'rate above 1 per day over 10 min'],
+    [{ direction: 'above', threshold: 1, deadband: 0, persistence: 1, window: 86_400, per: 21_600 }, 'rate above 1 per 6 h over 1 d'],
   ];
   for (const [r, want] of cases) it(want, () => expect(describeRule(r)).toBe(want));
 });

@@ -11,9 +11,32 @@ export function levelColour(levels: readonly AlarmLevel[], id: number | undefine
   return levels.find((l) => l.id === id)?.colour ?? NO_COLOUR;
 }
 
-/** describeRule says a rule in words: "above 150, deadband 2, for 3 readings". */
-export function describeRule(r: Pick<AlarmRule, 'direction' | 'threshold' | 'deadband' | 'persistence'>): string {
-  let s = `${r.direction} ${formatNumber(r.threshold)}`;
+/**
+ * spanText says a number of seconds exactly, in the largest unit that
+ * divides it: "1 d", "90 min", "45 s".
+ */
+export function spanText(seconds: number): string {
+  for (const [unit, n] of [['d', 86_400], ['h', 3_600], ['min', 60]] as const) if (seconds % n === 0) return `${seconds / n} ${unit}`;
+  return `${seconds} s`;
+}
+
+/** perText names a rate's unit of time: "day", "hour", else "6 h". */
+export function perText(seconds: number): string {
+  const names: Record<number, string> = { 60: 'minute', 3_600: 'hour', 86_400: 'day', 604_800: 'week' };
+  return names[seconds] ?? spanText(seconds);
+}
+
+/** isRateRule tells a rule on the target's rate of change from one on its value. */
+export function isRateRule(r: Pick<AlarmRule, 'window'>): boolean {
+  return r.window !== undefined && r.window !== null;
+}
+
+/**
+ * describeRule says a rule in words: "above 150, deadband 2, for 3
+ * readings", or for a rate rule "rate above 5 per day over 1 d".
+ */
+export function describeRule(r: Pick<AlarmRule, 'direction' | 'threshold' | 'deadband' | 'persistence' | 'window' | 'per'>): string {
+  let s = isRateRule(r) ? `rate ${r.direction} ${formatNumber(r.threshold)} per ${perText(r.per ?? 86_400)} over ${spanText(r.window!)}` : `${r.direction} ${formatNumber(r.threshold)}`;
   if (r.deadband > 0) s += `, deadband ${formatNumber(r.deadband)}`;
   if (r.persistence > 1) s += `, for ${r.persistence} readings`;
   return s;
@@ -33,12 +56,14 @@ export interface Threshold {
 /**
  * thresholdLines are the lines of the rules whose target is one of the shown
  * series, each on that series' axis, in its level's colour. Two rules at
- * one value and level draw one line.
+ * one value and level draw one line. A rate rule's threshold is a rate,
+ * not a value of the axis: it draws none.
  */
 export function thresholdLines(rules: readonly AlarmRule[], levels: readonly AlarmLevel[], shown: readonly Series[]): Threshold[] {
   const out: Threshold[] = [];
   const seen = new Set<string>();
   for (const r of rules) {
+    if (isRateRule(r)) continue;
     const s = shown.find((x) => x.key === r.target);
     if (!s) continue;
     const scale = s.unit || 'value';

@@ -5,7 +5,8 @@
 // sensors of one unit share one axis. Alarm thresholds are lines on the
 // axis of their target's unit, named in a margin right of the plot, never
 // over the data; buckets of a long range are an average line in a min–max
-// band.
+// band. Flagged values are marked apart: a suspect one with a triangle on
+// its line, a rejected one (shown only when asked for) as a cross off it.
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { reach, type Threshold } from './alarms';
@@ -21,6 +22,17 @@ export interface ChartData {
   /** Per series the buckets' minima and maxima, drawn as a band around ys. */
   band?: { min: (number | null)[][]; max: (number | null)[][] };
   thresholds?: Threshold[];
+  /** Per series its suspect values (on its line) and its rejected values (off it), null elsewhere. */
+  flags?: { suspect: (number | null)[][]; rejected: (number | null)[][] };
+}
+
+export interface ChartOptions {
+  /**
+   * onSelect is called when the reader drags across the chart: from and to
+   * in seconds since the epoch, zoom to show just that span, clear to
+   * drop the selection. Without it, a drag zooms.
+   */
+  onSelect?: (from: number, to: number, zoom: () => void, clear: () => void) => void;
 }
 
 export const scaleOf = (s: Series) => s.unit || 'value';
@@ -63,14 +75,17 @@ let syncs = 0;
  * width of the screen but its one axis, rather than a plot squeezed
  * between several; its thresholds are named by their level alone.
  */
-export function drawChart(el: HTMLElement, data: ChartData, colour: (s: Series) => string): () => void {
+export function drawChart(el: HTMLElement, data: ChartData, colour: (s: Series) => string, opts: ChartOptions = {}): () => void {
   // The units with thresholds first: what the rules watch is what is read first.
   const watched = new Set((data.thresholds ?? []).map((t) => t.scale));
   const units = [...new Set(data.series.map(scaleOf))].sort((a, b) => Number(watched.has(b)) - Number(watched.has(a)));
   const n = data.series.length;
   // Each band column breaks where its series' average does.
-  const follow = [...data.series.map((_, i) => i), ...(data.band ? [...data.series.map((_, i) => i), ...data.series.map((_, i) => i)] : [])];
-  const cols = breakGaps(data.xs, [...data.ys, ...(data.band ? [...data.band.min, ...data.band.max] : [])], follow);
+  // Flagged points are points, whose columns never break.
+  const flagged = data.flags ? [...data.flags.suspect, ...data.flags.rejected] : [];
+  const follow = [...data.series.map((_, i) => i), ...(data.band ? [...data.series.map((_, i) => i), ...data.series.map((_, i) => i)] : []), ...flagged.map(() => null)];
+  const cols = breakGaps(data.xs, [...data.ys, ...(data.band ? [...data.band.min, ...data.band.max] : []), ...flagged], follow);
+  const flagBase = 1 + n + (data.band ? 2 * n : 0); // the first suspect column in cols
   const sync = `readings-${++syncs}`;
   const width = () => {
     const style = getComputedStyle(el);
@@ -79,6 +94,21 @@ export function drawChart(el: HTMLElement, data: ChartData, colour: (s: Series) 
   const isNarrow = () => width() < 600;
   let plots: uPlot[] = [];
   let narrow = isNarrow();
+  // A drag selects a span; the page decides what to do with it.
+  const select = opts.onSelect
+    ? (u: uPlot) => {
+        if (u.select.width <= 0) return;
+        const from = u.posToVal(u.select.left, 'x');
+        const to = u.posToVal(u.select.left + u.select.width, 'x');
+        const clear = () => {
+          for (const p of plots) p.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+        };
+        opts.onSelect!(from, to, () => {
+          clear();
+          for (const p of plots) p.setScale('x', { min: from, max: to });
+        }, clear);
+      }
+    : undefined;
   const build = () => {
     for (const p of plots) p.destroy();
     el.replaceChildren();
@@ -90,8 +120,9 @@ export function drawChart(el: HTMLElement, data: ChartData, colour: (s: Series) 
       const series = idx.map((i) => data.series[i]!);
       const band = data.band ? idx.flatMap((i) => [cols[n + i + 1]!, cols[2 * n + i + 1]!]) : [];
       const thresholds = (data.thresholds ?? []).filter((t) => group.includes(t.scale)).map((t) => (narrow ? { ...t, label: t.level } : t));
-      const columns = [cols[0], ...idx.map((i) => cols[i + 1]!), ...band] as uPlot.AlignedData;
-      const plot = new uPlot(options(series, group, colour, { width: width(), height, points: data.xs.length <= 200 }, sync, !!data.band, thresholds), columns, el);
+      const marks = data.flags ? [...idx.map((i) => cols[flagBase + i]!), ...idx.map((i) => cols[flagBase + n + i]!)] : [];
+      const columns = [cols[0], ...idx.map((i) => cols[i + 1]!), ...band, ...marks] as uPlot.AlignedData;
+      const plot = new uPlot(options(series, group, colour, { width: width(), height, points: data.xs.length <= 200 }, sync, !!data.band, thresholds, !!data.flags, select), columns, el);
       // Which unit each axis measures, for the reader's tools and the end-to-end test.
       plot.root.querySelectorAll('.u-axis').forEach((axis, i) => axis.setAttribute('data-unit', i === 0 ? 'time' : (group[i - 1] ?? 'thresholds')));
       // A band's minimum and maximum are in its average's legend entry.
@@ -150,6 +181,8 @@ function options(
   sync: string,
   band: boolean,
   thresholds: Threshold[],
+  flags: boolean,
+  select: ((u: uPlot) => void) | undefined,
 ): uPlot.Options {
   const gutter = gutterWidth(thresholds);
   const axes: uPlot.Axis[] = [
@@ -179,6 +212,19 @@ function options(
   ];
   const k = series.length;
   const value = (s: Series) => (_u: uPlot, v: number | null) => (v === null || v === undefined ? '–' : formatNumber(v, s.decimals));
+  // With flags, the value under the cursor says its flag, and a rejected
+  // one, off the line, is still read there: at the reading the cursor is
+  // on, which uPlot's legend would pass by for the nearest value on the line.
+  const flagBase = 1 + k + (band ? 2 * k : 0);
+  const flaggedValue = (s: Series, i: number) => (u: uPlot, v: number | null, _sidx: number, idx: number | null) => {
+    const at = (col: number, j: number | null | undefined) => (j === null || j === undefined ? undefined : u.data[col]?.[j]);
+    const here = u.cursor.idx;
+    const rejected = at(flagBase + k + i, here);
+    if (rejected !== null && rejected !== undefined && (at(1 + i, here) === null || at(1 + i, here) === undefined)) return `${formatNumber(rejected, s.decimals)} rejected`;
+    if (v === null || v === undefined) return '–';
+    const suspect = at(flagBase + i, idx);
+    return suspect !== null && suspect !== undefined ? `${formatNumber(v, s.decimals)} suspect` : formatNumber(v, s.decimals);
+  };
   // In bucket mode the average's entry carries the bucket's minimum and maximum.
   const bucketValue = (s: Series, i: number) => (u: uPlot, v: number | null, _sidx: number, idx: number | null) => {
     if (v === null || v === undefined || idx === null) return '–';
@@ -204,11 +250,18 @@ function options(
         width: s.kind === 'input' && !band ? 3.5 : 1.75,
         spanGaps: false,
         points: { show: size.points && !band },
-        value: band ? bucketValue(s, i) : value(s),
+        value: band ? bucketValue(s, i) : flags ? flaggedValue(s, i) : value(s),
       })),
       ...(band
         ? series.flatMap((s) =>
             (['min', 'max'] as const).map((fn) => ({ label: `${s.label} ${fn}`, scale: scaleOf(s), stroke: colour(s) + '66', width: 1, spanGaps: false, points: { show: false }, value: value(s) })),
+          )
+        : []),
+      // The flagged values: no line and no uPlot points (drawMarks draws
+      // them); the rejected ones still stretch their axis to be seen.
+      ...(flags
+        ? (['suspect', 'rejected'] as const).flatMap((flag) =>
+            series.map((s) => ({ label: `${s.label} ${flag}`, scale: scaleOf(s), stroke: colour(s), paths: () => null, spanGaps: false, points: { show: false }, value: value(s) })),
           )
         : []),
     ],
@@ -216,8 +269,11 @@ function options(
     bands: band ? series.map((s, i) => ({ series: [k + 2 + 2 * i, k + 1 + 2 * i] as [number, number], fill: colour(s) + '33' })) : [],
     axes,
     legend: { live: true },
-    cursor: { drag: { x: true, y: false }, sync: { key: sync } },
-    hooks: { draw: [(u: uPlot) => drawThresholds(u, thresholds)] },
+    cursor: { drag: { x: true, y: false, setScale: !select }, sync: { key: sync } },
+    hooks: {
+      draw: [(u: uPlot) => drawThresholds(u, thresholds), ...(flags ? [(u: uPlot) => drawMarks(u, series, flagBase, colour)] : [])],
+      ...(select ? { setSelect: [select] } : {}),
+    },
   };
 }
 
@@ -283,4 +339,95 @@ function drawThresholds(u: uPlot, thresholds: Threshold[]): void {
     ctx.fillText(t.label, x + LABEL_PAD * px, at + 0.5 * px);
     ctx.restore();
   }
+}
+
+/** MARK_SIZE is a flag mark's radius in CSS pixels: larger than uPlot's points, so that it reads apart. */
+const MARK_SIZE = 6;
+/** SUSPECT_FILL is the suspect values' tint, as the readings table has it. */
+const SUSPECT_FILL = '#fff3c4';
+
+/**
+ * drawMarks draws each series' flagged values: a suspect one as a tinted
+ * triangle on its line (uPlot's own points are circles), a rejected one as
+ * a cross, both outlined in the series' colour on a white halo so that
+ * they read over the lines. It notes on the chart how many of each it
+ * drew, for the reader's tools and the end-to-end test.
+ */
+function drawMarks(u: uPlot, series: Series[], base: number, colour: (s: Series) => string): void {
+  const { ctx } = u;
+  const px = devicePixelRatio;
+  const { left, top, width, height } = u.bbox;
+  const drawn = { suspect: 0, rejected: 0 };
+  const xs = u.data[0];
+  series.forEach((s, i) => {
+    for (const flag of ['suspect', 'rejected'] as const) {
+      const col = u.data[base + (flag === 'rejected' ? series.length : 0) + i];
+      if (!col) continue;
+      for (let j = 0; j < col.length; j++) {
+        const v = col[j];
+        if (v === null || v === undefined) continue;
+        const x = u.valToPos(xs[j]!, 'x', true);
+        const y = u.valToPos(v, scaleOf(s), true);
+        if (x < left || x > left + width || y < top || y > top + height) continue;
+        ctx.save();
+        markPath(ctx, flag, x, y, MARK_SIZE * px);
+        ctx.lineJoin = 'round';
+        ctx.lineWidth = 5 * px;
+        ctx.strokeStyle = '#ffffff';
+        ctx.stroke();
+        if (flag === 'suspect') {
+          ctx.fillStyle = SUSPECT_FILL;
+          ctx.fill();
+        }
+        ctx.lineWidth = 2.25 * px;
+        ctx.strokeStyle = colour(s);
+        ctx.stroke();
+        ctx.restore();
+        drawn[flag]++;
+      }
+    }
+  });
+  u.root.dataset['suspect'] = String(drawn.suspect);
+  u.root.dataset['rejected'] = String(drawn.rejected);
+}
+
+/** markPath traces a flag's mark at (x, y) of radius r: a triangle for suspect, a cross for rejected. */
+function markPath(ctx: CanvasRenderingContext2D, flag: 'suspect' | 'rejected', x: number, y: number, r: number): void {
+  ctx.beginPath();
+  if (flag === 'suspect') {
+    ctx.moveTo(x, y - 1.15 * r);
+    ctx.lineTo(x + r, y + 0.75 * r);
+    ctx.lineTo(x - r, y + 0.75 * r);
+    ctx.closePath();
+    return;
+  }
+  ctx.moveTo(x - r, y - r);
+  ctx.lineTo(x + r, y + r);
+  ctx.moveTo(x + r, y - r);
+  ctx.lineTo(x - r, y + r);
+}
+
+/** markIcon is a flag's mark as the chart draws it, for the legend beside the chart. */
+export function markIcon(flag: 'suspect' | 'rejected'): HTMLCanvasElement {
+  const size = 16;
+  const px = devicePixelRatio || 1;
+  const canvas = document.createElement('canvas');
+  canvas.width = size * px;
+  canvas.height = size * px;
+  canvas.className = 'mark';
+  canvas.setAttribute('aria-hidden', 'true');
+  canvas.style.width = canvas.style.height = `${size}px`;
+  const ctx = canvas.getContext('2d');
+  if (ctx) {
+    markPath(ctx, flag, (size / 2) * px, (size / 2) * px, MARK_SIZE * px);
+    if (flag === 'suspect') {
+      ctx.fillStyle = SUSPECT_FILL;
+      ctx.fill();
+    }
+    ctx.lineJoin = 'round';
+    ctx.lineWidth = 2 * px;
+    ctx.strokeStyle = '#1d2430';
+    ctx.stroke();
+  }
+  return canvas;
 }

@@ -4,6 +4,7 @@ import { must, newClient, type Me } from './api';
 import type { Crumb, Ctx, Page } from './app';
 import { errorBox, h } from './dom';
 import { acceptPage } from './pages/accept';
+import { auditPage } from './pages/audit';
 import { comparePage } from './pages/compare';
 import { orgPage } from './pages/org';
 import { profilePage } from './pages/profile';
@@ -35,6 +36,7 @@ const routes: [string, Page][] = [
   ['/org/:org', orgPage],
   ['/org/:org/proj/:proj', projectPage],
   ['/org/:org/proj/:proj/compare', comparePage],
+  ['/org/:org/proj/:proj/audit', auditPage],
   ['/org/:org/proj/:proj/sensors/:sensor', sensorPage],
   ['/org/:org/proj/:proj/sensors/:sensor/readings', readingsPage],
 ];

@@ -15,6 +15,9 @@ describe('queryFromLink', () => {
       order: 'asc',
     });
   });
+  it('keeps the flags and the as_of a next link carries', () => {
+    expect(queryFromLink(`${path}?flags=true&as_of=2024-06-01T09%3A00%3A00Z&limit=10`, path)).toEqual({ flags: true, as_of: '2024-06-01T09:00:00Z', limit: 10 });
+  });
   it('refuses a link to another sensor', () => {
     expect(() => queryFromLink('/api/v1/org/1/proj/1/readings/13?limit=1', path)).toThrow('not');
   });
@@ -124,6 +127,16 @@ describe('formatNumber', () => {
 });
 
 describe('breakGaps', () => {
+  it('never breaks a column that follows null, nor adds a row for it', () => {
+    // Column 0 has a gap between 120 and 1000 with no row inside: a row is
+    // added there, where column 1 (points) has nothing, and column 1's own
+    // spacing breaks nothing.
+    const xs = [0, 60, 120, 1000, 1060];
+    const [gx, line, points] = breakGaps(xs, [[1, 2, 3, 4, 5], [null, 9, null, null, 9]], [0, null]);
+    expect(gx).toEqual([0, 60, 120, 560, 1000, 1060]);
+    expect(line).toEqual([1, 2, 3, null, 4, 5]);
+    expect(points).toEqual([undefined, 9, undefined, undefined, undefined, 9]);
+  });
   it('breaks the line where readings are more than GAP_FACTOR median spacings apart', () => {
     // Every 60 s, then nothing for a month, then every 60 s again.
     const xs = [0, 60, 120, 180, 180 + 30 * 86400, 240 + 30 * 86400, 300 + 30 * 86400];

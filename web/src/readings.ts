@@ -35,6 +35,12 @@ export function queryFromLink(link: string, expectedPath: string): ReadingsQuery
       case 'outputs':
         q.outputs = value === 'true';
         break;
+      case 'flags':
+        q.flags = value === 'true';
+        break;
+      case 'as_of':
+        q.as_of = value;
+        break;
       case 'order':
         if (value !== 'asc' && value !== 'desc') throw new Error(`the next page's order is ${value}`);
         q.order = value;
@@ -212,12 +218,14 @@ export type Column = (number | null | undefined)[];
  * than three values has no spacing to judge by, and never breaks.
  * follow[j] names the column (index into ys) whose gaps column j takes,
  * so that a band breaks where its average does; by default each column
- * follows itself.
+ * follows itself. A column that follows null never breaks: the flagged
+ * points drawn apart from a line, which has none.
  */
-export function breakGaps(xs: readonly number[], ys: readonly (number | null)[][], follow: readonly number[] = ys.map((_, j) => j)): [number[], ...Column[]] {
+export function breakGaps(xs: readonly number[], ys: readonly (number | null)[][], follow: readonly (number | null)[] = ys.map((_, j) => j)): [number[], ...Column[]] {
   // Each leading column's gaps, as the indexes of their two ends.
   const gapsOf = new Map<number, [number, number][]>();
   for (const lead of new Set(follow)) {
+    if (lead === null) continue;
     const y = ys[lead] ?? [];
     const present: number[] = [];
     xs.forEach((_, i) => {
@@ -237,7 +245,8 @@ export function breakGaps(xs: readonly number[], ys: readonly (number | null)[][
   const out: Column[] = ys.map((y) => y.map((v) => (v === null ? undefined : v)));
   const added = new Map<number, Set<number>>(); // index of the row before → columns breaking there
   ys.forEach((_, j) => {
-    for (const [a, b] of gapsOf.get(follow[j]!) ?? []) {
+    const lead = follow[j];
+    for (const [a, b] of lead === null || lead === undefined ? [] : (gapsOf.get(lead) ?? [])) {
       if (b - a > 1) out[j]![a + 1] = null;
       else added.set(a, (added.get(a) ?? new Set()).add(j));
     }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { customRange, formatAge, formatDateTime, formatDuration, fromLocalInput, presetRange, timeAxisLabels, toLocalInput, toLocalText, zoneName } from './time';
+import { customRange, filterBounds, formatAge, formatDateTime, formatDuration, fromLocalInput, presetRange, timeAxisLabels, toExactText, toLocalInput, toLocalText, zoneName } from './time';
 
 describe('formatAge', () => {
   const now = new Date('2024-05-01T12:00:00Z');
@@ -55,6 +55,33 @@ describe('local inputs', () => {
   it('take seconds and milliseconds', () => {
     const d = fromLocalInput('2024-05-01T10:20:30.5');
     expect([d.getSeconds(), d.getMilliseconds()]).toEqual([30, 500]);
+  });
+});
+
+describe('filterBounds', () => {
+  it('reads either bound, or both, as instants', () => {
+    expect(filterBounds('', '', 'events')).toEqual({});
+    expect(filterBounds('2024-05-01 12:00', '', 'events')).toEqual({ from: fromLocalInput('2024-05-01 12:00').toISOString() });
+    expect(filterBounds('', '2024-05-02 00:00', 'events')).toEqual({ to: fromLocalInput('2024-05-02 00:00').toISOString() });
+  });
+  it('says which bound it cannot read, of what', () => {
+    expect(() => filterBounds('yesterday', '', 'changes')).toThrow('write when the changes start as 2024-05-01 12:00');
+    expect(() => filterBounds('', 'soon', 'events')).toThrow('write when the events end as');
+  });
+  it('refuses a range that ends before it starts', () => {
+    expect(() => filterBounds('2024-05-02 00:00', '2024-05-01 00:00', 'events')).toThrow('end after it starts');
+  });
+});
+
+describe('toExactText', () => {
+  it('reads back as the same instant, to the millisecond', () => {
+    for (const d of [new Date(2024, 4, 1, 12, 0, 5, 250), new Date(2024, 4, 1, 12, 0, 5), new Date(2024, 11, 31, 23, 59, 59, 999)]) {
+      expect(fromLocalInput(toExactText(d)).getTime()).toBe(d.getTime());
+    }
+  });
+  it('writes seconds always, milliseconds when there are some', () => {
+    expect(toExactText(new Date(2024, 4, 1, 12, 0, 5))).toBe('2024-05-01 12:00:05');
+    expect(toExactText(new Date(2024, 4, 1, 12, 0, 5, 40))).toBe('2024-05-01 12:00:05.040');
   });
 });
 

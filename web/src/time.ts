@@ -69,6 +69,22 @@ export function customRange(from: string, to: string): Range {
 }
 
 /**
+ * filterBounds reads a filter's two optional datetimes, typed as the
+ * console shows them, as ISO instants; what names the things filtered
+ * ("events") in the sentence it throws when one cannot be read or the
+ * two make no range.
+ */
+export function filterBounds(from: string, to: string, what: string): { from?: string; to?: string } {
+  if (from && to) customRange(from, to); // throws when they make no range
+  const bound = (s: string, end: string) => {
+    const d = fromLocalInput(s);
+    if (Number.isNaN(d.getTime())) throw new Error(`write when the ${what} ${end} as 2024-05-01 12:00, in ${zoneName()}`);
+    return d.toISOString();
+  };
+  return { ...(from ? { from: bound(from, 'start') } : {}), ...(to ? { to: bound(to, 'end') } : {}) };
+}
+
+/**
  * fromLocalInput parses "2024-05-01 12:00" (or "2024-05-01T12:00", or with
  * seconds) as local time: the form every datetime of the console has.
  */
@@ -82,6 +98,17 @@ export function fromLocalInput(s: string): Date {
 /** toLocalText is d as a datetime field shows it: "2024-05-01 12:00", local, to the minute. */
 export function toLocalText(d: Date): string {
   return toLocalInput(d).replace('T', ' ');
+}
+
+/**
+ * toExactText is d as a datetime field shows it to the second, and to the
+ * millisecond when it has one ("2024-05-01 12:00:05.250"): what
+ * fromLocalInput reads back as the same instant.
+ */
+export function toExactText(d: Date): string {
+  const p = (n: number, w = 2) => String(n).padStart(w, '0');
+  const ms = d.getMilliseconds();
+  return `${toLocalText(d)}:${p(d.getSeconds())}${ms ? `.${p(ms, 3)}` : ''}`;
 }
 
 /** toLocalInput is the value of a datetime-local input for d, to the minute. */

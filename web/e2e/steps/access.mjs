@@ -215,9 +215,15 @@ test('offers a viewer nothing a viewer may not do', async () => {
     await tab.goto(base + state.sensorPath);
     await tab.getByRole('table', { name: 'Outputs' }).getByText('G * (R0 - digits) - 100').waitFor();
     await tab.getByRole('table', { name: 'Rules' }).getByText('above 110, deadband 2').waitFor();
-    for (const absent of [tab.getByLabel('Formula of pressure'), tab.getByRole('button', { name: /Save|Add a dated value|Add rule|Edit|Delete/ })]) {
+    for (const absent of [tab.getByLabel('Formula of pressure'), tab.getByRole('form', { name: 'Validity check' }), tab.getByRole('button', { name: /Save|Add a dated value|Add rule|Add check|Edit|Delete/ })]) {
       assert.equal(await absent.count(), 0);
     }
+    await tab.getByRole('heading', { name: 'Validity checks' }).waitFor();
+    // A viewer reads the flags, rejected values too, and sets none.
+    await tab.goto(`${base}${state.sensorPath}/readings`);
+    await tab.locator('.u-over').first().waitFor();
+    await tab.getByLabel('Show rejected values').waitFor();
+    assert.equal(await tab.getByText('Flag readings').count(), 0);
     await tab.screenshot({ path: join(output, 'viewer-sensor.png'), fullPage: true });
   } finally {
     await tab.close();

@@ -3,11 +3,10 @@
 // board of 500 sensors, and an accessibility check of every page.
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { base, orgId, output, context, page, state, shot, viewShot, api, inkOf, statsOf, chooseSeries, piezometer, seriesColours } from '../session.mjs';
+import { base, orgId, output, context, page, state, shot, viewShot, api, inkOf, statsOf, chooseSeries, piezometer, seriesColours, axeViolations } from '../session.mjs';
 
 const ALARM = '#eb5757';
 
@@ -200,9 +199,6 @@ test('fits a phone: the board as cards, worst on top; the chart on the first scr
   }
 });
 
-// axe-core, pinned in package-lock.json, run in the page as it is.
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
 test('accessibility: axe finds no serious or critical violation on any page', async () => {
   const pages = [
     ['/console/', 'profile'],
@@ -218,11 +214,7 @@ test('accessibility: axe finds no serious or critical violation on any page', as
     await page.locator('main h1').first().waitFor();
     await page.waitForLoadState('networkidle');
     if (name === 'readings' || name === 'compare') await page.locator('.u-over').first().waitFor();
-    await page.evaluate(axeSource); // evaluated by the browser's debugger protocol, which the page's CSP does not govern
-    const violations = await page.evaluate(async () => (await window.axe.run(document, { resultTypes: ['violations'] })).violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) })));
-    for (const v of violations) if (v.impact === 'serious' || v.impact === 'critical') found.push({ page: name, ...v });
-    const minor = violations.filter((v) => v.impact !== 'serious' && v.impact !== 'critical').map((v) => `${v.id} (${v.impact})`);
-    if (minor.length) console.log(`axe, ${name}: minor or moderate: ${minor.join(', ')}`);
+    found.push(...(await axeViolations(name)));
   }
   assert.deepEqual(found, [], JSON.stringify(found, null, 2));
 });

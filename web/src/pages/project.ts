@@ -5,6 +5,7 @@ import { must, type Blueprint, type Project } from '../api';
 import { allPages, id, orgName, orgRole, shared, type Ctx } from '../app';
 import { action, field, h, section } from '../dom';
 import { can } from '../roles';
+import { href } from '../router';
 import type { SensorStatus } from '../status';
 import { formatDateTime } from '../time';
 import { statusBoard } from './board';
@@ -24,7 +25,7 @@ export function projectPage(ctx: Ctx): HTMLElement {
         { label: orgName(ctx, org), path: `/org/${org}` },
         { label: project.name, path: `/org/${org}/proj/${proj}` },
       ]);
-      header.replaceChildren(projectHeader(project));
+      header.replaceChildren(projectHeader(project, org));
     },
     () => undefined, // the board says what went wrong
   );
@@ -67,14 +68,14 @@ export function projectPage(ctx: Ctx): HTMLElement {
   );
 }
 
-function projectHeader(p: Project): HTMLElement {
+function projectHeader(p: Project, org: number): HTMLElement {
   return h(
     'div',
     null,
     h('h1', null, p.name, ' ', h('span', { class: `badge ${p.state}`, 'data-testid': 'project-state' }, p.state)),
     p.description ? h('p', null, p.description) : null,
     // Two projects may share a name; the ID and creation date tell them apart.
-    h('p', { class: 'muted', 'data-testid': 'project-id' }, `Project ${p.id} · created ${formatDateTime(p.created_at)}`),
+    h('p', { class: 'muted', 'data-testid': 'project-id' }, `Project ${p.id} · created ${formatDateTime(p.created_at)} · `, h('a', { href: href(`/org/${org}/proj/${p.id}/audit`) }, 'Audit trail')),
     p.state === 'archived' ? h('p', { class: 'notice' }, 'This project is archived: its readings can be read, but posting new ones answers 409 until it is restored.') : null,
   );
 }

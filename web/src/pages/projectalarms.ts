@@ -10,7 +10,7 @@ import { formatNumber } from '../readings';
 import { can, type Role } from '../roles';
 import { href } from '../router';
 import { tint } from '../colours';
-import { customRange, formatDateTime, formatDuration, fromLocalInput, zoneName } from '../time';
+import { filterBounds, formatDateTime, formatDuration, zoneName } from '../time';
 import { levelBadge } from './sensoralarms';
 
 type ProjPath = { org_id: number; proj_id: number };
@@ -201,14 +201,9 @@ function eventHistory(ctx: Ctx, path: ProjPath, sensorName: (id: number) => stri
     const q: EventsQuery = { limit: EVENTS_PAGE, order: 'desc' };
     if (sensor.value) q.sensor_id = Number(sensor.value);
     if (level.value) q.level_id = Number(level.value);
-    if (from.value && to.value) customRange(from.value, to.value); // throws when they make no range
-    const bound = (input: HTMLInputElement, what: string) => {
-      const d = fromLocalInput(input.value);
-      if (Number.isNaN(d.getTime())) throw new Error(`write when the events ${what} as 2024-05-01 12:00, in ${zoneName()}`);
-      return d.toISOString();
-    };
-    if (from.value) q.datetime__gte = bound(from, 'start');
-    if (to.value) q.datetime__lt = bound(to, 'end');
+    const b = filterBounds(from.value, to.value, 'events');
+    if (b.from) q.datetime__gte = b.from;
+    if (b.to) q.datetime__lt = b.to;
     return q;
   }
 

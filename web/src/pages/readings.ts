@@ -4,14 +4,16 @@
 import { bandColumns, chooseSource, describeInterval, FNS, maxPoints, RAW_LIMIT, seriesReadings, totalReadings } from '../aggregates';
 import { thresholdLines } from '../alarms';
 import { ApiError, must, send, type AlarmLevel, type AlarmRule, type Bucket, type Reading, type Sensor } from '../api';
-import { allPages, id, orgName, type Ctx } from '../app';
-import { drawChart, type ChartData } from '../chart';
+import { allPages, id, orgName, orgRole, type Ctx } from '../app';
+import { drawChart, markIcon, type ChartData } from '../chart';
 import { seriesPalette } from '../colours';
 import { action, errorBox, field, h, table } from '../dom';
+import { countFlags, dependencies, flaggedColumns, flagOf, selectedReadings, type Dependencies, type FlagCount } from '../flags';
 import { filenameFromDisposition, rangeFilename, saveBlob } from '../download';
-import { columns, formatNumber, loadRange, nextFromHeaders, queryFromLink, seriesOf, stats, valueOf, type Page, type ReadingsQuery, type Series } from '../readings';
+import { formatNumber, loadRange, nextFromHeaders, queryFromLink, seriesOf, stats, valueOf, type Page, type ReadingsQuery, type Series } from '../readings';
+import { can } from '../roles';
 import { href } from '../router';
-import { customRange, formatDateTime, fromLocalInput, presetRange, PRESETS, toLocalText, zoneName, type PresetId, type Range } from '../time';
+import { customRange, formatDateTime, fromLocalInput, presetRange, PRESETS, toExactText, toLocalText, zoneName, type PresetId, type Range } from '../time';
 import { sensorHeader } from './sensor';
 
 const TABLE_PAGE = 100;
@@ -45,6 +47,7 @@ type SensorPath = { org_id: number; proj_id: number; sensor_id: number };
 
 function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
   const listPath = `/api/v1/org/${path.org_id}/proj/${path.proj_id}/readings/${path.sensor_id}`;
+  const canFlag = can(orgRole(ctx, path.org_id), 'setFlag');
   // As of: the outputs with the configuration and the flags in force at an instant, as a report showed them then.
   const asOf = h('input', { name: 'as_of', placeholder: 'YYYY-MM-DD HH:MM:SS', size: 19, spellcheck: 'false', autocomplete: 'off', 'data-testid': 'as-of' });
   const asOfQuery = (): { as_of?: string } => {
@@ -53,8 +56,12 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
     if (Number.isNaN(t.getTime())) throw new Error('write the instant of “as of” as 2024-05-01 12:00:00, or leave it empty');
     return { as_of: t.toISOString() };
   };
+  // Rejected values are left out, as the API leaves them out, unless asked for: then every page, of the chart and the table, and the CSV.
+  const showRejected = h('input', { type: 'checkbox', name: 'flags', 'data-testid': 'show-rejected' });
+  const flagsQuery = (): { flags?: true } => (showRejected.checked ? { flags: true } : {});
   const fetchPage = async (query: ReadingsQuery, signal?: AbortSignal) => {
-    const { data, response } = await send(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}', { params: { path, query: { ...query, ...asOfQuery() } }, signal }));
+    // The next page's link is followed with the options the console chose, whatever the link carries.
+    const { data, response } = await send(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}', { params: { path, query: { ...query, ...flagsQuery(), ...asOfQuery() } }, signal }));
     return { readings: data, link: nextFromHeaders(response.headers) };
   };
 
@@ -87,6 +94,7 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
   let buckets: Bucket[] | undefined;
   let range: Range | undefined;
   const allSeries = () => seriesOf(sensor, buckets ?? readings);
+  const deps = dependencies(sensor);
   // The thresholds of the sensor's rules; a chart without them is still a chart.
   let alarmRules: AlarmRule[] = [];
   let levels: AlarmLevel[] = [];
@@ -125,13 +133,12 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
   );
   let view: 'chart' | 'table' = 'chart';
   let destroyChart: (() => void) | undefined;
-  // Flags: the table lists the rejected readings too, with every flag, when asked.
-  const showFlags = h('input', { type: 'checkbox', name: 'flags', 'data-testid': 'show-flags' });
-  const pager = tablePager(tableEl, listPath, fetchPage, () => showFlags.checked);
-  showFlags.addEventListener('change', () => {
-    if (!showFlags.checked || view === 'table') draw();
-    else show('table');
-  });
+  const pager = tablePager(tableEl, listPath, fetchPage, () => showRejected.checked, deps);
+  showRejected.addEventListener('change', () => void load());
+  // What the chart's marks mean, and how many it holds.
+  const flagLegend = h('div', { class: 'flag-legend muted', 'data-testid': 'flag-legend' });
+  // A span dragged across the chart, to zoom to or to flag.
+  const selection = h('div', { class: 'selection', 'data-testid': 'selection', hidden: true });
 
   function show(v: 'chart' | 'table') {
     view = v;
@@ -161,14 +168,20 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
     const shown = series.filter((s) => chosen.has(keyOf(s)));
     const thresholds = thresholdLines(alarmRules, levels, shown);
     let data: ChartData;
+    selection.hidden = true;
     if (buckets) {
       const b = bandColumns(buckets, shown);
       data = { xs: b.xs, series: shown, ys: b.avg, band: { min: b.min, max: b.max }, thresholds };
       statsEl.replaceChildren(bucketStatsTable(shown, b));
+      flagLegend.replaceChildren(
+        'Flags: this range is drawn from buckets, which leave rejected values out and mark no value; a range of fewer readings is drawn reading by reading, with its flags. ',
+        h('label', { class: 'pick' }, showRejected, ' Show rejected values (in the table and the CSV)'),
+      );
     } else {
-      const [xs, ...ys] = columns(readings, shown);
-      data = { xs, series: shown, ys, thresholds };
-      statsEl.replaceChildren(statsTable(shown, ys));
+      const c = flaggedColumns(readings, shown, deps);
+      data = { xs: c.xs, series: shown, ys: c.ys, thresholds, flags: { suspect: c.suspect, rejected: c.rejected } };
+      statsEl.replaceChildren(statsTable(shown, c.ys));
+      flagLegend.replaceChildren(...legendOf(countFlags(c), showRejected));
     }
     chartEl.hidden = view !== 'chart';
     tableEl.hidden = view !== 'table';
@@ -177,7 +190,7 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
       chartEl.replaceChildren(h('p', { class: 'muted' }, range ? 'No readings in this range.' : ''));
     } else if (view === 'chart') {
       if (shown.length === 0) chartEl.replaceChildren(h('p', { class: 'muted' }, 'Choose at least one input or output.'));
-      else destroyChart = drawChart(chartEl, data, colourOf);
+      else destroyChart = drawChart(chartEl, data, colourOf, canFlag ? { onSelect: selected } : {});
     }
     if (view === 'table' && range) void pager.show(range, shown);
   }
@@ -273,7 +286,7 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
       const r = range ?? (await chosenRange());
       const { data, response } = await send(
         ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/readings/{sensor_id}/export', {
-          params: { path, query: { format: 'csv', outputs: true, datetime__gte: r.from.toISOString(), datetime__lt: r.to.toISOString(), ...asOfQuery() } },
+          params: { path, query: { format: 'csv', outputs: true, datetime__gte: r.from.toISOString(), datetime__lt: r.to.toISOString(), ...flagsQuery(), ...asOfQuery() } },
           parseAs: 'blob',
         }),
       );
@@ -283,7 +296,43 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
   );
 
   const form = h('form', { class: 'inline controls', 'aria-label': 'Range' }, field('Range', preset), custom, field('As of', asOf), loadButton, stopButton, csvButton, progress, status);
-  const flagger = flagForm(ctx, path, sensor, () => range, () => void load());
+  const flagger = canFlag ? flagForm(ctx, path, sensor, () => range, () => void load()) : undefined;
+
+  /** selected offers what to do with a span dragged across the chart: zoom to it, or flag or clear its readings. */
+  function selected(from: number, to: number, zoom: () => void, clear: () => void) {
+    const picked = selectedReadings(readings, from, to);
+    const cancel = () => {
+      clear();
+      selection.hidden = true;
+    };
+    const zoomButton = h('button', { type: 'button', class: 'small' }, 'Zoom in');
+    zoomButton.addEventListener('click', () => {
+      zoom();
+      selection.hidden = true;
+    });
+    const flagButton = h('button', { type: 'button', class: 'small', disabled: !picked || !flagger }, 'Flag or clear…');
+    flagButton.addEventListener('click', () => {
+      if (!picked || !flagger) return;
+      flagger.select(new Date(picked.first), new Date(picked.last), picked.count);
+    });
+    const cancelButton = h('button', { type: 'button', class: 'small link' }, 'Cancel');
+    cancelButton.addEventListener('click', cancel);
+    selection.replaceChildren(
+      h(
+        'span',
+        { 'data-testid': 'selection-text' },
+        picked
+          ? `Selected ${picked.count.toLocaleString('en')} ${picked.count === 1 ? 'reading' : 'readings'}, ${formatDateTime(picked.first)} to ${formatDateTime(picked.last)}. `
+          : `Selected ${formatDateTime(new Date(from * 1000))} to ${formatDateTime(new Date(to * 1000))}: no reading there. `,
+      ),
+      zoomButton,
+      ' ',
+      flagButton,
+      ' ',
+      cancelButton,
+    );
+    selection.hidden = false;
+  }
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     void load();
@@ -296,9 +345,9 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
   return h(
     'div',
     { class: 'viewer' },
-    h('div', { class: 'viewer-controls' }, form, h('p', { class: 'muted zone' }, 'Times in ', h('span', { 'data-testid': 'zone' }, zoneName()), ', the browser’s time zone. ', compare), out, flagger),
-    h('div', { class: 'viewer-picks' }, picks, views, h('label', { class: 'pick' }, showFlags, ' Rejected values and flags in the table')),
-    h('div', { class: 'viewer-chart' }, resolution, chartEl),
+    h('div', { class: 'viewer-controls' }, form, h('p', { class: 'muted zone' }, 'Times in ', h('span', { 'data-testid': 'zone' }, zoneName()), ', the browser’s time zone. ', compare), out),
+    h('div', { class: 'viewer-picks' }, picks, views),
+    h('div', { class: 'viewer-chart' }, resolution, flagLegend, chartEl, selection, flagger?.el),
     h('div', { class: 'viewer-data' }, statsEl, tableEl),
   );
 }
@@ -315,7 +364,7 @@ export function defaultSeries(series: Series[]): Series[] {
  * to the page before. The chart's copy of the range may be cut at its limit;
  * the table reaches every reading.
  */
-function tablePager(el: HTMLElement, listPath: string, fetchPage: (q: ReadingsQuery) => Promise<Page>, withFlags: () => boolean) {
+function tablePager(el: HTMLElement, listPath: string, fetchPage: (q: ReadingsQuery) => Promise<Page>, withFlags: () => boolean, deps: Dependencies) {
   let queries: ReadingsQuery[] = []; // the pages seen, newest first; the last is shown
   let shown: Series[] = [];
   let range: Range | undefined;
@@ -342,14 +391,18 @@ function tablePager(el: HTMLElement, listPath: string, fetchPage: (q: ReadingsQu
         });
       }
       const first = (pageNo - 1) * TABLE_PAGE + 1;
-      const flagged = query.flags === true;
+      // A column of flags when rejected values are shown, or when a reading of the page is suspect.
+      const flagged = query.flags === true || page.readings.some((r) => r.flags);
       el.replaceChildren(
         h('div', { class: 'inline pager' }, newer, h('span', { class: 'muted', 'data-testid': 'table-page' }, page.readings.length ? `Readings ${first}–${first + page.readings.length - 1}, newest first (page ${pageNo})` : 'No readings in this range.'), older),
         table(
           [`Datetime (${zoneName()})`, ...shown.map((s) => `${s.key}${s.unit ? ` (${s.unit})` : ''}`), ...(flagged ? ['Flags'] : [])],
           page.readings.map((r) => [
             h('span', { title: r.datetime }, formatDateTime(r.datetime)),
-            ...shown.map((s) => h('span', { class: flagOf(r, s) ? `flag-${flagOf(r, s)}` : '' }, formatNumber(valueOf(r, s), s.decimals))),
+            ...shown.map((s) => {
+              const flag = flagOf(r, s, deps);
+              return h('span', { class: flag ? `flag-${flag}` : '', title: flag }, formatNumber(valueOf(r, s), s.decimals));
+            }),
             ...(flagged ? [flagsText(r)] : []),
           ]),
           { 'aria-label': 'Readings' },
@@ -415,11 +468,22 @@ function statsTable(series: Series[], ys: (number | null)[][]): HTMLElement {
   );
 }
 
-/** flagOf is the flag on s's value in r: its own, or the whole reading's (an output's is its reading's). */
-function flagOf(r: Reading, s: Series): string | undefined {
-  const flags = r.flags;
-  if (!flags) return undefined;
-  return (s.kind === 'input' ? flags[String(s.id)] : undefined) ?? flags['*'] ?? (s.kind === 'output' ? Object.values(flags)[0] : undefined);
+/**
+ * legendOf says what the chart's marks are and how many it draws, with the
+ * choice to show the rejected values, which are otherwise not read at all.
+ */
+function legendOf(count: FlagCount, showRejected: HTMLInputElement): (Node | string)[] {
+  const n = (k: number) => k.toLocaleString('en');
+  return [
+    h('span', { class: 'mark-key' }, markIcon('suspect'), ` Suspect: ${n(count.suspect)} ${count.suspect === 1 ? 'value' : 'values'}, on the line`),
+    h(
+      'span',
+      { class: 'mark-key' },
+      markIcon('rejected'),
+      showRejected.checked ? ` Rejected: ${n(count.rejected)} ${count.rejected === 1 ? 'value' : 'values'}, off the line and out of the statistics` : ' Rejected: hidden, as every read leaves them out',
+    ),
+    h('label', { class: 'pick' }, showRejected, ' Show rejected values'),
+  ];
 }
 
 /** flagsText writes a reading's flags, "reading suspect" for the whole reading's. */
@@ -436,15 +500,16 @@ export function flagsText(r: Reading): string {
  * the whole readings or one input, with a reason; the range starts as the
  * one shown. done reloads it.
  */
-function flagForm(ctx: Ctx, path: SensorPath, sensor: Sensor, shown: () => Range | undefined, done: () => void): HTMLElement {
+function flagForm(ctx: Ctx, path: SensorPath, sensor: Sensor, shown: () => Range | undefined, done: () => void) {
   const kind = h('select', { name: 'flag', 'aria-label': 'Flag' }, h('option', { value: 'rejected' }, 'Reject'), h('option', { value: 'suspect' }, 'Mark suspect'), h('option', { value: 'clear' }, 'Clear flags'));
-  const from = h('input', { name: 'flag-from', placeholder: 'YYYY-MM-DD HH:MM:SS', size: 19, spellcheck: 'false', autocomplete: 'off' });
-  const to = h('input', { name: 'flag-to', placeholder: 'YYYY-MM-DD HH:MM:SS', size: 19, spellcheck: 'false', autocomplete: 'off' });
+  const from = h('input', { name: 'flag-from', placeholder: 'YYYY-MM-DD HH:MM:SS', size: 23, spellcheck: 'false', autocomplete: 'off' });
+  const to = h('input', { name: 'flag-to', placeholder: 'YYYY-MM-DD HH:MM:SS', size: 23, spellcheck: 'false', autocomplete: 'off' });
   const input = h('select', { name: 'flag-input', 'aria-label': 'Input' }, h('option', { value: '' }, 'Whole readings'), sensor.inputs.map((i) => h('option', { value: i.key }, i.key)));
   const reason = h('input', { name: 'reason', placeholder: 'Why', size: 30, maxlength: 500 });
   const submit = h('button', { type: 'submit' }, 'Apply');
   const out = h('div');
   const details = h('details', { class: 'flag-form' }, h('summary', null, 'Flag readings'));
+  const what = h('p', { class: 'muted', 'data-testid': 'flag-what' });
   details.addEventListener('toggle', () => {
     const r = shown();
     if (details.open && r && !from.value) {
@@ -453,6 +518,7 @@ function flagForm(ctx: Ctx, path: SensorPath, sensor: Sensor, shown: () => Range
     }
   });
   const form = h('form', { class: 'inline controls', 'aria-label': 'Flag readings' }, kind, field('From', from), field('To', to), input, field('Reason', reason), submit);
+  for (const el of [from, to]) el.addEventListener('input', () => what.replaceChildren());
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     void action(submit, out, async () => {
@@ -464,10 +530,23 @@ function flagForm(ctx: Ctx, path: SensorPath, sensor: Sensor, shown: () => Range
         kind.value === 'clear'
           ? await send(ctx.api.POST('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags/clear', { params: { path }, body }))
           : await send(ctx.api.POST('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/flags', { params: { path }, body: { ...body, flag: kind.value as 'suspect' | 'rejected' } }));
-      out.replaceChildren(h('p', { class: 'muted', 'data-testid': 'flag-result' }, `${kind.value === 'clear' ? 'Cleared' : 'Set'} ${res.data.flags.length} ${res.data.flags.length === 1 ? 'flag' : 'flags'} over ${res.data.readings.toLocaleString('en')} readings.`));
+      what.replaceChildren();
+      out.replaceChildren(h('p', { class: 'muted', 'data-testid': 'flag-result', role: 'status' }, `${kind.value === 'clear' ? 'Cleared' : 'Set'} ${res.data.flags.length} ${res.data.flags.length === 1 ? 'flag' : 'flags'} over ${res.data.readings.toLocaleString('en')} readings.`));
       done();
     });
   });
-  details.append(form, out);
-  return details;
+  details.append(what, form, out);
+  return {
+    el: details,
+    /** select opens the form on the readings from first to last, both included, to the millisecond. */
+    select(first: Date, last: Date, count: number) {
+      from.value = toExactText(first);
+      to.value = toExactText(last);
+      what.textContent = `The ${count.toLocaleString('en')} ${count === 1 ? 'reading' : 'readings'} selected on the chart: flag them whole or one input, or clear their flags.`;
+      out.replaceChildren();
+      details.open = true;
+      details.scrollIntoView({ block: 'nearest' });
+      reason.focus();
+    },
+  };
 }

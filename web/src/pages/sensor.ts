@@ -13,6 +13,7 @@ import { formatNumber } from '../readings';
 import { href } from '../router';
 import { formatDateTime } from '../time';
 import { alarmRulesSection, levelBadge } from './sensoralarms';
+import { checksSection } from './sensorchecks';
 import { uploadForm } from './sensorupload';
 
 export function sensorPage(ctx: Ctx): HTMLElement {
@@ -44,8 +45,11 @@ export function sensorPage(ctx: Ctx): HTMLElement {
       { label: projectName, path: `/org/${org}/proj/${proj}` },
       { label: sensor.name },
     ]);
-    // Each input's and output's rules show beside it; alarmRulesSection fills these.
-    const beside = new Map([...sensor.inputs, ...sensor.outputs].map((x) => [x.key, h('div', { 'data-testid': `rules-${x.key}` })]));
+    // Each input's and output's rules and checks show beside it; alarmRulesSection and checksSection fill these.
+    const targets = [...sensor.inputs, ...sensor.outputs];
+    const beside = new Map(targets.map((x) => [x.key, h('div', { 'data-testid': `rules-${x.key}` })]));
+    const checksBeside = new Map(targets.map((x) => [x.key, h('div', { 'data-testid': `checks-${x.key}` })]));
+    const cells = new Map(targets.map((x) => [x.key, h('div', null, beside.get(x.key), checksBeside.get(x.key))]));
     return h(
       'div',
       null,
@@ -55,11 +59,12 @@ export function sensorPage(ctx: Ctx): HTMLElement {
         ? h('p', { class: 'notice' }, 'This sensor has no blueprint: it takes readings with any input ID, and has no outputs.')
         : [
             h('h2', null, 'Inputs'),
-            inputTable(sensor, projectSensors, beside),
+            inputTable(sensor, projectSensors, cells),
             can(role, 'updateLinks') ? linksForm(ctx, path, sensor, projectSensors, (s) => replace(render(s, `Saved: links, formulas version ${s.formulas_version}.`))) : null,
-            formulasForm(ctx, path, sensor, role, beside, (s) => replace(render(s, `Saved: formulas version ${s.formulas_version}.`))),
+            formulasForm(ctx, path, sensor, role, cells, (s) => replace(render(s, `Saved: formulas version ${s.formulas_version}.`))),
             sensor.constant_definitions.length ? calibrationsForm(ctx, path, sensor, role, (s) => replace(render(s, `Saved: calibrations, formulas version ${s.formulas_version}.`))) : null,
             alarmRulesSection(ctx, path, sensor, role, beside),
+            checksSection(ctx, path, sensor, role, checksBeside),
           ],
       examples(ctx, sensor, org),
       can(role, 'postReadings') ? uploadForm(ctx.api, path, sensor, can(role, 'setImportProfile')) : null,
@@ -80,7 +85,7 @@ export function sensorHeader(ctx: Ctx, org: number, s: Sensor, tab: 'setup' | 'r
     null,
     h('div', { class: 'sensor-title' }, h('h1', null, s.name), statusBadge(ctx, org, s)),
     s.description ? h('p', null, s.description) : null,
-    h('p', { class: 'muted' }, `Sensor ${s.id}`, s.blueprint_id ? ` · from blueprint ${s.blueprint_id}` : '', ` · formulas version ${s.formulas_version}`),
+    h('p', { class: 'muted' }, `Sensor ${s.id}`, s.blueprint_id ? ` · from blueprint ${s.blueprint_id}` : '', ` · formulas version ${s.formulas_version} · `, h('a', { href: href(`/org/${org}/proj/${s.project_id}/audit?sensor=${s.id}`) }, 'Its changes in the audit trail')),
     h(
       'nav',
       { class: 'tabs' },
@@ -134,7 +139,7 @@ function inputTable(s: Sensor, sensors: Sensor[], rules: Map<string, HTMLElement
     return h('span', null, h('code', null, `${key}0`), ' = ', dated.map((b) => `${b.value} from ${b.from}`).join('; '));
   };
   return table(
-    ['ID', 'Key', 'Name', 'Unit', 'Source', 'Baseline', 'Alarm rules'],
+    ['ID', 'Key', 'Name', 'Unit', 'Source', 'Baseline', 'Rules and checks'],
     s.inputs.map((i) => [idCell(i.id, i.key), h('code', null, i.key), i.name, i.unit, h('span', { 'data-testid': `source-${i.key}` }, sourceText(i.link, sensors)), baselines(i.key), rules.get(i.key)]),
     { 'aria-label': 'Inputs' },
   );
@@ -236,7 +241,7 @@ function formulasForm(ctx: Ctx, path: SensorPath, s: Sensor, role: Role | undefi
     'form',
     { 'aria-label': 'Formulas' },
     h('h2', null, 'Outputs'),
-    table(['ID', 'Key', 'Name', 'Unit', 'Formula', 'Alarm rules'], outputRows, { 'aria-label': 'Outputs' }),
+    table(['ID', 'Key', 'Name', 'Unit', 'Formula', 'Rules and checks'], outputRows, { 'aria-label': 'Outputs' }),
     s.constant_definitions.length
       ? [
           h('h2', null, 'Constants'),

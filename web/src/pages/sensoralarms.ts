@@ -51,7 +51,7 @@ export function alarmRulesSection(ctx: Ctx, path: SensorPath, sensor: Sensor, ro
     h(
       'p',
       { class: 'muted' },
-      'A rule raises its level when an input or output goes above or below its threshold for as many consecutive readings as its persistence, and holds until the value is back past the threshold by more than the deadband. Several rules on one target escalate. A new or edited rule takes effect at once on the newest reading.',
+      'A rule raises its level when an input or output goes above or below its threshold for as many consecutive readings as its persistence, and holds until the value is back past the threshold by more than the deadband. A rate rule does the same with how fast the target moves: its change from the first value of the window to each reading, per unit of time (5 kPa a day over the last 24 hours). Several rules on one target escalate. A new or edited rule takes effect at once on the newest reading. Values a flag marks step no rule.',
     ),
     body.el,
   );
@@ -110,6 +110,10 @@ function numberOr(input: HTMLInputElement, fallback: number): number {
 function ruleForm(ctx: Ctx, path: SensorPath, s: Sensor, levels: AlarmLevel[], changed: () => void) {
   const target = h('select', { name: 'target' }, targets(s).map((t) => h('option', { value: t.key }, t.label)));
   const direction = h('select', { name: 'direction' }, h('option', { value: 'above' }, 'above'), h('option', { value: 'below' }, 'below'));
+  // A rate rule watches the change per unit of time over a window, not the value.
+  const watch = h('select', { name: 'watch' }, h('option', { value: 'value' }, 'its value'), h('option', { value: 'rate' }, 'its rate of change'));
+  const rateWindow = h('input', { type: 'number', step: '1', name: 'window', placeholder: '86400' });
+  const ratePer = h('input', { type: 'number', step: '1', name: 'per', placeholder: '86400' });
   const threshold = h('input', { type: 'number', step: 'any', name: 'threshold', required: true });
   const level = h('select', { name: 'level' }, levels.map((l) => h('option', { value: l.name }, `${l.name} (rank ${l.rank})`)));
   // No default: a deadband of 0 raises and clears an alarm at every reading
@@ -122,6 +126,16 @@ function ruleForm(ctx: Ctx, path: SensorPath, s: Sensor, levels: AlarmLevel[], c
     slots.set(name, slot);
     return h('div', null, field(label, input, hint), slot);
   };
+  const rateFields = h(
+    'div',
+    { class: 'inline', hidden: true },
+    withSlot('Window (s)', 'window', rateWindow, 'the change is read from the first value at or after this long before each reading: 86400 is the last 24 hours; 60 to 2678400'),
+    withSlot('Per (s)', 'per', ratePer, 'the rate’s unit of time: 86400 is per day, 3600 per hour'),
+  );
+  const showRate = () => {
+    rateFields.hidden = watch.value !== 'rate';
+  };
+  watch.addEventListener('change', showRate);
   const title = h('h3', null, 'New rule');
   const button = h('button', { type: 'submit' }, 'Add rule');
   const cancel = h('button', { type: 'button', class: 'link', hidden: true }, 'Cancel');
@@ -134,11 +148,13 @@ function ruleForm(ctx: Ctx, path: SensorPath, s: Sensor, levels: AlarmLevel[], c
       'div',
       { class: 'inline' },
       withSlot('Target', 'target', target),
+      h('div', null, field('Watches', watch)),
       withSlot('Direction', 'direction', direction),
       withSlot('Threshold', 'threshold', threshold),
       withSlot('Level', 'level', level),
       withSlot('Deadband', 'deadband', deadband, 'in the target’s unit: the alarm clears only this far back past the threshold; 0 lets a value hovering at it raise and clear alarms at every reading'),
       withSlot('Persistence', 'persistence', persistence, 'consecutive readings'),
+      rateFields,
     ),
     h('div', { class: 'actions' }, button, cancel),
     out,
@@ -147,6 +163,7 @@ function ruleForm(ctx: Ctx, path: SensorPath, s: Sensor, levels: AlarmLevel[], c
   const reset = () => {
     editing = undefined;
     el.reset();
+    showRate();
     title.textContent = 'New rule';
     button.textContent = 'Add rule';
     cancel.hidden = true;
@@ -163,6 +180,7 @@ function ruleForm(ctx: Ctx, path: SensorPath, s: Sensor, levels: AlarmLevel[], c
         level: level.value,
         deadband: numberOr(deadband, NaN),
         persistence: numberOr(persistence, 1),
+        ...(watch.value === 'rate' ? { window: numberOr(rateWindow, 86_400), per: numberOr(ratePer, 86_400) } : {}),
       };
       try {
         if (editing) {
@@ -188,6 +206,10 @@ function ruleForm(ctx: Ctx, path: SensorPath, s: Sensor, levels: AlarmLevel[], c
       level.value = r.level;
       deadband.value = String(r.deadband);
       persistence.value = String(r.persistence);
+      watch.value = r.window ? 'rate' : 'value';
+      rateWindow.value = r.window ? String(r.window) : '';
+      ratePer.value = r.per ? String(r.per) : '';
+      showRate();
       title.textContent = `Edit the rule on ${r.target}`;
       button.textContent = 'Save rule';
       cancel.hidden = false;
