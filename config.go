@@ -90,6 +90,7 @@ func (c *config) register(fs *flag.FlagSet, e *env) {
 	fs.IntVar(&c.caps.AlarmLevels, "max-alarm-levels", e.int("MAX_ALARM_LEVELS", caps.AlarmLevels), "most alarm levels of a project (MAX_ALARM_LEVELS)")
 	fs.IntVar(&c.caps.Webhooks, "max-webhooks", e.int("MAX_WEBHOOKS", caps.Webhooks), "most webhooks of a project (MAX_WEBHOOKS)")
 	fs.IntVar(&c.caps.AlarmRules, "max-alarm-rules", e.int("MAX_ALARM_RULES", caps.AlarmRules), "most alarm rules of a sensor (MAX_ALARM_RULES)")
+	fs.IntVar(&c.caps.Flags, "max-flags", e.int("MAX_FLAGS", caps.Flags), "most flags in force set by people on a sensor (MAX_FLAGS)")
 	fs.IntVar(&c.caps.Tokens, "max-tokens", e.int("MAX_TOKENS", caps.Tokens), "most live tokens of a user, and revoked or expired ones kept (MAX_TOKENS)")
 	fs.StringVar(&c.pprofAddr, "pprof-addr", e.string("PPROF_ADDR", ""), "serve /debug/pprof on this `host:port`, for profiling; off when empty (PPROF_ADDR)")
 	// TimescaleDB only, applied with the migrations; docs/performance.md
@@ -234,6 +235,7 @@ func (c *config) capFlags() []capFlag {
 		{"max-projects", c.caps.Projects}, {"max-blueprints", c.caps.Blueprints}, {"max-members", c.caps.Members},
 		{"max-invitations", c.caps.Invitations}, {"max-sensors", c.caps.Sensors}, {"max-alarm-levels", c.caps.AlarmLevels},
 		{"max-webhooks", c.caps.Webhooks}, {"max-alarm-rules", c.caps.AlarmRules}, {"max-tokens", c.caps.Tokens},
+		{"max-flags", c.caps.Flags},
 	}
 }
 

@@ -25,8 +25,10 @@ import (
 //
 // With flagged set (a flag is in force on some of the sensor's readings),
 // the flags on each chunk's readings are read, and a flagged value steps
-// no rule.
-func (s *Service) stepAlarms(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, newest *time.Time, flagged bool, chunks func(func([]store.Reading) error) error) (int, error) {
+// no rule. stale says that the write's checks rejected a stored reading
+// that isn't one of its own, which the windows its rate rules kept may
+// hold: they are read back instead.
+func (s *Service) stepAlarms(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, newest *time.Time, flagged, stale bool, chunks func(func([]store.Reading) error) error) (int, error) {
 	if len(rules) == 0 {
 		return 0, nil
 	}
@@ -35,6 +37,7 @@ func (s *Service) stepAlarms(ctx context.Context, tx *store.Tx, sensor store.Sen
 		started bool
 		pending []store.AlarmChange // the last chunk's changes, not yet written
 		raised  []store.AlarmChange // the events of the chunks so far
+		windows = windowsAt{through: newest, stale: stale, flagged: flagged}
 	)
 	err := chunks(func(chunk []store.Reading) error {
 		if started {
@@ -52,9 +55,12 @@ func (s *Service) stepAlarms(ctx context.Context, tx *store.Tx, sensor store.Sen
 			}
 			fs = newFlagSet(flags)
 		}
-		changes, err := s.evaluate(ctx, tx, sensor, rules, chunk, newest, fs)
+		changes, err := s.evaluate(ctx, tx, sensor, rules, chunk, newest, windows, fs)
 		if err != nil {
 			return err
+		}
+		if len(chunk) > 0 {
+			windows = windows.after(chunk[len(chunk)-1].Time)
 		}
 		pending = changes
 		raised = append(raised, changes...)
@@ -73,7 +79,13 @@ func (s *Service) stepAlarms(ctx context.Context, tx *store.Tx, sensor store.Sen
 // reading, in that edit's transaction, the sensor locked. With no reading
 // left, no rule holds, and every target's alarm clears as a target without
 // rules does.
+//
+// What the rules kept of their windows is forgotten: the edit may have
+// changed what they hold.
 func (s *Service) recheck(ctx context.Context, tx *store.Tx, sensor store.Sensor) error {
+	if err := tx.ForgetRateWindows(ctx, sensor.ID); err != nil {
+		return err
+	}
 	rules, err := tx.SensorRules(ctx, sensor.ID)
 	if err != nil {
 		return err
@@ -252,8 +264,12 @@ func (v *values) value(id int64) (float64, bool) {
 //
 // fs, when not nil, holds the flags on the readings: a flagged value
 // steps no rule, and a rejected one is not in the reading its outputs are
-// computed from.
-func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, readings []store.Reading, newest *time.Time, fs *flagSet) ([]store.AlarmChange, error) {
+// computed from. A suspect value is in the windows of the rate rules, a
+// rejected one is not.
+//
+// w is where what the rate rules keep stands before the readings; the
+// rules keep what the readings leave (rates.keep).
+func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, readings []store.Reading, newest *time.Time, w windowsAt, fs *flagSet) ([]store.AlarmChange, error) {
 	if len(readings) == 0 {
 		return nil, nil
 	}
@@ -268,7 +284,7 @@ func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Senso
 	// Readings newer than any stored add their values to the rates' series
 	// as they are evaluated; others are read back as stored.
 	appending := newest == nil || !at[0].Before(*newest)
-	rs, err := s.loadRates(ctx, tx, sensor, rules, at[0], at[len(at)-1], fs != nil, appending)
+	rs, full, err := s.loadRates(ctx, tx, sensor, rules, at, w, appending)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +295,8 @@ func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Senso
 		marked := false
 		if fs != nil && len(fs.lookup(r.Time)) > 0 {
 			marked = true
-			if r, _ = fs.without(r); len(r.InputIDs) == 0 {
+			var whole bool
+			if r, whole = fs.without(r); whole || len(r.InputIDs) == 0 {
 				continue
 			}
 		}
@@ -287,11 +304,14 @@ func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Senso
 		late := newest != nil && r.Time.Before(*newest)
 		for k, target := range t.state {
 			v, ok := vals.value(t.ids[k])
-			if !ok || marked && vals.flagged(fs, t.ids[k]) {
+			if !ok {
 				continue
 			}
 			if appending {
 				rs.add(t.ids[k], r.Time, v)
+			}
+			if marked && vals.flagged(fs, t.ids[k]) {
+				continue
 			}
 			value := t.values(k, rs, r.Time, v)
 			if late {
@@ -305,6 +325,7 @@ func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Senso
 		}
 	}
 	t.save(rules)
+	rs.keep(rules, sensor, w, at[0], at[len(at)-1], len(at), full)
 	return changes, nil
 }
 
@@ -316,9 +337,13 @@ func (s *Service) recheckRules(ctx context.Context, tx *store.Tx, sensor store.S
 	if err != nil {
 		return nil, err
 	}
-	rs, err := s.loadRates(ctx, tx, sensor, rules, newest.Time, newest.Time, true, false)
-	if err != nil {
-		return nil, err
+	var rs rates
+	if window := maxWindow(rules); window > 0 {
+		rs = newRates(rules)
+		if err := s.readRates(ctx, tx, sensor, rs, true, newest.Time.Add(-window), newest.Time,
+			store.ReadingQuery{From: newest.Time.Add(-window), To: newest.Time}); err != nil {
+			return nil, err
+		}
 	}
 	t := newTargets(rules)
 	vals.compute(newest)

@@ -133,16 +133,17 @@ func newCheck(sensor store.Sensor, spec CheckSpec) (store.Check, error) {
 // chunks gives, and sets the flags they decide, in the write's
 // transaction. Each chunk's readings are checked against their neighbours
 // as stored: the readings just before and after the chunk, and those
-// between its readings. It says whether it set any flag.
-func (s *Service) runChecks(ctx context.Context, tx *store.Tx, sensor store.Sensor, checks []store.Check, chunks func(func([]store.Reading) error) error) (bool, error) {
+// between its readings. It says whether it set any flag, and whether it
+// rejected a value of a stored reading that is not one of the write's (a
+// spike's neighbour).
+func (s *Service) runChecks(ctx context.Context, tx *store.Tx, sensor store.Sensor, checks []store.Check, chunks func(func([]store.Reading) error) error) (set, rejectedStored bool, err error) {
 	before := 2 // a spike's two neighbours, when the reading after the chunk's first is its first
 	for _, c := range checks {
 		if c.Kind == CheckStuck {
 			before = max(before, c.Count-1)
 		}
 	}
-	set := false
-	err := chunks(func(chunk []store.Reading) error {
+	err = chunks(func(chunk []store.Reading) error {
 		if len(chunk) == 0 {
 			return nil
 		}
@@ -160,9 +161,12 @@ func (s *Service) runChecks(ctx context.Context, tx *store.Tx, sensor store.Sens
 		}
 		inserted, err := tx.InsertFlags(ctx, sensor.ID, flags)
 		set = set || len(inserted) > 0
+		for _, f := range inserted {
+			rejectedStored = rejectedStored || f.Flag == store.Rejected && (!f.From.Equal(f.To) || !written[f.From.UnixMicro()])
+		}
 		return err
 	})
-	return set, err
+	return set, rejectedStored, err
 }
 
 // neighbourhood is the sensor's readings from first to last as stored, and

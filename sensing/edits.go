@@ -354,7 +354,7 @@ func (s *Service) DeleteReadings(ctx context.Context, key store.SensorKey, from,
 			return err
 		}
 		if !d.TookNewest {
-			return nil
+			return tx.ForgetRateWindows(ctx, d.Sensor.ID)
 		}
 		return s.recheck(ctx, tx, d.Sensor)
 	})

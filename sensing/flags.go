@@ -37,13 +37,14 @@ type FlagResult struct {
 
 // SetFlag flags the sensor's readings in the edit's range and rechecks its
 // alarms, in one transaction. It returns NotFound, Invalid for an input
-// that is not the sensor's, and Conflict for an archived project.
+// that is not the sensor's, and Conflict for an archived project or a
+// sensor with the most flags it may have (store.Limits.Flags).
 func (s *Service) SetFlag(ctx context.Context, key store.SensorKey, edit FlagEdit) (FlagResult, error) {
 	return s.editFlags(ctx, key, edit, func(tx *store.Tx, sensorID int64, input *int64) ([]store.Flag, store.Change, error) {
 		by := edit.By
-		set, err := tx.InsertFlags(ctx, sensorID, []store.FlagSpec{{
+		set, err := tx.SetFlag(ctx, sensorID, store.FlagSpec{
 			InputID: input, Flag: edit.Flag, From: edit.From, To: edit.To, Reason: edit.Reason, SetBy: &by,
-		}})
+		})
 		if err != nil {
 			return nil, store.Change{}, err
 		}

@@ -137,19 +137,19 @@ func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, 
 			return written, err
 		}
 	}
-	flagged := w.Flagged
+	flagged, stale := w.Flagged, false
 	if len(w.Checks) > 0 {
 		checks, err := store.ParseChecks(w.Checks)
 		if err != nil {
 			return written, fmt.Errorf("read checks: %w", err)
 		}
-		set, err := s.runChecks(ctx, tx, w.Sensor, checks, chunks)
+		set, rejectedStored, err := s.runChecks(ctx, tx, w.Sensor, checks, chunks)
 		if err != nil {
 			return written, err
 		}
-		flagged = flagged || set
+		flagged, stale = flagged || set, rejectedStored
 	}
-	if written.Events, err = s.stepAlarms(ctx, tx, w.Sensor, w.Rules, w.Newest, flagged, chunks); err != nil {
+	if written.Events, err = s.stepAlarms(ctx, tx, w.Sensor, w.Rules, w.Newest, flagged, stale, chunks); err != nil {
 		return written, err
 	}
 	if in.ahead() != nil {

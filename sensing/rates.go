@@ -14,7 +14,29 @@ import (
 // and the last value of the window (the reading evaluated): (v − v₀) /
 // (t − t₀) × per, where v₀ is the target's oldest value at or after
 // t − window. A window with no value before the reading's gives no rate,
-// which steps nothing. Values a flag rejects are not in the window.
+// which steps nothing. Values a flag rejects are not in the window;
+// suspect ones are.
+//
+// What a rule keeps. v₀ of any later reading is one of the values from
+// the sensor's newest reading less the window to the newest, so each rate
+// rule keeps exactly those between writes (store.RateWindow, with its
+// state), and a write after the newest reading reads no reading back: it
+// starts from what its rules kept, adds its own values as it evaluates
+// them, and keeps the windows they leave. What is kept is what reading
+// the window back would give, or nothing, in which case the write reads
+// the readings:
+//   - a sensor with linked inputs keeps nothing, since its sources change
+//     its outputs without writing to it;
+//   - an edit that changes what a window holds (a flag set or cleared, a
+//     delete, the sensor's formulas, links or rules) forgets what its
+//     rules kept (recheck, DeleteReadings), and a write whose checks
+//     reject a stored reading reads its windows back;
+//   - what is kept is checked against the sensor's newest reading and its
+//     instance's version before it is used;
+//   - a late write reads its windows back as before, and patches what is
+//     kept with its stretch of them;
+//   - a window is kept only while rewriting it costs about what reading
+//     it back would (keptMax); one that grows beyond is read back again.
 
 // rateSeries is a target's values over the windows of a write, ascending.
 type rateSeries struct {
@@ -34,50 +56,151 @@ func maxWindow(rules []store.AlarmRule) time.Duration {
 	return time.Duration(w) * time.Second
 }
 
-// loadRates reads the values of the targets of the rate rules from the
-// readings stored from the start of the first window to last, as the
-// rules see them: without the values a flag rejects, when flagged says
-// there may be some. It returns nil without rate rules.
-//
-// A write of readings newer than any stored (appending), the common case,
-// reads only the values that can be the first of a window: those from
-// the start of the first window to the start of the last, and the one
-// after; its evaluation adds its own values as it goes (rates.add),
-// instead of reading back and computing again what it wrote.
-func (s *Service) loadRates(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, first, last time.Time, flagged, appending bool) (rates, error) {
-	window := maxWindow(rules)
-	if window == 0 {
-		return nil, nil
-	}
-	from := first.Add(-window)
-	var stored []store.Reading
-	keep := func(r *store.Reading) error {
-		stored = append(stored, store.Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)})
-		return nil
-	}
-	var err error
-	if appending {
-		starts := last.Add(-window)
-		if err = tx.ListReadings(ctx, sensor, store.ReadingQuery{From: from, To: starts}, keep); err == nil {
-			err = tx.ListReadings(ctx, sensor, store.ReadingQuery{From: starts.Add(time.Microsecond), To: first.Add(-time.Microsecond), Limit: 1}, keep)
-		}
-	} else {
-		err = tx.ListReadings(ctx, sensor, store.ReadingQuery{From: from, To: last}, keep)
-	}
+func window(r store.AlarmRule) time.Duration { return time.Duration(r.Window) * time.Second }
+
+// newRates has an empty series for each target of the rate rules.
+func newRates(rules []store.AlarmRule) rates {
 	out := rates{}
 	for _, r := range rules {
 		if r.Window > 0 {
 			out[r.TargetID] = &rateSeries{}
 		}
 	}
-	if err != nil || len(stored) == 0 {
-		return out, err
+	return out
+}
+
+// keptMax bounds the values a rule keeps after a write of n readings: at
+// 8 a reading written, rewriting them (11 bytes each, a second apart)
+// costs less than reading the window back, a row a reading, would; 64
+// fit in the rule's row; 8,192 (about 90 kB) at most, whatever the write.
+func keptMax(n int) int { return min(max(64, 8*n), 8192) }
+
+// windowsAt is where what a write's rate rules keep stands before a chunk
+// of its readings is evaluated.
+type windowsAt struct {
+	// through is the newest instant stored before the chunk's readings:
+	// the sensor's newest before the write, or the last of the chunk
+	// before, whichever is later; nil when none is.
+	through *time.Time
+	// stale: the write's checks rejected a stored reading, which what is
+	// kept may hold.
+	stale bool
+	// flagged: a flag is in force on some of the sensor's readings, so
+	// the windows read back are read with the flags.
+	flagged bool
+}
+
+// after is where the windows stand after a chunk whose last reading is
+// at last.
+func (w windowsAt) after(last time.Time) windowsAt {
+	if w.through == nil || last.After(*w.through) {
+		w.through = &last
+	}
+	return w
+}
+
+// keeps tells whether the sensor's rules may keep their windows: not
+// with linked inputs.
+func keeps(sensor store.Sensor) bool {
+	if sensor.Instance == nil {
+		return true
+	}
+	for _, in := range sensor.Instance.Inputs {
+		if in.Link != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func instanceVersion(sensor store.Sensor) int64 {
+	if sensor.Instance == nil {
+		return 0
+	}
+	return sensor.Instance.Version
+}
+
+// loadRates returns the series of the targets of the rate rules for the
+// evaluation of a chunk of a write's readings, at the instants at, and
+// whether they hold every value of the windows the chunk leaves, for the
+// rules to keep. It returns nil without rate rules.
+//
+// A chunk newer than any stored reading (appending), the common case,
+// starts from what the rules kept, when it stands at w and nothing
+// stopped it; or reads back the whole windows of its first reading, when
+// keeping them is worth it (worthKeeping); or else reads only the values
+// that can be the first of a window: those from the start of the first
+// window to the start of the last, and the one after. Its evaluation then
+// adds its own values as it goes (rates.add). Any other chunk reads its
+// windows whole, its own values stored among them.
+func (s *Service) loadRates(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, at []time.Time, w windowsAt, appending bool) (rates, bool, error) {
+	window := maxWindow(rules)
+	if window == 0 {
+		return nil, false, nil
+	}
+	first, last := at[0], at[len(at)-1]
+	from := first.Add(-window)
+	out := newRates(rules)
+	keep := keeps(sensor)
+	switch {
+	case appending && w.through == nil:
+		return out, keep, nil // nothing stored before
+	case appending && keep && !w.stale && out.fromKept(rules, kept(rules, *w.through, instanceVersion(sensor)), first):
+		return out, true, nil
+	case appending && keep && worthKeeping(window, at, *w.through):
+		err := s.readRates(ctx, tx, sensor, out, w.flagged, from, last, store.ReadingQuery{From: from, To: first.Add(-time.Microsecond)})
+		return out, true, err
+	case appending:
+		starts := last.Add(-window)
+		err := s.readRates(ctx, tx, sensor, out, w.flagged, from, last,
+			store.ReadingQuery{From: from, To: starts},
+			store.ReadingQuery{From: starts.Add(time.Microsecond), To: first.Add(-time.Microsecond), Limit: 1})
+		return out, false, err
+	}
+	err := s.readRates(ctx, tx, sensor, out, w.flagged, from, last, store.ReadingQuery{From: from, To: last})
+	return out, keep && (w.through == nil || !last.Before(*w.through)), err
+}
+
+// worthKeeping tells whether reading back the whole windows of a write of
+// readings at the instants at, after the sensor's newest reading at
+// through, to keep them, is worth it: when, at the pace of the write (or
+// from through to its reading), the longest window holds at most keptMax
+// readings.
+func worthKeeping(window time.Duration, at []time.Time, through time.Time) bool {
+	n := len(at)
+	span, steps := at[n-1].Sub(at[0]), n-1
+	if n == 1 {
+		span, steps = at[0].Sub(through), 1
+	}
+	if span <= 0 {
+		return false
+	}
+	return float64(window)/float64(span)*float64(steps) <= float64(keptMax(n))
+}
+
+// readRates adds to out the values of its targets in the sensor's stored
+// readings that the queries select, in order, as the rules see them:
+// without the values a flag rejects, when flagged says there may be some
+// (flags read from from to to).
+func (s *Service) readRates(ctx context.Context, tx *store.Tx, sensor store.Sensor, out rates, flagged bool, from, to time.Time, queries ...store.ReadingQuery) error {
+	var stored []store.Reading
+	keep := func(r *store.Reading) error {
+		stored = append(stored, store.Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)})
+		return nil
+	}
+	for _, q := range queries {
+		if err := tx.ListReadings(ctx, sensor, q, keep); err != nil {
+			return err
+		}
+	}
+	if len(stored) == 0 {
+		return nil
 	}
 	var fs *flagSet
 	if flagged {
-		flags, err := tx.SensorFlags(ctx, sensor.ID, from, last, nil)
+		flags, err := tx.SensorFlags(ctx, sensor.ID, from, to, nil)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		fs = newFlagSet(flags)
 	}
@@ -87,24 +210,112 @@ func (s *Service) loadRates(ctx context.Context, tx *store.Tx, sensor store.Sens
 	}
 	vals, err := s.newValues(ctx, tx, sensor, at)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for i := range stored {
 		r := &stored[i]
 		if fs != nil && len(fs.lookup(r.Time)) > 0 {
 			var whole bool
-			if r, whole = fs.without(r); whole {
+			if r, whole = fs.without(r); whole || len(r.InputIDs) == 0 {
 				continue
 			}
 		}
 		vals.compute(r)
-		for id, series := range out {
-			if v, ok := vals.value(id); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
-				series.t, series.v = append(series.t, r.Time), append(series.v, v)
+		for id := range out {
+			if v, ok := vals.value(id); ok {
+				out.add(id, r.Time, v)
 			}
 		}
 	}
-	return out, nil
+	return nil
+}
+
+// kept is what each rule keeps, parsed, where it stands at through with
+// the instance at version; nil for a rule whose window is not kept or
+// does not.
+func kept(rules []store.AlarmRule, through time.Time, version int64) []*store.RateWindow {
+	out := make([]*store.RateWindow, len(rules))
+	for i, r := range rules {
+		if r.Window == 0 || r.RateKept == nil {
+			continue
+		}
+		w, err := store.ParseRateWindow(r.RateKept)
+		if err == nil && w.Through.Equal(through) && w.Version == version {
+			out[i] = &w
+		}
+	}
+	return out
+}
+
+// fromKept fills rs from what the rules keep, of each target the longest
+// window, without the values at or after first, which the write replaces.
+// It says whether every rate rule keeps its window.
+func (rs rates) fromKept(rules []store.AlarmRule, kept []*store.RateWindow, first time.Time) bool {
+	longest := map[int64]int{} // target -> index of its rule of the longest window
+	for i, r := range rules {
+		if r.Window == 0 {
+			continue
+		}
+		if kept[i] == nil {
+			return false
+		}
+		if j, ok := longest[r.TargetID]; !ok || r.Window > rules[j].Window {
+			longest[r.TargetID] = i
+		}
+	}
+	for id, i := range longest {
+		w := kept[i]
+		n, _ := slices.BinarySearchFunc(w.Times, first, time.Time.Compare)
+		rs[id].t, rs[id].v = w.Times[:n:n], w.Values[:n:n]
+	}
+	return true
+}
+
+// keep sets what each rate rule keeps after a chunk of a write of n
+// readings, the last at last, which stood at w: its window's values from
+// rs when they hold them all (full), else, after a late chunk (from first
+// to last) that the kept windows stood at, those windows with the
+// chunk's stretch taken from rs, else nothing.
+func (rs rates) keep(rules []store.AlarmRule, sensor store.Sensor, w windowsAt, first, last time.Time, n int, full bool) {
+	if rs == nil {
+		return
+	}
+	version := instanceVersion(sensor)
+	var patch []*store.RateWindow
+	if !full && keeps(sensor) && !w.stale && w.through != nil && last.Before(*w.through) {
+		patch = kept(rules, *w.through, version)
+	}
+	through := w.after(last).through
+	for i := range rules {
+		r := &rules[i]
+		if r.Window == 0 {
+			continue
+		}
+		var next *store.RateWindow
+		series := rs[r.TargetID]
+		switch {
+		case full:
+			start := through.Add(-window(*r))
+			j, _ := slices.BinarySearchFunc(series.t, start, time.Time.Compare)
+			next = &store.RateWindow{Through: *through, Version: version, Times: series.t[j:], Values: series.v[j:]}
+		case patch != nil && patch[i] != nil:
+			old := patch[i]
+			a, _ := slices.BinarySearchFunc(old.Times, first, time.Time.Compare)
+			b, _ := slices.BinarySearchFunc(old.Times, last.Add(time.Microsecond), time.Time.Compare)
+			c, _ := slices.BinarySearchFunc(series.t, later(first, old.Through.Add(-window(*r))), time.Time.Compare)
+			d, _ := slices.BinarySearchFunc(series.t, last.Add(time.Microsecond), time.Time.Compare)
+			next = &store.RateWindow{Through: old.Through, Version: version,
+				Times:  slices.Concat(old.Times[:a], series.t[c:d], old.Times[b:]),
+				Values: slices.Concat(old.Values[:a], series.v[c:d], old.Values[b:])}
+		}
+		var enc []byte
+		if next != nil && len(next.Times) <= keptMax(n) {
+			enc = next.Encode()
+		}
+		if enc != nil || r.RateKept != nil {
+			r.RateKept, r.KeptChanged = enc, true
+		}
+	}
 }
 
 // rate is the rate of rule's target at t, where its value is v: NaN when
@@ -114,7 +325,7 @@ func (rs rates) rate(rule store.AlarmRule, t time.Time, v float64) float64 {
 	if series == nil {
 		return math.NaN()
 	}
-	start := t.Add(-time.Duration(rule.Window) * time.Second)
+	start := t.Add(-window(rule))
 	j, _ := slices.BinarySearchFunc(series.t, start, time.Time.Compare)
 	if j == len(series.t) || !series.t[j].Before(t) {
 		return math.NaN()

@@ -20,7 +20,7 @@ import (
 // and 4 alarm levels.
 var testCaps = store.Limits{
 	Projects: 3, Blueprints: 3, Members: 7, Invitations: 2, Sensors: 4,
-	AlarmLevels: 6, Webhooks: 3, AlarmRules: 3, Tokens: 3,
+	AlarmLevels: 6, Webhooks: 3, AlarmRules: 3, Tokens: 3, Flags: 3,
 }
 
 // create adds the i-th item of a collection through the API and returns
@@ -70,6 +70,12 @@ var capCases = []struct {
 	{"alarm_rules", testCaps.AlarmRules, 0, func(t *testing.T, e *env, tn tenant, i int) (int, []byte) {
 		res, err := e.client(tn.tokens[store.Admin]).CreateAlarmRuleWithResponse(t.Context(), tn.orgID, tn.projectID, tn.instanceID,
 			client.AlarmRuleInput{Target: "pressure", Level: "Alert", Direction: "above", Threshold: float64(100 + i)})
+		return answer(t, res, err)
+	}},
+	{"flags", testCaps.Flags, 0, func(t *testing.T, e *env, tn tenant, i int) (int, []byte) {
+		at := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second).Format(time.RFC3339)
+		res, err := e.client(tn.tokens[store.Editor]).SetFlagWithResponse(t.Context(), tn.orgID, tn.projectID, tn.instanceID,
+			client.FlagInput{Flag: client.FlagInputFlagRejected, From: at, Reason: fmt.Sprint("flag ", i)})
 		return answer(t, res, err)
 	}},
 	{"tokens", testCaps.Tokens, 1, func(t *testing.T, e *env, tn tenant, i int) (int, []byte) {
@@ -323,6 +329,36 @@ func TestListsPage(t *testing.T) {
 		}
 	}
 
+	// Five flags on the piezometer, set out of time order.
+	editor := e.client(tn.tokens[store.Editor])
+	for _, m := range []int{4, 1, 3, 0, 2} {
+		res, err := editor.SetFlagWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID,
+			client.FlagInput{Flag: client.FlagInputFlagSuspect, From: fmt.Sprintf("2024-05-01T13:0%d:00Z", m), Reason: "paged"})
+		if err != nil || res.JSON201 == nil {
+			t.Fatalf("set flag: %v %s", err, res.Body)
+		}
+	}
+
+	// The project's trail holds at least the webhooks, levels, rules and
+	// flags above.
+	trail, err := viewer.ListProjectAuditWithResponse(ctx, tn.orgID, tn.projectID, &client.ListProjectAuditParams{Limit: ptr(1000)})
+	if err != nil || trail.JSON200 == nil {
+		t.Fatalf("list the project's audit: %v %s", err, trail.Body)
+	}
+	entries := len(trail.JSON200.Items)
+	if entries < 5+3+12+5 {
+		t.Fatalf("the project's trail has %d entries, want at least %d", entries, 5+3+12+5)
+	}
+	owner := e.owner(tn)
+	orgTrail, err := owner.ListOrgAuditWithResponse(ctx, tn.orgID, &client.ListOrgAuditParams{Limit: ptr(1000)})
+	if err != nil || orgTrail.JSON200 == nil {
+		t.Fatalf("list the organization's audit: %v %s", err, orgTrail.Body)
+	}
+	orgEntries := len(orgTrail.JSON200.Items)
+	if orgEntries < entries {
+		t.Fatalf("the organization's trail has %d entries, fewer than its project's %d", orgEntries, entries)
+	}
+
 	// list returns a page's ids and next cursor.
 	type list func(t *testing.T, limit int, cursor *string) ([]string, *string)
 	for _, c := range []struct {
@@ -350,6 +386,27 @@ func TestListsPage(t *testing.T) {
 				t.Fatalf("list rules: %v %s", err, res.Body)
 			}
 			return mapIDs(res.JSON200.Items, func(r client.AlarmRule) any { return r.Target + fmt.Sprint(r.Id) }), res.JSON200.NextCursor
+		}},
+		{"flags", 5, func(t *testing.T, limit int, cursor *string) ([]string, *string) {
+			res, err := viewer.ListFlagsWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID, &client.ListFlagsParams{Limit: &limit, Cursor: cursor})
+			if err != nil || res.JSON200 == nil {
+				t.Fatalf("list flags: %v %s", err, res.Body)
+			}
+			return mapIDs(res.JSON200.Items, func(f client.Flag) any { return f.Id }), res.JSON200.NextCursor
+		}},
+		{"project audit", entries, func(t *testing.T, limit int, cursor *string) ([]string, *string) {
+			res, err := viewer.ListProjectAuditWithResponse(ctx, tn.orgID, tn.projectID, &client.ListProjectAuditParams{Limit: &limit, Cursor: cursor})
+			if err != nil || res.JSON200 == nil {
+				t.Fatalf("list the project's audit: %v %s", err, res.Body)
+			}
+			return mapIDs(res.JSON200.Items, func(a client.AuditEntry) any { return a.Id }), res.JSON200.NextCursor
+		}},
+		{"organization audit", orgEntries, func(t *testing.T, limit int, cursor *string) ([]string, *string) {
+			res, err := owner.ListOrgAuditWithResponse(ctx, tn.orgID, &client.ListOrgAuditParams{Limit: &limit, Cursor: cursor})
+			if err != nil || res.JSON200 == nil {
+				t.Fatalf("list the organization's audit: %v %s", err, res.Body)
+			}
+			return mapIDs(res.JSON200.Items, func(a client.AuditEntry) any { return a.Id }), res.JSON200.NextCursor
 		}},
 		{"alarms", 12, func(t *testing.T, limit int, cursor *string) ([]string, *string) {
 			res, err := viewer.ListAlarmsWithResponse(ctx, tn.orgID, tn.projectID, &client.ListAlarmsParams{Limit: &limit, Cursor: cursor})

@@ -34,6 +34,12 @@ type AlarmRule struct {
 	// TargetRank is the rank of the target's current alarm, 0 at rest: the
 	// level an evaluation starts from.
 	TargetRank int `db:"target_rank"`
+	// RateKept is what a rate rule keeps of its window between writes
+	// (RateWindow.Encode), nil when nothing is kept; read with a sensor's
+	// rules for an evaluation (SensorRules), nil in lists.
+	RateKept []byte `db:"rate_kept"`
+	// KeptChanged tells ApplyAlarms to write RateKept.
+	KeptChanged bool `db:"-"`
 }
 
 // AlarmRuleSpec is a rule as a client writes it.
@@ -48,14 +54,16 @@ type AlarmRuleSpec struct {
 	Per         int64   `json:"per,omitempty"`    // seconds
 }
 
-const alarmRuleColumns = `r.id, r.sensor_id, r.target_id, r.target_key, r.level_id, l.rank, l.name AS level_name,
+const alarmRuleColumns = alarmRuleFields + `, NULL::bytea AS rate_kept`
+
+const alarmRuleFields = `r.id, r.sensor_id, r.target_id, r.target_key, r.level_id, l.rank, l.name AS level_name,
 r.direction = 'below' AS below, r.threshold, r.deadband, r.persistence, r.active, r.streak, r.created_at,
 coalesce(r.rate_window_s, 0)::bigint AS rate_window_s, coalesce(r.rate_per_s, 0)::bigint AS rate_per_s,
 coalesce((SELECT al.rank FROM alarms a JOIN alarm_levels al ON al.id = a.level_id WHERE a.sensor_id = r.sensor_id AND a.target_id = r.target_id), 0) AS target_rank`
 
 // sensorRulesSQL is a sensor's rules, ordered by target as evaluators
 // take them.
-const sensorRulesSQL = `SELECT ` + alarmRuleColumns + ` FROM alarm_rules r JOIN alarm_levels l ON l.id = r.level_id
+const sensorRulesSQL = `SELECT ` + alarmRuleFields + `, r.rate_kept FROM alarm_rules r JOIN alarm_levels l ON l.id = r.level_id
 WHERE r.sensor_id = $1 ORDER BY r.target_id, r.id`
 
 // RuleKey is where a rule stands in a sensor's list: by target, then id.
@@ -132,7 +140,7 @@ func (tx *Tx) UpdateAlarmRule(ctx context.Context, key SensorKey, ruleID int64, 
 		}
 		tag, err := tx.tx.Exec(ctx, `
 UPDATE alarm_rules SET target_id = $3, target_key = $4, level_id = $5, direction = $6, threshold = $7, deadband = $8, persistence = $9,
-    rate_window_s = nullif($10, 0), rate_per_s = nullif($11, 0), active = false, streak = 0
+    rate_window_s = nullif($10, 0), rate_per_s = nullif($11, 0), active = false, streak = 0, rate_kept = NULL
 WHERE id = $1 AND sensor_id = $2`,
 			ruleID, sensor.ID, targetID, spec.TargetKey, levelID, spec.Direction, spec.Threshold, spec.Deadband, spec.Persistence, spec.Window, spec.Per)
 		if err == nil && tag.RowsAffected() == 0 {

@@ -50,7 +50,8 @@ func (tx *Tx) LatestReading(ctx context.Context, sensorID int64) (*Reading, erro
 
 // ApplyAlarms writes what an evaluation of the sensor's rules decided: the
 // rules' states (those that differ from before, rule by rule; all of them
-// when before is nil), the current alarms that changes leave, and the
+// when before is nil) and what rate rules keep (where KeptChanged), the
+// current alarms that changes leave, and the
 // events that events raise (those not Folded), in order, in one round trip
 // however many changes a write makes, since a noisy target can change
 // level at many of a write's readings.
@@ -59,18 +60,21 @@ func (tx *Tx) ApplyAlarms(ctx context.Context, sensor Sensor, rules []AlarmRule,
 		ids     []int64
 		active  []bool
 		streaks []int32
+		keep    []bool
+		kept    [][]byte
 	)
 	for i, r := range rules {
-		if before == nil || before[i] != r.State {
+		if before == nil || before[i] != r.State || r.KeptChanged {
 			ids, active, streaks = append(ids, r.ID), append(active, r.Active), append(streaks, int32(r.Streak))
+			keep, kept = append(keep, r.KeptChanged), append(kept, r.RateKept)
 		}
 	}
 	write := &pgx.Batch{}
 	if len(ids) > 0 {
 		write.Queue(`
-UPDATE alarm_rules r SET active = u.active, streak = u.streak
-FROM unnest($1::bigint[], $2::boolean[], $3::int[]) AS u(id, active, streak)
-WHERE r.id = u.id AND (r.active, r.streak) IS DISTINCT FROM (u.active, u.streak)`, ids, active, streaks)
+UPDATE alarm_rules r SET active = u.active, streak = u.streak, rate_kept = CASE WHEN u.keep THEN u.kept ELSE r.rate_kept END
+FROM unnest($1::bigint[], $2::boolean[], $3::int[], $4::boolean[], $5::bytea[]) AS u(id, active, streak, keep, kept)
+WHERE r.id = u.id AND ((r.active, r.streak) IS DISTINCT FROM (u.active, u.streak) OR u.keep)`, ids, active, streaks, keep, kept)
 	}
 	queueAlarms(write, sensor, rules, changes)
 	queueEvents(write, sensor, rules, events)

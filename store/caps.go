@@ -22,6 +22,7 @@ type Limits struct {
 	Webhooks     int // per project
 	AlarmRules   int // trigger rules per sensor
 	Tokens       int // neither revoked nor expired, per user; as many others are kept
+	Flags        int // in force and set by people, per sensor; a check's flags are not counted
 }
 
 // DefaultLimits are the caps a deployment gets unless it sets others: far
@@ -39,6 +40,7 @@ func DefaultLimits() Limits {
 		Webhooks:     20,
 		AlarmRules:   200,
 		Tokens:       100,
+		Flags:        10000,
 	}
 }
 
@@ -62,6 +64,7 @@ func (l Limits) withDefaults() Limits {
 		Webhooks:     or(l.Webhooks, d.Webhooks),
 		AlarmRules:   or(l.AlarmRules, d.AlarmRules),
 		Tokens:       or(l.Tokens, d.Tokens),
+		Flags:        or(l.Flags, d.Flags),
 	}
 }
 
@@ -130,6 +133,15 @@ UNION ALL (SELECT FROM invitations WHERE org_id = $1 AND ` + pendingInvitation +
 		name: "alarm_rules", owner: "sensor", items: "alarm rules", setting: "MAX_ALARM_RULES", free: "delete one",
 		max:   func(l Limits) int { return l.AlarmRules },
 		count: `SELECT FROM alarm_rules WHERE sensor_id = $1 LIMIT $2`,
+	}
+	// A check's flags are not counted: checks flag and never refuse. Nor
+	// are cleared flags, kept as history for reads as of a past instant;
+	// clearing part of a flag's range splits it, past the cap if need be,
+	// since a clearing is never refused.
+	flagsCap = collection{
+		name: "flags", owner: "sensor", items: "flags in force set by people", setting: "MAX_FLAGS", free: "clear some",
+		max:   func(l Limits) int { return l.Flags },
+		count: `SELECT FROM reading_flags WHERE sensor_id = $1 AND cleared_at IS NULL AND check_kind IS NULL LIMIT $2`,
 	}
 	tokensCap = collection{
 		name: "tokens", owner: "user", items: "live tokens", setting: "MAX_TOKENS", free: "revoke one",

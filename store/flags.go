@@ -46,6 +46,15 @@ type FlagSpec struct {
 
 const flagColumns = `id, sensor_id, input_id, flag, from_at, to_at, reason, check_kind, set_by, set_at, cleared_at, cleared_by, clear_reason`
 
+// SetFlag sets a flag a person gives on the sensor's readings, and
+// returns it. It returns Conflict when the sensor has its Limits.Flags.
+func (tx *Tx) SetFlag(ctx context.Context, sensorID int64, spec FlagSpec) ([]Flag, error) {
+	if err := makeRoom(ctx, tx.tx, tx.limits, flagsCap, sensorID); err != nil {
+		return nil, dbError("set flag", err)
+	}
+	return tx.InsertFlags(ctx, sensorID, []FlagSpec{spec})
+}
+
 // InsertFlags sets the flags on the sensor's readings, in one statement,
 // and returns those set: a check's flag already in force on the value is
 // not set twice.

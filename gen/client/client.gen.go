@@ -4085,11 +4085,17 @@ type ClientInterface interface {
 	// persistence apply to the rate as to a value, a late reading raises
 	// a late event when its own rate (over its own window, as stored) is
 	// past the threshold and changes no state, and an edit rechecks the
-	// newest reading's rate. Values a flag rejects are not in any window,
-	// and a flagged value steps no rule. The rule is evaluated as readings
-	// are stored, in the same transaction, reading the stored readings
-	// of its window once per write; an event's `value` is the target's
-	// value at the reading.
+	// newest reading's rate. Values a flag rejects are not in any window
+	// (suspect ones are), and a flagged value steps no rule. The rule is
+	// evaluated as readings are stored, in the same transaction. It
+	// keeps the values of its window between writes, so that a write
+	// after the sensor's newest reading reads no stored reading; the
+	// window is read back from the readings instead by a late write, by
+	// the first write after an edit that changes it (a flag, a delete,
+	// the formulas, the rules), on a sensor with linked inputs, and
+	// while it holds more than 8 values per reading a write brings
+	// (64 at least, 8,192 at most). Either way the rule decides the
+	// same. An event's `value` is the target's value at the reading.
 	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type.
@@ -4134,11 +4140,17 @@ type ClientInterface interface {
 	// persistence apply to the rate as to a value, a late reading raises
 	// a late event when its own rate (over its own window, as stored) is
 	// past the threshold and changes no state, and an edit rechecks the
-	// newest reading's rate. Values a flag rejects are not in any window,
-	// and a flagged value steps no rule. The rule is evaluated as readings
-	// are stored, in the same transaction, reading the stored readings
-	// of its window once per write; an event's `value` is the target's
-	// value at the reading.
+	// newest reading's rate. Values a flag rejects are not in any window
+	// (suspect ones are), and a flagged value steps no rule. The rule is
+	// evaluated as readings are stored, in the same transaction. It
+	// keeps the values of its window between writes, so that a write
+	// after the sensor's newest reading reads no stored reading; the
+	// window is read back from the readings instead by a late write, by
+	// the first write after an edit that changes it (a flag, a delete,
+	// the formulas, the rules), on a sensor with linked inputs, and
+	// while it holds more than 8 values per reading a write brings
+	// (64 at least, 8,192 at most). Either way the rule decides the
+	// same. An event's `value` is the target's value at the reading.
 	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -4379,6 +4391,12 @@ type ClientInterface interface {
 	// events already raised stay (history is never rewritten). The flag,
 	// who set it and when are in the audit trail. The answer lists the
 	// flag and how many stored readings its range holds.
+	//
+	// A sensor holds at most 10,000 flags in force set by people
+	// (`-max-flags`): one more answers 409 with `details.cap` `flags`;
+	// clear some first. The flags of validity checks are not counted (a
+	// check flags and never refuses), nor are cleared flags, kept for
+	// reads `as_of` a past instant; a clearing is never refused.
 	// Required role: `editor`.
 	//
 	// Takes any type of body and a specified content type.
@@ -4411,6 +4429,12 @@ type ClientInterface interface {
 	// events already raised stay (history is never rewritten). The flag,
 	// who set it and when are in the audit trail. The answer lists the
 	// flag and how many stored readings its range holds.
+	//
+	// A sensor holds at most 10,000 flags in force set by people
+	// (`-max-flags`): one more answers 409 with `details.cap` `flags`;
+	// clear some first. The flags of validity checks are not counted (a
+	// check flags and never refuses), nor are cleared flags, kept for
+	// reads `as_of` a past instant; a clearing is never refused.
 	// Required role: `editor`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -6561,11 +6585,17 @@ func (c *Client) ListAlarmRules(ctx context.Context, orgId OrgId, projId ProjId,
 // persistence apply to the rate as to a value, a late reading raises
 // a late event when its own rate (over its own window, as stored) is
 // past the threshold and changes no state, and an edit rechecks the
-// newest reading's rate. Values a flag rejects are not in any window,
-// and a flagged value steps no rule. The rule is evaluated as readings
-// are stored, in the same transaction, reading the stored readings
-// of its window once per write; an event's `value` is the target's
-// value at the reading.
+// newest reading's rate. Values a flag rejects are not in any window
+// (suspect ones are), and a flagged value steps no rule. The rule is
+// evaluated as readings are stored, in the same transaction. It
+// keeps the values of its window between writes, so that a write
+// after the sensor's newest reading reads no stored reading; the
+// window is read back from the readings instead by a late write, by
+// the first write after an edit that changes it (a flag, a delete,
+// the formulas, the rules), on a sensor with linked inputs, and
+// while it holds more than 8 values per reading a write brings
+// (64 at least, 8,192 at most). Either way the rule decides the
+// same. An event's `value` is the target's value at the reading.
 // Required role: `admin`.
 //
 // Takes any type of body and a specified content type.
@@ -6620,11 +6650,17 @@ func (c *Client) CreateAlarmRuleWithBody(ctx context.Context, orgId OrgId, projI
 // persistence apply to the rate as to a value, a late reading raises
 // a late event when its own rate (over its own window, as stored) is
 // past the threshold and changes no state, and an edit rechecks the
-// newest reading's rate. Values a flag rejects are not in any window,
-// and a flagged value steps no rule. The rule is evaluated as readings
-// are stored, in the same transaction, reading the stored readings
-// of its window once per write; an event's `value` is the target's
-// value at the reading.
+// newest reading's rate. Values a flag rejects are not in any window
+// (suspect ones are), and a flagged value steps no rule. The rule is
+// evaluated as readings are stored, in the same transaction. It
+// keeps the values of its window between writes, so that a write
+// after the sensor's newest reading reads no stored reading; the
+// window is read back from the readings instead by a late write, by
+// the first write after an edit that changes it (a flag, a delete,
+// the formulas, the rules), on a sensor with linked inputs, and
+// while it holds more than 8 values per reading a write brings
+// (64 at least, 8,192 at most). Either way the rule decides the
+// same. An event's `value` is the target's value at the reading.
 // Required role: `admin`.
 //
 // Takes a body of the `application/json` content type.
@@ -6985,6 +7021,12 @@ func (c *Client) ListFlags(ctx context.Context, orgId OrgId, projId ProjId, sens
 // events already raised stay (history is never rewritten). The flag,
 // who set it and when are in the audit trail. The answer lists the
 // flag and how many stored readings its range holds.
+//
+// A sensor holds at most 10,000 flags in force set by people
+// (`-max-flags`): one more answers 409 with `details.cap` `flags`;
+// clear some first. The flags of validity checks are not counted (a
+// check flags and never refuses), nor are cleared flags, kept for
+// reads `as_of` a past instant; a clearing is never refused.
 // Required role: `editor`.
 //
 // Takes any type of body and a specified content type.
@@ -7027,6 +7069,12 @@ func (c *Client) SetFlagWithBody(ctx context.Context, orgId OrgId, projId ProjId
 // events already raised stay (history is never rewritten). The flag,
 // who set it and when are in the audit trail. The answer lists the
 // flag and how many stored readings its range holds.
+//
+// A sensor holds at most 10,000 flags in force set by people
+// (`-max-flags`): one more answers 409 with `details.cap` `flags`;
+// clear some first. The flags of validity checks are not counted (a
+// check flags and never refuses), nor are cleared flags, kept for
+// reads `as_of` a past instant; a clearing is never refused.
 // Required role: `editor`.
 //
 // Takes a body of the `application/json` content type.
@@ -14056,11 +14104,17 @@ type ClientWithResponsesInterface interface {
 	// persistence apply to the rate as to a value, a late reading raises
 	// a late event when its own rate (over its own window, as stored) is
 	// past the threshold and changes no state, and an edit rechecks the
-	// newest reading's rate. Values a flag rejects are not in any window,
-	// and a flagged value steps no rule. The rule is evaluated as readings
-	// are stored, in the same transaction, reading the stored readings
-	// of its window once per write; an event's `value` is the target's
-	// value at the reading.
+	// newest reading's rate. Values a flag rejects are not in any window
+	// (suspect ones are), and a flagged value steps no rule. The rule is
+	// evaluated as readings are stored, in the same transaction. It
+	// keeps the values of its window between writes, so that a write
+	// after the sensor's newest reading reads no stored reading; the
+	// window is read back from the readings instead by a late write, by
+	// the first write after an edit that changes it (a flag, a delete,
+	// the formulas, the rules), on a sensor with linked inputs, and
+	// while it holds more than 8 values per reading a write brings
+	// (64 at least, 8,192 at most). Either way the rule decides the
+	// same. An event's `value` is the target's value at the reading.
 	// Required role: `admin`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -14105,11 +14159,17 @@ type ClientWithResponsesInterface interface {
 	// persistence apply to the rate as to a value, a late reading raises
 	// a late event when its own rate (over its own window, as stored) is
 	// past the threshold and changes no state, and an edit rechecks the
-	// newest reading's rate. Values a flag rejects are not in any window,
-	// and a flagged value steps no rule. The rule is evaluated as readings
-	// are stored, in the same transaction, reading the stored readings
-	// of its window once per write; an event's `value` is the target's
-	// value at the reading.
+	// newest reading's rate. Values a flag rejects are not in any window
+	// (suspect ones are), and a flagged value steps no rule. The rule is
+	// evaluated as readings are stored, in the same transaction. It
+	// keeps the values of its window between writes, so that a write
+	// after the sensor's newest reading reads no stored reading; the
+	// window is read back from the readings instead by a late write, by
+	// the first write after an edit that changes it (a flag, a delete,
+	// the formulas, the rules), on a sensor with linked inputs, and
+	// while it holds more than 8 values per reading a write brings
+	// (64 at least, 8,192 at most). Either way the rule decides the
+	// same. An event's `value` is the target's value at the reading.
 	// Required role: `admin`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -14356,6 +14416,12 @@ type ClientWithResponsesInterface interface {
 	// events already raised stay (history is never rewritten). The flag,
 	// who set it and when are in the audit trail. The answer lists the
 	// flag and how many stored readings its range holds.
+	//
+	// A sensor holds at most 10,000 flags in force set by people
+	// (`-max-flags`): one more answers 409 with `details.cap` `flags`;
+	// clear some first. The flags of validity checks are not counted (a
+	// check flags and never refuses), nor are cleared flags, kept for
+	// reads `as_of` a past instant; a clearing is never refused.
 	// Required role: `editor`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -14388,6 +14454,12 @@ type ClientWithResponsesInterface interface {
 	// events already raised stay (history is never rewritten). The flag,
 	// who set it and when are in the audit trail. The answer lists the
 	// flag and how many stored readings its range holds.
+	//
+	// A sensor holds at most 10,000 flags in force set by people
+	// (`-max-flags`): one more answers 409 with `details.cap` `flags`;
+	// clear some first. The flags of validity checks are not counted (a
+	// check flags and never refuses), nor are cleared flags, kept for
+	// reads `as_of` a past instant; a clearing is never refused.
 	// Required role: `editor`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -25179,11 +25251,17 @@ func (c *ClientWithResponses) ListAlarmRulesWithResponse(ctx context.Context, or
 // persistence apply to the rate as to a value, a late reading raises
 // a late event when its own rate (over its own window, as stored) is
 // past the threshold and changes no state, and an edit rechecks the
-// newest reading's rate. Values a flag rejects are not in any window,
-// and a flagged value steps no rule. The rule is evaluated as readings
-// are stored, in the same transaction, reading the stored readings
-// of its window once per write; an event's `value` is the target's
-// value at the reading.
+// newest reading's rate. Values a flag rejects are not in any window
+// (suspect ones are), and a flagged value steps no rule. The rule is
+// evaluated as readings are stored, in the same transaction. It
+// keeps the values of its window between writes, so that a write
+// after the sensor's newest reading reads no stored reading; the
+// window is read back from the readings instead by a late write, by
+// the first write after an edit that changes it (a flag, a delete,
+// the formulas, the rules), on a sensor with linked inputs, and
+// while it holds more than 8 values per reading a write brings
+// (64 at least, 8,192 at most). Either way the rule decides the
+// same. An event's `value` is the target's value at the reading.
 // Required role: `admin`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -25234,11 +25312,17 @@ func (c *ClientWithResponses) CreateAlarmRuleWithBodyWithResponse(ctx context.Co
 // persistence apply to the rate as to a value, a late reading raises
 // a late event when its own rate (over its own window, as stored) is
 // past the threshold and changes no state, and an edit rechecks the
-// newest reading's rate. Values a flag rejects are not in any window,
-// and a flagged value steps no rule. The rule is evaluated as readings
-// are stored, in the same transaction, reading the stored readings
-// of its window once per write; an event's `value` is the target's
-// value at the reading.
+// newest reading's rate. Values a flag rejects are not in any window
+// (suspect ones are), and a flagged value steps no rule. The rule is
+// evaluated as readings are stored, in the same transaction. It
+// keeps the values of its window between writes, so that a write
+// after the sensor's newest reading reads no stored reading; the
+// window is read back from the readings instead by a late write, by
+// the first write after an edit that changes it (a flag, a delete,
+// the formulas, the rules), on a sensor with linked inputs, and
+// while it holds more than 8 values per reading a write brings
+// (64 at least, 8,192 at most). Either way the rule decides the
+// same. An event's `value` is the target's value at the reading.
 // Required role: `admin`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -25557,6 +25641,12 @@ func (c *ClientWithResponses) ListFlagsWithResponse(ctx context.Context, orgId O
 // events already raised stay (history is never rewritten). The flag,
 // who set it and when are in the audit trail. The answer lists the
 // flag and how many stored readings its range holds.
+//
+// A sensor holds at most 10,000 flags in force set by people
+// (`-max-flags`): one more answers 409 with `details.cap` `flags`;
+// clear some first. The flags of validity checks are not counted (a
+// check flags and never refuses), nor are cleared flags, kept for
+// reads `as_of` a past instant; a clearing is never refused.
 // Required role: `editor`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -25595,6 +25685,12 @@ func (c *ClientWithResponses) SetFlagWithBodyWithResponse(ctx context.Context, o
 // events already raised stay (history is never rewritten). The flag,
 // who set it and when are in the audit trail. The answer lists the
 // flag and how many stored readings its range holds.
+//
+// A sensor holds at most 10,000 flags in force set by people
+// (`-max-flags`): one more answers 409 with `details.cap` `flags`;
+// clear some first. The flags of validity checks are not counted (a
+// check flags and never refuses), nor are cleared flags, kept for
+// reads `as_of` a past instant; a clearing is never refused.
 // Required role: `editor`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).

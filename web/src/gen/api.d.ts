@@ -1407,11 +1407,17 @@ export interface paths {
          *     persistence apply to the rate as to a value, a late reading raises
          *     a late event when its own rate (over its own window, as stored) is
          *     past the threshold and changes no state, and an edit rechecks the
-         *     newest reading's rate. Values a flag rejects are not in any window,
-         *     and a flagged value steps no rule. The rule is evaluated as readings
-         *     are stored, in the same transaction, reading the stored readings
-         *     of its window once per write; an event's `value` is the target's
-         *     value at the reading.
+         *     newest reading's rate. Values a flag rejects are not in any window
+         *     (suspect ones are), and a flagged value steps no rule. The rule is
+         *     evaluated as readings are stored, in the same transaction. It
+         *     keeps the values of its window between writes, so that a write
+         *     after the sensor's newest reading reads no stored reading; the
+         *     window is read back from the readings instead by a late write, by
+         *     the first write after an edit that changes it (a flag, a delete,
+         *     the formulas, the rules), on a sensor with linked inputs, and
+         *     while it holds more than 8 values per reading a write brings
+         *     (64 at least, 8,192 at most). Either way the rule decides the
+         *     same. An event's `value` is the target's value at the reading.
          *     Required role: `admin`.
          */
         post: operations["createAlarmRule"];
@@ -1530,6 +1536,12 @@ export interface paths {
          *     events already raised stay (history is never rewritten). The flag,
          *     who set it and when are in the audit trail. The answer lists the
          *     flag and how many stored readings its range holds.
+         *
+         *     A sensor holds at most 10,000 flags in force set by people
+         *     (`-max-flags`): one more answers 409 with `details.cap` `flags`;
+         *     clear some first. The flags of validity checks are not counted (a
+         *     check flags and never refuses), nor are cleared flags, kept for
+         *     reads `as_of` a past instant; a clearing is never refused.
          *     Required role: `editor`.
          */
         post: operations["setFlag"];

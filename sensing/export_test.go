@@ -1,0 +1,54 @@
+package sensing
+
+import (
+	"context"
+
+	"github.com/sensorreadings/readings/store"
+)
+
+// RateWindows returns, by rule id, what each rate rule of the sensor keeps
+// (nil when nothing) and its window read back from the readings, to the
+// sensor's newest, as a write that keeps nothing reads it (nil when the
+// sensor has no reading).
+func (s *Service) RateWindows(ctx context.Context, key store.SensorKey) (kept, read map[int64]*store.RateWindow, err error) {
+	kept, read = map[int64]*store.RateWindow{}, map[int64]*store.RateWindow{}
+	err = s.db.InTx(ctx, func(tx *store.Tx) error {
+		sensor, err := tx.LockSensor(ctx, key)
+		if err != nil {
+			return err
+		}
+		rules, err := tx.SensorRules(ctx, sensor.ID)
+		if err != nil {
+			return err
+		}
+		newest, err := tx.LatestReading(ctx, sensor.ID)
+		if err != nil {
+			return err
+		}
+		for _, r := range rules {
+			if r.Window == 0 {
+				continue
+			}
+			kept[r.ID], read[r.ID] = nil, nil
+			if r.RateKept != nil {
+				w, err := store.ParseRateWindow(r.RateKept)
+				if err != nil {
+					return err
+				}
+				kept[r.ID] = &w
+			}
+			if newest == nil {
+				continue
+			}
+			rs := newRates(rules)
+			from := newest.Time.Add(-window(r))
+			if err := s.readRates(ctx, tx, sensor, rs, true, from, newest.Time, store.ReadingQuery{From: from, To: newest.Time}); err != nil {
+				return err
+			}
+			series := rs[r.TargetID]
+			read[r.ID] = &store.RateWindow{Through: newest.Time, Version: instanceVersion(sensor), Times: series.t, Values: series.v}
+		}
+		return nil
+	})
+	return kept, read, err
+}

@@ -1,0 +1,225 @@
+package sensing_test
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sensorreadings/readings/sensing"
+	"github.com/sensorreadings/readings/store"
+)
+
+// TestKeptRateWindows: what rate rules keep of their windows between
+// writes is, after every kind of write and edit, and after a restart,
+// exactly what reading the windows back from the readings gives; and the
+// rules decide on a sensor that keeps them what they decide on a twin
+// whose windows are forgotten before each step, so read back from its
+// readings.
+func TestKeptRateWindows(t *testing.T) {
+	core, db := newService(t)
+	ctx := t.Context()
+	f := newFixture(t, db)
+	bp, err := db.GetBlueprint(ctx, f.key.OrgID, *f.sensor.BlueprintID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := bp.Instantiate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	project, err := db.CreateProject(ctx, f.key.OrgID, "twin", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	twin, err := db.CreateSensor(ctx, f.key.OrgID, project.ID, "twin", "", &store.Attachment{BlueprintID: bp.ID, Instance: inst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, err := db.EnsureUser(ctx, "editor@acme.example.com", "editor")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	type site struct {
+		key  store.SensorKey
+		u, i int64
+	}
+	kept := site{f.key, f.u(), f.i()}
+	read := site{store.SensorKey{OrgID: f.key.OrgID, ProjectID: project.ID, SensorID: twin.ID}, twin.Instance.Inputs[0].ID, twin.Instance.Inputs[1].ID}
+	spike := 50.0
+	for _, s := range []site{kept, read} {
+		for _, spec := range []store.AlarmRuleSpec{
+			{TargetKey: "p", Level: "Alert", Direction: "above", Threshold: 15, Persistence: 1, Window: 600, Per: 60},
+			{TargetKey: "u", Level: "Action", Direction: "above", Threshold: 5, Deadband: 1, Persistence: 2, Window: 300, Per: 60},
+			{TargetKey: "u", Level: "Alarm", Direction: "below", Threshold: -3, Persistence: 1, Window: 1200, Per: 60},
+			{TargetKey: "u", Level: "Maintenance", Direction: "above", Threshold: 150, Persistence: 1},
+		} {
+			if _, err := core.CreateAlarmRule(ctx, s.key, spec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := core.SetChecks(ctx, s.key, []sensing.CheckSpec{{Target: "u", Kind: sensing.CheckSpike, Bound: &spike, Flag: store.Rejected}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// u swings by up to 10 a minute, with noise that is never a spike.
+	u := func(at time.Time) float64 {
+		m := at.Sub(minute(0)).Minutes()
+		return 100 + 40*math.Sin(m/4) + 5*float64(int(m*7)%5-2)
+	}
+	reading := func(s site, at time.Time, jump float64) store.Reading {
+		return store.Reading{Time: at, InputIDs: []int64{s.u, s.i}, Values: []float64{u(at) + jump, 1 + float64(int(at.Sub(minute(0)).Minutes())%3)/10}}
+	}
+	span := func(s site, from, to int) []store.Reading {
+		var out []store.Reading
+		for m := from; m <= to; m++ {
+			out = append(out, reading(s, minute(m), 0))
+		}
+		return out
+	}
+	write := func(s site, readings ...store.Reading) error {
+		_, err := core.Ingest(ctx, s.key, sensing.NewBatch(readings))
+		return err
+	}
+	stream := func(s site, readings ...store.Reading) error {
+		_, err := core.Ingest(ctx, s.key, &sliceSource{readings: readings})
+		return err
+	}
+	flag := func(s site, flag string, from, to int, input string) error {
+		_, err := core.SetFlag(ctx, s.key, sensing.FlagEdit{Flag: flag, From: minute(from), To: minute(to), Input: input, Reason: "test", By: user.ID})
+		return err
+	}
+	half := func(m int) time.Time { return minute(m).Add(30 * time.Second) }
+
+	steps := []struct {
+		name  string
+		do    func(s site) error
+		keeps bool // every rate rule keeps its window after the step
+	}{
+		{"InOrder", func(s site) error { return write(s, span(s, 0, 9)...) }, true},
+		{"InOrderAgain", func(s site) error { return write(s, span(s, 10, 19)...) }, true},
+		{"OverwriteTheNewest", func(s site) error { return write(s, reading(s, minute(19), 5)) }, true},
+		{"Late", func(s site) error { return write(s, reading(s, minute(12), -7), reading(s, half(12), 0)) }, true},
+		{"LateAndNew", func(s site) error {
+			return write(s, reading(s, half(17), 3), reading(s, minute(20), 0), reading(s, minute(21), 0))
+		}, true},
+		{"SpikeInTheBatch", func(s site) error {
+			return write(s, reading(s, minute(22), 0), reading(s, minute(23), 200), reading(s, minute(24), 0))
+		}, true},
+		{"SpikeLast", func(s site) error { return write(s, reading(s, minute(25), 200)) }, true},
+		{"SpikeRejectedAfterItsWrite", func(s site) error { return write(s, reading(s, minute(26), 0)) }, true},
+		{"FlagRejected", func(s site) error { return flag(s, store.Rejected, 20, 21, "u") }, false},
+		{"AfterTheFlag", func(s site) error { return write(s, span(s, 27, 29)...) }, true},
+		{"FlagCleared", func(s site) error {
+			_, err := core.ClearFlags(ctx, s.key, sensing.FlagEdit{From: minute(20), To: minute(21), Input: "u", Reason: "test", By: user.ID})
+			return err
+		}, false},
+		{"AfterTheClear", func(s site) error { return write(s, span(s, 30, 31)...) }, true},
+		{"SuspectAhead", func(s site) error { return flag(s, store.Suspect, 33, 34, "") }, false},
+		{"IntoTheSuspectRange", func(s site) error { return write(s, span(s, 32, 35)...) }, true},
+		{"FormulaEdit", func(s site) error {
+			_, err := core.EditInstance(ctx, s.key, func(inst *store.Instance) error {
+				k := 3.0
+				inst.Constants[0].Value = &k
+				return nil
+			})
+			return err
+		}, false},
+		{"AfterTheEdit", func(s site) error { return write(s, span(s, 36, 38)...) }, true},
+		{"DeleteInTheWindow", func(s site) error {
+			_, err := core.DeleteReadings(ctx, s.key, minute(36), minute(37))
+			return err
+		}, false},
+		{"AfterTheDelete", func(s site) error { return write(s, span(s, 39, 40)...) }, true},
+		{"Restart", func(s site) error {
+			core = sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{MaxFuture: 24 * time.Hour})
+			return write(s, span(s, 41, 42)...)
+		}, true},
+		{"Stream", func(s site) error { return stream(s, span(s, 43, 50)...) }, true},
+		{"LateStream", func(s site) error { return stream(s, reading(s, minute(44), 9), reading(s, half(45), 0)) }, true},
+		{"OneByOne", func(s site) error {
+			for m := 51; m <= 53; m++ {
+				if err := write(s, reading(s, minute(m), 0)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, true},
+		{"DeleteTheNewest", func(s site) error {
+			_, err := core.DeleteReadings(ctx, s.key, minute(53), minute(54))
+			return err
+		}, false},
+		{"AfterDeletingTheNewest", func(s site) error { return write(s, reading(s, minute(53), 4)) }, true},
+		{"AfterAGap", func(s site) error { return write(s, reading(s, minute(200), 0), reading(s, minute(201), 0)) }, true},
+	}
+	for _, step := range steps {
+		err := db.InTx(ctx, func(tx *store.Tx) error { return tx.ForgetRateWindows(ctx, read.key.SensorID) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []site{kept, read} {
+			if err := step.do(s); err != nil {
+				t.Fatalf("%s: %v", step.name, err)
+			}
+		}
+		keptWindows, readWindows, err := core.RateWindows(ctx, kept.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id, w := range keptWindows {
+			switch want := readWindows[id]; {
+			case w == nil && step.keeps:
+				t.Errorf("after %s: rule %d keeps nothing, want its window", step.name, id)
+			case w != nil && !sameWindow(w, want):
+				t.Errorf("after %s: rule %d keeps %s, want %s as read back", step.name, id, windowText(w), windowText(want))
+			}
+		}
+		if got, want := decisions(t, db, kept.key), decisions(t, db, read.key); got != want {
+			t.Errorf("after %s: rules keeping their windows decided\n%s\nwant, as from the readings,\n%s", step.name, got, want)
+		}
+	}
+	if len(events(t, db, kept.key)) < 4 {
+		t.Errorf("events %q: the steps should have raised and cleared alarms", events(t, db, kept.key))
+	}
+}
+
+func sameWindow(a, b *store.RateWindow) bool {
+	return b != nil && a.Through.Equal(b.Through) && a.Version == b.Version &&
+		slices.EqualFunc(a.Times, b.Times, time.Time.Equal) && slices.Equal(a.Values, b.Values)
+}
+
+func windowText(w *store.RateWindow) string {
+	if w == nil {
+		return "nothing"
+	}
+	s := fmt.Sprintf("through %s v%d:", w.Through.Format("15:04:05"), w.Version)
+	for i := range w.Times {
+		s += fmt.Sprintf(" %s=%g", w.Times[i].Format("15:04:05"), w.Values[i])
+	}
+	return s
+}
+
+// decisions is what the rules of the sensor decided: their states, the
+// project's current alarms and its events, as text.
+func decisions(t *testing.T, db *store.DB, key store.SensorKey) string {
+	t.Helper()
+	rules, _, _, err := db.ListAlarmRules(t.Context(), key, store.RuleKey{}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []string
+	for _, r := range rules {
+		states = append(states, fmt.Sprintf("%s %s active=%v streak=%d", r.TargetKey, r.LevelName, r.Active, r.Streak))
+	}
+	slices.Sort(states)
+	var alarms []string
+	for _, a := range currentAlarms(t, db, key) {
+		alarms = append(alarms, fmt.Sprintf("%s %s since %s value %g", a.TargetKey, a.LevelName, a.Since.Format("15:04:05"), a.Value))
+	}
+	slices.Sort(alarms)
+	return fmt.Sprintf("rules %q\nalarms %q\nevents %q", states, alarms, events(t, db, key))
+}
