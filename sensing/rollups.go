@@ -129,13 +129,14 @@ func hourRollups(ctx context.Context, tx *store.Tx, q store.QueuedHours, outputs
 type rollupBuilder struct {
 	rows    []store.HourRollup
 	at      map[time.Time]int // an hour's row
+	last    int               // the row of the reading before; -1: none
 	version int64
 	outputs *Outputs // nil: the outputs are not rolled up
 	ids     []int64  // of the outputs
 }
 
 func newRollupBuilder(version int64, outputs *Outputs) *rollupBuilder {
-	b := &rollupBuilder{at: map[time.Time]int{}, version: version, outputs: outputs}
+	b := &rollupBuilder{at: map[time.Time]int{}, last: -1, version: version, outputs: outputs}
 	if outputs != nil {
 		b.ids = outputs.IDs()
 	}
@@ -144,10 +145,15 @@ func newRollupBuilder(version int64, outputs *Outputs) *rollupBuilder {
 
 // add adds r, of hour.
 func (b *rollupBuilder) add(hour time.Time, r *store.Reading) {
-	i, ok := b.at[hour]
+	// Readings mostly come an hour at a time.
+	i, ok := b.last, b.last >= 0 && b.rows[b.last].Hour.Equal(hour)
+	if !ok {
+		i, ok = b.at[hour]
+	}
+	b.last = i
 	if !ok {
 		i = len(b.rows)
-		b.at[hour] = i
+		b.at[hour], b.last = i, i
 		b.rows = append(b.rows, store.HourRollup{Hour: hour, Version: b.version, Whole: true})
 		if b.outputs != nil {
 			b.rows[i].Outputs = outputSeries(b.ids)
