@@ -56,9 +56,12 @@ func (b *Batch) Where() (string, map[string]any) {
 // the newest reading kept.
 //
 // A Batch is checked before the transaction begins; the lock's round trip
-// also queues its hours and keeps its newest reading, and stores a batch
-// of up to 100 readings (an upsert); a larger one is stored in one COPY
-// (or, where it overlaps stored readings, a delete and a COPY). Its alarms
+// (with the BEGIN) also reads the rollups of its hours and keeps its
+// newest reading, and stores a batch of up to 100 readings (an upsert); a
+// larger one is stored in one COPY (or, where it overlaps stored
+// readings, a delete and a COPY). Its readings are merged into the
+// rollups of the hours that can take them, the others queued for the
+// maintainer, with the COMMIT (rollBatch). Its alarms
 // are stepped in memory; a transaction PostgreSQL aborts as a deadlock's
 // victim is run again, whole. Any other source streams: the
 // sensor is locked from its first reading, each reading is checked and
@@ -130,6 +133,9 @@ func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, 
 	}
 	if written, err = in.store(ctx, tx, w); err != nil {
 		return written, err
+	}
+	if w.Hours != nil {
+		s.rollBatch(tx, w, in.ahead())
 	}
 	chunks := func(fn func([]store.Reading) error) error { return in.chunks(ctx, fn) }
 	if written.Replaced > 0 {

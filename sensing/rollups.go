@@ -115,55 +115,190 @@ func (s *Service) rollupSensor(ctx context.Context, sensorID int64, limit int) (
 // hourRollups computes the rollups of the held hours from their readings,
 // as they stream in time order, with outputs' unless outputs is nil.
 func hourRollups(ctx context.Context, tx *store.Tx, q store.QueuedHours, outputs *Outputs) ([]store.HourRollup, error) {
-	var (
-		rows    []store.HourRollup
-		at      = map[time.Time]int{} // an hour's row
-		ids     []int64
-		version = q.Sensor.FormulasVersion()
-	)
-	if outputs != nil {
-		ids = outputs.IDs()
-	}
+	b := newRollupBuilder(q.Sensor.FormulasVersion(), outputs)
 	err := tx.HourReadings(ctx, q, func(hour time.Time, r *store.Reading) error {
-		i, ok := at[hour]
-		if !ok {
-			i = len(rows)
-			at[hour] = i
-			rows = append(rows, store.HourRollup{Hour: hour, Version: version, Whole: true})
-			if outputs != nil {
-				rows[i].Outputs = outputSeries(ids)
-				for k := range rows[i].Quarters {
-					rows[i].Quarters[k].Outputs = outputSeries(ids)
-				}
-			}
-		}
-		row := &rows[i]
-		quarter := &row.Quarters[r.Time.Sub(hour)/(15*time.Minute)]
-		row.Count++
-		quarter.Count++
-		for j, id := range r.InputIDs {
-			addSeries(&row.Inputs, j, id, r.Time, r.Values[j])
-			addSeries(&quarter.Inputs, j, id, r.Time, r.Values[j])
-		}
-		if outputs != nil {
-			outputs.Compute(r)
-			for k := range ids {
-				if v, ok := outputs.Value(k); ok {
-					row.Outputs[k].AddAny(r.Time, v)
-					quarter.Outputs[k].AddAny(r.Time, v)
-				}
-			}
-		}
+		b.add(hour, r)
 		return nil
 	})
-	for i := range rows {
-		row := &rows[i]
+	return b.finish(), err
+}
+
+// rollupBuilder computes the rollups of hours from their readings, given
+// in time order within each hour: their inputs' statistics, and their
+// outputs' as a read computes them.
+type rollupBuilder struct {
+	rows    []store.HourRollup
+	at      map[time.Time]int // an hour's row
+	last    int               // the row of the reading before; -1: none
+	version int64
+	outputs *Outputs // nil: the outputs are not rolled up
+	ids     []int64  // of the outputs
+}
+
+func newRollupBuilder(version int64, outputs *Outputs) *rollupBuilder {
+	b := &rollupBuilder{at: map[time.Time]int{}, last: -1, version: version, outputs: outputs}
+	if outputs != nil {
+		b.ids = outputs.IDs()
+	}
+	return b
+}
+
+// add adds r, of hour.
+func (b *rollupBuilder) add(hour time.Time, r *store.Reading) {
+	// Readings mostly come an hour at a time.
+	i, ok := b.last, b.last >= 0 && b.rows[b.last].Hour.Equal(hour)
+	if !ok {
+		i, ok = b.at[hour]
+	}
+	b.last = i
+	if !ok {
+		i = len(b.rows)
+		b.at[hour], b.last = i, i
+		b.rows = append(b.rows, store.HourRollup{Hour: hour, Version: b.version, Whole: true})
+		if b.outputs != nil {
+			b.rows[i].Outputs = outputSeries(b.ids)
+			for k := range b.rows[i].Quarters {
+				b.rows[i].Quarters[k].Outputs = outputSeries(b.ids)
+			}
+		}
+	}
+	row := &b.rows[i]
+	quarter := &row.Quarters[r.Time.Sub(hour)/(15*time.Minute)]
+	row.Count++
+	quarter.Count++
+	for j, id := range r.InputIDs {
+		addSeries(&row.Inputs, j, id, r.Time, r.Values[j])
+		addSeries(&quarter.Inputs, j, id, r.Time, r.Values[j])
+	}
+	if b.outputs != nil {
+		b.outputs.Compute(r)
+		for k := range b.ids {
+			if v, ok := b.outputs.Value(k); ok {
+				row.Outputs[k].AddAny(r.Time, v)
+				quarter.Outputs[k].AddAny(r.Time, v)
+			}
+		}
+	}
+}
+
+// finish returns the rollups of the hours added, in the order their first
+// readings came.
+func (b *rollupBuilder) finish() []store.HourRollup {
+	for i := range b.rows {
+		row := &b.rows[i]
 		tidySeries(&row.Inputs, &row.Outputs)
 		for k := range row.Quarters {
 			tidySeries(&row.Quarters[k].Inputs, &row.Quarters[k].Outputs)
 		}
 	}
-	return rows, err
+	return b.rows
+}
+
+// rollBatch gives the store the rollups of the hours of a batch, with the
+// batch's readings (ordered, one per instant) merged in, for the hours w
+// says can take them: a batch of new readings, the common case, leaves
+// the maintainer nothing to do, which would read each hour's readings
+// back from the table as it fills. The other hours (an overwrite, an hour
+// queued already or whose outputs were computed with other formulas) are
+// queued for the maintainer.
+func (s *Service) rollBatch(tx *store.Tx, w store.SensorWrite, readings []store.Reading) {
+	var (
+		version = w.Sensor.FormulasVersion()
+		linked  = w.Sensor.Instance.Linked()
+		b       *rollupBuilder
+		merge   []*store.HourRollup // the rollup each of b's hours merges into
+		stale   []time.Time
+		i       int
+	)
+	for _, h := range w.Hours {
+		for i < len(readings) && readings[i].Time.Before(h.Hour) {
+			i++ // of an hour the lock did not find: none, once it found the sensor
+		}
+		end := h.Hour.Add(time.Hour)
+		j := i
+		for j < len(readings) && readings[j].Time.Before(end) {
+			j++
+		}
+		hour := readings[i:j]
+		i = j
+		if r := h.Rollup; !h.Mergeable || (r != nil && (r.Version != version || (r.Outputs == nil) != linked)) {
+			stale = append(stale, h.Hour)
+			continue
+		}
+		if b == nil {
+			var outputs *Outputs
+			if !linked {
+				outputs = s.outputsOf(w.Sensor, nil)
+			}
+			b = newRollupBuilder(version, outputs)
+		}
+		for k := range hour {
+			b.add(h.Hour, &hour[k])
+		}
+		merge = append(merge, h.Rollup)
+	}
+	var rows []store.HourRollup
+	if b != nil {
+		rows = b.finish()
+		for k := range rows {
+			if merge[k] != nil {
+				rows[k] = mergeHours(merge[k], &rows[k], b.ids)
+			}
+		}
+	}
+	tx.StoreBatchRollups(w, rows, stale)
+}
+
+// mergeHours is the rollup of an hour's readings summarized by a and b,
+// of the same formulas, whose outputs ids are, in order, ids.
+func mergeHours(a, b *store.HourRollup, ids []int64) store.HourRollup {
+	m := store.HourRollup{Hour: a.Hour, Count: a.Count + b.Count, Version: b.Version, Whole: true,
+		Inputs: mergeInputs(a.Inputs, b.Inputs), Outputs: mergeOutputs(a.Outputs, b.Outputs, ids)}
+	for k := range m.Quarters {
+		qa, qb := &a.Quarters[k], &b.Quarters[k]
+		m.Quarters[k] = store.Quarter{Count: qa.Count + qb.Count, Inputs: mergeInputs(qa.Inputs, qb.Inputs), Outputs: mergeOutputs(qa.Outputs, qb.Outputs, ids)}
+	}
+	return m
+}
+
+// mergeInputs merges series ordered by id into series ordered by id.
+func mergeInputs(a, b []store.Series) []store.Series {
+	m := make([]store.Series, 0, max(len(a), len(b)))
+	for len(a) > 0 || len(b) > 0 {
+		switch {
+		case len(b) == 0 || (len(a) > 0 && a[0].ID < b[0].ID):
+			m, a = append(m, a[0]), a[1:]
+		case len(a) == 0 || b[0].ID < a[0].ID:
+			m, b = append(m, b[0]), b[1:]
+		default:
+			s := a[0]
+			s.Merge(b[0].Partial)
+			m, a, b = append(m, s), a[1:], b[1:]
+		}
+	}
+	return m
+}
+
+// mergeOutputs merges the outputs' series of two parts of an hour, as the
+// maintainer orders them: by ids, without those that have no value; nil
+// where the outputs are not rolled up.
+func mergeOutputs(a, b []store.Series, ids []int64) []store.Series {
+	if a == nil || b == nil {
+		return nil
+	}
+	m := make([]store.Series, 0, len(ids))
+	for _, id := range ids {
+		s := store.Series{ID: id}
+		for _, part := range [][]store.Series{a, b} {
+			if k := slices.IndexFunc(part, func(s store.Series) bool { return s.ID == id }); k >= 0 {
+				s.Merge(part[k].Partial)
+			}
+		}
+		if s.Count > 0 {
+			m = append(m, s)
+		}
+	}
+	return m
 }
 
 // outputSeries are empty series of the outputs ids.

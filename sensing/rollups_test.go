@@ -45,7 +45,10 @@ func TestRollupsOnce(t *testing.T) {
 	for i := range hours * 6 {
 		readings = append(readings, store.Reading{Time: start.Add(time.Duration(i) * 10 * time.Minute), InputIDs: []int64{1}, Values: []float64{float64(i)}})
 	}
-	ingest(t, newCore(a), key, readings...)
+	// As a file, whose hours are queued for the maintainer.
+	if _, err := newCore(a).Ingest(t.Context(), key, &sliceSource{readings: readings}); err != nil {
+		t.Fatal(err)
+	}
 	done := make([]int, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
@@ -90,8 +93,15 @@ func TestRollupsSkipASensorBeingWritten(t *testing.T) {
 	f := newFixture(t, db)
 	busy, free := f.plain, f.key
 	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
-	ingest(t, core, busy, store.Reading{Time: at, InputIDs: []int64{1}, Values: []float64{1}})
-	ingest(t, core, free, store.Reading{Time: at, InputIDs: []int64{f.u()}, Values: []float64{1}})
+	// As files, whose hours are queued for the maintainer.
+	for _, w := range []struct {
+		key store.SensorKey
+		id  int64
+	}{{busy, 1}, {free, f.u()}} {
+		if _, err := core.Ingest(t.Context(), w.key, &sliceSource{readings: []store.Reading{{Time: at, InputIDs: []int64{w.id}, Values: []float64{1}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	writer, err := pool.Begin(t.Context())
 	if err != nil {
 		t.Fatal(err)

@@ -55,10 +55,13 @@ func TestOpsMetrics(t *testing.T) {
 	}
 
 	// A webhook nobody delivers to (no worker runs here), an event for it,
-	// the event's reading in an hour queued for the rollups, and an overdue
-	// rule that this reading of 2024 breaks.
+	// the event's reading in an hour queued for the rollups (posted twice:
+	// a new reading is merged into its hour's rollup, one that replaces
+	// another queues the hour), and an overdue rule that this reading of
+	// 2024 breaks.
 	a.webhook(t, "https://receiver.example.com/hook")
 	a.post(t, 0, 3000) // digits 9000: Alert and Alarm
+	a.post(t, 0, 3000)
 	res, err := a.admin.SetOverdueRuleWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.tn.instanceID,
 		client.OverdueRuleInput{AfterSeconds: 60, Level: "Alarm"})
 	if err != nil || res.StatusCode() != http.StatusOK {

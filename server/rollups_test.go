@@ -26,6 +26,8 @@ var rollupZones = []string{"UTC", "Europe/Paris", "America/New_York", "Australia
 // readings, overwrites, deletes and edits of the formulas and
 // calibrations, an aggregate answered from the rollups, before and after
 // the maintainer has run, equals the one computed from the readings alone,
+// whether the rollups were computed by the maintainer or merged with new
+// readings as they were stored,
 // in time zones whose clocks change by an hour, by half an hour, or never,
 // and whose offsets are whole hours, half hours or quarter hours.
 func TestRollupsMatchReadings(t *testing.T) {
@@ -167,6 +169,28 @@ func TestRollupsMatchReadings(t *testing.T) {
 		compare(fmt.Sprintf("round %d, before the maintainer", round), false)
 		maintain()
 		compare(fmt.Sprintf("round %d, after the maintainer", round), true)
+	}
+	// A logger's batches, each after the sensor's newest reading, large
+	// (a COPY) and small (upserted with the lock), are merged into their
+	// hours' rollups as they are stored: a clean range comes from the
+	// rollups alone before the maintainer has run, the hour of the newest
+	// reading's rollup taking the next readings in, the next hours new.
+	newest := start.Add(span - 6*time.Hour) // the last 6 hours emptied
+	if _, err := e.core.DeleteReadings(ctx, key, newest, start.Add(span)); err != nil {
+		t.Fatal(err)
+	}
+	maintain()
+	for round, n := range []int{300, 7, 120, 1} {
+		batch := make([]store.Reading, n)
+		for i := range batch {
+			newest = newest.Add(45*time.Second + time.Duration(rng.Int64N(int64(time.Second)))).Truncate(time.Microsecond)
+			batch[i] = reading(newest)
+			stored = append(stored, newest)
+		}
+		if _, err := e.core.Ingest(ctx, key, sensing.NewBatch(batch)); err != nil {
+			t.Fatal(err)
+		}
+		compare(fmt.Sprintf("new readings %d, before the maintainer", round), true)
 	}
 	// Linked to another sensor, the outputs follow its readings, which no
 	// rollup of this sensor's hours does: they are computed from the

@@ -70,10 +70,25 @@ type SensorWrite struct {
 	// Checks are its validity checks as stored (JSON), nil for none.
 	Checks []byte
 
-	// aheadQueued: the batch's hours were queued with the lock; stored:
-	// the lock stored the batch too, which wrote written.
-	aheadQueued, stored bool
-	written             Written
+	// Hours are the hours of a batch given to the lock, ascending, as
+	// the lock found their rollups: the write must give them to
+	// StoreBatchRollups.
+	Hours []BatchHour
+
+	// stored: the lock stored the batch too, which wrote written.
+	stored  bool
+	written Written
+}
+
+// BatchHour is an hour of a batch as the batch's lock found its rollup.
+type BatchHour struct {
+	Hour time.Time
+	// Mergeable says that each of the batch's readings of the hour is new
+	// to it and that Rollup, the hour's rollup with its edges and
+	// quarters, holds exactly its stored readings; nil for an hour without
+	// any. It is not for an hour queued for the maintainer or an overwrite.
+	Mergeable bool
+	Rollup    *HourRollup
 }
 
 // LockSensorWrite locks the sensor for a write of its readings, under its
@@ -89,9 +104,11 @@ type SensorWrite struct {
 //
 // A write that holds its readings whole, a batch, gives them as batch
 // (ordered and one per instant, LastPerInstant; nil for a stream): the
-// same round trip then queues their hours for the rollups and keeps the
-// newest as the sensor's (KeepLatest), so that a batch after the sensor's
-// newest reading costs this round trip, its COPY and the commit. A batch
+// same round trip then reads the rollups of their hours (Hours) and keeps
+// the newest as the sensor's (KeepLatest), so that a batch after the
+// sensor's newest reading costs this round trip (with the transaction's
+// BEGIN), its COPY and the commit, with which its hours are queued for the
+// maintainer unless the write gives StoreBatchRollups their rollups. A batch
 // of at most upsertMax readings is stored in that round trip too
 // (upsertReadingsSQL), and WriteReadings has nothing left to do. The
 // round trip's statements run whether or not the lock found the sensor:
@@ -110,9 +127,16 @@ func (tx *Tx) LockSensorWrite(ctx context.Context, key SensorKey, batch []Readin
 	})
 	if len(batch) > 0 {
 		newest := &batch[len(batch)-1]
-		b.Queue(aheadQueueHoursSQL, key.SensorID, readingHours(batch), key.ProjectID, key.OrgID)
+		hours, firsts := hourFirsts(batch)
+		b.Queue(batchHoursSQL, key.SensorID, hours, firsts, key.ProjectID, key.OrgID).Query(func(rows pgx.Rows) error {
+			var err error
+			w.Hours, err = scanBatchHours(rows, len(hours))
+			return err
+		})
 		b.Queue(aheadKeepLatestSQL, key.SensorID, newest.Time, newest.InputIDs, newest.Values, key.ProjectID, key.OrgID)
-		w.aheadQueued = true
+		queued := &pgx.Batch{}
+		queued.Queue(queueHoursSQL, key.SensorID, hours)
+		tx.tx.rollups = queued
 		if len(batch) <= upsertMax {
 			times, starts, ends, ids, values := readingColumns(batch)
 			b.Queue(upsertReadingsSQL, key.SensorID, times, starts, ends, ids, values, key.ProjectID, key.OrgID).QueryRow(func(row pgx.Row) error {
@@ -162,13 +186,14 @@ type Written struct {
 
 // WriteReadings stores readings, ordered by time and one per instant
 // (LastPerInstant), in the sensor w locked, and queues their hours for the
-// rollups (insertReadings) unless the lock did (LockSensorWrite's batch).
+// rollups (insertReadings) unless the lock read them (LockSensorWrite's
+// batch, whose hours go to StoreBatchRollups).
 // It returns how many were new and how many replaced a stored reading.
 func (tx *Tx) WriteReadings(ctx context.Context, w SensorWrite, readings []Reading) (Written, error) {
 	if w.stored {
 		return w.written, nil
 	}
-	written, err := insertReadings(ctx, tx.tx, w.Sensor.ID, readings, w.Newest, !w.aheadQueued)
+	written, err := insertReadings(ctx, tx.tx, w.Sensor.ID, readings, w.Newest, w.Hours == nil)
 	return written, dbError("write readings", err)
 }
 
@@ -318,6 +343,9 @@ func insertReadings(ctx context.Context, tx pgx.Tx, sensorID int64, readings []R
 			return written, err
 		}
 	}
+	if err := beginOn(ctx, tx); err != nil {
+		return written, err
+	}
 	return written, copyReadings(ctx, tx.Conn().PgConn(), sensorID, readings)
 }
 
@@ -327,14 +355,9 @@ func insertReadings(ctx context.Context, tx pgx.Tx, sensorID int64, readings []R
 const sensorOfKeySQL = `EXISTS (SELECT FROM sensors s JOIN projects p ON p.id = s.project_id
     WHERE s.id = $1 AND p.id = $%[1]d AND p.org_id = $%[2]d)`
 
-// aheadQueueHoursSQL is queueHoursSQL and aheadKeepLatestSQL keepLatestSQL
-// in LockSensorWrite's round trip, with the sensor's project $3 and
-// organization $4, and $5 and $6.
+// aheadKeepLatestSQL is keepLatestSQL in LockSensorWrite's round trip,
+// with the sensor's project $5 and organization $6.
 var (
-	aheadQueueHoursSQL = `
-INSERT INTO rollup_dirty AS d (sensor_id, hour, inputs)
-SELECT $1, h, true FROM unnest($2::timestamptz[]) AS h WHERE ` + fmt.Sprintf(sensorOfKeySQL, 3, 4) + `
-ON CONFLICT (sensor_id, hour) DO UPDATE SET inputs = true WHERE NOT d.inputs`
 	aheadKeepLatestSQL = `
 INSERT INTO sensor_latest AS l (sensor_id, datetime, input_ids, vals)
 SELECT $1::bigint, $2::timestamptz, $3::bigint[], $4::float8[] WHERE ` + fmt.Sprintf(sensorOfKeySQL, 5, 6) + `

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -26,6 +27,91 @@ const queueHoursSQL = `
 INSERT INTO rollup_dirty AS d (sensor_id, hour, inputs)
 SELECT $1, h, true FROM unnest($2::timestamptz[]) AS h
 ON CONFLICT (sensor_id, hour) DO UPDATE SET inputs = true WHERE NOT d.inputs`
+
+// hourFirsts are the hours of readings, ordered by time, each once, and
+// the time of each one's first reading.
+func hourFirsts(readings []Reading) (hours, firsts []time.Time) {
+	for _, r := range readings {
+		h := r.Time.Truncate(time.Hour)
+		if n := len(hours); n == 0 || !hours[n-1].Equal(h) {
+			hours, firsts = append(hours, h), append(firsts, r.Time)
+		}
+	}
+	return hours, firsts
+}
+
+// batchHoursSQL reads the rollups of the hours $2 of a batch of sensor
+// $1, whose first readings of each are at $3, in LockSensorWrite's round
+// trip before the batch is stored, and says of each whether the batch's
+// readings of it can be merged into its rollup (BatchHour.Mergeable): an
+// hour not queued for the maintainer, whose rollup holds exactly its
+// stored readings, and which either has none (no rollup) or none after
+// the batch's first there (none after the sensor's newest). Only those
+// hours' rollups are read whole. Nothing unless the sensor is of project
+// $4 of organization $5 (sensorOfKeySQL).
+var batchHoursSQL = `
+SELECT h.hour, m.ok AND (r.sensor_id IS NULL OR r.quarters IS NOT NULL), r.sensor_id IS NOT NULL, r.n, r.version,
+       CASE WHEN m.ok THEN r.inputs END, r.outputs IS NOT NULL, CASE WHEN m.ok THEN r.outputs END,
+       CASE WHEN m.ok THEN r.edges END, CASE WHEN m.ok THEN r.quarters END
+FROM unnest($2::timestamptz[], $3::timestamptz[]) AS h(hour, first)
+LEFT JOIN rollup_dirty d ON d.sensor_id = $1 AND d.hour = h.hour
+LEFT JOIN rollup_hours r ON r.sensor_id = $1 AND r.hour = h.hour
+CROSS JOIN LATERAL (SELECT d.sensor_id IS NULL AND (r.sensor_id IS NULL OR (r.inputs IS NOT NULL
+    AND h.first > coalesce((SELECT datetime FROM sensor_latest WHERE sensor_id = $1), '-infinity')))) AS m(ok)
+WHERE ` + fmt.Sprintf(sensorOfKeySQL, 4, 5)
+
+// scanBatchHours scans the rows of batchHoursSQL, ordered by hour.
+func scanBatchHours(rows pgx.Rows, n int) ([]BatchHour, error) {
+	hours := make([]BatchHour, 0, n)
+	for rows.Next() {
+		var (
+			h                                BatchHour
+			exists, hasOutputs               bool
+			count, version                   *int64
+			inputs, outputs, edges, quarters []byte
+		)
+		if err := rows.Scan(&h.Hour, &h.Mergeable, &exists, &count, &version, &inputs, &hasOutputs, &outputs, &edges, &quarters); err != nil {
+			return nil, err
+		}
+		if h.Mergeable && exists {
+			r := &HourRollup{Hour: h.Hour, Count: *count, Version: *version, Whole: true}
+			if err := unpackHour(inputs, outputs, edges, hasOutputs, true, r); err != nil {
+				return nil, err
+			}
+			if err := unpackQuarters(quarters, &r.Quarters); err != nil {
+				return nil, err
+			}
+			h.Rollup = r
+		}
+		hours = append(hours, h)
+	}
+	slices.SortFunc(hours, func(a, b BatchHour) int { return a.Hour.Compare(b.Hour) })
+	return hours, rows.Err()
+}
+
+// upsertHourRollupsSQL writes the rollups of hours of sensor $1, packed.
+const upsertHourRollupsSQL = `
+INSERT INTO rollup_hours (sensor_id, hour, n, version, inputs, outputs, edges, quarters)
+SELECT $1, * FROM unnest($2::timestamptz[], $3::bigint[], $4::bigint[], $5::bytea[], $6::bytea[], $7::bytea[], $8::bytea[])
+ON CONFLICT (sensor_id, hour) DO UPDATE SET n = EXCLUDED.n, version = EXCLUDED.version, inputs = EXCLUDED.inputs,
+    outputs = EXCLUDED.outputs, edges = EXCLUDED.edges, quarters = EXCLUDED.quarters`
+
+// StoreBatchRollups writes, with the commit of the batch w locked, the
+// rollups of its mergeable hours (w.Hours) with its readings merged in,
+// rows, and queues the others, stale, for the maintainer. It sends
+// nothing before the commit: its errors are the commit's. Until it is
+// called, the commit queues every hour of the batch (LockSensorWrite).
+func (tx *Tx) StoreBatchRollups(w SensorWrite, rows []HourRollup, stale []time.Time) {
+	b := &pgx.Batch{}
+	if len(rows) > 0 {
+		at, n, version, inputs, outputs, edges, quarters := packHourRollups(rows)
+		b.Queue(upsertHourRollupsSQL, w.Sensor.ID, at, n, version, inputs, outputs, edges, quarters)
+	}
+	if len(stale) > 0 {
+		b.Queue(queueHoursSQL, w.Sensor.ID, stale)
+	}
+	tx.tx.rollups = b
+}
 
 // readingHours are the hours of readings, ordered by time, each once.
 func readingHours(readings []Reading) []time.Time {
@@ -144,12 +230,23 @@ func (tx *Tx) StoreHourRollups(ctx context.Context, q QueuedHours, rows []HourRo
 	if len(hours) == 0 {
 		return nil
 	}
-	var (
-		at             = make([]time.Time, len(rows))
-		n, version     = make([]int64, len(rows)), make([]int64, len(rows))
-		inputs, output = make([][]byte, len(rows)), make([][]byte, len(rows))
-		edges, quar    = make([][]byte, len(rows)), make([][]byte, len(rows))
-	)
+	at, n, version, inputs, output, edges, quar := packHourRollups(rows)
+	batch := &pgx.Batch{}
+	batch.Queue(`DELETE FROM rollup_hours WHERE `+theseHours, q.Sensor.ID, hours, hours[0], hours[len(hours)-1])
+	batch.Queue(`
+INSERT INTO rollup_hours (sensor_id, hour, n, version, inputs, outputs, edges, quarters)
+SELECT $1, * FROM unnest($2::timestamptz[], $3::bigint[], $4::bigint[], $5::bytea[], $6::bytea[], $7::bytea[], $8::bytea[])`,
+		q.Sensor.ID, at, n, version, inputs, output, edges, quar)
+	batch.Queue(`DELETE FROM rollup_dirty WHERE sensor_id = $1 AND hour = ANY($2)`, q.Sensor.ID, hours)
+	return dbError("store hour rollups", tx.tx.SendBatch(ctx, batch).Close())
+}
+
+// packHourRollups are rows as the columns of rollup_hours.
+func packHourRollups(rows []HourRollup) (at []time.Time, n, version []int64, inputs, output, edges, quar [][]byte) {
+	at = make([]time.Time, len(rows))
+	n, version = make([]int64, len(rows)), make([]int64, len(rows))
+	inputs, output = make([][]byte, len(rows)), make([][]byte, len(rows))
+	edges, quar = make([][]byte, len(rows)), make([][]byte, len(rows))
 	for i := range rows {
 		r := &rows[i]
 		series := len(r.Inputs) + len(r.Outputs)
@@ -161,12 +258,5 @@ func (tx *Tx) StoreHourRollups(ctx context.Context, q QueuedHours, rows []HourRo
 		edges[i] = packEdges(packEdges(make([]byte, 0, series*edgesBytes), r.Inputs), r.Outputs)
 		quar[i] = packQuarters(make([]byte, 0, 4*(quarterHeader+series*seriesBytes)), &r.Quarters)
 	}
-	batch := &pgx.Batch{}
-	batch.Queue(`DELETE FROM rollup_hours WHERE `+theseHours, q.Sensor.ID, hours, hours[0], hours[len(hours)-1])
-	batch.Queue(`
-INSERT INTO rollup_hours (sensor_id, hour, n, version, inputs, outputs, edges, quarters)
-SELECT $1, * FROM unnest($2::timestamptz[], $3::bigint[], $4::bigint[], $5::bytea[], $6::bytea[], $7::bytea[], $8::bytea[])`,
-		q.Sensor.ID, at, n, version, inputs, output, edges, quar)
-	batch.Queue(`DELETE FROM rollup_dirty WHERE sensor_id = $1 AND hour = ANY($2)`, q.Sensor.ID, hours)
-	return dbError("store hour rollups", tx.tx.SendBatch(ctx, batch).Close())
+	return at, n, version, inputs, output, edges, quar
 }

@@ -188,7 +188,8 @@ func lockSensor(ctx context.Context, tx pgx.Tx, key SensorKey) (Sensor, error) {
 // writers lock it, under its project's lock: NotFound for a sensor not
 // there, Conflict for an archived project.
 func (db *DB) editSensor(ctx context.Context, key SensorKey, edit func(pgx.Tx, Sensor) error) error {
-	return db.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+	return db.inTx(ctx, pgx.TxOptions{}, func(t *Tx) error {
+		tx := t.tx
 		if err := lockWritableProject(ctx, tx, key.OrgID, key.ProjectID); err != nil {
 			return err
 		}

@@ -147,6 +147,9 @@ func (sw *StreamWrite) copy(ctx context.Context) error {
 			return nil
 		}
 	}
+	if err := beginOn(ctx, sw.tx); err != nil {
+		return err
+	}
 	conn := sw.tx.Conn().PgConn()
 	if newest == nil || sw.src.held.Time.After(*newest) {
 		sw.src.begin(true)
@@ -181,6 +184,9 @@ func (sw *StreamWrite) copy(ctx context.Context) error {
 // the stage's counting and for Readings.
 func (sw *StreamWrite) overwrite(ctx context.Context) error {
 	if err := sw.createOwn(ctx); err != nil {
+		return err
+	}
+	if err := beginOn(ctx, sw.tx); err != nil {
 		return err
 	}
 	conn := sw.tx.Conn().PgConn()
