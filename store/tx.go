@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Tx is a transaction of the DB. The store's methods that take part in a
@@ -19,6 +20,7 @@ import (
 type Tx struct {
 	tx     pgx.Tx
 	limits Limits
+	pool   *pgxpool.Pool // the DB's, for Beside
 }
 
 // DefaultTxAttempts is how many times a transaction that PostgreSQL aborts
@@ -64,7 +66,7 @@ func (db *DB) InSnapshot(ctx context.Context, fn func(*Tx) error) error {
 }
 
 func (db *DB) txFunc(fn func(*Tx) error) func(pgx.Tx) error {
-	return func(tx pgx.Tx) error { return fn(&Tx{tx: tx, limits: db.limits}) }
+	return func(tx pgx.Tx) error { return fn(&Tx{tx: tx, limits: db.limits, pool: db.pool}) }
 }
 
 // inTx runs fn in a transaction, as pgx.BeginTxFunc does, and runs it
@@ -90,4 +92,57 @@ func (db *DB) inTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) erro
 func retryable(err error) bool {
 	pgErr, ok := errors.AsType[*pgconn.PgError](err)
 	return ok && (pgErr.Code == "40P01" || pgErr.Code == "40001")
+}
+
+// besideWait bounds how long Beside waits for a connection the pool says
+// it has to spare: one being opened, or taken meanwhile by another request.
+const besideWait = 100 * time.Millisecond
+
+// Beside starts fn in a read-only transaction on a connection of its own
+// that reads the same snapshot as tx, which must be InSnapshot's (an
+// exported snapshot, as pg_dump's parallel jobs read one), so that one
+// read can use two of PostgreSQL's cores. It takes that connection only
+// when the pool will have another to spare once it has: a read never
+// takes the last, nor waits for one. It says whether it started fn; wait
+// waits for fn to end and returns its error. tx must not be used while
+// fn runs, other than by the caller's own goroutine.
+func (tx *Tx) Beside(ctx context.Context, fn func(*Tx) error) (wait func() error, started bool, err error) {
+	if st := tx.pool.Stat(); st.AcquiredConns()+1 >= st.MaxConns() {
+		return nil, false, nil
+	}
+	var snapshot string
+	if err := tx.tx.QueryRow(ctx, `SELECT pg_export_snapshot()`).Scan(&snapshot); err != nil {
+		return nil, false, readError("export snapshot", err)
+	}
+	acquireCtx, cancel := context.WithTimeout(ctx, besideWait)
+	conn, err := tx.pool.Acquire(acquireCtx)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, false, dbError("beside", ctx.Err())
+		}
+		return nil, false, nil
+	}
+	side, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err == nil {
+		_, err = side.Exec(ctx, `SET TRANSACTION SNAPSHOT '`+snapshot+`'`)
+		if err != nil {
+			side.Rollback(context.WithoutCancel(ctx))
+		}
+	}
+	if err != nil {
+		conn.Release()
+		return nil, false, readError("beside", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer conn.Release()
+		err := fn(&Tx{tx: side, limits: tx.limits, pool: tx.pool})
+		// Read-only: nothing to commit but the end of the transaction.
+		if rerr := side.Rollback(context.WithoutCancel(ctx)); err == nil && rerr != nil {
+			err = readError("beside", rerr)
+		}
+		done <- err
+	}()
+	return func() error { return <-done }, true, nil
 }
