@@ -23,6 +23,8 @@ type AggregateSink interface {
 	// reading is read, so that an answer too large is refused first.
 	Start(sensor store.Sensor, buckets []time.Time, inputIDs, outputIDs []int64) error
 	Counts([]store.BucketCount) error
+	// Outputs and Input must not keep the statistics they are given:
+	// they are reused.
 	Outputs(bucket time.Time, stats []*stats.Stats) error
 	Input(*store.InputStats) error
 }
@@ -100,6 +102,7 @@ func (s *Service) Aggregate(ctx context.Context, key store.SensorKey, q store.Bu
 		a := newAggregation(b, q, outputs)
 		a.flags = flags
 		a.everyReading = s.cfg.ReadingsOnly
+		a.common = sensor.Instance.InputIDs()
 		if outputs != nil && !sensor.Instance.Linked() {
 			a.newOutputs = func() *Outputs { return s.outputsOf(sensor, nil) }
 		}
@@ -137,6 +140,8 @@ type aggregation struct {
 	// everyReading adds every reading read in Go, never PostgreSQL's
 	// aggregates of them: what those are checked against.
 	everyReading bool
+	// common are the input ids most readings have (the instance's).
+	common []int64
 	// newOutputs makes another evaluator of out, for readings read on
 	// another goroutine; nil where it cannot be (linked inputs, whose
 	// sources are followed reading after reading).
@@ -230,9 +235,9 @@ func (a *aggregation) run(ctx context.Context, tx *store.Tx, sensor store.Sensor
 			return "", err
 		}
 		if !served || len(inSpans.from) > maxSpans || len(outSpans.from) > maxSpans {
-			flags, everyReading, newOutputs := a.flags, a.everyReading, a.newOutputs
+			flags, everyReading, common, newOutputs := a.flags, a.everyReading, a.common, a.newOutputs
 			*a = *newAggregation(a.b, q, a.out)
-			a.flags, a.everyReading, a.newOutputs = flags, everyReading, newOutputs
+			a.flags, a.everyReading, a.common, a.newOutputs = flags, everyReading, common, newOutputs
 			rolled = false
 		}
 	}
@@ -315,7 +320,7 @@ func (a *aggregation) fork() *aggregation {
 		out = a.newOutputs()
 	}
 	f := newAggregation(&b, store.BucketQuery{FirstLast: a.firstLast}, out)
-	f.everyReading = a.everyReading
+	f.everyReading, f.common = a.everyReading, a.common
 	return f
 }
 
@@ -344,7 +349,7 @@ func (a *aggregation) readSpans(ctx context.Context, tx *store.Tx, sensorID int6
 		lastIDs   []int64 // of the reading before
 		lastSlots []int   // of each of lastIDs
 	)
-	return tx.SpanReadings(ctx, sensorID, sp.from, sp.to, func(r *store.Reading) error {
+	return tx.SpanReadings(ctx, sensorID, sp.from, sp.to, a.common, func(r *store.Reading) error {
 		if a.flags != nil && len(a.flags.lookup(r.Time)) > 0 {
 			var whole bool
 			if r, whole = a.flags.without(r); whole || len(r.InputIDs) == 0 {
@@ -449,7 +454,7 @@ func (a *aggregation) readGroups(ctx context.Context, tx *store.Tx, sensorID int
 func (a *aggregation) gatherGroups(ctx context.Context, tx *store.Tx, sensorID int64, sp spans, grain time.Duration) (bool, error) {
 	var lastIDs []int64
 	var lastSlots []int
-	return tx.SpanInputGroups(ctx, sensorID, sp.from, sp.to, grain, func(g *store.InputGroup) error {
+	return tx.SpanInputGroups(ctx, sensorID, sp.from, sp.to, grain, len(a.common), func(g *store.InputGroup) error {
 		i, err := a.b.index(g.Start)
 		if err != nil {
 			return err
@@ -662,16 +667,22 @@ func (a *aggregation) emit(sink AggregateSink) error {
 	if err := sink.Counts(counts); err != nil {
 		return err
 	}
+	// The statistics given to sink are reused: a year of daily buckets
+	// of 15 series allocated 5,475 of them.
 	if a.out != nil {
 		out := make([]*stats.Stats, len(a.outputs))
+		values := make([]stats.Stats, len(a.outputs))
 		for _, i := range buckets {
 			some := false
 			for k := range a.outputs {
-				out[k] = a.outputMedians.add(a.outputs[k][i].Stats(), k, i)
-				some = some || out[k] != nil
+				out[k] = nil
+				if a.outputs[k][i].StatsInto(&values[k]) {
+					out[k] = a.outputMedians.add(&values[k], k, i)
+					some = true
+				}
 			}
 			if some {
-				if err := sink.Outputs(a.b.label(i), slices.Clone(out)); err != nil {
+				if err := sink.Outputs(a.b.label(i), out); err != nil {
 					return err
 				}
 			}
@@ -685,11 +696,11 @@ func (a *aggregation) emit(sink AggregateSink) error {
 	var in store.InputStats
 	for _, i := range buckets {
 		for _, k := range order {
-			s := a.inputMedians.add(a.inputs[k][i].Stats(), k, i)
-			if s == nil {
+			if !a.inputs[k][i].StatsInto(&in.Stats) {
 				continue
 			}
-			in = store.InputStats{Bucket: a.b.label(i), InputID: a.ids[k], Stats: *s}
+			a.inputMedians.add(&in.Stats, k, i)
+			in.Bucket, in.InputID = a.b.label(i), a.ids[k]
 			if err := sink.Input(&in); err != nil {
 				return err
 			}

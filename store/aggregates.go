@@ -199,11 +199,13 @@ func (tx *Tx) QuarterRollups(ctx context.Context, sensorID int64, hours []time.T
 }
 
 // spanReadingsSQL are the readings of the sensor $1 in the spans [$2[i],
-// $3[i]), a range scan each, in time order within each span. OFFSET 0
-// keeps the planner from joining the spans to every reading of the
-// sensor, which it prefers on compressed chunks.
+// $3[i]), a range scan each, in time order within each span, their input
+// ids NULL where they are $4. OFFSET 0 keeps the planner from joining the
+// spans to every reading of the sensor, which it prefers on compressed
+// chunks.
 const spanReadingsSQL = `
-SELECT r.datetime, r.input_ids, r.vals FROM unnest($2::timestamptz[], $3::timestamptz[]) AS w(a, b)
+SELECT r.datetime, CASE WHEN r.input_ids = $4::bigint[] THEN NULL ELSE r.input_ids END, r.vals
+FROM unnest($2::timestamptz[], $3::timestamptz[]) AS w(a, b)
 CROSS JOIN LATERAL (
     SELECT r.datetime, r.input_ids, r.vals FROM readings r
     WHERE r.sensor_id = $1 AND r.datetime >= w.a AND r.datetime < w.b ORDER BY r.datetime OFFSET 0
@@ -211,21 +213,56 @@ CROSS JOIN LATERAL (
 
 // SpanReadings gives fn each of the sensor's readings in the spans [from[i],
 // to[i]), ascending and apart, as the rows arrive, in time order within a
-// span; fn must not keep the reading. fn's errors are returned as they
-// are.
-func (tx *Tx) SpanReadings(ctx context.Context, sensorID int64, from, to []time.Time, fn func(*Reading) error) error {
+// span; fn must not keep the reading. common are the input ids most of
+// them have (the instance's, ascending; nil if unknown): PostgreSQL sends
+// a reading's input ids only where they are others, since sending arrays
+// is most of its work in reading many readings. fn's errors are returned
+// as they are.
+func (tx *Tx) SpanReadings(ctx context.Context, sensorID int64, from, to []time.Time, common []int64, fn func(*Reading) error) error {
 	if len(from) == 0 {
 		return nil
 	}
-	rows, err := tx.tx.Query(ctx, spanReadingsSQL, sensorID, from, to)
+	if common == nil {
+		common = []int64{}
+	}
+	rows, err := tx.tx.Query(ctx, spanReadingsSQL, sensorID, from, to, common)
 	if err != nil {
 		return readError("span readings", err)
 	}
-	err = ScanReadings(rows, fn)
+	err = scanSpanReadings(rows, common, fn)
 	if _, ok := errors.AsType[*apperr.Error](err); ok {
 		return err // fn's
 	}
 	return readError("span readings", err)
+}
+
+// scanSpanReadings is ScanReadings for spanReadingsSQL's rows, whose NULL
+// input ids are common.
+func scanSpanReadings(rows pgx.Rows, common []int64, fn func(*Reading) error) error {
+	defer rows.Close()
+	if !binaryColumns(rows, 3) {
+		return fmt.Errorf("span readings not in binary")
+	}
+	var reading Reading
+	for rows.Next() {
+		raw := rows.RawValues()
+		if raw[1] == nil {
+			var err error
+			if reading.Time, err = decodeTimestamptz(raw[0]); err != nil {
+				return fmt.Errorf("datetime: %w", err)
+			}
+			reading.InputIDs = append(reading.InputIDs[:0], common...)
+			if reading.Values, err = decodeArray(raw[2], reading.Values[:0], func(b []byte) float64 { return math.Float64frombits(binary.BigEndian.Uint64(b)) }); err != nil {
+				return fmt.Errorf("vals: %w", err)
+			}
+		} else if err := decodeReading(raw, &reading); err != nil {
+			return err
+		}
+		if err := fn(&reading); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // BucketStart is a bucket's start: on the zone's wall clock, and the
@@ -291,7 +328,8 @@ const maxGroupPositions = 200
 
 // SpanInputGroups aggregates in PostgreSQL the sensor's readings in the
 // spans [from[i], to[i]) by grain (from 2000-01-03 00:00 UTC on) and
-// input ids, each input by its position in the reading's arrays, and
+// input ids, each input by its position in the reading's arrays (inputs of
+// them at least: the sensor's instance's inputs), and
 // gives fn each group as its row arrives; fn must not keep it. An
 // aggregate of inputs alone then reads a row per grain instead of every
 // reading. It stops and returns false when a group is beyond what
@@ -299,14 +337,15 @@ const maxGroupPositions = 200
 // of magnitude stats.SplitAt or more), or when the sensor's readings have
 // more inputs than it aggregates: fn's groups are then to be dropped and
 // the readings read. fn's errors are returned as they are.
-func (tx *Tx) SpanInputGroups(ctx context.Context, sensorID int64, from, to []time.Time, grain time.Duration, fn func(*InputGroup) error) (bool, error) {
+func (tx *Tx) SpanInputGroups(ctx context.Context, sensorID int64, from, to []time.Time, grain time.Duration, inputs int, fn func(*InputGroup) error) (bool, error) {
 	if len(from) == 0 {
 		return true, nil
 	}
 	// The most inputs a reading of the sensor has: the set ingest keeps,
-	// in the transaction that stores them.
+	// in the transaction that stores them, or inputs (the instance's), if
+	// more.
 	var positions int
-	err := tx.tx.QueryRow(ctx, `SELECT coalesce((SELECT cardinality(input_ids) FROM sensor_inputs WHERE sensor_id = $1), 0)`, sensorID).Scan(&positions)
+	err := tx.tx.QueryRow(ctx, `SELECT greatest($2, (SELECT cardinality(input_ids) FROM sensor_inputs WHERE sensor_id = $1))`, sensorID, inputs).Scan(&positions)
 	if err != nil {
 		return false, readError("input groups", err)
 	}

@@ -144,7 +144,7 @@ func TestAggregateRows(t *testing.T) {
 		err := db.InSnapshot(ctx, func(tx *store.Tx) error {
 			from := []time.Time{start, start.Add(2 * time.Hour)}
 			to := []time.Time{start.Add(15 * time.Minute), start.Add(2*time.Hour + 6*time.Minute)}
-			return tx.SpanReadings(ctx, key.SensorID, from, to, func(r *store.Reading) error {
+			return tx.SpanReadings(ctx, key.SensorID, from, to, []int64{1, 2}, func(r *store.Reading) error {
 				got = append(got, r.Time)
 				return nil
 			})
@@ -169,7 +169,7 @@ func TestAggregateRows(t *testing.T) {
 			var ok bool
 			err := db.InSnapshot(ctx, func(tx *store.Tx) error {
 				var err error
-				ok, err = tx.SpanInputGroups(ctx, key.SensorID, from, to, grain, func(g *store.InputGroup) error {
+				ok, err = tx.SpanInputGroups(ctx, key.SensorID, from, to, grain, 0, func(g *store.InputGroup) error {
 					got = append(got, group{g.Start, g.Count, fmt.Sprint(g.InputIDs), fmt.Sprint(g.Sums, g.Min, g.Max)})
 					return nil
 				})
