@@ -133,7 +133,7 @@ func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, 
 	}
 	chunks := func(fn func([]store.Reading) error) error { return in.chunks(ctx, fn) }
 	if written.Replaced > 0 {
-		if err := auditOverwrite(ctx, tx, key, written, chunks); err != nil {
+		if err := auditOverwrite(ctx, tx, key, written, in.span); err != nil {
 			return written, err
 		}
 	}
@@ -184,6 +184,8 @@ type intake interface {
 	chunks(ctx context.Context, fn func([]store.Reading) error) error
 	// newest is the newest reading: of the latest instant, the last there.
 	newest() *store.Reading
+	// span is the first and last instant of the readings.
+	span() (first, last time.Time)
 }
 
 // batchIntake is a Batch, ordered and one per instant.
@@ -229,6 +231,10 @@ func (b *batchIntake) chunks(_ context.Context, fn func([]store.Reading) error) 
 }
 
 func (b *batchIntake) newest() *store.Reading { return &b.ordered[len(b.ordered)-1] }
+
+func (b *batchIntake) span() (first, last time.Time) {
+	return b.ordered[0].Time, b.ordered[len(b.ordered)-1].Time
+}
 
 // streamIntake is a Source that streams, checked reading by reading as it
 // is written.
@@ -307,6 +313,8 @@ func (in *streamIntake) chunks(ctx context.Context, fn func([]store.Reading) err
 
 func (in *streamIntake) newest() *store.Reading { return in.sw.Newest() }
 
+func (in *streamIntake) span() (first, last time.Time) { return in.sw.Span() }
+
 // checks are what every reading must pass, whatever brings it, before it
 // is stored: its datetime no further after the server's clock than
 // MaxFuture. A logger whose clock is wrong is the commonest bad data in
@@ -349,20 +357,8 @@ func shortDuration(d time.Duration) string {
 
 // auditOverwrite records in the audit trail that a write replaced stored
 // readings: how many, and the range of the write.
-func auditOverwrite(ctx context.Context, tx *store.Tx, key store.SensorKey, written store.Written, chunks func(func([]store.Reading) error) error) error {
-	var first, last time.Time
-	err := chunks(func(chunk []store.Reading) error {
-		if len(chunk) > 0 {
-			if first.IsZero() {
-				first = chunk[0].Time
-			}
-			last = chunk[len(chunk)-1].Time
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
+func auditOverwrite(ctx context.Context, tx *store.Tx, key store.SensorKey, written store.Written, span func() (first, last time.Time)) error {
+	first, last := span()
 	return tx.Audit(ctx, store.Change{OrgID: key.OrgID, ProjectID: key.ProjectID, SensorID: key.SensorID, Kind: store.AuditOverwrite, Action: "write",
 		After: map[string]any{"replaced": written.Replaced, "new": written.New, "from": datetime.FormatExact(first), "to": datetime.FormatExact(last)}})
 }

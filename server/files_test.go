@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -223,17 +224,18 @@ func TestFileReupload(t *testing.T) {
 		body          string
 		new, replaced int64
 		stored        []string // minute=value
+		span          string   // first and last minute, as the audit says an overwrite's
 	}{
 		{"First", file("2024-05-01 00:00:00,1", "2024-05-01 00:10:00,1", "2024-05-01 00:20:00,1"), 3, 0,
-			[]string{"00=1", "10=1", "20=1"}},
+			[]string{"00=1", "10=1", "20=1"}, ""},
 		{"OrderedReupload", file("2024-05-01 00:00:00,2", "2024-05-01 00:10:00,2", "2024-05-01 00:20:00,2"), 0, 3,
-			[]string{"00=2", "10=2", "20=2"}},
+			[]string{"00=2", "10=2", "20=2"}, "00-20"},
 		{"PartialOverlap", file("2024-05-01 00:10:00,3", "2024-05-01 00:20:00,3", "2024-05-01 00:30:00,3", "2024-05-01 00:40:00,3"), 2, 2,
-			[]string{"00=2", "10=3", "20=3", "30=3", "40=3"}},
+			[]string{"00=2", "10=3", "20=3", "30=3", "40=3"}, "10-40"},
 		// 00 and 10 overwrite in order; from 05 on staged: 10 again is the
 		// file's own (counted once, the later wins), 05 and 50 are new.
 		{"OutOfOrderAfterOverlap", file("2024-05-01 00:00:00,4", "2024-05-01 00:10:00,4", "2024-05-01 00:05:00,4", "2024-05-01 00:10:00,5", "2024-05-01 00:50:00,4"), 2, 2,
-			[]string{"00=4", "05=4", "10=5", "20=3", "30=3", "40=3", "50=4"}},
+			[]string{"00=4", "05=4", "10=5", "20=3", "30=3", "40=3", "50=4"}, "00-50"},
 	} {
 		t.Run(step.name, func(t *testing.T) {
 			// A dry run first tells what the upload will do, and does nothing.
@@ -256,6 +258,18 @@ func TestFileReupload(t *testing.T) {
 			}
 			if got := stored(t, c, tn, tn.sensorID); !slices.Equal(got, want) {
 				t.Errorf("stored\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			if step.span != "" {
+				from, to, _ := strings.Cut(step.span, "-")
+				want := map[string]any{"new": float64(step.new), "replaced": float64(step.replaced),
+					"from": "2024-05-01T00:" + from + ":00.000000Z", "to": "2024-05-01T00:" + to + ":00.000000Z"}
+				res, err := c.ListProjectAuditWithResponse(t.Context(), tn.orgID, tn.projectID, &client.ListProjectAuditParams{SensorId: &tn.sensorID, Kind: &client.AuditKind{"overwrite"}, Limit: ptr(1)})
+				if err != nil || res.JSON200 == nil || len(res.JSON200.Items) != 1 {
+					t.Fatalf("audit of the overwrite: %v %s", err, res.Body)
+				}
+				if got := res.JSON200.Items[0].After; !reflect.DeepEqual(got, want) {
+					t.Errorf("the audit says the overwrite was %v; want %v", got, want)
+				}
 			}
 		})
 	}
