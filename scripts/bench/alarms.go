@@ -196,13 +196,19 @@ func (e *env) addAlarmRules(ctx context.Context, project, sensor int64, rules []
 	s := e.svc
 	for _, r := range rules {
 		res, err := s.api.CreateAlarmRuleWithResponse(ctx, s.org, project, sensor, r)
-		if err != nil || res.JSON201 == nil {
-			return fmt.Errorf("create alarm rule: %v %s", err, res.Body)
+		if err != nil {
+			return fmt.Errorf("create alarm rule: %w", err)
+		}
+		if res.JSON201 == nil {
+			return fmt.Errorf("create alarm rule: %s", res.Body)
 		}
 	}
 	res, err := s.api.SetOverdueRuleWithResponse(ctx, s.org, project, sensor, client.OverdueRuleInput{Level: "Maintenance", AfterSeconds: 3600})
-	if err != nil || res.StatusCode() != http.StatusOK {
-		return fmt.Errorf("set overdue rule: %v %s", err, res.Body)
+	if err != nil {
+		return fmt.Errorf("set overdue rule: %w", err)
+	}
+	if res.StatusCode() != http.StatusOK {
+		return fmt.Errorf("set overdue rule: %s", res.Body)
 	}
 	return nil
 }
@@ -246,8 +252,11 @@ func (e *env) webhookLatency(ctx context.Context, res *results) error {
 	defer receiver.Close()
 
 	p, err := s.api.CreateProjectWithResponse(ctx, s.org, client.ProjectCreate{Name: "bench webhooks"})
-	if err != nil || p.JSON201 == nil {
-		return fmt.Errorf("create project: %v %s", err, p.Body)
+	if err != nil {
+		return fmt.Errorf("create project: %w", err)
+	}
+	if p.JSON201 == nil {
+		return fmt.Errorf("create project: %s", p.Body)
 	}
 	project := p.JSON201.Id
 	bp, err := e.createBlueprint(ctx, "bench webhooks")
@@ -259,12 +268,17 @@ func (e *env) webhookLatency(ctx context.Context, res *results) error {
 		return err
 	}
 	rule := client.AlarmRuleInput{Target: "digits", Level: "Alert", Direction: "above", Threshold: 500}
-	if r, err := s.api.CreateAlarmRuleWithResponse(ctx, s.org, project, sensor.id, rule); err != nil || r.JSON201 == nil {
-		return fmt.Errorf("create alarm rule: %v %s", err, r.Body)
+	if r, err := s.api.CreateAlarmRuleWithResponse(ctx, s.org, project, sensor.id, rule); err != nil {
+		return fmt.Errorf("create alarm rule: %w", err)
+	} else if r.JSON201 == nil {
+		return fmt.Errorf("create alarm rule: %s", r.Body)
 	}
 	hook, err := s.api.CreateWebhookWithResponse(ctx, s.org, project, client.WebhookCreate{Url: "http://" + ln.Addr().String() + "/", Secret: "bench webhook secret"})
-	if err != nil || hook.JSON201 == nil {
-		return fmt.Errorf("create webhook: %v %s", err, hook.Body)
+	if err != nil {
+		return fmt.Errorf("create webhook: %w", err)
+	}
+	if hook.JSON201 == nil {
+		return fmt.Errorf("create webhook: %s", hook.Body)
 	}
 
 	// x1 900 makes digits 810, past the rule; x1 100 makes it 10.

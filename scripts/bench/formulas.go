@@ -78,8 +78,11 @@ func (e *env) createBlueprint(ctx context.Context, name string) (int64, error) {
 		write.Outputs = append(write.Outputs, client.BlueprintOutput{Key: o.Key, Name: o.Key, Formula: o.Formula})
 	}
 	bp, err := s.api.CreateBlueprintWithResponse(ctx, s.org, write)
-	if err != nil || bp.JSON201 == nil {
-		return 0, fmt.Errorf("create blueprint: %v %s", err, bp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("create blueprint: %w", err)
+	}
+	if bp.JSON201 == nil {
+		return 0, fmt.Errorf("create blueprint: %s", bp.Body)
 	}
 	return bp.JSON201.Id, nil
 }
@@ -99,8 +102,11 @@ func (e *env) newBlueprintSensor(ctx context.Context, name string) (blueprintSen
 func (e *env) addBlueprintSensor(ctx context.Context, project, blueprintID int64, name string) (blueprintSensor, error) {
 	s := e.svc
 	sensor, err := s.api.CreateSensorWithResponse(ctx, s.org, project, client.SensorCreate{Name: name, BlueprintId: &blueprintID})
-	if err != nil || sensor.JSON201 == nil {
-		return blueprintSensor{}, fmt.Errorf("create sensor: %v %s", err, sensor.Body)
+	if err != nil {
+		return blueprintSensor{}, fmt.Errorf("create sensor: %w", err)
+	}
+	if sensor.JSON201 == nil {
+		return blueprintSensor{}, fmt.Errorf("create sensor: %s", sensor.Body)
 	}
 	b := blueprintSensor{index: len(s.paths), id: sensor.JSON201.Id, blueprint: blueprintID}
 	for _, in := range sensor.JSON201.Inputs {

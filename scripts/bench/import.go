@@ -27,8 +27,11 @@ var importStart = time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)
 func (e *env) serviceImport(ctx context.Context, res *results) error {
 	s := e.svc
 	sensor, err := s.api.CreateSensorWithResponse(ctx, s.org, s.project, client.SensorCreate{Name: "bench logger"})
-	if err != nil || sensor.JSON201 == nil {
-		return fmt.Errorf("create sensor: %v %s", err, sensor.Body)
+	if err != nil {
+		return fmt.Errorf("create sensor: %w", err)
+	}
+	if sensor.JSON201 == nil {
+		return fmt.Errorf("create sensor: %s", sensor.Body)
 	}
 	url := fmt.Sprintf("%s/api/v1/org/%d/proj/%d/readings/%d", s.base, s.org, s.project, sensor.JSON201.Id)
 	file := e.toa5File()

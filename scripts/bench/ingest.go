@@ -89,14 +89,20 @@ const (
 func (e *env) smallBatches(ctx context.Context, res *results) error {
 	s := e.svc
 	proj, err := s.api.CreateProjectWithResponse(ctx, s.org, client.ProjectCreate{Name: "small batches"})
-	if err != nil || proj.JSON201 == nil {
-		return fmt.Errorf("create project: %v %s", err, proj.Body)
+	if err != nil {
+		return fmt.Errorf("create project: %w", err)
+	}
+	if proj.JSON201 == nil {
+		return fmt.Errorf("create project: %s", proj.Body)
 	}
 	paths := make([]string, smallSensors)
 	err = parallel(ctx, smallClients, smallSensors, func(ctx context.Context, _, i int) error {
 		resp, err := s.api.CreateSensorWithResponse(ctx, s.org, proj.JSON201.Id, client.SensorCreate{Name: fmt.Sprintf("L%05d", i+1)})
-		if err != nil || resp.JSON201 == nil {
-			return fmt.Errorf("create sensor: %v %s", err, resp.Body)
+		if err != nil {
+			return fmt.Errorf("create sensor: %w", err)
+		}
+		if resp.JSON201 == nil {
+			return fmt.Errorf("create sensor: %s", resp.Body)
 		}
 		paths[i] = fmt.Sprintf("%s/api/v1/org/%d/proj/%d/readings/%d", s.base, s.org, proj.JSON201.Id, resp.JSON201.Id)
 		return nil

@@ -32,8 +32,11 @@ func (e *env) linkedSensors(ctx context.Context, _ *results) error {
 		res, err := s.api.UpdateLinksWithResponse(ctx, s.org, s.project, l.dependant.id, client.LinksUpdate{
 			"x2": {SensorId: source.id, Key: "digits", Staleness: &staleness},
 		})
-		if err != nil || res.JSON200 == nil {
-			return fmt.Errorf("link x2: %v %s", err, res.Body)
+		if err != nil {
+			return fmt.Errorf("link x2: %w", err)
+		}
+		if res.JSON200 == nil {
+			return fmt.Errorf("link x2: %s", res.Body)
 		}
 	}
 	_, err := e.pool.Exec(ctx, "VACUUM ANALYZE readings")

@@ -36,8 +36,11 @@ func (e *env) rateIngest(ctx context.Context, res *results) error {
 				}
 				if v == 1 {
 					r, err := e.svc.api.CreateAlarmRuleWithResponse(ctx, e.svc.org, e.svc.project, sensors[i].id, rateRule)
-					if err != nil || r.JSON201 == nil {
-						return fmt.Errorf("create rate rule: %v %s", err, r.Body)
+					if err != nil {
+						return fmt.Errorf("create rate rule: %w", err)
+					}
+					if r.JSON201 == nil {
+						return fmt.Errorf("create rate rule: %s", r.Body)
 					}
 				}
 			}
