@@ -41,6 +41,7 @@ type config struct {
 	tlsKey          string
 	alarmCheck      time.Duration
 	rollupInterval  time.Duration
+	rollupWorkers   int
 	webhookTimeout  time.Duration
 	webhookAttempts int
 	webhookPrivate  bool
@@ -71,6 +72,7 @@ func (c *config) register(fs *flag.FlagSet, e *env) {
 	fs.IntVar(&c.maxStreamsToken, "max-streams-per-token", e.int("MAX_STREAMS_PER_TOKEN", 2), "exports and file uploads one token may have open at once (MAX_STREAMS_PER_TOKEN)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", e.duration("SHUTDOWN_TIMEOUT", 20*time.Second), "how long in-flight requests may finish after SIGTERM (SHUTDOWN_TIMEOUT)")
 	fs.DurationVar(&c.rollupInterval, "rollup-interval", e.duration("ROLLUP_INTERVAL", 2*time.Second), "how often queued hours of rollups are recomputed, about how long after a write the aggregates read its hour from rollups again (ROLLUP_INTERVAL)")
+	fs.IntVar(&c.rollupWorkers, "rollup-workers", e.int("ROLLUP_WORKERS", 2), "rounds of the rollups' maintainer at once, each on a database connection of its own, below db max conns (ROLLUP_WORKERS)")
 	fs.DurationVar(&c.alarmCheck, "alarm-check-interval", e.duration("ALARM_CHECK_INTERVAL", 10*time.Second), "how often overdue sensors are checked, the most an overdue alarm is late (ALARM_CHECK_INTERVAL)")
 	fs.DurationVar(&c.webhookTimeout, "webhook-timeout", e.duration("WEBHOOK_TIMEOUT", 10*time.Second), "how long a webhook receiver may take to answer (WEBHOOK_TIMEOUT)")
 	fs.IntVar(&c.webhookAttempts, "webhook-max-attempts", e.int("WEBHOOK_MAX_ATTEMPTS", 8), "attempts of a webhook delivery before it is marked failed (WEBHOOK_MAX_ATTEMPTS)")
@@ -145,6 +147,9 @@ func (c *config) validate() error {
 	if c.maxStreams < 0 || (c.dbMaxConns > 0 && c.maxStreams >= c.dbMaxConns) {
 		errs = append(errs, fmt.Errorf("max streams %d must be from 0 (half the database connections) to below db max conns %d", c.maxStreams, c.dbMaxConns))
 	}
+	if c.rollupWorkers < 1 || c.rollupWorkers > 16 || (c.dbMaxConns > 0 && c.rollupWorkers >= c.dbMaxConns) {
+		errs = append(errs, fmt.Errorf("rollup workers %d must be from 1 to 16, and below db max conns", c.rollupWorkers))
+	}
 	if c.rollupInterval < 100*time.Millisecond || c.rollupInterval > 5*time.Minute {
 		return fmt.Errorf("-rollup-interval %v is out of 100ms to 5m", c.rollupInterval)
 	}
@@ -207,6 +212,7 @@ func (c *config) logValue() slog.Value {
 		slog.String("tls_key", c.tlsKey),
 		slog.Duration("alarm_check_interval", c.alarmCheck),
 		slog.Duration("rollup_interval", c.rollupInterval),
+		slog.Int("rollup_workers", c.rollupWorkers),
 		slog.Duration("webhook_timeout", c.webhookTimeout),
 		slog.Int("webhook_max_attempts", c.webhookAttempts),
 		slog.Bool("webhook_allow_private", c.webhookPrivate),

@@ -173,7 +173,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	w.start(ctx, func(ctx context.Context) { principals.Run(ctx, db, 5*time.Second) })
 	w.start(ctx, func(ctx context.Context) { tokens.Run(ctx, 30*time.Second) })
 	w.start(ctx, func(ctx context.Context) { ob.Run(ctx, time.Second) })
-	w.start(ctx, func(ctx context.Context) { core.MaintainRollups(ctx, c.rollupInterval) })
+	w.start(ctx, func(ctx context.Context) { core.MaintainRollups(ctx, c.rollupInterval, c.rollupWorkers) })
 	w.start(ctx, func(ctx context.Context) { core.CheckOverdue(ctx, c.alarmCheck) })
 
 	if c.pprofAddr != "" {

@@ -74,6 +74,9 @@ func TestParseConfig(t *testing.T) {
 		{name: "StreamCaps", env: map[string]string{"DATABASE_URL": "postgres://x", "MAX_STREAMS": "3", "MAX_STREAMS_PER_TOKEN": "1", "DB_MAX_CONNS": "8"},
 			check: func(c *config) bool { return c.maxStreams == 3 && c.maxStreamsToken == 1 }},
 		{name: "StreamsFillThePool", env: map[string]string{"DATABASE_URL": "postgres://x", "MAX_STREAMS": "8", "DB_MAX_CONNS": "8"}, wantErr: "max streams"},
+		{name: "RollupWorkers", env: map[string]string{"DATABASE_URL": "postgres://x", "ROLLUP_WORKERS": "3"},
+			check: func(c *config) bool { return c.rollupWorkers == 3 }},
+		{name: "RollupWorkersFillThePool", env: map[string]string{"DATABASE_URL": "postgres://x", "DB_MAX_CONNS": "2"}, wantErr: "rollup workers"},
 		{name: "NoStreamPerToken", env: map[string]string{"DATABASE_URL": "postgres://x", "MAX_STREAMS_PER_TOKEN": "0"}, wantErr: "per token"},
 		{name: "CapDefaults", env: map[string]string{"DATABASE_URL": "postgres://x"},
 			check: func(c *config) bool {

@@ -23,6 +23,8 @@ type AggregateSink interface {
 	// reading is read, so that an answer too large is refused first.
 	Start(sensor store.Sensor, buckets []time.Time, inputIDs, outputIDs []int64) error
 	Counts([]store.BucketCount) error
+	// Outputs and Input must not keep the statistics they are given:
+	// they are reused.
 	Outputs(bucket time.Time, stats []*stats.Stats) error
 	Input(*store.InputStats) error
 }
@@ -99,6 +101,11 @@ func (s *Service) Aggregate(ctx context.Context, key store.SensorKey, q store.Bu
 		}
 		a := newAggregation(b, q, outputs)
 		a.flags = flags
+		a.everyReading = s.cfg.ReadingsOnly
+		a.common = sensor.Instance.InputIDs()
+		if outputs != nil && !sensor.Instance.Linked() {
+			a.newOutputs = func() *Outputs { return s.outputsOf(sensor, nil) }
+		}
 		if use, err = a.run(ctx, tx, sensor, q); err != nil {
 			return err
 		}
@@ -130,6 +137,15 @@ type aggregation struct {
 	flags *flagSet
 	// The slots of the inputs of the rollup merged last, by position.
 	mergeSlots []int
+	// everyReading adds every reading read in Go, never PostgreSQL's
+	// aggregates of them: what those are checked against.
+	everyReading bool
+	// common are the input ids most readings have (the instance's).
+	common []int64
+	// newOutputs makes another evaluator of out, for readings read on
+	// another goroutine; nil where it cannot be (linked inputs, whose
+	// sources are followed reading after reading).
+	newOutputs func() *Outputs
 
 	// With median, the values of the bucket being read (cur), and each
 	// series' median by bucket: of the inputs by slot, of the outputs.
@@ -219,9 +235,9 @@ func (a *aggregation) run(ctx context.Context, tx *store.Tx, sensor store.Sensor
 			return "", err
 		}
 		if !served || len(inSpans.from) > maxSpans || len(outSpans.from) > maxSpans {
-			flags := a.flags
+			flags, everyReading, common, newOutputs := a.flags, a.everyReading, a.common, a.newOutputs
 			*a = *newAggregation(a.b, q, a.out)
-			a.flags = flags
+			a.flags, a.everyReading, a.common, a.newOutputs = flags, everyReading, common, newOutputs
 			rolled = false
 		}
 	}
@@ -234,11 +250,106 @@ func (a *aggregation) run(ctx context.Context, tx *store.Tx, sensor store.Sensor
 	if a.out != nil {
 		read = outSpans // which hold the inputs' spans
 	}
+	readings := read
+	if a.out == nil && !a.median && !a.firstLast && a.flags == nil && !a.everyReading {
+		grouped, err := a.readGroups(ctx, tx, sensor.ID, read, q.Interval)
+		if err != nil {
+			return "", err
+		}
+		if grouped {
+			readings = spans{}
+		}
+	}
+	if err := a.readInParts(ctx, tx, sensor.ID, readings, inSpans); err != nil {
+		return "", err
+	}
+	a.finishMedians()
+	switch {
+	case !rolled:
+		return store.RollupsNone, nil
+	case len(read.from) == 0:
+		return store.RollupsUsed, nil
+	}
+	return store.RollupsPartial, nil
+}
+
+// minSplit is the least of readings' time an aggregate reads on two
+// connections, in two halves, in microseconds (two days): below it, the
+// second connection costs more than it saves.
+const minSplit = 2 * 24 * int64(time.Hour/time.Microsecond)
+
+// readInParts reads the readings of sp into a: on two connections at
+// once, each half of sp's time on one, when sp is long enough and a can
+// be split (store.Tx.Beside); on tx alone otherwise. A median needs its
+// buckets read whole, in order; flags and linked inputs are followed
+// reading after reading; so those are read on tx alone, as is the answer
+// of every reading that the others are checked against.
+func (a *aggregation) readInParts(ctx context.Context, tx *store.Tx, sensorID int64, sp, inSpans spans) error {
+	if a.median || a.flags != nil || a.everyReading || (a.out != nil && a.newOutputs == nil) || sp.length() < minSplit {
+		return a.readSpans(ctx, tx, sensorID, sp, inSpans)
+	}
+	first, second := sp.halves()
+	other := a.fork()
+	wait, started, err := tx.Beside(ctx, func(tx *store.Tx) error {
+		return other.readSpans(ctx, tx, sensorID, second, inSpans)
+	})
+	if err != nil {
+		return err
+	}
+	if !started {
+		return a.readSpans(ctx, tx, sensorID, sp, inSpans)
+	}
+	err = a.readSpans(ctx, tx, sensorID, first, inSpans)
+	if werr := wait(); err == nil {
+		err = werr
+	}
+	if err != nil {
+		return err
+	}
+	a.absorb(other)
+	return nil
+}
+
+// fork is an empty aggregation of a's buckets and outputs, to read part of
+// the readings on another goroutine: its own bucketing (which caches the
+// zone's offset) and its own outputs' evaluator.
+func (a *aggregation) fork() *aggregation {
+	b := *a.b
+	var out *Outputs
+	if a.out != nil {
+		out = a.newOutputs()
+	}
+	f := newAggregation(&b, store.BucketQuery{FirstLast: a.firstLast}, out)
+	f.everyReading, f.common = a.everyReading, a.common
+	return f
+}
+
+// absorb merges what f read into a.
+func (a *aggregation) absorb(f *aggregation) {
+	for i, n := range f.counts {
+		a.counts[i] += n
+	}
+	for k, id := range f.ids {
+		into := a.inputs[a.slot(id)]
+		for i := range f.inputs[k] {
+			a.mergeInto(&into[i], &f.inputs[k][i])
+		}
+	}
+	for k := range f.outputs {
+		for i := range f.outputs[k] {
+			a.mergeInto(&a.outputs[k][i], &f.outputs[k][i])
+		}
+	}
+}
+
+// readSpans reads the readings of sp and adds them to a: their inputs and
+// counts those within inSpans, their outputs all of them.
+func (a *aggregation) readSpans(ctx context.Context, tx *store.Tx, sensorID int64, sp, inSpans spans) error {
 	var (
 		lastIDs   []int64 // of the reading before
 		lastSlots []int   // of each of lastIDs
 	)
-	err := tx.SpanReadings(ctx, sensor.ID, read.from, read.to, func(r *store.Reading) error {
+	return tx.SpanReadings(ctx, sensorID, sp.from, sp.to, a.common, func(r *store.Reading) error {
 		if a.flags != nil && len(a.flags.lookup(r.Time)) > 0 {
 			var whole bool
 			if r, whole = a.flags.without(r); whole || len(r.InputIDs) == 0 {
@@ -282,17 +393,109 @@ func (a *aggregation) run(ctx context.Context, tx *store.Tx, sensor store.Sensor
 		}
 		return nil
 	})
-	if err != nil {
-		return "", err
+}
+
+// readGroups merges into a the inputs of the readings in sp as PostgreSQL
+// aggregates them, grain by grain (store.Tx.SpanInputGroups), rather than
+// every reading read and added here: for an aggregate of inputs alone,
+// without first and last values or median, whose buckets each hold whole
+// grains of an hour or a quarter (every zone's offset but local mean time
+// is a multiple of 15 minutes). It says whether it did; if not, a is as it
+// was, and the readings are to be read.
+func (a *aggregation) readGroups(ctx context.Context, tx *store.Tx, sensorID int64, sp spans, interval time.Duration) (bool, error) {
+	grain := a.grain(sp, interval)
+	if grain == 0 || len(sp.from) == 0 {
+		return grain > 0, nil
 	}
-	a.finishMedians()
-	switch {
-	case !rolled:
-		return store.RollupsNone, nil
-	case len(read.from) == 0:
-		return store.RollupsUsed, nil
+	// Gathered apart, and merged into a only once every group has come:
+	// PostgreSQL may stop at a group it cannot sum as stats.Sums does.
+	// Each half of a long read on a connection of its own.
+	mine, other := a.fork(), a.fork()
+	var (
+		wait    func() error
+		started bool
+		otherOK bool
+		err     error
+		mySpans = sp
+	)
+	if sp.length() >= minSplit {
+		first, second := sp.halves()
+		wait, started, err = tx.Beside(ctx, func(tx *store.Tx) error {
+			var err error
+			otherOK, err = other.gatherGroups(ctx, tx, sensorID, second, grain)
+			return err
+		})
+		if err != nil {
+			return false, err
+		}
+		if started {
+			mySpans = first
+		}
 	}
-	return store.RollupsPartial, nil
+	ok, err := mine.gatherGroups(ctx, tx, sensorID, mySpans, grain)
+	if started {
+		if werr := wait(); err == nil {
+			err = werr
+		}
+		ok = ok && otherOK
+	}
+	if err != nil || !ok {
+		return false, err
+	}
+	a.absorb(mine)
+	if started {
+		a.absorb(other)
+	}
+	return true, nil
+}
+
+// gatherGroups adds to a the readings of sp as PostgreSQL aggregates them
+// by grain, and says whether it could (store.Tx.SpanInputGroups).
+func (a *aggregation) gatherGroups(ctx context.Context, tx *store.Tx, sensorID int64, sp spans, grain time.Duration) (bool, error) {
+	var lastIDs []int64
+	var lastSlots []int
+	return tx.SpanInputGroups(ctx, sensorID, sp.from, sp.to, grain, len(a.common), func(g *store.InputGroup) error {
+		i, err := a.b.index(g.Start)
+		if err != nil {
+			return err
+		}
+		a.counts[i] += g.Count
+		// Groups mostly have the inputs of the one before.
+		if !slices.Equal(g.InputIDs, lastIDs) {
+			lastIDs, lastSlots = append(lastIDs[:0], g.InputIDs...), lastSlots[:0]
+			for _, id := range g.InputIDs {
+				lastSlots = append(lastSlots, a.slot(id))
+			}
+		}
+		for j, k := range lastSlots {
+			a.inputs[k][i].MergeCore(&stats.Partial{Count: g.Count, Sums: stats.Sums{Lo: g.Sums[j]}, Min: g.Min[j], Max: g.Max[j]})
+		}
+		return nil
+	})
+}
+
+// grain is the longest of an hour and a quarter that divides interval and
+// whose every grain touched by sp lies in one bucket; 0 if neither does.
+func (a *aggregation) grain(sp spans, interval time.Duration) time.Duration {
+	for _, g := range []time.Duration{time.Hour, 15 * time.Minute} {
+		if interval%g == 0 && a.wholeGrains(sp, g) {
+			return g
+		}
+	}
+	return 0
+}
+
+// wholeGrains tells whether every grain of g (counted from a UTC hour)
+// that sp touches lies in one bucket.
+func (a *aggregation) wholeGrains(sp spans, g time.Duration) bool {
+	for k := range sp.from {
+		for t := sp.from[k].Truncate(g); t.Before(sp.to[k]); t = t.Add(g) {
+			if !a.b.whole(t, g) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // rollups merges the rollups of the hours [h0, h1) that serve q, and
@@ -464,16 +667,22 @@ func (a *aggregation) emit(sink AggregateSink) error {
 	if err := sink.Counts(counts); err != nil {
 		return err
 	}
+	// The statistics given to sink are reused: a year of daily buckets
+	// of 15 series allocated 5,475 of them.
 	if a.out != nil {
 		out := make([]*stats.Stats, len(a.outputs))
+		values := make([]stats.Stats, len(a.outputs))
 		for _, i := range buckets {
 			some := false
 			for k := range a.outputs {
-				out[k] = a.outputMedians.add(a.outputs[k][i].Stats(), k, i)
-				some = some || out[k] != nil
+				out[k] = nil
+				if a.outputs[k][i].StatsInto(&values[k]) {
+					out[k] = a.outputMedians.add(&values[k], k, i)
+					some = true
+				}
 			}
 			if some {
-				if err := sink.Outputs(a.b.label(i), slices.Clone(out)); err != nil {
+				if err := sink.Outputs(a.b.label(i), out); err != nil {
 					return err
 				}
 			}
@@ -487,11 +696,11 @@ func (a *aggregation) emit(sink AggregateSink) error {
 	var in store.InputStats
 	for _, i := range buckets {
 		for _, k := range order {
-			s := a.inputMedians.add(a.inputs[k][i].Stats(), k, i)
-			if s == nil {
+			if !a.inputs[k][i].StatsInto(&in.Stats) {
 				continue
 			}
-			in = store.InputStats{Bucket: a.b.label(i), InputID: a.ids[k], Stats: *s}
+			a.inputMedians.add(&in.Stats, k, i)
+			in.Bucket, in.InputID = a.b.label(i), a.ids[k]
 			if err := sink.Input(&in); err != nil {
 				return err
 			}
@@ -515,6 +724,35 @@ func (s *spans) add(a, b time.Time) {
 		return
 	}
 	s.from, s.to = append(s.from, a), append(s.to, b)
+}
+
+// length is the time the spans cover, in microseconds (a Duration holds
+// only 292 years, and readings run from year 1 to 9999).
+func (s *spans) length() int64 {
+	var us int64
+	for i := range s.from {
+		us += s.to[i].UnixMicro() - s.from[i].UnixMicro()
+	}
+	return us
+}
+
+// halves cuts the spans into two, each covering half their time.
+func (s *spans) halves() (first, second spans) {
+	left := s.length() / 2
+	for i := range s.from {
+		a, b := s.from[i], s.to[i]
+		if d := b.UnixMicro() - a.UnixMicro(); left > 0 && d > left {
+			cut := time.UnixMicro(a.UnixMicro() + left).UTC()
+			first.add(a, cut)
+			a, left = cut, 0
+		} else if left > 0 {
+			first.add(a, b)
+			left -= d
+			continue
+		}
+		second.add(a, b)
+	}
+	return first, second
 }
 
 // contain tells whether t is in one of the spans.

@@ -2,6 +2,7 @@ package sensing
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,8 +18,8 @@ import (
 // PostgreSQL's date_bin on the zone's wall clock, which the API's buckets
 // are defined by (store.BucketQuery), around the zones' changes of every
 // kind: by an hour, half an hour or 45 minutes, offsets of a quarter
-// hour, and local mean time before 1900. It also checks that an hour the
-// bucketing calls whole is in one bucket at every minute.
+// hour, and local mean time before 1900. It also checks that an hour or a
+// quarter the bucketing calls whole is in one bucket at every minute.
 func TestBucketingMatchesPostgreSQL(t *testing.T) {
 	t.Parallel()
 	pool := storetest.NewPool(t)
@@ -83,23 +84,58 @@ SELECT date_bin($2::interval, a AT TIME ZONE $3::text, TIMESTAMP '2000-01-03') A
 						t.Fatalf("bucket of %s in %s, %s buckets = %s, PostgreSQL's %s", a.Format(time.RFC3339Nano), zone, interval, got, want[k])
 					}
 				}
-				for k := range 200 {
-					h := from.Add(time.Duration(rng.Int64N(int64(span/time.Hour))) * time.Hour)
-					if k < 20 && len(at) > 300+2*k { // the hours of the changes
-						h = at[300+2*k+1].Truncate(time.Hour)
-					}
-					if !b.whole(h, time.Hour) {
-						continue
-					}
-					first, _ := b.index(h)
-					for m := time.Duration(0); m <= time.Hour; m += time.Minute {
-						x := h.Add(min(m, time.Hour-time.Microsecond))
-						if i, _ := b.index(x); i != first {
-							t.Fatalf("%s in %s, %s buckets: called whole, but %s is in bucket %s, not %s", h, zone, interval, x, b.label(i), b.label(first))
+				// Hours and quarters: the rollups' and PostgreSQL's grains
+				// of aggregation (aggregation.grain).
+				for _, grain := range []time.Duration{time.Hour, 15 * time.Minute} {
+					for k := range 200 {
+						h := from.Add(time.Duration(rng.Int64N(int64(span/grain))) * grain)
+						if k < 20 && len(at) > 300+2*k { // the grains of the changes
+							h = at[300+2*k+1].Truncate(grain)
+						}
+						if !b.whole(h, grain) {
+							continue
+						}
+						first, _ := b.index(h)
+						for m := time.Duration(0); m <= grain; m += time.Minute {
+							x := h.Add(min(m, grain-time.Microsecond))
+							if i, _ := b.index(x); i != first {
+								t.Fatalf("%s in %s, %s buckets: called whole for %s, but %s is in bucket %s, not %s", h, zone, interval, grain, x, b.label(i), b.label(first))
+							}
 						}
 					}
 				}
 			}
 		}
+	}
+}
+
+func TestSpansHalves(t *testing.T) {
+	at := func(h float64) time.Time {
+		return time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(h * float64(time.Hour)))
+	}
+	of := func(bounds ...float64) spans {
+		var s spans
+		for i := 0; i < len(bounds); i += 2 {
+			s.add(at(bounds[i]), at(bounds[i+1]))
+		}
+		return s
+	}
+	tests := []struct {
+		name              string
+		in, first, second spans
+	}{
+		{"OneSpan", of(0, 10), of(0, 5), of(5, 10)},
+		{"CutInTheSecond", of(0, 2, 4, 12), of(0, 2, 4, 7), of(7, 12)},
+		{"CutBetween", of(0, 3, 5, 8), of(0, 3), of(5, 8)},
+		{"Empty", of(), of(), of()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			first, second := tt.in.halves()
+			if !slices.EqualFunc(first.from, tt.first.from, time.Time.Equal) || !slices.EqualFunc(first.to, tt.first.to, time.Time.Equal) ||
+				!slices.EqualFunc(second.from, tt.second.from, time.Time.Equal) || !slices.EqualFunc(second.to, tt.second.to, time.Time.Equal) {
+				t.Errorf("halves of %v = %v, %v, want %v, %v", tt.in, first, second, tt.first, tt.second)
+			}
+		})
 	}
 }

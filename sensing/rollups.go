@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sensorreadings/readings/store"
@@ -18,19 +20,31 @@ const (
 )
 
 // MaintainRollups recomputes the queued hours of rollups every interval,
-// a round at a time, until ctx ends. Every replica runs it; the store
-// gives each queued hour to one.
-// An edit of a sensor's formulas, which queues every hour's outputs at
-// once, wakes it at once.
-func (s *Service) MaintainRollups(ctx context.Context, interval time.Duration) {
+// a round at a time, until ctx ends, with workers rounds at once: each
+// takes other hours (of the same sensor too), so that a year queued by an
+// import or a formula edit is rebuilt on as many of PostgreSQL's cores and
+// the service's. Every replica runs it; the store gives each queued hour
+// to one. An edit of a sensor's formulas, which queues every hour's
+// outputs at once, wakes it at once.
+func (s *Service) MaintainRollups(ctx context.Context, interval time.Duration, workers int) {
 	every(ctx, interval, s.rollupWake, func() {
 		start := time.Now()
-		done, err := s.RecomputeRollups(ctx)
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn("maintain rollups", "err", err)
+		var (
+			wg   sync.WaitGroup
+			done atomic.Int64
+		)
+		for range max(workers, 1) {
+			wg.Go(func() {
+				n, err := s.RecomputeRollups(ctx)
+				done.Add(int64(n))
+				if err != nil && ctx.Err() == nil {
+					s.log.Warn("maintain rollups", "err", err)
+				}
+			})
 		}
-		if done > 0 {
-			s.log.Debug("rollups recomputed", "hours", done, "took", time.Since(start))
+		wg.Wait()
+		if n := done.Load(); n > 0 {
+			s.log.Debug("rollups recomputed", "hours", n, "took", time.Since(start))
 		}
 	})
 }

@@ -39,8 +39,9 @@ type Config struct {
 	// aggregate reads; 0: DefaultMaxLinkValues.
 	MaxLinkValues int
 	// ReadingsOnly has aggregates read the readings alone, never the
-	// rollups: what an answer from the rollups must equal, for the checks
-	// of the rollups.
+	// rollups, and add every reading in Go, never PostgreSQL's aggregates
+	// of them: what the other answers must equal, for the checks of the
+	// rollups.
 	ReadingsOnly bool
 	// OnEvents, if set, is called after a write of readings committed
 	// alarm events, so that their webhook deliveries need not wait for

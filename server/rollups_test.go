@@ -138,6 +138,15 @@ func TestRollupsMatchReadings(t *testing.T) {
 		if wantUsed && use != "used" {
 			t.Errorf("%s: X-Rollups = %q over a clean range in Kathmandu, want used", round, use)
 		}
+		// Inputs alone, in a zone a half hour off UTC's hours: where the
+		// rollups do not serve, PostgreSQL aggregates the readings by
+		// quarter.
+		q.Set("tz", "Asia/Kolkata")
+		q.Set("outputs", "false")
+		q.Set("fn", "avg,min,max,sum,count,range")
+		got, _ = e.getBuckets(t, e.url, tn.tokens[store.Viewer], tn, q)
+		want, _ = e.getBuckets(t, raw.URL, tn.tokens[store.Viewer], tn, q)
+		sameBuckets(t, round+" whole range in Kolkata, inputs alone", got, want)
 	}
 	maintain := func() {
 		for {
@@ -229,7 +238,8 @@ func TestRollupsMatchReadings(t *testing.T) {
 
 // randomBucketQuery is an aggregates query over part of [start, start+span):
 // its bounds on the hour or not, in a zone of rollupZones, of an interval
-// of whole hours or not.
+// of whole hours or not, with outputs or, without first and last values,
+// of inputs alone.
 func randomBucketQuery(rng *rand.Rand, start time.Time, span time.Duration) url.Values {
 	from := start.Add(time.Duration(rng.Int64N(int64(span))))
 	to := from.Add(time.Duration(rng.Int64N(int64(span))))
@@ -250,6 +260,9 @@ func randomBucketQuery(rng *rand.Rand, start time.Time, span time.Duration) url.
 	}
 	if rng.IntN(2) == 0 { // without first and last, which cost more
 		q.Set("fn", "avg,min,max,sum,count,range")
+		if rng.IntN(2) == 0 { // inputs alone: what PostgreSQL aggregates
+			q.Set("outputs", "false")
+		}
 	}
 	return q
 }

@@ -213,6 +213,20 @@ func (p Partial) Stats() *Stats {
 	}
 }
 
+// StatsInto sets s to what Stats returns, its First and Last pointing
+// into p, and says whether p has values; it allocates nothing, for a
+// caller that reads s before p changes.
+func (p *Partial) StatsInto(s *Stats) bool {
+	if p.Count == 0 {
+		return false
+	}
+	*s = Stats{
+		Count: p.Count, Sum: p.Sums.Sum(), Min: p.Min, Max: p.Max, Avg: p.Sums.Mean(p.Count, p.Min, p.Max),
+		First: &p.First, Last: &p.Last, FirstAt: p.FirstAt, LastAt: p.LastAt,
+	}
+	return true
+}
+
 // AddAny adds the value v, of time t, whether or not it is later than
 // the values added before.
 func (p *Partial) AddAny(t time.Time, v float64) {

@@ -144,3 +144,22 @@ func TestMergeCore(t *testing.T) {
 		t.Errorf("MergeCore's first and last = %v, %v; want those of the first part merged, 3 and -1", core.First, core.Last)
 	}
 }
+
+func TestStatsInto(t *testing.T) {
+	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	var p stats.Partial
+	var s stats.Stats
+	if p.StatsInto(&s) {
+		t.Errorf("StatsInto of no values = true, %+v; want false", s)
+	}
+	for i, v := range []float64{3, -1, 0x1p1000} {
+		p.Add(at.Add(time.Duration(i)*time.Minute), v)
+	}
+	median := 1.0
+	s.Median = &median // left from a reuse
+	want := p.Stats()
+	if !p.StatsInto(&s) || s.Count != want.Count || s.Sum != want.Sum || s.Avg != want.Avg || s.Min != want.Min || s.Max != want.Max ||
+		*s.First != *want.First || *s.Last != *want.Last || s.FirstAt != want.FirstAt || s.LastAt != want.LastAt || s.Median != nil {
+		t.Errorf("StatsInto = %+v, want %+v", s, *want)
+	}
+}

@@ -2,7 +2,11 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"math"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -96,11 +100,19 @@ func (tx *Tx) HourRollups(ctx context.Context, sensorID int64, from, to time.Tim
 		r          HourRollup
 		hasOutputs bool
 	)
+	inBinary := binaryColumns(rows, 8)
 	for rows.Next() {
 		// The packed series are read as the driver holds them, not
-		// copied: a year is 8,784 rows of 720 bytes.
+		// copied: a year is 8,784 rows of 720 bytes; and so are the
+		// other columns, which pgx's Scan took longer to read than the
+		// rows took to unpack.
 		raw := rows.RawValues()
-		if err := rows.Scan(&r.Hour, &r.Count, &r.Version, &r.Whole, nil, &hasOutputs, nil, nil); err != nil {
+		if inBinary {
+			err = decodeHourColumns(raw, &r, &hasOutputs)
+		} else {
+			err = rows.Scan(&r.Hour, &r.Count, &r.Version, &r.Whole, nil, &hasOutputs, nil, nil)
+		}
+		if err != nil {
 			return readError("hour rollups", err)
 		}
 		if err := unpackHour(raw[4], raw[6], raw[7], hasOutputs, edges, &r); err != nil {
@@ -111,6 +123,22 @@ func (tx *Tx) HourRollups(ctx context.Context, sensorID int64, from, to time.Tim
 		}
 	}
 	return readError("hour rollups", rows.Err())
+}
+
+// decodeHourColumns decodes the hour, count, version and whether the
+// inputs and outputs are there of a row of HourRollups, in PostgreSQL's
+// binary format.
+func decodeHourColumns(raw [][]byte, r *HourRollup, hasOutputs *bool) error {
+	var err error
+	if r.Hour, err = decodeTimestamptz(raw[0]); err != nil {
+		return fmt.Errorf("hour: %w", err)
+	}
+	if len(raw[1]) != 8 || len(raw[2]) != 8 || len(raw[3]) != 1 || len(raw[5]) != 1 {
+		return fmt.Errorf("hour rollup's columns of %d, %d, %d and %d bytes", len(raw[1]), len(raw[2]), len(raw[3]), len(raw[5]))
+	}
+	r.Count, r.Version = int64(binary.BigEndian.Uint64(raw[1])), int64(binary.BigEndian.Uint64(raw[2]))
+	r.Whole, *hasOutputs = raw[3][0] != 0, raw[5][0] != 0
+	return nil
 }
 
 // unpackHour unpacks an hour's inputs, outputs (if it has them) and, with
@@ -171,11 +199,13 @@ func (tx *Tx) QuarterRollups(ctx context.Context, sensorID int64, hours []time.T
 }
 
 // spanReadingsSQL are the readings of the sensor $1 in the spans [$2[i],
-// $3[i]), a range scan each, in time order within each span. OFFSET 0
-// keeps the planner from joining the spans to every reading of the
-// sensor, which it prefers on compressed chunks.
+// $3[i]), a range scan each, in time order within each span, their input
+// ids NULL where they are $4. OFFSET 0 keeps the planner from joining the
+// spans to every reading of the sensor, which it prefers on compressed
+// chunks.
 const spanReadingsSQL = `
-SELECT r.datetime, r.input_ids, r.vals FROM unnest($2::timestamptz[], $3::timestamptz[]) AS w(a, b)
+SELECT r.datetime, CASE WHEN r.input_ids = $4::bigint[] THEN NULL ELSE r.input_ids END, r.vals
+FROM unnest($2::timestamptz[], $3::timestamptz[]) AS w(a, b)
 CROSS JOIN LATERAL (
     SELECT r.datetime, r.input_ids, r.vals FROM readings r
     WHERE r.sensor_id = $1 AND r.datetime >= w.a AND r.datetime < w.b ORDER BY r.datetime OFFSET 0
@@ -183,21 +213,56 @@ CROSS JOIN LATERAL (
 
 // SpanReadings gives fn each of the sensor's readings in the spans [from[i],
 // to[i]), ascending and apart, as the rows arrive, in time order within a
-// span; fn must not keep the reading. fn's errors are returned as they
-// are.
-func (tx *Tx) SpanReadings(ctx context.Context, sensorID int64, from, to []time.Time, fn func(*Reading) error) error {
+// span; fn must not keep the reading. common are the input ids most of
+// them have (the instance's, ascending; nil if unknown): PostgreSQL sends
+// a reading's input ids only where they are others, since sending arrays
+// is most of its work in reading many readings. fn's errors are returned
+// as they are.
+func (tx *Tx) SpanReadings(ctx context.Context, sensorID int64, from, to []time.Time, common []int64, fn func(*Reading) error) error {
 	if len(from) == 0 {
 		return nil
 	}
-	rows, err := tx.tx.Query(ctx, spanReadingsSQL, sensorID, from, to)
+	if common == nil {
+		common = []int64{}
+	}
+	rows, err := tx.tx.Query(ctx, spanReadingsSQL, sensorID, from, to, common)
 	if err != nil {
 		return readError("span readings", err)
 	}
-	err = ScanReadings(rows, fn)
+	err = scanSpanReadings(rows, common, fn)
 	if _, ok := errors.AsType[*apperr.Error](err); ok {
 		return err // fn's
 	}
 	return readError("span readings", err)
+}
+
+// scanSpanReadings is ScanReadings for spanReadingsSQL's rows, whose NULL
+// input ids are common.
+func scanSpanReadings(rows pgx.Rows, common []int64, fn func(*Reading) error) error {
+	defer rows.Close()
+	if !binaryColumns(rows, 3) {
+		return fmt.Errorf("span readings not in binary")
+	}
+	var reading Reading
+	for rows.Next() {
+		raw := rows.RawValues()
+		if raw[1] == nil {
+			var err error
+			if reading.Time, err = decodeTimestamptz(raw[0]); err != nil {
+				return fmt.Errorf("datetime: %w", err)
+			}
+			reading.InputIDs = append(reading.InputIDs[:0], common...)
+			if reading.Values, err = decodeArray(raw[2], reading.Values[:0], func(b []byte) float64 { return math.Float64frombits(binary.BigEndian.Uint64(b)) }); err != nil {
+				return fmt.Errorf("vals: %w", err)
+			}
+		} else if err := decodeReading(raw, &reading); err != nil {
+			return err
+		}
+		if err := fn(&reading); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // BucketStart is a bucket's start: on the zone's wall clock, and the
@@ -242,4 +307,140 @@ FROM generate_series(
     $3::interval) AS g`, q.From, q.To, pgtype.Interval{Microseconds: q.Interval.Microseconds(), Valid: true}, zone)
 	starts, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
 	return starts, dbError("buckets", err)
+}
+
+// InputGroup is what PostgreSQL aggregated of a sensor's readings with the
+// same input ids over one grain of time: how many they are, and each
+// input's sum, minimum and maximum, by position in InputIDs. Every input
+// of the group has a value in each of its Count readings.
+type InputGroup struct {
+	Start    time.Time // of the grain
+	Count    int64
+	InputIDs []int64
+	Sums     []float64 // stats.Sums.Lo: Hi is 0, the values being below stats.SplitAt
+	Min, Max []float64
+}
+
+// maxGroupPositions is the most inputs a reading may have for
+// SpanInputGroups to aggregate them: each is three aggregates of a column
+// of its own.
+const maxGroupPositions = 200
+
+// SpanInputGroups aggregates in PostgreSQL the sensor's readings in the
+// spans [from[i], to[i]) by grain (from 2000-01-03 00:00 UTC on) and
+// input ids, each input by its position in the reading's arrays (inputs of
+// them at least: the sensor's instance's inputs), and
+// gives fn each group as its row arrives; fn must not keep it. An
+// aggregate of inputs alone then reads a row per grain instead of every
+// reading. It stops and returns false when a group is beyond what
+// PostgreSQL's float8 sum adds as stats.Sums does (a value not finite, or
+// of magnitude stats.SplitAt or more), or when the sensor's readings have
+// more inputs than it aggregates: fn's groups are then to be dropped and
+// the readings read. fn's errors are returned as they are.
+func (tx *Tx) SpanInputGroups(ctx context.Context, sensorID int64, from, to []time.Time, grain time.Duration, inputs int, fn func(*InputGroup) error) (bool, error) {
+	if len(from) == 0 {
+		return true, nil
+	}
+	// The most inputs a reading of the sensor has: the set ingest keeps,
+	// in the transaction that stores them, or inputs (the instance's), if
+	// more.
+	var positions int
+	err := tx.tx.QueryRow(ctx, `SELECT greatest($2, (SELECT cardinality(input_ids) FROM sensor_inputs WHERE sensor_id = $1))`, sensorID, inputs).Scan(&positions)
+	if err != nil {
+		return false, readError("input groups", err)
+	}
+	if positions > maxGroupPositions {
+		return false, nil
+	}
+	rows, err := tx.tx.Query(ctx, inputGroupsSQL(positions), sensorID, from, to,
+		pgtype.Interval{Microseconds: grain.Microseconds(), Valid: true})
+	if err != nil {
+		return false, readError("input groups", err)
+	}
+	defer rows.Close()
+	if !binaryColumns(rows, 3+3*positions) {
+		return false, nil
+	}
+	g := InputGroup{Sums: make([]float64, positions), Min: make([]float64, positions), Max: make([]float64, positions)}
+	for rows.Next() {
+		ok, err := decodeInputGroup(rows.RawValues(), &g)
+		if err != nil {
+			return false, readError("input groups", err)
+		}
+		if !ok {
+			return false, nil
+		}
+		if err := fn(&g); err != nil {
+			return false, err
+		}
+	}
+	return true, readError("input groups", rows.Err())
+}
+
+// inputGroupsSQL aggregates the readings of sensor $1 in the spans [$2[i],
+// $3[i]) by grain $4 and input ids, positions inputs a reading at most.
+// Each value is taken out of its array once, in a subquery that OFFSET 0
+// keeps apart: an aggregate's argument is evaluated for each aggregate,
+// and each subscript copies the array. The spans are read as
+// spanReadingsSQL reads them, in time order, so that each group's sum adds
+// its values in the order the readings alone add them.
+func inputGroupsSQL(positions int) string {
+	var values, aggregates strings.Builder
+	for k := 1; k <= positions; k++ {
+		fmt.Fprintf(&values, ", r.vals[%d] AS v%d", k, k)
+		fmt.Fprintf(&aggregates, ", sum(v%d), min(v%d), max(v%d)", k, k, k)
+	}
+	return `
+SELECT g, input_ids, count(*)` + aggregates.String() + ` FROM (
+    SELECT date_bin($4::interval, r.datetime, TIMESTAMPTZ '2000-01-03 00:00+00') AS g, r.input_ids` + values.String() + `
+    FROM unnest($2::timestamptz[], $3::timestamptz[]) AS w(a, b)
+    CROSS JOIN LATERAL (
+        SELECT r.datetime, r.input_ids, r.vals FROM readings r
+        WHERE r.sensor_id = $1 AND r.datetime >= w.a AND r.datetime < w.b ORDER BY r.datetime OFFSET 0
+    ) r
+    OFFSET 0
+) r
+GROUP BY g, input_ids`
+}
+
+// decodeInputGroup decodes a row of inputGroupsSQL, in PostgreSQL's binary
+// format, into g, reusing its slices; false when the group is beyond what
+// SpanInputGroups aggregates.
+func decodeInputGroup(raw [][]byte, g *InputGroup) (bool, error) {
+	var err error
+	if g.Start, err = decodeTimestamptz(raw[0]); err != nil {
+		return false, fmt.Errorf("grain: %w", err)
+	}
+	if g.InputIDs, err = decodeArray(raw[1], g.InputIDs[:0], func(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) }); err != nil {
+		return false, fmt.Errorf("input_ids: %w", err)
+	}
+	if len(raw[2]) != 8 {
+		return false, fmt.Errorf("count of %d bytes", len(raw[2]))
+	}
+	g.Count = int64(binary.BigEndian.Uint64(raw[2]))
+	n := len(g.InputIDs)
+	g.Sums, g.Min, g.Max = g.Sums[:cap(g.Sums)], g.Min[:cap(g.Min)], g.Max[:cap(g.Max)]
+	if n > len(g.Sums) {
+		return false, nil // an input beyond the set: read the readings
+	}
+	for k := range n {
+		var v [3]float64
+		for j := range v {
+			b := raw[3+3*k+j]
+			if len(b) != 8 {
+				// A value missing where the group's ids say there is one:
+				// arrays of different lengths, which no write stores.
+				return false, nil
+			}
+			v[j] = math.Float64frombits(binary.BigEndian.Uint64(b))
+		}
+		for _, x := range v[1:] {
+			if !(math.Abs(x) < stats.SplitAt) { // NaN included
+				return false, nil
+			}
+		}
+		g.Sums[k], g.Min[k], g.Max[k] = v[0], v[1], v[2]
+	}
+	g.Sums, g.Min, g.Max = g.Sums[:n], g.Min[:n], g.Max[:n]
+	return true, nil
 }

@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"cmp"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -142,7 +144,7 @@ func TestAggregateRows(t *testing.T) {
 		err := db.InSnapshot(ctx, func(tx *store.Tx) error {
 			from := []time.Time{start, start.Add(2 * time.Hour)}
 			to := []time.Time{start.Add(15 * time.Minute), start.Add(2*time.Hour + 6*time.Minute)}
-			return tx.SpanReadings(ctx, key.SensorID, from, to, func(r *store.Reading) error {
+			return tx.SpanReadings(ctx, key.SensorID, from, to, []int64{1, 2}, func(r *store.Reading) error {
 				got = append(got, r.Time)
 				return nil
 			})
@@ -153,6 +155,56 @@ func TestAggregateRows(t *testing.T) {
 		want := []time.Time{start, start.Add(10 * time.Minute), start.Add(2 * time.Hour), start.Add(2*time.Hour + 5*time.Minute)}
 		if !slices.EqualFunc(got, want, time.Time.Equal) {
 			t.Errorf("SpanReadings = %v, want %v", got, want)
+		}
+	})
+	t.Run("SpanInputGroups", func(t *testing.T) {
+		type group struct {
+			start time.Time
+			count int64
+			ids   string
+			sums  string
+		}
+		groups := func(key store.SensorKey, from, to []time.Time, grain time.Duration) ([]group, bool) {
+			var got []group
+			var ok bool
+			err := db.InSnapshot(ctx, func(tx *store.Tx) error {
+				var err error
+				ok, err = tx.SpanInputGroups(ctx, key.SensorID, from, to, grain, 0, func(g *store.InputGroup) error {
+					got = append(got, group{g.Start, g.Count, fmt.Sprint(g.InputIDs), fmt.Sprint(g.Sums, g.Min, g.Max)})
+					return nil
+				})
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.SortFunc(got, func(a, b group) int { return cmp.Or(a.start.Compare(b.start), cmp.Compare(a.ids, b.ids)) })
+			return got, ok
+		}
+		// Input 1 is 0, 10, ... 230 by minute, input 2 is 1; hour 2 also
+		// has input 1 alone, 1000 at 2:05. The spans leave out 1:00-2:00
+		// and 3:20 on.
+		got, ok := groups(key, []time.Time{start, start.Add(2 * time.Hour)}, []time.Time{start.Add(time.Hour), start.Add(3*time.Hour + 20*time.Minute)}, time.Hour)
+		want := []group{
+			{start, 6, "[1 2]", "[150 6] [0 1] [50 1]"},
+			{start.Add(2 * time.Hour), 6, "[1 2]", "[870 6] [120 1] [170 1]"},
+			{start.Add(2 * time.Hour), 1, "[1]", "[1000] [1000] [1000]"},
+			{start.Add(3 * time.Hour), 2, "[1 2]", "[370 2] [180 1] [190 1]"},
+		}
+		if !ok || !slices.Equal(got, want) {
+			t.Errorf("SpanInputGroups by hour = %v, %v, want %v, true", got, ok, want)
+		}
+		got, _ = groups(key, []time.Time{start}, []time.Time{start.Add(20 * time.Minute)}, 15*time.Minute)
+		want = []group{{start, 2, "[1 2]", "[10 2] [0 1] [10 1]"}}
+		if !slices.Equal(got, want) {
+			t.Errorf("SpanInputGroups by quarter = %v, want %v", got, want)
+		}
+		// A value PostgreSQL's float8 sum cannot add as stats.Sums does.
+		huge := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+		mustInsert(t, db, huge, store.Reading{Time: start, InputIDs: []int64{1}, Values: []float64{1}},
+			store.Reading{Time: start.Add(time.Hour), InputIDs: []int64{1}, Values: []float64{-0x1p1000}})
+		if _, ok := groups(huge, []time.Time{start}, []time.Time{start.Add(2 * time.Hour)}, time.Hour); ok {
+			t.Error("SpanInputGroups summed a value of 2^1000, want false")
 		}
 	})
 	t.Run("BucketStarts", func(t *testing.T) {

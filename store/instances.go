@@ -228,6 +228,20 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
+// InputIDs are the ids of the instance's inputs, ascending, as a reading
+// holds them; nil without an instance.
+func (inst *Instance) InputIDs() []int64 {
+	if inst == nil {
+		return nil
+	}
+	ids := make([]int64, len(inst.Inputs))
+	for i, in := range inst.Inputs {
+		ids[i] = in.ID
+	}
+	slices.Sort(ids)
+	return ids
+}
+
 // CheckInputs returns Invalid, naming the reading and the id, when a
 // reading has an input that is not one of inst's; nil inst accepts any.
 func (inst *Instance) CheckInputs(readings []Reading) error {

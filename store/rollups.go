@@ -220,7 +220,7 @@ func (tx *Tx) HourReadings(ctx context.Context, q QueuedHours, fn func(hour time
 		}
 		from, to = append(from, h), append(to, h.Add(time.Hour))
 	}
-	return tx.SpanReadings(ctx, q.Sensor.ID, from, to, func(r *Reading) error { return fn(r.Time.Truncate(time.Hour), r) })
+	return tx.SpanReadings(ctx, q.Sensor.ID, from, to, q.Sensor.Instance.InputIDs(), func(r *Reading) error { return fn(r.Time.Truncate(time.Hour), r) })
 }
 
 // StoreHourRollups replaces the rollups of the held hours with rows, the

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Tx is a transaction of the DB. The store's methods that take part in a
@@ -20,6 +21,7 @@ import (
 type Tx struct {
 	tx     *pipelinedTx
 	limits Limits
+	pool   *pgxpool.Pool // the DB's, for Beside
 }
 
 // DefaultTxAttempts is how many times a transaction that PostgreSQL aborts
@@ -104,7 +106,7 @@ func (db *DB) runTx(ctx context.Context, opts pgx.TxOptions, fn func(*Tx) error)
 			err = rollbackErr
 		}
 	}()
-	if err := fn(&Tx{tx: tx, limits: db.limits}); err != nil {
+	if err := fn(&Tx{tx: tx, limits: db.limits, pool: db.pool}); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)
@@ -302,3 +304,52 @@ func (r errRows) Values() ([]any, error)                     { return nil, r.err
 func (errRows) RawValues() [][]byte                          { return nil }
 func (errRows) TypeMap() *pgtype.Map                         { return nil }
 func (errRows) Conn() *pgx.Conn                              { return nil }
+
+// besideWait bounds how long Beside waits for a connection the pool says
+// it has to spare: one being opened, or taken meanwhile by another request.
+const besideWait = 100 * time.Millisecond
+
+// Beside starts fn in a read-only transaction on a connection of its own
+// that reads the same snapshot as tx, which must be InSnapshot's (an
+// exported snapshot, as pg_dump's parallel jobs read one), so that one
+// read can use two of PostgreSQL's cores. It takes that connection only
+// when the pool will have another to spare once it has: a read never
+// takes the last, nor waits for one. It says whether it started fn; wait
+// waits for fn to end and returns its error. tx must not be used while
+// fn runs, other than by the caller's own goroutine.
+func (tx *Tx) Beside(ctx context.Context, fn func(*Tx) error) (wait func() error, started bool, err error) {
+	if st := tx.pool.Stat(); st.AcquiredConns()+1 >= st.MaxConns() {
+		return nil, false, nil
+	}
+	var snapshot string
+	if err := tx.tx.QueryRow(ctx, `SELECT pg_export_snapshot()`).Scan(&snapshot); err != nil {
+		return nil, false, readError("export snapshot", err)
+	}
+	acquireCtx, cancel := context.WithTimeout(ctx, besideWait)
+	conn, err := tx.pool.Acquire(acquireCtx)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, false, dbError("beside", ctx.Err())
+		}
+		return nil, false, nil
+	}
+	// SET TRANSACTION SNAPSHOT is the first statement, sent with the BEGIN.
+	side := &pipelinedTx{conn: conn.Conn(), opts: pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}}
+	if _, err := side.Exec(ctx, `SET TRANSACTION SNAPSHOT '`+snapshot+`'`); err != nil {
+		side.Rollback(context.WithoutCancel(ctx))
+		conn.Release()
+		return nil, false, readError("beside", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer conn.Release()
+		err := fn(&Tx{tx: side, limits: tx.limits, pool: tx.pool})
+		// Read-only: nothing to commit but the end of the transaction.
+		if rerr := side.Rollback(context.WithoutCancel(ctx)); err == nil && rerr != nil {
+			err = readError("beside", rerr)
+		}
+		done <- err
+	}()
+	return func() error { return <-done }, true, nil
+}
