@@ -220,7 +220,6 @@ func (s *Service) rollBatch(tx *store.Tx, w store.SensorWrite, readings []store.
 		version = w.Sensor.FormulasVersion()
 		linked  = w.Sensor.Instance.Linked()
 		b       *rollupBuilder
-		merge   []*store.HourRollup // the rollup each of b's hours merges into
 		stale   []time.Time
 		i       int
 	)
@@ -246,73 +245,51 @@ func (s *Service) rollBatch(tx *store.Tx, w store.SensorWrite, readings []store.
 			}
 			b = newRollupBuilder(version, outputs)
 		}
+		if h.Rollup != nil {
+			b.seed(h.Rollup)
+		}
 		for k := range hour {
 			b.add(h.Hour, &hour[k])
 		}
-		merge = append(merge, h.Rollup)
 	}
 	var rows []store.HourRollup
 	if b != nil {
 		rows = b.finish()
-		for k := range rows {
-			if merge[k] != nil {
-				rows[k] = mergeHours(merge[k], &rows[k], b.ids)
-			}
-		}
 	}
 	tx.StoreBatchRollups(w, rows, stale)
 }
 
-// mergeHours is the rollup of an hour's readings summarized by a and b,
-// of the same formulas, whose outputs ids are, in order, ids.
-func mergeHours(a, b *store.HourRollup, ids []int64) store.HourRollup {
-	m := store.HourRollup{Hour: a.Hour, Count: a.Count + b.Count, Version: b.Version, Whole: true,
-		Inputs: mergeInputs(a.Inputs, b.Inputs), Outputs: mergeOutputs(a.Outputs, b.Outputs, ids)}
-	for k := range m.Quarters {
-		qa, qb := &a.Quarters[k], &b.Quarters[k]
-		m.Quarters[k] = store.Quarter{Count: qa.Count + qb.Count, Inputs: mergeInputs(qa.Inputs, qb.Inputs), Outputs: mergeOutputs(qa.Outputs, qb.Outputs, ids)}
+// seed starts the row of r's hour from r, the rollup of the readings of
+// the hour before those to add. Adding each later value to its sums, in
+// time order, gives the very sums the maintainer's recomputation from the
+// readings does; adding a sum of the new values to them would round
+// differently, and an answer from the rollups would differ in its last
+// bits from the same answer from the readings.
+func (b *rollupBuilder) seed(r *store.HourRollup) {
+	row := store.HourRollup{Hour: r.Hour, Count: r.Count, Version: b.version, Whole: true, Inputs: slices.Clone(r.Inputs)}
+	row.Outputs = b.seedOutputs(r.Outputs)
+	for k := range row.Quarters {
+		q := &r.Quarters[k]
+		row.Quarters[k] = store.Quarter{Count: q.Count, Inputs: slices.Clone(q.Inputs), Outputs: b.seedOutputs(q.Outputs)}
 	}
-	return m
+	b.at[r.Hour], b.last = len(b.rows), -1
+	b.rows = append(b.rows, row)
 }
 
-// mergeInputs merges series ordered by id into series ordered by id.
-func mergeInputs(a, b []store.Series) []store.Series {
-	m := make([]store.Series, 0, max(len(a), len(b)))
-	for len(a) > 0 || len(b) > 0 {
-		switch {
-		case len(b) == 0 || (len(a) > 0 && a[0].ID < b[0].ID):
-			m, a = append(m, a[0]), a[1:]
-		case len(a) == 0 || b[0].ID < a[0].ID:
-			m, b = append(m, b[0]), b[1:]
-		default:
-			s := a[0]
-			s.Merge(b[0].Partial)
-			m, a, b = append(m, s), a[1:], b[1:]
-		}
-	}
-	return m
-}
-
-// mergeOutputs merges the outputs' series of two parts of an hour, as the
-// maintainer orders them: by ids, without those that have no value; nil
-// where the outputs are not rolled up.
-func mergeOutputs(a, b []store.Series, ids []int64) []store.Series {
-	if a == nil || b == nil {
+// seedOutputs are the outputs' series as add keeps them, one for each of
+// the outputs' ids in order, from have, ordered by id without those that
+// have no value; nil where the outputs are not rolled up.
+func (b *rollupBuilder) seedOutputs(have []store.Series) []store.Series {
+	if b.outputs == nil {
 		return nil
 	}
-	m := make([]store.Series, 0, len(ids))
-	for _, id := range ids {
-		s := store.Series{ID: id}
-		for _, part := range [][]store.Series{a, b} {
-			if k := slices.IndexFunc(part, func(s store.Series) bool { return s.ID == id }); k >= 0 {
-				s.Merge(part[k].Partial)
-			}
-		}
-		if s.Count > 0 {
-			m = append(m, s)
+	s := outputSeries(b.ids)
+	for _, h := range have {
+		if k := slices.Index(b.ids, h.ID); k >= 0 {
+			s[k] = h
 		}
 	}
-	return m
+	return s
 }
 
 // outputSeries are empty series of the outputs ids.

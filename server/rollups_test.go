@@ -10,9 +10,11 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
 )
@@ -343,4 +345,55 @@ func (s *readingStream) Next() (*store.Reading, error) {
 	}
 	s.next++
 	return &s.readings[s.next-1], nil
+}
+
+// TestMergedRollupsAreExact: an hour's rollup that a batch of new readings
+// takes in as it is stored holds the very sums the readings give, bit for
+// bit: 0.1, then 0.2 and 0.3 in a later batch, sum to 0.6000000000000001
+// added one by one, and to 0.6 were the later batch summed apart first.
+func TestMergedRollupsAreExact(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := t.Context()
+	rawCfg := defaultConfig()
+	rawCfg.core.ReadingsOnly = true
+	raw := serve(t, newService(t, e.db, slog.New(slog.DiscardHandler), rawCfg, faults{}).srv)
+	tn := e.newTenant("Exact")
+	sensor, err := e.db.GetSensor(ctx, store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.instanceID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := sensor.Instance.Inputs[0].ID
+	start := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	c := e.client(tn.tokens[store.Editor])
+	for _, batch := range [][]float64{{0.1}, {0.2, 0.3}} {
+		var readings []client.ReadingInput
+		for _, v := range batch {
+			readings = append(readings, client.ReadingInput{Datetime: start, Inputs: map[string]float64{strconv.FormatInt(input, 10): v}})
+			start = start.Add(time.Second)
+		}
+		res, err := c.PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID, nil, readings)
+		if err != nil || res.StatusCode() != http.StatusOK {
+			t.Fatalf("post: %v %s", err, res.Body)
+		}
+	}
+	q := url.Values{"datetime__gte": {"2024-05-01T00:00:00Z"}, "datetime__lt": {"2024-05-01T01:00:00Z"}, "interval": {"1h"}, "fn": {"sum,avg"}}
+	got, use := e.getBuckets(t, e.url, tn.tokens[store.Viewer], tn, q)
+	want, _ := e.getBuckets(t, raw.URL, tn.tokens[store.Viewer], tn, q)
+	if use != "used" {
+		t.Fatalf("X-Rollups = %q, want used: the batches' hour merged as they were stored", use)
+	}
+	key := strconv.FormatInt(input, 10)
+	if len(got) != 1 || len(want) != 1 {
+		t.Fatalf("%d and %d buckets, want one each", len(got), len(want))
+	}
+	for _, fn := range []string{"sum", "avg"} {
+		g, w := got[0].Inputs[key][fn], want[0].Inputs[key][fn]
+		if g == nil || w == nil || *g != *w {
+			t.Errorf("%s from the rollups %v, from the readings %v: want the same bits", fn, deref(g), deref(w))
+		}
+	}
+	if s := want[0].Inputs[key]["sum"]; s == nil || *s != 0.6000000000000001 {
+		t.Errorf("the readings' sum is %v, want 0.6000000000000001", deref(s))
+	}
 }
