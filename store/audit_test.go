@@ -19,7 +19,15 @@ func audit(t *testing.T, db *store.DB, actor int64, changes ...store.Change) []s
 		if err := db.InTx(ctx, func(tx *store.Tx) error { return tx.Audit(ctx, c) }); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(2 * time.Millisecond)
+		// The next entry's now() must come later than this one's: the
+		// database's clock is this machine's, so wait until it has passed.
+		newest, _, err := db.ListAudit(t.Context(), store.AuditQuery{OrgID: c.OrgID,
+			From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour), Limit: 1})
+		if err != nil || len(newest) == 0 {
+			t.Fatalf("the entry just recorded: %v", err)
+		}
+		for !time.Now().After(newest[0].At) {
+		}
 	}
 	entries, _, err := db.ListAudit(t.Context(), store.AuditQuery{OrgID: changes[0].OrgID,
 		From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour), Limit: 100})

@@ -89,7 +89,10 @@ func TestSensorFlags(t *testing.T) {
 	key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
 	early := setFlag(t, db, key.SensorID, hourSpec(0, 1, "early"))
 	late := setFlag(t, db, key.SensorID, hourSpec(5, 6, "late"))
-	time.Sleep(2 * time.Millisecond)
+	// The clearing's now() must come later than the setting's: the
+	// database's clock is this machine's, so wait until it has passed.
+	for !time.Now().After(late.SetAt) {
+	}
 	cleared := clearFlags(t, db, key.SensorID, flagBase.Add(5*time.Hour), flagBase.Add(6*time.Hour))
 	if len(cleared) != 1 || cleared[0].ID != late.ID || cleared[0].ClearedAt == nil {
 		t.Fatalf("cleared %+v, want flag %d", cleared, late.ID)
