@@ -245,31 +245,38 @@ func mustInsert(t testing.TB, db *store.DB, key store.SensorKey, readings ...sto
 }
 
 // insertStream stores the readings of stream as a write of the domain
-// streams them, in one transaction that is not run again
-// (CopyReadingStream, RecordInputs, Merge, KeepLatest).
+// streams them, in one transaction that is not run again.
 func insertStream(ctx context.Context, db *store.DB, key store.SensorKey, stream store.ReadingStream) (store.Written, error) {
 	var written store.Written
-	err := db.InTxOnce(ctx, func(tx *store.Tx) error {
-		w, err := tx.LockSensorWrite(ctx, key, nil)
-		if err != nil {
-			return err
-		}
-		sw, err := tx.CopyReadingStream(ctx, w, stream)
-		if err != nil {
-			return err
-		}
-		if err := w.Sensor.Instance.CheckInputIDs(sw.InputIDs()); err != nil {
-			return err
-		}
-		if err := tx.RecordInputs(ctx, w, slices.Values(sw.InputIDs())); err != nil {
-			return err
-		}
-		if written, err = sw.Merge(ctx); err != nil {
-			return err
-		}
-		return tx.KeepLatest(ctx, key.SensorID, sw.Newest())
+	err := db.InTxOnce(ctx, func(tx *store.Tx) (err error) {
+		_, written, err = writeStream(ctx, tx, key, stream)
+		return err
 	})
 	return written, err
+}
+
+// writeStream is insertStream's work in tx (CopyReadingStream,
+// RecordInputs, Merge, KeepLatest), returning the stream's write too.
+func writeStream(ctx context.Context, tx *store.Tx, key store.SensorKey, stream store.ReadingStream) (*store.StreamWrite, store.Written, error) {
+	w, err := tx.LockSensorWrite(ctx, key, nil)
+	if err != nil {
+		return nil, store.Written{}, err
+	}
+	sw, err := tx.CopyReadingStream(ctx, w, stream)
+	if err != nil {
+		return nil, store.Written{}, err
+	}
+	if err := w.Sensor.Instance.CheckInputIDs(sw.InputIDs()); err != nil {
+		return nil, store.Written{}, err
+	}
+	if err := tx.RecordInputs(ctx, w, slices.Values(sw.InputIDs())); err != nil {
+		return nil, store.Written{}, err
+	}
+	written, err := sw.Merge(ctx)
+	if err != nil {
+		return nil, store.Written{}, err
+	}
+	return sw, written, tx.KeepLatest(ctx, key.SensorID, sw.Newest())
 }
 
 // deleteReadings deletes the sensor's readings of [from, to), as the
