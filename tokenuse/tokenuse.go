@@ -22,6 +22,12 @@ type Recorder struct {
 	log  *slog.Logger
 	mu   sync.Mutex
 	used map[int64]struct{}
+
+	// flushMu guards unwritten: the last use of each token a failed flush
+	// could not write, kept with its time for the next flush, so that an
+	// outage of the database neither loses a use nor post-dates it.
+	flushMu   sync.Mutex
+	unwritten map[int64]time.Time
 }
 
 // New returns a recorder that writes to st.
@@ -52,13 +58,32 @@ func (r *Recorder) take() []int64 {
 	return ids
 }
 
-// Flush writes when the tokens used since the last flush were used.
+// Flush writes when the tokens used since the last flush were used, and
+// what an earlier flush failed to write. What it fails to write it keeps
+// for the next one.
 func (r *Recorder) Flush(ctx context.Context) error {
-	ids := r.take()
-	if len(ids) == 0 {
-		return nil
+	r.flushMu.Lock()
+	defer r.flushMu.Unlock()
+	now := time.Now()
+	for _, id := range r.take() {
+		if r.unwritten == nil {
+			r.unwritten = make(map[int64]time.Time)
+		}
+		r.unwritten[id] = now
 	}
-	return r.st.TouchTokens(ctx, ids, time.Now())
+	byTime := make(map[time.Time][]int64)
+	for id, at := range r.unwritten {
+		byTime[at] = append(byTime[at], id)
+	}
+	for at, ids := range byTime {
+		if err := r.st.TouchTokens(ctx, ids, at); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			delete(r.unwritten, id)
+		}
+	}
+	return nil
 }
 
 // Run flushes every interval until ctx ends, then once more, so that a
