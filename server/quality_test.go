@@ -359,6 +359,51 @@ func TestAuditTrail(t *testing.T) {
 			t.Errorf("the flag's audit entry %s has no %q", b, name)
 		}
 	}
+	levels, err := viewer.ListProjectAuditWithResponse(ctx, org, proj, &client.ListProjectAuditParams{Kind: &client.AuditKind{"level"}, Limit: ptr(1)})
+	if err != nil || levels.JSON200 == nil || len(levels.JSON200.Items) != 1 {
+		t.Fatalf("audit of kind level: %v %s", err, levels.Body)
+	}
+	var level map[string]any
+	b, _ = json.Marshal(levels.JSON200.Items[0].After)
+	_ = json.Unmarshal(b, &level)
+	for _, name := range []string{"id", "project_id", "name", "rank", "colour"} {
+		if _, ok := level[name]; !ok {
+			t.Errorf("the level's audit entry %s has no %q", b, name)
+		}
+	}
+	// An invitation's entry names its fields as the API's Invitation does,
+	// and the first token of the account it creates is in the trail too.
+	accepted, err := e.client("").AcceptInvitationWithResponse(ctx, client.InvitationAccept{Code: r11.JSON201.Code, Name: ptr("Newcomer")})
+	if err != nil || accepted.JSON201 == nil {
+		t.Fatalf("accept invitation: %v %s", err, accepted.Body)
+	}
+	invitations, err := owner.ListOrgAuditWithResponse(ctx, org, &client.ListOrgAuditParams{Kind: &client.AuditKind{"invitation", "token"}, Limit: ptr(1000)})
+	if err != nil || invitations.JSON200 == nil {
+		t.Fatalf("org audit of invitations and tokens: %v %s", err, invitations.Body)
+	}
+	var createdInvitation, firstToken bool
+	for _, entry := range invitations.JSON200.Items {
+		var after map[string]any
+		b, _ := json.Marshal(entry.After)
+		_ = json.Unmarshal(b, &after)
+		switch {
+		case entry.Kind == "invitation" && entry.Action == "create":
+			createdInvitation = true
+			for _, name := range []string{"id", "org_id", "email", "role", "state", "created_at", "expires_at"} {
+				if _, ok := after[name]; !ok {
+					t.Errorf("the invitation's audit entry %s has no %q", b, name)
+				}
+			}
+		case entry.Kind == "token" && entry.Action == "create" && after["user_id"] == float64(accepted.JSON201.User.Id):
+			firstToken = true
+			if entry.Actor == nil || *entry.Actor != accepted.JSON201.User.Id {
+				t.Errorf("the first token's entry has actor %v, want the new user %d", entry.Actor, accepted.JSON201.User.Id)
+			}
+		}
+	}
+	if !createdInvitation || !firstToken {
+		t.Errorf("the organization's trail has the invitation's creation: %t, the new member's first token: %t", createdInvitation, firstToken)
+	}
 	if res, _ := owner.ListOrgAuditWithResponse(ctx, org, nil); res == nil || res.StatusCode() != http.StatusOK {
 		t.Errorf("org audit without params: %v", res)
 	}

@@ -12,11 +12,11 @@ import (
 // AlarmLevel is one of a project's alarm levels; a higher rank is more
 // severe.
 type AlarmLevel struct {
-	ID        int64  `db:"id"`
-	ProjectID int64  `db:"project_id"`
-	Name      string `db:"name"`
-	Rank      int    `db:"rank"`
-	Colour    string `db:"colour"`
+	ID        int64  `db:"id" json:"id"`
+	ProjectID int64  `db:"project_id" json:"project_id"`
+	Name      string `db:"name" json:"name"`
+	Rank      int    `db:"rank" json:"rank"`
+	Colour    string `db:"colour" json:"colour"`
 }
 
 // AlarmLevelPatch holds the changes of a level; nil fields change nothing.

@@ -13,15 +13,15 @@ import (
 // Invitation is an owner's offer of a role in an organization to an email
 // address, without its code.
 type Invitation struct {
-	ID         int64      `db:"id"`
-	OrgID      int64      `db:"org_id"`
-	Email      string     `db:"email"`
-	Role       Role       `db:"role"`
-	State      string     `db:"state"` // pending, accepted, revoked or expired
-	CreatedAt  time.Time  `db:"created_at"`
-	ExpiresAt  time.Time  `db:"expires_at"`
-	AcceptedAt *time.Time `db:"accepted_at"`
-	RevokedAt  *time.Time `db:"revoked_at"`
+	ID         int64      `db:"id" json:"id"`
+	OrgID      int64      `db:"org_id" json:"org_id"`
+	Email      string     `db:"email" json:"email"`
+	Role       Role       `db:"role" json:"role"`
+	State      string     `db:"state" json:"state"` // pending, accepted, revoked or expired
+	CreatedAt  time.Time  `db:"created_at" json:"created_at"`
+	ExpiresAt  time.Time  `db:"expires_at" json:"expires_at"`
+	AcceptedAt *time.Time `db:"accepted_at" json:"accepted_at,omitempty"`
+	RevokedAt  *time.Time `db:"revoked_at" json:"revoked_at,omitempty"`
 }
 
 // Accepted is what accepting an invitation gives: the member, where, and
@@ -148,8 +148,12 @@ RETURNING id, email, name, created_at`, inv.Email, name)
 		rows, _ = tx.Query(ctx, `
 INSERT INTO api_tokens (user_id, name, secret_hash, prefix) VALUES ($1, 'first token', $2, $3)
 RETURNING `+tokenColumns, out.User.ID, tokenHash(out.Secret), prefix)
-		out.Token, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Token])
-		return err
+		if out.Token, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Token]); err != nil {
+			return err
+		}
+		// After the membership, so that the organization's trail has it.
+		return auditUser(WithActor(ctx, out.User.ID), tx, out.User.ID, "create",
+			tokenChange{out.Token.ID, out.User.ID, out.Token.Name, out.Token.Prefix})
 	})
 	return out, dbError("accept invitation", err)
 }
