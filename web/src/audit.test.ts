@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { changeLines, compact } from './audit';
+import { changeLines, compact, subjectOf } from './audit';
 
 describe('changeLines', () => {
   const cases: [string, { before?: unknown; after?: unknown }, string[]][] = [
@@ -24,4 +24,16 @@ describe('compact', () => {
     expect(s).toHaveLength(200);
     expect(s.endsWith('…')).toBe(true);
   });
+});
+
+describe('subjectOf', () => {
+  const cases: [string, Parameters<typeof subjectOf>[0], number | undefined][] = [
+    ['a role changed', { kind: 'member', before: { user_id: 2, role: 'viewer' }, after: { user_id: 2, role: 'editor' } }, 2],
+    ['a member removed', { kind: 'member', before: { user_id: 3, role: 'admin' } }, 3],
+    ['a token', { kind: 'token', after: { id: 9, user_id: 4, name: 'logger 7', prefix: 'rdg_ab' } }, 4],
+    ['an invitation accepted', { kind: 'invitation', after: { id: 1, user_id: 5, role: 'editor' } }, 5],
+    ['an invitation revoked: nobody yet', { kind: 'invitation', before: { id: 1 } }, undefined],
+    ['a project’s change', { kind: 'flag', after: { user_id: 2 } }, undefined],
+  ];
+  for (const [name, e, want] of cases) it(name, () => expect(subjectOf(e)).toBe(want));
 });

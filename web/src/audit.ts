@@ -1,5 +1,6 @@
-// The audit trail as the console shows it: which kinds a project's trail
-// holds, and a change said in a line.
+// The audit trail as the console shows it: which kinds a project's and an
+// organization's trail hold, whom a change is about, and a change said in
+// a line.
 import type { components } from './gen/api';
 import type { Schemas } from './api';
 
@@ -26,6 +27,31 @@ export const PROJECT_KINDS: readonly { kind: AuditKind; label: string }[] = [
   { kind: 'webhook', label: 'webhooks' },
 ];
 
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * ORG_KINDS are the kinds of change an organization's trail holds: its own
+ * (who may see what) first, then every project's.
+ */
+export const ORG_KINDS: readonly { kind: AuditKind; label: string }[] = [
+  { kind: 'member', label: 'members' },
+  { kind: 'token', label: 'tokens' },
+  { kind: 'invitation', label: 'invitations' },
+  ...PROJECT_KINDS,
+];
+
+/**
+ * subjectOf is the user a change of a member, a token or an accepted
+ * invitation is about (its user_id, after or before), or undefined.
+ */
+export function subjectOf(e: Pick<AuditEntry, 'kind' | 'before' | 'after'>): number | undefined {
+  if (e.kind !== 'member' && e.kind !== 'token' && e.kind !== 'invitation') return undefined;
+  for (const v of [e.after, e.before]) {
+    if (isObject(v) && typeof v['user_id'] === 'number') return v['user_id'];
+  }
+  return undefined;
+}
+
 const LONG = 200;
 
 /** compact is a value as one line of JSON, cut at LONG characters. */
@@ -33,8 +59,6 @@ export function compact(v: unknown): string {
   const s = v === undefined ? '–' : JSON.stringify(v);
   return s.length > LONG ? `${s.slice(0, LONG - 1)}…` : s;
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * changeLines say what an entry changed, a line a field: for two objects

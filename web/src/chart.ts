@@ -33,6 +33,11 @@ export interface ChartOptions {
    * drop the selection. Without it, a drag zooms.
    */
   onSelect?: (from: number, to: number, zoom: () => void, clear: () => void) => void;
+  /**
+   * onUnselect is called when a double click zooms back out: uPlot drops
+   * the span drawn with it, and the page must drop what it offered for it.
+   */
+  onUnselect?: () => void;
 }
 
 export const scaleOf = (s: Series) => s.unit || 'value';
@@ -131,6 +136,7 @@ export function drawChart(el: HTMLElement, data: ChartData, colour: (s: Series) 
         if (i > series.length) row.hidden = true;
       });
       showLatest(plot);
+      if (opts.onUnselect) plot.over.addEventListener('dblclick', opts.onUnselect);
       return plot;
     });
   };

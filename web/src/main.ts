@@ -4,7 +4,7 @@ import { must, newClient, type Me } from './api';
 import type { Crumb, Ctx, Page } from './app';
 import { errorBox, h } from './dom';
 import { acceptPage } from './pages/accept';
-import { auditPage } from './pages/audit';
+import { auditPage, orgAuditPage } from './pages/audit';
 import { comparePage } from './pages/compare';
 import { orgPage } from './pages/org';
 import { profilePage } from './pages/profile';
@@ -34,6 +34,7 @@ const api = newClient({
 const routes: [string, Page][] = [
   ['/', profilePage],
   ['/org/:org', orgPage],
+  ['/org/:org/audit', orgAuditPage],
   ['/org/:org/proj/:proj', projectPage],
   ['/org/:org/proj/:proj/compare', comparePage],
   ['/org/:org/proj/:proj/audit', auditPage],

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { base, token, viewerToken, orgId, output, blueprint, R0, N, freqs, zone, context, page, problems, state, shot, api, legendInsideCard, chooseSeries } from '../session.mjs';
+import { base, token, viewerToken, orgId, output, blueprint, R0, N, freqs, zone, context, page, problems, state, shot, api, legendInsideCard, chooseSeries, axeViolations } from '../session.mjs';
 
 test('creates a token, shown once, and revokes it', async () => {
   await page.getByRole('link', { name: 'e2e@example.com' }).click();
@@ -107,6 +107,53 @@ test('an invitation to an existing account is accepted with its token, never wit
   assert.equal(await row.getByRole('combobox').inputValue(), 'admin');
 });
 
+test('the organization’s audit trail lists members, tokens and invitations, for owners', async () => {
+  // A role changed on the organization's page is its newest member change.
+  await page.goto(`${base}/console/org/${orgId}`);
+  const member = page.getByRole('table', { name: 'Members' }).getByRole('row').filter({ hasText: 'invitee@example.com' });
+  const changed = page.waitForResponse((r) => r.request().method() === 'PUT' && r.url().includes(`/api/v1/org/${orgId}/members/`));
+  await member.getByRole('combobox').selectOption('editor');
+  assert.equal((await changed).status(), 200);
+  await page.getByRole('link', { name: 'Audit trail' }).click();
+  await page.waitForURL(`${base}/console/org/${orgId}/audit`);
+  const trail = page.getByRole('table', { name: 'Audit trail' });
+  const label = page.getByTestId('audit-page');
+  const rows = trail.locator('tbody tr');
+  // Every project's changes too: more than a page of them, paged Older and Newer.
+  const all = (await api('GET', `/api/v1/org/${orgId}/audit?limit=1000`)).body.items.length;
+  assert.ok(all > 50, `${all} changes in the organization's trail: fewer than a page`);
+  await label.filter({ hasText: 'Changes 1–50, newest first (page 1)' }).waitFor();
+  assert.match(await rows.first().textContent(), /member update of invitee@example\.com/);
+  await page.getByRole('button', { name: 'Older' }).click();
+  await label.filter({ hasText: `Changes 51–${Math.min(all, 100)}, newest first (page 2)` }).waitFor();
+  assert.ok(await page.getByRole('button', { name: 'Newer' }).isEnabled());
+  await page.getByRole('button', { name: 'Newer' }).click();
+  await label.filter({ hasText: '(page 1)' }).waitFor();
+
+  const filter = page.getByRole('form', { name: 'Audit filter' });
+  await filter.getByRole('checkbox', { name: 'members', exact: true }).check();
+  await filter.getByRole('button', { name: 'Show changes' }).click();
+  await page.locator('button:disabled', { hasText: 'Older' }).waitFor(); // a page of them: the members alone
+  await label.filter({ hasText: /^Changes 1–\d+, newest first \(page 1\)$/ }).waitFor();
+  for (const row of await rows.all()) assert.match(await row.locator('td[data-label="What"]').textContent(), /^member /);
+  const newest = rows.first();
+  assert.match(await newest.locator('td[data-label="Who"]').textContent(), /^e2e@example\.com$/);
+  assert.match(await newest.textContent(), /member update of invitee@example\.com/);
+  assert.match(await newest.textContent(), /role: "admin" → "editor"/);
+  // Tokens and invitations: the device token revoked above, the invitation accepted.
+  await filter.getByRole('checkbox', { name: 'members', exact: true }).uncheck();
+  await filter.getByRole('checkbox', { name: 'tokens', exact: true }).check();
+  await filter.getByRole('checkbox', { name: 'invitations', exact: true }).check();
+  await filter.getByRole('button', { name: 'Show changes' }).click();
+  await trail.getByRole('row').filter({ hasText: 'token revoke of e2e@example.com' }).filter({ hasText: 'logger 7' }).first().waitFor();
+  await trail.getByRole('row').filter({ hasText: 'invitation accept of invitee@example.com' }).first().waitFor();
+  const what = (await rows.locator('td[data-label="What"]').allTextContents()).map((t) => t.split(' ')[0]);
+  assert.deepEqual([...new Set(what)].sort(), ['invitation', 'token']);
+  await shot('org-audit');
+  const found = await axeViolations('org-audit');
+  assert.deepEqual(found, [], JSON.stringify(found, null, 2));
+});
+
 test('uploads a logger’s TOA5 file after a preview of what it will store', async () => {
   await page.goto(base + state.sensorPath);
   const form = page.getByRole('form', { name: 'Upload a file' });
@@ -200,9 +247,15 @@ test('offers a viewer nothing a viewer may not do', async () => {
 
     await tab.goto(`${base}/console/org/${orgId}`);
     await tab.getByRole('table', { name: 'Projects' }).getByRole('link', { name: 'Dam monitoring' }).waitFor();
-    for (const absent of [tab.getByRole('form', { name: 'New project' }), tab.getByRole('button', { name: /Archive|Delete/ }), tab.getByRole('heading', { name: 'Members' })]) {
+    for (const absent of [tab.getByRole('form', { name: 'New project' }), tab.getByRole('button', { name: /Archive|Delete/ }), tab.getByRole('heading', { name: 'Members' }), tab.getByRole('link', { name: 'Audit trail' })]) {
       assert.equal(await absent.count(), 0);
     }
+    // The organization's trail is the owners': reached all the same, the page says so, and offers nothing to filter.
+    await tab.goto(`${base}/console/org/${orgId}/audit`);
+    await tab.getByRole('alert').filter({ hasText: 'listOrgAudit needs the owner role in this organization; yours is viewer' }).waitFor();
+    assert.equal(await tab.getByRole('form', { name: 'Audit filter' }).count(), 0);
+    assert.equal(await tab.getByRole('table', { name: 'Audit trail' }).count(), 0);
+    await tab.screenshot({ path: join(output, 'viewer-org-audit.png'), fullPage: true });
 
     await tab.goto(base + state.projectPath);
     await tab.getByRole('table', { name: 'Status board' }).getByRole('link', { name: 'PZ-01', exact: true }).waitFor();

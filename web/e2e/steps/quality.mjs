@@ -125,6 +125,16 @@ test('selects a range on the chart, flags its readings, and clears them', async 
   await dragAcross(2.5, 5.5);
   await page.getByRole('button', { name: 'Zoom in' }).click();
   await page.getByTestId('selection').waitFor({ state: 'hidden' });
+  // A double click zooms back out, and the selection goes with the span uPlot drew.
+  await dragAcross(1, 2);
+  await page.getByTestId('selection').waitFor();
+  await page.locator('.u-over').first().dblclick();
+  await page.getByTestId('selection').waitFor({ state: 'hidden' });
+  assert.equal(await page.locator('.u-select').first().evaluate((el) => el.getBoundingClientRect().width), 0);
+  // Zoomed out: the same drag holds the same readings as before the zoom.
+  await dragAcross(2.5, 5.5);
+  await page.getByTestId('selection-text').filter({ hasText: `Selected 3 readings, ${when(q.times[3])} to ${when(q.times[5])}.` }).waitFor();
+  await page.getByTestId('selection').getByRole('button', { name: 'Cancel' }).click();
 });
 
 test('adds validity checks and a rate rule on the formulas page, with the API’s refusals next to their fields', async () => {

@@ -1,6 +1,6 @@
 // Organization: first the state of its projects' sensors, those needing
 // attention on top; then its projects with their alarms, and for owners its
-// members and invitations.
+// members and invitations, and a link to its audit trail.
 import { must, type Invitation, type InvitationCreated, type Member, type Project } from '../api';
 import { allPages, id, orgName, orgRole, type Ctx } from '../app';
 import { action, copyButton, field, h, section, table, type Child } from '../dom';
@@ -53,7 +53,7 @@ export function orgPage(ctx: Ctx): HTMLElement {
     'div',
     null,
     h('h1', null, orgName(ctx, org)),
-    h('p', { class: 'muted' }, `Organization ${org} · your role: ${role ?? 'none'}`),
+    h('p', { class: 'muted' }, `Organization ${org} · your role: ${role ?? 'none'}`, can(role, 'listOrgAudit') ? [' · ', h('a', { href: href(`/org/${org}/audit`) }, 'Audit trail')] : null),
     h('h2', null, 'Status'),
     h('p', { class: 'muted' }, 'The sensors of the active projects that need someone: at an alarm level, with an alarm nobody acknowledged, or silent past their overdue rule.'),
     board.el,

@@ -12,6 +12,7 @@ import { href } from '../router';
 import { tint } from '../colours';
 import { filterBounds, formatDateTime, formatDuration, zoneName } from '../time';
 import { levelBadge } from './sensoralarms';
+import { pagedList } from '../pager';
 
 type ProjPath = { org_id: number; proj_id: number };
 
@@ -181,8 +182,7 @@ type EventsQuery = { limit: number; order: 'desc'; cursor?: string; sensor_id?: 
 
 /**
  * eventHistory browses the project's events, newest first (what a person
- * on a busy project looks for), a page at a time: Next follows
- * next_cursor, Previous goes back to the cursor before.
+ * on a busy project looks for), a page at a time, Newer and Older.
  */
 function eventHistory(ctx: Ctx, path: ProjPath, sensorName: (id: number) => string, userName: (id: number | undefined) => string, levels: () => AlarmLevel[]) {
   const sensor = h('select', { name: 'sensor' }, h('option', { value: '' }, 'all sensors'));
@@ -194,8 +194,6 @@ function eventHistory(ctx: Ctx, path: ProjPath, sensorName: (id: number) => stri
   const apply = h('button', { type: 'submit' }, 'Show events');
   const out = h('div');
   const form = h('form', { class: 'inline controls', 'aria-label': 'Event filter' }, field('Sensor', sensor), field('Level', level), field('From', from), field('To', to), apply, h('small', { class: 'muted' }, `Recorded times in ${zoneName()}.`));
-  const list = h('div');
-  let pages: EventsQuery[] = [];
 
   function filter(): EventsQuery {
     const q: EventsQuery = { limit: EVENTS_PAGE, order: 'desc' };
@@ -207,27 +205,13 @@ function eventHistory(ctx: Ctx, path: ProjPath, sensorName: (id: number) => stri
     return q;
   }
 
-  async function show() {
-    const query = pages[pages.length - 1]!;
-    const pageNo = pages.length;
-    const page = await must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/alarm-events', { params: { path, query } }));
-    if (pages[pages.length - 1] !== query) return; // another page was asked for meanwhile
-    const prev = h('button', { type: 'button', class: 'small', disabled: pageNo === 1 }, 'Previous');
-    prev.addEventListener('click', () => {
-      pages.pop();
-      void run();
-    });
-    const next = h('button', { type: 'button', class: 'small', disabled: !page.next_cursor }, 'Next');
-    next.addEventListener('click', () => {
-      pages.push({ ...query, cursor: page.next_cursor });
-      void run();
-    });
-    const first = (pageNo - 1) * EVENTS_PAGE + 1;
-    list.replaceChildren(
-      h('div', { class: 'inline pager' }, prev, h('span', { class: 'muted', 'data-testid': 'events-page' }, page.items.length ? `Events ${first}–${first + page.items.length - 1}, newest first (page ${pageNo})` : 'No events.'), next),
-      page.items.length ? table(['Recorded', 'Sensor', 'Target', 'Event', 'Level', 'Value', 'Reading of', 'Who, note'], page.items.map(eventRow), { 'aria-label': 'Alarm events' }) : '',
-    );
-  }
+  const list = pagedList<EventsQuery, AlarmEvent>((query) => must(ctx.api.GET('/api/v1/org/{org_id}/proj/{proj_id}/alarm-events', { params: { path, query } })), {
+    noun: 'events',
+    testId: 'events-page',
+    table: (items) => table(['Recorded', 'Sensor', 'Target', 'Event', 'Level', 'Value', 'Reading of', 'Who, note'], items.map(eventRow), { 'aria-label': 'Alarm events' }),
+    busy: apply,
+    out,
+  });
 
   function eventRow(e: AlarmEvent): Child[] {
     return [
@@ -242,17 +226,13 @@ function eventHistory(ctx: Ctx, path: ProjPath, sensorName: (id: number) => stri
     ];
   }
 
-  const run = () => action(apply, out, show);
   form.addEventListener('submit', (e) => {
     e.preventDefault();
-    void action(apply, out, async () => {
-      pages = [filter()];
-      await show();
-    });
+    void list.start(filter);
   });
 
   return {
-    el: h('div', null, form, out, list),
+    el: h('div', null, form, out, list.el),
     /** setChoices fills the filter's sensors and levels, keeping what is chosen. */
     setChoices(sensors: Sensor[], lvls: AlarmLevel[]) {
       const keep = [sensor.value, level.value];
@@ -264,8 +244,7 @@ function eventHistory(ctx: Ctx, path: ProjPath, sensorName: (id: number) => stri
     },
     /** load shows the first page of the filter as it stands, or the page shown again. */
     async load() {
-      if (pages.length === 0) pages = [filter()];
-      await run();
+      await list.again(filter);
     },
   };
 }

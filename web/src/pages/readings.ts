@@ -190,7 +190,7 @@ function viewer(ctx: Ctx, path: SensorPath, sensor: Sensor): HTMLElement {
       chartEl.replaceChildren(h('p', { class: 'muted' }, range ? 'No readings in this range.' : ''));
     } else if (view === 'chart') {
       if (shown.length === 0) chartEl.replaceChildren(h('p', { class: 'muted' }, 'Choose at least one input or output.'));
-      else destroyChart = drawChart(chartEl, data, colourOf, canFlag ? { onSelect: selected } : {});
+      else destroyChart = drawChart(chartEl, data, colourOf, canFlag ? { onSelect: selected, onUnselect: () => (selection.hidden = true) } : {});
     }
     if (view === 'table' && range) void pager.show(range, shown);
   }

@@ -5,6 +5,7 @@ import { allPages, type Ctx } from '../app';
 import { describeRule, levelColour } from '../alarms';
 import { textOn } from '../colours';
 import { action, field, h, section, table, type Child } from '../dom';
+import { editor } from '../editor';
 import { errorPath, showIn } from '../fielderrors';
 import { can, type Role } from '../roles';
 
@@ -57,8 +58,8 @@ export function alarmRulesSection(ctx: Ctx, path: SensorPath, sensor: Sensor, ro
   );
 }
 
-/** targets are the keys a rule may watch, outputs first: what people set levels on. */
-function targets(s: Sensor): { key: string; label: string }[] {
+/** targets are the keys a rule or a check may watch, outputs first: what people set levels on. */
+export function targets(s: Sensor): { key: string; label: string }[] {
   return [
     ...s.outputs.map((o) => ({ key: o.key, label: `${o.key} (output${o.unit ? `, ${o.unit}` : ''})` })),
     ...s.inputs.map((i) => ({ key: i.key, label: `${i.key} (input${i.unit ? `, ${i.unit}` : ''})` })),
@@ -120,59 +121,26 @@ function ruleForm(ctx: Ctx, path: SensorPath, s: Sensor, levels: AlarmLevel[], c
   // that hovers at the threshold, so the admin chooses one.
   const deadband = h('input', { type: 'number', step: 'any', name: 'deadband', required: true });
   const persistence = h('input', { type: 'number', step: '1', name: 'persistence', placeholder: '1' });
-  const slots = new Map<string, HTMLElement>(); // by body field: where its error goes
-  const withSlot = (label: string, name: keyof AlarmRuleInput, input: HTMLElement, hint?: string) => {
-    const slot = h('div', { class: 'field-error', 'data-testid': `error-${name}` });
-    slots.set(name, slot);
-    return h('div', null, field(label, input, hint), slot);
-  };
-  const rateFields = h(
-    'div',
-    { class: 'inline', hidden: true },
-    withSlot('Window (s)', 'window', rateWindow, 'the change is read from the first value at or after this long before each reading: 86400 is the last 24 hours; 60 to 2678400'),
-    withSlot('Per (s)', 'per', ratePer, 'the rate’s unit of time: 86400 is per day, 3600 per hour'),
-  );
   const showRate = () => {
-    rateFields.hidden = watch.value !== 'rate';
+    for (const f of ['window', 'per'] as const) form.wrapper(f).hidden = watch.value !== 'rate';
   };
   watch.addEventListener('change', showRate);
-  const title = h('h3', null, 'New rule');
-  const button = h('button', { type: 'submit' }, 'Add rule');
-  const cancel = h('button', { type: 'button', class: 'link', hidden: true }, 'Cancel');
-  const out = h('div');
-  const el = h(
-    'form',
-    { class: 'card', 'aria-label': 'Alarm rule' },
-    title,
-    h(
-      'div',
-      { class: 'inline' },
-      withSlot('Target', 'target', target),
+  const form = editor<keyof AlarmRuleInput, AlarmRule>({
+    label: 'Alarm rule',
+    noun: 'rule',
+    errorId: 'error-',
+    fields: (named) => [
+      named('target', 'Target', target),
       h('div', null, field('Watches', watch)),
-      withSlot('Direction', 'direction', direction),
-      withSlot('Threshold', 'threshold', threshold),
-      withSlot('Level', 'level', level),
-      withSlot('Deadband', 'deadband', deadband, 'in the target’s unit: the alarm clears only this far back past the threshold; 0 lets a value hovering at it raise and clear alarms at every reading'),
-      withSlot('Persistence', 'persistence', persistence, 'consecutive readings'),
-      rateFields,
-    ),
-    h('div', { class: 'actions' }, button, cancel),
-    out,
-  );
-  let editing: AlarmRule | undefined;
-  const reset = () => {
-    editing = undefined;
-    el.reset();
-    showRate();
-    title.textContent = 'New rule';
-    button.textContent = 'Add rule';
-    cancel.hidden = true;
-  };
-  cancel.addEventListener('click', reset);
-  el.addEventListener('submit', (e) => {
-    e.preventDefault();
-    for (const slot of slots.values()) slot.replaceChildren();
-    void action(button, out, async () => {
+      named('direction', 'Direction', direction),
+      named('threshold', 'Threshold', threshold),
+      named('level', 'Level', level),
+      named('deadband', 'Deadband', deadband, 'in the target’s unit: the alarm clears only this far back past the threshold; 0 lets a value hovering at it raise and clear alarms at every reading'),
+      named('persistence', 'Persistence', persistence, 'consecutive readings'),
+      named('window', 'Window (s)', rateWindow, 'the change is read from the first value at or after this long before each reading: 86400 is the last 24 hours; 60 to 2678400'),
+      named('per', 'Per (s)', ratePer, 'the rate’s unit of time: 86400 is per day, 3600 per hour'),
+    ],
+    async save(editing) {
       const body: AlarmRuleInput = {
         target: target.value,
         direction: direction.value as AlarmRuleInput['direction'],
@@ -182,24 +150,21 @@ function ruleForm(ctx: Ctx, path: SensorPath, s: Sensor, levels: AlarmLevel[], c
         persistence: numberOr(persistence, 1),
         ...(watch.value === 'rate' ? { window: numberOr(rateWindow, 86_400), per: numberOr(ratePer, 86_400) } : {}),
       };
-      try {
-        if (editing) {
-          await must(ctx.api.PUT('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules/{rule_id}', { params: { path: { ...path, rule_id: editing.id } }, body }));
-        } else {
-          await must(ctx.api.POST('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules', { params: { path }, body }));
-        }
-      } catch (err) {
-        throw showIn(slots.get(errorPath(err)[0] ?? ''), err);
+      if (editing) {
+        await must(ctx.api.PUT('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules/{rule_id}', { params: { path: { ...path, rule_id: editing.id } }, body }));
+      } else {
+        await must(ctx.api.POST('/api/v1/org/{org_id}/proj/{proj_id}/sensors/{sensor_id}/alarm-rules', { params: { path }, body }));
       }
-      reset();
-      changed();
-    });
+    },
+    locate: (err) => errorPath(err)[0] as keyof AlarmRuleInput | undefined,
+    reset: showRate,
+    saved: changed,
   });
+  showRate();
   return {
-    el,
+    el: form.el,
     /** edit fills the form with r, to replace it. */
     edit(r: AlarmRule) {
-      editing = r;
       target.value = r.target;
       direction.value = r.direction;
       threshold.value = String(r.threshold);
@@ -210,10 +175,7 @@ function ruleForm(ctx: Ctx, path: SensorPath, s: Sensor, levels: AlarmLevel[], c
       rateWindow.value = r.window ? String(r.window) : '';
       ratePer.value = r.per ? String(r.per) : '';
       showRate();
-      title.textContent = `Edit the rule on ${r.target}`;
-      button.textContent = 'Save rule';
-      cancel.hidden = false;
-      el.scrollIntoView({ block: 'nearest' });
+      form.edit(r, `Edit the rule on ${r.target}`);
     },
   };
 }

@@ -6,9 +6,10 @@
 import { must, type Schemas, type Sensor } from '../api';
 import type { Ctx } from '../app';
 import { CHECK_FIELDS, CHECK_KINDS, checkErrorField, describeCheck, type Check, type CheckField, type CheckKind } from '../checks';
-import { action, field, h, section, table, type Child } from '../dom';
-import { showIn } from '../fielderrors';
+import { action, h, section, table, type Child } from '../dom';
+import { editor } from '../editor';
 import { can, type Role } from '../roles';
+import { targets } from './sensoralarms';
 
 type SensorPath = { org_id: number; proj_id: number; sensor_id: number };
 
@@ -41,14 +42,6 @@ export function checksSection(ctx: Ctx, path: SensorPath, sensor: Sensor, role: 
 /** flagBadge names a flag: a suspect value is kept and marked, a rejected one left out of every read. */
 export function flagBadge(flag: 'suspect' | 'rejected'): HTMLElement {
   return h('span', { class: `badge flag-badge flag-badge-${flag}` }, flag);
-}
-
-/** targets are the keys a check may watch, outputs first, as the rules'. */
-function targets(s: Sensor): { key: string; label: string }[] {
-  return [
-    ...s.outputs.map((o) => ({ key: o.key, label: `${o.key} (output${o.unit ? `, ${o.unit}` : ''})` })),
-    ...s.inputs.map((i) => ({ key: i.key, label: `${i.key} (input${i.unit ? `, ${i.unit}` : ''})` })),
-  ];
 }
 
 function checkTable(ctx: Ctx, path: SensorPath, s: Sensor, role: Role | undefined, checks: Check[], changed: () => void): Child {
@@ -93,59 +86,28 @@ function checkForm(s: Sensor, checks: Check[], save: (next: Check[]) => Promise<
     count: h('input', { type: 'number', step: '1', name: 'check-count' }),
   };
   const flag = h('select', { name: 'check-flag' }, h('option', { value: 'suspect' }, 'suspect: kept and marked'), h('option', { value: 'rejected' }, 'rejected: left out of every read'));
-  const slots = new Map<CheckField, HTMLElement>();
-  const wrappers = new Map<CheckField, HTMLElement>();
-  const withSlot = (name: CheckField, label: string, input: HTMLElement, hint?: string) => {
-    const slot = h('div', { class: 'field-error', 'data-testid': `check-error-${name}` });
-    slots.set(name, slot);
-    const el = h('div', null, field(label, input, hint), slot);
-    wrappers.set(name, el);
-    return el;
-  };
-  const title = h('h3', null, 'New check');
-  const button = h('button', { type: 'submit' }, 'Add check');
-  const cancel = h('button', { type: 'button', class: 'link', hidden: true }, 'Cancel');
-  const out = h('div');
-  const el = h(
-    'form',
-    { class: 'card', 'aria-label': 'Validity check' },
-    title,
-    h(
-      'div',
-      { class: 'inline' },
-      withSlot('target', 'Target', target),
-      withSlot('kind', 'Check', kind),
-      withSlot('min', 'Min', inputs.min, 'the lowest plausible value; empty for none'),
-      withSlot('max', 'Max', inputs.max, 'the highest plausible value; empty for none'),
-      withSlot('bound', 'Bound', inputs.bound, 'spike: the largest plausible jump; rate: the largest plausible change per unit of time'),
-      withSlot('per', 'Per (s)', inputs.per, '86400 is per day'),
-      withSlot('count', 'Count', inputs.count, 'how many equal values in a row are suspect, 2 to 1000'),
-      withSlot('flag', 'Flag as', flag),
-    ),
-    h('div', { class: 'actions' }, button, cancel),
-    out,
-  );
   // Only the fields of the chosen kind.
   const showFields = () => {
     const wanted = CHECK_FIELDS[kind.value as CheckKind];
-    for (const f of ['min', 'max', 'bound', 'per', 'count'] as const) wrappers.get(f)!.hidden = !wanted.includes(f);
+    for (const f of ['min', 'max', 'bound', 'per', 'count'] as const) form.wrapper(f).hidden = !wanted.includes(f);
   };
   kind.addEventListener('change', showFields);
-  showFields();
-  let editing: number | undefined;
-  const reset = () => {
-    editing = undefined;
-    el.reset();
-    showFields();
-    title.textContent = 'New check';
-    button.textContent = 'Add check';
-    cancel.hidden = true;
-  };
-  cancel.addEventListener('click', reset);
-  el.addEventListener('submit', (e) => {
-    e.preventDefault();
-    for (const slot of slots.values()) slot.replaceChildren();
-    void action(button, out, async () => {
+  // The check edited is its index in the list; a new one goes at its end.
+  const form = editor<CheckField, number>({
+    label: 'Validity check',
+    noun: 'check',
+    errorId: 'check-error-',
+    fields: (named) => [
+      named('target', 'Target', target),
+      named('kind', 'Check', kind),
+      named('min', 'Min', inputs.min, 'the lowest plausible value; empty for none'),
+      named('max', 'Max', inputs.max, 'the highest plausible value; empty for none'),
+      named('bound', 'Bound', inputs.bound, 'spike: the largest plausible jump; rate: the largest plausible change per unit of time'),
+      named('per', 'Per (s)', inputs.per, '86400 is per day'),
+      named('count', 'Count', inputs.count, 'how many equal values in a row are suspect, 2 to 1000'),
+      named('flag', 'Flag as', flag),
+    ],
+    async save(editing) {
       const k = kind.value as CheckKind;
       const check: Check = { target: target.value, kind: k, flag: flag.value as 'suspect' | 'rejected' };
       // An empty field is left out (the API's default, or its refusal);
@@ -154,24 +116,18 @@ function checkForm(s: Sensor, checks: Check[], save: (next: Check[]) => Promise<
         const v = inputs[f as keyof typeof inputs].value.trim();
         if (v !== '') (check as Record<string, unknown>)[f] = Number(v);
       }
-      const index = editing ?? checks.length;
-      const next = editing === undefined ? [...checks, check] : checks.map((c, i) => (i === editing ? check : c));
-      try {
-        await save(next);
-      } catch (err) {
-        const f = checkErrorField(err, index);
-        throw showIn(f ? slots.get(f) : undefined, err);
-      }
-      reset();
-      changed();
-    });
+      await save(editing === undefined ? [...checks, check] : checks.map((c, i) => (i === editing ? check : c)));
+    },
+    locate: (err, editing) => checkErrorField(err, editing ?? checks.length),
+    reset: showFields,
+    saved: changed,
   });
+  showFields();
   return {
-    el,
+    el: form.el,
     /** edit fills the form with the check at index i, to replace it. */
     edit(i: number) {
       const c = checks[i]!;
-      editing = i;
       target.value = c.target;
       kind.value = c.kind;
       for (const [f, input] of Object.entries(inputs)) {
@@ -180,10 +136,7 @@ function checkForm(s: Sensor, checks: Check[], save: (next: Check[]) => Promise<
       }
       flag.value = c.flag ?? 'suspect';
       showFields();
-      title.textContent = `Edit the check on ${c.target}`;
-      button.textContent = 'Save check';
-      cancel.hidden = false;
-      el.scrollIntoView({ block: 'nearest' });
+      form.edit(i, `Edit the check on ${c.target}`);
     },
   };
 }
