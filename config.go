@@ -71,7 +71,7 @@ func (c *config) register(fs *flag.FlagSet, e *env) {
 	fs.IntVar(&c.maxStreams, "max-streams", e.int("MAX_STREAMS", 0), "exports and file uploads open at once, below the database connections; 0 is half of them (MAX_STREAMS)")
 	fs.IntVar(&c.maxStreamsToken, "max-streams-per-token", e.int("MAX_STREAMS_PER_TOKEN", 2), "exports and file uploads one token may have open at once (MAX_STREAMS_PER_TOKEN)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", e.duration("SHUTDOWN_TIMEOUT", 20*time.Second), "how long in-flight requests may finish after SIGTERM (SHUTDOWN_TIMEOUT)")
-	fs.DurationVar(&c.rollupInterval, "rollup-interval", e.duration("ROLLUP_INTERVAL", 2*time.Second), "how often queued hours of rollups are recomputed, about how long after a write the aggregates read its hour from rollups again (ROLLUP_INTERVAL)")
+	fs.DurationVar(&c.rollupInterval, "rollup-interval", e.duration("ROLLUP_INTERVAL", 2*time.Second), "how often queued hours of rollups are recomputed, each once no write has queued it for an interval: one to two intervals after a write the aggregates read its hour from rollups again (ROLLUP_INTERVAL)")
 	fs.IntVar(&c.rollupWorkers, "rollup-workers", e.int("ROLLUP_WORKERS", 2), "rounds of the rollups' maintainer at once, each on a database connection of its own, below db max conns (ROLLUP_WORKERS)")
 	fs.DurationVar(&c.alarmCheck, "alarm-check-interval", e.duration("ALARM_CHECK_INTERVAL", 10*time.Second), "how often overdue sensors are checked, the most an overdue alarm is late (ALARM_CHECK_INTERVAL)")
 	fs.DurationVar(&c.webhookTimeout, "webhook-timeout", e.duration("WEBHOOK_TIMEOUT", 10*time.Second), "how long a webhook receiver may take to answer (WEBHOOK_TIMEOUT)")

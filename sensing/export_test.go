@@ -2,6 +2,7 @@ package sensing
 
 import (
 	"context"
+	"time"
 
 	"github.com/sensorreadings/readings/store"
 )
@@ -51,4 +52,10 @@ func (s *Service) RateWindows(ctx context.Context, key store.SensorKey) (kept, r
 		return nil
 	})
 	return kept, read, err
+}
+
+// RecomputeSettledRollups is a round of MaintainRollups of interval
+// settle: the hours no write has queued for settle.
+func (s *Service) RecomputeSettledRollups(ctx context.Context, settle time.Duration) (int, error) {
+	return s.recomputeRollups(ctx, settle)
 }

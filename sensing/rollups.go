@@ -25,7 +25,9 @@ const (
 // import or a formula edit is rebuilt on as many of PostgreSQL's cores and
 // the service's. Every replica runs it; the store gives each queued hour
 // to one. An edit of a sensor's formulas, which queues every hour's
-// outputs at once, wakes it at once.
+// outputs at once, wakes it at once. An hour a write queued is left until
+// no write has queued it for an interval (store.NextQueuedSensor): batches
+// that overwrite an hour one after another have it read back once.
 func (s *Service) MaintainRollups(ctx context.Context, interval time.Duration, workers int) {
 	every(ctx, interval, s.rollupWake, func() {
 		start := time.Now()
@@ -35,7 +37,7 @@ func (s *Service) MaintainRollups(ctx context.Context, interval time.Duration, w
 		)
 		for range max(workers, 1) {
 			wg.Go(func() {
-				n, err := s.RecomputeRollups(ctx)
+				n, err := s.recomputeRollups(ctx, interval)
 				done.Add(int64(n))
 				if err != nil && ctx.Err() == nil {
 					s.log.Warn("maintain rollups", "err", err)
@@ -52,11 +54,18 @@ func (s *Service) MaintainRollups(ctx context.Context, interval time.Duration, w
 // RecomputeRollups runs a round of the rollups' maintainer: it recomputes
 // queued hours, a sensor at a time, until the queue is empty (for this
 // replica), rollupRoundMax hours are done or rollupRoundTime has passed,
-// and tells how many hours it recomputed.
+// and tells how many hours it recomputed. It takes every queued hour,
+// however recently a write queued it.
 func (s *Service) RecomputeRollups(ctx context.Context) (int, error) {
+	return s.recomputeRollups(ctx, 0)
+}
+
+// recomputeRollups is RecomputeRollups of the hours that no write has
+// queued for settle.
+func (s *Service) recomputeRollups(ctx context.Context, settle time.Duration) (int, error) {
 	start, done := time.Now(), 0
 	for done < rollupRoundMax && time.Since(start) < rollupRoundTime {
-		n, err := s.recomputeHours(ctx, rollupHours)
+		n, err := s.recomputeHours(ctx, rollupHours, settle)
 		done += n
 		if err != nil || n < rollupHours {
 			return done, err
@@ -69,12 +78,12 @@ func (s *Service) RecomputeRollups(ctx context.Context) (int, error) {
 // maxHours queued hours, of one sensor after another, round the sensors
 // from where the last call left off, and tells how many it recomputed:
 // fewer than maxHours when the queue is empty, or every hour queued is
-// another replica's.
-func (s *Service) recomputeHours(ctx context.Context, maxHours int) (int, error) {
+// another replica's; only hours that no write has queued for settle.
+func (s *Service) recomputeHours(ctx context.Context, maxHours int, settle time.Duration) (int, error) {
 	done := 0
 	for done < maxHours {
 		after := s.rollupCursor.Load()
-		sensorID, err := s.db.NextQueuedSensor(ctx, after)
+		sensorID, err := s.db.NextQueuedSensor(ctx, after, settle)
 		if err != nil {
 			return done, err
 		}
@@ -85,7 +94,7 @@ func (s *Service) recomputeHours(ctx context.Context, maxHours int) (int, error)
 			s.rollupCursor.Store(0) // round again, from the first sensor
 			continue
 		}
-		n, err := s.rollupSensor(ctx, sensorID, maxHours-done)
+		n, err := s.rollupSensor(ctx, sensorID, maxHours-done, settle)
 		if err != nil {
 			return done, err
 		}
@@ -104,11 +113,11 @@ func (s *Service) recomputeHours(ctx context.Context, maxHours int) (int, error)
 // inputs' statistics and the outputs', as a read computes them, but for
 // a sensor with linked inputs, whose outputs follow other sensors'
 // readings: queries always compute those from the readings.
-func (s *Service) rollupSensor(ctx context.Context, sensorID int64, limit int) (int, error) {
+func (s *Service) rollupSensor(ctx context.Context, sensorID int64, limit int, settle time.Duration) (int, error) {
 	var n int
 	err := s.db.InTx(ctx, func(tx *store.Tx) error {
 		n = 0
-		q, err := tx.ClaimQueuedHours(ctx, sensorID, limit)
+		q, err := tx.ClaimQueuedHours(ctx, sensorID, limit, settle)
 		if err != nil || len(q.Hours) == 0 {
 			return err
 		}

@@ -131,3 +131,30 @@ func TestRollupsSkipASensorBeingWritten(t *testing.T) {
 		t.Errorf("RecomputeRollups after the write = %d, %v; want the busy sensor's 1 hour", n, err)
 	}
 }
+
+// The maintainer leaves an hour a write queued until no write has queued
+// it for an interval, but takes at once the hours an edit of the formulas
+// queued for their outputs alone.
+func TestRollupsSettle(t *testing.T) {
+	t.Parallel()
+	core, db := newService(t)
+	f := newFixture(t, db)
+	ctx := t.Context()
+	reading := store.Reading{Time: minute(0), InputIDs: []int64{f.u(), f.i()}, Values: []float64{1, 2}}
+	// As a file, whose hours are queued for the maintainer.
+	if _, err := core.Ingest(ctx, f.key, &sliceSource{readings: []store.Reading{reading}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := core.RecomputeSettledRollups(ctx, time.Hour); err != nil || n != 0 {
+		t.Errorf("hours recomputed right after the write, settling for 1h = %d, %v; want 0", n, err)
+	}
+	if n, err := core.RecomputeRollups(ctx); err != nil || n != 1 {
+		t.Fatalf("RecomputeRollups = %d, %v; want the 1 hour written", n, err)
+	}
+	if _, err := core.UpdateSensor(ctx, f.key, sensing.SensorEdit{BlueprintID: f.sensor.BlueprintID, Constants: map[string]float64{"k": 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := core.RecomputeSettledRollups(ctx, time.Hour); err != nil || n != 1 {
+		t.Errorf("hours recomputed right after an edit of the formulas, settling for 1h = %d, %v; want its 1 hour", n, err)
+	}
+}

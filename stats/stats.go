@@ -197,7 +197,9 @@ func (p *Partial) Add(t time.Time, v float64) {
 	}
 	p.Count++
 	p.Sums.Add(v)
-	p.Min, p.Max = math.Min(p.Min, v), math.Max(p.Max, v)
+	// The builtins keep math.Min's and math.Max's rules (-0 below +0, NaN
+	// wins) and are inlined: this runs for every value a batch rolls up.
+	p.Min, p.Max = min(p.Min, v), max(p.Max, v)
 	p.Last, p.LastAt = v, t
 }
 
@@ -253,7 +255,7 @@ func (p *Partial) MergeCore(o *Partial) {
 	p.Count += o.Count
 	p.Sums.Lo += o.Sums.Lo
 	p.Sums.Hi += o.Sums.Hi
-	p.Min, p.Max = math.Min(p.Min, o.Min), math.Max(p.Max, o.Max)
+	p.Min, p.Max = min(p.Min, o.Min), max(p.Max, o.Max)
 }
 
 // Merge adds the values o summarizes, of any times.
@@ -268,7 +270,7 @@ func (p *Partial) Merge(o Partial) {
 	p.Count += o.Count
 	p.Sums.Lo += o.Sums.Lo
 	p.Sums.Hi += o.Sums.Hi
-	p.Min, p.Max = math.Min(p.Min, o.Min), math.Max(p.Max, o.Max)
+	p.Min, p.Max = min(p.Min, o.Min), max(p.Max, o.Max)
 	if o.FirstAt.Before(p.FirstAt) {
 		p.First, p.FirstAt = o.First, o.FirstAt
 	}

@@ -163,3 +163,32 @@ func TestStatsInto(t *testing.T) {
 		t.Errorf("StatsInto = %+v, want %+v", s, *want)
 	}
 }
+
+// TestPartialSignedZeros holds Add and Merge to math.Min's and math.Max's
+// rules: -0 is below +0, whichever comes first.
+func TestPartialSignedZeros(t *testing.T) {
+	negZero := math.Copysign(0, -1)
+	for _, tt := range []struct {
+		name   string
+		values []float64
+	}{
+		{"NegativeFirst", []float64{negZero, 0}},
+		{"PositiveFirst", []float64{0, negZero}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var added, merged stats.Partial
+			for i, v := range tt.values {
+				at := time.Unix(int64(i), 0)
+				added.Add(at, v)
+				var one stats.Partial
+				one.Add(at, v)
+				merged.Merge(one)
+			}
+			for _, p := range []stats.Partial{added, merged} {
+				if !math.Signbit(p.Min) || math.Signbit(p.Max) {
+					t.Errorf("Min, Max = %v, %v; want -0, 0", p.Min, p.Max)
+				}
+			}
+		})
+	}
+}

@@ -17,7 +17,7 @@ import (
 func rollUp(t *testing.T, db *store.DB, key store.SensorKey) {
 	t.Helper()
 	err := db.InTx(t.Context(), func(tx *store.Tx) error {
-		q, err := tx.ClaimQueuedHours(t.Context(), key.SensorID, 100)
+		q, err := tx.ClaimQueuedHours(t.Context(), key.SensorID, 100, 0)
 		if err != nil || len(q.Hours) == 0 {
 			return err
 		}

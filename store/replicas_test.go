@@ -161,10 +161,10 @@ func TestClaimQueuedHours(t *testing.T) {
 		store.Reading{Time: at, InputIDs: []int64{1}, Values: []float64{1}},
 		store.Reading{Time: at.Add(time.Hour), InputIDs: []int64{1}, Values: []float64{2}},
 		store.Reading{Time: at.Add(2 * time.Hour), InputIDs: []int64{1}, Values: []float64{3}})
-	if got, err := db.NextQueuedSensor(ctx, 0); err != nil || got != key.SensorID {
+	if got, err := db.NextQueuedSensor(ctx, 0, 0); err != nil || got != key.SensorID {
 		t.Fatalf("NextQueuedSensor(0) = %d, %v; want %d", got, err, key.SensorID)
 	}
-	if got, err := db.NextQueuedSensor(ctx, key.SensorID); err != nil || got != 0 {
+	if got, err := db.NextQueuedSensor(ctx, key.SensorID, 0); err != nil || got != 0 {
 		t.Fatalf("NextQueuedSensor(%d) = %d, %v; want 0", key.SensorID, got, err)
 	}
 
@@ -173,7 +173,7 @@ func TestClaimQueuedHours(t *testing.T) {
 	first := make(chan error, 1)
 	go func() {
 		first <- db.InTx(ctx, func(tx *store.Tx) error {
-			q, err := tx.ClaimQueuedHours(ctx, key.SensorID, 2)
+			q, err := tx.ClaimQueuedHours(ctx, key.SensorID, 2, 0)
 			if err != nil {
 				return err
 			}
@@ -195,7 +195,7 @@ func TestClaimQueuedHours(t *testing.T) {
 	}()
 	<-held
 	err := db.InTx(ctx, func(tx *store.Tx) error {
-		q, err := tx.ClaimQueuedHours(ctx, key.SensorID, 10)
+		q, err := tx.ClaimQueuedHours(ctx, key.SensorID, 10, 0)
 		if err == nil && (len(q.Hours) != 1 || !q.Hours[0].Equal(at)) {
 			t.Errorf("second claim %v, want the first hour alone: the others are held", q.Hours)
 		}
@@ -224,7 +224,7 @@ func TestClaimQueuedHours(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = db.InTx(ctx, func(tx *store.Tx) error {
-		q, err := tx.ClaimQueuedHours(ctx, key.SensorID, 10)
+		q, err := tx.ClaimQueuedHours(ctx, key.SensorID, 10, 0)
 		if err == nil && len(q.Hours) != 0 {
 			t.Errorf("claim of a sensor being written = %v, want none", q.Hours)
 		}
@@ -232,5 +232,62 @@ func TestClaimQueuedHours(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An hour a write queued is left to the maintainer once no write has
+// queued it for the settle interval; a write that queues it again starts
+// the wait over, and a settle of 0 takes it at once.
+func TestClaimSettledHours(t *testing.T) {
+	t.Parallel()
+	url := storetest.NewDatabase(t)
+	pool := openReplica(t, url)
+	db := store.New(pool)
+	ctx := t.Context()
+	key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	reading := store.Reading{Time: at, InputIDs: []int64{1}, Values: []float64{1}}
+	claimed := func(settle time.Duration) int {
+		t.Helper()
+		next, err := db.NextQueuedSensor(ctx, 0, settle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var q store.QueuedHours
+		err = db.InTx(ctx, func(tx *store.Tx) error {
+			var err error
+			q, err = tx.ClaimQueuedHours(ctx, key.SensorID, 10, settle)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found := next == key.SensorID; found != (len(q.Hours) > 0) {
+			t.Fatalf("NextQueuedSensor(%v) = %d, but ClaimQueuedHours held %v", settle, next, q.Hours)
+		}
+		return len(q.Hours)
+	}
+	age := func() {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `UPDATE rollup_dirty SET touched_at = now() - interval '2 hours' WHERE sensor_id = $1`, key.SensorID); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	mustInsert(t, db, key, reading)
+	if got, want := claimed(time.Hour), 0; got != want {
+		t.Errorf("hours claimed right after the write, settle 1h = %d, want %d", got, want)
+	}
+	if got, want := claimed(0), 1; got != want {
+		t.Errorf("hours claimed right after the write, settle 0 = %d, want %d", got, want)
+	}
+	age()
+	if got, want := claimed(time.Hour), 1; got != want {
+		t.Errorf("hours claimed 2h after the write, settle 1h = %d, want %d", got, want)
+	}
+	reading.Values = []float64{2}
+	mustInsert(t, db, key, reading) // an overwrite queues the hour again
+	if got, want := claimed(time.Hour), 0; got != want {
+		t.Errorf("hours claimed right after an overwrite of a settled hour, settle 1h = %d, want %d", got, want)
 	}
 }

@@ -26,7 +26,7 @@ func (s Sensor) FormulasVersion() int64 {
 const queueHoursSQL = `
 INSERT INTO rollup_dirty AS d (sensor_id, hour, inputs)
 SELECT $1, h, true FROM unnest($2::timestamptz[]) AS h
-ON CONFLICT (sensor_id, hour) DO UPDATE SET inputs = true WHERE NOT d.inputs`
+ON CONFLICT (sensor_id, hour) DO UPDATE SET inputs = true, touched_at = now()`
 
 // hourFirsts are the hours of readings, ordered by time, each once, and
 // the time of each one's first reading.
@@ -132,7 +132,7 @@ func queueDeletedHours(ctx context.Context, tx pgx.Tx, sensorID int64, from, to 
 	_, err := tx.Exec(ctx, `
 INSERT INTO rollup_dirty AS d (sensor_id, hour, inputs)
 SELECT sensor_id, hour, true FROM rollup_hours WHERE sensor_id = $1 AND hour >= $2 AND hour < $3
-ON CONFLICT (sensor_id, hour) DO UPDATE SET inputs = true WHERE NOT d.inputs`, sensorID, from.Truncate(time.Hour), to)
+ON CONFLICT (sensor_id, hour) DO UPDATE SET inputs = true, touched_at = now()`, sensorID, from.Truncate(time.Hour), to)
 	return err
 }
 
@@ -142,17 +142,26 @@ ON CONFLICT (sensor_id, hour) DO UPDATE SET inputs = true WHERE NOT d.inputs`, s
 // compute their outputs from the readings.
 func queueOutputHours(ctx context.Context, tx pgx.Tx, sensorID int64) error {
 	_, err := tx.Exec(ctx, `
-INSERT INTO rollup_dirty (sensor_id, hour, inputs)
-SELECT sensor_id, hour, false FROM rollup_hours WHERE sensor_id = $1
+INSERT INTO rollup_dirty (sensor_id, hour, inputs, touched_at)
+SELECT sensor_id, hour, false, '-infinity' FROM rollup_hours WHERE sensor_id = $1
 ON CONFLICT (sensor_id, hour) DO NOTHING`, sensorID)
 	return err
 }
 
+// settledSQL holds a queued hour that no write has queued for the last
+// $%d (an interval): an hour a stream of batches overwrites, the next
+// batch queueing it again, is read back and recomputed once they stop,
+// not once a round of the maintainer as they come. Until then reads
+// compute it from the readings, as any queued hour.
+const settledSQL = `touched_at <= now() - $%d::interval`
+
 // NextQueuedSensor returns the first sensor after after, by id, with
-// queued hours of rollups; 0 when there is none.
-func (db *DB) NextQueuedSensor(ctx context.Context, after int64) (int64, error) {
+// queued hours of rollups that have settled, that no write has queued
+// for settle; 0 when there is none.
+func (db *DB) NextQueuedSensor(ctx context.Context, after int64, settle time.Duration) (int64, error) {
 	var sensorID int64
-	err := db.pool.QueryRow(ctx, `SELECT sensor_id FROM rollup_dirty WHERE sensor_id > $1 ORDER BY sensor_id LIMIT 1`, after).Scan(&sensorID)
+	err := db.pool.QueryRow(ctx, `SELECT sensor_id FROM rollup_dirty WHERE sensor_id > $1 AND `+fmt.Sprintf(settledSQL, 2)+`
+ORDER BY sensor_id LIMIT 1`, after, settle).Scan(&sensorID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
@@ -167,7 +176,8 @@ type QueuedHours struct {
 }
 
 // ClaimQueuedHours holds, until the transaction ends, the sensor against
-// writes and edits, and up to limit of its queued hours, the newest
+// writes and edits, and up to limit of its queued hours that no write has
+// queued for settle, the newest
 // first, against other replicas, which skip them: an hour is recomputed
 // once, by one replica. It takes the sensor first, as its writers lock
 // it, then the hours: a writer holding the sensor never waits for an hour
@@ -175,12 +185,12 @@ type QueuedHours struct {
 // with its queue, is skipped, not waited for, so that it holds up no other
 // sensor's hours; its own wait for a later round. Hours is empty when
 // nothing was held.
-func (tx *Tx) ClaimQueuedHours(ctx context.Context, sensorID int64, limit int) (QueuedHours, error) {
-	q, err := claimQueuedHours(ctx, tx.tx, sensorID, limit)
+func (tx *Tx) ClaimQueuedHours(ctx context.Context, sensorID int64, limit int, settle time.Duration) (QueuedHours, error) {
+	q, err := claimQueuedHours(ctx, tx.tx, sensorID, limit, settle)
 	return q, dbError("claim queued hours", err)
 }
 
-func claimQueuedHours(ctx context.Context, tx pgx.Tx, sensorID int64, limit int) (QueuedHours, error) {
+func claimQueuedHours(ctx context.Context, tx pgx.Tx, sensorID int64, limit int, settle time.Duration) (QueuedHours, error) {
 	var q QueuedHours
 	rows, _ := tx.Query(ctx, `SELECT `+sensorColumns+` FROM sensors s WHERE s.id = $1 FOR SHARE OF s SKIP LOCKED`, sensorID)
 	sensor, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
@@ -193,7 +203,8 @@ func claimQueuedHours(ctx context.Context, tx pgx.Tx, sensorID int64, limit int)
 	q.Sensor = sensor
 	// The newest first: a chart mostly shows the latest hours.
 	rows, _ = tx.Query(ctx, `
-SELECT hour FROM rollup_dirty WHERE sensor_id = $1 ORDER BY hour DESC LIMIT $2 FOR UPDATE SKIP LOCKED`, sensorID, limit)
+SELECT hour FROM rollup_dirty WHERE sensor_id = $1 AND `+fmt.Sprintf(settledSQL, 3)+`
+ORDER BY hour DESC LIMIT $2 FOR UPDATE SKIP LOCKED`, sensorID, limit, settle)
 	if q.Hours, err = pgx.CollectRows(rows, pgx.RowTo[time.Time]); err != nil {
 		return q, err
 	}

@@ -367,7 +367,7 @@ func (sw *StreamWrite) queueHours(ctx context.Context) error {
 		_, err := sw.tx.Exec(ctx, `
 INSERT INTO rollup_dirty AS d (sensor_id, hour, inputs)
 SELECT DISTINCT $1::bigint, date_trunc('hour', datetime, 'UTC'), true FROM readings WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3
-ON CONFLICT (sensor_id, hour) DO UPDATE SET inputs = true WHERE NOT d.inputs`, sw.w.Sensor.ID, span.first, span.last)
+ON CONFLICT (sensor_id, hour) DO UPDATE SET inputs = true, touched_at = now()`, sw.w.Sensor.ID, span.first, span.last)
 		if err != nil {
 			return fmt.Errorf("queue the stream's hours: %w", err)
 		}
