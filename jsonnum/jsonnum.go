@@ -7,6 +7,7 @@
 package jsonnum
 
 import (
+	"encoding/binary"
 	"math"
 	"strconv"
 )
@@ -97,19 +98,14 @@ const smalls = "00010203040506070809" +
 	"90919293949596979899"
 
 // formatBase10 writes u's decimal digits at the end of a and returns the
-// index of the first; u < 10^20. Eight digits at a time in 32 bits, two
-// at a time from smalls, since 64-bit divisions cost more.
+// index of the first; u < 10^20. Eight digits at a time in one register,
+// then two at a time from smalls.
 func formatBase10(a *[20]byte, u uint64) int {
 	i := len(a)
 	for u >= 1e8 {
-		lo := uint32(u % 1e8)
+		i -= 8
+		binary.LittleEndian.PutUint64(a[i:], eightDigits(uint32(u%1e8)))
 		u /= 1e8
-		for range 4 {
-			dd := (lo % 100) * 2
-			lo /= 100
-			i -= 2
-			a[i], a[i+1] = smalls[dd], smalls[dd+1]
-		}
 	}
 	lo := uint32(u)
 	for lo >= 100 {
@@ -126,4 +122,18 @@ func formatBase10(a *[20]byte, u uint64) int {
 		a[i] = smalls[dd]
 	}
 	return i
+}
+
+// eightDigits is x < 10^8 as eight ASCII digits, the first in the low
+// byte: the halves of x in 32-bit lanes, their halves in 16-bit lanes,
+// their digits in bytes, each split by a multiplication that divides
+// exactly in its range (x·10486>>20 = x/100 below 43,699; x·103>>10 =
+// x/10 below 179).
+func eightDigits(x uint32) uint64 {
+	v := uint64(x/10000) | uint64(x%10000)<<32
+	h := (v * 10486 >> 20) & 0x0000007F0000007F
+	v = h | (v-h*100)<<16
+	h = (v * 103 >> 10) & 0x000F000F000F000F
+	v = h | (v-h*10)<<8
+	return v + 0x3030303030303030
 }

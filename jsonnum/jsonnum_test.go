@@ -1,7 +1,9 @@
 package jsonnum
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -136,6 +138,18 @@ func BenchmarkAppend(b *testing.B) {
 					}
 				}
 			})
+		}
+	}
+}
+
+func TestEightDigits(t *testing.T) {
+	for x := uint32(0); x < 1e8; x += 997 {
+		for _, y := range []uint32{x, 99_999_999 - x} {
+			got := make([]byte, 8)
+			binary.LittleEndian.PutUint64(got, eightDigits(y))
+			if want := fmt.Sprintf("%08d", y); string(got) != want {
+				t.Fatalf("eightDigits(%d) = %q, want %q", y, got, want)
+			}
 		}
 	}
 }
