@@ -11,6 +11,8 @@
 
 package jsonnum
 
+//go:generate go run pow10gen.go
+
 import (
 	"math"
 	"math/bits"
