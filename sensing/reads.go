@@ -235,12 +235,21 @@ type Latest struct {
 	Outputs *Outputs
 }
 
+// LatestOptions say what a read of latest values computes and names.
+type LatestOptions struct {
+	Outputs bool // each reading's outputs
+	// Instances reads each sensor's instance, which naming its values by
+	// key needs; Outputs reads them too. Without either, a sensor's
+	// Instance is nil.
+	Instances bool
+}
+
 // LatestReadings returns, for up to limit sensors of the project with ids
-// above after, each sensor's newest reading, with its outputs when outputs
-// is set, and whether more sensors follow. It returns NotFound for a
-// project not in orgID.
-func (s *Service) LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int, outputs bool) ([]Latest, bool, error) {
-	latest, more, err := s.reader.LatestReadings(ctx, orgID, projectID, after, limit)
+// above after, each sensor's newest reading, with its outputs when opts
+// ask for them, and whether more sensors follow. It returns NotFound for
+// a project not in orgID.
+func (s *Service) LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int, opts LatestOptions) ([]Latest, bool, error) {
+	latest, more, err := s.reader.LatestReadings(ctx, orgID, projectID, after, limit, opts.Outputs || opts.Instances)
 	if err != nil {
 		return nil, false, err
 	}
@@ -250,7 +259,7 @@ func (s *Service) LatestReadings(ctx context.Context, orgID, projectID, after in
 	out := make([]Latest, len(latest))
 	for i, l := range latest {
 		out[i].Latest = l
-		if outputs && l.Reading != nil {
+		if opts.Outputs && l.Reading != nil {
 			if out[i].Outputs, err = s.outputsAt(ctx, s.reader, l.Sensor, []time.Time{l.Reading.Time}); err != nil {
 				return nil, false, err
 			}

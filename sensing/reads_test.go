@@ -47,7 +47,7 @@ func TestReadRoundTrips(t *testing.T) {
 		}
 	}
 	latest := func() error {
-		got, _, err := core.LatestReadings(ctx, f.key.OrgID, f.key.ProjectID, 0, 100, false)
+		got, _, err := core.LatestReadings(ctx, f.key.OrgID, f.key.ProjectID, 0, 100, sensing.LatestOptions{})
 		if err == nil && (len(got) != 2 || got[0].Reading == nil || !got[0].Reading.Time.Equal(minute(9))) {
 			t.Errorf("LatestReadings = %+v, want the meter's reading at minute 9 and the plain sensor", got)
 		}

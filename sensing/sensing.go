@@ -73,7 +73,7 @@ type Reader interface {
 	LinkSource(ctx context.Context, of store.Sensor, id int64) (store.Sensor, error)
 	ListLinkReadings(ctx context.Context, sensor store.Sensor, q store.LinkQuery, fn func(*store.Reading) error) error
 	InputIDs(ctx context.Context, sensor store.Sensor) ([]int64, error)
-	LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Latest, bool, error)
+	LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int, instances bool) ([]store.Latest, bool, error)
 	Buckets(ctx context.Context, q store.BucketQuery) ([]time.Time, error)
 	InSnapshot(ctx context.Context, fn func(*store.Tx) error) error
 	SensorFlags(ctx context.Context, sensorID int64, from, to time.Time, asOf *time.Time) ([]store.Flag, error)

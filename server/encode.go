@@ -23,6 +23,7 @@ import (
 	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/datetime"
 	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/jsonnum"
 	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/stats"
 	"github.com/sensorreadings/readings/store"
@@ -132,7 +133,7 @@ func (c *csvColumns) appendRow(b []byte, r *store.Reading, marks []sensing.Mark)
 			i++
 		}
 		if i < len(r.InputIDs) && r.InputIDs[i] == id {
-			b = appendNumber(b, r.Values[i])
+			b = jsonnum.Append(b, r.Values[i])
 		}
 	}
 	if c.outputs != nil {
@@ -140,7 +141,7 @@ func (c *csvColumns) appendRow(b []byte, r *store.Reading, marks []sensing.Mark)
 		for k := range c.outputs.IDs() {
 			b = append(b, ',')
 			if v, ok := c.outputs.Value(k); ok {
-				b = appendNumber(b, v)
+				b = jsonnum.Append(b, v)
 			}
 		}
 	}
@@ -309,7 +310,7 @@ func appendReading(b []byte, sensorID int64, r *store.Reading, outputs *sensing.
 		}
 		b = names.appendKey(b, id)
 		b = append(b, ':')
-		b = appendNumber(b, r.Values[i])
+		b = jsonnum.Append(b, r.Values[i])
 	}
 	b = append(b, '}')
 	if outputs != nil {
@@ -336,29 +337,9 @@ func appendOutputs(b []byte, outputs *sensing.Outputs, r *store.Reading, names k
 		first = false
 		b = names.appendKey(b, id)
 		b = append(b, ':')
-		b = appendNumber(b, v)
+		b = jsonnum.Append(b, v)
 	}
 	return append(b, '}')
-}
-
-// appendNumber appends f as encoding/json writes a float64 (the ES6
-// shortest form): exponents only below 1e-6 and from 1e21.
-func appendNumber(b []byte, f float64) []byte {
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// clean up e-09 to e-9
-		n := len(b)
-		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
 }
 
 // Rows of one value each.
@@ -418,7 +399,7 @@ func (p *projectRows) row(r *store.Reading, id int64, v float64) {
 	p.b = append(p.b, `","key":`...)
 	p.b = append(p.b, key...)
 	p.b = append(p.b, `,"value":`...)
-	p.b = appendNumber(p.b, v)
+	p.b = jsonnum.Append(p.b, v)
 	p.b = append(p.b, '}')
 }
 
@@ -627,7 +608,7 @@ func appendFns(b []byte, comma bool, appendKey func([]byte, int64) []byte, id in
 		b = append(b, fn...)
 		b = append(b, `":`...)
 		if v, ok := stats.Value(fn, s); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
-			b = appendNumber(b, v)
+			b = jsonnum.Append(b, v)
 		} else {
 			b = append(b, "null"...)
 		}

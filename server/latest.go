@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/sensorreadings/readings/gen"
+	"github.com/sensorreadings/readings/sensing"
 )
 
 // LatestReadings returns the newest reading of each sensor of a project.
@@ -16,7 +17,8 @@ func (s *Server) LatestReadings(ctx context.Context, req gen.LatestReadingsReque
 	if err != nil {
 		return nil, err
 	}
-	latest, more, err := s.reads(ctx).LatestReadings(ctx, req.OrgId, req.ProjId, after, limit, req.Params.Outputs != nil && *req.Params.Outputs)
+	opts := sensing.LatestOptions{Outputs: req.Params.Outputs != nil && *req.Params.Outputs, Instances: byName(req.Params.Keys)}
+	latest, more, err := s.reads(ctx).LatestReadings(ctx, req.OrgId, req.ProjId, after, limit, opts)
 	if err != nil {
 		return nil, err
 	}

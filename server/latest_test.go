@@ -79,6 +79,24 @@ func TestLatestReadings(t *testing.T) {
 			t.Errorf("latest with outputs = %+v, want digits 9000", r)
 		}
 	})
+	t.Run("Names", func(t *testing.T) {
+		// Without outputs the sensors' instances are not read unless the
+		// names need them.
+		sensor, _ := e.db.GetSensor(ctx, store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.instanceID})
+		key := sensor.Instance.Inputs[0].Key
+		res, err := viewer.LatestReadingsWithResponse(ctx, tn.orgID, tn.projectID, &client.LatestReadingsParams{Keys: ptr(client.LatestReadingsParamsKeysNames)})
+		if err != nil || res.StatusCode() != 200 {
+			t.Fatalf("latest: %v %s", err, res.Body)
+		}
+		for _, l := range res.JSON200.Items {
+			if l.SensorId != tn.instanceID {
+				continue
+			}
+			if l.Reading == nil || l.Reading.Inputs[key] != 3000 || l.Reading.Outputs != nil {
+				t.Errorf("latest with keys=names = %+v, want input %s 3000 and no outputs", l.Reading, key)
+			}
+		}
+	})
 	t.Run("Paging", func(t *testing.T) {
 		res, _ := viewer.LatestReadingsWithResponse(ctx, tn.orgID, tn.projectID, &client.LatestReadingsParams{Limit: ptr(1)})
 		if len(res.JSON200.Items) != 1 || res.JSON200.NextCursor == nil {

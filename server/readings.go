@@ -28,7 +28,7 @@ type Reads interface {
 	ListReadings(ctx context.Context, key store.SensorKey, q store.ReadingQuery, opts sensing.ReadOptions, sink sensing.ReadingSink) error
 	Export(ctx context.Context, key store.SensorKey, q store.ReadingQuery, chunk int, opts sensing.ReadOptions, inputIDs bool) (*sensing.Export, error)
 	Aggregate(ctx context.Context, key store.SensorKey, q store.BucketQuery, opts sensing.AggregateOptions, sink sensing.AggregateSink) (store.RollupUse, error)
-	LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int, outputs bool) ([]sensing.Latest, bool, error)
+	LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int, opts sensing.LatestOptions) ([]sensing.Latest, bool, error)
 	ProjectReadings(ctx context.Context, orgID, projectID int64, q sensing.ProjectQuery, sink sensing.ReadingSink) (int64, time.Time, error)
 }
 

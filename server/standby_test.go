@@ -41,9 +41,9 @@ func (s *testStandby) ReadPage(ctx context.Context, r store.PageRead, head func(
 	return s.DB.ReadPage(ctx, r, head, fn)
 }
 
-func (s *testStandby) LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int) ([]store.Latest, bool, error) {
+func (s *testStandby) LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int, instances bool) ([]store.Latest, bool, error) {
 	s.reads.Add(1)
-	return s.DB.LatestReadings(ctx, orgID, projectID, after, limit)
+	return s.DB.LatestReadings(ctx, orgID, projectID, after, limit, instances)
 }
 
 var lsnPattern = regexp.MustCompile(`^[0-9A-F]{1,8}/[0-9A-F]{1,8}$`)

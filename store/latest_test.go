@@ -102,7 +102,7 @@ func TestLatestReadings(t *testing.T) {
 			} else if _, err := deleteReadings(ctx, db, key, step.from, step.to); err != nil {
 				t.Fatal(err)
 			}
-			latest, more, err := db.LatestReadings(ctx, key.OrgID, key.ProjectID, 0, 10)
+			latest, more, err := db.LatestReadings(ctx, key.OrgID, key.ProjectID, 0, 10, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -179,7 +179,7 @@ FROM generate_series('2024-01-01'::timestamptz, '2024-03-01', '1 day') t`, senso
 	if _, err := provider.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
-	latest, _, err := db.LatestReadings(ctx, key.OrgID, key.ProjectID, 0, 10)
+	latest, _, err := db.LatestReadings(ctx, key.OrgID, key.ProjectID, 0, 10, true)
 	if err != nil {
 		t.Fatal(err)
 	}

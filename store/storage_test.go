@@ -254,7 +254,7 @@ func TestCompressedChunk(t *testing.T) {
 				}
 			}
 		}
-		latest, _, err := db.LatestReadings(ctx, key.OrgID, key.ProjectID, 0, 1)
+		latest, _, err := db.LatestReadings(ctx, key.OrgID, key.ProjectID, 0, 1, true)
 		if err != nil {
 			t.Fatal(err)
 		}

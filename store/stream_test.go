@@ -76,7 +76,7 @@ func TestCopyReadingStream(t *testing.T) {
 			if got, want := storedReadings(t, db, key), "0=[0] 1=[11] 2=[20] 3=[3]"; got != want {
 				t.Errorf("stored %s, want %s", got, want)
 			}
-			latest, _, err := db.LatestReadings(t.Context(), key.OrgID, key.ProjectID, 0, 10)
+			latest, _, err := db.LatestReadings(t.Context(), key.OrgID, key.ProjectID, 0, 10, true)
 			if err != nil || len(latest) != 1 || latest[0].Reading == nil || !latest[0].Reading.Time.Equal(at(3)) {
 				t.Errorf("latest %+v, %v; want minute 3", latest, err)
 			}

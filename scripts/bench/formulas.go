@@ -232,7 +232,7 @@ func (e *env) latestValues(ctx context.Context, res *results) error {
 			before = e.meter.sample()
 		}
 		start := time.Now()
-		latest, _, err := db.LatestReadings(ctx, s.org, s.project, 0, 1000)
+		latest, _, err := db.LatestReadings(ctx, s.org, s.project, 0, 1000, false)
 		if err != nil {
 			return err
 		}
@@ -247,9 +247,10 @@ func (e *env) latestValues(ctx context.Context, res *results) error {
 	var page bytes.Buffer
 	url := fmt.Sprintf("%s/api/v1/org/%d/proj/%d/latest?limit=1000", s.base, s.org, s.project)
 	served := make([]time.Duration, 0, runs)
+	var profiled func() error
 	for i := range runs + 10 {
 		if i == 10 {
-			before = e.meter.sample()
+			profiled, before = e.profile(ctx, "latest-10b", readProfileTime), e.meter.sample()
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -264,6 +265,9 @@ func (e *env) latestValues(ctx context.Context, res *results) error {
 		}
 	}
 	servedCPU.add([]cpuSample{before, e.meter.sample()})
+	if err := profiled(); err != nil {
+		return err
+	}
 	plan, err := e.latestPlan(ctx)
 	if err != nil {
 		return err

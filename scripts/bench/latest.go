@@ -105,7 +105,7 @@ func (e *env) latestOverChunks(ctx context.Context, res *results) error {
 		return p50, p99, nil
 	}
 	p50, p99, err := timeRuns(func() (int, error) {
-		latest, _, err := db.LatestReadings(ctx, e.svc.org, project.ID, 0, 1000)
+		latest, _, err := db.LatestReadings(ctx, e.svc.org, project.ID, 0, 1000, false)
 		return len(latest), err
 	})
 	if err != nil {
