@@ -407,9 +407,8 @@ func (a *aggregation) readGroups(ctx context.Context, tx *store.Tx, sensorID int
 	if grain == 0 || len(sp.from) == 0 {
 		return grain > 0, nil
 	}
-	// Gathered apart, and merged into a only once every group has come:
-	// PostgreSQL may stop at a group it cannot sum as stats.Sums does.
-	// Each half of a long read on a connection of its own.
+	// Gathered apart, and merged into a only once both halves have come:
+	// each half of a long read on a connection of its own.
 	mine, other := a.fork(), a.fork()
 	var (
 		wait    func() error
@@ -450,28 +449,45 @@ func (a *aggregation) readGroups(ctx context.Context, tx *store.Tx, sensorID int
 }
 
 // gatherGroups adds to a the readings of sp as PostgreSQL aggregates them
-// by grain, and says whether it could (store.Tx.SpanInputGroups).
+// by grain, and says whether it could (store.Tx.SpanInputGroups): the
+// grains PostgreSQL could not aggregate (store.InputGroup.Apart), their
+// readings read one by one.
 func (a *aggregation) gatherGroups(ctx context.Context, tx *store.Tx, sensorID int64, sp spans, grain time.Duration) (bool, error) {
-	var lastIDs []int64
-	var lastSlots []int
-	return tx.SpanInputGroups(ctx, sensorID, sp.from, sp.to, grain, len(a.common), func(g *store.InputGroup) error {
+	var (
+		slots []int       // of the common input ids
+		apart []time.Time // the grains' starts
+	)
+	ok, err := tx.SpanInputGroups(ctx, sensorID, sp.from, sp.to, grain, a.common, func(g *store.InputGroup) error {
+		if g.Apart {
+			apart = append(apart, g.Start)
+			return nil
+		}
 		i, err := a.b.index(g.Start)
 		if err != nil {
 			return err
 		}
 		a.counts[i] += g.Count
-		// Groups mostly have the inputs of the one before.
-		if !slices.Equal(g.InputIDs, lastIDs) {
-			lastIDs, lastSlots = append(lastIDs[:0], g.InputIDs...), lastSlots[:0]
-			for _, id := range g.InputIDs {
-				lastSlots = append(lastSlots, a.slot(id))
+		if slots == nil {
+			for _, id := range a.common {
+				slots = append(slots, a.slot(id))
 			}
 		}
-		for j, k := range lastSlots {
+		for j, k := range slots {
 			a.inputs[k][i].MergeCore(&stats.Partial{Count: g.Count, Sums: stats.Sums{Lo: g.Sums[j]}, Min: g.Min[j], Max: g.Max[j]})
 		}
 		return nil
 	})
+	if err != nil || !ok || len(apart) == 0 {
+		return ok, err
+	}
+	// The groups come in no order.
+	slices.SortFunc(apart, time.Time.Compare)
+	var grains spans
+	for _, t := range apart {
+		grains.add(t, t.Add(grain))
+	}
+	read := grains.within(sp)
+	return true, a.readSpans(ctx, tx, sensorID, read, read)
 }
 
 // grain is the longest of an hour and a quarter that divides interval and
@@ -753,6 +769,28 @@ func (s *spans) halves() (first, second spans) {
 		second.add(a, b)
 	}
 	return first, second
+}
+
+// within is what of s lies within o.
+func (s *spans) within(o spans) spans {
+	var in spans
+	j := 0
+	for i := range s.from {
+		for j < len(o.from) && !o.to[j].After(s.from[i]) {
+			j++
+		}
+		for k := j; k < len(o.from) && o.from[k].Before(s.to[i]); k++ {
+			from, to := s.from[i], s.to[i]
+			if o.from[k].After(from) {
+				from = o.from[k]
+			}
+			if o.to[k].Before(to) {
+				to = o.to[k]
+			}
+			in.add(from, to)
+		}
+	}
+	return in
 }
 
 // contain tells whether t is in one of the spans.
