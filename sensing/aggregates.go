@@ -3,6 +3,7 @@ package sensing
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -286,20 +287,20 @@ const minSplit = 2 * 24 * int64(time.Hour/time.Microsecond)
 // of every reading that the others are checked against.
 func (a *aggregation) readInParts(ctx context.Context, tx *store.Tx, sensorID int64, sp, inSpans spans) error {
 	if a.median || a.flags != nil || a.everyReading || (a.out != nil && a.newOutputs == nil) || sp.length() < minSplit {
-		return a.readSpans(ctx, tx, sensorID, sp, inSpans)
+		return a.readSpans(ctx, tx, sensorID, sp, inSpans, nil)
 	}
 	first, second := sp.halves()
 	other := a.fork()
 	wait, started, err := tx.Beside(ctx, func(tx *store.Tx) error {
-		return other.readSpans(ctx, tx, sensorID, second, inSpans)
+		return other.readSpans(ctx, tx, sensorID, second, inSpans, nil)
 	})
 	if err != nil {
 		return err
 	}
 	if !started {
-		return a.readSpans(ctx, tx, sensorID, sp, inSpans)
+		return a.readSpans(ctx, tx, sensorID, sp, inSpans, nil)
 	}
-	err = a.readSpans(ctx, tx, sensorID, first, inSpans)
+	err = a.readSpans(ctx, tx, sensorID, first, inSpans, nil)
 	if werr := wait(); err == nil {
 		err = werr
 	}
@@ -342,14 +343,18 @@ func (a *aggregation) absorb(f *aggregation) {
 	}
 }
 
-// readSpans reads the readings of sp and adds them to a: their inputs and
-// counts those within inSpans, their outputs all of them.
-func (a *aggregation) readSpans(ctx context.Context, tx *store.Tx, sensorID int64, sp, inSpans spans) error {
+// readSpans reads the readings of sp and adds them to a, those keep keeps
+// if it is not nil: their inputs and counts those within inSpans, their
+// outputs all of them.
+func (a *aggregation) readSpans(ctx context.Context, tx *store.Tx, sensorID int64, sp, inSpans spans, keep func(*store.Reading) bool) error {
 	var (
 		lastIDs   []int64 // of the reading before
 		lastSlots []int   // of each of lastIDs
 	)
 	return tx.SpanReadings(ctx, sensorID, sp.from, sp.to, a.common, func(r *store.Reading) error {
+		if keep != nil && !keep(r) {
+			return nil
+		}
 		if a.flags != nil && len(a.flags.lookup(r.Time)) > 0 {
 			var whole bool
 			if r, whole = a.flags.without(r); whole || len(r.InputIDs) == 0 {
@@ -454,12 +459,15 @@ func (a *aggregation) readGroups(ctx context.Context, tx *store.Tx, sensorID int
 // readings read one by one.
 func (a *aggregation) gatherGroups(ctx context.Context, tx *store.Tx, sensorID int64, sp spans, grain time.Duration) (bool, error) {
 	var (
-		slots []int       // of the common input ids
-		apart []time.Time // the grains' starts
+		lastIDs   []int64
+		lastSlots []int
+		apart     []time.Time         // the grains' starts
+		apartIDs  = map[string]bool{} // by grain and input ids
 	)
 	ok, err := tx.SpanInputGroups(ctx, sensorID, sp.from, sp.to, grain, a.common, func(g *store.InputGroup) error {
 		if g.Apart {
 			apart = append(apart, g.Start)
+			apartIDs[groupKey(g.Start, g.InputIDs)] = true
 			return nil
 		}
 		i, err := a.b.index(g.Start)
@@ -467,12 +475,14 @@ func (a *aggregation) gatherGroups(ctx context.Context, tx *store.Tx, sensorID i
 			return err
 		}
 		a.counts[i] += g.Count
-		if slots == nil {
-			for _, id := range a.common {
-				slots = append(slots, a.slot(id))
+		// Groups mostly have the inputs of the one before.
+		if !slices.Equal(g.InputIDs, lastIDs) {
+			lastIDs, lastSlots = append(lastIDs[:0], g.InputIDs...), lastSlots[:0]
+			for _, id := range g.InputIDs {
+				lastSlots = append(lastSlots, a.slot(id))
 			}
 		}
-		for j, k := range slots {
+		for j, k := range lastSlots {
 			a.inputs[k][i].MergeCore(&stats.Partial{Count: g.Count, Sums: stats.Sums{Lo: g.Sums[j]}, Min: g.Min[j], Max: g.Max[j]})
 		}
 		return nil
@@ -480,14 +490,22 @@ func (a *aggregation) gatherGroups(ctx context.Context, tx *store.Tx, sensorID i
 	if err != nil || !ok || len(apart) == 0 {
 		return ok, err
 	}
-	// The groups come in no order.
+	// The groups come in no order, a grain's perhaps several, of which
+	// only those apart are read here.
 	slices.SortFunc(apart, time.Time.Compare)
 	var grains spans
-	for _, t := range apart {
+	for _, t := range slices.Compact(apart) {
 		grains.add(t, t.Add(grain))
 	}
 	read := grains.within(sp)
-	return true, a.readSpans(ctx, tx, sensorID, read, read)
+	return true, a.readSpans(ctx, tx, sensorID, read, read, func(r *store.Reading) bool {
+		return apartIDs[groupKey(r.Time.Truncate(grain), r.InputIDs)]
+	})
+}
+
+// groupKey names the group of a grain and input ids.
+func groupKey(grain time.Time, ids []int64) string {
+	return fmt.Sprint(grain.UnixMicro(), ids)
 }
 
 // grain is the longest of an hour and a quarter that divides interval and

@@ -309,17 +309,17 @@ FROM generate_series(
 	return starts, dbError("buckets", err)
 }
 
-// InputGroup is what PostgreSQL aggregated of a sensor's readings over one
-// grain of time: how many they are and, when each of them has the input
-// ids the sensor's readings mostly have, each input's sum, minimum and
-// maximum, by position in those ids. Apart says that it has not: some
-// readings of the grain have other input ids, or a value beyond what
-// PostgreSQL's float8 sum adds as stats.Sums does (not finite, or of
-// magnitude stats.SplitAt or more), so the grain's readings are to be read
-// one by one.
+// InputGroup is what PostgreSQL aggregated of a sensor's readings with the
+// same input ids over one grain of time: how many they are, and each
+// input's sum, minimum and maximum, by position in InputIDs. Apart says
+// that it could not: the readings have more inputs than it aggregates, or
+// a value beyond what PostgreSQL's float8 sum adds as stats.Sums does (not
+// finite, or of magnitude stats.SplitAt or more), so the grain's readings
+// are to be read one by one.
 type InputGroup struct {
 	Start    time.Time // of the grain
 	Count    int64
+	InputIDs []int64
 	Apart    bool
 	Sums     []float64 // stats.Sums.Lo: Hi is 0, the values being below stats.SplitAt
 	Min, Max []float64
@@ -331,10 +331,11 @@ type InputGroup struct {
 const maxGroupPositions = 200
 
 // SpanInputGroups aggregates in PostgreSQL the sensor's readings in the
-// spans [from[i], to[i]) by grain (from 2000-01-03 00:00 UTC on), each
-// input by its position in common, the input ids its readings mostly have
-// (the instance's, ascending), and gives fn each grain as its row arrives;
-// fn must not keep it. An aggregate of inputs alone then reads a row per
+// spans [from[i], to[i]) by grain (from 2000-01-03 00:00 UTC on) and input
+// ids, each input by its position in the reading's arrays, as many
+// positions as common has (the input ids its readings mostly have: the
+// instance's, ascending), and gives fn each group as its row arrives; fn
+// must not keep it. An aggregate of inputs alone then reads a row per
 // grain instead of every reading. It returns false, having read nothing,
 // when there are no common ids or more than it aggregates: the readings
 // are then to be read. fn's errors are returned as they are.
@@ -357,7 +358,7 @@ func (tx *Tx) SpanInputGroups(ctx context.Context, sensorID int64, from, to []ti
 	}
 	g := InputGroup{Sums: make([]float64, positions), Min: make([]float64, positions), Max: make([]float64, positions)}
 	for rows.Next() {
-		if err := decodeInputGroup(rows.RawValues(), &g); err != nil {
+		if err := decodeInputGroup(rows.RawValues(), common, &g); err != nil {
 			return false, readError("input groups", err)
 		}
 		if err := fn(&g); err != nil {
@@ -368,21 +369,20 @@ func (tx *Tx) SpanInputGroups(ctx context.Context, sensorID int64, from, to []ti
 }
 
 // inputGroupsSQL aggregates the readings of sensor $1 in the spans [$2[i],
-// $3[i]) by grain $4, each of positions inputs by its position in the
-// readings' arrays, and says whether every reading of the grain has the
-// input ids $5. The spans are read as spanReadingsSQL reads them, in time
-// order, so that each grain's sum adds its values in the order the
-// readings alone add them.
+// $3[i]) by grain $4 and input ids, NULL where they are $5, each of
+// positions inputs by its position in the readings' arrays. The spans
+// are read as spanReadingsSQL reads them, in time order, so that each
+// group's sum adds its values in the order the readings alone add them.
 //
 // What each reading costs PostgreSQL is most of an aggregate's time (1
-// µs, against 0.13 µs to count the readings): hence a grain of one group,
-// whose readings' ids are compared with $5 once (grouping by the ids
-// hashed and compared them, a fifth of its time), and arrays taken apart
-// once each. A subscript of an array stored with a short header copies
-// it whole first (detoast_attr, a fifth of the time with one copy a
-// value); the array concatenated with an empty one is that copy made once,
-// which each subscript then reads in place; and each value is taken out
-// of it once, in a subquery that OFFSET 0 keeps apart, since an
+// µs, against 0.13 µs to count the readings): hence ids compared with $5
+// once and hashed as NULL when they are those (grouping by the ids hashed
+// and compared every reading's array, a sixth of its time), and arrays
+// taken apart once each. A subscript of an array stored with a short
+// header copies it whole first (detoast_attr, a fifth of the time with one
+// copy a value); the array concatenated with an empty one is that copy
+// made once, which each subscript then reads in place; and each value is
+// taken out of it once, in a subquery that OFFSET 0 keeps apart, since an
 // aggregate's argument is evaluated for each aggregate.
 func inputGroupsSQL(positions int) string {
 	var values, aggregates strings.Builder
@@ -391,10 +391,11 @@ func inputGroupsSQL(positions int) string {
 		fmt.Fprintf(&aggregates, ", sum(v%d), min(v%d), max(v%d)", k, k, k)
 	}
 	return `
-SELECT g, count(*), bool_and(common)` + aggregates.String() + ` FROM (
-    SELECT g, common` + values.String() + ` FROM (
+SELECT g, ids, count(*)` + aggregates.String() + ` FROM (
+    SELECT g, ids` + values.String() + ` FROM (
         SELECT date_bin($4::interval, r.datetime, TIMESTAMPTZ '2000-01-03 00:00+00') AS g,
-            r.input_ids = $5::bigint[] AS common, r.vals || '{}'::float8[] AS vals
+            CASE WHEN r.input_ids = $5::bigint[] THEN NULL ELSE r.input_ids END AS ids,
+            r.vals || '{}'::float8[] AS vals
         FROM unnest($2::timestamptz[], $3::timestamptz[]) AS w(a, b)
         CROSS JOIN LATERAL (
             SELECT r.datetime, r.input_ids, r.vals FROM readings r
@@ -404,24 +405,32 @@ SELECT g, count(*), bool_and(common)` + aggregates.String() + ` FROM (
     ) r
     OFFSET 0
 ) r
-GROUP BY g`
+GROUP BY g, ids`
 }
 
-// decodeInputGroup decodes a row of inputGroupsSQL, in PostgreSQL's binary
-// format, into g, reusing its slices.
-func decodeInputGroup(raw [][]byte, g *InputGroup) error {
+// decodeInputGroup decodes a row of inputGroupsSQL, whose NULL input ids
+// are common, in PostgreSQL's binary format, into g, reusing its slices.
+func decodeInputGroup(raw [][]byte, common []int64, g *InputGroup) error {
 	var err error
 	if g.Start, err = decodeTimestamptz(raw[0]); err != nil {
 		return fmt.Errorf("grain: %w", err)
 	}
-	if len(raw[1]) != 8 || len(raw[2]) != 1 {
-		return fmt.Errorf("count and common of %d and %d bytes", len(raw[1]), len(raw[2]))
+	if raw[1] == nil {
+		g.InputIDs = append(g.InputIDs[:0], common...)
+	} else if g.InputIDs, err = decodeArray(raw[1], g.InputIDs[:0], func(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) }); err != nil {
+		return fmt.Errorf("input_ids: %w", err)
 	}
-	g.Count, g.Apart = int64(binary.BigEndian.Uint64(raw[1])), raw[2][0] == 0
-	for k := range g.Sums {
-		if g.Apart {
-			return nil
-		}
+	if len(raw[2]) != 8 {
+		return fmt.Errorf("count of %d bytes", len(raw[2]))
+	}
+	g.Count = int64(binary.BigEndian.Uint64(raw[2]))
+	n := len(g.InputIDs)
+	g.Sums, g.Min, g.Max = g.Sums[:cap(g.Sums)], g.Min[:cap(g.Min)], g.Max[:cap(g.Max)]
+	if g.Apart = n > len(g.Sums); g.Apart { // inputs beyond the positions aggregated
+		g.Sums, g.Min, g.Max = g.Sums[:0], g.Min[:0], g.Max[:0]
+		return nil
+	}
+	for k := 0; k < n && !g.Apart; k++ {
 		var v [3]float64
 		for j := range v {
 			b := raw[3+3*k+j]
@@ -429,7 +438,7 @@ func decodeInputGroup(raw [][]byte, g *InputGroup) error {
 				// Only NULL elements at the position, which no write
 				// stores: the readings tell.
 				g.Apart = true
-				return nil
+				break
 			}
 			v[j] = math.Float64frombits(binary.BigEndian.Uint64(b))
 		}
@@ -439,6 +448,10 @@ func decodeInputGroup(raw [][]byte, g *InputGroup) error {
 			}
 		}
 		g.Sums[k], g.Min[k], g.Max[k] = v[0], v[1], v[2]
+	}
+	g.Sums, g.Min, g.Max = g.Sums[:n], g.Min[:n], g.Max[:n]
+	if g.Apart {
+		g.Sums, g.Min, g.Max = g.Sums[:0], g.Min[:0], g.Max[:0]
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"testing"
@@ -160,6 +161,7 @@ func TestAggregateRows(t *testing.T) {
 		type group struct {
 			start time.Time
 			count int64
+			ids   string
 			apart bool
 			sums  string
 		}
@@ -173,7 +175,7 @@ func TestAggregateRows(t *testing.T) {
 					if !g.Apart {
 						sums = fmt.Sprint(g.Sums, g.Min, g.Max)
 					}
-					got = append(got, group{g.Start, g.Count, g.Apart, sums})
+					got = append(got, group{g.Start, g.Count, fmt.Sprint(g.InputIDs), g.Apart, sums})
 					return nil
 				})
 				return err
@@ -181,7 +183,7 @@ func TestAggregateRows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			slices.SortFunc(got, func(a, b group) int { return a.start.Compare(b.start) })
+			slices.SortFunc(got, func(a, b group) int { return cmp.Or(a.start.Compare(b.start), cmp.Compare(a.ids, b.ids)) })
 			return got, ok
 		}
 		// Input 1 is 0, 10, ... 230 by minute, input 2 is 1; hour 2 also
@@ -190,17 +192,23 @@ func TestAggregateRows(t *testing.T) {
 		from, to := []time.Time{start, start.Add(2 * time.Hour)}, []time.Time{start.Add(time.Hour), start.Add(3*time.Hour + 20*time.Minute)}
 		got, ok := groups(key, from, to, time.Hour, []int64{1, 2})
 		want := []group{
-			{start, 6, false, "[150 6] [0 1] [50 1]"},
-			{start.Add(2 * time.Hour), 7, true, ""},
-			{start.Add(3 * time.Hour), 2, false, "[370 2] [180 1] [190 1]"},
+			{start, 6, "[1 2]", false, "[150 6] [0 1] [50 1]"},
+			{start.Add(2 * time.Hour), 6, "[1 2]", false, "[870 6] [120 1] [170 1]"},
+			{start.Add(2 * time.Hour), 1, "[1]", false, "[1000] [1000] [1000]"},
+			{start.Add(3 * time.Hour), 2, "[1 2]", false, "[370 2] [180 1] [190 1]"},
 		}
 		if !ok || !slices.Equal(got, want) {
 			t.Errorf("SpanInputGroups by hour = %v, %v, want %v, true", got, ok, want)
 		}
 		got, _ = groups(key, []time.Time{start}, []time.Time{start.Add(20 * time.Minute)}, 15*time.Minute, []int64{1, 2})
-		want = []group{{start, 2, false, "[10 2] [0 1] [10 1]"}}
+		want = []group{{start, 2, "[1 2]", false, "[10 2] [0 1] [10 1]"}}
 		if !slices.Equal(got, want) {
 			t.Errorf("SpanInputGroups by quarter = %v, want %v", got, want)
+		}
+		// Readings of more inputs than the positions aggregated.
+		got, _ = groups(key, []time.Time{start}, []time.Time{start.Add(20 * time.Minute)}, 15*time.Minute, []int64{1})
+		if want := []group{{start, 2, "[1 2]", true, ""}}; !slices.Equal(got, want) {
+			t.Errorf("SpanInputGroups of one position = %v, want %v", got, want)
 		}
 		if got, ok := groups(key, from, to, time.Hour, nil); ok || got != nil {
 			t.Errorf("SpanInputGroups without common ids = %v, %v, want nothing, false", got, ok)
@@ -210,7 +218,7 @@ func TestAggregateRows(t *testing.T) {
 		mustInsert(t, db, huge, store.Reading{Time: start, InputIDs: []int64{1}, Values: []float64{1}},
 			store.Reading{Time: start.Add(time.Hour), InputIDs: []int64{1}, Values: []float64{-0x1p1000}})
 		got, ok = groups(huge, []time.Time{start}, []time.Time{start.Add(2 * time.Hour)}, time.Hour, []int64{1})
-		want = []group{{start, 1, false, "[1] [1] [1]"}, {start.Add(time.Hour), 1, true, ""}}
+		want = []group{{start, 1, "[1]", false, "[1] [1] [1]"}, {start.Add(time.Hour), 1, "[1]", true, ""}}
 		if !ok || !slices.Equal(got, want) {
 			t.Errorf("SpanInputGroups with a value of -2^1000 = %v, %v, want %v, true: its hour apart", got, ok, want)
 		}
