@@ -3,6 +3,7 @@ package sensing
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -286,20 +287,20 @@ const minSplit = 2 * 24 * int64(time.Hour/time.Microsecond)
 // of every reading that the others are checked against.
 func (a *aggregation) readInParts(ctx context.Context, tx *store.Tx, sensorID int64, sp, inSpans spans) error {
 	if a.median || a.flags != nil || a.everyReading || (a.out != nil && a.newOutputs == nil) || sp.length() < minSplit {
-		return a.readSpans(ctx, tx, sensorID, sp, inSpans)
+		return a.readSpans(ctx, tx, sensorID, sp, inSpans, nil)
 	}
 	first, second := sp.halves()
 	other := a.fork()
 	wait, started, err := tx.Beside(ctx, func(tx *store.Tx) error {
-		return other.readSpans(ctx, tx, sensorID, second, inSpans)
+		return other.readSpans(ctx, tx, sensorID, second, inSpans, nil)
 	})
 	if err != nil {
 		return err
 	}
 	if !started {
-		return a.readSpans(ctx, tx, sensorID, sp, inSpans)
+		return a.readSpans(ctx, tx, sensorID, sp, inSpans, nil)
 	}
-	err = a.readSpans(ctx, tx, sensorID, first, inSpans)
+	err = a.readSpans(ctx, tx, sensorID, first, inSpans, nil)
 	if werr := wait(); err == nil {
 		err = werr
 	}
@@ -342,14 +343,18 @@ func (a *aggregation) absorb(f *aggregation) {
 	}
 }
 
-// readSpans reads the readings of sp and adds them to a: their inputs and
-// counts those within inSpans, their outputs all of them.
-func (a *aggregation) readSpans(ctx context.Context, tx *store.Tx, sensorID int64, sp, inSpans spans) error {
+// readSpans reads the readings of sp and adds them to a, those keep keeps
+// if it is not nil: their inputs and counts those within inSpans, their
+// outputs all of them.
+func (a *aggregation) readSpans(ctx context.Context, tx *store.Tx, sensorID int64, sp, inSpans spans, keep func(*store.Reading) bool) error {
 	var (
 		lastIDs   []int64 // of the reading before
 		lastSlots []int   // of each of lastIDs
 	)
 	return tx.SpanReadings(ctx, sensorID, sp.from, sp.to, a.common, func(r *store.Reading) error {
+		if keep != nil && !keep(r) {
+			return nil
+		}
 		if a.flags != nil && len(a.flags.lookup(r.Time)) > 0 {
 			var whole bool
 			if r, whole = a.flags.without(r); whole || len(r.InputIDs) == 0 {
@@ -407,9 +412,8 @@ func (a *aggregation) readGroups(ctx context.Context, tx *store.Tx, sensorID int
 	if grain == 0 || len(sp.from) == 0 {
 		return grain > 0, nil
 	}
-	// Gathered apart, and merged into a only once every group has come:
-	// PostgreSQL may stop at a group it cannot sum as stats.Sums does.
-	// Each half of a long read on a connection of its own.
+	// Gathered apart, and merged into a only once both halves have come:
+	// each half of a long read on a connection of its own.
 	mine, other := a.fork(), a.fork()
 	var (
 		wait    func() error
@@ -450,11 +454,22 @@ func (a *aggregation) readGroups(ctx context.Context, tx *store.Tx, sensorID int
 }
 
 // gatherGroups adds to a the readings of sp as PostgreSQL aggregates them
-// by grain, and says whether it could (store.Tx.SpanInputGroups).
+// by grain, and says whether it could (store.Tx.SpanInputGroups): the
+// grains PostgreSQL could not aggregate (store.InputGroup.Apart), their
+// readings read one by one.
 func (a *aggregation) gatherGroups(ctx context.Context, tx *store.Tx, sensorID int64, sp spans, grain time.Duration) (bool, error) {
-	var lastIDs []int64
-	var lastSlots []int
-	return tx.SpanInputGroups(ctx, sensorID, sp.from, sp.to, grain, len(a.common), func(g *store.InputGroup) error {
+	var (
+		lastIDs   []int64
+		lastSlots []int
+		apart     []time.Time         // the grains' starts
+		apartIDs  = map[string]bool{} // by grain and input ids
+	)
+	ok, err := tx.SpanInputGroups(ctx, sensorID, sp.from, sp.to, grain, a.common, func(g *store.InputGroup) error {
+		if g.Apart {
+			apart = append(apart, g.Start)
+			apartIDs[groupKey(g.Start, g.InputIDs)] = true
+			return nil
+		}
 		i, err := a.b.index(g.Start)
 		if err != nil {
 			return err
@@ -472,6 +487,25 @@ func (a *aggregation) gatherGroups(ctx context.Context, tx *store.Tx, sensorID i
 		}
 		return nil
 	})
+	if err != nil || !ok || len(apart) == 0 {
+		return ok, err
+	}
+	// The groups come in no order, a grain's perhaps several, of which
+	// only those apart are read here.
+	slices.SortFunc(apart, time.Time.Compare)
+	var grains spans
+	for _, t := range slices.Compact(apart) {
+		grains.add(t, t.Add(grain))
+	}
+	read := grains.within(sp)
+	return true, a.readSpans(ctx, tx, sensorID, read, read, func(r *store.Reading) bool {
+		return apartIDs[groupKey(r.Time.Truncate(grain), r.InputIDs)]
+	})
+}
+
+// groupKey names the group of a grain and input ids.
+func groupKey(grain time.Time, ids []int64) string {
+	return fmt.Sprint(grain.UnixMicro(), ids)
 }
 
 // grain is the longest of an hour and a quarter that divides interval and
@@ -753,6 +787,28 @@ func (s *spans) halves() (first, second spans) {
 		second.add(a, b)
 	}
 	return first, second
+}
+
+// within is what of s lies within o.
+func (s *spans) within(o spans) spans {
+	var in spans
+	j := 0
+	for i := range s.from {
+		for j < len(o.from) && !o.to[j].After(s.from[i]) {
+			j++
+		}
+		for k := j; k < len(o.from) && o.from[k].Before(s.to[i]); k++ {
+			from, to := s.from[i], s.to[i]
+			if o.from[k].After(from) {
+				from = o.from[k]
+			}
+			if o.to[k].Before(to) {
+				to = o.to[k]
+			}
+			in.add(from, to)
+		}
+	}
+	return in
 }
 
 // contain tells whether t is in one of the spans.

@@ -139,3 +139,34 @@ func TestSpansHalves(t *testing.T) {
 		})
 	}
 }
+
+func TestSpansWithin(t *testing.T) {
+	at := func(h float64) time.Time {
+		return time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(h * float64(time.Hour)))
+	}
+	of := func(bounds ...float64) spans {
+		var s spans
+		for i := 0; i < len(bounds); i += 2 {
+			s.add(at(bounds[i]), at(bounds[i+1]))
+		}
+		return s
+	}
+	tests := []struct {
+		name         string
+		s, o, within spans
+	}{
+		{"Inside", of(1, 2, 5, 6), of(0, 10), of(1, 2, 5, 6)},
+		{"CutAtBothEnds", of(0, 10), of(2.5, 3, 4, 7.25), of(2.5, 3, 4, 7.25)},
+		{"Straddling", of(0, 1, 2, 3, 4, 5), of(0.5, 2.5, 4.5, 9), of(0.5, 1, 2, 2.5, 4.5, 5)},
+		{"Apart", of(0, 1), of(1, 2), of()},
+		{"Empty", of(), of(0, 1), of()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.s.within(tt.o)
+			if !slices.EqualFunc(got.from, tt.within.from, time.Time.Equal) || !slices.EqualFunc(got.to, tt.within.to, time.Time.Equal) {
+				t.Errorf("%v within %v = %v, want %v", tt.s, tt.o, got, tt.within)
+			}
+		})
+	}
+}

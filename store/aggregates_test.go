@@ -162,15 +162,20 @@ func TestAggregateRows(t *testing.T) {
 			start time.Time
 			count int64
 			ids   string
+			apart bool
 			sums  string
 		}
-		groups := func(key store.SensorKey, from, to []time.Time, grain time.Duration) ([]group, bool) {
+		groups := func(key store.SensorKey, from, to []time.Time, grain time.Duration, common []int64) ([]group, bool) {
 			var got []group
 			var ok bool
 			err := db.InSnapshot(ctx, func(tx *store.Tx) error {
 				var err error
-				ok, err = tx.SpanInputGroups(ctx, key.SensorID, from, to, grain, 0, func(g *store.InputGroup) error {
-					got = append(got, group{g.Start, g.Count, fmt.Sprint(g.InputIDs), fmt.Sprint(g.Sums, g.Min, g.Max)})
+				ok, err = tx.SpanInputGroups(ctx, key.SensorID, from, to, grain, common, func(g *store.InputGroup) error {
+					sums := ""
+					if !g.Apart {
+						sums = fmt.Sprint(g.Sums, g.Min, g.Max)
+					}
+					got = append(got, group{g.Start, g.Count, fmt.Sprint(g.InputIDs), g.Apart, sums})
 					return nil
 				})
 				return err
@@ -184,27 +189,38 @@ func TestAggregateRows(t *testing.T) {
 		// Input 1 is 0, 10, ... 230 by minute, input 2 is 1; hour 2 also
 		// has input 1 alone, 1000 at 2:05. The spans leave out 1:00-2:00
 		// and 3:20 on.
-		got, ok := groups(key, []time.Time{start, start.Add(2 * time.Hour)}, []time.Time{start.Add(time.Hour), start.Add(3*time.Hour + 20*time.Minute)}, time.Hour)
+		from, to := []time.Time{start, start.Add(2 * time.Hour)}, []time.Time{start.Add(time.Hour), start.Add(3*time.Hour + 20*time.Minute)}
+		got, ok := groups(key, from, to, time.Hour, []int64{1, 2})
 		want := []group{
-			{start, 6, "[1 2]", "[150 6] [0 1] [50 1]"},
-			{start.Add(2 * time.Hour), 6, "[1 2]", "[870 6] [120 1] [170 1]"},
-			{start.Add(2 * time.Hour), 1, "[1]", "[1000] [1000] [1000]"},
-			{start.Add(3 * time.Hour), 2, "[1 2]", "[370 2] [180 1] [190 1]"},
+			{start, 6, "[1 2]", false, "[150 6] [0 1] [50 1]"},
+			{start.Add(2 * time.Hour), 6, "[1 2]", false, "[870 6] [120 1] [170 1]"},
+			{start.Add(2 * time.Hour), 1, "[1]", false, "[1000] [1000] [1000]"},
+			{start.Add(3 * time.Hour), 2, "[1 2]", false, "[370 2] [180 1] [190 1]"},
 		}
 		if !ok || !slices.Equal(got, want) {
 			t.Errorf("SpanInputGroups by hour = %v, %v, want %v, true", got, ok, want)
 		}
-		got, _ = groups(key, []time.Time{start}, []time.Time{start.Add(20 * time.Minute)}, 15*time.Minute)
-		want = []group{{start, 2, "[1 2]", "[10 2] [0 1] [10 1]"}}
+		got, _ = groups(key, []time.Time{start}, []time.Time{start.Add(20 * time.Minute)}, 15*time.Minute, []int64{1, 2})
+		want = []group{{start, 2, "[1 2]", false, "[10 2] [0 1] [10 1]"}}
 		if !slices.Equal(got, want) {
 			t.Errorf("SpanInputGroups by quarter = %v, want %v", got, want)
+		}
+		// Readings of more inputs than the positions aggregated.
+		got, _ = groups(key, []time.Time{start}, []time.Time{start.Add(20 * time.Minute)}, 15*time.Minute, []int64{1})
+		if want := []group{{start, 2, "[1 2]", true, ""}}; !slices.Equal(got, want) {
+			t.Errorf("SpanInputGroups of one position = %v, want %v", got, want)
+		}
+		if got, ok := groups(key, from, to, time.Hour, nil); ok || got != nil {
+			t.Errorf("SpanInputGroups without common ids = %v, %v, want nothing, false", got, ok)
 		}
 		// A value PostgreSQL's float8 sum cannot add as stats.Sums does.
 		huge := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
 		mustInsert(t, db, huge, store.Reading{Time: start, InputIDs: []int64{1}, Values: []float64{1}},
 			store.Reading{Time: start.Add(time.Hour), InputIDs: []int64{1}, Values: []float64{-0x1p1000}})
-		if _, ok := groups(huge, []time.Time{start}, []time.Time{start.Add(2 * time.Hour)}, time.Hour); ok {
-			t.Error("SpanInputGroups summed a value of 2^1000, want false")
+		got, ok = groups(huge, []time.Time{start}, []time.Time{start.Add(2 * time.Hour)}, time.Hour, []int64{1})
+		want = []group{{start, 1, "[1]", false, "[1] [1] [1]"}, {start.Add(time.Hour), 1, "[1]", true, ""}}
+		if !ok || !slices.Equal(got, want) {
+			t.Errorf("SpanInputGroups with a value of -2^1000 = %v, %v, want %v, true: its hour apart", got, ok, want)
 		}
 	})
 	t.Run("BucketStarts", func(t *testing.T) {

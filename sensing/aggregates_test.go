@@ -1,0 +1,55 @@
+package sensing_test
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sensorreadings/readings/sensing"
+	"github.com/sensorreadings/readings/stats"
+	"github.com/sensorreadings/readings/store"
+)
+
+// answerSink writes an aggregate's answer down, bucket by bucket.
+type answerSink struct{ strings.Builder }
+
+func (s *answerSink) Start(store.Sensor, []time.Time, []int64, []int64) error { return nil }
+func (s *answerSink) Counts(counts []store.BucketCount) error {
+	fmt.Fprintln(s, counts)
+	return nil
+}
+func (s *answerSink) Outputs(time.Time, []*stats.Stats) error { return nil }
+func (s *answerSink) Input(in *store.InputStats) error {
+	fmt.Fprintln(s, in.Bucket, in.InputID, in.Count, in.Sum, in.Min, in.Max)
+	return nil
+}
+
+// A grain PostgreSQL cannot sum in part (a value of 2^1000 where other
+// readings of the hour have other inputs) is read reading by reading for
+// that part alone: the answer is the one from the readings.
+func TestAggregateGrainInPart(t *testing.T) {
+	core, db := newService(t)
+	f := newFixture(t, db)
+	ingest(t, core, f.key,
+		store.Reading{Time: minute(0), InputIDs: []int64{f.u(), f.i()}, Values: []float64{1, 2}},
+		store.Reading{Time: minute(10), InputIDs: []int64{f.u()}, Values: []float64{0x1p1000}},
+		store.Reading{Time: minute(20), InputIDs: []int64{f.u(), f.i()}, Values: []float64{3, 4}})
+	q := store.BucketQuery{From: minute(-60), To: minute(60), Interval: time.Hour, Raw: true}
+	answer := func(core *sensing.Service) string {
+		var sink answerSink
+		if _, err := core.Aggregate(t.Context(), f.key, q, sensing.AggregateOptions{}, &sink); err != nil {
+			t.Fatal(err)
+		}
+		return sink.String()
+	}
+	got := answer(core)
+	want := answer(sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{ReadingsOnly: true}))
+	if got != want {
+		t.Errorf("aggregate =\n%swant, from the readings alone,\n%s", got, want)
+	}
+	if !strings.Contains(want, "[{2024-05-01 12:00:00 +0000 UTC 3}]") {
+		t.Errorf("answer from the readings alone\n%shas not 3 readings at noon", want)
+	}
+}
