@@ -189,7 +189,7 @@ func TestKeptRateWindows(t *testing.T) {
 
 func sameWindow(a, b *store.RateWindow) bool {
 	return b != nil && a.Through.Equal(b.Through) && a.Version == b.Version &&
-		slices.EqualFunc(a.Times, b.Times, time.Time.Equal) && slices.Equal(a.Values, b.Values)
+		slices.Equal(a.Micros, b.Micros) && slices.Equal(a.Values, b.Values)
 }
 
 func windowText(w *store.RateWindow) string {
@@ -197,8 +197,8 @@ func windowText(w *store.RateWindow) string {
 		return "nothing"
 	}
 	s := fmt.Sprintf("through %s v%d:", w.Through.Format("15:04:05"), w.Version)
-	for i := range w.Times {
-		s += fmt.Sprintf(" %s=%g", w.Times[i].Format("15:04:05"), w.Values[i])
+	for i, us := range w.Micros {
+		s += fmt.Sprintf(" %s=%g", time.UnixMicro(us).UTC().Format("15:04:05"), w.Values[i])
 	}
 	return s
 }

@@ -224,7 +224,8 @@ type levelRef struct {
 // targetLevel is the key of target and the level of its rules at rank.
 func targetLevel(rules []AlarmRule, target int64, rank int) (string, levelRef) {
 	key := ""
-	for _, r := range rules {
+	for i := range rules {
+		r := &rules[i] // not a copy: the level's id is taken by address
 		if r.TargetID != target {
 			continue
 		}

@@ -17,7 +17,7 @@ import (
 type RateWindow struct {
 	Through time.Time
 	Version int64
-	Times   []time.Time // ascending
+	Micros  []int64 // the values' instants, in Unix microseconds, ascending
 	Values  []float64
 }
 
@@ -25,13 +25,12 @@ type RateWindow struct {
 // instant and each next one as a difference, in microseconds (varints),
 // then each value's 8 bytes. A second apart, a value costs 11 bytes.
 func (w RateWindow) Encode() []byte {
-	b := make([]byte, 0, 3*binary.MaxVarintLen64+len(w.Times)*11)
+	b := make([]byte, 0, 3*binary.MaxVarintLen64+len(w.Micros)*11)
 	b = binary.AppendVarint(b, w.Version)
 	b = binary.AppendVarint(b, w.Through.UnixMicro())
-	b = binary.AppendUvarint(b, uint64(len(w.Times)))
+	b = binary.AppendUvarint(b, uint64(len(w.Micros)))
 	var prev int64
-	for i, t := range w.Times {
-		us := t.UnixMicro()
+	for i, us := range w.Micros {
 		if i == 0 {
 			b = binary.AppendVarint(b, us)
 		} else {
@@ -47,8 +46,9 @@ func (w RateWindow) Encode() []byte {
 
 var errRateWindow = errors.New("parse rate window: malformed")
 
-// ParseRateWindow reads a window Encode wrote.
-func ParseRateWindow(b []byte) (RateWindow, error) {
+// ParseRateWindow reads a window Encode wrote, with room in its slices
+// for room more values, which a write appends.
+func ParseRateWindow(b []byte, room int) (RateWindow, error) {
 	var w RateWindow
 	w.Version = takeVarint(&b, binary.Varint)
 	w.Through = time.UnixMicro(takeVarint(&b, binary.Varint)).UTC()
@@ -56,16 +56,16 @@ func ParseRateWindow(b []byte) (RateWindow, error) {
 	if b == nil || count > uint64(len(b)/9) {
 		return RateWindow{}, errRateWindow
 	}
-	w.Times = make([]time.Time, count)
-	w.Values = make([]float64, count)
+	w.Micros = make([]int64, count, int(count)+room)
+	w.Values = make([]float64, count, int(count)+room)
 	var us int64
-	for i := range w.Times {
+	for i := range w.Micros {
 		if i == 0 {
 			us = takeVarint(&b, binary.Varint)
 		} else {
 			us += int64(takeVarint(&b, binary.Uvarint))
 		}
-		w.Times[i] = time.UnixMicro(us).UTC()
+		w.Micros[i] = us
 	}
 	if b == nil || len(b) != 8*len(w.Values) {
 		return RateWindow{}, errRateWindow
