@@ -31,7 +31,7 @@ func (s *Service) RateWindows(ctx context.Context, key store.SensorKey) (kept, r
 			}
 			kept[r.ID], read[r.ID] = nil, nil
 			if r.RateKept != nil {
-				w, err := store.ParseRateWindow(r.RateKept, 0)
+				w, err := keptWindow(r, 0)
 				if err != nil {
 					return err
 				}

@@ -244,12 +244,25 @@ func kept(rules []store.AlarmRule, through time.Time, version int64, n int) []*s
 		if r.Window == 0 || r.RateKept == nil {
 			continue
 		}
-		w, err := store.ParseRateWindow(r.RateKept, n)
+		w, err := keptWindow(r, n)
 		if err == nil && w.Through.Equal(through) && w.Version == version {
 			out[i] = &w
 		}
 	}
 	return out
+}
+
+// keptWindow is what rule r keeps, parsed with room for n more values:
+// its window's values, without those before the window that the oldest
+// of its parts still holds.
+func keptWindow(r store.AlarmRule, n int) (store.RateWindow, error) {
+	w, err := store.ParseKept(r.RateKept, r.RateParts, n)
+	if err != nil {
+		return w, err
+	}
+	k, _ := slices.BinarySearch(w.Micros, w.Through.Add(-window(r)).UnixMicro())
+	w.Micros, w.Values, w.Sealed = w.Micros[k:], w.Values[k:], max(0, w.Sealed-k)
+	return w, nil
 }
 
 // fromKept fills rs from what the rules keep, of each target the longest
@@ -297,12 +310,18 @@ func (rs rates) keep(rules []store.AlarmRule, sensor store.Sensor, w windowsAt, 
 		if r.Window == 0 {
 			continue
 		}
-		var next *store.RateWindow
+		r.AddParts, r.DropParts = nil, math.MinInt64 // a stream's chunk before may have set them
+		var (
+			next       *store.RateWindow
+			sealedTo   int64 // appending: the last instant of the parts kept
+			appendable bool
+		)
 		series := rs[r.TargetID]
 		switch {
 		case full:
 			j, _ := slices.BinarySearch(series.t, through.Add(-window(*r)).UnixMicro())
 			next = &store.RateWindow{Through: *through, Version: version, Micros: series.t[j:], Values: series.v[j:]}
+			sealedTo, appendable = appendsTo(*r, w, version, first)
 		case patch != nil && patch[i] != nil:
 			old := patch[i]
 			a, _ := slices.BinarySearch(old.Micros, first.UnixMicro())
@@ -313,14 +332,54 @@ func (rs rates) keep(rules []store.AlarmRule, sensor store.Sensor, w windowsAt, 
 				Micros: slices.Concat(old.Micros[:a], series.t[c:d], old.Micros[b:]),
 				Values: slices.Concat(old.Values[:a], series.v[c:d], old.Values[b:])}
 		}
-		var enc []byte
-		if next != nil && len(next.Micros) <= keptMax(n) {
-			enc = next.Encode()
-		}
-		if enc != nil || r.RateKept != nil {
-			r.RateKept, r.KeptChanged = enc, true
+		switch {
+		case next != nil && len(next.Micros) <= keptMax(n):
+			keepWindow(r, *next, through.Add(-window(*r)).UnixMicro(), sealedTo, appendable)
+		case r.RateKept != nil:
+			r.RateKept, r.RateParts, r.DropParts, r.KeptChanged = nil, nil, math.MaxInt64, true
 		}
 	}
+}
+
+// appendsTo tells whether a chunk of a write from first on, where what
+// was kept stood at w, appends to what rule r keeps, and where its parts
+// end: when what is kept stands where w does, nothing stopped it, and its
+// parts hold only values before first, which the chunk leaves as they
+// were.
+func appendsTo(r store.AlarmRule, w windowsAt, version int64, first time.Time) (int64, bool) {
+	if r.RateKept == nil || w.stale || w.through == nil {
+		return 0, false
+	}
+	through, v, sealedTo, err := store.KeptAt(r.RateKept, r.RateParts)
+	return sealedTo, err == nil && through.Equal(*w.through) && v == version && sealedTo < first.UnixMicro()
+}
+
+// keepWindow sets what rule r keeps to next, whose window starts at start:
+// in parts of store.KeptPartLen values, and the rest with where next
+// stands (store.AlarmRule.RateKept). Appending, the parts kept up to
+// sealedTo stay, but those that left the window, and only the values
+// after them are written; otherwise every part is written anew.
+func keepWindow(r *store.AlarmRule, next store.RateWindow, start, sealedTo int64, appendable bool) {
+	var parts [][]byte
+	k, drop := 0, int64(math.MaxInt64)
+	if appendable {
+		k, _ = slices.BinarySearch(next.Micros, sealedTo+1)
+		drop = start
+		for _, p := range r.RateParts {
+			if end, err := store.PartEnd(p); err == nil && end >= start {
+				parts = append(parts, p)
+			}
+		}
+	}
+	t, v := next.Micros[k:], next.Values[k:]
+	for len(t) >= store.KeptPartLen {
+		n := store.KeptPartLen
+		p := store.RateWindow{Through: time.UnixMicro(t[n-1]), Micros: t[:n], Values: v[:n]}.Encode()
+		r.AddParts, parts = append(r.AddParts, p), append(parts, p)
+		t, v = t[n:], v[n:]
+	}
+	head := store.RateWindow{Through: next.Through, Version: next.Version, Micros: t, Values: v}
+	r.RateKept, r.RateParts, r.DropParts, r.KeptChanged = head.Encode(), parts, drop, true
 }
 
 // rate is the rate of rule's target at t, where its value is v: NaN when

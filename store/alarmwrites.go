@@ -62,11 +62,23 @@ func (tx *Tx) ApplyAlarms(ctx context.Context, sensor Sensor, rules []AlarmRule,
 		streaks []int32
 		keep    []bool
 		kept    [][]byte
+		drop    parts
+		add     parts
 	)
 	for i, r := range rules {
 		if before == nil || before[i] != r.State || r.KeptChanged {
 			ids, active, streaks = append(ids, r.ID), append(active, r.Active), append(streaks, int32(r.Streak))
 			keep, kept = append(keep, r.KeptChanged), append(kept, r.RateKept)
+		}
+		if r.KeptChanged {
+			drop.ids, drop.upto = append(drop.ids, r.ID), append(drop.upto, r.DropParts)
+			for _, p := range r.AddParts {
+				upto, err := PartEnd(p)
+				if err != nil {
+					return err
+				}
+				add.ids, add.upto, add.parts = append(add.ids, r.ID), append(add.upto, upto), append(add.parts, p)
+			}
 		}
 	}
 	write := &pgx.Batch{}
@@ -76,12 +88,27 @@ UPDATE alarm_rules r SET active = u.active, streak = u.streak, rate_kept = CASE 
 FROM unnest($1::bigint[], $2::boolean[], $3::int[], $4::boolean[], $5::bytea[]) AS u(id, active, streak, keep, kept)
 WHERE r.id = u.id AND ((r.active, r.streak) IS DISTINCT FROM (u.active, u.streak) OR u.keep)`, ids, active, streaks, keep, kept)
 	}
+	if len(drop.ids) > 0 {
+		// Before the new parts, which may have the instants of old ones.
+		write.Queue(`DELETE FROM rate_kept_parts p USING unnest($1::bigint[], $2::bigint[]) AS u(id, upto) WHERE p.rule_id = u.id AND p.upto < u.upto`,
+			drop.ids, drop.upto)
+	}
+	if len(add.ids) > 0 {
+		write.Queue(`INSERT INTO rate_kept_parts (rule_id, upto, sensor_id, part) SELECT id, upto, $4, part FROM unnest($1::bigint[], $2::bigint[], $3::bytea[]) AS u(id, upto, part)`,
+			add.ids, add.upto, add.parts, sensor.ID)
+	}
 	queueAlarms(write, sensor, rules, changes)
 	queueEvents(write, sensor, rules, events)
 	if write.Len() == 0 {
 		return nil
 	}
 	return dbError("apply alarms", tx.tx.SendBatch(ctx, write).Close())
+}
+
+// parts are rows of rate_kept_parts, as arrays.
+type parts struct {
+	ids, upto []int64
+	parts     [][]byte
 }
 
 // changeLevel is the key of the target of c and the level its event
