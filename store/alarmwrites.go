@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -88,10 +89,13 @@ UPDATE alarm_rules r SET active = u.active, streak = u.streak, rate_kept = CASE 
 FROM unnest($1::bigint[], $2::boolean[], $3::int[], $4::boolean[], $5::bytea[]) AS u(id, active, streak, keep, kept)
 WHERE r.id = u.id AND ((r.active, r.streak) IS DISTINCT FROM (u.active, u.streak) OR u.keep)`, ids, active, streaks, keep, kept)
 	}
-	if len(drop.ids) > 0 {
-		// Before the new parts, which may have the instants of old ones.
-		write.Queue(`DELETE FROM rate_kept_parts p USING unnest($1::bigint[], $2::bigint[]) AS u(id, upto) WHERE p.rule_id = u.id AND p.upto < u.upto`,
-			drop.ids, drop.upto)
+	// Before the new parts, which may have the instants of old ones; a
+	// statement a rule, since a join with arrays of them is planned as a
+	// scan of every rule's parts.
+	for i, id := range drop.ids {
+		if drop.upto[i] > math.MinInt64 {
+			write.Queue(`DELETE FROM rate_kept_parts WHERE rule_id = $1 AND upto < $2`, id, drop.upto[i])
+		}
 	}
 	if len(add.ids) > 0 {
 		write.Queue(`INSERT INTO rate_kept_parts (rule_id, upto, sensor_id, part) SELECT id, upto, $4, part FROM unnest($1::bigint[], $2::bigint[], $3::bytea[]) AS u(id, upto, part)`,
