@@ -14,6 +14,7 @@ import (
 // reading has, Run, then Output for each output.
 type Evaluator struct {
 	p         *Program
+	steps     []step // p's, or those Only left
 	slots     []float64
 	present   bitset
 	nonFinite int
@@ -23,6 +24,7 @@ type Evaluator struct {
 func (p *Program) NewEvaluator() *Evaluator {
 	return &Evaluator{
 		p:       p,
+		steps:   p.steps,
 		slots:   make([]float64, p.nInputs+p.nConstants+p.nOutputs),
 		present: newBitset(p.words),
 	}
@@ -47,8 +49,8 @@ func (e *Evaluator) SetConstant(j int, v float64) {
 // needs an input, constant or output the reading lacks, or whose value is
 // NaN or infinite, has no value.
 func (e *Evaluator) Run() {
-	for i := range e.p.steps {
-		s := &e.p.steps[i]
+	for i := range e.steps {
+		s := &e.steps[i]
 		if !e.present.covers(s.needs) {
 			continue
 		}
@@ -60,6 +62,32 @@ func (e *Evaluator) Run() {
 		e.slots[s.slot] = v
 		e.present.set(s.slot)
 	}
+}
+
+// Only makes Run compute outputs ks (in Spec order) and those they use,
+// and no other, which then has no value. It returns the slots the steps
+// left read: the inputs and constants worth setting.
+func (e *Evaluator) Only(ks []int) bitset {
+	need := newBitset(e.p.words)
+	for _, k := range ks {
+		need.set(e.p.nInputs + e.p.nConstants + k)
+	}
+	// The steps are in dependency order: walked backwards, each needed
+	// step comes before the steps it uses.
+	keep := make([]bool, len(e.p.steps))
+	for i := len(e.p.steps) - 1; i >= 0; i-- {
+		if s := &e.p.steps[i]; need.has(s.slot) {
+			keep[i] = true
+			need.or(s.needs)
+		}
+	}
+	e.steps = nil
+	for i, s := range e.p.steps {
+		if keep[i] {
+			e.steps = append(e.steps, s)
+		}
+	}
+	return need
 }
 
 // Output returns output k's (in Spec order) value, and whether it has one.
@@ -83,6 +111,12 @@ func newBitset(words int) bitset { return make(bitset, words) }
 func (b bitset) set(i int)      { b[i/64] |= 1 << (i % 64) }
 func (b bitset) has(i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
 func (b bitset) clear()         { clear(b) }
+
+func (b bitset) or(c bitset) {
+	for i, w := range c {
+		b[i] |= w
+	}
+}
 
 // covers tells whether b holds every element of need.
 func (b bitset) covers(need bitset) bool {

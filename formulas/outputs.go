@@ -66,6 +66,7 @@ type Outputs struct {
 	eval    *Evaluator
 	inputs  []inputSlot // by id, ascending
 	factors []Factor
+	used    []int   // the factors the formulas computed read
 	links   []*Link // by input
 	ids     []int64
 }
@@ -83,7 +84,10 @@ func NewOutputs(p *Program, inst Instance) *Outputs {
 	factors := make([]Factor, p.nDeclared, p.nDeclared+len(inst.Baselines))
 	copy(factors, inst.Constants)
 	factors = append(factors, inst.Baselines...)
-	o := &Outputs{eval: p.NewEvaluator(), factors: factors, links: inst.Links, ids: inst.OutputIDs}
+	o := &Outputs{eval: p.NewEvaluator(), factors: factors, used: make([]int, len(factors)), links: inst.Links, ids: inst.OutputIDs}
+	for k := range o.used {
+		o.used[k] = k
+	}
 	for i, id := range inst.InputIDs {
 		o.inputs = append(o.inputs, inputSlot{id: id, index: i})
 	}
@@ -117,12 +121,25 @@ func (o *Outputs) Compute(t time.Time, inputIDs []int64, values []float64) {
 			o.eval.SetInput(i, v)
 		}
 	}
-	for k := range o.factors {
+	for _, k := range o.used {
 		if v, ok := o.factors[k].At(t); ok {
 			o.eval.SetConstant(k, v)
 		}
 	}
 	o.eval.Run()
+}
+
+// Only makes Compute compute outputs ks (in the order of IDs) and the
+// outputs they use, and no other, which then has no value: what an alarm
+// rule or a check watches needs no more.
+func (o *Outputs) Only(ks []int) {
+	need := o.eval.Only(ks)
+	o.used = o.used[:0]
+	for k := range o.factors {
+		if need.has(o.eval.p.nInputs + k) {
+			o.used = append(o.used, k)
+		}
+	}
 }
 
 func (o *Outputs) linked(i int) bool { return i < len(o.links) && o.links[i] != nil }

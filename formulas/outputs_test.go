@@ -144,3 +144,52 @@ func TestBaselines(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputsOnly computes what a rule on one output needs: that output
+// and the outputs it uses, with the constants they read, and no other.
+func TestOutputsOnly(t *testing.T) {
+	spec := formulas.Spec{
+		Inputs:    []string{"freq", "temp"},
+		Constants: []string{"G", "R0", "K"},
+		Outputs: []formulas.Output{
+			{Key: "corrected", Formula: "pressure + K * (temp - 20)"},
+			{Key: "digits", Formula: "freq^2 / 1000"},
+			{Key: "pressure", Formula: "G * (R0 - digits)"},
+			{Key: "warm", Formula: "temp - 20"},
+		},
+	}
+	p, err := formulas.Compile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newOutputs := func() *formulas.Outputs {
+		return formulas.NewOutputs(p, formulas.Instance{
+			InputIDs:  []int64{1, 2},
+			OutputIDs: []int64{3, 4, 5, 6},
+			Constants: []formulas.Factor{formulas.NewFactor(nil, ptr(0.5), nil), formulas.NewFactor(nil, ptr(9000.0), nil), formulas.NewFactor(nil, ptr(2.0), nil)},
+		})
+	}
+	all := newOutputs()
+	all.Compute(time.Now(), []int64{1, 2}, []float64{2000, 25})
+	for _, tt := range []struct {
+		name     string
+		only     []int
+		computed []bool // by output
+	}{
+		{"None", nil, []bool{false, false, false, false}},
+		{"AnInputsOutput", []int{1}, []bool{false, true, false, false}},
+		{"WhatItUses", []int{2}, []bool{false, true, true, false}},
+		{"ThroughTwoOutputs", []int{0}, []bool{true, true, true, false}},
+		{"Two", []int{3, 1}, []bool{false, true, false, true}},
+	} {
+		o := newOutputs()
+		o.Only(tt.only)
+		o.Compute(time.Now(), []int64{1, 2}, []float64{2000, 25})
+		for k, want := range tt.computed {
+			got, ok := o.Value(k)
+			if wantV, _ := all.Value(k); ok != want || ok && got != wantV {
+				t.Errorf("%s: output %d = %v, %v; want %v, %v", tt.name, k, got, ok, wantV, want)
+			}
+		}
+	}
+}

@@ -137,6 +137,15 @@ func (s *Service) newestForRules(ctx context.Context, tx *store.Tx, sensor store
 	return newest, fs, nil
 }
 
+// targetIDs is the target of each rule.
+func targetIDs(rules []store.AlarmRule) []int64 {
+	ids := make([]int64, len(rules))
+	for i, r := range rules {
+		ids[i] = r.TargetID
+	}
+	return ids
+}
+
 func ruleStates(rules []store.AlarmRule) []alarms.State {
 	states := make([]alarms.State, len(rules))
 	for i, r := range rules {
@@ -213,16 +222,23 @@ type values struct {
 	r       *store.Reading
 }
 
-// newValues prepares the values of sensor's readings at the instants at,
-// ascending, reading the sources of its linked inputs through lr.
-func (s *Service) newValues(ctx context.Context, lr linkReader, sensor store.Sensor, at []time.Time) (*values, error) {
+// newValues prepares the values of ids (inputs or outputs) in sensor's
+// readings at the instants at, ascending, reading the sources of its
+// linked inputs through lr. Only the outputs among ids, and those they
+// use, are computed.
+func (s *Service) newValues(ctx context.Context, lr linkReader, sensor store.Sensor, at []time.Time, ids []int64) (*values, error) {
 	links, err := s.sensorLinks(ctx, lr, sensor, at[0], at[len(at)-1], at, 0)
 	if err != nil {
 		return nil, err
 	}
 	v := &values{outputs: s.outputsOf(sensor, links), index: map[int64]int{}}
 	for k, id := range v.outputs.IDs() {
-		v.index[id] = k
+		if slices.Contains(ids, id) {
+			v.index[id] = k
+		}
+	}
+	if len(v.index) > 0 {
+		v.outputs.only(ids)
 	}
 	return v, nil
 }
@@ -277,7 +293,7 @@ func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Senso
 	for i := range readings {
 		at[i] = readings[i].Time
 	}
-	vals, err := s.newValues(ctx, tx, sensor, at)
+	vals, err := s.newValues(ctx, tx, sensor, at, targetIDs(rules))
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +349,7 @@ func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Senso
 // after an edit.
 // A target fs flags on newest (looked up) keeps its state.
 func (s *Service) recheckRules(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, newest *store.Reading, fs *flagSet) ([]store.AlarmChange, error) {
-	vals, err := s.newValues(ctx, tx, sensor, []time.Time{newest.Time})
+	vals, err := s.newValues(ctx, tx, sensor, []time.Time{newest.Time}, targetIDs(rules))
 	if err != nil {
 		return nil, err
 	}

@@ -211,13 +211,15 @@ func (s *Service) check(ctx context.Context, tx *store.Tx, sensor store.Sensor, 
 	for i := range seq {
 		at[i] = seq[i].Time
 	}
-	vals, err := s.newValues(ctx, tx, sensor, at)
-	if err != nil {
-		return nil, err
-	}
 	series := map[int64][]point{} // by target
+	var ids []int64
 	for _, c := range checks {
 		series[c.TargetID] = nil
+		ids = append(ids, c.TargetID)
+	}
+	vals, err := s.newValues(ctx, tx, sensor, at, ids)
+	if err != nil {
+		return nil, err
 	}
 	for i := range seq {
 		vals.compute(&seq[i])

@@ -32,7 +32,7 @@ func (s *Service) RateWindows(ctx context.Context, key store.SensorKey) (kept, r
 			}
 			kept[r.ID], read[r.ID] = nil, nil
 			if r.RateKept != nil {
-				w, err := store.ParseRateWindow(r.RateKept)
+				w, err := keptWindow(r, 0)
 				if err != nil {
 					return err
 				}
@@ -47,7 +47,7 @@ func (s *Service) RateWindows(ctx context.Context, key store.SensorKey) (kept, r
 				return err
 			}
 			series := rs[r.TargetID]
-			read[r.ID] = &store.RateWindow{Through: newest.Time, Version: instanceVersion(sensor), Times: series.t, Values: series.v}
+			read[r.ID] = &store.RateWindow{Through: newest.Time, Version: instanceVersion(sensor), Micros: series.t, Values: series.v}
 		}
 		return nil
 	})

@@ -1,6 +1,8 @@
 package sensing
 
 import (
+	"slices"
+
 	"github.com/sensorreadings/readings/formulas"
 	"github.com/sensorreadings/readings/store"
 )
@@ -95,6 +97,22 @@ func (o *Outputs) Value(k int) (float64, bool) {
 // IDs is the id of each output, in the order Value takes them; none for a
 // sensor whose outputs compute none.
 func (o *Outputs) IDs() []int64 { return o.ids }
+
+// only makes Compute compute the outputs of ids and the outputs they use,
+// and no other (Value then has none of them): an id that is not an
+// output's is ignored.
+func (o *Outputs) only(ids []int64) {
+	if o.outputs == nil {
+		return
+	}
+	var ks []int
+	for k, id := range o.ids {
+		if slices.Contains(ids, id) {
+			ks = append(ks, k)
+		}
+	}
+	o.outputs.Only(ks)
+}
 
 // computes tells whether o computes any output.
 func (o *Outputs) computes() bool { return o.outputs != nil && len(o.ids) > 0 }

@@ -2,6 +2,7 @@ package sensing
 
 import (
 	"context"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -38,9 +39,13 @@ import (
 //   - a window is kept only while rewriting it costs about what reading
 //     it back would (keptMax); one that grows beyond is read back again.
 
-// rateSeries is a target's values over the windows of a write, ascending.
+// rateSeries is a target's values over the windows of a write, ascending,
+// at instants in Unix microseconds: a write's readings add a thousand
+// values to windows of thousands, which time.Time, three times the size
+// and a pointer for the collector to follow, would make cost more than
+// the evaluation.
 type rateSeries struct {
-	t []time.Time
+	t []int64
 	v []float64
 }
 
@@ -145,7 +150,7 @@ func (s *Service) loadRates(ctx context.Context, tx *store.Tx, sensor store.Sens
 	switch {
 	case appending && w.through == nil:
 		return out, keep, nil // nothing stored before
-	case appending && keep && !w.stale && out.fromKept(rules, kept(rules, *w.through, instanceVersion(sensor)), first):
+	case appending && keep && !w.stale && out.fromKept(rules, kept(rules, *w.through, instanceVersion(sensor), len(at)), first):
 		return out, true, nil
 	case appending && keep && worthKeeping(window, at, *w.through):
 		err := s.readRates(ctx, tx, sensor, out, w.flagged, from, last, store.ReadingQuery{From: from, To: first.Add(-time.Microsecond)})
@@ -208,7 +213,7 @@ func (s *Service) readRates(ctx context.Context, tx *store.Tx, sensor store.Sens
 	for i := range stored {
 		at[i] = stored[i].Time
 	}
-	vals, err := s.newValues(ctx, tx, sensor, at)
+	vals, err := s.newValues(ctx, tx, sensor, at, slices.Collect(maps.Keys(out)))
 	if err != nil {
 		return err
 	}
@@ -230,16 +235,16 @@ func (s *Service) readRates(ctx context.Context, tx *store.Tx, sensor store.Sens
 	return nil
 }
 
-// kept is what each rule keeps, parsed, where it stands at through with
-// the instance at version; nil for a rule whose window is not kept or
-// does not.
-func kept(rules []store.AlarmRule, through time.Time, version int64) []*store.RateWindow {
+// kept is what each rule keeps, parsed with room for n more values, where
+// it stands at through with the instance at version; nil for a rule whose
+// window is not kept or does not.
+func kept(rules []store.AlarmRule, through time.Time, version int64, n int) []*store.RateWindow {
 	out := make([]*store.RateWindow, len(rules))
 	for i, r := range rules {
 		if r.Window == 0 || r.RateKept == nil {
 			continue
 		}
-		w, err := store.ParseRateWindow(r.RateKept)
+		w, err := keptWindow(r, n)
 		if err == nil && w.Through.Equal(through) && w.Version == version {
 			out[i] = &w
 		}
@@ -247,9 +252,23 @@ func kept(rules []store.AlarmRule, through time.Time, version int64) []*store.Ra
 	return out
 }
 
+// keptWindow is what rule r keeps, parsed with room for n more values:
+// its window's values, without those before the window that the oldest
+// of its parts still holds.
+func keptWindow(r store.AlarmRule, n int) (store.RateWindow, error) {
+	w, err := store.ParseKept(r.RateKept, r.RateParts, n)
+	if err != nil {
+		return w, err
+	}
+	k, _ := slices.BinarySearch(w.Micros, w.Through.Add(-window(r)).UnixMicro())
+	w.Micros, w.Values, w.Sealed = w.Micros[k:], w.Values[k:], max(0, w.Sealed-k)
+	return w, nil
+}
+
 // fromKept fills rs from what the rules keep, of each target the longest
-// window, without the values at or after first, which the write replaces.
-// It says whether every rate rule keeps its window.
+// window, without the values at or after first, which the write replaces
+// (appending over them, in the room kept left). It says whether every
+// rate rule keeps its window.
 func (rs rates) fromKept(rules []store.AlarmRule, kept []*store.RateWindow, first time.Time) bool {
 	longest := map[int64]int{} // target -> index of its rule of the longest window
 	for i, r := range rules {
@@ -265,8 +284,8 @@ func (rs rates) fromKept(rules []store.AlarmRule, kept []*store.RateWindow, firs
 	}
 	for id, i := range longest {
 		w := kept[i]
-		n, _ := slices.BinarySearchFunc(w.Times, first, time.Time.Compare)
-		rs[id].t, rs[id].v = w.Times[:n:n], w.Values[:n:n]
+		n, _ := slices.BinarySearch(w.Micros, first.UnixMicro())
+		rs[id].t, rs[id].v = w.Micros[:n], w.Values[:n]
 	}
 	return true
 }
@@ -283,7 +302,7 @@ func (rs rates) keep(rules []store.AlarmRule, sensor store.Sensor, w windowsAt, 
 	version := instanceVersion(sensor)
 	var patch []*store.RateWindow
 	if !full && keeps(sensor) && !w.stale && w.through != nil && last.Before(*w.through) {
-		patch = kept(rules, *w.through, version)
+		patch = kept(rules, *w.through, version, 0)
 	}
 	through := w.after(last).through
 	for i := range rules {
@@ -291,31 +310,76 @@ func (rs rates) keep(rules []store.AlarmRule, sensor store.Sensor, w windowsAt, 
 		if r.Window == 0 {
 			continue
 		}
-		var next *store.RateWindow
+		r.AddParts, r.DropParts = nil, math.MinInt64 // a stream's chunk before may have set them
+		var (
+			next       *store.RateWindow
+			sealedTo   int64 // appending: the last instant of the parts kept
+			appendable bool
+		)
 		series := rs[r.TargetID]
 		switch {
 		case full:
-			start := through.Add(-window(*r))
-			j, _ := slices.BinarySearchFunc(series.t, start, time.Time.Compare)
-			next = &store.RateWindow{Through: *through, Version: version, Times: series.t[j:], Values: series.v[j:]}
+			j, _ := slices.BinarySearch(series.t, through.Add(-window(*r)).UnixMicro())
+			next = &store.RateWindow{Through: *through, Version: version, Micros: series.t[j:], Values: series.v[j:]}
+			sealedTo, appendable = appendsTo(*r, w, version, first)
 		case patch != nil && patch[i] != nil:
 			old := patch[i]
-			a, _ := slices.BinarySearchFunc(old.Times, first, time.Time.Compare)
-			b, _ := slices.BinarySearchFunc(old.Times, last.Add(time.Microsecond), time.Time.Compare)
-			c, _ := slices.BinarySearchFunc(series.t, later(first, old.Through.Add(-window(*r))), time.Time.Compare)
-			d, _ := slices.BinarySearchFunc(series.t, last.Add(time.Microsecond), time.Time.Compare)
+			a, _ := slices.BinarySearch(old.Micros, first.UnixMicro())
+			b, _ := slices.BinarySearch(old.Micros, last.UnixMicro()+1)
+			c, _ := slices.BinarySearch(series.t, later(first, old.Through.Add(-window(*r))).UnixMicro())
+			d, _ := slices.BinarySearch(series.t, last.UnixMicro()+1)
 			next = &store.RateWindow{Through: old.Through, Version: version,
-				Times:  slices.Concat(old.Times[:a], series.t[c:d], old.Times[b:]),
+				Micros: slices.Concat(old.Micros[:a], series.t[c:d], old.Micros[b:]),
 				Values: slices.Concat(old.Values[:a], series.v[c:d], old.Values[b:])}
 		}
-		var enc []byte
-		if next != nil && len(next.Times) <= keptMax(n) {
-			enc = next.Encode()
-		}
-		if enc != nil || r.RateKept != nil {
-			r.RateKept, r.KeptChanged = enc, true
+		switch {
+		case next != nil && len(next.Micros) <= keptMax(n):
+			keepWindow(r, *next, through.Add(-window(*r)).UnixMicro(), sealedTo, appendable)
+		case r.RateKept != nil:
+			r.RateKept, r.RateParts, r.DropParts, r.KeptChanged = nil, nil, math.MaxInt64, true
 		}
 	}
+}
+
+// appendsTo tells whether a chunk of a write from first on, where what
+// was kept stood at w, appends to what rule r keeps, and where its parts
+// end: when what is kept stands where w does, nothing stopped it, and its
+// parts hold only values before first, which the chunk leaves as they
+// were.
+func appendsTo(r store.AlarmRule, w windowsAt, version int64, first time.Time) (int64, bool) {
+	if r.RateKept == nil || w.stale || w.through == nil {
+		return 0, false
+	}
+	through, v, sealedTo, err := store.KeptAt(r.RateKept, r.RateParts)
+	return sealedTo, err == nil && through.Equal(*w.through) && v == version && sealedTo < first.UnixMicro()
+}
+
+// keepWindow sets what rule r keeps to next, whose window starts at start:
+// in parts of store.KeptPartLen values, and the rest with where next
+// stands (store.AlarmRule.RateKept). Appending, the parts kept up to
+// sealedTo stay, but those that left the window, and only the values
+// after them are written; otherwise every part is written anew.
+func keepWindow(r *store.AlarmRule, next store.RateWindow, start, sealedTo int64, appendable bool) {
+	var parts [][]byte
+	k, drop := 0, int64(math.MaxInt64)
+	if appendable {
+		k, _ = slices.BinarySearch(next.Micros, sealedTo+1)
+		drop = start
+		for _, p := range r.RateParts {
+			if end, err := store.PartEnd(p); err == nil && end >= start {
+				parts = append(parts, p)
+			}
+		}
+	}
+	t, v := next.Micros[k:], next.Values[k:]
+	for len(t) >= store.KeptPartLen {
+		n := store.KeptPartLen
+		p := store.RateWindow{Through: time.UnixMicro(t[n-1]), Micros: t[:n], Values: v[:n]}.Encode()
+		r.AddParts, parts = append(r.AddParts, p), append(parts, p)
+		t, v = t[n:], v[n:]
+	}
+	head := store.RateWindow{Through: next.Through, Version: next.Version, Micros: t, Values: v}
+	r.RateKept, r.RateParts, r.DropParts, r.KeptChanged = head.Encode(), parts, drop, true
 }
 
 // rate is the rate of rule's target at t, where its value is v: NaN when
@@ -325,18 +389,18 @@ func (rs rates) rate(rule store.AlarmRule, t time.Time, v float64) float64 {
 	if series == nil {
 		return math.NaN()
 	}
-	start := t.Add(-window(rule))
-	j, _ := slices.BinarySearchFunc(series.t, start, time.Time.Compare)
-	if j == len(series.t) || !series.t[j].Before(t) {
+	us := t.UnixMicro()
+	j, _ := slices.BinarySearch(series.t, us-rule.Window*int64(time.Second/time.Microsecond))
+	if j == len(series.t) || series.t[j] >= us {
 		return math.NaN()
 	}
-	return (v - series.v[j]) / t.Sub(series.t[j]).Seconds() * float64(rule.Per)
+	return (v - series.v[j]) / (time.Duration(us-series.t[j]) * time.Microsecond).Seconds() * float64(rule.Per)
 }
 
 // add appends target id's value v at t, later than any it has, if a rate
 // rule watches the target.
 func (rs rates) add(id int64, t time.Time, v float64) {
 	if series := rs[id]; series != nil && !math.IsNaN(v) && !math.IsInf(v, 0) {
-		series.t, series.v = append(series.t, t), append(series.v, v)
+		series.t, series.v = append(series.t, t.UnixMicro()), append(series.v, v)
 	}
 }

@@ -94,6 +94,14 @@ func TestKeptRateWindows(t *testing.T) {
 		return err
 	}
 	half := func(m int) time.Time { return minute(m).Add(30 * time.Second) }
+	second := func(i int) time.Time { return minute(210).Add(time.Duration(i) * time.Second) }
+	seconds := func(s site, from, to int) []store.Reading {
+		var out []store.Reading
+		for i := from; i <= to; i++ {
+			out = append(out, reading(s, second(i), 0))
+		}
+		return out
+	}
 
 	steps := []struct {
 		name  string
@@ -155,6 +163,21 @@ func TestKeptRateWindows(t *testing.T) {
 		}, false},
 		{"AfterDeletingTheNewest", func(s site) error { return write(s, reading(s, minute(53), 4)) }, true},
 		{"AfterAGap", func(s site) error { return write(s, reading(s, minute(200), 0), reading(s, minute(201), 0)) }, true},
+		// A second apart, the windows hold more values than a part of what
+		// is kept (store.KeptPartLen): writes append parts and drop those
+		// that left the windows.
+		{"Dense", func(s site) error { return write(s, seconds(s, 0, 999)...) }, true},
+		{"DenseAgain", func(s site) error { return write(s, seconds(s, 1000, 1999)...) }, true},
+		{"DenseOverwriteTheNewest", func(s site) error {
+			return write(s, append([]store.Reading{reading(s, second(1999), 6)}, seconds(s, 2000, 2499)...)...)
+		}, true},
+		// One reading keeps no window this long (keptMax).
+		{"DenseLate", func(s site) error { return write(s, reading(s, second(1500).Add(time.Millisecond), -5)) }, false},
+		{"DenseAfterTheLate", func(s site) error { return write(s, seconds(s, 2500, 3299)...) }, true},
+		{"DenseStream", func(s site) error { return stream(s, seconds(s, 3300, 4499)...) }, true},
+		{"DenseFlag", func(s site) error { return flag(s, store.Rejected, 275, 275, "u") }, false},
+		{"DenseAfterTheFlag", func(s site) error { return write(s, seconds(s, 4500, 5499)...) }, true},
+		{"DenseAppendAgain", func(s site) error { return write(s, seconds(s, 5500, 6499)...) }, true},
 	}
 	for _, step := range steps {
 		err := db.InTx(ctx, func(tx *store.Tx) error { return tx.ForgetRateWindows(ctx, read.key.SensorID) })
@@ -189,7 +212,7 @@ func TestKeptRateWindows(t *testing.T) {
 
 func sameWindow(a, b *store.RateWindow) bool {
 	return b != nil && a.Through.Equal(b.Through) && a.Version == b.Version &&
-		slices.EqualFunc(a.Times, b.Times, time.Time.Equal) && slices.Equal(a.Values, b.Values)
+		slices.Equal(a.Micros, b.Micros) && slices.Equal(a.Values, b.Values)
 }
 
 func windowText(w *store.RateWindow) string {
@@ -197,8 +220,8 @@ func windowText(w *store.RateWindow) string {
 		return "nothing"
 	}
 	s := fmt.Sprintf("through %s v%d:", w.Through.Format("15:04:05"), w.Version)
-	for i := range w.Times {
-		s += fmt.Sprintf(" %s=%g", w.Times[i].Format("15:04:05"), w.Values[i])
+	for i, us := range w.Micros {
+		s += fmt.Sprintf(" %s=%g", time.UnixMicro(us).UTC().Format("15:04:05"), w.Values[i])
 	}
 	return s
 }

@@ -35,11 +35,21 @@ type AlarmRule struct {
 	// level an evaluation starts from.
 	TargetRank int `db:"target_rank"`
 	// RateKept is what a rate rule keeps of its window between writes
-	// (RateWindow.Encode), nil when nothing is kept; read with a sensor's
-	// rules for an evaluation (SensorRules), nil in lists.
-	RateKept []byte `db:"rate_kept"`
-	// KeptChanged tells ApplyAlarms to write RateKept.
-	KeptChanged bool `db:"-"`
+	// (RateWindow.Encode): where it stands, and the values after those of
+	// RateParts; nil when nothing is kept. RateParts are the values
+	// before, in parts of at most KeptPartLen, oldest first (ParseKept
+	// reads both). Read with a sensor's rules for an evaluation
+	// (SensorRules), nil in lists.
+	RateKept  []byte   `db:"rate_kept"`
+	RateParts [][]byte `db:"rate_parts"`
+	// KeptChanged tells ApplyAlarms to write RateKept, to drop the parts
+	// whose last instant is before DropParts (Unix microseconds), then to
+	// add AddParts (each at most KeptPartLen values, Encoded with Through
+	// their last instant): a write that appends to what is kept writes its
+	// own values, not the window.
+	KeptChanged bool     `db:"-"`
+	DropParts   int64    `db:"-"`
+	AddParts    [][]byte `db:"-"`
 }
 
 // AlarmRuleSpec is a rule as a client writes it.
@@ -54,7 +64,7 @@ type AlarmRuleSpec struct {
 	Per         int64   `json:"per,omitempty"`    // seconds
 }
 
-const alarmRuleColumns = alarmRuleFields + `, NULL::bytea AS rate_kept`
+const alarmRuleColumns = alarmRuleFields + `, NULL::bytea AS rate_kept, NULL::bytea[] AS rate_parts`
 
 const alarmRuleFields = `r.id, r.sensor_id, r.target_id, r.target_key, r.level_id, l.rank, l.name AS level_name,
 r.direction = 'below' AS below, r.threshold, r.deadband, r.persistence, r.active, r.streak, r.created_at,
@@ -63,7 +73,9 @@ coalesce((SELECT al.rank FROM alarms a JOIN alarm_levels al ON al.id = a.level_i
 
 // sensorRulesSQL is a sensor's rules, ordered by target as evaluators
 // take them.
-const sensorRulesSQL = `SELECT ` + alarmRuleFields + `, r.rate_kept FROM alarm_rules r JOIN alarm_levels l ON l.id = r.level_id
+const sensorRulesSQL = `SELECT ` + alarmRuleFields + `, r.rate_kept,
+CASE WHEN r.rate_kept IS NOT NULL THEN (SELECT array_agg(p.part ORDER BY p.upto) FROM rate_kept_parts p WHERE p.rule_id = r.id) END AS rate_parts
+FROM alarm_rules r JOIN alarm_levels l ON l.id = r.level_id
 WHERE r.sensor_id = $1 ORDER BY r.target_id, r.id`
 
 // RuleKey is where a rule stands in a sensor's list: by target, then id.
@@ -139,9 +151,13 @@ func (tx *Tx) UpdateAlarmRule(ctx context.Context, key SensorKey, ruleID int64, 
 			return err
 		}
 		tag, err := tx.tx.Exec(ctx, `
+WITH parts AS (
+    DELETE FROM rate_kept_parts WHERE rule_id = $1 AND sensor_id = $2
+)
 UPDATE alarm_rules SET target_id = $3, target_key = $4, level_id = $5, direction = $6, threshold = $7, deadband = $8, persistence = $9,
     rate_window_s = nullif($10, 0), rate_per_s = nullif($11, 0), active = false, streak = 0, rate_kept = NULL
 WHERE id = $1 AND sensor_id = $2`,
+
 			ruleID, sensor.ID, targetID, spec.TargetKey, levelID, spec.Direction, spec.Threshold, spec.Deadband, spec.Persistence, spec.Window, spec.Per)
 		if err == nil && tag.RowsAffected() == 0 {
 			return notFound("update alarm rule", pgx.ErrNoRows, "alarm rule")
@@ -159,7 +175,11 @@ func (tx *Tx) DeleteAlarmRule(ctx context.Context, key SensorKey, ruleID int64) 
 	if err != nil {
 		return sensor, err
 	}
-	tag, err := tx.tx.Exec(ctx, `DELETE FROM alarm_rules WHERE id = $1 AND sensor_id = $2`, ruleID, sensor.ID)
+	tag, err := tx.tx.Exec(ctx, `
+WITH parts AS (
+    DELETE FROM rate_kept_parts WHERE rule_id = $1 AND sensor_id = $2
+)
+DELETE FROM alarm_rules WHERE id = $1 AND sensor_id = $2`, ruleID, sensor.ID)
 	if err == nil && tag.RowsAffected() == 0 {
 		err = notFound("delete alarm rule", pgx.ErrNoRows, "alarm rule")
 	}

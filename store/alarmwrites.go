@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -62,11 +63,23 @@ func (tx *Tx) ApplyAlarms(ctx context.Context, sensor Sensor, rules []AlarmRule,
 		streaks []int32
 		keep    []bool
 		kept    [][]byte
+		drop    parts
+		add     parts
 	)
 	for i, r := range rules {
 		if before == nil || before[i] != r.State || r.KeptChanged {
 			ids, active, streaks = append(ids, r.ID), append(active, r.Active), append(streaks, int32(r.Streak))
 			keep, kept = append(keep, r.KeptChanged), append(kept, r.RateKept)
+		}
+		if r.KeptChanged {
+			drop.ids, drop.upto = append(drop.ids, r.ID), append(drop.upto, r.DropParts)
+			for _, p := range r.AddParts {
+				upto, err := PartEnd(p)
+				if err != nil {
+					return err
+				}
+				add.ids, add.upto, add.parts = append(add.ids, r.ID), append(add.upto, upto), append(add.parts, p)
+			}
 		}
 	}
 	write := &pgx.Batch{}
@@ -76,12 +89,30 @@ UPDATE alarm_rules r SET active = u.active, streak = u.streak, rate_kept = CASE 
 FROM unnest($1::bigint[], $2::boolean[], $3::int[], $4::boolean[], $5::bytea[]) AS u(id, active, streak, keep, kept)
 WHERE r.id = u.id AND ((r.active, r.streak) IS DISTINCT FROM (u.active, u.streak) OR u.keep)`, ids, active, streaks, keep, kept)
 	}
+	// Before the new parts, which may have the instants of old ones; a
+	// statement a rule, since a join with arrays of them is planned as a
+	// scan of every rule's parts.
+	for i, id := range drop.ids {
+		if drop.upto[i] > math.MinInt64 {
+			write.Queue(`DELETE FROM rate_kept_parts WHERE rule_id = $1 AND upto < $2`, id, drop.upto[i])
+		}
+	}
+	if len(add.ids) > 0 {
+		write.Queue(`INSERT INTO rate_kept_parts (rule_id, upto, sensor_id, part) SELECT id, upto, $4, part FROM unnest($1::bigint[], $2::bigint[], $3::bytea[]) AS u(id, upto, part)`,
+			add.ids, add.upto, add.parts, sensor.ID)
+	}
 	queueAlarms(write, sensor, rules, changes)
 	queueEvents(write, sensor, rules, events)
 	if write.Len() == 0 {
 		return nil
 	}
 	return dbError("apply alarms", tx.tx.SendBatch(ctx, write).Close())
+}
+
+// parts are rows of rate_kept_parts, as arrays.
+type parts struct {
+	ids, upto []int64
+	parts     [][]byte
 }
 
 // changeLevel is the key of the target of c and the level its event
@@ -224,7 +255,8 @@ type levelRef struct {
 // targetLevel is the key of target and the level of its rules at rank.
 func targetLevel(rules []AlarmRule, target int64, rank int) (string, levelRef) {
 	key := ""
-	for _, r := range rules {
+	for i := range rules {
+		r := &rules[i] // not a copy: the level's id is taken by address
 		if r.TargetID != target {
 			continue
 		}

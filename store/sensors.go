@@ -149,7 +149,11 @@ RETURNING `+sensorColumns, current.ID, patch.Name, patch.Description, blueprintI
 	}
 	if patch.Attach != nil {
 		// The rules watched inputs and outputs of the instance replaced.
-		if _, err := tx.Exec(ctx, `DELETE FROM alarm_rules WHERE sensor_id = $1`, sensor.ID); err != nil {
+		if _, err := tx.Exec(ctx, `
+WITH parts AS (
+    DELETE FROM rate_kept_parts WHERE sensor_id = $1
+)
+DELETE FROM alarm_rules WHERE sensor_id = $1`, sensor.ID); err != nil {
 			return Sensor{}, err
 		}
 	}

@@ -53,8 +53,12 @@ func (e *env) rateIngest(ctx context.Context, res *results) error {
 				return err
 			}
 			e.checkpoint(ctx)
+			profiled := e.profile(ctx, fmt.Sprintf("rates-%s-%d", name, round), ingestProfileTime)
 			elapsed, err := e.post(ctx, spans, bodies)
 			if err != nil {
+				return err
+			}
+			if err := profiled(); err != nil {
 				return err
 			}
 			if err := e.expectReadings(ctx, e.data.len()); err != nil {
