@@ -55,7 +55,8 @@ func (s *Service) RateWindows(ctx context.Context, key store.SensorKey) (kept, r
 }
 
 // RecomputeSettledRollups is a round of MaintainRollups of interval
-// settle: the hours no write has queued for settle.
-func (s *Service) RecomputeSettledRollups(ctx context.Context, settle time.Duration) (int, error) {
+// settle: the hours no write has queued for settle; more tells that the
+// round ended at its limits, with hours left.
+func (s *Service) RecomputeSettledRollups(ctx context.Context, settle time.Duration) (n int, more bool, err error) {
 	return s.recomputeRollups(ctx, settle)
 }

@@ -34,17 +34,25 @@ func (s *Service) MaintainRollups(ctx context.Context, interval time.Duration, w
 		var (
 			wg   sync.WaitGroup
 			done atomic.Int64
+			more atomic.Bool
 		)
 		for range max(workers, 1) {
 			wg.Go(func() {
-				n, err := s.recomputeRollups(ctx, interval)
+				n, left, err := s.recomputeRollups(ctx, interval)
 				done.Add(int64(n))
+				if left {
+					more.Store(true)
+				}
 				if err != nil && ctx.Err() == nil {
 					s.log.Warn("maintain rollups", "err", err)
 				}
 			})
 		}
 		wg.Wait()
+		// A rebuild longer than a round goes on at once, not a tick later.
+		if more.Load() {
+			s.wakeRollups()
+		}
 		if n := done.Load(); n > 0 {
 			s.log.Debug("rollups recomputed", "hours", n, "took", time.Since(start))
 		}
@@ -57,21 +65,23 @@ func (s *Service) MaintainRollups(ctx context.Context, interval time.Duration, w
 // and tells how many hours it recomputed. It takes every queued hour,
 // however recently a write queued it.
 func (s *Service) RecomputeRollups(ctx context.Context) (int, error) {
-	return s.recomputeRollups(ctx, 0)
+	n, _, err := s.recomputeRollups(ctx, 0)
+	return n, err
 }
 
 // recomputeRollups is RecomputeRollups of the hours that no write has
-// queued for settle.
-func (s *Service) recomputeRollups(ctx context.Context, settle time.Duration) (int, error) {
-	start, done := time.Now(), 0
+// queued for settle; more tells that the round ended at its limits with
+// hours left.
+func (s *Service) recomputeRollups(ctx context.Context, settle time.Duration) (done int, more bool, err error) {
+	start := time.Now()
 	for done < rollupRoundMax && time.Since(start) < rollupRoundTime {
 		n, err := s.recomputeHours(ctx, rollupHours, settle)
 		done += n
 		if err != nil || n < rollupHours {
-			return done, err
+			return done, false, err
 		}
 	}
-	return done, nil
+	return done, true, nil
 }
 
 // recomputeHours recomputes from the readings the rollups of up to
