@@ -109,25 +109,28 @@ SELECT date_bin($2::interval, a AT TIME ZONE $3::text, TIMESTAMP '2000-01-03') A
 	}
 }
 
-func TestSpansHalves(t *testing.T) {
+// spansOf is the spans from bounds[0] to bounds[1], bounds[2] to
+// bounds[3]..., each in hours after the start of 2025.
+func spansOf(bounds ...float64) spans {
 	at := func(h float64) time.Time {
 		return time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(h * float64(time.Hour)))
 	}
-	of := func(bounds ...float64) spans {
-		var s spans
-		for i := 0; i < len(bounds); i += 2 {
-			s.add(at(bounds[i]), at(bounds[i+1]))
-		}
-		return s
+	var s spans
+	for i := 0; i < len(bounds); i += 2 {
+		s.add(at(bounds[i]), at(bounds[i+1]))
 	}
+	return s
+}
+
+func TestSpansHalves(t *testing.T) {
 	tests := []struct {
 		name              string
 		in, first, second spans
 	}{
-		{"OneSpan", of(0, 10), of(0, 5), of(5, 10)},
-		{"CutInTheSecond", of(0, 2, 4, 12), of(0, 2, 4, 7), of(7, 12)},
-		{"CutBetween", of(0, 3, 5, 8), of(0, 3), of(5, 8)},
-		{"Empty", of(), of(), of()},
+		{"OneSpan", spansOf(0, 10), spansOf(0, 5), spansOf(5, 10)},
+		{"CutInTheSecond", spansOf(0, 2, 4, 12), spansOf(0, 2, 4, 7), spansOf(7, 12)},
+		{"CutBetween", spansOf(0, 3, 5, 8), spansOf(0, 3), spansOf(5, 8)},
+		{"Empty", spansOf(), spansOf(), spansOf()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -141,25 +144,15 @@ func TestSpansHalves(t *testing.T) {
 }
 
 func TestSpansWithin(t *testing.T) {
-	at := func(h float64) time.Time {
-		return time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(h * float64(time.Hour)))
-	}
-	of := func(bounds ...float64) spans {
-		var s spans
-		for i := 0; i < len(bounds); i += 2 {
-			s.add(at(bounds[i]), at(bounds[i+1]))
-		}
-		return s
-	}
 	tests := []struct {
 		name         string
 		s, o, within spans
 	}{
-		{"Inside", of(1, 2, 5, 6), of(0, 10), of(1, 2, 5, 6)},
-		{"CutAtBothEnds", of(0, 10), of(2.5, 3, 4, 7.25), of(2.5, 3, 4, 7.25)},
-		{"Straddling", of(0, 1, 2, 3, 4, 5), of(0.5, 2.5, 4.5, 9), of(0.5, 1, 2, 2.5, 4.5, 5)},
-		{"Apart", of(0, 1), of(1, 2), of()},
-		{"Empty", of(), of(0, 1), of()},
+		{"Inside", spansOf(1, 2, 5, 6), spansOf(0, 10), spansOf(1, 2, 5, 6)},
+		{"CutAtBothEnds", spansOf(0, 10), spansOf(2.5, 3, 4, 7.25), spansOf(2.5, 3, 4, 7.25)},
+		{"Straddling", spansOf(0, 1, 2, 3, 4, 5), spansOf(0.5, 2.5, 4.5, 9), spansOf(0.5, 1, 2, 2.5, 4.5, 5)},
+		{"Apart", spansOf(0, 1), spansOf(1, 2), spansOf()},
+		{"Empty", spansOf(), spansOf(0, 1), spansOf()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
