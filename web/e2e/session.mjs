@@ -83,8 +83,12 @@ after(async () => {
   if (profileDir) rmSync(profileDir, { recursive: true, force: true });
 });
 
+// A full-page screenshot waits for fonts and a stable frame, which on a
+// loaded 2-core CI machine has taken longer than the steps' 10 s.
+const shotTimeout = 30_000;
+
 export async function shot(name) {
-  await page.screenshot({ path: join(output, `${name}.png`), fullPage: true });
+  await page.screenshot({ path: join(output, `${name}.png`), fullPage: true, timeout: shotTimeout });
 }
 
 export async function api(method, path, body, secret = token) {
@@ -120,7 +124,7 @@ export const seriesColours = { Frequency: '#1f77b4', Temperature: '#2ca02c', Dig
 // viewShot saves what the screen shows, not the whole page: the first
 // screen a person sees, at the viewport's size.
 export async function viewShot(name) {
-  await page.screenshot({ path: join(output, `${name}.png`), fullPage: false });
+  await page.screenshot({ path: join(output, `${name}.png`), fullPage: false, timeout: shotTimeout });
 }
 
 // legendAt hovers the chart's right edge, where the newest reading is, and
