@@ -88,12 +88,9 @@ func (s *Service) linkSamples(ctx context.Context, lr linkReader, source store.S
 			return &apperr.Error{Code: apperr.Invalid, Details: map[string]any{"sensor_id": source.ID},
 				Message: fmt.Sprintf("sensor %d (%s), the source of a linked input, has more than %d values in the range; ask for a shorter range", source.ID, source.Name, limit)}
 		}
-		v, ok := value(r)
-		if !ok && q.InputID != 0 {
-			return nil
-		}
+		sample, ok := sampleOf(value, q.InputID != 0, r)
 		if !ok {
-			v = math.NaN()
+			return nil
 		}
 		if n := len(samples); at != nil && n > 0 {
 			last := samples[n-1].Time
@@ -104,10 +101,23 @@ func (s *Service) linkSamples(ctx context.Context, lr linkReader, source store.S
 				samples = samples[:n-1] // no instant falls between it and r
 			}
 		}
-		samples = append(samples, formulas.Sample{Time: r.Time, Value: v})
+		samples = append(samples, sample)
 		return nil
 	})
 	return samples, err
+}
+
+// sampleOf is the sample of value at the source's reading r; none when
+// the value is an input (input) that r does not carry.
+func sampleOf(value func(*store.Reading) (float64, bool), input bool, r *store.Reading) (formulas.Sample, bool) {
+	v, ok := value(r)
+	if !ok && input {
+		return formulas.Sample{}, false
+	}
+	if !ok {
+		v = math.NaN()
+	}
+	return formulas.Sample{Time: r.Time, Value: v}, true
 }
 
 // sourceValue returns what reads value key from one of the source's
@@ -115,22 +125,12 @@ func (s *Service) linkSamples(ctx context.Context, lr linkReader, source store.S
 // computed from it. It returns nil when the source has no such key (its
 // blueprint changed since the link was set).
 func (s *Service) sourceValue(ctx context.Context, lr linkReader, source store.Sensor, key string, q *store.LinkQuery, depth int) (func(*store.Reading) (float64, bool), error) {
-	inst := source.Instance
-	if inst == nil {
-		return nil, nil
-	}
-	if i := slices.IndexFunc(inst.Inputs, func(in store.InstanceInput) bool { return in.Key == key }); i >= 0 {
-		id := inst.Inputs[i].ID
-		q.InputID = id
-		return func(r *store.Reading) (float64, bool) {
-			if j := slices.Index(r.InputIDs, id); j >= 0 {
-				return r.Values[j], true
-			}
-			return 0, false
-		}, nil
-	}
-	k := slices.IndexFunc(inst.Outputs, func(o store.InstanceOutput) bool { return o.Key == key })
-	if k < 0 {
+	input, output := keyOf(source, key)
+	switch {
+	case input != 0:
+		q.InputID = input
+		return inputValue(input), nil
+	case output < 0:
 		return nil, nil
 	}
 	// The source's own links serve its readings from the one before First.
@@ -138,11 +138,90 @@ func (s *Service) sourceValue(ctx context.Context, lr linkReader, source store.S
 	if err != nil {
 		return nil, err
 	}
-	w := s.outputsOf(source, links)
+	return outputValue(s.outputsOf(source, links), output), nil
+}
+
+// keyOf says which of the source's values key names: the input of that
+// id, or else the output of that index (-1: none, when the source's
+// blueprint changed since the link was set).
+func keyOf(source store.Sensor, key string) (input int64, output int) {
+	inst := source.Instance
+	if inst == nil {
+		return 0, -1
+	}
+	if i := slices.IndexFunc(inst.Inputs, func(in store.InstanceInput) bool { return in.Key == key }); i >= 0 {
+		return inst.Inputs[i].ID, -1
+	}
+	return 0, slices.IndexFunc(inst.Outputs, func(o store.InstanceOutput) bool { return o.Key == key })
+}
+
+// inputValue reads input id from a reading that carries it.
+func inputValue(id int64) func(*store.Reading) (float64, bool) {
+	return func(r *store.Reading) (float64, bool) {
+		if j := slices.Index(r.InputIDs, id); j >= 0 {
+			return r.Values[j], true
+		}
+		return 0, false
+	}
+}
+
+// outputValue computes output k of a reading with w.
+func outputValue(w *Outputs, k int) func(*store.Reading) (float64, bool) {
 	return func(r *store.Reading) (float64, bool) {
 		w.Compute(r)
 		return w.Value(k)
-	}, nil
+	}
+}
+
+// pageLinks returns the values of the sensor's linked inputs for a page,
+// from what ReadPage read with it, and the page's first and last instants
+// as it found them: the values serve the page's readings between them.
+// ok is false when they cannot serve it, so that its links are read once
+// it is (sensorLinks): a link's source not found (deleted meanwhile), a
+// source whose value needs links of its own, one with more readings over
+// the page than were read, or links edited between the statements.
+func (s *Service) pageLinks(sensor store.Sensor, p store.LinkedPage) (links []*formulas.Link, first, last time.Time, ok bool) {
+	inst := sensor.Instance
+	links = make([]*formulas.Link, len(inst.Inputs))
+	for i, in := range inst.Inputs {
+		l := in.Link
+		if l == nil {
+			continue
+		}
+		k := slices.IndexFunc(p.Links, func(pl store.PageLink) bool { return pl.Input == i })
+		j := slices.IndexFunc(p.Sources, func(src store.Sensor) bool { return src.ID == l.SensorID })
+		if k < 0 || j < 0 {
+			return nil, first, last, false
+		}
+		pl, source := &p.Links[k], p.Sources[j]
+		first, last = pl.Query.First, pl.Query.To
+		from := later(first.Add(-l.Staleness), store.MinTime).Truncate(time.Microsecond)
+		if !pl.Complete || pl.SensorID != l.SensorID || !pl.Query.From.Equal(from) {
+			return nil, first, last, false
+		}
+		var value func(*store.Reading) (float64, bool)
+		switch input, output := keyOf(source, l.Key); {
+		case input != pl.Query.InputID:
+			return nil, first, last, false
+		case input != 0:
+			value = inputValue(input)
+		case output >= 0 && source.Instance.Linked():
+			return nil, first, last, false
+		case output >= 0:
+			value = outputValue(s.outputsOf(source, nil), output)
+		}
+		var samples []formulas.Sample
+		if value != nil {
+			samples = make([]formulas.Sample, 0, len(pl.Readings))
+			for r := range pl.Readings {
+				if sample, ok := sampleOf(value, pl.Query.InputID != 0, &pl.Readings[r]); ok {
+					samples = append(samples, sample)
+				}
+			}
+		}
+		links[i] = formulas.NewLink(samples, l.Staleness)
+	}
+	return links, first, last, true
 }
 
 // outputsAt returns the outputs of sensor for its readings at the instants

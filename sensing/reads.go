@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sensorreadings/readings/apperr"
+	"github.com/sensorreadings/readings/formulas"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -89,17 +90,20 @@ func (s *Service) sensorAsOf(ctx context.Context, key store.SensorKey, asOf *tim
 // selects, without the values a flag rejects unless opts.Flags, with its
 // flags' marks and, when outputs are wanted, the outputs to compute it
 // with (else nil). The sensor, the flags and the readings come in one
-// round trip (store.DB.ReadPage). Without links, the readings stream; with
-// links, they are read first (q's limit bounds them), the connection is
-// released, and then each source is read once for their instants, before
-// visit sees any.
+// round trip (store.DB.ReadPage), with, when outputs are wanted of a
+// sensor that may have links, the readings of their sources over the
+// page (pageLinks): the readings stream. Those the links read with the
+// page cannot serve are held, the connection is released, and then each
+// source is read once for their instants, before visit sees them.
 func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor *store.Sensor, q store.ReadingQuery, opts ReadOptions,
 	head func(store.Sensor) error, visit func(*store.Reading, *Outputs, []Mark) error) error {
 	var (
-		flags    *flagSet
-		o        *Outputs
-		linked   bool
-		readings []store.Reading
+		flags       *flagSet
+		o           *Outputs
+		linked      bool
+		served      bool // the links read with the page serve its readings from first to last
+		first, last time.Time
+		held        []store.Reading
 	)
 	fn := func(r *store.Reading, o *Outputs) error {
 		if flags == nil {
@@ -113,6 +117,21 @@ func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor 
 		return visit(r, o, marks)
 	}
 	read := store.PageRead{Key: key, Lookup: sensor == nil, Query: q, AsOf: opts.AsOf, Rejected: opts.Flags}
+	if opts.Outputs && q.Limit > 0 && (sensor == nil || sensor.Instance.Linked()) {
+		if sensor != nil {
+			read.LinksOf = sensor.Instance
+		}
+		read.LinkReadings = pageLinkReadings * q.Limit
+		read.Links = func(p store.LinkedPage) error {
+			if linked {
+				var links []*formulas.Link
+				if links, first, last, served = s.pageLinks(*sensor, p); served {
+					o = s.outputsOf(*sensor, links)
+				}
+			}
+			return nil
+		}
+	}
 	err := s.reader.ReadPage(ctx, read, func(looked *store.Sensor, fl []store.Flag) error {
 		if looked != nil {
 			sensor = looked
@@ -127,30 +146,37 @@ func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor 
 		}
 		return head(*sensor)
 	}, func(r *store.Reading) error {
-		if linked {
-			readings = append(readings, store.Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)})
+		// Once one is held, the rest are, to keep their order.
+		if linked && (!served || len(held) > 0 || r.Time.Before(first) || r.Time.After(last)) {
+			held = append(held, store.Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)})
 			return nil
 		}
 		return fn(r, o)
 	})
-	if err != nil || !linked {
+	if err != nil || len(held) == 0 {
 		return err
 	}
-	at := make([]time.Time, len(readings))
-	for i := range readings {
-		at[i] = readings[i].Time
+	at := make([]time.Time, len(held))
+	for i := range held {
+		at[i] = held[i].Time
 	}
 	slices.SortFunc(at, time.Time.Compare)
 	if o, err = s.outputsAt(ctx, s.reader, *sensor, at); err != nil {
 		return err
 	}
-	for i := range readings {
-		if err := fn(&readings[i], o); err != nil {
+	for i := range held {
+		if err := fn(&held[i], o); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// pageLinkReadings bounds the readings of a link's source read with a
+// page, per reading the page may hold: a source up to that many times as
+// dense as the page has its readings read with it; a denser one's are
+// read after it, keeping only those the page's instants need.
+const pageLinkReadings = 4
 
 // Export is a sensor's readings read a chunk at a time, for a response
 // that streams them: each chunk is a query of its own, so that no

@@ -1,6 +1,9 @@
 package sensing_test
 
 import (
+	"cmp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,3 +109,129 @@ type countingSink struct{ sensors, readings int }
 func (s *countingSink) Sensor(store.Sensor, *sensing.Outputs) error { s.sensors++; return nil }
 
 func (s *countingSink) Reading(*store.Reading, *sensing.Outputs) error { s.readings++; return nil }
+
+// TestPageLinks reads pages of a sensor whose input i takes a source's
+// value, its output p or its input u, within a minute: in the page's one
+// round trip when the source's readings over the page are few enough,
+// else in two more once the page is read; as of now, in the round trips
+// of the sensor and its instance then; and the same values every way,
+// the source's reading before the page included.
+func TestPageLinks(t *testing.T) {
+	core, db, tracer := newCountedService(t)
+	ctx := t.Context()
+	f := newFixture(t, db)
+	bp, err := db.GetBlueprint(ctx, f.key.OrgID, *f.sensor.BlueprintID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sensor := func(name string) store.SensorKey {
+		inst, err := bp.Instantiate(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := db.CreateSensor(ctx, f.key.OrgID, f.key.ProjectID, name, "", &store.Attachment{BlueprintID: bp.ID, Instance: inst})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return store.SensorKey{OrgID: f.key.OrgID, ProjectID: f.key.ProjectID, SensorID: s.ID}
+	}
+	// The source, f's meter (p = u·i·2): p 2 at minute 0 and ten times
+	// in the next ten seconds, 12 at minute 2; at minute 3 only i, so no
+	// p (missing, not the older value) and no u; 8 at minute 5.
+	source := []store.Reading{{Time: minute(0), InputIDs: []int64{f.u(), f.i()}, Values: []float64{1, 1}}}
+	for s := 1; s <= 10; s++ {
+		source = append(source, store.Reading{Time: minute(0).Add(time.Duration(s) * time.Second), InputIDs: []int64{f.u(), f.i()}, Values: []float64{1, 1}})
+	}
+	source = append(source,
+		store.Reading{Time: minute(2), InputIDs: []int64{f.u(), f.i()}, Values: []float64{2, 3}},
+		store.Reading{Time: minute(3), InputIDs: []int64{f.i()}, Values: []float64{5}},
+		store.Reading{Time: minute(5), InputIDs: []int64{f.u(), f.i()}, Values: []float64{4, 1}})
+	if _, err := core.Ingest(ctx, f.key, sensing.NewBatch(source)); err != nil {
+		t.Fatal(err)
+	}
+	// Each dependant reads u = 1 every 30 s from minute 0 to 6, so its p
+	// is twice its linked i.
+	at := func(n int) time.Time { return minute(0).Add(time.Duration(n) * 30 * time.Second) }
+	dependants := []struct {
+		key  string
+		want []string // p of each reading, "-" where it has none
+	}{
+		{"p", []string{"4", "4", "4", "-", "24", "24", "-", "-", "-", "-", "16", "16", "16"}},
+		{"u", []string{"2", "2", "2", "-", "4", "4", "4", "-", "-", "-", "8", "8", "8"}},
+	}
+	for _, d := range dependants {
+		t.Run(d.key, func(t *testing.T) {
+			key := sensor("piezometer of " + d.key)
+			dep, err := core.SetLinks(ctx, key, map[string]store.InputLink{"i": {SensorID: f.key.SensorID, Key: d.key, Staleness: time.Minute}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			readings := make([]store.Reading, len(d.want))
+			for n := range readings {
+				readings[n] = store.Reading{Time: at(n), InputIDs: []int64{dep.Instance.Inputs[0].ID}, Values: []float64{1}}
+			}
+			if _, err := core.Ingest(ctx, key, sensing.NewBatch(readings)); err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now()
+			tests := []struct {
+				name     string
+				q        store.ReadingQuery
+				opts     sensing.ReadOptions
+				from, to int // the readings of the page, by index
+				round    int64
+			}{
+				{"Page", store.ReadingQuery{Limit: 1000}, sensing.ReadOptions{}, 0, 12, 1},
+				{"Desc", store.ReadingQuery{Limit: 1000, Desc: true}, sensing.ReadOptions{}, 12, 0, 1},
+				// The source's reading at minute 2 serves the page's first.
+				{"Offset", store.ReadingQuery{Limit: 3, Offset: 5}, sensing.ReadOptions{}, 5, 7, 1},
+				{"Flags", store.ReadingQuery{Limit: 3, Offset: 5}, sensing.ReadOptions{Flags: true}, 5, 7, 1},
+				{"AsOf", store.ReadingQuery{Limit: 1000}, sensing.ReadOptions{AsOf: &now}, 0, 12, 3},
+				// The source reads 11 times from minute 0 to 0:30, more
+				// than 4 a reading: the page is read first.
+				{"DenseSource", store.ReadingQuery{Limit: 2}, sensing.ReadOptions{}, 0, 1, 3},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					q := tt.q
+					q.From, q.To = store.MinTime, store.MaxTime
+					tt.opts.Outputs = true
+					sink := &outputSink{}
+					before := tracer.n.Load()
+					if err := core.ListReadings(ctx, key, q, tt.opts, sink); err != nil {
+						t.Fatal(err)
+					}
+					if got := tracer.n.Load() - before; got != tt.round {
+						t.Errorf("%d statements, want %d", got, tt.round)
+					}
+					var want []string
+					for n := tt.from; ; n += cmp.Compare(tt.to, tt.from) {
+						want = append(want, at(n).Format("15:04:05")+" "+d.want[n])
+						if n == tt.to {
+							break
+						}
+					}
+					if got := strings.Join(sink.got, ", "); got != strings.Join(want, ", ") {
+						t.Errorf("p = %s\nwant %s", got, strings.Join(want, ", "))
+					}
+				})
+			}
+		})
+	}
+}
+
+// outputSink lists each reading's instant and first output ("-": none).
+type outputSink struct{ got []string }
+
+func (s *outputSink) Sensor(store.Sensor, *sensing.Outputs) error { return nil }
+
+func (s *outputSink) Reading(r *store.Reading, o *sensing.Outputs) error {
+	o.Compute(r)
+	v, ok := o.Value(0)
+	out := "-"
+	if ok {
+		out = strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	s.got = append(s.got, r.Time.Format("15:04:05")+" "+out)
+	return nil
+}

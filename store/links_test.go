@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -235,4 +236,95 @@ func TestLinkReadings(t *testing.T) {
 	if none.Linked() {
 		t.Error("no instance is Linked")
 	}
+}
+
+// TestReadPageLinks reads, with a page of a linked sensor, its link's
+// source and the source's readings that ListLinkReadings reads over the
+// page's first and last instants, the links as the sensor has them or as
+// given; at most the bound, beyond which the link is incomplete; and
+// nothing for a key that names another organization's sensor.
+func TestReadPageLinks(t *testing.T) {
+	db := newDB(t)
+	ctx := t.Context()
+	_, keys := linkedProject(t, db, 2)
+	if err := link(t, db, keys[0], keys[1]); err != nil {
+		t.Fatal(err)
+	}
+	dependant, source := getSensor(t, db, keys[0]), getSensor(t, db, keys[1])
+	at := func(m int) time.Time { return time.Date(2024, 5, 1, 12, m, 0, 0, time.UTC) }
+	u := source.Instance.Inputs[0].ID
+	for _, m := range []int{0, 5, 10, 20} {
+		mustInsert(t, db, keys[1], store.Reading{Time: at(m), InputIDs: []int64{u}, Values: []float64{float64(m)}})
+	}
+	for _, m := range []int{7, 12, 15, 30} {
+		mustInsert(t, db, keys[0], store.Reading{Time: at(m), InputIDs: []int64{dependant.Instance.Inputs[1].ID}, Values: []float64{1}})
+	}
+	other := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+	beyond := store.SensorKey{OrgID: other.OrgID, ProjectID: other.ProjectID, SensorID: keys[0].SensorID}
+
+	read := func(t *testing.T, r store.PageRead) (got store.LinkedPage) {
+		t.Helper()
+		r.Links = func(p store.LinkedPage) error {
+			got = p
+			return nil
+		}
+		if err := db.ReadPage(ctx, r, func(*store.Sensor, []store.Flag) error { return nil }, func(*store.Reading) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	// The page: minutes 7, 12 and 15.
+	page := store.ReadingQuery{From: store.MinTime, To: at(29), Limit: 1000}
+	want := store.LinkQuery{From: at(7).Add(-time.Hour), First: at(7), To: at(15)}
+	var wantMinutes []int
+	if err := db.ListLinkReadings(ctx, source, want, func(r *store.Reading) error {
+		wantMinutes = append(wantMinutes, r.Time.Minute())
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(wantMinutes) != "[5 10]" {
+		t.Fatalf("ListLinkReadings = minutes %v, want [5 10]", wantMinutes)
+	}
+	tests := []struct {
+		name     string
+		read     store.PageRead
+		complete bool
+	}{
+		{"Lookup", store.PageRead{Key: keys[0], Lookup: true, Query: page, LinkReadings: 2}, true},
+		{"Given", store.PageRead{Key: keys[0], Query: page, LinksOf: dependant.Instance, LinkReadings: 2}, true},
+		{"Descending", store.PageRead{Key: keys[0], Lookup: true, Query: store.ReadingQuery{From: store.MinTime, To: at(29), Limit: 1000, Desc: true}, LinkReadings: 2}, true},
+		{"Bounded", store.PageRead{Key: keys[0], Lookup: true, Query: page, LinkReadings: 1}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := read(t, tt.read)
+			if len(got.Sources) != 1 || got.Sources[0].ID != source.ID || got.Sources[0].Instance == nil {
+				t.Errorf("sources %+v, want sensor %d", got.Sources, source.ID)
+			}
+			if len(got.Links) != 1 {
+				t.Fatalf("links %+v, want one", got.Links)
+			}
+			l := got.Links[0]
+			var minutes []int
+			for _, r := range l.Readings {
+				minutes = append(minutes, r.Time.Minute())
+			}
+			wantReadings := wantMinutes
+			if !tt.complete {
+				wantReadings = wantMinutes[:1]
+			}
+			if l.Input != 0 || l.SensorID != source.ID || !l.Query.From.Equal(want.From) || !l.Query.First.Equal(want.First) || !l.Query.To.Equal(want.To) || l.Query.InputID != 0 ||
+				l.Complete != tt.complete || fmt.Sprint(minutes) != fmt.Sprint(wantReadings) {
+				t.Errorf("link %+v, readings at minutes %v; want input 0 of sensor %d, query %+v, complete %v, minutes %v", l, minutes, source.ID, want, tt.complete, wantReadings)
+			}
+		})
+	}
+	t.Run("BeyondTheKeyReadsNothing", func(t *testing.T) {
+		for _, r := range []store.PageRead{{Key: beyond, Query: page, LinksOf: dependant.Instance}, {Key: beyond, Query: page, LinksOf: dependant.Instance, Rejected: true}} {
+			if got := read(t, r); len(got.Sources) != 0 || len(got.Links) != 0 {
+				t.Errorf("ReadPage of a sensor beyond the key read links %+v", got)
+			}
+		}
+	})
 }

@@ -20,6 +20,38 @@ type PageRead struct {
 	// Rejected keeps the readings a flag rejects whole; without it they
 	// are left out, and the query's limit counts the others.
 	Rejected bool
+	// Links, when set, is given what the outputs of a sensor with linked
+	// inputs need, read in the same round trip, before the readings: the
+	// links' sources and their readings over the page (LinkedPage). The
+	// links are LinksOf's, or, when it is nil, those of the sensor as
+	// the read finds it.
+	Links   func(LinkedPage) error
+	LinksOf *Instance
+	// LinkReadings bounds the readings read of each link's source (see
+	// PageLink.Complete).
+	LinkReadings int
+}
+
+// LinkedPage is what the outputs of a page of readings of a sensor with
+// linked inputs need, read with the page (PageRead.Links), each
+// statement in its own snapshot: the sources of the sensor's links, and
+// each link's readings over the page's range as the statement found that
+// range. Links is empty when the page is.
+type LinkedPage struct {
+	Sources []Sensor
+	Links   []PageLink
+}
+
+// PageLink is the readings of a link's source that serve a page from
+// Query.First to Query.To, its first and last instants: those
+// ListLinkReadings(Query) reads, unless there are more than
+// PageRead.LinkReadings (Complete is false, and Readings holds some).
+type PageLink struct {
+	Input    int   // the linked input, an index of the instance's inputs
+	SensorID int64 // its source
+	Query    LinkQuery
+	Readings []Reading
+	Complete bool
 }
 
 // flagInForceSQL is true of a flag in force now or, when $%[1]d is set,
@@ -48,16 +80,23 @@ ORDER BY from_at, id`
 	}
 )
 
+// rejectedCTE is the list of the ranges that flags in force at $asOf
+// (nil: now) reject whole, for withoutRejected.
+func rejectedCTE(asOf int) string {
+	return `rejected AS MATERIALIZED (
+    SELECT from_at, to_at FROM reading_flags
+    WHERE sensor_id = $1 AND input_id IS NULL AND flag = 'rejected' AND from_at <= $3 AND to_at >= $2
+      AND ` + fmt.Sprintf(flagInForceSQL, asOf) + `)`
+}
+
+// withoutRejected leaves out the readings of rejectedCTE's ranges.
+const withoutRejected = `
+  AND NOT EXISTS (SELECT FROM rejected w WHERE datetime BETWEEN w.from_at AND w.to_at)`
+
 func pageReadings(order string, unrejected bool) string {
 	with, without := "", ""
 	if unrejected {
-		with = `WITH rejected AS MATERIALIZED (
-    SELECT from_at, to_at FROM reading_flags
-    WHERE sensor_id = $1 AND input_id IS NULL AND flag = 'rejected' AND from_at <= $3 AND to_at >= $2
-      AND ` + fmt.Sprintf(flagInForceSQL, 8) + `)
-`
-		without = `
-  AND NOT EXISTS (SELECT FROM rejected w WHERE datetime BETWEEN w.from_at AND w.to_at)`
+		with, without = "WITH "+rejectedCTE(8)+"\n", withoutRejected
 	}
 	return with + `SELECT datetime, input_ids, vals FROM readings
 WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 AND ` + fmt.Sprintf(sensorOfKeySQL, 6, 7) + without + `
@@ -94,6 +133,9 @@ func (db *DB) ReadPage(ctx context.Context, r PageRead, head func(*Sensor, []Fla
 		unrejected = 1
 		args = append(args, r.AsOf)
 	}
+	if r.Links != nil {
+		queuePageLinks(b, r, args, order)
+	}
 	b.Queue(pageReadingsSQL[order][unrejected], args...)
 
 	br := db.pool.SendBatch(ctx, b)
@@ -114,6 +156,15 @@ func (db *DB) ReadPage(ctx context.Context, r PageRead, head func(*Sensor, []Fla
 	}
 	if err := head(sensor, flags); err != nil {
 		return err
+	}
+	if r.Links != nil {
+		linked, err := readPageLinks(br, r.LinkReadings)
+		if err != nil {
+			return err
+		}
+		if err := r.Links(linked); err != nil {
+			return err
+		}
 	}
 	rows, err = br.Query()
 	if err != nil {

@@ -4,15 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sensorreadings/readings/sensing"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -296,44 +296,75 @@ func (e *env) rollupYearMinutes(ctx context.Context, res *results) error {
 			latency(p50, p99)+cpu.perRequest(20), target(p50, z.limit))
 	}
 
-	// An edit of a formula makes every hour's outputs stale at once.
-	db := store.New(e.pool)
-	key := store.SensorKey{OrgID: e.svc.org, ProjectID: e.svc.project, SensorID: s.id}
-	core := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{})
-	if _, err := core.EditInstance(ctx, key, func(inst *store.Instance) error {
-		inst.Outputs[0].Formula = "x1^2 / 1001"
-		return nil
-	}); err != nil {
-		return err
+	// An edit of a formula makes every hour's outputs stale at once. It
+	// goes through the API, as a user's does, which wakes the service's
+	// maintainer at once. The queue is polled apart from the requests
+	// made meanwhile, so that the figure does not run on to the end of
+	// the request that was under way when the queue emptied.
+	before = e.meter.sample()
+	wait = e.profile(ctx, "rollups-13d", 3*time.Second)
+	digits := "x1^2 / 1001"
+	edit, err := e.svc.api.UpdateFormulasWithResponse(ctx, e.svc.org, e.svc.project, s.id, client.FormulasUpdate{Outputs: &map[string]string{"digits": digits}})
+	if err != nil {
+		return fmt.Errorf("edit formulas: %w", err)
+	}
+	if edit.JSON200 == nil {
+		return fmt.Errorf("edit formulas: %s", edit.Body)
 	}
 	edited := time.Now()
-	var during []time.Duration
+	var (
+		during   []time.Duration
+		asked    = make(chan error, 1)
+		rebuilt  = make(chan struct{})
+		mu       sync.Mutex
+		askedFor bytes.Buffer
+	)
 	clear(uses)
-	for {
-		var queued int64
-		if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM rollup_dirty WHERE sensor_id = $1`, s.id).Scan(&queued); err != nil {
-			return err
-		}
-		if queued == 0 {
-			break
-		}
-		start := time.Now()
-		use, err := e.getAggregates(ctx, s, query, &body)
-		if err != nil {
-			return err
-		}
-		during = append(during, time.Since(start))
-		uses[use]++
+	go func() {
+		asked <- func() error {
+			for {
+				select {
+				case <-rebuilt:
+					return nil
+				default:
+				}
+				start := time.Now()
+				use, err := e.getAggregates(ctx, s, query, &askedFor)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				during = append(during, time.Since(start))
+				uses[use]++
+				mu.Unlock()
+			}
+		}()
+	}()
+	_, err = e.waitRollups(ctx, s.id)
+	took := time.Since(edited)
+	close(rebuilt)
+	if err != nil {
+		return err
 	}
-	rebuilt := time.Since(edited)
-	figure := duration(rebuilt)
-	verdict := target(rebuilt, 5*time.Second)
+	if err := <-asked; err != nil {
+		return err
+	}
+	cpu = cpuSpent{}
+	cpu.add([]cpuSample{before, e.meter.sample()})
+	if err := wait(); err != nil {
+		return err
+	}
+	figure := duration(took)
+	verdict := target(took, 5*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
 	if len(during) > 0 {
 		mid, _ := percentiles(during)
 		figure += fmt.Sprintf("; meanwhile the request of 13a %d times, p50 %s, `X-Rollups` %v", len(during), duration(mid), uses)
 		verdict += "; meanwhile " + target(mid, time.Second)
 	}
-	res.add("13d", "Rebuild of the outputs' rollups after a formula edit of 13a's sensor (8,784 hours queued), until its queue is empty", figure, verdict)
+	figure += cpu.perReading(s.n) + " (the requests' included)"
+	res.add("13d", "Rebuild of the outputs' rollups after a formula edit of 13a's sensor through the API (8,784 hours queued), until its queue is empty (polled every 0.1 s), while one client asks for 13a back to back", figure, verdict)
 	return nil
 }
 

@@ -1,0 +1,241 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The statements of a page's links (PageRead.Links), by whether the
+// caller gives the links (LinksOf) or the sensor's row does, then as
+// pageReadingsSQL: by order, and by whether they leave out the readings a
+// flag in force rejects whole.
+var (
+	// pageSourcesSQL is LinkSource's statement for every link of the
+	// sensor at once, guarded by the key.
+	pageSourcesSQL = [2]string{
+		`SELECT ` + sensorColumns + ` FROM sensors s
+WHERE s.project_id = $2 AND EXISTS (SELECT FROM projects p WHERE p.id = $2 AND p.org_id = $1)
+  AND s.id IN (SELECT (i->'link'->>'sensor_id')::bigint FROM sensors d, jsonb_array_elements(d.instance->'inputs') i
+    WHERE d.id = $3 AND d.project_id = $2)`,
+		`SELECT ` + sensorColumns + ` FROM sensors s
+WHERE s.project_id = $2 AND EXISTS (SELECT FROM projects p WHERE p.id = $2 AND p.org_id = $1) AND s.id = ANY($3)`,
+	}
+
+	pageLinksSQL = [2][2][2]string{
+		{
+			{pageLinks(false, "", false), pageLinks(false, "", true)},
+			{pageLinks(false, " DESC", false), pageLinks(false, " DESC", true)},
+		},
+		{
+			{pageLinks(true, "", false), pageLinks(true, "", true)},
+			{pageLinks(true, " DESC", false), pageLinks(true, " DESC", true)},
+		},
+	}
+)
+
+// pageLinks is the statement of the readings of each link's source that
+// serve a page: the page's first and last instants found again, without
+// its rows, through the index (when the sensor has links at all), then,
+// for each link, what listLinkReadingsSQL reads over them, at most $9
+// readings. A link whose source is not found has no row; one whose
+// source has no reading to give, a row of nulls after its query. Its
+// parameters are the page statement's first seven, the earliest instant
+// ($8) and the bound ($9), the links when given ($10 to $13: inputs'
+// indexes, sources, keys, staleness in nanoseconds), and the instant of
+// the flags in force.
+func pageLinks(given bool, order string, unrejected bool) string {
+	links := `SELECT (x.n - 1)::int AS input, (x.i->'link'->>'sensor_id')::bigint AS source_id,
+           x.i->'link'->>'key' AS key, (x.i->'link'->>'staleness')::bigint AS staleness
+    FROM sensors d, jsonb_array_elements(d.instance->'inputs') WITH ORDINALITY AS x(i, n)
+    WHERE d.id = $1 AND d.project_id = $6 AND jsonb_typeof(x.i->'link') = 'object'`
+	asOf := 10
+	if given {
+		links = `SELECT * FROM unnest($10::int[], $11::bigint[], $12::text[], $13::bigint[]) AS l(input, source_id, key, staleness)`
+		asOf = 14
+	}
+	with, without := "", ""
+	if unrejected {
+		with, without = rejectedCTE(asOf)+",\n", withoutRejected
+	}
+	return `WITH ` + with + `links AS MATERIALIZED (
+    ` + links + `),
+bounds AS MATERIALIZED (
+    SELECT min(datetime) AS first, max(datetime) AS last FROM (
+        SELECT datetime FROM readings
+        WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 AND ` + fmt.Sprintf(sensorOfKeySQL, 6, 7) + without + `
+          AND EXISTS (SELECT FROM links)
+        ORDER BY datetime` + order + ` LIMIT $4 OFFSET $5) page),
+sources AS MATERIALIZED (
+    SELECT l.input, l.source_id, b.first, b.last,
+           greatest(b.first - interval '1 microsecond' * ((l.staleness + 999) / 1000), $8) AS since,
+           coalesce((SELECT (x.i->>'id')::bigint FROM jsonb_array_elements(s.instance->'inputs') WITH ORDINALITY AS x(i, n)
+                     WHERE x.i->>'key' = l.key ORDER BY x.n LIMIT 1), 0) AS input_id
+    FROM links l JOIN sensors s ON s.id = l.source_id AND s.project_id = $6 CROSS JOIN bounds b
+    WHERE b.first IS NOT NULL)
+SELECT k.input, k.source_id, k.input_id, k.since, k.first, k.last, r.datetime, r.input_ids, r.vals
+FROM sources k LEFT JOIN LATERAL (
+    SELECT datetime, input_ids, vals FROM readings
+    WHERE sensor_id = k.source_id AND datetime BETWEEN coalesce((
+        SELECT datetime FROM readings
+        WHERE sensor_id = k.source_id AND datetime BETWEEN k.since AND k.first AND (k.input_id = 0 OR k.input_id = ANY(input_ids))
+        ORDER BY datetime DESC LIMIT 1), k.first) AND k.last
+    ORDER BY datetime LIMIT $9) r ON true`
+}
+
+// queuePageLinks queues the statements of r.Links after those of the
+// page's head; args are the page statement's.
+func queuePageLinks(b *pgx.Batch, r PageRead, args []any, order int) {
+	key := r.Key
+	given, unrejected := 0, 0
+	largs := append(slices.Clip(args[:7]), MinTime, r.LinkReadings+1)
+	if r.Lookup {
+		b.Queue(pageSourcesSQL[0], key.OrgID, key.ProjectID, key.SensorID)
+	} else {
+		given = 1
+		var (
+			inputs    []int32
+			sources   []int64
+			keys      []string
+			staleness []int64
+		)
+		if r.LinksOf != nil {
+			for i, in := range r.LinksOf.Inputs {
+				if l := in.Link; l != nil {
+					inputs, sources = append(inputs, int32(i)), append(sources, l.SensorID)
+					keys, staleness = append(keys, l.Key), append(staleness, int64(l.Staleness))
+				}
+			}
+		}
+		b.Queue(pageSourcesSQL[1], key.OrgID, key.ProjectID, sources)
+		largs = append(largs, inputs, sources, keys, staleness)
+	}
+	if !r.Rejected {
+		unrejected = 1
+		largs = append(largs, r.AsOf)
+	}
+	b.Queue(pageLinksSQL[given][order][unrejected], largs...)
+}
+
+// readPageLinks reads the results of queuePageLinks' statements, each
+// link's readings at most max.
+func readPageLinks(br pgx.BatchResults, max int) (LinkedPage, error) {
+	var p LinkedPage
+	rows, _ := br.Query()
+	sources, err := pgx.CollectRows(rows, pgx.RowToStructByName[Sensor])
+	if err != nil {
+		return p, readError("link sources", err)
+	}
+	p.Sources = sources
+	rows, _ = br.Query()
+	if err := scanPageLinks(rows, max, &p); err != nil {
+		return p, readError("page links", err)
+	}
+	return p, nil
+}
+
+// scanPageLinks reads pageLinks' rows into p.Links, their readings'
+// arrays in two backing arrays rather than two of their own each. The
+// rows of a link come together and in time order as the statement's plan
+// gives them; should a plan not, the link is left incomplete.
+func scanPageLinks(rows pgx.Rows, max int, p *LinkedPage) error {
+	defer rows.Close()
+	binaryRows := binaryColumns(rows, 9)
+	type span struct{ ids, vals [2]int }
+	var (
+		r      Reading
+		ids    []int64
+		vals   []float64
+		spans  []span
+		times  []time.Time
+		counts []int // readings of each link
+	)
+	for rows.Next() {
+		var (
+			l  PageLink
+			at *time.Time
+		)
+		if binaryRows {
+			raw := rows.RawValues()
+			if err := decodePageLink(raw, &l); err != nil {
+				return err
+			}
+			if raw[6] != nil {
+				if err := decodeReading(raw[6:], &r); err != nil {
+					return err
+				}
+				at = &r.Time
+			}
+		} else {
+			var rIDs []int64
+			var rVals []float64
+			if err := rows.Scan(&l.Input, &l.SensorID, &l.Query.InputID, &l.Query.From, &l.Query.First, &l.Query.To, &at, &rIDs, &rVals); err != nil {
+				return err
+			}
+			if at != nil {
+				r = Reading{Time: *at, InputIDs: rIDs, Values: rVals}
+			}
+		}
+		n := len(p.Links)
+		if n == 0 || p.Links[n-1].Input != l.Input || p.Links[n-1].SensorID != l.SensorID {
+			l.Complete = true
+			for i := range p.Links {
+				if p.Links[i].Input == l.Input { // not together: neither serves
+					p.Links[i].Complete, l.Complete = false, false
+				}
+			}
+			p.Links = append(p.Links, l)
+			counts = append(counts, 0)
+			n++
+		}
+		link := &p.Links[n-1]
+		if at == nil || !link.Complete {
+			continue
+		}
+		if counts[n-1] == max || (counts[n-1] > 0 && !times[len(times)-1].Before(r.Time)) {
+			link.Complete = false
+			continue
+		}
+		s := span{ids: [2]int{len(ids), len(ids) + len(r.InputIDs)}, vals: [2]int{len(vals), len(vals) + len(r.Values)}}
+		if k := len(spans); k > 0 && counts[n-1] > 0 && slices.Equal(ids[spans[k-1].ids[0]:spans[k-1].ids[1]], r.InputIDs) {
+			s.ids = spans[k-1].ids // the same inputs as the reading before: shared
+		} else {
+			ids = append(ids, r.InputIDs...)
+		}
+		vals = append(vals, r.Values...)
+		spans, times = append(spans, s), append(times, r.Time)
+		counts[n-1]++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	readings := make([]Reading, len(spans))
+	for i, s := range spans {
+		readings[i] = Reading{Time: times[i], InputIDs: ids[s.ids[0]:s.ids[1]:s.ids[1]], Values: vals[s.vals[0]:s.vals[1]:s.vals[1]]}
+	}
+	for i := range p.Links {
+		p.Links[i].Readings, readings = readings[:counts[i]:counts[i]], readings[counts[i]:]
+	}
+	return nil
+}
+
+// decodePageLink decodes the link's columns of a row of pageLinks from
+// PostgreSQL's binary format.
+func decodePageLink(raw [][]byte, l *PageLink) error {
+	if len(raw[0]) != 4 || len(raw[1]) != 8 || len(raw[2]) != 8 {
+		return fmt.Errorf("page links: a link's ids of %d, %d and %d bytes", len(raw[0]), len(raw[1]), len(raw[2]))
+	}
+	l.Input = int(int32(binary.BigEndian.Uint32(raw[0])))
+	l.SensorID = int64(binary.BigEndian.Uint64(raw[1]))
+	l.Query.InputID = int64(binary.BigEndian.Uint64(raw[2]))
+	var err error
+	for i, t := range []*time.Time{&l.Query.From, &l.Query.First, &l.Query.To} {
+		if *t, err = decodeTimestamptz(raw[3+i]); err != nil {
+			return fmt.Errorf("page links: %w", err)
+		}
+	}
+	return nil
+}
