@@ -7,3 +7,6 @@ func (db *DB) SetTxAttempts(n int) { db.txAttempts = n }
 
 // UpsertMax is the largest batch LockSensorWrite stores in its round trip.
 const UpsertMax = upsertMax
+
+// HourFirsts is hourFirsts, the hours of a batch LockSensorWrite sends.
+var HourFirsts = hourFirsts

@@ -29,13 +29,18 @@ SELECT $1, h, true FROM unnest($2::timestamptz[]) AS h
 ON CONFLICT (sensor_id, hour) DO UPDATE SET inputs = true, touched_at = now()`
 
 // hourFirsts are the hours of readings, ordered by time, each once, and
-// the time of each one's first reading.
+// the time of each one's first reading. A reading before the end of the
+// hour of the one before is of that hour: one comparison, where
+// truncating each reading's time to its hour is a division.
 func hourFirsts(readings []Reading) (hours, firsts []time.Time) {
-	for _, r := range readings {
-		h := r.Time.Truncate(time.Hour)
-		if n := len(hours); n == 0 || !hours[n-1].Equal(h) {
-			hours, firsts = append(hours, h), append(firsts, r.Time)
+	var end time.Time
+	for i := range readings {
+		t := readings[i].Time
+		if len(hours) > 0 && t.Before(end) {
+			continue
 		}
+		h := t.Truncate(time.Hour)
+		hours, firsts, end = append(hours, h), append(firsts, t), h.Add(time.Hour)
 	}
 	return hours, firsts
 }
