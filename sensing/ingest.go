@@ -135,7 +135,7 @@ func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, 
 		return written, err
 	}
 	if w.Hours != nil {
-		s.rollBatch(tx, w, in.ahead())
+		s.rollBatch(tx, w, in.ahead(), written.Replaced)
 	}
 	chunks := func(fn func([]store.Reading) error) error { return in.chunks(ctx, fn) }
 	if written.Replaced > 0 {

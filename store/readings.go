@@ -89,6 +89,32 @@ type BatchHour struct {
 	// any. It is not for an hour queued for the maintainer or an overwrite.
 	Mergeable bool
 	Rollup    *HourRollup
+	// Stored is how many readings the hour held before the batch, where
+	// its rollup says exactly (it is not queued for the maintainer and
+	// its statistics are kept; 0 for an hour without any), else -1. A
+	// batch that replaced as many stored readings as its hours held
+	// replaced every one of them (BatchReplacesHours).
+	Stored int64
+}
+
+// BatchReplacesHours reports whether a batch that replaced replaced
+// stored readings, in the hours the lock found (hours), replaced every
+// reading those hours held: their rollups are then the batch's readings
+// alone, and none must be read back. Each of the batch's replaced readings
+// was one of its hours', so their count reaches the hours' only when each
+// hour's readings were all replaced.
+func BatchReplacesHours(hours []BatchHour, replaced int) bool {
+	if replaced == 0 {
+		return false
+	}
+	var stored int64
+	for _, h := range hours {
+		if h.Stored < 0 {
+			return false
+		}
+		stored += h.Stored
+	}
+	return stored == int64(replaced)
 }
 
 // LockSensorWrite locks the sensor for a write of its readings, under its

@@ -47,12 +47,15 @@ func hourFirsts(readings []Reading) (hours, firsts []time.Time) {
 // hour not queued for the maintainer, whose rollup holds exactly its
 // stored readings, and which either has none (no rollup) or none after
 // the batch's first there (none after the sensor's newest). Only those
-// hours' rollups are read whole. Nothing unless the sensor is of project
+// hours' rollups are read whole. Of each hour whose rollup holds exactly
+// its stored readings (not queued), it reads how many there are
+// (BatchHour.Stored). Nothing unless the sensor is of project
 // $4 of organization $5 (sensorOfKeySQL).
 var batchHoursSQL = `
 SELECT h.hour, m.ok AND (r.sensor_id IS NULL OR r.quarters IS NOT NULL), r.sensor_id IS NOT NULL, r.n, r.version,
        CASE WHEN m.ok THEN r.inputs END, r.outputs IS NOT NULL, CASE WHEN m.ok THEN r.outputs END,
-       CASE WHEN m.ok THEN r.edges END, CASE WHEN m.ok THEN r.quarters END
+       CASE WHEN m.ok THEN r.edges END, CASE WHEN m.ok THEN r.quarters END,
+       CASE WHEN d.sensor_id IS NULL AND (r.sensor_id IS NULL OR r.inputs IS NOT NULL) THEN coalesce(r.n, 0) ELSE -1 END
 FROM unnest($2::timestamptz[], $3::timestamptz[]) AS h(hour, first)
 LEFT JOIN rollup_dirty d ON d.sensor_id = $1 AND d.hour = h.hour
 LEFT JOIN rollup_hours r ON r.sensor_id = $1 AND r.hour = h.hour
@@ -70,7 +73,7 @@ func scanBatchHours(rows pgx.Rows, n int) ([]BatchHour, error) {
 			count, version                   *int64
 			inputs, outputs, edges, quarters []byte
 		)
-		if err := rows.Scan(&h.Hour, &h.Mergeable, &exists, &count, &version, &inputs, &hasOutputs, &outputs, &edges, &quarters); err != nil {
+		if err := rows.Scan(&h.Hour, &h.Mergeable, &exists, &count, &version, &inputs, &hasOutputs, &outputs, &edges, &quarters, &h.Stored); err != nil {
 			return nil, err
 		}
 		if h.Mergeable && exists {
