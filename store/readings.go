@@ -154,11 +154,13 @@ func (tx *Tx) LockSensorWrite(ctx context.Context, key SensorKey, batch []Readin
 	if len(batch) > 0 {
 		newest := &batch[len(batch)-1]
 		hours, firsts := hourFirsts(batch)
+		b.Queue(genericPlansSQL)
 		b.Queue(batchHoursSQL, key.SensorID, hours, firsts, key.ProjectID, key.OrgID).Query(func(rows pgx.Rows) error {
 			var err error
 			w.Hours, err = scanBatchHours(rows, len(hours))
 			return err
 		})
+		b.Queue(resetPlansSQL)
 		b.Queue(aheadKeepLatestSQL, key.SensorID, newest.Time, newest.InputIDs, newest.Values, key.ProjectID, key.OrgID)
 		queued := &pgx.Batch{}
 		queued.Queue(queueHoursSQL, key.SensorID, hours)
