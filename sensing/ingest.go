@@ -135,7 +135,7 @@ func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, 
 		return written, err
 	}
 	if w.Hours != nil {
-		s.rollBatch(tx, w, in.ahead())
+		s.rollBatch(tx, w, in.ahead(), written.Replaced)
 	}
 	chunks := func(fn func([]store.Reading) error) error { return in.chunks(ctx, fn) }
 	if written.Replaced > 0 {
@@ -362,9 +362,10 @@ func shortDuration(d time.Duration) string {
 }
 
 // auditOverwrite records in the audit trail that a write replaced stored
-// readings: how many, and the range of the write.
+// readings: how many, and the range of the write; the entry goes with the
+// COMMIT.
 func auditOverwrite(ctx context.Context, tx *store.Tx, key store.SensorKey, written store.Written, span func() (first, last time.Time)) error {
 	first, last := span()
-	return tx.Audit(ctx, store.Change{OrgID: key.OrgID, ProjectID: key.ProjectID, SensorID: key.SensorID, Kind: store.AuditOverwrite, Action: "write",
+	return tx.AuditAtCommit(ctx, store.Change{OrgID: key.OrgID, ProjectID: key.ProjectID, SensorID: key.SensorID, Kind: store.AuditOverwrite, Action: "write",
 		After: map[string]any{"replaced": written.Replaced, "new": written.New, "from": datetime.FormatExact(first), "to": datetime.FormatExact(last)}})
 }

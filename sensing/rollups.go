@@ -248,13 +248,17 @@ func (b *rollupBuilder) finish() []store.HourRollup {
 // batch's readings (ordered, one per instant) merged in, for the hours w
 // says can take them: a batch of new readings, the common case, leaves
 // the maintainer nothing to do, which would read each hour's readings
-// back from the table as it fills. The other hours (an overwrite, an hour
-// queued already or whose outputs were computed with other formulas) are
-// queued for the maintainer.
-func (s *Service) rollBatch(tx *store.Tx, w store.SensorWrite, readings []store.Reading) {
+// back from the table as it fills. A batch that replaced, of the readings
+// stored, exactly those of its hours (a logger's batch sent again, say)
+// gives them rollups of its readings alone (store.BatchReplacesHours).
+// The other hours (any other overwrite, an hour queued already or whose
+// outputs were computed with other formulas) are queued for the
+// maintainer.
+func (s *Service) rollBatch(tx *store.Tx, w store.SensorWrite, readings []store.Reading, replaced int) {
 	var (
 		version = w.Sensor.FormulasVersion()
 		linked  = w.Sensor.Instance.Linked()
+		whole   = store.BatchReplacesHours(w.Hours, replaced)
 		b       *rollupBuilder
 		stale   []time.Time
 		i       int
@@ -270,6 +274,9 @@ func (s *Service) rollBatch(tx *store.Tx, w store.SensorWrite, readings []store.
 		}
 		hour := readings[i:j]
 		i = j
+		if whole {
+			h.Mergeable, h.Rollup = true, nil
+		}
 		if r := h.Rollup; !h.Mergeable || (r != nil && (r.Version != version || (r.Outputs == nil) != linked)) {
 			stale = append(stale, h.Hour)
 			continue

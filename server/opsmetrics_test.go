@@ -55,13 +55,23 @@ func TestOpsMetrics(t *testing.T) {
 	}
 
 	// A webhook nobody delivers to (no worker runs here), an event for it,
-	// the event's reading in an hour queued for the rollups (posted twice:
-	// a new reading is merged into its hour's rollup, one that replaces
-	// another queues the hour), and an overdue rule that this reading of
-	// 2024 breaks.
+	// an hour queued for the rollups (a batch of new readings merges them
+	// into its hour's rollup, and so does one that replaces every reading
+	// of its hours; one that replaces some of them queues the hour), and
+	// an overdue rule that this reading of 2024 breaks.
 	a.webhook(t, "https://receiver.example.com/hook")
 	a.post(t, 0, 3000) // digits 9000: Alert and Alarm
-	a.post(t, 0, 3000)
+	at := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	for _, batch := range [][]time.Time{{at, at.Add(time.Second)}, {at}} {
+		var readings []client.ReadingInput
+		for _, t := range batch {
+			readings = append(readings, client.ReadingInput{Datetime: t, Inputs: client.Values{"1": 1}})
+		}
+		posted, err := a.editor.PostReadingsWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.tn.sensorID, nil, readings)
+		if err != nil || posted.StatusCode() != http.StatusOK {
+			t.Fatalf("post readings: %v %s", err, posted.Body)
+		}
+	}
 	res, err := a.admin.SetOverdueRuleWithResponse(t.Context(), a.tn.orgID, a.tn.projectID, a.tn.instanceID,
 		client.OverdueRuleInput{AfterSeconds: 60, Level: "Alarm"})
 	if err != nil || res.StatusCode() != http.StatusOK {

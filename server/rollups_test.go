@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
@@ -396,4 +398,84 @@ func TestMergedRollupsAreExact(t *testing.T) {
 	if s := want[0].Inputs[key]["sum"]; s == nil || *s != 0.6000000000000001 {
 		t.Errorf("the readings' sum is %v, want 0.6000000000000001", deref(s))
 	}
+}
+
+// A batch that replaces every reading its hours held (a logger's batch sent
+// again) gives those hours their rollups itself, as a batch of new readings
+// does: the maintainer has nothing to read back, and the rollups answer at
+// once, to the bit what the readings answer. A batch that leaves one of an
+// hour's readings, or lands in an hour already queued, queues its hours.
+func TestReplacedHoursRolledUpByTheBatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := t.Context()
+	rawCfg := defaultConfig()
+	rawCfg.core.ReadingsOnly = true
+	raw := serve(t, newService(t, e.db, slog.New(slog.DiscardHandler), rawCfg, faults{}).srv)
+	tn := e.newTenant("Replaced")
+	sensor, err := e.db.GetSensor(ctx, store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.instanceID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := strconv.FormatInt(sensor.Instance.Inputs[0].ID, 10)
+	start := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	c := e.client(tn.tokens[store.Editor])
+	post := func(offsets []time.Duration, value float64) {
+		t.Helper()
+		var readings []client.ReadingInput
+		for i, d := range offsets {
+			readings = append(readings, client.ReadingInput{Datetime: start.Add(d), Inputs: map[string]float64{input: value + float64(i)/10}})
+		}
+		res, err := c.PostReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID, nil, readings)
+		if err != nil || res.StatusCode() != http.StatusOK {
+			t.Fatalf("post: %v %s", err, res.Body)
+		}
+	}
+	queued := func() (hours []time.Time) {
+		t.Helper()
+		rows, _ := e.pool.Query(ctx, `SELECT hour FROM rollup_dirty WHERE sensor_id = $1 ORDER BY hour`, tn.instanceID)
+		hours, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hours
+	}
+	sameAsReadings := func(what string) {
+		t.Helper()
+		q := url.Values{"datetime__gte": {"2024-05-01T00:00:00Z"}, "datetime__lt": {"2024-05-01T03:00:00Z"}, "interval": {"1h"},
+			"fn": {"avg,min,max,sum,count,first,last"}}
+		got, use := e.getBuckets(t, e.url, tn.tokens[store.Viewer], tn, q)
+		want, _ := e.getBuckets(t, raw.URL, tn.tokens[store.Viewer], tn, q)
+		if use != "used" {
+			t.Errorf("%s: X-Rollups = %q, want used: the batch's hours rolled up with it", what, use)
+		}
+		sameBuckets(t, what, got, want)
+	}
+	m := time.Minute
+	post([]time.Duration{0, m, 2 * m, 61 * m, 62 * m}, 1) // new: two hours
+	if q := queued(); len(q) != 0 {
+		t.Fatalf("queued %v after new readings, want none", q)
+	}
+	// The same instants, other values, and one more in the first hour.
+	post([]time.Duration{0, m, 2 * m, 3 * m, 61 * m, 62 * m}, 5)
+	if q := queued(); len(q) != 0 {
+		t.Errorf("queued %v after a batch replaced every reading of its hours, want none", q)
+	}
+	sameAsReadings("every reading replaced")
+	// One of the second hour's two readings replaced: that hour is read
+	// back by the maintainer.
+	post([]time.Duration{61 * m}, 9)
+	if q, want := queued(), []time.Time{start.Add(time.Hour)}; !slices.EqualFunc(q, want, time.Time.Equal) {
+		t.Errorf("queued %v after a batch replaced part of an hour, want %v", q, want)
+	}
+	// Now both hours whole, but one of them queued: its rollup does not
+	// say how many readings it holds, so both are queued.
+	post([]time.Duration{0, m, 2 * m, 3 * m, 61 * m, 62 * m}, 7)
+	if q, want := queued(), []time.Time{start, start.Add(time.Hour)}; !slices.EqualFunc(q, want, time.Time.Equal) {
+		t.Errorf("queued %v after a batch over a queued hour, want %v", q, want)
+	}
+	if _, err := e.core.RecomputeRollups(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sameAsReadings("after the maintainer")
 }

@@ -87,6 +87,21 @@ func (tx *Tx) Audit(ctx context.Context, c Change) error {
 	return audit(ctx, tx.tx, c)
 }
 
+// AuditAtCommit records the change as Audit does, but with the
+// transaction's COMMIT (a write's overwrite of stored readings): no round
+// trip of its own. Its errors are the commit's, but for a change that
+// cannot be marshalled.
+func (tx *Tx) AuditAtCommit(ctx context.Context, c Change) error {
+	before, after, err := c.json()
+	if err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	b.Queue(auditSQL, c.OrgID, c.ProjectID, c.SensorID, c.Kind, c.Action, ActorOf(ctx), before, after)
+	tx.tx.atCommit(b)
+	return nil
+}
+
 func audit(ctx context.Context, q querier, c Change) error {
 	before, after, err := c.json()
 	if err != nil {

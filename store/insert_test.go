@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sensorreadings/readings/store"
+	"github.com/sensorreadings/readings/store/storetest"
 )
 
 // insertStart is the instant of the k-th reading of these tests: second(k).
@@ -235,5 +236,37 @@ func TestInsertReadingsConcurrentOverlap(t *testing.T) {
 		if b < 0 || b >= batches || k < b*step || k >= b*step+size {
 			t.Errorf("reading at %d holds %v, a batch that does not cover it", k, fmt.Sprint(v))
 		}
+	}
+}
+
+// The lock's round trip reads a batch's hours with the generic plan of
+// their statement, planned once per connection: PostgreSQL's plan cache
+// would plan it for every batch, which cost more than running it.
+func TestBatchHoursPlannedOnce(t *testing.T) {
+	t.Parallel()
+	pool, err := store.Open(t.Context(), storetest.NewDatabase(t), store.PoolConfig{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	db := store.New(pool)
+	org := newOrg(t, db)
+	project, err := db.CreateProject(t.Context(), org.ID, "p", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := newSensor(t, db, project, nil)
+	const batches = 8
+	for k := range batches {
+		mustInsert(t, db, key, batchOf(1, k*3600, k*3600+1)...)
+	}
+	var generic, custom int
+	err = pool.QueryRow(t.Context(), `
+SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%FROM rollup_dirty d WHERE d.sensor_id = $1 AND d.hour = h.hour%'`).Scan(&generic, &custom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if generic != batches || custom != 0 {
+		t.Errorf("the batches' hours were read with %d generic and %d custom plans, want %d and 0", generic, custom, batches)
 	}
 }

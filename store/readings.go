@@ -89,6 +89,32 @@ type BatchHour struct {
 	// any. It is not for an hour queued for the maintainer or an overwrite.
 	Mergeable bool
 	Rollup    *HourRollup
+	// Stored is how many readings the hour held before the batch, where
+	// its rollup says exactly (it is not queued for the maintainer and
+	// its statistics are kept; 0 for an hour without any), else -1. A
+	// batch that replaced as many stored readings as its hours held
+	// replaced every one of them (BatchReplacesHours).
+	Stored int64
+}
+
+// BatchReplacesHours reports whether a batch that replaced replaced
+// stored readings, in the hours the lock found (hours), replaced every
+// reading those hours held: their rollups are then the batch's readings
+// alone, and none must be read back. Each of the batch's replaced readings
+// was one of its hours', so their count reaches the hours' only when each
+// hour's readings were all replaced.
+func BatchReplacesHours(hours []BatchHour, replaced int) bool {
+	if replaced == 0 {
+		return false
+	}
+	var stored int64
+	for _, h := range hours {
+		if h.Stored < 0 {
+			return false
+		}
+		stored += h.Stored
+	}
+	return stored == int64(replaced)
 }
 
 // LockSensorWrite locks the sensor for a write of its readings, under its
@@ -128,11 +154,13 @@ func (tx *Tx) LockSensorWrite(ctx context.Context, key SensorKey, batch []Readin
 	if len(batch) > 0 {
 		newest := &batch[len(batch)-1]
 		hours, firsts := hourFirsts(batch)
+		b.Queue(genericPlansSQL)
 		b.Queue(batchHoursSQL, key.SensorID, hours, firsts, key.ProjectID, key.OrgID).Query(func(rows pgx.Rows) error {
 			var err error
 			w.Hours, err = scanBatchHours(rows, len(hours))
 			return err
 		})
+		b.Queue(resetPlansSQL)
 		b.Queue(aheadKeepLatestSQL, key.SensorID, newest.Time, newest.InputIDs, newest.Values, key.ProjectID, key.OrgID)
 		queued := &pgx.Batch{}
 		queued.Queue(queueHoursSQL, key.SensorID, hours)

@@ -72,3 +72,33 @@ func TestLockSensor(t *testing.T) {
 		}), apperr.Conflict)
 	})
 }
+
+func TestBatchReplacesHours(t *testing.T) {
+	t.Parallel()
+	hours := func(stored ...int64) []store.BatchHour {
+		var hs []store.BatchHour
+		for _, n := range stored {
+			hs = append(hs, store.BatchHour{Stored: n})
+		}
+		return hs
+	}
+	for _, tt := range []struct {
+		name     string
+		hours    []store.BatchHour
+		replaced int
+		want     bool
+	}{
+		{"every reading of one hour", hours(10), 10, true},
+		{"every reading of two hours", hours(3, 4), 7, true},
+		{"an hour without readings beside a replaced one", hours(0, 4), 4, true},
+		{"one reading of an hour left", hours(10), 9, false},
+		{"nothing replaced", hours(0), 0, false},
+		{"an hour queued for the maintainer", hours(3, -1), 3, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := store.BatchReplacesHours(tt.hours, tt.replaced); got != tt.want {
+				t.Errorf("BatchReplacesHours(%v, %d) = %v, want %v", tt.hours, tt.replaced, got, tt.want)
+			}
+		})
+	}
+}
