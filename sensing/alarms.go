@@ -168,7 +168,7 @@ type targets struct {
 // target's value at t: its rate for a rate rule.
 func (t *targets) values(k int, rs rates, at time.Time, v float64) func(i int) float64 {
 	return func(i int) float64 {
-		rule := t.rules[t.first[k]+i]
+		rule := &t.rules[t.first[k]+i]
 		if rule.Window == 0 {
 			return v
 		}
