@@ -346,16 +346,10 @@ func (rs rates) keep(rules []store.AlarmRule, sensor store.Sensor, w windowsAt, 
 		series := rs[r.TargetID]
 		switch {
 		case full:
-			start := through.Add(-window(*r)).UnixMicro()
-			j, _ := slices.BinarySearch(series.t, start)
+			j, _ := slices.BinarySearch(series.t, through.Add(-window(*r)).UnixMicro())
 			next = &store.RateWindow{Through: *through, Version: version, Micros: series.t[j:], Values: series.v[j:]}
 			sealedTo, appendable = appendsTo(*r, w, version, first)
-			// The parts the write did not read are in the window but not
-			// in the series: it can append after them, never rewrite them.
-			if skipped := unread(*r, start); skipped > 0 && !appendable || len(next.Micros)+skipped > keptMax(n) {
-				next = nil
-			}
-		case patch != nil && patch[i] != nil && unread(*r, math.MinInt64) == 0:
+		case patch != nil && patch[i] != nil:
 			old := patch[i]
 			a, _ := slices.BinarySearch(old.Micros, first.UnixMicro())
 			b, _ := slices.BinarySearch(old.Micros, last.UnixMicro()+1)
@@ -383,7 +377,7 @@ func appendsTo(r store.AlarmRule, w windowsAt, version int64, first time.Time) (
 	if r.RateKept == nil || w.stale || w.through == nil {
 		return 0, false
 	}
-	through, v, sealedTo, err := store.KeptAt(r.RateKept, r.RatePartEnds)
+	through, v, sealedTo, err := store.KeptAt(r.RateKept, r.RateParts)
 	return sealedTo, err == nil && through.Equal(*w.through) && v == version && sealedTo < first.UnixMicro()
 }
 
@@ -393,17 +387,14 @@ func appendsTo(r store.AlarmRule, w windowsAt, version int64, first time.Time) (
 // sealedTo stay, but those that left the window, and only the values
 // after them are written; otherwise every part is written anew.
 func keepWindow(r *store.AlarmRule, next store.RateWindow, start, sealedTo int64, appendable bool) {
-	var (
-		parts [][]byte
-		ends  []int64
-	)
+	var parts [][]byte
 	k, drop := 0, int64(math.MaxInt64)
 	if appendable {
 		k, _ = slices.BinarySearch(next.Micros, sealedTo+1)
 		drop = start
-		for i, p := range r.RateParts {
-			if end := r.RatePartEnds[i]; end >= start {
-				parts, ends = append(parts, p), append(ends, end)
+		for _, p := range r.RateParts {
+			if end, err := store.PartEnd(p); err == nil && end >= start {
+				parts = append(parts, p)
 			}
 		}
 	}
@@ -411,24 +402,11 @@ func keepWindow(r *store.AlarmRule, next store.RateWindow, start, sealedTo int64
 	for len(t) >= store.KeptPartLen {
 		n := store.KeptPartLen
 		p := store.RateWindow{Through: time.UnixMicro(t[n-1]), Micros: t[:n], Values: v[:n]}.Encode()
-		r.AddParts, parts, ends = append(r.AddParts, p), append(parts, p), append(ends, t[n-1])
+		r.AddParts, parts = append(r.AddParts, p), append(parts, p)
 		t, v = t[n:], v[n:]
 	}
 	head := store.RateWindow{Through: next.Through, Version: next.Version, Micros: t, Values: v}
-	r.RateKept, r.RateParts, r.RatePartEnds, r.DropParts, r.KeptChanged = head.Encode(), parts, ends, drop, true
-}
-
-// unread counts the values of the parts of what rule r keeps that were
-// not read (store.AlarmRule.RatePartEnds) and end at or after start: a
-// part holds store.KeptPartLen values.
-func unread(r store.AlarmRule, start int64) int {
-	n := 0
-	for i, p := range r.RateParts {
-		if p == nil && r.RatePartEnds[i] >= start {
-			n += store.KeptPartLen
-		}
-	}
-	return n
+	r.RateKept, r.RateParts, r.DropParts, r.KeptChanged = head.Encode(), parts, drop, true
 }
 
 // rate is the rate of rule's target at t, where its value is v: NaN when

@@ -1,7 +1,6 @@
 package sensing_test
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -251,78 +250,3 @@ func decisions(t *testing.T, db *store.DB, key store.SensorKey) string {
 	return fmt.Sprintf("rules %q\nalarms %q\nevents %q", states, alarms, events(t, db, key))
 }
 
-// TestKeptPartsRead: a batch newer than the sensor's newest reading reads,
-// of the parts its rate rules keep, only those its readings' windows start
-// in; a late batch, and a read of the rules outside a write, read them all.
-func TestKeptPartsRead(t *testing.T) {
-	core, db := newService(t)
-	ctx := t.Context()
-	f := newFixture(t, db)
-	rule := store.AlarmRuleSpec{TargetKey: "u", Level: "Alert", Direction: "above", Threshold: 1e9, Persistence: 1, Window: 3600, Per: 60}
-	if _, err := core.CreateAlarmRule(ctx, f.key, rule); err != nil {
-		t.Fatal(err)
-	}
-	second := func(i int) time.Time { return minute(0).Add(time.Duration(i) * time.Second) }
-	seconds := func(from, to int) []store.Reading {
-		var out []store.Reading
-		for i := from; i < to; i++ {
-			out = append(out, store.Reading{Time: second(i), InputIDs: []int64{f.u(), f.i()}, Values: []float64{float64(i % 7), 1}})
-		}
-		return out
-	}
-	for from := 0; from < 3600; from += 1000 {
-		if _, err := core.Ingest(ctx, f.key, sensing.NewBatch(seconds(from, min(from+1000, 3600)))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The window keeps 3,600 values, 8 parts and a head. A batch of 1,000
-	// after them starts its windows from second 0 to 999: in the first
-	// 3 parts (seconds 0-439, 440-879, 880-1319).
-	tests := []struct {
-		name  string
-		batch []store.Reading
-		want  []bool // whether each part is read
-	}{
-		{"Ahead", seconds(3600, 4600), []bool{true, true, true, false, false, false, false, false}},
-		{"AheadOne", seconds(3600, 3601), []bool{true, false, false, false, false, false, false, false}},
-		{"OverTheNewest", seconds(3599, 4600), []bool{true, true, true, true, true, true, true, true}},
-		{"Late", seconds(100, 101), []bool{true, true, true, true, true, true, true, true}},
-		{"NoBatch", nil, []bool{true, true, true, true, true, true, true, true}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var rules []store.AlarmRule
-			errRollback := errors.New("rollback")
-			err := db.InTx(ctx, func(tx *store.Tx) error {
-				w, err := tx.LockSensorWrite(ctx, f.key, tt.batch)
-				rules = w.Rules
-				if err == nil {
-					err = errRollback
-				}
-				return err
-			})
-			if !errors.Is(err, errRollback) {
-				t.Fatal(err)
-			}
-			if len(rules) != 1 {
-				t.Fatalf("rules %d, want 1", len(rules))
-			}
-			r := rules[0]
-			read := make([]bool, len(r.RateParts))
-			for i, p := range r.RateParts {
-				read[i] = p != nil
-			}
-			if !slices.Equal(read, tt.want) {
-				t.Errorf("parts read %v, want %v", read, tt.want)
-			}
-			if got, want := len(r.RatePartEnds), len(r.RateParts); got != want {
-				t.Errorf("%d part ends, want %d", got, want)
-			}
-			for i, end := range r.RatePartEnds {
-				if got, want := end, second(440*i+439).UnixMicro(); got != want {
-					t.Errorf("part %d ends at %d, want %d", i, got, want)
-				}
-			}
-		})
-	}
-}

@@ -42,11 +42,6 @@ type AlarmRule struct {
 	// (SensorRules), nil in lists.
 	RateKept  []byte   `db:"rate_kept"`
 	RateParts [][]byte `db:"rate_parts"`
-	// RatePartEnds is the last instant of each of RateParts, in Unix
-	// microseconds. A batch's lock (LockSensorWrite) reads only the parts
-	// that the windows of its readings start in, and leaves the others
-	// nil: KeptPartLen values each, which the batch appends after.
-	RatePartEnds []int64 `db:"rate_part_ends"`
 	// KeptChanged tells ApplyAlarms to write RateKept, to drop the parts
 	// whose last instant is before DropParts (Unix microseconds), then to
 	// add AddParts (each at most KeptPartLen values, Encoded with Through
@@ -69,7 +64,7 @@ type AlarmRuleSpec struct {
 	Per         int64   `json:"per,omitempty"`    // seconds
 }
 
-const alarmRuleColumns = alarmRuleFields + `, NULL::bytea AS rate_kept, NULL::bytea[] AS rate_parts, NULL::bigint[] AS rate_part_ends`
+const alarmRuleColumns = alarmRuleFields + `, NULL::bytea AS rate_kept, NULL::bytea[] AS rate_parts`
 
 const alarmRuleFields = `r.id, r.sensor_id, r.target_id, r.target_key, r.level_id, l.rank, l.name AS level_name,
 r.direction = 'below' AS below, r.threshold, r.deadband, r.persistence, r.active, r.streak, r.created_at,
@@ -77,32 +72,11 @@ coalesce(r.rate_window_s, 0)::bigint AS rate_window_s, coalesce(r.rate_per_s, 0)
 coalesce((SELECT al.rank FROM alarms a JOIN alarm_levels al ON al.id = a.level_id WHERE a.sensor_id = r.sensor_id AND a.target_id = r.target_id), 0) AS target_rank`
 
 // sensorRulesSQL is a sensor's rules, ordered by target as evaluators
-// take them, with what their rate rules keep.
-//
-// Given the first and the last instant of a batch ($2, $3, Unix
-// microseconds; NULL for all), newer than the sensor's newest reading, it
-// reads of each rule's parts only those its readings' windows can start
-// in: from the first reading's window start by the rule's window, to the
-// last reading's by the shortest window on the target (whose rules share
-// the longest one's values), and the part that holds the first value
-// after it. The others the batch neither reads nor rewrites, only appends
-// after them (sensing's keepWindow), and a window of an hour a second
-// apart is some 9 parts, of which a batch of 1,000 needs 3 or 4.
-const sensorRulesSQL = `WITH r AS (
-    SELECT r.*, min(r.rate_window_s) OVER (PARTITION BY r.target_id) AS shortest,
-        $2::bigint IS NOT NULL AND NOT EXISTS (SELECT FROM sensor_latest s WHERE s.sensor_id = $1 AND (extract(epoch FROM s.datetime) * 1000000)::bigint >= $2) AS ahead
-    FROM alarm_rules r WHERE r.sensor_id = $1
-)
-SELECT ` + alarmRuleFields + `, r.rate_kept, k.parts AS rate_parts, k.ends AS rate_part_ends
-FROM r JOIN alarm_levels l ON l.id = r.level_id
-LEFT JOIN LATERAL (
-    SELECT array_agg(CASE WHEN NOT r.ahead OR p.upto >= $2::bigint - r.rate_window_s::bigint * 1000000 AND p.upto <= coalesce(
-            (SELECT min(q.upto) FROM rate_kept_parts q WHERE q.rule_id = r.id AND q.upto >= $3::bigint - r.shortest::bigint * 1000000), p.upto)
-        THEN p.part END ORDER BY p.upto) AS parts,
-        array_agg(p.upto ORDER BY p.upto) AS ends
-    FROM rate_kept_parts p WHERE p.rule_id = r.id AND r.rate_kept IS NOT NULL
-) k ON true
-ORDER BY r.target_id, r.id`
+// take them.
+const sensorRulesSQL = `SELECT ` + alarmRuleFields + `, r.rate_kept,
+CASE WHEN r.rate_kept IS NOT NULL THEN (SELECT array_agg(p.part ORDER BY p.upto) FROM rate_kept_parts p WHERE p.rule_id = r.id) END AS rate_parts
+FROM alarm_rules r JOIN alarm_levels l ON l.id = r.level_id
+WHERE r.sensor_id = $1 ORDER BY r.target_id, r.id`
 
 // RuleKey is where a rule stands in a sensor's list: by target, then id.
 type RuleKey struct{ TargetID, ID int64 }

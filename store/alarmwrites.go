@@ -33,7 +33,7 @@ type AlarmChange struct {
 // id, as an evaluation takes them, with their states and their target's
 // current level.
 func (tx *Tx) SensorRules(ctx context.Context, sensorID int64) ([]AlarmRule, error) {
-	rows, _ := tx.tx.Query(ctx, sensorRulesSQL, sensorID, nil, nil)
+	rows, _ := tx.tx.Query(ctx, sensorRulesSQL, sensorID)
 	rules, err := pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
 	return rules, dbError("sensor rules", err)
 }

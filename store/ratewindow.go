@@ -61,13 +61,10 @@ func ParseRateWindow(b []byte, room int) (RateWindow, error) { return ParseKept(
 // ParseKept reads what a rule keeps (AlarmRule.RateKept and RateParts),
 // with room in its slices for room more values: Through and Version from
 // head, the values of the parts, oldest first, then head's. Sealed counts
-// those of the parts. A part not read (nil) is left out.
+// those of the parts.
 func ParseKept(head []byte, parts [][]byte, room int) (RateWindow, error) {
 	n := room
-	for i, b := range append(parts[:len(parts):len(parts)], head) {
-		if b == nil && i < len(parts) {
-			continue
-		}
+	for _, b := range append(parts[:len(parts):len(parts)], head) {
 		_, _, count, _, err := windowHeader(b)
 		if err != nil {
 			return RateWindow{}, err
@@ -77,9 +74,6 @@ func ParseKept(head []byte, parts [][]byte, room int) (RateWindow, error) {
 	var w RateWindow
 	w.Micros, w.Values = make([]int64, 0, n), make([]float64, 0, n)
 	for _, b := range parts {
-		if b == nil {
-			continue
-		}
 		if err := w.decode(b); err != nil {
 			return RateWindow{}, err
 		}
@@ -95,12 +89,12 @@ func ParseKept(head []byte, parts [][]byte, room int) (RateWindow, error) {
 
 // KeptAt reads where what a rule keeps stands (head's Through and
 // Version) and the last instant its parts hold (math.MinInt64 without
-// parts), given the parts' last instants (AlarmRule.RatePartEnds).
-func KeptAt(head []byte, ends []int64) (through time.Time, version int64, sealedTo int64, err error) {
+// parts), without reading their values.
+func KeptAt(head []byte, parts [][]byte) (through time.Time, version int64, sealedTo int64, err error) {
 	version, through, _, _, err = windowHeader(head)
 	sealedTo = math.MinInt64
-	if len(ends) > 0 {
-		sealedTo = ends[len(ends)-1]
+	if err == nil && len(parts) > 0 {
+		sealedTo, err = PartEnd(parts[len(parts)-1])
 	}
 	return through, version, sealedTo, err
 }

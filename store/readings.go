@@ -120,11 +120,7 @@ type BatchHour struct {
 func (tx *Tx) LockSensorWrite(ctx context.Context, key SensorKey, batch []Reading) (SensorWrite, error) {
 	b := &pgx.Batch{}
 	w, state := queueLockSensorWrite(b, key)
-	var first, last *int64
-	if len(batch) > 0 {
-		first, last = new(batch[0].Time.UnixMicro()), new(batch[len(batch)-1].Time.UnixMicro())
-	}
-	b.Queue(sensorRulesSQL, key.SensorID, first, last).Query(func(rows pgx.Rows) error {
+	b.Queue(sensorRulesSQL, key.SensorID).Query(func(rows pgx.Rows) error {
 		var err error
 		w.Rules, err = pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
 		return err
