@@ -249,4 +249,3 @@ func decisions(t *testing.T, db *store.DB, key store.SensorKey) string {
 	slices.Sort(alarms)
 	return fmt.Sprintf("rules %q\nalarms %q\nevents %q", states, alarms, events(t, db, key))
 }
-
