@@ -17,11 +17,12 @@ import (
 // events the write raised.
 //
 // A sensor without rules costs nothing. A write of one chunk (a batch)
-// costs one statement, whatever it decides: the states, the current
-// alarms and the events in one round trip. A write of several chunks (a
-// stream) writes the states and alarms of each chunk before the next is
-// evaluated, and the events of the whole write at the end, coalesced
-// chunk after chunk, so that its memory stays one chunk's.
+// costs no round trip, whatever it decides: the states, the current
+// alarms and the events go with the transaction's COMMIT, which nothing
+// after them reads. A write of several chunks (a stream) writes the
+// states and alarms of each chunk before the next is evaluated, and the
+// events of the whole write with the COMMIT, coalesced chunk after chunk,
+// so that its memory stays one chunk's.
 //
 // With flagged set (a flag is in force on some of the sensor's readings),
 // the flags on each chunk's readings are read, and a flagged value steps
@@ -71,7 +72,7 @@ func (s *Service) stepAlarms(ctx context.Context, tx *store.Tx, sensor store.Sen
 	if err != nil || !started {
 		return 0, err
 	}
-	return len(raised), tx.ApplyAlarms(ctx, sensor, rules, before, pending, raised)
+	return len(raised), tx.ApplyAlarmsAtCommit(sensor, rules, before, pending, raised)
 }
 
 // recheck rechecks the sensor's rules against its newest reading, after an
@@ -167,7 +168,7 @@ type targets struct {
 // target's value at t: its rate for a rate rule.
 func (t *targets) values(k int, rs rates, at time.Time, v float64) func(i int) float64 {
 	return func(i int) float64 {
-		rule := t.rules[t.first[k]+i]
+		rule := &t.rules[t.first[k]+i]
 		if rule.Window == 0 {
 			return v
 		}

@@ -32,7 +32,7 @@ type fixture struct {
 	plain   store.SensorKey // without a blueprint
 }
 
-func newFixture(t *testing.T, db *store.DB) fixture {
+func newFixture(t testing.TB, db *store.DB) fixture {
 	t.Helper()
 	ctx := t.Context()
 	org, err := db.CreateOrg(ctx, "acme")

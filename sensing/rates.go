@@ -47,6 +47,33 @@ import (
 type rateSeries struct {
 	t []int64
 	v []float64
+	// starts are, per window of the target's rules, where the window of
+	// the last rate computed starts in t: readings are evaluated in order,
+	// so the next one's starts there or after, a step or two on.
+	starts []windowStart
+}
+
+type windowStart struct {
+	window int64 // µs
+	at     int   // index in t
+}
+
+// start is the index in s.t of the first value at or after from, the
+// start of a window of window µs.
+func (s *rateSeries) start(window, from int64) int {
+	k := slices.IndexFunc(s.starts, func(w windowStart) bool { return w.window == window })
+	if k < 0 {
+		s.starts, k = append(s.starts, windowStart{window: window}), len(s.starts)
+	}
+	j := s.starts[k].at
+	if j > len(s.t) || j > 0 && s.t[j-1] >= from { // an earlier window: search
+		j, _ = slices.BinarySearch(s.t, from)
+	}
+	for j < len(s.t) && s.t[j] < from {
+		j++
+	}
+	s.starts[k].at = j
+	return j
 }
 
 // rates are the series of the targets of a sensor's rate rules.
@@ -285,7 +312,7 @@ func (rs rates) fromKept(rules []store.AlarmRule, kept []*store.RateWindow, firs
 	for id, i := range longest {
 		w := kept[i]
 		n, _ := slices.BinarySearch(w.Micros, first.UnixMicro())
-		rs[id].t, rs[id].v = w.Micros[:n], w.Values[:n]
+		rs[id].t, rs[id].v, rs[id].starts = w.Micros[:n], w.Values[:n], nil
 	}
 	return true
 }
@@ -384,13 +411,13 @@ func keepWindow(r *store.AlarmRule, next store.RateWindow, start, sealedTo int64
 
 // rate is the rate of rule's target at t, where its value is v: NaN when
 // its window holds no value before t's.
-func (rs rates) rate(rule store.AlarmRule, t time.Time, v float64) float64 {
+func (rs rates) rate(rule *store.AlarmRule, t time.Time, v float64) float64 {
 	series := rs[rule.TargetID]
 	if series == nil {
 		return math.NaN()
 	}
-	us := t.UnixMicro()
-	j, _ := slices.BinarySearch(series.t, us-rule.Window*int64(time.Second/time.Microsecond))
+	us, window := t.UnixMicro(), rule.Window*int64(time.Second/time.Microsecond)
+	j := series.start(window, us-window)
 	if j == len(series.t) || series.t[j] >= us {
 		return math.NaN()
 	}

@@ -56,6 +56,9 @@ func TestKeptRateWindows(t *testing.T) {
 			{TargetKey: "u", Level: "Action", Direction: "above", Threshold: 5, Deadband: 1, Persistence: 2, Window: 300, Per: 60},
 			{TargetKey: "u", Level: "Alarm", Direction: "below", Threshold: -3, Persistence: 1, Window: 1200, Per: 60},
 			{TargetKey: "u", Level: "Maintenance", Direction: "above", Threshold: 150, Persistence: 1},
+			// An hour a second apart is more parts than a batch of the
+			// dense steps starts its windows in: they read only those.
+			{TargetKey: "i", Level: "Alert", Direction: "above", Threshold: 0.002, Persistence: 1, Window: 3600, Per: 60},
 		} {
 			if _, err := core.CreateAlarmRule(ctx, s.key, spec); err != nil {
 				t.Fatal(err)

@@ -28,17 +28,49 @@ func TestRate(t *testing.T) {
 		{"WindowSlides", at(40), 20, (20 - 11) / 0.5},               // from 12:10
 		{"FirstInWindowLater", at(45), 20, (20 - 13) / (25.0 / 60)}, // from 12:20, 25 minutes
 		{"AloneInItsWindow", at(90), 1, math.NaN()},
+		{"EarlierAgain", at(40), 20, (20 - 11) / 0.5}, // out of order: as found
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := rs.rate(rule, tt.t, tt.v)
+			got := rs.rate(&rule, tt.t, tt.v)
 			if math.IsNaN(tt.want) != math.IsNaN(got) || !math.IsNaN(got) && math.Abs(got-tt.want) > 1e-9 {
 				t.Errorf("rate at %s of %v = %v, want %v", tt.t.Format("15:04"), tt.v, got, tt.want)
 			}
 		})
 	}
-	if got := (rates{}).rate(rule, at(30), 1); !math.IsNaN(got) {
+	if got := (rates{}).rate(&rule, at(30), 1); !math.IsNaN(got) {
 		t.Errorf("rate of a target without a series = %v, want NaN", got)
+	}
+}
+
+// TestRateInOrder: rates of readings evaluated in order, each added to
+// its series after its rates, as a write does, with two windows on one
+// target and gaps between the readings, are those of their windows' first
+// values, found anew.
+func TestRateInOrder(t *testing.T) {
+	rs := rates{7: &rateSeries{}}
+	rules := []store.AlarmRule{{TargetID: 7, Window: 60, Per: 1}, {TargetID: 7, Window: 600, Per: 1}}
+	start := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	var times []int64
+	var values []float64
+	for i := range 3000 {
+		at := start.Add(time.Duration(i+i/500*700) * time.Second) // every 500 readings, a gap of 700 s
+		v := float64(i % 97)
+		for _, rule := range rules {
+			from := at.UnixMicro() - rule.Window*1e6
+			want := math.NaN()
+			for j, us := range times {
+				if us >= from {
+					want = (v - values[j]) / (time.Duration(at.UnixMicro()-us) * time.Microsecond).Seconds()
+					break
+				}
+			}
+			if got := rs.rate(&rule, at, v); math.IsNaN(want) != math.IsNaN(got) || !math.IsNaN(got) && got != want {
+				t.Fatalf("reading %d: rate over %d s = %v, want %v", i, rule.Window, got, want)
+			}
+		}
+		rs.add(7, at, v)
+		times, values = append(times, at.UnixMicro()), append(values, v)
 	}
 }
 

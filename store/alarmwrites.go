@@ -57,6 +57,28 @@ func (tx *Tx) LatestReading(ctx context.Context, sensorID int64) (*Reading, erro
 // however many changes a write makes, since a noisy target can change
 // level at many of a write's readings.
 func (tx *Tx) ApplyAlarms(ctx context.Context, sensor Sensor, rules []AlarmRule, before []alarms.State, changes, events []AlarmChange) error {
+	write, err := applyAlarms(sensor, rules, before, changes, events)
+	if err != nil || write.Len() == 0 {
+		return err
+	}
+	return dbError("apply alarms", tx.tx.SendBatch(ctx, write).Close())
+}
+
+// ApplyAlarmsAtCommit is ApplyAlarms, its statements sent with the
+// transaction's COMMIT, in the same round trip: for the last thing a
+// write of readings decides, which nothing after it in the transaction
+// reads. Their errors are the commit's.
+func (tx *Tx) ApplyAlarmsAtCommit(sensor Sensor, rules []AlarmRule, before []alarms.State, changes, events []AlarmChange) error {
+	write, err := applyAlarms(sensor, rules, before, changes, events)
+	if err != nil || write.Len() == 0 {
+		return err
+	}
+	tx.tx.atCommit(write)
+	return nil
+}
+
+// applyAlarms is the batch of statements of ApplyAlarms.
+func applyAlarms(sensor Sensor, rules []AlarmRule, before []alarms.State, changes, events []AlarmChange) (*pgx.Batch, error) {
 	var (
 		ids     []int64
 		active  []bool
@@ -76,7 +98,7 @@ func (tx *Tx) ApplyAlarms(ctx context.Context, sensor Sensor, rules []AlarmRule,
 			for _, p := range r.AddParts {
 				upto, err := PartEnd(p)
 				if err != nil {
-					return err
+					return nil, err
 				}
 				add.ids, add.upto, add.parts = append(add.ids, r.ID), append(add.upto, upto), append(add.parts, p)
 			}
@@ -103,10 +125,7 @@ WHERE r.id = u.id AND ((r.active, r.streak) IS DISTINCT FROM (u.active, u.streak
 	}
 	queueAlarms(write, sensor, rules, changes)
 	queueEvents(write, sensor, rules, events)
-	if write.Len() == 0 {
-		return nil
-	}
-	return dbError("apply alarms", tx.tx.SendBatch(ctx, write).Close())
+	return write, nil
 }
 
 // parts are rows of rate_kept_parts, as arrays.

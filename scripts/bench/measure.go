@@ -107,7 +107,7 @@ func measure(ctx context.Context, e *env) (*report, error) {
 		{name: "latest values over 100 chunks", run: e.latestOverChunks},
 		{name: "file import", run: e.serviceImport},
 		{name: "ingest with alarm rules", run: e.alarmIngest},
-		{name: "ingest with a rate rule", run: e.rateIngest},
+		{name: "ingest with a rate rule", run: e.rateIngest, timeout: 10 * time.Minute}, // three variants, two rounds
 		{name: "alarm to webhook", run: e.webhookLatency},
 	}
 	rollups := []phase{
