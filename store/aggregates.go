@@ -487,8 +487,13 @@ func (tx *Tx) SpanInputBuckets(ctx context.Context, sensorID int64, from, to []t
 // sixth less a reading than inputGroupsSQL's grouping by grain (no
 // date_bin, no hashing of a group key a reading), for some 50 µs a
 // piece to start the scan again: what a bucket of a day or more repays.
-// The ids are compared once a reading, the arrays taken apart once each,
-// as inputGroupsSQL does and for the same reasons.
+// The arrays are taken apart once each, as inputGroupsSQL does and for
+// the same reasons. Comparing a reading's ids with $4 (a copy of the
+// array and a call a value) costs a fifth of what is left; when every id
+// the sensor's readings have ever had (sensor_inputs, which only grows)
+// is one of $4's, a reading whose ids are ascending and each once, as
+// every write stores them, has $4's exactly when it has as many, which
+// its array's header tells.
 func inputBucketsSQL(positions int) string {
 	var values, aggregates strings.Builder
 	for k := 1; k <= positions; k++ {
@@ -500,7 +505,10 @@ SELECT w.k, x.* FROM unnest($2::timestamptz[], $3::timestamptz[]) WITH ORDINALIT
 CROSS JOIN LATERAL (
     SELECT bool_and(same), count(*)` + aggregates.String() + ` FROM (
         SELECT same` + values.String() + ` FROM (
-            SELECT r.input_ids = $4::bigint[] AS same, r.vals || '{}'::float8[] AS vals FROM (
+            SELECT CASE WHEN (SELECT si.input_ids <@ $4::bigint[] FROM sensor_inputs si WHERE si.sensor_id = $1)
+                THEN cardinality(r.input_ids) = cardinality($4::bigint[])
+                ELSE r.input_ids = $4::bigint[] END AS same,
+                r.vals || '{}'::float8[] AS vals FROM (
                 SELECT r.input_ids, r.vals FROM readings r
                 WHERE r.sensor_id = $1 AND r.datetime >= w.a AND r.datetime < w.b ORDER BY r.datetime OFFSET 0
             ) r

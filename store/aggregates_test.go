@@ -273,6 +273,15 @@ func TestAggregateRows(t *testing.T) {
 		if want := []piece{{start, 2, true, ""}}; !ok || !slices.Equal(got, want) {
 			t.Errorf("SpanInputBuckets with a value of -2^1000 = %v, %v, want %v, true", got, ok, want)
 		}
+		// As many ids as common, not common's: the sensor has had an id
+		// common lacks, so each reading's ids are compared.
+		other := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+		mustInsert(t, db, other, store.Reading{Time: start, InputIDs: []int64{1, 2}, Values: []float64{1, 2}},
+			store.Reading{Time: start.Add(time.Hour), InputIDs: []int64{1, 3}, Values: []float64{1, 3}})
+		got, ok = pieces(other, []time.Time{start, start.Add(time.Hour)}, []time.Time{start.Add(time.Hour), start.Add(2 * time.Hour)}, []int64{1, 2})
+		if want := []piece{{start, 1, false, "[1 2] [1 2] [1 2] [1 2]"}, {start.Add(time.Hour), 1, true, ""}}; !ok || !slices.Equal(got, want) {
+			t.Errorf("SpanInputBuckets with ids [1 3] of common [1 2] = %v, %v, want %v, true", got, ok, want)
+		}
 	})
 	t.Run("BucketStarts", func(t *testing.T) {
 		var starts []store.BucketStart
