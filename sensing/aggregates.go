@@ -401,19 +401,47 @@ func (a *aggregation) readSpans(ctx context.Context, tx *store.Tx, sensorID int6
 }
 
 // readGroups merges into a the inputs of the readings in sp as PostgreSQL
-// aggregates them, grain by grain (store.Tx.SpanInputGroups), rather than
-// every reading read and added here: for an aggregate of inputs alone,
-// without first and last values or median, whose buckets each hold whole
-// grains of an hour or a quarter (every zone's offset but local mean time
-// is a multiple of 15 minutes). It says whether it did; if not, a is as it
-// was, and the readings are to be read.
+// aggregates them, rather than every reading read and added here: for an
+// aggregate of inputs alone, without first and last values or median.
+// Buckets of a day or more it sums each by a scan of its own
+// (gatherBuckets); shorter ones grain by grain of an hour or a quarter
+// (gatherGroups), when each of their buckets holds whole grains (every
+// zone's offset but local mean time is a multiple of 15 minutes). It says
+// whether it did; if not, a is as it was, and the readings are to be read.
 func (a *aggregation) readGroups(ctx context.Context, tx *store.Tx, sensorID int64, sp spans, interval time.Duration) (bool, error) {
-	grain := a.grain(sp, interval)
-	if grain == 0 || len(sp.from) == 0 {
-		return grain > 0, nil
+	if len(sp.from) == 0 {
+		return a.grain(sp, interval) > 0, nil
 	}
-	// Gathered apart, and merged into a only once both halves have come:
-	// each half of a long read on a connection of its own.
+	if interval >= minBucketScan {
+		if pieces, ok := a.bucketPieces(sp); ok {
+			first, second := pieces.halvesBetween()
+			return a.gatherInHalves(ctx, tx, pieces, first, second, func(a *aggregation, tx *store.Tx, sp spans) (bool, error) {
+				return a.gatherBuckets(ctx, tx, sensorID, sp, interval)
+			})
+		}
+	}
+	grain := a.grain(sp, interval)
+	if grain == 0 {
+		return false, nil
+	}
+	first, second := sp.halves()
+	return a.gatherInHalves(ctx, tx, sp, first, second, func(a *aggregation, tx *store.Tx, sp spans) (bool, error) {
+		return a.gatherGroups(ctx, tx, sensorID, sp, grain)
+	})
+}
+
+// minBucketScan is the shortest bucket whose inputs PostgreSQL sums
+// bucket by bucket, each by a scan of its own (store.Tx.SpanInputBuckets):
+// a sixth less a reading than by grain, for some 50 µs a bucket, which a
+// day of readings every few minutes repays.
+const minBucketScan = 24 * time.Hour
+
+// gatherInHalves gathers the readings of sp into a with gather: on two
+// connections at once, first on tx and second on one of its own
+// (store.Tx.Beside), when sp is long enough; sp whole on tx otherwise.
+// Each half is gathered apart, and merged into a only once both have
+// come. It says whether gather could; if not, a is as it was.
+func (a *aggregation) gatherInHalves(ctx context.Context, tx *store.Tx, sp, first, second spans, gather func(*aggregation, *store.Tx, spans) (bool, error)) (bool, error) {
 	mine, other := a.fork(), a.fork()
 	var (
 		wait    func() error
@@ -422,11 +450,10 @@ func (a *aggregation) readGroups(ctx context.Context, tx *store.Tx, sensorID int
 		err     error
 		mySpans = sp
 	)
-	if sp.length() >= minSplit {
-		first, second := sp.halves()
+	if sp.length() >= minSplit && len(first.from) > 0 && len(second.from) > 0 {
 		wait, started, err = tx.Beside(ctx, func(tx *store.Tx) error {
 			var err error
-			otherOK, err = other.gatherGroups(ctx, tx, sensorID, second, grain)
+			otherOK, err = gather(other, tx, second)
 			return err
 		})
 		if err != nil {
@@ -436,7 +463,7 @@ func (a *aggregation) readGroups(ctx context.Context, tx *store.Tx, sensorID int
 			mySpans = first
 		}
 	}
-	ok, err := mine.gatherGroups(ctx, tx, sensorID, mySpans, grain)
+	ok, err := gather(mine, tx, mySpans)
 	if started {
 		if werr := wait(); err == nil {
 			err = werr
@@ -453,16 +480,99 @@ func (a *aggregation) readGroups(ctx context.Context, tx *store.Tx, sensorID int
 	return true, nil
 }
 
+// bucketPieces cuts sp at its buckets' bounds, into the part of each
+// bucket that each span covers, ascending. It says false if there would
+// be more than maxSpans, or a part is not all of one bucket: where the
+// wall clock goes back, a bucket shorter than the change can take in two
+// stretches of time.
+func (a *aggregation) bucketPieces(sp spans) (spans, bool) {
+	var pieces spans
+	for k := range sp.from {
+		for from := sp.from[k]; from.Before(sp.to[k]); {
+			i, err := a.b.index(from)
+			if err != nil {
+				return spans{}, false
+			}
+			to := sp.to[k]
+			if i+1 < len(a.b.starts) && a.b.starts[i+1].At.Before(to) {
+				to = a.b.starts[i+1].At
+			}
+			if !to.After(from) || !a.b.whole(from, to.Sub(from)) || len(pieces.from) == maxSpans {
+				return spans{}, false
+			}
+			// Appended, not added: pieces that meet stay apart.
+			pieces.from, pieces.to = append(pieces.from, from), append(pieces.to, to)
+			from = to
+		}
+	}
+	return pieces, true
+}
+
+// gatherBuckets adds to a the readings of sp, pieces of buckets
+// (bucketPieces), as PostgreSQL aggregates them piece by piece
+// (store.Tx.SpanInputBuckets), and says whether it could: the pieces
+// it could not aggregate (store.InputGroup.Apart), of readings of other
+// inputs or values beyond its sums, are gathered by grain (gatherGroups),
+// or else read reading by reading.
+func (a *aggregation) gatherBuckets(ctx context.Context, tx *store.Tx, sensorID int64, sp spans, interval time.Duration) (bool, error) {
+	var (
+		add   groupAdder
+		apart spans
+	)
+	ok, err := tx.SpanInputBuckets(ctx, sensorID, sp.from, sp.to, a.common, func(g *store.InputGroup) error {
+		if g.Apart {
+			k, _ := slices.BinarySearchFunc(sp.from, g.Start, time.Time.Compare)
+			apart.add(g.Start, sp.to[k])
+			return nil
+		}
+		return add.add(a, g)
+	})
+	if err != nil || !ok || len(apart.from) == 0 {
+		return ok, err
+	}
+	if grain := a.grain(apart, interval); grain > 0 {
+		if ok, err := a.gatherGroups(ctx, tx, sensorID, apart, grain); err != nil || ok {
+			return ok, err
+		}
+	}
+	return true, a.readSpans(ctx, tx, sensorID, apart, apart, nil)
+}
+
+// groupAdder adds groups that PostgreSQL aggregated to their buckets, the
+// slots of the inputs of the last group kept: groups mostly have the
+// inputs of the one before.
+type groupAdder struct {
+	ids   []int64
+	slots []int
+}
+
+func (d *groupAdder) add(a *aggregation, g *store.InputGroup) error {
+	i, err := a.b.index(g.Start)
+	if err != nil {
+		return err
+	}
+	a.counts[i] += g.Count
+	if !slices.Equal(g.InputIDs, d.ids) {
+		d.ids, d.slots = append(d.ids[:0], g.InputIDs...), d.slots[:0]
+		for _, id := range g.InputIDs {
+			d.slots = append(d.slots, a.slot(id))
+		}
+	}
+	for j, k := range d.slots {
+		a.inputs[k][i].MergeCore(&stats.Partial{Count: g.Count, Sums: stats.Sums{Lo: g.Sums[j]}, Min: g.Min[j], Max: g.Max[j]})
+	}
+	return nil
+}
+
 // gatherGroups adds to a the readings of sp as PostgreSQL aggregates them
 // by grain, and says whether it could (store.Tx.SpanInputGroups): the
 // grains PostgreSQL could not aggregate (store.InputGroup.Apart), their
 // readings read one by one.
 func (a *aggregation) gatherGroups(ctx context.Context, tx *store.Tx, sensorID int64, sp spans, grain time.Duration) (bool, error) {
 	var (
-		lastIDs   []int64
-		lastSlots []int
-		apart     []time.Time         // the grains' starts
-		apartIDs  = map[string]bool{} // by grain and input ids
+		add      groupAdder
+		apart    []time.Time         // the grains' starts
+		apartIDs = map[string]bool{} // by grain and input ids
 	)
 	ok, err := tx.SpanInputGroups(ctx, sensorID, sp.from, sp.to, grain, a.common, func(g *store.InputGroup) error {
 		if g.Apart {
@@ -470,22 +580,7 @@ func (a *aggregation) gatherGroups(ctx context.Context, tx *store.Tx, sensorID i
 			apartIDs[groupKey(g.Start, g.InputIDs)] = true
 			return nil
 		}
-		i, err := a.b.index(g.Start)
-		if err != nil {
-			return err
-		}
-		a.counts[i] += g.Count
-		// Groups mostly have the inputs of the one before.
-		if !slices.Equal(g.InputIDs, lastIDs) {
-			lastIDs, lastSlots = append(lastIDs[:0], g.InputIDs...), lastSlots[:0]
-			for _, id := range g.InputIDs {
-				lastSlots = append(lastSlots, a.slot(id))
-			}
-		}
-		for j, k := range lastSlots {
-			a.inputs[k][i].MergeCore(&stats.Partial{Count: g.Count, Sums: stats.Sums{Lo: g.Sums[j]}, Min: g.Min[j], Max: g.Max[j]})
-		}
-		return nil
+		return add.add(a, g)
 	})
 	if err != nil || !ok || len(apart) == 0 {
 		return ok, err
@@ -785,6 +880,21 @@ func (s *spans) halves() (first, second spans) {
 			continue
 		}
 		second.add(a, b)
+	}
+	return first, second
+}
+
+// halvesBetween cuts the spans into two runs, each about half their
+// time, between two spans, so that no span is cut.
+func (s *spans) halvesBetween() (first, second spans) {
+	left := s.length() / 2
+	for i := range s.from {
+		if left > 0 {
+			left -= s.to[i].UnixMicro() - s.from[i].UnixMicro()
+			first.from, first.to = append(first.from, s.from[i]), append(first.to, s.to[i])
+			continue
+		}
+		second.from, second.to = append(second.from, s.from[i]), append(second.to, s.to[i])
 	}
 	return first, second
 }

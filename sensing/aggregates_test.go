@@ -53,3 +53,39 @@ func TestAggregateGrainInPart(t *testing.T) {
 		t.Errorf("answer from the readings alone\n%shas not 3 readings at noon", want)
 	}
 }
+
+// Days of inputs alone are summed by PostgreSQL day by day, in time
+// order: the very sums that the readings added one by one give, bit for
+// bit (0.1, then 0.2 and 0.3 in the next hour, sum to 0.6000000000000001;
+// summed by hour or quarter first, to 0.6). A day with readings of other
+// inputs and a value its sum cannot add (2^1000) is the readings' too.
+func TestAggregateDaysAreTheReadings(t *testing.T) {
+	core, db := newService(t)
+	f := newFixture(t, db)
+	ingest(t, core, f.key,
+		store.Reading{Time: minute(0), InputIDs: []int64{f.u(), f.i()}, Values: []float64{0.1, 1}},
+		store.Reading{Time: minute(70), InputIDs: []int64{f.u(), f.i()}, Values: []float64{0.2, 2}},
+		store.Reading{Time: minute(72), InputIDs: []int64{f.u(), f.i()}, Values: []float64{0.3, 3}},
+		store.Reading{Time: minute(24 * 60), InputIDs: []int64{f.u()}, Values: []float64{0x1p1000}},
+		store.Reading{Time: minute(24*60 + 10), InputIDs: []int64{f.u(), f.i()}, Values: []float64{1, 2}})
+	readingsOnly := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{ReadingsOnly: true})
+	for _, zone := range []string{"UTC", "Asia/Kolkata"} {
+		t.Run(zone, func(t *testing.T) {
+			q := store.BucketQuery{From: minute(-12 * 60), To: minute(36 * 60), Interval: 24 * time.Hour, Zone: zone, Raw: true}
+			answer := func(core *sensing.Service) string {
+				var sink answerSink
+				if _, err := core.Aggregate(t.Context(), f.key, q, sensing.AggregateOptions{}, &sink); err != nil {
+					t.Fatal(err)
+				}
+				return sink.String()
+			}
+			got, want := answer(core), answer(readingsOnly)
+			if got != want {
+				t.Errorf("aggregate =\n%swant, from the readings alone,\n%s", got, want)
+			}
+			if !strings.Contains(want, fmt.Sprint(f.u(), 3, 0.6000000000000001)) {
+				t.Errorf("answer from the readings alone\n%shas not 0.6000000000000001 for the 3 readings of the first day", want)
+			}
+		})
+	}
+}

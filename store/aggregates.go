@@ -408,6 +408,118 @@ SELECT g, ids, count(*)` + aggregates.String() + ` FROM (
 GROUP BY g, ids`
 }
 
+// SpanInputBuckets aggregates in PostgreSQL the sensor's readings in each
+// piece [from[i], to[i]) apart, in time order, each input by its position
+// in the readings' arrays, as many positions as common has (the input ids
+// its readings mostly have: the instance's, ascending), and gives fn, as
+// its row arrives, each piece with readings as an InputGroup whose Start
+// is from[i] and whose ids are common's; fn must not keep it. The pieces are
+// meant to be buckets, or the parts of buckets the rollups leave: each
+// piece's sums are then those the readings added one by one give, bit for
+// bit. A piece with readings of other input ids, or with a value its sum
+// cannot add (InputGroup.Apart), is to be read otherwise. It returns
+// false, having read nothing, when there are no common ids or more than
+// it aggregates. fn's errors are returned as they are.
+func (tx *Tx) SpanInputBuckets(ctx context.Context, sensorID int64, from, to []time.Time, common []int64, fn func(*InputGroup) error) (bool, error) {
+	if len(common) == 0 || len(common) > maxGroupPositions {
+		return false, nil
+	}
+	if len(from) == 0 {
+		return true, nil
+	}
+	positions := len(common)
+	// The planner prices a scan per piece at the whole query's rows, and
+	// JIT-compiles the 3 × positions aggregates for longer than they run
+	// (1.9 µs a reading with JIT against 1.0): sent with the query, in the
+	// same round trip, for the rest of this read-only transaction.
+	b := &pgx.Batch{}
+	b.Queue(`SET LOCAL jit = off`)
+	b.Queue(inputBucketsSQL(positions), sensorID, from, to, common)
+	br := tx.tx.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return false, readError("input buckets", err)
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return false, readError("input buckets", err)
+	}
+	defer rows.Close()
+	if !binaryColumns(rows, 3+3*positions) {
+		return false, readError("input buckets", errors.New("input buckets not in binary"))
+	}
+	g := InputGroup{Sums: make([]float64, positions), Min: make([]float64, positions), Max: make([]float64, positions)}
+	for rows.Next() {
+		raw := rows.RawValues()
+		if len(raw[0]) != 8 {
+			return false, readError("input buckets", fmt.Errorf("piece of %d bytes", len(raw[0])))
+		}
+		k := binary.BigEndian.Uint64(raw[0])
+		if k < 1 || k > uint64(len(from)) {
+			return false, readError("input buckets", fmt.Errorf("piece %d of %d", k, len(from)))
+		}
+		g.Start = from[k-1] // the caller's own, to the nanosecond
+		if len(raw[1]) != 1 {
+			return false, readError("input buckets", fmt.Errorf("same ids of %d bytes", len(raw[1])))
+		}
+		g.InputIDs = append(g.InputIDs[:0], common...)
+		if err := decodeGroupStats(raw[2:], &g); err != nil {
+			return false, readError("input buckets", err)
+		}
+		if raw[1][0] == 0 { // readings of other input ids
+			g.Apart, g.Sums, g.Min, g.Max = true, g.Sums[:0], g.Min[:0], g.Max[:0]
+		}
+		if err := fn(&g); err != nil {
+			return false, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return false, readError("input buckets", err)
+	}
+	return true, readError("input buckets", br.Close())
+}
+
+// inputBucketsSQL aggregates the readings of sensor $1 in each piece [$2[i],
+// $3[i]) apart, those whose input ids are $4 or not, each of positions
+// inputs by its position in the readings' arrays, in time order.
+//
+// A plain aggregate a piece, from a scan of its own, costs PostgreSQL a
+// sixth less a reading than inputGroupsSQL's grouping by grain (no
+// date_bin, no hashing of a group key a reading), for some 50 µs a
+// piece to start the scan again: what a bucket of a day or more repays.
+// The arrays are taken apart once each, as inputGroupsSQL does and for
+// the same reasons. Comparing a reading's ids with $4 (a copy of the
+// array and a call a value) costs a fifth of what is left; when every id
+// the sensor's readings have ever had (sensor_inputs, which only grows)
+// is one of $4's, a reading whose ids are ascending and each once, as
+// every write stores them, has $4's exactly when it has as many, which
+// its array's header tells.
+func inputBucketsSQL(positions int) string {
+	var values, aggregates strings.Builder
+	for k := 1; k <= positions; k++ {
+		fmt.Fprintf(&values, ", r.vals[%d] AS v%d", k, k)
+		fmt.Fprintf(&aggregates, ", sum(v%d), min(v%d), max(v%d)", k, k, k)
+	}
+	return `
+SELECT w.k, x.* FROM unnest($2::timestamptz[], $3::timestamptz[]) WITH ORDINALITY AS w(a, b, k)
+CROSS JOIN LATERAL (
+    SELECT bool_and(same), count(*)` + aggregates.String() + ` FROM (
+        SELECT same` + values.String() + ` FROM (
+            SELECT CASE WHEN (SELECT si.input_ids <@ $4::bigint[] FROM sensor_inputs si WHERE si.sensor_id = $1)
+                THEN cardinality(r.input_ids) = cardinality($4::bigint[])
+                ELSE r.input_ids = $4::bigint[] END AS same,
+                r.vals || '{}'::float8[] AS vals FROM (
+                SELECT r.input_ids, r.vals FROM readings r
+                WHERE r.sensor_id = $1 AND r.datetime >= w.a AND r.datetime < w.b ORDER BY r.datetime OFFSET 0
+            ) r
+            OFFSET 0
+        ) r
+        OFFSET 0
+    ) r
+    HAVING count(*) > 0
+) x`
+}
+
 // decodeInputGroup decodes a row of inputGroupsSQL, whose NULL input ids
 // are common, in PostgreSQL's binary format, into g, reusing its slices.
 func decodeInputGroup(raw [][]byte, common []int64, g *InputGroup) error {
@@ -420,10 +532,17 @@ func decodeInputGroup(raw [][]byte, common []int64, g *InputGroup) error {
 	} else if g.InputIDs, err = decodeArray(raw[1], g.InputIDs[:0], func(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) }); err != nil {
 		return fmt.Errorf("input_ids: %w", err)
 	}
-	if len(raw[2]) != 8 {
-		return fmt.Errorf("count of %d bytes", len(raw[2]))
+	return decodeGroupStats(raw[2:], g)
+}
+
+// decodeGroupStats decodes the count and the statistics by position of a
+// group of g.InputIDs (raw: count, then sum, min and max a position) into
+// g, reusing its slices, and tells whether it is Apart.
+func decodeGroupStats(raw [][]byte, g *InputGroup) error {
+	if len(raw[0]) != 8 {
+		return fmt.Errorf("count of %d bytes", len(raw[0]))
 	}
-	g.Count = int64(binary.BigEndian.Uint64(raw[2]))
+	g.Count = int64(binary.BigEndian.Uint64(raw[0]))
 	n := len(g.InputIDs)
 	g.Sums, g.Min, g.Max = g.Sums[:cap(g.Sums)], g.Min[:cap(g.Min)], g.Max[:cap(g.Max)]
 	if g.Apart = n > len(g.Sums); g.Apart { // inputs beyond the positions aggregated
@@ -433,7 +552,7 @@ func decodeInputGroup(raw [][]byte, common []int64, g *InputGroup) error {
 	for k := 0; k < n && !g.Apart; k++ {
 		var v [3]float64
 		for j := range v {
-			b := raw[3+3*k+j]
+			b := raw[1+3*k+j]
 			if len(b) != 8 {
 				// Only NULL elements at the position, which no write
 				// stores: the readings tell.

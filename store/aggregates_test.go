@@ -223,6 +223,66 @@ func TestAggregateRows(t *testing.T) {
 			t.Errorf("SpanInputGroups with a value of -2^1000 = %v, %v, want %v, true: its hour apart", got, ok, want)
 		}
 	})
+	t.Run("SpanInputBuckets", func(t *testing.T) {
+		type piece struct {
+			start time.Time
+			count int64
+			apart bool
+			sums  string
+		}
+		pieces := func(key store.SensorKey, from, to []time.Time, common []int64) ([]piece, bool) {
+			var got []piece
+			var ok bool
+			err := db.InSnapshot(ctx, func(tx *store.Tx) error {
+				var err error
+				ok, err = tx.SpanInputBuckets(ctx, key.SensorID, from, to, common, func(g *store.InputGroup) error {
+					sums := ""
+					if !g.Apart {
+						sums = fmt.Sprint(g.InputIDs, g.Sums, g.Min, g.Max)
+					}
+					got = append(got, piece{g.Start, g.Count, g.Apart, sums})
+					return nil
+				})
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got, ok
+		}
+		// As SpanInputGroups' readings: hour 2 has input 1 alone at 2:05,
+		// and nothing is after 3:50.
+		from := []time.Time{start, start.Add(2 * time.Hour), start.Add(3 * time.Hour), start.Add(5 * time.Hour)}
+		to := []time.Time{start.Add(time.Hour), start.Add(3 * time.Hour), start.Add(3*time.Hour + 20*time.Minute), start.Add(6 * time.Hour)}
+		got, ok := pieces(key, from, to, []int64{1, 2})
+		want := []piece{
+			{start, 6, false, "[1 2] [150 6] [0 1] [50 1]"},
+			{start.Add(2 * time.Hour), 7, true, ""},
+			{start.Add(3 * time.Hour), 2, false, "[1 2] [370 2] [180 1] [190 1]"},
+		}
+		if !ok || !slices.Equal(got, want) {
+			t.Errorf("SpanInputBuckets = %v, %v, want %v, true", got, ok, want)
+		}
+		if got, ok := pieces(key, from, to, nil); ok || got != nil {
+			t.Errorf("SpanInputBuckets without common ids = %v, %v, want nothing, false", got, ok)
+		}
+		huge := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+		mustInsert(t, db, huge, store.Reading{Time: start, InputIDs: []int64{1}, Values: []float64{1}},
+			store.Reading{Time: start.Add(time.Hour), InputIDs: []int64{1}, Values: []float64{-0x1p1000}})
+		got, ok = pieces(huge, []time.Time{start}, []time.Time{start.Add(2 * time.Hour)}, []int64{1})
+		if want := []piece{{start, 2, true, ""}}; !ok || !slices.Equal(got, want) {
+			t.Errorf("SpanInputBuckets with a value of -2^1000 = %v, %v, want %v, true", got, ok, want)
+		}
+		// As many ids as common, not common's: the sensor has had an id
+		// common lacks, so each reading's ids are compared.
+		other := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+		mustInsert(t, db, other, store.Reading{Time: start, InputIDs: []int64{1, 2}, Values: []float64{1, 2}},
+			store.Reading{Time: start.Add(time.Hour), InputIDs: []int64{1, 3}, Values: []float64{1, 3}})
+		got, ok = pieces(other, []time.Time{start, start.Add(time.Hour)}, []time.Time{start.Add(time.Hour), start.Add(2 * time.Hour)}, []int64{1, 2})
+		if want := []piece{{start, 1, false, "[1 2] [1 2] [1 2] [1 2]"}, {start.Add(time.Hour), 1, true, ""}}; !ok || !slices.Equal(got, want) {
+			t.Errorf("SpanInputBuckets with ids [1 3] of common [1 2] = %v, %v, want %v, true", got, ok, want)
+		}
+	})
 	t.Run("BucketStarts", func(t *testing.T) {
 		var starts []store.BucketStart
 		err := db.InSnapshot(ctx, func(tx *store.Tx) error {

@@ -68,6 +68,13 @@ func (e *env) copyLong(ctx context.Context, name string, n int, spacing time.Dur
 			return s, fmt.Errorf("copy %s: %w", name, err)
 		}
 	}
+	// The inputs recorded, as ingest records them (store.Tx.RecordInputs)
+	// and the COPY alone does not: the state an import leaves.
+	_, err = e.pool.Exec(ctx, `INSERT INTO sensor_inputs (sensor_id, input_ids) VALUES ($1, $2)
+ON CONFLICT (sensor_id) DO UPDATE SET input_ids = EXCLUDED.input_ids`, b.id, b.inputIDs)
+	if err != nil {
+		return s, err
+	}
 	e.log.Info("copied", "sensor", name, "readings", n, "took", time.Since(start).Round(time.Millisecond))
 	// Vacuumed before its hours are queued, so that the maintainer's build
 	// is timed from its start: with 13b's 5 GB it ran during the VACUUM,
