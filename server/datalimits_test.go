@@ -230,30 +230,42 @@ func TestAggregateExtremeValues(t *testing.T) {
 	}
 	fns := "avg,min,max,sum,count,first,last,median,range,rate"
 	for hour, tc := range cases {
-		start := time.Date(2024, 5, 1, hour, 0, 0, 0, time.UTC)
+		// A day each: days are summed by another path than hours.
+		start := time.Date(2024, 5, 1+hour, 0, 0, 0, 0, time.UTC)
 		batch := make([]client.ReadingInput, len(tc.values))
 		for i, x := range tc.values {
 			batch[i] = client.ReadingInput{Datetime: start.Add(time.Duration(i) * time.Second), Inputs: client.Values{"1": x}}
 		}
 		post(t, c, tn, batch...)
-		t.Run(tc.name, func(t *testing.T) {
-			query := url.Values{"interval": {"1h"}, "fn": {fns},
-				"datetime__gte": {start.Format(time.RFC3339)}, "datetime__lt": {start.Add(time.Hour).Format(time.RFC3339)}}
-			buckets := e.aggregates(t, tn.tokens[store.Viewer], tn, tn.sensorID, query)
-			if len(buckets) != 1 {
-				t.Fatalf("%d buckets, want 1", len(buckets))
-			}
-			got := buckets[0].Inputs["1"]
-			for _, fn := range strings.Split(fns, ",") {
-				g, w := got[fn], tc.want[fn]
-				switch {
-				case (g == nil) != (w == nil):
-					t.Errorf("%s = %v, want %v", fn, deref(g), deref(w))
-				case g != nil && (*g != *w && math.Abs(*g-*w) > 1e-12*math.Abs(*w) || math.Signbit(*g) != math.Signbit(*w)):
-					t.Errorf("%s = %v, want %v", fn, *g, *w)
+		// Days are summed from the rollups, or, as of an instant, in SQL
+		// from the readings: each path by its own code.
+		asOf := time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
+		for _, q := range []struct{ interval, fns, asOf string }{
+			{"1h", fns, ""}, {"1d", fns, ""}, {"1d", "avg,min,max,sum,count", ""}, {"1d", "avg,min,max,sum,count", asOf},
+		} {
+			fns := q.fns
+			t.Run(fmt.Sprintf("%s/%s/%s/%t", tc.name, q.interval, fns, q.asOf != ""), func(t *testing.T) {
+				query := url.Values{"interval": {q.interval}, "fn": {fns},
+					"datetime__gte": {start.Format(time.RFC3339)}, "datetime__lt": {start.Add(24 * time.Hour).Format(time.RFC3339)}}
+				if q.asOf != "" {
+					query.Set("as_of", q.asOf)
 				}
-			}
-		})
+				buckets := e.aggregates(t, tn.tokens[store.Viewer], tn, tn.sensorID, query)
+				if len(buckets) != 1 {
+					t.Fatalf("%d buckets, want 1", len(buckets))
+				}
+				got := buckets[0].Inputs["1"]
+				for _, fn := range strings.Split(fns, ",") {
+					g, w := got[fn], tc.want[fn]
+					switch {
+					case (g == nil) != (w == nil):
+						t.Errorf("%s = %v, want %v", fn, deref(g), deref(w))
+					case g != nil && (*g != *w && math.Abs(*g-*w) > 1e-12*math.Abs(*w) || math.Signbit(*g) != math.Signbit(*w)):
+						t.Errorf("%s = %v, want %v", fn, *g, *w)
+					}
+				}
+			})
+		}
 	}
 	// The raw readings come back as posted.
 	page, _ := list(t, c, tn, client.ListReadingsParams{})
