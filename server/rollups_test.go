@@ -38,12 +38,7 @@ func TestRollupsMatchReadings(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := t.Context()
-	// The same service, answering aggregates from the readings alone:
-	// what an answer from the rollups must equal.
-	rawCfg := defaultConfig()
-	rawCfg.core.ReadingsOnly = true
-	rawSrv := newService(t, e.db, slog.New(slog.DiscardHandler), rawCfg, faults{}).srv
-	raw := serve(t, rawSrv)
+	raw := e.readingsOnly(t)
 
 	tn := e.newTenant("Rollups")
 	key := store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.instanceID}
@@ -119,7 +114,7 @@ func TestRollupsMatchReadings(t *testing.T) {
 			q := randomBucketQuery(rng, start, span)
 			what := fmt.Sprintf("%s query %d %s", round, i, q.Encode())
 			got, use := e.getBuckets(t, e.url, tn.tokens[store.Viewer], tn, q)
-			want, _ := e.getBuckets(t, raw.URL, tn.tokens[store.Viewer], tn, q)
+			want, _ := e.getBuckets(t, raw, tn.tokens[store.Viewer], tn, q)
 			sameBuckets(t, what, got, want)
 			uses[use]++
 		}
@@ -127,7 +122,7 @@ func TestRollupsMatchReadings(t *testing.T) {
 		q := url.Values{"datetime__gte": {start.Format(time.RFC3339)}, "datetime__lt": {start.Add(span).Format(time.RFC3339)},
 			"interval": {"1d"}, "outputs": {"true"}, "fn": {"avg,min,max,sum,count,first,last,range,rate"}}
 		got, use := e.getBuckets(t, e.url, tn.tokens[store.Viewer], tn, q)
-		want, _ := e.getBuckets(t, raw.URL, tn.tokens[store.Viewer], tn, q)
+		want, _ := e.getBuckets(t, raw, tn.tokens[store.Viewer], tn, q)
 		sameBuckets(t, round+" whole range", got, want)
 		if wantUsed && use != "used" {
 			t.Errorf("%s: X-Rollups = %q over a clean range, want used", round, use)
@@ -137,7 +132,7 @@ func TestRollupsMatchReadings(t *testing.T) {
 		// the hours' quarters.
 		q.Set("tz", "Asia/Kathmandu")
 		got, use = e.getBuckets(t, e.url, tn.tokens[store.Viewer], tn, q)
-		want, _ = e.getBuckets(t, raw.URL, tn.tokens[store.Viewer], tn, q)
+		want, _ = e.getBuckets(t, raw, tn.tokens[store.Viewer], tn, q)
 		sameBuckets(t, round+" whole range in Kathmandu", got, want)
 		if wantUsed && use != "used" {
 			t.Errorf("%s: X-Rollups = %q over a clean range in Kathmandu, want used", round, use)
@@ -149,7 +144,7 @@ func TestRollupsMatchReadings(t *testing.T) {
 		q.Set("outputs", "false")
 		q.Set("fn", "avg,min,max,sum,count,range")
 		got, _ = e.getBuckets(t, e.url, tn.tokens[store.Viewer], tn, q)
-		want, _ = e.getBuckets(t, raw.URL, tn.tokens[store.Viewer], tn, q)
+		want, _ = e.getBuckets(t, raw, tn.tokens[store.Viewer], tn, q)
 		sameBuckets(t, round+" whole range in Kolkata, inputs alone", got, want)
 	}
 	maintain := func() {
@@ -357,9 +352,7 @@ func TestMergedRollupsAreExact(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := t.Context()
-	rawCfg := defaultConfig()
-	rawCfg.core.ReadingsOnly = true
-	raw := serve(t, newService(t, e.db, slog.New(slog.DiscardHandler), rawCfg, faults{}).srv)
+	raw := e.readingsOnly(t)
 	tn := e.newTenant("Exact")
 	sensor, err := e.db.GetSensor(ctx, store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.instanceID})
 	if err != nil {
@@ -381,7 +374,7 @@ func TestMergedRollupsAreExact(t *testing.T) {
 	}
 	q := url.Values{"datetime__gte": {"2024-05-01T00:00:00Z"}, "datetime__lt": {"2024-05-01T01:00:00Z"}, "interval": {"1h"}, "fn": {"sum,avg"}}
 	got, use := e.getBuckets(t, e.url, tn.tokens[store.Viewer], tn, q)
-	want, _ := e.getBuckets(t, raw.URL, tn.tokens[store.Viewer], tn, q)
+	want, _ := e.getBuckets(t, raw, tn.tokens[store.Viewer], tn, q)
 	if use != "used" {
 		t.Fatalf("X-Rollups = %q, want used: the batches' hour merged as they were stored", use)
 	}
@@ -409,9 +402,7 @@ func TestReplacedHoursRolledUpByTheBatch(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := t.Context()
-	rawCfg := defaultConfig()
-	rawCfg.core.ReadingsOnly = true
-	raw := serve(t, newService(t, e.db, slog.New(slog.DiscardHandler), rawCfg, faults{}).srv)
+	raw := e.readingsOnly(t)
 	tn := e.newTenant("Replaced")
 	sensor, err := e.db.GetSensor(ctx, store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.instanceID})
 	if err != nil {
@@ -445,7 +436,7 @@ func TestReplacedHoursRolledUpByTheBatch(t *testing.T) {
 		q := url.Values{"datetime__gte": {"2024-05-01T00:00:00Z"}, "datetime__lt": {"2024-05-01T03:00:00Z"}, "interval": {"1h"},
 			"fn": {"avg,min,max,sum,count,first,last"}}
 		got, use := e.getBuckets(t, e.url, tn.tokens[store.Viewer], tn, q)
-		want, _ := e.getBuckets(t, raw.URL, tn.tokens[store.Viewer], tn, q)
+		want, _ := e.getBuckets(t, raw, tn.tokens[store.Viewer], tn, q)
 		if use != "used" {
 			t.Errorf("%s: X-Rollups = %q, want used: the batch's hours rolled up with it", what, use)
 		}
@@ -478,4 +469,13 @@ func TestReplacedHoursRolledUpByTheBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameAsReadings("after the maintainer")
+}
+
+// readingsOnly serves the same service on e's database, answering
+// aggregates from the readings alone: what an answer from the rollups
+// must equal. It returns the server's URL.
+func (e *env) readingsOnly(t *testing.T) string {
+	cfg := defaultConfig()
+	cfg.core.ReadingsOnly = true
+	return serve(t, newService(t, e.db, slog.New(slog.DiscardHandler), cfg, faults{}).srv).URL
 }

@@ -385,14 +385,10 @@ func (tx *Tx) SpanInputGroups(ctx context.Context, sensorID int64, from, to []ti
 // taken out of it once, in a subquery that OFFSET 0 keeps apart, since an
 // aggregate's argument is evaluated for each aggregate.
 func inputGroupsSQL(positions int) string {
-	var values, aggregates strings.Builder
-	for k := 1; k <= positions; k++ {
-		fmt.Fprintf(&values, ", r.vals[%d] AS v%d", k, k)
-		fmt.Fprintf(&aggregates, ", sum(v%d), min(v%d), max(v%d)", k, k, k)
-	}
+	values, aggregates := positionColumns(positions)
 	return `
-SELECT g, ids, count(*)` + aggregates.String() + ` FROM (
-    SELECT g, ids` + values.String() + ` FROM (
+SELECT g, ids, count(*)` + aggregates + ` FROM (
+    SELECT g, ids` + values + ` FROM (
         SELECT date_bin($4::interval, r.datetime, TIMESTAMPTZ '2000-01-03 00:00+00') AS g,
             CASE WHEN r.input_ids = $5::bigint[] THEN NULL ELSE r.input_ids END AS ids,
             r.vals || '{}'::float8[] AS vals
@@ -479,6 +475,18 @@ func (tx *Tx) SpanInputBuckets(ctx context.Context, sensorID int64, from, to []t
 	return true, readError("input buckets", br.Close())
 }
 
+// positionColumns lists, for the first positions of the readings' arrays,
+// each value taken out once (", r.vals[k] AS vk") and its sum, min and
+// max (", sum(vk), min(vk), max(vk)").
+func positionColumns(positions int) (values, aggregates string) {
+	var v, a strings.Builder
+	for k := 1; k <= positions; k++ {
+		fmt.Fprintf(&v, ", r.vals[%d] AS v%d", k, k)
+		fmt.Fprintf(&a, ", sum(v%d), min(v%d), max(v%d)", k, k, k)
+	}
+	return v.String(), a.String()
+}
+
 // inputBucketsSQL aggregates the readings of sensor $1 in each piece [$2[i],
 // $3[i]) apart, those whose input ids are $4 or not, each of positions
 // inputs by its position in the readings' arrays, in time order.
@@ -495,16 +503,12 @@ func (tx *Tx) SpanInputBuckets(ctx context.Context, sensorID int64, from, to []t
 // every write stores them, has $4's exactly when it has as many, which
 // its array's header tells.
 func inputBucketsSQL(positions int) string {
-	var values, aggregates strings.Builder
-	for k := 1; k <= positions; k++ {
-		fmt.Fprintf(&values, ", r.vals[%d] AS v%d", k, k)
-		fmt.Fprintf(&aggregates, ", sum(v%d), min(v%d), max(v%d)", k, k, k)
-	}
+	values, aggregates := positionColumns(positions)
 	return `
 SELECT w.k, x.* FROM unnest($2::timestamptz[], $3::timestamptz[]) WITH ORDINALITY AS w(a, b, k)
 CROSS JOIN LATERAL (
-    SELECT bool_and(same), count(*)` + aggregates.String() + ` FROM (
-        SELECT same` + values.String() + ` FROM (
+    SELECT bool_and(same), count(*)` + aggregates + ` FROM (
+        SELECT same` + values + ` FROM (
             SELECT CASE WHEN (SELECT si.input_ids <@ $4::bigint[] FROM sensor_inputs si WHERE si.sensor_id = $1)
                 THEN cardinality(r.input_ids) = cardinality($4::bigint[])
                 ELSE r.input_ids = $4::bigint[] END AS same,
