@@ -112,7 +112,7 @@ func (e *env) addBlueprintSensor(ctx context.Context, project, blueprintID int64
 	for _, in := range sensor.JSON201.Inputs {
 		b.inputIDs = append(b.inputIDs, in.Id)
 	}
-	s.paths = append(s.paths, fmt.Sprintf("%s/api/v1/org/%d/proj/%d/readings/%d", s.base, s.org, project, b.id))
+	s.addPath(project, b.id)
 	return b, nil
 }
 
@@ -212,26 +212,15 @@ func (e *env) growForLatest(ctx context.Context, _ *results) error {
 }
 
 // latestValues is rows 10 and 10b: the project's latest values through
-// the store, then through the service, and the plan that shows one
-// backward index probe per sensor.
+// the store and through the service, in turns, and the plan that shows
+// one backward index probe per sensor.
 func (e *env) latestValues(ctx context.Context, res *results) error {
 	s := e.svc
 	var total int64
 	if err := e.pool.QueryRow(ctx, "SELECT count(*) FROM readings").Scan(&total); err != nil {
 		return err
 	}
-	db := store.New(e.pool)
-	// As many as the page reads: fewer leave the CPU per request to a
-	// handful of clock ticks.
-	runs := e.cfg.queries
-	raw := make([]time.Duration, 0, runs)
-	var rawCPU, servedCPU cpuSpent
-	var before cpuSample
-	for i := range runs + 10 {
-		if i == 10 {
-			before = e.meter.sample()
-		}
-		start := time.Now()
+	raw := func(ctx context.Context, db *store.DB, _ int) error {
 		latest, _, err := db.LatestReadings(ctx, s.org, s.project, 0, 1000, false)
 		if err != nil {
 			return err
@@ -239,46 +228,45 @@ func (e *env) latestValues(ctx context.Context, res *results) error {
 		if len(latest) != len(s.paths) {
 			return fmt.Errorf("latest: %d sensors, want %d", len(latest), len(s.paths))
 		}
-		if i >= 10 {
-			raw = append(raw, time.Since(start))
-		}
+		return nil
 	}
-	rawCPU.add([]cpuSample{before, e.meter.sample()})
 	var page bytes.Buffer
 	url := fmt.Sprintf("%s/api/v1/org/%d/proj/%d/latest?limit=1000", s.base, s.org, s.project)
-	served := make([]time.Duration, 0, runs)
-	var profiled func() error
-	for i := range runs + 10 {
-		if i == 10 {
-			profiled, before = e.profile(ctx, "latest-10b", readProfileTime), e.meter.sample()
-		}
+	served := func(ctx context.Context, _ int) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err
 		}
-		start := time.Now()
-		if err := s.do(req, &page); err != nil {
+		return s.do(req, &page)
+	}
+	// Warm-ups, untimed: each side's first calls plan their statements.
+	warm := store.New(e.pool)
+	for range 10 {
+		if err := raw(ctx, warm, 0); err != nil {
 			return err
 		}
-		if i >= 10 {
-			served = append(served, time.Since(start))
+		if err := served(ctx, 0); err != nil {
+			return err
 		}
 	}
-	servedCPU.add([]cpuSample{before, e.meter.sample()})
-	if err := profiled(); err != nil {
+	// As many as the page reads: fewer leave the CPU per request to a
+	// handful of clock ticks.
+	runs := e.cfg.queries
+	t, err := e.inTurns(ctx, "latest-10b", runs, raw, served)
+	if err != nil {
 		return err
 	}
 	plan, err := e.latestPlan(ctx)
 	if err != nil {
 		return err
 	}
-	rawP50, rawP99 := percentiles(raw)
-	p50, p99 := percentiles(served)
+	rawP50, rawP99 := percentiles(t.raw)
+	p50, p99 := percentiles(t.served)
 	e.log.Info("latest", "readings", total, "raw_p50", rawP50, "service_p50", p50, "plan", plan)
-	res.add("10", fmt.Sprintf("Latest values, raw: `store.LatestReadings` of the project's %d sensors over %s readings; plan: %s",
-		len(s.paths), count(int(total)), plan), latency(rawP50, rawP99)+rawCPU.postgresPerRequest(runs), "1 (the limit)")
-	res.add("10b", "Latest values through the service: `GET …/proj/{id}/latest?limit=1000`",
-		latency(p50, p99)+servedCPU.microsPerRequest(runs), ratio(float64(p50)/float64(rawP50), "(10), p50; target ≤ 1.5"))
+	res.add("10", fmt.Sprintf("Latest values, raw: `store.LatestReadings` of the project's %d sensors over %s readings, 1 connection, in turns with (10b); plan: %s",
+		len(s.paths), count(int(total)), plan), latency(rawP50, rawP99)+t.rawCPU.postgresPerRequest(runs), "1 (the limit)")
+	res.add("10b", "Latest values through the service: `GET …/proj/{id}/latest?limit=1000`, 1 client, in turns with (10)",
+		latency(p50, p99)+t.servedCPU.microsPerRequest(runs), ratio(float64(p50)/float64(rawP50), "(10), p50; target ≤ 1.5"))
 	return nil
 }
 

@@ -29,6 +29,7 @@ type results struct {
 	// The CPU per reading of rows 1c, 3 and 4, for the targets of issue 26.
 	rawIngestConcurrentCPU, serviceIngestCPU, serviceOverwriteCPU cpuSpent
 	serviceRead99                                                 time.Duration // p99, row 6
+	serviceReadCPU                                                cpuSpent      // row 6's: the service's and its share of PostgreSQL's
 
 	peers []*peerResult
 }
@@ -93,7 +94,6 @@ func measure(ctx context.Context, e *env) (*report, error) {
 		{name: "service overwrite", run: e.serviceOverwrite},
 		{name: "small batches of a logger fleet", run: e.smallBatches},
 		{name: "vacuum readings", run: e.vacuumReadings, prepare: true},
-		{name: "raw read", run: e.rawRead},
 		{name: "service read", run: e.serviceRead},
 		{name: "blueprint sensor", run: e.blueprintSensor, prepare: true},
 		{name: "service read with outputs", run: e.serviceReadOutputs},

@@ -14,6 +14,7 @@ func (r *report) writePeers(w io.Writer) {
 		return
 	}
 	c := r.cfg
+	pageCost, pageKnown := r.servicePageCost()
 	fmt.Fprintf(w, "\nThe same %s readings through each peer's own HTTP ingest (InfluxDB 1.x line protocol, a line per reading with fields i1..i10), "+
 		"in the same %s-reading batches from %d concurrent clients, then the same batches again; then the reads of rows 5 and 6, "+
 		"a page of %s readings each (InfluxDB: `SELECT … LIMIT %d`; VictoriaMetrics: `/api/v1/export` of the page's range). "+
@@ -24,16 +25,17 @@ func (r *report) writePeers(w io.Writer) {
 	fmt.Fprintln(w, "|---|---|---:|---:|---|---|---|")
 	fmt.Fprintf(w, "| The service, storage mode `%s` (rows 3, 4, 6) | committed: PostgreSQL fsyncs its WAL (synchronous_commit=on) | %s | %s | %s | 1 | %s |\n",
 		r.machine.storage, count(int(res.serviceIngest+0.5)), count(int(res.serviceOverwrite+0.5)), latency(res.serviceRead, res.serviceRead99),
-		r.cpuCosts("service ingest", "service overwrite", "service read"))
+		r.cpuCosts("service ingest", "service overwrite", pageCost, pageKnown))
 	for _, p := range res.peers {
 		if p.missing != "" {
 			fmt.Fprintf(w, "| %s | – | not measured: %s | | | | |\n", p.name, p.missing)
 			continue
 		}
+		peerPage, peerKnown := r.phaseCost(p.name+": read", c.queries)
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.2f, %.2f, %.2f | %s |\n", p.name, p.acks,
 			count(int(p.ingest+0.5)), count(int(p.overwrite+0.5)), latency(p.read, p.read99),
 			res.serviceIngest/p.ingest, res.serviceOverwrite/p.overwrite, float64(res.serviceRead)/float64(p.read),
-			r.cpuCosts(p.name+": new readings", p.name+": overwrite", p.name+": read"))
+			r.cpuCosts(p.name+": new readings", p.name+": overwrite", peerPage, peerKnown))
 	}
 
 	fmt.Fprint(w, "\nThe targets of issue 14, in this run:\n\n")
@@ -66,25 +68,35 @@ func (r *report) writePeers(w io.Writer) {
 func ratioOf(a, b time.Duration) float64 { return float64(a) / float64(b) }
 
 // cpuCosts is the CPU the system under test spent (the service and
-// PostgreSQL, or the peer) per reading written in the two write phases and
-// per page read in the read phase, from the CPU table: unlike a rate, it
+// PostgreSQL, or the peer) per reading written in the two write phases,
+// from the CPU table, and per page read (page, known): unlike a rate, it
 // hardly moves with what other processes take of the machine.
-func (r *report) cpuCosts(ingest, overwrite, read string) string {
-	cost := func(phase string, n int) (time.Duration, bool) {
-		for _, c := range r.cpu {
-			if c.phase == phase {
-				return time.Duration((c.service + c.postgres) * c.seconds / float64(n) * float64(time.Second)), true
-			}
-		}
-		return 0, false
-	}
-	newCost, ok1 := cost(ingest, r.cfg.readings)
-	overCost, ok2 := cost(overwrite, r.cfg.readings)
-	pageCost, ok3 := cost(read, r.cfg.queries)
-	if !ok1 || !ok2 || !ok3 {
+func (r *report) cpuCosts(ingest, overwrite string, page time.Duration, known bool) string {
+	newCost, ok1 := r.phaseCost(ingest, r.cfg.readings)
+	overCost, ok2 := r.phaseCost(overwrite, r.cfg.readings)
+	if !ok1 || !ok2 || !known {
 		return "–"
 	}
-	return fmt.Sprintf("%s, %s; %s", duration(newCost), duration(overCost), duration(pageCost))
+	return fmt.Sprintf("%s, %s; %s", duration(newCost), duration(overCost), duration(page))
+}
+
+// phaseCost is the CPU of the service and PostgreSQL, or the peer, in
+// the phase of the CPU table, per unit of work of n.
+func (r *report) phaseCost(phase string, n int) (time.Duration, bool) {
+	for _, c := range r.cpu {
+		if c.phase == phase {
+			return time.Duration((c.service + c.postgres) * c.seconds / float64(n) * float64(time.Second)), true
+		}
+	}
+	return 0, false
+}
+
+// servicePageCost is the CPU of the service and its share of PostgreSQL
+// per page of row 6. Its phase times the raw query in turns with the
+// pages, so the phase's line of the CPU table counts both.
+func (r *report) servicePageCost() (time.Duration, bool) {
+	c := r.res.serviceReadCPU
+	return time.Duration(float64(c.service+c.postgres) / clockTicks / float64(r.cfg.queries) * float64(time.Second)), c.known
 }
 
 // writeIngestTargets prints the targets of issue 26 that rows 1c, 3 and 4

@@ -35,6 +35,7 @@ type service struct {
 	project int64
 	sensors []int64  // the sensors' ids, in order of creation
 	paths   []string // the readings URL of each sensor, built once
+	pathIDs []int64  // the id of the sensor of each of paths
 }
 
 // requestTimeout bounds every request to the service: the largest batch
@@ -237,10 +238,16 @@ func (e *env) createSensors(ctx context.Context) error {
 			return fmt.Errorf("create sensor: %s %s", resp.Status(), resp.Body)
 		}
 		s.sensors = append(s.sensors, resp.JSON201.Id)
-		s.paths = append(s.paths, fmt.Sprintf("%s/api/v1/org/%d/proj/%d/readings/%d", s.base, s.org, s.project, resp.JSON201.Id))
+		s.addPath(s.project, resp.JSON201.Id)
 	}
 	e.log.Info("created sensors", "org", s.org, "project", s.project, "sensors", len(s.sensors))
 	return nil
+}
+
+// addPath adds the readings URL of a sensor of the project to paths.
+func (s *service) addPath(project, sensorID int64) {
+	s.paths = append(s.paths, fmt.Sprintf("%s/api/v1/org/%d/proj/%d/readings/%d", s.base, s.org, project, sensorID))
+	s.pathIDs = append(s.pathIDs, sensorID)
 }
 
 // postReadings posts a JSON batch, already encoded, to the sensor at index
