@@ -342,6 +342,22 @@ func appendOutputs(b []byte, outputs *sensing.Outputs, r *store.Reading, names k
 	return append(b, '}')
 }
 
+// appendJSONString appends s as encoding/json writes it. A string of
+// printable ASCII that needs no escape, as names mostly are, is copied
+// between quotes; any other goes through json.Marshal, whose escapes
+// (HTML's characters, U+2028, invalid UTF-8) stay its own.
+func appendJSONString(b []byte, s string) ([]byte, error) {
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, err := json.Marshal(s)
+			return append(b, q...), err
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), nil
+}
+
 // Rows of one value each.
 
 // projectRows encodes a project's readings as rows of one value each

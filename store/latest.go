@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/sensorreadings/readings/apperr"
 )
@@ -45,21 +46,7 @@ func (db *DB) LatestReadings(ctx context.Context, orgID, projectID, after int64,
 	var latest []Latest
 	b.Queue(latestReadingsSQL, orgID, projectID, after, limit+1, instances).Query(func(rows pgx.Rows) error {
 		var err error
-		latest, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Latest, error) {
-			var (
-				l    Latest
-				s    = &l.Sensor
-				when *time.Time
-				r    Reading
-			)
-			err := row.Scan(&s.ID, &s.ProjectID, &s.Name, &s.Description, &s.BlueprintID, &s.Instance, &s.CreatedAt, &s.UpdatedAt,
-				&when, &r.InputIDs, &r.Values, &l.Flagged)
-			if when != nil {
-				r.Time = *when
-				l.Reading = &r
-			}
-			return l, err
-		})
+		latest, err = pgx.CollectRows(rows, latestScanner(rows))
 		return err
 	})
 	if err := db.pool.SendBatch(ctx, b).Close(); err != nil {
@@ -70,4 +57,48 @@ func (db *DB) LatestReadings(ctx context.Context, orgID, projectID, after int64,
 	}
 	latest, more := pageOf(latest, limit)
 	return latest, more, nil
+}
+
+// latestScanner scans a row of latestReadingsSQL. The reading's columns
+// are decoded as the pages' are (decodeReading) when the server sent them
+// in binary: pgx's generic arrays and a pointer for a datetime that may
+// be null were most of the allocations of a request for a project's
+// latest values.
+func latestScanner(rows pgx.Rows) pgx.RowToFunc[Latest] {
+	fields := rows.FieldDescriptions()
+	binary := len(fields) == 12
+	for _, f := range fields[8:min(len(fields), 11)] {
+		binary = binary && f.Format == pgtype.BinaryFormatCode
+	}
+	return func(row pgx.CollectableRow) (Latest, error) {
+		var (
+			l Latest
+			s = &l.Sensor
+		)
+		if !binary {
+			var (
+				when *time.Time
+				r    Reading
+			)
+			err := row.Scan(&s.ID, &s.ProjectID, &s.Name, &s.Description, &s.BlueprintID, &s.Instance, &s.CreatedAt, &s.UpdatedAt,
+				&when, &r.InputIDs, &r.Values, &l.Flagged)
+			if when != nil {
+				r.Time = *when
+				l.Reading = &r
+			}
+			return l, err
+		}
+		err := row.Scan(&s.ID, &s.ProjectID, &s.Name, &s.Description, &s.BlueprintID, &s.Instance, &s.CreatedAt, &s.UpdatedAt,
+			nil, nil, nil, &l.Flagged)
+		if err != nil {
+			return l, err
+		}
+		if raw := row.RawValues()[8:11]; raw[0] != nil {
+			l.Reading = new(Reading)
+			if err := decodeReading(raw, l.Reading); err != nil {
+				return l, err
+			}
+		}
+		return l, nil
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -108,6 +109,7 @@ func decodeArray[T any](src []byte, dst []T, element func([]byte) T) ([]T, error
 	if len(src) != n*12 {
 		return nil, fmt.Errorf("%d elements in %d bytes", n, len(src))
 	}
+	dst = slices.Grow(dst, n)
 	for i := range n {
 		e := src[i*12:]
 		if binary.BigEndian.Uint32(e) != 8 {

@@ -1,0 +1,93 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/sensorreadings/readings/batch/batchtest"
+	"github.com/sensorreadings/readings/store"
+	"github.com/sensorreadings/readings/store/storetest"
+)
+
+// BenchmarkGetReadings measures the read paths of rows 6 and 10b of `make
+// bench` from the client's request to the last byte of the answer: a page
+// of 1,000 readings of 10 inputs (Page), and the latest values of a
+// project of 100 sensors (Latest). Beside the time, it reports the CPU
+// time per request of this process (the service's share, with the
+// client's small one) and of PostgreSQL (storetest.ServerCPU; run it
+// alone). Profile it with -cpuprofile, focused on ServeHTTP.
+func BenchmarkGetReadings(b *testing.B) {
+	e := newEnv(b)
+	tn := e.newTenant("Bench")
+	ts := httptest.NewServer(e.srv)
+	defer ts.Close()
+	ctx := context.Background()
+	project := fmt.Sprintf("%s/api/v1/org/%d/proj/%d", ts.URL, tn.orgID, tn.projectID)
+	// The tenant's two sensors, then more to make a hundred, each but the
+	// piezometer with ten readings; the tenant's plain sensor with a page.
+	for i := range 98 {
+		if _, err := e.db.CreateSensor(ctx, tn.orgID, tn.projectID, fmt.Sprintf("bench %d", i), "", nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sensors, _, err := e.db.ListSensors(ctx, tn.orgID, tn.projectID, 0, 1000)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range sensors {
+		if s.BlueprintID != nil {
+			continue
+		}
+		body := batchtest.BenchBodyOf(10)
+		if s.ID == tn.sensorID {
+			body = batchtest.BenchBody()
+		}
+		if status := send(b, http.MethodPost, fmt.Sprintf("%s/readings/%d", project, s.ID), tn.tokens[store.Editor], body); status != http.StatusOK {
+			b.Fatalf("POST: %d", status)
+		}
+	}
+	for _, c := range []struct{ name, path string }{
+		{"Page", fmt.Sprintf("%s/readings/%d?limit=1000&outputs=false&datetime__gte=2024-01-01T00:00:00Z", project, tn.sensorID)},
+		{"Latest", project + "/latest?limit=1000"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu, pg := batchtest.ProcessCPU(b), storetest.ServerCPU(b, e.pool)
+			for b.Loop() {
+				if status := send(b, http.MethodGet, c.path, tn.tokens[store.Viewer], nil); status != http.StatusOK {
+					b.Fatalf("GET: %d", status)
+				}
+			}
+			b.ReportMetric(float64((batchtest.ProcessCPU(b)-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64((storetest.ServerCPU(b, e.pool)-pg).Nanoseconds())/float64(b.N), "pg-cpu-ns/op")
+		})
+	}
+}
+
+// plainClient asks for no gzip, as the bench's clients do.
+var plainClient = &http.Client{Transport: &http.Transport{DisableCompression: true}}
+
+// send sends a request with the token and reads the answer to its end, so
+// that the connection is kept for the next, and returns its status.
+func send(b *testing.B, method, url, token string, body []byte) int {
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := plainClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer res.Body.Close()
+	if _, err := io.Copy(io.Discard, res.Body); err != nil {
+		b.Fatal(err)
+	}
+	return res.StatusCode
+}
