@@ -70,13 +70,11 @@ func latestScanner(rows pgx.Rows) pgx.RowToFunc[Latest] {
 	for _, f := range fields[8:min(len(fields), 11)] {
 		binary = binary && f.Format == pgtype.BinaryFormatCode
 	}
-	return func(row pgx.CollectableRow) (Latest, error) {
-		var (
-			l Latest
-			s = &l.Sensor
-		)
-		if !binary {
+	if !binary {
+		return func(row pgx.CollectableRow) (Latest, error) {
 			var (
+				l    Latest
+				s    = &l.Sensor
 				when *time.Time
 				r    Reading
 			)
@@ -88,9 +86,15 @@ func latestScanner(rows pgx.Rows) pgx.RowToFunc[Latest] {
 			}
 			return l, err
 		}
-		err := row.Scan(&s.ID, &s.ProjectID, &s.Name, &s.Description, &s.BlueprintID, &s.Instance, &s.CreatedAt, &s.UpdatedAt,
-			nil, nil, nil, &l.Flagged)
-		if err != nil {
+	}
+	// One row's destinations, reused: a new list of them for each row was
+	// another two allocations a sensor.
+	var l Latest
+	s := &l.Sensor
+	dest := []any{&s.ID, &s.ProjectID, &s.Name, &s.Description, &s.BlueprintID, &s.Instance, &s.CreatedAt, &s.UpdatedAt, nil, nil, nil, &l.Flagged}
+	return func(row pgx.CollectableRow) (Latest, error) {
+		l = Latest{}
+		if err := row.Scan(dest...); err != nil {
 			return l, err
 		}
 		if raw := row.RawValues()[8:11]; raw[0] != nil {
