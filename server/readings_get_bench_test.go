@@ -16,7 +16,9 @@ import (
 
 // BenchmarkGetReadings measures the read paths of rows 6 and 10b of `make
 // bench` from the client's request to the last byte of the answer: a page
-// of 1,000 readings of 10 inputs (Page), and the latest values of a
+// of 1,000 readings of 10 inputs (Page), a page of 1,000 readings of a
+// 2-input, 2-output blueprint without and with its outputs
+// (PiezometerPage, PiezometerPageOutputs), and the latest values of a
 // project of 100 sensors (Latest). Beside the time, it reports the CPU
 // time per request of this process (the service's share, with the
 // client's small one) and of PostgreSQL (storetest.ServerCPU; run it
@@ -51,8 +53,30 @@ func BenchmarkGetReadings(b *testing.B) {
 			b.Fatalf("POST: %d", status)
 		}
 	}
+	// And the piezometer a page of its two inputs, for its outputs.
+	piezometer, err := e.db.GetSensor(ctx, store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.instanceID})
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := []byte{'['}
+	for i := range 1000 {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = fmt.Appendf(body, `{"datetime":"2024-01-01T00:%02d:%02dZ","inputs":{"%d":%d.%d,"%d":%d.25}}`,
+			i/60, i%60, piezometer.Instance.Inputs[0].ID, 2500+i, i%7, piezometer.Instance.Inputs[1].ID, i%30)
+	}
+	body = append(body, ']')
+	if status := send(b, http.MethodPost, fmt.Sprintf("%s/readings/%d", project, tn.instanceID), tn.tokens[store.Editor], body); status != http.StatusOK {
+		b.Fatalf("POST: %d", status)
+	}
+	page := func(sensor int64, outputs bool) string {
+		return fmt.Sprintf("%s/readings/%d?limit=1000&outputs=%t&datetime__gte=2024-01-01T00:00:00Z", project, sensor, outputs)
+	}
 	for _, c := range []struct{ name, path string }{
-		{"Page", fmt.Sprintf("%s/readings/%d?limit=1000&outputs=false&datetime__gte=2024-01-01T00:00:00Z", project, tn.sensorID)},
+		{"Page", page(tn.sensorID, false)},
+		{"PiezometerPage", page(tn.instanceID, false)},
+		{"PiezometerPageOutputs", page(tn.instanceID, true)},
 		{"Latest", project + "/latest?limit=1000"},
 	} {
 		b.Run(c.name, func(b *testing.B) {
