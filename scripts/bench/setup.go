@@ -174,7 +174,7 @@ func (e *env) onServer(ctx context.Context, sql string) error {
 // and keeps a pool for the raw measurements, which use one connection of
 // it, or one per client in row 1c.
 func (e *env) openPool(ctx context.Context) error {
-	pool, err := store.Open(ctx, e.dbURL, store.PoolConfig{MaxConns: int32(max(4, e.cfg.clients))})
+	pool, err := store.Open(ctx, e.benchURL(), store.PoolConfig{MaxConns: int32(max(4, e.cfg.clients))})
 	if err != nil {
 		return err
 	}
@@ -184,6 +184,22 @@ func (e *env) openPool(ctx context.Context) error {
 	defer cancel()
 	quiet := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	return store.Migrate(migrateCtx, pool, quiet)
+}
+
+// benchApplication is the application_name of the bench's own
+// connections, which tells the service's backends from them.
+const benchApplication = "readings-bench"
+
+// benchURL is the bench database's URL for the bench's own connections.
+func (e *env) benchURL() string {
+	u, err := url.Parse(e.dbURL)
+	if err != nil {
+		return e.dbURL // createDatabase built it; Open will say what is wrong
+	}
+	q := u.Query()
+	q.Set("application_name", benchApplication)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // run runs a command of the module's toolchain or binary, its stderr shown,

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -21,7 +23,10 @@ type turns struct {
 	raw, served []time.Duration
 	// rawCPU is the raw call's: the backend of its connection (its
 	// service is 0, the bench is its client); servedCPU is the service's
-	// and the rest of PostgreSQL's, which serves it.
+	// and its connections' backends'. PostgreSQL's own processes
+	// (autovacuum, checkpointer, TimescaleDB's jobs) count for neither:
+	// over a phase of several seconds they added hundreds of µs to every
+	// request.
 	rawCPU, servedCPU cpuSpent
 }
 
@@ -29,7 +34,7 @@ type turns struct {
 // phase in turns, and the pid of that connection's backend, whose CPU is
 // the raw calls' share of PostgreSQL's.
 func (e *env) rawDB(ctx context.Context) (db *store.DB, backend int, closeDB func(), err error) {
-	pool, err := store.Open(ctx, e.dbURL, store.PoolConfig{MaxConns: 1})
+	pool, err := store.Open(ctx, e.benchURL(), store.PoolConfig{MaxConns: 1})
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -61,6 +66,7 @@ func (e *env) inTurns(ctx context.Context, profile string, n int,
 		*times = append(*times, time.Since(start))
 		return nil
 	}
+	servedBefore, servedErr := e.serviceBackends(ctx)
 	profiled := e.profile(ctx, profile, readProfileTime)
 	stop, before := e.clock(), e.meter.sample()
 	backendBefore, backendErr := procStat(backend)
@@ -81,15 +87,41 @@ func (e *env) inTurns(ctx context.Context, profile string, n int,
 	backendAfter, afterErr := procStat(backend)
 	stop()
 	after := e.meter.sample()
+	servedAfter, servedAfterErr := e.serviceBackends(ctx)
 	if err := profiled(); err != nil {
 		return t, err
 	}
 	var all cpuSpent
 	all.add([]cpuSample{before, after})
-	if all.known && errors.Join(backendErr, afterErr) == nil {
-		rawTicks := backendAfter.self - backendBefore.self
-		t.rawCPU = cpuSpent{postgres: rawTicks, known: true}
-		t.servedCPU = cpuSpent{service: all.service, postgres: all.postgres - rawTicks, known: true}
+	if all.known && errors.Join(backendErr, afterErr, servedErr, servedAfterErr) == nil {
+		t.rawCPU = cpuSpent{postgres: backendAfter.self - backendBefore.self, known: true}
+		// A backend the service's pool opened meanwhile counts from its
+		// start; one it closed meanwhile is lost, which its pool's idle
+		// time (minutes) makes rare in a phase of seconds.
+		var served int64
+		for pid, ticks := range servedAfter {
+			served += ticks - servedBefore[pid]
+		}
+		t.servedCPU = cpuSpent{service: all.service, postgres: served, known: true}
 	}
 	return t, nil
+}
+
+// serviceBackends is the CPU ticks so far of each backend of the bench
+// database that is not the bench's own (benchApplication): the
+// service's connections.
+func (e *env) serviceBackends(ctx context.Context) (map[int]int64, error) {
+	rows, _ := e.pool.Query(ctx, `SELECT pid FROM pg_stat_activity
+WHERE datname = current_database() AND backend_type = 'client backend' AND application_name <> $1`, benchApplication)
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return nil, err
+	}
+	ticks := make(map[int]int64, len(pids))
+	for _, pid := range pids {
+		if st, err := procStat(int(pid)); err == nil {
+			ticks[int(pid)] = st.self
+		}
+	}
+	return ticks, nil
 }
