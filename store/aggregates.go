@@ -263,7 +263,7 @@ func scanSpanReadings(rows pgx.Rows, common []int64, fn func(*Reading) error) er
 				return fmt.Errorf("datetime: %w", err)
 			}
 			reading.InputIDs = append(reading.InputIDs[:0], common...)
-			if reading.Values, err = decodeArray(raw[2], reading.Values[:0], func(b []byte) float64 { return math.Float64frombits(binary.BigEndian.Uint64(b)) }); err != nil {
+			if reading.Values, err = decodeFloats(raw[2], reading.Values[:0]); err != nil {
 				return fmt.Errorf("vals: %w", err)
 			}
 		} else if err := decodeReading(raw, &reading); err != nil {
