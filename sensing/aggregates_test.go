@@ -89,3 +89,56 @@ func TestAggregateDaysAreTheReadings(t *testing.T) {
 		})
 	}
 }
+
+// outputsSink writes an aggregate's answer down with its outputs.
+type outputsSink struct{ answerSink }
+
+func (s *outputsSink) Outputs(bucket time.Time, outputs []*stats.Stats) error {
+	for k, o := range outputs {
+		if o != nil {
+			fmt.Fprintln(s, bucket, "output", k, o.Count, o.Sum, o.Min, o.Max)
+		}
+	}
+	return nil
+}
+
+// With outputs, a range long enough is read on two connections, each
+// about half of it: cut where a day starts, so that each day's values are
+// added in time order, the very sums that the readings added one by one
+// give (0.1, 0.2, 0.3 sum to 0.6000000000000001 in that order; cut
+// between the first two, to 0.6), in UTC and in Kolkata.
+func TestAggregateOutputsDaysAreTheReadings(t *testing.T) {
+	core, db := newService(t)
+	f := newFixture(t, db)
+	day := 24 * 60
+	// The range's middle is 6:00 UTC on the second day.
+	ingest(t, core, f.key,
+		store.Reading{Time: minute(-60), InputIDs: []int64{f.u(), f.i()}, Values: []float64{1, 1}},
+		store.Reading{Time: minute(day - 7*60), InputIDs: []int64{f.u(), f.i()}, Values: []float64{0.1, 1}},
+		store.Reading{Time: minute(day - 5*60), InputIDs: []int64{f.u(), f.i()}, Values: []float64{0.2, 1}},
+		store.Reading{Time: minute(day - 5*60 + 2), InputIDs: []int64{f.u(), f.i()}, Values: []float64{0.3, 1}},
+		store.Reading{Time: minute(2*day - 60), InputIDs: []int64{f.u(), f.i()}, Values: []float64{1, 1}})
+	readingsOnly := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{ReadingsOnly: true})
+	for _, zone := range []string{"UTC", "Asia/Kolkata"} {
+		t.Run(zone, func(t *testing.T) {
+			q := store.BucketQuery{From: minute(-12 * 60), To: minute(2 * day), Interval: 24 * time.Hour, Zone: zone, Raw: true}
+			answer := func(core *sensing.Service) string {
+				var sink outputsSink
+				if _, err := core.Aggregate(t.Context(), f.key, q, sensing.AggregateOptions{Outputs: true}, &sink); err != nil {
+					t.Fatal(err)
+				}
+				return sink.String()
+			}
+			got, want := answer(core), answer(readingsOnly)
+			if got != want {
+				t.Errorf("aggregate =\n%swant, from the readings alone,\n%s", got, want)
+			}
+			// p = u * i * 2: 0.2, 0.4, 0.6.
+			for _, sum := range []string{fmt.Sprint(f.u(), 3, 0.6000000000000001), fmt.Sprint("output 0 3 ", 1.2000000000000002)} {
+				if !strings.Contains(want, sum) {
+					t.Errorf("answer from the readings alone\n%shas not %s for the 3 readings of the second day", want, sum)
+				}
+			}
+		})
+	}
+}

@@ -163,3 +163,52 @@ func TestSpansWithin(t *testing.T) {
 		})
 	}
 }
+
+func TestSpansCutAt(t *testing.T) {
+	tests := []struct {
+		name          string
+		in            spans
+		at            float64
+		before, after spans
+	}{
+		{"InASpan", spansOf(0, 2, 4, 12), 7, spansOf(0, 2, 4, 7), spansOf(7, 12)},
+		{"AtABound", spansOf(0, 2, 4, 12), 4, spansOf(0, 2), spansOf(4, 12)},
+		{"Between", spansOf(0, 3, 5, 8), 4, spansOf(0, 3), spansOf(5, 8)},
+		{"BeforeAll", spansOf(1, 3), 0, spansOf(), spansOf(1, 3)},
+		{"AfterAll", spansOf(1, 3), 3, spansOf(1, 3), spansOf()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			at := spansOf(tt.at, tt.at+1).from[0]
+			before, after := tt.in.cutAt(at)
+			if !slices.EqualFunc(before.from, tt.before.from, time.Time.Equal) || !slices.EqualFunc(before.to, tt.before.to, time.Time.Equal) ||
+				!slices.EqualFunc(after.from, tt.after.from, time.Time.Equal) || !slices.EqualFunc(after.to, tt.after.to, time.Time.Equal) {
+				t.Errorf("%v cut at %v = %v, %v, want %v, %v", tt.in, at, before, after, tt.before, tt.after)
+			}
+		})
+	}
+}
+
+func TestSpansCovers(t *testing.T) {
+	tests := []struct {
+		name   string
+		s, o   spans
+		covers bool
+	}{
+		{"Same", spansOf(0, 10), spansOf(0, 10), true},
+		{"Inside", spansOf(0, 3, 5, 10), spansOf(1, 2, 5, 6, 9, 10), true},
+		{"AcrossAGap", spansOf(0, 3, 5, 10), spansOf(2, 6), false},
+		{"BeyondTheEnd", spansOf(0, 3), spansOf(2, 4), false},
+		{"BeforeTheStart", spansOf(1, 3), spansOf(0, 2), false},
+		{"InAGap", spansOf(0, 1, 5, 6), spansOf(2, 3), false},
+		{"Nothing", spansOf(0, 1), spansOf(), true},
+		{"OfNothing", spansOf(), spansOf(0, 1), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.s.covers(tt.o); got != tt.covers {
+				t.Errorf("%v covers %v = %v, want %v", tt.s, tt.o, got, tt.covers)
+			}
+		})
+	}
+}

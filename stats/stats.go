@@ -241,6 +241,23 @@ func (p *Partial) AddAny(t time.Time, v float64) {
 	p.Add(t, v)
 }
 
+// AddCore adds the value v to the count, sum, minimum and maximum,
+// leaving the first and last values as they are: for an aggregate that
+// does not ask for them, which then adds values in the order they come,
+// without comparing their times.
+func (p *Partial) AddCore(v float64) {
+	if p.Count == 0 {
+		p.Min, p.Max = v, v
+		p.Sums = Sums{}
+		if math.Abs(v) < SplitAt {
+			p.Sums.Lo = math.Copysign(0, v) // as Add
+		}
+	}
+	p.Count++
+	p.Sums.Add(v)
+	p.Min, p.Max = min(p.Min, v), max(p.Max, v)
+}
+
 // MergeCore adds the count, sum, minimum and maximum of the values o
 // summarizes, leaving the first and last values as they are: for an
 // aggregate that does not ask for them.

@@ -192,3 +192,30 @@ func TestPartialSignedZeros(t *testing.T) {
 		})
 	}
 }
+
+// TestAddCore adds values as Add does, but for the first and last values
+// and their times, which it leaves as they were.
+func TestAddCore(t *testing.T) {
+	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	negZero := math.Copysign(0, -1)
+	for _, values := range [][]float64{
+		{0.1, 0.2, 0.3},
+		{negZero},
+		{negZero, 0},
+		{3, -0x1p1000, 7, 0x1p1000, -0.5},
+		{math.MaxFloat64, math.MaxFloat64},
+	} {
+		var added, core stats.Partial
+		for i, v := range values {
+			added.Add(at.Add(time.Duration(i)*time.Minute), v)
+			core.AddCore(v)
+		}
+		if core.Count != added.Count || math.Float64bits(core.Sums.Lo) != math.Float64bits(added.Sums.Lo) || core.Sums.Hi != added.Sums.Hi ||
+			math.Float64bits(core.Min) != math.Float64bits(added.Min) || math.Float64bits(core.Max) != math.Float64bits(added.Max) {
+			t.Errorf("AddCore of %v = %+v, want Add's count, sums, min and max: %+v", values, core, added)
+		}
+		if core.First != 0 || core.Last != 0 || !core.FirstAt.IsZero() || !core.LastAt.IsZero() {
+			t.Errorf("AddCore of %v kept first and last values %+v, want none", values, core)
+		}
+	}
+}

@@ -283,6 +283,41 @@ func TestAggregateRows(t *testing.T) {
 			t.Errorf("SpanInputBuckets with ids [1 3] of common [1 2] = %v, %v, want %v, true", got, ok, want)
 		}
 	})
+	t.Run("SpanReadingsIDs", func(t *testing.T) {
+		ids := func(key store.SensorKey, common []int64) string {
+			var got []string
+			err := db.InSnapshot(ctx, func(tx *store.Tx) error {
+				return tx.SpanReadings(ctx, key.SensorID, []time.Time{start}, []time.Time{start.Add(4 * time.Hour)}, common, func(r *store.Reading) error {
+					got = append(got, fmt.Sprint(r.InputIDs, r.Values))
+					return nil
+				})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fmt.Sprint(got)
+		}
+		// Every id the sensor has had is common's: a reading's ids are
+		// common's when it has as many.
+		mixed := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+		mustInsert(t, db, mixed, store.Reading{Time: start, InputIDs: []int64{1, 2}, Values: []float64{1, 2}},
+			store.Reading{Time: start.Add(time.Hour), InputIDs: []int64{2}, Values: []float64{3}},
+			store.Reading{Time: start.Add(2 * time.Hour), InputIDs: []int64{1}, Values: []float64{4}})
+		if got, want := ids(mixed, []int64{1, 2}), "[[1 2] [1 2] [2] [3] [1] [4]]"; got != want {
+			t.Errorf("SpanReadings of common [1 2] = %s, want %s", got, want)
+		}
+		if got, want := ids(mixed, []int64{1, 2, 3}), "[[1 2] [1 2] [2] [3] [1] [4]]"; got != want {
+			t.Errorf("SpanReadings of common [1 2 3] = %s, want %s", got, want)
+		}
+		// As many ids as common, not common's: the sensor has had an id
+		// common lacks, so each reading's ids are compared.
+		other := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+		mustInsert(t, db, other, store.Reading{Time: start, InputIDs: []int64{1, 2}, Values: []float64{1, 2}},
+			store.Reading{Time: start.Add(time.Hour), InputIDs: []int64{1, 3}, Values: []float64{1, 3}})
+		if got, want := ids(other, []int64{1, 2}), "[[1 2] [1 2] [1 3] [1 3]]"; got != want {
+			t.Errorf("SpanReadings of common [1 2], ids [1 3] stored = %s, want %s", got, want)
+		}
+	})
 	t.Run("BucketStarts", func(t *testing.T) {
 		var starts []store.BucketStart
 		err := db.InSnapshot(ctx, func(tx *store.Tx) error {

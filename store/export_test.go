@@ -1,5 +1,10 @@
 package store
 
+import (
+	"encoding/binary"
+	"math"
+)
+
 // SetTxAttempts sets how many times a transaction aborted as a deadlock's
 // victim or a serialization failure runs in all, so that a test can see
 // the first abort.
@@ -10,3 +15,11 @@ const UpsertMax = upsertMax
 
 // HourFirsts is hourFirsts, the hours of a batch LockSensorWrite sends.
 var HourFirsts = hourFirsts
+
+// DecodeFloats is decodeFloats, and DecodeFloatArray decodeArray of float8
+// values, which it must agree with.
+var DecodeFloats = decodeFloats
+
+func DecodeFloatArray(src []byte) ([]float64, error) {
+	return decodeArray(src, nil, func(b []byte) float64 { return math.Float64frombits(binary.BigEndian.Uint64(b)) })
+}

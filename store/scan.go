@@ -94,28 +94,56 @@ func decodeTimestamptz(b []byte) (time.Time, error) {
 // element type, then length and lower bound per dimension, then each
 // element as a length and its bytes.
 func decodeArray[T any](src []byte, dst []T, element func([]byte) T) ([]T, error) {
+	elements, err := arrayElements(src)
+	if err != nil {
+		return nil, err
+	}
+	dst = slices.Grow(dst, len(elements)/12)
+	for i := 0; len(elements) >= 12; i, elements = i+1, elements[12:] {
+		if binary.BigEndian.Uint32(elements) != 8 {
+			return nil, fmt.Errorf("element %d is not 8 bytes", i)
+		}
+		dst = append(dst, element(elements[4:12]))
+	}
+	return dst, nil
+}
+
+// decodeFloats is decodeArray of float8 values, without a call a value:
+// a reading's ten values took half as long.
+func decodeFloats(src []byte, dst []float64) ([]float64, error) {
+	elements, err := arrayElements(src)
+	if err != nil {
+		return nil, err
+	}
+	dst = slices.Grow(dst, len(elements)/12)
+	for i := 0; len(elements) >= 12; i, elements = i+1, elements[12:] {
+		if binary.BigEndian.Uint32(elements) != 8 {
+			return nil, fmt.Errorf("element %d is not 8 bytes", i)
+		}
+		dst = append(dst, math.Float64frombits(binary.BigEndian.Uint64(elements[4:12])))
+	}
+	return dst, nil
+}
+
+// arrayElements returns the elements of a one-dimensional array of 8-byte
+// values without nulls in PostgreSQL's binary format (ndim, flags,
+// element type, then length and lower bound per dimension), each a length
+// and its bytes, 12 apart: none, with an error, if src is not such an
+// array.
+func arrayElements(src []byte) ([]byte, error) {
 	if len(src) < 12 {
 		return nil, fmt.Errorf("%d bytes is no array", len(src))
 	}
 	ndim := binary.BigEndian.Uint32(src)
 	if ndim == 0 {
-		return dst, nil
+		return nil, nil
 	}
 	if ndim != 1 || binary.BigEndian.Uint32(src[4:]) != 0 || len(src) < 20 {
 		return nil, fmt.Errorf("not a one-dimensional array without nulls")
 	}
 	n := int(binary.BigEndian.Uint32(src[12:]))
-	src = src[20:]
-	if len(src) != n*12 {
+	if src = src[20:]; len(src) != n*12 {
 		return nil, fmt.Errorf("%d elements in %d bytes", n, len(src))
 	}
-	dst = slices.Grow(dst, n)
-	for i := range n {
-		e := src[i*12:]
-		if binary.BigEndian.Uint32(e) != 8 {
-			return nil, fmt.Errorf("element %d is not 8 bytes", i)
-		}
-		dst = append(dst, element(e[4:12]))
-	}
-	return dst, nil
+	return src, nil
 }
