@@ -430,11 +430,14 @@ func twoDigits(a, b byte) (int, bool) {
 
 // inputs scans the inputs object at p, appending its ids and values to the
 // columns sorted by id; the ids only if they are not the reading before's.
+// It appends to copies of the columns' slices, kept in registers, and
+// gives them back to the columns once the object is scanned.
 func (s *batchScanner) inputs(b []byte, p int) (int, error) {
 	if b[p] != '{' {
 		return 0, errNotPlain
 	}
-	start := len(s.ids)
+	allIDs, allValues := s.ids, s.values
+	start := len(allIDs)
 	p++
 	for {
 		p = skipSpace(b, p)
@@ -445,28 +448,30 @@ func (s *batchScanner) inputs(b []byte, p int) (int, error) {
 			return 0, errNotPlain
 		}
 		q := p + 1
-		for q < len(b) && b[q] >= '0' && b[q] <= '9' {
+		for q < len(b) && b[q]-'0' < 10 {
 			q++
 		}
 		if q == len(b) {
 			return 0, errShort
 		}
-		if b[q] != '"' || len(s.ids)-start == s.maxInputs {
+		if b[q] != '"' || len(allIDs)-start == s.maxInputs {
 			return 0, errNotPlain
 		}
 		id, err := scanInputID(b[p+1 : q])
 		if err != nil {
 			return 0, err
 		}
-		if p, err = scanColon(b, q+1); err != nil {
+		if q+2 < len(b) && b[q+1] == ':' && b[q+2] > ' ' {
+			p = q + 2 // the colon, without space around it
+		} else if p, err = scanColon(b, q+1); err != nil {
 			return 0, err
 		}
 		v, q, err := scanNumber(b, p)
 		if err != nil {
 			return 0, err
 		}
-		s.ids = append(s.ids, id)
-		s.values = append(s.values, v)
+		allIDs = append(allIDs, id)
+		allValues = append(allValues, v)
 		p = skipSpace(b, q)
 		if p == len(b) {
 			return 0, errShort
@@ -479,22 +484,22 @@ func (s *batchScanner) inputs(b []byte, p int) (int, error) {
 		}
 		p++
 	}
-	ids := s.ids[start:]
-	values := s.values[len(s.values)-len(ids):]
+	ids := allIDs[start:]
+	values := allValues[len(allValues)-len(ids):]
 	sortInputs(ids, values)
 	for i := 1; i < len(ids); i++ {
 		if ids[i] == ids[i-1] {
 			return 0, errNotPlain
 		}
 	}
-	s.pending = start
+	s.ids, s.values, s.pending = allIDs, allValues, start
 	if k := len(s.ends); k > 0 {
 		prev, n := s.idStarts[k-1], s.ends[k-1]
 		if k > 1 {
 			n -= s.ends[k-2]
 		}
-		if slices.Equal(s.ids[prev:prev+n], ids) {
-			s.ids, s.pending = s.ids[:start], prev
+		if slices.Equal(allIDs[prev:prev+n], ids) {
+			s.ids, s.pending = allIDs[:start], prev
 		}
 	}
 	return p + 1, nil
