@@ -23,6 +23,12 @@ func scanNumber(b []byte, p int) (float64, int, error) {
 			return f, end, nil
 		}
 	}
+	return scanAnyNumber(b, p)
+}
+
+// scanAnyNumber is scanNumber without its fast path, for a number
+// scanDecimal did not take.
+func scanAnyNumber(b []byte, p int) (float64, int, error) {
 	start := p
 	neg := b[p] == '-'
 	if neg {

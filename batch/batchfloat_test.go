@@ -146,10 +146,12 @@ func TestLeadingDigits(t *testing.T) {
 	}
 }
 
+// BenchmarkScanNumber scans numbers as a body holds them, each followed
+// by more of the body.
 func BenchmarkScanNumber(b *testing.B) {
 	var nums [][]byte
-	for _, s := range []string{"512.2534567890123,", "12.25345678901234,", "999.1234567890123,", "0.1234567890123456,", "13.700000000000001,"} {
-		nums = append(nums, []byte(s))
+	for _, s := range []string{"512.2534567890123", "12.25345678901234", "999.1234567890123", "0.1234567890123456", "13.700000000000001"} {
+		nums = append(nums, []byte(s+`,"10":512.2534567890123}},{"datetime":`))
 	}
 	for b.Loop() {
 		for _, n := range nums {

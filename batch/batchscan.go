@@ -447,8 +447,9 @@ func (s *batchScanner) inputs(b []byte, p int) (int, error) {
 		if b[p] != '"' {
 			return 0, errNotPlain
 		}
-		q := p + 1
+		q, id := p+1, int64(0)
 		for q < len(b) && b[q]-'0' < 10 {
+			id = id*10 + int64(b[q]-'0') // checked below, wrapped or not
 			q++
 		}
 		if q == len(b) {
@@ -457,18 +458,25 @@ func (s *batchScanner) inputs(b []byte, p int) (int, error) {
 		if b[q] != '"' || len(allIDs)-start == s.maxInputs {
 			return 0, errNotPlain
 		}
-		id, err := scanInputID(b[p+1 : q])
-		if err != nil {
-			return 0, err
+		var err error
+		if n := q - p - 1; n == 0 || n > 18 || b[p+1] == '0' {
+			if id, err = parseInputID(b[p+1 : q]); err != nil {
+				return 0, errNotPlain
+			}
 		}
 		if q+2 < len(b) && b[q+1] == ':' && b[q+2] > ' ' {
 			p = q + 2 // the colon, without space around it
 		} else if p, err = scanColon(b, q+1); err != nil {
 			return 0, err
 		}
-		v, q, err := scanNumber(b, p)
-		if err != nil {
-			return 0, err
+		v, q, ok := 0.0, 0, false
+		if len(b)-p >= decimalRoom { // scanNumber, without a call
+			v, q, ok = scanDecimal(b, p)
+		}
+		if !ok {
+			if v, q, err = scanAnyNumber(b, p); err != nil {
+				return 0, err
+			}
 		}
 		allIDs = append(allIDs, id)
 		allValues = append(allValues, v)
@@ -503,23 +511,6 @@ func (s *batchScanner) inputs(b []byte, p int) (int, error) {
 		}
 	}
 	return p + 1, nil
-}
-
-// scanInputID is parseInputID for the digits of an input id, without
-// its checks for overflow where there can be none.
-func scanInputID(b []byte) (int64, error) {
-	if len(b) == 0 || len(b) > 18 || b[0] == '0' {
-		id, err := parseInputID(b)
-		if err != nil {
-			return 0, errNotPlain
-		}
-		return id, nil
-	}
-	var id int64
-	for _, c := range b {
-		id = id*10 + int64(c-'0')
-	}
-	return id, nil
 }
 
 // shortOrNotPlain is errShort at the end of what is in, errNotPlain
