@@ -18,6 +18,17 @@ import (
 // cannot decide goes to strconv.ParseFloat; one beyond a float64 is
 // errNotPlain.
 func scanNumber(b []byte, p int) (float64, int, error) {
+	if len(b)-p >= decimalRoom {
+		if f, end, ok := scanDecimal(b, p); ok {
+			return f, end, nil
+		}
+	}
+	return scanAnyNumber(b, p)
+}
+
+// scanAnyNumber is scanNumber without its fast path, for a number
+// scanDecimal did not take.
+func scanAnyNumber(b []byte, p int) (float64, int, error) {
 	start := p
 	neg := b[p] == '-'
 	if neg {
@@ -94,6 +105,57 @@ func scanNumber(b []byte, p int) (float64, int, error) {
 		return 0, 0, errNotPlain
 	}
 	return f, p, nil
+}
+
+// decimalRoom is how much of the body scanDecimal may read from a
+// number's start: a sign, eight bytes of the integer's digits, the point
+// and two eight-byte words of the fraction's.
+const decimalRoom = 1 + 8 + 1 + 8 + 8
+
+// scanDecimal is scanNumber's fast path for the numbers sensors write,
+// -?(0|[1-9][0-9]{0,6})(\.[0-9]{1,16})? of at most 19 significant digits
+// and no exponent, when decimalRoom bytes are in from p: each of its
+// three parts read as one word, without scanDigits' loop. It reports
+// false for any other number, which scanNumber then scans, and for one
+// Eisel-Lemire cannot decide.
+func scanDecimal(b []byte, p int) (float64, int, bool) {
+	le := binary.LittleEndian
+	neg := b[p] == '-'
+	if neg {
+		p++
+	}
+	w := le.Uint64(b[p:])
+	n := leadingDigits(w)
+	if n == 0 || n == 8 || n > 1 && b[p] == '0' {
+		return 0, 0, false
+	}
+	man, digits, exp10 := digitsValue(w, n), n, 0
+	p += n
+	if b[p] == '.' {
+		p++
+		for range 2 {
+			w = le.Uint64(b[p:])
+			k := leadingDigits(w)
+			if digits+k > 19 {
+				return 0, 0, false
+			}
+			man = man*pow10Uint[k] + digitsValue(w, k)
+			digits += k
+			exp10 -= k
+			p += k
+			if k < 8 {
+				break
+			}
+		}
+		if exp10 == 0 || exp10 == -16 && b[p]-'0' < 10 {
+			return 0, 0, false // no digit after the point, or more than 16
+		}
+	}
+	if c := b[p]; c == 'e' || c == 'E' {
+		return 0, 0, false
+	}
+	f, ok := exactFloat(man, exp10, neg)
+	return f, p, ok
 }
 
 // scanDigits scans the digits at p, adding them to man, which holds

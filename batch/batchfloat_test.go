@@ -88,10 +88,19 @@ func TestScanNumberRandom(t *testing.T) {
 	}
 }
 
+// checkScanNumber checks s followed by a comma, at the end of what is in
+// and before as much again as scanDecimal reads, digits that must not
+// be taken for the number's.
 func checkScanNumber(t *testing.T, s string) {
 	t.Helper()
+	checkScanNumberIn(t, s, s+",")
+	checkScanNumberIn(t, s, s+",12345678901234567890123456789")
+}
+
+func checkScanNumberIn(t *testing.T, s, in string) {
+	t.Helper()
 	want, wantErr := strconv.ParseFloat(s, 64)
-	got, end, err := scanNumber([]byte(s+","), 0)
+	got, end, err := scanNumber([]byte(in), 0)
 	switch {
 	case wantErr != nil:
 		if err == nil {
@@ -137,10 +146,12 @@ func TestLeadingDigits(t *testing.T) {
 	}
 }
 
+// BenchmarkScanNumber scans numbers as a body holds them, each followed
+// by more of the body.
 func BenchmarkScanNumber(b *testing.B) {
 	var nums [][]byte
-	for _, s := range []string{"512.2534567890123,", "12.25345678901234,", "999.1234567890123,", "0.1234567890123456,", "13.700000000000001,"} {
-		nums = append(nums, []byte(s))
+	for _, s := range []string{"512.2534567890123", "12.25345678901234", "999.1234567890123", "0.1234567890123456", "13.700000000000001"} {
+		nums = append(nums, []byte(s+`,"10":512.2534567890123}},{"datetime":`))
 	}
 	for b.Loop() {
 		for _, n := range nums {

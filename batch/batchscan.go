@@ -430,11 +430,14 @@ func twoDigits(a, b byte) (int, bool) {
 
 // inputs scans the inputs object at p, appending its ids and values to the
 // columns sorted by id; the ids only if they are not the reading before's.
+// It appends to copies of the columns' slices, kept in registers, and
+// gives them back to the columns once the object is scanned.
 func (s *batchScanner) inputs(b []byte, p int) (int, error) {
 	if b[p] != '{' {
 		return 0, errNotPlain
 	}
-	start := len(s.ids)
+	allIDs, allValues := s.ids, s.values
+	start := len(allIDs)
 	p++
 	for {
 		p = skipSpace(b, p)
@@ -444,29 +447,39 @@ func (s *batchScanner) inputs(b []byte, p int) (int, error) {
 		if b[p] != '"' {
 			return 0, errNotPlain
 		}
-		q := p + 1
-		for q < len(b) && b[q] >= '0' && b[q] <= '9' {
+		q, id := p+1, int64(0)
+		for q < len(b) && b[q]-'0' < 10 {
+			id = id*10 + int64(b[q]-'0') // checked below, wrapped or not
 			q++
 		}
 		if q == len(b) {
 			return 0, errShort
 		}
-		if b[q] != '"' || len(s.ids)-start == s.maxInputs {
+		if b[q] != '"' || len(allIDs)-start == s.maxInputs {
 			return 0, errNotPlain
 		}
-		id, err := scanInputID(b[p+1 : q])
-		if err != nil {
+		var err error
+		if n := q - p - 1; n == 0 || n > 18 || b[p+1] == '0' {
+			if id, err = parseInputID(b[p+1 : q]); err != nil {
+				return 0, errNotPlain
+			}
+		}
+		if q+2 < len(b) && b[q+1] == ':' && b[q+2] > ' ' {
+			p = q + 2 // the colon, without space around it
+		} else if p, err = scanColon(b, q+1); err != nil {
 			return 0, err
 		}
-		if p, err = scanColon(b, q+1); err != nil {
-			return 0, err
+		v, q, ok := 0.0, 0, false
+		if len(b)-p >= decimalRoom { // scanNumber, without a call
+			v, q, ok = scanDecimal(b, p)
 		}
-		v, q, err := scanNumber(b, p)
-		if err != nil {
-			return 0, err
+		if !ok {
+			if v, q, err = scanAnyNumber(b, p); err != nil {
+				return 0, err
+			}
 		}
-		s.ids = append(s.ids, id)
-		s.values = append(s.values, v)
+		allIDs = append(allIDs, id)
+		allValues = append(allValues, v)
 		p = skipSpace(b, q)
 		if p == len(b) {
 			return 0, errShort
@@ -479,42 +492,25 @@ func (s *batchScanner) inputs(b []byte, p int) (int, error) {
 		}
 		p++
 	}
-	ids := s.ids[start:]
-	values := s.values[len(s.values)-len(ids):]
+	ids := allIDs[start:]
+	values := allValues[len(allValues)-len(ids):]
 	sortInputs(ids, values)
 	for i := 1; i < len(ids); i++ {
 		if ids[i] == ids[i-1] {
 			return 0, errNotPlain
 		}
 	}
-	s.pending = start
+	s.ids, s.values, s.pending = allIDs, allValues, start
 	if k := len(s.ends); k > 0 {
 		prev, n := s.idStarts[k-1], s.ends[k-1]
 		if k > 1 {
 			n -= s.ends[k-2]
 		}
-		if slices.Equal(s.ids[prev:prev+n], ids) {
-			s.ids, s.pending = s.ids[:start], prev
+		if slices.Equal(allIDs[prev:prev+n], ids) {
+			s.ids, s.pending = allIDs[:start], prev
 		}
 	}
 	return p + 1, nil
-}
-
-// scanInputID is parseInputID for the digits of an input id, without
-// its checks for overflow where there can be none.
-func scanInputID(b []byte) (int64, error) {
-	if len(b) == 0 || len(b) > 18 || b[0] == '0' {
-		id, err := parseInputID(b)
-		if err != nil {
-			return 0, errNotPlain
-		}
-		return id, nil
-	}
-	var id int64
-	for _, c := range b {
-		id = id*10 + int64(c-'0')
-	}
-	return id, nil
 }
 
 // shortOrNotPlain is errShort at the end of what is in, errNotPlain
