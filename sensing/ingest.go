@@ -95,6 +95,7 @@ func (s *Service) Ingest(ctx context.Context, key store.SensorKey, src Source) (
 		if err != nil {
 			return written, err
 		}
+		defer st.src.close()
 		in, run = st, s.db.InTxOnce
 	}
 	err := run(ctx, func(tx *store.Tx) error {
@@ -243,24 +244,25 @@ func (b *batchIntake) span() (first, last time.Time) {
 }
 
 // streamIntake is a Source that streams, checked reading by reading as it
-// is written.
+// is read, ahead of the write (prefetch).
 type streamIntake struct {
-	src   Source
-	check checks
+	src   *prefetch
 	first *store.Reading // read before the sensor is locked; nil once given
 	sw    *store.StreamWrite
 }
 
-// newStreamIntake reads src's first reading, so that the sensor is locked
-// only once a reading has come.
+// newStreamIntake starts reading src and waits for its first reading, so
+// that the sensor is locked only once a reading has come. The caller
+// closes the intake's src unless it returns an error.
 func newStreamIntake(src Source, check checks) (*streamIntake, error) {
-	in := &streamIntake{src: src, check: check}
-	r, err := in.next()
-	if err != nil {
-		return nil, err
+	in := &streamIntake{src: startPrefetch(src, check)}
+	r, err := in.src.Next()
+	if err == nil && r == nil {
+		err = apperr.Errorf(apperr.Invalid, "there are no readings to store")
 	}
-	if r == nil {
-		return nil, apperr.Errorf(apperr.Invalid, "there are no readings to store")
+	if err != nil {
+		in.src.close()
+		return nil, err
 	}
 	in.first = &store.Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)}
 	return in, nil
@@ -273,18 +275,7 @@ func (in *streamIntake) Next() (*store.Reading, error) {
 		in.first = nil
 		return r, nil
 	}
-	return in.next()
-}
-
-func (in *streamIntake) next() (*store.Reading, error) {
-	r, err := in.src.Next()
-	if err == nil && r != nil {
-		err = in.check.reading(r, in.src)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return in.src.Next()
 }
 
 func (*streamIntake) bound(s *Service, ctx context.Context) (context.Context, context.CancelFunc) {
