@@ -66,7 +66,9 @@ func (b *Batch) Where() (string, map[string]any) {
 // victim is run again, whole. Any other source streams: the
 // sensor is locked from its first reading, each reading is checked and
 // written as it comes, so that memory stays bounded whatever its length,
-// and its alarms are stepped a chunk at a time as stored; an abort is
+// and its alarms are stepped a chunk at a time as stored; the source is
+// read and checked in a goroutine of its own, a few blocks ahead of the
+// write (prefetch), so that parsing overlaps with storing; an abort is
 // answered Unavailable, since the source cannot be read twice. Taking the
 // lock, and the statements after the stream, have the database timeout;
 // the stream itself is read under ctx alone.
