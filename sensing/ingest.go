@@ -66,7 +66,9 @@ func (b *Batch) Where() (string, map[string]any) {
 // victim is run again, whole. Any other source streams: the
 // sensor is locked from its first reading, each reading is checked and
 // written as it comes, so that memory stays bounded whatever its length,
-// and its alarms are stepped a chunk at a time as stored; an abort is
+// and its alarms are stepped a chunk at a time as stored; the source is
+// read and checked in a goroutine of its own, a few blocks ahead of the
+// write (prefetch), so that parsing overlaps with storing; an abort is
 // answered Unavailable, since the source cannot be read twice. Taking the
 // lock, and the statements after the stream, have the database timeout;
 // the stream itself is read under ctx alone.
@@ -95,6 +97,7 @@ func (s *Service) Ingest(ctx context.Context, key store.SensorKey, src Source) (
 		if err != nil {
 			return written, err
 		}
+		defer st.src.close()
 		in, run = st, s.db.InTxOnce
 	}
 	err := run(ctx, func(tx *store.Tx) error {
@@ -243,24 +246,25 @@ func (b *batchIntake) span() (first, last time.Time) {
 }
 
 // streamIntake is a Source that streams, checked reading by reading as it
-// is written.
+// is read, ahead of the write (prefetch).
 type streamIntake struct {
-	src   Source
-	check checks
+	src   *prefetch
 	first *store.Reading // read before the sensor is locked; nil once given
 	sw    *store.StreamWrite
 }
 
-// newStreamIntake reads src's first reading, so that the sensor is locked
-// only once a reading has come.
+// newStreamIntake starts reading src and waits for its first reading, so
+// that the sensor is locked only once a reading has come. The caller
+// closes the intake's src unless it returns an error.
 func newStreamIntake(src Source, check checks) (*streamIntake, error) {
-	in := &streamIntake{src: src, check: check}
-	r, err := in.next()
-	if err != nil {
-		return nil, err
+	in := &streamIntake{src: startPrefetch(src, check)}
+	r, err := in.src.Next()
+	if err == nil && r == nil {
+		err = apperr.Errorf(apperr.Invalid, "there are no readings to store")
 	}
-	if r == nil {
-		return nil, apperr.Errorf(apperr.Invalid, "there are no readings to store")
+	if err != nil {
+		in.src.close()
+		return nil, err
 	}
 	in.first = &store.Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)}
 	return in, nil
@@ -273,18 +277,7 @@ func (in *streamIntake) Next() (*store.Reading, error) {
 		in.first = nil
 		return r, nil
 	}
-	return in.next()
-}
-
-func (in *streamIntake) next() (*store.Reading, error) {
-	r, err := in.src.Next()
-	if err == nil && r != nil {
-		err = in.check.reading(r, in.src)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return in.src.Next()
 }
 
 func (*streamIntake) bound(s *Service, ctx context.Context) (context.Context, context.CancelFunc) {

@@ -355,11 +355,18 @@ func (sw *StreamWrite) readings(ctx context.Context, size int, fn func([]Reading
 	return err
 }
 
-// queueHours queues for the rollups the hours the stream wrote, read back
-// from the readings of its spans, since the stream keeps none of them. A
-// span may hold stored readings the stream left alone (between a chunk's
-// instants, or a stage's): their hours are recomputed for nothing.
+// queueHours queues for the rollups the hours the stream wrote: those it
+// noted as they passed, or, for a stream of readings hours apart, those
+// read back from the readings of its spans. A span may hold stored
+// readings the stream left alone (between a chunk's instants, or a
+// stage's): their hours are recomputed for nothing.
 func (sw *StreamWrite) queueHours(ctx context.Context) error {
+	if hours, ok := sw.src.hours.list(); ok {
+		if _, err := sw.tx.Exec(ctx, queueHoursSQL, sw.w.Sensor.ID, hours); err != nil {
+			return fmt.Errorf("queue the stream's hours: %w", err)
+		}
+		return nil
+	}
 	for _, span := range []phase{sw.chunked, sw.direct, sw.staged} {
 		if span.count == 0 {
 			continue

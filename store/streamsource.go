@@ -28,6 +28,46 @@ type streamSource struct {
 	seq    int64   // readings written, all COPYs
 	ids    []int64 // every input id, ascending, once
 	newest Reading // of the latest instant, the last there; its own copy
+	hours  streamHours
+}
+
+// streamHours are the hours of a stream's readings, for the rollups' queue,
+// noted as they pass so that nothing reads them back: each hour once while
+// the readings come in order, again where they jump back. Past
+// maxStreamHours (readings hours apart) they are given up and the queue
+// reads the hours from the readings written.
+type streamHours struct {
+	starts     []time.Time // each hour's start, as the readings came
+	start, end time.Time   // of the last reading's hour
+	many       bool        // more than maxStreamHours: starts given up
+}
+
+// maxStreamHours bounds the memory of a stream's hours (24 bytes each):
+// a file of the largest body with a reading every second spans 200 hours.
+const maxStreamHours = 20_000
+
+// note notes the hour of t.
+func (h *streamHours) note(t time.Time) {
+	if h.many || (t.Before(h.end) && !t.Before(h.start)) {
+		return
+	}
+	h.start = t.Truncate(time.Hour)
+	h.end = h.start.Add(time.Hour)
+	if len(h.starts) == maxStreamHours {
+		h.starts, h.many = nil, true
+		return
+	}
+	h.starts = append(h.starts, h.start)
+}
+
+// list is the hours noted, ascending, each once; ok is false where they
+// were given up.
+func (h *streamHours) list() (hours []time.Time, ok bool) {
+	if h.many {
+		return nil, false
+	}
+	slices.SortFunc(h.starts, time.Time.Compare)
+	return slices.CompactFunc(h.starts, time.Time.Equal), true
 }
 
 // peek reads the stream's first reading, and holds it.
@@ -160,6 +200,7 @@ func (s *streamSource) note(r *Reading) {
 	if r.Time.After(p.last) {
 		p.last = r.Time
 	}
+	s.hours.note(r.Time)
 	if s.seq == 1 || !r.Time.Before(s.newest.Time) {
 		s.newest = Reading{Time: r.Time, InputIDs: append(s.newest.InputIDs[:0], r.InputIDs...), Values: append(s.newest.Values[:0], r.Values...)}
 	}
