@@ -360,12 +360,23 @@ func (rs rates) keep(rules []store.AlarmRule, sensor store.Sensor, w windowsAt, 
 				Values: slices.Concat(old.Values[:a], series.v[c:d], old.Values[b:])}
 		}
 		switch {
-		case next != nil && len(next.Micros) <= keptMax(n):
+		case next != nil && len(next.Micros)+unread(*r, full, appendable) <= keptMax(n):
 			keepWindow(r, *next, through.Add(-window(*r)).UnixMicro(), sealedTo, appendable)
 		case r.RateKept != nil:
 			r.RateKept, r.RateParts, r.DropParts, r.KeptChanged = nil, nil, math.MaxInt64, true
+			r.RatePartsTo, r.RatePartsUnread = math.MinInt64, 0
 		}
 	}
+}
+
+// unread is how many values of what rule r keeps its read left out
+// (store.AlarmRule.RatePartsUnread), which the series of a chunk that
+// appends to it (full, appendable) lacks.
+func unread(r store.AlarmRule, full, appendable bool) int {
+	if !full || !appendable {
+		return 0
+	}
+	return r.RatePartsUnread * store.KeptPartLen
 }
 
 // appendsTo tells whether a chunk of a write from first on, where what
@@ -377,36 +388,65 @@ func appendsTo(r store.AlarmRule, w windowsAt, version int64, first time.Time) (
 	if r.RateKept == nil || w.stale || w.through == nil {
 		return 0, false
 	}
-	through, v, sealedTo, err := store.KeptAt(r.RateKept, r.RateParts)
-	return sealedTo, err == nil && through.Equal(*w.through) && v == version && sealedTo < first.UnixMicro()
+	through, v, err := store.KeptAt(r.RateKept)
+	return r.RatePartsTo, err == nil && through.Equal(*w.through) && v == version && r.RatePartsTo < first.UnixMicro()
 }
 
 // keepWindow sets what rule r keeps to next, whose window starts at start:
 // in parts of store.KeptPartLen values, and the rest with where next
 // stands (store.AlarmRule.RateKept). Appending, the parts kept up to
-// sealedTo stay, but those that left the window, and only the values
-// after them are written; otherwise every part is written anew.
+// sealedTo stay and only the values after them are written; the parts
+// that left the window are dropped when the window's start crosses a
+// multiple of its length (trimDue), a statement every window's length
+// instead of one a write. Otherwise every part is written anew.
 func keepWindow(r *store.AlarmRule, next store.RateWindow, start, sealedTo int64, appendable bool) {
 	var parts [][]byte
 	k, drop := 0, int64(math.MaxInt64)
 	if appendable {
 		k, _ = slices.BinarySearch(next.Micros, sealedTo+1)
-		drop = start
+		drop = math.MinInt64
+		if trimDue(*r, next.Through) {
+			drop = start
+		}
 		for _, p := range r.RateParts {
 			if end, err := store.PartEnd(p); err == nil && end >= start {
 				parts = append(parts, p)
 			}
 		}
+	} else {
+		r.RatePartsTo, r.RatePartsUnread = math.MinInt64, 0
 	}
 	t, v := next.Micros[k:], next.Values[k:]
 	for len(t) >= store.KeptPartLen {
 		n := store.KeptPartLen
 		p := store.RateWindow{Through: time.UnixMicro(t[n-1]), Micros: t[:n], Values: v[:n]}.Encode()
 		r.AddParts, parts = append(r.AddParts, p), append(parts, p)
+		r.RatePartsTo = t[n-1]
 		t, v = t[n:], v[n:]
 	}
 	head := store.RateWindow{Through: next.Through, Version: next.Version, Micros: t, Values: v}
 	r.RateKept, r.RateParts, r.DropParts, r.KeptChanged = head.Encode(), parts, drop, true
+}
+
+// trimDue tells whether a write that moves what rule r keeps to through
+// drops the parts that left its window: when the window's start crosses
+// a multiple of the window's length, so that the parts before it linger
+// for at most a window's length and are dropped in one statement.
+func trimDue(r store.AlarmRule, through time.Time) bool {
+	before, _, err := store.KeptAt(r.RateKept)
+	if err != nil {
+		return true
+	}
+	w := window(r).Microseconds()
+	return floorDiv(before.UnixMicro()-w, w) != floorDiv(through.UnixMicro()-w, w)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
 }
 
 // rate is the rate of rule's target at t, where its value is v: NaN when

@@ -30,10 +30,10 @@ type AlarmChange struct {
 }
 
 // SensorRules returns the sensor's alarm rules, ordered by target, then
-// id, as an evaluation takes them, with their states and their target's
-// current level.
+// id, as an evaluation takes them, with their states, their target's
+// current level and every part of what the rate rules keep.
 func (tx *Tx) SensorRules(ctx context.Context, sensorID int64) ([]AlarmRule, error) {
-	rows, _ := tx.tx.Query(ctx, sensorRulesSQL, sensorID)
+	rows, _ := tx.tx.Query(ctx, sensorRulesSQL, sensorID, nil, nil)
 	rules, err := pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
 	return rules, dbError("sensor rules", err)
 }

@@ -146,7 +146,11 @@ func BatchReplacesHours(hours []BatchHour, replaced int) bool {
 func (tx *Tx) LockSensorWrite(ctx context.Context, key SensorKey, batch []Reading) (SensorWrite, error) {
 	b := &pgx.Batch{}
 	w, state := queueLockSensorWrite(b, key)
-	b.Queue(sensorRulesSQL, key.SensorID).Query(func(rows pgx.Rows) error {
+	var first, last *int64 // nil: the rules read every part they keep
+	if len(batch) > 0 {
+		first, last = new(batch[0].Time.UnixMicro()), new(batch[len(batch)-1].Time.UnixMicro())
+	}
+	b.Queue(sensorRulesSQL, key.SensorID, first, last).Query(func(rows pgx.Rows) error {
 		var err error
 		w.Rules, err = pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
 		return err
