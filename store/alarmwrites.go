@@ -105,28 +105,37 @@ func applyAlarms(sensor Sensor, rules []AlarmRule, before []alarms.State, change
 		}
 	}
 	write := &pgx.Batch{}
-	if len(ids) > 0 {
-		write.Queue(`
-UPDATE alarm_rules r SET active = u.active, streak = u.streak, rate_kept = CASE WHEN u.keep THEN u.kept ELSE r.rate_kept END
-FROM unnest($1::bigint[], $2::boolean[], $3::int[], $4::boolean[], $5::bytea[]) AS u(id, active, streak, keep, kept)
-WHERE r.id = u.id AND ((r.active, r.streak) IS DISTINCT FROM (u.active, u.streak) OR u.keep)`, ids, active, streaks, keep, kept)
-	}
 	// Before the new parts, which may have the instants of old ones; a
 	// statement a rule, since a join with arrays of them is planned as a
-	// scan of every rule's parts.
+	// scan of every rule's parts. A write that appends drops parts only
+	// now and then (AlarmRule.DropParts).
 	for i, id := range drop.ids {
 		if drop.upto[i] > math.MinInt64 {
 			write.Queue(`DELETE FROM rate_kept_parts WHERE rule_id = $1 AND upto < $2`, id, drop.upto[i])
 		}
 	}
-	if len(add.ids) > 0 {
-		write.Queue(`INSERT INTO rate_kept_parts (rule_id, upto, sensor_id, part) SELECT id, upto, $4, part FROM unnest($1::bigint[], $2::bigint[], $3::bytea[]) AS u(id, upto, part)`,
-			add.ids, add.upto, add.parts, sensor.ID)
+	switch {
+	case len(add.ids) > 0:
+		// The new parts with the rules' states, in one statement.
+		write.Queue(`
+WITH parts AS (
+    INSERT INTO rate_kept_parts (rule_id, upto, sensor_id, part)
+    SELECT id, upto, $6, part FROM unnest($7::bigint[], $8::bigint[], $9::bytea[]) AS u(id, upto, part)
+)
+`+updateRulesSQL, ids, active, streaks, keep, kept, sensor.ID, add.ids, add.upto, add.parts)
+	case len(ids) > 0:
+		write.Queue(updateRulesSQL, ids, active, streaks, keep, kept)
 	}
 	queueAlarms(write, sensor, rules, changes)
 	queueEvents(write, sensor, rules, events)
 	return write, nil
 }
+
+// updateRulesSQL writes the states of rules that changed and what rate
+// rules keep.
+const updateRulesSQL = `UPDATE alarm_rules r SET active = u.active, streak = u.streak, rate_kept = CASE WHEN u.keep THEN u.kept ELSE r.rate_kept END
+FROM unnest($1::bigint[], $2::boolean[], $3::int[], $4::boolean[], $5::bytea[]) AS u(id, active, streak, keep, kept)
+WHERE r.id = u.id AND ((r.active, r.streak) IS DISTINCT FROM (u.active, u.streak) OR u.keep)`
 
 // parts are rows of rate_kept_parts, as arrays.
 type parts struct {
