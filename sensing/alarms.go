@@ -380,18 +380,15 @@ func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Senso
 	if len(readings) == 0 {
 		return nil, nil
 	}
-	at := make([]time.Time, len(readings))
-	for i := range readings {
-		at[i] = readings[i].Time
-	}
-	vals, err := s.newValues(ctx, tx, sensor, at, targetIDs(rules))
+	vals, err := s.newValues(ctx, tx, sensor, instants(sensor, readings), targetIDs(rules))
 	if err != nil {
 		return nil, err
 	}
+	first, last := readings[0].Time, readings[len(readings)-1].Time
 	// Readings newer than any stored add their values to the rates' series
 	// as they are evaluated; others are read back as stored.
-	appending := newest == nil || !at[0].Before(*newest)
-	rs, full, err := s.loadRates(ctx, tx, sensor, rules, at, w, appending)
+	appending := newest == nil || !first.Before(*newest)
+	rs, full, err := s.loadRates(ctx, tx, sensor, rules, readings, w, appending)
 	if err != nil {
 		return nil, err
 	}
@@ -436,8 +433,22 @@ func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Senso
 		}
 	}
 	t.save(rules)
-	rs.keep(rules, sensor, w, at[0], at[len(at)-1], len(at), full)
+	rs.keep(rules, sensor, w, first, last, len(readings), full)
 	return changes, nil
+}
+
+// instants are the instants of readings, ordered, for newValues: each
+// of them for a sensor with linked inputs, whose sources are sampled
+// there; else the first and the last, all a sensor without links uses.
+func instants(sensor store.Sensor, readings []store.Reading) []time.Time {
+	if !sensor.Instance.Linked() {
+		return []time.Time{readings[0].Time, readings[len(readings)-1].Time}
+	}
+	at := make([]time.Time, len(readings))
+	for i := range readings {
+		at[i] = readings[i].Time
+	}
+	return at
 }
 
 // recheckRules rechecks rules against newest, the sensor's newest reading,

@@ -165,21 +165,21 @@ func instanceVersion(sensor store.Sensor) int64 {
 // window to the start of the last, and the one after. Its evaluation then
 // adds its own values as it goes (rates.add). Any other chunk reads its
 // windows whole, its own values stored among them.
-func (s *Service) loadRates(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, at []time.Time, w windowsAt, appending bool) (rates, bool, error) {
+func (s *Service) loadRates(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, readings []store.Reading, w windowsAt, appending bool) (rates, bool, error) {
 	window := maxWindow(rules)
 	if window == 0 {
 		return nil, false, nil
 	}
-	first, last := at[0], at[len(at)-1]
+	first, last := readings[0].Time, readings[len(readings)-1].Time
 	from := first.Add(-window)
 	out := newRates(rules)
 	keep := keeps(sensor)
 	switch {
 	case appending && w.through == nil:
 		return out, keep, nil // nothing stored before
-	case appending && keep && !w.stale && out.fromKept(rules, kept(rules, *w.through, instanceVersion(sensor), len(at)), first):
+	case appending && keep && !w.stale && out.fromKept(rules, kept(rules, *w.through, instanceVersion(sensor), len(readings)), first):
 		return out, true, nil
-	case appending && keep && worthKeeping(window, at, *w.through):
+	case appending && keep && worthKeeping(window, first, last, len(readings), *w.through):
 		err := s.readRates(ctx, tx, sensor, out, w.flagged, from, last, store.ReadingQuery{From: from, To: first.Add(-time.Microsecond)})
 		return out, true, err
 	case appending:
@@ -194,15 +194,14 @@ func (s *Service) loadRates(ctx context.Context, tx *store.Tx, sensor store.Sens
 }
 
 // worthKeeping tells whether reading back the whole windows of a write of
-// readings at the instants at, after the sensor's newest reading at
+// n readings from first to last, after the sensor's newest reading at
 // through, to keep them, is worth it: when, at the pace of the write (or
 // from through to its reading), the longest window holds at most keptMax
 // readings.
-func worthKeeping(window time.Duration, at []time.Time, through time.Time) bool {
-	n := len(at)
-	span, steps := at[n-1].Sub(at[0]), n-1
+func worthKeeping(window time.Duration, first, last time.Time, n int, through time.Time) bool {
+	span, steps := last.Sub(first), n-1
 	if n == 1 {
-		span, steps = at[0].Sub(through), 1
+		span, steps = first.Sub(through), 1
 	}
 	if span <= 0 {
 		return false
