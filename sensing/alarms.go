@@ -28,8 +28,10 @@ import (
 // the flags on each chunk's readings are read, and a flagged value steps
 // no rule. stale says that the write's checks rejected a stored reading
 // that isn't one of its own, which the windows its rate rules kept may
-// hold: they are read back instead.
-func (s *Service) stepAlarms(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, newest *time.Time, flagged, stale bool, chunks func(func([]store.Reading) error) error) (int, error) {
+// hold: they are read back instead. pre, when not nil, holds the values
+// of the outputs the rules watch that the write's rollups computed in its
+// readings, which are not computed again.
+func (s *Service) stepAlarms(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, newest *time.Time, flagged, stale bool, pre *batchOutputs, chunks func(func([]store.Reading) error) error) (int, error) {
 	if len(rules) == 0 {
 		return 0, nil
 	}
@@ -56,7 +58,7 @@ func (s *Service) stepAlarms(ctx context.Context, tx *store.Tx, sensor store.Sen
 			}
 			fs = newFlagSet(flags)
 		}
-		changes, err := s.evaluate(ctx, tx, sensor, rules, chunk, newest, windows, fs)
+		changes, err := s.evaluate(ctx, tx, sensor, rules, chunk, newest, windows, fs, pre.of(chunk))
 		if err != nil {
 			return err
 		}
@@ -221,6 +223,76 @@ type values struct {
 	outputs *Outputs
 	index   map[int64]int // output id -> index; inputs are looked up in the reading
 	r       *store.Reading
+	// pre holds the outputs of r, the at-th reading it was made for,
+	// when not nil: they are not computed.
+	pre *batchOutputs
+	at  int
+}
+
+// batchOutputs are the values of the outputs rules watch in the readings
+// of a batch, in those whose outputs its rollups computed (rollBatch), so
+// that the rules' evaluation does not compute them again: the same
+// formulas of the same readings, so the same values.
+type batchOutputs struct {
+	readings []store.Reading
+	ids      []int64     // the outputs
+	k        []int       // their index in the rollups' Outputs
+	values   [][]float64 // values[j][i]: output ids[j] in readings[i]
+	has      [][]bool    // whether it has a value there
+	computed []bool      // whether the outputs of readings[i] were
+}
+
+// newBatchOutputs prepares the values, in readings, of the outputs among
+// outputs' that rules watch; nil when they watch none.
+func newBatchOutputs(readings []store.Reading, outputs *Outputs, rules []store.AlarmRule) *batchOutputs {
+	if outputs == nil {
+		return nil
+	}
+	var p *batchOutputs
+	for k, id := range outputs.IDs() {
+		if !slices.ContainsFunc(rules, func(r store.AlarmRule) bool { return r.TargetID == id }) {
+			continue
+		}
+		if p == nil {
+			p = &batchOutputs{readings: readings, computed: make([]bool, len(readings))}
+		}
+		p.ids, p.k = append(p.ids, id), append(p.k, k)
+		p.values, p.has = append(p.values, make([]float64, len(readings))), append(p.has, make([]bool, len(readings)))
+	}
+	return p
+}
+
+// record keeps the values of the outputs in readings[i], which outputs
+// computed last.
+func (p *batchOutputs) record(i int, outputs *Outputs) {
+	if p == nil {
+		return
+	}
+	for j, k := range p.k {
+		p.values[j][i], p.has[j][i] = outputs.Value(k)
+	}
+	p.computed[i] = true
+}
+
+// of is p if it was made for readings, else nil.
+func (p *batchOutputs) of(readings []store.Reading) *batchOutputs {
+	if p == nil || len(readings) == 0 || len(p.readings) != len(readings) || &p.readings[0] != &readings[0] {
+		return nil
+	}
+	return p
+}
+
+// value is output id's value in the i-th reading; found tells whether p
+// holds it.
+func (p *batchOutputs) value(id int64, i int) (v float64, ok, found bool) {
+	if !p.computed[i] {
+		return 0, false, false
+	}
+	j := slices.Index(p.ids, id)
+	if j < 0 {
+		return 0, false, false
+	}
+	return p.values[j][i], p.has[j][i], true
 }
 
 // newValues prepares the values of ids (inputs or outputs) in sensor's
@@ -245,10 +317,20 @@ func (s *Service) newValues(ctx context.Context, lr linkReader, sensor store.Sen
 }
 
 func (v *values) compute(r *store.Reading) {
-	v.r = r
+	v.r, v.pre = r, nil
 	if len(v.index) > 0 {
 		v.outputs.Compute(r)
 	}
+}
+
+// computeAt is compute of r, the i-th reading pre was made for (nil: none),
+// which holds its outputs when their rollups computed them.
+func (v *values) computeAt(r *store.Reading, pre *batchOutputs, i int) {
+	if pre == nil || len(v.index) == 0 || !pre.computed[i] {
+		v.compute(r)
+		return
+	}
+	v.r, v.pre, v.at = r, pre, i
 }
 
 // flagged says whether the value of id in the reading computed last is
@@ -263,6 +345,13 @@ func (v *values) flagged(fs *flagSet, id int64) bool {
 
 func (v *values) value(id int64) (float64, bool) {
 	if k, ok := v.index[id]; ok {
+		if v.pre != nil {
+			if x, has, found := v.pre.value(id, v.at); found {
+				return x, has
+			}
+			v.outputs.Compute(v.r)
+			v.pre = nil
+		}
 		return v.outputs.Value(k)
 	}
 	for i, in := range v.r.InputIDs {
@@ -285,23 +374,21 @@ func (v *values) value(id int64) (float64, bool) {
 // rejected one is not.
 //
 // w is where what the rate rules keep stands before the readings; the
-// rules keep what the readings leave (rates.keep).
-func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, readings []store.Reading, newest *time.Time, w windowsAt, fs *flagSet) ([]store.AlarmChange, error) {
+// rules keep what the readings leave (rates.keep). pre, when not nil,
+// holds outputs of the readings, as batchOutputs.of gives them.
+func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, readings []store.Reading, newest *time.Time, w windowsAt, fs *flagSet, pre *batchOutputs) ([]store.AlarmChange, error) {
 	if len(readings) == 0 {
 		return nil, nil
 	}
-	at := make([]time.Time, len(readings))
-	for i := range readings {
-		at[i] = readings[i].Time
-	}
-	vals, err := s.newValues(ctx, tx, sensor, at, targetIDs(rules))
+	vals, err := s.newValues(ctx, tx, sensor, instants(sensor, readings), targetIDs(rules))
 	if err != nil {
 		return nil, err
 	}
+	first, last := readings[0].Time, readings[len(readings)-1].Time
 	// Readings newer than any stored add their values to the rates' series
 	// as they are evaluated; others are read back as stored.
-	appending := newest == nil || !at[0].Before(*newest)
-	rs, full, err := s.loadRates(ctx, tx, sensor, rules, at, w, appending)
+	appending := newest == nil || !first.Before(*newest)
+	rs, full, err := s.loadRates(ctx, tx, sensor, rules, readings, w, appending)
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +404,11 @@ func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Senso
 				continue
 			}
 		}
-		vals.compute(r)
+		if marked {
+			vals.compute(r)
+		} else {
+			vals.computeAt(r, pre, i)
+		}
 		late := newest != nil && r.Time.Before(*newest)
 		for k, target := range t.state {
 			v, ok := vals.value(t.ids[k])
@@ -342,8 +433,22 @@ func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Senso
 		}
 	}
 	t.save(rules)
-	rs.keep(rules, sensor, w, at[0], at[len(at)-1], len(at), full)
+	rs.keep(rules, sensor, w, first, last, len(readings), full)
 	return changes, nil
+}
+
+// instants are the instants of readings, ordered, for newValues: each
+// of them for a sensor with linked inputs, whose sources are sampled
+// there; else the first and the last, all a sensor without links uses.
+func instants(sensor store.Sensor, readings []store.Reading) []time.Time {
+	if !sensor.Instance.Linked() {
+		return []time.Time{readings[0].Time, readings[len(readings)-1].Time}
+	}
+	at := make([]time.Time, len(readings))
+	for i := range readings {
+		at[i] = readings[i].Time
+	}
+	return at
 }
 
 // recheckRules rechecks rules against newest, the sensor's newest reading,

@@ -137,8 +137,9 @@ func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, 
 	if written, err = in.store(ctx, tx, w); err != nil {
 		return written, err
 	}
+	var pre *batchOutputs // the outputs the rollups computed, for the rules
 	if w.Hours != nil {
-		s.rollBatch(tx, w, in.ahead(), written.Replaced)
+		pre = s.rollBatch(tx, w, in.ahead(), written.Replaced)
 	}
 	chunks := func(fn func([]store.Reading) error) error { return in.chunks(ctx, fn) }
 	if written.Replaced > 0 {
@@ -158,7 +159,7 @@ func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, 
 		}
 		flagged, stale = flagged || set, rejectedStored
 	}
-	if written.Events, err = s.stepAlarms(ctx, tx, w.Sensor, w.Rules, w.Newest, flagged, stale, chunks); err != nil {
+	if written.Events, err = s.stepAlarms(ctx, tx, w.Sensor, w.Rules, w.Newest, flagged, stale, pre, chunks); err != nil {
 		return written, err
 	}
 	if in.ahead() != nil {

@@ -165,21 +165,21 @@ func instanceVersion(sensor store.Sensor) int64 {
 // window to the start of the last, and the one after. Its evaluation then
 // adds its own values as it goes (rates.add). Any other chunk reads its
 // windows whole, its own values stored among them.
-func (s *Service) loadRates(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, at []time.Time, w windowsAt, appending bool) (rates, bool, error) {
+func (s *Service) loadRates(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, readings []store.Reading, w windowsAt, appending bool) (rates, bool, error) {
 	window := maxWindow(rules)
 	if window == 0 {
 		return nil, false, nil
 	}
-	first, last := at[0], at[len(at)-1]
+	first, last := readings[0].Time, readings[len(readings)-1].Time
 	from := first.Add(-window)
 	out := newRates(rules)
 	keep := keeps(sensor)
 	switch {
 	case appending && w.through == nil:
 		return out, keep, nil // nothing stored before
-	case appending && keep && !w.stale && out.fromKept(rules, kept(rules, *w.through, instanceVersion(sensor), len(at)), first):
+	case appending && keep && !w.stale && out.fromKept(rules, kept(rules, *w.through, instanceVersion(sensor), len(readings)), first):
 		return out, true, nil
-	case appending && keep && worthKeeping(window, at, *w.through):
+	case appending && keep && worthKeeping(window, first, last, len(readings), *w.through):
 		err := s.readRates(ctx, tx, sensor, out, w.flagged, from, last, store.ReadingQuery{From: from, To: first.Add(-time.Microsecond)})
 		return out, true, err
 	case appending:
@@ -194,15 +194,14 @@ func (s *Service) loadRates(ctx context.Context, tx *store.Tx, sensor store.Sens
 }
 
 // worthKeeping tells whether reading back the whole windows of a write of
-// readings at the instants at, after the sensor's newest reading at
+// n readings from first to last, after the sensor's newest reading at
 // through, to keep them, is worth it: when, at the pace of the write (or
 // from through to its reading), the longest window holds at most keptMax
 // readings.
-func worthKeeping(window time.Duration, at []time.Time, through time.Time) bool {
-	n := len(at)
-	span, steps := at[n-1].Sub(at[0]), n-1
+func worthKeeping(window time.Duration, first, last time.Time, n int, through time.Time) bool {
+	span, steps := last.Sub(first), n-1
 	if n == 1 {
-		span, steps = at[0].Sub(through), 1
+		span, steps = first.Sub(through), 1
 	}
 	if span <= 0 {
 		return false
@@ -360,12 +359,23 @@ func (rs rates) keep(rules []store.AlarmRule, sensor store.Sensor, w windowsAt, 
 				Values: slices.Concat(old.Values[:a], series.v[c:d], old.Values[b:])}
 		}
 		switch {
-		case next != nil && len(next.Micros) <= keptMax(n):
+		case next != nil && len(next.Micros)+unread(*r, full, appendable) <= keptMax(n):
 			keepWindow(r, *next, through.Add(-window(*r)).UnixMicro(), sealedTo, appendable)
 		case r.RateKept != nil:
 			r.RateKept, r.RateParts, r.DropParts, r.KeptChanged = nil, nil, math.MaxInt64, true
+			r.RatePartsTo, r.RatePartsUnread = math.MinInt64, 0
 		}
 	}
+}
+
+// unread is how many values of what rule r keeps its read left out
+// (store.AlarmRule.RatePartsUnread), which the series of a chunk that
+// appends to it (full, appendable) lacks.
+func unread(r store.AlarmRule, full, appendable bool) int {
+	if !full || !appendable {
+		return 0
+	}
+	return r.RatePartsUnread * store.KeptPartLen
 }
 
 // appendsTo tells whether a chunk of a write from first on, where what
@@ -377,36 +387,65 @@ func appendsTo(r store.AlarmRule, w windowsAt, version int64, first time.Time) (
 	if r.RateKept == nil || w.stale || w.through == nil {
 		return 0, false
 	}
-	through, v, sealedTo, err := store.KeptAt(r.RateKept, r.RateParts)
-	return sealedTo, err == nil && through.Equal(*w.through) && v == version && sealedTo < first.UnixMicro()
+	through, v, err := store.KeptAt(r.RateKept)
+	return r.RatePartsTo, err == nil && through.Equal(*w.through) && v == version && r.RatePartsTo < first.UnixMicro()
 }
 
 // keepWindow sets what rule r keeps to next, whose window starts at start:
 // in parts of store.KeptPartLen values, and the rest with where next
 // stands (store.AlarmRule.RateKept). Appending, the parts kept up to
-// sealedTo stay, but those that left the window, and only the values
-// after them are written; otherwise every part is written anew.
+// sealedTo stay and only the values after them are written; the parts
+// that left the window are dropped when the window's start crosses a
+// multiple of its length (trimDue), a statement every window's length
+// instead of one a write. Otherwise every part is written anew.
 func keepWindow(r *store.AlarmRule, next store.RateWindow, start, sealedTo int64, appendable bool) {
 	var parts [][]byte
 	k, drop := 0, int64(math.MaxInt64)
 	if appendable {
 		k, _ = slices.BinarySearch(next.Micros, sealedTo+1)
-		drop = start
+		drop = math.MinInt64
+		if trimDue(*r, next.Through) {
+			drop = start
+		}
 		for _, p := range r.RateParts {
 			if end, err := store.PartEnd(p); err == nil && end >= start {
 				parts = append(parts, p)
 			}
 		}
+	} else {
+		r.RatePartsTo, r.RatePartsUnread = math.MinInt64, 0
 	}
 	t, v := next.Micros[k:], next.Values[k:]
 	for len(t) >= store.KeptPartLen {
 		n := store.KeptPartLen
 		p := store.RateWindow{Through: time.UnixMicro(t[n-1]), Micros: t[:n], Values: v[:n]}.Encode()
 		r.AddParts, parts = append(r.AddParts, p), append(parts, p)
+		r.RatePartsTo = t[n-1]
 		t, v = t[n:], v[n:]
 	}
 	head := store.RateWindow{Through: next.Through, Version: next.Version, Micros: t, Values: v}
 	r.RateKept, r.RateParts, r.DropParts, r.KeptChanged = head.Encode(), parts, drop, true
+}
+
+// trimDue tells whether a write that moves what rule r keeps to through
+// drops the parts that left its window: when the window's start crosses
+// a multiple of the window's length, so that the parts before it linger
+// for at most a window's length and are dropped in one statement.
+func trimDue(r store.AlarmRule, through time.Time) bool {
+	before, _, err := store.KeptAt(r.RateKept)
+	if err != nil {
+		return true
+	}
+	w := window(r).Microseconds()
+	return floorDiv(before.UnixMicro()-w, w) != floorDiv(through.UnixMicro()-w, w)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
 }
 
 // rate is the rate of rule's target at t, where its value is v: NaN when

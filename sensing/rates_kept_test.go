@@ -1,15 +1,22 @@
 package sensing_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/store"
+	"github.com/sensorreadings/readings/store/storetest"
 )
 
 // TestKeptRateWindows: what rate rules keep of their windows between
@@ -249,3 +256,120 @@ func decisions(t *testing.T, db *store.DB, key store.SensorKey) string {
 	slices.Sort(alarms)
 	return fmt.Sprintf("rules %q\nalarms %q\nevents %q", states, alarms, events(t, db, key))
 }
+
+// TestKeptRateWindowWrites: with an hour's rate rule on readings a second
+// apart, a batch of 1,000 after the newest reading reads only the parts of
+// what the rule keeps that its readings' windows start in (three of the
+// window's eight), counting the others; and the parts that left the
+// window are dropped in one statement once a window's length, not at
+// every batch.
+func TestKeptRateWindowWrites(t *testing.T) {
+	tracer := &statementTracer{}
+	pool, err := store.Open(t.Context(), storetest.NewDatabase(t), store.PoolConfig{Tracer: tracer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	db := store.New(pool)
+	core := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{})
+	ctx := t.Context()
+	f := newFixture(t, db)
+	spec := store.AlarmRuleSpec{TargetKey: "p", Level: "Alert", Direction: "above", Threshold: 1e9, Persistence: 1, Window: 3600, Per: 86400}
+	if _, err := core.CreateAlarmRule(ctx, f.key, spec); err != nil {
+		t.Fatal(err)
+	}
+	batch := func(n int) []store.Reading {
+		readings := make([]store.Reading, 1000)
+		for i := range readings {
+			readings[i] = store.Reading{Time: minute(0).Add(time.Duration(n*1000+i) * time.Second), InputIDs: []int64{f.u(), f.i()}, Values: []float64{float64(i % 7), 1}}
+		}
+		return readings
+	}
+	const batches = 12
+	for n := range batches {
+		if n == 4 { // the window is full: count from here
+			tracer.reset()
+		}
+		if _, err := core.Ingest(ctx, f.key, sensing.NewBatch(batch(n))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counted := batches - 4
+	// 8,000 seconds: the window's start crosses a multiple of an hour two
+	// or three times.
+	if got := tracer.count("DELETE FROM rate_kept_parts"); got < 1 || got > 3 {
+		t.Errorf("%d statements dropped parts over %d batches, want 1 to 3", got, counted)
+	}
+
+	errRollback := errors.New("rollback")
+	err = db.InTx(ctx, func(tx *store.Tx) error {
+		w, err := tx.LockSensorWrite(ctx, f.key, batch(batches))
+		if err != nil {
+			return err
+		}
+		var rule *store.AlarmRule
+		for i := range w.Rules {
+			if w.Rules[i].Window > 0 {
+				rule = &w.Rules[i]
+			}
+		}
+		// The window of the sensor's newest reading holds 3,600 values:
+		// eight parts of 440 and the rest with the rule.
+		if got, unread := len(rule.RateParts), rule.RatePartsUnread; got > 3 || got+unread != 8 {
+			t.Errorf("the batch read %d parts and left %d unread, want at most 3 of the window's 8", got, unread)
+		}
+		return errRollback
+	})
+	if !errors.Is(err, errRollback) {
+		t.Fatal(err)
+	}
+}
+
+// statementTracer keeps the SQL of the statements sent, alone or in
+// batches.
+type statementTracer struct {
+	mu  sync.Mutex
+	sql []string
+}
+
+func (s *statementTracer) add(sql string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sql = append(s.sql, sql)
+}
+
+func (s *statementTracer) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sql = nil
+}
+
+// count is how many statements sent have each of texts in their SQL.
+func (s *statementTracer) count(texts ...string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, sql := range s.sql {
+		if !slices.ContainsFunc(texts, func(text string) bool { return !strings.Contains(sql, text) }) {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *statementTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	s.add(data.SQL)
+	return ctx
+}
+
+func (s *statementTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (s *statementTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (s *statementTracer) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
+	s.add(data.SQL)
+}
+
+func (s *statementTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}

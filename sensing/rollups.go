@@ -254,8 +254,13 @@ func (b *rollupBuilder) finish() []store.HourRollup {
 // The other hours (any other overwrite, an hour queued already or whose
 // outputs were computed with other formulas) are queued for the
 // maintainer.
-func (s *Service) rollBatch(tx *store.Tx, w store.SensorWrite, readings []store.Reading, replaced int) {
+//
+// It returns the values, in each reading it computed the outputs of, of
+// the outputs the sensor's rules watch, for their evaluation to reuse
+// (nil for none).
+func (s *Service) rollBatch(tx *store.Tx, w store.SensorWrite, readings []store.Reading, replaced int) *batchOutputs {
 	var (
+		pre     *batchOutputs
 		version = w.Sensor.FormulasVersion()
 		linked  = w.Sensor.Instance.Linked()
 		whole   = store.BatchReplacesHours(w.Hours, replaced)
@@ -287,12 +292,15 @@ func (s *Service) rollBatch(tx *store.Tx, w store.SensorWrite, readings []store.
 				outputs = s.outputsOf(w.Sensor, nil)
 			}
 			b = newRollupBuilder(version, outputs)
+			pre = newBatchOutputs(readings, outputs, w.Rules)
 		}
 		if h.Rollup != nil {
 			b.seed(h.Rollup)
 		}
+		start := j - len(hour) // hour's first, in readings
 		for k := range hour {
 			b.add(h.Hour, &hour[k])
+			pre.record(start+k, b.outputs)
 		}
 	}
 	var rows []store.HourRollup
@@ -300,6 +308,7 @@ func (s *Service) rollBatch(tx *store.Tx, w store.SensorWrite, readings []store.
 		rows = b.finish()
 	}
 	tx.StoreBatchRollups(w, rows, stale)
+	return pre
 }
 
 // seed starts the row of r's hour from r, the rollup of the readings of

@@ -36,17 +36,26 @@ type AlarmRule struct {
 	TargetRank int `db:"target_rank"`
 	// RateKept is what a rate rule keeps of its window between writes
 	// (RateWindow.Encode): where it stands, and the values after those of
-	// RateParts; nil when nothing is kept. RateParts are the values
-	// before, in parts of at most KeptPartLen, oldest first (ParseKept
-	// reads both). Read with a sensor's rules for an evaluation
-	// (SensorRules), nil in lists.
-	RateKept  []byte   `db:"rate_kept"`
-	RateParts [][]byte `db:"rate_parts"`
+	// its parts; nil when nothing is kept. The values before are kept in
+	// parts of KeptPartLen, each named by its last instant. RateParts are
+	// those a read returned, oldest first (ParseKept reads them with
+	// RateKept): all of them, or only those a batch needs (SensorRules,
+	// LockSensorWrite). RatePartsTo is the last instant of the last part
+	// (math.MinInt64 without parts) and RatePartsUnread counts the parts
+	// of the window between those read and RateKept's values, left
+	// unread. Read with a sensor's rules for an evaluation, nil and 0 in
+	// lists.
+	RateKept        []byte   `db:"rate_kept"`
+	RateParts       [][]byte `db:"rate_parts"`
+	RatePartsTo     int64    `db:"rate_parts_to"`
+	RatePartsUnread int      `db:"rate_parts_unread"`
 	// KeptChanged tells ApplyAlarms to write RateKept, to drop the parts
 	// whose last instant is before DropParts (Unix microseconds), then to
-	// add AddParts (each at most KeptPartLen values, Encoded with Through
-	// their last instant): a write that appends to what is kept writes its
-	// own values, not the window.
+	// add AddParts (each KeptPartLen values, Encoded with Through their
+	// last instant): a write that appends to what is kept writes its own
+	// values, not the window, and drops the parts that left the window
+	// only now and then (parts that linger before the window are never
+	// read as part of it).
 	KeptChanged bool     `db:"-"`
 	DropParts   int64    `db:"-"`
 	AddParts    [][]byte `db:"-"`
@@ -64,7 +73,7 @@ type AlarmRuleSpec struct {
 	Per         int64   `json:"per,omitempty"`    // seconds
 }
 
-const alarmRuleColumns = alarmRuleFields + `, NULL::bytea AS rate_kept, NULL::bytea[] AS rate_parts`
+const alarmRuleColumns = alarmRuleFields + `, NULL::bytea AS rate_kept, NULL::bytea[] AS rate_parts, 0::bigint AS rate_parts_to, 0 AS rate_parts_unread`
 
 const alarmRuleFields = `r.id, r.sensor_id, r.target_id, r.target_key, r.level_id, l.rank, l.name AS level_name,
 r.direction = 'below' AS below, r.threshold, r.deadband, r.persistence, r.active, r.streak, r.created_at,
@@ -72,11 +81,44 @@ coalesce(r.rate_window_s, 0)::bigint AS rate_window_s, coalesce(r.rate_per_s, 0)
 coalesce((SELECT al.rank FROM alarms a JOIN alarm_levels al ON al.id = a.level_id WHERE a.sensor_id = r.sensor_id AND a.target_id = r.target_id), 0) AS target_rank`
 
 // sensorRulesSQL is a sensor's rules, ordered by target as evaluators
-// take them.
-const sensorRulesSQL = `SELECT ` + alarmRuleFields + `, r.rate_kept,
-CASE WHEN r.rate_kept IS NOT NULL THEN (SELECT array_agg(p.part ORDER BY p.upto) FROM rate_kept_parts p WHERE p.rule_id = r.id) END AS rate_parts
-FROM alarm_rules r JOIN alarm_levels l ON l.id = r.level_id
-WHERE r.sensor_id = $1 ORDER BY r.target_id, r.id`
+// take them, with what the rate rules keep. For a batch newer than the
+// sensor's newest reading, from $2 to $3 (its first and last instants,
+// Unix microseconds), a rule alone on its target reads only the parts
+// its readings' windows start in: from the one holding the first
+// reading's window start (parts_from) to the first that ends at or
+// after the last one's (parts_to), by a range of the primary key: a
+// batch of 1,000 readings a second apart with an hour's window reads
+// three parts of eight. The parts after those are counted, not read (e,
+// over the key's columns only). Any other read ($2 NULL, a batch not
+// after the newest, a target with rate rules of several windows, whose
+// series is the longest's) reads every part from the window's start on
+// (all of them without $2). Either way the parts that linger before the
+// window (ApplyAlarms drops them now and then) are left out by the
+// range, and with them the dead rows of those dropped.
+const sensorRulesSQL = `SELECT ` + alarmRuleFields + `, r.rate_kept, k.parts AS rate_parts,
+coalesce(e.upto, -9223372036854775808) AS rate_parts_to, coalesce(e.unread, 0)::int AS rate_parts_unread
+FROM (
+    SELECT r.*,
+        CASE WHEN s.ahead THEN $2 - r.rate_window_s::bigint * 1000000 END AS parts_from,
+        CASE WHEN s.ahead AND count(r.rate_window_s) OVER (PARTITION BY r.target_id ORDER BY r.id ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) = 1 THEN $3::bigint - r.rate_window_s::bigint * 1000000 END AS parts_to
+    FROM alarm_rules r
+    CROSS JOIN (SELECT $2::bigint > (SELECT (extract(epoch FROM datetime) * 1000000)::bigint FROM sensor_latest WHERE sensor_id = $1) AS ahead) s
+    WHERE r.sensor_id = $1
+) r
+JOIN alarm_levels l ON l.id = r.level_id
+LEFT JOIN LATERAL (
+    SELECT max(q.upto) AS upto, min(q.upto) FILTER (WHERE q.upto >= r.parts_to) AS needed_to,
+        greatest(count(*) FILTER (WHERE q.upto >= r.parts_to) - 1, 0) AS unread
+    FROM rate_kept_parts q
+    WHERE q.rule_id = r.id AND r.rate_kept IS NOT NULL AND q.upto >= coalesce(r.parts_from, -9223372036854775808)
+) e ON true
+LEFT JOIN LATERAL (
+    SELECT array_agg(q.part ORDER BY q.upto) AS parts
+    FROM rate_kept_parts q
+    WHERE q.rule_id = r.id AND e.upto IS NOT NULL
+        AND q.upto BETWEEN coalesce(r.parts_from, -9223372036854775808) AND coalesce(e.needed_to, 9223372036854775807)
+) k ON true
+ORDER BY r.target_id, r.id`
 
 // RuleKey is where a rule stands in a sensor's list: by target, then id.
 type RuleKey struct{ TargetID, ID int64 }

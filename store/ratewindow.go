@@ -24,9 +24,10 @@ type RateWindow struct {
 	Sealed int
 }
 
-// KeptPartLen is the most values a part of a kept window holds: under 8 kB
-// encoded, whatever the instants (18 bytes a value at most), so that it
-// stays in its row (migration 00063).
+// KeptPartLen is how many values a part of a kept window holds: under
+// 8 kB encoded, whatever the instants (18 bytes a value at most), so that
+// it stays in its row (migration 00063). Every part holds as many, so
+// that the parts a read leaves out count their values.
 const KeptPartLen = 440
 
 // Encode is w as stored: the version, Through, the count, the first
@@ -87,16 +88,11 @@ func ParseKept(head []byte, parts [][]byte, room int) (RateWindow, error) {
 	return w, nil
 }
 
-// KeptAt reads where what a rule keeps stands (head's Through and
-// Version) and the last instant its parts hold (math.MinInt64 without
-// parts), without reading their values.
-func KeptAt(head []byte, parts [][]byte) (through time.Time, version int64, sealedTo int64, err error) {
+// KeptAt reads where what a rule keeps stands: its head's Through and
+// Version, without reading its values.
+func KeptAt(head []byte) (through time.Time, version int64, err error) {
 	version, through, _, _, err = windowHeader(head)
-	sealedTo = math.MinInt64
-	if err == nil && len(parts) > 0 {
-		sealedTo, err = PartEnd(parts[len(parts)-1])
-	}
-	return through, version, sealedTo, err
+	return through, version, err
 }
 
 // PartEnd is the last instant of a part of a kept window, in Unix
