@@ -440,7 +440,7 @@ func (tx *Tx) SpanInputBuckets(ctx context.Context, sensorID int64, from, to []t
 	// (1.9 µs a reading with JIT against 1.0): sent with the query, in the
 	// same round trip, for the rest of this read-only transaction.
 	b := &pgx.Batch{}
-	b.Queue(`SET LOCAL jit = off`)
+	b.Queue(noJITSQL)
 	b.Queue(inputBucketsSQL(positions), sensorID, from, to, common)
 	br := tx.tx.SendBatch(ctx, b)
 	defer br.Close()

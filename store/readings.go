@@ -50,12 +50,13 @@ FROM p JOIN sensors s ON s.project_id = $2
 WHERE s.id = $3
 FOR NO KEY UPDATE OF s`
 
-// noJITSQL keeps PostgreSQL from compiling a write's statements: a
-// generic plan of the rules' read (sensorRulesSQL) is costed for tens of
-// rules with hundreds of parts each, past jit_above_cost, and its JIT took
-// 60-80 ms where running it takes 0.1 ms (auto_explain over row 11e of
-// make bench). No statement of a write of readings runs long enough to
-// gain from it.
+// noJITSQL keeps PostgreSQL from compiling the rest of a transaction's
+// statements, where the planner's costs overshoot what they run. In a
+// write, a generic plan of the rules' read (sensorRulesSQL) is costed for
+// tens of rules with hundreds of parts each, past jit_above_cost, and its
+// JIT took 60-80 ms where running it takes 0.1 ms (auto_explain over row
+// 11e of make bench); no statement of a write of readings runs long
+// enough to gain from it. For aggregates, see SpanInputBuckets.
 const noJITSQL = `SET LOCAL jit = off`
 
 // sensorWrittenSQL reads what the sensor's readings hold: the input ids
