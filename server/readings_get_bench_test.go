@@ -5,11 +5,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
+	"github.com/sensorreadings/readings/authcache"
 	"github.com/sensorreadings/readings/batch/batchtest"
+	"github.com/sensorreadings/readings/server"
 	"github.com/sensorreadings/readings/store"
 	"github.com/sensorreadings/readings/store/storetest"
 )
@@ -19,12 +23,25 @@ import (
 // of 1,000 readings of 10 inputs (Page), a page of 1,000 readings of a
 // 2-input, 2-output blueprint without and with its outputs
 // (PiezometerPage, PiezometerPageOutputs), and the latest values of a
-// project of 100 sensors (Latest). Beside the time, it reports the CPU
+// project of 100 sensors (Latest), beside the store's own call that
+// answers it (LatestRaw, row 10). Beside the time, it reports the CPU
 // time per request of this process (the service's share, with the
 // client's small one) and of PostgreSQL (storetest.ServerCPU; run it
-// alone). Profile it with -cpuprofile, focused on ServeHTTP.
+// alone). The tokens are kept between requests, as main wires the
+// service (authcache). Profile it with -cpuprofile, focused on ServeHTTP.
 func BenchmarkGetReadings(b *testing.B) {
-	e := newEnv(b)
+	var kept *authcache.Cache
+	e := newEnvWith(b, defaultConfig(), faults{deps: func(d *server.Deps, db *store.DB) {
+		kept = authcache.New(db, slog.New(slog.DiscardHandler))
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); kept.Run(ctx, db, time.Second) }()
+		b.Cleanup(func() { stop(); <-done })
+		d.Authenticator = kept
+	}})
+	for !kept.Hearing() {
+		time.Sleep(time.Millisecond)
+	}
 	tn := e.newTenant("Bench")
 	ts := httptest.NewServer(e.srv)
 	defer ts.Close()
@@ -73,19 +90,33 @@ func BenchmarkGetReadings(b *testing.B) {
 	page := func(sensor int64, outputs bool) string {
 		return fmt.Sprintf("%s/readings/%d?limit=1000&outputs=%t&datetime__gte=2024-01-01T00:00:00Z", project, sensor, outputs)
 	}
-	for _, c := range []struct{ name, path string }{
-		{"Page", page(tn.sensorID, false)},
-		{"PiezometerPage", page(tn.instanceID, false)},
-		{"PiezometerPageOutputs", page(tn.instanceID, true)},
-		{"Latest", project + "/latest?limit=1000"},
+	get := func(path string) func(b *testing.B) {
+		return func(b *testing.B) {
+			if status := send(b, http.MethodGet, path, tn.tokens[store.Viewer], nil); status != http.StatusOK {
+				b.Fatalf("GET: %d", status)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		call func(b *testing.B)
+	}{
+		{"Page", get(page(tn.sensorID, false))},
+		{"PiezometerPage", get(page(tn.instanceID, false))},
+		{"PiezometerPageOutputs", get(page(tn.instanceID, true))},
+		{"Latest", get(project + "/latest?limit=1000")},
+		{"LatestRaw", func(b *testing.B) {
+			latest, _, err := e.db.LatestReadings(ctx, tn.orgID, tn.projectID, 0, 1000, false)
+			if err != nil || len(latest) != len(sensors) {
+				b.Fatalf("LatestReadings: %d sensors, %v; want %d", len(latest), err, len(sensors))
+			}
+		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			cpu, pg := batchtest.ProcessCPU(b), storetest.ServerCPU(b, e.pool)
 			for b.Loop() {
-				if status := send(b, http.MethodGet, c.path, tn.tokens[store.Viewer], nil); status != http.StatusOK {
-					b.Fatalf("GET: %d", status)
-				}
+				c.call(b)
 			}
 			b.ReportMetric(float64((batchtest.ProcessCPU(b)-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
 			b.ReportMetric(float64((storetest.ServerCPU(b, e.pool)-pg).Nanoseconds())/float64(b.N), "pg-cpu-ns/op")
