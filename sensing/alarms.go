@@ -164,17 +164,34 @@ type targets struct {
 	level []int // the rank of each target's current alarm, 0 at rest
 	first []int // the index in the rules of each target's first rule
 	rules []store.AlarmRule
+	// series is each target's series of values, nil for a target without
+	// rate rules, and cursors each rule's rates over it (bind).
+	series  []*rateSeries
+	cursors []rateCursor
+}
+
+// bind has the rate rules compute their rates over the series of rs.
+func (t *targets) bind(rs rates) {
+	t.series, t.cursors = make([]*rateSeries, len(t.ids)), make([]rateCursor, len(t.rules))
+	for k, id := range t.ids {
+		t.series[k] = rs[id]
+	}
+	for i, r := range t.rules {
+		if r.Window > 0 {
+			t.cursors[i] = rs.cursor(r)
+		}
+	}
 }
 
 // values gives the value rule i of target k watches, v being the
-// target's value at t: its rate for a rate rule.
-func (t *targets) values(k int, rs rates, at time.Time, v float64) func(i int) float64 {
+// target's value at us (Unix microseconds): its rate for a rate rule.
+func (t *targets) values(k int, us int64, v float64) func(i int) float64 {
 	return func(i int) float64 {
-		rule := &t.rules[t.first[k]+i]
-		if rule.Window == 0 {
+		j := t.first[k] + i
+		if t.rules[j].Window == 0 {
 			return v
 		}
-		return rs.rate(rule, at, v)
+		return t.cursors[j].rate(us, v)
 	}
 }
 
@@ -282,19 +299,6 @@ func (p *batchOutputs) of(readings []store.Reading) *batchOutputs {
 	return p
 }
 
-// value is output id's value in the i-th reading; found tells whether p
-// holds it.
-func (p *batchOutputs) value(id int64, i int) (v float64, ok, found bool) {
-	if !p.computed[i] {
-		return 0, false, false
-	}
-	j := slices.Index(p.ids, id)
-	if j < 0 {
-		return 0, false, false
-	}
-	return p.values[j][i], p.has[j][i], true
-}
-
 // newValues prepares the values of ids (inputs or outputs) in sensor's
 // readings at the instants at, ascending, reading the sources of its
 // linked inputs through lr. Only the outputs among ids, and those they
@@ -314,6 +318,48 @@ func (s *Service) newValues(ctx context.Context, lr linkReader, sensor store.Sen
 		v.outputs.only(ids)
 	}
 	return v, nil
+}
+
+// valueSlot is where values finds the value of target id: output is its
+// index among the outputs (-1: an input, found in the reading), pre its
+// column in the batch's outputs (-1: none).
+type valueSlot struct {
+	id          int64
+	output, pre int
+}
+
+// slot is the valueSlot of id, pre being the outputs of the readings to
+// evaluate (nil: none).
+func (v *values) slot(id int64, pre *batchOutputs) valueSlot {
+	k, ok := v.index[id]
+	if !ok {
+		return valueSlot{id: id, output: -1, pre: -1}
+	}
+	j := -1
+	if pre != nil {
+		j = slices.Index(pre.ids, id)
+	}
+	return valueSlot{id: id, output: k, pre: j}
+}
+
+// valueIn is value of the target at slot in the reading computed last.
+func (v *values) valueIn(slot valueSlot) (float64, bool) {
+	if slot.output < 0 {
+		for i, in := range v.r.InputIDs {
+			if in == slot.id {
+				return v.r.Values[i], true
+			}
+		}
+		return 0, false
+	}
+	if v.pre != nil {
+		if slot.pre >= 0 {
+			return v.pre.values[slot.pre][v.at], v.pre.has[slot.pre][v.at]
+		}
+		v.outputs.Compute(v.r)
+		v.pre = nil
+	}
+	return v.outputs.Value(slot.output)
 }
 
 func (v *values) compute(r *store.Reading) {
@@ -343,24 +389,7 @@ func (v *values) flagged(fs *flagSet, id int64) bool {
 	return fs.flag(id) != ""
 }
 
-func (v *values) value(id int64) (float64, bool) {
-	if k, ok := v.index[id]; ok {
-		if v.pre != nil {
-			if x, has, found := v.pre.value(id, v.at); found {
-				return x, has
-			}
-			v.outputs.Compute(v.r)
-			v.pre = nil
-		}
-		return v.outputs.Value(k)
-	}
-	for i, in := range v.r.InputIDs {
-		if in == id {
-			return v.r.Values[i], true
-		}
-	}
-	return 0, false
-}
+func (v *values) value(id int64) (float64, bool) { return v.valueIn(v.slot(id, v.pre)) }
 
 // evaluate steps rules, ordered by target, with readings, ordered and one
 // per instant, computing the values the rules watch as a read computes
@@ -388,11 +417,18 @@ func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Senso
 	// Readings newer than any stored add their values to the rates' series
 	// as they are evaluated; others are read back as stored.
 	appending := newest == nil || !first.Before(*newest)
-	rs, full, err := s.loadRates(ctx, tx, sensor, rules, readings, w, appending)
+	room := &keptRoom{pool: s.keptMemory}
+	defer room.giveBack() // once the rules keep what they keep anew (rates.keep)
+	rs, full, err := s.loadRates(ctx, tx, sensor, rules, readings, w, appending, room)
 	if err != nil {
 		return nil, err
 	}
 	t := newTargets(rules)
+	t.bind(rs)
+	slots := make([]valueSlot, len(t.ids))
+	for k, id := range t.ids {
+		slots[k] = vals.slot(id, pre)
+	}
 	var changes []store.AlarmChange
 	for i := range readings {
 		r := &readings[i]
@@ -410,18 +446,19 @@ func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Senso
 			vals.computeAt(r, pre, i)
 		}
 		late := newest != nil && r.Time.Before(*newest)
+		us := r.Time.UnixMicro()
 		for k, target := range t.state {
-			v, ok := vals.value(t.ids[k])
+			v, ok := vals.valueIn(slots[k])
 			if !ok {
 				continue
 			}
 			if appending {
-				rs.add(t.ids[k], r.Time, v)
+				t.series[k].add(us, v)
 			}
 			if marked && vals.flagged(fs, t.ids[k]) {
 				continue
 			}
-			value := t.values(k, rs, r.Time, v)
+			value := t.values(k, us, v)
 			if late {
 				if rank := alarms.LateEach(target.Rules, value); rank > 0 {
 					changes = append(changes, store.AlarmChange{TargetID: t.ids[k], Kind: "late", To: rank, Late: true, At: r.Time, Value: v})
@@ -468,6 +505,7 @@ func (s *Service) recheckRules(ctx context.Context, tx *store.Tx, sensor store.S
 		}
 	}
 	t := newTargets(rules)
+	t.bind(rs)
 	vals.compute(newest)
 	var changes []store.AlarmChange
 	for k, target := range t.state {
@@ -475,7 +513,7 @@ func (s *Service) recheckRules(ctx context.Context, tx *store.Tx, sensor store.S
 		if !ok || fs != nil && vals.flagged(fs, t.ids[k]) {
 			continue
 		}
-		_, to := target.RecheckEach(t.values(k, rs, newest.Time, v))
+		_, to := target.RecheckEach(t.values(k, newest.Time.UnixMicro(), v))
 		changes = t.change(changes, k, to, newest, v)
 	}
 	t.save(rules)
