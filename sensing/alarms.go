@@ -58,7 +58,7 @@ func (s *Service) stepAlarms(ctx context.Context, tx *store.Tx, sensor store.Sen
 			}
 			fs = newFlagSet(flags)
 		}
-		changes, err := s.evaluate(ctx, tx, sensor, rules, chunk, newest, windows, fs, pre.of(chunk))
+		changes, events, err := s.evaluate(ctx, tx, sensor, rules, chunk, newest, windows, fs, pre.of(chunk))
 		if err != nil {
 			return err
 		}
@@ -66,7 +66,11 @@ func (s *Service) stepAlarms(ctx context.Context, tx *store.Tx, sensor store.Sen
 			windows = windows.after(chunk[len(chunk)-1].Time)
 		}
 		pending = changes
-		raised = append(raised, changes...)
+		if len(raised) == 0 {
+			raised = events // coalesced already
+			return nil
+		}
+		raised = append(raised, events...)
 		coalesce(raised)
 		raised = slices.DeleteFunc(raised, func(c store.AlarmChange) bool { return c.Folded })
 		return nil
@@ -405,13 +409,16 @@ func (v *values) value(id int64) (float64, bool) { return v.valueIn(v.slot(id, v
 // w is where what the rate rules keep stands before the readings; the
 // rules keep what the readings leave (rates.keep). pre, when not nil,
 // holds outputs of the readings, as batchOutputs.of gives them.
-func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, readings []store.Reading, newest *time.Time, w windowsAt, fs *flagSet, pre *batchOutputs) ([]store.AlarmChange, error) {
+//
+// It returns the changes the targets' current alarms need and the events
+// the readings raise, coalesced (targets.outcome).
+func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, readings []store.Reading, newest *time.Time, w windowsAt, fs *flagSet, pre *batchOutputs) (changes, events []store.AlarmChange, err error) {
 	if len(readings) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	vals, err := s.newValues(ctx, tx, sensor, instants(sensor, readings), targetIDs(rules))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	first, last := readings[0].Time, readings[len(readings)-1].Time
 	// Readings newer than any stored add their values to the rates' series
@@ -421,7 +428,7 @@ func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Senso
 	defer room.giveBack() // once the rules keep what they keep anew (rates.keep)
 	rs, full, err := s.loadRates(ctx, tx, sensor, rules, readings, w, appending, room)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	t := newTargets(rules)
 	t.bind(rs)
@@ -429,7 +436,7 @@ func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Senso
 	for k, id := range t.ids {
 		slots[k] = vals.slot(id, pre)
 	}
-	var changes []store.AlarmChange
+	var moves []move
 	for i := range readings {
 		r := &readings[i]
 		marked := false
@@ -461,17 +468,97 @@ func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Senso
 			value := t.values(k, us, v)
 			if late {
 				if rank := alarms.LateEach(target.Rules, value); rank > 0 {
-					changes = append(changes, store.AlarmChange{TargetID: t.ids[k], Kind: "late", To: rank, Late: true, At: r.Time, Value: v})
+					moves = append(moves, move{k: int32(k), i: int32(i), to: int32(rank), late: true, v: v})
 				}
 				continue
 			}
 			_, to := target.ObserveEach(value)
-			changes = t.change(changes, k, to, r, v)
+			if from := t.level[k]; to != from {
+				t.level[k] = to
+				moves = append(moves, move{k: int32(k), i: int32(i), from: int32(from), to: int32(to), v: v})
+			}
 		}
 	}
 	t.save(rules)
 	rs.keep(rules, sensor, w, first, last, len(readings), full)
-	return changes, nil
+	changes, events = t.outcome(moves, readings)
+	return changes, events, nil
+}
+
+// move is a change of a target's level in an evaluation, or a late
+// reading's exceedance (late, its rank in to), at its i-th reading: a
+// flapping target changes level at hundreds of a write's readings, of
+// which a few raise events, so each is kept small and without pointers
+// until outcome picks those that count.
+type move struct {
+	k, i     int32 // the target and the reading
+	from, to int32
+	late     bool
+	v        float64 // the target's value
+}
+
+// outcome is what an evaluation's moves, in order, leave for the store to
+// write: the changes the targets' current alarms need (ApplyAlarms'
+// changes: of each target its first change, its first clearing, its first
+// rise and its last, which say where it ends, whether its alarm cleared on
+// the way and whether it rose) and the events they raise, coalesced as
+// coalesce does (the first change of each target, its first at the
+// highest level and its last; the first of its highest late exceedances),
+// each counting those it folded.
+func (t *targets) outcome(moves []move, readings []store.Reading) (changes, events []store.AlarmChange) {
+	if len(moves) == 0 {
+		return nil, nil
+	}
+	type picks struct{ first, peak, last, cleared, rose, worst, lates int }
+	p := make([]picks, len(t.ids))
+	for k := range p {
+		p[k] = picks{first: -1, peak: -1, last: -1, cleared: -1, rose: -1, worst: -1}
+	}
+	for j, m := range moves {
+		q := &p[m.k]
+		switch {
+		case m.late:
+			if q.worst < 0 || m.to > moves[q.worst].to {
+				q.worst = j
+			}
+			q.lates++
+			continue
+		case q.first < 0:
+			q.first, q.peak = j, j
+		case m.to > moves[q.peak].to:
+			q.peak = j
+		}
+		q.last = j
+		if m.to == 0 && q.cleared < 0 {
+			q.cleared = j
+		}
+		if m.to > m.from && q.rose < 0 {
+			q.rose = j
+		}
+	}
+	folded := make([]int, len(t.ids)) // changes since the target's last event
+	for j, m := range moves {
+		q := &p[m.k]
+		c := store.AlarmChange{TargetID: t.ids[m.k], From: int(m.from), To: int(m.to), Late: m.late, At: readings[m.i].Time, Value: m.v}
+		if m.late {
+			if j == q.worst {
+				c.Kind, c.Coalesced = "late", q.lates-1
+				events = append(events, c)
+			}
+			continue
+		}
+		c.Kind = string(alarms.Classify(c.From, c.To))
+		if j == q.first || j == q.cleared || j == q.rose || j == q.last {
+			changes = append(changes, c)
+		}
+		if j != q.first && j != q.peak && j != q.last {
+			folded[m.k]++
+			continue
+		}
+		c.Coalesced, folded[m.k] = folded[m.k], 0
+		events = append(events, c)
+	}
+	return changes, events
 }
 
 // instants are the instants of readings, ordered, for newValues: each

@@ -2,6 +2,7 @@ package sensing
 
 import (
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -14,9 +15,10 @@ import (
 
 // TestEvaluateKept: batch after batch to two sensors in turn, each
 // starting from what its rules kept (as their read returns it, without
-// reading any reading back), the evaluation's changes of level are those
-// of every reading stepped on its own against the values before it, and
-// what the rules keep is the window those values end with. The two
+// reading any reading back), the evaluation's events are those coalesced
+// from the changes of level of every reading stepped on its own against
+// the values before it, its changes leave the alarms those do, and what
+// the rules keep is the window those values end with. The two
 // sensors share the service, so each parses what it kept into memory the
 // other's write used before; a rule on an input, two rate rules of other
 // windows on an output (its value taken from the batch's rollups), and
@@ -55,7 +57,7 @@ func TestEvaluateKept(t *testing.T) {
 			for j := range sn.rules {
 				sn.rules[j] = sn.kept[j].read(sn.rules[j], readings)
 			}
-			got, err := s.evaluate(t.Context(), nil, sn.Sensor, sn.rules, readings, sn.newest, windowsAt{through: sn.newest}, nil, pre)
+			changes, events, err := s.evaluate(t.Context(), nil, sn.Sensor, sn.rules, readings, sn.newest, windowsAt{through: sn.newest}, nil, pre)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,17 +66,25 @@ func TestEvaluateKept(t *testing.T) {
 			}
 			sn.newest = new(readings[size-1].Time)
 
-			var want []store.AlarmChange
+			var all []store.AlarmChange
 			for _, r := range readings {
-				want = sn.step(r, want)
+				all = sn.step(r, all)
 			}
-			if len(got) != len(want) {
-				t.Fatalf("sensor %d, batch %d: %d changes, want %d", sn.ID, n, len(got), len(want))
+			for _, c := range all {
+				changed[c.TargetID]++
 			}
-			for i := range got {
-				changed[got[i].TargetID]++
-				if got[i] != want[i] {
-					t.Fatalf("sensor %d, batch %d: change %d = %+v, want %+v", sn.ID, n, i, got[i], want[i])
+			if got, want := outcomes(changes), outcomes(all); !maps.Equal(got, want) {
+				t.Fatalf("sensor %d, batch %d: the changes leave %v, want %v", sn.ID, n, got, want)
+			}
+			want := slices.Clone(all)
+			coalesce(want)
+			want = slices.DeleteFunc(want, func(c store.AlarmChange) bool { return c.Folded })
+			if len(events) != len(want) {
+				t.Fatalf("sensor %d, batch %d: %d events, want %d", sn.ID, n, len(events), len(want))
+			}
+			for i := range events {
+				if events[i] != want[i] {
+					t.Fatalf("sensor %d, batch %d: event %d = %+v, want %+v", sn.ID, n, i, events[i], want[i])
 				}
 			}
 			for j, r := range sn.rules[1:] {
@@ -102,6 +112,24 @@ func TestEvaluateKept(t *testing.T) {
 	if changed[1] < 10 || changed[3] < 10 {
 		t.Errorf("changes of level by target: %v, want some of each", changed)
 	}
+}
+
+// alarmOutcome is what a write's changes of a target leave of its alarm,
+// as store.ApplyAlarms reads them: the last change, whether it cleared on
+// the way, whether it rose.
+type alarmOutcome struct {
+	last          store.AlarmChange
+	cleared, rose bool
+}
+
+func outcomes(changes []store.AlarmChange) map[int64]alarmOutcome {
+	out := map[int64]alarmOutcome{}
+	for _, c := range changes {
+		o := out[c.TargetID]
+		o.last, o.cleared, o.rose = c, o.cleared || c.To == 0, o.rose || c.To > c.From
+		out[c.TargetID] = o
+	}
+	return out
 }
 
 // naiveSensor is a sensor of TestEvaluateKept: what its rules keep, and
@@ -165,4 +193,59 @@ func (sn *naiveSensor) step(r store.Reading, changes []store.AlarmChange) []stor
 	}
 	sn.history = append(sn.history, r)
 	return changes
+}
+
+// TestOutcome: of random moves of three targets, late exceedances among
+// them, outcome's events are coalesce's of every change, and its changes
+// leave the alarms every change does.
+func TestOutcome(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	start := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	for round := range 500 {
+		tg := &targets{ids: []int64{4, 7, 9}}
+		readings := make([]store.Reading, 1+rng.IntN(60))
+		level := make([]int, len(tg.ids))
+		var (
+			moves []move
+			all   []store.AlarmChange
+		)
+		for i := range readings {
+			readings[i].Time = start.Add(time.Duration(i) * time.Second)
+			for k := range tg.ids {
+				if rng.IntN(3) > 0 {
+					continue
+				}
+				v := rng.Float64()
+				if rng.IntN(4) == 0 {
+					rank := 1 + rng.IntN(3)
+					moves = append(moves, move{k: int32(k), i: int32(i), to: int32(rank), late: true, v: v})
+					all = append(all, store.AlarmChange{TargetID: tg.ids[k], Kind: "late", To: rank, Late: true, At: readings[i].Time, Value: v})
+					continue
+				}
+				to := rng.IntN(4)
+				if to == level[k] {
+					continue
+				}
+				moves = append(moves, move{k: int32(k), i: int32(i), from: int32(level[k]), to: int32(to), v: v})
+				all = append(all, store.AlarmChange{TargetID: tg.ids[k], Kind: string(alarms.Classify(level[k], to)), From: level[k], To: to, At: readings[i].Time, Value: v})
+				level[k] = to
+			}
+		}
+		changes, events := tg.outcome(moves, readings)
+		var levels []store.AlarmChange // without the late exceedances, which ApplyAlarms leaves out
+		for _, c := range all {
+			if !c.Late {
+				levels = append(levels, c)
+			}
+		}
+		if got, want := outcomes(changes), outcomes(levels); !maps.Equal(got, want) {
+			t.Fatalf("round %d: the changes leave %v, want %v", round, got, want)
+		}
+		want := slices.Clone(all)
+		coalesce(want)
+		want = slices.DeleteFunc(want, func(c store.AlarmChange) bool { return c.Folded })
+		if !slices.Equal(events, want) {
+			t.Fatalf("round %d: events\n%+v\nwant\n%+v", round, events, want)
+		}
+	}
 }

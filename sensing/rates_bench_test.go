@@ -70,12 +70,13 @@ func BenchmarkEvaluateRate(b *testing.B) {
 				}
 				n++
 				rules := []store.AlarmRule{kept.read(rule, batch.readings)}
-				events, err := s.evaluate(context.Background(), nil, sensor, rules, batch.readings, newest, windowsAt{through: newest}, nil, batch.pre)
+				_, events, err := s.evaluate(context.Background(), nil, sensor, rules, batch.readings, newest, windowsAt{through: newest}, nil, batch.pre)
 				if err != nil {
 					b.Fatal(err)
 				}
-				coalesce(events)
-				changes += len(events)
+				for _, e := range events {
+					changes += 1 + e.Coalesced
+				}
 				rule.State, rule.TargetRank = rules[0].State, rules[0].TargetRank
 				kept.write(rules[0])
 				newest = new(batch.readings[size-1].Time)
