@@ -3,6 +3,7 @@ package sensing
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/sensorreadings/readings/alarms"
@@ -264,8 +265,10 @@ type batchOutputs struct {
 }
 
 // newBatchOutputs prepares the values, in readings, of the outputs among
-// outputs' that rules watch; nil when they watch none.
-func newBatchOutputs(readings []store.Reading, outputs *Outputs, rules []store.AlarmRule) *batchOutputs {
+// outputs' that rules watch, in memory from memory when not nil (given
+// back with giveBack once the write's rules are evaluated); nil when they
+// watch none.
+func newBatchOutputs(readings []store.Reading, outputs *Outputs, rules []store.AlarmRule, memory *sync.Pool) *batchOutputs {
 	if outputs == nil {
 		return nil
 	}
@@ -275,12 +278,45 @@ func newBatchOutputs(readings []store.Reading, outputs *Outputs, rules []store.A
 			continue
 		}
 		if p == nil {
-			p = &batchOutputs{readings: readings, computed: make([]bool, len(readings))}
+			p = fromMemory(memory)
+			p.readings, p.ids, p.k = readings, p.ids[:0], p.k[:0]
+			p.computed = resize(p.computed, len(readings))
+			clear(p.computed)
 		}
+		j := len(p.ids)
 		p.ids, p.k = append(p.ids, id), append(p.k, k)
-		p.values, p.has = append(p.values, make([]float64, len(readings))), append(p.has, make([]bool, len(readings)))
+		if j == len(p.values) {
+			p.values, p.has = append(p.values, nil), append(p.has, nil)
+		}
+		// Only computed readings' values are read: these need no clearing.
+		p.values[j], p.has[j] = resize(p.values[j], len(readings)), resize(p.has[j], len(readings))
 	}
 	return p
+}
+
+func fromMemory(memory *sync.Pool) *batchOutputs {
+	if memory != nil {
+		if p, ok := memory.Get().(*batchOutputs); ok {
+			return p
+		}
+	}
+	return &batchOutputs{}
+}
+
+// giveBack returns p's memory to memory, once nothing reads p.
+func (p *batchOutputs) giveBack(memory *sync.Pool) {
+	if p != nil && memory != nil {
+		p.readings = nil
+		memory.Put(p)
+	}
+}
+
+// resize is s with length n, in its memory when it has the room.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 // record keeps the values of the outputs in readings[i], which outputs

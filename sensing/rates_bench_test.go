@@ -50,7 +50,7 @@ func BenchmarkEvaluateRate(b *testing.B) {
 					readings[i] = store.Reading{InputIDs: []int64{1, 2}, Values: []float64{rng.Float64() * 1000, 1}}
 				}
 				batches[k].readings = readings
-				batches[k].pre = newBatchOutputs(readings, outputs, []store.AlarmRule{rule})
+				batches[k].pre = newBatchOutputs(readings, outputs, []store.AlarmRule{rule}, nil)
 				for i := range readings {
 					outputs.Compute(&readings[i])
 					batches[k].pre.record(i, outputs)

@@ -64,6 +64,7 @@ type Service struct {
 	formulaErrors    *counter
 	rollupCursor     *atomic.Int64 // the sensor whose queued hours the maintainer took last
 	keptMemory       *sync.Pool    // of *store.RateWindow: what keptRoom lends
+	outputMemory     *sync.Pool    // of *batchOutputs: what rollBatch keeps for the rules
 	rollupWake       chan struct{} // wakes this replica's maintainer before its interval
 }
 
@@ -88,7 +89,7 @@ var _ Reader = (*store.DB)(nil)
 // until WithReader gives reads another database.
 func New(db *store.DB, log *slog.Logger, cfg Config) *Service {
 	return &Service{db: db, reader: db, readerHasSensors: true, log: log, cfg: cfg, programs: &formulas.Cache{}, formulaErrors: &counter{}, rollupCursor: &atomic.Int64{},
-		keptMemory: &sync.Pool{}, rollupWake: make(chan struct{}, 1)}
+		keptMemory: &sync.Pool{}, outputMemory: &sync.Pool{}, rollupWake: make(chan struct{}, 1)}
 }
 
 // WithReader returns the domain reading the readings it serves (pages,
