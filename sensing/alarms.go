@@ -3,6 +3,7 @@ package sensing
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/sensorreadings/readings/alarms"
@@ -58,7 +59,7 @@ func (s *Service) stepAlarms(ctx context.Context, tx *store.Tx, sensor store.Sen
 			}
 			fs = newFlagSet(flags)
 		}
-		changes, err := s.evaluate(ctx, tx, sensor, rules, chunk, newest, windows, fs, pre.of(chunk))
+		changes, events, err := s.evaluate(ctx, tx, sensor, rules, chunk, newest, windows, fs, pre.of(chunk))
 		if err != nil {
 			return err
 		}
@@ -66,7 +67,11 @@ func (s *Service) stepAlarms(ctx context.Context, tx *store.Tx, sensor store.Sen
 			windows = windows.after(chunk[len(chunk)-1].Time)
 		}
 		pending = changes
-		raised = append(raised, changes...)
+		if len(raised) == 0 {
+			raised = events // coalesced already
+			return nil
+		}
+		raised = append(raised, events...)
 		coalesce(raised)
 		raised = slices.DeleteFunc(raised, func(c store.AlarmChange) bool { return c.Folded })
 		return nil
@@ -164,17 +169,34 @@ type targets struct {
 	level []int // the rank of each target's current alarm, 0 at rest
 	first []int // the index in the rules of each target's first rule
 	rules []store.AlarmRule
+	// series is each target's series of values, nil for a target without
+	// rate rules, and cursors each rule's rates over it (bind).
+	series  []*rateSeries
+	cursors []rateCursor
+}
+
+// bind has the rate rules compute their rates over the series of rs.
+func (t *targets) bind(rs rates) {
+	t.series, t.cursors = make([]*rateSeries, len(t.ids)), make([]rateCursor, len(t.rules))
+	for k, id := range t.ids {
+		t.series[k] = rs[id]
+	}
+	for i, r := range t.rules {
+		if r.Window > 0 {
+			t.cursors[i] = rs.cursor(r)
+		}
+	}
 }
 
 // values gives the value rule i of target k watches, v being the
-// target's value at t: its rate for a rate rule.
-func (t *targets) values(k int, rs rates, at time.Time, v float64) func(i int) float64 {
+// target's value at us (Unix microseconds): its rate for a rate rule.
+func (t *targets) values(k int, us int64, v float64) func(i int) float64 {
 	return func(i int) float64 {
-		rule := &t.rules[t.first[k]+i]
-		if rule.Window == 0 {
+		j := t.first[k] + i
+		if t.rules[j].Window == 0 {
 			return v
 		}
-		return rs.rate(rule, at, v)
+		return t.cursors[j].rate(us, v)
 	}
 }
 
@@ -243,8 +265,10 @@ type batchOutputs struct {
 }
 
 // newBatchOutputs prepares the values, in readings, of the outputs among
-// outputs' that rules watch; nil when they watch none.
-func newBatchOutputs(readings []store.Reading, outputs *Outputs, rules []store.AlarmRule) *batchOutputs {
+// outputs' that rules watch, in memory from memory when not nil (given
+// back with giveBack once the write's rules are evaluated); nil when they
+// watch none.
+func newBatchOutputs(readings []store.Reading, outputs *Outputs, rules []store.AlarmRule, memory *sync.Pool) *batchOutputs {
 	if outputs == nil {
 		return nil
 	}
@@ -254,12 +278,45 @@ func newBatchOutputs(readings []store.Reading, outputs *Outputs, rules []store.A
 			continue
 		}
 		if p == nil {
-			p = &batchOutputs{readings: readings, computed: make([]bool, len(readings))}
+			p = fromMemory(memory)
+			p.readings, p.ids, p.k = readings, p.ids[:0], p.k[:0]
+			p.computed = resize(p.computed, len(readings))
+			clear(p.computed)
 		}
+		j := len(p.ids)
 		p.ids, p.k = append(p.ids, id), append(p.k, k)
-		p.values, p.has = append(p.values, make([]float64, len(readings))), append(p.has, make([]bool, len(readings)))
+		if j == len(p.values) {
+			p.values, p.has = append(p.values, nil), append(p.has, nil)
+		}
+		// Only computed readings' values are read: these need no clearing.
+		p.values[j], p.has[j] = resize(p.values[j], len(readings)), resize(p.has[j], len(readings))
 	}
 	return p
+}
+
+func fromMemory(memory *sync.Pool) *batchOutputs {
+	if memory != nil {
+		if p, ok := memory.Get().(*batchOutputs); ok {
+			return p
+		}
+	}
+	return &batchOutputs{}
+}
+
+// giveBack returns p's memory to memory, once nothing reads p.
+func (p *batchOutputs) giveBack(memory *sync.Pool) {
+	if p != nil && memory != nil {
+		p.readings = nil
+		memory.Put(p)
+	}
+}
+
+// resize is s with length n, in its memory when it has the room.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 // record keeps the values of the outputs in readings[i], which outputs
@@ -282,19 +339,6 @@ func (p *batchOutputs) of(readings []store.Reading) *batchOutputs {
 	return p
 }
 
-// value is output id's value in the i-th reading; found tells whether p
-// holds it.
-func (p *batchOutputs) value(id int64, i int) (v float64, ok, found bool) {
-	if !p.computed[i] {
-		return 0, false, false
-	}
-	j := slices.Index(p.ids, id)
-	if j < 0 {
-		return 0, false, false
-	}
-	return p.values[j][i], p.has[j][i], true
-}
-
 // newValues prepares the values of ids (inputs or outputs) in sensor's
 // readings at the instants at, ascending, reading the sources of its
 // linked inputs through lr. Only the outputs among ids, and those they
@@ -314,6 +358,48 @@ func (s *Service) newValues(ctx context.Context, lr linkReader, sensor store.Sen
 		v.outputs.only(ids)
 	}
 	return v, nil
+}
+
+// valueSlot is where values finds the value of target id: output is its
+// index among the outputs (-1: an input, found in the reading), pre its
+// column in the batch's outputs (-1: none).
+type valueSlot struct {
+	id          int64
+	output, pre int
+}
+
+// slot is the valueSlot of id, pre being the outputs of the readings to
+// evaluate (nil: none).
+func (v *values) slot(id int64, pre *batchOutputs) valueSlot {
+	k, ok := v.index[id]
+	if !ok {
+		return valueSlot{id: id, output: -1, pre: -1}
+	}
+	j := -1
+	if pre != nil {
+		j = slices.Index(pre.ids, id)
+	}
+	return valueSlot{id: id, output: k, pre: j}
+}
+
+// valueIn is value of the target at slot in the reading computed last.
+func (v *values) valueIn(slot valueSlot) (float64, bool) {
+	if slot.output < 0 {
+		for i, in := range v.r.InputIDs {
+			if in == slot.id {
+				return v.r.Values[i], true
+			}
+		}
+		return 0, false
+	}
+	if v.pre != nil {
+		if slot.pre >= 0 {
+			return v.pre.values[slot.pre][v.at], v.pre.has[slot.pre][v.at]
+		}
+		v.outputs.Compute(v.r)
+		v.pre = nil
+	}
+	return v.outputs.Value(slot.output)
 }
 
 func (v *values) compute(r *store.Reading) {
@@ -343,24 +429,7 @@ func (v *values) flagged(fs *flagSet, id int64) bool {
 	return fs.flag(id) != ""
 }
 
-func (v *values) value(id int64) (float64, bool) {
-	if k, ok := v.index[id]; ok {
-		if v.pre != nil {
-			if x, has, found := v.pre.value(id, v.at); found {
-				return x, has
-			}
-			v.outputs.Compute(v.r)
-			v.pre = nil
-		}
-		return v.outputs.Value(k)
-	}
-	for i, in := range v.r.InputIDs {
-		if in == id {
-			return v.r.Values[i], true
-		}
-	}
-	return 0, false
-}
+func (v *values) value(id int64) (float64, bool) { return v.valueIn(v.slot(id, v.pre)) }
 
 // evaluate steps rules, ordered by target, with readings, ordered and one
 // per instant, computing the values the rules watch as a read computes
@@ -376,24 +445,34 @@ func (v *values) value(id int64) (float64, bool) {
 // w is where what the rate rules keep stands before the readings; the
 // rules keep what the readings leave (rates.keep). pre, when not nil,
 // holds outputs of the readings, as batchOutputs.of gives them.
-func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, readings []store.Reading, newest *time.Time, w windowsAt, fs *flagSet, pre *batchOutputs) ([]store.AlarmChange, error) {
+//
+// It returns the changes the targets' current alarms need and the events
+// the readings raise, coalesced (targets.outcome).
+func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, readings []store.Reading, newest *time.Time, w windowsAt, fs *flagSet, pre *batchOutputs) (changes, events []store.AlarmChange, err error) {
 	if len(readings) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	vals, err := s.newValues(ctx, tx, sensor, instants(sensor, readings), targetIDs(rules))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	first, last := readings[0].Time, readings[len(readings)-1].Time
 	// Readings newer than any stored add their values to the rates' series
 	// as they are evaluated; others are read back as stored.
 	appending := newest == nil || !first.Before(*newest)
-	rs, full, err := s.loadRates(ctx, tx, sensor, rules, readings, w, appending)
+	room := &keptRoom{pool: s.keptMemory}
+	defer room.giveBack() // once the rules keep what they keep anew (rates.keep)
+	rs, full, err := s.loadRates(ctx, tx, sensor, rules, readings, w, appending, room)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	t := newTargets(rules)
-	var changes []store.AlarmChange
+	t.bind(rs)
+	slots := make([]valueSlot, len(t.ids))
+	for k, id := range t.ids {
+		slots[k] = vals.slot(id, pre)
+	}
+	var moves []move
 	for i := range readings {
 		r := &readings[i]
 		marked := false
@@ -410,31 +489,112 @@ func (s *Service) evaluate(ctx context.Context, tx *store.Tx, sensor store.Senso
 			vals.computeAt(r, pre, i)
 		}
 		late := newest != nil && r.Time.Before(*newest)
+		us := r.Time.UnixMicro()
 		for k, target := range t.state {
-			v, ok := vals.value(t.ids[k])
+			v, ok := vals.valueIn(slots[k])
 			if !ok {
 				continue
 			}
 			if appending {
-				rs.add(t.ids[k], r.Time, v)
+				t.series[k].add(us, v)
 			}
 			if marked && vals.flagged(fs, t.ids[k]) {
 				continue
 			}
-			value := t.values(k, rs, r.Time, v)
+			value := t.values(k, us, v)
 			if late {
 				if rank := alarms.LateEach(target.Rules, value); rank > 0 {
-					changes = append(changes, store.AlarmChange{TargetID: t.ids[k], Kind: "late", To: rank, Late: true, At: r.Time, Value: v})
+					moves = append(moves, move{k: int32(k), i: int32(i), to: int32(rank), late: true, v: v})
 				}
 				continue
 			}
 			_, to := target.ObserveEach(value)
-			changes = t.change(changes, k, to, r, v)
+			if from := t.level[k]; to != from {
+				t.level[k] = to
+				moves = append(moves, move{k: int32(k), i: int32(i), from: int32(from), to: int32(to), v: v})
+			}
 		}
 	}
 	t.save(rules)
 	rs.keep(rules, sensor, w, first, last, len(readings), full)
-	return changes, nil
+	changes, events = t.outcome(moves, readings)
+	return changes, events, nil
+}
+
+// move is a change of a target's level in an evaluation, or a late
+// reading's exceedance (late, its rank in to), at its i-th reading: a
+// flapping target changes level at hundreds of a write's readings, of
+// which a few raise events, so each is kept small and without pointers
+// until outcome picks those that count.
+type move struct {
+	k, i     int32 // the target and the reading
+	from, to int32
+	late     bool
+	v        float64 // the target's value
+}
+
+// outcome is what an evaluation's moves, in order, leave for the store to
+// write: the changes the targets' current alarms need (ApplyAlarms'
+// changes: of each target its first change, its first clearing, its first
+// rise and its last, which say where it ends, whether its alarm cleared on
+// the way and whether it rose) and the events they raise, coalesced as
+// coalesce does (the first change of each target, its first at the
+// highest level and its last; the first of its highest late exceedances),
+// each counting those it folded.
+func (t *targets) outcome(moves []move, readings []store.Reading) (changes, events []store.AlarmChange) {
+	if len(moves) == 0 {
+		return nil, nil
+	}
+	type picks struct{ first, peak, last, cleared, rose, worst, lates int }
+	p := make([]picks, len(t.ids))
+	for k := range p {
+		p[k] = picks{first: -1, peak: -1, last: -1, cleared: -1, rose: -1, worst: -1}
+	}
+	for j, m := range moves {
+		q := &p[m.k]
+		switch {
+		case m.late:
+			if q.worst < 0 || m.to > moves[q.worst].to {
+				q.worst = j
+			}
+			q.lates++
+			continue
+		case q.first < 0:
+			q.first, q.peak = j, j
+		case m.to > moves[q.peak].to:
+			q.peak = j
+		}
+		q.last = j
+		if m.to == 0 && q.cleared < 0 {
+			q.cleared = j
+		}
+		if m.to > m.from && q.rose < 0 {
+			q.rose = j
+		}
+	}
+	folded := make([]int, len(t.ids)) // changes since the target's last event
+	for j, m := range moves {
+		q := &p[m.k]
+		c := store.AlarmChange{TargetID: t.ids[m.k], From: int(m.from), To: int(m.to), Late: m.late, At: readings[m.i].Time, Value: m.v}
+		if m.late {
+			if j == q.worst {
+				c.Kind, c.Coalesced = "late", q.lates-1
+				events = append(events, c)
+			}
+			continue
+		}
+		c.Kind = string(alarms.Classify(c.From, c.To))
+		if j == q.first || j == q.cleared || j == q.rose || j == q.last {
+			changes = append(changes, c)
+		}
+		if j != q.first && j != q.peak && j != q.last {
+			folded[m.k]++
+			continue
+		}
+		c.Coalesced, folded[m.k] = folded[m.k], 0
+		events = append(events, c)
+	}
+	return changes, events
 }
 
 // instants are the instants of readings, ordered, for newValues: each
@@ -468,6 +628,7 @@ func (s *Service) recheckRules(ctx context.Context, tx *store.Tx, sensor store.S
 		}
 	}
 	t := newTargets(rules)
+	t.bind(rs)
 	vals.compute(newest)
 	var changes []store.AlarmChange
 	for k, target := range t.state {
@@ -475,7 +636,7 @@ func (s *Service) recheckRules(ctx context.Context, tx *store.Tx, sensor store.S
 		if !ok || fs != nil && vals.flagged(fs, t.ids[k]) {
 			continue
 		}
-		_, to := target.RecheckEach(t.values(k, rs, newest.Time, v))
+		_, to := target.RecheckEach(t.values(k, newest.Time.UnixMicro(), v))
 		changes = t.change(changes, k, to, newest, v)
 	}
 	t.save(rules)

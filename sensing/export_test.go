@@ -32,7 +32,7 @@ func (s *Service) RateWindows(ctx context.Context, key store.SensorKey) (kept, r
 			}
 			kept[r.ID], read[r.ID] = nil, nil
 			if r.RateKept != nil {
-				w, err := keptWindow(r, 0)
+				w, err := keptWindow(r, 0, nil)
 				if err != nil {
 					return err
 				}

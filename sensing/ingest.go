@@ -140,6 +140,7 @@ func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, 
 	var pre *batchOutputs // the outputs the rollups computed, for the rules
 	if w.Hours != nil {
 		pre = s.rollBatch(tx, w, in.ahead(), written.Replaced)
+		defer pre.giveBack(s.outputMemory) // the rules read it, and nothing after them
 	}
 	chunks := func(fn func([]store.Reading) error) error { return in.chunks(ctx, fn) }
 	if written.Replaced > 0 {

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/sensorreadings/readings/store"
@@ -47,33 +48,48 @@ import (
 type rateSeries struct {
 	t []int64
 	v []float64
-	// starts are, per window of the target's rules, where the window of
-	// the last rate computed starts in t: readings are evaluated in order,
-	// so the next one's starts there or after, a step or two on.
-	starts []windowStart
 }
 
-type windowStart struct {
-	window int64 // µs
-	at     int   // index in t
-}
-
-// start is the index in s.t of the first value at or after from, the
-// start of a window of window µs.
-func (s *rateSeries) start(window, from int64) int {
-	k := slices.IndexFunc(s.starts, func(w windowStart) bool { return w.window == window })
-	if k < 0 {
-		s.starts, k = append(s.starts, windowStart{window: window}), len(s.starts)
+// add appends the value v at us, later than any the series has; a value
+// that is not a finite number is not in any window.
+func (s *rateSeries) add(us int64, v float64) {
+	if s != nil && !math.IsNaN(v) && !math.IsInf(v, 0) {
+		s.t, s.v = append(s.t, us), append(s.v, v)
 	}
-	j := s.starts[k].at
+}
+
+// rateCursor computes one rate rule's rates over its target's series,
+// reading after reading.
+type rateCursor struct {
+	series *rateSeries // nil: the target has none, and no rate
+	window int64       // µs
+	per    float64     // the rule's unit of time, in seconds
+	// at is where the window of the last rate computed starts in
+	// series.t: readings are evaluated in order, so the next one's starts
+	// there or after, a step or two on.
+	at int
+}
+
+// rate is the rate at us, Unix microseconds, where the target's value is
+// v: NaN when the window holds no value before us.
+func (c *rateCursor) rate(us int64, v float64) float64 {
+	s := c.series
+	if s == nil {
+		return math.NaN()
+	}
+	from := us - c.window
+	j := c.at
 	if j > len(s.t) || j > 0 && s.t[j-1] >= from { // an earlier window: search
 		j, _ = slices.BinarySearch(s.t, from)
 	}
 	for j < len(s.t) && s.t[j] < from {
 		j++
 	}
-	s.starts[k].at = j
-	return j
+	c.at = j
+	if j == len(s.t) || s.t[j] >= us {
+		return math.NaN()
+	}
+	return (v - s.v[j]) / (time.Duration(us-s.t[j]) * time.Microsecond).Seconds() * c.per
 }
 
 // rates are the series of the targets of a sensor's rate rules.
@@ -89,6 +105,11 @@ func maxWindow(rules []store.AlarmRule) time.Duration {
 }
 
 func window(r store.AlarmRule) time.Duration { return time.Duration(r.Window) * time.Second }
+
+// cursor is rule's rateCursor over its target's series.
+func (rs rates) cursor(rule store.AlarmRule) rateCursor {
+	return rateCursor{series: rs[rule.TargetID], window: rule.Window * int64(time.Second/time.Microsecond), per: float64(rule.Per)}
+}
 
 // newRates has an empty series for each target of the rate rules.
 func newRates(rules []store.AlarmRule) rates {
@@ -164,8 +185,9 @@ func instanceVersion(sensor store.Sensor) int64 {
 // that can be the first of a window: those from the start of the first
 // window to the start of the last, and the one after. Its evaluation then
 // adds its own values as it goes (rates.add). Any other chunk reads its
-// windows whole, its own values stored among them.
-func (s *Service) loadRates(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, readings []store.Reading, w windowsAt, appending bool) (rates, bool, error) {
+// windows whole, its own values stored among them. What the rules kept
+// is parsed into memory room lends, which the series returned use.
+func (s *Service) loadRates(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, readings []store.Reading, w windowsAt, appending bool, room *keptRoom) (rates, bool, error) {
 	window := maxWindow(rules)
 	if window == 0 {
 		return nil, false, nil
@@ -177,7 +199,7 @@ func (s *Service) loadRates(ctx context.Context, tx *store.Tx, sensor store.Sens
 	switch {
 	case appending && w.through == nil:
 		return out, keep, nil // nothing stored before
-	case appending && keep && !w.stale && out.fromKept(rules, kept(rules, *w.through, instanceVersion(sensor), len(readings)), first):
+	case appending && keep && !w.stale && out.fromKept(rules, kept(rules, *w.through, instanceVersion(sensor), len(readings), room), first):
 		return out, true, nil
 	case appending && keep && worthKeeping(window, first, last, len(readings), *w.through):
 		err := s.readRates(ctx, tx, sensor, out, w.flagged, from, last, store.ReadingQuery{From: from, To: first.Add(-time.Microsecond)})
@@ -261,16 +283,17 @@ func (s *Service) readRates(ctx context.Context, tx *store.Tx, sensor store.Sens
 	return nil
 }
 
-// kept is what each rule keeps, parsed with room for n more values, where
-// it stands at through with the instance at version; nil for a rule whose
-// window is not kept or does not.
-func kept(rules []store.AlarmRule, through time.Time, version int64, n int) []*store.RateWindow {
+// kept is what each rule keeps, parsed with room for n more values into
+// memory room lends (nil: new memory), where it stands at through with
+// the instance at version; nil for a rule whose window is not kept or
+// does not.
+func kept(rules []store.AlarmRule, through time.Time, version int64, n int, room *keptRoom) []*store.RateWindow {
 	out := make([]*store.RateWindow, len(rules))
 	for i, r := range rules {
 		if r.Window == 0 || r.RateKept == nil {
 			continue
 		}
-		w, err := keptWindow(r, n)
+		w, err := keptWindow(r, n, room.lend())
 		if err == nil && w.Through.Equal(through) && w.Version == version {
 			out[i] = &w
 		}
@@ -278,17 +301,55 @@ func kept(rules []store.AlarmRule, through time.Time, version int64, n int) []*s
 	return out
 }
 
-// keptWindow is what rule r keeps, parsed with room for n more values:
-// its window's values, without those before the window that the oldest
-// of its parts still holds.
-func keptWindow(r store.AlarmRule, n int) (store.RateWindow, error) {
-	w, err := store.ParseKept(r.RateKept, r.RateParts, n)
+// keptWindow is what rule r keeps, parsed with room for n more values,
+// into into's memory when it has the room (into, when not nil, is left
+// holding the memory parsed into): its window's values, without those
+// before the window that the oldest of its parts still holds.
+func keptWindow(r store.AlarmRule, n int, into *store.RateWindow) (store.RateWindow, error) {
+	var mem store.RateWindow
+	if into != nil {
+		mem = *into
+	}
+	w, err := store.ParseKeptInto(mem, r.RateKept, r.RateParts, n)
 	if err != nil {
 		return w, err
+	}
+	if into != nil {
+		into.Micros, into.Values = w.Micros, w.Values
 	}
 	k, _ := slices.BinarySearch(w.Micros, w.Through.Add(-window(r)).UnixMicro())
 	w.Micros, w.Values, w.Sealed = w.Micros[k:], w.Values[k:], max(0, w.Sealed-k)
 	return w, nil
+}
+
+// keptRoom lends the memory that what rules keep is parsed into, write
+// after write (Service.keptMemory): a write of a thousand readings to an
+// hour's window a second apart would otherwise allocate some 40 kB for it
+// each time, for the collector to sweep.
+type keptRoom struct {
+	pool *sync.Pool // of *store.RateWindow
+	lent []*store.RateWindow
+}
+
+// lend is memory to parse into until giveBack; nil for a nil room.
+func (k *keptRoom) lend() *store.RateWindow {
+	if k == nil {
+		return nil
+	}
+	w, _ := k.pool.Get().(*store.RateWindow)
+	if w == nil {
+		w = &store.RateWindow{}
+	}
+	k.lent = append(k.lent, w)
+	return w
+}
+
+// giveBack returns the memory lent, which nothing may hold any more.
+func (k *keptRoom) giveBack() {
+	for _, w := range k.lent {
+		k.pool.Put(w)
+	}
+	k.lent = nil
 }
 
 // fromKept fills rs from what the rules keep, of each target the longest
@@ -311,7 +372,7 @@ func (rs rates) fromKept(rules []store.AlarmRule, kept []*store.RateWindow, firs
 	for id, i := range longest {
 		w := kept[i]
 		n, _ := slices.BinarySearch(w.Micros, first.UnixMicro())
-		rs[id].t, rs[id].v, rs[id].starts = w.Micros[:n], w.Values[:n], nil
+		rs[id].t, rs[id].v = w.Micros[:n], w.Values[:n]
 	}
 	return true
 }
@@ -328,7 +389,7 @@ func (rs rates) keep(rules []store.AlarmRule, sensor store.Sensor, w windowsAt, 
 	version := instanceVersion(sensor)
 	var patch []*store.RateWindow
 	if !full && keeps(sensor) && !w.stale && w.through != nil && last.Before(*w.through) {
-		patch = kept(rules, *w.through, version, 0)
+		patch = kept(rules, *w.through, version, 0, nil)
 	}
 	through := w.after(last).through
 	for i := range rules {
@@ -448,25 +509,6 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// rate is the rate of rule's target at t, where its value is v: NaN when
-// its window holds no value before t's.
-func (rs rates) rate(rule *store.AlarmRule, t time.Time, v float64) float64 {
-	series := rs[rule.TargetID]
-	if series == nil {
-		return math.NaN()
-	}
-	us, window := t.UnixMicro(), rule.Window*int64(time.Second/time.Microsecond)
-	j := series.start(window, us-window)
-	if j == len(series.t) || series.t[j] >= us {
-		return math.NaN()
-	}
-	return (v - series.v[j]) / (time.Duration(us-series.t[j]) * time.Microsecond).Seconds() * float64(rule.Per)
-}
-
 // add appends target id's value v at t, later than any it has, if a rate
 // rule watches the target.
-func (rs rates) add(id int64, t time.Time, v float64) {
-	if series := rs[id]; series != nil && !math.IsNaN(v) && !math.IsInf(v, 0) {
-		series.t, series.v = append(series.t, t.UnixMicro()), append(series.v, v)
-	}
-}
+func (rs rates) add(id int64, t time.Time, v float64) { rs[id].add(t.UnixMicro(), v) }

@@ -18,6 +18,7 @@ func TestRate(t *testing.T) {
 	}
 	rs.add(7, at(50), math.NaN()) // no value: left out
 	rule := store.AlarmRule{TargetID: 7, Window: 1800, Per: 3600}
+	cursor := rs.cursor(rule)
 	tests := []struct {
 		name string
 		t    time.Time
@@ -32,13 +33,14 @@ func TestRate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := rs.rate(&rule, tt.t, tt.v)
+			got := cursor.rate(tt.t.UnixMicro(), tt.v)
 			if math.IsNaN(tt.want) != math.IsNaN(got) || !math.IsNaN(got) && math.Abs(got-tt.want) > 1e-9 {
 				t.Errorf("rate at %s of %v = %v, want %v", tt.t.Format("15:04"), tt.v, got, tt.want)
 			}
 		})
 	}
-	if got := (rates{}).rate(&rule, at(30), 1); !math.IsNaN(got) {
+	none := rates{}.cursor(rule)
+	if got := none.rate(at(30).UnixMicro(), 1); !math.IsNaN(got) {
 		t.Errorf("rate of a target without a series = %v, want NaN", got)
 	}
 }
@@ -50,13 +52,14 @@ func TestRate(t *testing.T) {
 func TestRateInOrder(t *testing.T) {
 	rs := rates{7: &rateSeries{}}
 	rules := []store.AlarmRule{{TargetID: 7, Window: 60, Per: 1}, {TargetID: 7, Window: 600, Per: 1}}
+	cursors := []rateCursor{rs.cursor(rules[0]), rs.cursor(rules[1])}
 	start := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 	var times []int64
 	var values []float64
 	for i := range 3000 {
 		at := start.Add(time.Duration(i+i/500*700) * time.Second) // every 500 readings, a gap of 700 s
 		v := float64(i % 97)
-		for _, rule := range rules {
+		for k, rule := range rules {
 			from := at.UnixMicro() - rule.Window*1e6
 			want := math.NaN()
 			for j, us := range times {
@@ -65,7 +68,7 @@ func TestRateInOrder(t *testing.T) {
 					break
 				}
 			}
-			if got := rs.rate(&rule, at, v); math.IsNaN(want) != math.IsNaN(got) || !math.IsNaN(got) && got != want {
+			if got := cursors[k].rate(at.UnixMicro(), v); math.IsNaN(want) != math.IsNaN(got) || !math.IsNaN(got) && got != want {
 				t.Fatalf("reading %d: rate over %d s = %v, want %v", i, rule.Window, got, want)
 			}
 		}

@@ -292,7 +292,7 @@ func (s *Service) rollBatch(tx *store.Tx, w store.SensorWrite, readings []store.
 				outputs = s.outputsOf(w.Sensor, nil)
 			}
 			b = newRollupBuilder(version, outputs)
-			pre = newBatchOutputs(readings, outputs, w.Rules)
+			pre = newBatchOutputs(readings, outputs, w.Rules, s.outputMemory)
 		}
 		if h.Rollup != nil {
 			b.seed(h.Rollup)

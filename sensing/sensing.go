@@ -19,6 +19,7 @@ package sensing
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,6 +63,8 @@ type Service struct {
 	programs         *formulas.Cache
 	formulaErrors    *counter
 	rollupCursor     *atomic.Int64 // the sensor whose queued hours the maintainer took last
+	keptMemory       *sync.Pool    // of *store.RateWindow: what keptRoom lends
+	outputMemory     *sync.Pool    // of *batchOutputs: what rollBatch keeps for the rules
 	rollupWake       chan struct{} // wakes this replica's maintainer before its interval
 }
 
@@ -86,7 +89,7 @@ var _ Reader = (*store.DB)(nil)
 // until WithReader gives reads another database.
 func New(db *store.DB, log *slog.Logger, cfg Config) *Service {
 	return &Service{db: db, reader: db, readerHasSensors: true, log: log, cfg: cfg, programs: &formulas.Cache{}, formulaErrors: &counter{}, rollupCursor: &atomic.Int64{},
-		rollupWake: make(chan struct{}, 1)}
+		keptMemory: &sync.Pool{}, outputMemory: &sync.Pool{}, rollupWake: make(chan struct{}, 1)}
 }
 
 // WithReader returns the domain reading the readings it serves (pages,

@@ -64,16 +64,33 @@ func ParseRateWindow(b []byte, room int) (RateWindow, error) { return ParseKept(
 // head, the values of the parts, oldest first, then head's. Sealed counts
 // those of the parts.
 func ParseKept(head []byte, parts [][]byte, room int) (RateWindow, error) {
+	return ParseKeptInto(RateWindow{}, head, parts, room)
+}
+
+// ParseKeptInto is ParseKept into the slices of into, whose values it
+// overwrites, when they have the room: a write after write parses what
+// its rules keep into the same memory, not into a window's worth of new
+// slices each time.
+func ParseKeptInto(into RateWindow, head []byte, parts [][]byte, room int) (RateWindow, error) {
 	n := room
-	for _, b := range append(parts[:len(parts):len(parts)], head) {
+	for i := 0; i <= len(parts); i++ {
+		b := head
+		if i < len(parts) {
+			b = parts[i]
+		}
 		_, _, count, _, err := windowHeader(b)
 		if err != nil {
 			return RateWindow{}, err
 		}
 		n += count
 	}
-	var w RateWindow
-	w.Micros, w.Values = make([]int64, 0, n), make([]float64, 0, n)
+	w := RateWindow{Micros: into.Micros[:0], Values: into.Values[:0]}
+	if cap(w.Micros) < n {
+		w.Micros = make([]int64, 0, n)
+	}
+	if cap(w.Values) < n {
+		w.Values = make([]float64, 0, n)
+	}
 	for _, b := range parts {
 		if err := w.decode(b); err != nil {
 			return RateWindow{}, err
