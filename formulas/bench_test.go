@@ -3,6 +3,7 @@ package formulas
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/vm"
@@ -104,4 +105,41 @@ func reportPerOutput(b *testing.B, outputsPerOp int) {
 	nsPerOutput := float64(b.Elapsed().Nanoseconds()) / float64(b.N) / float64(outputsPerOp)
 	b.ReportMetric(nsPerOutput, "ns/output")
 	b.ReportMetric(1e3/nsPerOutput, "Moutputs/s")
+}
+
+// BenchmarkOutputsCompute computes the same outputs through Outputs, as a
+// long read with outputs does: readings 10 s apart, a dated gauge factor
+// and undated constants.
+func BenchmarkOutputsCompute(b *testing.B) {
+	p, err := Compile(benchSpec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	value := func(v float64) *float64 { return &v }
+	o := NewOutputs(p, Instance{
+		InputIDs:  []int64{1, 2},
+		OutputIDs: []int64{3, 4, 5, 6, 7},
+		Constants: []Factor{
+			NewFactor([]Dated{{From: start.AddDate(0, -1, 0), Value: 0.1}, {From: start.AddDate(0, 1, 0), Value: 0.11}}, value(0.09), nil),
+			NewFactor(nil, value(9000), nil),
+			NewFactor(nil, nil, value(0.05)),
+		},
+	})
+	readings := benchReadings()
+	ids, values := []int64{1, 2}, make([]float64, 2)
+	var sink float64
+	b.ReportAllocs()
+	for b.Loop() {
+		for i, r := range readings {
+			values[0], values[1] = r.freq, r.temp
+			o.Compute(start.Add(time.Duration(i)*10*time.Second), ids, values)
+			for k := range p.Outputs() {
+				v, _ := o.Value(k)
+				sink += v
+			}
+		}
+	}
+	reportPerOutput(b, len(readings)*len(benchSpec.Outputs))
+	_ = sink
 }

@@ -159,17 +159,55 @@ func NewFactor(dated []Dated, value, def *float64) Factor {
 // before t, else the undated value, else the default. A factor without any
 // has no value.
 func (f Factor) At(t time.Time) (float64, bool) {
-	if len(f.dated) > 0 {
-		// The first dated value that starts after t; the one before it is in force.
-		i, _ := slices.BinarySearchFunc(f.dated, t, func(d Dated, t time.Time) int {
-			if d.From.After(t) {
-				return 1
-			}
-			return -1
-		})
-		if i > 0 {
-			return f.dated[i-1].Value, true
+	var w span
+	return f.within(t, &w)
+}
+
+// within returns the value in force at t, as At does, and narrows w to
+// the span around t over which it stays in force: from its dated value's
+// start, until the next one's.
+func (f *Factor) within(t time.Time, w *span) (float64, bool) {
+	if len(f.dated) == 0 {
+		return f.fallback, f.has
+	}
+	// The first dated value that starts after t; the one before it is in force.
+	i, _ := slices.BinarySearchFunc(f.dated, t, func(d Dated, t time.Time) int {
+		if d.From.After(t) {
+			return 1
 		}
+		return -1
+	})
+	if i < len(f.dated) {
+		w.endAt(f.dated[i].From)
+	}
+	if i > 0 {
+		w.startAt(f.dated[i-1].From)
+		return f.dated[i-1].Value, true
 	}
 	return f.fallback, f.has
+}
+
+// span is the instants [from, until), either end open when not set.
+type span struct {
+	from, until       time.Time
+	hasFrom, hasUntil bool
+}
+
+// startAt makes the span start at t if it starts earlier.
+func (w *span) startAt(t time.Time) {
+	if !w.hasFrom || t.After(w.from) {
+		w.from, w.hasFrom = t, true
+	}
+}
+
+// endAt makes the span end at t if it ends later.
+func (w *span) endAt(t time.Time) {
+	if !w.hasUntil || t.Before(w.until) {
+		w.until, w.hasUntil = t, true
+	}
+}
+
+// holds tells whether t is in the span.
+func (w *span) holds(t time.Time) bool {
+	return (!w.hasFrom || !t.Before(w.from)) && (!w.hasUntil || t.Before(w.until))
 }

@@ -60,8 +60,9 @@ func (c *Cache) Program(sensorID, version int64, spec Spec) (*Program, error) {
 }
 
 // Outputs computes one sensor's outputs reading after reading, for one
-// request: the constants' dated values are resolved per reading from what
-// was given once, not looked up again. It is not safe for concurrent use.
+// request: the constants' values in force are looked up again only when a
+// reading falls outside the span over which they last held. It is not safe
+// for concurrent use.
 type Outputs struct {
 	eval    *Evaluator
 	inputs  []inputSlot // by id, ascending
@@ -69,6 +70,14 @@ type Outputs struct {
 	used    []int   // the factors the formulas computed read
 	links   []*Link // by input
 	ids     []int64
+	// The used factors' values in force over the span resolved (when
+	// hasSpan): kept in the evaluator's constant slots, which a reading's
+	// inputs and outputs never write, so that each reading of the span
+	// only marks them present. Looking each up again for every reading was
+	// a third of Compute's time over a million readings.
+	resolved  span
+	hasSpan   bool
+	constants bitset // the slots of those with a value
 }
 
 type inputSlot struct {
@@ -84,7 +93,8 @@ func NewOutputs(p *Program, inst Instance) *Outputs {
 	factors := make([]Factor, p.nDeclared, p.nDeclared+len(inst.Baselines))
 	copy(factors, inst.Constants)
 	factors = append(factors, inst.Baselines...)
-	o := &Outputs{eval: p.NewEvaluator(), factors: factors, used: make([]int, len(factors)), links: inst.Links, ids: inst.OutputIDs}
+	o := &Outputs{eval: p.NewEvaluator(), factors: factors, used: make([]int, len(factors)), links: inst.Links, ids: inst.OutputIDs,
+		constants: newBitset(p.words)}
 	for k := range o.used {
 		o.used[k] = k
 	}
@@ -121,12 +131,24 @@ func (o *Outputs) Compute(t time.Time, inputIDs []int64, values []float64) {
 			o.eval.SetInput(i, v)
 		}
 	}
+	if !o.hasSpan || !o.resolved.holds(t) {
+		o.resolve(t)
+	}
+	o.eval.present.or(o.constants)
+	o.eval.Run()
+}
+
+// resolve sets the used factors' values in force at t, and the span
+// around t over which they all stay so.
+func (o *Outputs) resolve(t time.Time) {
+	o.resolved, o.hasSpan = span{}, true
+	o.constants.clear()
 	for _, k := range o.used {
-		if v, ok := o.factors[k].At(t); ok {
+		if v, ok := o.factors[k].within(t, &o.resolved); ok {
 			o.eval.SetConstant(k, v)
+			o.constants.set(o.eval.p.nInputs + k)
 		}
 	}
-	o.eval.Run()
 }
 
 // Only makes Compute compute outputs ks (in the order of IDs) and the
@@ -134,6 +156,7 @@ func (o *Outputs) Compute(t time.Time, inputIDs []int64, values []float64) {
 // rule or a check watches needs no more.
 func (o *Outputs) Only(ks []int) {
 	need := o.eval.Only(ks)
+	o.hasSpan = false
 	o.used = o.used[:0]
 	for k := range o.factors {
 		if need.has(o.eval.p.nInputs + k) {

@@ -1,6 +1,8 @@
 package formulas_test
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -189,6 +191,66 @@ func TestOutputsOnly(t *testing.T) {
 			got, ok := o.Value(k)
 			if wantV, _ := all.Value(k); ok != want || ok && got != wantV {
 				t.Errorf("%s: output %d = %v, %v; want %v, %v", tt.name, k, got, ok, wantV, want)
+			}
+		}
+	}
+}
+
+// TestOutputsFollowDatedValues computes readings in time order, backwards
+// and at random, with one Outputs, as a read reuses it, and each with a
+// fresh one: the values in force at each reading, not at the reading
+// before, whatever the order and around each change, and after Only.
+func TestOutputsFollowDatedValues(t *testing.T) {
+	spec := formulas.Spec{
+		Inputs:    []string{"x"},
+		Constants: []string{"a", "b", "c"},
+		Outputs:   []formulas.Output{{Key: "y", Formula: "a * x + b"}, {Key: "z", Formula: "c"}},
+	}
+	p, err := formulas.Compile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := func(d int) time.Time { return time.Date(2024, 1, d, 0, 0, 0, 0, time.UTC) }
+	inst := formulas.Instance{
+		InputIDs:  []int64{1},
+		OutputIDs: []int64{2, 3},
+		Constants: []formulas.Factor{
+			formulas.NewFactor([]formulas.Dated{{From: day(5), Value: 2}, {From: day(9), Value: 3}}, nil, ptr(1.0)),
+			formulas.NewFactor([]formulas.Dated{{From: day(7), Value: 10}}, nil, nil), // none before the 7th
+			formulas.NewFactor([]formulas.Dated{{From: day(3), Value: -1}, {From: day(12), Value: -2}}, ptr(-3.0), nil),
+		},
+	}
+	var at []time.Time
+	for d := 1; d <= 14; d++ {
+		at = append(at, day(d).Add(-time.Microsecond), day(d), day(d).Add(time.Hour))
+	}
+	backwards := slices.Clone(at)
+	slices.Reverse(backwards)
+	shuffled := slices.Clone(at)
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	for _, only := range [][]int{nil, {1}, {0}} {
+		for name, order := range map[string][]time.Time{"Forward": at, "Backward": backwards, "Shuffled": shuffled} {
+			reused := formulas.NewOutputs(p, inst)
+			if only != nil {
+				// A span resolved for the other output before Only.
+				reused.Only([]int{1 - only[0]})
+				reused.Compute(order[0], []int64{1}, []float64{1})
+				reused.Only(only)
+			}
+			for _, ts := range order {
+				fresh := formulas.NewOutputs(p, inst)
+				if only != nil {
+					fresh.Only(only)
+				}
+				reused.Compute(ts, []int64{1}, []float64{4})
+				fresh.Compute(ts, []int64{1}, []float64{4})
+				for k := range 2 {
+					got, gotOK := reused.Value(k)
+					want, wantOK := fresh.Value(k)
+					if gotOK != wantOK || (gotOK && got != want) {
+						t.Fatalf("only %v, %s, at %v: output %d = %v, %v; want %v, %v", only, name, ts, k, got, gotOK, want, wantOK)
+					}
+				}
 			}
 		}
 	}

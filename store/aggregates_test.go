@@ -9,6 +9,7 @@ import (
 
 	"github.com/sensorreadings/readings/stats"
 	"github.com/sensorreadings/readings/store"
+	"github.com/sensorreadings/readings/store/storetest"
 )
 
 // rollUp recomputes the rollups of the sensor's queued hours, as the
@@ -354,4 +355,75 @@ func TestAggregateRows(t *testing.T) {
 			t.Error("a write in a snapshot passed, want it refused")
 		}
 	})
+}
+
+// TestCommonIDsByStoredSize reads readings whose ids are common's, or
+// fewer, by SpanReadings and SpanInputBuckets, which tell them apart by
+// the values' stored size: arrays of 2 values (stored with a short header)
+// and of 16 (a long one), and, on TimescaleDB, once compressed.
+func TestCommonIDsByStoredSize(t *testing.T) {
+	pool := storetest.NewPool(t)
+	db := store.New(pool)
+	ctx := t.Context()
+	mode, _, err := db.StorageMode(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	for _, n := range []int{2, 16} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+			common := make([]int64, n)
+			values := make([]float64, n)
+			for i := range common {
+				common[i], values[i] = int64(i+1), float64(i+1)
+			}
+			mustInsert(t, db, key,
+				store.Reading{Time: start, InputIDs: common, Values: values},
+				store.Reading{Time: start.Add(time.Minute), InputIDs: common[1:], Values: values[1:]},
+				store.Reading{Time: start.Add(2 * time.Minute), InputIDs: common, Values: values})
+			want := fmt.Sprint([]string{fmt.Sprint(common, values), fmt.Sprint(common[1:], values[1:]), fmt.Sprint(common, values)})
+			check := func(t *testing.T) {
+				var got []string
+				var groups []store.InputGroup
+				err := db.InSnapshot(ctx, func(tx *store.Tx) error {
+					from, to := []time.Time{start, start.Add(time.Minute)}, []time.Time{start.Add(time.Minute), start.Add(time.Hour)}
+					err := tx.SpanReadings(ctx, key.SensorID, from, to, common, func(r *store.Reading) error {
+						got = append(got, fmt.Sprint(r.InputIDs, r.Values))
+						return nil
+					})
+					if err != nil {
+						return err
+					}
+					_, err = tx.SpanInputBuckets(ctx, key.SensorID, from, to, common, func(g *store.InputGroup) error {
+						c := *g
+						c.Sums = slices.Clone(g.Sums)
+						groups = append(groups, c)
+						return nil
+					})
+					return err
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(got) != want {
+					t.Errorf("SpanReadings = %v, want %s", got, want)
+				}
+				// The first piece's reading has common's ids; the reading of
+				// fewer ids makes the second apart.
+				if len(groups) != 2 || groups[0].Apart || groups[0].Count != 1 || !slices.Equal(groups[0].Sums, values) ||
+					!groups[1].Apart || groups[1].Count != 2 {
+					t.Errorf("SpanInputBuckets = %+v, want a piece of 1 reading summing to %v, and one of 2 apart", groups, values)
+				}
+			}
+			check(t)
+			if mode != store.TimescaleDB {
+				return
+			}
+			if _, err := pool.Exec(ctx, `SELECT compress_chunk($1::regclass)`, chunkOf(t, pool, start)); err != nil {
+				t.Fatal(err)
+			}
+			t.Run("Compressed", check)
+		})
+	}
 }
