@@ -33,9 +33,20 @@ type AlarmChange struct {
 // id, as an evaluation takes them, with their states, their target's
 // current level and every part of what the rate rules keep.
 func (tx *Tx) SensorRules(ctx context.Context, sensorID int64) ([]AlarmRule, error) {
-	rows, _ := tx.tx.Query(ctx, sensorRulesSQL, sensorID, nil, nil)
-	rules, err := pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
-	return rules, dbError("sensor rules", err)
+	// Without JIT, as in a write (noJITSQL): its plan for every part is
+	// costed past jit_above_cost, and JIT took 40-130 ms of each edit of a
+	// rule, for a read that runs in 0.1 ms (auto_explain over row 11e's
+	// set-up).
+	var rules []AlarmRule
+	b := &pgx.Batch{}
+	b.Queue(noJITSQL)
+	b.Queue(sensorRulesSQL, sensorID, nil, nil).Query(func(rows pgx.Rows) error {
+		var err error
+		rules, err = pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
+		return err
+	})
+	b.Queue(`RESET jit`)
+	return rules, dbError("sensor rules", tx.tx.SendBatch(ctx, b).Close())
 }
 
 // LatestReading returns the sensor's newest reading, nil when it has none.
@@ -125,14 +136,39 @@ func applyAlarms(sensor Sensor, rules []AlarmRule, before []alarms.State, change
 	}
 	queueAlarms(write, sensor, rules, changes)
 	queueEvents(write, sensor, rules, events)
-	return write, nil
+	if write.Len() == 0 {
+		return write, nil
+	}
+	return withKeyPlans(write), nil
+}
+
+// withKeyPlans is b with its statements run with their generic plans
+// (genericPlansSQL) and without sequential scans, and the settings put
+// back after them. Each of ApplyAlarms' statements finds its rows by key
+// whatever the batch, yet PostgreSQL made a custom plan of each at every
+// call: planning the rules' UPDATE cost more than running it
+// (pg_stat_statements over row 11e of make bench). A generic plan lasts
+// as long as the connection's prepared statement, and one made while
+// alarm_rules held a few pages, as in a new database, scanned the whole
+// table once it had grown (206 buffers a call where its key reads 5).
+func withKeyPlans(b *pgx.Batch) *pgx.Batch {
+	w := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, b.Len()+4)}
+	w.Queue(genericPlansSQL)
+	w.Queue(`SET LOCAL enable_seqscan = off`)
+	w.QueuedQueries = append(w.QueuedQueries, b.QueuedQueries...)
+	w.Queue(`RESET enable_seqscan`)
+	w.Queue(resetPlansSQL)
+	return w
 }
 
 // updateRulesSQL writes the states of rules that changed and what rate
-// rules keep.
+// rules keep. The rules are found by their keys (id = ANY), whatever
+// the plan joins them with: without it, the generic plan without
+// sequential scans (withKeyPlans) merged the whole primary key with the
+// arrays.
 const updateRulesSQL = `UPDATE alarm_rules r SET active = u.active, streak = u.streak, rate_kept = CASE WHEN u.keep THEN u.kept ELSE r.rate_kept END
 FROM unnest($1::bigint[], $2::boolean[], $3::int[], $4::boolean[], $5::bytea[]) AS u(id, active, streak, keep, kept)
-WHERE r.id = u.id AND ((r.active, r.streak) IS DISTINCT FROM (u.active, u.streak) OR u.keep)`
+WHERE r.id = ANY($1) AND r.id = u.id AND ((r.active, r.streak) IS DISTINCT FROM (u.active, u.streak) OR u.keep)`
 
 // parts are rows of rate_kept_parts, as arrays.
 type parts struct {

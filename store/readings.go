@@ -155,26 +155,34 @@ func BatchReplacesHours(hours []BatchHour, replaced int) bool {
 func (tx *Tx) LockSensorWrite(ctx context.Context, key SensorKey, batch []Reading) (SensorWrite, error) {
 	b := &pgx.Batch{}
 	w, state := queueLockSensorWrite(b, key)
-	var first, last *int64 // nil: the rules read every part they keep
+	var (
+		first, last   *int64 // nil: the rules read every part they keep
+		hours, firsts []time.Time
+	)
 	if len(batch) > 0 {
 		first, last = new(batch[0].Time.UnixMicro()), new(batch[len(batch)-1].Time.UnixMicro())
+		hours, firsts = hourFirsts(batch)
 	}
 	b.Queue(noJITSQL)
+	// The rules' read is planned for the rules of any sensor, as
+	// batchHoursSQL is for any batch (genericPlansSQL): its custom plan
+	// cost as much to make as to run (pg_stat_statements over row 11e).
+	b.Queue(genericPlansSQL)
 	b.Queue(sensorRulesSQL, key.SensorID, first, last).Query(func(rows pgx.Rows) error {
 		var err error
 		w.Rules, err = pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
 		return err
 	})
 	if len(batch) > 0 {
-		newest := &batch[len(batch)-1]
-		hours, firsts := hourFirsts(batch)
-		b.Queue(genericPlansSQL)
 		b.Queue(batchHoursSQL, key.SensorID, hours, firsts, key.ProjectID, key.OrgID).Query(func(rows pgx.Rows) error {
 			var err error
 			w.Hours, err = scanBatchHours(rows, len(hours))
 			return err
 		})
-		b.Queue(resetPlansSQL)
+	}
+	b.Queue(resetPlansSQL)
+	if len(batch) > 0 {
+		newest := &batch[len(batch)-1]
 		b.Queue(aheadKeepLatestSQL, key.SensorID, newest.Time, newest.InputIDs, newest.Values, key.ProjectID, key.OrgID)
 		queued := &pgx.Batch{}
 		queued.Queue(queueHoursSQL, key.SensorID, hours)

@@ -1,9 +1,11 @@
 package store_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sensorreadings/readings/apperr"
@@ -200,5 +202,52 @@ func TestWebhooks(t *testing.T) {
 		},
 	} {
 		t.Run("ErrNotFound/"+name, func(t *testing.T) { wantCode(t, call(), apperr.NotFound) })
+	}
+}
+
+// TestOutboxOfStatement: events appended by one statement, to two
+// projects, get one delivery per webhook of their own project each, in
+// the events' order (the outbox is written once per statement, from its
+// new rows: migration 00069).
+func TestOutboxOfStatement(t *testing.T) {
+	t.Parallel()
+	pool := storetest.NewPool(t)
+	db := store.New(pool)
+	ctx := t.Context()
+	one, oneHooks := hookedProject(t, db, 2)
+	other, otherHooks := hookedProject(t, db, 1)
+	oneSensor, otherSensor := newSensor(t, db, one, nil), newSensor(t, db, other, nil)
+	_, err := pool.Exec(ctx, `
+INSERT INTO alarm_events (project_id, sensor_id, target_key, kind, level_name, value, reading_at)
+SELECT CASE WHEN g % 2 = 0 THEN $1::bigint ELSE $3 END, CASE WHEN g % 2 = 0 THEN $2::bigint ELSE $4 END, 'x', 'triggered', 'Alarm', g, now()
+FROM generate_series(1, 6) g`, one.ID, oneSensor.SensorID, other.ID, otherSensor.SensorID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := pool.Query(ctx, `
+SELECT d.webhook_id, e.project_id, e.value FROM webhook_deliveries d JOIN alarm_events e ON e.id = d.event_id ORDER BY d.id`)
+	type delivery struct {
+		hook, project int64
+		value         float64
+	}
+	got, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (delivery, error) {
+		var d delivery
+		return d, row.Scan(&d.hook, &d.project, &d.value)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []delivery
+	for g := 1; g <= 6; g++ {
+		if g%2 == 0 {
+			for _, h := range oneHooks {
+				want = append(want, delivery{h, one.ID, float64(g)})
+			}
+		} else {
+			want = append(want, delivery{otherHooks[0], other.ID, float64(g)})
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("deliveries (webhook, project, event's value) in order = %v, want %v", got, want)
 	}
 }
