@@ -354,7 +354,7 @@ func (e *readingEncoder) reset(sensorID int64, names keyNames) {
 // {"id":"12-1714564800000000","datetime":"…","inputs":{"101":2803.5},"outputs":{…}}
 func (e *readingEncoder) append(b []byte, r *store.Reading, outputs *sensing.Outputs, marks []sensing.Mark) []byte {
 	b = append(b, e.prefix...)
-	b = strconv.AppendInt(b, r.Time.UnixMicro(), 10)
+	b = jsonnum.AppendInt(b, r.Time.UnixMicro())
 	b = append(b, `","datetime":"`...)
 	b = e.dates.Append(b, r.Time)
 	b = append(b, `","inputs":{`...)
