@@ -91,7 +91,7 @@ func (s *Service) sensorAsOf(ctx context.Context, key store.SensorKey, asOf *tim
 // flags' marks and, when outputs are wanted, the outputs to compute it
 // with (else nil). The sensor, the flags and the readings come in one
 // round trip (store.DB.ReadPage), with, when outputs are wanted of a
-// sensor that may have links (as far as linkHints know, when the read
+// sensor that may have links (as far as pageHints know, when the read
 // looks the sensor up), the readings of their sources over the page
 // (pageLinks): the readings stream. Those the links read with the
 // page cannot serve are held, the connection is released, and then each
@@ -118,7 +118,11 @@ func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor 
 		return visit(r, o, marks)
 	}
 	read := store.PageRead{Key: key, Lookup: sensor == nil, Query: q, AsOf: opts.AsOf, Rejected: opts.Flags}
-	if opts.Outputs && q.Limit > 0 && (sensor == nil && s.linkHints.mayBeLinked(key.SensorID) || sensor != nil && sensor.Instance.Linked()) {
+	if read.Lookup {
+		read.NoneRejected = s.pageHints.has(key.SensorID, noneRejected)
+		read.Rejecting = func(rejecting bool) { s.pageHints.saw(key.SensorID, noneRejected, !rejecting) }
+	}
+	if opts.Outputs && q.Limit > 0 && (sensor == nil && !s.pageHints.has(key.SensorID, noLinks) || sensor != nil && sensor.Instance.Linked()) {
 		if sensor != nil {
 			read.LinksOf = sensor.Instance
 		}
@@ -137,7 +141,7 @@ func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor 
 		if looked != nil {
 			sensor = looked
 			if opts.Outputs {
-				s.linkHints.saw(sensor.ID, sensor.Instance.Linked())
+				s.pageHints.saw(sensor.ID, noLinks, !sensor.Instance.Linked())
 			}
 		}
 		flags = newFlagSet(fl)

@@ -189,6 +189,68 @@ func TestPageLinkHints(t *testing.T) {
 	t.Run("UnlinkedAgain", func(t *testing.T) { page(t, "-", 1, 3) })
 }
 
+// TestPageRejectHints reads pages of a sensor before and after a flag
+// rejects one of its readings whole, and after the flag is cleared: once
+// a read has found no such flag, the next reads its readings without
+// checking each against them, but a read that starts after the flag is
+// set leaves the reading out all the same, reading the page again, and
+// the reads after it check in the page's round trip until a read finds
+// the flag cleared.
+func TestPageRejectHints(t *testing.T) {
+	core, db, tracer := newCountedService(t)
+	ctx := t.Context()
+	f := newFixture(t, db)
+	readings := make([]store.Reading, 5)
+	for n := range readings {
+		readings[n] = store.Reading{Time: minute(n), InputIDs: []int64{f.u(), f.i()}, Values: []float64{float64(n), 1}}
+	}
+	if _, err := core.Ingest(ctx, f.key, sensing.NewBatch(readings)); err != nil {
+		t.Fatal(err)
+	}
+	user, err := db.EnsureUser(ctx, "ada@example.com", "ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := func(t *testing.T, want string, rounds int64) {
+		t.Helper()
+		sink := &outputSink{}
+		q := store.ReadingQuery{From: store.MinTime, To: store.MaxTime, Limit: 1000}
+		n := tracer.n.Load()
+		if err := core.ListReadings(ctx, f.key, q, sensing.ReadOptions{Outputs: true}, sink); err != nil {
+			t.Fatal(err)
+		}
+		if got := tracer.n.Load() - n; got != rounds {
+			t.Errorf("%d round trips, want %d", got, rounds)
+		}
+		var got []string
+		for _, r := range sink.got {
+			got = append(got, r[3:5]) // the minute
+		}
+		if got := strings.Join(got, " "); got != want {
+			t.Errorf("minutes %s, want %s", got, want)
+		}
+	}
+	edit := sensing.FlagEdit{From: minute(3), To: minute(3), Reason: "frozen", By: user.ID}
+	t.Run("FirstRead", func(t *testing.T) { page(t, "00 01 02 03 04", 1) })
+	t.Run("Unflagged", func(t *testing.T) { page(t, "00 01 02 03 04", 1) })
+	t.Run("FlaggedSince", func(t *testing.T) {
+		edit.Flag = store.Rejected
+		if _, err := core.SetFlag(ctx, f.key, edit); err != nil {
+			t.Fatal(err)
+		}
+		page(t, "00 01 02 04", 2) // read again, checked
+	})
+	t.Run("Flagged", func(t *testing.T) { page(t, "00 01 02 04", 1) })
+	t.Run("ClearedSince", func(t *testing.T) {
+		edit.Flag = ""
+		if _, err := core.ClearFlags(ctx, f.key, edit); err != nil {
+			t.Fatal(err)
+		}
+		page(t, "00 01 02 03 04", 1)
+	})
+	t.Run("Cleared", func(t *testing.T) { page(t, "00 01 02 03 04", 1) })
+}
+
 // TestPageLinks reads pages of a sensor whose input i takes a source's
 // value, its output p or its input u, within a minute: in the page's one
 // round trip when the source's readings over the page are few enough,

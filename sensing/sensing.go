@@ -60,7 +60,7 @@ type Service struct {
 	log              *slog.Logger
 	cfg              Config
 	programs         *formulas.Cache
-	linkHints        *linkHints
+	pageHints        *pageHints
 	formulaErrors    *counter
 	rollupCursor     *atomic.Int64 // the sensor whose queued hours the maintainer took last
 	rollupWake       chan struct{} // wakes this replica's maintainer before its interval
@@ -86,7 +86,7 @@ var _ Reader = (*store.DB)(nil)
 // New returns the domain on db, which it uses for every write and read
 // until WithReader gives reads another database.
 func New(db *store.DB, log *slog.Logger, cfg Config) *Service {
-	return &Service{db: db, reader: db, readerHasSensors: true, log: log, cfg: cfg, programs: &formulas.Cache{}, linkHints: &linkHints{}, formulaErrors: &counter{}, rollupCursor: &atomic.Int64{},
+	return &Service{db: db, reader: db, readerHasSensors: true, log: log, cfg: cfg, programs: &formulas.Cache{}, pageHints: &pageHints{}, formulaErrors: &counter{}, rollupCursor: &atomic.Int64{},
 		rollupWake: make(chan struct{}, 1)}
 }
 

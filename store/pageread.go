@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,6 +31,19 @@ type PageRead struct {
 	// LinkReadings bounds the readings read of each link's source (see
 	// PageLink.Complete).
 	LinkReadings int
+	// NoneRejected says that no flag in force rejected readings of the
+	// sensor whole when the caller read it last (Rejecting): the readings
+	// are read without checking each against such flags, which costs
+	// PostgreSQL a tenth of the page. Should the sensor, looked up in the
+	// same round trip, have one after all, or the flags read with it
+	// reject readings whole, the readings are read again, checked. It
+	// counts only when the read looks the sensor up, as it is now, and
+	// leaves the rejected readings out, without Links.
+	NoneRejected bool
+	// Rejecting, if set, is called, when the read looks the sensor up,
+	// with whether a flag in force now rejects readings of it whole,
+	// over any range.
+	Rejecting func(bool)
 }
 
 // LinkedPage is what the outputs of a page of readings of a sensor with
@@ -60,8 +74,11 @@ const flagInForceSQL = `CASE WHEN $%[1]d::timestamptz IS NULL THEN cleared_at IS
       ELSE set_at <= $%[1]d AND (cleared_at IS NULL OR cleared_at > $%[1]d) END`
 
 var (
-	// pageSensorSQL is GetSensor's statement.
-	pageSensorSQL = `SELECT ` + sensorColumns + ` FROM sensors s WHERE s.id = $3 AND ` + inOrg
+	// pageSensorSQL is GetSensor's statement, and whether a flag in force
+	// rejects readings of the sensor whole (migration 00067's index).
+	pageSensorSQL = `SELECT ` + sensorColumns + `,
+    EXISTS (SELECT FROM reading_flags f WHERE f.sensor_id = s.id AND f.input_id IS NULL AND f.flag = 'rejected' AND f.cleared_at IS NULL) AS rejecting
+FROM sensors s WHERE s.id = $3 AND ` + inOrg
 
 	// pageFlagsSQL is flagsInForceSQL with the key's guard.
 	pageFlagsSQL = `SELECT ` + flagColumns + ` FROM reading_flags
@@ -103,6 +120,15 @@ WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 AND ` + fmt.Sprintf(sensorOf
 ORDER BY datetime` + order + ` LIMIT $4 OFFSET $5`
 }
 
+// pageSensor is a row of pageSensorSQL.
+type pageSensor struct {
+	Sensor
+	Rejecting bool `db:"rejecting"`
+}
+
+// rejectsWhole tells whether f rejects the readings it covers whole.
+func rejectsWhole(f Flag) bool { return f.InputID == nil && f.Flag == Rejected }
+
 // ReadPage reads, in one round trip, the sensor r.Key names when
 // r.Lookup, the flags in force on its readings over r.Query's range, and
 // the readings r.Query selects, without those a flag in force rejects
@@ -129,7 +155,8 @@ func (db *DB) ReadPage(ctx context.Context, r PageRead, head func(*Sensor, []Fla
 	if q.Desc {
 		order = 1
 	}
-	if !r.Rejected {
+	unchecked := r.NoneRejected && r.Lookup && r.AsOf == nil && r.Links == nil && !r.Rejected
+	if !r.Rejected && !unchecked {
 		unrejected = 1
 		args = append(args, r.AsOf)
 	}
@@ -140,19 +167,39 @@ func (db *DB) ReadPage(ctx context.Context, r PageRead, head func(*Sensor, []Fla
 
 	br := db.pool.SendBatch(ctx, b)
 	defer br.Close()
-	var sensor *Sensor
+	var (
+		sensor    *Sensor
+		rejecting bool
+	)
 	if r.Lookup {
 		rows, _ := br.Query()
-		got, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
+		got, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[pageSensor])
 		if err != nil {
 			return notFound("get sensor", err, "sensor")
 		}
-		sensor = &got
+		sensor, rejecting = &got.Sensor, got.Rejecting
+		if r.Rejecting != nil {
+			r.Rejecting(rejecting)
+		}
 	}
 	rows, _ := br.Query()
 	flags, err := pgx.CollectRows(rows, pgx.RowToStructByName[Flag])
 	if err != nil {
 		return readError("sensor flags", err)
+	}
+	if unchecked && (rejecting || slices.ContainsFunc(flags, rejectsWhole)) {
+		// Read unchecked, by a hint that no longer holds: read again.
+		if err := br.Close(); err != nil {
+			return dbError("list readings", err)
+		}
+		if err := head(sensor, flags); err != nil {
+			return err
+		}
+		rows, err := db.pool.Query(ctx, pageReadingsSQL[order][1], append(args, r.AsOf)...)
+		if err != nil {
+			return dbError("list readings", err)
+		}
+		return scanReadings(rows, "list readings", fn)
 	}
 	if err := head(sensor, flags); err != nil {
 		return err

@@ -110,3 +110,60 @@ func TestReadPage(t *testing.T) {
 		}
 	})
 }
+
+// TestReadPageNoneRejected reads pages with the hint that no flag in
+// force rejects readings whole, of a sensor that has one and of one that
+// has none: the first's rejected readings are left out all the same,
+// read again, wherever its flag lies; each read says whether the sensor
+// has such a flag.
+func TestReadPageNoneRejected(t *testing.T) {
+	db := newDB(t)
+	ctx := t.Context()
+	project := newProject(t, db, newOrg(t, db))
+	flagged, plain := newSensor(t, db, project, nil), newSensor(t, db, project, nil)
+	for _, key := range []store.SensorKey{flagged, plain} {
+		mustInsert(t, db, key, one(1, 1), one(2, 2), one(3, 3), one(4, 4))
+	}
+	err := db.InTx(ctx, func(tx *store.Tx) error {
+		_, err := tx.InsertFlags(ctx, flagged.SensorID, []store.FlagSpec{{Flag: store.Rejected, From: at(2), To: at(2), Reason: "frozen"}})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := store.ReadingQuery{From: store.MinTime, To: store.MaxTime}
+	tests := []struct {
+		name          string
+		key           store.SensorKey
+		q             store.ReadingQuery
+		wantReadings  string
+		wantRejecting bool
+	}{
+		{"Flagged", flagged, all, "1 3 4", true},
+		{"FlaggedLimit", flagged, store.ReadingQuery{From: at(1), To: at(4), Limit: 2}, "1 3", true},
+		{"FlaggedElsewhere", flagged, store.ReadingQuery{From: at(3), To: at(4)}, "3 4", true},
+		{"Plain", plain, all, "1 2 3 4", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var (
+				got       []string
+				rejecting *bool
+			)
+			r := store.PageRead{Key: tt.key, Lookup: true, Query: tt.q, NoneRejected: true, Rejecting: func(b bool) { rejecting = &b }}
+			err := db.ReadPage(ctx, r, func(*store.Sensor, []store.Flag) error { return nil }, func(r *store.Reading) error {
+				got = append(got, fmt.Sprint(r.Time.Minute()))
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if readings := strings.Join(got, " "); readings != tt.wantReadings {
+				t.Errorf("ReadPage(NoneRejected) = readings %q, want %q", readings, tt.wantReadings)
+			}
+			if rejecting == nil || *rejecting != tt.wantRejecting {
+				t.Errorf("ReadPage(NoneRejected) said rejecting %v, want %v", rejecting, tt.wantRejecting)
+			}
+		})
+	}
+}
