@@ -3,15 +3,16 @@ package sensing
 import "sync"
 
 // pageHints remember, by sensor id, what the last page read of the
-// sensor found of its links and of its flags that reject readings whole,
-// so that the page of a sensor without them, most of them, is read
-// without what they cost PostgreSQL: the two statements of its links'
-// readings (store.PageRead.Links), set up each time, and the check of
-// every reading against such flags (store.PageRead.NoneRejected). They
-// are hints and never decide an answer: a sensor linked since its last
-// read finds its links in the sensor the same round trip reads, and has
-// them read after the page, as a dense source's are; one flagged since
-// has its readings read again, checked.
+// sensor found of its links and of its flags in force, so that the page
+// of a sensor without them, most of them, is read without what they cost
+// PostgreSQL: the two statements of its links' readings
+// (store.PageRead.Links), set up each time, the statement of its flags,
+// and the check of every reading against those that reject readings
+// whole (store.PageRead.Unflagged and NoneRejected). They are hints and
+// never decide an answer: a sensor linked since its last read finds its
+// links in the sensor the same round trip reads, and has them read after
+// the page, as a dense source's are; one flagged since has its flags and
+// readings read again, checked.
 type pageHints struct {
 	mu      sync.Mutex
 	without map[int64]pageHint
@@ -22,6 +23,7 @@ type pageHint uint8
 
 const (
 	noLinks pageHint = 1 << iota
+	noFlags
 	noneRejected
 )
 

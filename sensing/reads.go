@@ -119,8 +119,11 @@ func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor 
 	}
 	read := store.PageRead{Key: key, Lookup: sensor == nil, Query: q, AsOf: opts.AsOf, Rejected: opts.Flags}
 	if read.Lookup {
-		read.NoneRejected = s.pageHints.has(key.SensorID, noneRejected)
-		read.Rejecting = func(rejecting bool) { s.pageHints.saw(key.SensorID, noneRejected, !rejecting) }
+		read.Unflagged, read.NoneRejected = s.pageHints.has(key.SensorID, noFlags), s.pageHints.has(key.SensorID, noneRejected)
+		read.Flagged = func(flagged, rejecting bool) {
+			s.pageHints.saw(key.SensorID, noFlags, !flagged)
+			s.pageHints.saw(key.SensorID, noneRejected, !rejecting)
+		}
 	}
 	if opts.Outputs && q.Limit > 0 && (sensor == nil && !s.pageHints.has(key.SensorID, noLinks) || sensor != nil && sensor.Instance.Linked()) {
 		if sensor != nil {

@@ -176,26 +176,27 @@ func TestPageLinkHints(t *testing.T) {
 	// Never read: the sensor, its flags, its links' sources and readings,
 	// its readings.
 	t.Run("FirstRead", func(t *testing.T) { page(t, "-", 1, 5) })
-	t.Run("Unlinked", func(t *testing.T) { page(t, "-", 1, 3) })
+	// Found without links nor flags: the sensor and its readings.
+	t.Run("Unlinked", func(t *testing.T) { page(t, "-", 1, 2) })
 	t.Run("LinkedSince", func(t *testing.T) {
 		link(t, map[string]store.InputLink{"i": {SensorID: f.key.SensorID, Key: "u", Staleness: time.Minute}})
-		page(t, "6", 3, 5) // the page, then the source and its readings
+		page(t, "6", 3, 4) // the page, then the source and its readings
 	})
 	t.Run("Linked", func(t *testing.T) { page(t, "6", 1, 5) })
 	t.Run("UnlinkedSince", func(t *testing.T) {
 		link(t, map[string]store.InputLink{})
 		page(t, "-", 1, 5)
 	})
-	t.Run("UnlinkedAgain", func(t *testing.T) { page(t, "-", 1, 3) })
+	t.Run("UnlinkedAgain", func(t *testing.T) { page(t, "-", 1, 2) })
 }
 
 // TestPageRejectHints reads pages of a sensor before and after a flag
 // rejects one of its readings whole, and after the flag is cleared: once
-// a read has found no such flag, the next reads its readings without
-// checking each against them, but a read that starts after the flag is
-// set leaves the reading out all the same, reading the page again, and
-// the reads after it check in the page's round trip until a read finds
-// the flag cleared.
+// a read has found no flag in force, the next reads neither the flags nor
+// checks its readings against them, but a read that starts after the
+// flag is set leaves the reading out all the same, reading the flags and
+// the page again, and the reads after it read and check them in the
+// page's round trip until a read finds the flag cleared.
 func TestPageRejectHints(t *testing.T) {
 	core, db, tracer := newCountedService(t)
 	ctx := t.Context()

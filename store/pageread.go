@@ -31,19 +31,20 @@ type PageRead struct {
 	// LinkReadings bounds the readings read of each link's source (see
 	// PageLink.Complete).
 	LinkReadings int
-	// NoneRejected says that no flag in force rejected readings of the
-	// sensor whole when the caller read it last (Rejecting): the readings
-	// are read without checking each against such flags, which costs
-	// PostgreSQL a tenth of the page. Should the sensor, looked up in the
-	// same round trip, have one after all, or the flags read with it
-	// reject readings whole, the readings are read again, checked. It
-	// counts only when the read looks the sensor up, as it is now, and
-	// leaves the rejected readings out, without Links.
-	NoneRejected bool
-	// Rejecting, if set, is called, when the read looks the sensor up,
-	// with whether a flag in force now rejects readings of it whole,
-	// over any range.
-	Rejecting func(bool)
+	// Unflagged and NoneRejected say what the caller expects of the
+	// sensor's flags in force, as a read of it found them last (Flagged):
+	// Unflagged, none at all, and the flags are not read; NoneRejected,
+	// none that rejects readings whole, and the readings are read without
+	// checking each against such flags, which costs PostgreSQL a tenth of
+	// the page. Should the sensor, looked up in the same round trip, or
+	// the flags read with it say otherwise, the flags and the readings
+	// are read again, in one more round trip. They count only when the
+	// read looks the sensor up, as it is now, without Links.
+	Unflagged, NoneRejected bool
+	// Flagged, if set, is called, when the read looks the sensor up,
+	// with whether a flag is in force on it now, and whether one rejects
+	// readings whole, over any range.
+	Flagged func(flagged, rejecting bool)
 }
 
 // LinkedPage is what the outputs of a page of readings of a sensor with
@@ -74,9 +75,11 @@ const flagInForceSQL = `CASE WHEN $%[1]d::timestamptz IS NULL THEN cleared_at IS
       ELSE set_at <= $%[1]d AND (cleared_at IS NULL OR cleared_at > $%[1]d) END`
 
 var (
-	// pageSensorSQL is GetSensor's statement, and whether a flag in force
-	// rejects readings of the sensor whole (migration 00067's index).
+	// pageSensorSQL is GetSensor's statement, and whether a flag is in
+	// force on the sensor, and one that rejects readings whole (migration
+	// 00067's indexes).
 	pageSensorSQL = `SELECT ` + sensorColumns + `,
+    EXISTS (SELECT FROM reading_flags f WHERE f.sensor_id = s.id AND f.cleared_at IS NULL) AS flagged,
     EXISTS (SELECT FROM reading_flags f WHERE f.sensor_id = s.id AND f.input_id IS NULL AND f.flag = 'rejected' AND f.cleared_at IS NULL) AS rejecting
 FROM sensors s WHERE s.id = $3 AND ` + inOrg
 
@@ -123,6 +126,7 @@ ORDER BY datetime` + order + ` LIMIT $4 OFFSET $5`
 // pageSensor is a row of pageSensorSQL.
 type pageSensor struct {
 	Sensor
+	Flagged   bool `db:"flagged"`
 	Rejecting bool `db:"rejecting"`
 }
 
@@ -145,17 +149,21 @@ func (db *DB) ReadPage(ctx context.Context, r PageRead, head func(*Sensor, []Fla
 	if q.Limit > 0 {
 		limit = &q.Limit
 	}
+	hinted := r.Lookup && r.AsOf == nil && r.Links == nil
+	unflagged := hinted && r.Unflagged
+	unchecked := hinted && (r.Unflagged || r.NoneRejected) && !r.Rejected
 	b := &pgx.Batch{}
 	if r.Lookup {
 		b.Queue(pageSensorSQL, key.OrgID, key.ProjectID, key.SensorID)
 	}
-	b.Queue(pageFlagsSQL, key.SensorID, q.From, q.To, r.AsOf, key.ProjectID, key.OrgID)
+	if !unflagged {
+		b.Queue(pageFlagsSQL, key.SensorID, q.From, q.To, r.AsOf, key.ProjectID, key.OrgID)
+	}
 	args := []any{key.SensorID, q.From, q.To, limit, q.Offset, key.ProjectID, key.OrgID}
 	order, unrejected := 0, 0
 	if q.Desc {
 		order = 1
 	}
-	unchecked := r.NoneRejected && r.Lookup && r.AsOf == nil && r.Links == nil && !r.Rejected
 	if !r.Rejected && !unchecked {
 		unrejected = 1
 		args = append(args, r.AsOf)
@@ -168,8 +176,9 @@ func (db *DB) ReadPage(ctx context.Context, r PageRead, head func(*Sensor, []Fla
 	br := db.pool.SendBatch(ctx, b)
 	defer br.Close()
 	var (
-		sensor    *Sensor
-		rejecting bool
+		sensor             *Sensor
+		flagged, rejecting bool
+		flags              []Flag
 	)
 	if r.Lookup {
 		rows, _ := br.Query()
@@ -177,29 +186,27 @@ func (db *DB) ReadPage(ctx context.Context, r PageRead, head func(*Sensor, []Fla
 		if err != nil {
 			return notFound("get sensor", err, "sensor")
 		}
-		sensor, rejecting = &got.Sensor, got.Rejecting
-		if r.Rejecting != nil {
-			r.Rejecting(rejecting)
+		sensor, flagged, rejecting = &got.Sensor, got.Flagged, got.Rejecting
+		if r.Flagged != nil {
+			r.Flagged(flagged, rejecting)
 		}
 	}
-	rows, _ := br.Query()
-	flags, err := pgx.CollectRows(rows, pgx.RowToStructByName[Flag])
-	if err != nil {
-		return readError("sensor flags", err)
+	if !unflagged {
+		rows, _ := br.Query()
+		var err error
+		if flags, err = pgx.CollectRows(rows, pgx.RowToStructByName[Flag]); err != nil {
+			return readError("sensor flags", err)
+		}
 	}
-	if unchecked && (rejecting || slices.ContainsFunc(flags, rejectsWhole)) {
-		// Read unchecked, by a hint that no longer holds: read again.
+	if unflagged && flagged || unchecked && (rejecting || slices.ContainsFunc(flags, rejectsWhole)) {
+		// Read by hints that no longer hold: the flags and the readings
+		// again, checked, the sensor as read.
 		if err := br.Close(); err != nil {
 			return dbError("list readings", err)
 		}
-		if err := head(sensor, flags); err != nil {
-			return err
-		}
-		rows, err := db.pool.Query(ctx, pageReadingsSQL[order][1], append(args, r.AsOf)...)
-		if err != nil {
-			return dbError("list readings", err)
-		}
-		return scanReadings(rows, "list readings", fn)
+		again := r
+		again.Lookup, again.Unflagged, again.NoneRejected, again.Flagged = false, false, false, nil
+		return db.ReadPage(ctx, again, func(_ *Sensor, flags []Flag) error { return head(sensor, flags) }, fn)
 	}
 	if err := head(sensor, flags); err != nil {
 		return err
@@ -213,7 +220,7 @@ func (db *DB) ReadPage(ctx context.Context, r PageRead, head func(*Sensor, []Fla
 			return err
 		}
 	}
-	rows, err = br.Query()
+	rows, err := br.Query()
 	if err != nil {
 		return dbError("list readings", err)
 	}
