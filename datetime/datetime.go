@@ -150,6 +150,41 @@ func Append(b []byte, t time.Time) []byte {
 	return append(b, 'Z')
 }
 
+// Appender appends datetimes as Append does, keeping the date of the
+// last it wrote: the readings of a page mostly share their day, and
+// splitting an instant into its date is most of Append's work. Its zero
+// value is ready.
+type Appender struct {
+	day  int64    // days since 1970-01-01 of date, when ok
+	date [11]byte // 2024-05-01T
+	ok   bool
+}
+
+// Append appends t as Append does.
+func (a *Appender) Append(b []byte, t time.Time) []byte {
+	sec := t.Unix()
+	day := sec / secondsPerDay
+	if sec%secondsPerDay < 0 {
+		day--
+	}
+	if !a.ok || day != a.day {
+		year, _, _ := t.UTC().Date()
+		if year < 0 || year > 9999 {
+			return Append(b, t)
+		}
+		Append(a.date[:0], t)
+		a.day, a.ok = day, true
+	}
+	s := int(sec - day*secondsPerDay)
+	h, m, ms := s/3600, s/60%60, t.Nanosecond()/int(time.Millisecond)
+	s %= 60
+	b = append(b, a.date[:]...)
+	return append(b, byte('0'+h/10), byte('0'+h%10), ':', byte('0'+m/10), byte('0'+m%10), ':', byte('0'+s/10), byte('0'+s%10),
+		'.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+}
+
+const secondsPerDay = 24 * 60 * 60
+
 // appendPadded appends n, 0 <= n < 10^width, in width digits.
 func appendPadded(b []byte, n, width int) []byte {
 	b = append(b, "0000"[:width]...)

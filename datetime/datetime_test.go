@@ -105,6 +105,35 @@ func TestAppendDatetime(t *testing.T) {
 		if got := string(Append(nil, in)); got != tt.want {
 			t.Errorf("Append(%s) = %s, want %s", tt.in, got, tt.want)
 		}
+		var a Appender
+		if got := string(a.Append(nil, in)); got != tt.want {
+			t.Errorf("Appender.Append(%s) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestAppender writes instants in turn with one Appender, each as Append
+// does: the same day, across midnight, back, and before 1970, where a day
+// starts at a negative second.
+func TestAppender(t *testing.T) {
+	var a Appender
+	at := func(s string) time.Time {
+		in, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	for _, in := range []time.Time{
+		at("2024-05-01T12:00:00Z"), at("2024-05-01T23:59:59.999Z"), at("2024-05-02T00:00:00Z"), at("2024-05-01T00:00:00.001Z"),
+		at("1969-12-31T23:59:59.999Z"), at("1969-12-31T00:00:00Z"), at("1970-01-01T00:00:00Z"), at("1969-12-30T23:59:59Z"),
+		at("0000-01-01T00:00:00Z"), time.Date(-1, 12, 31, 23, 0, 0, 0, time.UTC), at("0000-01-01T01:00:00Z"),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), at("9999-12-31T23:59:59.999Z"),
+		at("2024-05-01T14:00:00.123456+02:00"), at("2024-05-01T12:00:00.999999Z"),
+	} {
+		if got, want := string(a.Append(nil, in)), string(Append(nil, in)); got != want {
+			t.Errorf("Appender.Append(%s) = %s, want %s", in, got, want)
+		}
 	}
 }
 
@@ -125,6 +154,17 @@ func FuzzAppendDatetime(f *testing.F) {
 		want := in.UTC().Format("2006-01-02T15:04:05.000Z")
 		if got := string(Append(nil, in)); got != want {
 			t.Fatalf("Append(%d µs) = %s, want %s", micros, got, want)
+		}
+		// An Appender that wrote the instant a day and a second before,
+		// or the same day's midnight, or nothing.
+		for _, before := range []time.Duration{0, -24*time.Hour - time.Second, -time.Duration(in.UTC().Hour()) * time.Hour} {
+			var a Appender
+			if before != 0 {
+				a.Append(nil, in.Add(before))
+			}
+			if got := string(a.Append(nil, in)); got != want {
+				t.Fatalf("Appender.Append(%d µs) after %v = %s, want %s", micros, before, got, want)
+			}
 		}
 	})
 }

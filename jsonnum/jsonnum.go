@@ -66,6 +66,19 @@ func Append(b []byte, f float64) []byte {
 	}
 }
 
+// AppendInt appends i in decimal, as strconv.AppendInt(b, i, 10) does,
+// eight digits at a time: a reading's id holds its instant in
+// microseconds, sixteen digits.
+func AppendInt(b []byte, i int64) []byte {
+	u := uint64(i)
+	if i < 0 {
+		b = append(b, '-')
+		u = -u
+	}
+	var buf [20]byte
+	return append(b, buf[formatBase10(&buf, u):]...)
+}
+
 // appendStrconv is Append by strconv, as the service wrote numbers before.
 func appendStrconv(b []byte, f float64) []byte {
 	abs := math.Abs(f)

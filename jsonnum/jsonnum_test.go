@@ -95,6 +95,24 @@ func check(t *testing.T, f float64) {
 	}
 }
 
+func TestAppendInt(t *testing.T) {
+	for _, i := range []int64{0, 1, -1, 9, 10, 99, 100, 12345678, 99999999, 100000000, 1714564800123456, -1714564800123456,
+		math.MaxInt64, math.MinInt64, math.MinInt64 + 1} {
+		if got, want := string(AppendInt([]byte("x"), i)), strconv.FormatInt(i, 10); got != "x"+want {
+			t.Errorf("AppendInt(%d) = %s, want x%s", i, got, want)
+		}
+	}
+}
+
+func FuzzAppendInt(f *testing.F) {
+	f.Add(int64(1714564800123456))
+	f.Fuzz(func(t *testing.T, i int64) {
+		if got, want := string(AppendInt(nil, i)), strconv.FormatInt(i, 10); got != want {
+			t.Fatalf("AppendInt(%d) = %s, want %s", i, got, want)
+		}
+	})
+}
+
 func TestPow10Table(t *testing.T) {
 	for _, c := range []struct {
 		e    int

@@ -315,11 +315,13 @@ func newCountedService(t *testing.T) (*sensing.Service, *store.DB, *countingTrac
 	return sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{}), db, tracer
 }
 
-// countingTracer counts the statements and batches of statements sent.
-type countingTracer struct{ n atomic.Int64 }
+// countingTracer counts the statements and batches of statements sent
+// (n, round trips), and the statements, those of batches each (queries).
+type countingTracer struct{ n, queries atomic.Int64 }
 
 func (c *countingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
 	c.n.Add(1)
+	c.queries.Add(1)
 	return ctx
 }
 
@@ -330,7 +332,9 @@ func (c *countingTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx
 	return ctx
 }
 
-func (c *countingTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *countingTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	c.queries.Add(1)
+}
 
 func (c *countingTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 

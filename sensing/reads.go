@@ -91,8 +91,9 @@ func (s *Service) sensorAsOf(ctx context.Context, key store.SensorKey, asOf *tim
 // flags' marks and, when outputs are wanted, the outputs to compute it
 // with (else nil). The sensor, the flags and the readings come in one
 // round trip (store.DB.ReadPage), with, when outputs are wanted of a
-// sensor that may have links, the readings of their sources over the
-// page (pageLinks): the readings stream. Those the links read with the
+// sensor that may have links (as far as pageHints know, when the read
+// looks the sensor up), the readings of their sources over the page
+// (pageLinks): the readings stream. Those the links read with the
 // page cannot serve are held, the connection is released, and then each
 // source is read once for their instants, before visit sees them.
 func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor *store.Sensor, q store.ReadingQuery, opts ReadOptions,
@@ -117,7 +118,14 @@ func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor 
 		return visit(r, o, marks)
 	}
 	read := store.PageRead{Key: key, Lookup: sensor == nil, Query: q, AsOf: opts.AsOf, Rejected: opts.Flags}
-	if opts.Outputs && q.Limit > 0 && (sensor == nil || sensor.Instance.Linked()) {
+	if read.Lookup {
+		read.Unflagged, read.NoneRejected = s.pageHints.has(key.SensorID, noFlags), s.pageHints.has(key.SensorID, noneRejected)
+		read.Flagged = func(flagged, rejecting bool) {
+			s.pageHints.saw(key.SensorID, noFlags, !flagged)
+			s.pageHints.saw(key.SensorID, noneRejected, !rejecting)
+		}
+	}
+	if opts.Outputs && q.Limit > 0 && (sensor == nil && !s.pageHints.has(key.SensorID, noLinks) || sensor != nil && sensor.Instance.Linked()) {
 		if sensor != nil {
 			read.LinksOf = sensor.Instance
 		}
@@ -135,6 +143,9 @@ func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor 
 	err := s.reader.ReadPage(ctx, read, func(looked *store.Sensor, fl []store.Flag) error {
 		if looked != nil {
 			sensor = looked
+			if opts.Outputs {
+				s.pageHints.saw(sensor.ID, noLinks, !sensor.Instance.Linked())
+			}
 		}
 		flags = newFlagSet(fl)
 		linked = opts.Outputs && sensor.Instance.Linked()

@@ -110,6 +110,148 @@ func (s *countingSink) Sensor(store.Sensor, *sensing.Outputs) error { s.sensors+
 
 func (s *countingSink) Reading(*store.Reading, *sensing.Outputs) error { s.readings++; return nil }
 
+// TestPageLinkHints reads pages with outputs of a sensor without links,
+// then linked, then unlinked again: once a read has found it without
+// links, its pages leave out the two statements of its links' readings;
+// once linked, the first page has them read after it, and the same
+// outputs as every page after it, which has them again.
+func TestPageLinkHints(t *testing.T) {
+	core, db, tracer := newCountedService(t)
+	ctx := t.Context()
+	f := newFixture(t, db)
+	bp, err := db.GetBlueprint(ctx, f.key.OrgID, *f.sensor.BlueprintID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := bp.Instantiate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := db.CreateSensor(ctx, f.key.OrgID, f.key.ProjectID, "dependant", "", &store.Attachment{BlueprintID: bp.ID, Instance: inst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.SensorKey{OrgID: f.key.OrgID, ProjectID: f.key.ProjectID, SensorID: dep.ID}
+	// The source's u is 3 and the dependant's 1, so p = u·i·2 is 6 once
+	// the dependant's i is the source's u, and missing before.
+	var source, own []store.Reading
+	for n := range 5 {
+		source = append(source, store.Reading{Time: minute(n), InputIDs: []int64{f.u(), f.i()}, Values: []float64{3, 1}})
+		own = append(own, store.Reading{Time: minute(n), InputIDs: []int64{dep.Instance.Inputs[0].ID}, Values: []float64{1}})
+	}
+	for k, readings := range map[store.SensorKey][]store.Reading{f.key: source, key: own} {
+		if _, err := core.Ingest(ctx, k, sensing.NewBatch(readings)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page := func(t *testing.T, p string, rounds, statements int64) {
+		t.Helper()
+		sink := &outputSink{}
+		q := store.ReadingQuery{From: store.MinTime, To: store.MaxTime, Limit: 1000}
+		n, queries := tracer.n.Load(), tracer.queries.Load()
+		if err := core.ListReadings(ctx, key, q, sensing.ReadOptions{Outputs: true}, sink); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := tracer.n.Load()-n, rounds; got != want {
+			t.Errorf("%d round trips, want %d", got, want)
+		}
+		if got, want := tracer.queries.Load()-queries, statements; got != want {
+			t.Errorf("%d statements, want %d", got, want)
+		}
+		for i, got := range sink.got {
+			if want := minute(i).Format("15:04:05") + " " + p; got != want {
+				t.Errorf("reading %d: %s, want %s", i, got, want)
+			}
+		}
+		if len(sink.got) != len(own) {
+			t.Errorf("%d readings, want %d", len(sink.got), len(own))
+		}
+	}
+	link := func(t *testing.T, links map[string]store.InputLink) {
+		t.Helper()
+		if _, err := core.SetLinks(ctx, key, links); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Never read: the sensor, its flags, its links' sources and readings,
+	// its readings.
+	t.Run("FirstRead", func(t *testing.T) { page(t, "-", 1, 5) })
+	// Found without links nor flags: the sensor and its readings.
+	t.Run("Unlinked", func(t *testing.T) { page(t, "-", 1, 2) })
+	t.Run("LinkedSince", func(t *testing.T) {
+		link(t, map[string]store.InputLink{"i": {SensorID: f.key.SensorID, Key: "u", Staleness: time.Minute}})
+		page(t, "6", 3, 4) // the page, then the source and its readings
+	})
+	t.Run("Linked", func(t *testing.T) { page(t, "6", 1, 5) })
+	t.Run("UnlinkedSince", func(t *testing.T) {
+		link(t, map[string]store.InputLink{})
+		page(t, "-", 1, 5)
+	})
+	t.Run("UnlinkedAgain", func(t *testing.T) { page(t, "-", 1, 2) })
+}
+
+// TestPageRejectHints reads pages of a sensor before and after a flag
+// rejects one of its readings whole, and after the flag is cleared: once
+// a read has found no flag in force, the next reads neither the flags nor
+// checks its readings against them, but a read that starts after the
+// flag is set leaves the reading out all the same, reading the flags and
+// the page again, and the reads after it read and check them in the
+// page's round trip until a read finds the flag cleared.
+func TestPageRejectHints(t *testing.T) {
+	core, db, tracer := newCountedService(t)
+	ctx := t.Context()
+	f := newFixture(t, db)
+	readings := make([]store.Reading, 5)
+	for n := range readings {
+		readings[n] = store.Reading{Time: minute(n), InputIDs: []int64{f.u(), f.i()}, Values: []float64{float64(n), 1}}
+	}
+	if _, err := core.Ingest(ctx, f.key, sensing.NewBatch(readings)); err != nil {
+		t.Fatal(err)
+	}
+	user, err := db.EnsureUser(ctx, "ada@example.com", "ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := func(t *testing.T, want string, rounds int64) {
+		t.Helper()
+		sink := &outputSink{}
+		q := store.ReadingQuery{From: store.MinTime, To: store.MaxTime, Limit: 1000}
+		n := tracer.n.Load()
+		if err := core.ListReadings(ctx, f.key, q, sensing.ReadOptions{Outputs: true}, sink); err != nil {
+			t.Fatal(err)
+		}
+		if got := tracer.n.Load() - n; got != rounds {
+			t.Errorf("%d round trips, want %d", got, rounds)
+		}
+		var got []string
+		for _, r := range sink.got {
+			got = append(got, r[3:5]) // the minute
+		}
+		if got := strings.Join(got, " "); got != want {
+			t.Errorf("minutes %s, want %s", got, want)
+		}
+	}
+	edit := sensing.FlagEdit{From: minute(3), To: minute(3), Reason: "frozen", By: user.ID}
+	t.Run("FirstRead", func(t *testing.T) { page(t, "00 01 02 03 04", 1) })
+	t.Run("Unflagged", func(t *testing.T) { page(t, "00 01 02 03 04", 1) })
+	t.Run("FlaggedSince", func(t *testing.T) {
+		edit.Flag = store.Rejected
+		if _, err := core.SetFlag(ctx, f.key, edit); err != nil {
+			t.Fatal(err)
+		}
+		page(t, "00 01 02 04", 2) // read again, checked
+	})
+	t.Run("Flagged", func(t *testing.T) { page(t, "00 01 02 04", 1) })
+	t.Run("ClearedSince", func(t *testing.T) {
+		edit.Flag = ""
+		if _, err := core.ClearFlags(ctx, f.key, edit); err != nil {
+			t.Fatal(err)
+		}
+		page(t, "00 01 02 03 04", 1)
+	})
+	t.Run("Cleared", func(t *testing.T) { page(t, "00 01 02 03 04", 1) })
+}
+
 // TestPageLinks reads pages of a sensor whose input i takes a source's
 // value, its output p or its input u, within a minute: in the page's one
 // round trip when the source's readings over the page are few enough,

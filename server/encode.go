@@ -200,6 +200,7 @@ type readingsPage struct {
 	sensorID int64
 	outputs  *sensing.Outputs // nil unless outputs=true
 	names    keyNames
+	enc      readingEncoder
 	byName   bool             // names values by key
 	csv      []store.Reading  // nil for JSON
 	csvMarks [][]sensing.Mark // of each reading of csv
@@ -226,6 +227,7 @@ func newReadingsPage(sensorID int64, byName, wantsCSV bool) *readingsPage {
 // values as keys asks, and lists its outputs when they are asked for.
 func (p *readingsPage) Sensor(sensor store.Sensor, outputs *sensing.Outputs) error {
 	p.names, p.outputs = sensorNames(sensor, p.byName), outputs
+	p.enc.reset(p.sensorID, p.names)
 	return nil
 }
 
@@ -253,7 +255,7 @@ func (p *readingsPage) add(r *store.Reading) {
 	if p.count > 0 {
 		p.buf.WriteByte(',')
 	}
-	p.buf.Write(appendReading(p.buf.AvailableBuffer(), p.sensorID, r, p.outputs, p.marks, p.names))
+	p.buf.Write(p.enc.append(p.buf.AvailableBuffer(), r, p.outputs, p.marks))
 	p.count++
 }
 
@@ -293,40 +295,92 @@ func (p *readingsPage) VisitListReadingsResponse(w http.ResponseWriter) error {
 	return err
 }
 
-// appendReading appends r as JSON, with its outputs unless outputs is nil,
-// its values named by names:
+// readingEncoder appends a sensor's readings as JSON, keeping what a
+// reading repeats of the one before: its id's prefix, its inputs' keys
+// when it has the same inputs, its outputs' keys, and its day. A page
+// writes a thousand readings of one sensor, and formatting the ids was
+// as much as a tenth of it. Its zero value is to be reset before use.
+type readingEncoder struct {
+	names   keyNames
+	prefix  []byte // {"id":"<sensor id>-
+	inputs  keyList
+	outputs keyList
+	dates   datetime.Appender
+}
+
+// keyList is the keys of a list of ids as JSON objects' keys, each
+// quoted and followed by its colon, in one slice.
+type keyList struct {
+	ids  []int64
+	ok   bool // b and ends are the keys of ids
+	b    []byte
+	ends []int
+}
+
+// of returns the keys of ids, named by names, those of the last call
+// when ids are the same.
+func (k *keyList) of(names keyNames, ids []int64) *keyList {
+	if k.ok && slices.Equal(k.ids, ids) {
+		return k
+	}
+	k.ids, k.b, k.ends = append(k.ids[:0], ids...), k.b[:0], k.ends[:0]
+	for _, id := range ids {
+		k.b = append(names.appendKey(k.b, id), ':')
+		k.ends = append(k.ends, len(k.b))
+	}
+	k.ok = true
+	return k
+}
+
+// key is the key of the list's i-th id.
+func (k *keyList) key(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = k.ends[i-1]
+	}
+	return k.b[start:k.ends[i]]
+}
+
+// reset prepares e for the readings of sensorID, named by names.
+func (e *readingEncoder) reset(sensorID int64, names keyNames) {
+	e.names = names
+	e.prefix = strconv.AppendInt(append(e.prefix[:0], `{"id":"`...), sensorID, 10)
+	e.prefix = append(e.prefix, '-')
+	e.inputs.ok, e.outputs.ok = false, false
+}
+
+// append appends r as JSON, with its outputs unless outputs is nil, its
+// values named as reset said:
 // {"id":"12-1714564800000000","datetime":"…","inputs":{"101":2803.5},"outputs":{…}}
-func appendReading(b []byte, sensorID int64, r *store.Reading, outputs *sensing.Outputs, marks []sensing.Mark, names keyNames) []byte {
-	b = append(b, `{"id":"`...)
-	b = strconv.AppendInt(b, sensorID, 10)
-	b = append(b, '-')
-	b = strconv.AppendInt(b, r.Time.UnixMicro(), 10)
+func (e *readingEncoder) append(b []byte, r *store.Reading, outputs *sensing.Outputs, marks []sensing.Mark) []byte {
+	b = append(b, e.prefix...)
+	b = jsonnum.AppendInt(b, r.Time.UnixMicro())
 	b = append(b, `","datetime":"`...)
-	b = datetime.Append(b, r.Time)
+	b = e.dates.Append(b, r.Time)
 	b = append(b, `","inputs":{`...)
-	for i, id := range r.InputIDs {
+	keys := e.inputs.of(e.names, r.InputIDs)
+	for i, v := range r.Values {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = names.appendKey(b, id)
-		b = append(b, ':')
-		b = jsonnum.Append(b, r.Values[i])
+		b = append(b, keys.key(i)...)
+		b = jsonnum.Append(b, v)
 	}
 	b = append(b, '}')
 	if outputs != nil {
-		b = appendOutputs(b, outputs, r, names)
+		b = e.appendOutputs(b, outputs, r)
 	}
-	b = appendMarks(b, marks, names)
+	b = appendMarks(b, marks, e.names)
 	return append(b, '}')
 }
 
-// appendOutputs computes r's outputs and appends ,"outputs":{…}, named
-// by names.
-func appendOutputs(b []byte, outputs *sensing.Outputs, r *store.Reading, names keyNames) []byte {
+// appendOutputs computes r's outputs and appends ,"outputs":{…}.
+func (e *readingEncoder) appendOutputs(b []byte, outputs *sensing.Outputs, r *store.Reading) []byte {
 	outputs.Compute(r)
+	keys := e.outputs.of(e.names, outputs.IDs())
 	b = append(b, `,"outputs":{`...)
 	first := true
-	for k, id := range outputs.IDs() {
+	for k := range outputs.IDs() {
 		v, ok := outputs.Value(k)
 		if !ok {
 			continue
@@ -335,8 +389,7 @@ func appendOutputs(b []byte, outputs *sensing.Outputs, r *store.Reading, names k
 			b = append(b, ',')
 		}
 		first = false
-		b = names.appendKey(b, id)
-		b = append(b, ':')
+		b = append(b, keys.key(k)...)
 		b = jsonnum.Append(b, v)
 	}
 	return append(b, '}')

@@ -36,6 +36,7 @@ func (s *Server) ExportReadings(ctx context.Context, req gen.ExportReadingsReque
 	}
 	e := &export{ctx: ctx, server: s, chunks: chunks, names: newKeyNames(chunks.Sensor, req.Params.Keys)}
 	if ndjson {
+		e.enc.reset(chunks.Sensor.ID, e.names)
 		e.contentType, e.extension = "application/x-ndjson", "ndjson"
 		return e, nil
 	}
@@ -50,6 +51,7 @@ type export struct {
 	chunks                 *sensing.Export
 	names                  keyNames
 	csv                    *csvColumns // nil for NDJSON
+	enc                    readingEncoder
 	contentType, extension string
 }
 
@@ -127,7 +129,7 @@ func (e *export) readChunk(buf *[]byte) (bool, error) {
 			e.csv.outputs = outputs
 			*buf = e.csv.appendRow(*buf, r, marks)
 		} else {
-			*buf = append(appendReading(*buf, e.chunks.Sensor.ID, r, outputs, marks, e.names), '\n')
+			*buf = append(e.enc.append(*buf, r, outputs, marks), '\n')
 		}
 		return nil
 	})

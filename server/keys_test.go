@@ -62,7 +62,7 @@ func TestKeysNames(t *testing.T) {
 		}
 	})
 	t.Run("Export", func(t *testing.T) {
-		// NDJSON lines are appendReading's, which Page tests; the
+		// NDJSON lines are readingEncoder.append's, which Page tests; the
 		// validating transport cannot decode NDJSON.
 		res, err := viewer.ExportReadingsWithResponse(ctx, tn.orgID, tn.projectID, tn.instanceID,
 			&client.ExportReadingsParams{Keys: ptr(client.ExportReadingsParamsKeysNames), Outputs: ptr(true)})

@@ -25,6 +25,7 @@ func (s *Server) LatestReadings(ctx context.Context, req gen.LatestReadingsReque
 	}
 	body := latestBodies.Get().(*[]byte)
 	b := append((*body)[:0], `{"items":[`...)
+	var enc readingEncoder
 	for i, l := range latest {
 		if i > 0 {
 			b = append(b, ',')
@@ -44,7 +45,8 @@ func (s *Server) LatestReadings(ctx context.Context, req gen.LatestReadingsReque
 		// declare a null for it.
 		if l.Reading != nil {
 			b = append(b, `,"reading":`...)
-			b = appendReading(b, l.Sensor.ID, l.Reading, l.Outputs, nil, newKeyNames(l.Sensor, req.Params.Keys))
+			enc.reset(l.Sensor.ID, newKeyNames(l.Sensor, req.Params.Keys))
+			b = enc.append(b, l.Reading, l.Outputs, nil)
 		}
 		b = append(b, '}')
 	}

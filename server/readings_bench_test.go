@@ -29,8 +29,10 @@ func BenchmarkEncodePage(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			page = page[:0]
+			var e readingEncoder
+			e.reset(12, nil)
 			for i := range readings {
-				page = appendReading(page, 12, &readings[i], nil, nil, nil)
+				page = e.append(page, &readings[i], nil, nil)
 			}
 		}
 		b.SetBytes(int64(len(page)))

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,6 +31,20 @@ type PageRead struct {
 	// LinkReadings bounds the readings read of each link's source (see
 	// PageLink.Complete).
 	LinkReadings int
+	// Unflagged and NoneRejected say what the caller expects of the
+	// sensor's flags in force, as a read of it found them last (Flagged):
+	// Unflagged, none at all, and the flags are not read; NoneRejected,
+	// none that rejects readings whole, and the readings are read without
+	// checking each against such flags, which costs PostgreSQL a tenth of
+	// the page. Should the sensor, looked up in the same round trip, or
+	// the flags read with it say otherwise, the flags and the readings
+	// are read again, in one more round trip. They count only when the
+	// read looks the sensor up, as it is now, without Links.
+	Unflagged, NoneRejected bool
+	// Flagged, if set, is called, when the read looks the sensor up,
+	// with whether a flag is in force on it now, and whether one rejects
+	// readings whole, over any range.
+	Flagged func(flagged, rejecting bool)
 }
 
 // LinkedPage is what the outputs of a page of readings of a sensor with
@@ -60,8 +75,13 @@ const flagInForceSQL = `CASE WHEN $%[1]d::timestamptz IS NULL THEN cleared_at IS
       ELSE set_at <= $%[1]d AND (cleared_at IS NULL OR cleared_at > $%[1]d) END`
 
 var (
-	// pageSensorSQL is GetSensor's statement.
-	pageSensorSQL = `SELECT ` + sensorColumns + ` FROM sensors s WHERE s.id = $3 AND ` + inOrg
+	// pageSensorSQL is GetSensor's statement, and whether a flag is in
+	// force on the sensor, and one that rejects readings whole (migration
+	// 00067's indexes).
+	pageSensorSQL = `SELECT ` + sensorColumns + `,
+    EXISTS (SELECT FROM reading_flags f WHERE f.sensor_id = s.id AND f.cleared_at IS NULL) AS flagged,
+    EXISTS (SELECT FROM reading_flags f WHERE f.sensor_id = s.id AND f.input_id IS NULL AND f.flag = 'rejected' AND f.cleared_at IS NULL) AS rejecting
+FROM sensors s WHERE s.id = $3 AND ` + inOrg
 
 	// pageFlagsSQL is flagsInForceSQL with the key's guard.
 	pageFlagsSQL = `SELECT ` + flagColumns + ` FROM reading_flags
@@ -103,6 +123,16 @@ WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 AND ` + fmt.Sprintf(sensorOf
 ORDER BY datetime` + order + ` LIMIT $4 OFFSET $5`
 }
 
+// pageSensor is a row of pageSensorSQL.
+type pageSensor struct {
+	Sensor
+	Flagged   bool `db:"flagged"`
+	Rejecting bool `db:"rejecting"`
+}
+
+// rejectsWhole tells whether f rejects the readings it covers whole.
+func rejectsWhole(f Flag) bool { return f.InputID == nil && f.Flag == Rejected }
+
 // ReadPage reads, in one round trip, the sensor r.Key names when
 // r.Lookup, the flags in force on its readings over r.Query's range, and
 // the readings r.Query selects, without those a flag in force rejects
@@ -119,17 +149,22 @@ func (db *DB) ReadPage(ctx context.Context, r PageRead, head func(*Sensor, []Fla
 	if q.Limit > 0 {
 		limit = &q.Limit
 	}
+	hinted := r.Lookup && r.AsOf == nil && r.Links == nil
+	unflagged := hinted && r.Unflagged
+	unchecked := hinted && (r.Unflagged || r.NoneRejected) && !r.Rejected
 	b := &pgx.Batch{}
 	if r.Lookup {
 		b.Queue(pageSensorSQL, key.OrgID, key.ProjectID, key.SensorID)
 	}
-	b.Queue(pageFlagsSQL, key.SensorID, q.From, q.To, r.AsOf, key.ProjectID, key.OrgID)
+	if !unflagged {
+		b.Queue(pageFlagsSQL, key.SensorID, q.From, q.To, r.AsOf, key.ProjectID, key.OrgID)
+	}
 	args := []any{key.SensorID, q.From, q.To, limit, q.Offset, key.ProjectID, key.OrgID}
 	order, unrejected := 0, 0
 	if q.Desc {
 		order = 1
 	}
-	if !r.Rejected {
+	if !r.Rejected && !unchecked {
 		unrejected = 1
 		args = append(args, r.AsOf)
 	}
@@ -140,19 +175,38 @@ func (db *DB) ReadPage(ctx context.Context, r PageRead, head func(*Sensor, []Fla
 
 	br := db.pool.SendBatch(ctx, b)
 	defer br.Close()
-	var sensor *Sensor
+	var (
+		sensor             *Sensor
+		flagged, rejecting bool
+		flags              []Flag
+	)
 	if r.Lookup {
 		rows, _ := br.Query()
-		got, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Sensor])
+		got, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[pageSensor])
 		if err != nil {
 			return notFound("get sensor", err, "sensor")
 		}
-		sensor = &got
+		sensor, flagged, rejecting = &got.Sensor, got.Flagged, got.Rejecting
+		if r.Flagged != nil {
+			r.Flagged(flagged, rejecting)
+		}
 	}
-	rows, _ := br.Query()
-	flags, err := pgx.CollectRows(rows, pgx.RowToStructByName[Flag])
-	if err != nil {
-		return readError("sensor flags", err)
+	if !unflagged {
+		rows, _ := br.Query()
+		var err error
+		if flags, err = pgx.CollectRows(rows, pgx.RowToStructByName[Flag]); err != nil {
+			return readError("sensor flags", err)
+		}
+	}
+	if unflagged && flagged || unchecked && (rejecting || slices.ContainsFunc(flags, rejectsWhole)) {
+		// Read by hints that no longer hold: the flags and the readings
+		// again, checked, the sensor as read.
+		if err := br.Close(); err != nil {
+			return dbError("list readings", err)
+		}
+		again := r
+		again.Lookup, again.Unflagged, again.NoneRejected, again.Flagged = false, false, false, nil
+		return db.ReadPage(ctx, again, func(_ *Sensor, flags []Flag) error { return head(sensor, flags) }, fn)
 	}
 	if err := head(sensor, flags); err != nil {
 		return err
@@ -166,7 +220,7 @@ func (db *DB) ReadPage(ctx context.Context, r PageRead, head func(*Sensor, []Fla
 			return err
 		}
 	}
-	rows, err = br.Query()
+	rows, err := br.Query()
 	if err != nil {
 		return dbError("list readings", err)
 	}

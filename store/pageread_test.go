@@ -110,3 +110,80 @@ func TestReadPage(t *testing.T) {
 		}
 	})
 }
+
+// TestReadPageHints reads pages with the hints that no flag is in force
+// on the sensor, or none that rejects readings whole, of sensors that
+// have such flags and of one that has none: a sensor's flags and its
+// rejected readings left out are what they are all the same, read again,
+// wherever its flags lie; each read says what flags the sensor has.
+func TestReadPageHints(t *testing.T) {
+	db := newDB(t)
+	ctx := t.Context()
+	project := newProject(t, db, newOrg(t, db))
+	rejecting, suspect, plain := newSensor(t, db, project, nil), newSensor(t, db, project, nil), newSensor(t, db, project, nil)
+	for _, key := range []store.SensorKey{rejecting, suspect, plain} {
+		mustInsert(t, db, key, one(1, 1), one(2, 2), one(3, 3), one(4, 4))
+	}
+	input := int64(1)
+	flags := map[store.SensorKey][]store.FlagSpec{
+		rejecting: {{Flag: store.Rejected, From: at(2), To: at(2), Reason: "frozen"}, {Flag: store.Suspect, InputID: &input, From: at(3), To: at(3), Reason: "drift"}},
+		suspect:   {{Flag: store.Suspect, InputID: &input, From: at(3), To: at(3), Reason: "drift"}},
+	}
+	for key, specs := range flags {
+		err := db.InTx(ctx, func(tx *store.Tx) error {
+			_, err := tx.InsertFlags(ctx, key.SensorID, specs)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := store.ReadingQuery{From: store.MinTime, To: store.MaxTime}
+	type hints struct{ unflagged, noneRejected bool }
+	tests := []struct {
+		name         string
+		key          store.SensorKey
+		q            store.ReadingQuery
+		wantReadings string
+		wantFlags    int
+		wantFlagged  [2]bool // flagged, rejecting
+	}{
+		{"Rejecting", rejecting, all, "1 3 4", 2, [2]bool{true, true}},
+		{"RejectingLimit", rejecting, store.ReadingQuery{From: at(1), To: at(4), Limit: 2}, "1 3", 2, [2]bool{true, true}},
+		{"RejectingElsewhere", rejecting, store.ReadingQuery{From: at(3), To: at(4)}, "3 4", 1, [2]bool{true, true}},
+		{"Suspect", suspect, all, "1 2 3 4", 1, [2]bool{true, false}},
+		{"Plain", plain, all, "1 2 3 4", 0, [2]bool{false, false}},
+	}
+	for _, h := range []hints{{false, true}, {true, false}, {true, true}} {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/Unflagged=%t/NoneRejected=%t", tt.name, h.unflagged, h.noneRejected), func(t *testing.T) {
+				var (
+					got     []string
+					nFlags  int
+					flagged *[2]bool
+				)
+				r := store.PageRead{Key: tt.key, Lookup: true, Query: tt.q, Unflagged: h.unflagged, NoneRejected: h.noneRejected,
+					Flagged: func(f, r bool) { flagged = &[2]bool{f, r} }}
+				err := db.ReadPage(ctx, r, func(s *store.Sensor, fl []store.Flag) error {
+					if s == nil || s.ID != tt.key.SensorID {
+						t.Errorf("ReadPage gave sensor %+v, want the key's", s)
+					}
+					nFlags = len(fl)
+					return nil
+				}, func(r *store.Reading) error {
+					got = append(got, fmt.Sprint(r.Time.Minute()))
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if readings := strings.Join(got, " "); readings != tt.wantReadings || nFlags != tt.wantFlags {
+					t.Errorf("ReadPage = readings %q, %d flags; want %q, %d", readings, nFlags, tt.wantReadings, tt.wantFlags)
+				}
+				if flagged == nil || *flagged != tt.wantFlagged {
+					t.Errorf("ReadPage said flagged and rejecting %v, want %v", flagged, tt.wantFlagged)
+				}
+			})
+		}
+	}
+}
