@@ -290,6 +290,11 @@ func (p *readingsPage) VisitListReadingsResponse(w http.ResponseWriter) error {
 	if p.link != "" {
 		w.Header().Set("Link", p.link)
 	}
+	// The page is whole: with its length, the client has the answer once
+	// the last byte arrives, rather than once the handler's middleware has
+	// returned and the chunked body's end is written after it (the access
+	// log among them).
+	w.Header().Set("Content-Length", strconv.Itoa(p.buf.Len()))
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(p.buf.Bytes())
 	return err

@@ -3,6 +3,8 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -180,6 +182,69 @@ func TestReadingsLinkPaging(t *testing.T) {
 			}
 			if seen != tc.count {
 				t.Errorf("followed %d pages to %d readings, want %d", pages, seen, tc.count)
+			}
+		})
+	}
+}
+
+// TestReadingsPageLength checks that a page is sent with its length, as
+// JSON and as CSV, rather than chunked: the client then has the whole
+// answer once its last byte arrives, without waiting for the chunked
+// body's end, which the server writes only after its middleware returns.
+// Compressed, the length is the compressed body's, so it is left out.
+func TestReadingsPageLength(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	c := e.client(tn.tokens[store.Editor])
+	batch := make([]client.ReadingInput, 1200)
+	base := at(t, "2024-05-01T00:00:00Z")
+	for i := range batch {
+		batch[i] = client.ReadingInput{Datetime: base.Add(time.Duration(i) * time.Second), Inputs: client.Values{"1": float64(i) / 3, "2": -float64(i)}}
+	}
+	post(t, c, tn, batch...)
+
+	for _, tc := range []struct {
+		name, accept, encoding string
+		chunked                bool
+	}{
+		{"JSON", "application/json", "identity", false},
+		{"CSV", "text/csv", "identity", false},
+		{"Gzip", "application/json", "gzip", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodGet, e.url+readingsPath(tn)+"?limit=1000", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+tn.tokens[store.Viewer])
+			req.Header.Set("Accept", tc.accept)
+			// Set outright, so that the transport neither asks for gzip
+			// nor unzips behind the test's back.
+			req.Header.Set("Accept-Encoding", tc.encoding)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			body, err := io.ReadAll(res.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.StatusCode != http.StatusOK || res.Header.Get("Link") == "" {
+				t.Fatalf("status %d, Link %q; want 200 with a Link", res.StatusCode, res.Header.Get("Link"))
+			}
+			if got, want := res.Header.Get("Content-Encoding") == "gzip", tc.encoding == "gzip"; got != want {
+				t.Fatalf("Content-Encoding %q, want gzip: %v", res.Header.Get("Content-Encoding"), want)
+			}
+			if tc.chunked {
+				if res.ContentLength != -1 {
+					t.Errorf("Content-Length %d of a compressed body, want none", res.ContentLength)
+				}
+				return
+			}
+			if got, want := res.ContentLength, int64(len(body)); got != want {
+				t.Errorf("Content-Length %d, want the body's %d bytes (Transfer-Encoding %q)", got, want, res.TransferEncoding)
 			}
 		})
 	}
