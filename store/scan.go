@@ -73,7 +73,7 @@ func decodeReading(raw [][]byte, r *Reading) error {
 	if r.InputIDs, err = decodeArray(raw[1], r.InputIDs[:0], func(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) }); err != nil {
 		return fmt.Errorf("input_ids: %w", err)
 	}
-	if r.Values, err = decodeArray(raw[2], r.Values[:0], func(b []byte) float64 { return math.Float64frombits(binary.BigEndian.Uint64(b)) }); err != nil {
+	if r.Values, err = decodeFloats(raw[2], r.Values[:0]); err != nil {
 		return fmt.Errorf("vals: %w", err)
 	}
 	return nil
