@@ -60,3 +60,15 @@ func (s *Service) RateWindows(ctx context.Context, key store.SensorKey) (kept, r
 func (s *Service) RecomputeSettledRollups(ctx context.Context, settle time.Duration) (n int, more bool, err error) {
 	return s.recomputeRollups(ctx, settle)
 }
+
+// HeldWindows returns, by rule id, the windows the service holds of the
+// sensor's rate rules and their stamps.
+func (s *Service) HeldWindows(sensorID int64) (map[int64]*store.RateWindow, map[int64]int64) {
+	s.held.mu.Lock()
+	defer s.held.mu.Unlock()
+	windows, stamps := map[int64]*store.RateWindow{}, map[int64]int64{}
+	for id, w := range s.held.sensors[sensorID] {
+		windows[id], stamps[id] = w.window, w.stamp
+	}
+	return windows, stamps
+}

@@ -304,14 +304,22 @@ func kept(rules []store.AlarmRule, through time.Time, version int64, n int, room
 // keptWindow is what rule r keeps, parsed with room for n more values,
 // into into's memory when it has the room (into, when not nil, is left
 // holding the memory parsed into): its window's values, without those
-// before the window that the oldest of its parts still holds.
+// before the window that the oldest of its parts still holds. What the
+// service holds of it (KeptWindow) is copied, not parsed.
 func keptWindow(r store.AlarmRule, n int, into *store.RateWindow) (store.RateWindow, error) {
 	var mem store.RateWindow
 	if into != nil {
 		mem = *into
 	}
-	w, err := store.ParseKeptInto(mem, r.RateKept, r.RateParts, n)
-	if err != nil {
+	var (
+		w   store.RateWindow
+		err error
+	)
+	if h := r.KeptWindow; h != nil {
+		w = *h
+		w.Micros = append(slices.Grow(mem.Micros[:0], len(h.Micros)+n), h.Micros...)
+		w.Values = append(slices.Grow(mem.Values[:0], len(h.Values)+n), h.Values...)
+	} else if w, err = store.ParseKeptInto(mem, r.RateKept, r.RateParts, n); err != nil {
 		return w, err
 	}
 	if into != nil {
@@ -424,7 +432,7 @@ func (rs rates) keep(rules []store.AlarmRule, sensor store.Sensor, w windowsAt, 
 			keepWindow(r, *next, through.Add(-window(*r)).UnixMicro(), sealedTo, appendable)
 		case r.RateKept != nil:
 			r.RateKept, r.RateParts, r.DropParts, r.KeptChanged = nil, nil, math.MaxInt64, true
-			r.RatePartsTo, r.RatePartsUnread = math.MinInt64, 0
+			r.RatePartsTo, r.RatePartsUnread, r.RateStamp, r.KeptWindow = math.MinInt64, 0, 0, nil
 		}
 	}
 }
@@ -486,6 +494,25 @@ func keepWindow(r *store.AlarmRule, next store.RateWindow, start, sealedTo int64
 	}
 	head := store.RateWindow{Through: next.Through, Version: next.Version, Micros: t, Values: v}
 	r.RateKept, r.RateParts, r.DropParts, r.KeptChanged = head.Encode(), parts, drop, true
+	r.RateStamp = newStamp()
+	hold(r, next, !appendable || r.RatePartsUnread == 0)
+}
+
+// hold sets what the service holds of what rule r keeps (KeptWindow) to
+// a copy of next, in the memory it held before, when next is the whole
+// window (whole: not one whose read left parts unread), else to nothing.
+func hold(r *store.AlarmRule, next store.RateWindow, whole bool) {
+	if !whole {
+		r.KeptWindow = nil
+		return
+	}
+	h := r.KeptWindow
+	if h == nil {
+		h = &store.RateWindow{}
+	}
+	*h = store.RateWindow{Through: next.Through, Version: next.Version,
+		Micros: append(h.Micros[:0], next.Micros...), Values: append(h.Values[:0], next.Values...)}
+	r.KeptWindow = h
 }
 
 // trimDue tells whether a write that moves what rule r keeps to through

@@ -49,6 +49,17 @@ type AlarmRule struct {
 	RateParts       [][]byte `db:"rate_parts"`
 	RatePartsTo     int64    `db:"rate_parts_to"`
 	RatePartsUnread int      `db:"rate_parts_unread"`
+	// RateStamp names what is kept (0: nothing), drawn anew by each write
+	// that changes it, which sets it with KeptChanged. RateHeld says that
+	// the read left out RateKept and RateParts (nil, RatePartsTo 0)
+	// because its caller holds what is kept under RateStamp
+	// (LockSensorWriteHolding).
+	RateStamp int64 `db:"rate_kept_stamp"`
+	RateHeld  bool  `db:"rate_held"`
+	// KeptWindow is what is kept, whole and parsed, for the domain to hold
+	// between writes (nil when it does not): RateKept and its parts as
+	// its last write left them.
+	KeptWindow *RateWindow `db:"-"`
 	// KeptChanged tells ApplyAlarms to write RateKept, to drop the parts
 	// whose last instant is before DropParts (Unix microseconds), then to
 	// add AddParts (each KeptPartLen values, Encoded with Through their
@@ -73,7 +84,8 @@ type AlarmRuleSpec struct {
 	Per         int64   `json:"per,omitempty"`    // seconds
 }
 
-const alarmRuleColumns = alarmRuleFields + `, NULL::bytea AS rate_kept, NULL::bytea[] AS rate_parts, 0::bigint AS rate_parts_to, 0 AS rate_parts_unread`
+const alarmRuleColumns = alarmRuleFields + `, NULL::bytea AS rate_kept, NULL::bytea[] AS rate_parts, 0::bigint AS rate_parts_to, 0 AS rate_parts_unread,
+0::bigint AS rate_kept_stamp, false AS rate_held`
 
 const alarmRuleFields = `r.id, r.sensor_id, r.target_id, r.target_key, r.level_id, l.rank, l.name AS level_name,
 r.direction = 'below' AS below, r.threshold, r.deadband, r.persistence, r.active, r.streak, r.created_at,
@@ -95,12 +107,19 @@ coalesce((SELECT al.rank FROM alarms a JOIN alarm_levels al ON al.id = a.level_i
 // (all of them without $2). Either way the parts that linger before the
 // window (ApplyAlarms drops them now and then) are left out by the
 // range, and with them the dead rows of those dropped.
-const sensorRulesSQL = `SELECT ` + alarmRuleFields + `, r.rate_kept, k.parts AS rate_parts,
-coalesce(e.upto, -9223372036854775808) AS rate_parts_to, coalesce(e.unread, 0)::int AS rate_parts_unread
+//
+// $4, when not NULL, are the stamps of what the caller holds in memory:
+// a rule whose stamp is one of them is read without what it keeps
+// (rate_held), and any other reads every part of its window, so that
+// the caller can hold it whole from then on.
+const sensorRulesSQL = `SELECT ` + alarmRuleFields + `, CASE WHEN NOT r.held THEN r.rate_kept END AS rate_kept, k.parts AS rate_parts,
+coalesce(e.upto, -9223372036854775808) AS rate_parts_to, coalesce(e.unread, 0)::int AS rate_parts_unread,
+coalesce(r.rate_kept_stamp, 0) AS rate_kept_stamp, r.held AS rate_held
 FROM (
     SELECT r.*,
         CASE WHEN s.ahead THEN $2 - r.rate_window_s::bigint * 1000000 END AS parts_from,
-        CASE WHEN s.ahead AND count(r.rate_window_s) OVER (PARTITION BY r.target_id ORDER BY r.id ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) = 1 THEN $3::bigint - r.rate_window_s::bigint * 1000000 END AS parts_to
+        CASE WHEN s.ahead AND $4::bigint[] IS NULL AND count(r.rate_window_s) OVER (PARTITION BY r.target_id ORDER BY r.id ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) = 1 THEN $3::bigint - r.rate_window_s::bigint * 1000000 END AS parts_to,
+        coalesce(r.rate_kept IS NOT NULL AND r.rate_kept_stamp = ANY($4), false) AS held
     FROM alarm_rules r
     CROSS JOIN (SELECT $2::bigint > (SELECT (extract(epoch FROM datetime) * 1000000)::bigint FROM sensor_latest WHERE sensor_id = $1) AS ahead) s
     WHERE r.sensor_id = $1
@@ -110,7 +129,7 @@ LEFT JOIN LATERAL (
     SELECT max(q.upto) AS upto, min(q.upto) FILTER (WHERE q.upto >= r.parts_to) AS needed_to,
         greatest(count(*) FILTER (WHERE q.upto >= r.parts_to) - 1, 0) AS unread
     FROM rate_kept_parts q
-    WHERE q.rule_id = r.id AND r.rate_kept IS NOT NULL AND q.upto >= coalesce(r.parts_from, -9223372036854775808)
+    WHERE q.rule_id = r.id AND r.rate_kept IS NOT NULL AND NOT r.held AND q.upto >= coalesce(r.parts_from, -9223372036854775808)
 ) e ON true
 LEFT JOIN LATERAL (
     SELECT array_agg(q.part ORDER BY q.upto) AS parts
@@ -197,7 +216,7 @@ WITH parts AS (
     DELETE FROM rate_kept_parts WHERE rule_id = $1 AND sensor_id = $2
 )
 UPDATE alarm_rules SET target_id = $3, target_key = $4, level_id = $5, direction = $6, threshold = $7, deadband = $8, persistence = $9,
-    rate_window_s = nullif($10, 0), rate_per_s = nullif($11, 0), active = false, streak = 0, rate_kept = NULL
+    rate_window_s = nullif($10, 0), rate_per_s = nullif($11, 0), active = false, streak = 0, rate_kept = NULL, rate_kept_stamp = NULL
 WHERE id = $1 AND sensor_id = $2`,
 
 			ruleID, sensor.ID, targetID, spec.TargetKey, levelID, spec.Direction, spec.Threshold, spec.Deadband, spec.Persistence, spec.Window, spec.Per)

@@ -40,7 +40,7 @@ func (tx *Tx) SensorRules(ctx context.Context, sensorID int64) ([]AlarmRule, err
 	var rules []AlarmRule
 	b := &pgx.Batch{}
 	b.Queue(noJITSQL)
-	b.Queue(sensorRulesSQL, sensorID, nil, nil).Query(func(rows pgx.Rows) error {
+	b.Queue(sensorRulesSQL, sensorID, nil, nil, nil).Query(func(rows pgx.Rows) error {
 		var err error
 		rules, err = pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
 		return err
@@ -96,13 +96,14 @@ func applyAlarms(sensor Sensor, rules []AlarmRule, before []alarms.State, change
 		streaks []int32
 		keep    []bool
 		kept    [][]byte
+		stamps  []int64
 		drop    parts
 		add     parts
 	)
 	for i, r := range rules {
 		if before == nil || before[i] != r.State || r.KeptChanged {
 			ids, active, streaks = append(ids, r.ID), append(active, r.Active), append(streaks, int32(r.Streak))
-			keep, kept = append(keep, r.KeptChanged), append(kept, r.RateKept)
+			keep, kept, stamps = append(keep, r.KeptChanged), append(kept, r.RateKept), append(stamps, r.RateStamp)
 		}
 		if r.KeptChanged {
 			drop.ids, drop.upto = append(drop.ids, r.ID), append(drop.upto, r.DropParts)
@@ -117,7 +118,7 @@ func applyAlarms(sensor Sensor, rules []AlarmRule, before []alarms.State, change
 	}
 	write := &pgx.Batch{}
 	if len(ids) > 0 {
-		write.Queue(updateRulesSQL, ids, active, streaks, keep, kept)
+		write.Queue(updateRulesSQL, ids, active, streaks, keep, kept, stamps)
 	}
 	// Before the new parts, which may have the instants of old ones; a
 	// statement a rule, since a join with arrays of them is planned as a
@@ -166,8 +167,10 @@ func withKeyPlans(b *pgx.Batch) *pgx.Batch {
 // the plan joins them with: without it, the generic plan without
 // sequential scans (withKeyPlans) merged the whole primary key with the
 // arrays.
-const updateRulesSQL = `UPDATE alarm_rules r SET active = u.active, streak = u.streak, rate_kept = CASE WHEN u.keep THEN u.kept ELSE r.rate_kept END
-FROM unnest($1::bigint[], $2::boolean[], $3::int[], $4::boolean[], $5::bytea[]) AS u(id, active, streak, keep, kept)
+const updateRulesSQL = `UPDATE alarm_rules r SET active = u.active, streak = u.streak,
+    rate_kept = CASE WHEN u.keep THEN u.kept ELSE r.rate_kept END,
+    rate_kept_stamp = CASE WHEN u.keep THEN nullif(u.stamp, 0) ELSE r.rate_kept_stamp END
+FROM unnest($1::bigint[], $2::boolean[], $3::int[], $4::boolean[], $5::bytea[], $6::bigint[]) AS u(id, active, streak, keep, kept, stamp)
 WHERE r.id = ANY($1) AND r.id = u.id AND ((r.active, r.streak) IS DISTINCT FROM (u.active, u.streak) OR u.keep)`
 
 // parts are rows of rate_kept_parts, as arrays.

@@ -153,6 +153,15 @@ func BatchReplacesHours(hours []BatchHour, replaced int) bool {
 //
 // It returns NotFound, and Conflict when the project is archived.
 func (tx *Tx) LockSensorWrite(ctx context.Context, key SensorKey, batch []Reading) (SensorWrite, error) {
+	return tx.LockSensorWriteHolding(ctx, key, batch, nil)
+}
+
+// LockSensorWriteHolding is LockSensorWrite for a caller that holds in
+// memory what some of the sensor's rate rules keep, under the stamps held
+// (nil: it holds none and will not; empty: it holds none, and would hold
+// those it reads whole): the rules' read leaves those out (AlarmRule.RateHeld)
+// and reads every part of the others.
+func (tx *Tx) LockSensorWriteHolding(ctx context.Context, key SensorKey, batch []Reading, held []int64) (SensorWrite, error) {
 	b := &pgx.Batch{}
 	w, state := queueLockSensorWrite(b, key)
 	var (
@@ -168,7 +177,7 @@ func (tx *Tx) LockSensorWrite(ctx context.Context, key SensorKey, batch []Readin
 	// batchHoursSQL is for any batch (genericPlansSQL): its custom plan
 	// cost as much to make as to run (pg_stat_statements over row 11e).
 	b.Queue(genericPlansSQL)
-	b.Queue(sensorRulesSQL, key.SensorID, first, last).Query(func(rows pgx.Rows) error {
+	b.Queue(sensorRulesSQL, key.SensorID, first, last, held).Query(func(rows pgx.Rows) error {
 		var err error
 		w.Rules, err = pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
 		return err
