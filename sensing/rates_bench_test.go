@@ -22,12 +22,16 @@ import (
 // reading crosses (the evaluation alone); Quiet: row 11e's, changing level
 // at a few % of the readings; Flapping: row 11e2's, at 40 %. It reports
 // the process's CPU per reading, the collector's included, which other
-// processes on a shared machine do not move as they move the time.
+// processes on a shared machine do not move as they move the time. The
+// Held variants start each batch from the window the last one left held
+// in memory (heldWindows), as a service does that wrote the sensor last.
 func BenchmarkEvaluateRate(b *testing.B) {
 	for _, bench := range []struct {
 		name      string
 		threshold float64 // of p = 2 u, per day over the hour
-	}{{"Never", math.MaxFloat64}, {"Quiet", 2 * 21000}, {"Flapping", 2 * 5000}} {
+		held      bool
+	}{{"Never", math.MaxFloat64, false}, {"Quiet", 2 * 21000, false}, {"Flapping", 2 * 5000, false},
+		{"NeverHeld", math.MaxFloat64, true}, {"QuietHeld", 2 * 21000, true}, {"FlappingHeld", 2 * 5000, true}} {
 		b.Run(bench.name, func(b *testing.B) {
 			s := New(nil, slog.New(slog.DiscardHandler), Config{})
 			sensor := store.Sensor{ID: 1, Instance: &store.Instance{Version: 1,
@@ -58,6 +62,7 @@ func BenchmarkEvaluateRate(b *testing.B) {
 			}
 			var (
 				kept    keptStore
+				held    *store.AlarmRule // as the last batch left it
 				newest  *time.Time
 				changes int
 				n       int
@@ -70,6 +75,11 @@ func BenchmarkEvaluateRate(b *testing.B) {
 				}
 				n++
 				rules := []store.AlarmRule{kept.read(rule, batch.readings)}
+				if bench.held && held != nil && held.KeptWindow != nil {
+					r := rule
+					r.RateKept, r.RatePartsTo, r.RateStamp, r.RateHeld, r.KeptWindow = held.RateKept, held.RatePartsTo, held.RateStamp, true, held.KeptWindow
+					rules[0] = r
+				}
 				_, events, err := s.evaluate(context.Background(), nil, sensor, rules, batch.readings, newest, windowsAt{through: newest}, nil, batch.pre)
 				if err != nil {
 					b.Fatal(err)
@@ -79,6 +89,7 @@ func BenchmarkEvaluateRate(b *testing.B) {
 				}
 				rule.State, rule.TargetRank = rules[0].State, rules[0].TargetRank
 				kept.write(rules[0])
+				held = &rules[0]
 				newest = new(batch.readings[size-1].Time)
 			}
 			for range 4 { // a full window kept
