@@ -72,3 +72,17 @@ func (s *Service) HeldWindows(sensorID int64) (map[int64]*store.RateWindow, map[
 	}
 	return windows, stamps
 }
+
+// IngestNaming is Ingest of a batch whose write names stamps to the
+// rules' read as held, whatever this service holds: as when another write
+// of the sensor took the windows held between the two.
+func (s *Service) IngestNaming(ctx context.Context, key store.SensorKey, readings []store.Reading, stamps []int64) error {
+	in, err := newBatchIntake(NewBatch(readings), s.checks())
+	if err != nil {
+		return err
+	}
+	return s.db.InTx(ctx, func(tx *store.Tx) error {
+		_, _, err := s.write(ctx, tx, key, in, stamps)
+		return err
+	})
+}

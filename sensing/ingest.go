@@ -103,7 +103,7 @@ func (s *Service) Ingest(ctx context.Context, key store.SensorKey, src Source) (
 	var rules []store.AlarmRule // as the last attempt left them
 	err := run(ctx, func(tx *store.Tx) error {
 		var err error
-		written, rules, err = s.write(ctx, tx, key, in)
+		written, rules, err = s.write(ctx, tx, key, in, s.held.stamps(key.SensorID))
 		return err
 	})
 	if err == nil {
@@ -120,12 +120,14 @@ func (s *Service) Ingest(ctx context.Context, key store.SensorKey, src Source) (
 // (LockSensorWrite), then the chunks of readings, each locked to write it
 // before anything reads it.
 //
-// It returns the sensor's rules too, as the write left them, for what
-// their rate rules keep to be held once it commits (heldWindows).
-func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, in intake) (store.Written, []store.AlarmRule, error) {
+// held are the stamps of what this service holds of the sensor's rate
+// rules (heldWindows.stamps). It returns the sensor's rules too, as the
+// write left them, for what their rate rules keep to be held once it
+// commits.
+func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, in intake, held []int64) (store.Written, []store.AlarmRule, error) {
 	var written store.Written
 	bounded, cancel := in.bound(s, ctx)
-	w, err := tx.LockSensorWriteHolding(bounded, key, in.ahead(), s.held.stamps(key.SensorID))
+	w, err := tx.LockSensorWriteHolding(bounded, key, in.ahead(), held)
 	cancel()
 	if err != nil {
 		return written, nil, err

@@ -430,7 +430,7 @@ func (rs rates) keep(rules []store.AlarmRule, sensor store.Sensor, w windowsAt, 
 		switch {
 		case next != nil && len(next.Micros)+unread(*r, full, appendable) <= keptMax(n):
 			keepWindow(r, *next, through.Add(-window(*r)).UnixMicro(), sealedTo, appendable)
-		case r.RateKept != nil:
+		case r.RateKept != nil || r.RateHeld: // held: the read left out what is stored, which take did not find
 			r.RateKept, r.RateParts, r.DropParts, r.KeptChanged = nil, nil, math.MaxInt64, true
 			r.RatePartsTo, r.RatePartsUnread, r.RateStamp, r.KeptWindow = math.MinInt64, 0, 0, nil
 		}

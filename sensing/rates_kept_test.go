@@ -410,6 +410,58 @@ func TestKeptRateWindowWrites(t *testing.T) {
 	}
 }
 
+// TestHeldWindowTaken: a write whose rules' read left out what a rule
+// keeps, held under its stamp, but which finds it no longer held (another
+// write of the sensor took it in between, and failed) treats it as
+// unknown: late readings, which change what the window holds, forget it
+// rather than leave it stored as it was.
+func TestHeldWindowTaken(t *testing.T) {
+	core, db := newService(t)
+	ctx := t.Context()
+	f := newFixture(t, db)
+	spec := store.AlarmRuleSpec{TargetKey: "p", Level: "Alert", Direction: "above", Threshold: 1e9, Persistence: 1, Window: 3600, Per: 86400}
+	if _, err := core.CreateAlarmRule(ctx, f.key, spec); err != nil {
+		t.Fatal(err)
+	}
+	at := func(i int, half bool) store.Reading {
+		t := minute(0).Add(time.Duration(i) * time.Second)
+		if half {
+			t = t.Add(time.Second / 2)
+		}
+		return store.Reading{Time: t, InputIDs: []int64{f.u(), f.i()}, Values: []float64{float64(i % 7), 1}}
+	}
+	for n := range 3 {
+		var batch []store.Reading
+		for i := n * 1000; i < (n+1)*1000; i++ {
+			batch = append(batch, at(i, false))
+		}
+		if _, err := core.Ingest(ctx, f.key, sensing.NewBatch(batch)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, held := core.HeldWindows(f.key.SensorID)
+	if len(held) != 1 {
+		t.Fatalf("the service holds %d windows, want the rule's", len(held))
+	}
+	var late []store.Reading
+	for i := 2000; i < 2600; i++ {
+		late = append(late, at(i, true))
+	}
+	other := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{})
+	if err := other.IngestNaming(ctx, f.key, late, slices.Collect(maps.Values(held))); err != nil {
+		t.Fatal(err)
+	}
+	kept, read, err := core.RateWindows(ctx, f.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, w := range kept {
+		if w != nil && !sameWindow(w, read[id]) {
+			t.Errorf("rule %d keeps %d values through %s, want nothing or the %d read back", id, len(w.Micros), w.Through.Format("15:04:05"), len(read[id].Micros))
+		}
+	}
+}
+
 // statementTracer keeps the SQL of the statements sent, alone or in
 // batches.
 type statementTracer struct {
