@@ -43,9 +43,7 @@ type heldWindow struct {
 // rules of an hour's window a second apart. Past it the holds start over.
 const maxHeldValues = 1 << 22
 
-// stamps are the stamps held of the sensor's rules: never nil, so that
-// the rules' read reads whole the windows of those not held, to hold
-// them from then on.
+// stamps are the stamps held of the sensor's rules.
 func (h *heldWindows) stamps(sensorID int64) []int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -77,7 +75,7 @@ func (h *heldWindows) take(sensorID int64, rules []store.AlarmRule) {
 		}
 		delete(held, r.ID)
 		h.values -= len(w.window.Micros)
-		r.RateKept, r.RatePartsTo, r.RatePartsUnread, r.KeptWindow = w.head, w.partsTo, 0, w.window
+		r.RateKept, r.RatePartsTo, r.KeptWindow = w.head, w.partsTo, w.window
 	}
 }
 

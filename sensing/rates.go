@@ -428,23 +428,13 @@ func (rs rates) keep(rules []store.AlarmRule, sensor store.Sensor, w windowsAt, 
 				Values: slices.Concat(old.Values[:a], series.v[c:d], old.Values[b:])}
 		}
 		switch {
-		case next != nil && len(next.Micros)+unread(*r, full, appendable) <= keptMax(n):
+		case next != nil && len(next.Micros) <= keptMax(n):
 			keepWindow(r, *next, through.Add(-window(*r)).UnixMicro(), sealedTo, appendable)
 		case r.RateKept != nil || r.RateHeld: // held: the read left out what is stored, which take did not find
 			r.RateKept, r.RateParts, r.DropParts, r.KeptChanged = nil, nil, math.MaxInt64, true
-			r.RatePartsTo, r.RatePartsUnread, r.RateStamp, r.KeptWindow = math.MinInt64, 0, 0, nil
+			r.RatePartsTo, r.RateStamp, r.KeptWindow = math.MinInt64, 0, nil
 		}
 	}
-}
-
-// unread is how many values of what rule r keeps its read left out
-// (store.AlarmRule.RatePartsUnread), which the series of a chunk that
-// appends to it (full, appendable) lacks.
-func unread(r store.AlarmRule, full, appendable bool) int {
-	if !full || !appendable {
-		return 0
-	}
-	return r.RatePartsUnread * store.KeptPartLen
 }
 
 // appendsTo tells whether a chunk of a write from first on, where what
@@ -482,7 +472,7 @@ func keepWindow(r *store.AlarmRule, next store.RateWindow, start, sealedTo int64
 			}
 		}
 	} else {
-		r.RatePartsTo, r.RatePartsUnread = math.MinInt64, 0
+		r.RatePartsTo = math.MinInt64
 	}
 	t, v := next.Micros[k:], next.Values[k:]
 	for len(t) >= store.KeptPartLen {
@@ -495,17 +485,12 @@ func keepWindow(r *store.AlarmRule, next store.RateWindow, start, sealedTo int64
 	head := store.RateWindow{Through: next.Through, Version: next.Version, Micros: t, Values: v}
 	r.RateKept, r.RateParts, r.DropParts, r.KeptChanged = head.Encode(), parts, drop, true
 	r.RateStamp = newStamp()
-	hold(r, next, !appendable || r.RatePartsUnread == 0)
+	hold(r, next)
 }
 
 // hold sets what the service holds of what rule r keeps (KeptWindow) to
-// a copy of next, in the memory it held before, when next is the whole
-// window (whole: not one whose read left parts unread), else to nothing.
-func hold(r *store.AlarmRule, next store.RateWindow, whole bool) {
-	if !whole {
-		r.KeptWindow = nil
-		return
-	}
+// a copy of next, in the memory it held before.
+func hold(r *store.AlarmRule, next store.RateWindow) {
 	h := r.KeptWindow
 	if h == nil {
 		h = &store.RateWindow{}

@@ -109,20 +109,19 @@ func BenchmarkEvaluateRate(b *testing.B) {
 
 // keptStore is what the store keeps of one rate rule between batches, and
 // what its rules' read returns of it for a batch newer than the newest
-// reading (sensorRulesSQL): the parts from the one holding the first
-// reading's window start to the first that ends after the last one's.
+// reading when the service does not hold it (sensorRulesSQL): the parts
+// from the one holding the first reading's window start on.
 type keptStore struct {
 	head  []byte
 	parts map[int64][]byte // by last instant
 }
 
 func (k *keptStore) read(r store.AlarmRule, batch []store.Reading) store.AlarmRule {
-	r.RateKept, r.RateParts, r.RatePartsTo, r.RatePartsUnread = k.head, nil, math.MinInt64, 0
+	r.RateKept, r.RateParts, r.RatePartsTo = k.head, nil, math.MinInt64
 	if k.head == nil {
 		return r
 	}
-	w := r.Window * 1e6
-	from, to := batch[0].Time.UnixMicro()-w, batch[len(batch)-1].Time.UnixMicro()-w
+	from := batch[0].Time.UnixMicro() - r.Window*1e6
 	var ends []int64
 	for upto := range k.parts {
 		if upto >= from {
@@ -130,16 +129,9 @@ func (k *keptStore) read(r store.AlarmRule, batch []store.Reading) store.AlarmRu
 		}
 	}
 	slices.Sort(ends)
-	if len(ends) == 0 {
-		return r
-	}
-	r.RatePartsTo = ends[len(ends)-1]
-	for i, upto := range ends {
+	for _, upto := range ends {
 		r.RateParts = append(r.RateParts, k.parts[upto])
-		if upto >= to {
-			r.RatePartsUnread = len(ends) - i - 1
-			break
-		}
+		r.RatePartsTo = upto
 	}
 	return r
 }

@@ -40,7 +40,7 @@ func (tx *Tx) SensorRules(ctx context.Context, sensorID int64) ([]AlarmRule, err
 	var rules []AlarmRule
 	b := &pgx.Batch{}
 	b.Queue(noJITSQL)
-	b.Queue(sensorRulesSQL, sensorID, nil, nil, nil).Query(func(rows pgx.Rows) error {
+	b.Queue(sensorRulesSQL, sensorID, nil, nil).Query(func(rows pgx.Rows) error {
 		var err error
 		rules, err = pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
 		return err

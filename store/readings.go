@@ -157,19 +157,17 @@ func (tx *Tx) LockSensorWrite(ctx context.Context, key SensorKey, batch []Readin
 }
 
 // LockSensorWriteHolding is LockSensorWrite for a caller that holds in
-// memory what some of the sensor's rate rules keep, under the stamps held
-// (nil: it holds none and will not; empty: it holds none, and would hold
-// those it reads whole): the rules' read leaves those out (AlarmRule.RateHeld)
-// and reads every part of the others.
+// memory what some of the sensor's rate rules keep, under the stamps
+// held: the rules' read leaves those out (AlarmRule.RateHeld).
 func (tx *Tx) LockSensorWriteHolding(ctx context.Context, key SensorKey, batch []Reading, held []int64) (SensorWrite, error) {
 	b := &pgx.Batch{}
 	w, state := queueLockSensorWrite(b, key)
 	var (
-		first, last   *int64 // nil: the rules read every part they keep
+		first         *int64 // nil: the rules read every part they keep
 		hours, firsts []time.Time
 	)
 	if len(batch) > 0 {
-		first, last = new(batch[0].Time.UnixMicro()), new(batch[len(batch)-1].Time.UnixMicro())
+		first = new(batch[0].Time.UnixMicro())
 		hours, firsts = hourFirsts(batch)
 	}
 	b.Queue(noJITSQL)
@@ -177,7 +175,7 @@ func (tx *Tx) LockSensorWriteHolding(ctx context.Context, key SensorKey, batch [
 	// batchHoursSQL is for any batch (genericPlansSQL): its custom plan
 	// cost as much to make as to run (pg_stat_statements over row 11e).
 	b.Queue(genericPlansSQL)
-	b.Queue(sensorRulesSQL, key.SensorID, first, last, held).Query(func(rows pgx.Rows) error {
+	b.Queue(sensorRulesSQL, key.SensorID, first, held).Query(func(rows pgx.Rows) error {
 		var err error
 		w.Rules, err = pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
 		return err
