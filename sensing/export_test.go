@@ -60,3 +60,29 @@ func (s *Service) RateWindows(ctx context.Context, key store.SensorKey) (kept, r
 func (s *Service) RecomputeSettledRollups(ctx context.Context, settle time.Duration) (n int, more bool, err error) {
 	return s.recomputeRollups(ctx, settle)
 }
+
+// HeldWindows returns, by rule id, the windows the service holds of the
+// sensor's rate rules and their stamps.
+func (s *Service) HeldWindows(sensorID int64) (map[int64]*store.RateWindow, map[int64]int64) {
+	s.held.mu.Lock()
+	defer s.held.mu.Unlock()
+	windows, stamps := map[int64]*store.RateWindow{}, map[int64]int64{}
+	for id, w := range s.held.sensors[sensorID] {
+		windows[id], stamps[id] = w.window, w.stamp
+	}
+	return windows, stamps
+}
+
+// IngestNaming is Ingest of a batch whose write names stamps to the
+// rules' read as held, whatever this service holds: as when another write
+// of the sensor took the windows held between the two.
+func (s *Service) IngestNaming(ctx context.Context, key store.SensorKey, readings []store.Reading, stamps []int64) error {
+	in, err := newBatchIntake(NewBatch(readings), s.checks())
+	if err != nil {
+		return err
+	}
+	return s.db.InTx(ctx, func(tx *store.Tx) error {
+		_, _, err := s.write(ctx, tx, key, in, stamps)
+		return err
+	})
+}

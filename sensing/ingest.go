@@ -100,11 +100,15 @@ func (s *Service) Ingest(ctx context.Context, key store.SensorKey, src Source) (
 		defer st.src.close()
 		in, run = st, s.db.InTxOnce
 	}
+	var rules []store.AlarmRule // as the last attempt left them
 	err := run(ctx, func(tx *store.Tx) error {
 		var err error
-		written, err = s.write(ctx, tx, key, in)
+		written, rules, err = s.write(ctx, tx, key, in, s.held.stamps(key.SensorID))
 		return err
 	})
+	if err == nil {
+		s.held.put(key.SensorID, rules) // committed: what they keep is stored
+	}
 	if err == nil && written.Events > 0 && s.cfg.OnEvents != nil {
 		s.cfg.OnEvents()
 	}
@@ -115,27 +119,33 @@ func (s *Service) Ingest(ctx context.Context, key store.SensorKey, src Source) (
 // Its locks follow one order: the project and the sensor
 // (LockSensorWrite), then the chunks of readings, each locked to write it
 // before anything reads it.
-func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, in intake) (store.Written, error) {
+//
+// held are the stamps of what this service holds of the sensor's rate
+// rules (heldWindows.stamps). It returns the sensor's rules too, as the
+// write left them, for what their rate rules keep to be held once it
+// commits.
+func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, in intake, held []int64) (store.Written, []store.AlarmRule, error) {
 	var written store.Written
 	bounded, cancel := in.bound(s, ctx)
-	w, err := tx.LockSensorWrite(bounded, key, in.ahead())
+	w, err := tx.LockSensorWriteHolding(bounded, key, in.ahead(), held)
 	cancel()
 	if err != nil {
-		return written, err
+		return written, nil, err
 	}
+	s.held.take(key.SensorID, w.Rules)
 	if err := in.stage(ctx, tx, w); err != nil {
-		return written, err
+		return written, nil, err
 	}
 	ctx, cancel = in.bound(s, ctx)
 	defer cancel()
 	if err := in.checkInputs(w.Sensor.Instance); err != nil {
-		return written, err
+		return written, nil, err
 	}
 	if err := tx.RecordInputs(ctx, w, in.inputIDs()); err != nil {
-		return written, err
+		return written, nil, err
 	}
 	if written, err = in.store(ctx, tx, w); err != nil {
-		return written, err
+		return written, nil, err
 	}
 	var pre *batchOutputs // the outputs the rollups computed, for the rules
 	if w.Hours != nil {
@@ -145,28 +155,28 @@ func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, 
 	chunks := func(fn func([]store.Reading) error) error { return in.chunks(ctx, fn) }
 	if written.Replaced > 0 {
 		if err := auditOverwrite(ctx, tx, key, written, in.span); err != nil {
-			return written, err
+			return written, nil, err
 		}
 	}
 	flagged, stale := w.Flagged, false
 	if len(w.Checks) > 0 {
 		checks, err := store.ParseChecks(w.Checks)
 		if err != nil {
-			return written, fmt.Errorf("read checks: %w", err)
+			return written, nil, fmt.Errorf("read checks: %w", err)
 		}
 		set, rejectedStored, err := s.runChecks(ctx, tx, w.Sensor, checks, chunks)
 		if err != nil {
-			return written, err
+			return written, nil, err
 		}
 		flagged, stale = flagged || set, rejectedStored
 	}
 	if written.Events, err = s.stepAlarms(ctx, tx, w.Sensor, w.Rules, w.Newest, flagged, stale, pre, chunks); err != nil {
-		return written, err
+		return written, nil, err
 	}
 	if in.ahead() != nil {
-		return written, nil // the lock kept the newest reading
+		return written, w.Rules, nil // the lock kept the newest reading
 	}
-	return written, tx.KeepLatest(ctx, w.Sensor.ID, in.newest())
+	return written, w.Rules, tx.KeepLatest(ctx, w.Sensor.ID, in.newest())
 }
 
 // intake is how a write's readings reach the pipeline: whole, or as they

@@ -304,14 +304,22 @@ func kept(rules []store.AlarmRule, through time.Time, version int64, n int, room
 // keptWindow is what rule r keeps, parsed with room for n more values,
 // into into's memory when it has the room (into, when not nil, is left
 // holding the memory parsed into): its window's values, without those
-// before the window that the oldest of its parts still holds.
+// before the window that the oldest of its parts still holds. What the
+// service holds of it (KeptWindow) is copied, not parsed.
 func keptWindow(r store.AlarmRule, n int, into *store.RateWindow) (store.RateWindow, error) {
 	var mem store.RateWindow
 	if into != nil {
 		mem = *into
 	}
-	w, err := store.ParseKeptInto(mem, r.RateKept, r.RateParts, n)
-	if err != nil {
+	var (
+		w   store.RateWindow
+		err error
+	)
+	if h := r.KeptWindow; h != nil {
+		w = *h
+		w.Micros = append(slices.Grow(mem.Micros[:0], len(h.Micros)+n), h.Micros...)
+		w.Values = append(slices.Grow(mem.Values[:0], len(h.Values)+n), h.Values...)
+	} else if w, err = store.ParseKeptInto(mem, r.RateKept, r.RateParts, n); err != nil {
 		return w, err
 	}
 	if into != nil {
@@ -420,23 +428,13 @@ func (rs rates) keep(rules []store.AlarmRule, sensor store.Sensor, w windowsAt, 
 				Values: slices.Concat(old.Values[:a], series.v[c:d], old.Values[b:])}
 		}
 		switch {
-		case next != nil && len(next.Micros)+unread(*r, full, appendable) <= keptMax(n):
+		case next != nil && len(next.Micros) <= keptMax(n):
 			keepWindow(r, *next, through.Add(-window(*r)).UnixMicro(), sealedTo, appendable)
-		case r.RateKept != nil:
+		case r.RateKept != nil || r.RateHeld: // held: the read left out what is stored, which take did not find
 			r.RateKept, r.RateParts, r.DropParts, r.KeptChanged = nil, nil, math.MaxInt64, true
-			r.RatePartsTo, r.RatePartsUnread = math.MinInt64, 0
+			r.RatePartsTo, r.RateStamp, r.KeptWindow = math.MinInt64, 0, nil
 		}
 	}
-}
-
-// unread is how many values of what rule r keeps its read left out
-// (store.AlarmRule.RatePartsUnread), which the series of a chunk that
-// appends to it (full, appendable) lacks.
-func unread(r store.AlarmRule, full, appendable bool) int {
-	if !full || !appendable {
-		return 0
-	}
-	return r.RatePartsUnread * store.KeptPartLen
 }
 
 // appendsTo tells whether a chunk of a write from first on, where what
@@ -474,7 +472,7 @@ func keepWindow(r *store.AlarmRule, next store.RateWindow, start, sealedTo int64
 			}
 		}
 	} else {
-		r.RatePartsTo, r.RatePartsUnread = math.MinInt64, 0
+		r.RatePartsTo = math.MinInt64
 	}
 	t, v := next.Micros[k:], next.Values[k:]
 	for len(t) >= store.KeptPartLen {
@@ -486,6 +484,20 @@ func keepWindow(r *store.AlarmRule, next store.RateWindow, start, sealedTo int64
 	}
 	head := store.RateWindow{Through: next.Through, Version: next.Version, Micros: t, Values: v}
 	r.RateKept, r.RateParts, r.DropParts, r.KeptChanged = head.Encode(), parts, drop, true
+	r.RateStamp = newStamp()
+	hold(r, next)
+}
+
+// hold sets what the service holds of what rule r keeps (KeptWindow) to
+// a copy of next, in the memory it held before.
+func hold(r *store.AlarmRule, next store.RateWindow) {
+	h := r.KeptWindow
+	if h == nil {
+		h = &store.RateWindow{}
+	}
+	*h = store.RateWindow{Through: next.Through, Version: next.Version,
+		Micros: append(h.Micros[:0], next.Micros...), Values: append(h.Values[:0], next.Values...)}
+	r.KeptWindow = h
 }
 
 // trimDue tells whether a write that moves what rule r keeps to through

@@ -22,12 +22,16 @@ import (
 // reading crosses (the evaluation alone); Quiet: row 11e's, changing level
 // at a few % of the readings; Flapping: row 11e2's, at 40 %. It reports
 // the process's CPU per reading, the collector's included, which other
-// processes on a shared machine do not move as they move the time.
+// processes on a shared machine do not move as they move the time. The
+// Held variants start each batch from the window the last one left held
+// in memory (heldWindows), as a service does that wrote the sensor last.
 func BenchmarkEvaluateRate(b *testing.B) {
 	for _, bench := range []struct {
 		name      string
 		threshold float64 // of p = 2 u, per day over the hour
-	}{{"Never", math.MaxFloat64}, {"Quiet", 2 * 21000}, {"Flapping", 2 * 5000}} {
+		held      bool
+	}{{"Never", math.MaxFloat64, false}, {"Quiet", 2 * 21000, false}, {"Flapping", 2 * 5000, false},
+		{"NeverHeld", math.MaxFloat64, true}, {"QuietHeld", 2 * 21000, true}, {"FlappingHeld", 2 * 5000, true}} {
 		b.Run(bench.name, func(b *testing.B) {
 			s := New(nil, slog.New(slog.DiscardHandler), Config{})
 			sensor := store.Sensor{ID: 1, Instance: &store.Instance{Version: 1,
@@ -58,6 +62,7 @@ func BenchmarkEvaluateRate(b *testing.B) {
 			}
 			var (
 				kept    keptStore
+				held    *store.AlarmRule // as the last batch left it
 				newest  *time.Time
 				changes int
 				n       int
@@ -70,6 +75,11 @@ func BenchmarkEvaluateRate(b *testing.B) {
 				}
 				n++
 				rules := []store.AlarmRule{kept.read(rule, batch.readings)}
+				if bench.held && held != nil && held.KeptWindow != nil {
+					r := rule
+					r.RateKept, r.RatePartsTo, r.RateStamp, r.RateHeld, r.KeptWindow = held.RateKept, held.RatePartsTo, held.RateStamp, true, held.KeptWindow
+					rules[0] = r
+				}
 				_, events, err := s.evaluate(context.Background(), nil, sensor, rules, batch.readings, newest, windowsAt{through: newest}, nil, batch.pre)
 				if err != nil {
 					b.Fatal(err)
@@ -79,6 +89,7 @@ func BenchmarkEvaluateRate(b *testing.B) {
 				}
 				rule.State, rule.TargetRank = rules[0].State, rules[0].TargetRank
 				kept.write(rules[0])
+				held = &rules[0]
 				newest = new(batch.readings[size-1].Time)
 			}
 			for range 4 { // a full window kept
@@ -98,20 +109,19 @@ func BenchmarkEvaluateRate(b *testing.B) {
 
 // keptStore is what the store keeps of one rate rule between batches, and
 // what its rules' read returns of it for a batch newer than the newest
-// reading (sensorRulesSQL): the parts from the one holding the first
-// reading's window start to the first that ends after the last one's.
+// reading when the service does not hold it (sensorRulesSQL): the parts
+// from the one holding the first reading's window start on.
 type keptStore struct {
 	head  []byte
 	parts map[int64][]byte // by last instant
 }
 
 func (k *keptStore) read(r store.AlarmRule, batch []store.Reading) store.AlarmRule {
-	r.RateKept, r.RateParts, r.RatePartsTo, r.RatePartsUnread = k.head, nil, math.MinInt64, 0
+	r.RateKept, r.RateParts, r.RatePartsTo = k.head, nil, math.MinInt64
 	if k.head == nil {
 		return r
 	}
-	w := r.Window * 1e6
-	from, to := batch[0].Time.UnixMicro()-w, batch[len(batch)-1].Time.UnixMicro()-w
+	from := batch[0].Time.UnixMicro() - r.Window*1e6
 	var ends []int64
 	for upto := range k.parts {
 		if upto >= from {
@@ -119,16 +129,9 @@ func (k *keptStore) read(r store.AlarmRule, batch []store.Reading) store.AlarmRu
 		}
 	}
 	slices.Sort(ends)
-	if len(ends) == 0 {
-		return r
-	}
-	r.RatePartsTo = ends[len(ends)-1]
-	for i, upto := range ends {
+	for _, upto := range ends {
 		r.RateParts = append(r.RateParts, k.parts[upto])
-		if upto >= to {
-			r.RatePartsUnread = len(ends) - i - 1
-			break
-		}
+		r.RatePartsTo = upto
 	}
 	return r
 }

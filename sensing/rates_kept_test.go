@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -113,6 +114,7 @@ func TestKeptRateWindows(t *testing.T) {
 		return out
 	}
 
+	other := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{MaxFuture: 24 * time.Hour})
 	steps := []struct {
 		name  string
 		do    func(s site) error
@@ -188,6 +190,26 @@ func TestKeptRateWindows(t *testing.T) {
 		{"DenseFlag", func(s site) error { return flag(s, store.Rejected, 275, 275, "u") }, false},
 		{"DenseAfterTheFlag", func(s site) error { return write(s, seconds(s, 4500, 5499)...) }, true},
 		{"DenseAppendAgain", func(s site) error { return write(s, seconds(s, 5500, 6499)...) }, true},
+		// Another instance writes the sensor, then this one again: what it
+		// holds of the windows is no longer what is stored, and is not used.
+		{"DenseOtherInstance", func(s site) error {
+			_, err := other.Ingest(ctx, s.key, sensing.NewBatch(seconds(s, 6500, 7499)))
+			return err
+		}, true},
+		{"DenseBackToTheFirst", func(s site) error { return write(s, seconds(s, 7500, 8499)...) }, true},
+		{"DenseAgainOnTheFirst", func(s site) error { return write(s, seconds(s, 8500, 9499)...) }, true},
+		// Late readings by a third instance change what is kept and not
+		// where it stands: only its stamp tells what this one holds from it.
+		{"DenseLateOnAThird", func(s site) error {
+			var late []store.Reading
+			for i := 8899; i < 9499; i++ {
+				late = append(late, reading(s, second(i).Add(time.Second/2), 1))
+			}
+			third := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{MaxFuture: 24 * time.Hour})
+			_, err := third.Ingest(ctx, s.key, sensing.NewBatch(late))
+			return err
+		}, true},
+		{"DenseAfterTheThirdsLate", func(s site) error { return write(s, seconds(s, 9500, 10499)...) }, true},
 	}
 	for _, step := range steps {
 		err := db.InTx(ctx, func(tx *store.Tx) error { return tx.ForgetRateWindows(ctx, read.key.SensorID) })
@@ -211,6 +233,15 @@ func TestKeptRateWindows(t *testing.T) {
 				t.Errorf("after %s: rule %d keeps %s, want %s as read back", step.name, id, windowText(w), windowText(want))
 			}
 		}
+		// What this service holds of a window, where its stamp is the one
+		// stored, is the window stored.
+		held, stamps := core.HeldWindows(kept.key.SensorID)
+		stored := storedStamps(t, db, kept.key.SensorID)
+		for id, w := range held {
+			if stamps[id] == stored[id] && !sameWindow(w, keptWindows[id]) {
+				t.Errorf("after %s: rule %d holds %s under the stored stamp, which keeps %s", step.name, id, windowText(w), windowText(keptWindows[id]))
+			}
+		}
 		if got, want := decisions(t, db, kept.key), decisions(t, db, read.key); got != want {
 			t.Errorf("after %s: rules keeping their windows decided\n%s\nwant, as from the readings,\n%s", step.name, got, want)
 		}
@@ -218,6 +249,24 @@ func TestKeptRateWindows(t *testing.T) {
 	if len(events(t, db, kept.key)) < 4 {
 		t.Errorf("events %q: the steps should have raised and cleared alarms", events(t, db, kept.key))
 	}
+}
+
+// storedStamps are the stamps of what the sensor's rules keep, by rule
+// id, as stored.
+func storedStamps(t *testing.T, db *store.DB, sensorID int64) map[int64]int64 {
+	t.Helper()
+	out := map[int64]int64{}
+	err := db.InTx(t.Context(), func(tx *store.Tx) error {
+		rules, err := tx.SensorRules(t.Context(), sensorID)
+		for _, r := range rules {
+			out[r.ID] = r.RateStamp
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func sameWindow(a, b *store.RateWindow) bool {
@@ -258,11 +307,10 @@ func decisions(t *testing.T, db *store.DB, key store.SensorKey) string {
 }
 
 // TestKeptRateWindowWrites: with an hour's rate rule on readings a second
-// apart, a batch of 1,000 after the newest reading reads only the parts of
-// what the rule keeps that its readings' windows start in (three of the
-// window's eight), counting the others; and the parts that left the
-// window are dropped in one statement once a window's length, not at
-// every batch.
+// apart, the parts that left the window are dropped in one statement once
+// a window's length, not at every batch; and the service holds the
+// window its last write kept, whose parts the rules' read of its next
+// write leaves out, while a writer that holds another reads them all.
 func TestKeptRateWindowWrites(t *testing.T) {
 	tracer := &statementTracer{}
 	pool, err := store.Open(t.Context(), storetest.NewDatabase(t), store.PoolConfig{Tracer: tracer})
@@ -302,26 +350,95 @@ func TestKeptRateWindowWrites(t *testing.T) {
 	}
 
 	errRollback := errors.New("rollback")
-	err = db.InTx(ctx, func(tx *store.Tx) error {
-		w, err := tx.LockSensorWrite(ctx, f.key, batch(batches))
-		if err != nil {
-			return err
-		}
-		var rule *store.AlarmRule
-		for i := range w.Rules {
-			if w.Rules[i].Window > 0 {
-				rule = &w.Rules[i]
+	// The service holds the window its last write kept: the read of a
+	// writer that names the stored stamp leaves out what the rule keeps,
+	// and one that names another stamp reads it all, for it to hold.
+	_, held := core.HeldWindows(f.key.SensorID)
+	if len(held) != 1 {
+		t.Fatalf("the service holds %d windows, want the rule's", len(held))
+	}
+	// The window of the batch's first reading holds 3,600 values: eight
+	// parts of 440 and the rest with the rule.
+	for _, c := range []struct {
+		name  string
+		held  []int64
+		want  bool // left out
+		parts int
+	}{
+		{"TheStoredStamp", slices.Collect(maps.Values(held)), true, 0},
+		{"AnotherStamp", []int64{1}, false, 8},
+		{"NoStamp", nil, false, 8},
+	} {
+		err = db.InTx(ctx, func(tx *store.Tx) error {
+			w, err := tx.LockSensorWriteHolding(ctx, f.key, batch(batches), c.held)
+			if err != nil {
+				return err
 			}
+			for _, r := range w.Rules {
+				if r.Window == 0 {
+					continue
+				}
+				if r.RateHeld != c.want || (r.RateKept == nil) != c.want || len(r.RateParts) != c.parts {
+					t.Errorf("%s: held %v, head %d bytes, %d parts read; want held %v, %d parts", c.name, r.RateHeld, len(r.RateKept), len(r.RateParts), c.want, c.parts)
+				}
+			}
+			return errRollback
+		})
+		if !errors.Is(err, errRollback) {
+			t.Fatal(err)
 		}
-		// The window of the sensor's newest reading holds 3,600 values:
-		// eight parts of 440 and the rest with the rule.
-		if got, unread := len(rule.RateParts), rule.RatePartsUnread; got > 3 || got+unread != 8 {
-			t.Errorf("the batch read %d parts and left %d unread, want at most 3 of the window's 8", got, unread)
-		}
-		return errRollback
-	})
-	if !errors.Is(err, errRollback) {
+	}
+}
+
+// TestHeldWindowTaken: a write whose rules' read left out what a rule
+// keeps, held under its stamp, but which finds it no longer held (another
+// write of the sensor took it in between, and failed) treats it as
+// unknown: late readings, which change what the window holds, forget it
+// rather than leave it stored as it was.
+func TestHeldWindowTaken(t *testing.T) {
+	core, db := newService(t)
+	ctx := t.Context()
+	f := newFixture(t, db)
+	spec := store.AlarmRuleSpec{TargetKey: "p", Level: "Alert", Direction: "above", Threshold: 1e9, Persistence: 1, Window: 3600, Per: 86400}
+	if _, err := core.CreateAlarmRule(ctx, f.key, spec); err != nil {
 		t.Fatal(err)
+	}
+	at := func(i int, half bool) store.Reading {
+		t := minute(0).Add(time.Duration(i) * time.Second)
+		if half {
+			t = t.Add(time.Second / 2)
+		}
+		return store.Reading{Time: t, InputIDs: []int64{f.u(), f.i()}, Values: []float64{float64(i % 7), 1}}
+	}
+	for n := range 3 {
+		var batch []store.Reading
+		for i := n * 1000; i < (n+1)*1000; i++ {
+			batch = append(batch, at(i, false))
+		}
+		if _, err := core.Ingest(ctx, f.key, sensing.NewBatch(batch)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, held := core.HeldWindows(f.key.SensorID)
+	if len(held) != 1 {
+		t.Fatalf("the service holds %d windows, want the rule's", len(held))
+	}
+	var late []store.Reading
+	for i := 2000; i < 2600; i++ {
+		late = append(late, at(i, true))
+	}
+	other := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{})
+	if err := other.IngestNaming(ctx, f.key, late, slices.Collect(maps.Values(held))); err != nil {
+		t.Fatal(err)
+	}
+	kept, read, err := core.RateWindows(ctx, f.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, w := range kept {
+		if w != nil && !sameWindow(w, read[id]) {
+			t.Errorf("rule %d keeps %d values through %s, want nothing or the %d read back", id, len(w.Micros), w.Through.Format("15:04:05"), len(read[id].Micros))
+		}
 	}
 }
 

@@ -65,6 +65,7 @@ type Service struct {
 	formulaErrors    *counter
 	rollupCursor     *atomic.Int64 // the sensor whose queued hours the maintainer took last
 	keptMemory       *sync.Pool    // of *store.RateWindow: what keptRoom lends
+	held             *heldWindows  // what the rate rules of the sensors it wrote keep
 	outputMemory     *sync.Pool    // of *batchOutputs: what rollBatch keeps for the rules
 	rollupWake       chan struct{} // wakes this replica's maintainer before its interval
 }
@@ -90,7 +91,7 @@ var _ Reader = (*store.DB)(nil)
 // until WithReader gives reads another database.
 func New(db *store.DB, log *slog.Logger, cfg Config) *Service {
 	return &Service{db: db, reader: db, readerHasSensors: true, log: log, cfg: cfg, programs: &formulas.Cache{}, pageHints: &pageHints{}, formulaErrors: &counter{}, rollupCursor: &atomic.Int64{},
-		keptMemory: &sync.Pool{}, outputMemory: &sync.Pool{}, rollupWake: make(chan struct{}, 1)}
+		keptMemory: &sync.Pool{}, held: &heldWindows{}, outputMemory: &sync.Pool{}, rollupWake: make(chan struct{}, 1)}
 }
 
 // WithReader returns the domain reading the readings it serves (pages,

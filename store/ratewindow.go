@@ -175,6 +175,6 @@ func (tx *Tx) ForgetRateWindows(ctx context.Context, sensorID int64) error {
 WITH parts AS (
     DELETE FROM rate_kept_parts WHERE sensor_id = $1
 )
-UPDATE alarm_rules SET rate_kept = NULL WHERE sensor_id = $1 AND rate_kept IS NOT NULL`, sensorID)
+UPDATE alarm_rules SET rate_kept = NULL, rate_kept_stamp = NULL WHERE sensor_id = $1 AND rate_kept IS NOT NULL`, sensorID)
 	return dbError("forget rate windows", err)
 }

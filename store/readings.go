@@ -153,14 +153,21 @@ func BatchReplacesHours(hours []BatchHour, replaced int) bool {
 //
 // It returns NotFound, and Conflict when the project is archived.
 func (tx *Tx) LockSensorWrite(ctx context.Context, key SensorKey, batch []Reading) (SensorWrite, error) {
+	return tx.LockSensorWriteHolding(ctx, key, batch, nil)
+}
+
+// LockSensorWriteHolding is LockSensorWrite for a caller that holds in
+// memory what some of the sensor's rate rules keep, under the stamps
+// held: the rules' read leaves those out (AlarmRule.RateHeld).
+func (tx *Tx) LockSensorWriteHolding(ctx context.Context, key SensorKey, batch []Reading, held []int64) (SensorWrite, error) {
 	b := &pgx.Batch{}
 	w, state := queueLockSensorWrite(b, key)
 	var (
-		first, last   *int64 // nil: the rules read every part they keep
+		first         *int64 // nil: the rules read every part they keep
 		hours, firsts []time.Time
 	)
 	if len(batch) > 0 {
-		first, last = new(batch[0].Time.UnixMicro()), new(batch[len(batch)-1].Time.UnixMicro())
+		first = new(batch[0].Time.UnixMicro())
 		hours, firsts = hourFirsts(batch)
 	}
 	b.Queue(noJITSQL)
@@ -168,7 +175,7 @@ func (tx *Tx) LockSensorWrite(ctx context.Context, key SensorKey, batch []Readin
 	// batchHoursSQL is for any batch (genericPlansSQL): its custom plan
 	// cost as much to make as to run (pg_stat_statements over row 11e).
 	b.Queue(genericPlansSQL)
-	b.Queue(sensorRulesSQL, key.SensorID, first, last).Query(func(rows pgx.Rows) error {
+	b.Queue(sensorRulesSQL, key.SensorID, first, held).Query(func(rows pgx.Rows) error {
 		var err error
 		w.Rules, err = pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
 		return err
