@@ -33,7 +33,7 @@ func (s *Server) validateRequest(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		req := c.Request()
-		key, remember := s.validated.key(c, op)
+		key, remember := validKey(c, op)
 		if remember && s.validated.has(key) {
 			return next(c)
 		}
@@ -91,13 +91,13 @@ const (
 	maxValidKey      = 512
 )
 
-// key is what the validator reads of c's request, and whether it may be
-// remembered: not with a body, which the key leaves out, nor for an
+// validKey is what the validator reads of c's request, and whether it may
+// be remembered: not with a body, which the key leaves out, nor for an
 // operation with cookie parameters, nor when longer than maxValidKey.
-func (v *validRequests) key(c echo.Context, op *operation) (string, bool) {
+func validKey(c echo.Context, op *operation) ([]byte, bool) {
 	req := c.Request()
 	if req.ContentLength != 0 || op.cookies {
-		return "", false
+		return nil, false
 	}
 	b := make([]byte, 0, 128)
 	b = append(b, op.id...)
@@ -118,25 +118,25 @@ func (v *validRequests) key(c echo.Context, op *operation) (string, bool) {
 		}
 	}
 	if len(b) > maxValidKey {
-		return "", false
+		return nil, false
 	}
-	return string(b), true
+	return b, true
 }
 
-func (v *validRequests) has(key string) bool {
+func (v *validRequests) has(key []byte) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	_, ok := v.seen[key]
+	_, ok := v.seen[string(key)] // no copy of key to look it up
 	return ok
 }
 
-func (v *validRequests) add(key string) {
+func (v *validRequests) add(key []byte) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.seen == nil || len(v.seen) >= maxValidRequests {
 		v.seen = make(map[string]struct{})
 	}
-	v.seen[key] = struct{}{}
+	v.seen[string(key)] = struct{}{}
 }
 
 // knownQuery refuses query parameters the operation does not declare,
