@@ -348,10 +348,16 @@ func (k *keyList) key(i int) []byte {
 
 // reset prepares e for the readings of sensorID, named by names.
 func (e *readingEncoder) reset(sensorID int64, names keyNames) {
-	e.names = names
 	e.prefix = strconv.AppendInt(append(e.prefix[:0], `{"id":"`...), sensorID, 10)
 	e.prefix = append(e.prefix, '-')
-	e.inputs.ok, e.outputs.ok = false, false
+	// Keys by id are the same for every sensor: the lists made for the
+	// last sensor serve this one when its ids are the same (keyList.of),
+	// which for a project's latest values spared making the same keys
+	// again for each of its sensors.
+	if names != nil || e.names != nil {
+		e.inputs.ok, e.outputs.ok = false, false
+	}
+	e.names = names
 }
 
 // append appends r as JSON, with its outputs unless outputs is nil, its

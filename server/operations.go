@@ -42,6 +42,10 @@ type operation struct {
 	needs requirement
 	names refs           // the resources its requests name (x-resource)
 	route *routers.Route // for validateRequest, which checks shape only
+	// headers are the names of its header parameters, and cookies tells
+	// whether it has cookie parameters: what validRequests keys on.
+	headers []string
+	cookies bool
 }
 
 // operations finds an operation by Echo's method and route path.
@@ -88,12 +92,23 @@ func loadOperations(spec *openapi3.T) (operations, error) {
 			// byte.
 			shapeOnly := *op
 			shapeOnly.Security = &openapi3.SecurityRequirements{}
-			ops[routeKey(method, echoPath(path))] = &operation{
+			o := &operation{
 				id:    op.OperationID,
 				needs: needs,
 				names: names,
 				route: &routers.Route{Spec: spec, Path: path, PathItem: item, Method: method, Operation: &shapeOnly},
 			}
+			for _, params := range []openapi3.Parameters{item.Parameters, op.Parameters} {
+				for _, p := range params {
+					switch p.Value.In {
+					case openapi3.ParameterInHeader:
+						o.headers = append(o.headers, p.Value.Name)
+					case openapi3.ParameterInCookie:
+						o.cookies = true
+					}
+				}
+			}
+			ops[routeKey(method, echoPath(path))] = o
 		}
 	}
 	return ops, nil

@@ -94,6 +94,8 @@ type Server struct {
 	streams  *streamLimits
 	metrics  *metrics
 	specJSON gen.OpenAPIDocument // set by publishContract
+	// validated are requests that passed validateRequest (validRequests).
+	validated validRequests
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
