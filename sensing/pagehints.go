@@ -11,8 +11,8 @@ import "sync"
 // whole (store.PageRead.Unflagged and NoneRejected). They are hints and
 // never decide an answer: a sensor linked since its last read finds its
 // links in the sensor the same round trip reads, and has them read after
-// the page, as a dense source's are; one flagged since has its flags and
-// readings read again, checked.
+// the page, as a dense source's are; one flagged since has its flags,
+// readings and links' readings read again, checked.
 type pageHints struct {
 	mu      sync.Mutex
 	without map[int64]pageHint

@@ -87,10 +87,11 @@ FROM sources k LEFT JOIN LATERAL (
 }
 
 // queuePageLinks queues the statements of r.Links after those of the
-// page's head; args are the page statement's.
-func queuePageLinks(b *pgx.Batch, r PageRead, args []any, order int) {
+// page's head; args, order and unrejected are the page statement's, so
+// that the links serve the readings it reads.
+func queuePageLinks(b *pgx.Batch, r PageRead, args []any, order, unrejected int) {
 	key := r.Key
-	given, unrejected := 0, 0
+	given := 0
 	largs := append(slices.Clip(args[:7]), MinTime, r.LinkReadings+1)
 	if r.Lookup {
 		b.Queue(pageSourcesSQL[0], key.OrgID, key.ProjectID, key.SensorID)
@@ -113,8 +114,7 @@ func queuePageLinks(b *pgx.Batch, r PageRead, args []any, order int) {
 		b.Queue(pageSourcesSQL[1], key.OrgID, key.ProjectID, sources)
 		largs = append(largs, inputs, sources, keys, staleness)
 	}
-	if !r.Rejected {
-		unrejected = 1
+	if unrejected == 1 {
 		largs = append(largs, r.AsOf)
 	}
 	b.Queue(pageLinksSQL[given][order][unrejected], largs...)

@@ -38,8 +38,9 @@ type PageRead struct {
 	// checking each against such flags, which costs PostgreSQL a tenth of
 	// the page. Should the sensor, looked up in the same round trip, or
 	// the flags read with it say otherwise, the flags and the readings
-	// are read again, in one more round trip. They count only when the
-	// read looks the sensor up, as it is now, without Links.
+	// are read again, in one more round trip, and so are the links'
+	// sources and readings, whose page is the readings the flags leave.
+	// They count only when the read looks the sensor up, as it is now.
 	Unflagged, NoneRejected bool
 	// Flagged, if set, is called, when the read looks the sensor up,
 	// with whether a flag is in force on it now, and whether one rejects
@@ -149,7 +150,7 @@ func (db *DB) ReadPage(ctx context.Context, r PageRead, head func(*Sensor, []Fla
 	if q.Limit > 0 {
 		limit = &q.Limit
 	}
-	hinted := r.Lookup && r.AsOf == nil && r.Links == nil
+	hinted := r.Lookup && r.AsOf == nil
 	unflagged := hinted && r.Unflagged
 	unchecked := hinted && (r.Unflagged || r.NoneRejected) && !r.Rejected
 	b := &pgx.Batch{}
@@ -169,7 +170,7 @@ func (db *DB) ReadPage(ctx context.Context, r PageRead, head func(*Sensor, []Fla
 		args = append(args, r.AsOf)
 	}
 	if r.Links != nil {
-		queuePageLinks(b, r, args, order)
+		queuePageLinks(b, r, args, order, unrejected)
 	}
 	b.Queue(pageReadingsSQL[order][unrejected], args...)
 
@@ -199,13 +200,16 @@ func (db *DB) ReadPage(ctx context.Context, r PageRead, head func(*Sensor, []Fla
 		}
 	}
 	if unflagged && flagged || unchecked && (rejecting || slices.ContainsFunc(flags, rejectsWhole)) {
-		// Read by hints that no longer hold: the flags and the readings
-		// again, checked, the sensor as read.
+		// Read by hints that no longer hold: the flags, the links and
+		// the readings again, checked, the sensor and its links as read.
 		if err := br.Close(); err != nil {
 			return dbError("list readings", err)
 		}
 		again := r
 		again.Lookup, again.Unflagged, again.NoneRejected, again.Flagged = false, false, false, nil
+		if r.Links != nil && r.LinksOf == nil {
+			again.LinksOf = sensor.Instance
+		}
 		return db.ReadPage(ctx, again, func(_ *Sensor, flags []Flag) error { return head(sensor, flags) }, fn)
 	}
 	if err := head(sensor, flags); err != nil {
