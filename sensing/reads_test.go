@@ -356,6 +356,76 @@ func TestPageLinkFlagHints(t *testing.T) {
 	t.Run("InputRejected", func(t *testing.T) { page(t, "00:2 01:4 02:- 03:8 04:10", 1, 5) })
 }
 
+// TestPageLinkSpanHints reads pages of 3 readings with outputs of a
+// sensor whose input i takes a source's u: once a full page has shown
+// how far apart its readings are, the next has its links' readings read
+// over that span, an eighth more, from its first reading, without
+// walking the page again; the readings of a page past it have their
+// links read after the page, with the same outputs, and the next page
+// takes the new spacing.
+func TestPageLinkSpanHints(t *testing.T) {
+	core, db, tracer := newCountedService(t)
+	ctx := t.Context()
+	f := newFixture(t, db)
+	bp, err := db.GetBlueprint(ctx, f.key.OrgID, *f.sensor.BlueprintID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := bp.Instantiate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := db.CreateSensor(ctx, f.key.OrgID, f.key.ProjectID, "dependant", "", &store.Attachment{BlueprintID: bp.ID, Instance: inst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.SensorKey{OrgID: f.key.OrgID, ProjectID: f.key.ProjectID, SensorID: dep.ID}
+	if _, err := core.SetLinks(ctx, key, map[string]store.InputLink{"i": {SensorID: f.key.SensorID, Key: "u", Staleness: time.Minute}}); err != nil {
+		t.Fatal(err)
+	}
+	// Both read every minute up to minute 6, then at 10 and 20. The
+	// source's u is m+1 at minute m and the dependant's u 1, so the
+	// dependant's p = u·i·2 is 2(m+1).
+	var source, own []store.Reading
+	for _, m := range []int{0, 1, 2, 3, 4, 5, 6, 10, 20} {
+		source = append(source, store.Reading{Time: minute(m), InputIDs: []int64{f.u(), f.i()}, Values: []float64{float64(m + 1), 1}})
+		own = append(own, store.Reading{Time: minute(m), InputIDs: []int64{dep.Instance.Inputs[0].ID}, Values: []float64{1}})
+	}
+	for k, readings := range map[store.SensorKey][]store.Reading{f.key: source, key: own} {
+		if _, err := core.Ingest(ctx, k, sensing.NewBatch(readings)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page := func(t *testing.T, from int, want string, rounds int64) {
+		t.Helper()
+		sink := &outputSink{}
+		q := store.ReadingQuery{From: minute(from), To: store.MaxTime, Limit: 3}
+		n := tracer.n.Load()
+		if err := core.ListReadings(ctx, key, q, sensing.ReadOptions{Outputs: true}, sink); err != nil {
+			t.Fatal(err)
+		}
+		if got := tracer.n.Load() - n; got != rounds {
+			t.Errorf("%d round trips, want %d", got, rounds)
+		}
+		var got []string
+		for _, r := range sink.got {
+			got = append(got, r[3:5]+":"+r[9:]) // the minute and p
+		}
+		if got := strings.Join(got, " "); got != want {
+			t.Errorf("minute:p %s, want %s", got, want)
+		}
+	}
+	// Never read: its links read over the page as walked.
+	t.Run("FirstRead", func(t *testing.T) { page(t, 0, "00:2 01:4 02:6", 1) })
+	// A minute apart: over 2¼ minutes from minute 3.
+	t.Run("Spaced", func(t *testing.T) { page(t, 3, "03:8 04:10 05:12", 1) })
+	// Over 2¼ minutes from minute 6: 10 and 20 past it, their links
+	// read after the page (the source, then its readings).
+	t.Run("Sparser", func(t *testing.T) { page(t, 6, "06:14 10:22 20:42", 3) })
+	// 7 minutes apart: over 15¾ minutes from minute 6.
+	t.Run("Respaced", func(t *testing.T) { page(t, 6, "06:14 10:22 20:42", 1) })
+}
+
 // TestPageLinks reads pages of a sensor whose input i takes a source's
 // value, its output p or its input u, within a minute: in the page's one
 // round trip when the source's readings over the page are few enough,

@@ -25,29 +25,36 @@ WHERE s.project_id = $2 AND EXISTS (SELECT FROM projects p WHERE p.id = $2 AND p
 WHERE s.project_id = $2 AND EXISTS (SELECT FROM projects p WHERE p.id = $2 AND p.org_id = $1) AND s.id = ANY($3)`,
 	}
 
-	pageLinksSQL = [2][2][2]string{
-		{
-			{pageLinks(false, "", false), pageLinks(false, "", true)},
-			{pageLinks(false, " DESC", false), pageLinks(false, " DESC", true)},
-		},
-		{
-			{pageLinks(true, "", false), pageLinks(true, "", true)},
-			{pageLinks(true, " DESC", false), pageLinks(true, " DESC", true)},
-		},
-	}
+	// pageLinksSQL is by whether the links are given, order, whether
+	// the rejected readings are left out, and whether the links' span is
+	// given (PageRead.LinksSpan).
+	pageLinksSQL = func() (sql [2][2][2][2]string) {
+		for given := range 2 {
+			for order, by := range []string{"", " DESC"} {
+				for unrejected := range 2 {
+					for spanned := range 2 {
+						sql[given][order][unrejected][spanned] = pageLinks(given == 1, by, unrejected == 1, spanned == 1)
+					}
+				}
+			}
+		}
+		return sql
+	}()
 )
 
 // pageLinks is the statement of the readings of each link's source that
 // serve a page: the page's first and last instants found again, without
 // its rows, through the index (when the sensor has links at all), then,
 // for each link, what listLinkReadingsSQL reads over them, at most $9
-// readings. A link whose source is not found has no row; one whose
-// source has no reading to give, a row of nulls after its query. Its
-// parameters are the page statement's first seven, the earliest instant
-// ($8) and the bound ($9), the links when given ($10 to $13: inputs'
-// indexes, sources, keys, staleness in nanoseconds), and the instant of
-// the flags in force.
-func pageLinks(given bool, order string, unrejected bool) string {
+// readings; or, spanned, the page's first instant (its last, in
+// descending order) and a span from it, which a probe of the index finds
+// rather than a walk. A link whose source is not found has no row; one
+// whose source has no reading to give, a row of nulls after its query.
+// Its parameters are the page statement's first seven, the earliest
+// instant ($8) and the bound ($9), the links when given ($10 to $13:
+// inputs' indexes, sources, keys, staleness in nanoseconds), the instant
+// of the flags in force when unrejected, and the span when spanned.
+func pageLinks(given bool, order string, unrejected, spanned bool) string {
 	links := `SELECT (x.n - 1)::int AS input, (x.i->'link'->>'sensor_id')::bigint AS source_id,
            x.i->'link'->>'key' AS key, (x.i->'link'->>'staleness')::bigint AS staleness
     FROM sensors d, jsonb_array_elements(d.instance->'inputs') WITH ORDINALITY AS x(i, n)
@@ -57,18 +64,28 @@ func pageLinks(given bool, order string, unrejected bool) string {
 		links = `SELECT * FROM unnest($10::int[], $11::bigint[], $12::text[], $13::bigint[]) AS l(input, source_id, key, staleness)`
 		asOf = 14
 	}
-	with, without := "", ""
+	with, without, span := "", "", asOf
 	if unrejected {
-		with, without = rejectedCTE(asOf)+",\n", withoutRejected
+		with, without, span = rejectedCTE(asOf)+",\n", withoutRejected, asOf+1
+	}
+	page := `SELECT datetime FROM readings
+        WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 AND ` + fmt.Sprintf(sensorOfKeySQL, 6, 7) + without + `
+          AND EXISTS (SELECT FROM links)
+        ORDER BY datetime` + order
+	bounds := `SELECT min(datetime) AS first, max(datetime) AS last FROM (
+        ` + page + ` LIMIT $4 OFFSET $5) page`
+	switch {
+	case spanned && order == "":
+		bounds = fmt.Sprintf(`SELECT datetime AS first, least(datetime + $%d::interval, $3) AS last FROM (
+        `+page+` LIMIT least($4, 1) OFFSET $5) page`, span)
+	case spanned:
+		bounds = fmt.Sprintf(`SELECT greatest(datetime - $%d::interval, $2) AS first, datetime AS last FROM (
+        `+page+` LIMIT least($4, 1) OFFSET $5) page`, span)
 	}
 	return `WITH ` + with + `links AS MATERIALIZED (
     ` + links + `),
 bounds AS MATERIALIZED (
-    SELECT min(datetime) AS first, max(datetime) AS last FROM (
-        SELECT datetime FROM readings
-        WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 AND ` + fmt.Sprintf(sensorOfKeySQL, 6, 7) + without + `
-          AND EXISTS (SELECT FROM links)
-        ORDER BY datetime` + order + ` LIMIT $4 OFFSET $5) page),
+    ` + bounds + `),
 sources AS MATERIALIZED (
     SELECT l.input, l.source_id, b.first, b.last,
            greatest(b.first - interval '1 microsecond' * ((l.staleness + 999) / 1000), $8) AS since,
@@ -117,7 +134,12 @@ func queuePageLinks(b *pgx.Batch, r PageRead, args []any, order, unrejected int)
 	if unrejected == 1 {
 		largs = append(largs, r.AsOf)
 	}
-	b.Queue(pageLinksSQL[given][order][unrejected], largs...)
+	spanned := 0
+	if r.LinksSpan > 0 {
+		spanned = 1
+		largs = append(largs, r.LinksSpan)
+	}
+	b.Queue(pageLinksSQL[given][order][unrejected][spanned], largs...)
 }
 
 // readPageLinks reads the results of queuePageLinks' statements, each
