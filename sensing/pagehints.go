@@ -1,6 +1,7 @@
 package sensing
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -19,7 +20,7 @@ import (
 //
 // For a sensor with links, they also remember how far apart its readings
 // were on its last full page, so that the next page has its links'
-// readings read over a guessed span (store.PageRead.LinksSpan) rather
+// readings read over a guessed span (store.PageRead.LinksSpacing) rather
 // than to the page's last reading, which PostgreSQL finds by walking the
 // page again. The readings of a page past the span are served as those
 // of a dense source are.
@@ -66,18 +67,14 @@ func (p *pageHints) saw(sensorID int64, h pageHint, without bool) {
 	}
 }
 
-// linksSpan is the span of limit readings of sensorID, as its last full
-// page spaced them, and an eighth more for readings not quite regular;
-// 0 when unknown.
-func (p *pageHints) linksSpan(sensorID int64, limit int) time.Duration {
+// linksSpacing is the time between two readings of sensorID, as its
+// last full page spaced them, and an eighth more for readings not quite
+// regular; 0 when unknown.
+func (p *pageHints) linksSpacing(sensorID int64) time.Duration {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	d := p.spacing[sensorID]
-	p.mu.Unlock()
-	if limit < 2 {
-		return 0
-	}
-	span := d * time.Duration(limit-1)
-	return span + span/8
+	return d + min(d/8, math.MaxInt64-d)
 }
 
 // sawPage records the span of a full page of n readings of sensorID.

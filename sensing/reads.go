@@ -133,7 +133,7 @@ func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor 
 			read.LinksOf = sensor.Instance
 		}
 		read.LinkReadings = pageLinkReadings * q.Limit
-		read.LinksSpan = s.pageHints.linksSpan(key.SensorID, q.Limit)
+		read.LinksSpacing = s.pageHints.linksSpacing(key.SensorID)
 		read.Links = func(p store.LinkedPage) error {
 			if linked {
 				var links []*formulas.Link

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -26,14 +27,14 @@ WHERE s.project_id = $2 AND EXISTS (SELECT FROM projects p WHERE p.id = $2 AND p
 	}
 
 	// pageLinksSQL is by whether the links are given, order, whether
-	// the rejected readings are left out, and whether the links' span is
-	// given (PageRead.LinksSpan).
+	// the rejected readings are left out, and whether the spacing of the
+	// page's readings is given (PageRead.LinksSpacing).
 	pageLinksSQL = func() (sql [2][2][2][2]string) {
 		for given := range 2 {
 			for order, by := range []string{"", " DESC"} {
 				for unrejected := range 2 {
-					for spanned := range 2 {
-						sql[given][order][unrejected][spanned] = pageLinks(given == 1, by, unrejected == 1, spanned == 1)
+					for spaced := range 2 {
+						sql[given][order][unrejected][spaced] = pageLinks(given == 1, by, unrejected == 1, spaced == 1)
 					}
 				}
 			}
@@ -46,15 +47,18 @@ WHERE s.project_id = $2 AND EXISTS (SELECT FROM projects p WHERE p.id = $2 AND p
 // serve a page: the page's first and last instants found again, without
 // its rows, through the index (when the sensor has links at all), then,
 // for each link, what listLinkReadingsSQL reads over them, at most $9
-// readings; or, spanned, the page's first instant (its last, in
-// descending order) and a span from it, which a probe of the index finds
-// rather than a walk. A link whose source is not found has no row; one
+// readings; or, spaced, the page's first instant (its last, in
+// descending order), which a probe of the index finds rather than a
+// walk, and the limit's readings at the spacing given from it. The
+// probe's LIMIT is a constant, not the page's: a generic plan that could
+// not tell it is 1 would cost more than a custom one, and PostgreSQL
+// would plan the statement again at each call (1 ms). A link whose source is not found has no row; one
 // whose source has no reading to give, a row of nulls after its query.
 // Its parameters are the page statement's first seven, the earliest
 // instant ($8) and the bound ($9), the links when given ($10 to $13:
 // inputs' indexes, sources, keys, staleness in nanoseconds), the instant
-// of the flags in force when unrejected, and the span when spanned.
-func pageLinks(given bool, order string, unrejected, spanned bool) string {
+// of the flags in force when unrejected, and the spacing when spaced.
+func pageLinks(given bool, order string, unrejected, spaced bool) string {
 	links := `SELECT (x.n - 1)::int AS input, (x.i->'link'->>'sensor_id')::bigint AS source_id,
            x.i->'link'->>'key' AS key, (x.i->'link'->>'staleness')::bigint AS staleness
     FROM sensors d, jsonb_array_elements(d.instance->'inputs') WITH ORDINALITY AS x(i, n)
@@ -64,9 +68,9 @@ func pageLinks(given bool, order string, unrejected, spanned bool) string {
 		links = `SELECT * FROM unnest($10::int[], $11::bigint[], $12::text[], $13::bigint[]) AS l(input, source_id, key, staleness)`
 		asOf = 14
 	}
-	with, without, span := "", "", asOf
+	with, without, spacing := "", "", asOf
 	if unrejected {
-		with, without, span = rejectedCTE(asOf)+",\n", withoutRejected, asOf+1
+		with, without, spacing = rejectedCTE(asOf)+",\n", withoutRejected, asOf+1
 	}
 	page := `SELECT datetime FROM readings
         WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 AND ` + fmt.Sprintf(sensorOfKeySQL, 6, 7) + without + `
@@ -75,12 +79,12 @@ func pageLinks(given bool, order string, unrejected, spanned bool) string {
 	bounds := `SELECT min(datetime) AS first, max(datetime) AS last FROM (
         ` + page + ` LIMIT $4 OFFSET $5) page`
 	switch {
-	case spanned && order == "":
-		bounds = fmt.Sprintf(`SELECT datetime AS first, least(datetime + $%d::interval, $3) AS last FROM (
-        `+page+` LIMIT least($4, 1) OFFSET $5) page`, span)
-	case spanned:
-		bounds = fmt.Sprintf(`SELECT greatest(datetime - $%d::interval, $2) AS first, datetime AS last FROM (
-        `+page+` LIMIT least($4, 1) OFFSET $5) page`, span)
+	case spaced && order == "":
+		bounds = fmt.Sprintf(`SELECT datetime AS first, least(datetime + $%d::interval * ($4 - 1), $3) AS last FROM (
+        `+page+` LIMIT 1 OFFSET $5) page`, spacing)
+	case spaced:
+		bounds = fmt.Sprintf(`SELECT greatest(datetime - $%d::interval * ($4 - 1), $2) AS first, datetime AS last FROM (
+        `+page+` LIMIT 1 OFFSET $5) page`, spacing)
 	}
 	return `WITH ` + with + `links AS MATERIALIZED (
     ` + links + `),
@@ -134,12 +138,14 @@ func queuePageLinks(b *pgx.Batch, r PageRead, args []any, order, unrejected int)
 	if unrejected == 1 {
 		largs = append(largs, r.AsOf)
 	}
-	spanned := 0
-	if r.LinksSpan > 0 {
-		spanned = 1
-		largs = append(largs, r.LinksSpan)
+	spaced := 0
+	// Within a time.Duration (292 years), the span stays within
+	// PostgreSQL's datetimes from any reading's.
+	if r.LinksSpacing > 0 && r.LinksSpacing <= math.MaxInt64/time.Duration(max(r.Query.Limit, 1)) {
+		spaced = 1
+		largs = append(largs, r.LinksSpacing)
 	}
-	b.Queue(pageLinksSQL[given][order][unrejected][spanned], largs...)
+	b.Queue(pageLinksSQL[given][order][unrejected][spaced], largs...)
 }
 
 // readPageLinks reads the results of queuePageLinks' statements, each

@@ -31,14 +31,15 @@ type PageRead struct {
 	// LinkReadings bounds the readings read of each link's source (see
 	// PageLink.Complete).
 	LinkReadings int
-	// LinksSpan, when positive, is how far from the page's first reading
-	// (its last, in descending order) the links' readings are read,
-	// rather than to its other end, which the links' statement finds
-	// again by walking the page's index: a tenth of PostgreSQL's time
-	// for the page. It is a guess, and decides no answer: the readings
-	// of the page beyond it are not served by the links read with it
-	// (PageLink.Query says where they end).
-	LinksSpan time.Duration
+	// LinksSpacing, when positive, is a guess of the time between two
+	// readings of the page: the links' readings are read from the page's
+	// first reading (its last, in descending order) over Query.Limit-1
+	// times it, rather than to its other end, which the links' statement
+	// finds again by walking the page's index: a tenth of PostgreSQL's
+	// time for the page. It decides no answer: the readings of the page
+	// beyond it are not served by the links read with it (PageLink.Query
+	// says where they end).
+	LinksSpacing time.Duration
 	// Unflagged and NoneRejected say what the caller expects of the
 	// sensor's flags in force, as a read of it found them last (Flagged):
 	// Unflagged, none at all, and the flags are not read; NoneRejected,
