@@ -94,9 +94,9 @@ func (s *Service) sensorAsOf(ctx context.Context, key store.SensorKey, asOf *tim
 // sensor that may have links (as far as pageHints know, when the read
 // looks the sensor up), the readings of their sources over the page
 // (pageLinks), or over the span pageHints guess it covers: the readings
-// stream. Those the links read with the
-// page cannot serve are held, the connection is released, and then each
-// source is read once for their instants, before visit sees them.
+// stream. Those the links read with the page cannot serve are held, the
+// connection is released, and then each source is read once for their
+// instants, before visit sees them.
 func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor *store.Sensor, q store.ReadingQuery, opts ReadOptions,
 	head func(store.Sensor) error, visit func(*store.Reading, *Outputs, []Mark) error) error {
 	var (

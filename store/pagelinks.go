@@ -52,9 +52,9 @@ WHERE s.project_id = $2 AND EXISTS (SELECT FROM projects p WHERE p.id = $2 AND p
 // walk, and the limit's readings at the spacing given from it. The
 // probe's LIMIT is a constant, not the page's: a generic plan that could
 // not tell it is 1 would cost more than a custom one, and PostgreSQL
-// would plan the statement again at each call (1 ms). A link whose source is not found has no row; one
-// whose source has no reading to give, a row of nulls after its query.
-// Its parameters are the page statement's first seven, the earliest
+// would plan the statement again at each call (1 ms). A link whose
+// source is not found has no row; one whose source has no reading to
+// give, a row of nulls after its query. Its parameters are the page statement's first seven, the earliest
 // instant ($8) and the bound ($9), the links when given ($10 to $13:
 // inputs' indexes, sources, keys, staleness in nanoseconds), the instant
 // of the flags in force when unrejected, and the spacing when spaced.
