@@ -1,6 +1,10 @@
 package sensing
 
-import "sync"
+import (
+	"math"
+	"sync"
+	"time"
+)
 
 // pageHints remember, by sensor id, what the last page read of the
 // sensor found of its links and of its flags in force, so that the page
@@ -11,11 +15,19 @@ import "sync"
 // whole (store.PageRead.Unflagged and NoneRejected). They are hints and
 // never decide an answer: a sensor linked since its last read finds its
 // links in the sensor the same round trip reads, and has them read after
-// the page, as a dense source's are; one flagged since has its flags and
-// readings read again, checked.
+// the page, as a dense source's are; one flagged since has its flags,
+// readings and links' readings read again, checked.
+//
+// For a sensor with links, they also remember how far apart its readings
+// were on its last full page, so that the next page has its links'
+// readings read over a guessed span (store.PageRead.LinksSpacing) rather
+// than to the page's last reading, which PostgreSQL finds by walking the
+// page again. The readings of a page past the span are served as those
+// of a dense source are.
 type pageHints struct {
 	mu      sync.Mutex
 	without map[int64]pageHint
+	spacing map[int64]time.Duration // of a linked sensor's readings
 }
 
 // pageHint is what a sensor was found without.
@@ -53,4 +65,27 @@ func (p *pageHints) saw(sensorID int64, h pageHint, without bool) {
 	default:
 		p.without[sensorID] = w &^ h
 	}
+}
+
+// linksSpacing is the time between two readings of sensorID, as its
+// last full page spaced them, and an eighth more for readings not quite
+// regular; 0 when unknown.
+func (p *pageHints) linksSpacing(sensorID int64) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d := p.spacing[sensorID]
+	return d + min(d/8, math.MaxInt64-d)
+}
+
+// sawPage records the span of a full page of n readings of sensorID.
+func (p *pageHints) sawPage(sensorID int64, n int, span time.Duration) {
+	if n < 2 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.spacing == nil || len(p.spacing) >= maxPageHints {
+		p.spacing = make(map[int64]time.Duration)
+	}
+	p.spacing[sensorID] = span.Abs() / time.Duration(n-1)
 }

@@ -93,9 +93,10 @@ func (s *Service) sensorAsOf(ctx context.Context, key store.SensorKey, asOf *tim
 // round trip (store.DB.ReadPage), with, when outputs are wanted of a
 // sensor that may have links (as far as pageHints know, when the read
 // looks the sensor up), the readings of their sources over the page
-// (pageLinks): the readings stream. Those the links read with the
-// page cannot serve are held, the connection is released, and then each
-// source is read once for their instants, before visit sees them.
+// (pageLinks), or over the span pageHints guess it covers: the readings
+// stream. Those the links read with the page cannot serve are held, the
+// connection is released, and then each source is read once for their
+// instants, before visit sees them.
 func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor *store.Sensor, q store.ReadingQuery, opts ReadOptions,
 	head func(store.Sensor) error, visit func(*store.Reading, *Outputs, []Mark) error) error {
 	var (
@@ -105,6 +106,8 @@ func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor 
 		served      bool // the links read with the page serve its readings from first to last
 		first, last time.Time
 		held        []store.Reading
+		n           int       // the readings read
+		start, end  time.Time // the first and the last
 	)
 	fn := func(r *store.Reading, o *Outputs) error {
 		if flags == nil {
@@ -130,6 +133,7 @@ func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor 
 			read.LinksOf = sensor.Instance
 		}
 		read.LinkReadings = pageLinkReadings * q.Limit
+		read.LinksSpacing = s.pageHints.linksSpacing(key.SensorID)
 		read.Links = func(p store.LinkedPage) error {
 			if linked {
 				var links []*formulas.Link
@@ -157,6 +161,10 @@ func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor 
 		}
 		return head(*sensor)
 	}, func(r *store.Reading) error {
+		if n++; n == 1 {
+			start = r.Time
+		}
+		end = r.Time
 		// Once one is held, the rest are, to keep their order.
 		if linked && (!served || len(held) > 0 || r.Time.Before(first) || r.Time.After(last)) {
 			held = append(held, store.Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)})
@@ -164,8 +172,14 @@ func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor 
 		}
 		return fn(r, o)
 	})
-	if err != nil || len(held) == 0 {
+	if err != nil {
 		return err
+	}
+	if read.Links != nil && n == q.Limit {
+		s.pageHints.sawPage(sensor.ID, n, end.Sub(start))
+	}
+	if len(held) == 0 {
+		return nil
 	}
 	at := make([]time.Time, len(held))
 	for i := range held {

@@ -182,10 +182,11 @@ func TestPageLinkHints(t *testing.T) {
 		link(t, map[string]store.InputLink{"i": {SensorID: f.key.SensorID, Key: "u", Staleness: time.Minute}})
 		page(t, "6", 3, 4) // the page, then the source and its readings
 	})
-	t.Run("Linked", func(t *testing.T) { page(t, "6", 1, 5) })
+	// Found without flags too: all but the flags.
+	t.Run("Linked", func(t *testing.T) { page(t, "6", 1, 4) })
 	t.Run("UnlinkedSince", func(t *testing.T) {
 		link(t, map[string]store.InputLink{})
-		page(t, "-", 1, 5)
+		page(t, "-", 1, 4)
 	})
 	t.Run("UnlinkedAgain", func(t *testing.T) { page(t, "-", 1, 2) })
 }
@@ -250,6 +251,179 @@ func TestPageRejectHints(t *testing.T) {
 		page(t, "00 01 02 03 04", 1)
 	})
 	t.Run("Cleared", func(t *testing.T) { page(t, "00 01 02 03 04", 1) })
+}
+
+// TestPageLinkFlagHints reads pages with outputs of a sensor whose input
+// i takes a source's u before and after flags reject its readings: once
+// a read has found no flag in force, the next reads neither its flags
+// nor checks its readings against them, links and all, but a read that
+// starts after a flag is set, on a whole reading or on one input, leaves
+// out what the flag rejects all the same, reading the flags, the links
+// and the page again.
+func TestPageLinkFlagHints(t *testing.T) {
+	core, db, tracer := newCountedService(t)
+	ctx := t.Context()
+	f := newFixture(t, db)
+	bp, err := db.GetBlueprint(ctx, f.key.OrgID, *f.sensor.BlueprintID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := bp.Instantiate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := db.CreateSensor(ctx, f.key.OrgID, f.key.ProjectID, "dependant", "", &store.Attachment{BlueprintID: bp.ID, Instance: inst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.SensorKey{OrgID: f.key.OrgID, ProjectID: f.key.ProjectID, SensorID: dep.ID}
+	if _, err := core.SetLinks(ctx, key, map[string]store.InputLink{"i": {SensorID: f.key.SensorID, Key: "u", Staleness: time.Minute}}); err != nil {
+		t.Fatal(err)
+	}
+	// The source's u is n+1 at minute n and the dependant's u 1, so the
+	// dependant's p = u·i·2 is 2(n+1).
+	var source, own []store.Reading
+	for n := range 5 {
+		source = append(source, store.Reading{Time: minute(n), InputIDs: []int64{f.u(), f.i()}, Values: []float64{float64(n + 1), 1}})
+		own = append(own, store.Reading{Time: minute(n), InputIDs: []int64{dep.Instance.Inputs[0].ID}, Values: []float64{1}})
+	}
+	for k, readings := range map[store.SensorKey][]store.Reading{f.key: source, key: own} {
+		if _, err := core.Ingest(ctx, k, sensing.NewBatch(readings)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	user, err := db.EnsureUser(ctx, "ada@example.com", "ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := func(t *testing.T, want string, rounds, statements int64) {
+		t.Helper()
+		sink := &outputSink{}
+		q := store.ReadingQuery{From: store.MinTime, To: store.MaxTime, Limit: 1000}
+		n, queries := tracer.n.Load(), tracer.queries.Load()
+		if err := core.ListReadings(ctx, key, q, sensing.ReadOptions{Outputs: true}, sink); err != nil {
+			t.Fatal(err)
+		}
+		if got := tracer.n.Load() - n; got != rounds {
+			t.Errorf("%d round trips, want %d", got, rounds)
+		}
+		if got := tracer.queries.Load() - queries; got != statements {
+			t.Errorf("%d statements, want %d", got, statements)
+		}
+		var got []string
+		for _, r := range sink.got {
+			got = append(got, r[3:5]+":"+r[9:]) // the minute and p
+		}
+		if got := strings.Join(got, " "); got != want {
+			t.Errorf("minute:p %s, want %s", got, want)
+		}
+	}
+	const all = "00:2 01:4 02:6 03:8 04:10"
+	flag := func(t *testing.T, flag, input string, m int) {
+		t.Helper()
+		edit := sensing.FlagEdit{Flag: flag, From: minute(m), To: minute(m), Input: input, Reason: "frozen", By: user.ID}
+		var err error
+		if flag == "" {
+			_, err = core.ClearFlags(ctx, key, edit)
+		} else {
+			_, err = core.SetFlag(ctx, key, edit)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Never read: the sensor, its flags, its links' sources and
+	// readings, its readings.
+	t.Run("FirstRead", func(t *testing.T) { page(t, all, 1, 5) })
+	// Found without flags: all but the flags.
+	t.Run("Unflagged", func(t *testing.T) { page(t, all, 1, 4) })
+	// Then read again, checked: the flags, the links and the readings.
+	t.Run("RejectedSince", func(t *testing.T) {
+		flag(t, store.Rejected, "", 0)
+		page(t, "01:4 02:6 03:8 04:10", 2, 8)
+	})
+	t.Run("Rejected", func(t *testing.T) { page(t, "01:4 02:6 03:8 04:10", 1, 5) })
+	t.Run("ClearedSince", func(t *testing.T) {
+		flag(t, "", "", 0)
+		page(t, all, 1, 5)
+	})
+	t.Run("Cleared", func(t *testing.T) { page(t, all, 1, 4) })
+	// Its own u rejected at minute 2: no p there.
+	t.Run("InputRejectedSince", func(t *testing.T) {
+		flag(t, store.Rejected, "u", 2)
+		page(t, "00:2 01:4 02:- 03:8 04:10", 2, 8)
+	})
+	t.Run("InputRejected", func(t *testing.T) { page(t, "00:2 01:4 02:- 03:8 04:10", 1, 5) })
+}
+
+// TestPageLinkSpanHints reads pages of 3 readings with outputs of a
+// sensor whose input i takes a source's u: once a full page has shown
+// how far apart its readings are, the next has its links' readings read
+// over that span, an eighth more, from its first reading, without
+// walking the page again; the readings of a page past it have their
+// links read after the page, with the same outputs, and the next page
+// takes the new spacing.
+func TestPageLinkSpanHints(t *testing.T) {
+	core, db, tracer := newCountedService(t)
+	ctx := t.Context()
+	f := newFixture(t, db)
+	bp, err := db.GetBlueprint(ctx, f.key.OrgID, *f.sensor.BlueprintID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := bp.Instantiate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := db.CreateSensor(ctx, f.key.OrgID, f.key.ProjectID, "dependant", "", &store.Attachment{BlueprintID: bp.ID, Instance: inst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.SensorKey{OrgID: f.key.OrgID, ProjectID: f.key.ProjectID, SensorID: dep.ID}
+	if _, err := core.SetLinks(ctx, key, map[string]store.InputLink{"i": {SensorID: f.key.SensorID, Key: "u", Staleness: time.Minute}}); err != nil {
+		t.Fatal(err)
+	}
+	// Both read every minute up to minute 6, then at 10 and 20. The
+	// source's u is m+1 at minute m and the dependant's u 1, so the
+	// dependant's p = u·i·2 is 2(m+1).
+	var source, own []store.Reading
+	for _, m := range []int{0, 1, 2, 3, 4, 5, 6, 10, 20} {
+		source = append(source, store.Reading{Time: minute(m), InputIDs: []int64{f.u(), f.i()}, Values: []float64{float64(m + 1), 1}})
+		own = append(own, store.Reading{Time: minute(m), InputIDs: []int64{dep.Instance.Inputs[0].ID}, Values: []float64{1}})
+	}
+	for k, readings := range map[store.SensorKey][]store.Reading{f.key: source, key: own} {
+		if _, err := core.Ingest(ctx, k, sensing.NewBatch(readings)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page := func(t *testing.T, from int, want string, rounds int64) {
+		t.Helper()
+		sink := &outputSink{}
+		q := store.ReadingQuery{From: minute(from), To: store.MaxTime, Limit: 3}
+		n := tracer.n.Load()
+		if err := core.ListReadings(ctx, key, q, sensing.ReadOptions{Outputs: true}, sink); err != nil {
+			t.Fatal(err)
+		}
+		if got := tracer.n.Load() - n; got != rounds {
+			t.Errorf("%d round trips, want %d", got, rounds)
+		}
+		var got []string
+		for _, r := range sink.got {
+			got = append(got, r[3:5]+":"+r[9:]) // the minute and p
+		}
+		if got := strings.Join(got, " "); got != want {
+			t.Errorf("minute:p %s, want %s", got, want)
+		}
+	}
+	// Never read: its links read over the page as walked.
+	t.Run("FirstRead", func(t *testing.T) { page(t, 0, "00:2 01:4 02:6", 1) })
+	// A minute apart: over 2¼ minutes from minute 3.
+	t.Run("Spaced", func(t *testing.T) { page(t, 3, "03:8 04:10 05:12", 1) })
+	// Over 2¼ minutes from minute 6: 10 and 20 past it, their links
+	// read after the page (the source, then its readings).
+	t.Run("Sparser", func(t *testing.T) { page(t, 6, "06:14 10:22 20:42", 3) })
+	// 7 minutes apart: over 15¾ minutes from minute 6.
+	t.Run("Respaced", func(t *testing.T) { page(t, 6, "06:14 10:22 20:42", 1) })
 }
 
 // TestPageLinks reads pages of a sensor whose input i takes a source's

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -25,29 +26,39 @@ WHERE s.project_id = $2 AND EXISTS (SELECT FROM projects p WHERE p.id = $2 AND p
 WHERE s.project_id = $2 AND EXISTS (SELECT FROM projects p WHERE p.id = $2 AND p.org_id = $1) AND s.id = ANY($3)`,
 	}
 
-	pageLinksSQL = [2][2][2]string{
-		{
-			{pageLinks(false, "", false), pageLinks(false, "", true)},
-			{pageLinks(false, " DESC", false), pageLinks(false, " DESC", true)},
-		},
-		{
-			{pageLinks(true, "", false), pageLinks(true, "", true)},
-			{pageLinks(true, " DESC", false), pageLinks(true, " DESC", true)},
-		},
-	}
+	// pageLinksSQL is by whether the links are given, order, whether
+	// the rejected readings are left out, and whether the spacing of the
+	// page's readings is given (PageRead.LinksSpacing).
+	pageLinksSQL = func() (sql [2][2][2][2]string) {
+		for given := range 2 {
+			for order, by := range []string{"", " DESC"} {
+				for unrejected := range 2 {
+					for spaced := range 2 {
+						sql[given][order][unrejected][spaced] = pageLinks(given == 1, by, unrejected == 1, spaced == 1)
+					}
+				}
+			}
+		}
+		return sql
+	}()
 )
 
 // pageLinks is the statement of the readings of each link's source that
 // serve a page: the page's first and last instants found again, without
 // its rows, through the index (when the sensor has links at all), then,
 // for each link, what listLinkReadingsSQL reads over them, at most $9
-// readings. A link whose source is not found has no row; one whose
-// source has no reading to give, a row of nulls after its query. Its
-// parameters are the page statement's first seven, the earliest instant
-// ($8) and the bound ($9), the links when given ($10 to $13: inputs'
-// indexes, sources, keys, staleness in nanoseconds), and the instant of
-// the flags in force.
-func pageLinks(given bool, order string, unrejected bool) string {
+// readings; or, spaced, the page's first instant (its last, in
+// descending order), which a probe of the index finds rather than a
+// walk, and the limit's readings at the spacing given from it. The
+// probe's LIMIT is a constant, not the page's: a generic plan that could
+// not tell it is 1 would cost more than a custom one, and PostgreSQL
+// would plan the statement again at each call (1 ms). A link whose
+// source is not found has no row; one whose source has no reading to
+// give, a row of nulls after its query. Its parameters are the page statement's first seven, the earliest
+// instant ($8) and the bound ($9), the links when given ($10 to $13:
+// inputs' indexes, sources, keys, staleness in nanoseconds), the instant
+// of the flags in force when unrejected, and the spacing when spaced.
+func pageLinks(given bool, order string, unrejected, spaced bool) string {
 	links := `SELECT (x.n - 1)::int AS input, (x.i->'link'->>'sensor_id')::bigint AS source_id,
            x.i->'link'->>'key' AS key, (x.i->'link'->>'staleness')::bigint AS staleness
     FROM sensors d, jsonb_array_elements(d.instance->'inputs') WITH ORDINALITY AS x(i, n)
@@ -57,18 +68,28 @@ func pageLinks(given bool, order string, unrejected bool) string {
 		links = `SELECT * FROM unnest($10::int[], $11::bigint[], $12::text[], $13::bigint[]) AS l(input, source_id, key, staleness)`
 		asOf = 14
 	}
-	with, without := "", ""
+	with, without, spacing := "", "", asOf
 	if unrejected {
-		with, without = rejectedCTE(asOf)+",\n", withoutRejected
+		with, without, spacing = rejectedCTE(asOf)+",\n", withoutRejected, asOf+1
+	}
+	page := `SELECT datetime FROM readings
+        WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 AND ` + fmt.Sprintf(sensorOfKeySQL, 6, 7) + without + `
+          AND EXISTS (SELECT FROM links)
+        ORDER BY datetime` + order
+	bounds := `SELECT min(datetime) AS first, max(datetime) AS last FROM (
+        ` + page + ` LIMIT $4 OFFSET $5) page`
+	switch {
+	case spaced && order == "":
+		bounds = fmt.Sprintf(`SELECT datetime AS first, least(datetime + $%d::interval * ($4 - 1), $3) AS last FROM (
+        `+page+` LIMIT 1 OFFSET $5) page`, spacing)
+	case spaced:
+		bounds = fmt.Sprintf(`SELECT greatest(datetime - $%d::interval * ($4 - 1), $2) AS first, datetime AS last FROM (
+        `+page+` LIMIT 1 OFFSET $5) page`, spacing)
 	}
 	return `WITH ` + with + `links AS MATERIALIZED (
     ` + links + `),
 bounds AS MATERIALIZED (
-    SELECT min(datetime) AS first, max(datetime) AS last FROM (
-        SELECT datetime FROM readings
-        WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 AND ` + fmt.Sprintf(sensorOfKeySQL, 6, 7) + without + `
-          AND EXISTS (SELECT FROM links)
-        ORDER BY datetime` + order + ` LIMIT $4 OFFSET $5) page),
+    ` + bounds + `),
 sources AS MATERIALIZED (
     SELECT l.input, l.source_id, b.first, b.last,
            greatest(b.first - interval '1 microsecond' * ((l.staleness + 999) / 1000), $8) AS since,
@@ -87,10 +108,11 @@ FROM sources k LEFT JOIN LATERAL (
 }
 
 // queuePageLinks queues the statements of r.Links after those of the
-// page's head; args are the page statement's.
-func queuePageLinks(b *pgx.Batch, r PageRead, args []any, order int) {
+// page's head; args, order and unrejected are the page statement's, so
+// that the links serve the readings it reads.
+func queuePageLinks(b *pgx.Batch, r PageRead, args []any, order, unrejected int) {
 	key := r.Key
-	given, unrejected := 0, 0
+	given := 0
 	largs := append(slices.Clip(args[:7]), MinTime, r.LinkReadings+1)
 	if r.Lookup {
 		b.Queue(pageSourcesSQL[0], key.OrgID, key.ProjectID, key.SensorID)
@@ -113,11 +135,17 @@ func queuePageLinks(b *pgx.Batch, r PageRead, args []any, order int) {
 		b.Queue(pageSourcesSQL[1], key.OrgID, key.ProjectID, sources)
 		largs = append(largs, inputs, sources, keys, staleness)
 	}
-	if !r.Rejected {
-		unrejected = 1
+	if unrejected == 1 {
 		largs = append(largs, r.AsOf)
 	}
-	b.Queue(pageLinksSQL[given][order][unrejected], largs...)
+	spaced := 0
+	// Within a time.Duration (292 years), the span stays within
+	// PostgreSQL's datetimes from any reading's.
+	if r.LinksSpacing > 0 && r.LinksSpacing <= math.MaxInt64/time.Duration(max(r.Query.Limit, 1)) {
+		spaced = 1
+		largs = append(largs, r.LinksSpacing)
+	}
+	b.Queue(pageLinksSQL[given][order][unrejected][spaced], largs...)
 }
 
 // readPageLinks reads the results of queuePageLinks' statements, each

@@ -31,6 +31,15 @@ type PageRead struct {
 	// LinkReadings bounds the readings read of each link's source (see
 	// PageLink.Complete).
 	LinkReadings int
+	// LinksSpacing, when positive, is a guess of the time between two
+	// readings of the page: the links' readings are read from the page's
+	// first reading (its last, in descending order) over Query.Limit-1
+	// times it, rather than to its other end, which the links' statement
+	// finds again by walking the page's index: a tenth of PostgreSQL's
+	// time for the page. It decides no answer: the readings of the page
+	// beyond it are not served by the links read with it (PageLink.Query
+	// says where they end).
+	LinksSpacing time.Duration
 	// Unflagged and NoneRejected say what the caller expects of the
 	// sensor's flags in force, as a read of it found them last (Flagged):
 	// Unflagged, none at all, and the flags are not read; NoneRejected,
@@ -38,8 +47,9 @@ type PageRead struct {
 	// checking each against such flags, which costs PostgreSQL a tenth of
 	// the page. Should the sensor, looked up in the same round trip, or
 	// the flags read with it say otherwise, the flags and the readings
-	// are read again, in one more round trip. They count only when the
-	// read looks the sensor up, as it is now, without Links.
+	// are read again, in one more round trip, and so are the links'
+	// sources and readings, whose page is the readings the flags leave.
+	// They count only when the read looks the sensor up, as it is now.
 	Unflagged, NoneRejected bool
 	// Flagged, if set, is called, when the read looks the sensor up,
 	// with whether a flag is in force on it now, and whether one rejects
@@ -149,7 +159,7 @@ func (db *DB) ReadPage(ctx context.Context, r PageRead, head func(*Sensor, []Fla
 	if q.Limit > 0 {
 		limit = &q.Limit
 	}
-	hinted := r.Lookup && r.AsOf == nil && r.Links == nil
+	hinted := r.Lookup && r.AsOf == nil
 	unflagged := hinted && r.Unflagged
 	unchecked := hinted && (r.Unflagged || r.NoneRejected) && !r.Rejected
 	b := &pgx.Batch{}
@@ -169,7 +179,7 @@ func (db *DB) ReadPage(ctx context.Context, r PageRead, head func(*Sensor, []Fla
 		args = append(args, r.AsOf)
 	}
 	if r.Links != nil {
-		queuePageLinks(b, r, args, order)
+		queuePageLinks(b, r, args, order, unrejected)
 	}
 	b.Queue(pageReadingsSQL[order][unrejected], args...)
 
@@ -199,13 +209,16 @@ func (db *DB) ReadPage(ctx context.Context, r PageRead, head func(*Sensor, []Fla
 		}
 	}
 	if unflagged && flagged || unchecked && (rejecting || slices.ContainsFunc(flags, rejectsWhole)) {
-		// Read by hints that no longer hold: the flags and the readings
-		// again, checked, the sensor as read.
+		// Read by hints that no longer hold: the flags, the links and
+		// the readings again, checked, the sensor and its links as read.
 		if err := br.Close(); err != nil {
 			return dbError("list readings", err)
 		}
 		again := r
 		again.Lookup, again.Unflagged, again.NoneRejected, again.Flagged = false, false, false, nil
+		if r.Links != nil && r.LinksOf == nil {
+			again.LinksOf = sensor.Instance
+		}
 		return db.ReadPage(ctx, again, func(_ *Sensor, flags []Flag) error { return head(sensor, flags) }, fn)
 	}
 	if err := head(sensor, flags); err != nil {

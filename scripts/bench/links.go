@@ -90,15 +90,40 @@ func (e *env) linkedRead(ctx context.Context, res *results) error {
 	if err := profiled(); err != nil {
 		return err
 	}
+	// The CPU of each kind of page, which the rounds mix: each sensor's
+	// pages again, one sensor after the other.
+	var kinds [3]cpuSpent
+	for k, sensor := range sensors {
+		before := e.meter.sample()
+		for _, from := range picks {
+			if err := e.svc.getReadings(ctx, sensor, from, true, &page); err != nil {
+				return err
+			}
+		}
+		kinds[k].add([]cpuSample{before, e.meter.sample()})
+	}
 	var p50, p99 [3]time.Duration
 	for k := range sensors {
 		p50[k], p99[k] = percentiles(times[k])
 	}
 	e.log.Info("linked read", "unlinked_p50", p50[0], "linked_p50", p50[1], "dense_p50", p50[2])
 	res.add("12", fmt.Sprintf("Service read with `outputs=true` on row 6b's sensor with x2 linked to the output of a barometer reading once a minute, "+
-		"against the same page unlinked, in turns, %s requests each, 1 client; the same linked to a source reading every second, as dense as the page", count(len(picks))),
-		fmt.Sprintf("linked %s; unlinked %s; dense source %s%s", latency(p50[1], p99[1]), latency(p50[0], p99[0]), latency(p50[2], p99[2]),
-			strings.Replace(cpu.microsPerRequest(len(picks)), "per request", "per round of the three", 1)),
+		"against the same page unlinked, in turns, %s requests each, 1 client; the same linked to a source reading every second, as dense as the page; "+
+		"then each sensor's pages again, one sensor after the other, for the CPU of each", count(len(picks))),
+		fmt.Sprintf("linked %s; unlinked %s; dense source %s%s%s", latency(p50[1], p99[1]), latency(p50[0], p99[0]), latency(p50[2], p99[2]),
+			strings.Replace(cpu.microsPerRequest(len(picks)), "per request", "per round of the three", 1), pageCPU(kinds, len(picks))),
 		ratio(float64(p50[1])/float64(p50[0]), "unlinked, p50; target ≤ 1.3")+"; "+ratio(float64(p50[2])/float64(p50[0]), "with the dense source"))
 	return nil
+}
+
+// pageCPU is the CPU per page of row 12's unlinked, linked and dense
+// pages, n of each, as a figure's suffix.
+func pageCPU(kinds [3]cpuSpent, n int) string {
+	if !kinds[0].known || !kinds[1].known || !kinds[2].known {
+		return ""
+	}
+	us := func(c cpuSpent) string {
+		return fmt.Sprintf("%.0f + %.0f µs", float64(c.service)/clockTicks/float64(n)*1e6, float64(c.postgres)/clockTicks/float64(n)*1e6)
+	}
+	return fmt.Sprintf("; CPU per page, service + PostgreSQL: unlinked %s, linked %s, dense source %s", us(kinds[0]), us(kinds[1]), us(kinds[2]))
 }
