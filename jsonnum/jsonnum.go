@@ -19,11 +19,27 @@ func Append(b []byte, f float64) []byte {
 	bits := math.Float64bits(f)
 	biased := int(bits>>52) & 0x7FF
 	if biased == 0 || biased == 0x7FF {
-		// Zero, subnormals (all below 1e-6), NaN and the infinities: rare
+		if bits<<1 == 0 {
+			// Zero, a common output (an alarm's state, say).
+			if bits>>63 != 0 {
+				return append(b, "-0"...)
+			}
+			return append(b, '0')
+		}
+		// Subnormals (all below 1e-6), NaN and the infinities: rare
 		// enough for strconv.
 		return appendStrconv(b, f)
 	}
 	mant := bits&(1<<52-1) | 1<<52
+	// A whole number from 1 to 2^53, as an alarm's state or a count, is
+	// its own shortest form: its integer's digits, with no search for them.
+	if e := uint(1075 - biased); e <= 52 && mant&(1<<e-1) == 0 {
+		if bits>>63 != 0 {
+			b = append(b, '-')
+		}
+		var buf [20]byte
+		return append(b, buf[formatBase10(&buf, mant>>e):]...)
+	}
 	digits, exp := shortest(mant, biased-1075)
 	if bits>>63 != 0 {
 		b = append(b, '-')

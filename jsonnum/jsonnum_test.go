@@ -132,16 +132,17 @@ func TestPow10Table(t *testing.T) {
 
 // BenchmarkAppend formats 10,000 numbers, a page of 1,000 readings of 10
 // inputs: random values with 16 or 17 significant digits, as the bench's
-// (Random), and sensor-like values of a few digits (Short), by Append
-// and by strconv.
+// (Random), sensor-like values of a few digits (Short), and whole numbers
+// such as alarm states and counts (Whole), by Append and by strconv.
 func BenchmarkAppend(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	sets := map[string][]float64{"Random": make([]float64, 10_000), "Short": make([]float64, 10_000)}
+	sets := map[string][]float64{"Random": make([]float64, 10_000), "Short": make([]float64, 10_000), "Whole": make([]float64, 10_000)}
 	for i := range 10_000 {
 		sets["Random"][i] = rng.Float64() * 1000
 		sets["Short"][i] = float64(rng.IntN(100_000)) / 100
+		sets["Whole"][i] = float64(rng.IntN(2) * rng.IntN(10_000))
 	}
-	for _, name := range []string{"Random", "Short"} {
+	for _, name := range []string{"Random", "Short", "Whole"} {
 		for _, impl := range []struct {
 			name string
 			fn   func([]byte, float64) []byte

@@ -47,12 +47,14 @@ func (s *Service) ListReadings(ctx context.Context, key store.SensorKey, q store
 		}
 		known = &sensor
 	}
-	head := func(sensor store.Sensor) error {
-		var header *Outputs
-		if opts.Outputs {
-			header = s.outputsOf(sensor, nil)
+	// The rows' outputs name the header's too, unless links make them
+	// wait for the page's readings: then the header has outputs of its
+	// own, which only name them.
+	head := func(sensor store.Sensor, rows *Outputs) error {
+		if opts.Outputs && rows == nil {
+			rows = s.outputsOf(sensor, nil)
 		}
-		return sink.Sensor(sensor, header)
+		return sink.Sensor(sensor, rows)
 	}
 	return s.listReadings(ctx, key, known, q, opts, head, withMarks(sink))
 }
@@ -86,7 +88,8 @@ func (s *Service) sensorAsOf(ctx context.Context, key store.SensorKey, asOf *tim
 }
 
 // listReadings calls head with the sensor of key (sensor, or, when it is
-// nil, the one the read looks up), then visit with each reading q
+// nil, the one the read looks up) and the outputs its rows are computed
+// with when they are known before the rows (else nil), then visit with each reading q
 // selects, without the values a flag rejects unless opts.Flags, with its
 // flags' marks and, when outputs are wanted, the outputs to compute it
 // with (else nil). The sensor, the flags and the readings come in one
@@ -98,7 +101,7 @@ func (s *Service) sensorAsOf(ctx context.Context, key store.SensorKey, asOf *tim
 // connection is released, and then each source is read once for their
 // instants, before visit sees them.
 func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor *store.Sensor, q store.ReadingQuery, opts ReadOptions,
-	head func(store.Sensor) error, visit func(*store.Reading, *Outputs, []Mark) error) error {
+	head func(store.Sensor, *Outputs) error, visit func(*store.Reading, *Outputs, []Mark) error) error {
 	var (
 		flags       *flagSet
 		o           *Outputs
@@ -159,7 +162,7 @@ func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor 
 		if head == nil {
 			return nil
 		}
-		return head(*sensor)
+		return head(*sensor, o)
 	}, func(r *store.Reading) error {
 		if n++; n == 1 {
 			start = r.Time

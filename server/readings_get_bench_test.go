@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
@@ -22,7 +24,8 @@ import (
 // bench` from the client's request to the last byte of the answer: a page
 // of 1,000 readings of 10 inputs (Page), a page of 1,000 readings of a
 // 2-input, 2-output blueprint without and with its outputs
-// (PiezometerPage, PiezometerPageOutputs), and the latest values of a
+// (PiezometerPage, PiezometerPageOutputs), the same of row 6b's 10-input,
+// 5-output blueprint (FiveOutputsPage, FiveOutputsPageOutputs), and the latest values of a
 // project of 100 sensors (Latest), beside the store's own call that
 // answers it (LatestRaw, row 10). Beside the time, it reports the CPU
 // time per request of this process (the service's share, with the
@@ -87,6 +90,11 @@ func BenchmarkGetReadings(b *testing.B) {
 	if status := send(b, http.MethodPost, fmt.Sprintf("%s/readings/%d", project, tn.instanceID), tn.tokens[store.Editor], body); status != http.StatusOK {
 		b.Fatalf("POST: %d", status)
 	}
+	// And row 6b's sensor: the bench's five outputs over ten inputs.
+	row6b := benchBlueprintSensor(b, e, tn)
+	if status := send(b, http.MethodPost, fmt.Sprintf("%s/readings/%d", project, row6b.ID), tn.tokens[store.Editor], benchBodyOf(row6b)); status != http.StatusOK {
+		b.Fatalf("POST: %d", status)
+	}
 	page := func(sensor int64, outputs bool) string {
 		return fmt.Sprintf("%s/readings/%d?limit=1000&outputs=%t&datetime__gte=2024-01-01T00:00:00Z", project, sensor, outputs)
 	}
@@ -104,6 +112,8 @@ func BenchmarkGetReadings(b *testing.B) {
 		{"Page", get(page(tn.sensorID, false))},
 		{"PiezometerPage", get(page(tn.instanceID, false))},
 		{"PiezometerPageOutputs", get(page(tn.instanceID, true))},
+		{"FiveOutputsPage", get(page(row6b.ID, false))},
+		{"FiveOutputsPageOutputs", get(page(row6b.ID, true))},
 		{"Latest", get(project + "/latest?limit=1000")},
 		{"LatestRaw", func(b *testing.B) {
 			latest, _, err := e.db.LatestReadings(ctx, tn.orgID, tn.projectID, 0, 1000, false)
@@ -145,4 +155,63 @@ func send(b *testing.B, method, url, token string, body []byte) int {
 		b.Fatal(err)
 	}
 	return res.StatusCode
+}
+
+// benchBlueprintSensor is a sensor of tn's project with an instance of
+// the blueprint of rows 6b and 9 of `make bench` (scripts/bench): a
+// vibrating-wire piezometer's five outputs over inputs x1…x10.
+func benchBlueprintSensor(b *testing.B, e *env, tn tenant) store.Sensor {
+	ctx := context.Background()
+	g, r0, k := 0.1, 9000.0, 0.05
+	bp := store.Blueprint{
+		Name: "Bench piezometer",
+		Constants: []store.BlueprintConstant{
+			{Key: "G", Name: "G", Default: &g}, {Key: "R0", Name: "R0", Default: &r0}, {Key: "K", Name: "K", Default: &k},
+		},
+		Outputs: []store.BlueprintOutput{
+			{Key: "digits", Name: "digits", Formula: "x1^2 / 1000"},
+			{Key: "pressure", Name: "pressure", Formula: "G * (R0 - digits)"},
+			{Key: "corrected", Name: "corrected", Formula: "pressure + K * (x2 - 20)"},
+			{Key: "head", Name: "head", Formula: "pressure / 9.80665"},
+			{Key: "alarm", Name: "alarm", Formula: "abs(pressure) > 150 ? 1 : 0"},
+		},
+	}
+	for i := 1; i <= 10; i++ {
+		bp.Inputs = append(bp.Inputs, store.BlueprintInput{Key: fmt.Sprintf("x%d", i), Name: fmt.Sprintf("x%d", i)})
+	}
+	blueprint, err := e.db.CreateBlueprint(ctx, tn.orgID, bp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	inst, err := blueprint.Instantiate(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sensor, err := e.db.CreateSensor(ctx, tn.orgID, tn.projectID, "bench piezometer", "", &store.Attachment{BlueprintID: blueprint.ID, Instance: inst})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sensor
+}
+
+// benchBodyOf is batchtest.BenchBody's 1,000 readings of ten random inputs
+// in [0, 1000), as sensor's inputs x1…x10.
+func benchBodyOf(sensor store.Sensor) []byte {
+	rng := rand.New(rand.NewPCG(1, 2))
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	body := []byte{'['}
+	for i := range 1000 {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = fmt.Appendf(body, `{"datetime":%q,"inputs":{`, start.Add(time.Duration(i)*time.Second).Format(time.RFC3339))
+		for k, in := range sensor.Instance.Inputs {
+			if k > 0 {
+				body = append(body, ',')
+			}
+			body = fmt.Appendf(body, `"%d":%s`, in.ID, strconv.FormatFloat(rng.Float64()*1000, 'f', -1, 64))
+		}
+		body = append(body, "}}"...)
+	}
+	return append(body, ']')
 }
