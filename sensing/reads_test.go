@@ -119,19 +119,7 @@ func TestPageLinkHints(t *testing.T) {
 	core, db, tracer := newCountedService(t)
 	ctx := t.Context()
 	f := newFixture(t, db)
-	bp, err := db.GetBlueprint(ctx, f.key.OrgID, *f.sensor.BlueprintID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := bp.Instantiate(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep, err := db.CreateSensor(ctx, f.key.OrgID, f.key.ProjectID, "dependant", "", &store.Attachment{BlueprintID: bp.ID, Instance: inst})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := store.SensorKey{OrgID: f.key.OrgID, ProjectID: f.key.ProjectID, SensorID: dep.ID}
+	dep, key := newDependant(t, db, f)
 	// The source's u is 3 and the dependant's 1, so p = u·i·2 is 6 once
 	// the dependant's i is the source's u, and missing before.
 	var source, own []store.Reading
@@ -264,19 +252,7 @@ func TestPageLinkFlagHints(t *testing.T) {
 	core, db, tracer := newCountedService(t)
 	ctx := t.Context()
 	f := newFixture(t, db)
-	bp, err := db.GetBlueprint(ctx, f.key.OrgID, *f.sensor.BlueprintID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := bp.Instantiate(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep, err := db.CreateSensor(ctx, f.key.OrgID, f.key.ProjectID, "dependant", "", &store.Attachment{BlueprintID: bp.ID, Instance: inst})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := store.SensorKey{OrgID: f.key.OrgID, ProjectID: f.key.ProjectID, SensorID: dep.ID}
+	dep, key := newDependant(t, db, f)
 	if _, err := core.SetLinks(ctx, key, map[string]store.InputLink{"i": {SensorID: f.key.SensorID, Key: "u", Staleness: time.Minute}}); err != nil {
 		t.Fatal(err)
 	}
@@ -367,19 +343,7 @@ func TestPageLinkSpanHints(t *testing.T) {
 	core, db, tracer := newCountedService(t)
 	ctx := t.Context()
 	f := newFixture(t, db)
-	bp, err := db.GetBlueprint(ctx, f.key.OrgID, *f.sensor.BlueprintID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := bp.Instantiate(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep, err := db.CreateSensor(ctx, f.key.OrgID, f.key.ProjectID, "dependant", "", &store.Attachment{BlueprintID: bp.ID, Instance: inst})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := store.SensorKey{OrgID: f.key.OrgID, ProjectID: f.key.ProjectID, SensorID: dep.ID}
+	dep, key := newDependant(t, db, f)
 	if _, err := core.SetLinks(ctx, key, map[string]store.InputLink{"i": {SensorID: f.key.SensorID, Key: "u", Staleness: time.Minute}}); err != nil {
 		t.Fatal(err)
 	}
@@ -550,4 +514,24 @@ func (s *outputSink) Reading(r *store.Reading, o *sensing.Outputs) error {
 	}
 	s.got = append(s.got, r.Time.Format("15:04:05")+" "+out)
 	return nil
+}
+
+// newDependant is a sensor of f's blueprint beside f's, unlinked, for the
+// tests that link its input i to f's u.
+func newDependant(t *testing.T, db *store.DB, f fixture) (store.Sensor, store.SensorKey) {
+	t.Helper()
+	ctx := t.Context()
+	bp, err := db.GetBlueprint(ctx, f.key.OrgID, *f.sensor.BlueprintID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := bp.Instantiate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := db.CreateSensor(ctx, f.key.OrgID, f.key.ProjectID, "dependant", "", &store.Attachment{BlueprintID: bp.ID, Instance: inst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dep, store.SensorKey{OrgID: f.key.OrgID, ProjectID: f.key.ProjectID, SensorID: dep.ID}
 }
