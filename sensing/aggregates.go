@@ -76,7 +76,7 @@ func (s *Service) Aggregate(ctx context.Context, key store.SensorKey, q store.Bu
 	if opts.Outputs {
 		// The readings stream, too many to hold: a linked input's sources
 		// are read over the whole range, each once.
-		links, err := s.sensorLinks(ctx, s.reader, sensor, q.From, q.To, nil, 0)
+		links, err := s.sensorLinks(ctx, s.reader, sensor, q.From, q.To, nil, opts.AsOf, 0)
 		if err != nil {
 			return "", err
 		}

@@ -344,7 +344,7 @@ func (p *batchOutputs) of(readings []store.Reading) *batchOutputs {
 // linked inputs through lr. Only the outputs among ids, and those they
 // use, are computed.
 func (s *Service) newValues(ctx context.Context, lr linkReader, sensor store.Sensor, at []time.Time, ids []int64) (*values, error) {
-	links, err := s.sensorLinks(ctx, lr, sensor, at[0], at[len(at)-1], at, 0)
+	links, err := s.sensorLinks(ctx, lr, sensor, at[0], at[len(at)-1], at, nil, 0)
 	if err != nil {
 		return nil, err
 	}

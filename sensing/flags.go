@@ -13,10 +13,11 @@ import (
 // Flags mark readings, or one input of them, as suspect or rejected,
 // without touching the stored values. A rejected value is left out of
 // every read (pages, exports, aggregates, latest values) and of the alarm
-// rules, as if it were not there; a suspect one stays, marked. Neither
-// steps a threshold or rate rule. Setting or clearing a flag rechecks the
-// sensor's alarms at once, as every edit does; history is never
-// rewritten.
+// rules, as if it were not there, and so of the inputs linked to it; a
+// suspect one stays, marked. Neither steps a threshold or rate rule.
+// Setting or clearing a flag rechecks at once the alarms of the sensor
+// and of the sensors whose links follow it, as every edit does; history
+// is never rewritten.
 
 // FlagEdit is a flag as an editor sets or clears it: on the readings from
 // From to To, inclusive, of the input Input names (its key, or its id for
@@ -68,7 +69,8 @@ func (s *Service) ClearFlags(ctx context.Context, key store.SensorKey, edit Flag
 
 // editFlags runs change on the flags of the sensor, locked, and of the
 // input the edit names; when it changed any, records the change in the
-// audit trail and rechecks the alarms, in one transaction.
+// audit trail and rechecks the alarms of the sensor and of its
+// dependants (recheckDependants), in one transaction.
 func (s *Service) editFlags(ctx context.Context, key store.SensorKey, edit FlagEdit,
 	change func(tx *store.Tx, sensorID int64, input *int64) ([]store.Flag, store.Change, error)) (FlagResult, error) {
 	var out FlagResult
@@ -93,9 +95,48 @@ func (s *Service) editFlags(ctx context.Context, key store.SensorKey, edit FlagE
 		if err := tx.Audit(ctx, c); err != nil {
 			return err
 		}
-		return s.recheck(ctx, tx, sensor)
+		if err := s.recheck(ctx, tx, sensor); err != nil {
+			return err
+		}
+		return s.recheckDependants(ctx, tx, key)
 	})
 	return out, err
+}
+
+// recheckDependants rechecks the alarms of the sensors whose inputs are
+// linked to sensor key, and of theirs in turn, each locked in its turn:
+// their linked values follow the source's flags. A sensor's dependants
+// are locked after it, which the edits of links, that lock the project's
+// sensors by id, may meet the other way round: PostgreSQL then aborts
+// one, and InTx runs it again.
+func (s *Service) recheckDependants(ctx context.Context, tx *store.Tx, key store.SensorKey) error {
+	seen := map[int64]bool{key.SensorID: true}
+	next := []int64{key.SensorID}
+	for depth := 0; depth < store.MaxLinkChain && len(next) > 0; depth++ {
+		var found []int64
+		for _, id := range next {
+			deps, err := tx.Dependants(ctx, store.SensorKey{OrgID: key.OrgID, ProjectID: key.ProjectID, SensorID: id})
+			if err != nil {
+				return err
+			}
+			for _, d := range deps {
+				if seen[d.ID] {
+					continue
+				}
+				seen[d.ID] = true
+				dep, err := tx.LockSensor(ctx, store.SensorKey{OrgID: key.OrgID, ProjectID: key.ProjectID, SensorID: d.ID})
+				if err != nil {
+					return err
+				}
+				if err := s.recheck(ctx, tx, dep); err != nil {
+					return err
+				}
+				found = append(found, d.ID)
+			}
+		}
+		next = found
+	}
+	return nil
 }
 
 // flagInput is the id of the input a flag names, nil for whole readings.

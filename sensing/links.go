@@ -13,22 +13,24 @@ import (
 	"github.com/sensorreadings/readings/store"
 )
 
-// linkReader reads what computing linked inputs needs: each link's source
-// and its readings. A read uses its reader (the primary or a standby); a
-// write, its transaction, whose connection it already holds and whose
-// writes it sees.
+// linkReader reads what computing linked inputs needs: each link's source,
+// and its readings with the flags in force on them. A read uses its
+// reader (the primary or a standby); a write, its transaction, whose
+// connection it already holds and whose writes it sees.
 type linkReader interface {
 	LinkSource(ctx context.Context, of store.Sensor, id int64) (store.Sensor, error)
-	ListLinkReadings(ctx context.Context, sensor store.Sensor, q store.LinkQuery, fn func(*store.Reading) error) error
+	ListLinkReadings(ctx context.Context, sensor store.Sensor, q store.LinkQuery, head func([]store.Flag) error, fn func(*store.Reading) error) error
 }
 
 // sensorLinks returns the values of the sensor's linked inputs (nil
 // without links) for its readings at the instants at, ascending, or, with
 // at nil, for readings anywhere from from to to. Each source is read once,
-// from its reading that serves from; a source's outputs are computed with
-// its own links, read before its readings so that no query waits on
-// another's rows. depth is how many links led here.
-func (s *Service) sensorLinks(ctx context.Context, lr linkReader, sensor store.Sensor, from, to time.Time, at []time.Time, depth int) ([]*formulas.Link, error) {
+// from its reading that serves from, as a read of it gives its values:
+// without those the flags in force now (or at asOf) reject. A source's
+// outputs are computed with its own links, read before its readings so
+// that no query waits on another's rows. depth is how many links led
+// here.
+func (s *Service) sensorLinks(ctx context.Context, lr linkReader, sensor store.Sensor, from, to time.Time, at []time.Time, asOf *time.Time, depth int) ([]*formulas.Link, error) {
 	inst := sensor.Instance
 	if inst == nil {
 		return nil, nil
@@ -54,7 +56,7 @@ func (s *Service) sensorLinks(ctx context.Context, lr linkReader, sensor store.S
 				return nil, err
 			default:
 				q := store.LinkQuery{From: later(from.Add(-l.Staleness), store.MinTime), First: from, To: to}
-				if samples, err = s.linkSamples(ctx, lr, source, l.Key, q, at, depth+1); err != nil {
+				if samples, err = s.linkSamples(ctx, lr, source, l.Key, q, at, asOf, depth+1); err != nil {
 					return nil, err
 				}
 			}
@@ -72,21 +74,43 @@ const DefaultMaxLinkValues = 1_000_000
 // linkSamples reads the source's value key at its readings that q
 // selects: an input at each reading that carries it, an output at each
 // reading (NaN where that reading cannot give it, so that it is missing
-// rather than an older value). With at given, it keeps only the samples
+// rather than an older value). Like a read of the source, it leaves out
+// what the flags in force now (or at asOf) reject: a reading rejected
+// whole is not there, nor is an input rejected, so an input link takes
+// the latest reading whose input is not, and an output is computed
+// without the rejected inputs. With at given, it keeps only the samples
 // that are the latest at or before one of those instants, so that a page
 // holds at most one sample per reading whatever the source's rate.
-func (s *Service) linkSamples(ctx context.Context, lr linkReader, source store.Sensor, key string, q store.LinkQuery, at []time.Time, depth int) ([]formulas.Sample, error) {
-	value, err := s.sourceValue(ctx, lr, source, key, &q, depth)
+func (s *Service) linkSamples(ctx context.Context, lr linkReader, source store.Sensor, key string, q store.LinkQuery, at []time.Time, asOf *time.Time, depth int) ([]formulas.Sample, error) {
+	value, err := s.sourceValue(ctx, lr, source, key, &q, asOf, depth)
 	if err != nil || value == nil {
 		return nil, err
 	}
+	q.AsOf = asOf
 	limit := cmp.Or(s.cfg.MaxLinkValues, DefaultMaxLinkValues)
-	var samples []formulas.Sample
+	var (
+		samples []formulas.Sample
+		fs      *flagSet // the flags that reject values; nil: none
+	)
 	next := 0 // the first of at not before the last sample
-	err = lr.ListLinkReadings(ctx, source, q, func(r *store.Reading) error {
+	err = lr.ListLinkReadings(ctx, source, q, func(flags []store.Flag) error {
+		// The store leaves out the readings the link cannot take; an
+		// output is computed without the inputs rejected.
+		if fs = newFlagSet(flags); !fs.rejects() {
+			fs = nil
+		}
+		return nil
+	}, func(r *store.Reading) error {
 		if at == nil && len(samples) == limit {
 			return &apperr.Error{Code: apperr.Invalid, Details: map[string]any{"sensor_id": source.ID},
 				Message: fmt.Sprintf("sensor %d (%s), the source of a linked input, has more than %d values in the range; ask for a shorter range", source.ID, source.Name, limit)}
+		}
+		if fs != nil {
+			fs.lookup(r.Time)
+			var whole bool
+			if r, whole = fs.without(r); whole {
+				return nil
+			}
 		}
 		sample, ok := sampleOf(value, q.InputID != 0, r)
 		if !ok {
@@ -124,7 +148,7 @@ func sampleOf(value func(*store.Reading) (float64, bool), input bool, r *store.R
 // readings: the input it carries (and sets q.InputID to it), or the output
 // computed from it. It returns nil when the source has no such key (its
 // blueprint changed since the link was set).
-func (s *Service) sourceValue(ctx context.Context, lr linkReader, source store.Sensor, key string, q *store.LinkQuery, depth int) (func(*store.Reading) (float64, bool), error) {
+func (s *Service) sourceValue(ctx context.Context, lr linkReader, source store.Sensor, key string, q *store.LinkQuery, asOf *time.Time, depth int) (func(*store.Reading) (float64, bool), error) {
 	input, output := keyOf(source, key)
 	switch {
 	case input != 0:
@@ -134,7 +158,7 @@ func (s *Service) sourceValue(ctx context.Context, lr linkReader, source store.S
 		return nil, nil
 	}
 	// The source's own links serve its readings from the one before First.
-	links, err := s.sensorLinks(ctx, lr, source, q.From, q.To, nil, depth)
+	links, err := s.sensorLinks(ctx, lr, source, q.From, q.To, nil, asOf, depth)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +203,8 @@ func outputValue(w *Outputs, k int) func(*store.Reading) (float64, bool) {
 // ok is false when they cannot serve it, so that its links are read once
 // it is (sensorLinks): a link's source not found (deleted meanwhile), a
 // source whose value needs links of its own, one with more readings over
-// the page than were read, or links edited between the statements.
+// the page than were read or with a flag that rejects some of them, or
+// links edited between the statements.
 func (s *Service) pageLinks(sensor store.Sensor, p store.LinkedPage) (links []*formulas.Link, first, last time.Time, ok bool) {
 	inst := sensor.Instance
 	links = make([]*formulas.Link, len(inst.Inputs))
@@ -225,12 +250,13 @@ func (s *Service) pageLinks(sensor store.Sensor, p store.LinkedPage) (links []*f
 }
 
 // outputsAt returns the outputs of sensor for its readings at the instants
-// at, ascending, reading its links' sources from lr.
-func (s *Service) outputsAt(ctx context.Context, lr linkReader, sensor store.Sensor, at []time.Time) (*Outputs, error) {
+// at, ascending, reading its links' sources from lr with the flags in
+// force now (or at asOf).
+func (s *Service) outputsAt(ctx context.Context, lr linkReader, sensor store.Sensor, at []time.Time, asOf *time.Time) (*Outputs, error) {
 	var links []*formulas.Link
 	if len(at) > 0 && sensor.Instance.Linked() {
 		var err error
-		if links, err = s.sensorLinks(ctx, lr, sensor, at[0], at[len(at)-1], at, 0); err != nil {
+		if links, err = s.sensorLinks(ctx, lr, sensor, at[0], at[len(at)-1], at, asOf, 0); err != nil {
 			return nil, err
 		}
 	}

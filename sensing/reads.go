@@ -189,7 +189,7 @@ func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor 
 		at[i] = held[i].Time
 	}
 	slices.SortFunc(at, time.Time.Compare)
-	if o, err = s.outputsAt(ctx, s.reader, *sensor, at); err != nil {
+	if o, err = s.outputsAt(ctx, s.reader, *sensor, at, opts.AsOf); err != nil {
 		return err
 	}
 	for i := range held {
@@ -317,7 +317,7 @@ func (s *Service) LatestReadings(ctx context.Context, orgID, projectID, after in
 		l := &latest[i]
 		out[i].Latest = l
 		if opts.Outputs && l.Reading != nil {
-			if out[i].Outputs, err = s.outputsAt(ctx, s.reader, l.Sensor, []time.Time{l.Reading.Time}); err != nil {
+			if out[i].Outputs, err = s.outputsAt(ctx, s.reader, l.Sensor, []time.Time{l.Reading.Time}, nil); err != nil {
 				return nil, false, err
 			}
 		}
@@ -445,7 +445,7 @@ func (s *Service) SensorStatuses(ctx context.Context, q store.StatusQuery) ([]St
 	for i, st := range statuses {
 		out[i].SensorStatus = st
 		if st.Reading != nil {
-			if out[i].Outputs, err = s.outputsAt(ctx, s.db, st.Sensor, []time.Time{st.Reading.Time}); err != nil {
+			if out[i].Outputs, err = s.outputsAt(ctx, s.db, st.Sensor, []time.Time{st.Reading.Time}, nil); err != nil {
 				return nil, false, err
 			}
 		}

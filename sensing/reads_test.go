@@ -168,7 +168,7 @@ func TestPageLinkHints(t *testing.T) {
 	t.Run("Unlinked", func(t *testing.T) { page(t, "-", 1, 2) })
 	t.Run("LinkedSince", func(t *testing.T) {
 		link(t, map[string]store.InputLink{"i": {SensorID: f.key.SensorID, Key: "u", Staleness: time.Minute}})
-		page(t, "6", 3, 4) // the page, then the source and its readings
+		page(t, "6", 3, 5) // the page, then the source, and its flags and readings
 	})
 	// Found without flags too: all but the flags.
 	t.Run("Linked", func(t *testing.T) { page(t, "6", 1, 4) })

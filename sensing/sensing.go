@@ -76,7 +76,7 @@ type Reader interface {
 	ListReadings(ctx context.Context, sensor store.Sensor, q store.ReadingQuery, fn func(*store.Reading) error) error
 	ReadPage(ctx context.Context, r store.PageRead, head func(*store.Sensor, []store.Flag) error, fn func(*store.Reading) error) error
 	LinkSource(ctx context.Context, of store.Sensor, id int64) (store.Sensor, error)
-	ListLinkReadings(ctx context.Context, sensor store.Sensor, q store.LinkQuery, fn func(*store.Reading) error) error
+	ListLinkReadings(ctx context.Context, sensor store.Sensor, q store.LinkQuery, head func([]store.Flag) error, fn func(*store.Reading) error) error
 	InputIDs(ctx context.Context, sensor store.Sensor) ([]int64, error)
 	LatestReadings(ctx context.Context, orgID, projectID, after int64, limit int, instances bool) ([]store.Latest, bool, error)
 	Buckets(ctx context.Context, q store.BucketQuery) ([]time.Time, error)

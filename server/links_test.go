@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/store"
@@ -313,4 +314,187 @@ func TestLinksAggregateLimit(t *testing.T) {
 	if out := (*page[0].Outputs)[k[1]["out"]]; out != 7 {
 		t.Errorf("out = %v, want 10 − 3", out)
 	}
+}
+
+// TestLinksFollowSourceFlags: a value rejected at a link's source is left
+// out of the dependant's outputs in every read, as a read of the source
+// leaves it out: its page (read before the flag, so that the page's hints
+// say it is linked), CSV export, aggregates (from the readings, and with
+// the hours' rollups built), latest values and alarm state, at once; the
+// link takes the latest value not rejected, within its staleness. An
+// output of a reading whose input is rejected is missing, not an older
+// one. Clearing the flag brings it all back, and a read as of before the
+// flag gives the answer given then, byte for byte.
+func TestLinksFollowSourceFlags(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	s, k := linkedSensors(t, e, tn, "B", "P", "Q")
+	baro, piezo, outQ := s[0], s[1], s[2]
+	editor := e.client(tn.tokens[store.Editor])
+	viewer := e.client(tn.tokens[store.Viewer])
+	ctx := t.Context()
+	// P's b is B's input a; Q's b is B's out, a − b.
+	if res := setLinks(t, e, piezo, client.LinksUpdate{"b": {SensorId: baro.sensorID, Key: "a"}}); res.StatusCode() != 200 {
+		t.Fatalf("link P: %d %s", res.StatusCode(), res.Body)
+	}
+	if res := setLinks(t, e, outQ, client.LinksUpdate{"b": {SensorId: baro.sensorID, Key: "out"}}); res.StatusCode() != 200 {
+		t.Fatalf("link Q: %d %s", res.StatusCode(), res.Body)
+	}
+	post(t, editor, baro,
+		reading(t, "2024-05-01T12:00:00Z", client.Values{k[0]["a"]: 10, k[0]["b"]: 0}),
+		reading(t, "2024-05-01T12:10:00Z", client.Values{k[0]["a"]: 20, k[0]["b"]: 0}))
+	// P's out below 85 is an alarm: 100 − 20 at 12:15 raises it.
+	rule, err := e.client(tn.tokens[store.Admin]).CreateAlarmRuleWithResponse(ctx, tn.orgID, tn.projectID, piezo.sensorID,
+		client.AlarmRuleInput{Target: "out", Level: "Alarm", Direction: "below", Threshold: 85})
+	if err != nil || rule.JSON201 == nil {
+		t.Fatalf("create rule: %v %s", err, rule.Body)
+	}
+	for i, sensor := range []tenant{piezo, outQ} {
+		post(t, editor, sensor,
+			reading(t, "2024-05-01T12:05:00Z", client.Values{k[i+1]["a"]: 100}),
+			reading(t, "2024-05-01T12:15:00Z", client.Values{k[i+1]["a"]: 100}))
+	}
+
+	outs := func(t *testing.T, sensor tenant, key map[string]string) string {
+		t.Helper()
+		page, _ := list(t, viewer, sensor, client.ListReadingsParams{Outputs: ptr(true)})
+		var got []string
+		for _, r := range page {
+			v, ok := (*r.Outputs)[key["out"]]
+			got = append(got, map[bool]string{true: fmt.Sprint(v), false: "-"}[ok])
+		}
+		return strings.Join(got, " ")
+	}
+	hour := client.AggregateReadingsParams{DatetimeGte: "2024-05-01T12:00:00Z", DatetimeLt: "2024-05-01T13:00:00Z", Interval: ptr("1h"), Fn: ptr("min,max"), Outputs: ptr(true)}
+	aggregate := func(t *testing.T) (string, string) {
+		t.Helper()
+		res, err := viewer.AggregateReadingsWithResponse(ctx, tn.orgID, tn.projectID, piezo.sensorID, &hour)
+		if err != nil || res.JSON200 == nil || len(*res.JSON200) != 1 || (*res.JSON200)[0].Outputs == nil {
+			t.Fatalf("aggregate: %v %s", err, res.Body)
+		}
+		out := (*(*res.JSON200)[0].Outputs)[k[1]["out"]]
+		return fmt.Sprintf("%v..%v", deref(out["min"]), deref(out["max"])), res.HTTPResponse.Header.Get("X-Rollups")
+	}
+	latest := func(t *testing.T) string {
+		t.Helper()
+		res, err := viewer.LatestReadingsWithResponse(ctx, tn.orgID, tn.projectID, &client.LatestReadingsParams{Outputs: ptr(true), Keys: ptr(client.LatestReadingsParamsKeys("names"))})
+		if err != nil || res.JSON200 == nil {
+			t.Fatalf("latest: %v %s", err, res.Body)
+		}
+		var got []string
+		for _, l := range res.JSON200.Items {
+			if l.SensorId != baro.sensorID && l.Reading != nil && l.Reading.Outputs != nil {
+				v, ok := (*l.Reading.Outputs)["out"]
+				got = append(got, map[bool]string{true: fmt.Sprint(v), false: "-"}[ok])
+			}
+		}
+		return strings.Join(got, " ")
+	}
+	alarms := func(t *testing.T) int {
+		t.Helper()
+		res, err := viewer.ListAlarmsWithResponse(ctx, tn.orgID, tn.projectID, nil)
+		if err != nil || res.JSON200 == nil {
+			t.Fatalf("list alarms: %v %s", err, res.Body)
+		}
+		return len(res.JSON200.Items)
+	}
+	flag := func(t *testing.T, input *string) {
+		t.Helper()
+		res, err := editor.SetFlagWithResponse(ctx, tn.orgID, tn.projectID, baro.sensorID,
+			client.FlagInput{Flag: client.FlagInputFlagRejected, From: "2024-05-01T12:10:00Z", Input: input, Reason: "Spike"})
+		if err != nil || res.JSON201 == nil {
+			t.Fatalf("set flag: %v %s", err, res.Body)
+		}
+	}
+	clear := func(t *testing.T) {
+		t.Helper()
+		res, err := editor.ClearFlagsWithResponse(ctx, tn.orgID, tn.projectID, baro.sensorID,
+			client.FlagClearInput{From: "2024-05-01T12:00:00Z", To: ptr("2024-05-01T13:00:00Z"), Reason: "Reviewed"})
+		if err != nil || res.JSON200 == nil || len(res.JSON200.Flags) != 1 {
+			t.Fatalf("clear flags: %v %s", err, res.Body)
+		}
+	}
+	csvPath := fmt.Sprintf("/api/v1/org/%d/proj/%d/readings/%d/export?outputs=true&keys=names", tn.orgID, tn.projectID, piezo.sensorID)
+	pagePath := fmt.Sprintf("/api/v1/org/%d/proj/%d/readings/%d?outputs=true", tn.orgID, tn.projectID, piezo.sensorID)
+	aggPath := fmt.Sprintf("/api/v1/org/%d/proj/%d/readings/%d/aggregates?outputs=true&interval=1h&fn=min,max&datetime__gte=2024-05-01T12:00:00Z&datetime__lt=2024-05-01T13:00:00Z", tn.orgID, tn.projectID, piezo.sensorID)
+
+	// Read twice: the second page is read with its links, as the hints
+	// say it has them.
+	for range 2 {
+		if got, want := outs(t, piezo, k[1])+" / "+outs(t, outQ, k[2]), "90 80 / 90 80"; got != want {
+			t.Fatalf("outs before the flag: %s, want %s", got, want)
+		}
+	}
+	if got, _ := aggregate(t); got != "80..90" {
+		t.Fatalf("aggregate before the flag: %s, want 80..90", got)
+	}
+	if n := alarms(t); n != 1 {
+		t.Fatalf("%d alarms before the flag, want 1", n)
+	}
+	then := []string{e.getText(t, tn, "", pagePath), e.getText(t, tn, "", aggPath), e.getText(t, tn, "", csvPath)}
+	time.Sleep(2 * time.Millisecond) // the instant lies strictly between the reads and the flag, to the millisecond
+	asOf := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+	time.Sleep(2 * time.Millisecond)
+
+	// B's reading of 12:10 rejected whole: P and Q take 12:00's, 10.
+	flag(t, nil)
+	t.Run("RejectedWhole", func(t *testing.T) {
+		if got, want := outs(t, piezo, k[1])+" / "+outs(t, outQ, k[2]), "90 90 / 90 90"; got != want {
+			t.Errorf("outs: %s, want %s", got, want)
+		}
+		wantCSV := "datetime,a,b,out\n2024-05-01T12:05:00.000Z,100,,90\n2024-05-01T12:15:00.000Z,100,,90\n"
+		if got := e.getText(t, tn, "", csvPath); got != wantCSV {
+			t.Errorf("CSV export:\n%s\nwant\n%s", got, wantCSV)
+		}
+		if got, use := aggregate(t); got != "90..90" {
+			t.Errorf("aggregate from the readings (X-Rollups %s): %s, want 90..90", use, got)
+		}
+		if _, err := e.core.RecomputeRollups(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got, use := aggregate(t); got != "90..90" || use == "none" {
+			t.Errorf("aggregate with the rollups built: %s, X-Rollups %s; want 90..90, the rollups used for the inputs", got, use)
+		}
+		if got := latest(t); got != "90 90" {
+			t.Errorf("latest outs of P and Q: %s, want 90 90", got)
+		}
+		if n := alarms(t); n != 0 {
+			t.Errorf("%d alarms once B's reading is rejected, want none: P's alarm is rechecked at once", n)
+		}
+		for i, path := range []string{pagePath, aggPath, csvPath} {
+			if got := e.getText(t, tn, "", path+"&as_of="+asOf); got != then[i] {
+				t.Errorf("as of before the flag:\n got %s\nwant %s", got, then[i])
+			}
+		}
+	})
+	clear(t)
+	t.Run("Cleared", func(t *testing.T) {
+		if got, want := outs(t, piezo, k[1])+" / "+outs(t, outQ, k[2]), "90 80 / 90 80"; got != want {
+			t.Errorf("outs: %s, want %s", got, want)
+		}
+		if got, _ := aggregate(t); got != "80..90" {
+			t.Errorf("aggregate: %s, want 80..90", got)
+		}
+		if got := latest(t); got != "80 80" {
+			t.Errorf("latest outs of P and Q: %s, want 80 80", got)
+		}
+		if n := alarms(t); n != 1 {
+			t.Errorf("%d alarms once the flag is cleared, want 1", n)
+		}
+	})
+	// B's input a rejected at 12:10: P takes 12:00's a; Q's B out at
+	// 12:10 cannot be computed, so Q's out is missing, not 12:00's.
+	flag(t, ptr("a"))
+	t.Run("RejectedInput", func(t *testing.T) {
+		if got, want := outs(t, piezo, k[1])+" / "+outs(t, outQ, k[2]), "90 90 / 90 -"; got != want {
+			t.Errorf("outs: %s, want %s", got, want)
+		}
+		if got := latest(t); got != "90 -" {
+			t.Errorf("latest outs of P and Q: %s, want 90 and none", got)
+		}
+		if n := alarms(t); n != 0 {
+			t.Errorf("%d alarms once B's a is rejected, want none", n)
+		}
+	})
 }

@@ -236,6 +236,13 @@ func dependants(ctx context.Context, q querier, key SensorKey) ([]Dependant, err
 	return pgx.CollectRows(rows, pgx.RowToStructByName[Dependant])
 }
 
+// Dependants returns the sensors of the project with an input linked to
+// sensor key, by id.
+func (tx *Tx) Dependants(ctx context.Context, key SensorKey) ([]Dependant, error) {
+	deps, err := dependants(ctx, tx.tx, key)
+	return deps, dbError("dependants", err)
+}
+
 // refuseDependants returns Conflict, listing them, when sensors have
 // inputs linked to sensor key.
 func refuseDependants(ctx context.Context, q querier, key SensorKey) error {
@@ -269,33 +276,69 @@ func linkSource(ctx context.Context, q querier, of Sensor, id int64) (Sensor, er
 
 // LinkQuery selects the readings of a link's source that serve the
 // readings of its dependant from First to To: those from the latest at or
-// before First, and no older than From, onwards. With InputID, that latest
-// reading is the latest to carry that input.
+// before First, and no older than From, onwards, as a read of the source
+// gives them: without those a flag in force now, or at AsOf, rejects
+// whole. With InputID, that latest reading is the latest to carry that
+// input, and the readings whose input a flag rejects are left out too.
 type LinkQuery struct {
 	From, First, To time.Time
-	InputID         int64 // 0: any reading
+	InputID         int64      // 0: any reading
+	AsOf            *time.Time // the flags in force then; nil: now
 }
 
 // listLinkReadingsSQL starts at the one reading before the range that
 // serves it, found backwards through the index, rather than read every
-// reading of the staleness before it.
-const listLinkReadingsSQL = `
+// reading of the staleness before it. The ranges of the flags that
+// reject a reading for the link are read once, before the readings, so
+// that a source without such flags costs each row a scan of an empty
+// list (as pageReadingsSQL).
+var listLinkReadingsSQL = `WITH rejected AS MATERIALIZED (
+    SELECT from_at, to_at FROM reading_flags
+    WHERE sensor_id = $1 AND flag = 'rejected' AND from_at <= $4 AND to_at >= $2
+      AND (input_id IS NULL OR $5 <> 0 AND input_id = $5)
+      AND ` + fmt.Sprintf(flagInForceSQL, 6) + `)
 SELECT datetime, input_ids, vals FROM readings
 WHERE sensor_id = $1 AND datetime BETWEEN coalesce((
     SELECT datetime FROM readings
-    WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 AND ($5 = 0 OR $5 = ANY(input_ids))
-    ORDER BY datetime DESC LIMIT 1), $3) AND $4
+    WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 AND ($5 = 0 OR $5 = ANY(input_ids))` + withoutRejected + `
+    ORDER BY datetime DESC LIMIT 1), $3) AND $4` + withoutRejected + `
 ORDER BY datetime`
 
-// ListLinkReadings calls fn with each reading of the source sensor that q
-// selects, in ascending order, as the rows arrive. fn must not keep the
-// Reading it is given.
-func (db *DB) ListLinkReadings(ctx context.Context, sensor Sensor, q LinkQuery, fn func(*Reading) error) error {
-	return listLinkReadings(ctx, db.pool, sensor, q, fn)
+// ListLinkReadings gives head the flags in force (now or at q.AsOf) on
+// the readings of the source sensor from q.From to q.To, then fn each
+// reading q selects, in ascending order, as the rows arrive, in one
+// round trip. fn must not keep the Reading it is given; a caller that
+// takes an output of the source leaves out the inputs the flags reject.
+func (db *DB) ListLinkReadings(ctx context.Context, sensor Sensor, q LinkQuery, head func([]Flag) error, fn func(*Reading) error) error {
+	return listLinkReadings(ctx, db.pool, sensor, q, head, fn)
 }
 
-func listLinkReadings(ctx context.Context, db querier, sensor Sensor, q LinkQuery, fn func(*Reading) error) error {
-	return streamReadings(ctx, db, "list link readings", fn, listLinkReadingsSQL, sensor.ID, q.From, q.First, q.To, q.InputID)
+// batcher sends a batch of statements: the pool or a transaction.
+type batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+func listLinkReadings(ctx context.Context, db batcher, sensor Sensor, q LinkQuery, head func([]Flag) error, fn func(*Reading) error) error {
+	b := &pgx.Batch{}
+	b.Queue(flagsInForceSQL, sensor.ID, q.From, q.To, q.AsOf)
+	b.Queue(listLinkReadingsSQL, sensor.ID, q.From, q.First, q.To, q.InputID, q.AsOf)
+	br := db.SendBatch(ctx, b)
+	defer br.Close()
+	rows, _ := br.Query()
+	flags, err := pgx.CollectRows(rows, pgx.RowToStructByName[Flag])
+	if err != nil {
+		return readError("link source flags", err)
+	}
+	if err := head(flags); err != nil {
+		return err
+	}
+	if rows, err = br.Query(); err != nil {
+		return dbError("list link readings", err)
+	}
+	if err := scanReadings(rows, "list link readings", fn); err != nil {
+		return err
+	}
+	return dbError("list link readings", br.Close())
 }
 
 // LinkSource is DB.LinkSource in the transaction, whose connection a
@@ -306,8 +349,8 @@ func (tx *Tx) LinkSource(ctx context.Context, of Sensor, id int64) (Sensor, erro
 
 // ListLinkReadings is DB.ListLinkReadings in the transaction: what is
 // stored by then is what it reads.
-func (tx *Tx) ListLinkReadings(ctx context.Context, sensor Sensor, q LinkQuery, fn func(*Reading) error) error {
-	return listLinkReadings(ctx, tx.tx, sensor, q, fn)
+func (tx *Tx) ListLinkReadings(ctx context.Context, sensor Sensor, q LinkQuery, head func([]Flag) error, fn func(*Reading) error) error {
+	return listLinkReadings(ctx, tx.tx, sensor, q, head, fn)
 }
 
 // Linked tells whether any input of inst takes another sensor's value.

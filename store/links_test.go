@@ -165,7 +165,9 @@ func testDeleteSource(t *testing.T, db *store.DB) {
 // TestLinkReadings reads a link's source and its readings, on the pool
 // and in a transaction alike: the source must be a sensor of the same
 // project; the readings start at the latest one at or before First, no
-// older than From, that carries the input asked for, and run to To.
+// older than From, that carries the input asked for, and run to To;
+// those a flag in force rejects for the link are left out, the latest
+// one included, and the flags are given first.
 func TestLinkReadings(t *testing.T) {
 	db := newDB(t)
 	ctx := t.Context()
@@ -180,12 +182,13 @@ func TestLinkReadings(t *testing.T) {
 		store.Reading{Time: at(20), InputIDs: []int64{u}, Values: []float64{4}})
 	other := newSensor(t, db, newProject(t, db, store.Org{ID: project.OrgID}), nil)
 
+	var flags []store.Flag
 	list := func(r interface {
-		ListLinkReadings(context.Context, store.Sensor, store.LinkQuery, func(*store.Reading) error) error
+		ListLinkReadings(context.Context, store.Sensor, store.LinkQuery, func([]store.Flag) error, func(*store.Reading) error) error
 	}, q store.LinkQuery) []int {
 		t.Helper()
 		var minutes []int
-		if err := r.ListLinkReadings(ctx, source, q, func(r *store.Reading) error {
+		if err := r.ListLinkReadings(ctx, source, q, func(f []store.Flag) error { flags = f; return nil }, func(r *store.Reading) error {
 			minutes = append(minutes, r.Time.Minute())
 			return nil
 		}); err != nil {
@@ -195,7 +198,7 @@ func TestLinkReadings(t *testing.T) {
 	}
 	check := func(t *testing.T, r interface {
 		LinkSource(context.Context, store.Sensor, int64) (store.Sensor, error)
-		ListLinkReadings(context.Context, store.Sensor, store.LinkQuery, func(*store.Reading) error) error
+		ListLinkReadings(context.Context, store.Sensor, store.LinkQuery, func([]store.Flag) error, func(*store.Reading) error) error
 	}) {
 		got, err := r.LinkSource(ctx, dependant, source.ID)
 		if err != nil || got.ID != source.ID || got.Instance == nil {
@@ -221,6 +224,28 @@ func TestLinkReadings(t *testing.T) {
 	t.Run("Tx", func(t *testing.T) {
 		if err := db.InTx(ctx, func(tx *store.Tx) error { check(t, tx); return nil }); err != nil {
 			t.Fatal(err)
+		}
+	})
+	t.Run("Flagged", func(t *testing.T) {
+		before := time.Now()
+		setFlag(t, db, source.ID, store.FlagSpec{Flag: store.Rejected, From: at(10), To: at(10), Reason: "spike"})
+		setFlag(t, db, source.ID, store.FlagSpec{InputID: &u, Flag: store.Rejected, From: at(0), To: at(0), Reason: "logger swapped"})
+		setFlag(t, db, source.ID, store.FlagSpec{Flag: store.Suspect, From: at(20), To: at(20), Reason: "check"})
+		for _, tt := range []struct {
+			name  string
+			q     store.LinkQuery
+			want  []int
+			flags int
+		}{
+			{"RejectedWholeLeftOut", store.LinkQuery{From: at(0), First: at(12), To: at(30)}, []int{5, 20}, 3},
+			{"RejectedInputLeftOut", store.LinkQuery{From: at(0), First: at(7), To: at(30), InputID: u}, []int{20}, 3},
+			{"OutputKeepsRejectedInput", store.LinkQuery{From: at(0), First: at(3), To: at(30)}, []int{0, 5, 20}, 3},
+			{"OtherInputRejected", store.LinkQuery{From: at(0), First: at(3), To: at(30), InputID: u + 1}, []int{5, 20}, 3},
+			{"AsOfBefore", store.LinkQuery{From: at(0), First: at(12), To: at(30), AsOf: &before}, []int{10, 20}, 0},
+		} {
+			if got := list(db, tt.q); !slices.Equal(got, tt.want) || len(flags) != tt.flags {
+				t.Errorf("%s: minutes %v, %d flags; want %v, %d", tt.name, got, len(flags), tt.want, tt.flags)
+			}
 		}
 	})
 	if dependant.Instance.Linked() {
@@ -277,7 +302,7 @@ func TestReadPageLinks(t *testing.T) {
 	page := store.ReadingQuery{From: store.MinTime, To: at(29), Limit: 1000}
 	want := store.LinkQuery{From: at(7).Add(-time.Hour), First: at(7), To: at(15)}
 	var wantMinutes []int
-	if err := db.ListLinkReadings(ctx, source, want, func(r *store.Reading) error {
+	if err := db.ListLinkReadings(ctx, source, want, func([]store.Flag) error { return nil }, func(r *store.Reading) error {
 		wantMinutes = append(wantMinutes, r.Time.Minute())
 		return nil
 	}); err != nil {
@@ -320,6 +345,29 @@ func TestReadPageLinks(t *testing.T) {
 			}
 		})
 	}
+	// A flag that rejects a value the link may take leaves the link
+	// incomplete and without readings, in the statement's own snapshot:
+	// the caller reads it with the source's flags. One beyond the
+	// readings the link may take, or not in force as of the read, does
+	// not.
+	t.Run("RejectedAtTheSource", func(t *testing.T) {
+		before := time.Now()
+		setFlag(t, db, source.ID, store.FlagSpec{Flag: store.Rejected, From: at(20), To: at(20), Reason: "beyond the page"})
+		if l := read(t, tests[0].read).Links; len(l) != 1 || !l[0].Complete {
+			t.Errorf("a flag beyond the page: links %+v, want one complete", l)
+		}
+		setFlag(t, db, source.ID, store.FlagSpec{InputID: &u, Flag: store.Rejected, From: at(5), To: at(5), Reason: "spike"})
+		for _, r := range []store.PageRead{tests[0].read, tests[1].read, {Key: keys[0], Query: page, LinksOf: dependant.Instance, LinkReadings: 2, Rejected: true}} {
+			if l := read(t, r).Links; len(l) != 1 || l[0].Complete || len(l[0].Readings) != 0 {
+				t.Errorf("a flag on an input of the page's source reading: links %+v, want one incomplete, without readings", l)
+			}
+		}
+		asOf := tests[1].read
+		asOf.AsOf = &before
+		if l := read(t, asOf).Links; len(l) != 1 || !l[0].Complete || len(l[0].Readings) != 2 {
+			t.Errorf("as of before the flags: links %+v, want one complete, with two readings", l)
+		}
+	})
 	t.Run("BeyondTheKeyReadsNothing", func(t *testing.T) {
 		for _, r := range []store.PageRead{{Key: beyond, Query: page, LinksOf: dependant.Instance}, {Key: beyond, Query: page, LinksOf: dependant.Instance, Rejected: true}} {
 			if got := read(t, r); len(got.Sources) != 0 || len(got.Links) != 0 {

@@ -54,10 +54,17 @@ WHERE s.project_id = $2 AND EXISTS (SELECT FROM projects p WHERE p.id = $2 AND p
 // not tell it is 1 would cost more than a custom one, and PostgreSQL
 // would plan the statement again at each call (1 ms). A link whose
 // source is not found has no row; one whose source has no reading to
-// give, a row of nulls after its query. Its parameters are the page statement's first seven, the earliest
-// instant ($8) and the bound ($9), the links when given ($10 to $13:
-// inputs' indexes, sources, keys, staleness in nanoseconds), the instant
-// of the flags in force when unrejected, and the spacing when spaced.
+// give, a row of nulls after its query. A link whose source has a flag in
+// force that rejects one of the values it may read there (a whole
+// reading; or the input it takes; or, for an output, any input) has
+// rejecting set and a row of nulls: the statement does not leave them
+// out, so the caller reads that link as any read does (sensing's
+// linkSamples). The check is part of the statement, in the snapshot of
+// the readings it would serve, so no flag set since a hint was taken can
+// slip past it. Its parameters are the page statement's first seven, the
+// earliest instant ($8) and the bound ($9), the links when given ($10 to
+// $13: inputs' indexes, sources, keys, staleness in nanoseconds), the
+// instant of the flags in force (nil: now), and the spacing when spaced.
 func pageLinks(given bool, order string, unrejected, spaced bool) string {
 	links := `SELECT (x.n - 1)::int AS input, (x.i->'link'->>'sensor_id')::bigint AS source_id,
            x.i->'link'->>'key' AS key, (x.i->'link'->>'staleness')::bigint AS staleness
@@ -68,9 +75,9 @@ func pageLinks(given bool, order string, unrejected, spaced bool) string {
 		links = `SELECT * FROM unnest($10::int[], $11::bigint[], $12::text[], $13::bigint[]) AS l(input, source_id, key, staleness)`
 		asOf = 14
 	}
-	with, without, spacing := "", "", asOf
+	with, without, spacing := "", "", asOf+1
 	if unrejected {
-		with, without, spacing = rejectedCTE(asOf)+",\n", withoutRejected, asOf+1
+		with, without = rejectedCTE(asOf)+",\n", withoutRejected
 	}
 	page := `SELECT datetime FROM readings
         WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 AND ` + fmt.Sprintf(sensorOfKeySQL, 6, 7) + without + `
@@ -97,10 +104,15 @@ sources AS MATERIALIZED (
                      WHERE x.i->>'key' = l.key ORDER BY x.n LIMIT 1), 0) AS input_id
     FROM links l JOIN sensors s ON s.id = l.source_id AND s.project_id = $6 CROSS JOIN bounds b
     WHERE b.first IS NOT NULL)
-SELECT k.input, k.source_id, k.input_id, k.since, k.first, k.last, r.datetime, r.input_ids, r.vals
-FROM sources k LEFT JOIN LATERAL (
+SELECT k.input, k.source_id, k.input_id, k.since, k.first, k.last, j.rejecting, r.datetime, r.input_ids, r.vals
+FROM sources k CROSS JOIN LATERAL (
+    SELECT EXISTS (SELECT FROM reading_flags f
+        WHERE f.sensor_id = k.source_id AND f.flag = 'rejected' AND f.from_at <= k.last AND f.to_at >= k.since
+          AND (f.input_id IS NULL OR k.input_id = 0 OR f.input_id = k.input_id)
+          AND ` + fmt.Sprintf(flagInForceSQL, asOf) + `) AS rejecting) j
+LEFT JOIN LATERAL (
     SELECT datetime, input_ids, vals FROM readings
-    WHERE sensor_id = k.source_id AND datetime BETWEEN coalesce((
+    WHERE NOT j.rejecting AND sensor_id = k.source_id AND datetime BETWEEN coalesce((
         SELECT datetime FROM readings
         WHERE sensor_id = k.source_id AND datetime BETWEEN k.since AND k.first AND (k.input_id = 0 OR k.input_id = ANY(input_ids))
         ORDER BY datetime DESC LIMIT 1), k.first) AND k.last
@@ -135,9 +147,7 @@ func queuePageLinks(b *pgx.Batch, r PageRead, args []any, order, unrejected int)
 		b.Queue(pageSourcesSQL[1], key.OrgID, key.ProjectID, sources)
 		largs = append(largs, inputs, sources, keys, staleness)
 	}
-	if unrejected == 1 {
-		largs = append(largs, r.AsOf)
-	}
+	largs = append(largs, r.AsOf)
 	spaced := 0
 	// Within a time.Duration (292 years), the span stays within
 	// PostgreSQL's datetimes from any reading's.
@@ -171,7 +181,7 @@ func readPageLinks(br pgx.BatchResults, max int) (LinkedPage, error) {
 // gives them; should a plan not, the link is left incomplete.
 func scanPageLinks(rows pgx.Rows, max int, p *LinkedPage) error {
 	defer rows.Close()
-	binaryRows := binaryColumns(rows, 9)
+	binaryRows := binaryColumns(rows, 10)
 	type span struct{ ids, vals [2]int }
 	var (
 		r      Reading
@@ -183,16 +193,17 @@ func scanPageLinks(rows pgx.Rows, max int, p *LinkedPage) error {
 	)
 	for rows.Next() {
 		var (
-			l  PageLink
-			at *time.Time
+			l         PageLink
+			at        *time.Time
+			rejecting bool
 		)
 		if binaryRows {
 			raw := rows.RawValues()
-			if err := decodePageLink(raw, &l); err != nil {
+			if err := decodePageLink(raw, &l, &rejecting); err != nil {
 				return err
 			}
-			if raw[6] != nil {
-				if err := decodeReading(raw[6:], &r); err != nil {
+			if raw[7] != nil {
+				if err := decodeReading(raw[7:], &r); err != nil {
 					return err
 				}
 				at = &r.Time
@@ -200,7 +211,7 @@ func scanPageLinks(rows pgx.Rows, max int, p *LinkedPage) error {
 		} else {
 			var rIDs []int64
 			var rVals []float64
-			if err := rows.Scan(&l.Input, &l.SensorID, &l.Query.InputID, &l.Query.From, &l.Query.First, &l.Query.To, &at, &rIDs, &rVals); err != nil {
+			if err := rows.Scan(&l.Input, &l.SensorID, &l.Query.InputID, &l.Query.From, &l.Query.First, &l.Query.To, &rejecting, &at, &rIDs, &rVals); err != nil {
 				return err
 			}
 			if at != nil {
@@ -209,7 +220,7 @@ func scanPageLinks(rows pgx.Rows, max int, p *LinkedPage) error {
 		}
 		n := len(p.Links)
 		if n == 0 || p.Links[n-1].Input != l.Input || p.Links[n-1].SensorID != l.SensorID {
-			l.Complete = true
+			l.Complete = !rejecting
 			for i := range p.Links {
 				if p.Links[i].Input == l.Input { // not together: neither serves
 					p.Links[i].Complete, l.Complete = false, false
@@ -252,10 +263,11 @@ func scanPageLinks(rows pgx.Rows, max int, p *LinkedPage) error {
 
 // decodePageLink decodes the link's columns of a row of pageLinks from
 // PostgreSQL's binary format.
-func decodePageLink(raw [][]byte, l *PageLink) error {
-	if len(raw[0]) != 4 || len(raw[1]) != 8 || len(raw[2]) != 8 {
-		return fmt.Errorf("page links: a link's ids of %d, %d and %d bytes", len(raw[0]), len(raw[1]), len(raw[2]))
+func decodePageLink(raw [][]byte, l *PageLink, rejecting *bool) error {
+	if len(raw[0]) != 4 || len(raw[1]) != 8 || len(raw[2]) != 8 || len(raw[6]) != 1 {
+		return fmt.Errorf("page links: a link's ids of %d, %d and %d bytes, its rejecting of %d", len(raw[0]), len(raw[1]), len(raw[2]), len(raw[6]))
 	}
+	*rejecting = raw[6][0] != 0
 	l.Input = int(int32(binary.BigEndian.Uint32(raw[0])))
 	l.SensorID = int64(binary.BigEndian.Uint64(raw[1]))
 	l.Query.InputID = int64(binary.BigEndian.Uint64(raw[2]))

@@ -70,7 +70,10 @@ type LinkedPage struct {
 // PageLink is the readings of a link's source that serve a page from
 // Query.First to Query.To, its first and last instants: those
 // ListLinkReadings(Query) reads, unless there are more than
-// PageRead.LinkReadings (Complete is false, and Readings holds some).
+// PageRead.LinkReadings (Complete is false, and Readings holds some), or
+// a flag in force at the source rejects a value the link may take there
+// (Complete is false, and Readings is empty: read the link with its
+// source's flags).
 type PageLink struct {
 	Input    int   // the linked input, an index of the instance's inputs
 	SensorID int64 // its source
