@@ -2498,7 +2498,8 @@ type ListReadingsParams struct {
 	// byte. The readings are today's: one overwritten or deleted since is
 	// read as it is now (a write's overwrites and a range delete are in
 	// the audit trail, with their ranges). A linked input's source is
-	// read with its own current configuration. Without `as_of` nothing
+	// read with its own current configuration and the flags in force on
+	// it then. Without `as_of` nothing
 	// of the history is read.
 	AsOf *AsOf `form:"as_of,omitempty" json:"as_of,omitempty"`
 
@@ -2594,7 +2595,8 @@ type AggregateReadingsParams struct {
 	// byte. The readings are today's: one overwritten or deleted since is
 	// read as it is now (a write's overwrites and a range delete are in
 	// the audit trail, with their ranges). A linked input's source is
-	// read with its own current configuration. Without `as_of` nothing
+	// read with its own current configuration and the flags in force on
+	// it then. Without `as_of` nothing
 	// of the history is read.
 	AsOf *AsOf `form:"as_of,omitempty" json:"as_of,omitempty"`
 
@@ -2670,7 +2672,8 @@ type ExportReadingsParams struct {
 	// byte. The readings are today's: one overwritten or deleted since is
 	// read as it is now (a write's overwrites and a range delete are in
 	// the audit trail, with their ranges). A linked input's source is
-	// read with its own current configuration. Without `as_of` nothing
+	// read with its own current configuration and the flags in force on
+	// it then. Without `as_of` nothing
 	// of the history is read.
 	AsOf *AsOf `form:"as_of,omitempty" json:"as_of,omitempty"`
 

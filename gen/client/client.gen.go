@@ -2499,7 +2499,8 @@ type ListReadingsParams struct {
 	// byte. The readings are today's: one overwritten or deleted since is
 	// read as it is now (a write's overwrites and a range delete are in
 	// the audit trail, with their ranges). A linked input's source is
-	// read with its own current configuration. Without `as_of` nothing
+	// read with its own current configuration and the flags in force on
+	// it then. Without `as_of` nothing
 	// of the history is read.
 	AsOf *AsOf `form:"as_of,omitempty" json:"as_of,omitempty"`
 
@@ -2595,7 +2596,8 @@ type AggregateReadingsParams struct {
 	// byte. The readings are today's: one overwritten or deleted since is
 	// read as it is now (a write's overwrites and a range delete are in
 	// the audit trail, with their ranges). A linked input's source is
-	// read with its own current configuration. Without `as_of` nothing
+	// read with its own current configuration and the flags in force on
+	// it then. Without `as_of` nothing
 	// of the history is read.
 	AsOf *AsOf `form:"as_of,omitempty" json:"as_of,omitempty"`
 
@@ -2671,7 +2673,8 @@ type ExportReadingsParams struct {
 	// byte. The readings are today's: one overwritten or deleted since is
 	// read as it is now (a write's overwrites and a range delete are in
 	// the audit trail, with their ranges). A linked input's source is
-	// read with its own current configuration. Without `as_of` nothing
+	// read with its own current configuration and the flags in force on
+	// it then. Without `as_of` nothing
 	// of the history is read.
 	AsOf *AsOf `form:"as_of,omitempty" json:"as_of,omitempty"`
 
@@ -4380,14 +4383,16 @@ type ClientInterface interface {
 	// aggregates (a range holding rejected values is aggregated from the
 	// readings, not the rollups: `X-Rollups: none`) and the alarm rules;
 	// a reading rejected whole is not listed nor counted, and an output
-	// whose formula needs a rejected input is left out. A suspect value
+	// whose formula needs a rejected input is left out; so is the value
+	// of a sensor's input linked to it (PUT …/links). A suspect value
 	// stays everywhere, marked in `flags`. Neither a suspect nor a
 	// rejected value steps a threshold or rate rule. `flags=true` on a
 	// readings page or export lists everything, each reading with its
 	// flags.
 	//
 	// Setting a flag rechecks the sensor's alarms at once against its
-	// newest reading a flag does not reject, as every edit does; alarm
+	// newest reading a flag does not reject, as every edit does, and
+	// those of the sensors whose inputs are linked to it; alarm
 	// events already raised stay (history is never rewritten). The flag,
 	// who set it and when are in the audit trail. The answer lists the
 	// flag and how many stored readings its range holds.
@@ -4418,14 +4423,16 @@ type ClientInterface interface {
 	// aggregates (a range holding rejected values is aggregated from the
 	// readings, not the rollups: `X-Rollups: none`) and the alarm rules;
 	// a reading rejected whole is not listed nor counted, and an output
-	// whose formula needs a rejected input is left out. A suspect value
+	// whose formula needs a rejected input is left out; so is the value
+	// of a sensor's input linked to it (PUT …/links). A suspect value
 	// stays everywhere, marked in `flags`. Neither a suspect nor a
 	// rejected value steps a threshold or rate rule. `flags=true` on a
 	// readings page or export lists everything, each reading with its
 	// flags.
 	//
 	// Setting a flag rechecks the sensor's alarms at once against its
-	// newest reading a flag does not reject, as every edit does; alarm
+	// newest reading a flag does not reject, as every edit does, and
+	// those of the sensors whose inputs are linked to it; alarm
 	// events already raised stay (history is never rewritten). The flag,
 	// who set it and when are in the audit trail. The answer lists the
 	// flag and how many stored readings its range holds.
@@ -4584,7 +4591,30 @@ type ClientInterface interface {
 	// the source's readings stored by then: a source's reading that
 	// arrives later changes what a read shows, not the alarms already
 	// raised. Setting links rechecks the sensor's alarms against its
-	// newest reading. A link that would make a cycle, or a chain of more
+	// newest reading.
+	//
+	// **Flags at the source.** A linked input takes the source's value
+	// as a read of the source gives it: what a flag in force at the
+	// source rejects is not there. A reading rejected whole is skipped,
+	// and so, for an input of the source, is a reading whose input is
+	// rejected: the link takes the latest value at or before t that is
+	// not rejected, within `staleness`, or none. For an output of the
+	// source, a reading rejected whole is skipped; a reading with a
+	// rejected input gives the output computed without it, missing when
+	// its formula needs it (not an older value, as for any reading that
+	// cannot give it). A suspect value at the source stays. The
+	// dependant's `flags=true` shows its own flags: a linked value's
+	// flags are the source's, read on the source (its page with
+	// `flags=true`, or `GET …/flags`), since a value comes from another
+	// sensor's reading at another instant; it does not bring back a
+	// value the source rejects. Setting or clearing a flag on the source
+	// rechecks at once the alarms of every sensor whose links follow it
+	// (and of theirs in turn); the dependant's hourly rollups need no
+	// rebuild, since a linked sensor's outputs are always aggregated
+	// from its readings. With `as_of`, the source's flags in force then
+	// apply.
+	//
+	// A link that would make a cycle, or a chain of more
 	// than 5 links, answers 400 naming it; a source that is not a sensor
 	// of the project answers 404; a sensor without a blueprint answers
 	// 409. Required role: `admin`.
@@ -4616,7 +4646,30 @@ type ClientInterface interface {
 	// the source's readings stored by then: a source's reading that
 	// arrives later changes what a read shows, not the alarms already
 	// raised. Setting links rechecks the sensor's alarms against its
-	// newest reading. A link that would make a cycle, or a chain of more
+	// newest reading.
+	//
+	// **Flags at the source.** A linked input takes the source's value
+	// as a read of the source gives it: what a flag in force at the
+	// source rejects is not there. A reading rejected whole is skipped,
+	// and so, for an input of the source, is a reading whose input is
+	// rejected: the link takes the latest value at or before t that is
+	// not rejected, within `staleness`, or none. For an output of the
+	// source, a reading rejected whole is skipped; a reading with a
+	// rejected input gives the output computed without it, missing when
+	// its formula needs it (not an older value, as for any reading that
+	// cannot give it). A suspect value at the source stays. The
+	// dependant's `flags=true` shows its own flags: a linked value's
+	// flags are the source's, read on the source (its page with
+	// `flags=true`, or `GET …/flags`), since a value comes from another
+	// sensor's reading at another instant; it does not bring back a
+	// value the source rejects. Setting or clearing a flag on the source
+	// rechecks at once the alarms of every sensor whose links follow it
+	// (and of theirs in turn); the dependant's hourly rollups need no
+	// rebuild, since a linked sensor's outputs are always aggregated
+	// from its readings. With `as_of`, the source's flags in force then
+	// apply.
+	//
+	// A link that would make a cycle, or a chain of more
 	// than 5 links, answers 400 naming it; a source that is not a sensor
 	// of the project answers 404; a sensor without a blueprint answers
 	// 409. Required role: `admin`.
@@ -7010,14 +7063,16 @@ func (c *Client) ListFlags(ctx context.Context, orgId OrgId, projId ProjId, sens
 // aggregates (a range holding rejected values is aggregated from the
 // readings, not the rollups: `X-Rollups: none`) and the alarm rules;
 // a reading rejected whole is not listed nor counted, and an output
-// whose formula needs a rejected input is left out. A suspect value
+// whose formula needs a rejected input is left out; so is the value
+// of a sensor's input linked to it (PUT …/links). A suspect value
 // stays everywhere, marked in `flags`. Neither a suspect nor a
 // rejected value steps a threshold or rate rule. `flags=true` on a
 // readings page or export lists everything, each reading with its
 // flags.
 //
 // Setting a flag rechecks the sensor's alarms at once against its
-// newest reading a flag does not reject, as every edit does; alarm
+// newest reading a flag does not reject, as every edit does, and
+// those of the sensors whose inputs are linked to it; alarm
 // events already raised stay (history is never rewritten). The flag,
 // who set it and when are in the audit trail. The answer lists the
 // flag and how many stored readings its range holds.
@@ -7058,14 +7113,16 @@ func (c *Client) SetFlagWithBody(ctx context.Context, orgId OrgId, projId ProjId
 // aggregates (a range holding rejected values is aggregated from the
 // readings, not the rollups: `X-Rollups: none`) and the alarm rules;
 // a reading rejected whole is not listed nor counted, and an output
-// whose formula needs a rejected input is left out. A suspect value
+// whose formula needs a rejected input is left out; so is the value
+// of a sensor's input linked to it (PUT …/links). A suspect value
 // stays everywhere, marked in `flags`. Neither a suspect nor a
 // rejected value steps a threshold or rate rule. `flags=true` on a
 // readings page or export lists everything, each reading with its
 // flags.
 //
 // Setting a flag rechecks the sensor's alarms at once against its
-// newest reading a flag does not reject, as every edit does; alarm
+// newest reading a flag does not reject, as every edit does, and
+// those of the sensors whose inputs are linked to it; alarm
 // events already raised stay (history is never rewritten). The flag,
 // who set it and when are in the audit trail. The answer lists the
 // flag and how many stored readings its range holds.
@@ -7314,7 +7371,30 @@ func (c *Client) SetImportProfile(ctx context.Context, orgId OrgId, projId ProjI
 // the source's readings stored by then: a source's reading that
 // arrives later changes what a read shows, not the alarms already
 // raised. Setting links rechecks the sensor's alarms against its
-// newest reading. A link that would make a cycle, or a chain of more
+// newest reading.
+//
+// **Flags at the source.** A linked input takes the source's value
+// as a read of the source gives it: what a flag in force at the
+// source rejects is not there. A reading rejected whole is skipped,
+// and so, for an input of the source, is a reading whose input is
+// rejected: the link takes the latest value at or before t that is
+// not rejected, within `staleness`, or none. For an output of the
+// source, a reading rejected whole is skipped; a reading with a
+// rejected input gives the output computed without it, missing when
+// its formula needs it (not an older value, as for any reading that
+// cannot give it). A suspect value at the source stays. The
+// dependant's `flags=true` shows its own flags: a linked value's
+// flags are the source's, read on the source (its page with
+// `flags=true`, or `GET …/flags`), since a value comes from another
+// sensor's reading at another instant; it does not bring back a
+// value the source rejects. Setting or clearing a flag on the source
+// rechecks at once the alarms of every sensor whose links follow it
+// (and of theirs in turn); the dependant's hourly rollups need no
+// rebuild, since a linked sensor's outputs are always aggregated
+// from its readings. With `as_of`, the source's flags in force then
+// apply.
+//
+// A link that would make a cycle, or a chain of more
 // than 5 links, answers 400 naming it; a source that is not a sensor
 // of the project answers 404; a sensor without a blueprint answers
 // 409. Required role: `admin`.
@@ -7356,7 +7436,30 @@ func (c *Client) UpdateLinksWithBody(ctx context.Context, orgId OrgId, projId Pr
 // the source's readings stored by then: a source's reading that
 // arrives later changes what a read shows, not the alarms already
 // raised. Setting links rechecks the sensor's alarms against its
-// newest reading. A link that would make a cycle, or a chain of more
+// newest reading.
+//
+// **Flags at the source.** A linked input takes the source's value
+// as a read of the source gives it: what a flag in force at the
+// source rejects is not there. A reading rejected whole is skipped,
+// and so, for an input of the source, is a reading whose input is
+// rejected: the link takes the latest value at or before t that is
+// not rejected, within `staleness`, or none. For an output of the
+// source, a reading rejected whole is skipped; a reading with a
+// rejected input gives the output computed without it, missing when
+// its formula needs it (not an older value, as for any reading that
+// cannot give it). A suspect value at the source stays. The
+// dependant's `flags=true` shows its own flags: a linked value's
+// flags are the source's, read on the source (its page with
+// `flags=true`, or `GET …/flags`), since a value comes from another
+// sensor's reading at another instant; it does not bring back a
+// value the source rejects. Setting or clearing a flag on the source
+// rechecks at once the alarms of every sensor whose links follow it
+// (and of theirs in turn); the dependant's hourly rollups need no
+// rebuild, since a linked sensor's outputs are always aggregated
+// from its readings. With `as_of`, the source's flags in force then
+// apply.
+//
+// A link that would make a cycle, or a chain of more
 // than 5 links, answers 400 naming it; a source that is not a sensor
 // of the project answers 404; a sensor without a blueprint answers
 // 409. Required role: `admin`.
@@ -14405,14 +14508,16 @@ type ClientWithResponsesInterface interface {
 	// aggregates (a range holding rejected values is aggregated from the
 	// readings, not the rollups: `X-Rollups: none`) and the alarm rules;
 	// a reading rejected whole is not listed nor counted, and an output
-	// whose formula needs a rejected input is left out. A suspect value
+	// whose formula needs a rejected input is left out; so is the value
+	// of a sensor's input linked to it (PUT …/links). A suspect value
 	// stays everywhere, marked in `flags`. Neither a suspect nor a
 	// rejected value steps a threshold or rate rule. `flags=true` on a
 	// readings page or export lists everything, each reading with its
 	// flags.
 	//
 	// Setting a flag rechecks the sensor's alarms at once against its
-	// newest reading a flag does not reject, as every edit does; alarm
+	// newest reading a flag does not reject, as every edit does, and
+	// those of the sensors whose inputs are linked to it; alarm
 	// events already raised stay (history is never rewritten). The flag,
 	// who set it and when are in the audit trail. The answer lists the
 	// flag and how many stored readings its range holds.
@@ -14443,14 +14548,16 @@ type ClientWithResponsesInterface interface {
 	// aggregates (a range holding rejected values is aggregated from the
 	// readings, not the rollups: `X-Rollups: none`) and the alarm rules;
 	// a reading rejected whole is not listed nor counted, and an output
-	// whose formula needs a rejected input is left out. A suspect value
+	// whose formula needs a rejected input is left out; so is the value
+	// of a sensor's input linked to it (PUT …/links). A suspect value
 	// stays everywhere, marked in `flags`. Neither a suspect nor a
 	// rejected value steps a threshold or rate rule. `flags=true` on a
 	// readings page or export lists everything, each reading with its
 	// flags.
 	//
 	// Setting a flag rechecks the sensor's alarms at once against its
-	// newest reading a flag does not reject, as every edit does; alarm
+	// newest reading a flag does not reject, as every edit does, and
+	// those of the sensors whose inputs are linked to it; alarm
 	// events already raised stay (history is never rewritten). The flag,
 	// who set it and when are in the audit trail. The answer lists the
 	// flag and how many stored readings its range holds.
@@ -14613,7 +14720,30 @@ type ClientWithResponsesInterface interface {
 	// the source's readings stored by then: a source's reading that
 	// arrives later changes what a read shows, not the alarms already
 	// raised. Setting links rechecks the sensor's alarms against its
-	// newest reading. A link that would make a cycle, or a chain of more
+	// newest reading.
+	//
+	// **Flags at the source.** A linked input takes the source's value
+	// as a read of the source gives it: what a flag in force at the
+	// source rejects is not there. A reading rejected whole is skipped,
+	// and so, for an input of the source, is a reading whose input is
+	// rejected: the link takes the latest value at or before t that is
+	// not rejected, within `staleness`, or none. For an output of the
+	// source, a reading rejected whole is skipped; a reading with a
+	// rejected input gives the output computed without it, missing when
+	// its formula needs it (not an older value, as for any reading that
+	// cannot give it). A suspect value at the source stays. The
+	// dependant's `flags=true` shows its own flags: a linked value's
+	// flags are the source's, read on the source (its page with
+	// `flags=true`, or `GET …/flags`), since a value comes from another
+	// sensor's reading at another instant; it does not bring back a
+	// value the source rejects. Setting or clearing a flag on the source
+	// rechecks at once the alarms of every sensor whose links follow it
+	// (and of theirs in turn); the dependant's hourly rollups need no
+	// rebuild, since a linked sensor's outputs are always aggregated
+	// from its readings. With `as_of`, the source's flags in force then
+	// apply.
+	//
+	// A link that would make a cycle, or a chain of more
 	// than 5 links, answers 400 naming it; a source that is not a sensor
 	// of the project answers 404; a sensor without a blueprint answers
 	// 409. Required role: `admin`.
@@ -14645,7 +14775,30 @@ type ClientWithResponsesInterface interface {
 	// the source's readings stored by then: a source's reading that
 	// arrives later changes what a read shows, not the alarms already
 	// raised. Setting links rechecks the sensor's alarms against its
-	// newest reading. A link that would make a cycle, or a chain of more
+	// newest reading.
+	//
+	// **Flags at the source.** A linked input takes the source's value
+	// as a read of the source gives it: what a flag in force at the
+	// source rejects is not there. A reading rejected whole is skipped,
+	// and so, for an input of the source, is a reading whose input is
+	// rejected: the link takes the latest value at or before t that is
+	// not rejected, within `staleness`, or none. For an output of the
+	// source, a reading rejected whole is skipped; a reading with a
+	// rejected input gives the output computed without it, missing when
+	// its formula needs it (not an older value, as for any reading that
+	// cannot give it). A suspect value at the source stays. The
+	// dependant's `flags=true` shows its own flags: a linked value's
+	// flags are the source's, read on the source (its page with
+	// `flags=true`, or `GET …/flags`), since a value comes from another
+	// sensor's reading at another instant; it does not bring back a
+	// value the source rejects. Setting or clearing a flag on the source
+	// rechecks at once the alarms of every sensor whose links follow it
+	// (and of theirs in turn); the dependant's hourly rollups need no
+	// rebuild, since a linked sensor's outputs are always aggregated
+	// from its readings. With `as_of`, the source's flags in force then
+	// apply.
+	//
+	// A link that would make a cycle, or a chain of more
 	// than 5 links, answers 400 naming it; a source that is not a sensor
 	// of the project answers 404; a sensor without a blueprint answers
 	// 409. Required role: `admin`.
@@ -25630,14 +25783,16 @@ func (c *ClientWithResponses) ListFlagsWithResponse(ctx context.Context, orgId O
 // aggregates (a range holding rejected values is aggregated from the
 // readings, not the rollups: `X-Rollups: none`) and the alarm rules;
 // a reading rejected whole is not listed nor counted, and an output
-// whose formula needs a rejected input is left out. A suspect value
+// whose formula needs a rejected input is left out; so is the value
+// of a sensor's input linked to it (PUT …/links). A suspect value
 // stays everywhere, marked in `flags`. Neither a suspect nor a
 // rejected value steps a threshold or rate rule. `flags=true` on a
 // readings page or export lists everything, each reading with its
 // flags.
 //
 // Setting a flag rechecks the sensor's alarms at once against its
-// newest reading a flag does not reject, as every edit does; alarm
+// newest reading a flag does not reject, as every edit does, and
+// those of the sensors whose inputs are linked to it; alarm
 // events already raised stay (history is never rewritten). The flag,
 // who set it and when are in the audit trail. The answer lists the
 // flag and how many stored readings its range holds.
@@ -25674,14 +25829,16 @@ func (c *ClientWithResponses) SetFlagWithBodyWithResponse(ctx context.Context, o
 // aggregates (a range holding rejected values is aggregated from the
 // readings, not the rollups: `X-Rollups: none`) and the alarm rules;
 // a reading rejected whole is not listed nor counted, and an output
-// whose formula needs a rejected input is left out. A suspect value
+// whose formula needs a rejected input is left out; so is the value
+// of a sensor's input linked to it (PUT …/links). A suspect value
 // stays everywhere, marked in `flags`. Neither a suspect nor a
 // rejected value steps a threshold or rate rule. `flags=true` on a
 // readings page or export lists everything, each reading with its
 // flags.
 //
 // Setting a flag rechecks the sensor's alarms at once against its
-// newest reading a flag does not reject, as every edit does; alarm
+// newest reading a flag does not reject, as every edit does, and
+// those of the sensors whose inputs are linked to it; alarm
 // events already raised stay (history is never rewritten). The flag,
 // who set it and when are in the audit trail. The answer lists the
 // flag and how many stored readings its range holds.
@@ -25898,7 +26055,30 @@ func (c *ClientWithResponses) SetImportProfileWithResponse(ctx context.Context, 
 // the source's readings stored by then: a source's reading that
 // arrives later changes what a read shows, not the alarms already
 // raised. Setting links rechecks the sensor's alarms against its
-// newest reading. A link that would make a cycle, or a chain of more
+// newest reading.
+//
+// **Flags at the source.** A linked input takes the source's value
+// as a read of the source gives it: what a flag in force at the
+// source rejects is not there. A reading rejected whole is skipped,
+// and so, for an input of the source, is a reading whose input is
+// rejected: the link takes the latest value at or before t that is
+// not rejected, within `staleness`, or none. For an output of the
+// source, a reading rejected whole is skipped; a reading with a
+// rejected input gives the output computed without it, missing when
+// its formula needs it (not an older value, as for any reading that
+// cannot give it). A suspect value at the source stays. The
+// dependant's `flags=true` shows its own flags: a linked value's
+// flags are the source's, read on the source (its page with
+// `flags=true`, or `GET …/flags`), since a value comes from another
+// sensor's reading at another instant; it does not bring back a
+// value the source rejects. Setting or clearing a flag on the source
+// rechecks at once the alarms of every sensor whose links follow it
+// (and of theirs in turn); the dependant's hourly rollups need no
+// rebuild, since a linked sensor's outputs are always aggregated
+// from its readings. With `as_of`, the source's flags in force then
+// apply.
+//
+// A link that would make a cycle, or a chain of more
 // than 5 links, answers 400 naming it; a source that is not a sensor
 // of the project answers 404; a sensor without a blueprint answers
 // 409. Required role: `admin`.
@@ -25936,7 +26116,30 @@ func (c *ClientWithResponses) UpdateLinksWithBodyWithResponse(ctx context.Contex
 // the source's readings stored by then: a source's reading that
 // arrives later changes what a read shows, not the alarms already
 // raised. Setting links rechecks the sensor's alarms against its
-// newest reading. A link that would make a cycle, or a chain of more
+// newest reading.
+//
+// **Flags at the source.** A linked input takes the source's value
+// as a read of the source gives it: what a flag in force at the
+// source rejects is not there. A reading rejected whole is skipped,
+// and so, for an input of the source, is a reading whose input is
+// rejected: the link takes the latest value at or before t that is
+// not rejected, within `staleness`, or none. For an output of the
+// source, a reading rejected whole is skipped; a reading with a
+// rejected input gives the output computed without it, missing when
+// its formula needs it (not an older value, as for any reading that
+// cannot give it). A suspect value at the source stays. The
+// dependant's `flags=true` shows its own flags: a linked value's
+// flags are the source's, read on the source (its page with
+// `flags=true`, or `GET …/flags`), since a value comes from another
+// sensor's reading at another instant; it does not bring back a
+// value the source rejects. Setting or clearing a flag on the source
+// rechecks at once the alarms of every sensor whose links follow it
+// (and of theirs in turn); the dependant's hourly rollups need no
+// rebuild, since a linked sensor's outputs are always aggregated
+// from its readings. With `as_of`, the source's flags in force then
+// apply.
+//
+// A link that would make a cycle, or a chain of more
 // than 5 links, answers 400 naming it; a source that is not a sensor
 // of the project answers 404; a sensor without a blueprint answers
 // 409. Required role: `admin`.
