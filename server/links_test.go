@@ -498,3 +498,53 @@ func TestLinksFollowSourceFlags(t *testing.T) {
 		}
 	})
 }
+
+// TestLinksChainFlagRechecks: a flag on the first sensor of a chain of
+// links rechecks the alarms at its end at once: P takes B's out, which
+// takes T's a.
+func TestLinksChainFlagRechecks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	s, k := linkedSensors(t, e, tn, "T", "B", "P")
+	thermo, baro, piezo := s[0], s[1], s[2]
+	editor := e.client(tn.tokens[store.Editor])
+	ctx := t.Context()
+	if res := setLinks(t, e, baro, client.LinksUpdate{"b": {SensorId: thermo.sensorID, Key: "a"}}); res.StatusCode() != 200 {
+		t.Fatalf("link B: %d %s", res.StatusCode(), res.Body)
+	}
+	if res := setLinks(t, e, piezo, client.LinksUpdate{"b": {SensorId: baro.sensorID, Key: "out"}}); res.StatusCode() != 200 {
+		t.Fatalf("link P: %d %s", res.StatusCode(), res.Body)
+	}
+	rule, err := e.client(tn.tokens[store.Admin]).CreateAlarmRuleWithResponse(ctx, tn.orgID, tn.projectID, piezo.sensorID,
+		client.AlarmRuleInput{Target: "out", Level: "Alarm", Direction: "above", Threshold: 70})
+	if err != nil || rule.JSON201 == nil {
+		t.Fatalf("create rule: %v %s", err, rule.Body)
+	}
+	// P's out is 100 − (50 − 30) = 80 at 12:15: an alarm; without T's
+	// 12:10 reading, 100 − (50 − 0) = 50.
+	post(t, editor, thermo,
+		reading(t, "2024-05-01T12:00:00Z", client.Values{k[0]["a"]: 0}),
+		reading(t, "2024-05-01T12:10:00Z", client.Values{k[0]["a"]: 30}))
+	post(t, editor, baro, reading(t, "2024-05-01T12:12:00Z", client.Values{k[1]["a"]: 50}))
+	post(t, editor, piezo, reading(t, "2024-05-01T12:15:00Z", client.Values{k[2]["a"]: 100}))
+	alarms := func(t *testing.T) int {
+		t.Helper()
+		res, err := e.client(tn.tokens[store.Viewer]).ListAlarmsWithResponse(ctx, tn.orgID, tn.projectID, nil)
+		if err != nil || res.JSON200 == nil {
+			t.Fatalf("list alarms: %v %s", err, res.Body)
+		}
+		return len(res.JSON200.Items)
+	}
+	if n := alarms(t); n != 1 {
+		t.Fatalf("%d alarms with P's out at 80, want 1", n)
+	}
+	res, err := editor.SetFlagWithResponse(ctx, tn.orgID, tn.projectID, thermo.sensorID,
+		client.FlagInput{Flag: client.FlagInputFlagRejected, From: "2024-05-01T12:10:00Z", Reason: "Spike"})
+	if err != nil || res.JSON201 == nil {
+		t.Fatalf("set flag: %v %s", err, res.Body)
+	}
+	if n := alarms(t); n != 0 {
+		t.Errorf("%d alarms once T's reading is rejected, want none: P, two links away, is rechecked at once", n)
+	}
+}
