@@ -241,42 +241,25 @@ func TestLinksAlarms(t *testing.T) {
 	s, k := linkedSensors(t, e, tn, "B", "C", "P")
 	baro, other, piezo := s[0], s[1], s[2]
 	editor := e.client(tn.tokens[store.Editor])
-	viewer := e.client(tn.tokens[store.Viewer])
-	if res := setLinks(t, e, piezo, client.LinksUpdate{"b": {SensorId: baro.sensorID, Key: "a"}}); res.StatusCode() != 200 {
-		t.Fatalf("link P: %d %s", res.StatusCode(), res.Body)
-	}
-	rule, err := e.client(tn.tokens[store.Admin]).CreateAlarmRuleWithResponse(t.Context(), tn.orgID, tn.projectID, piezo.sensorID,
-		client.AlarmRuleInput{Target: "out", Level: "Alarm", Direction: "above", Threshold: 50})
-	if err != nil || rule.JSON201 == nil {
-		t.Fatalf("create rule: %v %s", err, rule.Body)
-	}
-	alarms := func(t *testing.T) int {
-		t.Helper()
-		res, err := viewer.ListAlarmsWithResponse(t.Context(), tn.orgID, tn.projectID, nil)
-		if err != nil || res.JSON200 == nil {
-			t.Fatalf("list alarms: %v %s", err, res.Body)
-		}
-		return len(res.JSON200.Items)
-	}
+	linkTo(t, e, piezo, baro, "a")
+	outAlarm(t, e, piezo, "above", 50)
 
 	// P's reading comes before any of B's: out is missing, no alarm; B's
 	// reading of 11:30, arriving after, does not re-evaluate it.
 	post(t, editor, piezo, reading(t, "2024-05-01T12:00:00Z", client.Values{k[2]["a"]: 100}))
 	post(t, editor, baro, reading(t, "2024-05-01T11:30:00Z", client.Values{k[0]["a"]: 10}))
-	if n := alarms(t); n != 0 {
+	if n := activeAlarms(t, e, tn); n != 0 {
 		t.Fatalf("%d alarms after B's late reading, want none", n)
 	}
 	// The next reading of P finds B's: out = 90.
 	post(t, editor, piezo, reading(t, "2024-05-01T12:10:00Z", client.Values{k[2]["a"]: 100}))
-	if n := alarms(t); n != 1 {
+	if n := activeAlarms(t, e, tn); n != 1 {
 		t.Fatalf("%d alarms with out at 90, want 1", n)
 	}
 	// Linked to C, whose a is 80, P's newest out is 20: the edit clears it.
 	post(t, editor, other, reading(t, "2024-05-01T12:05:00Z", client.Values{k[1]["a"]: 80}))
-	if res := setLinks(t, e, piezo, client.LinksUpdate{"b": {SensorId: other.sensorID, Key: "a"}}); res.StatusCode() != 200 {
-		t.Fatalf("relink P: %d %s", res.StatusCode(), res.Body)
-	}
-	if n := alarms(t); n != 0 {
+	linkTo(t, e, piezo, other, "a")
+	if n := activeAlarms(t, e, tn); n != 0 {
 		t.Errorf("%d alarms once out is 20, want none", n)
 	}
 }
@@ -316,6 +299,36 @@ func TestLinksAggregateLimit(t *testing.T) {
 	}
 }
 
+// linkTo links the dependant's input b to the source's value key, and
+// fails the test unless it is done.
+func linkTo(t *testing.T, e *env, dependant, source tenant, key string) {
+	t.Helper()
+	if res := setLinks(t, e, dependant, client.LinksUpdate{"b": {SensorId: source.sensorID, Key: key}}); res.StatusCode() != 200 {
+		t.Fatalf("link sensor %d to %d's %s: %d %s", dependant.sensorID, source.sensorID, key, res.StatusCode(), res.Body)
+	}
+}
+
+// outAlarm puts on the sensor a rule raising Alarm when its out is past
+// threshold in direction.
+func outAlarm(t *testing.T, e *env, sensor tenant, direction client.AlarmRuleInputDirection, threshold float64) {
+	t.Helper()
+	rule, err := e.client(sensor.tokens[store.Admin]).CreateAlarmRuleWithResponse(t.Context(), sensor.orgID, sensor.projectID, sensor.sensorID,
+		client.AlarmRuleInput{Target: "out", Level: "Alarm", Direction: direction, Threshold: threshold})
+	if err != nil || rule.JSON201 == nil {
+		t.Fatalf("create rule: %v %s", err, rule.Body)
+	}
+}
+
+// activeAlarms counts the project's alarms in force.
+func activeAlarms(t *testing.T, e *env, tn tenant) int {
+	t.Helper()
+	res, err := e.client(tn.tokens[store.Viewer]).ListAlarmsWithResponse(t.Context(), tn.orgID, tn.projectID, nil)
+	if err != nil || res.JSON200 == nil {
+		t.Fatalf("list alarms: %v %s", err, res.Body)
+	}
+	return len(res.JSON200.Items)
+}
+
 // TestLinksFollowSourceFlags: a value rejected at a link's source is left
 // out of the dependant's outputs in every read, as a read of the source
 // leaves it out: its page (read before the flag, so that the page's hints
@@ -335,21 +348,13 @@ func TestLinksFollowSourceFlags(t *testing.T) {
 	viewer := e.client(tn.tokens[store.Viewer])
 	ctx := t.Context()
 	// P's b is B's input a; Q's b is B's out, a − b.
-	if res := setLinks(t, e, piezo, client.LinksUpdate{"b": {SensorId: baro.sensorID, Key: "a"}}); res.StatusCode() != 200 {
-		t.Fatalf("link P: %d %s", res.StatusCode(), res.Body)
-	}
-	if res := setLinks(t, e, outQ, client.LinksUpdate{"b": {SensorId: baro.sensorID, Key: "out"}}); res.StatusCode() != 200 {
-		t.Fatalf("link Q: %d %s", res.StatusCode(), res.Body)
-	}
+	linkTo(t, e, piezo, baro, "a")
+	linkTo(t, e, outQ, baro, "out")
 	post(t, editor, baro,
 		reading(t, "2024-05-01T12:00:00Z", client.Values{k[0]["a"]: 10, k[0]["b"]: 0}),
 		reading(t, "2024-05-01T12:10:00Z", client.Values{k[0]["a"]: 20, k[0]["b"]: 0}))
 	// P's out below 85 is an alarm: 100 − 20 at 12:15 raises it.
-	rule, err := e.client(tn.tokens[store.Admin]).CreateAlarmRuleWithResponse(ctx, tn.orgID, tn.projectID, piezo.sensorID,
-		client.AlarmRuleInput{Target: "out", Level: "Alarm", Direction: "below", Threshold: 85})
-	if err != nil || rule.JSON201 == nil {
-		t.Fatalf("create rule: %v %s", err, rule.Body)
-	}
+	outAlarm(t, e, piezo, "below", 85)
 	for i, sensor := range []tenant{piezo, outQ} {
 		post(t, editor, sensor,
 			reading(t, "2024-05-01T12:05:00Z", client.Values{k[i+1]["a"]: 100}),
@@ -391,14 +396,6 @@ func TestLinksFollowSourceFlags(t *testing.T) {
 		}
 		return strings.Join(got, " ")
 	}
-	alarms := func(t *testing.T) int {
-		t.Helper()
-		res, err := viewer.ListAlarmsWithResponse(ctx, tn.orgID, tn.projectID, nil)
-		if err != nil || res.JSON200 == nil {
-			t.Fatalf("list alarms: %v %s", err, res.Body)
-		}
-		return len(res.JSON200.Items)
-	}
 	flag := func(t *testing.T, input *string) {
 		t.Helper()
 		res, err := editor.SetFlagWithResponse(ctx, tn.orgID, tn.projectID, baro.sensorID,
@@ -429,7 +426,7 @@ func TestLinksFollowSourceFlags(t *testing.T) {
 	if got, _ := aggregate(t); got != "80..90" {
 		t.Fatalf("aggregate before the flag: %s, want 80..90", got)
 	}
-	if n := alarms(t); n != 1 {
+	if n := activeAlarms(t, e, tn); n != 1 {
 		t.Fatalf("%d alarms before the flag, want 1", n)
 	}
 	then := []string{e.getText(t, tn, "", pagePath), e.getText(t, tn, "", aggPath), e.getText(t, tn, "", csvPath)}
@@ -459,7 +456,7 @@ func TestLinksFollowSourceFlags(t *testing.T) {
 		if got := latest(t); got != "90 90" {
 			t.Errorf("latest outs of P and Q: %s, want 90 90", got)
 		}
-		if n := alarms(t); n != 0 {
+		if n := activeAlarms(t, e, tn); n != 0 {
 			t.Errorf("%d alarms once B's reading is rejected, want none: P's alarm is rechecked at once", n)
 		}
 		for i, path := range []string{pagePath, aggPath, csvPath} {
@@ -479,7 +476,7 @@ func TestLinksFollowSourceFlags(t *testing.T) {
 		if got := latest(t); got != "80 80" {
 			t.Errorf("latest outs of P and Q: %s, want 80 80", got)
 		}
-		if n := alarms(t); n != 1 {
+		if n := activeAlarms(t, e, tn); n != 1 {
 			t.Errorf("%d alarms once the flag is cleared, want 1", n)
 		}
 	})
@@ -493,7 +490,7 @@ func TestLinksFollowSourceFlags(t *testing.T) {
 		if got := latest(t); got != "90 -" {
 			t.Errorf("latest outs of P and Q: %s, want 90 and none", got)
 		}
-		if n := alarms(t); n != 0 {
+		if n := activeAlarms(t, e, tn); n != 0 {
 			t.Errorf("%d alarms once B's a is rejected, want none", n)
 		}
 	})
@@ -510,17 +507,9 @@ func TestLinksChainFlagRechecks(t *testing.T) {
 	thermo, baro, piezo := s[0], s[1], s[2]
 	editor := e.client(tn.tokens[store.Editor])
 	ctx := t.Context()
-	if res := setLinks(t, e, baro, client.LinksUpdate{"b": {SensorId: thermo.sensorID, Key: "a"}}); res.StatusCode() != 200 {
-		t.Fatalf("link B: %d %s", res.StatusCode(), res.Body)
-	}
-	if res := setLinks(t, e, piezo, client.LinksUpdate{"b": {SensorId: baro.sensorID, Key: "out"}}); res.StatusCode() != 200 {
-		t.Fatalf("link P: %d %s", res.StatusCode(), res.Body)
-	}
-	rule, err := e.client(tn.tokens[store.Admin]).CreateAlarmRuleWithResponse(ctx, tn.orgID, tn.projectID, piezo.sensorID,
-		client.AlarmRuleInput{Target: "out", Level: "Alarm", Direction: "above", Threshold: 70})
-	if err != nil || rule.JSON201 == nil {
-		t.Fatalf("create rule: %v %s", err, rule.Body)
-	}
+	linkTo(t, e, baro, thermo, "a")
+	linkTo(t, e, piezo, baro, "out")
+	outAlarm(t, e, piezo, "above", 70)
 	// P's out is 100 − (50 − 30) = 80 at 12:15: an alarm; without T's
 	// 12:10 reading, 100 − (50 − 0) = 50.
 	post(t, editor, thermo,
@@ -528,15 +517,7 @@ func TestLinksChainFlagRechecks(t *testing.T) {
 		reading(t, "2024-05-01T12:10:00Z", client.Values{k[0]["a"]: 30}))
 	post(t, editor, baro, reading(t, "2024-05-01T12:12:00Z", client.Values{k[1]["a"]: 50}))
 	post(t, editor, piezo, reading(t, "2024-05-01T12:15:00Z", client.Values{k[2]["a"]: 100}))
-	alarms := func(t *testing.T) int {
-		t.Helper()
-		res, err := e.client(tn.tokens[store.Viewer]).ListAlarmsWithResponse(ctx, tn.orgID, tn.projectID, nil)
-		if err != nil || res.JSON200 == nil {
-			t.Fatalf("list alarms: %v %s", err, res.Body)
-		}
-		return len(res.JSON200.Items)
-	}
-	if n := alarms(t); n != 1 {
+	if n := activeAlarms(t, e, tn); n != 1 {
 		t.Fatalf("%d alarms with P's out at 80, want 1", n)
 	}
 	res, err := editor.SetFlagWithResponse(ctx, tn.orgID, tn.projectID, thermo.sensorID,
@@ -544,7 +525,7 @@ func TestLinksChainFlagRechecks(t *testing.T) {
 	if err != nil || res.JSON201 == nil {
 		t.Fatalf("set flag: %v %s", err, res.Body)
 	}
-	if n := alarms(t); n != 0 {
+	if n := activeAlarms(t, e, tn); n != 0 {
 		t.Errorf("%d alarms once T's reading is rejected, want none: P, two links away, is rechecked at once", n)
 	}
 }
