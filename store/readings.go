@@ -52,11 +52,10 @@ FOR NO KEY UPDATE OF s`
 
 // noJITSQL keeps PostgreSQL from compiling the rest of a transaction's
 // statements, where the planner's costs overshoot what they run. In a
-// write, a generic plan of the rules' read (sensorRulesSQL) is costed for
-// tens of rules with hundreds of parts each, past jit_above_cost, and its
-// JIT took 60-80 ms where running it takes 0.1 ms (auto_explain over row
-// 11e of make bench); no statement of a write of readings runs long
-// enough to gain from it. For aggregates, see SpanInputBuckets.
+// write, a generic plan of the rules' read with the parts releases before
+// kept was costed past jit_above_cost, and its JIT took 60-80 ms where
+// running it took 0.1 ms (auto_explain over row 11e of make bench); no
+// statement of a write of readings runs long enough to gain from it. For aggregates, see SpanInputBuckets.
 const noJITSQL = `SET LOCAL jit = off`
 
 // sensorWrittenSQL reads what the sensor's readings hold: the input ids
@@ -153,21 +152,10 @@ func BatchReplacesHours(hours []BatchHour, replaced int) bool {
 //
 // It returns NotFound, and Conflict when the project is archived.
 func (tx *Tx) LockSensorWrite(ctx context.Context, key SensorKey, batch []Reading) (SensorWrite, error) {
-	return tx.LockSensorWriteHolding(ctx, key, batch, nil)
-}
-
-// LockSensorWriteHolding is LockSensorWrite for a caller that holds in
-// memory what some of the sensor's rate rules keep, under the stamps
-// held: the rules' read leaves those out (AlarmRule.RateHeld).
-func (tx *Tx) LockSensorWriteHolding(ctx context.Context, key SensorKey, batch []Reading, held []int64) (SensorWrite, error) {
 	b := &pgx.Batch{}
 	w, state := queueLockSensorWrite(b, key)
-	var (
-		first         *int64 // nil: the rules read every part they keep
-		hours, firsts []time.Time
-	)
+	var hours, firsts []time.Time
 	if len(batch) > 0 {
-		first = new(batch[0].Time.UnixMicro())
 		hours, firsts = hourFirsts(batch)
 	}
 	b.Queue(noJITSQL)
@@ -175,7 +163,7 @@ func (tx *Tx) LockSensorWriteHolding(ctx context.Context, key SensorKey, batch [
 	// batchHoursSQL is for any batch (genericPlansSQL): its custom plan
 	// cost as much to make as to run (pg_stat_statements over row 11e).
 	b.Queue(genericPlansSQL)
-	b.Queue(sensorRulesSQL, key.SensorID, first, held).Query(func(rows pgx.Rows) error {
+	b.Queue(sensorRulesSQL, key.SensorID).Query(func(rows pgx.Rows) error {
 		var err error
 		w.Rules, err = pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
 		return err
