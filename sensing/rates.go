@@ -21,12 +21,13 @@ import (
 //
 // What a rule keeps. v₀ of any later reading is one of the values from
 // the sensor's newest reading less the window to the newest, so each rate
-// rule keeps exactly those between writes (store.RateWindow, with its
-// state), and a write after the newest reading reads no reading back: it
-// starts from what its rules kept, adds its own values as it evaluates
-// them, and keeps the windows they leave. What is kept is what reading
-// the window back would give, or nothing, in which case the write reads
-// the readings:
+// rule keeps exactly those between writes (store.RateWindow), held in
+// the memory of the service that wrote them under a stamp stored with the
+// rule's state (heldWindows), and a write after the newest reading reads
+// no reading back: it starts from what its rules kept, adds its own
+// values as it evaluates them, and keeps the windows they leave. What is
+// kept is what reading the window back would give, or nothing, in which
+// case the write reads the readings:
 //   - a sensor with linked inputs keeps nothing, since its sources change
 //     its outputs without writing to it;
 //   - an edit that changes what a window holds (a flag set or cleared, a
@@ -37,8 +38,10 @@ import (
 //     instance's version before it is used;
 //   - a late write reads its windows back as before, and patches what is
 //     kept with its stretch of them;
-//   - a window is kept only while rewriting it costs about what reading
-//     it back would (keptMax); one that grows beyond is read back again.
+//   - a write through a service that does not hold the window (another
+//     replica's, or the first after a restart) reads it back;
+//   - a window is kept only while copying it costs a write little beside
+//     reading it back (keptMax); one that grows beyond is read back again.
 
 // rateSeries is a target's values over the windows of a write, ascending,
 // at instants in Unix microseconds: a write's readings add a thousand
@@ -123,9 +126,10 @@ func newRates(rules []store.AlarmRule) rates {
 }
 
 // keptMax bounds the values a rule keeps after a write of n readings: at
-// 8 a reading written, rewriting them (11 bytes each, a second apart)
-// costs less than reading the window back, a row a reading, would; 64
-// fit in the rule's row; 8,192 (about 90 kB) at most, whatever the write.
+// 8 a reading written, copying them twice (16 bytes each: out of the
+// holds, and back) costs the write little, and reading them back when
+// they are not held costs 8 rows a reading written; 64 whatever the
+// write; 8,192 (128 kB held) at most.
 func keptMax(n int) int { return min(max(64, 8*n), 8192) }
 
 // windowsAt is where what a write's rate rules keep stands before a chunk

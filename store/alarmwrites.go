@@ -57,9 +57,9 @@ func (tx *Tx) LatestReading(ctx context.Context, sensorID int64) (*Reading, erro
 // however many changes a write makes, since a noisy target can change
 // level at many of a write's readings.
 func (tx *Tx) ApplyAlarms(ctx context.Context, sensor Sensor, rules []AlarmRule, before []alarms.State, changes, events []AlarmChange) error {
-	write, err := applyAlarms(sensor, rules, before, changes, events)
-	if err != nil || write.Len() == 0 {
-		return err
+	write := applyAlarms(sensor, rules, before, changes, events)
+	if write.Len() == 0 {
+		return nil
 	}
 	return dbError("apply alarms", tx.tx.SendBatch(ctx, write).Close())
 }
@@ -68,17 +68,14 @@ func (tx *Tx) ApplyAlarms(ctx context.Context, sensor Sensor, rules []AlarmRule,
 // transaction's COMMIT, in the same round trip: for the last thing a
 // write of readings decides, which nothing after it in the transaction
 // reads. Their errors are the commit's.
-func (tx *Tx) ApplyAlarmsAtCommit(sensor Sensor, rules []AlarmRule, before []alarms.State, changes, events []AlarmChange) error {
-	write, err := applyAlarms(sensor, rules, before, changes, events)
-	if err != nil || write.Len() == 0 {
-		return err
+func (tx *Tx) ApplyAlarmsAtCommit(sensor Sensor, rules []AlarmRule, before []alarms.State, changes, events []AlarmChange) {
+	if write := applyAlarms(sensor, rules, before, changes, events); write.Len() > 0 {
+		tx.tx.atCommit(write)
 	}
-	tx.tx.atCommit(write)
-	return nil
 }
 
 // applyAlarms is the batch of statements of ApplyAlarms.
-func applyAlarms(sensor Sensor, rules []AlarmRule, before []alarms.State, changes, events []AlarmChange) (*pgx.Batch, error) {
+func applyAlarms(sensor Sensor, rules []AlarmRule, before []alarms.State, changes, events []AlarmChange) *pgx.Batch {
 	var (
 		ids     []int64
 		active  []bool
@@ -99,9 +96,9 @@ func applyAlarms(sensor Sensor, rules []AlarmRule, before []alarms.State, change
 	queueAlarms(write, sensor, rules, changes)
 	queueEvents(write, sensor, rules, events)
 	if write.Len() == 0 {
-		return write, nil
+		return write
 	}
-	return withKeyPlans(write), nil
+	return withKeyPlans(write)
 }
 
 // withKeyPlans is b with its statements run with their generic plans
