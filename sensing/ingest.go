@@ -109,7 +109,7 @@ func (s *Service) Ingest(ctx context.Context, key store.SensorKey, src Source) (
 	if err == nil {
 		s.held.put(key.SensorID, rules) // committed: the stamps of what they keep are stored
 	}
-	if err == nil && written.Events > 0 && s.cfg.OnEvents != nil {
+	if err == nil && written.Events > 0 && written.Hooked && s.cfg.OnEvents != nil {
 		s.cfg.OnEvents()
 	}
 	return written, err
@@ -171,6 +171,7 @@ func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, 
 	if written.Events, err = s.stepAlarms(ctx, tx, w.Sensor, w.Rules, w.Newest, flagged, stale, pre, chunks); err != nil {
 		return written, nil, err
 	}
+	written.Hooked = w.Hooked
 	if in.ahead() != nil {
 		return written, w.Rules, nil // the lock kept the newest reading
 	}

@@ -42,10 +42,12 @@ var (
 // the sensor, in that order (the CTE is read before the join yields the
 // row the outer lock takes), in one round trip. Writers of readings take
 // the sensor's row lock: it serializes the batches of one sensor, so that
-// what a batch finds stored stays true until it commits.
+// what a batch finds stored stays true until it commits. It also says
+// whether the project has webhooks (a probe of their index), so that a
+// write whose events no webhook delivers does not wake the outbox.
 const lockSensorWriteSQL = `
 WITH p AS MATERIALIZED (` + lockWritableProjectSQL + `)
-SELECT p.state, s.instance
+SELECT p.state, s.instance, EXISTS (SELECT FROM webhooks w WHERE w.project_id = $2) AS hooked
 FROM p JOIN sensors s ON s.project_id = $2
 WHERE s.id = $3
 FOR NO KEY UPDATE OF s`
@@ -77,6 +79,9 @@ type SensorWrite struct {
 	Flagged bool
 	// Checks are its validity checks as stored (JSON), nil for none.
 	Checks []byte
+	// Hooked says whether its project has webhooks, which the events a
+	// write raises are delivered to.
+	Hooked bool
 
 	// Hours are the hours of a batch given to the lock, ascending, as
 	// the lock found their rollups: the write must give them to
@@ -213,7 +218,7 @@ func queueLockSensorWrite(b *pgx.Batch, key SensorKey) (*SensorWrite, *ProjectSt
 		state = new(ProjectState)
 	)
 	b.Queue(lockSensorWriteSQL, key.OrgID, key.ProjectID, key.SensorID).QueryRow(func(row pgx.Row) error {
-		return notFound("lock sensor", row.Scan(state, &w.Sensor.Instance), "sensor")
+		return notFound("lock sensor", row.Scan(state, &w.Sensor.Instance, &w.Hooked), "sensor")
 	})
 	b.Queue(sensorWrittenSQL, key.SensorID).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&w.Known, &w.Newest, &w.Flagged, &w.Checks)
@@ -226,7 +231,8 @@ func queueLockSensorWrite(b *pgx.Batch, key SensorKey) (*SensorWrite, *ProjectSt
 // instant of a write count once.
 type Written struct {
 	New, Replaced int
-	Events        int // alarm events it raised
+	Events        int  // alarm events it raised
+	Hooked        bool // its project has webhooks, which deliver the events
 }
 
 // WriteReadings stores readings, ordered by time and one per instant
