@@ -79,7 +79,8 @@ func (s *Service) stepAlarms(ctx context.Context, tx *store.Tx, sensor store.Sen
 	if err != nil || !started {
 		return 0, err
 	}
-	return len(raised), tx.ApplyAlarmsAtCommit(sensor, rules, before, pending, raised)
+	tx.ApplyAlarmsAtCommit(sensor, rules, before, pending, raised)
+	return len(raised), nil
 }
 
 // recheck rechecks the sensor's rules against its newest reading, after an

@@ -14,16 +14,15 @@ import (
 )
 
 // TestEvaluateKept: batch after batch to two sensors in turn, each
-// starting from what its rules kept (as their read returns it, without
-// reading any reading back), the evaluation's events are those coalesced
+// starting from what its rules kept (the windows the service holds,
+// without reading any reading back), the evaluation's events are those coalesced
 // from the changes of level of every reading stepped on its own against
 // the values before it, its changes leave the alarms those do, and what
 // the rules keep is the window those values end with. The two
-// sensors share the service, so each parses what it kept, and has the
+// sensors share the service, so each copies what it kept, and has the
 // outputs its rollups computed, in memory the other's write used before;
-// a rule on an input, two rate rules of other windows on an output (its
-// value taken from the batch's rollups where they computed it), and their
-// parts sealed and dropped as the windows move.
+// a rule on an input, and two rate rules of other windows on an output
+// (its value taken from the batch's rollups where they computed it).
 func TestEvaluateKept(t *testing.T) {
 	s := New(nil, slog.New(slog.DiscardHandler), Config{})
 	instance := &store.Instance{Version: 1,
@@ -41,7 +40,7 @@ func TestEvaluateKept(t *testing.T) {
 	}
 	changed := map[int64]int{} // by target
 	start := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
-	const size, batches = 250, 12 // parts of store.KeptPartLen sealed, the longer window full after 3 batches
+	const size, batches = 250, 12 // the longer window full after 3 batches
 	for n := range batches {
 		for _, sn := range sensors {
 			readings := make([]store.Reading, size)
@@ -58,16 +57,15 @@ func TestEvaluateKept(t *testing.T) {
 				}
 			}
 			for j := range sn.rules {
-				sn.rules[j] = sn.kept[j].read(sn.rules[j], readings)
+				sn.rules[j].KeptWindow = nil
 			}
+			s.held.take(sn.ID, sn.rules)
 			changes, events, err := s.evaluate(t.Context(), nil, sn.Sensor, sn.rules, readings, sn.newest, windowsAt{through: sn.newest}, nil, pre)
 			if err != nil {
 				t.Fatal(err)
 			}
 			pre.giveBack(s.outputMemory)
-			for j := range sn.rules {
-				sn.kept[j].write(sn.rules[j])
-			}
+			s.held.put(sn.ID, sn.rules)
 			sn.newest = new(readings[size-1].Time)
 
 			var all []store.AlarmChange
@@ -92,10 +90,10 @@ func TestEvaluateKept(t *testing.T) {
 				}
 			}
 			for j, r := range sn.rules[1:] {
-				kept, err := keptWindow(r, 0, nil)
-				if err != nil {
-					t.Fatal(err)
+				if r.KeptWindow == nil {
+					t.Fatalf("sensor %d, batch %d: rule %d keeps nothing", sn.ID, n, j+2)
 				}
+				kept := keptWindow(r, 0, nil)
 				from := sn.newest.Add(-window(r)).UnixMicro()
 				var times []int64
 				var values []float64
@@ -103,9 +101,6 @@ func TestEvaluateKept(t *testing.T) {
 					if us := h.Time.UnixMicro(); us >= from {
 						times, values = append(times, us), append(values, h.Values[0]*h.Values[1]*2)
 					}
-				}
-				if j == 0 && n >= 3 && len(sn.kept[1].parts) == 0 {
-					t.Fatalf("sensor %d, batch %d: the longer window keeps no parts", sn.ID, n)
 				}
 				if !slices.Equal(kept.Micros, times) || !slices.Equal(kept.Values, values) {
 					t.Fatalf("sensor %d, batch %d: rule %d keeps %d values, want the %d of its window", sn.ID, n, j+2, len(kept.Micros), len(times))
@@ -141,7 +136,6 @@ func outcomes(changes []store.AlarmChange) map[int64]alarmOutcome {
 type naiveSensor struct {
 	store.Sensor
 	rules   []store.AlarmRule
-	kept    [3]keptStore
 	rng     *rand.Rand
 	newest  *time.Time
 	history []store.Reading

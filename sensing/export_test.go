@@ -7,12 +7,12 @@ import (
 	"github.com/sensorreadings/readings/store"
 )
 
-// RateWindows returns, by rule id, what each rate rule of the sensor keeps
-// (nil when nothing) and its window read back from the readings, to the
-// sensor's newest, as a write that keeps nothing reads it (nil when the
-// sensor has no reading).
-func (s *Service) RateWindows(ctx context.Context, key store.SensorKey) (kept, read map[int64]*store.RateWindow, err error) {
-	kept, read = map[int64]*store.RateWindow{}, map[int64]*store.RateWindow{}
+// RateWindows returns, by rule id, the stamp of what each rate rule of
+// the sensor keeps, as stored (0: nothing), and its window read back from
+// the readings, to the sensor's newest, as a write that holds nothing
+// reads it (nil when the sensor has no reading).
+func (s *Service) RateWindows(ctx context.Context, key store.SensorKey) (stamps map[int64]int64, read map[int64]*store.RateWindow, err error) {
+	stamps, read = map[int64]int64{}, map[int64]*store.RateWindow{}
 	err = s.db.InTx(ctx, func(tx *store.Tx) error {
 		sensor, err := tx.LockSensor(ctx, key)
 		if err != nil {
@@ -30,14 +30,7 @@ func (s *Service) RateWindows(ctx context.Context, key store.SensorKey) (kept, r
 			if r.Window == 0 {
 				continue
 			}
-			kept[r.ID], read[r.ID] = nil, nil
-			if r.RateKept != nil {
-				w, err := keptWindow(r, 0, nil)
-				if err != nil {
-					return err
-				}
-				kept[r.ID] = &w
-			}
+			stamps[r.ID], read[r.ID] = r.RateStamp, nil
 			if newest == nil {
 				continue
 			}
@@ -51,7 +44,7 @@ func (s *Service) RateWindows(ctx context.Context, key store.SensorKey) (kept, r
 		}
 		return nil
 	})
-	return kept, read, err
+	return stamps, read, err
 }
 
 // RecomputeSettledRollups is a round of MaintainRollups of interval
@@ -73,16 +66,17 @@ func (s *Service) HeldWindows(sensorID int64) (map[int64]*store.RateWindow, map[
 	return windows, stamps
 }
 
-// IngestNaming is Ingest of a batch whose write names stamps to the
-// rules' read as held, whatever this service holds: as when another write
-// of the sensor took the windows held between the two.
-func (s *Service) IngestNaming(ctx context.Context, key store.SensorKey, readings []store.Reading, stamps []int64) error {
-	in, err := newBatchIntake(NewBatch(readings), s.checks())
-	if err != nil {
-		return err
+// TakeHeld takes the windows the service holds of the sensor's rules out
+// of its holds, as a write of the sensor does, and returns what puts them
+// back, as that write does once it commits.
+func (s *Service) TakeHeld(sensorID int64) (putBack func()) {
+	s.held.mu.Lock()
+	defer s.held.mu.Unlock()
+	held := s.held.sensors[sensorID]
+	delete(s.held.sensors, sensorID)
+	return func() {
+		s.held.mu.Lock()
+		defer s.held.mu.Unlock()
+		s.held.sensors[sensorID] = held
 	}
-	return s.db.InTx(ctx, func(tx *store.Tx) error {
-		_, _, err := s.write(ctx, tx, key, in, stamps)
-		return err
-	})
 }

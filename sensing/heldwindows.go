@@ -10,72 +10,59 @@ import (
 // heldWindows hold in memory, by sensor and rule, what this service's
 // last committed write of each sensor left its rate rules keeping
 // (store.AlarmRule.KeptWindow), under the stamp that write drew and
-// stored with it (alarm_rules.rate_kept_stamp). The next write of the
-// sensor names the stamps it holds to the rules' read, in the lock's
-// round trip, which sends neither the head nor the parts of a rule whose
-// stored stamp is one of them, and the write starts from the window held
-// instead of parsing them: about 18 kB a batch of 1,000 to an hour's rule
-// a second apart, read by PostgreSQL from three parts, sent and decoded.
+// stored with the rule (alarm_rules.rate_kept_stamp). The window is kept
+// nowhere else: the store keeps only its stamp, and a write that does not
+// hold the window under the stored stamp reads it back from the readings
+// (loadRates), as after an edit that forgets it. So a write of a sensor
+// whose last write came through this service costs PostgreSQL nothing
+// for its windows: no part of them is written, and the rules' row is
+// written only when a state changes.
 //
-// The database stays the truth: a stamp is drawn anew (63 random bits)
-// by every write that changes what a rule keeps, and every other change
-// of it (an edit that forgets it, a rule's update) clears the stamp, so
-// what another instance, a write rolled back or an edit left is read and
-// parsed as before. A write takes the windows it uses out of the holds
-// (take), and gives back those it leaves only once its transaction has
-// committed (put): a write that fails leaves nothing held, and the next
-// one reads what is stored.
+// The stamp says whose window is right: a stamp is drawn anew (63 random
+// bits) by every write that keeps a window it did not take from the
+// holds, and every other change of what is kept (an edit that forgets
+// it, a rule's update) clears the stamp, so what another instance, a
+// write rolled back or an edit left is read back. A write takes the
+// windows it uses out of the holds (take), and gives back those it leaves
+// only once its transaction has committed (put): a write that fails
+// leaves nothing held, and the next one reads the readings. A write that
+// took a window keeps its stamp, since no one else holds it: another
+// write of the sensor that comes between its commit and its put finds
+// nothing to take, and draws a new stamp, which the put of the first
+// then does not match.
 type heldWindows struct {
 	mu      sync.Mutex
 	sensors map[int64]map[int64]heldWindow // sensor -> rule -> window
 	values  int                            // values held, which maxHeldValues bounds
 }
 
-// heldWindow is what a rule keeps, as its write stored it.
+// heldWindow is what a rule keeps, as its write left it.
 type heldWindow struct {
-	stamp   int64
-	head    []byte // store.AlarmRule.RateKept
-	partsTo int64  // store.AlarmRule.RatePartsTo
-	window  *store.RateWindow
+	stamp  int64
+	window *store.RateWindow
 }
 
 // maxHeldValues bounds the values held (16 bytes each): 64 MB, some 4,000
 // rules of an hour's window a second apart. Past it the holds start over.
 const maxHeldValues = 1 << 22
 
-// stamps are the stamps held of the sensor's rules.
-func (h *heldWindows) stamps(sensorID int64) []int64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	rules := h.sensors[sensorID]
-	out := make([]int64, 0, len(rules))
-	for _, w := range rules {
-		out = append(out, w.stamp)
-	}
-	return out
-}
-
-// take hands each of rules that the read left out (RateHeld) the window
-// held under its stamp, which it takes out of the holds: what it keeps is
-// then that window. A rule whose window is not held (another write of the
-// sensor took it, and failed) keeps nothing, and its write reads its
-// window back from the readings.
+// take hands each of rules the window held under its stored stamp,
+// which it takes out of the holds: what it keeps is then that window
+// (KeptWindow). A rule whose window is not held keeps nothing, and its
+// write reads its window back from the readings.
 func (h *heldWindows) take(sensorID int64, rules []store.AlarmRule) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	held := h.sensors[sensorID]
 	for i := range rules {
 		r := &rules[i]
-		if !r.RateHeld {
-			continue
-		}
 		w, ok := held[r.ID]
-		if !ok || w.stamp != r.RateStamp {
+		if !ok || r.RateStamp == 0 || w.stamp != r.RateStamp {
 			continue
 		}
 		delete(held, r.ID)
 		h.values -= len(w.window.Micros)
-		r.RateKept, r.RatePartsTo, r.KeptWindow = w.head, w.partsTo, w.window
+		r.KeptWindow = w.window
 	}
 }
 
@@ -91,8 +78,8 @@ func (h *heldWindows) put(sensorID int64, rules []store.AlarmRule) {
 	held := map[int64]heldWindow{}
 	n := 0
 	for _, r := range rules {
-		if r.KeptWindow != nil && r.RateKept != nil && r.RateStamp != 0 {
-			held[r.ID] = heldWindow{stamp: r.RateStamp, head: r.RateKept, partsTo: r.RatePartsTo, window: r.KeptWindow}
+		if r.KeptWindow != nil && r.RateStamp != 0 {
+			held[r.ID] = heldWindow{stamp: r.RateStamp, window: r.KeptWindow}
 			n += len(r.KeptWindow.Micros)
 		}
 	}

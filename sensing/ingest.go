@@ -103,13 +103,13 @@ func (s *Service) Ingest(ctx context.Context, key store.SensorKey, src Source) (
 	var rules []store.AlarmRule // as the last attempt left them
 	err := run(ctx, func(tx *store.Tx) error {
 		var err error
-		written, rules, err = s.write(ctx, tx, key, in, s.held.stamps(key.SensorID))
+		written, rules, err = s.write(ctx, tx, key, in)
 		return err
 	})
 	if err == nil {
-		s.held.put(key.SensorID, rules) // committed: what they keep is stored
+		s.held.put(key.SensorID, rules) // committed: the stamps of what they keep are stored
 	}
-	if err == nil && written.Events > 0 && s.cfg.OnEvents != nil {
+	if err == nil && written.Events > 0 && written.Hooked && s.cfg.OnEvents != nil {
 		s.cfg.OnEvents()
 	}
 	return written, err
@@ -120,14 +120,12 @@ func (s *Service) Ingest(ctx context.Context, key store.SensorKey, src Source) (
 // (LockSensorWrite), then the chunks of readings, each locked to write it
 // before anything reads it.
 //
-// held are the stamps of what this service holds of the sensor's rate
-// rules (heldWindows.stamps). It returns the sensor's rules too, as the
-// write left them, for what their rate rules keep to be held once it
-// commits.
-func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, in intake, held []int64) (store.Written, []store.AlarmRule, error) {
+// It returns the sensor's rules too, as the write left them, for what
+// their rate rules keep to be held once it commits (heldWindows).
+func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, in intake) (store.Written, []store.AlarmRule, error) {
 	var written store.Written
 	bounded, cancel := in.bound(s, ctx)
-	w, err := tx.LockSensorWriteHolding(bounded, key, in.ahead(), held)
+	w, err := tx.LockSensorWrite(bounded, key, in.ahead())
 	cancel()
 	if err != nil {
 		return written, nil, err
@@ -173,6 +171,7 @@ func (s *Service) write(ctx context.Context, tx *store.Tx, key store.SensorKey, 
 	if written.Events, err = s.stepAlarms(ctx, tx, w.Sensor, w.Rules, w.Newest, flagged, stale, pre, chunks); err != nil {
 		return written, nil, err
 	}
+	written.Hooked = w.Hooked
 	if in.ahead() != nil {
 		return written, w.Rules, nil // the lock kept the newest reading
 	}

@@ -117,12 +117,16 @@ func benchmarkIngest(b *testing.B, size int) {
 // output p has a rate rule over the last hour, as row 11e of make bench
 // does (Quiet: changing level at a few % of the readings; Flapping: at
 // 40 %), reporting the CPU per reading of this process and of
-// PostgreSQL: what the rule adds is the difference.
+// PostgreSQL: what the rule adds is the difference. QuietTwoReplicas
+// writes the quiet rule's batches through two services in turn, as a
+// balancer that spread a token over two replicas would: neither holds the
+// window its write needs, which it reads back from the readings.
 func BenchmarkIngestRateRule(b *testing.B) {
 	ctx := context.Background()
 	pool := storetest.NewDurablePool(b)
 	db := store.New(pool)
 	core := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{})
+	replicas := []*sensing.Service{core, sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{})}
 	f := newFixture(b, db)
 	const size = 1000
 	rng := rand.New(rand.NewPCG(1, 1))
@@ -133,7 +137,8 @@ func BenchmarkIngestRateRule(b *testing.B) {
 	for _, rule := range []struct {
 		name      string
 		threshold float64 // of p = 2 u, per day over the hour; 0: no rule
-	}{{"None", 0}, {"Quiet", 2 * 21000}, {"Flapping", 2 * 5000}} {
+		replicas  int
+	}{{"None", 0, 1}, {"Quiet", 2 * 21000, 1}, {"Flapping", 2 * 5000, 1}, {"QuietTwoReplicas", 2 * 21000, 2}} {
 		b.Run(rule.name, func(b *testing.B) {
 			key := newBlueprintSensor(b, db, f, rule.name)
 			if rule.threshold > 0 {
@@ -161,7 +166,7 @@ func BenchmarkIngestRateRule(b *testing.B) {
 			b.ReportAllocs()
 			cpu, pg := batchtest.ProcessCPU(b), storetest.ServerCPU(b, pool)
 			for b.Loop() {
-				if _, err := core.Ingest(ctx, key.SensorKey, sensing.NewBatch(batch())); err != nil {
+				if _, err := replicas[n%rule.replicas].Ingest(ctx, key.SensorKey, sensing.NewBatch(batch())); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -21,12 +21,13 @@ import (
 //
 // What a rule keeps. v₀ of any later reading is one of the values from
 // the sensor's newest reading less the window to the newest, so each rate
-// rule keeps exactly those between writes (store.RateWindow, with its
-// state), and a write after the newest reading reads no reading back: it
-// starts from what its rules kept, adds its own values as it evaluates
-// them, and keeps the windows they leave. What is kept is what reading
-// the window back would give, or nothing, in which case the write reads
-// the readings:
+// rule keeps exactly those between writes (store.RateWindow), held in
+// the memory of the service that wrote them under a stamp stored with the
+// rule's state (heldWindows), and a write after the newest reading reads
+// no reading back: it starts from what its rules kept, adds its own
+// values as it evaluates them, and keeps the windows they leave. What is
+// kept is what reading the window back would give, or nothing, in which
+// case the write reads the readings:
 //   - a sensor with linked inputs keeps nothing, since its sources change
 //     its outputs without writing to it;
 //   - an edit that changes what a window holds (a flag set or cleared, a
@@ -37,8 +38,10 @@ import (
 //     instance's version before it is used;
 //   - a late write reads its windows back as before, and patches what is
 //     kept with its stretch of them;
-//   - a window is kept only while rewriting it costs about what reading
-//     it back would (keptMax); one that grows beyond is read back again.
+//   - a write through a service that does not hold the window (another
+//     replica's, or the first after a restart) reads it back;
+//   - a window is kept only while copying it costs a write little beside
+//     reading it back (keptMax); one that grows beyond is read back again.
 
 // rateSeries is a target's values over the windows of a write, ascending,
 // at instants in Unix microseconds: a write's readings add a thousand
@@ -123,9 +126,10 @@ func newRates(rules []store.AlarmRule) rates {
 }
 
 // keptMax bounds the values a rule keeps after a write of n readings: at
-// 8 a reading written, rewriting them (11 bytes each, a second apart)
-// costs less than reading the window back, a row a reading, would; 64
-// fit in the rule's row; 8,192 (about 90 kB) at most, whatever the write.
+// 8 a reading written, copying them twice (16 bytes each: out of the
+// holds, and back) costs the write little, and reading them back when
+// they are not held costs 8 rows a reading written; 64 whatever the
+// write; 8,192 (128 kB held) at most.
 func keptMax(n int) int { return min(max(64, 8*n), 8192) }
 
 // windowsAt is where what a write's rate rules keep stands before a chunk
@@ -186,7 +190,7 @@ func instanceVersion(sensor store.Sensor) int64 {
 // window to the start of the last, and the one after. Its evaluation then
 // adds its own values as it goes (rates.add). Any other chunk reads its
 // windows whole, its own values stored among them. What the rules kept
-// is parsed into memory room lends, which the series returned use.
+// is copied into memory room lends, which the series returned use.
 func (s *Service) loadRates(ctx context.Context, tx *store.Tx, sensor store.Sensor, rules []store.AlarmRule, readings []store.Reading, w windowsAt, appending bool, room *keptRoom) (rates, bool, error) {
 	window := maxWindow(rules)
 	if window == 0 {
@@ -283,63 +287,54 @@ func (s *Service) readRates(ctx context.Context, tx *store.Tx, sensor store.Sens
 	return nil
 }
 
-// kept is what each rule keeps, parsed with room for n more values into
+// kept is what each rule keeps, copied with room for n more values into
 // memory room lends (nil: new memory), where it stands at through with
 // the instance at version; nil for a rule whose window is not kept or
 // does not.
 func kept(rules []store.AlarmRule, through time.Time, version int64, n int, room *keptRoom) []*store.RateWindow {
 	out := make([]*store.RateWindow, len(rules))
 	for i, r := range rules {
-		if r.Window == 0 || r.RateKept == nil {
+		if r.Window == 0 || r.KeptWindow == nil {
 			continue
 		}
-		w, err := keptWindow(r, n, room.lend())
-		if err == nil && w.Through.Equal(through) && w.Version == version {
+		if w := keptWindow(r, n, room.lend()); w.Through.Equal(through) && w.Version == version {
 			out[i] = &w
 		}
 	}
 	return out
 }
 
-// keptWindow is what rule r keeps, parsed with room for n more values,
-// into into's memory when it has the room (into, when not nil, is left
-// holding the memory parsed into): its window's values, without those
-// before the window that the oldest of its parts still holds. What the
-// service holds of it (KeptWindow) is copied, not parsed.
-func keptWindow(r store.AlarmRule, n int, into *store.RateWindow) (store.RateWindow, error) {
+// keptWindow is what rule r keeps (KeptWindow, not nil), copied with room
+// for n more values, into into's memory when it has the room (into, when
+// not nil, is left holding the memory copied into), since the write
+// appends to it: its window's values.
+func keptWindow(r store.AlarmRule, n int, into *store.RateWindow) store.RateWindow {
 	var mem store.RateWindow
 	if into != nil {
 		mem = *into
 	}
-	var (
-		w   store.RateWindow
-		err error
-	)
-	if h := r.KeptWindow; h != nil {
-		w = *h
-		w.Micros = append(slices.Grow(mem.Micros[:0], len(h.Micros)+n), h.Micros...)
-		w.Values = append(slices.Grow(mem.Values[:0], len(h.Values)+n), h.Values...)
-	} else if w, err = store.ParseKeptInto(mem, r.RateKept, r.RateParts, n); err != nil {
-		return w, err
-	}
+	h := r.KeptWindow
+	w := *h
+	w.Micros = append(slices.Grow(mem.Micros[:0], len(h.Micros)+n), h.Micros...)
+	w.Values = append(slices.Grow(mem.Values[:0], len(h.Values)+n), h.Values...)
 	if into != nil {
 		into.Micros, into.Values = w.Micros, w.Values
 	}
 	k, _ := slices.BinarySearch(w.Micros, w.Through.Add(-window(r)).UnixMicro())
-	w.Micros, w.Values, w.Sealed = w.Micros[k:], w.Values[k:], max(0, w.Sealed-k)
-	return w, nil
+	w.Micros, w.Values = w.Micros[k:], w.Values[k:]
+	return w
 }
 
-// keptRoom lends the memory that what rules keep is parsed into, write
+// keptRoom lends the memory that what rules keep is copied into, write
 // after write (Service.keptMemory): a write of a thousand readings to an
-// hour's window a second apart would otherwise allocate some 40 kB for it
+// hour's window a second apart would otherwise allocate some 75 kB for it
 // each time, for the collector to sweep.
 type keptRoom struct {
 	pool *sync.Pool // of *store.RateWindow
 	lent []*store.RateWindow
 }
 
-// lend is memory to parse into until giveBack; nil for a nil room.
+// lend is memory to copy into until giveBack; nil for a nil room.
 func (k *keptRoom) lend() *store.RateWindow {
 	if k == nil {
 		return nil
@@ -405,18 +400,12 @@ func (rs rates) keep(rules []store.AlarmRule, sensor store.Sensor, w windowsAt, 
 		if r.Window == 0 {
 			continue
 		}
-		r.AddParts, r.DropParts = nil, math.MinInt64 // a stream's chunk before may have set them
-		var (
-			next       *store.RateWindow
-			sealedTo   int64 // appending: the last instant of the parts kept
-			appendable bool
-		)
+		var next *store.RateWindow
 		series := rs[r.TargetID]
 		switch {
 		case full:
 			j, _ := slices.BinarySearch(series.t, through.Add(-window(*r)).UnixMicro())
 			next = &store.RateWindow{Through: *through, Version: version, Micros: series.t[j:], Values: series.v[j:]}
-			sealedTo, appendable = appendsTo(*r, w, version, first)
 		case patch != nil && patch[i] != nil:
 			old := patch[i]
 			a, _ := slices.BinarySearch(old.Micros, first.UnixMicro())
@@ -429,62 +418,21 @@ func (rs rates) keep(rules []store.AlarmRule, sensor store.Sensor, w windowsAt, 
 		}
 		switch {
 		case next != nil && len(next.Micros) <= keptMax(n):
-			keepWindow(r, *next, through.Add(-window(*r)).UnixMicro(), sealedTo, appendable)
-		case r.RateKept != nil || r.RateHeld: // held: the read left out what is stored, which take did not find
-			r.RateKept, r.RateParts, r.DropParts, r.KeptChanged = nil, nil, math.MaxInt64, true
-			r.RatePartsTo, r.RateStamp, r.KeptWindow = math.MinInt64, 0, nil
+			keepWindow(r, *next)
+		case r.RateStamp != 0 || r.KeptWindow != nil:
+			r.RateStamp, r.KeptWindow, r.KeptChanged = 0, nil, true
 		}
 	}
 }
 
-// appendsTo tells whether a chunk of a write from first on, where what
-// was kept stood at w, appends to what rule r keeps, and where its parts
-// end: when what is kept stands where w does, nothing stopped it, and its
-// parts hold only values before first, which the chunk leaves as they
-// were.
-func appendsTo(r store.AlarmRule, w windowsAt, version int64, first time.Time) (int64, bool) {
-	if r.RateKept == nil || w.stale || w.through == nil {
-		return 0, false
+// keepWindow sets what rule r keeps to next. A rule whose window the
+// write took from the holds (KeptWindow), or kept in a chunk before,
+// keeps its stamp, and its row is written only when its state changes;
+// any other draws a new stamp (heldWindows).
+func keepWindow(r *store.AlarmRule, next store.RateWindow) {
+	if r.KeptWindow == nil || r.RateStamp == 0 {
+		r.RateStamp, r.KeptChanged = newStamp(), true
 	}
-	through, v, err := store.KeptAt(r.RateKept)
-	return r.RatePartsTo, err == nil && through.Equal(*w.through) && v == version && r.RatePartsTo < first.UnixMicro()
-}
-
-// keepWindow sets what rule r keeps to next, whose window starts at start:
-// in parts of store.KeptPartLen values, and the rest with where next
-// stands (store.AlarmRule.RateKept). Appending, the parts kept up to
-// sealedTo stay and only the values after them are written; the parts
-// that left the window are dropped when the window's start crosses a
-// multiple of its length (trimDue), a statement every window's length
-// instead of one a write. Otherwise every part is written anew.
-func keepWindow(r *store.AlarmRule, next store.RateWindow, start, sealedTo int64, appendable bool) {
-	var parts [][]byte
-	k, drop := 0, int64(math.MaxInt64)
-	if appendable {
-		k, _ = slices.BinarySearch(next.Micros, sealedTo+1)
-		drop = math.MinInt64
-		if trimDue(*r, next.Through) {
-			drop = start
-		}
-		for _, p := range r.RateParts {
-			if end, err := store.PartEnd(p); err == nil && end >= start {
-				parts = append(parts, p)
-			}
-		}
-	} else {
-		r.RatePartsTo = math.MinInt64
-	}
-	t, v := next.Micros[k:], next.Values[k:]
-	for len(t) >= store.KeptPartLen {
-		n := store.KeptPartLen
-		p := store.RateWindow{Through: time.UnixMicro(t[n-1]), Micros: t[:n], Values: v[:n]}.Encode()
-		r.AddParts, parts = append(r.AddParts, p), append(parts, p)
-		r.RatePartsTo = t[n-1]
-		t, v = t[n:], v[n:]
-	}
-	head := store.RateWindow{Through: next.Through, Version: next.Version, Micros: t, Values: v}
-	r.RateKept, r.RateParts, r.DropParts, r.KeptChanged = head.Encode(), parts, drop, true
-	r.RateStamp = newStamp()
 	hold(r, next)
 }
 
@@ -498,27 +446,6 @@ func hold(r *store.AlarmRule, next store.RateWindow) {
 	*h = store.RateWindow{Through: next.Through, Version: next.Version,
 		Micros: append(h.Micros[:0], next.Micros...), Values: append(h.Values[:0], next.Values...)}
 	r.KeptWindow = h
-}
-
-// trimDue tells whether a write that moves what rule r keeps to through
-// drops the parts that left its window: when the window's start crosses
-// a multiple of the window's length, so that the parts before it linger
-// for at most a window's length and are dropped in one statement.
-func trimDue(r store.AlarmRule, through time.Time) bool {
-	before, _, err := store.KeptAt(r.RateKept)
-	if err != nil {
-		return true
-	}
-	w := window(r).Microseconds()
-	return floorDiv(before.UnixMicro()-w, w) != floorDiv(through.UnixMicro()-w, w)
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
 }
 
 // add appends target id's value v at t, later than any it has, if a rate

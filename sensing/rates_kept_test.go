@@ -2,10 +2,8 @@ package sensing_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -21,11 +19,11 @@ import (
 )
 
 // TestKeptRateWindows: what rate rules keep of their windows between
-// writes is, after every kind of write and edit, and after a restart,
-// exactly what reading the windows back from the readings gives; and the
-// rules decide on a sensor that keeps them what they decide on a twin
-// whose windows are forgotten before each step, so read back from its
-// readings.
+// writes (the window a service holds under the stamp stored) is, after
+// every kind of write and edit, and after a restart, exactly what reading
+// the windows back from the readings gives; and the rules decide on a
+// sensor that keeps them what they decide on a twin whose windows are
+// forgotten before each step, so read back from its readings.
 func TestKeptRateWindows(t *testing.T) {
 	core, db := newService(t)
 	ctx := t.Context()
@@ -115,6 +113,8 @@ func TestKeptRateWindows(t *testing.T) {
 	}
 
 	other := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{MaxFuture: 24 * time.Hour})
+	third := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{MaxFuture: 24 * time.Hour})
+	instances := []*sensing.Service{core, other, third}
 	steps := []struct {
 		name  string
 		do    func(s site) error
@@ -157,6 +157,7 @@ func TestKeptRateWindows(t *testing.T) {
 		{"AfterTheDelete", func(s site) error { return write(s, span(s, 39, 40)...) }, true},
 		{"Restart", func(s site) error {
 			core = sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{MaxFuture: 24 * time.Hour})
+			instances = append(instances, core)
 			return write(s, span(s, 41, 42)...)
 		}, true},
 		{"Stream", func(s site) error { return stream(s, span(s, 43, 50)...) }, true},
@@ -175,9 +176,7 @@ func TestKeptRateWindows(t *testing.T) {
 		}, false},
 		{"AfterDeletingTheNewest", func(s site) error { return write(s, reading(s, minute(53), 4)) }, true},
 		{"AfterAGap", func(s site) error { return write(s, reading(s, minute(200), 0), reading(s, minute(201), 0)) }, true},
-		// A second apart, the windows hold more values than a part of what
-		// is kept (store.KeptPartLen): writes append parts and drop those
-		// that left the windows.
+		// A second apart, the windows hold thousands of values.
 		{"Dense", func(s site) error { return write(s, seconds(s, 0, 999)...) }, true},
 		{"DenseAgain", func(s site) error { return write(s, seconds(s, 1000, 1999)...) }, true},
 		{"DenseOverwriteTheNewest", func(s site) error {
@@ -191,24 +190,26 @@ func TestKeptRateWindows(t *testing.T) {
 		{"DenseAfterTheFlag", func(s site) error { return write(s, seconds(s, 4500, 5499)...) }, true},
 		{"DenseAppendAgain", func(s site) error { return write(s, seconds(s, 5500, 6499)...) }, true},
 		// Another instance writes the sensor, then this one again: what it
-		// holds of the windows is no longer what is stored, and is not used.
+		// holds of the windows is no longer what is stored, and is not used;
+		// each reads the windows back from the readings.
 		{"DenseOtherInstance", func(s site) error {
 			_, err := other.Ingest(ctx, s.key, sensing.NewBatch(seconds(s, 6500, 7499)))
 			return err
 		}, true},
 		{"DenseBackToTheFirst", func(s site) error { return write(s, seconds(s, 7500, 8499)...) }, true},
 		{"DenseAgainOnTheFirst", func(s site) error { return write(s, seconds(s, 8500, 9499)...) }, true},
-		// Late readings by a third instance change what is kept and not
-		// where it stands: only its stamp tells what this one holds from it.
+		// Late readings by a third instance change what the windows hold
+		// and not where they stand: only the stamp tells that what this
+		// one holds is not the window any more. The third, which holds
+		// nothing to patch, forgets them.
 		{"DenseLateOnAThird", func(s site) error {
 			var late []store.Reading
 			for i := 8899; i < 9499; i++ {
 				late = append(late, reading(s, second(i).Add(time.Second/2), 1))
 			}
-			third := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{MaxFuture: 24 * time.Hour})
 			_, err := third.Ingest(ctx, s.key, sensing.NewBatch(late))
 			return err
-		}, true},
+		}, false},
 		{"DenseAfterTheThirdsLate", func(s site) error { return write(s, seconds(s, 9500, 10499)...) }, true},
 	}
 	for _, step := range steps {
@@ -221,25 +222,30 @@ func TestKeptRateWindows(t *testing.T) {
 				t.Fatalf("%s: %v", step.name, err)
 			}
 		}
-		keptWindows, readWindows, err := core.RateWindows(ctx, kept.key)
+		stamps, readWindows, err := core.RateWindows(ctx, kept.key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for id, w := range keptWindows {
+		// What each rule keeps is the window held under its stamp, by
+		// whichever instance wrote it; no other instance holds a window
+		// under that stamp.
+		for id, stamp := range stamps {
+			var w *store.RateWindow
+			for _, instance := range instances {
+				held, heldStamps := instance.HeldWindows(kept.key.SensorID)
+				if stamp == 0 || heldStamps[id] != stamp {
+					continue
+				}
+				if w != nil {
+					t.Errorf("after %s: rule %d's window is held by two instances", step.name, id)
+				}
+				w = held[id]
+			}
 			switch want := readWindows[id]; {
 			case w == nil && step.keeps:
 				t.Errorf("after %s: rule %d keeps nothing, want its window", step.name, id)
 			case w != nil && !sameWindow(w, want):
 				t.Errorf("after %s: rule %d keeps %s, want %s as read back", step.name, id, windowText(w), windowText(want))
-			}
-		}
-		// What this service holds of a window, where its stamp is the one
-		// stored, is the window stored.
-		held, stamps := core.HeldWindows(kept.key.SensorID)
-		stored := storedStamps(t, db, kept.key.SensorID)
-		for id, w := range held {
-			if stamps[id] == stored[id] && !sameWindow(w, keptWindows[id]) {
-				t.Errorf("after %s: rule %d holds %s under the stored stamp, which keeps %s", step.name, id, windowText(w), windowText(keptWindows[id]))
 			}
 		}
 		if got, want := decisions(t, db, kept.key), decisions(t, db, read.key); got != want {
@@ -249,24 +255,6 @@ func TestKeptRateWindows(t *testing.T) {
 	if len(events(t, db, kept.key)) < 4 {
 		t.Errorf("events %q: the steps should have raised and cleared alarms", events(t, db, kept.key))
 	}
-}
-
-// storedStamps are the stamps of what the sensor's rules keep, by rule
-// id, as stored.
-func storedStamps(t *testing.T, db *store.DB, sensorID int64) map[int64]int64 {
-	t.Helper()
-	out := map[int64]int64{}
-	err := db.InTx(t.Context(), func(tx *store.Tx) error {
-		rules, err := tx.SensorRules(t.Context(), sensorID)
-		for _, r := range rules {
-			out[r.ID] = r.RateStamp
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func sameWindow(a, b *store.RateWindow) bool {
@@ -306,11 +294,13 @@ func decisions(t *testing.T, db *store.DB, key store.SensorKey) string {
 	return fmt.Sprintf("rules %q\nalarms %q\nevents %q", states, alarms, events(t, db, key))
 }
 
-// TestKeptRateWindowWrites: with an hour's rate rule on readings a second
-// apart, the parts that left the window are dropped in one statement once
-// a window's length, not at every batch; and the service holds the
-// window its last write kept, whose parts the rules' read of its next
-// write leaves out, while a writer that holds another reads them all.
+// TestKeptRateWindowWrites: with an hour's rate rule on readings a
+// second apart whose level never changes, the writes of the service that
+// holds the window send no statement for it: nothing of the window is
+// stored, and the rule keeps its stamp, so its row is not written. A
+// write through another service, which holds nothing, reads the window
+// back and draws a new stamp; the first service's next write, whose hold
+// is then not the stored stamp's, does too.
 func TestKeptRateWindowWrites(t *testing.T) {
 	tracer := &statementTracer{}
 	pool, err := store.Open(t.Context(), storetest.NewDatabase(t), store.PoolConfig{Tracer: tracer})
@@ -342,59 +332,48 @@ func TestKeptRateWindowWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	counted := batches - 4
-	// 8,000 seconds: the window's start crosses a multiple of an hour two
-	// or three times.
-	if got := tracer.count("DELETE FROM rate_kept_parts"); got < 1 || got > 3 {
-		t.Errorf("%d statements dropped parts over %d batches, want 1 to 3", got, counted)
+	if got := tracer.count("rate_kept_parts") + tracer.count("UPDATE alarm_rules"); got > 0 {
+		t.Errorf("%d statements wrote the rule or its window over %d batches, want none", got, batches-4)
 	}
 
-	errRollback := errors.New("rollback")
-	// The service holds the window its last write kept: the read of a
-	// writer that names the stored stamp leaves out what the rule keeps,
-	// and one that names another stamp reads it all, for it to hold.
-	_, held := core.HeldWindows(f.key.SensorID)
-	if len(held) != 1 {
-		t.Fatalf("the service holds %d windows, want the rule's", len(held))
-	}
-	// The window of the batch's first reading holds 3,600 values: eight
-	// parts of 440 and the rest with the rule.
-	for _, c := range []struct {
-		name  string
-		held  []int64
-		want  bool // left out
-		parts int
-	}{
-		{"TheStoredStamp", slices.Collect(maps.Values(held)), true, 0},
-		{"AnotherStamp", []int64{1}, false, 8},
-		{"NoStamp", nil, false, 8},
-	} {
-		err = db.InTx(ctx, func(tx *store.Tx) error {
-			w, err := tx.LockSensorWriteHolding(ctx, f.key, batch(batches), c.held)
-			if err != nil {
-				return err
-			}
-			for _, r := range w.Rules {
-				if r.Window == 0 {
-					continue
-				}
-				if r.RateHeld != c.want || (r.RateKept == nil) != c.want || len(r.RateParts) != c.parts {
-					t.Errorf("%s: held %v, head %d bytes, %d parts read; want held %v, %d parts", c.name, r.RateHeld, len(r.RateKept), len(r.RateParts), c.want, c.parts)
-				}
-			}
-			return errRollback
-		})
-		if !errors.Is(err, errRollback) {
+	// stampHeld is the stamp the rule stores, and whether s holds the
+	// window read back under it.
+	stampHeld := func(s *sensing.Service) (int64, bool) {
+		stamps, read, err := core.RateWindows(ctx, f.key)
+		if err != nil {
 			t.Fatal(err)
 		}
+		held, heldStamps := s.HeldWindows(f.key.SensorID)
+		for id, stamp := range stamps {
+			return stamp, stamp != 0 && heldStamps[id] == stamp && sameWindow(held[id], read[id])
+		}
+		t.Fatal("no rate rule")
+		return 0, false
+	}
+	first, ok := stampHeld(core)
+	if !ok {
+		t.Fatalf("the service does not hold the window under the stored stamp %d", first)
+	}
+	other := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{})
+	if _, err := other.Ingest(ctx, f.key, sensing.NewBatch(batch(batches))); err != nil {
+		t.Fatal(err)
+	}
+	second, ok := stampHeld(other)
+	if second == first || !ok {
+		t.Errorf("after another service's write, stamp %d (was %d), held there %v; want a new stamp, held", second, first, ok)
+	}
+	if _, err := core.Ingest(ctx, f.key, sensing.NewBatch(batch(batches+1))); err != nil {
+		t.Fatal(err)
+	}
+	if third, ok := stampHeld(core); third == second || third == first || !ok {
+		t.Errorf("back on the first service, stamp %d (were %d, %d), held %v; want a new stamp, held", third, first, second, ok)
 	}
 }
 
-// TestHeldWindowTaken: a write whose rules' read left out what a rule
-// keeps, held under its stamp, but which finds it no longer held (another
-// write of the sensor took it in between, and failed) treats it as
-// unknown: late readings, which change what the window holds, forget it
-// rather than leave it stored as it was.
+// TestHeldWindowTaken: a write that finds no window held under the
+// stored stamp (another write of the sensor took it, and has yet to put
+// it back) draws a new stamp, so that the window the other puts back is
+// not used; a write that took the window keeps its stamp.
 func TestHeldWindowTaken(t *testing.T) {
 	core, db := newService(t)
 	ctx := t.Context()
@@ -410,34 +389,51 @@ func TestHeldWindowTaken(t *testing.T) {
 		}
 		return store.Reading{Time: t, InputIDs: []int64{f.u(), f.i()}, Values: []float64{float64(i % 7), 1}}
 	}
-	for n := range 3 {
+	write := func(from, to int, half bool) {
+		t.Helper()
 		var batch []store.Reading
-		for i := n * 1000; i < (n+1)*1000; i++ {
-			batch = append(batch, at(i, false))
+		for i := from; i < to; i++ {
+			batch = append(batch, at(i, half))
 		}
 		if _, err := core.Ingest(ctx, f.key, sensing.NewBatch(batch)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, held := core.HeldWindows(f.key.SensorID)
-	if len(held) != 1 {
-		t.Fatalf("the service holds %d windows, want the rule's", len(held))
+	stamp := func() int64 {
+		t.Helper()
+		stamps, _, err := core.RateWindows(ctx, f.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range stamps {
+			return s
+		}
+		t.Fatal("no rate rule")
+		return 0
 	}
-	var late []store.Reading
-	for i := 2000; i < 2600; i++ {
-		late = append(late, at(i, true))
+	write(0, 1000, false)
+	write(1000, 2000, false)
+	before := stamp()
+	write(2000, 3000, false)
+	if got := stamp(); got != before {
+		t.Errorf("a write that took the window held changed its stamp from %d to %d", before, got)
 	}
-	other := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{})
-	if err := other.IngestNaming(ctx, f.key, late, slices.Collect(maps.Values(held))); err != nil {
-		t.Fatal(err)
+	putBack := core.TakeHeld(f.key.SensorID)
+	write(3000, 4000, false)
+	after := stamp()
+	if after == before || after == 0 {
+		t.Errorf("a write that found the window taken kept stamp %d (was %d), want a new one", after, before)
 	}
-	kept, read, err := core.RateWindows(ctx, f.key)
+	putBack()
+	write(3400, 3900, true) // late: a window held under the stamp would be patched
+	stamps, read, err := core.RateWindows(ctx, f.key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for id, w := range kept {
-		if w != nil && !sameWindow(w, read[id]) {
-			t.Errorf("rule %d keeps %d values through %s, want nothing or the %d read back", id, len(w.Micros), w.Through.Format("15:04:05"), len(read[id].Micros))
+	held, heldStamps := core.HeldWindows(f.key.SensorID)
+	for id, s := range stamps {
+		if s != 0 && heldStamps[id] == s && !sameWindow(held[id], read[id]) {
+			t.Errorf("rule %d keeps %d values through %s, want nothing or the %d read back", id, len(held[id].Micros), held[id].Through.Format("15:04:05"), len(read[id].Micros))
 		}
 	}
 }

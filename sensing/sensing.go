@@ -45,8 +45,11 @@ type Config struct {
 	// rollups.
 	ReadingsOnly bool
 	// OnEvents, if set, is called after a write of readings committed
-	// alarm events, so that their webhook deliveries need not wait for
-	// the next poll.
+	// alarm events in a project with webhooks, so that their deliveries
+	// need not wait for the next poll. A write whose project has none
+	// does not call it: a claim of deliveries that finds none cost row
+	// 11e of make bench (a rate rule raising events, no webhook) 3-5 % of
+	// the service's CPU, and its transaction PostgreSQL's.
 	OnEvents func()
 }
 

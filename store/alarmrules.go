@@ -34,39 +34,14 @@ type AlarmRule struct {
 	// TargetRank is the rank of the target's current alarm, 0 at rest: the
 	// level an evaluation starts from.
 	TargetRank int `db:"target_rank"`
-	// RateKept is what a rate rule keeps of its window between writes
-	// (RateWindow.Encode): where it stands, and the values after those of
-	// its parts; nil when nothing is kept. The values before are kept in
-	// parts of KeptPartLen, each named by its last instant. RateParts are
-	// those a read returned, oldest first (ParseKept reads them with
-	// RateKept): those from the window's start on (SensorRules,
-	// LockSensorWrite). RatePartsTo is the last instant of the last part
-	// (math.MinInt64 without parts). Read with a sensor's rules for an
-	// evaluation, nil and 0 in lists.
-	RateKept    []byte   `db:"rate_kept"`
-	RateParts   [][]byte `db:"rate_parts"`
-	RatePartsTo int64    `db:"rate_parts_to"`
-	// RateStamp names what is kept (0: nothing), drawn anew by each write
-	// that changes it, which sets it with KeptChanged. RateHeld says that
-	// the read left out RateKept and RateParts (nil, RatePartsTo
-	// math.MinInt64) because its caller holds what is kept under RateStamp
-	// (LockSensorWriteHolding).
-	RateStamp int64 `db:"rate_kept_stamp"`
-	RateHeld  bool  `db:"rate_held"`
-	// KeptWindow is what is kept, whole and parsed, for the domain to hold
-	// between writes (nil when it does not): RateKept and its parts as
-	// its last write left them.
-	KeptWindow *RateWindow `db:"-"`
-	// KeptChanged tells ApplyAlarms to write RateKept, to drop the parts
-	// whose last instant is before DropParts (Unix microseconds), then to
-	// add AddParts (each KeptPartLen values, Encoded with Through their
-	// last instant): a write that appends to what is kept writes its own
-	// values, not the window, and drops the parts that left the window
-	// only now and then (parts that linger before the window are never
-	// read as part of it).
-	KeptChanged bool     `db:"-"`
-	DropParts   int64    `db:"-"`
-	AddParts    [][]byte `db:"-"`
+	// RateStamp names what a rate rule keeps of its window (0: nothing):
+	// the service whose write drew it holds the window in memory
+	// (RateWindow), which no other service has; the store keeps only the
+	// stamp. KeptWindow is that window, nil when its caller does not hold
+	// it (and in lists); a write that changes the stamp sets KeptChanged.
+	RateStamp   int64       `db:"rate_kept_stamp"`
+	KeptWindow  *RateWindow `db:"-"`
+	KeptChanged bool        `db:"-"`
 }
 
 // AlarmRuleSpec is a rule as a client writes it.
@@ -81,8 +56,7 @@ type AlarmRuleSpec struct {
 	Per         int64   `json:"per,omitempty"`    // seconds
 }
 
-const alarmRuleColumns = alarmRuleFields + `, NULL::bytea AS rate_kept, NULL::bytea[] AS rate_parts, 0::bigint AS rate_parts_to,
-0::bigint AS rate_kept_stamp, false AS rate_held`
+const alarmRuleColumns = alarmRuleFields + `, 0::bigint AS rate_kept_stamp`
 
 const alarmRuleFields = `r.id, r.sensor_id, r.target_id, r.target_key, r.level_id, l.rank, l.name AS level_name,
 r.direction = 'below' AS below, r.threshold, r.deadband, r.persistence, r.active, r.streak, r.created_at,
@@ -90,34 +64,10 @@ coalesce(r.rate_window_s, 0)::bigint AS rate_window_s, coalesce(r.rate_per_s, 0)
 coalesce((SELECT al.rank FROM alarms a JOIN alarm_levels al ON al.id = a.level_id WHERE a.sensor_id = r.sensor_id AND a.target_id = r.target_id), 0) AS target_rank`
 
 // sensorRulesSQL is a sensor's rules, ordered by target as evaluators
-// take them, with what the rate rules keep: the parts from the window's
-// start on, by a range of rate_kept_parts' key. For a batch newer than
-// the sensor's newest reading ($2, its first instant in Unix
-// microseconds), the window is its first reading's; for any other read
-// ($2 NULL, a batch not after the newest) every part is read. Either way
-// the parts that linger before the window (ApplyAlarms drops them now
-// and then) are left out by the range, and with them the dead rows of
-// those dropped.
-//
-// $3, when not NULL, are the stamps of what the caller holds in memory:
-// a rule whose stamp is one of them is read without what it keeps
-// (rate_held).
-const sensorRulesSQL = `SELECT ` + alarmRuleFields + `, CASE WHEN NOT r.held THEN r.rate_kept END AS rate_kept, k.parts AS rate_parts,
-coalesce(k.upto, -9223372036854775808) AS rate_parts_to, coalesce(r.rate_kept_stamp, 0) AS rate_kept_stamp, r.held AS rate_held
-FROM (
-    SELECT r.*,
-        CASE WHEN s.ahead THEN $2 - r.rate_window_s::bigint * 1000000 END AS parts_from,
-        coalesce(r.rate_kept IS NOT NULL AND r.rate_kept_stamp = ANY($3), false) AS held
-    FROM alarm_rules r
-    CROSS JOIN (SELECT $2::bigint > (SELECT (extract(epoch FROM datetime) * 1000000)::bigint FROM sensor_latest WHERE sensor_id = $1) AS ahead) s
-    WHERE r.sensor_id = $1
-) r
-JOIN alarm_levels l ON l.id = r.level_id
-LEFT JOIN LATERAL (
-    SELECT array_agg(q.part ORDER BY q.upto) AS parts, max(q.upto) AS upto
-    FROM rate_kept_parts q
-    WHERE q.rule_id = r.id AND r.rate_kept IS NOT NULL AND NOT r.held AND q.upto >= coalesce(r.parts_from, -9223372036854775808)
-) k ON true
+// take them, with the stamps of what the rate rules keep.
+const sensorRulesSQL = `SELECT ` + alarmRuleFields + `, coalesce(r.rate_kept_stamp, 0) AS rate_kept_stamp
+FROM alarm_rules r JOIN alarm_levels l ON l.id = r.level_id
+WHERE r.sensor_id = $1
 ORDER BY r.target_id, r.id`
 
 // RuleKey is where a rule stands in a sensor's list: by target, then id.

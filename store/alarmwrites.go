@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,22 +30,11 @@ type AlarmChange struct {
 
 // SensorRules returns the sensor's alarm rules, ordered by target, then
 // id, as an evaluation takes them, with their states, their target's
-// current level and every part of what the rate rules keep.
+// current level and the stamps of what the rate rules keep.
 func (tx *Tx) SensorRules(ctx context.Context, sensorID int64) ([]AlarmRule, error) {
-	// Without JIT, as in a write (noJITSQL): its plan for every part is
-	// costed past jit_above_cost, and JIT took 40-130 ms of each edit of a
-	// rule, for a read that runs in 0.1 ms (auto_explain over row 11e's
-	// set-up).
-	var rules []AlarmRule
-	b := &pgx.Batch{}
-	b.Queue(noJITSQL)
-	b.Queue(sensorRulesSQL, sensorID, nil, nil).Query(func(rows pgx.Rows) error {
-		var err error
-		rules, err = pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
-		return err
-	})
-	b.Queue(`RESET jit`)
-	return rules, dbError("sensor rules", tx.tx.SendBatch(ctx, b).Close())
+	rows, _ := tx.tx.Query(ctx, sensorRulesSQL, sensorID)
+	rules, err := pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
+	return rules, dbError("sensor rules", err)
 }
 
 // LatestReading returns the sensor's newest reading, nil when it has none.
@@ -62,15 +50,16 @@ func (tx *Tx) LatestReading(ctx context.Context, sensorID int64) (*Reading, erro
 
 // ApplyAlarms writes what an evaluation of the sensor's rules decided: the
 // rules' states (those that differ from before, rule by rule; all of them
-// when before is nil) and what rate rules keep (where KeptChanged), the
+// when before is nil) and the stamps of what rate rules keep (where
+// KeptChanged), the
 // current alarms that changes leave, and the
 // events that events raise (those not Folded), in order, in one round trip
 // however many changes a write makes, since a noisy target can change
 // level at many of a write's readings.
 func (tx *Tx) ApplyAlarms(ctx context.Context, sensor Sensor, rules []AlarmRule, before []alarms.State, changes, events []AlarmChange) error {
-	write, err := applyAlarms(sensor, rules, before, changes, events)
-	if err != nil || write.Len() == 0 {
-		return err
+	write := applyAlarms(sensor, rules, before, changes, events)
+	if write.Len() == 0 {
+		return nil
 	}
 	return dbError("apply alarms", tx.tx.SendBatch(ctx, write).Close())
 }
@@ -79,83 +68,37 @@ func (tx *Tx) ApplyAlarms(ctx context.Context, sensor Sensor, rules []AlarmRule,
 // transaction's COMMIT, in the same round trip: for the last thing a
 // write of readings decides, which nothing after it in the transaction
 // reads. Their errors are the commit's.
-func (tx *Tx) ApplyAlarmsAtCommit(sensor Sensor, rules []AlarmRule, before []alarms.State, changes, events []AlarmChange) error {
-	write, err := applyAlarms(sensor, rules, before, changes, events)
-	if err != nil || write.Len() == 0 {
-		return err
+func (tx *Tx) ApplyAlarmsAtCommit(sensor Sensor, rules []AlarmRule, before []alarms.State, changes, events []AlarmChange) {
+	if write := applyAlarms(sensor, rules, before, changes, events); write.Len() > 0 {
+		tx.tx.atCommit(write)
 	}
-	tx.tx.atCommit(write)
-	return nil
 }
 
 // applyAlarms is the batch of statements of ApplyAlarms.
-func applyAlarms(sensor Sensor, rules []AlarmRule, before []alarms.State, changes, events []AlarmChange) (*pgx.Batch, error) {
+func applyAlarms(sensor Sensor, rules []AlarmRule, before []alarms.State, changes, events []AlarmChange) *pgx.Batch {
 	var (
 		ids     []int64
 		active  []bool
 		streaks []int32
 		keep    []bool
-		kept    [][]byte
 		stamps  []int64
-		drop    parts
-		add     parts
 	)
 	for i, r := range rules {
 		if before == nil || before[i] != r.State || r.KeptChanged {
 			ids, active, streaks = append(ids, r.ID), append(active, r.Active), append(streaks, int32(r.Streak))
-			keep, kept, stamps = append(keep, r.KeptChanged), append(kept, r.RateKept), append(stamps, r.RateStamp)
-		}
-		if r.KeptChanged {
-			drop.ids, drop.upto = append(drop.ids, r.ID), append(drop.upto, r.DropParts)
-			for _, p := range r.AddParts {
-				upto, err := PartEnd(p)
-				if err != nil {
-					return nil, err
-				}
-				add.ids, add.upto, add.parts = append(add.ids, r.ID), append(add.upto, upto), append(add.parts, p)
-			}
+			keep, stamps = append(keep, r.KeptChanged), append(stamps, r.RateStamp)
 		}
 	}
 	write := &pgx.Batch{}
 	if len(ids) > 0 {
-		write.Queue(updateRulesSQL, ids, active, streaks, keep, kept, stamps)
-	}
-	// Before the new parts, which may have the instants of old ones; a
-	// statement a rule, since a join with arrays of them is planned as a
-	// scan of every rule's parts. A write that appends drops parts only
-	// now and then (AlarmRule.DropParts). The new parts are not inserted
-	// by the statement that writes the rules: as one statement (a CTE),
-	// its generic plan scanned every rule (285 buffers a call in row 11e).
-	//
-	// The parts are dropped by an index scan, not a bitmap scan: the index
-	// keeps an entry for each part dropped before until vacuum, and a
-	// bitmap scan visits the heap page of every one of them at each drop
-	// (a part fills a page: 2,770 buffers and 8 ms a call after 4,000
-	// batches of BenchmarkIngestRateRule), where an index scan marks those
-	// it finds dead for every later scan to pass over.
-	dropping := false
-	for i, id := range drop.ids {
-		if drop.upto[i] > math.MinInt64 {
-			if !dropping {
-				write.Queue(`SET LOCAL enable_bitmapscan = off`)
-				dropping = true
-			}
-			write.Queue(`DELETE FROM rate_kept_parts WHERE rule_id = $1 AND upto < $2`, id, drop.upto[i])
-		}
-	}
-	if dropping {
-		write.Queue(`RESET enable_bitmapscan`)
-	}
-	if len(add.ids) > 0 {
-		write.Queue(`INSERT INTO rate_kept_parts (rule_id, upto, sensor_id, part) SELECT id, upto, $4, part FROM unnest($1::bigint[], $2::bigint[], $3::bytea[]) AS u(id, upto, part)`,
-			add.ids, add.upto, add.parts, sensor.ID)
+		write.Queue(updateRulesSQL, ids, active, streaks, keep, stamps)
 	}
 	queueAlarms(write, sensor, rules, changes)
 	queueEvents(write, sensor, rules, events)
 	if write.Len() == 0 {
-		return write, nil
+		return write
 	}
-	return withKeyPlans(write), nil
+	return withKeyPlans(write)
 }
 
 // withKeyPlans is b with its statements run with their generic plans
@@ -177,22 +120,18 @@ func withKeyPlans(b *pgx.Batch) *pgx.Batch {
 	return w
 }
 
-// updateRulesSQL writes the states of rules that changed and what rate
-// rules keep. The rules are found by their keys (id = ANY), whatever
-// the plan joins them with: without it, the generic plan without
-// sequential scans (withKeyPlans) merged the whole primary key with the
-// arrays.
+// updateRulesSQL writes the states of rules that changed and the stamps
+// of what rate rules keep, clearing what releases before kept of the
+// window itself (rate_kept and its parts): a replica of such a release
+// reads the stamp with it, and must not find an old window beside a new
+// stamp. The rules are found by their keys (id = ANY), whatever the plan
+// joins them with: without it, the generic plan without sequential scans
+// (withKeyPlans) merged the whole primary key with the arrays.
 const updateRulesSQL = `UPDATE alarm_rules r SET active = u.active, streak = u.streak,
-    rate_kept = CASE WHEN u.keep THEN u.kept ELSE r.rate_kept END,
+    rate_kept = CASE WHEN u.keep THEN NULL ELSE r.rate_kept END,
     rate_kept_stamp = CASE WHEN u.keep THEN nullif(u.stamp, 0) ELSE r.rate_kept_stamp END
-FROM unnest($1::bigint[], $2::boolean[], $3::int[], $4::boolean[], $5::bytea[], $6::bigint[]) AS u(id, active, streak, keep, kept, stamp)
+FROM unnest($1::bigint[], $2::boolean[], $3::int[], $4::boolean[], $5::bigint[]) AS u(id, active, streak, keep, stamp)
 WHERE r.id = ANY($1) AND r.id = u.id AND ((r.active, r.streak) IS DISTINCT FROM (u.active, u.streak) OR u.keep)`
-
-// parts are rows of rate_kept_parts, as arrays.
-type parts struct {
-	ids, upto []int64
-	parts     [][]byte
-}
 
 // changeLevel is the key of the target of c and the level its event
 // names: the one reached, or for a clearing the one left.

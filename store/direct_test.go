@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"reflect"
@@ -140,18 +139,18 @@ func TestListen(t *testing.T) {
 	}
 }
 
-// TestForgetRateWindows: it drops what the sensor's rules keep, and only
-// the sensor's.
+// TestForgetRateWindows: it clears the stamps of what the sensor's rules
+// keep, and only the sensor's.
 func TestForgetRateWindows(t *testing.T) {
 	t.Parallel()
 	pool := storetest.NewPool(t)
 	db := store.New(pool)
-	kept := store.RateWindow{Through: time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC), Version: 1}.Encode()
+	const stamp = 42
 	var rules []store.AlarmRule
 	for range 2 {
 		_, key := newBlueprintSensor(t, db)
 		rule := createRule(t, db, key, store.AlarmRuleSpec{TargetKey: "u", Level: "Alarm", Direction: "above", Threshold: 1, Persistence: 1})
-		if _, err := pool.Exec(t.Context(), `UPDATE alarm_rules SET rate_kept = $2 WHERE id = $1`, rule.ID, kept); err != nil {
+		if _, err := pool.Exec(t.Context(), `UPDATE alarm_rules SET rate_kept_stamp = $2 WHERE id = $1`, rule.ID, stamp); err != nil {
 			t.Fatal(err)
 		}
 		rules = append(rules, rule)
@@ -161,13 +160,13 @@ func TestForgetRateWindows(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for i, wantKept := range []bool{false, true} {
-		var got []byte
-		if err := pool.QueryRow(t.Context(), `SELECT rate_kept FROM alarm_rules WHERE id = $1`, rules[i].ID).Scan(&got); err != nil {
+	for i, want := range []int64{0, stamp} {
+		var got *int64
+		if err := pool.QueryRow(t.Context(), `SELECT rate_kept_stamp FROM alarm_rules WHERE id = $1`, rules[i].ID).Scan(&got); err != nil {
 			t.Fatal(err)
 		}
-		if wantKept && !bytes.Equal(got, kept) || !wantKept && got != nil {
-			t.Errorf("rule %d keeps %x after forgetting sensor %d's windows, want kept %v", rules[i].ID, got, rules[0].SensorID, wantKept)
+		if got == nil && want != 0 || got != nil && *got != want {
+			t.Errorf("rule %d's stamp is %v after forgetting sensor %d's windows, want %d (0: none)", rules[i].ID, got, rules[0].SensorID, want)
 		}
 	}
 }

@@ -42,21 +42,22 @@ var (
 // the sensor, in that order (the CTE is read before the join yields the
 // row the outer lock takes), in one round trip. Writers of readings take
 // the sensor's row lock: it serializes the batches of one sensor, so that
-// what a batch finds stored stays true until it commits.
+// what a batch finds stored stays true until it commits. It also says
+// whether the project has webhooks (a probe of their index), so that a
+// write whose events no webhook delivers does not wake the outbox.
 const lockSensorWriteSQL = `
 WITH p AS MATERIALIZED (` + lockWritableProjectSQL + `)
-SELECT p.state, s.instance
+SELECT p.state, s.instance, EXISTS (SELECT FROM webhooks w WHERE w.project_id = $2) AS hooked
 FROM p JOIN sensors s ON s.project_id = $2
 WHERE s.id = $3
 FOR NO KEY UPDATE OF s`
 
 // noJITSQL keeps PostgreSQL from compiling the rest of a transaction's
 // statements, where the planner's costs overshoot what they run. In a
-// write, a generic plan of the rules' read (sensorRulesSQL) is costed for
-// tens of rules with hundreds of parts each, past jit_above_cost, and its
-// JIT took 60-80 ms where running it takes 0.1 ms (auto_explain over row
-// 11e of make bench); no statement of a write of readings runs long
-// enough to gain from it. For aggregates, see SpanInputBuckets.
+// write, a generic plan of the rules' read with the parts releases before
+// kept was costed past jit_above_cost, and its JIT took 60-80 ms where
+// running it took 0.1 ms (auto_explain over row 11e of make bench); no
+// statement of a write of readings runs long enough to gain from it. For aggregates, see SpanInputBuckets.
 const noJITSQL = `SET LOCAL jit = off`
 
 // sensorWrittenSQL reads what the sensor's readings hold: the input ids
@@ -78,6 +79,9 @@ type SensorWrite struct {
 	Flagged bool
 	// Checks are its validity checks as stored (JSON), nil for none.
 	Checks []byte
+	// Hooked says whether its project has webhooks, which the events a
+	// write raises are delivered to.
+	Hooked bool
 
 	// Hours are the hours of a batch given to the lock, ascending, as
 	// the lock found their rollups: the write must give them to
@@ -153,21 +157,10 @@ func BatchReplacesHours(hours []BatchHour, replaced int) bool {
 //
 // It returns NotFound, and Conflict when the project is archived.
 func (tx *Tx) LockSensorWrite(ctx context.Context, key SensorKey, batch []Reading) (SensorWrite, error) {
-	return tx.LockSensorWriteHolding(ctx, key, batch, nil)
-}
-
-// LockSensorWriteHolding is LockSensorWrite for a caller that holds in
-// memory what some of the sensor's rate rules keep, under the stamps
-// held: the rules' read leaves those out (AlarmRule.RateHeld).
-func (tx *Tx) LockSensorWriteHolding(ctx context.Context, key SensorKey, batch []Reading, held []int64) (SensorWrite, error) {
 	b := &pgx.Batch{}
 	w, state := queueLockSensorWrite(b, key)
-	var (
-		first         *int64 // nil: the rules read every part they keep
-		hours, firsts []time.Time
-	)
+	var hours, firsts []time.Time
 	if len(batch) > 0 {
-		first = new(batch[0].Time.UnixMicro())
 		hours, firsts = hourFirsts(batch)
 	}
 	b.Queue(noJITSQL)
@@ -175,7 +168,7 @@ func (tx *Tx) LockSensorWriteHolding(ctx context.Context, key SensorKey, batch [
 	// batchHoursSQL is for any batch (genericPlansSQL): its custom plan
 	// cost as much to make as to run (pg_stat_statements over row 11e).
 	b.Queue(genericPlansSQL)
-	b.Queue(sensorRulesSQL, key.SensorID, first, held).Query(func(rows pgx.Rows) error {
+	b.Queue(sensorRulesSQL, key.SensorID).Query(func(rows pgx.Rows) error {
 		var err error
 		w.Rules, err = pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])
 		return err
@@ -225,7 +218,7 @@ func queueLockSensorWrite(b *pgx.Batch, key SensorKey) (*SensorWrite, *ProjectSt
 		state = new(ProjectState)
 	)
 	b.Queue(lockSensorWriteSQL, key.OrgID, key.ProjectID, key.SensorID).QueryRow(func(row pgx.Row) error {
-		return notFound("lock sensor", row.Scan(state, &w.Sensor.Instance), "sensor")
+		return notFound("lock sensor", row.Scan(state, &w.Sensor.Instance, &w.Hooked), "sensor")
 	})
 	b.Queue(sensorWrittenSQL, key.SensorID).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&w.Known, &w.Newest, &w.Flagged, &w.Checks)
@@ -238,7 +231,8 @@ func queueLockSensorWrite(b *pgx.Batch, key SensorKey) (*SensorWrite, *ProjectSt
 // instant of a write count once.
 type Written struct {
 	New, Replaced int
-	Events        int // alarm events it raised
+	Events        int  // alarm events it raised
+	Hooked        bool // its project has webhooks, which deliver the events
 }
 
 // WriteReadings stores readings, ordered by time and one per instant
