@@ -78,6 +78,15 @@ type Outputs struct {
 	resolved  span
 	hasSpan   bool
 	constants bitset // the slots of those with a value
+	// The input slot of each of the last reading's input ids, or -1 for
+	// an id that is not the sensor's, is linked, or is read by no formula
+	// computed: a sensor's readings mostly carry the same ids, so that
+	// pairing them with the instance's costs a comparison a reading, and
+	// only the inputs the formulas read are set (two of row 6b's ten).
+	pairedIDs []int64
+	paired    []int
+	hasPaired bool
+	needs     bitset // the slots the formulas computed read
 }
 
 type inputSlot struct {
@@ -94,7 +103,10 @@ func NewOutputs(p *Program, inst Instance) *Outputs {
 	copy(factors, inst.Constants)
 	factors = append(factors, inst.Baselines...)
 	o := &Outputs{eval: p.NewEvaluator(), factors: factors, used: make([]int, len(factors)), links: inst.Links, ids: inst.OutputIDs,
-		constants: newBitset(p.words)}
+		constants: newBitset(p.words), needs: newBitset(p.words)}
+	for _, s := range p.steps {
+		o.needs.or(s.needs)
+	}
 	for k := range o.used {
 		o.used[k] = k
 	}
@@ -112,15 +124,12 @@ func NewOutputs(p *Program, inst Instance) *Outputs {
 // link is configuration, the reading's value a leftover of the wiring.
 func (o *Outputs) Compute(t time.Time, inputIDs []int64, values []float64) {
 	o.eval.Reset()
-	// Both the reading's inputs and the instance's are sorted by id: one
-	// pass pairs them.
-	j := 0
-	for i, id := range inputIDs {
-		for j < len(o.inputs) && o.inputs[j].id < id {
-			j++
-		}
-		if j < len(o.inputs) && o.inputs[j].id == id && !o.linked(o.inputs[j].index) {
-			o.eval.SetInput(o.inputs[j].index, values[i])
+	if !o.hasPaired || !slices.Equal(inputIDs, o.pairedIDs) {
+		o.pair(inputIDs)
+	}
+	for i, slot := range o.paired {
+		if slot >= 0 {
+			o.eval.SetInput(slot, values[i])
 		}
 	}
 	for i, l := range o.links {
@@ -136,6 +145,24 @@ func (o *Outputs) Compute(t time.Time, inputIDs []int64, values []float64) {
 	}
 	o.eval.present.or(o.constants)
 	o.eval.Run()
+}
+
+// pair finds the input slot of each of inputIDs, ascending.
+func (o *Outputs) pair(inputIDs []int64) {
+	o.pairedIDs, o.paired, o.hasPaired = append(o.pairedIDs[:0], inputIDs...), o.paired[:0], true
+	// Both the reading's inputs and the instance's are sorted by id: one
+	// pass pairs them.
+	j := 0
+	for _, id := range inputIDs {
+		for j < len(o.inputs) && o.inputs[j].id < id {
+			j++
+		}
+		slot := -1
+		if j < len(o.inputs) && o.inputs[j].id == id && !o.linked(o.inputs[j].index) && o.needs.has(o.inputs[j].index) {
+			slot = o.inputs[j].index
+		}
+		o.paired = append(o.paired, slot)
+	}
 }
 
 // resolve sets the used factors' values in force at t, and the span
@@ -156,7 +183,7 @@ func (o *Outputs) resolve(t time.Time) {
 // rule or a check watches needs no more.
 func (o *Outputs) Only(ks []int) {
 	need := o.eval.Only(ks)
-	o.hasSpan = false
+	o.hasSpan, o.hasPaired, o.needs = false, false, need
 	o.used = o.used[:0]
 	for k := range o.factors {
 		if need.has(o.eval.p.nInputs + k) {

@@ -49,6 +49,7 @@ func TestOutputs(t *testing.T) {
 		{"CalibrationInForce", june, []int64{105}, []float64{2700}, 7290, 213.75, true, true},
 		{"ForeignInputIgnored", june, []int64{1, 105, 999}, []float64{5, 2700, 5}, 7290, 213.75, true, true},
 		{"MissingInput", june, []int64{106}, []float64{11}, 0, 0, false, false},
+		{"OtherInputAsMany", june, []int64{105}, []float64{2700}, 7290, 213.75, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
