@@ -102,6 +102,16 @@ func (c *compiler) num(n ast.Node) (numFn, error) {
 		if err != nil {
 			return nil, err
 		}
+		if la, lb := c.leaf(n.Exp1), c.leaf(n.Exp2); la.kind == numberLeaf && lb.kind == numberLeaf {
+			// An alarm's or a state's formula: c ? 1 : 0.
+			x, y := la.value, lb.value
+			return func(s []float64) float64 {
+				if cond(s) {
+					return x
+				}
+				return y
+			}, nil
+		}
 		return func(s []float64) float64 {
 			if cond(s) {
 				return a(s)
@@ -364,6 +374,9 @@ func (c *compiler) comparison(n *ast.BinaryNode) (boolFn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if lb := c.leaf(n.Right); lb.kind == numberLeaf {
+		return compareToNumber(n.Operator, a, lb.value), nil
+	}
 	switch n.Operator {
 	case "<":
 		return func(s []float64) bool { return a(s) < b(s) }, nil
@@ -377,6 +390,23 @@ func (c *compiler) comparison(n *ast.BinaryNode) (boolFn, error) {
 		return func(s []float64) bool { return a(s) == b(s) }, nil
 	}
 	return func(s []float64) bool { return a(s) != b(s) }, nil
+}
+
+// compareToNumber is a op y, a threshold's usual form.
+func compareToNumber(op string, a numFn, y float64) boolFn {
+	switch op {
+	case "<":
+		return func(s []float64) bool { return a(s) < y }
+	case "<=":
+		return func(s []float64) bool { return a(s) <= y }
+	case ">":
+		return func(s []float64) bool { return a(s) > y }
+	case ">=":
+		return func(s []float64) bool { return a(s) >= y }
+	case "==":
+		return func(s []float64) bool { return a(s) == y }
+	}
+	return func(s []float64) bool { return a(s) != y }
 }
 
 func (c *compiler) call(n *ast.CallNode) (numFn, error) {
@@ -397,6 +427,12 @@ func (c *compiler) call(n *ast.CallNode) (numFn, error) {
 	}
 	if len(args) < f.minArgs || (f.maxArgs >= 0 && len(args) > f.maxArgs) {
 		return nil, fmt.Errorf("%s takes %s", id.Value, f.arity())
+	}
+	if f.f1 != nil {
+		if l := c.leaf(n.Arguments[0]); l.kind == slotLeaf {
+			g, i := f.f1, l.slot
+			return func(s []float64) float64 { return g(s[i]) }, nil
+		}
 	}
 	return f.compile(args), nil
 }
