@@ -23,8 +23,7 @@ func TestOutputs(t *testing.T) {
 			{Key: "pressure", Formula: "G * (R0 - digits)"},
 		},
 	}
-	var cache formulas.Cache
-	p, err := cache.Program(7, 1, spec)
+	p, err := formulas.Compile(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,35 +66,49 @@ func TestOutputs(t *testing.T) {
 	}
 }
 
-// TestCacheProgram compiles once per version: the same version is the
-// same Program, a new version compiles the new formulas.
-func TestCacheProgram(t *testing.T) {
+// TestCachePrepared prepares once per version: the same version is the
+// same Prepared, a new version prepares the new formulas; an error is not
+// kept.
+func TestCachePrepared(t *testing.T) {
 	var cache formulas.Cache
-	spec := func(f string) formulas.Spec {
-		return formulas.Spec{Inputs: []string{"x"}, Outputs: []formulas.Output{{Key: "y", Formula: f}}}
+	prepare := func(formula string, calls *int) func() (*formulas.Prepared, error) {
+		return func() (*formulas.Prepared, error) {
+			*calls++
+			p, err := formulas.Compile(formulas.Spec{Inputs: []string{"x"}, Outputs: []formulas.Output{{Key: "y", Formula: formula}}})
+			if err != nil {
+				return nil, err
+			}
+			return formulas.Prepare(p, formulas.Instance{InputIDs: []int64{1}, OutputIDs: []int64{2}}), nil
+		}
 	}
-	v1, err := cache.Program(1, 1, spec("x * 2"))
+	var calls int
+	v1, err := cache.Prepared(1, 1, prepare("x * 2", &calls))
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := cache.Program(1, 1, spec("x * 3"))
+	again, err := cache.Prepared(1, 1, prepare("x * 3", &calls))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again != v1 {
-		t.Errorf("Program(1, 1) twice compiled twice; want the cached Program")
+	if again != v1 || calls != 1 {
+		t.Errorf("Prepared(1, 1) twice prepared %d times; want once, the second call the cached Prepared", calls)
 	}
-	v2, err := cache.Program(1, 2, spec("x * 3"))
+	v2, err := cache.Prepared(1, 2, prepare("x * 3", &calls))
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := formulas.NewOutputs(v2, formulas.Instance{InputIDs: []int64{1}, OutputIDs: []int64{2}})
+	o := v2.Outputs(nil)
 	o.Compute(time.Now(), []int64{1}, []float64{5})
 	if got, ok := o.Value(0); !ok || got != 15 {
 		t.Errorf("version 2's y = %v, %v; want 15", got, ok)
 	}
-	if _, err := cache.Program(1, 3, spec("x *")); err == nil {
-		t.Errorf("Program of a formula that does not parse = nil error, want Invalid")
+	for range 2 {
+		if _, err := cache.Prepared(1, 3, prepare("x *", &calls)); err == nil {
+			t.Errorf("Prepared of a formula that does not parse = nil error, want Invalid")
+		}
+	}
+	if calls != 4 {
+		t.Errorf("%d preparations, want 4: an error is not kept", calls)
 	}
 }
 
