@@ -3,6 +3,7 @@ package formulas_test
 import (
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,6 +111,57 @@ func TestCachePrepared(t *testing.T) {
 	if calls != 4 {
 		t.Errorf("%d preparations, want 4: an error is not kept", calls)
 	}
+}
+
+// TestPreparedShared computes with one Prepared from several goroutines
+// at once, as concurrent requests of a sensor do, some narrowed by Only:
+// each computes its own values (run with -race for what it shares).
+func TestPreparedShared(t *testing.T) {
+	p, err := formulas.Compile(formulas.Spec{
+		Inputs:    []string{"x", "y"},
+		Constants: []string{"k"},
+		Outputs:   []formulas.Output{{Key: "a", Formula: "x * k"}, {Key: "b", Formula: "a + y"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)
+	prepared := formulas.Prepare(p, formulas.Instance{
+		InputIDs:  []int64{1, 2},
+		OutputIDs: []int64{3, 4},
+		Constants: []formulas.Factor{formulas.NewFactor([]formulas.Dated{{From: day, Value: 3}}, ptr(2.0), nil)},
+	})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			o := prepared.Outputs(nil)
+			if g%2 == 1 {
+				o.Only([]int{0})
+			}
+			for i := range 1000 {
+				at, k := day.Add(-time.Hour), 2.0
+				if i%3 == 0 {
+					at, k = day, 3
+				}
+				x := float64(i + g)
+				ids := []int64{1, 2}
+				if i%5 == 0 {
+					ids = []int64{1}
+				}
+				o.Compute(at, ids, []float64{x, 1}[:len(ids)])
+				if got, ok := o.Value(0); !ok || got != x*k {
+					t.Errorf("goroutine %d, reading %d: a = %v, %v; want %v", g, i, got, ok, x*k)
+					return
+				}
+				_, hasB := o.Value(1)
+				if want := g%2 == 0 && len(ids) == 2; hasB != want {
+					t.Errorf("goroutine %d, reading %d: b computed %v, want %v", g, i, hasB, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // TestBaselines computes the vibrating-wire formula from each input's dated
