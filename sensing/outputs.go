@@ -22,10 +22,10 @@ type Outputs struct {
 
 // outputsOf prepares the outputs of sensor, whose linked inputs take their
 // values from links (sensorLinks; nil: none); what every request of the
-// instance's version shares is prepared once (formulas.Cache). Formulas are checked when
-// saved, so one that does not compile now (after an upgrade changed the
-// language, say) leaves the outputs empty and is logged, rather than fail
-// every read of the sensor.
+// instance's version shares is prepared once (formulas.Cache). Formulas
+// are checked when saved, so one that does not compile now (after an
+// upgrade changed the language, say) leaves the outputs empty and is
+// logged, rather than fail every read of the sensor.
 func (s *Service) outputsOf(sensor store.Sensor, links []*formulas.Link) *Outputs {
 	inst := sensor.Instance
 	if inst == nil {
