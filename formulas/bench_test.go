@@ -1,7 +1,9 @@
 package formulas
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -109,37 +111,48 @@ func reportPerOutput(b *testing.B, outputsPerOp int) {
 
 // BenchmarkOutputsCompute computes the same outputs through Outputs, as a
 // long read with outputs does: readings 10 s apart, a dated gauge factor
-// and undated constants.
+// and undated constants; the readings of the two inputs the formulas read
+// (TwoInputs), and of ten, as row 6b of `make bench` (TenInputs).
 func BenchmarkOutputsCompute(b *testing.B) {
-	p, err := Compile(benchSpec)
-	if err != nil {
-		b.Fatal(err)
-	}
-	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	value := func(v float64) *float64 { return &v }
-	o := NewOutputs(p, Instance{
-		InputIDs:  []int64{1, 2},
-		OutputIDs: []int64{3, 4, 5, 6, 7},
-		Constants: []Factor{
-			NewFactor([]Dated{{From: start.AddDate(0, -1, 0), Value: 0.1}, {From: start.AddDate(0, 1, 0), Value: 0.11}}, value(0.09), nil),
-			NewFactor(nil, value(9000), nil),
-			NewFactor(nil, nil, value(0.05)),
-		},
-	})
-	readings := benchReadings()
-	ids, values := []int64{1, 2}, make([]float64, 2)
-	var sink float64
-	b.ReportAllocs()
-	for b.Loop() {
-		for i, r := range readings {
-			values[0], values[1] = r.freq, r.temp
-			o.Compute(start.Add(time.Duration(i)*10*time.Second), ids, values)
-			for k := range p.Outputs() {
-				v, _ := o.Value(k)
-				sink += v
+	for _, inputs := range []int{2, 10} {
+		b.Run(map[int]string{2: "TwoInputs", 10: "TenInputs"}[inputs], func(b *testing.B) {
+			spec := benchSpec
+			ids := []int64{1, 2}
+			for i := 3; i <= inputs; i++ {
+				spec.Inputs = append(slices.Clip(spec.Inputs), fmt.Sprintf("x%d", i))
+				ids = append(ids, int64(i))
 			}
-		}
+			p, err := Compile(spec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+			value := func(v float64) *float64 { return &v }
+			o := NewOutputs(p, Instance{
+				InputIDs:  ids,
+				OutputIDs: []int64{101, 102, 103, 104, 105},
+				Constants: []Factor{
+					NewFactor([]Dated{{From: start.AddDate(0, -1, 0), Value: 0.1}, {From: start.AddDate(0, 1, 0), Value: 0.11}}, value(0.09), nil),
+					NewFactor(nil, value(9000), nil),
+					NewFactor(nil, nil, value(0.05)),
+				},
+			})
+			readings := benchReadings()
+			values := make([]float64, inputs)
+			var sink float64
+			b.ReportAllocs()
+			for b.Loop() {
+				for i, r := range readings {
+					values[0], values[1] = r.freq, r.temp
+					o.Compute(start.Add(time.Duration(i)*10*time.Second), ids, values)
+					for k := range p.Outputs() {
+						v, _ := o.Value(k)
+						sink += v
+					}
+				}
+			}
+			reportPerOutput(b, len(readings)*len(benchSpec.Outputs))
+			_ = sink
+		})
 	}
-	reportPerOutput(b, len(readings)*len(benchSpec.Outputs))
-	_ = sink
 }

@@ -1,7 +1,6 @@
 package formulas
 
 import (
-	"math"
 	"slices"
 	"time"
 )
@@ -55,7 +54,7 @@ func (e *Evaluator) Run() {
 			continue
 		}
 		v := s.eval(e.slots)
-		if math.IsNaN(v) || math.IsInf(v, 0) {
+		if v-v != 0 { // NaN or an infinity: x-x is 0 for any other x
 			e.nonFinite++
 			continue
 		}

@@ -1,6 +1,7 @@
 package formulas
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -114,6 +115,43 @@ func TestEvaluate(t *testing.T) {
 		got, ok := eval(t, tt.formula)
 		if !ok || math.Abs(got-tt.want) > 1e-12 {
 			t.Errorf("%s = %v (ok=%v), want %v", tt.formula, got, ok, tt.want)
+		}
+	}
+}
+
+// TestEvaluateOperands computes each operator over each shape of its
+// operands (a key, a number, any other expression), which compile to
+// closures of their own: each result is the plain operation's, to the bit.
+func TestEvaluateOperands(t *testing.T) {
+	y := -3.0 // eval's, as a variable: a constant expression would be exact
+	operands := []struct {
+		formula string
+		value   float64
+	}{{"x", 2}, {"0.3", 0.3}, {"(y * 1.1)", y * 1.1}}
+	ops := map[string]func(a, b float64) float64{
+		"+": func(a, b float64) float64 { return a + b },
+		"-": func(a, b float64) float64 { return a - b },
+		"*": func(a, b float64) float64 { return a * b },
+		"/": func(a, b float64) float64 { return a / b },
+	}
+	for op, f := range ops {
+		for _, a := range operands {
+			for _, b := range operands {
+				formula := a.formula + " " + op + " " + b.formula
+				if got, ok := eval(t, formula); !ok || got != f(a.value, b.value) {
+					t.Errorf("%s = %v (ok=%v), want %v", formula, got, ok, f(a.value, b.value))
+				}
+			}
+		}
+	}
+	// Squares and cubes are products.
+	for _, a := range operands {
+		x := a.value
+		for k, want := range map[int]float64{2: x * x, 3: x * x * x} {
+			formula := fmt.Sprintf("%s ^ %d", a.formula, k)
+			if got, ok := eval(t, formula); !ok || got != want {
+				t.Errorf("%s = %v (ok=%v), want %v", formula, got, ok, want)
+			}
 		}
 	}
 }

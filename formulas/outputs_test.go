@@ -3,6 +3,7 @@ package formulas_test
 import (
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,8 +24,7 @@ func TestOutputs(t *testing.T) {
 			{Key: "pressure", Formula: "G * (R0 - digits)"},
 		},
 	}
-	var cache formulas.Cache
-	p, err := cache.Program(7, 1, spec)
+	p, err := formulas.Compile(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,6 +49,7 @@ func TestOutputs(t *testing.T) {
 		{"CalibrationInForce", june, []int64{105}, []float64{2700}, 7290, 213.75, true, true},
 		{"ForeignInputIgnored", june, []int64{1, 105, 999}, []float64{5, 2700, 5}, 7290, 213.75, true, true},
 		{"MissingInput", june, []int64{106}, []float64{11}, 0, 0, false, false},
+		{"OtherInputAsMany", june, []int64{105}, []float64{2700}, 7290, 213.75, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,36 +67,101 @@ func TestOutputs(t *testing.T) {
 	}
 }
 
-// TestCacheProgram compiles once per version: the same version is the
-// same Program, a new version compiles the new formulas.
-func TestCacheProgram(t *testing.T) {
+// TestCachePrepared prepares once per version: the same version is the
+// same Prepared, a new version prepares the new formulas; an error is not
+// kept.
+func TestCachePrepared(t *testing.T) {
 	var cache formulas.Cache
-	spec := func(f string) formulas.Spec {
-		return formulas.Spec{Inputs: []string{"x"}, Outputs: []formulas.Output{{Key: "y", Formula: f}}}
+	prepare := func(formula string, calls *int) func() (*formulas.Prepared, error) {
+		return func() (*formulas.Prepared, error) {
+			*calls++
+			p, err := formulas.Compile(formulas.Spec{Inputs: []string{"x"}, Outputs: []formulas.Output{{Key: "y", Formula: formula}}})
+			if err != nil {
+				return nil, err
+			}
+			return formulas.Prepare(p, formulas.Instance{InputIDs: []int64{1}, OutputIDs: []int64{2}}), nil
+		}
 	}
-	v1, err := cache.Program(1, 1, spec("x * 2"))
+	var calls int
+	v1, err := cache.Prepared(1, 1, prepare("x * 2", &calls))
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := cache.Program(1, 1, spec("x * 3"))
+	again, err := cache.Prepared(1, 1, prepare("x * 3", &calls))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again != v1 {
-		t.Errorf("Program(1, 1) twice compiled twice; want the cached Program")
+	if again != v1 || calls != 1 {
+		t.Errorf("Prepared(1, 1) twice prepared %d times; want once, the second call the cached Prepared", calls)
 	}
-	v2, err := cache.Program(1, 2, spec("x * 3"))
+	v2, err := cache.Prepared(1, 2, prepare("x * 3", &calls))
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := formulas.NewOutputs(v2, formulas.Instance{InputIDs: []int64{1}, OutputIDs: []int64{2}})
+	o := v2.Outputs(nil)
 	o.Compute(time.Now(), []int64{1}, []float64{5})
 	if got, ok := o.Value(0); !ok || got != 15 {
 		t.Errorf("version 2's y = %v, %v; want 15", got, ok)
 	}
-	if _, err := cache.Program(1, 3, spec("x *")); err == nil {
-		t.Errorf("Program of a formula that does not parse = nil error, want Invalid")
+	for range 2 {
+		if _, err := cache.Prepared(1, 3, prepare("x *", &calls)); err == nil {
+			t.Errorf("Prepared of a formula that does not parse = nil error, want Invalid")
+		}
 	}
+	if calls != 4 {
+		t.Errorf("%d preparations, want 4: an error is not kept", calls)
+	}
+}
+
+// TestPreparedShared computes with one Prepared from several goroutines
+// at once, as concurrent requests of a sensor do, some narrowed by Only:
+// each computes its own values (run with -race for what it shares).
+func TestPreparedShared(t *testing.T) {
+	p, err := formulas.Compile(formulas.Spec{
+		Inputs:    []string{"x", "y"},
+		Constants: []string{"k"},
+		Outputs:   []formulas.Output{{Key: "a", Formula: "x * k"}, {Key: "b", Formula: "a + y"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)
+	prepared := formulas.Prepare(p, formulas.Instance{
+		InputIDs:  []int64{1, 2},
+		OutputIDs: []int64{3, 4},
+		Constants: []formulas.Factor{formulas.NewFactor([]formulas.Dated{{From: day, Value: 3}}, ptr(2.0), nil)},
+	})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			o := prepared.Outputs(nil)
+			if g%2 == 1 {
+				o.Only([]int{0})
+			}
+			for i := range 1000 {
+				at, k := day.Add(-time.Hour), 2.0
+				if i%3 == 0 {
+					at, k = day, 3
+				}
+				x := float64(i + g)
+				ids := []int64{1, 2}
+				if i%5 == 0 {
+					ids = []int64{1}
+				}
+				o.Compute(at, ids, []float64{x, 1}[:len(ids)])
+				if got, ok := o.Value(0); !ok || got != x*k {
+					t.Errorf("goroutine %d, reading %d: a = %v, %v; want %v", g, i, got, ok, x*k)
+					return
+				}
+				_, hasB := o.Value(1)
+				if want := g%2 == 0 && len(ids) == 2; hasB != want {
+					t.Errorf("goroutine %d, reading %d: b computed %v, want %v", g, i, hasB, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // TestBaselines computes the vibrating-wire formula from each input's dated

@@ -21,22 +21,35 @@ type Outputs struct {
 }
 
 // outputsOf prepares the outputs of sensor, whose linked inputs take their
-// values from links (sensorLinks; nil: none). Formulas are checked when
-// saved, so one that does not compile now (after an upgrade changed the
-// language, say) leaves the outputs empty and is logged, rather than fail
-// every read of the sensor.
+// values from links (sensorLinks; nil: none); what every request of the
+// instance's version shares is prepared once (formulas.Cache). Formulas
+// are checked when saved, so one that does not compile now (after an
+// upgrade changed the language, say) leaves the outputs empty and is
+// logged, rather than fail every read of the sensor.
 func (s *Service) outputsOf(sensor store.Sensor, links []*formulas.Link) *Outputs {
 	inst := sensor.Instance
 	if inst == nil {
 		return &Outputs{}
 	}
-	program, err := s.programs.Program(sensor.ID, inst.Version, Spec(inst))
+	prepared, err := s.prepared.Prepared(sensor.ID, inst.Version, func() (*formulas.Prepared, error) {
+		program, err := formulas.Compile(Spec(inst))
+		if err != nil {
+			return nil, err
+		}
+		return formulas.Prepare(program, instanceOf(inst)), nil
+	})
 	if err != nil {
 		s.log.Warn("stored formulas do not compile; outputs left out", "sensor_id", sensor.ID, "version", inst.Version, "err", err)
 		s.formulaErrors.add(1)
 		return &Outputs{}
 	}
-	ids := formulas.Instance{Links: links}
+	return &Outputs{outputs: prepared.Outputs(links), ids: prepared.OutputIDs(), errors: s.formulaErrors}
+}
+
+// instanceOf is what formulas.Prepare takes of inst: its ids, and its
+// constants' and baselines' values through time.
+func instanceOf(inst *store.Instance) formulas.Instance {
+	var ids formulas.Instance
 	for _, in := range inst.Inputs {
 		ids.InputIDs = append(ids.InputIDs, in.ID)
 		ids.Baselines = append(ids.Baselines, formulas.NewFactor(dated(in.Baselines), nil, nil))
@@ -47,7 +60,7 @@ func (s *Service) outputsOf(sensor store.Sensor, links []*formulas.Link) *Output
 	for _, c := range inst.Constants {
 		ids.Constants = append(ids.Constants, formulas.NewFactor(dated(c.Calibrations), c.Value, c.Default))
 	}
-	return &Outputs{outputs: formulas.NewOutputs(program, ids), ids: ids.OutputIDs, errors: s.formulaErrors}
+	return ids
 }
 
 func dated(cals []store.Calibration) []formulas.Dated {

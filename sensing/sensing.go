@@ -63,7 +63,7 @@ type Service struct {
 	readerHasSensors bool
 	log              *slog.Logger
 	cfg              Config
-	programs         *formulas.Cache
+	prepared         *formulas.Cache
 	pageHints        *pageHints
 	formulaErrors    *counter
 	rollupCursor     *atomic.Int64 // the sensor whose queued hours the maintainer took last
@@ -93,7 +93,7 @@ var _ Reader = (*store.DB)(nil)
 // New returns the domain on db, which it uses for every write and read
 // until WithReader gives reads another database.
 func New(db *store.DB, log *slog.Logger, cfg Config) *Service {
-	return &Service{db: db, reader: db, readerHasSensors: true, log: log, cfg: cfg, programs: &formulas.Cache{}, pageHints: &pageHints{}, formulaErrors: &counter{}, rollupCursor: &atomic.Int64{},
+	return &Service{db: db, reader: db, readerHasSensors: true, log: log, cfg: cfg, prepared: &formulas.Cache{}, pageHints: &pageHints{}, formulaErrors: &counter{}, rollupCursor: &atomic.Int64{},
 		keptMemory: &sync.Pool{}, held: &heldWindows{}, outputMemory: &sync.Pool{}, rollupWake: make(chan struct{}, 1)}
 }
 
