@@ -161,7 +161,20 @@ func scanDecimal(b []byte, p int) (float64, int, bool) {
 	if c := r[i]; c == 'e' || c == 'E' {
 		return 0, 0, false
 	}
-	f, ok := exactFloat(man, exp10, neg)
+	// exactFloat's cases, without its call: 10^-exp10, up to 10^16, is
+	// an exact float64.
+	switch {
+	case man == 0:
+		f, ok := exactFloat(man, exp10, neg)
+		return f, p + i, ok
+	case man < 1<<53:
+		f := float64(man) / exactPow10[-exp10]
+		if neg {
+			f = -f // rounding to nearest is symmetric: -(a/b) is (-a)/b
+		}
+		return f, p + i, true
+	}
+	f, ok := eiselLemire(man, exp10, neg)
 	return f, p + i, ok
 }
 
