@@ -119,43 +119,63 @@ const decimalRoom = 1 + 8 + 1 + 8 + 8
 // false for any other number, which scanNumber then scans, and for one
 // Eisel-Lemire cannot decide.
 func scanDecimal(b []byte, p int) (float64, int, bool) {
-	le := binary.LittleEndian
-	neg := b[p] == '-'
+	// One window of decimalRoom bytes, and each part at most a word, so
+	// that the compiler proves every index in it: no bounds checks.
+	le, r := binary.LittleEndian, b[p:][:decimalRoom]
+	i := 0
+	neg := r[0] == '-'
 	if neg {
-		p++
+		i = 1
 	}
-	w := le.Uint64(b[p:])
+	w := le.Uint64(r[i:])
 	n := leadingDigits(w)
-	if n == 0 || n == 8 || n > 1 && b[p] == '0' {
+	if n == 0 || n == 8 || n > 1 && r[i] == '0' {
 		return 0, 0, false
 	}
-	man, digits, exp10 := digitsValue(w, n), n, 0
-	p += n
-	if b[p] == '.' {
-		p++
-		for range 2 {
-			w = le.Uint64(b[p:])
-			k := leadingDigits(w)
-			if digits+k > 19 {
+	man, exp10 := digitsValue(w, n), 0
+	i += n
+	if r[i] == '.' {
+		i++
+		w = le.Uint64(r[i:])
+		k := leadingDigits(w)
+		if k == 0 {
+			return 0, 0, false // no digit after the point
+		}
+		man = man*pow10Uint[k] + digitsValue(w, k)
+		i += k
+		exp10 = -k
+		if k == 8 {
+			w = le.Uint64(r[i:])
+			k = leadingDigits(w)
+			if n+8+k > 19 {
 				return 0, 0, false
 			}
 			man = man*pow10Uint[k] + digitsValue(w, k)
-			digits += k
+			i += k
 			exp10 -= k
-			p += k
-			if k < 8 {
-				break
+			if k == 8 && r[i]-'0' < 10 {
+				return 0, 0, false // more than 16 digits after the point
 			}
 		}
-		if exp10 == 0 || exp10 == -16 && b[p]-'0' < 10 {
-			return 0, 0, false // no digit after the point, or more than 16
-		}
 	}
-	if c := b[p]; c == 'e' || c == 'E' {
+	if c := r[i]; c == 'e' || c == 'E' {
 		return 0, 0, false
 	}
-	f, ok := exactFloat(man, exp10, neg)
-	return f, p, ok
+	// exactFloat's cases, without its call: 10^-exp10, up to 10^16, is
+	// an exact float64.
+	switch {
+	case man == 0:
+		f, ok := exactFloat(man, exp10, neg)
+		return f, p + i, ok
+	case man < 1<<53:
+		f := float64(man) / exactPow10[-exp10]
+		if neg {
+			f = -f // rounding to nearest is symmetric: -(a/b) is (-a)/b
+		}
+		return f, p + i, true
+	}
+	f, ok := eiselLemire(man, exp10, neg)
+	return f, p + i, ok
 }
 
 // scanDigits scans the digits at p, adding them to man, which holds

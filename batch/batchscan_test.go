@@ -88,6 +88,64 @@ func TestBatchScannerSharesRepeatedIDs(t *testing.T) {
 	}
 }
 
+// A reading spelled as the one before, its ids ascending and compact, is
+// read by comparing its names' bytes with the one before's
+// (inputsAsBefore, plainReading); any other spelling, wherever it starts,
+// must still be read, or refused, as the token decoder does, and share
+// ids only with a reading of the same ids.
+func TestBatchScannerReadsAsBefore(t *testing.T) {
+	const base = `"1":512.2534567890123,"2":-0.0000123456789,"10":98765.4321`
+	reading := func(second int, inputs string) string {
+		return fmt.Sprintf(`{"datetime":"2024-05-01T12:00:%02dZ","inputs":{%s}}`, second, inputs)
+	}
+	for _, tt := range []struct {
+		name, inputs string
+		shared       bool // the second reading shares the first's ids
+	}{
+		{"AsBefore", base, true},
+		{"OtherValues", `"1":1,"2":-2.5,"10":1e3`, true},
+		{"LongNumbers", `"1":123456789012,"2":0.12345678901234567890,"10":-0`, true},
+		{"SpaceAfterColon", `"1": 1,"2":2,"10":3`, true},
+		{"SpaceAfterComma", `"1":1, "2":2,"10":3`, true},
+		{"SpaceBeforeBrace", `"1":1,"2":2,"10":3 `, true},
+		{"OtherOrder", `"2":2,"1":1,"10":3`, true},
+		{"FewerInputs", `"1":1,"2":2`, false},
+		{"MoreInputs", `"1":1,"2":2,"10":3,"11":4`, false},
+		{"OtherID", `"1":1,"3":2,"10":3`, false},
+		{"IDWithPrefix", `"1":1,"2":2,"100":3`, false},
+		{"LongID", `"1":1,"2":2,"1234567":3`, false},
+		{"Escape", `"\u0031":1,"2":2,"10":3`, true},
+		{"TwiceAnID", `"1":1,"1":2,"10":3`, false},
+		{"BadNumber", `"1":1.,"2":2,"10":3`, false},
+		{"NotANumber", `"1":"1","2":2,"10":3`, false},
+		{"CutShort", `"1":1,"2":2,"10"`, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var readings []string
+			for i, inputs := range []string{base, tt.inputs, base, tt.inputs, base} {
+				readings = append(readings, reading(i, inputs))
+			}
+			body := "[" + strings.Join(readings, ",") + "]"
+			for _, size := range []int{len(body), 64, 7} {
+				want, wantErr := decodeTokens(strings.NewReader(body), 100, 100)
+				got, err := (&batchScanner{chunk: size}).decode(&pieceReader{body, size}, 100, 100)
+				if diff := diffReadings(got, want); diff != "" {
+					t.Fatalf("decode in pieces of %d: %s", size, diff)
+				}
+				if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+					t.Fatalf("decode in pieces of %d: %v, want %v", size, err, wantErr)
+				}
+				if err != nil {
+					continue
+				}
+				if shared := &got[0].InputIDs[0] == &got[1].InputIDs[0]; shared != tt.shared && !strings.Contains(tt.inputs, `\`) {
+					t.Errorf("decode in pieces of %d: readings 0 and 1 share their ids: %v, want %v", size, shared, tt.shared)
+				}
+			}
+		})
+	}
+}
+
 // The scanner's hour cache gives datetime.Parse's instant for every
 // datetime Parse takes, and refuses the rest, in whatever order they come:
 // in one hour and zone, across hours, zones and the ends of the range.

@@ -29,6 +29,12 @@ var rollupBuilderTests = []struct {
 	{name: "OtherIDs", readings: []store.Reading{
 		at(0, []int64{1, 2}, 1, 2), at(1, []int64{2, 3}, 3, 4), at(2, []int64{1, 2, 3}, 5, 6, 7), at(3, []int64{3}, 8),
 	}},
+	{name: "InOrderThenEarlier", readings: []store.Reading{
+		at(0, []int64{1, 2}, 4, 2), at(16*60, []int64{1, 2}, 3, -4), at(31*60, []int64{1, 2}, 9, 6), at(32*60, []int64{1, 2}, -7, 8), at(10, []int64{1, 2}, 11, -12),
+	}},
+	{name: "SeededInOrder", seed: []store.Reading{at(60, []int64{1, 2}, 1, 20), at(16*60, []int64{1, 2}, 3, -4)}, readings: []store.Reading{
+		at(17*60, []int64{1, 2}, 5, 6), at(46*60, []int64{1, 2}, -7, 8), at(47*60, []int64{1, 2}, 9, 10),
+	}},
 	{name: "SeededLater", seed: []store.Reading{at(20*60, []int64{1, 2}, 1, 2), at(35*60, []int64{1, 2}, 3, 4)}, readings: []store.Reading{
 		at(25*60, []int64{1, 2}, 5, 6),
 	}},

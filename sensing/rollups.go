@@ -162,6 +162,7 @@ func hourRollups(ctx context.Context, tx *store.Tx, q store.QueuedHours, outputs
 type rollupBuilder struct {
 	rows    []store.HourRollup
 	newest  []time.Time       // of each row, the latest time of its values
+	ends    []bool            // of each row: its inputs' extremes are yet to take from its quarters (finish)
 	at      map[time.Time]int // an hour's row
 	last    int               // the row of the reading before; -1: none
 	version int64
@@ -190,6 +191,7 @@ func (b *rollupBuilder) add(hour time.Time, r *store.Reading) {
 		b.at[hour], b.last = i, i
 		b.rows = append(b.rows, store.HourRollup{Hour: hour, Version: b.version, Whole: true})
 		b.newest = append(b.newest, time.Time{})
+		b.ends = append(b.ends, false)
 		if b.outputs != nil {
 			b.rows[i].Outputs = outputSeries(b.ids)
 			for k := range b.rows[i].Quarters {
@@ -209,16 +211,19 @@ func (b *rollupBuilder) add(hour time.Time, r *store.Reading) {
 	if later {
 		b.newest[i] = r.Time
 	}
+	// Such a value goes to the hour's sums alone: the hour's minimum,
+	// maximum, first and last are its quarters', taken once at finish.
 	hs, qs := row.Inputs, quarter.Inputs
-	for j, id := range r.InputIDs {
-		if later && j < len(hs) && j < len(qs) && hs[j].ID == id && qs[j].ID == id {
-			hs[j].Add(r.Time, r.Values[j])
-			qs[j].Add(r.Time, r.Values[j])
-			continue
+	if later && inPlace(r.InputIDs, hs, qs) {
+		hs, qs = hs[:len(r.Values)], qs[:len(r.Values)]
+		for j, v := range r.Values {
+			hs[j].Count++
+			hs[j].Sums.Add(v)
+			qs[j].Add(r.Time, v)
 		}
-		addSeries(&row.Inputs, j, id, r.Time, r.Values[j])
-		addSeries(&quarter.Inputs, j, id, r.Time, r.Values[j])
-		hs, qs = row.Inputs, quarter.Inputs
+		b.ends[i] = true
+	} else {
+		b.addEach(i, quarter, r, later)
 	}
 	if b.outputs != nil {
 		b.outputs.Compute(r)
@@ -231,11 +236,48 @@ func (b *rollupBuilder) add(hour time.Time, r *store.Reading) {
 	}
 }
 
+// inPlace reports whether the hour's and the quarter's series hold the
+// inputs ids at their positions, each with values already.
+func inPlace(ids []int64, hs, qs []store.Series) bool {
+	if len(hs) < len(ids) || len(qs) < len(ids) {
+		return false
+	}
+	for j, id := range ids {
+		if hs[j].ID != id || qs[j].ID != id || hs[j].Count == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// addEach is add for a reading, of row i and quarter, whose ids are not
+// all in place: each value goes to the hour's series as to its quarter's, by Add where it is
+// in place and later, else by AddAny wherever its series is.
+func (b *rollupBuilder) addEach(i int, quarter *store.Quarter, r *store.Reading, later bool) {
+	row := &b.rows[i]
+	hs, qs := row.Inputs, quarter.Inputs
+	for j, id := range r.InputIDs {
+		if later && j < len(hs) && j < len(qs) && hs[j].ID == id && qs[j].ID == id && hs[j].Count > 0 {
+			hs[j].Count++
+			hs[j].Sums.Add(r.Values[j])
+			qs[j].Add(r.Time, r.Values[j])
+			b.ends[i] = true
+			continue
+		}
+		addSeries(&row.Inputs, j, id, r.Time, r.Values[j])
+		addSeries(&quarter.Inputs, j, id, r.Time, r.Values[j])
+		hs, qs = row.Inputs, quarter.Inputs
+	}
+}
+
 // finish returns the rollups of the hours added, in the order their first
 // readings came.
 func (b *rollupBuilder) finish() []store.HourRollup {
 	for i := range b.rows {
 		row := &b.rows[i]
+		if b.ends[i] {
+			takeEnds(row)
+		}
 		tidySeries(&row.Inputs, &row.Outputs)
 		for k := range row.Quarters {
 			tidySeries(&row.Quarters[k].Inputs, &row.Quarters[k].Outputs)
@@ -327,6 +369,27 @@ func (b *rollupBuilder) seed(r *store.HourRollup) {
 	b.at[r.Hour], b.last = len(b.rows), -1
 	b.rows = append(b.rows, row)
 	b.newest = append(b.newest, latest(row.Inputs, row.Outputs))
+	b.ends = append(b.ends, false)
+}
+
+// takeEnds gives each input series of the hour row the minimum, maximum,
+// first and last of its quarters' series of the same input, which hold
+// every value of the hour: add counts and sums a later value in the
+// hour's series, and leaves the rest to its quarter's.
+func takeEnds(row *store.HourRollup) {
+	for j := range row.Inputs {
+		h := &row.Inputs[j]
+		for k := range row.Quarters {
+			qs := row.Quarters[k].Inputs
+			q := j
+			if q >= len(qs) || qs[q].ID != h.ID {
+				if q = slices.IndexFunc(qs, func(s store.Series) bool { return s.ID == h.ID }); q < 0 {
+					continue
+				}
+			}
+			h.MergeEnds(&qs[q].Partial)
+		}
+	}
 }
 
 // seedOutputs are the outputs' series as add keeps them, one for each of

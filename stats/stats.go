@@ -275,6 +275,26 @@ func (p *Partial) MergeCore(o *Partial) {
 	p.Min, p.Max = min(p.Min, o.Min), max(p.Max, o.Max)
 }
 
+// MergeEnds takes the minimum, maximum, first and last of the values o
+// summarizes into p's, as Merge does, leaving p's count and sums: for p
+// whose count and sums already hold o's values.
+func (p *Partial) MergeEnds(o *Partial) {
+	switch {
+	case o.Count == 0:
+		return
+	case p.Count == 0:
+		p.Min, p.Max, p.First, p.FirstAt, p.Last, p.LastAt = o.Min, o.Max, o.First, o.FirstAt, o.Last, o.LastAt
+		return
+	}
+	p.Min, p.Max = min(p.Min, o.Min), max(p.Max, o.Max)
+	if o.FirstAt.Before(p.FirstAt) {
+		p.First, p.FirstAt = o.First, o.FirstAt
+	}
+	if !o.LastAt.Before(p.LastAt) {
+		p.Last, p.LastAt = o.Last, o.LastAt
+	}
+}
+
 // Merge adds the values o summarizes, of any times.
 func (p *Partial) Merge(o Partial) {
 	switch {

@@ -145,6 +145,35 @@ func TestMergeCore(t *testing.T) {
 	}
 }
 
+// TestMergeEnds takes the minimum, maximum, first and last as Merge does,
+// in any order of the parts, and leaves the count and sums as they were.
+func TestMergeEnds(t *testing.T) {
+	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	negZero := math.Copysign(0, -1)
+	parts := [][]float64{{3, 0}, {}, {7, 0x1p1000}, {negZero, -0.5}}
+	for _, order := range [][]int{{0, 1, 2, 3}, {3, 2, 1, 0}, {2, 0, 3, 1}} {
+		var merged, ends stats.Partial
+		ends.Add(at.Add(-time.Minute), 5) // a value only its own part holds
+		merged.Add(at.Add(-time.Minute), 5)
+		count, sums := ends.Count, ends.Sums
+		for _, k := range order {
+			var p stats.Partial
+			for i, v := range parts[k] {
+				p.Add(at.Add(time.Duration(10*k+i)*time.Minute), v)
+			}
+			merged.Merge(p)
+			ends.MergeEnds(&p)
+		}
+		if ends.Count != count || ends.Sums != sums {
+			t.Errorf("order %v: MergeEnds changed the count and sums to %v, %+v; want %v, %+v", order, ends.Count, ends.Sums, count, sums)
+		}
+		if math.Float64bits(ends.Min) != math.Float64bits(merged.Min) || ends.Max != merged.Max || ends.First != merged.First || ends.Last != merged.Last ||
+			!ends.FirstAt.Equal(merged.FirstAt) || !ends.LastAt.Equal(merged.LastAt) {
+			t.Errorf("order %v: MergeEnds = %+v, want Merge's min, max, first and last: %+v", order, ends, merged)
+		}
+	}
+}
+
 func TestStatsInto(t *testing.T) {
 	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 	var p stats.Partial
