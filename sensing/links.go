@@ -205,25 +205,16 @@ func outputValue(w *Outputs, k int) func(*store.Reading) (float64, bool) {
 // force at asOf, by source, for those the audit trail has changed (nil
 // without asOf): ReadPage reads the sources as they are now.
 func (s *Service) sourcesAsOf(ctx context.Context, sensor store.Sensor, asOf *time.Time) (map[int64]*store.Instance, error) {
-	if asOf == nil || sensor.Instance == nil {
+	if asOf == nil || !sensor.Instance.Linked() {
 		return nil, nil
 	}
-	then := map[int64]*store.Instance{}
+	var sources []int64
 	for _, in := range sensor.Instance.Inputs {
 		if l := in.Link; l != nil {
-			if _, ok := then[l.SensorID]; ok {
-				continue
-			}
-			inst, ok, err := s.db.InstanceAt(ctx, l.SensorID, *asOf)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				then[l.SensorID] = inst
-			}
+			sources = append(sources, l.SensorID)
 		}
 	}
-	return then, nil
+	return s.db.InstancesAt(ctx, sources, *asOf)
 }
 
 // pageLinks returns the values of the sensor's linked inputs for a page,
