@@ -395,8 +395,7 @@ func TestPageLinkSpanHints(t *testing.T) {
 // round trip when the source's readings over the page are few enough,
 // else in two more once the page is read; as of now, in the round trips
 // of the sensor, its instance then and its source's then; and the same
-// values every way,
-// the source's reading before the page included.
+// values every way, the source's reading before the page included.
 func TestPageLinks(t *testing.T) {
 	core, db, tracer := newCountedService(t)
 	ctx := t.Context()
