@@ -2498,9 +2498,11 @@ type ListReadingsParams struct {
 	// byte. The readings are today's: one overwritten or deleted since is
 	// read as it is now (a write's overwrites and a range delete are in
 	// the audit trail, with their ranges). A linked input's source is
-	// read with its own current configuration and the flags in force on
-	// it then. Without `as_of` nothing
-	// of the history is read.
+	// read with its own configuration in force then (formulas,
+	// constants, calibrations, baselines, and links, whose sources are
+	// read the same way along the chain) and the flags in force on it
+	// then; a source deleted since is missing, as its readings are.
+	// Without `as_of` nothing of the history is read.
 	AsOf *AsOf `form:"as_of,omitempty" json:"as_of,omitempty"`
 
 	// DatetimeGte Only readings at or after this instant (RFC 3339 with a zone, or epoch milliseconds).
@@ -2595,9 +2597,11 @@ type AggregateReadingsParams struct {
 	// byte. The readings are today's: one overwritten or deleted since is
 	// read as it is now (a write's overwrites and a range delete are in
 	// the audit trail, with their ranges). A linked input's source is
-	// read with its own current configuration and the flags in force on
-	// it then. Without `as_of` nothing
-	// of the history is read.
+	// read with its own configuration in force then (formulas,
+	// constants, calibrations, baselines, and links, whose sources are
+	// read the same way along the chain) and the flags in force on it
+	// then; a source deleted since is missing, as its readings are.
+	// Without `as_of` nothing of the history is read.
 	AsOf *AsOf `form:"as_of,omitempty" json:"as_of,omitempty"`
 
 	// Interval The bucket width: a whole number and m (minutes), h (hours) or d
@@ -2672,9 +2676,11 @@ type ExportReadingsParams struct {
 	// byte. The readings are today's: one overwritten or deleted since is
 	// read as it is now (a write's overwrites and a range delete are in
 	// the audit trail, with their ranges). A linked input's source is
-	// read with its own current configuration and the flags in force on
-	// it then. Without `as_of` nothing
-	// of the history is read.
+	// read with its own configuration in force then (formulas,
+	// constants, calibrations, baselines, and links, whose sources are
+	// read the same way along the chain) and the flags in force on it
+	// then; a source deleted since is missing, as its readings are.
+	// Without `as_of` nothing of the history is read.
 	AsOf *AsOf `form:"as_of,omitempty" json:"as_of,omitempty"`
 
 	// Format `csv` (default) or `ndjson`.

@@ -26,10 +26,11 @@ type linkReader interface {
 // without links) for its readings at the instants at, ascending, or, with
 // at nil, for readings anywhere from from to to. Each source is read once,
 // from its reading that serves from, as a read of it gives its values:
-// without those the flags in force now (or at asOf) reject. A source's
-// outputs are computed with its own links, read before its readings so
-// that no query waits on another's rows. depth is how many links led
-// here.
+// without those the flags in force now (or at asOf) reject, and, at
+// asOf, with its configuration in force then. A source's outputs are
+// computed with its own links (as they were at asOf), read before its
+// readings so that no query waits on another's rows. depth is how many
+// links led here.
 func (s *Service) sensorLinks(ctx context.Context, lr linkReader, sensor store.Sensor, from, to time.Time, at []time.Time, asOf *time.Time, depth int) ([]*formulas.Link, error) {
 	inst := sensor.Instance
 	if inst == nil {
@@ -49,6 +50,9 @@ func (s *Service) sensorLinks(ctx context.Context, lr linkReader, sensor store.S
 		// finite whatever the stored links.
 		if depth < store.MaxLinkChain {
 			source, err := lr.LinkSource(ctx, sensor, l.SensorID)
+			if err == nil {
+				err = s.instanceAsOf(ctx, &source, asOf)
+			}
 			switch {
 			case apperr.CodeOf(err) == apperr.NotFound:
 				// Gone: the input is missing.
@@ -197,15 +201,32 @@ func outputValue(w *Outputs, k int) func(*store.Reading) (float64, bool) {
 	}
 }
 
+// sourcesAsOf returns the instances of the sensor's links' sources in
+// force at asOf, by source, for those the audit trail has changed (nil
+// without asOf): ReadPage reads the sources as they are now.
+func (s *Service) sourcesAsOf(ctx context.Context, sensor store.Sensor, asOf *time.Time) (map[int64]*store.Instance, error) {
+	if asOf == nil || !sensor.Instance.Linked() {
+		return nil, nil
+	}
+	var sources []int64
+	for _, in := range sensor.Instance.Inputs {
+		if l := in.Link; l != nil {
+			sources = append(sources, l.SensorID)
+		}
+	}
+	return s.db.InstancesAt(ctx, sources, *asOf)
+}
+
 // pageLinks returns the values of the sensor's linked inputs for a page,
-// from what ReadPage read with it, and the page's first and last instants
+// from what ReadPage read with it, with each source's instance in then
+// when it has one there, and the page's first and last instants
 // as it found them: the values serve the page's readings between them.
 // ok is false when they cannot serve it, so that its links are read once
 // it is (sensorLinks): a link's source not found (deleted meanwhile), a
 // source whose value needs links of its own, one with more readings over
 // the page than were read or with a flag that rejects some of them, or
 // links edited between the statements.
-func (s *Service) pageLinks(sensor store.Sensor, p store.LinkedPage) (links []*formulas.Link, first, last time.Time, ok bool) {
+func (s *Service) pageLinks(sensor store.Sensor, p store.LinkedPage, then map[int64]*store.Instance) (links []*formulas.Link, first, last time.Time, ok bool) {
 	inst := sensor.Instance
 	links = make([]*formulas.Link, len(inst.Inputs))
 	for i, in := range inst.Inputs {
@@ -219,6 +240,9 @@ func (s *Service) pageLinks(sensor store.Sensor, p store.LinkedPage) (links []*f
 			return nil, first, last, false
 		}
 		pl, source := &p.Links[k], p.Sources[j]
+		if inst, ok := then[source.ID]; ok {
+			source.Instance = inst
+		}
 		first, last = pl.Query.First, pl.Query.To
 		from := later(first.Add(-l.Staleness), store.MinTime).Truncate(time.Microsecond)
 		if !pl.Complete || pl.SensorID != l.SensorID || !pl.Query.From.Equal(from) {

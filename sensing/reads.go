@@ -74,17 +74,24 @@ func withMarks(sink ReadingSink) func(*store.Reading, *Outputs, []Mark) error {
 // is set. It returns NotFound.
 func (s *Service) sensorAsOf(ctx context.Context, key store.SensorKey, asOf *time.Time) (store.Sensor, error) {
 	sensor, err := s.db.GetSensor(ctx, key)
-	if err != nil || asOf == nil {
-		return sensor, err
-	}
-	inst, ok, err := s.db.InstanceAt(ctx, sensor.ID, *asOf)
 	if err != nil {
 		return sensor, err
 	}
+	return sensor, s.instanceAsOf(ctx, &sensor, asOf)
+}
+
+// instanceAsOf gives sensor the instance in force at asOf, from the audit
+// trail, when asOf is set: its formulas, constants, calibrations,
+// baselines and links as they were then.
+func (s *Service) instanceAsOf(ctx context.Context, sensor *store.Sensor, asOf *time.Time) error {
+	if asOf == nil {
+		return nil
+	}
+	inst, ok, err := s.db.InstanceAt(ctx, sensor.ID, *asOf)
 	if ok {
 		sensor.Instance = inst
 	}
-	return sensor, nil
+	return err
 }
 
 // listReadings calls head with the sensor of key (sensor, or, when it is
@@ -132,15 +139,20 @@ func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor 
 		}
 	}
 	if opts.Outputs && q.Limit > 0 && (sensor == nil && !s.pageHints.has(key.SensorID, noLinks) || sensor != nil && sensor.Instance.Linked()) {
+		var then map[int64]*store.Instance
 		if sensor != nil {
 			read.LinksOf = sensor.Instance
+			var err error
+			if then, err = s.sourcesAsOf(ctx, *sensor, opts.AsOf); err != nil {
+				return err
+			}
 		}
 		read.LinkReadings = pageLinkReadings * q.Limit
 		read.LinksSpacing = s.pageHints.linksSpacing(key.SensorID)
 		read.Links = func(p store.LinkedPage) error {
 			if linked {
 				var links []*formulas.Link
-				if links, first, last, served = s.pageLinks(*sensor, p); served {
+				if links, first, last, served = s.pageLinks(*sensor, p, then); served {
 					o = s.outputsOf(*sensor, links)
 				}
 			}

@@ -394,8 +394,8 @@ func TestPageLinkSpanHints(t *testing.T) {
 // value, its output p or its input u, within a minute: in the page's one
 // round trip when the source's readings over the page are few enough,
 // else in two more once the page is read; as of now, in the round trips
-// of the sensor and its instance then; and the same values every way,
-// the source's reading before the page included.
+// of the sensor, its instance then and its source's then; and the same
+// values every way, the source's reading before the page included.
 func TestPageLinks(t *testing.T) {
 	core, db, tracer := newCountedService(t)
 	ctx := t.Context()
@@ -466,7 +466,7 @@ func TestPageLinks(t *testing.T) {
 				// The source's reading at minute 2 serves the page's first.
 				{"Offset", store.ReadingQuery{Limit: 3, Offset: 5}, sensing.ReadOptions{}, 5, 7, 1},
 				{"Flags", store.ReadingQuery{Limit: 3, Offset: 5}, sensing.ReadOptions{Flags: true}, 5, 7, 1},
-				{"AsOf", store.ReadingQuery{Limit: 1000}, sensing.ReadOptions{AsOf: &now}, 0, 12, 3},
+				{"AsOf", store.ReadingQuery{Limit: 1000}, sensing.ReadOptions{AsOf: &now}, 0, 12, 4},
 				// The source reads 11 times from minute 0 to 0:30, more
 				// than 4 a reading: the page is read first.
 				{"DenseSource", store.ReadingQuery{Limit: 2}, sensing.ReadOptions{}, 0, 1, 3},

@@ -529,3 +529,116 @@ func TestLinksChainFlagRechecks(t *testing.T) {
 		t.Errorf("%d alarms once T's reading is rejected, want none: P, two links away, is rechecked at once", n)
 	}
 }
+
+// TestLinksAsOfSourceConfiguration: a read as of an instant reads a
+// link's source with the source's configuration in force then, along the
+// chain, so that a report is given again number for number after the
+// sources' formulas, constants and calibrations were edited. P takes B's
+// out, which takes T's out (a chain, read after the page); Q takes T's out
+// (read with the page). out is K·a − b.
+func TestLinksAsOfSourceConfiguration(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tn := e.newTenant("Acme")
+	admin := e.client(tn.tokens[store.Admin])
+	editor := e.client(tn.tokens[store.Editor])
+	viewer := e.client(tn.tokens[store.Viewer])
+	ctx := t.Context()
+	bp, err := admin.CreateBlueprintWithResponse(ctx, tn.orgID, client.BlueprintWrite{
+		Name:      "Scaled difference",
+		Inputs:    []client.BlueprintInput{{Key: "a", Name: "A"}, {Key: "b", Name: "B"}},
+		Constants: &[]client.BlueprintConstant{{Key: "K", Name: "Scale", Default: ptr(1.0)}},
+		Outputs:   []client.BlueprintOutput{{Key: "out", Name: "K·A less B", Formula: "K * a - b"}},
+	})
+	if err != nil || bp.JSON201 == nil {
+		t.Fatalf("create blueprint: %v %s", err, bp.Body)
+	}
+	var s [4]tenant
+	var k [4]map[string]string
+	for i, name := range []string{"T", "B", "P", "Q"} {
+		res, err := admin.CreateSensorWithResponse(ctx, tn.orgID, tn.projectID, client.SensorCreate{Name: name, BlueprintId: &bp.JSON201.Id})
+		if err != nil || res.JSON201 == nil {
+			t.Fatalf("create sensor: %v %s", err, res.Body)
+		}
+		s[i], k[i] = tn, ids(*res.JSON201)
+		s[i].sensorID = res.JSON201.Id
+	}
+	thermo, baro, piezo, outQ := s[0], s[1], s[2], s[3]
+	linkTo(t, e, baro, thermo, "out")
+	linkTo(t, e, piezo, baro, "out")
+	linkTo(t, e, outQ, thermo, "out")
+	post(t, editor, thermo,
+		reading(t, "2024-05-01T12:00:00Z", client.Values{k[0]["a"]: 5, k[0]["b"]: 0}),
+		reading(t, "2024-05-01T12:10:00Z", client.Values{k[0]["a"]: 7, k[0]["b"]: 0}))
+	post(t, editor, baro, reading(t, "2024-05-01T12:01:00Z", client.Values{k[1]["a"]: 20}))
+	for i, sensor := range []tenant{piezo, outQ} {
+		post(t, editor, sensor,
+			reading(t, "2024-05-01T12:05:00Z", client.Values{k[i+2]["a"]: 100}),
+			reading(t, "2024-05-01T12:15:00Z", client.Values{k[i+2]["a"]: 100}))
+	}
+
+	outs := func(t *testing.T) string {
+		t.Helper()
+		var got []string
+		for i, sensor := range []tenant{piezo, outQ} {
+			page, _ := list(t, viewer, sensor, client.ListReadingsParams{Outputs: ptr(true)})
+			for _, r := range page {
+				v, ok := (*r.Outputs)[k[i+2]["out"]]
+				got = append(got, map[bool]string{true: fmt.Sprint(v), false: "-"}[ok])
+			}
+		}
+		return strings.Join(got, " ")
+	}
+	var paths []string
+	for _, sensor := range []tenant{piezo, outQ} {
+		base := fmt.Sprintf("/api/v1/org/%d/proj/%d/readings/%d", tn.orgID, tn.projectID, sensor.sensorID)
+		paths = append(paths, base+"?outputs=true", base+"/export?outputs=true&keys=names",
+			base+"/aggregates?outputs=true&interval=1h&fn=min,max,avg&datetime__gte=2024-05-01T12:00:00Z&datetime__lt=2024-05-01T13:00:00Z")
+	}
+	read := func(t *testing.T, query string) []string {
+		t.Helper()
+		got := make([]string, len(paths))
+		for i, path := range paths {
+			got[i] = e.getText(t, tn, "", path+query)
+		}
+		return got
+	}
+
+	// B's out is 20 − 5 = 15 at 12:01; P's 100 − 15 = 85; Q's 100 − 5,
+	// then 100 − 7.
+	if got, want := outs(t), "85 85 95 93"; got != want {
+		t.Fatalf("outs before the edits: %s, want %s", got, want)
+	}
+	then := read(t, "")
+	time.Sleep(2 * time.Millisecond) // the instant lies strictly between the reads and the edits, to the millisecond
+	asOf := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+	time.Sleep(2 * time.Millisecond)
+
+	// T's out becomes 3·a − b + 1; B's K is calibrated to 2.
+	f, err := admin.UpdateFormulasWithResponse(ctx, tn.orgID, tn.projectID, thermo.sensorID, client.FormulasUpdate{
+		Outputs: &map[string]string{"out": "K * a - b + 1"}, Constants: &map[string]*float64{"K": ptr(3.0)},
+	})
+	if err != nil || f.StatusCode() != 200 {
+		t.Fatalf("update formulas: %v %s", err, f.Body)
+	}
+	c, err := admin.UpdateCalibrationsWithResponse(ctx, tn.orgID, tn.projectID, baro.sensorID, client.CalibrationsUpdate{
+		"K": {{From: "2024-01-01T00:00:00Z", Value: 2}},
+	})
+	if err != nil || c.StatusCode() != 200 {
+		t.Fatalf("update calibrations: %v %s", err, c.Body)
+	}
+
+	// T's out is 16 at 12:00, 22 at 12:10; B's 2·20 − 16 = 24.
+	if got, want := outs(t), "76 76 84 78"; got != want {
+		t.Errorf("outs after the edits: %s, want %s", got, want)
+	}
+	now := read(t, "")
+	for i, got := range read(t, "&as_of="+asOf) {
+		if now[i] == then[i] {
+			t.Errorf("GET %s: the same after the edits as before them:\n%s", paths[i], now[i])
+		}
+		if got != then[i] {
+			t.Errorf("GET %s&as_of=%s:\n got %s\nwant %s", paths[i], asOf, got, then[i])
+		}
+	}
+}

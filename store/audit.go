@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -180,25 +179,40 @@ ORDER BY id DESC LIMIT $8`, q.OrgID, q.ProjectID, q.SensorID, q.Kinds, q.From, q
 // changed only after, the one its first change found; ok is false when the
 // trail has no change of it, and the instance is the current one.
 func (db *DB) InstanceAt(ctx context.Context, sensorID int64, at time.Time) (inst *Instance, ok bool, err error) {
-	var raw []byte
-	err = db.pool.QueryRow(ctx, `
-SELECT j FROM (
-    (SELECT after AS j, 0 AS o FROM audit_entries WHERE sensor_id = $1 AND kind = ANY($3) AND at <= $2 ORDER BY at DESC, id DESC LIMIT 1)
-    UNION ALL
-    (SELECT before, 1 FROM audit_entries WHERE sensor_id = $1 AND kind = ANY($3) AND at > $2 ORDER BY at, id LIMIT 1)
-) c ORDER BY o LIMIT 1`, sensorID, at, instanceKinds).Scan(&raw)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, false, nil
-	}
+	insts, err := db.InstancesAt(ctx, []int64{sensorID}, at)
+	inst, ok = insts[sensorID]
+	return inst, ok, err
+}
+
+// InstancesAt is InstanceAt of several sensors in one statement: their
+// instances at at, by sensor, of those the trail has changed.
+func (db *DB) InstancesAt(ctx context.Context, sensorIDs []int64, at time.Time) (map[int64]*Instance, error) {
+	rows, _ := db.pool.Query(ctx, `
+SELECT s.id, c.j FROM unnest($1::bigint[]) s(id) CROSS JOIN LATERAL (
+    SELECT j FROM (
+        (SELECT after AS j, 0 AS o FROM audit_entries WHERE sensor_id = s.id AND kind = ANY($3) AND at <= $2 ORDER BY at DESC, id DESC LIMIT 1)
+        UNION ALL
+        (SELECT before, 1 FROM audit_entries WHERE sensor_id = s.id AND kind = ANY($3) AND at > $2 ORDER BY at, id LIMIT 1)
+    ) c ORDER BY o LIMIT 1) c`, sensorIDs, at, instanceKinds)
+	insts := map[int64]*Instance{}
+	var (
+		id  int64
+		raw []byte
+	)
+	_, err := pgx.ForEachRow(rows, []any{&id, &raw}, func() error {
+		if len(raw) == 0 || string(raw) == "null" {
+			insts[id] = nil
+			return nil
+		}
+		var i Instance
+		if err := json.Unmarshal(raw, &i); err != nil {
+			return err
+		}
+		insts[id] = &i
+		return nil
+	})
 	if err != nil {
-		return nil, false, readError("instance at", err)
+		return nil, readError("instances at", err)
 	}
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, true, nil
-	}
-	var i Instance
-	if err := json.Unmarshal(raw, &i); err != nil {
-		return nil, false, err
-	}
-	return &i, true, nil
+	return insts, nil
 }

@@ -199,4 +199,13 @@ func TestInstanceAt(t *testing.T) {
 			}
 		})
 	}
+	t.Run("InstancesAt", func(t *testing.T) {
+		insts, err := db.InstancesAt(t.Context(), []int64{unknownID, key.SensorID}, entries[1].At)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inst, ok := insts[key.SensorID]; len(insts) != 1 || !ok || inst == nil || inst.Version != 2 {
+			t.Errorf("InstancesAt = %v, want the sensor's version 2 only", insts)
+		}
+	})
 }

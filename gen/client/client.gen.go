@@ -2499,9 +2499,11 @@ type ListReadingsParams struct {
 	// byte. The readings are today's: one overwritten or deleted since is
 	// read as it is now (a write's overwrites and a range delete are in
 	// the audit trail, with their ranges). A linked input's source is
-	// read with its own current configuration and the flags in force on
-	// it then. Without `as_of` nothing
-	// of the history is read.
+	// read with its own configuration in force then (formulas,
+	// constants, calibrations, baselines, and links, whose sources are
+	// read the same way along the chain) and the flags in force on it
+	// then; a source deleted since is missing, as its readings are.
+	// Without `as_of` nothing of the history is read.
 	AsOf *AsOf `form:"as_of,omitempty" json:"as_of,omitempty"`
 
 	// DatetimeGte Only readings at or after this instant (RFC 3339 with a zone, or epoch milliseconds).
@@ -2596,9 +2598,11 @@ type AggregateReadingsParams struct {
 	// byte. The readings are today's: one overwritten or deleted since is
 	// read as it is now (a write's overwrites and a range delete are in
 	// the audit trail, with their ranges). A linked input's source is
-	// read with its own current configuration and the flags in force on
-	// it then. Without `as_of` nothing
-	// of the history is read.
+	// read with its own configuration in force then (formulas,
+	// constants, calibrations, baselines, and links, whose sources are
+	// read the same way along the chain) and the flags in force on it
+	// then; a source deleted since is missing, as its readings are.
+	// Without `as_of` nothing of the history is read.
 	AsOf *AsOf `form:"as_of,omitempty" json:"as_of,omitempty"`
 
 	// Interval The bucket width: a whole number and m (minutes), h (hours) or d
@@ -2673,9 +2677,11 @@ type ExportReadingsParams struct {
 	// byte. The readings are today's: one overwritten or deleted since is
 	// read as it is now (a write's overwrites and a range delete are in
 	// the audit trail, with their ranges). A linked input's source is
-	// read with its own current configuration and the flags in force on
-	// it then. Without `as_of` nothing
-	// of the history is read.
+	// read with its own configuration in force then (formulas,
+	// constants, calibrations, baselines, and links, whose sources are
+	// read the same way along the chain) and the flags in force on it
+	// then; a source deleted since is missing, as its readings are.
+	// Without `as_of` nothing of the history is read.
 	AsOf *AsOf `form:"as_of,omitempty" json:"as_of,omitempty"`
 
 	// Format `csv` (default) or `ndjson`.
@@ -4611,8 +4617,10 @@ type ClientInterface interface {
 	// rechecks at once the alarms of every sensor whose links follow it
 	// (and of theirs in turn); the dependant's hourly rollups need no
 	// rebuild, since a linked sensor's outputs are always aggregated
-	// from its readings. With `as_of`, the source's flags in force then
-	// apply.
+	// from its readings. With `as_of`, the source is read with its
+	// configuration (formulas, constants, calibrations, baselines,
+	// links) and its flags in force then, and so is each source along
+	// the chain.
 	//
 	// A link that would make a cycle, or a chain of more
 	// than 5 links, answers 400 naming it; a source that is not a sensor
@@ -4666,8 +4674,10 @@ type ClientInterface interface {
 	// rechecks at once the alarms of every sensor whose links follow it
 	// (and of theirs in turn); the dependant's hourly rollups need no
 	// rebuild, since a linked sensor's outputs are always aggregated
-	// from its readings. With `as_of`, the source's flags in force then
-	// apply.
+	// from its readings. With `as_of`, the source is read with its
+	// configuration (formulas, constants, calibrations, baselines,
+	// links) and its flags in force then, and so is each source along
+	// the chain.
 	//
 	// A link that would make a cycle, or a chain of more
 	// than 5 links, answers 400 naming it; a source that is not a sensor
@@ -7391,8 +7401,10 @@ func (c *Client) SetImportProfile(ctx context.Context, orgId OrgId, projId ProjI
 // rechecks at once the alarms of every sensor whose links follow it
 // (and of theirs in turn); the dependant's hourly rollups need no
 // rebuild, since a linked sensor's outputs are always aggregated
-// from its readings. With `as_of`, the source's flags in force then
-// apply.
+// from its readings. With `as_of`, the source is read with its
+// configuration (formulas, constants, calibrations, baselines,
+// links) and its flags in force then, and so is each source along
+// the chain.
 //
 // A link that would make a cycle, or a chain of more
 // than 5 links, answers 400 naming it; a source that is not a sensor
@@ -7456,8 +7468,10 @@ func (c *Client) UpdateLinksWithBody(ctx context.Context, orgId OrgId, projId Pr
 // rechecks at once the alarms of every sensor whose links follow it
 // (and of theirs in turn); the dependant's hourly rollups need no
 // rebuild, since a linked sensor's outputs are always aggregated
-// from its readings. With `as_of`, the source's flags in force then
-// apply.
+// from its readings. With `as_of`, the source is read with its
+// configuration (formulas, constants, calibrations, baselines,
+// links) and its flags in force then, and so is each source along
+// the chain.
 //
 // A link that would make a cycle, or a chain of more
 // than 5 links, answers 400 naming it; a source that is not a sensor
@@ -14740,8 +14754,10 @@ type ClientWithResponsesInterface interface {
 	// rechecks at once the alarms of every sensor whose links follow it
 	// (and of theirs in turn); the dependant's hourly rollups need no
 	// rebuild, since a linked sensor's outputs are always aggregated
-	// from its readings. With `as_of`, the source's flags in force then
-	// apply.
+	// from its readings. With `as_of`, the source is read with its
+	// configuration (formulas, constants, calibrations, baselines,
+	// links) and its flags in force then, and so is each source along
+	// the chain.
 	//
 	// A link that would make a cycle, or a chain of more
 	// than 5 links, answers 400 naming it; a source that is not a sensor
@@ -14795,8 +14811,10 @@ type ClientWithResponsesInterface interface {
 	// rechecks at once the alarms of every sensor whose links follow it
 	// (and of theirs in turn); the dependant's hourly rollups need no
 	// rebuild, since a linked sensor's outputs are always aggregated
-	// from its readings. With `as_of`, the source's flags in force then
-	// apply.
+	// from its readings. With `as_of`, the source is read with its
+	// configuration (formulas, constants, calibrations, baselines,
+	// links) and its flags in force then, and so is each source along
+	// the chain.
 	//
 	// A link that would make a cycle, or a chain of more
 	// than 5 links, answers 400 naming it; a source that is not a sensor
@@ -26075,8 +26093,10 @@ func (c *ClientWithResponses) SetImportProfileWithResponse(ctx context.Context, 
 // rechecks at once the alarms of every sensor whose links follow it
 // (and of theirs in turn); the dependant's hourly rollups need no
 // rebuild, since a linked sensor's outputs are always aggregated
-// from its readings. With `as_of`, the source's flags in force then
-// apply.
+// from its readings. With `as_of`, the source is read with its
+// configuration (formulas, constants, calibrations, baselines,
+// links) and its flags in force then, and so is each source along
+// the chain.
 //
 // A link that would make a cycle, or a chain of more
 // than 5 links, answers 400 naming it; a source that is not a sensor
@@ -26136,8 +26156,10 @@ func (c *ClientWithResponses) UpdateLinksWithBodyWithResponse(ctx context.Contex
 // rechecks at once the alarms of every sensor whose links follow it
 // (and of theirs in turn); the dependant's hourly rollups need no
 // rebuild, since a linked sensor's outputs are always aggregated
-// from its readings. With `as_of`, the source's flags in force then
-// apply.
+// from its readings. With `as_of`, the source is read with its
+// configuration (formulas, constants, calibrations, baselines,
+// links) and its flags in force then, and so is each source along
+// the chain.
 //
 // A link that would make a cycle, or a chain of more
 // than 5 links, answers 400 naming it; a source that is not a sensor
