@@ -866,7 +866,32 @@ export interface paths {
          *     the source's readings stored by then: a source's reading that
          *     arrives later changes what a read shows, not the alarms already
          *     raised. Setting links rechecks the sensor's alarms against its
-         *     newest reading. A link that would make a cycle, or a chain of more
+         *     newest reading.
+         *
+         *     **Flags at the source.** A linked input takes the source's value
+         *     as a read of the source gives it: what a flag in force at the
+         *     source rejects is not there. A reading rejected whole is skipped,
+         *     and so, for an input of the source, is a reading whose input is
+         *     rejected: the link takes the latest value at or before t that is
+         *     not rejected, within `staleness`, or none. For an output of the
+         *     source, a reading rejected whole is skipped; a reading with a
+         *     rejected input gives the output computed without it, missing when
+         *     its formula needs it (not an older value, as for any reading that
+         *     cannot give it). A suspect value at the source stays. The
+         *     dependant's `flags=true` shows its own flags: a linked value's
+         *     flags are the source's, read on the source (its page with
+         *     `flags=true`, or `GET …/flags`), since a value comes from another
+         *     sensor's reading at another instant; it does not bring back a
+         *     value the source rejects. Setting or clearing a flag on the source
+         *     rechecks at once the alarms of every sensor whose links follow it
+         *     (and of theirs in turn); the dependant's hourly rollups need no
+         *     rebuild, since a linked sensor's outputs are always aggregated
+         *     from its readings. With `as_of`, the source is read with its
+         *     configuration (formulas, constants, calibrations, baselines,
+         *     links) and its flags in force then, and so is each source along
+         *     the chain.
+         *
+         *     A link that would make a cycle, or a chain of more
          *     than 5 links, answers 400 naming it; a source that is not a sensor
          *     of the project answers 404; a sensor without a blueprint answers
          *     409. Required role: `admin`.
@@ -1525,14 +1550,16 @@ export interface paths {
          *     aggregates (a range holding rejected values is aggregated from the
          *     readings, not the rollups: `X-Rollups: none`) and the alarm rules;
          *     a reading rejected whole is not listed nor counted, and an output
-         *     whose formula needs a rejected input is left out. A suspect value
+         *     whose formula needs a rejected input is left out; so is the value
+         *     of a sensor's input linked to it (PUT …/links). A suspect value
          *     stays everywhere, marked in `flags`. Neither a suspect nor a
          *     rejected value steps a threshold or rate rule. `flags=true` on a
          *     readings page or export lists everything, each reading with its
          *     flags.
          *
          *     Setting a flag rechecks the sensor's alarms at once against its
-         *     newest reading a flag does not reject, as every edit does; alarm
+         *     newest reading a flag does not reject, as every edit does, and
+         *     those of the sensors whose inputs are linked to it; alarm
          *     events already raised stay (history is never rewritten). The flag,
          *     who set it and when are in the audit trail. The answer lists the
          *     flag and how many stored readings its range holds.
@@ -3503,8 +3530,11 @@ export interface components {
          *     byte. The readings are today's: one overwritten or deleted since is
          *     read as it is now (a write's overwrites and a range delete are in
          *     the audit trail, with their ranges). A linked input's source is
-         *     read with its own current configuration. Without `as_of` nothing
-         *     of the history is read.
+         *     read with its own configuration in force then (formulas,
+         *     constants, calibrations, baselines, and links, whose sources are
+         *     read the same way along the chain) and the flags in force on it
+         *     then; a source deleted since is missing, as its readings are.
+         *     Without `as_of` nothing of the history is read.
          */
         AsOf: components["schemas"]["Bound"];
         /** @description Only changes of these kinds. */
@@ -6089,8 +6119,11 @@ export interface operations {
                  *     byte. The readings are today's: one overwritten or deleted since is
                  *     read as it is now (a write's overwrites and a range delete are in
                  *     the audit trail, with their ranges). A linked input's source is
-                 *     read with its own current configuration. Without `as_of` nothing
-                 *     of the history is read.
+                 *     read with its own configuration in force then (formulas,
+                 *     constants, calibrations, baselines, and links, whose sources are
+                 *     read the same way along the chain) and the flags in force on it
+                 *     then; a source deleted since is missing, as its readings are.
+                 *     Without `as_of` nothing of the history is read.
                  */
                 as_of?: components["parameters"]["AsOf"];
                 /**
@@ -6382,8 +6415,11 @@ export interface operations {
                  *     byte. The readings are today's: one overwritten or deleted since is
                  *     read as it is now (a write's overwrites and a range delete are in
                  *     the audit trail, with their ranges). A linked input's source is
-                 *     read with its own current configuration. Without `as_of` nothing
-                 *     of the history is read.
+                 *     read with its own configuration in force then (formulas,
+                 *     constants, calibrations, baselines, and links, whose sources are
+                 *     read the same way along the chain) and the flags in force on it
+                 *     then; a source deleted since is missing, as its readings are.
+                 *     Without `as_of` nothing of the history is read.
                  */
                 as_of?: components["parameters"]["AsOf"];
                 /**
@@ -6561,8 +6597,11 @@ export interface operations {
                  *     byte. The readings are today's: one overwritten or deleted since is
                  *     read as it is now (a write's overwrites and a range delete are in
                  *     the audit trail, with their ranges). A linked input's source is
-                 *     read with its own current configuration. Without `as_of` nothing
-                 *     of the history is read.
+                 *     read with its own configuration in force then (formulas,
+                 *     constants, calibrations, baselines, and links, whose sources are
+                 *     read the same way along the chain) and the flags in force on it
+                 *     then; a source deleted since is missing, as its readings are.
+                 *     Without `as_of` nothing of the history is read.
                  */
                 as_of?: components["parameters"]["AsOf"];
                 /** @description `csv` (default) or `ndjson`. */
