@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -377,7 +378,9 @@ func (e *env) rollupYearMinutes(ctx context.Context, res *results) error {
 
 // rollupRawFallback is row 13e: the readings alone, 1-day buckets over
 // 1,000,000 readings of one sensor (116 days at 10 s), in a zone the
-// rollups cannot serve.
+// rollups cannot serve; then, on TimescaleDB, rows 13ec and 13e2c: the
+// same with the readings' chunks compressed, as a deployment's
+// compression policy leaves readings older than its compress_after.
 func (e *env) rollupRawFallback(ctx context.Context, res *results) error {
 	s, err := e.copyLong(ctx, "bench million", 1_000_000, 10*time.Second, false)
 	if err != nil {
@@ -392,8 +395,38 @@ func (e *env) rollupRawFallback(ctx context.Context, res *results) error {
 	}
 	defer release()
 	defer e.pool.Exec(context.WithoutCancel(ctx), `DELETE FROM rollup_dirty WHERE sensor_id = $1`, s.id)
+	answers := map[bool][]byte{} // by outputs
+	if err := e.timeRawFallback(ctx, res, s, "", answers); err != nil {
+		return err
+	}
+	chunks, err := e.compressAsThePolicy(ctx, s)
+	// Decompressed again after, so that what follows reads what it
+	// always read.
+	defer func() {
+		for _, c := range chunks {
+			if _, err := e.pool.Exec(context.WithoutCancel(ctx), `SELECT decompress_chunk($1::regclass, true)`, c); err != nil {
+				e.log.Error("decompress", "chunk", c, "err", err)
+			}
+		}
+	}()
+	if err != nil || len(chunks) == 0 {
+		return err
+	}
+	return e.timeRawFallback(ctx, res, s, "c", answers)
+}
+
+// timeRawFallback measures 13e (outputs=false) and 13e2 (outputs=true) on
+// the sensor s, the rows' names ending in suffix. It keeps each answer in
+// answers, or, where answers has one already (the same readings before
+// their compression), fails unless it is that answer to the byte.
+func (e *env) timeRawFallback(ctx context.Context, res *results, s longSensor, suffix string, answers map[bool][]byte) error {
+	how := ""
+	if suffix != "" {
+		how = ", its chunks compressed as the policy compresses them"
+	}
 	for _, outputs := range []bool{false, true} {
-		wait := e.profile(ctx, fmt.Sprintf("rollups-13e-%t", outputs), 5*time.Second)
+		row := map[bool]string{false: "13e", true: "13e2"}[outputs] + suffix
+		wait := e.profile(ctx, "rollups-"+row, 5*time.Second)
 		p50, p99, use, cpu, err := e.timeAggregates(ctx, s, yearQuery(s, "Asia/Kolkata", outputs), 5)
 		if err != nil {
 			return err
@@ -401,12 +434,56 @@ func (e *env) rollupRawFallback(ctx context.Context, res *results) error {
 		if err := wait(); err != nil {
 			return err
 		}
+		var body bytes.Buffer
+		if _, err := e.getAggregates(ctx, s, yearQuery(s, "Asia/Kolkata", outputs), &body); err != nil {
+			return err
+		}
+		if before, ok := answers[outputs]; ok && !bytes.Equal(before, body.Bytes()) {
+			return fmt.Errorf("%s: the answer is not %s's", row, strings.TrimSuffix(row, suffix))
+		}
+		answers[outputs] = body.Bytes()
 		limit := map[bool]time.Duration{false: 500 * time.Millisecond, true: time.Second}[outputs]
-		res.add(fmt.Sprintf("13e%s", map[bool]string{false: "", true: "2"}[outputs]),
-			fmt.Sprintf("Aggregates from the readings alone: 1-day buckets of 1,000,000 readings (116 days at 10 s, 10 inputs), `tz=Asia/Kolkata`, `fn=avg,min,max&outputs=%t`, 5 requests; `X-Rollups: %s`", outputs, use),
+		res.add(row,
+			fmt.Sprintf("Aggregates from the readings alone%s: 1-day buckets of 1,000,000 readings (116 days at 10 s, 10 inputs), `tz=Asia/Kolkata`, `fn=avg,min,max&outputs=%t`, 5 requests; `X-Rollups: %s`", how, outputs, use),
 			latency(p50, p99)+cpu.perRequest(5), target(p50, limit))
 	}
 	return nil
+}
+
+// compressAsThePolicy compresses, on TimescaleDB, the chunks of s's
+// readings that the compression policy (held for the run) would have
+// compressed by now, being older than its compress_after: in a
+// deployment, where it runs twice a day, 13e's readings of 2025 are all
+// compressed. It returns the chunks it compressed; none on plain
+// PostgreSQL. The chunks hold other sensors' readings of those weeks too
+// (13a's year of minutes), whose phases are over.
+func (e *env) compressAsThePolicy(ctx context.Context, s longSensor) ([]string, error) {
+	var timescale bool
+	if err := e.pool.QueryRow(ctx, `SELECT to_regclass('timescaledb_information.jobs') IS NOT NULL`).Scan(&timescale); err != nil || !timescale {
+		return nil, err
+	}
+	rows, _ := e.pool.Query(ctx, `
+SELECT format('%I.%I', c.chunk_schema, c.chunk_name)
+FROM timescaledb_information.chunks c, timescaledb_information.jobs j
+WHERE c.hypertable_name = 'readings' AND j.hypertable_name = 'readings' AND j.proc_name = 'policy_compression'
+    AND NOT c.is_compressed AND c.range_end > $1 AND c.range_start < $2
+    AND c.range_end <= now() - (j.config->>'compress_after')::interval
+ORDER BY c.range_start`, rollupYear, s.end())
+	chunks, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("chunks to compress: %w", err)
+	}
+	start := time.Now()
+	for i, c := range chunks {
+		if _, err := e.pool.Exec(ctx, `SELECT compress_chunk($1::regclass)`, c); err != nil {
+			return chunks[:i], fmt.Errorf("compress %s: %w", c, err)
+		}
+	}
+	if _, err := e.pool.Exec(ctx, "ANALYZE readings"); err != nil {
+		return chunks, err
+	}
+	e.log.Info("compressed", "chunks", len(chunks), "took", time.Since(start).Round(time.Millisecond))
+	return chunks, nil
 }
 
 // rollupIngest is row 13c: the service's storage of batches of 1,000 new
