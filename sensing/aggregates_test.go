@@ -10,6 +10,7 @@ import (
 	"github.com/sensorreadings/readings/sensing"
 	"github.com/sensorreadings/readings/stats"
 	"github.com/sensorreadings/readings/store"
+	"github.com/sensorreadings/readings/store/storetest"
 )
 
 // answerSink writes an aggregate's answer down, bucket by bucket.
@@ -140,5 +141,72 @@ func TestAggregateOutputsDaysAreTheReadings(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Equivalence test: on TimescaleDB, the readings' chunks compressed (as
+// the compression policy leaves readings older than its compress_after)
+// give the answers they gave before, bit for bit, and those of the
+// readings alone: days of inputs alone summed by PostgreSQL day by day
+// (a day with a value its sum cannot add, read reading by reading), and
+// with outputs, read on two connections. It is skipped on plain
+// PostgreSQL, which has no chunks.
+func TestAggregateOnCompressedChunks(t *testing.T) {
+	pool := storetest.NewPool(t)
+	db := store.New(pool)
+	if mode, _, err := db.StorageMode(t.Context()); err != nil || mode != store.TimescaleDB {
+		t.Skipf("storage mode %s (%v): no chunks to compress", mode, err)
+	}
+	core := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{MaxFuture: 24 * time.Hour})
+	readingsOnly := sensing.New(db, slog.New(slog.DiscardHandler), sensing.Config{ReadingsOnly: true})
+	f := newFixture(t, db)
+	day := 24 * 60
+	ingest(t, core, f.key,
+		store.Reading{Time: minute(0), InputIDs: []int64{f.u(), f.i()}, Values: []float64{0.1, 1}},
+		store.Reading{Time: minute(70), InputIDs: []int64{f.u(), f.i()}, Values: []float64{0.2, 2}},
+		store.Reading{Time: minute(72), InputIDs: []int64{f.u(), f.i()}, Values: []float64{0.3, 3}},
+		store.Reading{Time: minute(day), InputIDs: []int64{f.u()}, Values: []float64{0x1p1000}},
+		store.Reading{Time: minute(day + 10), InputIDs: []int64{f.u(), f.i()}, Values: []float64{1, 2}},
+		store.Reading{Time: minute(2*day - 60), InputIDs: []int64{f.u(), f.i()}, Values: []float64{1, 1}})
+	type query struct {
+		zone    string
+		outputs bool
+	}
+	var queries []query
+	for _, zone := range []string{"UTC", "Asia/Kolkata"} {
+		for _, outputs := range []bool{false, true} {
+			queries = append(queries, query{zone, outputs})
+		}
+	}
+	answer := func(core *sensing.Service, q query) string {
+		var sink outputsSink
+		bq := store.BucketQuery{From: minute(-12 * 60), To: minute(2 * day), Interval: 24 * time.Hour, Zone: q.zone, Raw: true}
+		if _, err := core.Aggregate(t.Context(), f.key, bq, sensing.AggregateOptions{Outputs: q.outputs}, &sink); err != nil {
+			t.Fatal(err)
+		}
+		return sink.String()
+	}
+	before := map[query]string{}
+	for _, q := range queries {
+		before[q] = answer(core, q)
+	}
+	var compressed int
+	if err := pool.QueryRow(t.Context(), `SELECT count(compress_chunk(c)) FROM show_chunks('readings') c`).Scan(&compressed); err != nil {
+		t.Fatal(err)
+	}
+	if compressed == 0 {
+		t.Fatal("no chunk compressed")
+	}
+	for _, q := range queries {
+		got, want := answer(core, q), answer(readingsOnly, q)
+		if got != before[q] {
+			t.Errorf("%+v: aggregate on compressed chunks =\n%swant, as before,\n%s", q, got, before[q])
+		}
+		if got != want {
+			t.Errorf("%+v: aggregate on compressed chunks =\n%swant, from the readings alone,\n%s", q, got, want)
+		}
+		if !strings.Contains(got, fmt.Sprint(f.u(), 3, 0.6000000000000001)) && q.zone == "UTC" {
+			t.Errorf("%+v: answer\n%shas not 0.6000000000000001 for the 3 readings of the first day", q, got)
+		}
 	}
 }
