@@ -367,13 +367,10 @@ func (a *aggregation) absorb(f *aggregation) {
 // if it is not nil: their inputs and counts those within inSpans, their
 // outputs all of them.
 func (a *aggregation) readSpans(ctx context.Context, tx *store.Tx, sensorID int64, sp, inSpans spans, keep func(*store.Reading) bool) error {
-	var (
-		lastIDs   []int64 // of the reading before
-		lastSlots []int   // of each of lastIDs
-		// Whether every reading's inputs are added: the binary search of
-		// inSpans a reading was a tenth of the service's time for 13e2.
-		allIn = a.out == nil || inSpans.covers(sp)
-	)
+	// Whether every reading's inputs are added: the binary search of
+	// inSpans a reading was a tenth of the service's time for 13e2.
+	allIn := a.out == nil || inSpans.covers(sp)
+	var add readingAdder
 	return tx.SpanReadings(ctx, sensorID, sp.from, sp.to, a.common, func(r *store.Reading) error {
 		if keep != nil && !keep(r) {
 			return nil
@@ -384,43 +381,70 @@ func (a *aggregation) readSpans(ctx context.Context, tx *store.Tx, sensorID int6
 				return nil
 			}
 		}
-		i, err := a.b.index(r.Time)
-		if err != nil {
-			return err
-		}
-		if a.median && i != a.cur {
-			a.finishMedians()
-			a.cur = i
-		}
-		if allIn || inSpans.contain(r.Time) {
-			a.counts[i]++
-			// Readings mostly have the inputs of the one before.
-			if !slices.Equal(r.InputIDs, lastIDs) {
-				lastIDs, lastSlots = append(lastIDs[:0], r.InputIDs...), lastSlots[:0]
-				for _, id := range r.InputIDs {
-					lastSlots = append(lastSlots, a.slot(id))
-				}
-			}
-			for j, k := range lastSlots {
-				a.add(&a.inputs[k][i], r.Time, r.Values[j])
-				if a.median {
-					a.inputMedians.keep(k, r.Values[j])
-				}
-			}
-		}
-		if a.out != nil {
-			a.out.Compute(r)
-			for k := range a.outputs {
-				if v, ok := a.out.Value(k); ok {
-					a.add(&a.outputs[k][i], r.Time, v)
-					if a.median {
-						a.outputMedians.keep(k, v)
-					}
-				}
-			}
-		}
-		return nil
+		return add.add(a, r, allIn || inSpans.contain(r.Time))
 	})
+}
+
+// readingAdder adds readings to an aggregation, the slots of the inputs
+// of the reading before kept: readings mostly have its inputs.
+type readingAdder struct {
+	ids   []int64 // of the reading before
+	slots []int   // of each of ids
+}
+
+// add adds reading r to a: its count and inputs too with in.
+func (d *readingAdder) add(a *aggregation, r *store.Reading, in bool) error {
+	i, err := a.b.index(r.Time)
+	if err != nil {
+		return err
+	}
+	if a.median && i != a.cur {
+		a.finishMedians()
+		a.cur = i
+	}
+	if in {
+		a.counts[i]++
+		if !slices.Equal(r.InputIDs, d.ids) {
+			d.ids, d.slots = append(d.ids[:0], r.InputIDs...), d.slots[:0]
+			for _, id := range r.InputIDs {
+				d.slots = append(d.slots, a.slot(id))
+			}
+		}
+		values := r.Values[:len(d.slots)]
+		switch {
+		case a.firstLast || a.median:
+			for j, k := range d.slots {
+				a.add(&a.inputs[k][i], r.Time, values[j])
+				if a.median {
+					a.inputMedians.keep(k, values[j])
+				}
+			}
+		default:
+			// Most aggregates: AddCore straight, not through a.add
+			// (BenchmarkAggregateReadings: 10 % less CPU a reading).
+			for j, k := range d.slots {
+				a.inputs[k][i].AddCore(values[j])
+			}
+		}
+	}
+	if a.out == nil {
+		return nil
+	}
+	a.out.Compute(r)
+	for k := range a.outputs {
+		v, ok := a.out.Value(k)
+		switch {
+		case !ok:
+		case a.firstLast || a.median:
+			a.add(&a.outputs[k][i], r.Time, v)
+			if a.median {
+				a.outputMedians.keep(k, v)
+			}
+		default:
+			a.outputs[k][i].AddCore(v)
+		}
+	}
+	return nil
 }
 
 // add adds value v, of time t, to p: its first and last values too only if
