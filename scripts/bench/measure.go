@@ -113,7 +113,7 @@ func measure(ctx context.Context, e *env) (*report, error) {
 	rollups := []phase{
 		{name: "rollups: ingest with their queue", run: e.rollupIngest},
 		{name: "rollups: a year of minutes", run: e.rollupYearMinutes},
-		{name: "rollups: the readings alone", run: e.rollupRawFallback},
+		{name: "rollups: the readings alone", run: e.rollupRawFallback, timeout: 10 * time.Minute}, // four rows, and a compression
 	}
 	if e.cfg.yearSeconds {
 		rollups = append(rollups, phase{name: "rollups: a year of seconds", run: e.rollupYearSeconds, timeout: time.Hour})
