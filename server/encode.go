@@ -192,16 +192,15 @@ func appendMarks(b []byte, marks []sensing.Mark, names keyNames) []byte {
 
 // A reading as JSON, and a page of readings.
 
-// readingsPage is a page of readings encoded as JSON while the rows arrive
-// (pageEncoding), or, asked for CSV, kept until the page is whole, since
-// the header row names every input the page has.
+// readingsPage is a page of readings encoded as JSON while the rows arrive,
+// or, asked for CSV, kept until the page is whole, since the header row
+// names every input the page has.
 type readingsPage struct {
 	buf      *bytes.Buffer
 	sensorID int64
 	outputs  *sensing.Outputs // nil unless outputs=true
 	names    keyNames
 	enc      readingEncoder
-	runs     pageEncoding
 	byName   bool             // names values by key
 	csv      []store.Reading  // nil for JSON
 	csvMarks [][]sensing.Mark // of each reading of csv
@@ -253,22 +252,16 @@ func (p *readingsPage) add(r *store.Reading) {
 		p.count++
 		return
 	}
-	p.runs.add(r, p.outputs, p.marks, p.sensorID, p.names, &p.enc)
+	if p.count > 0 {
+		p.buf.WriteByte(',')
+	}
+	p.buf.Write(p.enc.append(p.buf.AvailableBuffer(), r, p.outputs, p.marks))
 	p.count++
 }
 
 func (p *readingsPage) finish(link string) *readingsPage {
 	p.link = link
 	if !p.wantsCSV {
-		runs := p.runs.finish(&p.enc)
-		n := 2
-		for _, run := range runs {
-			n += len(run.out)
-		}
-		p.buf.Grow(n)
-		for _, run := range runs {
-			p.buf.Write(run.out)
-		}
 		p.buf.WriteString("]\n")
 		return p
 	}
@@ -281,7 +274,6 @@ func (p *readingsPage) finish(link string) *readingsPage {
 }
 
 func (p *readingsPage) release() {
-	p.runs.release()
 	if p.buf.Cap() <= 4<<20 {
 		pageBuffers.Put(p.buf)
 	}
@@ -368,27 +360,10 @@ func (e *readingEncoder) reset(sensorID int64, names keyNames) {
 	e.names = names
 }
 
-// append appends r as JSON, with its outputs computed unless outputs is
-// nil, its values named as reset said:
+// append appends r as JSON, with its outputs unless outputs is nil, its
+// values named as reset said:
 // {"id":"12-1714564800000000","datetime":"…","inputs":{"101":2803.5},"outputs":{…}}
 func (e *readingEncoder) append(b []byte, r *store.Reading, outputs *sensing.Outputs, marks []sensing.Mark) []byte {
-	if outputs == nil {
-		return e.appendComputed(b, r, nil, marks)
-	}
-	outputs.Compute(r)
-	return e.appendComputed(b, r, outputs, marks)
-}
-
-// outputValues are a reading's outputs, computed: *sensing.Outputs after
-// Compute, or a page's copy of them (pageRows).
-type outputValues interface {
-	IDs() []int64
-	Value(k int) (float64, bool)
-}
-
-// appendComputed is append with r's outputs computed already, or none
-// when outputs is nil.
-func (e *readingEncoder) appendComputed(b []byte, r *store.Reading, outputs outputValues, marks []sensing.Mark) []byte {
 	b = append(b, e.prefix...)
 	b = jsonnum.AppendInt(b, r.Time.UnixMicro())
 	b = append(b, `","datetime":"`...)
@@ -404,14 +379,15 @@ func (e *readingEncoder) appendComputed(b []byte, r *store.Reading, outputs outp
 	}
 	b = append(b, '}')
 	if outputs != nil {
-		b = e.appendOutputs(b, outputs)
+		b = e.appendOutputs(b, outputs, r)
 	}
 	b = appendMarks(b, marks, e.names)
 	return append(b, '}')
 }
 
-// appendOutputs appends ,"outputs":{…} of outputs, computed.
-func (e *readingEncoder) appendOutputs(b []byte, outputs outputValues) []byte {
+// appendOutputs computes r's outputs and appends ,"outputs":{…}.
+func (e *readingEncoder) appendOutputs(b []byte, outputs *sensing.Outputs, r *store.Reading) []byte {
+	outputs.Compute(r)
 	keys := e.outputs.of(e.names, outputs.IDs())
 	b = append(b, `,"outputs":{`...)
 	first := true

@@ -14,12 +14,11 @@ import (
 	"github.com/sensorreadings/readings/batch"
 	"github.com/sensorreadings/readings/batch/batchtest"
 	"github.com/sensorreadings/readings/gen"
-	"github.com/sensorreadings/readings/store"
 )
 
-// BenchmarkEncodePage measures writing a page of 10 inputs as JSON, by
-// one encoder (10,000 readings) and as a page fills (the first 1,000),
-// and gzipping it as the server does for clients that accept it.
+// BenchmarkEncodePage measures writing a page of 1,000 readings of 10
+// inputs as JSON, and gzipping it as the server does for clients that
+// accept it.
 func BenchmarkEncodePage(b *testing.B) {
 	readings, err := batch.Decode(bytes.NewReader(batchtest.Body()), 10000, 100)
 	if err != nil {
@@ -37,24 +36,6 @@ func BenchmarkEncodePage(b *testing.B) {
 			}
 		}
 		b.SetBytes(int64(len(page)))
-	})
-	// The same readings through a page as ListReadings fills it: copied
-	// in runs, encoded on a second goroutine (pageEncoding).
-	b.Run("Runs", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			p := newReadingsPage(12, false, false)
-			if err := p.Sensor(store.Sensor{ID: 12}, nil); err != nil {
-				b.Fatal(err)
-			}
-			for i := range readings[:1000] {
-				if err := p.Reading(&readings[i], nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-			p.finish("")
-			p.release()
-		}
 	})
 	for _, level := range []int{gzip.BestSpeed, gzip.DefaultCompression} {
 		b.Run(fmt.Sprintf("Gzip%d", level), func(b *testing.B) {
