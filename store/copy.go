@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,17 +18,10 @@ import (
 // each value of each row in an interface and encodes it through pgx's
 // generic type map, for four columns whose types never change.
 func copyReadings(ctx context.Context, conn *pgconn.PgConn, sensorID int64, readings []Reading) error {
-	buf := copyBuffers.Get().(*[]byte)
-	src := &copySource{sensorID: sensorID, readings: readings, buf: *buf}
+	src := &copySource{sensorID: sensorID, readings: readings}
 	tag, err := conn.CopyFrom(ctx, src, "COPY readings (sensor_id, datetime, input_ids, vals) FROM STDIN (FORMAT binary)")
 	if err != nil {
-		// Not back to the pool: pgconn may return while its goroutine
-		// still reads from src.
 		return err
-	}
-	if cap(src.buf) <= 2*(copyChunk+copySlack) { // not grown by an outsized row
-		*buf = src.buf[:0]
-		copyBuffers.Put(buf)
 	}
 	if n := tag.RowsAffected(); n != int64(len(readings)) {
 		return fmt.Errorf("copy readings: %d rows of %d", n, len(readings))
@@ -66,71 +58,61 @@ func WriteReadings(ctx context.Context, tx pgx.Tx, sensorID int64, readings []Re
 	return written, dbError("write readings", err)
 }
 
-// copySource encodes rows as the COPY reads them, a few tens of kilobytes
-// at a time, so that a batch of 10,000 readings is not held twice in
-// memory.
+// copySource encodes rows as the COPY reads them, straight into the
+// buffer pgconn sends each CopyData message from (64 KiB), so that a
+// batch's rows are neither held whole nor copied once more. A row that
+// does not fit in what is left of a read waits for the next; one larger
+// than a whole read is staged, and given in pieces.
 type copySource struct {
 	sensorID int64
 	readings []Reading // still to encode
 	started  bool
-	done     bool   // the trailer is encoded
-	buf      []byte // encoded rows
-	pending  []byte // of buf, not yet read
+	done     bool   // the trailer is given
+	pending  []byte // of the header, the trailer or a staged row, not yet read
+	ids      idsField
 }
 
-// copyChunk is how much copySource encodes at a time: about half of the
-// 64 KiB that pgconn reads for each CopyData message.
-const copyChunk = 32 << 10
-
-// copySlack is room for the row that crosses copyChunk, so that the
-// buffer is allocated once.
-const copySlack = 4 << 10
-
-// copyBuffers keeps the buffers of copySource between COPYs.
-var copyBuffers = sync.Pool{New: func() any {
-	b := make([]byte, 0, copyChunk+copySlack)
-	return &b
-}}
+// The binary COPY's header and trailer, as pending.
+var (
+	copyHeader  = []byte(copySignature)
+	copyTrailer = []byte{0xff, 0xff}
+)
 
 func (s *copySource) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
 	n := 0
 	for n < len(p) {
-		if len(s.pending) == 0 {
-			if s.done {
-				break
+		switch {
+		case len(s.pending) > 0:
+			c := copy(p[n:], s.pending)
+			s.pending = s.pending[c:]
+			n += c
+		case !s.started:
+			s.started, s.pending = true, copyHeader
+		case len(s.readings) > 0:
+			r := &s.readings[0]
+			size := copyRowSize(r)
+			if n+size > len(p) {
+				if n > 0 {
+					return n, nil
+				}
+				staged := make([]byte, size)
+				putCopyRow(staged, s.sensorID, r, s.ids.of(r.InputIDs))
+				s.pending = staged
+			} else {
+				putCopyRow(p[n:n+size], s.sensorID, r, s.ids.of(r.InputIDs))
+				n += size
 			}
-			s.encode()
+			s.readings = s.readings[1:]
+		case !s.done:
+			s.done, s.pending = true, copyTrailer
+		default:
+			if n == 0 {
+				return 0, io.EOF
+			}
+			return n, nil
 		}
-		c := copy(p[n:], s.pending)
-		s.pending = s.pending[c:]
-		n += c
-	}
-	if n == 0 {
-		return 0, io.EOF
 	}
 	return n, nil
-}
-
-// encode fills pending with the next rows, the header before the first and
-// the trailer after the last.
-func (s *copySource) encode() {
-	b := s.buf[:0]
-	if !s.started {
-		b = append(b, copySignature...)
-		s.started = true
-	}
-	for len(s.readings) > 0 && len(b) < copyChunk {
-		b = appendCopyRow(b, s.sensorID, &s.readings[0])
-		s.readings = s.readings[1:]
-	}
-	if len(s.readings) == 0 {
-		b = binary.BigEndian.AppendUint16(b, 0xffff)
-		s.done = true
-	}
-	s.buf, s.pending = b, b
 }
 
 // The binary COPY format: a signature, flags and a header extension length,
@@ -143,35 +125,64 @@ const (
 	float8OID = 701
 )
 
+// copyRowSize is the size of r's row in the binary COPY.
+func copyRowSize(r *Reading) int {
+	return 2 + 12 + 12 + arraySize(len(r.InputIDs)) + arraySize(len(r.Values))
+}
+
 // appendCopyRow appends r as a row of (sensor_id bigint, datetime
-// timestamptz, input_ids bigint[], vals float8[]). It grows b once and
-// writes the row in place: a row is 10 to 20 times the work of its few
-// values' bits when appended a field at a time.
-func appendCopyRow(b []byte, sensorID int64, r *Reading) []byte {
-	be := binary.BigEndian
+// timestamptz, input_ids bigint[], vals float8[]), its ids' field taken
+// from ids. It grows b once and writes the row in place: a row is 10 to 20
+// times the work of its few values' bits when appended a field at a time.
+func appendCopyRow(b []byte, sensorID int64, r *Reading, ids *idsField) []byte {
 	n := len(b)
-	size := 2 + 12 + 12 + arraySize(len(r.InputIDs)) + arraySize(len(r.Values))
+	size := copyRowSize(r)
 	b = slices.Grow(b, size)[:n+size]
-	row := b[n:]
+	putCopyRow(b[n:], sensorID, r, ids.of(r.InputIDs))
+	return b
+}
+
+// putCopyRow writes r as a row at the start of row, which has room for it
+// (copyRowSize), with idField, its ids' array field as encoded already.
+func putCopyRow(row []byte, sensorID int64, r *Reading, idField []byte) {
+	be := binary.BigEndian
 	be.PutUint16(row, 4)
 	be.PutUint32(row[2:], 8)
 	be.PutUint64(row[6:], uint64(sensorID))
 	be.PutUint32(row[14:], 8)
 	be.PutUint64(row[18:], uint64(r.Time.UnixMicro()-postgresEpochMicros))
-	row = row[26:]
-	row = putArrayHeader(row, int8OID, len(r.InputIDs))
-	for _, v := range r.InputIDs {
-		be.PutUint32(row, 8)
-		be.PutUint64(row[4:], uint64(v))
-		row = row[12:]
-	}
+	row = row[26+copy(row[26:], idField):]
 	row = putArrayHeader(row, float8OID, len(r.Values))
 	for _, v := range r.Values {
 		be.PutUint32(row, 8)
 		be.PutUint64(row[4:], math.Float64bits(v))
 		row = row[12:]
 	}
-	return b
+}
+
+// idsField is the input ids' array field of the row encoded last. A
+// batch's readings mostly have the ids of the one before: their field is
+// copied rather than encoded again, id by id.
+type idsField struct {
+	ids   []int64 // a copy: a stream's reading is not kept past the next
+	field []byte
+}
+
+// of returns the array field of ids, valid until the next call.
+func (f *idsField) of(ids []int64) []byte {
+	if f.field != nil && slices.Equal(ids, f.ids) {
+		return f.field
+	}
+	f.ids = append(f.ids[:0], ids...)
+	f.field = slices.Grow(f.field[:0], arraySize(len(ids)))[:arraySize(len(ids))]
+	row := putArrayHeader(f.field, int8OID, len(ids))
+	be := binary.BigEndian
+	for _, v := range ids {
+		be.PutUint32(row, 8)
+		be.PutUint64(row[4:], uint64(v))
+		row = row[12:]
+	}
+	return f.field
 }
 
 // arraySize is the size of a field holding a one-dimensional array of n

@@ -60,6 +60,11 @@ FOR NO KEY UPDATE OF s`
 // statement of a write of readings runs long enough to gain from it. For aggregates, see SpanInputBuckets.
 const noJITSQL = `SET LOCAL jit = off`
 
+// noJITGenericPlansSQL is noJITSQL and genericPlansSQL in one statement,
+// for a round trip that needs both: each statement of a write's round
+// trip costs the service and PostgreSQL their per-statement work again.
+const noJITGenericPlansSQL = `SELECT set_config('jit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)`
+
 // sensorWrittenSQL reads what the sensor's readings hold: the input ids
 // they have used and the newest one's datetime.
 const sensorWrittenSQL = `
@@ -163,11 +168,10 @@ func (tx *Tx) LockSensorWrite(ctx context.Context, key SensorKey, batch []Readin
 	if len(batch) > 0 {
 		hours, firsts = hourFirsts(batch)
 	}
-	b.Queue(noJITSQL)
 	// The rules' read is planned for the rules of any sensor, as
 	// batchHoursSQL is for any batch (genericPlansSQL): its custom plan
 	// cost as much to make as to run (pg_stat_statements over row 11e).
-	b.Queue(genericPlansSQL)
+	b.Queue(noJITGenericPlansSQL)
 	b.Queue(sensorRulesSQL, key.SensorID).Query(func(rows pgx.Rows) error {
 		var err error
 		w.Rules, err = pgx.CollectRows(rows, pgx.RowToStructByName[AlarmRule])

@@ -24,6 +24,7 @@ type streamSource struct {
 	done     bool
 	buf      []byte
 	pending  []byte
+	idField  idsField // of the row encoded last
 
 	seq    int64   // readings written, all COPYs
 	ids    []int64 // every input id, ascending, once
@@ -148,6 +149,10 @@ func (s *streamSource) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// copyChunk is how much a stream's COPY encodes at a time: about half of
+// the 64 KiB that pgconn reads for each CopyData message.
+const copyChunk = 32 << 10
+
 // encode fills pending with the next readings, the header before the first
 // and the trailer after the last.
 func (s *streamSource) encode() error {
@@ -179,7 +184,7 @@ func (s *streamSource) encode() error {
 		if s.straight {
 			first = s.sensorID
 		}
-		b = appendCopyRow(b, first, r)
+		b = appendCopyRow(b, first, r, &s.idField)
 	}
 	s.buf, s.pending = b, b
 	return nil
