@@ -47,12 +47,13 @@ type fileColumn struct {
 // file's length. Errors are Invalid and name the line and the column.
 type Reader struct {
 	opts    Options
-	csv     *csv.Reader
+	lines   *lineReader
 	width   int          // cells a line has
 	columns []fileColumn // by input id
 	names   []string     // of every column, for errors
 	zone    zoneCache
-	wall    []byte        // a datetime being parsed
+	wall    []byte // a datetime being parsed
+	minute  minuteCache
 	reading store.Reading // the last one yielded, its slices reused
 
 	readings int      // yielded so far
@@ -64,9 +65,7 @@ type Reader struct {
 // A read error of r that is an *apperr.Error (a body too large, say) is
 // returned as it is.
 func NewReader(r io.Reader, opts Options) (*Reader, error) {
-	p := &Reader{opts: opts, csv: csv.NewReader(r)}
-	p.csv.FieldsPerRecord = -1 // TOA5's first line is shorter than the others
-	p.csv.ReuseRecord = true
+	p := &Reader{opts: opts, lines: newLineReader(r)}
 	if err := p.header(); err != nil {
 		return nil, err
 	}
@@ -77,7 +76,7 @@ func NewReader(r io.Reader, opts Options) (*Reader, error) {
 // nil after the last; a file without a reading is an error.
 func (p *Reader) Next() (*store.Reading, error) {
 	for {
-		record, err := p.csv.Read()
+		record, err := p.lines.read()
 		if errors.Is(err, io.EOF) {
 			if p.readings == 0 {
 				return nil, apperr.Errorf(apperr.Invalid, "the file has no readings: no line after the header has a value for an input")
@@ -118,21 +117,23 @@ func (p *Reader) Where() (string, map[string]any) {
 // header reads the header lines: CSV's one (datetime, then columns) or
 // TOA5's four (environment, field names, units, processing).
 func (p *Reader) header() error {
-	names, err := p.csv.Read()
+	cells, err := p.lines.read()
 	if err != nil {
 		return p.readError(err)
 	}
+	names := stringsOf(cells)
 	if len(names) > 0 {
 		names[0] = strings.TrimPrefix(names[0], "\uFEFF") // a byte-order mark, as spreadsheets write
 	}
 	timeColumn := "datetime"
 	if names[0] == "TOA5" {
 		timeColumn = "TIMESTAMP"
-		if names, err = p.csv.Read(); err != nil {
+		if cells, err = p.lines.read(); err != nil {
 			return p.readError(err)
 		}
+		names = stringsOf(cells)
 	}
-	p.names = slices.Clone(names)
+	p.names = names
 	if p.names[0] != timeColumn {
 		return p.errorAt(p.lineOf(), 0, "the first column must be %s; it is %q", timeColumn, p.names[0])
 	}
@@ -142,7 +143,7 @@ func (p *Reader) header() error {
 	}
 	if timeColumn == "TIMESTAMP" {
 		for range 2 { // units and processing
-			record, err := p.csv.Read()
+			record, err := p.lines.read()
 			if err != nil {
 				return p.readError(err)
 			}
@@ -187,7 +188,7 @@ func (p *Reader) inputOf(name string) (int64, bool) {
 
 // line reads one line into p.reading, and says whether it is a reading: a
 // line with every input missing is skipped.
-func (p *Reader) line(record []string) (bool, error) {
+func (p *Reader) line(record [][]byte) (bool, error) {
 	line := p.lineOf()
 	if len(record) != p.width {
 		return false, p.errorAt(line, -1, "the line has %d cells; the header has %d", len(record), p.width)
@@ -200,11 +201,11 @@ func (p *Reader) line(record []string) (bool, error) {
 	r.Time, r.InputIDs, r.Values = t, r.InputIDs[:0], r.Values[:0]
 	for _, c := range p.columns {
 		cell := record[c.index]
-		switch cell {
+		switch string(cell) {
 		case "", "NAN", "NaN", "nan":
 			continue
 		}
-		v, err := strconv.ParseFloat(cell, 64)
+		v, err := parseNumber(cell)
 		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
 			return false, p.errorAt(line, c.index, "%q is not a finite number; write a missing value as NAN or leave the cell empty", cell)
 		}
@@ -220,19 +221,23 @@ func (p *Reader) line(record []string) (bool, error) {
 
 // datetime parses a line's datetime: RFC 3339 with a zone, or local time
 // in opts.loc written 2006-01-02 15:04:05[.ffffff] (TOA5's form) or with a T.
-func (p *Reader) datetime(cell string) (time.Time, error) {
+func (p *Reader) datetime(cell []byte) (time.Time, error) {
 	if len(cell) < len("2006-01-02 15:04:05") || (cell[10] != ' ' && cell[10] != 'T') {
 		return time.Time{}, fmt.Errorf("datetime %q is neither 2006-01-02 15:04:05 (local time) nor RFC 3339 such as 2024-05-01T12:00:00Z", cell)
 	}
-	p.wall = append(p.wall[:0], cell...)
-	p.wall[10] = 'T'
-	if hasZone(cell) {
-		return datetime.Parse(p.wall)
-	}
-	p.wall = append(p.wall, 'Z')
-	wall, err := datetime.Parse(p.wall)
-	if err != nil {
-		return time.Time{}, errors.New(strings.Replace(err.Error(), string(p.wall), cell, 1))
+	wall, ok := p.minute.second(cell)
+	if !ok {
+		p.wall = append(p.wall[:0], cell...)
+		p.wall[10] = 'T'
+		if hasZone(cell) {
+			return datetime.Parse(p.wall)
+		}
+		p.wall = append(p.wall, 'Z')
+		var err error
+		if wall, err = datetime.Parse(p.wall); err != nil {
+			return time.Time{}, errors.New(strings.Replace(err.Error(), string(p.wall), string(cell), 1))
+		}
+		p.minute.keep(cell, wall)
 	}
 	if p.opts.Loc == time.UTC {
 		return wall, nil
@@ -240,8 +245,41 @@ func (p *Reader) datetime(cell string) (time.Time, error) {
 	return p.zone.resolve(wall, p.opts.Loc, p.opts.DST)
 }
 
+// minuteCache keeps the minute of the last local time parsed, written
+// without a fraction, as a logger writes a line every few seconds: the
+// lines of that minute differ from it in their seconds alone, which it
+// adds without parsing the rest again.
+type minuteCache struct {
+	prefix [len("2006-01-02 15:04:")]byte
+	start  time.Time // zero: no minute kept
+}
+
+const secondsAt = len("2006-01-02 15:04:")
+
+// keep keeps the minute of cell, a local time parsed as wall.
+func (m *minuteCache) keep(cell []byte, wall time.Time) {
+	if len(cell) != secondsAt+2 {
+		return
+	}
+	copy(m.prefix[:], cell)
+	m.start = wall.Add(-time.Duration(wall.Second()) * time.Second)
+}
+
+// second is cell's wall time, if cell is a second of the minute kept: the
+// same minute, written the same way, and seconds 00 to 59.
+func (m *minuteCache) second(cell []byte) (time.Time, bool) {
+	if len(cell) != secondsAt+2 || m.start.IsZero() || string(cell[:secondsAt]) != string(m.prefix[:]) {
+		return time.Time{}, false
+	}
+	tens, ones := cell[secondsAt]-'0', cell[secondsAt+1]-'0'
+	if tens > 5 || ones > 9 {
+		return time.Time{}, false
+	}
+	return m.start.Add(time.Duration(tens*10+ones) * time.Second), true
+}
+
 // hasZone tells whether a datetime ends in Z or ±hh:mm.
-func hasZone(s string) bool {
+func hasZone(s []byte) bool {
 	n := len(s)
 	return s[n-1] == 'Z' || s[n-1] == 'z' || (n >= 25 && (s[n-6] == '+' || s[n-6] == '-') && s[n-3] == ':')
 }
@@ -298,9 +336,15 @@ func (z *zoneCache) resolve(wall time.Time, loc *time.Location, dst string) (tim
 }
 
 // lineOf is the line the last record read starts on.
-func (p *Reader) lineOf() int {
-	line, _ := p.csv.FieldPos(0)
-	return line
+func (p *Reader) lineOf() int { return p.lines.recordLine() }
+
+// stringsOf is a header's cells as strings, kept.
+func stringsOf(cells [][]byte) []string {
+	names := make([]string, len(cells))
+	for i, cell := range cells {
+		names[i] = string(cell)
+	}
+	return names
 }
 
 // errorAt is a file's Invalid error at a line and, unless column is -1, a

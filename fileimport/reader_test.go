@@ -127,3 +127,44 @@ func FuzzParseReadingsFile(f *testing.F) {
 		}
 	})
 }
+
+// TestFileSecondsOfAMinute is an equivalence test of the minute a Reader
+// keeps: a file of a line every 7 seconds (minutes kept from any second)
+// over two hours around each transition of Europe/Zurich's summer time,
+// written as loggers write it, must read as the same file written with a
+// fraction, which is parsed whole each line.
+func TestFileSecondsOfAMinute(t *testing.T) {
+	zurich, err := time.LoadLocation("Europe/Zurich")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []time.Time{time.Date(2024, 3, 31, 1, 0, 0, 0, time.UTC), time.Date(2024, 10, 27, 1, 0, 0, 0, time.UTC)} {
+		var plain, fraction strings.Builder
+		plain.WriteString("datetime,1\n")
+		fraction.WriteString("datetime,1\n")
+		for wall := from; wall.Before(from.Add(2 * time.Hour)); wall = wall.Add(7 * time.Second) {
+			if wall.Hour() == 2 && from.Month() == time.March {
+				continue // in the gap
+			}
+			fmt.Fprintf(&plain, "%s,1\n", wall.Format("2006-01-02 15:04:05"))
+			fmt.Fprintf(&fraction, "%s.0,1\n", wall.Format("2006-01-02 15:04:05"))
+		}
+		for _, dst := range []string{"earlier", "later"} {
+			got, err := readAll(plain.String(), Options{Loc: zurich, DST: dst})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := readAll(fraction.String(), Options{Loc: zurich, DST: dst})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.EqualFunc(got, want, func(a, b store.Reading) bool { return a.Time.Equal(b.Time) }) {
+				t.Errorf("%s, dst=%s: the seconds of a minute read otherwise than written with a fraction", from.Format(time.DateOnly), dst)
+			}
+		}
+	}
+	_, err = readAll("datetime,1\n2024-05-01 12:00:59,1\n2024-05-01 12:00:60,1\n", Options{Loc: time.UTC})
+	if want := "line 3, column datetime: datetime \"2024-05-01 12:00:60\": leap seconds cannot be stored"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("a leap second after its minute: %v, want %s…", err, want)
+	}
+}

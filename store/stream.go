@@ -23,19 +23,22 @@ type ReadingStream interface {
 // each after the one before (a logger's new data), go straight into
 // readings by COPY. Readings in order at or before it (a logger's file
 // uploaded again) overwrite a chunk at a time, as a JSON batch does, and
-// their instants are noted as the stream's own. From the first reading
-// that is not after the one before, the rest is staged in a temporary
-// table, numbered in the stream's order, and merged into readings by
-// set-based statements: the stream never sits in memory.
+// their instants are noted as the stream's own, each chunk's as one array
+// (a row an instant cost PostgreSQL about 1 µs a reading, a sixth of the
+// overwrite: a temporary table's rows are inserted one at a time). From
+// the first reading that is not after the one before, the rest is staged
+// in a temporary table, numbered in the stream's order, and merged into
+// readings by set-based statements: the stream never sits in memory.
 const (
 	copyReadingsSQL = `COPY readings (sensor_id, datetime, input_ids, vals) FROM STDIN (FORMAT binary)`
-	createOwnSQL    = `CREATE TEMPORARY TABLE reading_own (datetime timestamptz) ON COMMIT DROP`
+	createOwnSQL    = `CREATE TEMPORARY TABLE reading_own (instants timestamptz[]) ON COMMIT DROP`
+	ownSQL          = `SELECT unnest(instants) AS datetime FROM reading_own`
 	// overwriteChunkSQL deletes the stored readings at a chunk's instants
 	// ($4, ascending, from $2 to $3), a chunk of readings at a time as
 	// ingest does (storeSQL), returns how many, the chunk's replaced, and
 	// notes the instants as the stream's own.
 	overwriteChunkSQL = `
-WITH own AS (INSERT INTO reading_own SELECT unnest($4::timestamptz[]))
+WITH own AS (INSERT INTO reading_own VALUES ($4::timestamptz[]))
 SELECT delete_readings($1, $2, $3::timestamptz + interval '1 microsecond', $4)`
 	createStageSQL = `
 CREATE TEMPORARY TABLE reading_stage (seq bigint, datetime timestamptz, input_ids bigint[], vals float8[]) ON COMMIT DROP`
@@ -52,7 +55,7 @@ CREATE TEMPORARY TABLE reading_stage (seq bigint, datetime timestamptz, input_id
 	deleteStagedSQL = `
 SELECT CASE WHEN $2::timestamptz IS NULL THEN 0 ELSE delete_readings($1, $2, $3::timestamptz + interval '1 microsecond', s.instants) END,
        CASE WHEN $4::timestamptz IS NULL THEN 0 ELSE delete_readings($1, $4, $5::timestamptz + interval '1 microsecond', s.instants) END,
-       (SELECT count(DISTINCT datetime) FROM reading_stage JOIN reading_own USING (datetime))
+       (SELECT count(DISTINCT datetime) FROM reading_stage JOIN (` + ownSQL + `) o USING (datetime))
 FROM (SELECT ARRAY(SELECT datetime FROM reading_stage) AS instants) s`
 	insertStagedSQL = `
 INSERT INTO readings (sensor_id, datetime, input_ids, vals) SELECT $1, datetime, input_ids, vals FROM reading_stage`
@@ -299,7 +302,7 @@ func (sw *StreamWrite) readings(ctx context.Context, size int, fn func([]Reading
 		phase
 		which string
 	}{
-		{sw.chunked, "datetime IN (SELECT datetime FROM reading_own)"},
+		{sw.chunked, "datetime IN (" + ownSQL + ")"},
 		{sw.direct, ""},
 		{sw.staged, "datetime IN (SELECT datetime FROM reading_stage)"},
 	} {
