@@ -242,7 +242,13 @@ func (p *Reader) datetime(cell []byte) (time.Time, error) {
 	if p.opts.Loc == time.UTC {
 		return wall, nil
 	}
-	return p.zone.resolve(wall, p.opts.Loc, p.opts.DST)
+	t, err := p.zone.resolve(wall, p.opts.Loc, p.opts.DST)
+	// A wall time within the years RFC 3339 writes can be an instant
+	// outside them once its zone's offset is taken away.
+	if err == nil && (t.Before(store.MinTime) || t.After(store.MaxTime)) {
+		return time.Time{}, fmt.Errorf("%s in %s is outside 0001-01-01 to 9999-12-31 in UTC", cell, p.opts.Loc)
+	}
+	return t, err
 }
 
 // minuteCache keeps the minute of the last local time parsed, written

@@ -52,6 +52,43 @@ func TestFileLocalTimesRoundTrip(t *testing.T) {
 	}
 }
 
+// TestFileLocalTimesAtTheEnds refuses local times whose instant falls
+// outside the years a reading can have, as an RFC 3339 datetime with the
+// same offset is refused, and takes those just inside.
+func TestFileLocalTimesAtTheEnds(t *testing.T) {
+	zone := func(name string) *time.Location {
+		loc, err := time.LoadLocation(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return loc
+	}
+	for _, tc := range []struct {
+		name, line string
+		loc        *time.Location
+		want       string // in the error; empty: read
+	}{
+		{"first day east of UTC", "0001-01-01 00:00:00,1", zone("Europe/Zurich"), "outside 0001-01-01 to 9999-12-31 in UTC"},
+		{"last day west of UTC", "9999-12-31 23:00:00,1", zone("America/New_York"), "outside 0001-01-01 to 9999-12-31 in UTC"},
+		{"first day west of UTC", "0001-01-01 00:00:00,1", zone("America/New_York"), ""},
+		{"last day east of UTC", "9999-12-31 23:00:00,1", zone("Europe/Zurich"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			readings, err := readAll("datetime,1\n"+tc.line+"\n", Options{Loc: tc.loc, DST: "earlier"})
+			if tc.want == "" {
+				if err != nil || len(readings) != 1 {
+					t.Fatalf("got %v, %v; want one reading", readings, err)
+				}
+				return
+			}
+			e, ok := errors.AsType[*apperr.Error](err)
+			if !ok || e.Code != apperr.Invalid || !strings.Contains(e.Message, tc.want) || !strings.Contains(e.Message, "line 2") {
+				t.Fatalf("got %v, %v; want an invalid error on line 2 saying %q", readings, err, tc.want)
+			}
+		})
+	}
+}
+
 // readAll reads every reading of a file, each a copy.
 func readAll(body string, opts Options) ([]store.Reading, error) {
 	file, err := NewReader(strings.NewReader(body), opts)
@@ -76,6 +113,7 @@ var fileSeeds = []string{
 	"\"TOA5\",\"a\"\n\"TIMESTAMP\",\"RECORD\",\"1\"\n\"TS\",\"RN\",\"\"\n\"\",\"\",\"Smp\"\n\"2024-05-01 00:00:00\",0,NAN\n\"2024-05-01 00:10:00\",1,1e3\n",
 	"\"TOA5\"\n\"TIMESTAMP\",\"1\"\n",
 	"datetime,RECORD,Freq_Avg,temp\n2024-05-01 00:00:00,1,2800.5,NAN\n",
+	"datetime,,1\n0001-01-01 00:00:00,,0", // an instant before year 1 in Zurich
 }
 
 // FuzzParseReadingsFile feeds the file parser anything: it must not panic,
