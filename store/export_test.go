@@ -23,3 +23,7 @@ var DecodeFloats = decodeFloats
 func DecodeFloatArray(src []byte) ([]float64, error) {
 	return decodeArray(src, nil, func(b []byte) float64 { return math.Float64frombits(binary.BigEndian.Uint64(b)) })
 }
+
+// LatestReadingsSQL is the statement of LatestReadings' rows, for a test
+// of its plan.
+const LatestReadingsSQL = latestReadingsSQL

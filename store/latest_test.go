@@ -1,11 +1,13 @@
 package store_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
@@ -194,4 +196,75 @@ FROM generate_series('2024-01-01'::timestamptz, '2024-03-01', '1 day') t`, senso
 	if got := latest[1].Reading; got != nil {
 		t.Errorf("idle sensor's latest after the backfill = %s, want none", describe(got))
 	}
+}
+
+// TestLatestReadingsPlan reads the latest values of a project whose
+// sensors' ids straddle another project's thousands, under the generic
+// plan PostgreSQL keeps for the statement from its sixth run on: the
+// statement must read the project's own sensors and no other's (it read
+// every other sensor with a higher id through the primary key when it
+// said project_id = $2), and page through them as before.
+func TestLatestReadingsPlan(t *testing.T) {
+	ctx := t.Context()
+	pool := storetest.NewPool(t)
+	db := store.New(pool)
+	org := newOrg(t, db)
+	read, fleet := newProject(t, db, org), newProject(t, db, org)
+	want := []int64{newSensor(t, db, read, nil).SensorID, newSensor(t, db, read, nil).SensorID}
+	if _, err := pool.Exec(ctx, `INSERT INTO sensors (project_id, name) SELECT $1, 'logger ' || n FROM generate_series(1, 3000) n`, fleet.ID); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, newSensor(t, db, read, nil).SensorID)
+	if _, err := pool.Exec(ctx, `ANALYZE sensors`); err != nil {
+		t.Fatal(err)
+	}
+
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	var plan []map[string]any
+	if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan; PREPARE latest AS `+store.LatestReadingsSQL,
+		pgx.QueryExecModeSimpleProtocol); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `DEALLOCATE latest; RESET plan_cache_mode`, pgx.QueryExecModeSimpleProtocol)
+	if err := conn.QueryRow(ctx, fmt.Sprintf(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE latest(%d, %d, 0, 1001, false)`, org.ID, read.ID)).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	if got := sensorsRead(plan[0]["Plan"].(map[string]any)); got != float64(len(want)) {
+		t.Errorf("the generic plan read %v sensors, want the project's %d:\n%v", got, len(want), plan)
+	}
+
+	for _, after := range []int64{0, want[0], want[1], want[2]} {
+		latest, _, err := db.LatestReadings(ctx, org.ID, read.ID, after, 1000, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		for _, l := range latest {
+			got = append(got, l.Sensor.ID)
+		}
+		if rest := want[slices.Index(append([]int64{0}, want...), after):]; !slices.Equal(got, rest) {
+			t.Errorf("LatestReadings after %d = sensors %v, want %v", after, got, rest)
+		}
+	}
+}
+
+// sensorsRead is how many rows the scans of sensors in plan took, the ones
+// their filter removed included.
+func sensorsRead(plan map[string]any) float64 {
+	var n float64
+	if plan["Relation Name"] == "sensors" {
+		for _, k := range []string{"Actual Rows", "Rows Removed by Filter", "Rows Removed by Index Recheck"} {
+			v, _ := plan[k].(float64)
+			n += v
+		}
+	}
+	children, _ := plan["Plans"].([]any)
+	for _, c := range children {
+		n += sensorsRead(c.(map[string]any))
+	}
+	return n
 }
