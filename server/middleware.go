@@ -92,7 +92,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		client := c.Request().Context()
 		err := next(c)
 		cut, _ := errors.AsType[*streamCut](err)
-		req, res := c.Request(), c.Response()
+		res := c.Response()
 		status := res.Status
 		switch {
 		case err != nil && client.Err() != nil:
@@ -109,26 +109,37 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		elapsed := time.Since(start)
 		s.metrics.requests.WithLabelValues(operation, strconv.Itoa(status)).Inc()
 		s.metrics.duration.WithLabelValues(operation).Observe(elapsed.Seconds())
-		attrs := []slog.Attr{
-			slog.String("request_id", requestID(c)),
-			slog.String("method", req.Method),
-			slog.String("path", req.URL.Path),
-			slog.String("operation", operation),
-			slog.Int("status", status),
-			slog.Int64("bytes", res.Size),
-			slog.Duration("duration", elapsed),
-			slog.String("remote", c.RealIP()),
+		if level := logLevel(status); s.log.Enabled(client, level) {
+			s.logRequest(c, client, level, status, operation, elapsed)
 		}
-		if cause, ok := c.Get(causeKey).(error); ok {
-			attrs = append(attrs, slog.String("error", cause.Error()))
-		}
-		s.log.LogAttrs(client, logLevel(status), "request", attrs...)
 		if cut != nil {
 			// A normal return would end the body as if it were complete.
 			panic(http.ErrAbortHandler)
 		}
 		return nil
 	}
+}
+
+// logRequest writes accessLog's line. accessLog calls it only when its
+// level is logged: building the line's attributes, the client's address
+// among them, cost a request at a level turned off (LOG_LEVEL=warn) about
+// a tenth of the service's own CPU outside the store call.
+func (s *Server) logRequest(c echo.Context, client context.Context, level slog.Level, status int, operation string, elapsed time.Duration) {
+	req, res := c.Request(), c.Response()
+	attrs := []slog.Attr{
+		slog.String("request_id", requestID(c)),
+		slog.String("method", req.Method),
+		slog.String("path", req.URL.Path),
+		slog.String("operation", operation),
+		slog.Int("status", status),
+		slog.Int64("bytes", res.Size),
+		slog.Duration("duration", elapsed),
+		slog.String("remote", c.RealIP()),
+	}
+	if cause, ok := c.Get(causeKey).(error); ok {
+		attrs = append(attrs, slog.String("error", cause.Error()))
+	}
+	s.log.LogAttrs(client, level, "request", attrs...)
 }
 
 // recoverPanics turns a panic into an internal error with its stack, which
