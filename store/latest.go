@@ -30,8 +30,8 @@ type Latest struct {
 // from the sixth run on and which sizes a project from the number of
 // projects alone, read the primary key from $3 on and filtered out every
 // other project's sensor with a higher id: 10,000 of them a request in
-// the bench, where a fleet's project follows the project read, three
-// quarters of PostgreSQL's CPU for it (TestLatestReadingsPlan).
+// the bench, where a fleet's project follows the project read
+// (TestLatestReadingsPlan).
 const latestReadingsSQL = `
 SELECT s.id, s.project_id, s.name, s.description, s.blueprint_id, CASE WHEN $5 THEN s.instance END, s.created_at, s.updated_at,
        r.datetime, r.input_ids, r.vals,
