@@ -247,10 +247,22 @@ func closeAll(cs []*pgx.Conn) {
 }
 
 // parallel runs fn for each span on the connections, each span once, in
-// order of the spans as the connections take them.
+// order of the spans as the connections take them. A sensor's spans take
+// turns, in order, as the service's lock on the sensor makes its batches
+// do: a span written while the one before it is in flight would find the
+// span row it continues not there yet.
 func parallel(ctx context.Context, cs []*pgx.Conn, spans []span, fn func(context.Context, *pgx.Conn, span) error) error {
-	var next atomic.Int64
-	var wg sync.WaitGroup
+	var (
+		next   atomic.Int64
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		turn   = sync.NewCond(&mu)
+		done   = map[int]int{} // by sensor: the index its next span starts at
+		failed bool
+	)
+	for _, sp := range spans {
+		done[sp.sensor] = min(done[sp.sensor], sp.from)
+	}
 	errs := make([]error, len(cs))
 	for w, c := range cs {
 		wg.Go(func() {
@@ -259,7 +271,19 @@ func parallel(ctx context.Context, cs []*pgx.Conn, spans []span, fn func(context
 				if j >= len(spans) || ctx.Err() != nil {
 					return
 				}
-				if err := fn(ctx, c, spans[j]); err != nil {
+				sp := spans[j]
+				mu.Lock()
+				for done[sp.sensor] != sp.from && !failed {
+					turn.Wait()
+				}
+				mu.Unlock()
+				err := fn(ctx, c, sp)
+				mu.Lock()
+				done[sp.sensor] = sp.to
+				failed = failed || err != nil
+				turn.Broadcast()
+				mu.Unlock()
+				if err != nil {
 					errs[w] = err
 					next.Store(int64(len(spans)))
 					return
