@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/sensorreadings/readings/stats"
@@ -473,8 +474,7 @@ func (a *aggregation) readGroups(ctx context.Context, tx *store.Tx, sensorID int
 	}
 	if interval >= minBucketScan {
 		if pieces, ok := a.bucketPieces(sp); ok {
-			first, second := pieces.halvesBetween()
-			return a.gatherInHalves(ctx, tx, pieces, first, second, func(a *aggregation, tx *store.Tx, sp spans) (bool, error) {
+			return a.gatherInRuns(ctx, tx, pieces, func(a *aggregation, tx *store.Tx, sp spans) (bool, error) {
 				return a.gatherBuckets(ctx, tx, sensorID, sp, interval)
 			})
 		}
@@ -537,6 +537,92 @@ func (a *aggregation) gatherInHalves(ctx context.Context, tx *store.Tx, sp, firs
 		a.absorb(other)
 	}
 	return true, nil
+}
+
+// bucketRuns is how many runs of whole buckets gatherInRuns cuts a long
+// read into: the two connections then finish within about an eighth of
+// the read of each other, for a statement more a run (a few
+// milliseconds, against some 80 ms of PostgreSQL's a run of 13e's
+// million readings).
+const bucketRuns = 8
+
+// gatherInRuns gathers the pieces of buckets sp (bucketPieces) into a with
+// gather, when sp is long enough, in runs of whole buckets (bucketRunsOf)
+// that tx and a connection of its own (store.Tx.Beside) take in turn,
+// each the next run left as soon as it has gathered its last; sp whole on
+// tx otherwise. Two halves fixed in advance end when the slower
+// connection ends: one whose backend is new to the readings' pages, or
+// whose core other work takes, left the other idle for a third of the
+// read and more. Each bucket is gathered whole on one connection, its
+// values added in time order as the readings alone add them, and each
+// worker's buckets are merged into a only once both have ended. It says
+// whether gather could; if not, a is as it was. Without a connection to
+// spare, sp is gathered whole on tx.
+func (a *aggregation) gatherInRuns(ctx context.Context, tx *store.Tx, sp spans, gather func(*aggregation, *store.Tx, spans) (bool, error)) (bool, error) {
+	runs := a.bucketRunsOf(sp, bucketRuns)
+	if sp.length() < minSplit || len(runs) < 2 {
+		return a.gatherInHalves(ctx, tx, sp, sp, spans{}, gather)
+	}
+	var next atomic.Int64
+	work := func(f *aggregation, tx *store.Tx) (bool, error) {
+		for i := next.Add(1) - 1; i < int64(len(runs)); i = next.Add(1) - 1 {
+			if ok, err := gather(f, tx, runs[i]); err != nil || !ok {
+				next.Store(int64(len(runs))) // the other stops after its run
+				return ok, err
+			}
+		}
+		return true, nil
+	}
+	mine, other := a.fork(), a.fork()
+	otherOK := true
+	wait, started, err := tx.Beside(ctx, func(tx *store.Tx) error {
+		var err error
+		otherOK, err = work(other, tx)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	if !started {
+		return a.gatherInHalves(ctx, tx, sp, sp, spans{}, gather)
+	}
+	ok, err := work(mine, tx)
+	if werr := wait(); err == nil {
+		err = werr
+	}
+	if err != nil || !ok || !otherOK {
+		return false, err
+	}
+	a.absorb(mine)
+	a.absorb(other)
+	return true, nil
+}
+
+// bucketRunsOf cuts pieces of buckets (bucketPieces) into at most n runs
+// of consecutive pieces, each about an nth of their time, and each only
+// between pieces of different buckets, so that a bucket's pieces are all
+// in one run.
+func (a *aggregation) bucketRunsOf(pieces spans, n int) []spans {
+	total := pieces.length()
+	var (
+		runs []spans
+		run  spans
+		done int64
+		last = -1
+	)
+	for k := range pieces.from {
+		i, _ := a.b.index(pieces.from[k]) // bucketPieces has found each
+		if len(run.from) > 0 && i != last && done*int64(n) >= total*int64(len(runs)+1) {
+			runs, run = append(runs, run), spans{}
+		}
+		run.from, run.to = append(run.from, pieces.from[k]), append(run.to, pieces.to[k])
+		done += pieces.to[k].UnixMicro() - pieces.from[k].UnixMicro()
+		last = i
+	}
+	if len(run.from) > 0 {
+		runs = append(runs, run)
+	}
+	return runs
 }
 
 // bucketPieces cuts sp at its buckets' bounds, into the part of each
@@ -939,21 +1025,6 @@ func (s *spans) halves() (first, second spans) {
 			continue
 		}
 		second.add(a, b)
-	}
-	return first, second
-}
-
-// halvesBetween cuts the spans into two runs, each about half their
-// time, between two spans, so that no span is cut.
-func (s *spans) halvesBetween() (first, second spans) {
-	left := s.length() / 2
-	for i := range s.from {
-		if left > 0 {
-			left -= s.to[i].UnixMicro() - s.from[i].UnixMicro()
-			first.from, first.to = append(first.from, s.from[i]), append(first.to, s.to[i])
-			continue
-		}
-		second.from, second.to = append(second.from, s.from[i]), append(second.to, s.to[i])
 	}
 	return first, second
 }

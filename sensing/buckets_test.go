@@ -212,3 +212,62 @@ func TestSpansCovers(t *testing.T) {
 		})
 	}
 }
+
+// Runs of pieces of buckets are cut only where a bucket ends, each about
+// an nth of the pieces' time: the second day is in two pieces (16 and 4
+// hours), and with ten runs a cut by time alone would fall between them.
+func TestBucketRunsOf(t *testing.T) {
+	day := 24.0
+	var starts []store.BucketStart
+	for d := range 9 {
+		at := spansOf(float64(d)*day, float64(d)*day+1).from[0]
+		starts = append(starts, store.BucketStart{Local: at, At: at})
+	}
+	b, err := newBucketing(store.BucketQuery{Interval: 24 * time.Hour, Zone: "UTC"}, starts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &aggregation{b: b}
+	var pieces spans // appended, not added: pieces that meet stay apart
+	for _, p := range [][2]float64{{0, day}, {day, day + 16}, {day + 20, 2 * day}, {2 * day, 3 * day}, {3 * day, 4 * day},
+		{4 * day, 5 * day}, {5 * day, 6 * day}, {6 * day, 7 * day}, {7 * day, 8 * day}} {
+		s := spansOf(p[0], p[1])
+		pieces.from, pieces.to = append(pieces.from, s.from...), append(pieces.to, s.to...)
+	}
+	tests := []struct {
+		name string
+		n    int
+		runs [][2]int // of pieces, [first, last)
+	}{
+		{"Ten", 10, [][2]int{{0, 1}, {1, 3}, {3, 4}, {4, 5}, {5, 6}, {6, 7}, {7, 8}, {8, 9}}},
+		{"Two", 2, [][2]int{{0, 6}, {6, 9}}},
+		{"One", 1, [][2]int{{0, 9}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			runs := a.bucketRunsOf(pieces, tt.n)
+			var want []spans
+			for _, r := range tt.runs {
+				want = append(want, spans{from: pieces.from[r[0]:r[1]], to: pieces.to[r[0]:r[1]]})
+			}
+			if !slices.EqualFunc(runs, want, func(x, y spans) bool {
+				return slices.EqualFunc(x.from, y.from, time.Time.Equal) && slices.EqualFunc(x.to, y.to, time.Time.Equal)
+			}) {
+				t.Errorf("bucketRunsOf(pieces, %d) = %v, want %v", tt.n, runStarts(runs), runStarts(want))
+			}
+		})
+	}
+}
+
+// runStarts are the instants each run's pieces start at.
+func runStarts(runs []spans) [][]string {
+	var starts [][]string
+	for _, r := range runs {
+		var s []string
+		for _, t := range r.from {
+			s = append(s, t.Format("Jan 2 15h"))
+		}
+		starts = append(starts, s)
+	}
+	return starts
+}
