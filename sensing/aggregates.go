@@ -5,7 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/sensorreadings/readings/stats"
@@ -540,34 +540,39 @@ func (a *aggregation) gatherInHalves(ctx context.Context, tx *store.Tx, sp, firs
 }
 
 // bucketRuns is how many runs of whole buckets gatherInRuns cuts a long
-// read into: the two connections then finish within about an eighth of
-// the read of each other, for a statement more a run (a few
-// milliseconds, against some 80 ms of PostgreSQL's a run of 13e's
+// read into: the two connections then finish within about a sixteenth
+// of the read of each other, for a statement more a run (a few
+// milliseconds, against some 40 ms of PostgreSQL's a run of 13e's
 // million readings).
-const bucketRuns = 8
+const bucketRuns = 16
 
 // gatherInRuns gathers the pieces of buckets sp (bucketPieces) into a with
-// gather, when sp is long enough, in runs of whole buckets (bucketRunsOf)
-// that tx and a connection of its own (store.Tx.Beside) take in turn,
-// each the next run left as soon as it has gathered its last; sp whole on
-// tx otherwise. Two halves fixed in advance end when the slower
-// connection ends: one whose backend is new to the readings' pages, or
-// whose core other work takes, left the other idle for a third of the
-// read and more. Each bucket is gathered whole on one connection, its
-// values added in time order as the readings alone add them, and each
-// worker's buckets are merged into a only once both have ended. It says
-// whether gather could; if not, a is as it was. Without a connection to
-// spare, sp is gathered whole on tx.
+// gather, when sp is long enough, in runs of whole buckets (bucketRunsOf):
+// tx takes them from the first on, and a connection of its own
+// (store.Tx.Beside) from the last back, each the next as soon as it has
+// gathered its last, until they meet; sp whole on tx otherwise. Two
+// halves fixed in advance end when the slower connection ends, and one
+// whose core other work takes left the other idle for a third of the
+// read and more. From the two ends, each connection still reads mostly
+// the pages it read the time before (the pool keeps its idle connections
+// as a stack, so a request mostly gets back the two it last had): a
+// backend's first read of a page in shared buffers costs it many times a
+// later one on this kind of virtual machine (docs/performance.md). Each
+// bucket is gathered whole on one connection, its values added in time
+// order as the readings alone add them, and each connection's buckets
+// are merged into a only once both have ended. It says whether gather
+// could; if not, a is as it was. Without a connection to spare, sp is
+// gathered whole on tx.
 func (a *aggregation) gatherInRuns(ctx context.Context, tx *store.Tx, sp spans, gather func(*aggregation, *store.Tx, spans) (bool, error)) (bool, error) {
 	runs := a.bucketRunsOf(sp, bucketRuns)
 	if sp.length() < minSplit || len(runs) < 2 {
 		return a.gatherInHalves(ctx, tx, sp, sp, spans{}, gather)
 	}
-	var next atomic.Int64
-	work := func(f *aggregation, tx *store.Tx) (bool, error) {
-		for i := next.Add(1) - 1; i < int64(len(runs)); i = next.Add(1) - 1 {
+	q := runQueue{hi: len(runs) - 1}
+	work := func(f *aggregation, tx *store.Tx, fromEnd bool) (bool, error) {
+		for i, ok := q.take(fromEnd); ok; i, ok = q.take(fromEnd) {
 			if ok, err := gather(f, tx, runs[i]); err != nil || !ok {
-				next.Store(int64(len(runs))) // the other stops after its run
+				q.stop() // the other stops after its run
 				return ok, err
 			}
 		}
@@ -577,7 +582,7 @@ func (a *aggregation) gatherInRuns(ctx context.Context, tx *store.Tx, sp spans, 
 	otherOK := true
 	wait, started, err := tx.Beside(ctx, func(tx *store.Tx) error {
 		var err error
-		otherOK, err = work(other, tx)
+		otherOK, err = work(other, tx, true)
 		return err
 	})
 	if err != nil {
@@ -586,7 +591,7 @@ func (a *aggregation) gatherInRuns(ctx context.Context, tx *store.Tx, sp spans, 
 	if !started {
 		return a.gatherInHalves(ctx, tx, sp, sp, spans{}, gather)
 	}
-	ok, err := work(mine, tx)
+	ok, err := work(mine, tx, false)
 	if werr := wait(); err == nil {
 		err = werr
 	}
@@ -596,6 +601,37 @@ func (a *aggregation) gatherInRuns(ctx context.Context, tx *store.Tx, sp spans, 
 	a.absorb(mine)
 	a.absorb(other)
 	return true, nil
+}
+
+// runQueue hands out the runs lo to hi, from either end, to two
+// connections at once.
+type runQueue struct {
+	mu      sync.Mutex
+	lo, hi  int
+	stopped bool
+}
+
+// take is the next run from the first end, or from the last, and whether
+// there is one left.
+func (q *runQueue) take(fromEnd bool) (int, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.stopped || q.lo > q.hi {
+		return 0, false
+	}
+	if fromEnd {
+		q.hi--
+		return q.hi + 1, true
+	}
+	q.lo++
+	return q.lo - 1, true
+}
+
+// stop leaves no run to take.
+func (q *runQueue) stop() {
+	q.mu.Lock()
+	q.stopped = true
+	q.mu.Unlock()
 }
 
 // bucketRunsOf cuts pieces of buckets (bucketPieces) into at most n runs

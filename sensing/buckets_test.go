@@ -271,3 +271,24 @@ func runStarts(runs []spans) [][]string {
 	}
 	return starts
 }
+
+// Of five runs, tx takes them from the first on and the connection beside
+// it from the last back, until they meet, each run once; after stop,
+// none.
+func TestRunQueue(t *testing.T) {
+	q := runQueue{hi: 4}
+	var got []int
+	for _, fromEnd := range []bool{false, true, true, false, true, false} {
+		if i, ok := q.take(fromEnd); ok {
+			got = append(got, i)
+		}
+	}
+	if want := []int{0, 4, 3, 1, 2}; !slices.Equal(got, want) {
+		t.Errorf("runs taken = %v, want %v", got, want)
+	}
+	q = runQueue{hi: 4}
+	q.stop()
+	if i, ok := q.take(false); ok {
+		t.Errorf("take after stop = %d, want none", i)
+	}
+}
