@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/sensorreadings/readings/stats"
@@ -474,7 +473,8 @@ func (a *aggregation) readGroups(ctx context.Context, tx *store.Tx, sensorID int
 	}
 	if interval >= minBucketScan {
 		if pieces, ok := a.bucketPieces(sp); ok {
-			return a.gatherInRuns(ctx, tx, pieces, func(a *aggregation, tx *store.Tx, sp spans) (bool, error) {
+			first, second := pieces.halvesBetween()
+			return a.gatherInHalves(ctx, tx, pieces, first, second, func(a *aggregation, tx *store.Tx, sp spans) (bool, error) {
 				return a.gatherBuckets(ctx, tx, sensorID, sp, interval)
 			})
 		}
@@ -537,128 +537,6 @@ func (a *aggregation) gatherInHalves(ctx context.Context, tx *store.Tx, sp, firs
 		a.absorb(other)
 	}
 	return true, nil
-}
-
-// bucketRuns is how many runs of whole buckets gatherInRuns cuts a long
-// read into: the two connections then finish within about a sixteenth
-// of the read of each other, for a statement more a run (a few
-// milliseconds, against some 40 ms of PostgreSQL's a run of 13e's
-// million readings).
-const bucketRuns = 16
-
-// gatherInRuns gathers the pieces of buckets sp (bucketPieces) into a with
-// gather, when sp is long enough, in runs of whole buckets (bucketRunsOf):
-// tx takes them from the first on, and a connection of its own
-// (store.Tx.Beside) from the last back, each the next as soon as it has
-// gathered its last, until they meet; sp whole on tx otherwise. Two
-// halves fixed in advance end when the slower connection ends, and one
-// whose core other work takes left the other idle for a third of the
-// read and more. From the two ends, each connection still reads mostly
-// the pages it read the time before (the pool keeps its idle connections
-// as a stack, so a request mostly gets back the two it last had): a
-// backend's first read of a page in shared buffers costs it many times a
-// later one on this kind of virtual machine (docs/performance.md). Each
-// bucket is gathered whole on one connection, its values added in time
-// order as the readings alone add them, and each connection's buckets
-// are merged into a only once both have ended. It says whether gather
-// could; if not, a is as it was. Without a connection to spare, sp is
-// gathered whole on tx.
-func (a *aggregation) gatherInRuns(ctx context.Context, tx *store.Tx, sp spans, gather func(*aggregation, *store.Tx, spans) (bool, error)) (bool, error) {
-	runs := a.bucketRunsOf(sp, bucketRuns)
-	if sp.length() < minSplit || len(runs) < 2 {
-		return a.gatherInHalves(ctx, tx, sp, sp, spans{}, gather)
-	}
-	q := runQueue{hi: len(runs) - 1}
-	work := func(f *aggregation, tx *store.Tx, fromEnd bool) (bool, error) {
-		for i, ok := q.take(fromEnd); ok; i, ok = q.take(fromEnd) {
-			if ok, err := gather(f, tx, runs[i]); err != nil || !ok {
-				q.stop() // the other stops after its run
-				return ok, err
-			}
-		}
-		return true, nil
-	}
-	mine, other := a.fork(), a.fork()
-	otherOK := true
-	wait, started, err := tx.Beside(ctx, func(tx *store.Tx) error {
-		var err error
-		otherOK, err = work(other, tx, true)
-		return err
-	})
-	if err != nil {
-		return false, err
-	}
-	if !started {
-		return a.gatherInHalves(ctx, tx, sp, sp, spans{}, gather)
-	}
-	ok, err := work(mine, tx, false)
-	if werr := wait(); err == nil {
-		err = werr
-	}
-	if err != nil || !ok || !otherOK {
-		return false, err
-	}
-	a.absorb(mine)
-	a.absorb(other)
-	return true, nil
-}
-
-// runQueue hands out the runs lo to hi, from either end, to two
-// connections at once.
-type runQueue struct {
-	mu      sync.Mutex
-	lo, hi  int
-	stopped bool
-}
-
-// take is the next run from the first end, or from the last, and whether
-// there is one left.
-func (q *runQueue) take(fromEnd bool) (int, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.stopped || q.lo > q.hi {
-		return 0, false
-	}
-	if fromEnd {
-		q.hi--
-		return q.hi + 1, true
-	}
-	q.lo++
-	return q.lo - 1, true
-}
-
-// stop leaves no run to take.
-func (q *runQueue) stop() {
-	q.mu.Lock()
-	q.stopped = true
-	q.mu.Unlock()
-}
-
-// bucketRunsOf cuts pieces of buckets (bucketPieces) into at most n runs
-// of consecutive pieces, each about an nth of their time, and each only
-// between pieces of different buckets, so that a bucket's pieces are all
-// in one run.
-func (a *aggregation) bucketRunsOf(pieces spans, n int) []spans {
-	total := pieces.length()
-	var (
-		runs []spans
-		run  spans
-		done int64
-		last = -1
-	)
-	for k := range pieces.from {
-		i, _ := a.b.index(pieces.from[k]) // bucketPieces has found each
-		if len(run.from) > 0 && i != last && done*int64(n) >= total*int64(len(runs)+1) {
-			runs, run = append(runs, run), spans{}
-		}
-		run.from, run.to = append(run.from, pieces.from[k]), append(run.to, pieces.to[k])
-		done += pieces.to[k].UnixMicro() - pieces.from[k].UnixMicro()
-		last = i
-	}
-	if len(run.from) > 0 {
-		runs = append(runs, run)
-	}
-	return runs
 }
 
 // bucketPieces cuts sp at its buckets' bounds, into the part of each
@@ -1061,6 +939,21 @@ func (s *spans) halves() (first, second spans) {
 			continue
 		}
 		second.add(a, b)
+	}
+	return first, second
+}
+
+// halvesBetween cuts the spans into two runs, each about half their
+// time, between two spans, so that no span is cut.
+func (s *spans) halvesBetween() (first, second spans) {
+	left := s.length() / 2
+	for i := range s.from {
+		if left > 0 {
+			left -= s.to[i].UnixMicro() - s.from[i].UnixMicro()
+			first.from, first.to = append(first.from, s.from[i]), append(first.to, s.to[i])
+			continue
+		}
+		second.from, second.to = append(second.from, s.from[i]), append(second.to, s.to[i])
 	}
 	return first, second
 }
