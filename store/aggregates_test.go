@@ -462,7 +462,7 @@ func TestValueBytes(t *testing.T) {
 			}
 		}
 		if superuser && len(values) > 0 && (len(held) != 20+8*len(values) || bytes.Equal(held, sent)) {
-			t.Errorf("readings_vals_bytes(%v) = %x, want the array as held (%d bytes)", values, held, 20+8*len(values))
+			t.Errorf("readings_vals_bytes of %d values = %d bytes, %x…; want the array as held, %d bytes", len(values), len(held), held[:min(len(held), 20)], 20+8*len(values))
 		}
 	}
 }
