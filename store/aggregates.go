@@ -218,11 +218,13 @@ const commonIDsSQL = `CASE WHEN (SELECT si.input_ids <@ $4::bigint[] FROM sensor
 
 // spanReadingsSQL are the readings of the sensor $1 in the spans [$2[i],
 // $3[i]), a range scan each, in time order within each span, their input
-// ids NULL where they are $4 (commonIDsSQL). OFFSET 0 keeps the planner
+// ids NULL where they are $4 (commonIDsSQL), their values as
+// readings_vals_bytes gives them (a copy, not a call a value; migration
+// 00073). OFFSET 0 keeps the planner
 // from joining the spans to every reading of the sensor, which it prefers
 // on compressed chunks.
 const spanReadingsSQL = `
-SELECT r.datetime, CASE WHEN ` + commonIDsSQL + ` THEN NULL ELSE r.input_ids END, r.vals
+SELECT r.datetime, CASE WHEN ` + commonIDsSQL + ` THEN NULL ELSE r.input_ids END, readings_vals_bytes(r.vals)
 FROM unnest($2::timestamptz[], $3::timestamptz[]) AS w(a, b)
 CROSS JOIN LATERAL (
     SELECT r.datetime, r.input_ids, r.vals FROM readings r
@@ -264,20 +266,20 @@ func scanSpanReadings(rows pgx.Rows, common []int64, fn func(*Reading) error) er
 	var reading Reading
 	for rows.Next() {
 		raw := rows.RawValues()
+		var err error
+		if reading.Time, err = decodeTimestamptz(raw[0]); err != nil {
+			return fmt.Errorf("datetime: %w", err)
+		}
 		if raw[1] == nil {
-			var err error
-			if reading.Time, err = decodeTimestamptz(raw[0]); err != nil {
-				return fmt.Errorf("datetime: %w", err)
-			}
 			reading.InputIDs = append(reading.InputIDs[:0], common...)
-			if reading.Values, err = decodeFloats(raw[2], reading.Values[:0]); err != nil {
-				return fmt.Errorf("vals: %w", err)
-			}
-			if len(reading.Values) != len(common) {
-				return fmt.Errorf("%d values for the %d common input ids", len(reading.Values), len(common))
-			}
-		} else if err := decodeReading(raw, &reading); err != nil {
-			return err
+		} else if reading.InputIDs, err = decodeArray(raw[1], reading.InputIDs[:0], func(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) }); err != nil {
+			return fmt.Errorf("input_ids: %w", err)
+		}
+		if reading.Values, err = decodeValueBytes(raw[2], reading.Values[:0]); err != nil {
+			return fmt.Errorf("vals: %w", err)
+		}
+		if len(reading.Values) != len(reading.InputIDs) {
+			return fmt.Errorf("%d values for %d input ids", len(reading.Values), len(reading.InputIDs))
 		}
 		if err := fn(&reading); err != nil {
 			return err

@@ -1,8 +1,10 @@
 package store_test
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -425,5 +427,42 @@ func TestCommonIDsByStoredSize(t *testing.T) {
 			}
 			t.Run("Compressed", check)
 		})
+	}
+}
+
+// TestValueBytes holds readings_vals_bytes (migration 00073), and the
+// array_send it falls back to, to the values: odd ones, none and many,
+// bit for bit; and, for a superuser on a little-endian server (the test
+// clusters), to the held form, which is what it is for.
+func TestValueBytes(t *testing.T) {
+	pool := storetest.NewPool(t)
+	ctx := t.Context()
+	var superuser bool
+	if err := pool.QueryRow(ctx, `SELECT rolsuper FROM pg_roles WHERE rolname = current_user`).Scan(&superuser); err != nil {
+		t.Fatal(err)
+	}
+	many := make([]float64, 300)
+	for i := range many {
+		many[i] = float64(i) / 7
+	}
+	for _, values := range [][]float64{
+		{1.5, -2},
+		{math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(), math.SmallestNonzeroFloat64, math.MaxFloat64, 0x1p960},
+		{},
+		many,
+	} {
+		var held, sent []byte
+		if err := pool.QueryRow(ctx, `SELECT readings_vals_bytes($1::float8[]), array_send($1::float8[])`, values).Scan(&held, &sent); err != nil {
+			t.Fatal(err)
+		}
+		sameBits := func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) }
+		for _, b := range [][]byte{held, sent} {
+			if got, err := store.DecodeValueBytes(b, nil); err != nil || !slices.EqualFunc(got, values, sameBits) {
+				t.Errorf("decodeValueBytes(%x) = %v, %v; want %v", b, got, err, values)
+			}
+		}
+		if superuser && len(values) > 0 && (len(held) != 20+8*len(values) || bytes.Equal(held, sent)) {
+			t.Errorf("readings_vals_bytes of %d values = %d bytes, %x…; want the array as held, %d bytes", len(values), len(held), held[:min(len(held), 20)], 20+8*len(values))
+		}
 	}
 }

@@ -20,6 +20,9 @@ var HourFirsts = hourFirsts
 // values, which it must agree with.
 var DecodeFloats = decodeFloats
 
+// DecodeValueBytes is decodeValueBytes.
+var DecodeValueBytes = decodeValueBytes
+
 func DecodeFloatArray(src []byte) ([]float64, error) {
 	return decodeArray(src, nil, func(b []byte) float64 { return math.Float64frombits(binary.BigEndian.Uint64(b)) })
 }

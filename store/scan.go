@@ -125,6 +125,35 @@ func decodeFloats(src []byte, dst []float64) ([]float64, error) {
 	return dst, nil
 }
 
+// decodeValueBytes appends the values of readings_vals_bytes's answer
+// (migration 00073): the float8[] as the server holds it (ndim, data
+// offset, element type, then length and lower bound per dimension, then
+// the values, 8 bytes each, little-endian: the migration makes it so only
+// where the server lays them out so), or, where the migration could not,
+// the array's binary form (decodeFloats). The element type tells the two
+// apart: at bytes 8 to 11, little-endian in the one, big-endian in the
+// other.
+func decodeValueBytes(src []byte, dst []float64) ([]float64, error) {
+	if len(src) < 12 || binary.LittleEndian.Uint32(src[8:]) != float8OID {
+		return decodeFloats(src, dst)
+	}
+	switch ndim := binary.LittleEndian.Uint32(src); {
+	case ndim == 0 && len(src) == 12:
+		return dst, nil
+	case ndim != 1 || binary.LittleEndian.Uint32(src[4:]) != 0 || len(src) < 20:
+		return nil, fmt.Errorf("not a one-dimensional array without nulls")
+	}
+	n := int(binary.LittleEndian.Uint32(src[12:]))
+	if src = src[20:]; len(src) != n*8 {
+		return nil, fmt.Errorf("%d values in %d bytes", n, len(src))
+	}
+	dst = slices.Grow(dst, n)
+	for ; len(src) >= 8; src = src[8:] {
+		dst = append(dst, math.Float64frombits(binary.LittleEndian.Uint64(src)))
+	}
+	return dst, nil
+}
+
 // arrayElements returns the elements of a one-dimensional array of 8-byte
 // values without nulls in PostgreSQL's binary format (ndim, flags,
 // element type, then length and lower bound per dimension), each a length
