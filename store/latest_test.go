@@ -200,10 +200,13 @@ FROM generate_series('2024-01-01'::timestamptz, '2024-03-01', '1 day') t`, senso
 
 // TestLatestReadingsPlan reads the latest values of a project whose
 // sensors' ids straddle another project's thousands, under the generic
-// plan PostgreSQL keeps for the statement from its sixth run on: the
-// statement must read the project's own sensors and no other's (it read
-// every other sensor with a higher id through the primary key when it
-// said project_id = $2), and page through them as before.
+// plan PostgreSQL keeps for the statement from its sixth run on and under
+// the custom plans of the five runs before: the statement must read the
+// project's own sensors and no other's (it read every other sensor with a
+// higher id through the primary key when it said project_id = $2), and
+// their newest readings and no other's (a custom plan hashed all of
+// sensor_latest when the newest readings were joined, not looked up),
+// and page through them as before.
 func TestLatestReadingsPlan(t *testing.T) {
 	ctx := t.Context()
 	pool := storetest.NewPool(t)
@@ -215,7 +218,26 @@ func TestLatestReadingsPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = append(want, newSensor(t, db, read, nil).SensorID)
-	if _, err := pool.Exec(ctx, `ANALYZE sensors`); err != nil {
+	// The bench's shape: a project of 105 sensors beside a fleet of
+	// 10,000, each with a newest reading.
+	rows, err := pool.Query(ctx, `INSERT INTO sensors (project_id, name) SELECT $1, 'gauge ' || n FROM generate_series(1, 102) n RETURNING id`, read.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gauges, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(gauges)
+	want = append(want, gauges...)
+	if _, err := pool.Exec(ctx, `INSERT INTO sensors (project_id, name) SELECT $1, 'logger ' || n FROM generate_series(3001, 10000) n`, fleet.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO sensor_latest (sensor_id, datetime, input_ids, vals)
+		SELECT id, now(), '{1}', '{1}' FROM sensors WHERE project_id IN ($1, $2)`, read.ID, fleet.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE sensors, sensor_latest`); err != nil {
 		t.Fatal(err)
 	}
 
@@ -224,17 +246,27 @@ func TestLatestReadingsPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	var plan []map[string]any
-	if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan; PREPARE latest AS `+store.LatestReadingsSQL,
-		pgx.QueryExecModeSimpleProtocol); err != nil {
+	if _, err := conn.Exec(ctx, `PREPARE latest AS `+store.LatestReadingsSQL, pgx.QueryExecModeSimpleProtocol); err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `DEALLOCATE latest; RESET plan_cache_mode`, pgx.QueryExecModeSimpleProtocol)
-	if err := conn.QueryRow(ctx, fmt.Sprintf(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE latest(%d, %d, 0, 1001, false)`, org.ID, read.ID)).Scan(&plan); err != nil {
-		t.Fatal(err)
-	}
-	if got := sensorsRead(plan[0]["Plan"].(map[string]any)); got != float64(len(want)) {
-		t.Errorf("the generic plan read %v sensors, want the project's %d:\n%v", got, len(want), plan)
+	// The generic plan, kept from the sixth run on, and the custom plans
+	// of the five before it.
+	for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
+		if _, err := conn.Exec(ctx, `SET plan_cache_mode = `+mode, pgx.QueryExecModeSimpleProtocol); err != nil {
+			t.Fatal(err)
+		}
+		var plan []map[string]any
+		if err := conn.QueryRow(ctx, fmt.Sprintf(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE latest(%d, %d, 0, 1001, false)`, org.ID, read.ID)).Scan(&plan); err != nil {
+			t.Fatal(err)
+		}
+		root := plan[0]["Plan"].(map[string]any)
+		if got := rowsRead(root, "sensors"); got != float64(len(want)) {
+			t.Errorf("%s: the plan read %v sensors, want the project's %d:\n%v", mode, got, len(want), plan)
+		}
+		if got := rowsRead(root, "sensor_latest"); got > float64(len(want)) {
+			t.Errorf("%s: the plan read %v rows of sensor_latest, want at most the project's %d:\n%v", mode, got, len(want), plan)
+		}
 	}
 
 	for _, after := range []int64{0, want[0], want[1], want[2]} {
@@ -252,19 +284,20 @@ func TestLatestReadingsPlan(t *testing.T) {
 	}
 }
 
-// sensorsRead is how many rows the scans of sensors in plan took, the ones
-// their filter removed included.
-func sensorsRead(plan map[string]any) float64 {
+// rowsRead is how many rows the scans of table in plan took, the ones
+// their filter removed included, over all their loops.
+func rowsRead(plan map[string]any, table string) float64 {
 	var n float64
-	if plan["Relation Name"] == "sensors" {
+	if plan["Relation Name"] == table {
+		loops, _ := plan["Actual Loops"].(float64)
 		for _, k := range []string{"Actual Rows", "Rows Removed by Filter", "Rows Removed by Index Recheck"} {
 			v, _ := plan[k].(float64)
-			n += v
+			n += v * loops
 		}
 	}
 	children, _ := plan["Plans"].([]any)
 	for _, c := range children {
-		n += sensorsRead(c.(map[string]any))
+		n += rowsRead(c.(map[string]any), table)
 	}
 	return n
 }
