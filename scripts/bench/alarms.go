@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sensorreadings/readings/gen/client"
+	"github.com/sensorreadings/readings/scripts/proccpu"
 )
 
 // alarmRounds is how many times rows 11a and 11b each ingest the data set,
@@ -159,7 +160,9 @@ func (c cpuSpent) perReading(n int) string {
 	if !c.known {
 		return ""
 	}
-	us := func(ticks int64) string { return fmt.Sprintf("%.1f µs", float64(ticks)/clockTicks/float64(n)*1e6) }
+	us := func(ticks int64) string {
+		return fmt.Sprintf("%.1f µs", float64(ticks)/proccpu.ClockTicks/float64(n)*1e6)
+	}
 	return fmt.Sprintf("; CPU per reading: service %s + PostgreSQL %s = %s", us(c.service), us(c.postgres), us(c.service+c.postgres))
 }
 
@@ -169,7 +172,7 @@ func (c cpuSpent) postgresPerReading(n int) string {
 	if !c.known {
 		return ""
 	}
-	return fmt.Sprintf("; PostgreSQL's CPU per reading %.1f µs", float64(c.postgres)/clockTicks/float64(n)*1e6)
+	return fmt.Sprintf("; PostgreSQL's CPU per reading %.1f µs", float64(c.postgres)/proccpu.ClockTicks/float64(n)*1e6)
 }
 
 // postgresRatio compares PostgreSQL's CPU per reading with base's, as a

@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sensorreadings/readings/scripts/proccpu"
 )
 
 // cpuMeter tells how much of the machine's CPU went to processes other than
@@ -53,15 +54,15 @@ func (e *env) localPostmaster(ctx context.Context) (int, error) {
 	if err := e.pool.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
 		return 0, err
 	}
-	stat, err := procStat(backend)
+	stat, err := proccpu.Read(backend)
 	if err != nil {
 		return 0, errors.New("PostgreSQL runs elsewhere")
 	}
-	cmd, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(stat.ppid), "cmdline"))
+	cmd, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(stat.PPID), "cmdline"))
 	if !strings.Contains(string(cmd), "postgres") {
 		return 0, errors.New("PostgreSQL runs elsewhere")
 	}
-	return stat.ppid, nil
+	return stat.PPID, nil
 }
 
 // setPeer makes the meter count pid, a peer, as the service, or no peer
@@ -73,46 +74,31 @@ func (m *cpuMeter) setPeer(pid int) {
 	}
 }
 
-// sample reads the meter. A backend that exits between two samples is not
-// lost: the postmaster reaps it, and its CPU moves to the postmaster's
-// children's time, which is counted too.
+// sample reads the meter.
 func (m *cpuMeter) sample() cpuSample {
 	s := cpuSample{at: time.Now()}
 	if m == nil {
 		return s
 	}
-	busy, err := machineBusy()
+	busy, err := proccpu.MachineBusy()
 	if err != nil {
 		return s
 	}
 	s.busy = busy
-	if st, err := procStat(m.bench); err == nil {
-		s.bench = st.self
+	if st, err := proccpu.Read(m.bench); err == nil {
+		s.bench = st.Self
 	}
-	if st, err := procStat(m.service); err == nil {
-		s.service = st.self
+	if st, err := proccpu.Read(m.service); err == nil {
+		s.service = st.Self
 	}
-	if st, err := procStat(m.peer); m.peer != 0 && err == nil {
-		s.service += st.self
+	if st, err := proccpu.Read(m.peer); m.peer != 0 && err == nil {
+		s.service += st.Self
 	}
-	entries, err := os.ReadDir("/proc")
+	postgres, err := proccpu.Postgres(m.postmaster)
 	if err != nil {
 		return s
 	}
-	for _, entry := range entries {
-		pid, err := strconv.Atoi(entry.Name())
-		if err != nil {
-			continue
-		}
-		st, err := procStat(pid)
-		switch {
-		case err != nil:
-		case pid == m.postmaster:
-			s.postgres += st.self + st.children
-		case st.ppid == m.postmaster:
-			s.postgres += st.self
-		}
-	}
+	s.postgres = postgres
 	s.ours = s.bench + s.service + s.postgres
 	s.valid = true
 	return s
@@ -145,7 +131,7 @@ func cpuOf(phase string, samples []cpuSample) (phaseCPU, bool) {
 	if secs <= 0 {
 		return phaseCPU{}, false
 	}
-	cores := func(ticks int64) float64 { return float64(ticks) / clockTicks / secs }
+	cores := func(ticks int64) float64 { return float64(ticks) / proccpu.ClockTicks / secs }
 	return phaseCPU{
 		phase:     phase,
 		seconds:   secs,
@@ -171,64 +157,11 @@ func othersShareOf(samples []cpuSample) float64 {
 		if !from.valid || !to.valid {
 			return -1
 		}
-		capacity += to.at.Sub(from.at).Seconds() * clockTicks * float64(runtime.NumCPU())
+		capacity += to.at.Sub(from.at).Seconds() * proccpu.ClockTicks * float64(runtime.NumCPU())
 		others += float64((to.busy - from.busy) - (to.ours - from.ours))
 	}
 	if capacity == 0 {
 		return -1
 	}
 	return max(0, others/capacity)
-}
-
-// clockTicks is USER_HZ, the unit of /proc's CPU times: 100 on every Linux
-// architecture Go supports.
-const clockTicks = 100
-
-// machineBusy is the ticks all CPUs spent neither idle nor waiting for I/O.
-func machineBusy() (int64, error) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, err
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	fields := strings.Fields(line)
-	if len(fields) < 9 || fields[0] != "cpu" {
-		return 0, errors.New("/proc/stat: no cpu line")
-	}
-	var busy int64
-	// user nice system idle iowait irq softirq steal
-	for i, f := range fields[1:9] {
-		if i == 3 || i == 4 {
-			continue
-		}
-		n, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/stat: %w", err)
-		}
-		busy += n
-	}
-	return busy, nil
-}
-
-type pidStat struct {
-	ppid     int
-	self     int64 // utime + stime
-	children int64 // cutime + cstime: reaped children
-}
-
-// procStat reads a process's parent and CPU times from /proc/<pid>/stat.
-func procStat(pid int) (pidStat, error) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return pidStat{}, err
-	}
-	// The command name, field 2, is in parentheses and may hold spaces.
-	_, rest, ok := strings.Cut(string(b), ") ")
-	f := strings.Fields(rest)
-	if !ok || len(f) < 15 {
-		return pidStat{}, fmt.Errorf("/proc/%d/stat: too short", pid)
-	}
-	// f[0] is field 3 (state): ppid is field 4, utime..cstime fields 14..17.
-	n := func(i int) int64 { v, _ := strconv.ParseInt(f[i-3], 10, 64); return v }
-	return pidStat{ppid: int(n(4)), self: n(14) + n(15), children: n(16) + n(17)}, nil
 }

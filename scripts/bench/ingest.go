@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sensorreadings/readings/gen/client"
+	"github.com/sensorreadings/readings/scripts/proccpu"
 )
 
 // serviceIngest is rows 3 and 7a: the same readings POSTed by concurrent
@@ -118,7 +119,7 @@ func (e *env) vacuumAfter(ctx context.Context, res *results, row string, n int) 
 	cpu.add([]cpuSample{before, e.meter.sample()})
 	figure := fmt.Sprintf("%.1f s", elapsed.Seconds())
 	if cpu.known {
-		figure += fmt.Sprintf("; PostgreSQL's CPU per reading of (%s) %.1f µs", row, float64(cpu.postgres)/clockTicks/float64(n)*1e6)
+		figure += fmt.Sprintf("; PostgreSQL's CPU per reading of (%s) %.1f µs", row, float64(cpu.postgres)/proccpu.ClockTicks/float64(n)*1e6)
 	}
 	res.add(row+"v", fmt.Sprintf("VACUUM (ANALYZE) of readings right after (%s), which autovacuum would otherwise run during the next phase", row), figure, "–")
 	return nil

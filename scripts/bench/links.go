@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sensorreadings/readings/gen/client"
+	"github.com/sensorreadings/readings/scripts/proccpu"
 )
 
 // linkedSensors prepares row 12: two copies of row 6b's sensor whose input
@@ -123,7 +124,7 @@ func pageCPU(kinds [3]cpuSpent, n int) string {
 		return ""
 	}
 	us := func(c cpuSpent) string {
-		return fmt.Sprintf("%.0f + %.0f µs", float64(c.service)/clockTicks/float64(n)*1e6, float64(c.postgres)/clockTicks/float64(n)*1e6)
+		return fmt.Sprintf("%.0f + %.0f µs", float64(c.service)/proccpu.ClockTicks/float64(n)*1e6, float64(c.postgres)/proccpu.ClockTicks/float64(n)*1e6)
 	}
 	return fmt.Sprintf("; CPU per page, service + PostgreSQL: unlinked %s, linked %s, dense source %s", us(kinds[0]), us(kinds[1]), us(kinds[2]))
 }

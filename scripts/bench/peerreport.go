@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/sensorreadings/readings/scripts/proccpu"
 )
 
 // writePeers prints the peer table, the service's rows next to each
@@ -96,7 +98,7 @@ func (r *report) phaseCost(phase string, n int) (time.Duration, bool) {
 // pages, so the phase's line of the CPU table counts both.
 func (r *report) servicePageCost() (time.Duration, bool) {
 	c := r.res.serviceReadCPU
-	return time.Duration(float64(c.service+c.postgres) / clockTicks / float64(r.cfg.queries) * float64(time.Second)), c.known
+	return time.Duration(float64(c.service+c.postgres) / proccpu.ClockTicks / float64(r.cfg.queries) * float64(time.Second)), c.known
 }
 
 // writeIngestTargets prints the targets of issue 26 that rows 1c, 3 and 4
@@ -107,7 +109,7 @@ func (r *report) writeIngestTargets(w io.Writer) {
 		return
 	}
 	n := float64(r.cfg.readings)
-	us := func(ticks int64) float64 { return float64(ticks) / clockTicks / n * 1e6 }
+	us := func(ticks int64) float64 { return float64(ticks) / proccpu.ClockTicks / n * 1e6 }
 	fresh, raw := res.serviceIngestCPU, res.rawIngestConcurrentCPU
 	fmt.Fprint(w, "\nThe targets of issue 26 that rows 1c, 3 and 4 decide, in this run (CPU per reading holds on a shared machine; rates do not):\n\n")
 	fmt.Fprintln(w, "| Target | This run | |")

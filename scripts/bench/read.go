@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/sensorreadings/readings/scripts/proccpu"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -136,5 +137,5 @@ func (c cpuSpent) postgresPerRequest(n int) string {
 }
 
 func micros(ticks int64, n int) string {
-	return fmt.Sprintf("%.0f µs", float64(ticks)/clockTicks/float64(n)*1e6)
+	return fmt.Sprintf("%.0f µs", float64(ticks)/proccpu.ClockTicks/float64(n)*1e6)
 }

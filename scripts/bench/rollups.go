@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sensorreadings/readings/gen/client"
+	"github.com/sensorreadings/readings/scripts/proccpu"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -207,7 +208,9 @@ func (c cpuSpent) perRequest(n int) string {
 	if !c.known {
 		return ""
 	}
-	ms := func(ticks int64) string { return fmt.Sprintf("%.1f ms", float64(ticks)/clockTicks/float64(n)*1e3) }
+	ms := func(ticks int64) string {
+		return fmt.Sprintf("%.1f ms", float64(ticks)/proccpu.ClockTicks/float64(n)*1e3)
+	}
 	return fmt.Sprintf("; CPU per request: service %s, PostgreSQL %s", ms(c.service), ms(c.postgres))
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sensorreadings/readings/scripts/proccpu"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -69,7 +70,7 @@ func (e *env) inTurns(ctx context.Context, profile string, n int,
 	servedBefore, servedErr := e.serviceBackends(ctx)
 	profiled := e.profile(ctx, profile, readProfileTime)
 	stop, before := e.clock(), e.meter.sample()
-	backendBefore, backendErr := procStat(backend)
+	backendBefore, backendErr := proccpu.Read(backend)
 	for i := range n {
 		rawTurn := func() error { return timed(&t.raw, func() error { return raw(ctx, db, i) }) }
 		servedTurn := func() error { return timed(&t.served, func() error { return served(ctx, i) }) }
@@ -84,7 +85,7 @@ func (e *env) inTurns(ctx context.Context, profile string, n int,
 			return t, err
 		}
 	}
-	backendAfter, afterErr := procStat(backend)
+	backendAfter, afterErr := proccpu.Read(backend)
 	stop()
 	after := e.meter.sample()
 	servedAfter, servedAfterErr := e.serviceBackends(ctx)
@@ -94,7 +95,7 @@ func (e *env) inTurns(ctx context.Context, profile string, n int,
 	var all cpuSpent
 	all.add([]cpuSample{before, after})
 	if all.known && errors.Join(backendErr, afterErr, servedErr, servedAfterErr) == nil {
-		t.rawCPU = cpuSpent{postgres: backendAfter.self - backendBefore.self, known: true}
+		t.rawCPU = cpuSpent{postgres: backendAfter.Self - backendBefore.Self, known: true}
 		// A backend the service's pool opened meanwhile counts from its
 		// start; one it closed meanwhile is lost, which its pool's idle
 		// time (minutes) makes rare in a phase of seconds.
@@ -119,8 +120,8 @@ WHERE datname = current_database() AND backend_type = 'client backend' AND appli
 	}
 	ticks := make(map[int]int64, len(pids))
 	for _, pid := range pids {
-		if st, err := procStat(int(pid)); err == nil {
-			ticks[int(pid)] = st.self
+		if st, err := proccpu.Read(int(pid)); err == nil {
+			ticks[int(pid)] = st.Self
 		}
 	}
 	return ticks, nil

@@ -6,19 +6,16 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
+	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sensorreadings/readings/scripts/proccpu"
 )
 
-// meter reads PostgreSQL's CPU as the bench does (scripts/bench/cpu.go,
-// copied rather than shared: the bench is a main package, left as it is):
-// the postmaster's own and reaped children's time and that of each live
-// child (backends, WAL writer, checkpointer, TimescaleDB's workers), and
+// meter reads PostgreSQL's CPU as the bench does (proccpu.Postgres) and
 // the WAL position.
 type meter struct {
 	conn       *pgx.Conn
@@ -43,11 +40,11 @@ func newMeter(ctx context.Context, dbURL string) (*meter, error) {
 	if err := c.QueryRow(ctx, "SELECT pg_backend_pid(), version()").Scan(&backend, &m.server); err != nil {
 		return nil, err
 	}
-	st, err := procStat(backend)
+	st, err := proccpu.Read(backend)
 	if err != nil {
 		return nil, fmt.Errorf("PostgreSQL must run on this machine, to read its CPU: %w", err)
 	}
-	m.postmaster = st.ppid
+	m.postmaster = st.PPID
 	return m, nil
 }
 
@@ -56,28 +53,14 @@ func (m *meter) sample(ctx context.Context) (sample, error) {
 	if err := m.conn.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&s.wal); err != nil {
 		return s, err
 	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
+	var err error
+	if s.postgres, err = proccpu.Postgres(m.postmaster); err != nil {
 		return s, err
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := procStat(pid)
-		switch {
-		case err != nil:
-		case pid == m.postmaster:
-			s.postgres += st.self + st.children
-		case st.ppid == m.postmaster:
-			s.postgres += st.self
-		}
+	if st, err := proccpu.Read(os.Getpid()); err == nil {
+		s.own = st.Self
 	}
-	if st, err := procStat(os.Getpid()); err == nil {
-		s.own = st.self
-	}
-	s.busy, err = machineBusy()
+	s.busy, err = proccpu.MachineBusy()
 	return s, err
 }
 
@@ -95,7 +78,7 @@ func (m *meter) between(ctx context.Context, a, b sample, readings int) (usage, 
 	if err := m.conn.QueryRow(ctx, "SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::bigint", b.wal, a.wal).Scan(&u.wal); err != nil {
 		return u, err
 	}
-	capacity := u.elapsed.Seconds() * 100 * float64(numCPU())
+	capacity := u.elapsed.Seconds() * proccpu.ClockTicks * float64(runtime.NumCPU())
 	u.others = max(0, float64((b.busy-a.busy)-(b.postgres-a.postgres)-(b.own-a.own))/capacity)
 	return u, nil
 }
@@ -106,59 +89,7 @@ func (u usage) cpuPerReading() float64 {
 }
 func (u usage) walPerReading() float64 { return float64(u.wal) / float64(u.readings) }
 
-// Clock ticks are 100 a second on Linux (sysconf(_SC_CLK_TCK)).
-func ticks(n int64) time.Duration { return time.Duration(n) * 10 * time.Millisecond }
-
-type stat struct {
-	ppid           int
-	self, children int64
-}
-
-func procStat(pid int) (stat, error) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return stat{}, err
-	}
-	// The command may hold spaces and parentheses: fields follow the last ')'.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(f) < 15 {
-		return stat{}, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
-	}
-	n := func(i int) int64 { v, _ := strconv.ParseInt(f[i], 10, 64); return v }
-	return stat{ppid: int(n(1)), self: n(11) + n(12), children: n(13) + n(14)}, nil
-}
-
-func machineBusy() (int64, error) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, err
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	if len(f) < 9 || f[0] != "cpu" {
-		return 0, fmt.Errorf("/proc/stat: no cpu line")
-	}
-	var busy int64
-	// user nice system idle iowait irq softirq steal (guest time is in user's)
-	for i, v := range f[1:9] {
-		n, _ := strconv.ParseInt(v, 10, 64)
-		if i != 3 && i != 4 {
-			busy += n
-		}
-	}
-	return busy, nil
-}
-
-func numCPU() int {
-	b, _ := os.ReadFile("/proc/stat")
-	n := 0
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "cpu") && !strings.HasPrefix(line, "cpu ") {
-			n++
-		}
-	}
-	return max(n, 1)
-}
+func ticks(n int64) time.Duration { return time.Duration(n) * time.Second / proccpu.ClockTicks }
 
 // result is one layout's figures in one round.
 type result struct {
@@ -292,7 +223,7 @@ func readPages(ctx context.Context, cfg config, c *pgx.Conn, d *dataset, l layou
 
 func report(w io.Writer, cfg config, m *meter, all []result) {
 	fmt.Fprintf(w, "%s; %d cores. %d readings (%d sensors × %d at 1 s, 10 inputs), COPYs of %d, %d connections for the concurrent rows.\n\n",
-		m.server, numCPU(), cfg.sensors*cfg.perSensor, cfg.sensors, cfg.perSensor, cfg.batch, cfg.conns)
+		m.server, runtime.NumCPU(), cfg.sensors*cfg.perSensor, cfg.sensors, cfg.perSensor, cfg.batch, cfg.conns)
 	fmt.Fprintln(w, "| Layout | Round | New, 1 conn: PG µs/reading, WAL B/reading, readings/s (others) | New, concurrent: PG µs, WAL B, readings/s (others) | Bytes/reading on disk (row width) | Page p50 / p90 | Overwrite, concurrent: PG µs, WAL B, readings/s (others) |")
 	fmt.Fprintln(w, "|---|---:|---|---|---|---|---|")
 	for _, r := range all {
