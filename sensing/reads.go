@@ -22,13 +22,6 @@ type ReadingSink interface {
 	Reading(r *store.Reading, outputs *Outputs) error
 }
 
-// FullPageSink is a ReadingSink that is told, before the first reading of
-// a full page (as many readings as the query's limit), the instant of its
-// last: a page can name the next before it has its readings.
-type FullPageSink interface {
-	FullPage(last time.Time) error
-}
-
 // ReadOptions say what a read of readings computes and shows.
 type ReadOptions struct {
 	Outputs bool // each reading's outputs
@@ -43,9 +36,8 @@ type ReadOptions struct {
 }
 
 // ListReadings gives sink the sensor and each reading of it q selects, in
-// order, with their outputs when opts ask for them, their flags to a
-// FlagSink, and a full page's last instant first to a FullPageSink. It
-// returns NotFound, and sink's errors as they are.
+// order, with their outputs when opts ask for them, and their flags to a
+// FlagSink. It returns NotFound, and sink's errors as they are.
 func (s *Service) ListReadings(ctx context.Context, key store.SensorKey, q store.ReadingQuery, opts ReadOptions, sink ReadingSink) error {
 	var known *store.Sensor
 	if opts.AsOf != nil || !s.readerHasSensors {
@@ -64,11 +56,7 @@ func (s *Service) ListReadings(ctx context.Context, key store.SensorKey, q store
 		}
 		return sink.Sensor(sensor, rows)
 	}
-	var full func(time.Time) error
-	if fs, ok := sink.(FullPageSink); ok {
-		full = fs.FullPage
-	}
-	return s.listReadings(ctx, key, known, q, opts, head, full, withMarks(sink))
+	return s.listReadings(ctx, key, known, q, opts, head, withMarks(sink))
 }
 
 // withMarks gives a FlagSink each reading's marks before the reading.
@@ -118,10 +106,9 @@ func (s *Service) instanceAsOf(ctx context.Context, sensor *store.Sensor, asOf *
 // (pageLinks), or over the span pageHints guess it covers: the readings
 // stream. Those the links read with the page cannot serve are held, the
 // connection is released, and then each source is read once for their
-// instants, before visit sees them. full, if set, is called before the
-// first reading of a full page with its last instant (store.PageRead.Full).
+// instants, before visit sees them.
 func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor *store.Sensor, q store.ReadingQuery, opts ReadOptions,
-	head func(store.Sensor, *Outputs) error, full func(time.Time) error, visit func(*store.Reading, *Outputs, []Mark) error) error {
+	head func(store.Sensor, *Outputs) error, visit func(*store.Reading, *Outputs, []Mark) error) error {
 	var (
 		flags       *flagSet
 		o           *Outputs
@@ -143,7 +130,7 @@ func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor 
 		}
 		return visit(r, o, marks)
 	}
-	read := store.PageRead{Key: key, Lookup: sensor == nil, Query: q, AsOf: opts.AsOf, Rejected: opts.Flags, Full: full}
+	read := store.PageRead{Key: key, Lookup: sensor == nil, Query: q, AsOf: opts.AsOf, Rejected: opts.Flags}
 	if read.Lookup {
 		read.Unflagged, read.NoneRejected = s.pageHints.has(key.SensorID, noFlags), s.pageHints.has(key.SensorID, noneRejected)
 		read.Flagged = func(flagged, rejecting bool) {
@@ -280,7 +267,7 @@ func (e *Export) Next(ctx context.Context, fn func(*store.Reading, *Outputs, []M
 		n    int
 		last time.Time
 	)
-	err := e.s.listReadings(ctx, e.key, &e.Sensor, e.q, e.opts, nil, nil, func(r *store.Reading, o *Outputs, marks []Mark) error {
+	err := e.s.listReadings(ctx, e.key, &e.Sensor, e.q, e.opts, nil, func(r *store.Reading, o *Outputs, marks []Mark) error {
 		n++
 		last = r.Time
 		return fn(r, o, marks)
@@ -396,7 +383,7 @@ func (s *Service) ProjectReadings(ctx context.Context, orgID, projectID int64, q
 		count := 0
 		visit := withMarks(sink)
 		key := store.SensorKey{OrgID: orgID, ProjectID: projectID, SensorID: sensor.ID}
-		err := s.listReadings(ctx, key, &sensor, rq, ReadOptions{Outputs: q.Outputs}, nil, nil, func(r *store.Reading, o *Outputs, marks []Mark) error {
+		err := s.listReadings(ctx, key, &sensor, rq, ReadOptions{Outputs: q.Outputs}, nil, func(r *store.Reading, o *Outputs, marks []Mark) error {
 			count++
 			last = r.Time
 			return visit(r, o, marks)

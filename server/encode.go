@@ -10,7 +10,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -193,15 +192,9 @@ func appendMarks(b []byte, marks []sensing.Mark, names keyNames) []byte {
 
 // A reading as JSON, and a page of readings.
 
-// readingsPage is the response of a page of readings: it reads the page
-// when it is sent, encoding JSON while the rows arrive and sending it in
-// pieces of pageSendEvery once that much is encoded, or, asked for CSV,
-// keeping the rows until the page is whole, since the header row names
-// every input the page has. A page sent whole carries its length; one
-// sent in pieces is chunked, and should its read fail after the first
-// piece went out, the connection is cut before the body's end
-// (streamCut), so that the client sees a broken transfer rather than a
-// page that looks complete.
+// readingsPage is a page of readings encoded as JSON while the rows arrive,
+// or, asked for CSV, kept until the page is whole, since the header row
+// names every input the page has.
 type readingsPage struct {
 	buf      *bytes.Buffer
 	sensorID int64
@@ -216,26 +209,8 @@ type readingsPage struct {
 	marks    []sensing.Mark // of the reading being added
 	count    int
 	last     time.Time // of the last reading added
-
-	// What the handler checked, to read when the response is sent.
-	ctx        context.Context // the request's, without the database deadline
-	dbDeadline func(context.Context) (context.Context, context.CancelFunc)
-	read       func(context.Context) error // the page into the page's sink methods
-	limit      int
-	next       func(last time.Time) string // the Link of a full page
-
-	full     bool      // the read said the page is full (FullPage)
-	fullLast time.Time // and where it ends
-	w        http.ResponseWriter
-	sent     bool      // the status and a first piece went out
-	writeBy  time.Time // the read's deadline, the writes' while it runs
+	link     string
 }
-
-// pageSendEvery is how much of a JSON page is encoded before it is sent:
-// the client receives a large page while the rest is read and encoded,
-// rather than once the whole page is, and a page smaller than it goes
-// whole, with its length.
-const pageSendEvery = 32 << 10
 
 var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
@@ -259,12 +234,6 @@ func (p *readingsPage) Sensor(sensor store.Sensor, outputs *sensing.Outputs) err
 // Marks implements sensing.FlagSink.
 func (p *readingsPage) Marks(marks []sensing.Mark) { p.marks = marks }
 
-// FullPage implements sensing.FullPageSink.
-func (p *readingsPage) FullPage(last time.Time) error {
-	p.full, p.fullLast = true, last
-	return nil
-}
-
 // Reading implements sensing.ReadingSink.
 func (p *readingsPage) Reading(r *store.Reading, outputs *sensing.Outputs) error {
 	if outputs != nil {
@@ -272,10 +241,7 @@ func (p *readingsPage) Reading(r *store.Reading, outputs *sensing.Outputs) error
 	}
 	p.add(r)
 	p.last = r.Time
-	if p.wantsCSV || p.buf.Len() < pageSendEvery {
-		return nil
-	}
-	return p.send()
+	return nil
 }
 
 // add appends one reading.
@@ -293,57 +259,18 @@ func (p *readingsPage) add(r *store.Reading) {
 	p.count++
 }
 
-// send writes what is encoded, after the status and the headers the first
-// time. The first reading came after FullPage, if it came at all, so the
-// Link is known. While the read runs, a write must end by its deadline:
-// a client that stops reading holds a database connection no longer than
-// a slow query would.
-func (p *readingsPage) send() error {
-	if !p.sent {
-		p.header(false)
-		p.w.WriteHeader(http.StatusOK)
-		p.sent = true
-		if !p.writeBy.IsZero() {
-			// Not every writer can move its deadline (a test's recorder
-			// cannot); then the server's write timeout stands.
-			_ = http.NewResponseController(p.w).SetWriteDeadline(p.writeBy)
-		}
-	}
-	_, err := p.w.Write(p.buf.Bytes())
-	p.buf.Reset()
-	return err
-}
-
-// header sets the page's headers, with its length when it is sent whole.
-func (p *readingsPage) header(whole bool) {
-	if p.wantsCSV {
-		p.w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	} else {
-		p.w.Header().Set("Content-Type", "application/json")
-	}
-	if p.full {
-		p.w.Header().Set("Link", p.next(p.fullLast))
-	}
-	if whole {
-		// With its length, the client has the answer once the last byte
-		// arrives, rather than once the handler's middleware has returned
-		// and a chunked body's end is written after it (the access log
-		// among them).
-		p.w.Header().Set("Content-Length", strconv.Itoa(p.buf.Len()))
-	}
-}
-
-// finish ends the page: the CSV's header and rows, or the JSON's end.
-func (p *readingsPage) finish() {
+func (p *readingsPage) finish(link string) *readingsPage {
+	p.link = link
 	if !p.wantsCSV {
 		p.buf.WriteString("]\n")
-		return
+		return p
 	}
 	columns := csvColumns{inputIDs: slices.Compact(slices.Sorted(store.InputIDsOf(p.csv))), outputs: p.outputs, names: p.names, flags: p.allFlags}
 	p.buf.Write(columns.appendHeader(p.buf.AvailableBuffer()))
 	for i := range p.csv {
 		p.buf.Write(columns.appendRow(p.buf.AvailableBuffer(), &p.csv[i], p.csvMarks[i]))
 	}
+	return p
 }
 
 func (p *readingsPage) release() {
@@ -353,40 +280,24 @@ func (p *readingsPage) release() {
 	p.buf = nil
 }
 
-// VisitListReadingsResponse reads the page under the database deadline and
-// sends it. An error before anything was sent is the client's JSON error;
-// after, it cuts the connection.
 func (p *readingsPage) VisitListReadingsResponse(w http.ResponseWriter) error {
 	defer p.release()
-	ctx, cancel := p.dbDeadline(p.ctx)
-	defer cancel()
-	p.w = w
-	p.writeBy, _ = ctx.Deadline()
-	err := p.read(ctx)
-	if err == nil && (p.full != (p.count == p.limit) || p.full && !p.fullLast.Equal(p.last)) {
-		err = fmt.Errorf("list readings: the page's end read first (%t, %v) is not its last reading (%d of %d, %v)",
-			p.full, p.fullLast, p.count, p.limit, p.last)
+	if p.wantsCSV {
+		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
 	}
-	if err != nil {
-		if p.sent {
-			return &streamCut{err}
-		}
-		return err
+	if p.link != "" {
+		w.Header().Set("Link", p.link)
 	}
-	p.finish()
-	if !p.sent {
-		p.header(true)
-		p.w.WriteHeader(http.StatusOK)
-		_, err := p.w.Write(p.buf.Bytes())
-		return err
-	}
-	// The read is over: the rest may take the client as long as an
-	// export's piece may.
-	_ = http.NewResponseController(p.w).SetWriteDeadline(time.Now().Add(exportStall))
-	if err := p.send(); err != nil {
-		return &streamCut{fmt.Errorf("send page: %w", err)}
-	}
-	return nil
+	// The page is whole: with its length, the client has the answer once
+	// the last byte arrives, rather than once the handler's middleware has
+	// returned and the chunked body's end is written after it (the access
+	// log among them).
+	w.Header().Set("Content-Length", strconv.Itoa(p.buf.Len()))
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(p.buf.Bytes())
+	return err
 }
 
 // readingEncoder appends a sensor's readings as JSON, keeping what a

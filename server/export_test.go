@@ -245,21 +245,6 @@ func (c cutStore) ReadPage(ctx context.Context, r store.PageRead, head func(*sto
 
 var errCut = apperr.Errorf(apperr.Unavailable, "the database is unavailable; retry later")
 
-// getCut GETs path with token and the request id test-cut, and reads the
-// answer to its end, or to where it broke (err).
-func (e *env) getCut(t *testing.T, token, path string) (res *http.Response, body []byte, err error) {
-	t.Helper()
-	req, _ := http.NewRequest("GET", e.url+path, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("X-Request-ID", "test-cut")
-	if res, err = http.DefaultClient.Do(req); err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, err = io.ReadAll(res.Body)
-	return res, body, err
-}
-
 // An export the database fails part way is cut, so that the client sees a
 // broken transfer, and it has its access-log line, as an error, and its
 // count in the metrics.
@@ -268,7 +253,15 @@ func TestExportCutByTheDatabase(t *testing.T) {
 	e := newEnvWith(t, defaultConfig(), faults{reader: func(db *store.DB) sensing.Reader { return cutStore{db} }})
 	tn := e.newTenant("Acme")
 	postMany(t, e.client(tn.tokens[store.Editor]), tn, 2500)
-	res, body, err := e.getCut(t, tn.tokens[store.Viewer], readingsPath(tn)+"/export")
+	req, _ := http.NewRequest("GET", e.url+readingsPath(tn)+"/export", nil)
+	req.Header.Set("Authorization", "Bearer "+tn.tokens[store.Viewer])
+	req.Header.Set("X-Request-ID", "test-cut")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
 	if res.StatusCode != 200 {
 		t.Fatalf("export: %d, want 200 then a cut", res.StatusCode)
 	}

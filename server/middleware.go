@@ -327,13 +327,12 @@ func acceptQuality(accept, mediaType string) float64 {
 // past it the query is cancelled, its transaction rolled back and the
 // client told 503 to retry. It runs as a strict middleware, after the body
 // has been read, so a slow upload is not counted against the database. A
-// streaming operation, and a page of readings, bound their queries
-// themselves (dbDeadline): their responses, which read the database, run
-// after this middleware returns.
+// streaming operation bounds each of its queries itself (dbDeadline): its
+// response, which reads the database, runs after this middleware returns.
 func (s *Server) databaseDeadline(next gen.StrictHandlerFunc, operationID string) gen.StrictHandlerFunc {
 	// The strict handler names operations in Go: ExportReadings for the
 	// spec's exportReadings.
-	if s.cfg.DBTimeout <= 0 || operationID == "ListReadings" || streamingOperations[strings.ToLower(operationID[:1])+operationID[1:]] {
+	if s.cfg.DBTimeout <= 0 || streamingOperations[strings.ToLower(operationID[:1])+operationID[1:]] {
 		return next
 	}
 	return func(c echo.Context, request any) (any, error) {

@@ -63,11 +63,9 @@ func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestOb
 	return ok, nil
 }
 
-// ListReadings returns a page of a sensor's readings. The handler checks
-// the request; the response reads the page, encoding it straight from the
-// rows as they arrive, and sends a large JSON page as it goes
-// (readingsPage), its Link, which names its last reading, read with the
-// page before its first reading.
+// ListReadings returns a page of a sensor's readings. The page is encoded
+// straight from the rows as they arrive, without building a value per
+// reading; the Link to the next page is known once the page is full.
 func (s *Server) ListReadings(ctx context.Context, req gen.ListReadingsRequestObject) (gen.ListReadingsResponseObject, error) {
 	key := sensorKey(req.OrgId, req.ProjId, req.SensorId)
 	q, err := readingQuery(req.Params)
@@ -80,10 +78,15 @@ func (s *Server) ListReadings(ctx context.Context, req gen.ListReadingsRequestOb
 	}
 	page := newReadingsPage(req.SensorId, byName(req.Params.Keys), prefersCSV(ctx))
 	page.allFlags = opts.Flags
-	page.ctx, page.dbDeadline, page.limit = ctx, s.dbDeadline, q.Limit
-	page.read = func(ctx context.Context) error { return s.reads(ctx).ListReadings(ctx, key, q, opts, page) }
-	page.next = func(last time.Time) string { return nextPageLink(key, req.Params, last) }
-	return page, nil
+	if err := s.reads(ctx).ListReadings(ctx, key, q, opts, page); err != nil {
+		page.release()
+		return nil, err
+	}
+	next := ""
+	if page.count == q.Limit {
+		next = nextPageLink(key, req.Params, page.last)
+	}
+	return page.finish(next), nil
 }
 
 // DeleteReadings deletes a sensor's readings in a range.

@@ -55,13 +55,6 @@ type PageRead struct {
 	// with whether a flag is in force on it now, and whether one rejects
 	// readings whole, over any range.
 	Flagged func(flagged, rejecting bool)
-	// Full, if set and Query.Limit is positive, is called before the
-	// page's first reading when the page is full (Query.Limit readings),
-	// with its last reading's instant: what the link to the next page
-	// names, known before the readings are sent on. The readings'
-	// statement finds it first, over the same rows in the same snapshot
-	// (pageReadingsSQL).
-	Full func(last time.Time) error
 }
 
 // LinkedPage is what the outputs of a page of readings of a sensor with
@@ -110,20 +103,13 @@ WHERE sensor_id = $1 AND from_at <= $3 AND to_at >= $2 AND ` + fmt.Sprintf(flagI
 ORDER BY from_at, id`
 
 	// pageReadingsSQL are listReadings' statements with the key's guard,
-	// by whether they tell first the instant of a full page's last reading
-	// (PageRead.Full), by order, and by whether they leave out the
-	// readings a flag in force rejects whole: the flags' ranges are read
-	// once, before the readings, so that a sensor without such flags
-	// costs each row a scan of an empty list.
-	pageReadingsSQL = [2][2][2]string{
-		{
-			{pageReadings("", false, false), pageReadings("", true, false)},
-			{pageReadings(" DESC", false, false), pageReadings(" DESC", true, false)},
-		},
-		{
-			{pageReadings("", false, true), pageReadings("", true, true)},
-			{pageReadings(" DESC", false, true), pageReadings(" DESC", true, true)},
-		},
+	// by order, and by whether they leave out the readings a flag in
+	// force rejects whole: the flags' ranges are read once, before the
+	// readings, so that a sensor without such flags costs each row a scan
+	// of an empty list.
+	pageReadingsSQL = [2][2]string{
+		{pageReadings("", false), pageReadings("", true)},
+		{pageReadings(" DESC", false), pageReadings(" DESC", true)},
 	}
 )
 
@@ -140,30 +126,14 @@ func rejectedCTE(asOf int) string {
 const withoutRejected = `
   AND NOT EXISTS (SELECT FROM rejected w WHERE datetime BETWEEN w.from_at AND w.to_at)`
 
-// pageReadings is a statement of pageReadingsSQL. With full, its first
-// row, when the page is full, is the page's last instant with empty
-// arrays, which no reading has (readings_check): the same rows found by
-// the primary key's index alone, which costs PostgreSQL a few percent of
-// the page, where gathering the page before its first row is sent (a
-// materialized page, a window over it) doubled its CPU. The arms of a
-// UNION ALL without ORDER BY run in turn, the first to its end. Its
-// offset stays within a bigint whatever the page's.
-func pageReadings(order string, unrejected, full bool) string {
+func pageReadings(order string, unrejected bool) string {
 	with, without := "", ""
 	if unrejected {
 		with, without = "WITH "+rejectedCTE(8)+"\n", withoutRejected
 	}
-	where := `WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 AND ` + fmt.Sprintf(sensorOfKeySQL, 6, 7) + without + `
-ORDER BY datetime` + order
-	page := `SELECT datetime, input_ids, vals FROM readings
-` + where + ` LIMIT $4 OFFSET $5`
-	if !full {
-		return with + page
-	}
-	return with + `(SELECT datetime, '{}'::bigint[], '{}'::float8[] FROM readings
-` + where + ` LIMIT 1 OFFSET least($5::bigint, 9223372036854775807 - $4) + $4 - 1)
-UNION ALL
-(` + page + `)`
+	return with + `SELECT datetime, input_ids, vals FROM readings
+WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 AND ` + fmt.Sprintf(sensorOfKeySQL, 6, 7) + without + `
+ORDER BY datetime` + order + ` LIMIT $4 OFFSET $5`
 }
 
 // pageSensor is a row of pageSensorSQL.
@@ -214,11 +184,7 @@ func (db *DB) ReadPage(ctx context.Context, r PageRead, head func(*Sensor, []Fla
 	if r.Links != nil {
 		queuePageLinks(b, r, args, order, unrejected)
 	}
-	full := 0
-	if r.Full != nil && limit != nil {
-		full = 1
-	}
-	b.Queue(pageReadingsSQL[full][order][unrejected], args...)
+	b.Queue(pageReadingsSQL[order][unrejected], args...)
 
 	br := db.pool.SendBatch(ctx, b)
 	defer br.Close()
@@ -274,27 +240,8 @@ func (db *DB) ReadPage(ctx context.Context, r PageRead, head func(*Sensor, []Fla
 	if err != nil {
 		return dbError("list readings", err)
 	}
-	if full == 1 {
-		fn = fullFirst(r.Full, fn)
-	}
 	if err := scanReadings(rows, "list readings", fn); err != nil {
 		return err
 	}
 	return dbError("list readings", br.Close())
-}
-
-// fullFirst is fn for the rows of a statement of pageReadingsSQL that
-// tells a full page's last instant first: full is given that row, when
-// there is one, and fn the readings.
-func fullFirst(full func(time.Time) error, fn func(*Reading) error) func(*Reading) error {
-	first := true
-	return func(r *Reading) error {
-		if first {
-			first = false
-			if len(r.InputIDs) == 0 {
-				return full(r.Time)
-			}
-		}
-		return fn(r)
-	}
 }

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -13,10 +12,9 @@ import (
 
 // TestReadPage reads a sensor, its flags and its readings in one round
 // trip: the readings a flag in force rejects whole are left out before
-// the limit counts, unless asked for, as of now or of an instant; a full
-// page's last instant comes first when asked for (Full), and only for a
-// full page; and a key that names another organization's sensor reads
-// nothing of it, looked up or not.
+// the limit counts, unless asked for, as of now or of an instant; and a
+// key that names another organization's sensor reads nothing of it, looked
+// up or not.
 func TestReadPage(t *testing.T) {
 	db := newDB(t)
 	ctx := t.Context()
@@ -51,13 +49,6 @@ func TestReadPage(t *testing.T) {
 	read := func(t *testing.T, r store.PageRead) (sensor *store.Sensor, flags []string, readings string, err error) {
 		t.Helper()
 		var got []string
-		if r.Full != nil {
-			full := r.Full
-			r.Full = func(last time.Time) error {
-				got = append(got, fmt.Sprintf("(full to %d)", last.Minute()))
-				return full(last)
-			}
-		}
 		err = db.ReadPage(ctx, r, func(s *store.Sensor, fl []store.Flag) error {
 			sensor = s
 			for _, f := range fl {
@@ -71,21 +62,12 @@ func TestReadPage(t *testing.T) {
 		return sensor, flags, strings.Join(got, " "), err
 	}
 	all := store.ReadingQuery{From: store.MinTime, To: store.MaxTime}
-	full := func(time.Time) error { return nil }
 	tests := []struct {
 		name         string
 		read         store.PageRead
 		wantReadings string
 		wantFlags    int
 	}{
-		{"Full", store.PageRead{Key: key, Lookup: true, Query: store.ReadingQuery{From: at(1), To: at(4), Limit: 2}, Full: full}, "(full to 3) 1 3", 2},
-		{"FullAfterOffset", store.PageRead{Key: key, Query: store.ReadingQuery{From: at(1), To: at(4), Limit: 2, Offset: 1}, Full: full}, "(full to 4) 3 4", 2},
-		{"FullDescending", store.PageRead{Key: key, Query: store.ReadingQuery{From: at(1), To: at(4), Limit: 2, Desc: true}, Full: full}, "(full to 3) 4 3", 2},
-		{"FullRejected", store.PageRead{Key: key, Query: store.ReadingQuery{From: at(1), To: at(4), Limit: 2}, Rejected: true, Full: full}, "(full to 2) 1 2", 2},
-		{"FullAsOf", store.PageRead{Key: key, Query: store.ReadingQuery{From: at(1), To: at(4), Limit: 2}, AsOf: &before, Full: full}, "(full to 3) 1 3", 3},
-		{"NotFull", store.PageRead{Key: key, Query: store.ReadingQuery{From: at(1), To: at(4), Limit: 4}, Full: full}, "1 3 4", 2},
-		{"NoneAtAnOffsetNearTheLargest", store.PageRead{Key: key, Query: store.ReadingQuery{From: at(1), To: at(4), Limit: 2, Offset: math.MaxInt64 - 1}, Full: full}, "", 2},
-		{"FullWithoutLimit", store.PageRead{Key: key, Query: all, Full: full}, "1 3 4", 2},
 		{"WithoutRejected", store.PageRead{Key: key, Lookup: true, Query: all}, "1 3 4", 2},
 		{"LimitCountsTheOthers", store.PageRead{Key: key, Query: store.ReadingQuery{From: at(1), To: at(4), Limit: 2}}, "1 3", 2},
 		{"Descending", store.PageRead{Key: key, Query: store.ReadingQuery{From: at(1), To: at(4), Desc: true, Limit: 2}}, "4 3", 2},
@@ -133,8 +115,7 @@ func TestReadPage(t *testing.T) {
 // on the sensor, or none that rejects readings whole, of sensors that
 // have such flags and of one that has none: a sensor's flags and its
 // rejected readings left out are what they are all the same, read again,
-// wherever its flags lie, and so is a full page's last instant; each read
-// says what flags the sensor has.
+// wherever its flags lie; each read says what flags the sensor has.
 func TestReadPageHints(t *testing.T) {
 	db := newDB(t)
 	ctx := t.Context()
@@ -168,7 +149,7 @@ func TestReadPageHints(t *testing.T) {
 		wantFlagged  [2]bool // flagged, rejecting
 	}{
 		{"Rejecting", rejecting, all, "1 3 4", 2, [2]bool{true, true}},
-		{"RejectingLimit", rejecting, store.ReadingQuery{From: at(1), To: at(4), Limit: 2}, "(full to 3) 1 3", 2, [2]bool{true, true}},
+		{"RejectingLimit", rejecting, store.ReadingQuery{From: at(1), To: at(4), Limit: 2}, "1 3", 2, [2]bool{true, true}},
 		{"RejectingElsewhere", rejecting, store.ReadingQuery{From: at(3), To: at(4)}, "3 4", 1, [2]bool{true, true}},
 		{"Suspect", suspect, all, "1 2 3 4", 1, [2]bool{true, false}},
 		{"Plain", plain, all, "1 2 3 4", 0, [2]bool{false, false}},
@@ -182,11 +163,7 @@ func TestReadPageHints(t *testing.T) {
 					flagged *[2]bool
 				)
 				r := store.PageRead{Key: tt.key, Lookup: true, Query: tt.q, Unflagged: h.unflagged, NoneRejected: h.noneRejected,
-					Flagged: func(f, r bool) { flagged = &[2]bool{f, r} },
-					Full: func(last time.Time) error {
-						got = append(got, fmt.Sprintf("(full to %d)", last.Minute()))
-						return nil
-					}}
+					Flagged: func(f, r bool) { flagged = &[2]bool{f, r} }}
 				err := db.ReadPage(ctx, r, func(s *store.Sensor, fl []store.Flag) error {
 					if s == nil || s.ID != tt.key.SensorID {
 						t.Errorf("ReadPage gave sensor %+v, want the key's", s)

@@ -3712,16 +3712,6 @@ type ClientInterface interface {
 	//
 	// `order=desc&limit=1` is the latest reading.
 	//
-	// **Sending.** A JSON page larger than 32 KiB is sent as it is read,
-	// in pieces (`Transfer-Encoding: chunked` over HTTP/1.1), without
-	// `Content-Length`; a smaller one, and a CSV page, whose header row
-	// needs every reading, are sent whole with their length. The status
-	// and the headers, `Link` among them, go out with the first piece.
-	// Should the read fail after that, the connection is closed before
-	// the body's end (over HTTP/1.1, without the last chunk), so a client
-	// sees a broken transfer, never a page that looks complete: read the
-	// same page again.
-	//
 	// **CSV.** With `Accept: text/csv` the same page comes as CSV: a
 	// header row `datetime,<input ids…>,<output ids…>` (every id that
 	// appears in the page, ascending; with `keys=names`, keys and units
@@ -6145,16 +6135,6 @@ func (c *Client) DeleteReadings(ctx context.Context, orgId OrgId, projId ProjId,
 // as much as reading them.
 //
 // `order=desc&limit=1` is the latest reading.
-//
-// **Sending.** A JSON page larger than 32 KiB is sent as it is read,
-// in pieces (`Transfer-Encoding: chunked` over HTTP/1.1), without
-// `Content-Length`; a smaller one, and a CSV page, whose header row
-// needs every reading, are sent whole with their length. The status
-// and the headers, `Link` among them, go out with the first piece.
-// Should the read fail after that, the connection is closed before
-// the body's end (over HTTP/1.1, without the last chunk), so a client
-// sees a broken transfer, never a page that looks complete: read the
-// same page again.
 //
 // **CSV.** With `Accept: text/csv` the same page comes as CSV: a
 // header row `datetime,<input ids…>,<output ids…>` (every id that
@@ -13844,16 +13824,6 @@ type ClientWithResponsesInterface interface {
 	// as much as reading them.
 	//
 	// `order=desc&limit=1` is the latest reading.
-	//
-	// **Sending.** A JSON page larger than 32 KiB is sent as it is read,
-	// in pieces (`Transfer-Encoding: chunked` over HTTP/1.1), without
-	// `Content-Length`; a smaller one, and a CSV page, whose header row
-	// needs every reading, are sent whole with their length. The status
-	// and the headers, `Link` among them, go out with the first piece.
-	// Should the read fail after that, the connection is closed before
-	// the body's end (over HTTP/1.1, without the last chunk), so a client
-	// sees a broken transfer, never a page that looks complete: read the
-	// same page again.
 	//
 	// **CSV.** With `Accept: text/csv` the same page comes as CSV: a
 	// header row `datetime,<input ids…>,<output ids…>` (every id that
@@ -24977,16 +24947,6 @@ func (c *ClientWithResponses) DeleteReadingsWithResponse(ctx context.Context, or
 // as much as reading them.
 //
 // `order=desc&limit=1` is the latest reading.
-//
-// **Sending.** A JSON page larger than 32 KiB is sent as it is read,
-// in pieces (`Transfer-Encoding: chunked` over HTTP/1.1), without
-// `Content-Length`; a smaller one, and a CSV page, whose header row
-// needs every reading, are sent whole with their length. The status
-// and the headers, `Link` among them, go out with the first piece.
-// Should the read fail after that, the connection is closed before
-// the body's end (over HTTP/1.1, without the last chunk), so a client
-// sees a broken transfer, never a page that looks complete: read the
-// same page again.
 //
 // **CSV.** With `Accept: text/csv` the same page comes as CSV: a
 // header row `datetime,<input ids…>,<output ids…>` (every id that

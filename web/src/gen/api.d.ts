@@ -986,16 +986,6 @@ export interface paths {
          *
          *     `order=desc&limit=1` is the latest reading.
          *
-         *     **Sending.** A JSON page larger than 32 KiB is sent as it is read,
-         *     in pieces (`Transfer-Encoding: chunked` over HTTP/1.1), without
-         *     `Content-Length`; a smaller one, and a CSV page, whose header row
-         *     needs every reading, are sent whole with their length. The status
-         *     and the headers, `Link` among them, go out with the first piece.
-         *     Should the read fail after that, the connection is closed before
-         *     the body's end (over HTTP/1.1, without the last chunk), so a client
-         *     sees a broken transfer, never a page that looks complete: read the
-         *     same page again.
-         *
          *     **CSV.** With `Accept: text/csv` the same page comes as CSV: a
          *     header row `datetime,<input ids…>,<output ids…>` (every id that
          *     appears in the page, ascending; with `keys=names`, keys and units
