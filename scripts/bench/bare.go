@@ -13,40 +13,44 @@ import (
 
 // bareClient sends GET requests one at a time on a connection of its own,
 // as the bytes Go's http.Client sends for them, and reads each answer by
-// its Content-Length: the least an HTTP/1.1 client does. Row 10c reads
-// latest values with it, so that what of row 10b's time is the service
-// and what is the bench's http.Client (whose goroutines write the request
-// and read the answer, handing both over to the caller's) shows in one
-// run.
+// its Content-Length: the least an HTTP/1.1 client does, as the raw
+// calls' pgx reads its answers on the caller's goroutine. Rows 6, 6b and
+// 10b are judged with it: Go's http.Client writes each request and reads
+// each answer on goroutines of its own and hands both over to the
+// caller's, which cost the served side alone 140–340 µs a request on
+// this machine (docs/performance.md, branch latest13).
 type bareClient struct {
 	conn    net.Conn
 	br      *bufio.Reader
+	host    string
+	token   string
 	request []byte
 	body    []byte
 }
 
-// dialBare connects a bareClient to the service for GETs of path (with
-// its query), with the bench's token.
-func (s *service) dialBare(path string) (*bareClient, error) {
+// dialBare connects a bareClient to the service, with the bench's token.
+func (s *service) dialBare() (*bareClient, error) {
 	addr := strings.TrimPrefix(s.base, "http://")
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("bare client: %w", err)
 	}
-	return &bareClient{
-		conn: conn,
-		br:   bufio.NewReaderSize(conn, 64<<10),
-		request: []byte("GET " + path + " HTTP/1.1\r\nHost: " + addr + "\r\nUser-Agent: Go-http-client/1.1\r\n" +
-			"Authorization: Bearer " + s.token + "\r\n\r\n"),
-	}, nil
+	return &bareClient{conn: conn, br: bufio.NewReaderSize(conn, 64<<10), host: addr, token: s.token}, nil
 }
 
-// get sends the request and reads its answer, which must be a 200 with a
-// Content-Length, into c.body.
-func (c *bareClient) get() error {
+// get sends a GET of path (with its query) and reads its answer, which
+// must be a 200 with a Content-Length, into c.body.
+func (c *bareClient) get(path string) error {
 	if err := c.conn.SetDeadline(time.Now().Add(requestTimeout)); err != nil {
 		return err
 	}
+	c.request = append(c.request[:0], "GET "...)
+	c.request = append(c.request, path...)
+	c.request = append(c.request, " HTTP/1.1\r\nHost: "...)
+	c.request = append(c.request, c.host...)
+	c.request = append(c.request, "\r\nUser-Agent: Go-http-client/1.1\r\nAuthorization: Bearer "...)
+	c.request = append(c.request, c.token...)
+	c.request = append(c.request, "\r\n\r\n"...)
 	if _, err := c.conn.Write(c.request); err != nil {
 		return fmt.Errorf("bare client: %w", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestBareClient reads answers as row 10c does, several on one connection:
+// TestBareClient reads answers as rows 6, 6b and 10b do, several on one connection:
 // the body by its length, and an error for anything but a 200 with one.
 func TestBareClient(t *testing.T) {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -36,7 +36,7 @@ func TestBareClient(t *testing.T) {
 		{path: "/chunked", err: "without Content-Length"},
 	} {
 		t.Run(strings.TrimPrefix(c.path, "/"), func(t *testing.T) {
-			bare, err := s.dialBare(c.path)
+			bare, err := s.dialBare()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,7 +44,7 @@ func TestBareClient(t *testing.T) {
 			// Twice: the second answer must follow the first on the
 			// same connection.
 			for range 2 {
-				err := bare.get()
+				err := bare.get(c.path)
 				if c.err != "" {
 					if err == nil || !strings.Contains(err.Error(), c.err) {
 						t.Fatalf("get() = %v, want an error with %q", err, c.err)

@@ -211,10 +211,11 @@ func (e *env) growForLatest(ctx context.Context, _ *results) error {
 	return err
 }
 
-// latestValues is rows 10, 10b and 10c: the project's latest values
-// through the store and through the service, in turns, the service's read
-// by a bare client in turns with the store's, and the plan that shows one
-// backward index probe per sensor.
+// latestValues is rows 10 and 10b: the project's latest values through
+// the store and through the service, in turns, and the plan that shows
+// one backward index probe per sensor. The service is read by the bench's
+// bare client, whose turns are judged; the same turns with Go's
+// http.Client are run first and reported beside them.
 func (e *env) latestValues(ctx context.Context, res *results) error {
 	s := e.svc
 	var total int64
@@ -233,14 +234,19 @@ func (e *env) latestValues(ctx context.Context, res *results) error {
 	}
 	var page bytes.Buffer
 	path := fmt.Sprintf("/api/v1/org/%d/proj/%d/latest?limit=1000", s.org, s.project)
-	url := s.base + path
 	served := func(ctx context.Context, _ int) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+path, nil)
 		if err != nil {
 			return err
 		}
 		return s.do(req, &page)
 	}
+	bare, err := s.dialBare()
+	if err != nil {
+		return err
+	}
+	defer bare.Close()
+	servedBare := func(context.Context, int) error { return bare.get(path) }
 	// Warm-ups, untimed: each side's first calls plan their statements.
 	warm := store.New(e.pool)
 	for range 10 {
@@ -250,27 +256,18 @@ func (e *env) latestValues(ctx context.Context, res *results) error {
 		if err := served(ctx, 0); err != nil {
 			return err
 		}
+		if err := servedBare(ctx, 0); err != nil {
+			return err
+		}
 	}
 	// As many as the page reads: fewer leave the CPU per request to a
 	// handful of clock ticks.
 	runs := e.cfg.queries
-	t, err := e.inTurns(ctx, "latest-10b", runs, raw, served)
+	withGo, err := e.inTurns(ctx, "latest-10b-http", runs, raw, served)
 	if err != nil {
 		return err
 	}
-	// Row 10c: the same request read by a bare client, after 10b's turns
-	// so that 10 and 10b are timed as they were.
-	bare, err := s.dialBare(path)
-	if err != nil {
-		return err
-	}
-	defer bare.Close()
-	for range 10 {
-		if err := bare.get(); err != nil {
-			return err
-		}
-	}
-	tc, err := e.inTurns(ctx, "latest-10c", runs, raw, func(context.Context, int) error { return bare.get() })
+	t, err := e.inTurns(ctx, "latest-10b", runs, raw, servedBare)
 	if err != nil {
 		return err
 	}
@@ -280,16 +277,22 @@ func (e *env) latestValues(ctx context.Context, res *results) error {
 	}
 	rawP50, rawP99 := percentiles(t.raw)
 	p50, p99 := percentiles(t.served)
-	bareRawP50, _ := percentiles(tc.raw)
-	bareP50, bareP99 := percentiles(tc.served)
 	e.log.Info("latest", "readings", total, "raw_p50", rawP50, "service_p50", p50, "plan", plan)
 	res.add("10", fmt.Sprintf("Latest values, raw: `store.LatestReadings` of the project's %d sensors over %s readings, 1 connection, in turns with (10b); plan: %s",
 		len(s.paths), count(int(total)), plan), latency(rawP50, rawP99)+t.rawCPU.postgresPerRequest(runs), "1 (the limit)")
-	res.add("10b", "Latest values through the service: `GET …/proj/{id}/latest?limit=1000`, 1 client, in turns with (10)",
+	res.add("10b", "Latest values through the service: `GET …/proj/{id}/latest?limit=1000`, 1 client, read by the bench's bare client, in turns with (10)"+withGoClient(withGo),
 		latency(p50, p99)+t.servedCPU.microsPerRequest(runs), ratio(float64(p50)/float64(rawP50), "(10), p50; target ≤ 1.5"))
-	res.add("10c", fmt.Sprintf("Latest values through the service as (10b), read by a bare HTTP/1.1 client (the request's bytes written, the answer read by its length), in turns with the raw call (p50 %s in these turns)", duration(bareRawP50)),
-		latency(bareP50, bareP99)+tc.servedCPU.microsPerRequest(runs), ratio(float64(bareP50)/float64(bareRawP50), "the raw call in its turns, p50; (10b)'s ratio less this one is the bench's http.Client"))
 	return nil
+}
+
+// withGoClient is the figure of a service row's turns with Go's
+// http.Client, said after the row's measurement: the same requests and
+// raw calls, in turns of their own.
+func withGoClient(t turns) string {
+	rawP50, _ := percentiles(t.raw)
+	p50, _ := percentiles(t.served)
+	return fmt.Sprintf("; by Go's http.Client, in turns of their own: p50 %s against the raw call's %s, %.2f ×%s",
+		duration(p50), duration(rawP50), float64(p50)/float64(rawP50), t.servedCPU.microsPerRequest(len(t.served)))
 }
 
 // latestPlan is the sensor_latest node of the latest-values plan: one row

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/sensorreadings/readings/scripts/proccpu"
@@ -90,10 +91,25 @@ func (e *env) timeServiceRead(ctx context.Context, res *results, id, measurement
 			return fmt.Errorf("GET readings: %d readings, want %d", len(readings), pageSize)
 		}
 	}
-	t, err := e.inTurns(ctx, "read-"+id, len(picks), func(ctx context.Context, db *store.DB, i int) error {
+	raw := func(ctx context.Context, db *store.DB, i int) error {
 		return rawPage(ctx, db, sensorIDs[picks[i].sensor], picks[i].from)
-	}, func(ctx context.Context, i int) error {
+	}
+	// The pages read by Go's http.Client first, as VictoriaMetrics' are
+	// (the peers' table holds them to each other), then by the bare
+	// client, whose turns with the raw query are the row's ratio.
+	withGo, err := e.inTurns(ctx, "read-"+id+"-http", len(picks), raw, func(ctx context.Context, i int) error {
 		return e.svc.getReadings(ctx, picks[i].sensor, picks[i].from, outputs, &page)
+	})
+	if err != nil {
+		return err
+	}
+	bare, err := e.svc.dialBare()
+	if err != nil {
+		return err
+	}
+	defer bare.Close()
+	t, err := e.inTurns(ctx, "read-"+id, len(picks), raw, func(_ context.Context, i int) error {
+		return bare.get(strings.TrimPrefix(e.svc.paths[picks[i].sensor], e.svc.base) + pageQuery(picks[i].from, outputs))
 	})
 	if err != nil {
 		return err
@@ -104,15 +120,15 @@ func (e *env) timeServiceRead(ctx context.Context, res *results, id, measurement
 	vs := "(5), p50; target ≤ 1.3"
 	if id == "6" {
 		res.rawRead = rawP50
-		res.serviceRead, res.serviceRead99 = p50, p99
-		res.serviceReadCPU = t.servedCPU
+		res.serviceRead, res.serviceRead99 = percentiles(withGo.served)
+		res.serviceReadCPU = withGo.servedCPU
 		res.add("5", fmt.Sprintf("Raw read: the service's page query (`store.ListReadings`), %s rows scanned into Go values, 1 connection, %s queries, in turns with (6)",
 			count(pageSize), count(len(t.raw))), latency(rawP50, rawP99)+t.rawCPU.postgresPerRequest(len(t.raw)), "1 (the limit)")
 	} else {
 		vs = "the raw query of the same pages in turns, p50; target ≤ 1.3"
 		measurement += fmt.Sprintf("; the raw query of the same pages, as (5), in turns: p50 %s%s", duration(rawP50), t.rawCPU.postgresPerRequest(len(t.raw)))
 	}
-	res.add(id, measurement+", "+count(len(t.served))+" requests, 1 client, in turns with the raw query",
+	res.add(id, measurement+", "+count(len(t.served))+" requests, 1 client, read by the bench's bare client, in turns with the raw query"+withGoClient(withGo),
 		fmt.Sprintf("%s; %s per reading%s", latency(p50, p99), duration(p50/pageSize), t.servedCPU.microsPerRequest(len(t.served))),
 		ratio(float64(p50)/float64(rawP50), vs))
 	return nil

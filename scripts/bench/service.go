@@ -270,13 +270,18 @@ func (s *service) postTo(ctx context.Context, url string, body []byte, resp *byt
 // getReadings reads one page of the sensor at index i, from the instant
 // from on, into page.
 func (s *service) getReadings(ctx context.Context, i int, from time.Time, outputs bool, page *bytes.Buffer) error {
-	q := "?limit=" + strconv.Itoa(pageSize) + "&outputs=" + strconv.FormatBool(outputs) +
-		"&datetime__gte=" + url.QueryEscape(from.UTC().Format(time.RFC3339Nano))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.paths[i]+q, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.paths[i]+pageQuery(from, outputs), nil)
 	if err != nil {
 		return err
 	}
 	return s.do(req, page)
+}
+
+// pageQuery is the query of a page of the bench's reads: pageSize
+// readings from from on.
+func pageQuery(from time.Time, outputs bool) string {
+	return "?limit=" + strconv.Itoa(pageSize) + "&outputs=" + strconv.FormatBool(outputs) +
+		"&datetime__gte=" + url.QueryEscape(from.UTC().Format(time.RFC3339Nano))
 }
 
 // do sends req with the token and reads the whole response into body, so

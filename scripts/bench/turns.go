@@ -11,7 +11,7 @@ import (
 	"github.com/sensorreadings/readings/store"
 )
 
-// Rows 5, 6, 6b, 10, 10b and 10c compare a request through the service with
+// Rows 5, 6, 6b, 10 and 10b compare a request through the service with
 // the store's own call that answers it, the raw figure. Measured in
 // separate phases minutes apart, the raw baseline moved 30–40 % between
 // quiet runs of the same code, so each service row times its request and
