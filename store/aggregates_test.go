@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/sensorreadings/readings/stats"
 	"github.com/sensorreadings/readings/store"
@@ -464,5 +467,64 @@ func TestValueBytes(t *testing.T) {
 		if superuser && len(values) > 0 && (len(held) != 20+8*len(values) || bytes.Equal(held, sent)) {
 			t.Errorf("readings_vals_bytes of %d values = %d bytes, %x…; want the array as held, %d bytes", len(values), len(held), held[:min(len(held), 20)], 20+8*len(values))
 		}
+	}
+}
+
+// TestInputBucketsPlanTheRangesChunks holds SpanInputBuckets' statement
+// to the chunks its pieces can touch: on TimescaleDB a chunk of readings
+// far from the pieces is not in its plan (with 150 such chunks PostgreSQL
+// planned a sequential scan and a sort of every chunk a piece), and on
+// both modes the readings far away are not counted.
+func TestInputBucketsPlanTheRangesChunks(t *testing.T) {
+	pool := storetest.NewPool(t)
+	db := store.New(pool)
+	ctx := t.Context()
+	start := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	far := start.AddDate(-2, 0, 0)
+	key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+	common := []int64{1, 2}
+	mustInsert(t, db, key,
+		store.Reading{Time: far, InputIDs: common, Values: []float64{5, 6}},
+		store.Reading{Time: start, InputIDs: common, Values: []float64{1, 2}},
+		store.Reading{Time: start.Add(25 * time.Hour), InputIDs: common, Values: []float64{3, 4}})
+	from := []time.Time{start, start.Add(24 * time.Hour)}
+	to := []time.Time{start.Add(24 * time.Hour), start.Add(48 * time.Hour)}
+	var got []string
+	err := db.InSnapshot(ctx, func(tx *store.Tx) error {
+		_, err := tx.SpanInputBuckets(ctx, key.SensorID, from, to, common, func(g *store.InputGroup) error {
+			got = append(got, fmt.Sprint(g.Start.Format(time.DateOnly), " ", g.Count, " ", g.Sums))
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"2024-05-01 1 [1 2]", "2024-05-02 1 [3 4]"}; !slices.Equal(got, want) {
+		t.Errorf("SpanInputBuckets = %q, want %q", got, want)
+	}
+	mode, _, err := db.StorageMode(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode != store.TimescaleDB {
+		return // no chunks
+	}
+	rows, _ := pool.Query(ctx, `EXPLAIN (COSTS OFF) `+store.InputBucketsSQL(len(common)),
+		key.SensorID, from, to, common, from[0], to[len(to)-1])
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	chunkName := func(at time.Time) string {
+		_, name, _ := strings.Cut(chunkOf(t, pool, at), ".")
+		return name
+	}
+	if name := chunkName(start); !strings.Contains(plan, name+" ") {
+		t.Errorf("plan without %s, the range's chunk:\n%s", name, plan)
+	}
+	if name := chunkName(far); strings.Contains(plan, name+" ") {
+		t.Errorf("plan with %s, a chunk of readings two years away:\n%s", name, plan)
 	}
 }

@@ -30,3 +30,6 @@ func DecodeFloatArray(src []byte) ([]float64, error) {
 // LatestReadingsSQL is the statement of LatestReadings' rows, for a test
 // of its plan.
 const LatestReadingsSQL = latestReadingsSQL
+
+// InputBucketsSQL is inputBucketsSQL, for a test of its plan.
+var InputBucketsSQL = inputBucketsSQL
