@@ -24,8 +24,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +33,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
 
+	"github.com/sensorreadings/readings/scripts/proccpu"
 	"github.com/sensorreadings/readings/store"
 )
 
@@ -160,57 +159,15 @@ func ServerCPU(t testing.TB, pool *pgxpool.Pool) time.Duration {
 	if err := pool.QueryRow(context.Background(), "SELECT pg_backend_pid()").Scan(&backend); err != nil {
 		t.Fatalf("backend pid: %v", err)
 	}
-	self, err := readProcStat(backend)
+	self, err := proccpu.Read(backend)
 	if err != nil {
 		t.Fatalf("PostgreSQL's CPU: the server is not a local process: %v", err)
 	}
-	postmaster := self.ppid
-	entries, err := os.ReadDir("/proc")
+	ticks, err := proccpu.Postgres(self.PPID)
 	if err != nil {
 		t.Fatalf("PostgreSQL's CPU: %v", err)
 	}
-	var ticks int64
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := readProcStat(pid)
-		switch {
-		case err != nil:
-		case pid == postmaster:
-			ticks += st.self + st.children
-		case st.ppid == postmaster:
-			ticks += st.self
-		}
-	}
-	return time.Duration(ticks) * time.Second / clockTicks
-}
-
-// clockTicks is the unit of /proc/PID/stat's times, USER_HZ: 100 on every
-// Linux the service runs on.
-const clockTicks = 100
-
-type procStat struct {
-	ppid           int
-	self, children int64 // clock ticks, user and system
-}
-
-// readProcStat reads /proc/pid/stat.
-func readProcStat(pid int) (procStat, error) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return procStat{}, err
-	}
-	// The command, field 2, is in parentheses and may hold spaces.
-	_, rest, ok := strings.Cut(string(b), ") ")
-	f := strings.Fields(rest)
-	if !ok || len(f) < 15 {
-		return procStat{}, fmt.Errorf("/proc/%d/stat: too short", pid)
-	}
-	// f[0] is field 3: ppid is field 4, utime, stime, cutime, cstime 14..17.
-	n := func(i int) int64 { v, _ := strconv.ParseInt(f[i-3], 10, 64); return v }
-	return procStat{ppid: int(n(4)), self: n(14) + n(15), children: n(16) + n(17)}, nil
+	return time.Duration(ticks) * time.Second / proccpu.ClockTicks
 }
 
 // dropDatabase drops a test database and ends whatever is connected to it.
