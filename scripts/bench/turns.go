@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -125,4 +126,14 @@ WHERE datname = current_database() AND backend_type = 'client backend' AND appli
 		}
 	}
 	return ticks, nil
+}
+
+// withGoClient is the figure of a service row's turns with Go's
+// http.Client, said after the row's measurement: the same requests and
+// raw calls, in turns of their own.
+func withGoClient(t turns) string {
+	rawP50, _ := percentiles(t.raw)
+	p50, _ := percentiles(t.served)
+	return fmt.Sprintf("; by Go's http.Client, in turns of their own: p50 %s against the raw call's %s, %.2f ×%s",
+		duration(p50), duration(rawP50), float64(p50)/float64(rawP50), t.servedCPU.microsPerRequest(len(t.served)))
 }
