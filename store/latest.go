@@ -134,7 +134,7 @@ func latestScanner(rows pgx.Rows) pgx.RowToFunc[Latest] {
 		r := cut(&readings, 1, 32)[:1]
 		r[0].InputIDs, r[0].Values = cut(&ids, n, 256), cut(&values, n, 256)
 		l.Reading = &r[0]
-		return l, decodeReading(raw, l.Reading)
+		return l, decodeReading(raw, l.Reading, nil, false)
 	}
 }
 

@@ -203,7 +203,7 @@ func scanPageLinks(rows pgx.Rows, max int, p *LinkedPage) error {
 				return err
 			}
 			if raw[7] != nil {
-				if err := decodeReading(raw[7:], &r); err != nil {
+				if err := decodeReading(raw[7:], &r, nil, false); err != nil {
 					return err
 				}
 				at = &r.Time

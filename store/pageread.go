@@ -131,9 +131,10 @@ func pageReadings(order string, unrejected bool) string {
 	if unrejected {
 		with, without = "WITH "+rejectedCTE(8)+"\n", withoutRejected
 	}
-	return with + `SELECT datetime, input_ids, vals FROM readings
-WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 AND ` + fmt.Sprintf(sensorOfKeySQL, 6, 7) + without + `
-ORDER BY datetime` + order + ` LIMIT $4 OFFSET $5`
+	guard := fmt.Sprintf(sensorOfKeySQL, 6, 7)
+	return withSensorIDs(with, guard, `
+WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3 AND `+guard+without+`
+ORDER BY datetime`+order+` LIMIT $4 OFFSET $5`)
 }
 
 // pageSensor is a row of pageSensorSQL.

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -185,5 +186,85 @@ func TestReadPageHints(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestReadingsOfOtherInputSets reads the readings of a sensor whose
+// readings change input sets from one to the next, and whose set of input
+// ids grows mid-page, then is overwritten with others: each reading comes
+// with its own input ids, whether or not they are the sensor's set,
+// which the statements send once and the readings only when they differ.
+func TestReadingsOfOtherInputSets(t *testing.T) {
+	db := newDB(t)
+	ctx := t.Context()
+	key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+	reading := func(minute int, ids ...int64) store.Reading {
+		r := store.Reading{Time: at(minute), InputIDs: ids}
+		for _, id := range ids {
+			r.Values = append(r.Values, float64(minute)+float64(id)/10)
+		}
+		return r
+	}
+	mustInsert(t, db, key, reading(1, 1, 2, 3), reading(2, 1, 3), reading(3, 1, 2, 3))
+	mustInsert(t, db, key, reading(4, 1, 2, 3, 4), reading(5, 4), reading(6, 1, 2, 3, 4), reading(7, 2, 3, 4), reading(8, 1, 2, 3))
+	mustInsert(t, db, key, reading(3, 1, 2, 3, 4), reading(6, 1, 2, 3), reading(9, 5))
+	stored := []store.Reading{
+		reading(1, 1, 2, 3), reading(2, 1, 3), reading(3, 1, 2, 3, 4), reading(4, 1, 2, 3, 4), reading(5, 4),
+		reading(6, 1, 2, 3), reading(7, 2, 3, 4), reading(8, 1, 2, 3), reading(9, 5),
+	}
+	reversed := func(rs []store.Reading) []store.Reading {
+		rs = slices.Clone(rs)
+		slices.Reverse(rs)
+		return rs
+	}
+	show := func(rs []store.Reading) string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, fmt.Sprintf("%d:%v=%v", r.Time.Minute(), r.InputIDs, r.Values))
+		}
+		return strings.Join(out, " ")
+	}
+	keep := func(got *[]store.Reading) func(*store.Reading) error {
+		return func(r *store.Reading) error {
+			*got = append(*got, store.Reading{Time: r.Time, InputIDs: slices.Clone(r.InputIDs), Values: slices.Clone(r.Values)})
+			return nil
+		}
+	}
+	tests := []struct {
+		name string
+		q    store.ReadingQuery
+		want []store.Reading
+	}{
+		{"All", store.ReadingQuery{From: store.MinTime, To: store.MaxTime}, stored},
+		{"Page", store.ReadingQuery{From: at(2), To: store.MaxTime, Limit: 5}, stored[1:6]},
+		{"Offset", store.ReadingQuery{From: store.MinTime, To: store.MaxTime, Limit: 3, Offset: 4}, stored[4:7]},
+		{"Descending", store.ReadingQuery{From: store.MinTime, To: at(8), Desc: true, Limit: 6}, reversed(stored[2:8])},
+		{"Without", store.ReadingQuery{From: store.MinTime, To: store.MaxTime, Without: [][2]time.Time{{at(2), at(5)}}},
+			append(slices.Clone(stored[:1]), stored[5:]...)},
+		{"None", store.ReadingQuery{From: at(10), To: store.MaxTime}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var listed []store.Reading
+			if err := db.ListReadings(ctx, store.Sensor{ID: key.SensorID}, tt.q, keep(&listed)); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := show(listed), show(tt.want); got != want {
+				t.Errorf("ListReadings = %s\nwant %s", got, want)
+			}
+			if tt.q.Without != nil {
+				return // ReadPage leaves out what flags reject
+			}
+			for _, lookup := range []bool{false, true} {
+				var paged []store.Reading
+				read := store.PageRead{Key: key, Lookup: lookup, Query: tt.q, Rejected: !lookup, Unflagged: lookup}
+				if err := db.ReadPage(ctx, read, func(*store.Sensor, []store.Flag) error { return nil }, keep(&paged)); err != nil {
+					t.Fatal(err)
+				}
+				if got, want := show(paged), show(tt.want); got != want {
+					t.Errorf("ReadPage(Lookup %v) = %s\nwant %s", lookup, got, want)
+				}
+			}
+		})
 	}
 }

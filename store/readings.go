@@ -486,16 +486,34 @@ func LastPerInstant(readings []Reading) []Reading {
 	return kept
 }
 
-const (
-	listReadingsAscSQL = `
-SELECT datetime, input_ids, vals FROM readings
-WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3
-ORDER BY datetime LIMIT $4 OFFSET $5`
-	listReadingsDescSQL = `
-SELECT datetime, input_ids, vals FROM readings
-WHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3
-ORDER BY datetime DESC LIMIT $4 OFFSET $5`
+var (
+	listReadingsAscSQL  = withSensorIDs("", "", "\nWHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3\nORDER BY datetime LIMIT $4 OFFSET $5")
+	listReadingsDescSQL = withSensorIDs("", "", "\nWHERE sensor_id = $1 AND datetime BETWEEN $2 AND $3\nORDER BY datetime DESC LIMIT $4 OFFSET $5")
 )
+
+// withSensorIDs is a statement of the readings of sensor $1 that rest
+// selects (its WHERE clause and what follows, FROM readings; with, a WITH
+// clause it needs), whose first row is the sensor's set of input ids
+// (sensor_inputs) with a NULL datetime, and whose readings have their
+// input ids NULL where they are that set, which ScanReadings fills back
+// in: a reading's ids and their array's header were a third of its row's
+// bytes, and each id a call of int8send. guard, when set, is a condition
+// on the set's row too (sensorOfKeySQL). The set and the readings are
+// read in one snapshot, the statement's, and every write records its ids
+// in the set in its own transaction (RecordInputs): a reading's ids, in
+// that snapshot, are each one of the set's, ascending and each once, so
+// they are the set exactly when they are as many, which its values' stored
+// size tells, as commonIDsSQL says, without a copy or a call an id.
+func withSensorIDs(with, guard, rest string) string {
+	if guard != "" {
+		guard = " AND " + guard
+	}
+	return with + `SELECT NULL::timestamptz, si.input_ids, NULL::float8[] FROM sensor_inputs si WHERE si.sensor_id = $1` + guard + `
+UNION ALL (
+SELECT datetime, CASE WHEN pg_column_size(vals) - 8 * (SELECT cardinality(si.input_ids) FROM sensor_inputs si WHERE si.sensor_id = $1) IN (21, 24)
+    THEN NULL ELSE input_ids END, vals
+FROM readings` + rest + `)`
+}
 
 // ListReadings calls fn with each reading of sensor that q selects, in
 // order, as the rows arrive. fn must not keep the Reading it is given.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -18,6 +19,11 @@ import (
 // the service's time (BenchmarkListReadings compares the two).
 type readingScanner struct {
 	binary bool // the server sent the columns in binary; else pgx scans
+	// ids is the sensor's set of input ids, from the row that gives it
+	// (withSensorIDs), which the readings whose ids are NULL have; ok
+	// once that row came.
+	ids []int64
+	ok  bool
 }
 
 func newReadingScanner(rows pgx.Rows) readingScanner {
@@ -35,15 +41,21 @@ func binaryColumns(rows pgx.Rows, n int) bool {
 }
 
 // ScanReadings calls fn with each row of rows, columns (datetime,
-// input_ids, vals), in one reused Reading that fn must not keep. It is how
-// the store reads readings; scripts/bench reads the raw figure with it too.
+// input_ids, vals), in one reused Reading that fn must not keep, but for
+// a row with a NULL datetime, whose input ids are those of each later row
+// whose ids are NULL (withSensorIDs). It is how the store reads readings;
+// scripts/bench reads the raw figure with it too.
 func ScanReadings(rows pgx.Rows, fn func(*Reading) error) error {
 	defer rows.Close()
 	scanner := newReadingScanner(rows)
 	var reading Reading
 	for rows.Next() {
-		if err := scanner.scan(rows, &reading); err != nil {
+		ok, err := scanner.scan(rows, &reading)
+		if err != nil {
 			return err
+		}
+		if !ok {
+			continue
 		}
 		if err := fn(&reading); err != nil {
 			return err
@@ -56,22 +68,73 @@ func ScanReadings(rows pgx.Rows, fn func(*Reading) error) error {
 // microseconds from: 2000-01-01 UTC, in microseconds from 1970.
 const postgresEpochMicros = 946_684_800_000_000
 
-func (s readingScanner) scan(rows pgx.Rows, r *Reading) error {
+// scan reads a row into r, and reports whether it was a reading: else it
+// was the sensor's set of input ids, which s keeps.
+func (s *readingScanner) scan(rows pgx.Rows, r *Reading) (bool, error) {
 	if !s.binary {
-		return rows.Scan(&r.Time, &r.InputIDs, &r.Values)
+		return s.scanText(rows, r)
 	}
-	return decodeReading(rows.RawValues(), r)
+	raw := rows.RawValues()
+	if raw[0] == nil {
+		return false, s.set(decodeArray(raw[1], s.ids[:0], decodeInt64))
+	}
+	if err := decodeReading(raw, r, s.ids, s.ok); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
+// scanText is scan of a row pgx scans.
+func (s *readingScanner) scanText(rows pgx.Rows, r *Reading) (bool, error) {
+	var at pgtype.Timestamptz
+	var ids []int64
+	if err := rows.Scan(&at, &ids, &r.Values); err != nil {
+		return false, err
+	}
+	if !at.Valid {
+		return false, s.set(ids, nil)
+	}
+	r.Time = at.Time
+	if ids == nil {
+		if !s.ok {
+			return false, errNoSensorIDs
+		}
+		ids = s.ids
+	}
+	r.InputIDs = append(r.InputIDs[:0], ids...)
+	return true, nil
+}
+
+// set keeps ids as the sensor's set of input ids.
+func (s *readingScanner) set(ids []int64, err error) error {
+	if err != nil {
+		return fmt.Errorf("input ids of the sensor: %w", err)
+	}
+	s.ids, s.ok = ids, true
+	return nil
+}
+
+var errNoSensorIDs = errors.New("input_ids: NULL before the sensor's set of input ids")
+
+func decodeInt64(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) }
+
 // decodeReading decodes a reading's datetime, input ids and values from
-// PostgreSQL's binary format.
-func decodeReading(raw [][]byte, r *Reading) error {
+// PostgreSQL's binary format; NULL input ids are ids, the sensor's set,
+// when known.
+func decodeReading(raw [][]byte, r *Reading, ids []int64, known bool) error {
 	var err error
 	if r.Time, err = decodeTimestamptz(raw[0]); err != nil {
 		return fmt.Errorf("datetime: %w", err)
 	}
-	if r.InputIDs, err = decodeArray(raw[1], r.InputIDs[:0], func(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) }); err != nil {
-		return fmt.Errorf("input_ids: %w", err)
+	switch {
+	case raw[1] != nil:
+		if r.InputIDs, err = decodeArray(raw[1], r.InputIDs[:0], decodeInt64); err != nil {
+			return fmt.Errorf("input_ids: %w", err)
+		}
+	case known:
+		r.InputIDs = append(r.InputIDs[:0], ids...)
+	default:
+		return errNoSensorIDs
 	}
 	if r.Values, err = decodeFloats(raw[2], r.Values[:0]); err != nil {
 		return fmt.Errorf("vals: %w", err)
