@@ -207,10 +207,11 @@ func TestReadingsOfOtherInputSets(t *testing.T) {
 	}
 	mustInsert(t, db, key, reading(1, 1, 2, 3), reading(2, 1, 3), reading(3, 1, 2, 3))
 	mustInsert(t, db, key, reading(4, 1, 2, 3, 4), reading(5, 4), reading(6, 1, 2, 3, 4), reading(7, 2, 3, 4), reading(8, 1, 2, 3))
-	mustInsert(t, db, key, reading(3, 1, 2, 3, 4), reading(6, 1, 2, 3), reading(9, 5))
+	// Overwrites that bring a new id, and take one away.
+	mustInsert(t, db, key, reading(3, 1, 2, 3, 4, 5), reading(4, 1, 2, 3, 4, 5), reading(6, 1, 2, 3), reading(7, 1, 2, 3, 4, 5), reading(9, 1, 2, 3, 4, 5))
 	stored := []store.Reading{
-		reading(1, 1, 2, 3), reading(2, 1, 3), reading(3, 1, 2, 3, 4), reading(4, 1, 2, 3, 4), reading(5, 4),
-		reading(6, 1, 2, 3), reading(7, 2, 3, 4), reading(8, 1, 2, 3), reading(9, 5),
+		reading(1, 1, 2, 3), reading(2, 1, 3), reading(3, 1, 2, 3, 4, 5), reading(4, 1, 2, 3, 4, 5), reading(5, 4),
+		reading(6, 1, 2, 3), reading(7, 1, 2, 3, 4, 5), reading(8, 1, 2, 3), reading(9, 1, 2, 3, 4, 5),
 	}
 	reversed := func(rs []store.Reading) []store.Reading {
 		rs = slices.Clone(rs)
