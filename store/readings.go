@@ -503,15 +503,18 @@ var (
 // in the set in its own transaction (RecordInputs): a reading's ids, in
 // that snapshot, are each one of the set's, ascending and each once, so
 // they are the set exactly when they are as many, which its values' stored
-// size tells, as commonIDsSQL says, without a copy or a call an id.
+// size tells, as commonIDsSQL says, without a copy or a call an id. The
+// values are readings_vals_bytes's, a copy of the array where the server
+// lays it out as the service reads it, not a call of float8send a value
+// (migration 00073).
 func withSensorIDs(with, guard, rest string) string {
 	if guard != "" {
 		guard = " AND " + guard
 	}
-	return with + `SELECT NULL::timestamptz, si.input_ids, NULL::float8[] FROM sensor_inputs si WHERE si.sensor_id = $1` + guard + `
+	return with + `SELECT NULL::timestamptz, si.input_ids, NULL::bytea FROM sensor_inputs si WHERE si.sensor_id = $1` + guard + `
 UNION ALL (
 SELECT datetime, CASE WHEN pg_column_size(vals) - 8 * (SELECT cardinality(si.input_ids) FROM sensor_inputs si WHERE si.sensor_id = $1) IN (21, 24)
-    THEN NULL ELSE input_ids END, vals
+    THEN NULL ELSE input_ids END, readings_vals_bytes(vals)
 FROM readings` + rest + `)`
 }
 

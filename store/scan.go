@@ -86,10 +86,23 @@ func (s *readingScanner) scan(rows pgx.Rows, r *Reading) (bool, error) {
 
 // scanText is scan of a row pgx scans.
 func (s *readingScanner) scanText(rows pgx.Rows, r *Reading) (bool, error) {
-	var at pgtype.Timestamptz
-	var ids []int64
-	if err := rows.Scan(&at, &ids, &r.Values); err != nil {
+	var (
+		at   pgtype.Timestamptz
+		ids  []int64
+		vals any = &r.Values
+		raw  []byte
+	)
+	if rows.FieldDescriptions()[2].DataTypeOID == pgtype.ByteaOID {
+		vals = &raw // readings_vals_bytes's
+	}
+	if err := rows.Scan(&at, &ids, vals); err != nil {
 		return false, err
+	}
+	if raw != nil {
+		var err error
+		if r.Values, err = decodeValueBytes(raw, r.Values[:0]); err != nil {
+			return false, fmt.Errorf("vals: %w", err)
+		}
 	}
 	if !at.Valid {
 		return false, s.set(ids, nil)
@@ -119,8 +132,9 @@ var errNoSensorIDs = errors.New("input_ids: NULL before the sensor's set of inpu
 func decodeInt64(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) }
 
 // decodeReading decodes a reading's datetime, input ids and values from
-// PostgreSQL's binary format; NULL input ids are ids, the sensor's set,
-// when known.
+// PostgreSQL's binary format, the values a float8[] or readings_vals_bytes's
+// (decodeValueBytes); NULL input ids are ids, the sensor's set, when
+// known.
 func decodeReading(raw [][]byte, r *Reading, ids []int64, known bool) error {
 	var err error
 	if r.Time, err = decodeTimestamptz(raw[0]); err != nil {
@@ -136,7 +150,7 @@ func decodeReading(raw [][]byte, r *Reading, ids []int64, known bool) error {
 	default:
 		return errNoSensorIDs
 	}
-	if r.Values, err = decodeFloats(raw[2], r.Values[:0]); err != nil {
+	if r.Values, err = decodeValueBytes(raw[2], r.Values[:0]); err != nil {
 		return fmt.Errorf("vals: %w", err)
 	}
 	return nil
