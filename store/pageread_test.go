@@ -7,8 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/sensorreadings/readings/apperr"
 	"github.com/sensorreadings/readings/store"
+	"github.com/sensorreadings/readings/store/storetest"
 )
 
 // TestReadPage reads a sensor, its flags and its readings in one round
@@ -195,8 +199,18 @@ func TestReadPageHints(t *testing.T) {
 // with its own input ids, whether or not they are the sensor's set,
 // which the statements send once and the readings only when they differ.
 func TestReadingsOfOtherInputSets(t *testing.T) {
-	db := newDB(t)
+	pool := storetest.NewPool(t)
+	db := store.New(pool)
 	ctx := t.Context()
+	// The same rows in PostgreSQL's text format, which pgx scans.
+	config := pool.Config()
+	config.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	textPool, err := pgxpool.NewWithConfig(ctx, config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(textPool.Close)
+	texts := store.New(textPool)
 	key := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
 	reading := func(minute int, ids ...int64) store.Reading {
 		r := store.Reading{Time: at(minute), InputIDs: ids}
@@ -246,12 +260,14 @@ func TestReadingsOfOtherInputSets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var listed []store.Reading
-			if err := db.ListReadings(ctx, store.Sensor{ID: key.SensorID}, tt.q, keep(&listed)); err != nil {
-				t.Fatal(err)
-			}
-			if got, want := show(listed), show(tt.want); got != want {
-				t.Errorf("ListReadings = %s\nwant %s", got, want)
+			for format, db := range map[string]*store.DB{"binary": db, "text": texts} {
+				var listed []store.Reading
+				if err := db.ListReadings(ctx, store.Sensor{ID: key.SensorID}, tt.q, keep(&listed)); err != nil {
+					t.Fatal(err)
+				}
+				if got, want := show(listed), show(tt.want); got != want {
+					t.Errorf("ListReadings, %s = %s\nwant %s", format, got, want)
+				}
 			}
 			if tt.q.Without != nil {
 				return // ReadPage leaves out what flags reject
