@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // pageLinksSQL is the statement of a page's links (PageRead.Links), by
@@ -168,7 +169,14 @@ func readPageLinks(br pgx.BatchResults, max int) (LinkedPage, error) {
 // gives them; should a plan not, the link is left incomplete.
 func scanPageLinks(rows pgx.Rows, max int, p *LinkedPage) error {
 	defer rows.Close()
-	binaryRows := binaryColumns(rows, 12)
+	// The instance, jsonb, comes as text, pgx's choice for jsonb; the
+	// other columns in binary.
+	fields := rows.FieldDescriptions()
+	binaryRows := len(fields) == 12
+	for i := 0; binaryRows && i < len(fields); i++ {
+		binaryRows = i == 8 || fields[i].Format == pgtype.BinaryFormatCode
+	}
+	jsonbBinary := binaryRows && fields[8].Format == pgtype.BinaryFormatCode
 	type span struct{ ids, vals [2]int }
 	var (
 		r      Reading
@@ -188,7 +196,7 @@ func scanPageLinks(rows pgx.Rows, max int, p *LinkedPage) error {
 		if binaryRows {
 			raw := rows.RawValues()
 			var err error
-			if inst, err = decodePageLink(raw, &l, &rejecting); err != nil {
+			if inst, err = decodePageLink(raw, jsonbBinary, &l, &rejecting); err != nil {
 				return err
 			}
 			if raw[9] != nil {
@@ -257,20 +265,20 @@ func scanPageLinks(rows pgx.Rows, max int, p *LinkedPage) error {
 }
 
 // decodePageLink decodes the link's columns of a row of pageLinks from
-// PostgreSQL's binary format, but for the source's instance, whose JSON
-// it returns (nil: none).
-func decodePageLink(raw [][]byte, l *PageLink, rejecting *bool) ([]byte, error) {
+// PostgreSQL's binary format, but for the source's instance, in binary
+// when jsonbBinary, else as text, whose JSON it returns (nil: none).
+func decodePageLink(raw [][]byte, jsonbBinary bool, l *PageLink, rejecting *bool) ([]byte, error) {
 	if len(raw[0]) != 4 || len(raw[1]) != 8 || len(raw[2]) != 8 || len(raw[6]) != 1 || len(raw[7]) != 1 {
 		return nil, fmt.Errorf("page links: a link's ids of %d, %d and %d bytes, its rejecting of %d, known of %d", len(raw[0]), len(raw[1]), len(raw[2]), len(raw[6]), len(raw[7]))
 	}
 	*rejecting, l.Known = raw[6][0] != 0, raw[7][0] != 0
-	var inst []byte
-	if raw[8] != nil {
+	inst := raw[8]
+	if inst != nil && jsonbBinary {
 		// jsonb's binary format: a version byte, 1, then the text.
-		if len(raw[8]) == 0 || raw[8][0] != 1 {
+		if len(inst) == 0 || inst[0] != 1 {
 			return nil, errors.New("page links: a source's instance of an unknown jsonb format")
 		}
-		inst = raw[8][1:]
+		inst = inst[1:]
 	}
 	l.Input = int(int32(binary.BigEndian.Uint32(raw[0])))
 	l.SensorID = int64(binary.BigEndian.Uint64(raw[1]))
