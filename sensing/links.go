@@ -218,15 +218,16 @@ func (s *Service) sourcesAsOf(ctx context.Context, sensor store.Sensor, asOf *ti
 }
 
 // pageLinks returns the values of the sensor's linked inputs for a page,
-// from what ReadPage read with it, with each source's instance in then
-// when it has one there, and the page's first and last instants
-// as it found them: the values serve the page's readings between them.
-// ok is false when they cannot serve it, so that its links are read once
-// it is (sensorLinks): a link's source not found (deleted meanwhile), a
-// source whose value needs links of its own, one with more readings over
-// the page than were read or with a flag that rejects some of them, or
-// links edited between the statements.
-func (s *Service) pageLinks(sensor store.Sensor, p store.LinkedPage, then map[int64]*store.Instance) (links []*formulas.Link, first, last time.Time, ok bool) {
+// from what ReadPage read with it, with each source's instance as read
+// there, or as known (the versions the read named), or in then when it
+// has one there, and the page's first and last instants as it found
+// them: the values serve the page's readings between them. ok is false
+// when they cannot serve it, so that its links are read once it is
+// (sensorLinks): a link's source not found (deleted meanwhile), a source
+// whose value needs links of its own, one with more readings over the
+// page than were read or with a flag that rejects some of them, or links
+// edited between the statements.
+func (s *Service) pageLinks(sensor store.Sensor, p store.LinkedPage, known, then map[int64]*store.Instance) (links []*formulas.Link, first, last time.Time, ok bool) {
 	inst := sensor.Instance
 	links = make([]*formulas.Link, len(inst.Inputs))
 	for i, in := range inst.Inputs {
@@ -235,11 +236,16 @@ func (s *Service) pageLinks(sensor store.Sensor, p store.LinkedPage, then map[in
 			continue
 		}
 		k := slices.IndexFunc(p.Links, func(pl store.PageLink) bool { return pl.Input == i })
-		j := slices.IndexFunc(p.Sources, func(src store.Sensor) bool { return src.ID == l.SensorID })
-		if k < 0 || j < 0 {
+		if k < 0 {
 			return nil, first, last, false
 		}
-		pl, source := &p.Links[k], p.Sources[j]
+		pl := &p.Links[k]
+		source := store.Sensor{ID: pl.SensorID, ProjectID: sensor.ProjectID, Instance: pl.Source}
+		if pl.Known {
+			if source.Instance, ok = known[pl.SensorID]; !ok {
+				return nil, first, last, false
+			}
+		}
 		if inst, ok := then[source.ID]; ok {
 			source.Instance = inst
 		}

@@ -4,12 +4,14 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/sensorreadings/readings/store"
 )
 
 // pageHints remember, by sensor id, what the last page read of the
 // sensor found of its links and of its flags in force, so that the page
 // of a sensor without them, most of them, is read without what they cost
-// PostgreSQL: the two statements of its links' readings
+// PostgreSQL: the statement of its links' readings
 // (store.PageRead.Links), set up each time, the statement of its flags,
 // and the check of every reading against those that reject readings
 // whole (store.PageRead.Unflagged and NoneRejected). They are hints and
@@ -24,10 +26,19 @@ import (
 // than to the page's last reading, which PostgreSQL finds by walking the
 // page again. The readings of a page past the span are served as those
 // of a dense source are.
+//
+// They also keep the instances of links' sources as pages last read them,
+// and the sources of each linked sensor's links, so that a page names the
+// versions it holds and its links' statement sends only the others
+// (store.PageRead.KnownSources): the source's row, decoded at every page,
+// was a statement of its own. A version is never reused, so an instance
+// held is the instance of that version whenever it is read.
 type pageHints struct {
 	mu      sync.Mutex
 	without map[int64]pageHint
-	spacing map[int64]time.Duration // of a linked sensor's readings
+	spacing map[int64]time.Duration   // of a linked sensor's readings
+	sources map[int64]*store.Instance // by source
+	linked  map[int64][]int64         // a linked sensor's sources
 }
 
 // pageHint is what a sensor was found without.
@@ -88,4 +99,62 @@ func (p *pageHints) sawPage(sensorID int64, n int, span time.Duration) {
 		p.spacing = make(map[int64]time.Duration)
 	}
 	p.spacing[sensorID] = span.Abs() / time.Duration(n-1)
+}
+
+// knownSources returns the instances held of the sources of sensorID's
+// links, those of of when it is given, else those its last page read; nil
+// when none is held.
+func (p *pageHints) knownSources(sensorID int64, of *store.Instance) map[int64]*store.Instance {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var known map[int64]*store.Instance
+	add := func(id int64) {
+		if inst, ok := p.sources[id]; ok {
+			if known == nil {
+				known = make(map[int64]*store.Instance)
+			}
+			known[id] = inst
+		}
+	}
+	if of == nil {
+		for _, id := range p.linked[sensorID] {
+			add(id)
+		}
+		return known
+	}
+	for _, in := range of.Inputs {
+		if in.Link != nil {
+			add(in.Link.SensorID)
+		}
+	}
+	return known
+}
+
+// sawSources records the sources of sensorID's links as a page read them.
+func (p *pageHints) sawSources(sensorID int64, links []store.PageLink) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sources == nil || len(p.sources) >= maxPageHints {
+		p.sources = make(map[int64]*store.Instance)
+	}
+	if p.linked == nil || len(p.linked) >= maxPageHints {
+		p.linked = make(map[int64][]int64)
+	}
+	for _, l := range links {
+		if !l.Known && l.Source != nil {
+			p.sources[l.SensorID] = l.Source
+		}
+	}
+	old := p.linked[sensorID]
+	same := len(old) == len(links)
+	for i := 0; same && i < len(links); i++ {
+		same = old[i] == links[i].SensorID
+	}
+	if !same {
+		ids := make([]int64, len(links))
+		for i, l := range links {
+			ids[i] = l.SensorID
+		}
+		p.linked[sensorID] = ids
+	}
 }

@@ -149,10 +149,18 @@ func (s *Service) listReadings(ctx context.Context, key store.SensorKey, sensor 
 		}
 		read.LinkReadings = pageLinkReadings * q.Limit
 		read.LinksSpacing = s.pageHints.linksSpacing(key.SensorID)
+		known := s.pageHints.knownSources(key.SensorID, read.LinksOf)
+		if len(known) > 0 {
+			read.KnownSources = make(map[int64]int64, len(known))
+			for id, inst := range known {
+				read.KnownSources[id] = inst.Version
+			}
+		}
 		read.Links = func(p store.LinkedPage) error {
 			if linked {
+				s.pageHints.sawSources(sensor.ID, p.Links)
 				var links []*formulas.Link
-				if links, first, last, served = s.pageLinks(*sensor, p, then); served {
+				if links, first, last, served = s.pageLinks(*sensor, p, known, then); served {
 					o = s.outputsOf(*sensor, links)
 				}
 			}

@@ -112,7 +112,7 @@ func (s *countingSink) Reading(*store.Reading, *sensing.Outputs) error { s.readi
 
 // TestPageLinkHints reads pages with outputs of a sensor without links,
 // then linked, then unlinked again: once a read has found it without
-// links, its pages leave out the two statements of its links' readings;
+// links, its pages leave out the statement of its links' readings;
 // once linked, the first page has them read after it, and the same
 // outputs as every page after it, which has them again.
 func TestPageLinkHints(t *testing.T) {
@@ -161,9 +161,9 @@ func TestPageLinkHints(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Never read: the sensor, its flags, its links' sources and readings,
-	// its readings.
-	t.Run("FirstRead", func(t *testing.T) { page(t, "-", 1, 5) })
+	// Never read: the sensor, its flags, its links with their sources'
+	// readings, its readings.
+	t.Run("FirstRead", func(t *testing.T) { page(t, "-", 1, 4) })
 	// Found without links nor flags: the sensor and its readings.
 	t.Run("Unlinked", func(t *testing.T) { page(t, "-", 1, 2) })
 	t.Run("LinkedSince", func(t *testing.T) {
@@ -171,10 +171,10 @@ func TestPageLinkHints(t *testing.T) {
 		page(t, "6", 3, 5) // the page, then the source, and its flags and readings
 	})
 	// Found without flags too: all but the flags.
-	t.Run("Linked", func(t *testing.T) { page(t, "6", 1, 4) })
+	t.Run("Linked", func(t *testing.T) { page(t, "6", 1, 3) })
 	t.Run("UnlinkedSince", func(t *testing.T) {
 		link(t, map[string]store.InputLink{})
-		page(t, "-", 1, 4)
+		page(t, "-", 1, 3)
 	})
 	t.Run("UnlinkedAgain", func(t *testing.T) { page(t, "-", 1, 2) })
 }
@@ -308,28 +308,28 @@ func TestPageLinkFlagHints(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Never read: the sensor, its flags, its links' sources and
+	// Never read: the sensor, its flags, its links with their sources'
 	// readings, its readings.
-	t.Run("FirstRead", func(t *testing.T) { page(t, all, 1, 5) })
+	t.Run("FirstRead", func(t *testing.T) { page(t, all, 1, 4) })
 	// Found without flags: all but the flags.
-	t.Run("Unflagged", func(t *testing.T) { page(t, all, 1, 4) })
+	t.Run("Unflagged", func(t *testing.T) { page(t, all, 1, 3) })
 	// Then read again, checked: the flags, the links and the readings.
 	t.Run("RejectedSince", func(t *testing.T) {
 		flag(t, store.Rejected, "", 0)
-		page(t, "01:4 02:6 03:8 04:10", 2, 8)
+		page(t, "01:4 02:6 03:8 04:10", 2, 6)
 	})
-	t.Run("Rejected", func(t *testing.T) { page(t, "01:4 02:6 03:8 04:10", 1, 5) })
+	t.Run("Rejected", func(t *testing.T) { page(t, "01:4 02:6 03:8 04:10", 1, 4) })
 	t.Run("ClearedSince", func(t *testing.T) {
 		flag(t, "", "", 0)
-		page(t, all, 1, 5)
+		page(t, all, 1, 4)
 	})
-	t.Run("Cleared", func(t *testing.T) { page(t, all, 1, 4) })
+	t.Run("Cleared", func(t *testing.T) { page(t, all, 1, 3) })
 	// Its own u rejected at minute 2: no p there.
 	t.Run("InputRejectedSince", func(t *testing.T) {
 		flag(t, store.Rejected, "u", 2)
-		page(t, "00:2 01:4 02:- 03:8 04:10", 2, 8)
+		page(t, "00:2 01:4 02:- 03:8 04:10", 2, 6)
 	})
-	t.Run("InputRejected", func(t *testing.T) { page(t, "00:2 01:4 02:- 03:8 04:10", 1, 5) })
+	t.Run("InputRejected", func(t *testing.T) { page(t, "00:2 01:4 02:- 03:8 04:10", 1, 4) })
 }
 
 // TestPageLinkSpanHints reads pages of 3 readings with outputs of a
@@ -514,6 +514,64 @@ func (s *outputSink) Reading(r *store.Reading, o *sensing.Outputs) error {
 	}
 	s.got = append(s.got, r.Time.Format("15:04:05")+" "+out)
 	return nil
+}
+
+// TestPageLinkSourceEdits reads pages of a sensor whose input i takes a
+// source's output p, each in one round trip, after each kind of edit of
+// the source: a page names the versions of the sources it holds, and the
+// source's instance comes with the links only when it is at another, so
+// the page after an edit is computed with the edited source. It fails
+// when the instance held is taken without its version being checked.
+func TestPageLinkSourceEdits(t *testing.T) {
+	core, db, tracer := newCountedService(t)
+	ctx := t.Context()
+	f := newFixture(t, db) // p = u * i * k, k 2 by default
+	dep, key := newDependant(t, db, f)
+	if _, err := core.SetLinks(ctx, key, map[string]store.InputLink{"i": {SensorID: f.key.SensorID, Key: "p", Staleness: time.Minute}}); err != nil {
+		t.Fatal(err)
+	}
+	ingest(t, core, f.key, store.Reading{Time: minute(0), InputIDs: []int64{f.u(), f.i()}, Values: []float64{3, 5}})
+	// The dependant's u is 1 and k 2: its p is twice the source's.
+	ingest(t, core, key,
+		store.Reading{Time: minute(0), InputIDs: []int64{dep.Instance.Inputs[0].ID}, Values: []float64{1}},
+		store.Reading{Time: minute(0).Add(30 * time.Second), InputIDs: []int64{dep.Instance.Inputs[0].ID}, Values: []float64{1}})
+	read := func(t *testing.T, want string) {
+		t.Helper()
+		sink := &outputSink{}
+		q := store.ReadingQuery{From: store.MinTime, To: store.MaxTime, Limit: 1000}
+		n := tracer.n.Load()
+		if err := core.ListReadings(ctx, key, q, sensing.ReadOptions{Outputs: true}, sink); err != nil {
+			t.Fatal(err)
+		}
+		if got := tracer.n.Load() - n; got != 1 {
+			t.Errorf("%d round trips, want 1", got)
+		}
+		if got := strings.Join(sink.got, ", "); got != want {
+			t.Errorf("p = %s; want %s", got, want)
+		}
+	}
+	// The first page reads the source's instance, the next holds it.
+	read(t, "12:00:00 60, 12:00:30 60")
+	read(t, "12:00:00 60, 12:00:30 60")
+	for _, tt := range []struct {
+		name   string
+		change func(*store.Instance)
+		want   string
+	}{
+		{"Constant", func(inst *store.Instance) { inst.Constants[0].Value = new(3.0) }, "12:00:00 90, 12:00:30 90"},
+		{"Formula", func(inst *store.Instance) { inst.Outputs[0].Formula = "u + i * k" }, "12:00:00 36, 12:00:30 36"},
+		{"Calibration", func(inst *store.Instance) {
+			inst.Constants[0].Calibrations = []store.Calibration{{From: minute(-1), Value: 4}}
+		}, "12:00:00 46, 12:00:30 46"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := core.EditInstance(ctx, f.key, func(inst *store.Instance) error { tt.change(inst); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			read(t, tt.want)
+			read(t, tt.want)
+		})
+	}
 }
 
 // newDependant is a sensor of f's blueprint beside f's, unlinked, for the

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sensorreadings/readings/authcache"
 	"github.com/sensorreadings/readings/batch/batchtest"
+	"github.com/sensorreadings/readings/gen/client"
 	"github.com/sensorreadings/readings/server"
 	"github.com/sensorreadings/readings/store"
 	"github.com/sensorreadings/readings/store/storetest"
@@ -103,6 +104,21 @@ func BenchmarkGetReadings(b *testing.B) {
 	if status := send(b, http.MethodPost, fmt.Sprintf("%s/readings/%d", project, row6b.ID), tn.tokens[store.Editor], benchBodyOf(row6b)); status != http.StatusOK {
 		b.Fatalf("POST: %d", status)
 	}
+	// And row 12's: row 6b's sensor again, its x2 linked to the digits of
+	// a sensor of the blueprint that reads once a minute.
+	barometer, linked := benchBlueprintSensor(b, e, tn), benchBlueprintSensor(b, e, tn)
+	for _, p := range []struct {
+		sensor store.Sensor
+		every  int
+	}{{barometer, 60}, {linked, 1}} {
+		if status := send(b, http.MethodPost, fmt.Sprintf("%s/readings/%d", project, p.sensor.ID), tn.tokens[store.Editor], benchBodyEvery(p.sensor, p.every)); status != http.StatusOK {
+			b.Fatalf("POST: %d", status)
+		}
+	}
+	links := client.LinksUpdate{"x2": {SensorId: barometer.ID, Key: "digits", Staleness: new(3600)}}
+	if res, err := e.client(tn.tokens[store.Admin]).UpdateLinksWithResponse(ctx, tn.orgID, tn.projectID, linked.ID, links); err != nil || res.JSON200 == nil {
+		b.Fatalf("link x2: %v", err)
+	}
 	page := func(sensor int64, outputs bool) string {
 		return fmt.Sprintf("%s/readings/%d?limit=1000&outputs=%t&datetime__gte=2024-01-01T00:00:00Z", project, sensor, outputs)
 	}
@@ -122,6 +138,7 @@ func BenchmarkGetReadings(b *testing.B) {
 		{"PiezometerPageOutputs", get(page(tn.instanceID, true))},
 		{"FiveOutputsPage", get(page(row6b.ID, false))},
 		{"FiveOutputsPageOutputs", get(page(row6b.ID, true))},
+		{"FiveOutputsPageLinked", get(page(linked.ID, true))},
 		{"Latest", get(project + "/latest?limit=1000")},
 		{"LatestRaw", func(b *testing.B) {
 			latest, _, err := e.db.LatestReadings(ctx, tn.orgID, tn.projectID, 0, 1000, false)
@@ -205,7 +222,10 @@ func benchBlueprintSensor(b *testing.B, e *env, tn tenant) store.Sensor {
 
 // benchBodyOf is batchtest.BenchBody's 1,000 readings of ten random inputs
 // in [0, 1000), as sensor's inputs x1…x10.
-func benchBodyOf(sensor store.Sensor) []byte {
+func benchBodyOf(sensor store.Sensor) []byte { return benchBodyEvery(sensor, 1) }
+
+// benchBodyEvery is benchBodyOf's readings every every seconds.
+func benchBodyEvery(sensor store.Sensor, every int) []byte {
 	rng := rand.New(rand.NewPCG(1, 2))
 	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	body := []byte{'['}
@@ -213,7 +233,7 @@ func benchBodyOf(sensor store.Sensor) []byte {
 		if i > 0 {
 			body = append(body, ',')
 		}
-		body = fmt.Appendf(body, `{"datetime":%q,"inputs":{`, start.Add(time.Duration(i)*time.Second).Format(time.RFC3339))
+		body = fmt.Appendf(body, `{"datetime":%q,"inputs":{`, start.Add(time.Duration(i*every)*time.Second).Format(time.RFC3339))
 		for k, in := range sensor.Instance.Inputs {
 			if k > 0 {
 				body = append(body, ',')

@@ -324,13 +324,13 @@ func TestReadPageLinks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := read(t, tt.read)
-			if len(got.Sources) != 1 || got.Sources[0].ID != source.ID || got.Sources[0].Instance == nil {
-				t.Errorf("sources %+v, want sensor %d", got.Sources, source.ID)
-			}
 			if len(got.Links) != 1 {
 				t.Fatalf("links %+v, want one", got.Links)
 			}
 			l := got.Links[0]
+			if l.Known || l.Source == nil || l.Source.Version != source.Instance.Version || len(l.Source.Outputs) != len(source.Instance.Outputs) {
+				t.Errorf("link's source known %v, instance %+v; want sensor %d's instance", l.Known, l.Source, source.ID)
+			}
 			var minutes []int
 			for _, r := range l.Readings {
 				minutes = append(minutes, r.Time.Minute())
@@ -368,9 +368,31 @@ func TestReadPageLinks(t *testing.T) {
 			t.Errorf("as of before the flags: links %+v, want one complete, with two readings", l)
 		}
 	})
+	// A source's instance comes unless the read names the version it
+	// has; any other version of it, known or not, comes.
+	t.Run("KnownSources", func(t *testing.T) {
+		v := source.Instance.Version
+		for _, tt := range []struct {
+			name  string
+			known map[int64]int64
+			want  bool
+		}{
+			{"ThatVersion", map[int64]int64{source.ID: v}, true},
+			{"AnotherVersion", map[int64]int64{source.ID: v + 1}, false},
+			{"AnotherSensor", map[int64]int64{dependant.ID: v}, false},
+		} {
+			for _, r := range []store.PageRead{tests[0].read, tests[1].read} {
+				r.KnownSources = tt.known
+				l := read(t, r).Links
+				if len(l) != 1 || l[0].Known != tt.want || (l[0].Source == nil) != tt.want {
+					t.Errorf("%s: links %+v, want one, known %v", tt.name, l, tt.want)
+				}
+			}
+		}
+	})
 	t.Run("BeyondTheKeyReadsNothing", func(t *testing.T) {
 		for _, r := range []store.PageRead{{Key: beyond, Query: page, LinksOf: dependant.Instance}, {Key: beyond, Query: page, LinksOf: dependant.Instance, Rejected: true}} {
-			if got := read(t, r); len(got.Sources) != 0 || len(got.Links) != 0 {
+			if got := read(t, r); len(got.Links) != 0 {
 				t.Errorf("ReadPage of a sensor beyond the key read links %+v", got)
 			}
 		}

@@ -2,69 +2,59 @@ package store
 
 import (
 	"encoding/binary"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// The statements of a page's links (PageRead.Links), by whether the
-// caller gives the links (LinksOf) or the sensor's row does, then as
-// pageReadingsSQL: by order, and by whether they leave out the readings a
-// flag in force rejects whole.
-var (
-	// pageSourcesSQL is LinkSource's statement for every link of the
-	// sensor at once, guarded by the key.
-	pageSourcesSQL = [2]string{
-		`SELECT ` + sensorColumns + ` FROM sensors s
-WHERE s.project_id = $2 AND EXISTS (SELECT FROM projects p WHERE p.id = $2 AND p.org_id = $1)
-  AND s.id IN (SELECT (i->'link'->>'sensor_id')::bigint FROM sensors d, jsonb_array_elements(d.instance->'inputs') i
-    WHERE d.id = $3 AND d.project_id = $2)`,
-		`SELECT ` + sensorColumns + ` FROM sensors s
-WHERE s.project_id = $2 AND EXISTS (SELECT FROM projects p WHERE p.id = $2 AND p.org_id = $1) AND s.id = ANY($3)`,
-	}
-
-	// pageLinksSQL is by whether the links are given, order, whether
-	// the rejected readings are left out, and whether the spacing of the
-	// page's readings is given (PageRead.LinksSpacing).
-	pageLinksSQL = func() (sql [2][2][2][2]string) {
-		for given := range 2 {
-			for order, by := range []string{"", " DESC"} {
-				for unrejected := range 2 {
-					for spaced := range 2 {
-						sql[given][order][unrejected][spaced] = pageLinks(given == 1, by, unrejected == 1, spaced == 1)
-					}
+// pageLinksSQL is the statement of a page's links (PageRead.Links), by
+// whether the links are given (LinksOf) or the sensor's row gives them,
+// order, whether the rejected readings are left out, and whether the
+// spacing of the page's readings is given (PageRead.LinksSpacing).
+var pageLinksSQL = func() (sql [2][2][2][2]string) {
+	for given := range 2 {
+		for order, by := range []string{"", " DESC"} {
+			for unrejected := range 2 {
+				for spaced := range 2 {
+					sql[given][order][unrejected][spaced] = pageLinks(given == 1, by, unrejected == 1, spaced == 1)
 				}
 			}
 		}
-		return sql
-	}()
-)
+	}
+	return sql
+}()
 
 // pageLinks is the statement of the readings of each link's source that
 // serve a page: the page's first and last instants found again, without
 // its rows, through the index (when the sensor has links at all), then,
-// for each link, what listLinkReadingsSQL reads over them, at most $9
-// readings; or, spaced, the page's first instant (its last, in
-// descending order), which a probe of the index finds rather than a
-// walk, and the limit's readings at the spacing given from it. The
-// probe's LIMIT is a constant, not the page's: a generic plan that could
-// not tell it is 1 would cost more than a custom one, and PostgreSQL
-// would plan the statement again at each call (1 ms). A link whose
-// source is not found has no row; one whose source has no reading to
-// give, a row of nulls after its query. A link whose source has a flag in
-// force that rejects one of the values it may read there (a whole
-// reading; or the input it takes; or, for an output, any input) has
-// rejecting set and a row of nulls: the statement does not leave them
-// out, so the caller reads that link as any read does (sensing's
-// linkSamples). The check is part of the statement, in the snapshot of
-// the readings it would serve, so no flag set since a hint was taken can
-// slip past it. Its parameters are the page statement's first seven, the
-// earliest instant ($8) and the bound ($9), the links when given ($10 to
-// $13: inputs' indexes, sources, keys, staleness in nanoseconds), the
-// instant of the flags in force (nil: now), and the spacing when spaced.
+// for each link, its source (whose instance it gives unless the caller
+// knows that version of it, PageRead.KnownSources) and what
+// listLinkReadingsSQL reads over them, at most $9 readings; or, spaced,
+// the page's first instant (its last, in descending order), which a probe
+// of the index finds rather than a walk, and the limit's readings at the
+// spacing given from it. The probe's LIMIT is a constant, not the page's:
+// a generic plan that could not tell it is 1 would cost more than a
+// custom one, and PostgreSQL would plan the statement again at each call
+// (1 ms). A link whose source is not found has no row; one whose source
+// has no reading to give, a row of nulls after its query. A link whose
+// source has a flag in force that rejects one of the values it may read
+// there (a whole reading; or the input it takes; or, for an output, any
+// input) has rejecting set and a row of nulls: the statement does not
+// leave them out, so the caller reads that link as any read does
+// (sensing's linkSamples). The check is part of the statement, in the
+// snapshot of the readings it would serve, so no flag set since a hint
+// was taken can slip past it; it is made once per link, with its source.
+// Its parameters are the page statement's first seven, the earliest
+// instant ($8) and the bound ($9), the links when given ($10 to $13:
+// inputs' indexes, sources, keys, staleness in nanoseconds), the instant
+// of the flags in force (nil: now), the sources' versions known (ids,
+// then versions), and the spacing when spaced.
 func pageLinks(given bool, order string, unrejected, spaced bool) string {
 	links := `SELECT (x.n - 1)::int AS input, (x.i->'link'->>'sensor_id')::bigint AS source_id,
            x.i->'link'->>'key' AS key, (x.i->'link'->>'staleness')::bigint AS staleness
@@ -75,7 +65,7 @@ func pageLinks(given bool, order string, unrejected, spaced bool) string {
 		links = `SELECT * FROM unnest($10::int[], $11::bigint[], $12::text[], $13::bigint[]) AS l(input, source_id, key, staleness)`
 		asOf = 14
 	}
-	with, without, spacing := "", "", asOf+1
+	with, without, spacing := "", "", asOf+3
 	if unrejected {
 		with, without = rejectedCTE(asOf)+",\n", withoutRejected
 	}
@@ -101,34 +91,35 @@ sources AS MATERIALIZED (
     SELECT l.input, l.source_id, b.first, b.last,
            greatest(b.first - interval '1 microsecond' * ((l.staleness + 999) / 1000), $8) AS since,
            coalesce((SELECT (x.i->>'id')::bigint FROM jsonb_array_elements(s.instance->'inputs') WITH ORDINALITY AS x(i, n)
-                     WHERE x.i->>'key' = l.key ORDER BY x.n LIMIT 1), 0) AS input_id
+                     WHERE x.i->>'key' = l.key ORDER BY x.n LIMIT 1), 0) AS input_id,
+           s.instance, EXISTS (SELECT FROM unnest($` + fmt.Sprint(asOf+1) + `::bigint[], $` + fmt.Sprint(asOf+2) + `::bigint[]) v(id, version)
+               WHERE v.id = l.source_id AND v.version = (s.instance->>'version')::bigint) AS known
     FROM links l JOIN sensors s ON s.id = l.source_id AND s.project_id = $6 CROSS JOIN bounds b
-    WHERE b.first IS NOT NULL)
-SELECT k.input, k.source_id, k.input_id, k.since, k.first, k.last, j.rejecting, r.datetime, r.input_ids, r.vals
-FROM sources k CROSS JOIN LATERAL (
-    SELECT EXISTS (SELECT FROM reading_flags f
+    WHERE b.first IS NOT NULL),
+checked AS MATERIALIZED (
+    SELECT k.*, EXISTS (SELECT FROM reading_flags f
         WHERE f.sensor_id = k.source_id AND f.flag = 'rejected' AND f.from_at <= k.last AND f.to_at >= k.since
           AND (f.input_id IS NULL OR k.input_id = 0 OR f.input_id = k.input_id)
-          AND ` + fmt.Sprintf(flagInForceSQL, asOf) + `) AS rejecting) j
-LEFT JOIN LATERAL (
+          AND ` + fmt.Sprintf(flagInForceSQL, asOf) + `) AS rejecting
+    FROM sources k)
+SELECT k.input, k.source_id, k.input_id, k.since, k.first, k.last, k.rejecting, k.known, CASE WHEN k.known THEN NULL ELSE k.instance END,
+       r.datetime, r.input_ids, r.vals
+FROM checked k LEFT JOIN LATERAL (
     SELECT datetime, input_ids, vals FROM readings
-    WHERE NOT j.rejecting AND sensor_id = k.source_id AND datetime BETWEEN coalesce((
+    WHERE NOT k.rejecting AND sensor_id = k.source_id AND datetime BETWEEN coalesce((
         SELECT datetime FROM readings
         WHERE sensor_id = k.source_id AND datetime BETWEEN k.since AND k.first AND (k.input_id = 0 OR k.input_id = ANY(input_ids))
         ORDER BY datetime DESC LIMIT 1), k.first) AND k.last
     ORDER BY datetime LIMIT $9) r ON true`
 }
 
-// queuePageLinks queues the statements of r.Links after those of the
+// queuePageLinks queues the statement of r.Links after those of the
 // page's head; args, order and unrejected are the page statement's, so
 // that the links serve the readings it reads.
 func queuePageLinks(b *pgx.Batch, r PageRead, args []any, order, unrejected int) {
-	key := r.Key
 	given := 0
 	largs := append(slices.Clip(args[:7]), MinTime, r.LinkReadings+1)
-	if r.Lookup {
-		b.Queue(pageSourcesSQL[0], key.OrgID, key.ProjectID, key.SensorID)
-	} else {
+	if !r.Lookup {
 		given = 1
 		var (
 			inputs    []int32
@@ -144,10 +135,13 @@ func queuePageLinks(b *pgx.Batch, r PageRead, args []any, order, unrejected int)
 				}
 			}
 		}
-		b.Queue(pageSourcesSQL[1], key.OrgID, key.ProjectID, sources)
 		largs = append(largs, inputs, sources, keys, staleness)
 	}
-	largs = append(largs, r.AsOf)
+	known, versions := make([]int64, 0, len(r.KnownSources)), make([]int64, 0, len(r.KnownSources))
+	for id, version := range r.KnownSources {
+		known, versions = append(known, id), append(versions, version)
+	}
+	largs = append(largs, r.AsOf, known, versions)
 	spaced := 0
 	// Within a time.Duration (292 years), the span stays within
 	// PostgreSQL's datetimes from any reading's.
@@ -158,17 +152,11 @@ func queuePageLinks(b *pgx.Batch, r PageRead, args []any, order, unrejected int)
 	b.Queue(pageLinksSQL[given][order][unrejected][spaced], largs...)
 }
 
-// readPageLinks reads the results of queuePageLinks' statements, each
+// readPageLinks reads the result of queuePageLinks' statement, each
 // link's readings at most max.
 func readPageLinks(br pgx.BatchResults, max int) (LinkedPage, error) {
 	var p LinkedPage
 	rows, _ := br.Query()
-	sources, err := pgx.CollectRows(rows, pgx.RowToStructByName[Sensor])
-	if err != nil {
-		return p, readError("link sources", err)
-	}
-	p.Sources = sources
-	rows, _ = br.Query()
 	if err := scanPageLinks(rows, max, &p); err != nil {
 		return p, readError("page links", err)
 	}
@@ -181,7 +169,14 @@ func readPageLinks(br pgx.BatchResults, max int) (LinkedPage, error) {
 // gives them; should a plan not, the link is left incomplete.
 func scanPageLinks(rows pgx.Rows, max int, p *LinkedPage) error {
 	defer rows.Close()
-	binaryRows := binaryColumns(rows, 10)
+	// The instance, jsonb, comes as text, pgx's choice for jsonb; the
+	// other columns in binary.
+	fields := rows.FieldDescriptions()
+	binaryRows := len(fields) == 12
+	for i := 0; binaryRows && i < len(fields); i++ {
+		binaryRows = i == 8 || fields[i].Format == pgtype.BinaryFormatCode
+	}
+	jsonbBinary := binaryRows && fields[8].Format == pgtype.BinaryFormatCode
 	type span struct{ ids, vals [2]int }
 	var (
 		r      Reading
@@ -196,14 +191,16 @@ func scanPageLinks(rows pgx.Rows, max int, p *LinkedPage) error {
 			l         PageLink
 			at        *time.Time
 			rejecting bool
+			inst      []byte // the source's instance, as JSON
 		)
 		if binaryRows {
 			raw := rows.RawValues()
-			if err := decodePageLink(raw, &l, &rejecting); err != nil {
+			var err error
+			if inst, err = decodePageLink(raw, jsonbBinary, &l, &rejecting); err != nil {
 				return err
 			}
-			if raw[7] != nil {
-				if err := decodeReading(raw[7:], &r, nil, false); err != nil {
+			if raw[9] != nil {
+				if err := decodeReading(raw[9:], &r, nil, false); err != nil {
 					return err
 				}
 				at = &r.Time
@@ -211,7 +208,7 @@ func scanPageLinks(rows pgx.Rows, max int, p *LinkedPage) error {
 		} else {
 			var rIDs []int64
 			var rVals []float64
-			if err := rows.Scan(&l.Input, &l.SensorID, &l.Query.InputID, &l.Query.From, &l.Query.First, &l.Query.To, &rejecting, &at, &rIDs, &rVals); err != nil {
+			if err := rows.Scan(&l.Input, &l.SensorID, &l.Query.InputID, &l.Query.From, &l.Query.First, &l.Query.To, &rejecting, &l.Known, &inst, &at, &rIDs, &rVals); err != nil {
 				return err
 			}
 			if at != nil {
@@ -221,6 +218,12 @@ func scanPageLinks(rows pgx.Rows, max int, p *LinkedPage) error {
 		n := len(p.Links)
 		if n == 0 || p.Links[n-1].Input != l.Input || p.Links[n-1].SensorID != l.SensorID {
 			l.Complete = !rejecting
+			if inst != nil {
+				l.Source = new(Instance)
+				if err := json.Unmarshal(inst, l.Source); err != nil {
+					return fmt.Errorf("a source's instance: %w", err)
+				}
+			}
 			for i := range p.Links {
 				if p.Links[i].Input == l.Input { // not together: neither serves
 					p.Links[i].Complete, l.Complete = false, false
@@ -262,20 +265,29 @@ func scanPageLinks(rows pgx.Rows, max int, p *LinkedPage) error {
 }
 
 // decodePageLink decodes the link's columns of a row of pageLinks from
-// PostgreSQL's binary format.
-func decodePageLink(raw [][]byte, l *PageLink, rejecting *bool) error {
-	if len(raw[0]) != 4 || len(raw[1]) != 8 || len(raw[2]) != 8 || len(raw[6]) != 1 {
-		return fmt.Errorf("page links: a link's ids of %d, %d and %d bytes, its rejecting of %d", len(raw[0]), len(raw[1]), len(raw[2]), len(raw[6]))
+// PostgreSQL's binary format, but for the source's instance, in binary
+// when jsonbBinary, else as text, whose JSON it returns (nil: none).
+func decodePageLink(raw [][]byte, jsonbBinary bool, l *PageLink, rejecting *bool) ([]byte, error) {
+	if len(raw[0]) != 4 || len(raw[1]) != 8 || len(raw[2]) != 8 || len(raw[6]) != 1 || len(raw[7]) != 1 {
+		return nil, fmt.Errorf("page links: a link's ids of %d, %d and %d bytes, its rejecting of %d, known of %d", len(raw[0]), len(raw[1]), len(raw[2]), len(raw[6]), len(raw[7]))
 	}
-	*rejecting = raw[6][0] != 0
+	*rejecting, l.Known = raw[6][0] != 0, raw[7][0] != 0
+	inst := raw[8]
+	if inst != nil && jsonbBinary {
+		// jsonb's binary format: a version byte, 1, then the text.
+		if len(inst) == 0 || inst[0] != 1 {
+			return nil, errors.New("page links: a source's instance of an unknown jsonb format")
+		}
+		inst = inst[1:]
+	}
 	l.Input = int(int32(binary.BigEndian.Uint32(raw[0])))
 	l.SensorID = int64(binary.BigEndian.Uint64(raw[1]))
 	l.Query.InputID = int64(binary.BigEndian.Uint64(raw[2]))
 	var err error
 	for i, t := range []*time.Time{&l.Query.From, &l.Query.First, &l.Query.To} {
 		if *t, err = decodeTimestamptz(raw[3+i]); err != nil {
-			return fmt.Errorf("page links: %w", err)
+			return nil, fmt.Errorf("page links: %w", err)
 		}
 	}
-	return nil
+	return inst, nil
 }

@@ -28,6 +28,10 @@ type PageRead struct {
 	// the read finds it.
 	Links   func(LinkedPage) error
 	LinksOf *Instance
+	// KnownSources are versions of sources' instances the caller holds,
+	// by source: a link whose source is at that version comes without
+	// its instance (PageLink.Known).
+	KnownSources map[int64]int64
 	// LinkReadings bounds the readings read of each link's source (see
 	// PageLink.Complete).
 	LinkReadings int
@@ -58,13 +62,11 @@ type PageRead struct {
 }
 
 // LinkedPage is what the outputs of a page of readings of a sensor with
-// linked inputs need, read with the page (PageRead.Links), each
-// statement in its own snapshot: the sources of the sensor's links, and
-// each link's readings over the page's range as the statement found that
-// range. Links is empty when the page is.
+// linked inputs need, read with the page (PageRead.Links) in a snapshot
+// of its own: each link's source and its readings over the page's range
+// as the statement found that range. Links is empty when the page is.
 type LinkedPage struct {
-	Sources []Sensor
-	Links   []PageLink
+	Links []PageLink
 }
 
 // PageLink is the readings of a link's source that serve a page from
@@ -76,7 +78,11 @@ type LinkedPage struct {
 // source's flags).
 type PageLink struct {
 	Input    int   // the linked input, an index of the instance's inputs
-	SensorID int64 // its source
+	SensorID int64 // its source, a sensor of the page's project
+	// Source is the source's instance (nil: it has none), unless Known:
+	// it is at the version PageRead.KnownSources gave for it.
+	Source   *Instance
+	Known    bool
 	Query    LinkQuery
 	Readings []Reading
 	Complete bool
