@@ -9,6 +9,7 @@ package jsonnum
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"strconv"
 )
 
@@ -40,46 +41,100 @@ func Append(b []byte, f float64) []byte {
 		var buf [20]byte
 		return append(b, buf[formatBase10(&buf, mant>>e):]...)
 	}
-	digits, exp := shortest(mant, biased-1075)
+	digits, exp, ok := fastShortest(mant, biased-1075)
+	if !ok || mant == 1<<52 {
+		digits, exp = shortest(mant, biased-1075)
+	}
 	if bits>>63 != 0 {
 		b = append(b, '-')
 	}
-	// f = ±digits × 10^exp, digits of nd decimal digits; the decimal point
-	// sits dp digits from the left of them.
-	var buf [20]byte
-	i := formatBase10(&buf, digits)
-	s := buf[i:]
-	nd := len(s)
-	dp := nd + exp
-	if abs := math.Abs(f); abs < 1e-6 || abs >= 1e21 {
-		b = append(b, s[0])
-		if nd > 1 {
-			b = append(b, '.')
-			b = append(b, s[1:]...)
+	// f = ±digits × 10^exp; its digits, trailing zeros cut, are
+	// buf[i:j], the decimal point dp digits from the left of them.
+	var buf [48]byte
+	i, j := sigDigits(&buf, digits)
+	nd := j - i
+	dp := nd + exp + (18 - j)
+	switch {
+	case dp > 0 && dp < nd:
+		// The common case, the point inside the digits (dp <= 16): the
+		// digits in three words, then those after the point again one
+		// byte on, in two words, and the point between. Fixed-size
+		// loads and stores rather than copies of a variable length.
+		n := len(b)
+		if cap(b)-n < 40 {
+			b = append(b, make([]byte, 40)...)[:n]
 		}
-		b = append(b, 'e')
-		e := dp - 1
-		if e < 0 {
-			b = append(b, '-')
-			e = -e
-		} else {
-			b = append(b, '+')
-		}
-		return strconv.AppendInt(b, int64(e), 10)
+		out := b[n : n+40]
+		le := binary.LittleEndian
+		le.PutUint64(out, le.Uint64(buf[i:]))
+		le.PutUint64(out[8:], le.Uint64(buf[i+8:]))
+		le.PutUint64(out[16:], le.Uint64(buf[i+16:]))
+		le.PutUint64(out[dp+1:], le.Uint64(buf[i+dp:]))
+		le.PutUint64(out[dp+9:], le.Uint64(buf[i+dp+8:]))
+		out[dp] = '.'
+		return b[:n+nd+1]
+	case dp >= nd && dp <= 21:
+		b = append(b, buf[i:j]...)
+		return append(b, "000000000000000000000"[:dp-nd]...)
+	case dp <= 0 && dp > -6:
+		b = append(b, "0.000000"[:2-dp]...)
+		return append(b, buf[i:j]...)
+	}
+	// Below 1e-6 (dp <= -6) or from 1e21 (dp >= 22): an exponent.
+	b = append(b, buf[i])
+	if nd > 1 {
+		buf[i] = '.'
+		b = append(b, buf[i:j]...)
+	}
+	b = append(b, 'e')
+	e := dp - 1
+	if e < 0 {
+		b = append(b, '-')
+		e = -e
+	} else {
+		b = append(b, '+')
+	}
+	if e >= 100 {
+		b = append(b, byte('0'+e/100))
+		e %= 100
+		return append(b, smalls[2*e], smalls[2*e+1])
+	}
+	if e >= 10 {
+		return append(b, smalls[2*e], smalls[2*e+1])
+	}
+	return append(b, byte('0'+e))
+}
+
+// sigDigits writes d's digits, 0 < d < 10^17, at a[1:18], and returns
+// where they start and where their trailing zeros do: the first digit,
+// the next eight and the last eight, each eight in one register, whose
+// zero digits are counted by their bytes (ASCII zeros xor '0' are zero
+// bytes) rather than by dividing.
+func sigDigits(a *[48]byte, d uint64) (i, j int) {
+	const zeros = 0x3030303030303030
+	hi := d / 1e8
+	lo := eightDigits(uint32(d - hi*1e8))
+	top := hi / 1e8
+	mid := eightDigits(uint32(hi - top*1e8))
+	a[1] = byte('0' + top)
+	binary.LittleEndian.PutUint64(a[2:], mid)
+	binary.LittleEndian.PutUint64(a[10:], lo)
+	if d >= 1e8 {
+		// The first nonzero digit is in a[1:10]: the zero digits before
+		// it are zero bytes of top and mid's first seven.
+		i = 1 + bits.TrailingZeros64(top|(mid^zeros)<<8)/8
+	} else {
+		i = 10 + bits.TrailingZeros64(lo^zeros)/8
 	}
 	switch {
-	case dp <= 0:
-		b = append(b, "0."...)
-		b = append(b, "000000"[:-dp]...) // dp >= -6 here, since f >= 1e-6
-		return append(b, s...)
-	case dp >= nd:
-		b = append(b, s...)
-		return append(b, "000000000000000000000"[:dp-nd]...) // dp <= 21, since f < 1e21
+	case lo != zeros:
+		j = 18 - bits.LeadingZeros64(lo^zeros)/8
+	case mid != zeros:
+		j = 10 - bits.LeadingZeros64(mid^zeros)/8
 	default:
-		b = append(b, s[:dp]...)
-		b = append(b, '.')
-		return append(b, s[dp:]...)
+		j = 2
 	}
+	return i, j
 }
 
 // AppendInt appends i in decimal, as strconv.AppendInt(b, i, 10) does,

@@ -64,18 +64,22 @@ func FuzzAppendAsEncodingJSON(f *testing.F) {
 	for _, e := range edges {
 		f.Add(e)
 	}
-	f.Fuzz(func(t *testing.T, v float64) {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return // not JSON
-		}
-		want, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := Append(nil, v); string(got) != string(want) {
-			t.Fatalf("Append(%v) = %s, encoding/json %s", v, got, want)
-		}
-	})
+	f.Fuzz(checkJSON)
+}
+
+// checkJSON fails t if Append writes v otherwise than encoding/json.
+func checkJSON(t *testing.T, v float64) {
+	t.Helper()
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return // not JSON
+	}
+	want, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Append(nil, v); string(got) != string(want) {
+		t.Fatalf("Append(%v) = %s, encoding/json %s", v, got, want)
+	}
 }
 
 // FuzzAppend compares Append with strconv, NaN and the infinities too.
