@@ -125,12 +125,13 @@ func fastAsDragonbox(t *testing.T, mant uint64, exp int) bool {
 	if mant == 1<<52 {
 		return false // Dragonbox's own branch, never asked of fastShortest
 	}
-	sig, dexp, ok := fastShortest(mant, exp)
+	head, last, dexp, ok := fastShortest(mant, exp)
 	if !ok {
 		return false
 	}
-	if sig < 1e14 || sig >= 1e17 {
-		t.Fatalf("fastShortest(%d, %d) = %d, want 15 to 17 digits", mant, exp, sig)
+	sig := 10*head + last
+	if head >= 1e16 || last > 9 || sig < 1e15 || sig >= 1e17 {
+		t.Fatalf("fastShortest(%d, %d) = 10×%d + %d, want 16 or 17 digits", mant, exp, head, last)
 	}
 	sig, zeros := trimZeros(sig)
 	want, wantExp := shortest(mant, exp)
@@ -152,28 +153,29 @@ func TestFastShift(t *testing.T) {
 
 func TestSigDigits(t *testing.T) {
 	for _, c := range []struct {
-		d      uint64
-		digits string
-		zeros  int
+		head, last uint64
+		digits     string
+		zeros      int
 	}{
-		{1e16, "1", 16},
-		{12345678901234567, "12345678901234567", 0},
-		{99999999999999990, "9999999999999999", 1},
-		{1234567890123456, "1234567890123456", 0},
-		{1000000000000000, "1", 15},
-		{1234567800000000, "12345678", 8},
-		{1234567810000000, "123456781", 7},
-		{10000000100000000, "100000001", 8},
-		{5, "5", 0},
-		{120, "12", 1},
-		{12345678, "12345678", 0},
-		{100000000, "1", 8},
-		{123456789, "123456789", 0},
+		{1e15, 0, "1", 16},
+		{1234567890123456, 7, "12345678901234567", 0},
+		{9999999999999999, 0, "9999999999999999", 1},
+		{123456789012345, 6, "1234567890123456", 0},
+		{100000000000000, 0, "1", 15},
+		{123456780000000, 0, "12345678", 8},
+		{123456781000000, 0, "123456781", 7},
+		{1000000010000000, 0, "100000001", 8},
+		{0, 5, "5", 0},
+		{12, 0, "12", 1},
+		{1234567, 8, "12345678", 0},
+		{10000000, 0, "1", 8},
+		{12345678, 9, "123456789", 0},
+		{1e8, 0, "1", 9},
 	} {
-		var a [48]byte
-		i, j := sigDigits(&a, c.d)
+		var a [80]byte
+		i, j := sigDigits(&a, c.head, c.last)
 		if got := string(a[i:j]); got != c.digits || 18-j != c.zeros {
-			t.Errorf("sigDigits(%d) = %q, %d zeros, want %q, %d", c.d, got, 18-j, c.digits, c.zeros)
+			t.Errorf("sigDigits(%d, %d) = %q, %d zeros, want %q, %d", c.head, c.last, got, 18-j, c.digits, c.zeros)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 func Append(b []byte, f float64) []byte {
 	bits := math.Float64bits(f)
 	biased := int(bits>>52) & 0x7FF
+	mant := bits&(1<<52-1) | 1<<52
 	if biased == 0 || biased == 0x7FF {
 		if bits<<1 == 0 {
 			// Zero, a common output (an alarm's state, say).
@@ -31,60 +32,67 @@ func Append(b []byte, f float64) []byte {
 		// enough for strconv.
 		return appendStrconv(b, f)
 	}
-	mant := bits&(1<<52-1) | 1<<52
-	// A whole number from 1 to 2^53, as an alarm's state or a count, is
-	// its own shortest form: its integer's digits, with no search for them.
-	if e := uint(1075 - biased); e <= 52 && mant&(1<<e-1) == 0 {
-		if bits>>63 != 0 {
-			b = append(b, '-')
-		}
-		var buf [20]byte
-		return append(b, buf[formatBase10(&buf, mant>>e):]...)
-	}
-	digits, exp, ok := fastShortest(mant, biased-1075)
-	if !ok || mant == 1<<52 {
-		digits, exp = shortest(mant, biased-1075)
-	}
 	if bits>>63 != 0 {
 		b = append(b, '-')
 	}
-	// f = ±digits × 10^exp; its digits, trailing zeros cut, are
-	// buf[i:j], the decimal point dp digits from the left of them.
-	var buf [48]byte
-	i, j := sigDigits(&buf, digits)
+	// A whole number from 1 to 2^53, as an alarm's state or a count, is
+	// its own shortest form: its integer's digits, with no search for them.
+	if e := uint(1075 - biased); e <= 52 && mant&(1<<e-1) == 0 {
+		var buf [20]byte
+		return append(b, buf[formatBase10(&buf, mant>>e):]...)
+	}
+	head, last, exp, ok := fastShortest(mant, biased-1075)
+	if !ok || mant == 1<<52 {
+		digits, dexp := shortest(mant, biased-1075)
+		head, last, exp = digits/10, digits%10, dexp
+	}
+	// f = ±(10·head + last) × 10^exp; its digits, trailing zeros cut,
+	// are a[i:j], the decimal point dp digits from the left of them.
+	var a [80]byte
+	i, j := sigDigits(&a, head, last)
 	nd := j - i
 	dp := nd + exp + (18 - j)
+	if dp <= 0 || dp >= nd {
+		return appendPlaced(b, &a, i, j, dp)
+	}
+	// The common case, the point inside the digits (dp <= 16): the
+	// digits in three words, then those after the point again one byte
+	// on, in two words, and the point between. Fixed-size loads and
+	// stores rather than copies of a variable length; the masks, no-ops
+	// (i <= 17), tell the compiler the loads are in a.
+	n := len(b)
+	if cap(b)-n < 40 {
+		b = append(b, make([]byte, 40)...)[:n]
+	}
+	out := (*[40]byte)(b[n : n+40])
+	le := binary.LittleEndian
+	le.PutUint64(out[0:], le.Uint64(a[i&31:]))
+	le.PutUint64(out[8:], le.Uint64(a[(i+8)&31:]))
+	le.PutUint64(out[16:], le.Uint64(a[(i+16)&63:]))
+	le.PutUint64(out[(dp+1)&31:], le.Uint64(a[(i+dp)&63:]))
+	le.PutUint64(out[(dp+9)&31:], le.Uint64(a[(i+dp+8)&63:]))
+	out[dp&31] = '.'
+	return b[:n+nd+1]
+}
+
+// appendPlaced appends the digits a[i:j] with the decimal point dp
+// digits from their left, outside them: zeros before or after them, or
+// an exponent.
+func appendPlaced(b []byte, a *[80]byte, i, j, dp int) []byte {
+	nd := j - i
 	switch {
-	case dp > 0 && dp < nd:
-		// The common case, the point inside the digits (dp <= 16): the
-		// digits in three words, then those after the point again one
-		// byte on, in two words, and the point between. Fixed-size
-		// loads and stores rather than copies of a variable length.
-		n := len(b)
-		if cap(b)-n < 40 {
-			b = append(b, make([]byte, 40)...)[:n]
-		}
-		out := b[n : n+40]
-		le := binary.LittleEndian
-		le.PutUint64(out, le.Uint64(buf[i:]))
-		le.PutUint64(out[8:], le.Uint64(buf[i+8:]))
-		le.PutUint64(out[16:], le.Uint64(buf[i+16:]))
-		le.PutUint64(out[dp+1:], le.Uint64(buf[i+dp:]))
-		le.PutUint64(out[dp+9:], le.Uint64(buf[i+dp+8:]))
-		out[dp] = '.'
-		return b[:n+nd+1]
 	case dp >= nd && dp <= 21:
-		b = append(b, buf[i:j]...)
+		b = append(b, a[i:j]...)
 		return append(b, "000000000000000000000"[:dp-nd]...)
 	case dp <= 0 && dp > -6:
 		b = append(b, "0.000000"[:2-dp]...)
-		return append(b, buf[i:j]...)
+		return append(b, a[i:j]...)
 	}
 	// Below 1e-6 (dp <= -6) or from 1e21 (dp >= 22): an exponent.
-	b = append(b, buf[i])
+	b = append(b, a[i])
 	if nd > 1 {
-		buf[i] = '.'
-		b = append(b, buf[i:j]...)
+		a[i] = '.'
+		b = append(b, a[i:j]...)
 	}
 	b = append(b, 'e')
 	e := dp - 1
@@ -105,33 +113,36 @@ func Append(b []byte, f float64) []byte {
 	return append(b, byte('0'+e))
 }
 
-// sigDigits writes d's digits, 0 < d < 10^17, at a[1:18], and returns
-// where they start and where their trailing zeros do: the first digit,
-// the next eight and the last eight, each eight in one register, whose
-// zero digits are counted by their bytes (ASCII zeros xor '0' are zero
-// bytes) rather than by dividing.
-func sigDigits(a *[48]byte, d uint64) (i, j int) {
+// sigDigits writes the digits of 10·head + last, head < 10^16, last < 10,
+// not both zero, at a[1:18], and returns where they start and where
+// their trailing zeros do: head's in two words of eight, whose zero
+// digits are counted by their bytes (ASCII zeros xor '0' are zero bytes)
+// rather than by dividing, then last, which if not zero ends them.
+func sigDigits(a *[80]byte, head, last uint64) (i, j int) {
 	const zeros = 0x3030303030303030
-	hi := d / 1e8
-	lo := eightDigits(uint32(d - hi*1e8))
-	top := hi / 1e8
-	mid := eightDigits(uint32(hi - top*1e8))
-	a[1] = byte('0' + top)
-	binary.LittleEndian.PutUint64(a[2:], mid)
-	binary.LittleEndian.PutUint64(a[10:], lo)
-	if d >= 1e8 {
-		// The first nonzero digit is in a[1:10]: the zero digits before
-		// it are zero bytes of top and mid's first seven.
-		i = 1 + bits.TrailingZeros64(top|(mid^zeros)<<8)/8
-	} else {
-		i = 10 + bits.TrailingZeros64(lo^zeros)/8
-	}
+	top := head / 1e8
+	hi := eightDigits(uint32(top))
+	lo := eightDigits(uint32(head - top*1e8))
+	binary.LittleEndian.PutUint64(a[1:], hi)
+	binary.LittleEndian.PutUint64(a[9:], lo)
+	a[17] = byte('0' + last)
 	switch {
-	case lo != zeros:
-		j = 18 - bits.LeadingZeros64(lo^zeros)/8
-	case mid != zeros:
-		j = 10 - bits.LeadingZeros64(mid^zeros)/8
+	case top != 0:
+		i = 1 + bits.TrailingZeros64(hi^zeros)/8
+	case head != 0:
+		i = 9 + bits.TrailingZeros64(lo^zeros)/8
 	default:
+		i = 17
+	}
+	// The zero digits at the end: zero bytes at the top of a[10:18], or
+	// else of a[2:10], counted in one register each; a[1] is the last
+	// resort, not zero then. Whether last is zero is as random as the
+	// digits: it is part of the first word, not a branch.
+	if x := (lo^zeros)>>8 | last<<56; x != 0 {
+		j = 18 - bits.LeadingZeros64(x)/8
+	} else if y := (hi^zeros)>>8 | (lo^zeros)<<56; y != 0 {
+		j = 10 - bits.LeadingZeros64(y)/8
+	} else {
 		j = 2
 	}
 	return i, j
