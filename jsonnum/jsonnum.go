@@ -122,7 +122,12 @@ func sigDigits(a *[80]byte, head, last uint64) (i, j int) {
 	const zeros = 0x3030303030303030
 	top := head / 1e8
 	hi := eightDigits(uint32(top))
-	lo := eightDigits(uint32(head - top*1e8))
+	// A reading of few digits (a sensor's 23.45) leaves the last eight
+	// of head zeros: their word is known.
+	lo := uint64(zeros)
+	if r := head - top*1e8; r != 0 {
+		lo = eightDigits(uint32(r))
+	}
 	binary.LittleEndian.PutUint64(a[1:], hi)
 	binary.LittleEndian.PutUint64(a[9:], lo)
 	a[17] = byte('0' + last)
