@@ -193,9 +193,8 @@ func appendMarks(b []byte, marks []sensing.Mark, names keyNames) []byte {
 // A reading as JSON, and a page of readings.
 
 // readingsPage is a page of readings encoded as JSON while the rows arrive,
-// by a goroutine of its own once a run of them has come (handOn), or,
-// asked for CSV, kept until the page is whole, since the header row names
-// every input the page has.
+// or, asked for CSV, kept until the page is whole, since the header row
+// names every input the page has.
 type readingsPage struct {
 	buf      *bytes.Buffer
 	sensorID int64
@@ -211,45 +210,6 @@ type readingsPage struct {
 	count    int
 	last     time.Time // of the last reading added
 	link     string
-	run      *pageRun      // a JSON page's readings not yet handed on
-	runs     chan *pageRun // to the encoder, once started
-	free     chan *pageRun // runs the encoder is done with
-	encoded  chan struct{} // closed when the encoder has returned
-}
-
-// pageRunLen is how many readings a JSON page copies before handing them
-// to its encoder goroutine: a page of 1,000 wakes it eight times.
-const pageRunLen = 128
-
-// pageRun is readings copied for the page's encoder: the reading the
-// sink is given is reused for the next row.
-type pageRun struct {
-	times   []time.Time
-	ends    []int // of each reading's ids and values in ids and vals
-	ids     []int64
-	vals    []float64
-	outputs []*sensing.Outputs
-	marks   [][]sensing.Mark
-}
-
-var pageRuns = sync.Pool{New: func() any { return new(pageRun) }}
-
-func (r *pageRun) add(x *store.Reading, outputs *sensing.Outputs, marks []sensing.Mark) {
-	r.times = append(r.times, x.Time)
-	r.ids = append(r.ids, x.InputIDs...)
-	r.vals = append(r.vals, x.Values...)
-	r.ends = append(r.ends, len(r.ids))
-	r.outputs = append(r.outputs, outputs)
-	if len(marks) > 0 {
-		marks = slices.Clone(marks)
-	}
-	r.marks = append(r.marks, marks)
-}
-
-func (r *pageRun) reset() {
-	clear(r.outputs)
-	clear(r.marks)
-	r.times, r.ends, r.ids, r.vals, r.outputs, r.marks = r.times[:0], r.ends[:0], r.ids[:0], r.vals[:0], r.outputs[:0], r.marks[:0]
 }
 
 var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -292,98 +252,16 @@ func (p *readingsPage) add(r *store.Reading) {
 		p.count++
 		return
 	}
-	if p.run == nil {
-		p.run = p.freeRun()
+	if p.count > 0 {
+		p.buf.WriteByte(',')
 	}
-	p.run.add(r, p.outputs, p.marks)
+	p.buf.Write(p.enc.append(p.buf.AvailableBuffer(), r, p.outputs, p.marks))
 	p.count++
-	if len(p.run.times) == pageRunLen {
-		p.handOn()
-	}
-}
-
-// handOn gives the readings copied so far to the page's encoder, started
-// with the first run: it computes their outputs and encodes them while the
-// rows that follow arrive, on the core PostgreSQL leaves idle once it has
-// sent them. The runs wait in a channel that holds a whole page's, so the
-// rows' reader never waits for the encoder.
-func (p *readingsPage) handOn() {
-	if p.runs == nil {
-		p.runs = make(chan *pageRun, maxReadingsLimit/pageRunLen+1)
-		p.free = make(chan *pageRun, maxReadingsLimit/pageRunLen+1)
-		p.encoded = make(chan struct{})
-		go p.encodeRuns()
-	}
-	p.runs <- p.run
-	p.run = nil
-}
-
-// freeRun is an empty run, one the encoder is done with when there is one.
-func (p *readingsPage) freeRun() *pageRun {
-	select {
-	case r := <-p.free: // nil until the encoder starts: never ready
-		return r
-	default:
-		return pageRuns.Get().(*pageRun)
-	}
-}
-
-// encodeRuns encodes the runs in the order they came, until stop.
-func (p *readingsPage) encodeRuns() {
-	defer close(p.encoded)
-	n := 0
-	for run := range p.runs {
-		n = p.encodeRun(run, n)
-		run.reset()
-		p.free <- run
-	}
-}
-
-// encodeRun appends run's readings to the page, n readings already there.
-func (p *readingsPage) encodeRun(run *pageRun, n int) int {
-	var r store.Reading
-	start := 0
-	for i, end := range run.ends {
-		if n > 0 {
-			p.buf.WriteByte(',')
-		}
-		r.Time, r.InputIDs, r.Values = run.times[i], run.ids[start:end:end], run.vals[start:end:end]
-		p.buf.Write(p.enc.append(p.buf.AvailableBuffer(), &r, run.outputs[i], run.marks[i]))
-		start = end
-		n++
-	}
-	return n
-}
-
-// stop waits for the page's encoder to encode what it was given and
-// return, if it was started; after it the page's buffer is the caller's
-// alone. It is the handler's deferred call too: no encoder outlives its
-// request, whatever ends it.
-func (p *readingsPage) stop() {
-	if p.runs == nil || p.encoded == nil {
-		return
-	}
-	close(p.runs)
-	<-p.encoded
-	for len(p.free) > 0 {
-		pageRuns.Put(<-p.free)
-	}
-	p.encoded = nil
 }
 
 func (p *readingsPage) finish(link string) *readingsPage {
 	p.link = link
 	if !p.wantsCSV {
-		if p.run != nil && p.runs != nil {
-			p.handOn()
-		}
-		p.stop()
-		if p.run != nil { // a page of one run: encoded here
-			p.encodeRun(p.run, 0)
-			p.run.reset()
-			pageRuns.Put(p.run)
-			p.run = nil
-		}
 		p.buf.WriteString("]\n")
 		return p
 	}
@@ -396,7 +274,6 @@ func (p *readingsPage) finish(link string) *readingsPage {
 }
 
 func (p *readingsPage) release() {
-	p.stop()
 	if p.buf.Cap() <= 4<<20 {
 		pageBuffers.Put(p.buf)
 	}

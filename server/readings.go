@@ -35,9 +35,6 @@ type Reads interface {
 // The defaults of the readings GET's parameters, as the spec states them.
 const defaultReadingsLimit = 1000
 
-// maxReadingsLimit is the spec's maximum of a page's limit.
-const maxReadingsLimit = 1000
-
 // PostReadings stores a batch of readings, all or none. The body was
 // checked and decoded while it streamed in (batch.Decode).
 func (s *Server) PostReadings(ctx context.Context, req gen.PostReadingsRequestObject) (gen.PostReadingsResponseObject, error) {
@@ -81,7 +78,6 @@ func (s *Server) ListReadings(ctx context.Context, req gen.ListReadingsRequestOb
 	}
 	page := newReadingsPage(req.SensorId, byName(req.Params.Keys), prefersCSV(ctx))
 	page.allFlags = opts.Flags
-	defer page.stop()
 	if err := s.reads(ctx).ListReadings(ctx, key, q, opts, page); err != nil {
 		page.release()
 		return nil, err
