@@ -1,6 +1,6 @@
 // Copyright 2025 The Go Authors. All rights reserved.
 // Use of this source code is governed by a BSD-style
-// license that can be found in the LICENSE file.
+// license that can be found in the LICENSE file (jsonnum/LICENSE, Go's).
 
 // The shortest digits of a float64 by the Dragonbox algorithm by Junekey
 // Jeon, as Go's internal/strconv (ftoadbox.go, math.go) computes them
