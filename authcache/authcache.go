@@ -78,17 +78,32 @@ func New(src Source, log *slog.Logger) *Cache {
 	return &Cache{src: src, log: log, now: time.Now, entries: map[key]entry{}}
 }
 
+// Kept returns who secret speaks for in orgID when the cache keeps it,
+// without asking the Source: a caller that bounds the Source's answer by
+// a deadline need not set one for a token it finds here.
+func (c *Cache) Kept(secret string, orgID int64) (store.Principal, bool) {
+	e, ok, _, _ := c.lookup(key{sha256.Sum256([]byte(secret)), orgID}, c.now())
+	return e.p, ok
+}
+
+// lookup returns k's entry, whether it is kept and still young at now,
+// and the generation and hearing it was read under.
+func (c *Cache) lookup(k key, now time.Time) (e entry, ok bool, generation uint64, hearing bool) {
+	c.mu.Lock()
+	e, ok = c.entries[k]
+	generation, hearing = c.generation, c.hearing
+	c.mu.Unlock()
+	return e, ok && now.Before(e.until), generation, hearing
+}
+
 // Authenticate returns who secret speaks for in orgID, as the Source
 // answers, from what it answered lately when it may. It returns the
 // Source's errors, which are not kept.
 func (c *Cache) Authenticate(ctx context.Context, secret string, orgID int64) (store.Principal, error) {
 	k := key{sha256.Sum256([]byte(secret)), orgID}
 	now := c.now()
-	c.mu.Lock()
-	e, ok := c.entries[k]
-	generation, hearing := c.generation, c.hearing
-	c.mu.Unlock()
-	if ok && now.Before(e.until) {
+	e, ok, generation, hearing := c.lookup(k, now)
+	if ok {
 		return e.p, nil
 	}
 	p, life, err := c.src.AuthenticateExpiring(ctx, secret, orgID)

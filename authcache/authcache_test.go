@@ -171,3 +171,42 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestKept: Kept answers what Authenticate would answer from the cache,
+// and nothing where Authenticate would ask the source.
+func TestKept(t *testing.T) {
+	const secret = "rdg_secret"
+	src := &source{p: store.Principal{UserID: 7, Role: store.Editor}, life: store.NeverExpires}
+	c, clk := newCache(src)
+	c.hear(true)
+	if _, ok := c.Kept(secret, 1); ok {
+		t.Fatal("Kept before any Authenticate: ok, want nothing kept")
+	}
+	if _, err := c.Authenticate(t.Context(), secret, 1); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := c.Kept(secret, 1); !ok || p.UserID != 7 || p.Role != store.Editor {
+		t.Errorf("Kept after Authenticate = %+v, %t; want %+v, true", p, ok, src.p)
+	}
+	for _, tt := range []struct {
+		name   string
+		secret string
+		orgID  int64
+		before func()
+	}{
+		{name: "OtherOrganization", secret: secret, orgID: 2},
+		{name: "OtherSecret", secret: "rdg_other", orgID: 1},
+		{name: "MaxAge", secret: secret, orgID: 1, before: func() { clk.t = clk.t.Add(MaxAge) }},
+		{name: "Forgotten", secret: secret, orgID: 1, before: c.Forget},
+	} {
+		if tt.before != nil {
+			tt.before()
+		}
+		if p, ok := c.Kept(tt.secret, tt.orgID); ok {
+			t.Errorf("%s: Kept = %+v, true; want nothing kept", tt.name, p)
+		}
+	}
+	if src.calls != 1 {
+		t.Errorf("the source answered %d calls, want 1: Kept never asks it", src.calls)
+	}
+}

@@ -2,9 +2,11 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -96,4 +98,48 @@ func (deafListener) Listen(ctx context.Context, _ string, listening, _ func()) e
 	listening()
 	<-ctx.Done()
 	return ctx.Err()
+}
+
+// keptAuthenticator answers every token from what it keeps, as authcache
+// does for a token seen lately, and counts the calls that would reach the
+// database.
+type keptAuthenticator struct {
+	db    *store.DB
+	asked atomic.Int64
+}
+
+func (k *keptAuthenticator) Kept(secret string, orgID int64) (store.Principal, bool) {
+	p, err := k.db.Authenticate(context.Background(), secret, orgID)
+	return p, err == nil
+}
+
+func (k *keptAuthenticator) Authenticate(ctx context.Context, secret string, orgID int64) (store.Principal, error) {
+	k.asked.Add(1)
+	return k.db.Authenticate(ctx, secret, orgID)
+}
+
+func (k *keptAuthenticator) Forget() {}
+
+// TestKeptPrincipalAnsweredAtOnce: a token whose principal the
+// Authenticator keeps is answered from it, without a call that would set
+// the database deadline for nothing; a token it does not keep is asked
+// for as before.
+func TestKeptPrincipalAnsweredAtOnce(t *testing.T) {
+	t.Parallel()
+	var kept *keptAuthenticator
+	e := newEnvWith(t, defaultConfig(), faults{deps: func(d *server.Deps, db *store.DB) {
+		kept = &keptAuthenticator{db: db}
+		d.Authenticator = kept
+	}})
+	tn := e.newTenant("Acme")
+	latest := fmt.Sprintf("/api/v1/org/%d/proj/%d/latest", tn.orgID, tn.projectID)
+	if res, _ := e.do(tn.tokens[store.Viewer], http.MethodGet, latest, "", nil); res.StatusCode != http.StatusOK {
+		t.Fatalf("GET latest as viewer: %d, want 200", res.StatusCode)
+	}
+	if got := kept.asked.Load(); got != 0 {
+		t.Errorf("the Authenticator was asked %d times for a kept token, want 0", got)
+	}
+	if res, _ := e.do("rdg_"+strings.Repeat("0", 43), http.MethodGet, latest, "", nil); res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET latest with an unknown token: %d, want 401", res.StatusCode)
+	}
 }

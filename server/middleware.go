@@ -183,11 +183,17 @@ func rejectSemicolons(next echo.HandlerFunc) echo.HandlerFunc {
 
 // bodyLimit refuses a body over max bytes: at once when Content-Length says
 // so, else when reading reaches max+1, before the rest is read. It keeps the
-// body as it arrives for drainBody.
+// body as it arrives for drainBody. A request without a body (net/http's
+// NoBody: no Content-Length, or 0, and not chunked) has nothing to limit or
+// drain, and keeps its request: the copy, the limited reader and the body
+// kept were a share of the fixed cost of a small read.
 func bodyLimit(max int64) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
+			if req.Body == http.NoBody {
+				return next(c)
+			}
 			if req.ContentLength > max {
 				return bodyTooLarge(max)
 			}

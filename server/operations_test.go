@@ -1,10 +1,13 @@
 package server
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/labstack/echo/v4"
 )
 
 const specTemplate = `
@@ -38,7 +41,7 @@ func TestLoadOperations(t *testing.T) {
 			}
 			ops, err := loadOperations(spec)
 			if tt.wantErr == "" {
-				if err != nil || ops[routeKey("GET", "/api/v1/org/:org_id/things")] == nil {
+				if err != nil || ops[route{"GET", "/api/v1/org/:org_id/things"}] == nil {
 					t.Fatalf("loadOperations = %v, %v; want the operation", ops, err)
 				}
 				return
@@ -136,5 +139,21 @@ func TestLoadOperationsRefs(t *testing.T) {
 				t.Fatalf("loadOperations error = %v, want one mentioning %s", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestLookupAllocatesNothing: the operations are looked up four times a
+// request (authenticate, limitStreams, validateRequest, the access log),
+// with no allocation, whatever the length of the route's path.
+func TestLookupAllocatesNothing(t *testing.T) {
+	const path = "/api/v1/org/:org_id/proj/:proj_id/latest"
+	ops := operations{route{http.MethodGet, path}: {id: "latestReadings"}}
+	c := echo.New().NewContext(httptest.NewRequest(http.MethodGet, "/api/v1/org/1/proj/2/latest", nil), httptest.NewRecorder())
+	c.SetPath(path)
+	if op := ops.lookup(c); op == nil || op.id != "latestReadings" {
+		t.Fatalf("lookup = %v, want latestReadings", op)
+	}
+	if got := testing.AllocsPerRun(100, func() { ops.lookup(c) }); got != 0 {
+		t.Errorf("lookup: %v allocations, want 0", got)
 	}
 }
