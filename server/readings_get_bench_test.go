@@ -24,20 +24,54 @@ import (
 // newCachedEnv is newEnv with the tokens kept between requests, as main
 // wires the service (authcache): a benchmark of a request then pays what
 // the service pays to authenticate it, not a query.
-func newCachedEnv(b *testing.B) *env {
+func newCachedEnv(b *testing.B) *env { return newCachedEnvWith(b, faults{}) }
+
+// newCachedEnvWith is newCachedEnv with the faults f injects; f.deps, if
+// any, runs before the cache is wired in.
+func newCachedEnvWith(b *testing.B, f faults) *env {
 	var kept *authcache.Cache
-	e := newEnvWith(b, defaultConfig(), faults{deps: func(d *server.Deps, db *store.DB) {
+	deps := f.deps
+	f.deps = func(d *server.Deps, db *store.DB) {
+		if deps != nil {
+			deps(d, db)
+		}
 		kept = authcache.New(db, slog.New(slog.DiscardHandler))
 		ctx, stop := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); kept.Run(ctx, db, time.Second) }()
 		b.Cleanup(func() { stop(); <-done })
 		d.Authenticator = kept
-	}})
+	}
+	e := newEnvWith(b, defaultConfig(), f)
 	for !kept.Hearing() {
 		time.Sleep(time.Millisecond)
 	}
 	return e
+}
+
+// fillProject makes tn's project a hundred sensors, its two and 98 more,
+// and posts body(sensor) to each but the blueprint's instance; project is
+// the project's URL. It returns how many sensors the project has.
+func fillProject(b *testing.B, e *env, tn tenant, project string, body func(sensorID int64) []byte) int {
+	ctx := context.Background()
+	for i := range 98 {
+		if _, err := e.db.CreateSensor(ctx, tn.orgID, tn.projectID, fmt.Sprintf("bench %d", i), "", nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sensors, _, err := e.db.ListSensors(ctx, tn.orgID, tn.projectID, 0, 1000)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range sensors {
+		if s.BlueprintID != nil {
+			continue
+		}
+		if status := send(b, http.MethodPost, fmt.Sprintf("%s/readings/%d", project, s.ID), tn.tokens[store.Editor], body(s.ID)); status != http.StatusOK {
+			b.Fatalf("POST: %d", status)
+		}
+	}
+	return len(sensors)
 }
 
 // BenchmarkGetReadings measures the read paths of rows 6 and 10b of `make
@@ -61,27 +95,12 @@ func BenchmarkGetReadings(b *testing.B) {
 	project := fmt.Sprintf("%s/api/v1/org/%d/proj/%d", ts.URL, tn.orgID, tn.projectID)
 	// The tenant's two sensors, then more to make a hundred, each but the
 	// piezometer with ten readings; the tenant's plain sensor with a page.
-	for i := range 98 {
-		if _, err := e.db.CreateSensor(ctx, tn.orgID, tn.projectID, fmt.Sprintf("bench %d", i), "", nil); err != nil {
-			b.Fatal(err)
+	sensors := fillProject(b, e, tn, project, func(id int64) []byte {
+		if id == tn.sensorID {
+			return batchtest.BenchBody()
 		}
-	}
-	sensors, _, err := e.db.ListSensors(ctx, tn.orgID, tn.projectID, 0, 1000)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, s := range sensors {
-		if s.BlueprintID != nil {
-			continue
-		}
-		body := batchtest.BenchBodyOf(10)
-		if s.ID == tn.sensorID {
-			body = batchtest.BenchBody()
-		}
-		if status := send(b, http.MethodPost, fmt.Sprintf("%s/readings/%d", project, s.ID), tn.tokens[store.Editor], body); status != http.StatusOK {
-			b.Fatalf("POST: %d", status)
-		}
-	}
+		return batchtest.BenchBodyOf(10)
+	})
 	// And the piezometer a page of its two inputs, for its outputs.
 	piezometer, err := e.db.GetSensor(ctx, store.SensorKey{OrgID: tn.orgID, ProjectID: tn.projectID, SensorID: tn.instanceID})
 	if err != nil {
@@ -143,7 +162,7 @@ func BenchmarkGetReadings(b *testing.B) {
 		{"LatestRaw", func(b *testing.B) {
 			latest, _, err := e.db.LatestReadings(ctx, tn.orgID, tn.projectID, 0, 1000, false)
 			// The project's sensors listed above, and row 6b's made since.
-			if want := len(sensors) + 1; err != nil || len(latest) != want {
+			if want := sensors + 1; err != nil || len(latest) != want {
 				b.Fatalf("LatestReadings: %d sensors, %v; want %d", len(latest), err, want)
 			}
 		}},
