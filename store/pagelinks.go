@@ -171,12 +171,8 @@ func scanPageLinks(rows pgx.Rows, max int, p *LinkedPage) error {
 	defer rows.Close()
 	// The instance, jsonb, comes as text, pgx's choice for jsonb; the
 	// other columns in binary.
-	fields := rows.FieldDescriptions()
-	binaryRows := len(fields) == 12
-	for i := 0; binaryRows && i < len(fields); i++ {
-		binaryRows = i == 8 || fields[i].Format == pgtype.BinaryFormatCode
-	}
-	jsonbBinary := binaryRows && fields[8].Format == pgtype.BinaryFormatCode
+	binaryRows := binaryColumns(rows, 12, 8)
+	jsonbBinary := binaryRows && rows.FieldDescriptions()[8].Format == pgtype.BinaryFormatCode
 	type span struct{ ids, vals [2]int }
 	var (
 		r      Reading

@@ -30,12 +30,13 @@ func newReadingScanner(rows pgx.Rows) readingScanner {
 	return readingScanner{binary: binaryColumns(rows, 3)}
 }
 
-// binaryColumns tells whether rows has n columns, all sent in binary.
-func binaryColumns(rows pgx.Rows, n int) bool {
+// binaryColumns tells whether rows has n columns, all sent in binary but
+// those at eitherFormat, which may come in either.
+func binaryColumns(rows pgx.Rows, n int, eitherFormat ...int) bool {
 	fields := rows.FieldDescriptions()
 	binary := len(fields) == n
-	for _, f := range fields {
-		binary = binary && f.Format == pgtype.BinaryFormatCode
+	for i, f := range fields {
+		binary = binary && (f.Format == pgtype.BinaryFormatCode || slices.Contains(eitherFormat, i))
 	}
 	return binary
 }
