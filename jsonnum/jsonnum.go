@@ -10,89 +10,136 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
 )
 
 // Append appends f as encoding/json writes a float64. NaN and the
 // infinities, which JSON cannot hold, are written as strconv writes them;
-// callers keep them out.
+// callers keep them out. It may write up to 25 bytes past the number in
+// b's spare capacity.
 func Append(b []byte, f float64) []byte {
-	bits := math.Float64bits(f)
-	biased := int(bits>>52) & 0x7FF
-	mant := bits&(1<<52-1) | 1<<52
-	if biased == 0 || biased == 0x7FF {
-		if bits<<1 == 0 {
-			// Zero, a common output (an alarm's state, say).
-			if bits>>63 != 0 {
-				return append(b, "-0"...)
-			}
-			return append(b, '0')
-		}
-		// Subnormals (all below 1e-6), NaN and the infinities: rare
-		// enough for strconv.
-		return appendStrconv(b, f)
+	u := math.Float64bits(f)
+	biased := int(u>>52) & 0x7FF
+	if uint(biased-1) >= 0x7FE {
+		return appendSpecial(b, f)
 	}
-	if bits>>63 != 0 {
-		b = append(b, '-')
+	mant := u&(1<<52-1) | 1<<52
+	exp := biased - 1075
+	// The number is written in place, in the room reserved here once: a
+	// sign always, counted only when the number is negative (a branch
+	// there is as random as the signs of a page's values), then the
+	// digits in three stores of eight bytes.
+	n := len(b)
+	if cap(b)-n < 25 {
+		b = slices.Grow(b, 25)
 	}
+	b = b[:n+25]
+	b[n] = '-'
+	n += int(u >> 63)
 	// A whole number from 1 to 2^53, as an alarm's state or a count, is
 	// its own shortest form: its integer's digits, with no search for them.
-	if e := uint(1075 - biased); e <= 52 && mant&(1<<e-1) == 0 {
+	if e := uint(-exp); e <= 52 && mant&(1<<e-1) == 0 {
 		var buf [20]byte
-		return append(b, buf[formatBase10(&buf, mant>>e):]...)
+		return append(b[:n], buf[formatBase10(&buf, mant>>e):]...)
 	}
-	head, last, exp, ok := fastShortest(mant, biased-1075)
+	head, last, dexp, ok := fastShortest(mant, exp)
 	if !ok || mant == 1<<52 {
-		digits, dexp := shortest(mant, biased-1075)
-		head, last, exp = digits/10, digits%10, dexp
+		head, last, dexp = shortest17(mant, exp)
+	} else {
+		// 16 digits, as 17 with a last zero: the first digit is then
+		// always the first byte, and dp below is where the point goes.
+		// By arithmetic, since which holds is as random as the digits:
+		// s is 1 for 16 digits (head < 10^15), else 0.
+		s := (head - 1e15) >> 63
+		head += (9*head + last) & -s
+		last &= s - 1
+		dexp -= int(s)
 	}
-	// f = ±(10·head + last) × 10^exp; its digits, trailing zeros cut,
-	// are a[i:j], the decimal point dp digits from the left of them.
-	var a [80]byte
-	i, j := sigDigits(&a, head, last)
-	nd := j - i
-	dp := nd + exp + (18 - j)
-	if dp <= 0 || dp >= nd {
-		return appendPlaced(b, &a, i, j, dp)
+	// f = ±(10·head + last) × 10^dexp, 17 digits, the first not zero:
+	// hi holds the first eight as ASCII, lo the next eight, last the
+	// seventeenth. A reading of few digits (a sensor's 23.45) leaves lo
+	// zeros: its word is known.
+	const zeros = 0x3030303030303030
+	top := head / 1e8
+	hi := eightDigits(uint32(top))
+	lo := uint64(zeros)
+	if r := head - top*1e8; r != 0 {
+		lo = eightDigits(uint32(r))
 	}
-	// The common case, the point inside the digits (dp <= 16): the
-	// digits in three words, then those after the point again one byte
-	// on, in two words, and the point between. Fixed-size loads and
-	// stores rather than copies of a variable length; the masks, no-ops
-	// (i <= 17), tell the compiler the loads are in a.
-	n := len(b)
-	if cap(b)-n < 40 {
-		b = append(b, make([]byte, 40)...)[:n]
+	// nd, the digits without their trailing zeros, from the zero bytes
+	// (ASCII zeros xor '0') at the top of digits 9 to 16 in one word, or
+	// else of digits 1 to 8; digit 0 is not zero. Whether last is zero is
+	// as random as the digits: it is part of the first word, not a branch.
+	x := (lo^zeros)>>8 | last<<56
+	z := bits.LeadingZeros64(x)
+	if x == 0 {
+		z = 64 + bits.LeadingZeros64((hi^zeros)>>8|(lo^zeros)<<56)
 	}
-	out := (*[40]byte)(b[n : n+40])
+	nd := 17 - z/8
+	// The decimal point goes dp digits from the left.
+	dp := 17 + dexp
+	if uint(dp-1) >= 7 || dp >= nd {
+		return appendPlaced(b[:n], hi, lo, last, nd, dp)
+	}
+	// The common case, a point after the first to the seventh digit
+	// (values from 1 to 10^7 with a fraction): the digits from dp on
+	// move up one byte in the words, and the point takes their place.
+	sh := uint(8*dp) & 63
+	m := uint64(1)<<sh - 1 // the bytes before the point
+	out := (*[24]byte)(b[n : n+24])
 	le := binary.LittleEndian
-	le.PutUint64(out[0:], le.Uint64(a[i&31:]))
-	le.PutUint64(out[8:], le.Uint64(a[(i+8)&31:]))
-	le.PutUint64(out[16:], le.Uint64(a[(i+16)&63:]))
-	le.PutUint64(out[(dp+1)&31:], le.Uint64(a[(i+dp)&63:]))
-	le.PutUint64(out[(dp+9)&31:], le.Uint64(a[(i+dp+8)&63:]))
-	out[dp&31] = '.'
+	le.PutUint64(out[0:], hi&m|'.'<<sh|(hi&^m)<<8)
+	le.PutUint64(out[8:], lo<<8|hi>>56)
+	le.PutUint64(out[16:], ('0'+last)<<8|lo>>56)
 	return b[:n+nd+1]
 }
 
-// appendPlaced appends the digits a[i:j] with the decimal point dp
-// digits from their left, outside them: zeros before or after them, or
-// an exponent.
-func appendPlaced(b []byte, a *[80]byte, i, j, dp int) []byte {
-	nd := j - i
+// shortest17 is Dragonbox's shortest digits of mant × 2^exp, for the
+// significands fastShortest leaves, as Append's 17 digits: 10·head +
+// last, from 10^16 to 10^17, × 10^dexp.
+func shortest17(mant uint64, exp int) (head, last uint64, dexp int) {
+	d, dexp := shortest(mant, exp)
+	// Times 10^t, t from 0 to 16, t's bits from the top; each step
+	// leaves d below 10^16 but the last.
+	for _, s := range [...]struct {
+		below, times uint64
+		t            int
+	}{{1e8, 1e8, 8}, {1e12, 1e4, 4}, {1e14, 100, 2}, {1e15, 10, 1}, {1e16, 10, 1}} {
+		if d < s.below {
+			d *= s.times
+			dexp -= s.t
+		}
+	}
+	return d / 10, d % 10, dexp
+}
+
+// appendPlaced appends the nd digits of hi, lo and last (Append's
+// words) with the decimal point dp digits from their left: within them,
+// zeros before or after them, or an exponent.
+func appendPlaced(b []byte, hi, lo, last uint64, nd, dp int) []byte {
+	var a [24]byte
+	binary.LittleEndian.PutUint64(a[0:], hi)
+	binary.LittleEndian.PutUint64(a[8:], lo)
+	a[16] = byte('0' + last)
+	d := a[:nd]
 	switch {
+	case dp > 0 && dp < nd:
+		b = append(b, d[:dp]...)
+		b = append(b, '.')
+		return append(b, d[dp:]...)
 	case dp >= nd && dp <= 21:
-		b = append(b, a[i:j]...)
+		b = append(b, d...)
 		return append(b, "000000000000000000000"[:dp-nd]...)
 	case dp <= 0 && dp > -6:
 		b = append(b, "0.000000"[:2-dp]...)
-		return append(b, a[i:j]...)
+		return append(b, d...)
 	}
 	// Below 1e-6 (dp <= -6) or from 1e21 (dp >= 22): an exponent.
-	b = append(b, a[i])
+	b = append(b, d[0])
 	if nd > 1 {
-		a[i] = '.'
-		b = append(b, a[i:j]...)
+		b = append(b, '.')
+		b = append(b, d[1:]...)
 	}
 	b = append(b, 'e')
 	e := dp - 1
@@ -113,44 +160,18 @@ func appendPlaced(b []byte, a *[80]byte, i, j, dp int) []byte {
 	return append(b, byte('0'+e))
 }
 
-// sigDigits writes the digits of 10·head + last, head < 10^16, last < 10,
-// not both zero, at a[1:18], and returns where they start and where
-// their trailing zeros do: head's in two words of eight, whose zero
-// digits are counted by their bytes (ASCII zeros xor '0' are zero bytes)
-// rather than by dividing, then last, which if not zero ends them.
-func sigDigits(a *[80]byte, head, last uint64) (i, j int) {
-	const zeros = 0x3030303030303030
-	top := head / 1e8
-	hi := eightDigits(uint32(top))
-	// A reading of few digits (a sensor's 23.45) leaves the last eight
-	// of head zeros: their word is known.
-	lo := uint64(zeros)
-	if r := head - top*1e8; r != 0 {
-		lo = eightDigits(uint32(r))
+// appendSpecial appends zero, a subnormal, NaN or an infinity.
+func appendSpecial(b []byte, f float64) []byte {
+	if f == 0 {
+		// Zero, a common output (an alarm's state, say).
+		if math.Signbit(f) {
+			return append(b, "-0"...)
+		}
+		return append(b, '0')
 	}
-	binary.LittleEndian.PutUint64(a[1:], hi)
-	binary.LittleEndian.PutUint64(a[9:], lo)
-	a[17] = byte('0' + last)
-	switch {
-	case top != 0:
-		i = 1 + bits.TrailingZeros64(hi^zeros)/8
-	case head != 0:
-		i = 9 + bits.TrailingZeros64(lo^zeros)/8
-	default:
-		i = 17
-	}
-	// The zero digits at the end: zero bytes at the top of a[10:18], or
-	// else of a[2:10], counted in one register each; a[1] is the last
-	// resort, not zero then. Whether last is zero is as random as the
-	// digits: it is part of the first word, not a branch.
-	if x := (lo^zeros)>>8 | last<<56; x != 0 {
-		j = 18 - bits.LeadingZeros64(x)/8
-	} else if y := (hi^zeros)>>8 | (lo^zeros)<<56; y != 0 {
-		j = 10 - bits.LeadingZeros64(y)/8
-	} else {
-		j = 2
-	}
-	return i, j
+	// Subnormals (all below 1e-6), NaN and the infinities: rare enough
+	// for strconv.
+	return appendStrconv(b, f)
 }
 
 // AppendInt appends i in decimal, as strconv.AppendInt(b, i, 10) does,

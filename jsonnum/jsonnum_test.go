@@ -197,3 +197,26 @@ func TestEightDigits(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendLayouts checks every place of the decimal point against
+// every count of significant digits, 1 to 17, each sign: the point
+// within the digits after the first to the seventh (Append's words),
+// further in, at their end, before them with zeros, and with exponents.
+func TestAppendLayouts(t *testing.T) {
+	const digits = "98765432198765432"
+	for nd := 1; nd <= 17; nd++ {
+		for _, d := range []string{digits[:nd], "1" + "00000000000000000"[:nd-1], digits[:nd-1] + "1"} {
+			if d[len(d)-1] == '0' && nd > 1 {
+				d = d[:nd-1] + "5"
+			}
+			for dp := -9; dp <= 24; dp++ {
+				f, err := strconv.ParseFloat("0."+d+"e"+strconv.Itoa(dp), 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				check(t, f)
+				check(t, -f)
+			}
+		}
+	}
+}
