@@ -61,11 +61,11 @@ func Append(b []byte, f float64) []byte {
 	// seventeenth. A reading of few digits (a sensor's 23.45) leaves lo
 	// zeros: its word is known.
 	const zeros = 0x3030303030303030
-	top := head / 1e8
-	hi := eightDigits(uint32(top))
+	a, ab, abc := head/1e12, head/1e8, head/1e4
+	hi := fourFours(ab<<32 - a*(1e4<<32-1))
 	lo := uint64(zeros)
-	if r := head - top*1e8; r != 0 {
-		lo = eightDigits(uint32(r))
+	if head != ab*1e8 {
+		lo = fourFours(head<<32 + abc - (ab*1e4 + abc*(1e4<<32)))
 	}
 	// nd, the digits without their trailing zeros, from the zero bytes
 	// (ASCII zeros xor '0') at the top of digits 9 to 16 in one word, or
@@ -251,10 +251,12 @@ func formatBase10(a *[20]byte, u uint64) int {
 // exactly in its range (x·10486>>20 = x/100 below 43,699; x·103>>10 =
 // x/10 below 179).
 func eightDigits(x uint32) uint64 {
-	v := uint64(x/10000) | uint64(x%10000)<<32
+	return fourFours(uint64(x/10000) | uint64(x%10000)<<32)
+}
+
+func fourFours(v uint64) uint64 {
 	h := (v * 10486 >> 20) & 0x0000007F0000007F
-	v = h | (v-h*100)<<16
+	v = v<<16 - h*(100<<16-1)
 	h = (v * 103 >> 10) & 0x000F000F000F000F
-	v = h | (v-h*10)<<8
-	return v + 0x3030303030303030
+	return v<<8 + 0x3030303030303030 - h*(10<<8-1)
 }
