@@ -16,51 +16,56 @@ import "math/bits"
 // rounding interval, h = 2^(exp-1) × 10^-k, lies in [1/2, 5): the interval
 // (V-h, V+h) holds at most one multiple of ten, which when there is one
 // is the shortest (its digits end in a zero), and otherwise the integer
-// nearest V, always inside it since h > 1/2. The decisions compare V's
-// fraction and V mod 10 with h in fixed point; the product's error is
-// below 2^-63, so a comparison closer than a few units of 2^-60 is left
-// undecided, which takes in the exact ties and the bounds that fall
-// exactly on a multiple of ten (whose inclusion depends on mant's
-// parity): Dragonbox rules on those.
+// nearest V, always inside it since h > 1/2.
+//
+// One product gives V/10 = mant × 2^exp × 10^-(k+1): its integer part
+// q is head before any rounding up, with no division by ten, and its
+// fraction F = (V mod 10)/10 decides, against h/10 in fixed point: a
+// multiple of ten below V is inside when F < h/10, the one above when
+// 1 - F < h/10, else the last digit is 10·F's integer part rounded by
+// its fraction. The product's error is below 2^-63 of V/10, so a
+// comparison closer than a few units of 2^-64 is left undecided, which
+// takes in the exact ties and the bounds that fall exactly on a
+// multiple of ten (whose inclusion depends on mant's parity): Dragonbox
+// rules on those.
 func fastShortest(mant uint64, exp int) (head, last uint64, dexp int, ok bool) {
 	k := mulLog10_2(exp)
-	// 10^-k = T × 2^(L-127), T the table's 128 bits (truncated, error
-	// below one unit), L = ⌊log2(10^-k)⌋; V = (mant << s) × T / 2^128.
-	t := pow10Tab[-k-pow10Min]
-	s := uint(exp + mulLog2_10(-k) + 1) // 1 to 4 (TestFastShift)
+	// 10^-(k+1) = T × 2^(L-127), T the table's 128 bits (truncated, error
+	// below one unit), L = ⌊log2(10^-(k+1))⌋; V/10 = (mant << s) × T /
+	// 2^132: the product's top word holds it with four bits of fraction.
+	t := pow10Tab[-k-1-pow10Min]
+	s := uint(exp + mulLog2_10(-k-1) + 5) // 1 to 5 (TestFastShift)
 	m := mant << s
 	a1, a0 := bits.Mul64(m, t.Hi)
 	b1, _ := bits.Mul64(m, t.Lo)
-	frac, carry := bits.Add64(a0, b1, 0)
-	v := a1 + carry // ⌊V⌋, below 2^57; V - v - frac/2^64 in [0, 2^-63)
-
-	// In units of 2^-60: w is V mod 10 (V less the multiple of ten below
-	// it), u what V lacks to the multiple above, hw is h (error below
-	// one unit, h·2^60 = T × 2^(s-69)); w's error lies in [0, 2).
-	q := v / 10 // below 10^16, as V < 10·2^53
-	r := v - q*10
-	w := r<<60 | frac>>4
-	u := 10<<60 - w
+	mid, carry := bits.Add64(a0, b1, 0)
+	top := a1 + carry // below 2^57, as V/10 < 2^53
+	q := top >> 4     // below 10^16
+	// In units of 2^-64: f is F, less than its value by below two units;
+	// hw is h/10, from 1/20 to 1/2, less than its value by below one.
+	f := top<<60 | mid>>4
 	hw := t.Hi >> (5 - s)
-	const margin = 4
+	// last and frac, V mod 10's integer part and fraction: 10·F.
+	last, frac := bits.Mul64(f, 10)
+	const margin = 8
 	const half = 1 << 63
-	// Too close to call: w or u within the margin of hw, or V's fraction
-	// within the product's error of a half.
-	if w-hw+margin < 2*margin || u-hw+margin < 2*margin || frac-(half-2) < 3 {
+	// Too close to call: F within the margin of h/10 or of 1 - h/10, or
+	// V's fraction within the product's error (20 units) below a half.
+	if f-hw+margin < 2*margin || f+hw+margin < 2*margin || frac-(half-32) < 33 {
 		return 0, 0, 0, false
 	}
 	// A multiple of ten inside, below V or above, is the shortest;
-	// otherwise the integer nearest V, v or v+1 (frac is not a half
-	// here), which is not a multiple of ten: its last digit r or r+1
-	// carries nothing into q. Selections by arithmetic rather than
-	// branches, since which case holds is as random as the digits.
+	// otherwise the integer nearest V, whose last digit is last or
+	// last+1 (frac is not a half here) and not zero: it carries nothing
+	// into q. Selections by arithmetic rather than branches, since which
+	// case holds is as random as the digits.
 	var below, above uint64
-	if w+margin < hw {
+	if f+margin < hw {
 		below = 1
 	}
-	if u+margin < hw {
+	if f > -hw+margin {
 		above = 1
 	}
-	last = (r + frac>>63) & ((below | above) - 1)
+	last = (last + frac>>63) & ((below | above) - 1)
 	return q + above, last, k, true
 }

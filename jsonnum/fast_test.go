@@ -141,12 +141,12 @@ func fastAsDragonbox(t *testing.T, mant uint64, exp int) bool {
 	return true
 }
 
-// TestFastShift checks that every normal exponent's shift lies in 1..4,
+// TestFastShift checks that every normal exponent's shift lies in 1..5,
 // which the half-width's shift and the 57-bit product assume.
 func TestFastShift(t *testing.T) {
 	for exp := 1 - 1075; exp <= 2046-1075; exp++ {
-		if s := exp + mulLog2_10(-mulLog10_2(exp)) + 1; s < 1 || s > 4 {
-			t.Fatalf("shift at exponent %d = %d, want 1 to 4", exp, s)
+		if s := exp + mulLog2_10(-mulLog10_2(exp)-1) + 5; s < 1 || s > 5 {
+			t.Fatalf("shift at exponent %d = %d, want 1 to 5", exp, s)
 		}
 	}
 }
