@@ -46,20 +46,10 @@ func Append(b []byte, f float64) []byte {
 	head, last, dexp, ok := fastShortest(mant, exp)
 	if !ok || mant == 1<<52 {
 		head, last, dexp = shortest17(mant, exp)
-	} else {
-		// 16 digits, as 17 with a last zero: the first digit is then
-		// always the first byte, and dp below is where the point goes.
-		// By arithmetic, since which holds is as random as the digits:
-		// s is 1 for 16 digits (head < 10^15), else 0.
-		s := (head - 1e15) >> 63
-		head += (9*head + last) & -s
-		last &= s - 1
-		dexp -= int(s)
 	}
-	// f = ±(10·head + last) × 10^dexp, 17 digits, the first not zero:
-	// hi holds the first eight as ASCII, lo the next eight, last the
-	// seventeenth. A reading of few digits (a sensor's 23.45) leaves lo
-	// zeros: its word is known.
+	// f = ±(10·head + last) × 10^dexp, 16 or 17 digits: hi holds head's
+	// first eight as ASCII, lo its next eight. A reading of few digits
+	// (a sensor's 23.45) leaves lo zeros: its word is known.
 	const zeros = 0x3030303030303030
 	a, ab, abc := head/1e12, head/1e8, head/1e4
 	hi := fourFours(ab<<32 - a*(1e4<<32-1))
@@ -67,16 +57,26 @@ func Append(b []byte, f float64) []byte {
 	if head != ab*1e8 {
 		lo = fourFours(head<<32 + abc - (ab*1e4 + abc*(1e4<<32)))
 	}
+	// 16 digits (head < 10^15, a first '0') as 17 with a last zero, the
+	// words moved one byte: the first digit is then always the first
+	// byte, and dp below is where the point goes. By arithmetic, since
+	// which holds is as random as the digits, and after the digits,
+	// which it does not delay: s is 1 for 16 digits, else 0.
+	s := (head - 1e15) >> 63
+	hi = hi>>(8*s) | lo<<56&-s
+	lo = lo>>(8*s) | ('0'+last)<<56&-s
+	last &= s - 1
+	dexp -= int(s)
 	// nd, the digits without their trailing zeros, from the zero bytes
 	// (ASCII zeros xor '0') at the top of digits 9 to 16 in one word, or
 	// else of digits 1 to 8; digit 0 is not zero. Whether last is zero is
 	// as random as the digits: it is part of the first word, not a branch.
 	x := (lo^zeros)>>8 | last<<56
-	z := bits.LeadingZeros64(x)
+	z := uint(bits.LeadingZeros64(x))
 	if x == 0 {
-		z = 64 + bits.LeadingZeros64((hi^zeros)>>8|(lo^zeros)<<56)
+		z = 64 + uint(bits.LeadingZeros64((hi^zeros)>>8|(lo^zeros)<<56))
 	}
-	nd := 17 - z/8
+	nd := 17 - int(z/8)
 	// The decimal point goes dp digits from the left.
 	dp := 17 + dexp
 	if uint(dp-1) >= 7 || dp >= nd {
