@@ -40,6 +40,13 @@ func Append(b []byte, f float64) []byte {
 	// A whole number from 1 to 2^53, as an alarm's state or a count, is
 	// its own shortest form: its integer's digits, with no search for them.
 	if e := uint(-exp); e <= 52 && mant&(1<<e-1) == 0 {
+		if v := mant >> e; v < 1e8 {
+			// Eight digits in one word, its leading zeros shifted out.
+			w := eightDigits(uint32(v))
+			z := uint(bits.TrailingZeros64(w^0x3030303030303030)) / 8
+			binary.LittleEndian.PutUint64(b[n:n+8], w>>(8*z))
+			return b[:n+8-int(z)]
+		}
 		var buf [20]byte
 		return append(b[:n], buf[formatBase10(&buf, mant>>e):]...)
 	}
