@@ -70,12 +70,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return fmt.Errorf("unknown command %q: use serve, migrate, admin, backup-metrics or healthcheck", command)
 }
 
-// dbReadWait is how long a read from PostgreSQL that finds nothing waits in
-// the kernel before it parks (store.PoolConfig.ReadWait): longer than the
-// gaps between a page's sends of rows, about 50 µs, and short enough that
-// a cancelled statement's deadline is noticed at once all the same.
-const dbReadWait = time.Millisecond
-
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	c, err := parseConfig("serve", args, getenv, stderr)
 	if err != nil {
@@ -84,7 +78,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	log := newLogger(c, stderr)
 	log.Info("starting", "config", c.logValue())
 
-	pool, err := store.Open(ctx, c.databaseURL, store.PoolConfig{MaxConns: int32(c.dbMaxConns), ReadWait: dbReadWait})
+	pool, err := store.Open(ctx, c.databaseURL, store.PoolConfig{MaxConns: int32(c.dbMaxConns)})
 	if err != nil {
 		return err
 	}
@@ -135,7 +129,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		StandbyWait:        c.readWait,
 	}
 	if c.readURL != "" {
-		readPool, err := store.Open(ctx, c.readURL, store.PoolConfig{MaxConns: int32(c.dbMaxConns), Lazy: true, ReadWait: dbReadWait})
+		readPool, err := store.Open(ctx, c.readURL, store.PoolConfig{MaxConns: int32(c.dbMaxConns), Lazy: true})
 		if err != nil {
 			return err
 		}

@@ -19,10 +19,6 @@ type PoolConfig struct {
 	// Tracer, if set, sees every statement the pool's connections run (the
 	// tests count round trips with it).
 	Tracer pgx.QueryTracer
-	// ReadWait, when positive, is how long a read from PostgreSQL that
-	// finds nothing waits for it in the kernel before parking on Go's
-	// poller (waitingConn); 0 parks at once, as net does.
-	ReadWait time.Duration
 }
 
 // Open connects a pool to databaseURL and, unless pc.Lazy, checks that the
@@ -38,9 +34,6 @@ func Open(ctx context.Context, databaseURL string, pc PoolConfig) (*pgxpool.Pool
 	}
 	if pc.Tracer != nil {
 		cfg.ConnConfig.Tracer = pc.Tracer
-	}
-	if pc.ReadWait > 0 {
-		cfg.ConnConfig.DialFunc = waitingDial(cfg.ConnConfig.DialFunc, pc.ReadWait)
 	}
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		conn.TypeMap().RegisterType(&pgtype.Type{
