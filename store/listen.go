@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"net"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -19,7 +21,9 @@ const AuthChannel = "readings_auth"
 // why it stopped. A notification sent before listening was called may be
 // missed.
 func (db *DB) Listen(ctx context.Context, channel string, listening, notified func()) error {
-	conn, err := pgx.ConnectConfig(ctx, db.pool.Config().ConnConfig.Copy())
+	cc := db.pool.Config().ConnConfig.Copy()
+	cc.DialFunc = (&net.Dialer{KeepAlive: 5 * time.Minute}).DialContext
+	conn, err := pgx.ConnectConfig(ctx, cc)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
