@@ -78,7 +78,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	log := newLogger(c, stderr)
 	log.Info("starting", "config", c.logValue())
 
-	pool, err := store.Open(ctx, c.databaseURL, store.PoolConfig{MaxConns: int32(c.dbMaxConns), Blocking: os.Getenv("P16_BLOCK") != ""})
+	pool, err := store.Open(ctx, c.databaseURL, store.PoolConfig{MaxConns: int32(c.dbMaxConns)})
 	if err != nil {
 		return err
 	}

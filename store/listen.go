@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"net"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -21,9 +19,7 @@ const AuthChannel = "readings_auth"
 // why it stopped. A notification sent before listening was called may be
 // missed.
 func (db *DB) Listen(ctx context.Context, channel string, listening, notified func()) error {
-	cc := db.pool.Config().ConnConfig.Copy()
-	cc.DialFunc = (&net.Dialer{KeepAlive: 5 * time.Minute}).DialContext
-	conn, err := pgx.ConnectConfig(ctx, cc)
+	conn, err := pgx.ConnectConfig(ctx, db.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}

@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"net"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,7 +19,6 @@ type PoolConfig struct {
 	// Tracer, if set, sees every statement the pool's connections run (the
 	// tests count round trips with it).
 	Tracer pgx.QueryTracer
-	Blocking bool // SCRATCH
 }
 
 // Open connects a pool to databaseURL and, unless pc.Lazy, checks that the
@@ -37,15 +34,6 @@ func Open(ctx context.Context, databaseURL string, pc PoolConfig) (*pgxpool.Pool
 	}
 	if pc.Tracer != nil {
 		cfg.ConnConfig.Tracer = pc.Tracer
-	}
-	if pc.Blocking {
-		orig := cfg.ConnConfig.DialFunc
-		cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if NonBlocking.Load() {
-				return orig(ctx, network, addr)
-			}
-			return dialBlocking(ctx, network, addr)
-		}
 	}
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		conn.TypeMap().RegisterType(&pgtype.Type{
@@ -68,6 +56,3 @@ func Open(ctx context.Context, databaseURL string, pc PoolConfig) (*pgxpool.Pool
 	}
 	return pool, nil
 }
-
-// NonBlocking switches Blocking pools' new connections back to net's (SCRATCH).
-var NonBlocking atomic.Bool

@@ -114,7 +114,7 @@ func NewEmptyDatabase(t testing.TB) string {
 // test ends.
 func NewPool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	pool, err := store.Open(context.Background(), NewDatabase(t), store.PoolConfig{Blocking: true})
+	pool, err := store.Open(context.Background(), NewDatabase(t), store.PoolConfig{})
 	if err != nil {
 		t.Fatalf("open test database: %v", err)
 	}
