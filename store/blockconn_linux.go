@@ -26,7 +26,7 @@ const blockingSlice = 5 * time.Millisecond
 // and each time parks, wakes the poller's thread and spins the
 // scheduler; and each send wakes the thread asleep in epoll_wait, even
 // while the reader is busy. Asleep in read(2), the thread is woken by the
-// socket alone: 300 to 600 µs less CPU a page (docs/performance.md,
+// socket alone, which costs a page less CPU (docs/performance.md,
 // branch page16). Deadlines keep net's meaning: a call whose deadline
 // has passed fails with os.ErrDeadlineExceeded and leaves the
 // connection usable; one set while a call blocks is seen within
