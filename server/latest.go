@@ -58,7 +58,7 @@ func (s *Server) LatestReadings(ctx context.Context, req gen.LatestReadingsReque
 		}
 	}
 	*body = append(b, "}\n"...)
-	return latestBody{body}, nil
+	return latestBody{b: body, conn: wholeConnOf(ctx)}, nil
 }
 
 // latestBodies keep the bodies of latest values between requests: a
@@ -66,8 +66,12 @@ func (s *Server) LatestReadings(ctx context.Context, req gen.LatestReadingsReque
 // of the garbage the service collected while serving them.
 var latestBodies = sync.Pool{New: func() any { return new([]byte) }}
 
-// latestBody is a body of latestBodies, given back once written.
-type latestBody struct{ b *[]byte }
+// latestBody is a body of latestBodies, given back once written, and
+// the connection it goes out on in one system call (writeWhole), if any.
+type latestBody struct {
+	b    *[]byte
+	conn *wholeConn
+}
 
 func (l latestBody) VisitLatestReadingsResponse(w http.ResponseWriter) error {
 	defer func() {
@@ -78,6 +82,5 @@ func (l latestBody) VisitLatestReadingsResponse(w http.ResponseWriter) error {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(*l.b)))
 	w.WriteHeader(http.StatusOK)
-	_, err := w.Write(*l.b)
-	return err
+	return writeWhole(l.conn, w, *l.b)
 }
