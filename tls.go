@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+
+	"github.com/sensorreadings/readings/server"
 )
 
 // serveHTTP serves srv on ln: HTTPS when c names a certificate and its
@@ -14,6 +16,10 @@ import (
 // is served after a restart, which replicas take one at a time.
 func serveHTTP(c *config, srv *http.Server, ln net.Listener) (serve func() error, err error) {
 	if c.tlsCert == "" {
+		// In the clear the service speaks HTTP/1.1 alone, whose answers
+		// built whole go out in one system call over server.Listener.
+		ln = server.Listener(ln)
+		srv.ConnContext = server.ConnContext
 		return func() error { return srv.Serve(ln) }, nil
 	}
 	cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)

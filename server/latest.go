@@ -23,8 +23,8 @@ func (s *Server) LatestReadings(ctx context.Context, req gen.LatestReadingsReque
 	if err != nil {
 		return nil, err
 	}
-	body := latestBodies.Get().(*[]byte)
-	b := append((*body)[:0], `{"items":[`...)
+	body := latestBodies.Get().(*pooledBody)
+	b := append(body.b[:0], `{"items":[`...)
 	var enc readingEncoder
 	for i, l := range latest {
 		if i > 0 {
@@ -57,27 +57,35 @@ func (s *Server) LatestReadings(ctx context.Context, req gen.LatestReadingsReque
 			b = strconv.AppendQuote(b, *next)
 		}
 	}
-	*body = append(b, "}\n"...)
+	body.b, body.conn = append(b, "}\n"...), wholeConnOf(ctx)
 	return latestBody{body}, nil
 }
 
 // latestBodies keep the bodies of latest values between requests: a
 // project's is tens of kilobytes, made anew for each request it was most
 // of the garbage the service collected while serving them.
-var latestBodies = sync.Pool{New: func() any { return new([]byte) }}
+var latestBodies = sync.Pool{New: func() any { return new(pooledBody) }}
 
-// latestBody is a body of latestBodies, given back once written.
-type latestBody struct{ b *[]byte }
+// pooledBody is a body of latestBodies and the connection it goes out on
+// in one system call (writeWhole), if any.
+type pooledBody struct {
+	b    []byte
+	conn *wholeConn
+}
+
+// latestBody is a body of latestBodies, given back once written. One
+// pointer, so that the response interface holds it without an allocation.
+type latestBody struct{ *pooledBody }
 
 func (l latestBody) VisitLatestReadingsResponse(w http.ResponseWriter) error {
 	defer func() {
-		if cap(*l.b) <= 4<<20 {
-			latestBodies.Put(l.b)
+		l.conn = nil
+		if cap(l.b) <= 4<<20 {
+			latestBodies.Put(l.pooledBody)
 		}
 	}()
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(*l.b)))
+	w.Header().Set("Content-Length", strconv.Itoa(len(l.b)))
 	w.WriteHeader(http.StatusOK)
-	_, err := w.Write(*l.b)
-	return err
+	return writeWhole(l.conn, w, l.b)
 }
