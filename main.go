@@ -78,7 +78,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	log := newLogger(c, stderr)
 	log.Info("starting", "config", c.logValue())
 
-	pool, err := store.Open(ctx, c.databaseURL, store.PoolConfig{MaxConns: int32(c.dbMaxConns), BlockingReads: true})
+	pool, err := store.Open(ctx, c.databaseURL, store.PoolConfig{MaxConns: int32(c.dbMaxConns)})
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		StandbyWait:        c.readWait,
 	}
 	if c.readURL != "" {
-		readPool, err := store.Open(ctx, c.readURL, store.PoolConfig{MaxConns: int32(c.dbMaxConns), Lazy: true, BlockingReads: true})
+		readPool, err := store.Open(ctx, c.readURL, store.PoolConfig{MaxConns: int32(c.dbMaxConns), Lazy: true})
 		if err != nil {
 			return err
 		}

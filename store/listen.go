@@ -19,9 +19,7 @@ const AuthChannel = "readings_auth"
 // why it stopped. A notification sent before listening was called may be
 // missed.
 func (db *DB) Listen(ctx context.Context, channel string, listening, notified func()) error {
-	// The connection waits for hours for nothing: net's conn, which does
-	// not wake until something comes, not a blockingConn.
-	conn, err := pgx.ConnectConfig(context.WithValue(ctx, netConnKey{}, true), db.pool.Config().ConnConfig.Copy())
+	conn, err := pgx.ConnectConfig(ctx, db.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}

@@ -19,10 +19,6 @@ type PoolConfig struct {
 	// Tracer, if set, sees every statement the pool's connections run (the
 	// tests count round trips with it).
 	Tracer pgx.QueryTracer
-	// BlockingReads makes the connections read and write in blocking
-	// system calls, outside Go's poller (blockingConn): the service's
-	// pools, not the bench's raw calls.
-	BlockingReads bool
 }
 
 // Open connects a pool to databaseURL and, unless pc.Lazy, checks that the
@@ -38,9 +34,6 @@ func Open(ctx context.Context, databaseURL string, pc PoolConfig) (*pgxpool.Pool
 	}
 	if pc.Tracer != nil {
 		cfg.ConnConfig.Tracer = pc.Tracer
-	}
-	if pc.BlockingReads {
-		cfg.ConnConfig.DialFunc = blockingDial(cfg.ConnConfig.DialFunc)
 	}
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		conn.TypeMap().RegisterType(&pgtype.Type{

@@ -114,9 +114,7 @@ func NewEmptyDatabase(t testing.TB) string {
 // test ends.
 func NewPool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	// As the service opens its pools, so that every test through this
-	// pool runs on blocking reads.
-	pool, err := store.Open(context.Background(), NewDatabase(t), store.PoolConfig{BlockingReads: true})
+	pool, err := store.Open(context.Background(), NewDatabase(t), store.PoolConfig{})
 	if err != nil {
 		t.Fatalf("open test database: %v", err)
 	}
