@@ -261,6 +261,9 @@ func eightDigits(x uint32) uint64 {
 	return fourFours(uint64(x/10000) | uint64(x%10000)<<32)
 }
 
+// fourFours writes the two numbers below 10^4 in v's low and high 32
+// bits as eight ASCII digits, the low one's first: eightDigits' work once
+// the halves are split, which Append splits itself, off the chain.
 func fourFours(v uint64) uint64 {
 	h := (v * 10486 >> 20) & 0x0000007F0000007F
 	v = v<<16 - h*(100<<16-1)
