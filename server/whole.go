@@ -57,16 +57,16 @@ type wholeConn struct {
 	net.Conn
 	mu      sync.Mutex
 	holding bool
-	held    []byte // the write held, in buf
+	held    bool // a write is held, in buf
 	buf     []byte
 }
 
 func (c *wholeConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.held != nil {
-		bufs := net.Buffers{c.held, p}
-		c.held, c.holding = nil, false
+	if c.held {
+		bufs := net.Buffers{c.buf, p}
+		c.held, c.holding = false, false
 		if _, err := bufs.WriteTo(c.Conn); err != nil {
 			return 0, err
 		}
@@ -74,7 +74,7 @@ func (c *wholeConn) Write(p []byte) (int, error) {
 	}
 	if c.holding {
 		c.buf = append(c.buf[:0], p...)
-		c.held = c.buf
+		c.held = true
 		return len(p), nil
 	}
 	return c.Conn.Write(p)
@@ -100,12 +100,11 @@ func (c *wholeConn) release() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.holding = false
-	if c.held == nil {
+	if !c.held {
 		return nil
 	}
-	held := c.held
-	c.held = nil
-	_, err := c.Conn.Write(held)
+	c.held = false
+	_, err := c.Conn.Write(c.buf)
 	return err
 }
 
