@@ -194,6 +194,13 @@ func AppendInt(b []byte, i int64) []byte {
 	return append(b, buf[formatBase10(&buf, u):]...)
 }
 
+// AppendEight appends x < 10^8 as eight digits, leading zeros and all,
+// in one word: the low half of a reading's id, whose high half its
+// encoder keeps from the reading before.
+func AppendEight(b []byte, x uint32) []byte {
+	return binary.LittleEndian.AppendUint64(b, eightDigits(x))
+}
+
 // appendStrconv is Append by strconv, as the service wrote numbers before.
 func appendStrconv(b []byte, f float64) []byte {
 	abs := math.Abs(f)

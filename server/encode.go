@@ -306,11 +306,16 @@ func (p *readingsPage) VisitListReadingsResponse(w http.ResponseWriter) error {
 // writes a thousand readings of one sensor, and formatting the ids was
 // as much as a tenth of it. Its zero value is to be reset before use.
 type readingEncoder struct {
-	names   keyNames
-	prefix  []byte // {"id":"<sensor id>-
-	inputs  keyList
-	outputs keyList
-	dates   datetime.Appender
+	names  keyNames
+	prefix []byte // {"id":"<sensor id>-
+	// idHigh is prefix and the digits of idHighOf, the instant's
+	// microseconds above the last eight, the same for a hundred seconds:
+	// a reading's id is then a copy and one word of digits.
+	idHigh   []byte
+	idHighOf int64 // 0 when idHigh is not made
+	inputs   keyList
+	outputs  keyList
+	dates    datetime.Appender
 }
 
 // keyList is the keys of a list of ids as JSON objects' keys, each
@@ -350,6 +355,7 @@ func (k *keyList) key(i int) []byte {
 func (e *readingEncoder) reset(sensorID int64, names keyNames) {
 	e.prefix = strconv.AppendInt(append(e.prefix[:0], `{"id":"`...), sensorID, 10)
 	e.prefix = append(e.prefix, '-')
+	e.idHighOf = 0
 	// Keys by id are the same for every sensor: the lists made for the
 	// last sensor serve this one when its ids are the same (keyList.of),
 	// which for a project's latest values spared making the same keys
@@ -364,8 +370,7 @@ func (e *readingEncoder) reset(sensorID int64, names keyNames) {
 // values named as reset said:
 // {"id":"12-1714564800000000","datetime":"…","inputs":{"101":2803.5},"outputs":{…}}
 func (e *readingEncoder) append(b []byte, r *store.Reading, outputs *sensing.Outputs, marks []sensing.Mark) []byte {
-	b = append(b, e.prefix...)
-	b = jsonnum.AppendInt(b, r.Time.UnixMicro())
+	b = e.appendID(b, r.Time.UnixMicro())
 	b = append(b, `","datetime":"`...)
 	b = e.dates.Append(b, r.Time)
 	b = append(b, `","inputs":{`...)
@@ -383,6 +388,20 @@ func (e *readingEncoder) append(b []byte, r *store.Reading, outputs *sensing.Out
 	}
 	b = appendMarks(b, marks, e.names)
 	return append(b, '}')
+}
+
+// appendID appends {"id":"<sensor id>-<us>, us the reading's instant in
+// microseconds.
+func (e *readingEncoder) appendID(b []byte, us int64) []byte {
+	if us < 1e8 {
+		// Before 1970-01-01T00:01:40Z: no high digits to keep.
+		return jsonnum.AppendInt(append(b, e.prefix...), us)
+	}
+	if high := us / 1e8; high != e.idHighOf {
+		e.idHigh = jsonnum.AppendInt(append(e.idHigh[:0], e.prefix...), high)
+		e.idHighOf = high
+	}
+	return jsonnum.AppendEight(append(b, e.idHigh...), uint32(us%1e8))
 }
 
 // appendOutputs computes r's outputs and appends ,"outputs":{…}.
