@@ -210,6 +210,7 @@ type readingsPage struct {
 	count    int
 	last     time.Time // of the last reading added
 	link     string
+	conn     *wholeConn // the page goes out on in one system call, if any
 }
 
 var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -277,7 +278,7 @@ func (p *readingsPage) release() {
 	if p.buf.Cap() <= 4<<20 {
 		pageBuffers.Put(p.buf)
 	}
-	p.buf = nil
+	p.buf, p.conn = nil, nil
 }
 
 func (p *readingsPage) VisitListReadingsResponse(w http.ResponseWriter) error {
@@ -296,8 +297,7 @@ func (p *readingsPage) VisitListReadingsResponse(w http.ResponseWriter) error {
 	// log among them).
 	w.Header().Set("Content-Length", strconv.Itoa(p.buf.Len()))
 	w.WriteHeader(http.StatusOK)
-	_, err := w.Write(p.buf.Bytes())
-	return err
+	return writeWhole(p.conn, w, p.buf.Bytes())
 }
 
 // readingEncoder appends a sensor's readings as JSON, keeping what a

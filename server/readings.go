@@ -86,6 +86,7 @@ func (s *Server) ListReadings(ctx context.Context, req gen.ListReadingsRequestOb
 	if page.count == q.Limit {
 		next = nextPageLink(key, req.Params, page.last)
 	}
+	page.conn = wholeConnOf(ctx)
 	return page.finish(next), nil
 }
 
