@@ -22,6 +22,7 @@ type DB struct {
 	pool       *pgxpool.Pool
 	limits     Limits
 	txAttempts int // inTx's attempts in all
+	instances  *instanceCache
 }
 
 // DefaultMaxSensorInputs is how many distinct input ids a sensor without a
@@ -37,7 +38,7 @@ func New(pool *pgxpool.Pool, limits ...Limits) *DB {
 	if len(limits) > 0 {
 		l = limits[0]
 	}
-	return &DB{pool: pool, limits: l.withDefaults(), txAttempts: DefaultTxAttempts}
+	return &DB{pool: pool, limits: l.withDefaults(), txAttempts: DefaultTxAttempts, instances: &instanceCache{}}
 }
 
 // querier is what both the pool and a transaction can do, so helpers run in

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // PageRead is a read of a sensor's readings with the flags in force on
@@ -146,8 +147,37 @@ ORDER BY datetime`+order+` LIMIT $4 OFFSET $5`)
 // pageSensor is a row of pageSensorSQL.
 type pageSensor struct {
 	Sensor
-	Flagged   bool `db:"flagged"`
-	Rejecting bool `db:"rejecting"`
+	Flagged   bool
+	Rejecting bool
+}
+
+// scanPageSensor reads pageSensorSQL's row, as pgx.CollectExactlyOneRow
+// would, but for the instance, which db.instances decodes from its JSON
+// unless it holds what that JSON gives.
+func (db *DB) scanPageSensor(rows pgx.Rows) (pageSensor, error) {
+	defer rows.Close()
+	var (
+		got      pageSensor
+		instance pgtype.DriverBytes // valid until rows.Next
+	)
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return got, err
+		}
+		return got, pgx.ErrNoRows
+	}
+	s := &got.Sensor
+	err := rows.Scan(&s.ID, &s.ProjectID, &s.Name, &s.Description, &s.BlueprintID, &instance, &s.CreatedAt, &s.UpdatedAt, &got.Flagged, &got.Rejecting)
+	if err != nil {
+		return got, err
+	}
+	if s.Instance, err = db.instances.decode(s.ID, instance); err != nil {
+		return got, fmt.Errorf("instance: %w", err)
+	}
+	if rows.Next() {
+		return got, pgx.ErrTooManyRows
+	}
+	return got, rows.Err()
 }
 
 // rejectsWhole tells whether f rejects the readings it covers whole.
@@ -202,7 +232,7 @@ func (db *DB) ReadPage(ctx context.Context, r PageRead, head func(*Sensor, []Fla
 	)
 	if r.Lookup {
 		rows, _ := br.Query()
-		got, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[pageSensor])
+		got, err := db.scanPageSensor(rows)
 		if err != nil {
 			return notFound("get sensor", err, "sensor")
 		}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -280,6 +281,69 @@ func TestReadingsOfOtherInputSets(t *testing.T) {
 				}
 				if got, want := show(paged), show(tt.want); got != want {
 					t.Errorf("ReadPage(Lookup %v) = %s\nwant %s", lookup, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestReadPageInstance reads, page after page, the sensor of a page
+// whose stored instance's JSON changes in every way the column can: each
+// page has the sensor and the instance the row holds then, as GetSensor
+// reads and decodes them, also when
+// a write gives another content the same version (the kept decoding is
+// keyed on the JSON, not the version), and a change the caller makes to
+// a page's instance is not seen by the next page.
+func TestReadPageInstance(t *testing.T) {
+	pool := storetest.NewPool(t)
+	db := store.New(pool)
+	ctx := t.Context()
+	_, key := newBlueprintSensor(t, db)
+	plain := newSensor(t, db, newProject(t, db, newOrg(t, db)), nil)
+	read := func(t *testing.T, key store.SensorKey) store.Sensor {
+		t.Helper()
+		var got store.Sensor
+		err := db.ReadPage(ctx, store.PageRead{Key: key, Lookup: true, Query: store.ReadingQuery{From: store.MinTime, To: store.MaxTime}},
+			func(s *store.Sensor, _ []store.Flag) error {
+				got = *s
+				return nil
+			}, func(*store.Reading) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	set := func(sql string) func(t *testing.T) {
+		return func(t *testing.T) {
+			if _, err := pool.Exec(ctx, `UPDATE sensors SET instance = `+sql+`, updated_at = clock_timestamp() WHERE id = $1`, key.SensorID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tests := []struct {
+		name   string
+		before func(t *testing.T)
+	}{
+		{"First", func(*testing.T) {}},
+		{"Again", func(*testing.T) {}},
+		{"ChangedByTheCaller", func(t *testing.T) {
+			inst := read(t, key).Instance
+			inst.Outputs[0].Formula, inst.Inputs[0].Key, inst.Version = "u", "v", 99
+		}},
+		{"SameVersionOtherFormula", set(`jsonb_set(instance, '{outputs,0,formula}', '"u * i"')`)},
+		{"SameVersionOtherInputs", set(`jsonb_set(instance, '{inputs}', (instance->'inputs') - 1)`)},
+		{"VersionRestarted", set(`jsonb_set(instance, '{version}', '1')`)},
+		{"Null", set(`NULL`)},
+		{"Back", set(`jsonb_build_object('version', 1, 'inputs', '[{"id": 7, "key": "h", "name": "head", "unit": "m"}]'::jsonb,
+			'outputs', '[{"id": 8, "key": "q", "name": "flow", "unit": "l/s", "formula": "h * 2"}]'::jsonb, 'constants', '[]'::jsonb)`)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.before(t)
+			for _, key := range []store.SensorKey{key, plain} {
+				got, want := read(t, key), getSensor(t, db, key)
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("ReadPage's sensor %d = %+v with instance %+v, want %+v with %+v", key.SensorID, got, got.Instance, want, want.Instance)
 				}
 			}
 		})
