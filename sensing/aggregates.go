@@ -103,6 +103,7 @@ func (s *Service) Aggregate(ctx context.Context, key store.SensorKey, q store.Bu
 		a := newAggregation(b, q, outputs)
 		a.flags = flags
 		a.everyReading = s.cfg.ReadingsOnly
+		a.backends = s.backendReads
 		a.common = sensor.Instance.InputIDs()
 		if outputs != nil && !sensor.Instance.Linked() {
 			a.newOutputs = func() *Outputs { return s.outputsOf(sensor, nil) }
@@ -133,6 +134,7 @@ type aggregation struct {
 	inputs    [][]stats.Partial // by slot, by bucket
 	outputs   [][]stats.Partial // by output, by bucket; nil without outputs
 	out       *Outputs          // nil without outputs
+	backends  *backendReads     // which half of a read each backend read last
 	// The flags in force over the range, when they reject values (which
 	// are then left out, and a reading rejected whole is not counted).
 	flags *flagSet
@@ -236,9 +238,9 @@ func (a *aggregation) run(ctx context.Context, tx *store.Tx, sensor store.Sensor
 			return "", err
 		}
 		if !served || len(inSpans.from) > maxSpans || len(outSpans.from) > maxSpans {
-			flags, everyReading, common, newOutputs := a.flags, a.everyReading, a.common, a.newOutputs
+			flags, everyReading, common, newOutputs, backends := a.flags, a.everyReading, a.common, a.newOutputs, a.backends
 			*a = *newAggregation(a.b, q, a.out)
-			a.flags, a.everyReading, a.common, a.newOutputs = flags, everyReading, common, newOutputs
+			a.flags, a.everyReading, a.common, a.newOutputs, a.backends = flags, everyReading, common, newOutputs, backends
 			rolled = false
 		}
 	}
@@ -282,7 +284,8 @@ const minSplit = 2 * 24 * int64(time.Hour/time.Microsecond)
 // readInParts reads the readings of sp into a: on two connections at
 // once, each about half of sp's time on one, cut where a bucket starts
 // (bucketHalves), when sp is long enough and a can be split
-// (store.Tx.Beside); on tx alone otherwise. A median needs its
+// (store.Tx.Beside), each half on the connection whose backend read it
+// last (sides); on tx alone otherwise. A median needs its
 // buckets read whole, in order; flags and linked inputs are followed
 // reading after reading; so those are read on tx alone, as is the answer
 // of every reading that the others are checked against.
@@ -295,8 +298,12 @@ func (a *aggregation) readInParts(ctx context.Context, tx *store.Tx, sensorID in
 		return a.readSpans(ctx, tx, sensorID, sp, inSpans, nil)
 	}
 	other := a.fork()
+	main, mine := tx.Backend(), make(chan spans, 1)
 	wait, started, err := tx.Beside(ctx, func(tx *store.Tx) error {
-		return other.readSpans(ctx, tx, sensorID, second, inSpans, nil)
+		my, theirs := a.sides(main, tx.Backend(), sensorID, first, second)
+		mine <- my
+		a.backends.note(tx.Backend(), sensorID, theirs)
+		return other.readSpans(ctx, tx, sensorID, theirs, inSpans, nil)
 	})
 	if err != nil {
 		return err
@@ -304,7 +311,9 @@ func (a *aggregation) readInParts(ctx context.Context, tx *store.Tx, sensorID in
 	if !started {
 		return a.readSpans(ctx, tx, sensorID, sp, inSpans, nil)
 	}
-	err = a.readSpans(ctx, tx, sensorID, first, inSpans, nil)
+	my := <-mine
+	a.backends.note(main, sensorID, my)
+	err = a.readSpans(ctx, tx, sensorID, my, inSpans, nil)
 	if werr := wait(); err == nil {
 		err = werr
 	}
@@ -329,6 +338,17 @@ func (a *aggregation) bucketHalves(sp spans) (first, second spans) {
 		return sp, spans{}
 	}
 	return sp.cutAt(a.b.label(i))
+}
+
+// sides says which of two halves of the sensor's readings the backend
+// main reads and which the backend side beside it: first on main unless
+// each backend is likelier to hold the other's in its memory
+// (backendReads).
+func (a *aggregation) sides(main, side uint32, sensorID int64, first, second spans) (mine, theirs spans) {
+	if a.backends.swap(main, side, sensorID, second.from[0]) {
+		return second, first
+	}
+	return first, second
 }
 
 // fork is an empty aggregation of a's buckets and outputs, to read part of
@@ -474,7 +494,7 @@ func (a *aggregation) readGroups(ctx context.Context, tx *store.Tx, sensorID int
 	if interval >= minBucketScan {
 		if pieces, ok := a.bucketPieces(sp); ok {
 			first, second := pieces.halvesBetween()
-			return a.gatherInHalves(ctx, tx, pieces, first, second, func(a *aggregation, tx *store.Tx, sp spans) (bool, error) {
+			return a.gatherInHalves(ctx, tx, sensorID, pieces, first, second, func(a *aggregation, tx *store.Tx, sp spans) (bool, error) {
 				return a.gatherBuckets(ctx, tx, sensorID, sp, interval)
 			})
 		}
@@ -484,7 +504,7 @@ func (a *aggregation) readGroups(ctx context.Context, tx *store.Tx, sensorID int
 		return false, nil
 	}
 	first, second := sp.halves()
-	return a.gatherInHalves(ctx, tx, sp, first, second, func(a *aggregation, tx *store.Tx, sp spans) (bool, error) {
+	return a.gatherInHalves(ctx, tx, sensorID, sp, first, second, func(a *aggregation, tx *store.Tx, sp spans) (bool, error) {
 		return a.gatherGroups(ctx, tx, sensorID, sp, grain)
 	})
 }
@@ -496,11 +516,13 @@ func (a *aggregation) readGroups(ctx context.Context, tx *store.Tx, sensorID int
 const minBucketScan = 24 * time.Hour
 
 // gatherInHalves gathers the readings of sp into a with gather: on two
-// connections at once, first on tx and second on one of its own
-// (store.Tx.Beside), when sp is long enough; sp whole on tx otherwise.
+// connections at once, one on tx and the other on one of its own
+// (store.Tx.Beside), each on the connection whose backend read it last
+// (sides; first on tx otherwise), when sp is long enough; sp whole on tx
+// otherwise.
 // Each half is gathered apart, and merged into a only once both have
 // come. It says whether gather could; if not, a is as it was.
-func (a *aggregation) gatherInHalves(ctx context.Context, tx *store.Tx, sp, first, second spans, gather func(*aggregation, *store.Tx, spans) (bool, error)) (bool, error) {
+func (a *aggregation) gatherInHalves(ctx context.Context, tx *store.Tx, sensorID int64, sp, first, second spans, gather func(*aggregation, *store.Tx, spans) (bool, error)) (bool, error) {
 	mine, other := a.fork(), a.fork()
 	var (
 		wait    func() error
@@ -510,16 +532,21 @@ func (a *aggregation) gatherInHalves(ctx context.Context, tx *store.Tx, sp, firs
 		mySpans = sp
 	)
 	if sp.length() >= minSplit && len(first.from) > 0 && len(second.from) > 0 {
+		main, halves := tx.Backend(), make(chan spans, 1)
 		wait, started, err = tx.Beside(ctx, func(tx *store.Tx) error {
+			my, theirs := a.sides(main, tx.Backend(), sensorID, first, second)
+			halves <- my
+			a.backends.note(tx.Backend(), sensorID, theirs)
 			var err error
-			otherOK, err = gather(other, tx, second)
+			otherOK, err = gather(other, tx, theirs)
 			return err
 		})
 		if err != nil {
 			return false, err
 		}
 		if started {
-			mySpans = first
+			mySpans = <-halves
+			a.backends.note(main, sensorID, mySpans)
 		}
 	}
 	ok, err := gather(mine, tx, mySpans)

@@ -71,6 +71,7 @@ type Service struct {
 	held             *heldWindows  // what the rate rules of the sensors it wrote keep
 	outputMemory     *sync.Pool    // of *batchOutputs: what rollBatch keeps for the rules
 	rollupWake       chan struct{} // wakes this replica's maintainer before its interval
+	backendReads     *backendReads // of the reader's backends
 }
 
 // Reader is what the reads of readings need of a database: the primary,
@@ -94,7 +95,8 @@ var _ Reader = (*store.DB)(nil)
 // until WithReader gives reads another database.
 func New(db *store.DB, log *slog.Logger, cfg Config) *Service {
 	return &Service{db: db, reader: db, readerHasSensors: true, log: log, cfg: cfg, prepared: &formulas.Cache{}, pageHints: &pageHints{}, formulaErrors: &counter{}, rollupCursor: &atomic.Int64{},
-		keptMemory: &sync.Pool{}, held: &heldWindows{}, outputMemory: &sync.Pool{}, rollupWake: make(chan struct{}, 1)}
+		keptMemory: &sync.Pool{}, held: &heldWindows{}, outputMemory: &sync.Pool{}, rollupWake: make(chan struct{}, 1),
+		backendReads: &backendReads{}}
 }
 
 // WithReader returns the domain reading the readings it serves (pages,
@@ -104,6 +106,7 @@ func New(db *store.DB, log *slog.Logger, cfg Config) *Service {
 func (s *Service) WithReader(r Reader) *Service {
 	c := *s
 	c.reader, c.readerHasSensors = r, false
+	c.backendReads = &backendReads{} // the standby's backends are others
 	return &c
 }
 

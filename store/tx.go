@@ -305,6 +305,9 @@ func (errRows) RawValues() [][]byte                          { return nil }
 func (errRows) TypeMap() *pgtype.Map                         { return nil }
 func (errRows) Conn() *pgx.Conn                              { return nil }
 
+// Backend is the process id of the PostgreSQL backend that tx runs on.
+func (tx *Tx) Backend() uint32 { return tx.tx.conn.PgConn().PID() }
+
 // besideWait bounds how long Beside waits for a connection the pool says
 // it has to spare: one being opened, or taken meanwhile by another request.
 const besideWait = 100 * time.Millisecond
