@@ -133,7 +133,7 @@ func (e *env) copySensor(ctx context.Context, name string, blueprint int64, data
 	if _, err := e.pool.CopyFrom(ctx, pgx.Identifier{"readings"}, readingColumns, src); err != nil {
 		return b, fmt.Errorf("copy the readings of %s: %w", name, err)
 	}
-	return b, nil
+	return b, e.recordInputs(ctx, b)
 }
 
 // serviceReadOutputs is row 6b: row 6 with outputs=true, on the

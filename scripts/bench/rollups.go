@@ -70,11 +70,7 @@ func (e *env) copyLong(ctx context.Context, name string, n int, spacing time.Dur
 			return s, fmt.Errorf("copy %s: %w", name, err)
 		}
 	}
-	// The inputs recorded, as ingest records them (store.Tx.RecordInputs)
-	// and the COPY alone does not: the state an import leaves.
-	_, err = e.pool.Exec(ctx, `INSERT INTO sensor_inputs (sensor_id, input_ids) VALUES ($1, $2)
-ON CONFLICT (sensor_id) DO UPDATE SET input_ids = EXCLUDED.input_ids`, b.id, b.inputIDs)
-	if err != nil {
+	if err := e.recordInputs(ctx, b); err != nil {
 		return s, err
 	}
 	e.log.Info("copied", "sensor", name, "readings", n, "took", time.Since(start).Round(time.Millisecond))
@@ -564,5 +560,18 @@ func (e *env) rollupYearSeconds(ctx context.Context, res *results) error {
 	}
 	res.add("13b", fmt.Sprintf("Aggregates from rollups: 365 daily buckets of a year of 1-second readings (31,536,000, COPYed and vacuumed in %s; rollups built by the maintainer in %s%s), otherwise as 13a; `X-Rollups: %s`",
 		duration(copyTook), duration(built), buildCPU.perReading(s.n), use), latency(p50, p99)+cpu.perRequest(20), target(p50, 50*time.Millisecond))
+	return nil
+}
+
+// recordInputs records b's inputs as ingest records them
+// (store.Tx.RecordInputs) and a COPY alone does not: the state an import
+// leaves. Without it every row of b's pages carries its input ids, which
+// no sensor the service wrote to does.
+func (e *env) recordInputs(ctx context.Context, b blueprintSensor) error {
+	_, err := e.pool.Exec(ctx, `INSERT INTO sensor_inputs (sensor_id, input_ids) VALUES ($1, $2)
+ON CONFLICT (sensor_id) DO UPDATE SET input_ids = EXCLUDED.input_ids`, b.id, b.inputIDs)
+	if err != nil {
+		return fmt.Errorf("record the inputs of sensor %d: %w", b.id, err)
+	}
 	return nil
 }
