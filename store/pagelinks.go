@@ -181,14 +181,16 @@ func scanPageLinks(rows pgx.Rows, max int, p *LinkedPage) error {
 		spans  []span
 		times  []time.Time
 		counts []int // readings of each link
+		// A row's columns, reset for each row: declared in the loop,
+		// rows.Scan's pointers moved them to the heap row by row (three
+		// allocations a row, some sixty a page).
+		l         PageLink
+		at        *time.Time
+		rejecting bool
+		inst      []byte // the source's instance, as JSON
 	)
 	for rows.Next() {
-		var (
-			l         PageLink
-			at        *time.Time
-			rejecting bool
-			inst      []byte // the source's instance, as JSON
-		)
+		l, at, rejecting, inst = PageLink{}, nil, false, nil
 		if binaryRows {
 			raw := rows.RawValues()
 			var err error
@@ -243,6 +245,12 @@ func scanPageLinks(rows pgx.Rows, max int, p *LinkedPage) error {
 		} else {
 			ids = append(ids, r.InputIDs...)
 		}
+		if vals == nil {
+			// Room for a source an hour of whose minutes serve a page
+			// (row 12's barometer: about twenty), grown by append
+			// beyond: one allocation each rather than five or six.
+			vals, spans, times = make([]float64, 0, pageLinkRows*len(r.Values)), make([]span, 0, pageLinkRows), make([]time.Time, 0, pageLinkRows)
+		}
 		vals = append(vals, r.Values...)
 		spans, times = append(spans, s), append(times, r.Time)
 		counts[n-1]++
@@ -259,6 +267,10 @@ func scanPageLinks(rows pgx.Rows, max int, p *LinkedPage) error {
 	}
 	return nil
 }
+
+// pageLinkRows is the readings of links' sources scanPageLinks makes
+// room for at first.
+const pageLinkRows = 64
 
 // decodePageLink decodes the link's columns of a row of pageLinks from
 // PostgreSQL's binary format, but for the source's instance, in binary
