@@ -246,9 +246,9 @@ func scanPageLinks(rows pgx.Rows, max int, p *LinkedPage) error {
 			ids = append(ids, r.InputIDs...)
 		}
 		if vals == nil {
-			// Room for a source an hour of whose minutes serve a page
-			// (row 12's barometer: about twenty), grown by append
-			// beyond: one allocation each rather than five or six.
+			// Room for pageLinkRows readings (row 12's barometer gives
+			// a page about twenty): one allocation each, where append
+			// grew them from nothing five or six times.
 			vals, spans, times = make([]float64, 0, pageLinkRows*len(r.Values)), make([]span, 0, pageLinkRows), make([]time.Time, 0, pageLinkRows)
 		}
 		vals = append(vals, r.Values...)
