@@ -106,12 +106,13 @@ func (run *pageRun) free() {
 
 // pageEncoder is a page's second goroutine and the runs handed on to it.
 type pageEncoder struct {
-	mu     sync.Mutex
-	more   sync.Cond  // on mu: a run was handed on, or closed
-	queue  []*pageRun // handed on and not taken, in the page's order
-	closed bool       // no run comes any more
-	done   chan struct{}
-	enc    readingEncoder
+	mu      sync.Mutex
+	more    sync.Cond  // on mu: a run was handed on, or closed
+	queue   []*pageRun // handed on and not taken, in the page's order
+	closed  bool       // no run comes any more
+	started bool       // the goroutine runs, or ran
+	done    chan struct{}
+	enc     readingEncoder
 }
 
 // startPageEncoder starts a page's encoder goroutine; tests hold it back.
@@ -126,7 +127,6 @@ func (p *readingsPage) handOn() {
 		w.more.L = &w.mu
 		w.enc.reset(p.sensorID, p.names)
 		p.work = w
-		startPageEncoder(p.encodeRuns)
 	}
 	w.mu.Lock()
 	w.queue = append(w.queue, p.run)
@@ -194,6 +194,8 @@ func (p *readingsPage) encodeLast() {
 		return
 	}
 	w.close(false)
+	w.started = true
+	startPageEncoder(p.encodeRuns)
 	var mine []*pageRun // the runs the reader encodes, in the page's order
 	if p.run != nil {
 		p.run.b = p.run.encode(p.run.b, &p.enc)
@@ -216,7 +218,8 @@ func (p *readingsPage) encodeLast() {
 // failed read, a client gone) stops it so, and so does the handler
 // whatever ends it.
 func (p *readingsPage) stop() {
-	if p.work == nil {
+	if p.work == nil || !p.work.started {
+		p.work = nil
 		return
 	}
 	p.work.close(true)
