@@ -192,10 +192,9 @@ func appendMarks(b []byte, marks []sensing.Mark, names keyNames) []byte {
 
 // A reading as JSON, and a page of readings.
 
-// readingsPage is a page of readings encoded as JSON while the rows
-// arrive, on a second core once there are more than a run of them
-// (pagerun.go), or, asked for CSV, kept until the page is whole, since
-// the header row names every input the page has.
+// readingsPage is a page of readings encoded as JSON while the rows arrive,
+// or, asked for CSV, kept until the page is whole, since the header row
+// names every input the page has.
 type readingsPage struct {
 	buf      *bytes.Buffer
 	sensorID int64
@@ -211,10 +210,7 @@ type readingsPage struct {
 	count    int
 	last     time.Time // of the last reading added
 	link     string
-	conn     *wholeConn   // the page goes out on in one system call, if any
-	run      *pageRun     // a JSON page's readings not yet handed on
-	runs     []*pageRun   // all of the page's, to free
-	work     *pageEncoder // the page's encoder goroutine, if started
+	conn     *wholeConn // the page goes out on in one system call, if any
 }
 
 var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -257,21 +253,16 @@ func (p *readingsPage) add(r *store.Reading) {
 		p.count++
 		return
 	}
-	if p.run == nil {
-		p.run = newPageRun(p.count)
-		p.runs = append(p.runs, p.run)
+	if p.count > 0 {
+		p.buf.WriteByte(',')
 	}
-	p.run.add(r, p.outputs, p.marks)
+	p.buf.Write(p.enc.append(p.buf.AvailableBuffer(), r, p.outputs, p.marks))
 	p.count++
-	if p.run.len() == pageRunLen {
-		p.handOn()
-	}
 }
 
 func (p *readingsPage) finish(link string) *readingsPage {
 	p.link = link
 	if !p.wantsCSV {
-		p.encodeLast()
 		p.buf.WriteString("]\n")
 		return p
 	}
@@ -284,11 +275,6 @@ func (p *readingsPage) finish(link string) *readingsPage {
 }
 
 func (p *readingsPage) release() {
-	p.stop()
-	for _, run := range p.runs {
-		run.free()
-	}
-	p.run, p.runs = nil, nil
 	if p.buf.Cap() <= 4<<20 {
 		pageBuffers.Put(p.buf)
 	}
@@ -330,8 +316,6 @@ type readingEncoder struct {
 	inputs   keyList
 	outputs  keyList
 	dates    datetime.Appender
-	values   []float64 // of a reading's outputs (appendOutputs)
-	has      []bool
 }
 
 // keyList is the keys of a list of ids as JSON objects' keys, each
@@ -386,16 +370,6 @@ func (e *readingEncoder) reset(sensorID int64, names keyNames) {
 // values named as reset said:
 // {"id":"12-1714564800000000","datetime":"…","inputs":{"101":2803.5},"outputs":{…}}
 func (e *readingEncoder) append(b []byte, r *store.Reading, outputs *sensing.Outputs, marks []sensing.Mark) []byte {
-	b = e.appendInputs(b, r)
-	if outputs != nil {
-		b = e.appendOutputs(b, outputs, r)
-	}
-	b = appendMarks(b, marks, e.names)
-	return append(b, '}')
-}
-
-// appendInputs appends r as append does, up to its inputs' closing brace.
-func (e *readingEncoder) appendInputs(b []byte, r *store.Reading) []byte {
 	b = e.appendID(b, r.Time.UnixMicro())
 	b = append(b, `","datetime":"`...)
 	b = e.dates.Append(b, r.Time)
@@ -408,6 +382,11 @@ func (e *readingEncoder) appendInputs(b []byte, r *store.Reading) []byte {
 		b = append(b, keys.key(i)...)
 		b = jsonnum.Append(b, v)
 	}
+	b = append(b, '}')
+	if outputs != nil {
+		b = e.appendOutputs(b, outputs, r)
+	}
+	b = appendMarks(b, marks, e.names)
 	return append(b, '}')
 }
 
@@ -428,28 +407,12 @@ func (e *readingEncoder) appendID(b []byte, us int64) []byte {
 // appendOutputs computes r's outputs and appends ,"outputs":{…}.
 func (e *readingEncoder) appendOutputs(b []byte, outputs *sensing.Outputs, r *store.Reading) []byte {
 	outputs.Compute(r)
-	e.values, e.has = outputValues(outputs, e.values[:0], e.has[:0])
-	return e.appendOutputValues(b, outputs.IDs(), e.values, e.has)
-}
-
-// outputValues appends to values the outputs last computed, and to has
-// whether each has one (values holds 0 where not).
-func outputValues(outputs *sensing.Outputs, values []float64, has []bool) ([]float64, []bool) {
-	for k := range outputs.IDs() {
-		v, ok := outputs.Value(k)
-		values, has = append(values, v), append(has, ok)
-	}
-	return values, has
-}
-
-// appendOutputValues appends ,"outputs":{…} of the outputs ids, whose
-// values outputValues gave.
-func (e *readingEncoder) appendOutputValues(b []byte, ids []int64, values []float64, has []bool) []byte {
-	keys := e.outputs.of(e.names, ids)
+	keys := e.outputs.of(e.names, outputs.IDs())
 	b = append(b, `,"outputs":{`...)
 	first := true
-	for k, v := range values {
-		if !has[k] {
+	for k := range outputs.IDs() {
+		v, ok := outputs.Value(k)
+		if !ok {
 			continue
 		}
 		if !first {

@@ -78,7 +78,6 @@ func (s *Server) ListReadings(ctx context.Context, req gen.ListReadingsRequestOb
 	}
 	page := newReadingsPage(req.SensorId, byName(req.Params.Keys), prefersCSV(ctx))
 	page.allFlags = opts.Flags
-	defer page.stop()
 	if err := s.reads(ctx).ListReadings(ctx, key, q, opts, page); err != nil {
 		page.release()
 		return nil, err
