@@ -40,6 +40,7 @@ import (
 )
 
 func main() {
+	keepSysmonAwake(commandOf(os.Args[1:]))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
@@ -51,9 +52,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	command := "serve"
+	command := commandOf(args)
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		command, args = args[0], args[1:]
+		args = args[1:]
 	}
 	switch command {
 	case "serve":
@@ -68,6 +69,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return healthcheck(ctx, args, getenv, stderr)
 	}
 	return fmt.Errorf("unknown command %q: use serve, migrate, admin, backup-metrics or healthcheck", command)
+}
+
+// commandOf is the command args name: their first unless it is a flag,
+// else serve.
+func commandOf(args []string) string {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0]
+	}
+	return "serve"
 }
 
 // readBuffer is what each database connection reads of its socket at
