@@ -7,9 +7,10 @@ import (
 )
 
 // sysmonDebug is the GODEBUG setting serve runs under, for a side effect:
-// the runtime's scheduler trace every 2,000,000 s (23 days), which is
-// never printed before the host has been up that long and then once per
-// period. While schedtrace is set, the runtime's monitor thread (sysmon)
+// the runtime's scheduler trace every 2^31-1 ms (24.8 days, the longest
+// period it takes), which it prints to stderr, one line, only once the
+// host has been up that long, and then once per period. While schedtrace
+// is set, the runtime's monitor thread (sysmon)
 // does not go into its deep sleep whenever every P is idle. Without it,
 // the service, idle between requests and for a moment whenever it waits
 // on PostgreSQL's socket, put sysmon to sleep several times a page, and
@@ -20,7 +21,7 @@ import (
 // system call and a wake-up are dear (docs/performance.md, branch
 // page18b). With it, sysmon sleeps up to 10 ms at a time once nothing
 // needs it, so an idle service wakes it about 100 times a second.
-const sysmonDebug = "schedtrace=2000000000"
+const sysmonDebug = "schedtrace=2147483647"
 
 // withSysmonDebug returns godebug, a GODEBUG value, with sysmonDebug
 // added, or false when godebug sets schedtrace itself: an operator's
