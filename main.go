@@ -83,7 +83,8 @@ func commandOf(args []string) string {
 // readBuffer is what each database connection reads of its socket at
 // once: 64 kB, 8 times pgx's, so that a page's rows PostgreSQL sent while
 // the service encoded the ones before come in one read rather than one
-// per 8 kB (docs/performance.md, branch page15). It is held for the
+// per 8 kB (docs/performance.md, branches page15 and page18b: 11 to 16
+// reads a row-6b page rather than 25 to 40). It is held for the
 // connection's life: DB_MAX_CONNS × 64 kB in all, per pool.
 const readBuffer = 64 << 10
 

@@ -10,14 +10,15 @@ import (
 // the runtime's scheduler trace every 2^31-1 ms (24.8 days, the longest
 // period it takes), which it prints to stderr, one line, only once the
 // host has been up that long, and then once per period. While schedtrace
-// is set, the runtime's monitor thread (sysmon)
-// does not go into its deep sleep whenever every P is idle. Without it,
+// is set, the runtime's monitor thread (sysmon) does not go into its
+// deep sleep whenever every P is idle. Without it,
 // the service, idle between requests and for a moment whenever it waits
 // on PostgreSQL's socket, put sysmon to sleep several times a page, and
 // the first system call after each such moment woke it (a futex call),
 // and sysmon then ran in 20 µs sleeps until the service was idle again:
-// 12 to 17 nanosleeps, 20 futex calls and 50 context switches a row-6b
-// page, a third of the service's CPU a page on this machine, where a
+// 11 to 17 nanosleeps, 9 to 20 futex calls and 27 to 53 context switches
+// a row-6b page, against 2, 4 and 12 to 15 with it, and the service's
+// CPU a page a third lower, on the bench's virtual machine, where a
 // system call and a wake-up are dear (docs/performance.md, branch
 // page18b). With it, sysmon sleeps up to 10 ms at a time once nothing
 // needs it, so an idle service wakes it about 100 times a second.
