@@ -40,6 +40,7 @@ import (
 )
 
 func main() {
+	keepSysmonAwake(commandOf(os.Args[1:]))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
@@ -51,9 +52,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	command := "serve"
+	command := commandOf(args)
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		command, args = args[0], args[1:]
+		args = args[1:]
 	}
 	switch command {
 	case "serve":
@@ -70,6 +71,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return fmt.Errorf("unknown command %q: use serve, migrate, admin, backup-metrics or healthcheck", command)
 }
 
+// commandOf is the command args name: their first unless it is a flag,
+// else serve.
+func commandOf(args []string) string {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0]
+	}
+	return "serve"
+}
+
+// readBuffer is what each database connection reads of its socket at
+// once: 64 kB, 8 times pgx's, so that a page's rows PostgreSQL sent while
+// the service encoded the ones before come in one read rather than one
+// per 8 kB (docs/performance.md, branches page15 and page18b: 11 to 16
+// reads a row-6b page rather than 25 to 40). It is held for the
+// connection's life: DB_MAX_CONNS × 64 kB in all, per pool.
+const readBuffer = 64 << 10
+
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	c, err := parseConfig("serve", args, getenv, stderr)
 	if err != nil {
@@ -78,7 +96,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	log := newLogger(c, stderr)
 	log.Info("starting", "config", c.logValue())
 
-	pool, err := store.Open(ctx, c.databaseURL, store.PoolConfig{MaxConns: int32(c.dbMaxConns)})
+	pool, err := store.Open(ctx, c.databaseURL, store.PoolConfig{MaxConns: int32(c.dbMaxConns), ReadBuffer: readBuffer})
 	if err != nil {
 		return err
 	}
@@ -129,7 +147,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		StandbyWait:        c.readWait,
 	}
 	if c.readURL != "" {
-		readPool, err := store.Open(ctx, c.readURL, store.PoolConfig{MaxConns: int32(c.dbMaxConns), Lazy: true})
+		readPool, err := store.Open(ctx, c.readURL, store.PoolConfig{MaxConns: int32(c.dbMaxConns), Lazy: true, ReadBuffer: readBuffer})
 		if err != nil {
 			return err
 		}

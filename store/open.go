@@ -1,11 +1,14 @@
 package store
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -19,6 +22,11 @@ type PoolConfig struct {
 	// Tracer, if set, sees every statement the pool's connections run (the
 	// tests count round trips with it).
 	Tracer pgx.QueryTracer
+	// ReadBuffer, if above pgx's 8 kB, is how much a connection reads of
+	// its socket at once, held for the connection's life: a page's rows
+	// come as PostgreSQL's 8 kB sends, and a service busy encoding finds
+	// several waiting, which one read then takes.
+	ReadBuffer int
 }
 
 // Open connects a pool to databaseURL and, unless pc.Lazy, checks that the
@@ -34,6 +42,12 @@ func Open(ctx context.Context, databaseURL string, pc PoolConfig) (*pgxpool.Pool
 	}
 	if pc.Tracer != nil {
 		cfg.ConnConfig.Tracer = pc.Tracer
+	}
+	if pc.ReadBuffer > 8<<10 {
+		size := pc.ReadBuffer
+		cfg.ConnConfig.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
+			return pgproto3.NewFrontend(bufio.NewReaderSize(r, size), w)
+		}
 	}
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		conn.TypeMap().RegisterType(&pgtype.Type{
