@@ -40,7 +40,8 @@ import (
 )
 
 func main() {
-	keepSysmonAwake(commandOf(os.Args[1:]))
+	command, _ := commandOf(os.Args[1:])
+	keepSysmonAwake(command)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
@@ -52,10 +53,7 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	command := commandOf(args)
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		args = args[1:]
-	}
+	command, args := commandOf(args)
 	switch command {
 	case "serve":
 		return serve(ctx, args, getenv, stderr)
@@ -71,13 +69,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return fmt.Errorf("unknown command %q: use serve, migrate, admin, backup-metrics or healthcheck", command)
 }
 
-// commandOf is the command args name: their first unless it is a flag,
-// else serve.
-func commandOf(args []string) string {
+// commandOf splits args into the command they name, their first unless
+// it is a flag, else serve, and the command's own arguments.
+func commandOf(args []string) (string, []string) {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		return args[0]
+		return args[0], args[1:]
 	}
-	return "serve"
+	return "serve", args
 }
 
 // readBuffer is what each database connection reads of its socket at
